@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// The `faultline` command line. Each command lives in its own module exporting
+// `register(program, cli)`; adding a command is one file plus one line below.
+// Failures print one plain line to stderr and exit 1.
+import { Command } from 'commander';
+import { cliContext, describeFailure, VERSION } from './context.js';
+import { register as registerMigrate } from './migrate.js';
+import { register as registerRetention } from './retention.js';
+import { register as registerSeed } from './seed.js';
+import { register as registerServe } from './serve.js';
+
+export function createProgram(): Command {
+  const program = new Command('faultline')
+    .description('Self-hosted crash and error reporting, compatible with Sentry SDKs and sentry-cli')
+    .version(VERSION, '-v, --version', 'print the version')
+    .helpOption('-h, --help', 'show help')
+    .showHelpAfterError()
+    .enablePositionalOptions();
+  registerServe(program, cliContext);
+  registerMigrate(program, cliContext);
+  registerRetention(program, cliContext);
+  registerSeed(program, cliContext);
+  return program;
+}
+
+try {
+  await createProgram().parseAsync(process.argv);
+} catch (err) {
+  process.stderr.write(`faultline: ${describeFailure(err)}\n`);
+  if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,66 @@
+// `faultline serve`: migrates the database, serves the HTTP API, logs one line
+// saying where, and on SIGTERM/SIGINT stops accepting, finishes in-flight
+// requests and closes the database before exiting 0.
+import type { Command } from 'commander';
+import type { RunningServer } from '../editions/node.js';
+import { CliError, type CliContext } from './context.js';
+
+/** How long in-flight requests get after a stop signal before the process exits anyway. */
+const SHUTDOWN_GRACE_MS = 30_000;
+
+export function register(program: Command, cli: CliContext): void {
+  program
+    .command('serve')
+    .description('run the server (settings from the environment; see the README)')
+    .action(async () => {
+      const config = cli.config();
+      const { buildNodeDeps, createLogger, startServer } = await import('../editions/node.js');
+      const logger = createLogger(config);
+      const deps = await buildNodeDeps(config, { logger });
+      let server: RunningServer;
+      try {
+        server = await startServer(deps, config.port, config.host, { background: true });
+      } catch (err) {
+        await deps.ingest.close().catch(() => {});
+        await deps.store.close().catch(() => {});
+        const code = (err as NodeJS.ErrnoException).code;
+        const where = `${config.host}:${config.port}`;
+        if (code === 'EADDRINUSE') throw new CliError(`cannot listen on ${where}: the port is already in use (stop the other process or set PORT)`);
+        if (code === 'EACCES') throw new CliError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT)`);
+        if (code === 'EADDRNOTAVAIL') throw new CliError(`cannot listen on ${where}: no such local address (check HOST)`);
+        throw err;
+      }
+      logger.info(
+        { url: server.url, database: deps.store.description, version: cli.version, public_url: config.publicUrl ?? undefined },
+        `faultline ${cli.version} listening on ${server.url} (database ${deps.store.description})`,
+      );
+
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals) => {
+        if (stopping) {
+          logger.warn({ signal }, 'second stop signal: exiting without waiting');
+          process.exit(1);
+        }
+        stopping = true;
+        logger.info({ signal }, 'stopping: no new connections; finishing in-flight requests');
+        const force = setTimeout(() => {
+          logger.error({ grace_ms: SHUTDOWN_GRACE_MS }, 'in-flight requests did not finish in time; exiting');
+          process.exit(1);
+        }, SHUTDOWN_GRACE_MS);
+        force.unref();
+        server.close().then(
+          () => {
+            clearTimeout(force);
+            logger.info('stopped');
+            process.exit(0);
+          },
+          (err) => {
+            logger.error({ err }, 'error while stopping');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', stop);
+      process.on('SIGINT', stop);
+    });
+}

@@ -1,0 +1,96 @@
+// Node server edition: wires better-sqlite3/pg, pino and @hono/node-server
+// around the shared app.
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import pino, { type Logger } from 'pino';
+import { systemClock, type Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { AppDeps } from '../context.js';
+import { createApp } from '../http/app.js';
+import { MemoryRateLimiter } from '../http/rate-limit.js';
+import { createIngestWriter } from '../ingest/writer.js';
+import { migrate, openStore } from '../store/database.js';
+import { startRetentionJob } from '../store/retention.js';
+
+export interface NodeDepsOptions {
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export function createLogger(config: Config): Logger {
+  return pino({ level: config.logLevel, base: undefined, timestamp: pino.stdTimeFunctions.isoTime });
+}
+
+/** Opens and migrates the database and builds every dependency of the app. */
+export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {}): Promise<AppDeps> {
+  const logger = options.logger ?? createLogger(config);
+  const clock = options.clock ?? systemClock;
+  const store = await openStore(config.databaseUrl);
+  try {
+    const { applied, version } = await migrate(store);
+    if (applied.length > 0) logger.info({ applied, version, database: store.description }, 'database schema migrated');
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const ingest = createIngestWriter({ store, clock, logger });
+  return {
+    config,
+    store,
+    clock,
+    logger,
+    rateLimiter: new MemoryRateLimiter(config.rateLimit),
+    ingest,
+    clientAddress: (_request, env) => (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
+  };
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  /** Stops accepting, finishes in-flight requests, flushes the writer, closes the database. */
+  close(): Promise<void>;
+}
+
+export interface StartServerOptions {
+  /** Run the housekeeping `serve` does (hourly retention). Off for embedded and test servers. */
+  background?: boolean;
+}
+
+export async function startServer(
+  deps: AppDeps,
+  port = deps.config.port,
+  host = deps.config.host,
+  options: StartServerOptions = {},
+): Promise<RunningServer> {
+  const app = createApp(deps);
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port, hostname: host }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${address.port}`;
+  let closing: Promise<void> | null = null;
+  const retention = options.background
+    ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })
+    : null;
+  return {
+    url,
+    port: address.port,
+    close() {
+      closing ??= (async () => {
+        const retentionStopped = retention?.stop();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          (server as any).closeIdleConnections?.();
+        });
+        await retentionStopped;
+        await deps.ingest.close();
+        await deps.store.close();
+      })();
+      return closing;
+    },
+  };
+}

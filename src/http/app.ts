@@ -1,0 +1,75 @@
+// Builds the Hono app from injected dependencies. Shared by every edition; only
+// Web APIs here. Cross-cutting behaviour (request ids, logging, errors, auth,
+// rate limits, body limits, 404/405) is installed here; each domain's routes
+// live in their own module.
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { methodNotAllowed } from 'hono/method-not-allowed';
+import { requestId } from 'hono/request-id';
+import type { AppDeps } from '../context.js';
+import { apiKeyAuth, isIngestPath } from './auth.js';
+import { errorResponse, handleError } from './errors.js';
+import { healthRoutes } from './health.js';
+import { ingestRoutes } from './ingest.js';
+import { projectRoutes } from './projects.js';
+import { managementRateLimitKey, rateLimit } from './rate-limit.js';
+import { readRoutes } from './read.js';
+
+/** Request bodies on management routes; ingest and uploader routes set their own limits. */
+export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
+
+/** Routes that take large bodies and enforce their own limits. */
+function hasOwnBodyLimit(path: string): boolean {
+  return isIngestPath(path) || path.startsWith('/api/0/');
+}
+
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono();
+  const { logger } = deps;
+
+  app.use(requestId());
+
+  // One log line per request; the query string is left out (it may carry a DSN key).
+  app.use(async (c, next) => {
+    const started = performance.now();
+    await next();
+    logger.info(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        duration_ms: Math.round((performance.now() - started) * 100) / 100,
+        request_id: c.get('requestId'),
+      },
+      'request',
+    );
+  });
+
+  app.use(apiKeyAuth(deps.config.apiKeys));
+  app.use(rateLimit(deps, managementRateLimitKey(deps)));
+
+  const managementBodyLimit = bodyLimit({
+    maxSize: MANAGEMENT_BODY_LIMIT,
+    onError: (c) => errorResponse(c, 413, `request body too large; the limit on this route is ${MANAGEMENT_BODY_LIMIT} bytes (1 MB)`),
+  });
+  app.use((c, next) => (hasOwnBodyLimit(c.req.path) ? next() : managementBodyLimit(c, next)));
+
+  app.use(
+    methodNotAllowed({
+      app,
+      onMethodNotAllowed: (c, methods) =>
+        errorResponse(c, 405, `method ${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(', ')}`, {
+          Allow: methods.join(', '),
+        }),
+    }),
+  );
+
+  app.route('/', healthRoutes(deps));
+  app.route('/', projectRoutes(deps));
+  app.route('/', ingestRoutes(deps));
+  app.route('/', readRoutes(deps));
+
+  app.notFound((c) => errorResponse(c, 404, 'not found'));
+  app.onError((err, c) => handleError(err, c, logger));
+  return app;
+}

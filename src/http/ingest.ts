@@ -1,0 +1,75 @@
+// Ingest routes: POST /api/{project_id}/envelope/ and /store/ (trailing slash
+// optional), their CORS preflight, and the CORS headers on every ingest answer.
+// The work is src/ingest/pipeline.ts; this adapts Hono's request to it.
+import { Hono, type Context } from 'hono';
+import type { AppDeps } from '../context.js';
+import { handleIngest, type IngestEndpoint } from '../ingest/pipeline.js';
+
+/** The request headers SDKs send (protocol notes §1.3), allowed in preflight answers. */
+const ALLOW_HEADERS =
+  'x-sentry-auth, x-requested-with, x-forwarded-for, origin, referer, accept, content-type, authentication, authorization, content-encoding, transfer-encoding, sentry-trace, baggage';
+const EXPOSE_HEADERS = 'x-sentry-error, x-sentry-rate-limits, retry-after';
+
+// Only numeric project ids are ingest paths; anything else falls through to the
+// other route modules (and their 404), so a slug like "store" can never be shadowed.
+const PATHS: Record<IngestEndpoint, string[]> = {
+  envelope: ['/api/:projectId{[0-9]+}/envelope', '/api/:projectId{[0-9]+}/envelope/'],
+  store: ['/api/:projectId{[0-9]+}/store', '/api/:projectId{[0-9]+}/store/'],
+};
+
+export function ingestRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+  const cors = { 'Access-Control-Allow-Origin': deps.config.corsOrigin, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
+
+  for (const endpoint of ['envelope', 'store'] as const) {
+    for (const path of PATHS[endpoint]) {
+      app.options(path, () =>
+        new Response(null, {
+          status: 204,
+          headers: {
+            ...cors,
+            'Access-Control-Allow-Methods': 'POST, OPTIONS',
+            'Access-Control-Allow-Headers': ALLOW_HEADERS,
+            'Access-Control-Max-Age': '3600',
+          },
+        }),
+      );
+      app.post(path, async (c) => {
+        const url = new URL(c.req.url);
+        const result = await handleIngest(deps, {
+          endpoint,
+          projectId: c.req.param('projectId') ?? '',
+          headers: c.req.raw.headers,
+          query: url.searchParams,
+          body: c.req.raw.body,
+          clientIp: clientIp(c, deps),
+        });
+        return new Response(JSON.stringify(result.body), {
+          status: result.status,
+          headers: { 'Content-Type': 'application/json', ...cors, ...result.headers },
+        });
+      });
+    }
+  }
+  return app;
+}
+
+/**
+ * The address `{{auto}}` resolves to. The first X-Forwarded-For hop (or X-Real-IP)
+ * wins, since a self-hosted server usually sits behind a proxy; otherwise the
+ * connection's peer as the edition reports it. A forged header only changes the
+ * IP shown on the client's own events, which the client could set directly anyway.
+ */
+function clientIp(c: Context, deps: AppDeps): string | null {
+  const forwarded = c.req.header('x-forwarded-for');
+  if (forwarded) {
+    const first = forwarded.split(',')[0].trim();
+    if (first) return first;
+  }
+  const real = c.req.header('x-real-ip')?.trim();
+  if (real) return real;
+  const remote = deps.clientAddress?.(c.req.raw, c.env);
+  if (!remote) return null;
+  // IPv4 peers of a dual-stack socket appear as ::ffff:a.b.c.d.
+  return remote.startsWith('::ffff:') ? remote.slice(7) : remote;
+}

@@ -1,0 +1,157 @@
+// Projects API (/api/projects): list, create, get, patch, delete, rotate-key.
+// Validates each field with a message naming the field and what is allowed;
+// unknown fields are refused so a typo never passes silently.
+import { Hono, type Context } from 'hono';
+import { z } from 'zod';
+import { iso } from '../clock.js';
+import type { AppDeps } from '../context.js';
+import type { ProjectRow } from '../store/schema.js';
+import {
+  PLATFORMS,
+  PROJECT_DEFAULTS,
+  SlugTakenError,
+  createProject,
+  deleteProject,
+  findProjectBySlug,
+  listProjects,
+  rotateProjectKey,
+  slugProblem,
+  updateProject,
+} from '../store/projects.js';
+import { HttpError, badRequest, notFound, readJsonObject, zodMessage } from './errors.js';
+import { buildDsn, publicBaseUrl } from './public-url.js';
+
+export const NAME_MAX_LENGTH = 200;
+
+const MESSAGES = {
+  slug: 'slug is required: a string of 1 to 64 characters (lowercase letters, digits, ".", "_" or "-")',
+  name: `name must be a non-empty string of at most ${NAME_MAX_LENGTH} characters`,
+  platform: `platform must be one of ${PLATFORMS.join(', ')}`,
+  sample_keep_first: 'sample_keep_first must be an integer >= 0',
+  sample_rate: 'sample_rate must be between 0 and 1',
+  daily_quota: 'daily_quota must be an integer >= 0 (0 means unlimited)',
+};
+
+const PATCHABLE = ['name', 'platform', 'sample_keep_first', 'sample_rate', 'daily_quota'] as const;
+
+const fields = {
+  name: z
+    .string({ error: MESSAGES.name })
+    .trim()
+    .min(1, { error: MESSAGES.name })
+    .max(NAME_MAX_LENGTH, { error: MESSAGES.name })
+    .optional(),
+  platform: z.enum(PLATFORMS, { error: MESSAGES.platform }).optional(),
+  sample_keep_first: z.int({ error: MESSAGES.sample_keep_first }).min(0, { error: MESSAGES.sample_keep_first }).optional(),
+  sample_rate: z.number({ error: MESSAGES.sample_rate }).min(0, { error: MESSAGES.sample_rate }).max(1, { error: MESSAGES.sample_rate }).optional(),
+  daily_quota: z.int({ error: MESSAGES.daily_quota }).min(0, { error: MESSAGES.daily_quota }).optional(),
+};
+
+function unknownFields(allowed: readonly string[]) {
+  return (issue: { code?: string; keys?: string[] }) =>
+    issue.code === 'unrecognized_keys'
+      ? `unknown field${issue.keys!.length > 1 ? 's' : ''} ${issue.keys!.map((k) => `"${k}"`).join(', ')}; allowed fields are ${allowed.join(', ')}`
+      : undefined;
+}
+
+const createSchema = z.strictObject(
+  {
+    slug: z.string({ error: MESSAGES.slug }).superRefine((slug, ctx) => {
+      const problem = slugProblem(slug);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    ...fields,
+  },
+  { error: unknownFields(['slug', ...PATCHABLE]) },
+);
+
+const patchSchema = z.strictObject(fields, { error: unknownFields(PATCHABLE) });
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(body);
+  if (!result.success) throw badRequest(zodMessage(result.error));
+  return result.data;
+}
+
+/** The project object of the API (SPEC section 2). */
+export function projectJson(project: ProjectRow, baseUrl: string) {
+  return {
+    id: project.id,
+    slug: project.slug,
+    name: project.name,
+    platform: project.platform,
+    sample_keep_first: project.sample_keep_first,
+    sample_rate: project.sample_rate,
+    daily_quota: project.daily_quota,
+    created_at: iso(project.created_at),
+    dsn: buildDsn(baseUrl, project.dsn_key, project.id),
+  };
+}
+
+export function projectRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+  const db = deps.store.db;
+  const json = (c: Context, project: ProjectRow) => projectJson(project, publicBaseUrl(c, deps.config));
+
+  async function projectOr404(slug: string): Promise<ProjectRow> {
+    const project = await findProjectBySlug(db, slug);
+    if (!project) throw notFound(`project "${slug}"`);
+    return project;
+  }
+
+  app.get('/api/projects', async (c) => {
+    const base = publicBaseUrl(c, deps.config);
+    const projects = await listProjects(db);
+    return c.json(projects.map((p) => projectJson(p, base)));
+  });
+
+  app.post('/api/projects', async (c) => {
+    const input = parse(createSchema, await readJsonObject(c));
+    try {
+      const project = await createProject(
+        db,
+        {
+          slug: input.slug,
+          name: input.name ?? input.slug,
+          platform: input.platform ?? PROJECT_DEFAULTS.platform,
+          sample_keep_first: input.sample_keep_first ?? PROJECT_DEFAULTS.sample_keep_first,
+          sample_rate: input.sample_rate ?? PROJECT_DEFAULTS.sample_rate,
+          daily_quota: input.daily_quota ?? PROJECT_DEFAULTS.daily_quota,
+        },
+        deps.clock.now(),
+      );
+      deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
+      return c.json(json(c, project), 201, { Location: `/api/projects/${project.slug}` });
+    } catch (err) {
+      if (err instanceof SlugTakenError) throw new HttpError(409, err.message);
+      throw err;
+    }
+  });
+
+  app.get('/api/projects/:slug', async (c) => c.json(json(c, await projectOr404(c.req.param('slug')))));
+
+  app.patch('/api/projects/:slug', async (c) => {
+    const project = await projectOr404(c.req.param('slug'));
+    const patch = parse(patchSchema, await readJsonObject(c));
+    const updated = await updateProject(db, project.id, patch);
+    if (!updated) throw notFound(`project "${project.slug}"`);
+    return c.json(json(c, updated));
+  });
+
+  app.delete('/api/projects/:slug', async (c) => {
+    const project = await projectOr404(c.req.param('slug'));
+    if (!(await deleteProject(db, project.id))) throw notFound(`project "${project.slug}"`);
+    deps.logger.info({ project: project.slug, project_id: project.id }, 'project deleted');
+    return c.body(null, 204);
+  });
+
+  app.post('/api/projects/:slug/rotate-key', async (c) => {
+    const project = await projectOr404(c.req.param('slug'));
+    const rotated = await rotateProjectKey(db, project.id);
+    if (!rotated) throw notFound(`project "${project.slug}"`);
+    deps.logger.info({ project: project.slug, project_id: project.id }, 'project DSN key rotated');
+    return c.json(json(c, rotated));
+  });
+
+  return app;
+}

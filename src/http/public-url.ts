@@ -1,0 +1,33 @@
+// The service's public base address, for everything handed to clients that
+// must point back at this server (DSNs, upload URLs): PUBLIC_URL when set (its
+// path prefix kept), else the address the request came in on, honouring the
+// X-Forwarded-Proto / X-Forwarded-Host headers a reverse proxy adds.
+import type { Context } from 'hono';
+import type { Config } from '../config.js';
+
+const HOST_PATTERN = /^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/;
+
+function firstValue(header: string | undefined): string | undefined {
+  const v = header?.split(',')[0]?.trim();
+  return v ? v : undefined;
+}
+
+/** Base URL without a trailing slash, e.g. `https://errors.example.com/faultline`. */
+export function publicBaseUrl(c: Context, config: Config): string {
+  if (config.publicUrl) {
+    const u = new URL(config.publicUrl);
+    return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`;
+  }
+  const url = new URL(c.req.url);
+  const forwardedProto = firstValue(c.req.header('x-forwarded-proto'))?.toLowerCase();
+  const protocol = forwardedProto === 'http' || forwardedProto === 'https' ? `${forwardedProto}:` : url.protocol;
+  const forwardedHost = firstValue(c.req.header('x-forwarded-host'));
+  const host = forwardedHost && HOST_PATTERN.test(forwardedHost) ? forwardedHost : url.host;
+  return `${protocol}//${host}`;
+}
+
+/** `<scheme>://<key>@<host[:port]><path prefix>/<project id>` */
+export function buildDsn(baseUrl: string, dsnKey: string, projectId: number): string {
+  const u = new URL(baseUrl);
+  return `${u.protocol}//${dsnKey}@${u.host}${u.pathname.replace(/\/+$/, '')}/${projectId}`;
+}

@@ -1,0 +1,125 @@
+// Read API routes: overview, issues (list, detail, status, bulk status), events
+// (list, detail), releases (list, detail). Thin: parse the path, find the
+// project, call src/read, map its errors to HTTP errors.
+import { Hono, type Context } from 'hono';
+import type { AppDeps } from '../context.js';
+import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
+import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
+import {
+  bulkSetStatus,
+  issueDetail,
+  listIssues,
+  parseBulkBody,
+  parseIssueListQuery,
+  parseStatusBody,
+  setIssueStatus,
+} from '../read/issues.js';
+import { overview } from '../read/overview.js';
+import { listReleases, releaseDetail } from '../read/releases.js';
+import { findProjectBySlug } from '../store/projects.js';
+import type { ProjectRow } from '../store/schema.js';
+import { HttpError, readJson } from './errors.js';
+
+const P = '/api/projects/:slug';
+
+export function readRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+  const db = deps.store.db;
+  const now = () => deps.clock.now();
+
+  async function project(c: Context): Promise<ProjectRow> {
+    const slug = c.req.param('slug') ?? '';
+    const row = await findProjectBySlug(db, slug);
+    if (!row) throw new HttpError(404, `project ${JSON.stringify(slug)} not found`);
+    return row;
+  }
+
+  /** Runs a handler, turning the read domain's errors into HTTP errors. */
+  const handle =
+    (fn: (c: Context) => Promise<Response>) =>
+    async (c: Context): Promise<Response> => {
+      try {
+        return await fn(c);
+      } catch (err) {
+        if (err instanceof ReadInputError || err instanceof ReadNotFoundError) throw new HttpError(err.status, err.message);
+        throw err;
+      }
+    };
+
+  app.get(
+    `${P}/overview`,
+    handle(async (c) => c.json(await overview(db, (await project(c)).id, c.req.query(), now()))),
+  );
+
+  app.get(
+    `${P}/issues`,
+    handle(async (c) => {
+      const p = await project(c);
+      return c.json(await listIssues(db, p.id, parseIssueListQuery(c.req.query(), now()), now()));
+    }),
+  );
+
+  // Registered before /issues/:fingerprint so "bulk" is never taken for a fingerprint.
+  app.post(
+    `${P}/issues/bulk`,
+    handle(async (c) => {
+      const p = await project(c);
+      const { fingerprints, status } = parseBulkBody(await readJson(c));
+      return c.json(await bulkSetStatus(db, p.id, fingerprints, status, now()));
+    }),
+  );
+
+  // Any other method on /issues/bulk is a wrong method on a known path, not a fingerprint lookup.
+  app.all(`${P}/issues/bulk`, (c) =>
+    c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path}; allowed: POST` }, 405, { Allow: 'POST' }),
+  );
+
+  app.get(
+    `${P}/issues/:fingerprint`,
+    handle(async (c) => {
+      const p = await project(c);
+      return c.json(await issueDetail(db, p.id, c.req.param('fingerprint') ?? '', c.req.query(), now()));
+    }),
+  );
+
+  app.patch(
+    `${P}/issues/:fingerprint`,
+    handle(async (c) => {
+      const p = await project(c);
+      const status = parseStatusBody(await readJson(c));
+      return c.json(await setIssueStatus(db, p.id, c.req.param('fingerprint') ?? '', status, now()));
+    }),
+  );
+
+  app.get(
+    `${P}/events`,
+    handle(async (c) => {
+      const p = await project(c);
+      return c.json(await listEvents(db, p.id, parseEventListQuery(c.req.query(), now())));
+    }),
+  );
+
+  app.get(
+    `${P}/events/:id`,
+    handle(async (c) => {
+      const p = await project(c);
+      return c.json(await eventDetail(db, p.id, c.req.param('id') ?? ''));
+    }),
+  );
+
+  app.get(
+    `${P}/releases`,
+    handle(async (c) => c.json(await listReleases(db, (await project(c)).id, c.req.query(), now()))),
+  );
+
+  // A version may hold "/" (sent raw or as %2F), "@" and "+": the parameter takes the rest of the path.
+  app.get(
+    `${P}/releases/:version{.+}`,
+    handle(async (c) => {
+      const p = await project(c);
+      return c.json(await releaseDetail(db, p.id, c.req.param('version') ?? '', c.req.query(), now()));
+    }),
+  );
+
+  return app;
+}

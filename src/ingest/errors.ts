@@ -1,0 +1,21 @@
+// Ingest error kinds. The HTTP layer maps them to status codes; domain code
+// only decides which kind of failure happened.
+
+/** The body (received or decoded) is larger than allowed. HTTP 413. */
+export class PayloadTooLargeError extends Error {
+  override name = 'PayloadTooLargeError';
+}
+
+/**
+ * The request as a whole cannot be read: corrupt or truncated compression, an
+ * envelope header line that is not a JSON object, a store body that is not JSON.
+ * HTTP 400.
+ */
+export class BadPayloadError extends Error {
+  override name = 'BadPayloadError';
+}
+
+/** One envelope item is malformed: it is skipped and the rest of the envelope is processed. */
+export class InvalidItemError extends Error {
+  override name = 'InvalidItemError';
+}

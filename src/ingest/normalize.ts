@@ -1,0 +1,520 @@
+// Event normalisation: one raw event payload (envelope `event` item or /store/
+// body) into the NormalizedEvent row shape, following DECISIONS "Ingest" and
+// "Grouping". One JSON.parse per payload; sub-objects of the parsed event are
+// referenced, not copied, unless they need repair.
+import { InvalidItemError } from './errors.js';
+import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex } from './grouping.js';
+import type { EventDetailData, Level, NormalizedEvent, NormalizedException, NormalizedFrame } from './types.js';
+
+export interface NormalizeContext {
+  /** Receive time, epoch ms. */
+  receivedAt: number;
+  /** The envelope header's `sent_at`, epoch ms (null for /store/ or when absent). */
+  sentAt: number | null;
+  /** The envelope header's `event_id`, as sent. */
+  envelopeEventId: string | null;
+  /** The client's address, used for `user.ip_address: "{{auto}}"`. */
+  clientIp: string | null;
+}
+
+const HOUR_MS = 3_600_000;
+const MAX_TITLE = 100;
+const MAX_MESSAGE = 8192;
+const MAX_TAGS = 100;
+const MAX_TAG_KEY = 200;
+const MAX_TAG_VALUE = 200;
+const MAX_BREADCRUMBS = 100;
+
+const utf8 = new TextDecoder();
+
+type Obj = Record<string, unknown>;
+
+function isObject(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
+  // Do not cut a surrogate pair in half.
+  let end = max;
+  const c = s.charCodeAt(end - 1);
+  if (c >= 0xd800 && c <= 0xdbff) end--;
+  return s.slice(0, end);
+}
+
+/** A trimmed, capped, non-empty string from a string or number; null otherwise. */
+function text(v: unknown, max: number): string | null {
+  let s: string;
+  if (typeof v === 'string') s = v.trim();
+  else if (typeof v === 'number' && Number.isFinite(v)) s = String(v);
+  else return null;
+  return s === '' ? null : clip(s, max);
+}
+
+// ---------------------------------------------------------------- payload
+
+// Strings are matched whole so NaN / Infinity inside them are left alone.
+const NON_FINITE = /"(?:[^"\\]|\\[\s\S])*"|-?\bInfinity\b|\bNaN\b/g;
+
+/**
+ * Python SDKs can emit NaN / Infinity (json.dumps allows them); Relay rewrites
+ * them for Python clients. Returns the text with those tokens as null, or null
+ * when there was nothing to rewrite.
+ */
+function withoutNonFinite(json: string): string | null {
+  let changed = false;
+  const out = json.replace(NON_FINITE, (m) => {
+    if (m.charCodeAt(0) === 0x22) return m;
+    changed = true;
+    return 'null';
+  });
+  return changed ? out : null;
+}
+
+function parsePayload(payload: Uint8Array): Obj {
+  const json = utf8.decode(payload);
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch (err) {
+    const repaired = withoutNonFinite(json);
+    try {
+      if (repaired === null) throw err;
+      v = JSON.parse(repaired);
+    } catch {
+      throw new InvalidItemError('event payload is not valid JSON');
+    }
+  }
+  if (!isObject(v)) throw new InvalidItemError('event payload must be a JSON object');
+  return v;
+}
+
+// ---------------------------------------------------------------- ids, times, levels
+
+const HEX32 = /^[0-9a-fA-F]{32}$/;
+const NIL_ID = '00000000000000000000000000000000';
+
+/** A UUID as 32 lowercase hex (dashes and braces removed), or null when it is not one. */
+export function cleanUuid(v: unknown): string | null {
+  if (typeof v !== 'string') return null;
+  let s = v;
+  if (s.length !== 32) s = s.replace(/[-{}]/g, '');
+  if (!HEX32.test(s)) return null;
+  s = s.toLowerCase();
+  return s === NIL_ID ? null : s;
+}
+
+export function randomId(): string {
+  return globalThis.crypto.randomUUID().replace(/-/g, '');
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$/;
+const NUMERIC = /^\s*\d+(?:\.\d+)?\s*$/;
+
+function fromEpochNumber(n: number): number | null {
+  if (!Number.isFinite(n) || n <= 0) return null;
+  return Math.round(n > 1e12 ? n : n * 1000);
+}
+
+/**
+ * Epoch ms from an RFC 3339 string (a missing offset is UTC) or a number of
+ * seconds (milliseconds when > 1e12; numeric strings too). Null when invalid.
+ */
+export function parseTimestamp(value: unknown): number | null {
+  if (typeof value === 'number') return fromEpochNumber(value);
+  if (typeof value !== 'string') return null;
+  const m = RFC3339.exec(value.trim());
+  if (!m) return NUMERIC.test(value) ? fromEpochNumber(Number(value)) : null;
+  const year = +m[1];
+  const month = +m[2];
+  const day = +m[3];
+  const hour = +m[4];
+  const minute = +m[5];
+  const second = +m[6];
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 60) return null;
+  const ms = m[7] ? Math.round(Number(`0.${m[7]}`) * 1000) : 0;
+  let t = Date.UTC(year, month - 1, day, hour, minute, Math.min(second, 59), 0);
+  // Date.UTC rolls 31 February over to March: reject instead.
+  if (new Date(t).getUTCDate() !== day) return null;
+  t += ms;
+  if (m[9]) {
+    const offset = (+m[10] * 60 + +m[11]) * 60_000;
+    t += m[9] === '+' ? -offset : offset;
+  }
+  return fromEpochNumber(t);
+}
+
+const LEVELS = new Map<string, Level>([
+  ['fatal', 'fatal'],
+  ['critical', 'fatal'],
+  ['error', 'error'],
+  ['', 'error'],
+  ['warning', 'warning'],
+  ['warn', 'warning'],
+  ['info', 'info'],
+  ['log', 'info'],
+  ['debug', 'debug'],
+  // Python logging levels, as Relay accepts them.
+  ['10', 'debug'],
+  ['20', 'info'],
+  ['30', 'warning'],
+  ['40', 'error'],
+  ['50', 'fatal'],
+]);
+
+/** DECISIONS levels: lowercased; warn → warning, critical → fatal, empty/missing → error, unknown → info. */
+export function normalizeLevel(v: unknown): Level {
+  if (v === undefined || v === null) return 'error';
+  if (typeof v === 'number') return LEVELS.get(String(v)) ?? 'info';
+  if (typeof v !== 'string') return 'info';
+  return LEVELS.get(v.trim().toLowerCase()) ?? 'info';
+}
+
+// ---------------------------------------------------------------- tags, breadcrumbs
+
+function tagValue(v: unknown): string | null {
+  let s: string;
+  if (typeof v === 'string') s = v;
+  else if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') s = String(v);
+  else if (v === null || v === undefined) return null;
+  else s = JSON.stringify(v);
+  return clip(s, MAX_TAG_VALUE);
+}
+
+/** Tags from an object or a list of [key, value] pairs; values stringified; keys and values capped. */
+export function normalizeTags(v: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  let count = 0;
+  const add = (k: unknown, val: unknown): void => {
+    const key = text(k, MAX_TAG_KEY);
+    if (key === null || key === '__proto__') return;
+    const value = tagValue(val);
+    if (value === null) return;
+    if (!(key in out)) {
+      if (count >= MAX_TAGS) return;
+      count++;
+    }
+    out[key] = value;
+  };
+  if (Array.isArray(v)) {
+    for (const pair of v) if (Array.isArray(pair) && pair.length >= 2) add(pair[0], pair[1]);
+  } else if (isObject(v)) {
+    for (const k of Object.keys(v)) add(k, v[k]);
+  }
+  return out;
+}
+
+/** `{values: [...]}` or a bare list; objects only; the newest MAX_BREADCRUMBS kept (oldest first). */
+export function normalizeBreadcrumbs(v: unknown): Obj[] {
+  const list: unknown[] = Array.isArray(v) ? v : isObject(v) && Array.isArray(v.values) ? v.values : [];
+  const from = list.length > MAX_BREADCRUMBS ? list.length - MAX_BREADCRUMBS : 0;
+  let clean = from === 0;
+  if (clean) for (const b of list) if (!isObject(b)) clean = false;
+  if (clean) return list as Obj[];
+  const out: Obj[] = [];
+  for (let i = from; i < list.length; i++) if (isObject(list[i])) out.push(list[i] as Obj);
+  return out;
+}
+
+// ---------------------------------------------------------------- exceptions and frames
+
+const FRAME_STRINGS = ['filename', 'abs_path', 'function', 'raw_function', 'module', 'package', 'platform', 'context_line', 'instruction_addr', 'image_addr', 'symbol_addr'] as const;
+const ADDRESS_FIELDS = new Set(['instruction_addr', 'image_addr', 'symbol_addr']);
+
+function frameNeedsRepair(f: Obj): boolean {
+  for (const k of FRAME_STRINGS) {
+    const x = f[k];
+    if (x !== undefined && typeof x !== 'string') return true;
+  }
+  for (const k of ['lineno', 'colno'] as const) {
+    const x = f[k];
+    if (x !== undefined && !(typeof x === 'number' && Number.isInteger(x))) return true;
+  }
+  return f.in_app !== undefined && typeof f.in_app !== 'boolean';
+}
+
+/** The frame itself when its known fields have the right types, else a repaired copy. */
+function normalizeFrame(f: unknown): NormalizedFrame | null {
+  if (!isObject(f)) return null;
+  if (!frameNeedsRepair(f)) return f as NormalizedFrame;
+  const out: Obj = { ...f };
+  for (const k of FRAME_STRINGS) {
+    const x = out[k];
+    if (x === undefined || typeof x === 'string') continue;
+    if (typeof x === 'number' && Number.isFinite(x)) out[k] = ADDRESS_FIELDS.has(k) ? `0x${x.toString(16)}` : String(x);
+    else delete out[k];
+  }
+  for (const k of ['lineno', 'colno'] as const) {
+    const x = out[k];
+    if (x === undefined || (typeof x === 'number' && Number.isInteger(x))) continue;
+    const n = typeof x === 'string' ? Number(x) : NaN;
+    if (Number.isInteger(n)) out[k] = n;
+    else delete out[k];
+  }
+  if (out.in_app !== undefined && typeof out.in_app !== 'boolean') delete out.in_app;
+  return out as NormalizedFrame;
+}
+
+function stackFrames(stacktrace: unknown): NormalizedFrame[] {
+  if (!isObject(stacktrace) || !Array.isArray(stacktrace.frames)) return [];
+  const frames = stacktrace.frames as unknown[];
+  const out: NormalizedFrame[] = new Array(frames.length);
+  let n = 0;
+  for (const f of frames) {
+    const nf = normalizeFrame(f);
+    if (nf) out[n++] = nf;
+  }
+  out.length = n;
+  return out;
+}
+
+function exceptionList(v: unknown): unknown[] {
+  if (Array.isArray(v)) return v;
+  if (isObject(v)) {
+    if (Array.isArray(v.values)) return v.values;
+    // A single exception object (old clients).
+    if (v.type !== undefined || v.value !== undefined || v.stacktrace !== undefined) return [v];
+  }
+  return [];
+}
+
+function threadList(v: unknown): Obj[] {
+  const list: unknown[] = Array.isArray(v) ? v : isObject(v) && Array.isArray(v.values) ? v.values : [];
+  return list.filter(isObject);
+}
+
+function valueText(v: unknown): string {
+  if (typeof v === 'string') return clip(v, MAX_MESSAGE);
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return clip(JSON.stringify(v), MAX_MESSAGE);
+}
+
+function normalizeException(e: Obj): NormalizedException {
+  const out: NormalizedException = {
+    type: text(e.type, 256) ?? '',
+    value: valueText(e.value),
+    frames: stackFrames(e.stacktrace),
+  };
+  if (typeof e.module === 'string' && e.module !== '') out.module = e.module;
+  if (isObject(e.mechanism)) out.mechanism = e.mechanism as NormalizedException['mechanism'];
+  return out;
+}
+
+/**
+ * The exception chain, oldest (cause) first. An exception without a stack takes
+ * the stack of its thread (`thread_id`); the main exception falls back to the
+ * crashed thread's stack (native and mobile SDKs put the stack there).
+ */
+function normalizeExceptions(ev: Obj): { exceptions: NormalizedException[]; main: NormalizedException | null } {
+  const raw = exceptionList(ev.exception);
+  if (raw.length === 0) return { exceptions: [], main: null };
+  const exceptions: NormalizedException[] = [];
+  const threadIds: unknown[] = [];
+  for (const e of raw) {
+    if (!isObject(e)) continue;
+    exceptions.push(normalizeException(e));
+    threadIds.push(e.thread_id);
+  }
+  const mainIdx = mainExceptionIndex(exceptions);
+  let threads: Obj[] | null = null;
+  for (let i = 0; i < exceptions.length; i++) {
+    const e = exceptions[i];
+    if (e.frames.length > 0) continue;
+    const threadId = threadIds[i];
+    if ((threadId === undefined || threadId === null) && i !== mainIdx) continue;
+    threads ??= threadList(ev.threads);
+    let thread: Obj | undefined;
+    if (threadId !== undefined && threadId !== null) {
+      const id = String(threadId);
+      thread = threads.find((t) => t.id !== undefined && t.id !== null && String(t.id) === id);
+    }
+    if (!thread && i === mainIdx) thread = threads.find((t) => t.crashed === true);
+    if (thread) e.frames = stackFrames(thread.stacktrace);
+  }
+  return { exceptions, main: mainIdx >= 0 ? exceptions[mainIdx] : null };
+}
+
+// ---------------------------------------------------------------- message, title
+
+const FORMAT_SPEC = /%[sdif%]/g;
+
+function formatLogentry(message: string, params: unknown): string {
+  if (!Array.isArray(params) || params.length === 0 || !message.includes('%')) return message;
+  let i = 0;
+  return message.replace(FORMAT_SPEC, (spec) => {
+    if (spec === '%%') return '%';
+    return i < params.length ? valueText(params[i++]) : spec;
+  });
+}
+
+function messageOf(m: unknown): string {
+  if (typeof m === 'string') return m;
+  if (!isObject(m)) return '';
+  if (typeof m.formatted === 'string' && m.formatted !== '') return m.formatted;
+  if (typeof m.message === 'string') return formatLogentry(m.message, m.params);
+  return '';
+}
+
+/** logentry (formatted, else message with params), else `message` (string or object). */
+function eventMessage(ev: Obj): string {
+  let m = messageOf(ev.logentry);
+  if (m === '') m = messageOf(ev.message);
+  return clip(m, MAX_MESSAGE);
+}
+
+function firstLine(s: string): string {
+  const nl = s.search(/[\r\n]/);
+  return (nl >= 0 ? s.slice(0, nl) : s).trim();
+}
+
+function makeTitle(main: NormalizedException | null, message: string): string {
+  let t = '';
+  if (main && main.mechanism?.synthetic !== true) {
+    const first = firstLine(main.value);
+    t = main.type && first ? `${main.type}: ${first}` : main.type || first;
+  }
+  if (t === '') t = firstLine(message);
+  if (t === '' && main) t = firstLine(main.value);
+  if (t === '') t = '<unlabeled event>';
+  return clip(t, MAX_TITLE);
+}
+
+// ---------------------------------------------------------------- contexts, user
+
+function findContext(contexts: Obj, kind: string): Obj | null {
+  const c = contexts[kind];
+  if (isObject(c)) return c;
+  for (const k of Object.keys(contexts)) {
+    const x = contexts[k];
+    if (isObject(x) && x.type === kind) return x;
+  }
+  return null;
+}
+
+interface UserFacts {
+  detail: Obj | null;
+  id: string | null;
+  email: string | null;
+  username: string | null;
+  ip: string | null;
+}
+
+function normalizeUser(u: unknown, clientIp: string | null): UserFacts {
+  if (!isObject(u)) return { detail: null, id: null, email: null, username: null, ip: null };
+  let detail = u;
+  let ip: string | null;
+  if (u.ip_address === '{{auto}}') {
+    ip = clientIp;
+    detail = { ...u, ip_address: clientIp };
+  } else {
+    ip = text(u.ip_address, 64);
+  }
+  return { detail, id: text(u.id, 256), email: text(u.email, 256), username: text(u.username, 256), ip };
+}
+
+/** Distinct-user identity: id, else email, else username, else ip; prefixed so different kinds never collide. */
+function userKeyOf(u: UserFacts): string | null {
+  if (u.id !== null) return `id:${u.id}`;
+  if (u.email !== null) return `email:${u.email}`;
+  if (u.username !== null) return `username:${u.username}`;
+  if (u.ip !== null) return `ip:${u.ip}`;
+  return null;
+}
+
+/**
+ * Device id: the `device_id` tag (what apps set by hand), else contexts.device.id
+ * (Android's installation id), else device.device_unique_identifier, else
+ * contexts.app.device_app_hash (Apple). Never the user id: that is a person.
+ */
+function deviceIdOf(tags: Record<string, string>, device: Obj | null, contexts: Obj): string | null {
+  return (
+    text(tags.device_id, 256) ??
+    text(device?.id, 256) ??
+    text(device?.device_unique_identifier, 256) ??
+    text(findContext(contexts, 'app')?.device_app_hash, 256)
+  );
+}
+
+// ---------------------------------------------------------------- the event
+
+/**
+ * Normalises one event payload. Throws InvalidItemError when it is not a JSON
+ * object (the item is skipped). `raw` is the payload bytes exactly as received.
+ */
+export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): NormalizedEvent {
+  const ev = parsePayload(payload);
+
+  const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
+
+  let timestamp = parseTimestamp(ev.timestamp) ?? ctx.sentAt ?? ctx.receivedAt;
+  if (timestamp > ctx.receivedAt + HOUR_MS) timestamp = ctx.receivedAt;
+
+  const level = normalizeLevel(ev.level);
+  const platform = text(ev.platform, 64)?.toLowerCase() ?? 'other';
+  const tags = normalizeTags(ev.tags);
+  const contexts = isObject(ev.contexts) ? ev.contexts : {};
+  const user = normalizeUser(ev.user, ctx.clientIp);
+
+  const device = findContext(contexts, 'device');
+  let os = findContext(contexts, 'os');
+  if (!os || (os.name === undefined && os.version === undefined)) os = findContext(contexts, 'client_os') ?? os;
+
+  const { exceptions, main } = normalizeExceptions(ev);
+  let message = eventMessage(ev);
+  const debugMeta = ev.debug_meta;
+  const images = isObject(debugMeta) && Array.isArray(debugMeta.images) ? (debugMeta.images as unknown[]).filter(isObject) : [];
+
+  const input = groupingInput(ev, { platform, main, message, images });
+  const fingerprint = hashGroupingInput(input);
+  const title = makeTitle(main, message);
+  if (message === '' && main) message = main.value;
+
+  const isCrash = level === 'fatal' || exceptions.some((e) => e.mechanism?.handled === false);
+  const sdk = isObject(ev.sdk) ? ev.sdk : null;
+
+  const detail: EventDetailData = {
+    message,
+    exceptions,
+    breadcrumbs: normalizeBreadcrumbs(ev.breadcrumbs),
+    contexts,
+    user: user.detail,
+    request: isObject(ev.request) ? ev.request : null,
+    extra: isObject(ev.extra) ? ev.extra : null,
+    sdk,
+    debug_images: images,
+    fingerprint_input: input,
+    logger: text(ev.logger, 128),
+    server_name: text(ev.server_name, 256),
+  };
+
+  return {
+    eventId,
+    timestamp,
+    level,
+    platform,
+    release: text(ev.release, 200) ?? '',
+    dist: text(ev.dist, 64) ?? '',
+    environment: text(ev.environment, 64) ?? 'production',
+    userId: user.id,
+    userEmail: user.email,
+    userUsername: user.username,
+    userIp: user.ip,
+    userKey: userKeyOf(user),
+    deviceId: deviceIdOf(tags, device, contexts),
+    deviceModel: text(device?.model, 128),
+    osName: text(os?.name, 64),
+    osVersion: text(os?.version, 64),
+    screen: text(ev.transaction, 200) ?? '',
+    title,
+    message,
+    errorType: main && main.mechanism?.synthetic !== true ? main.type : '',
+    location: locationOf(main),
+    isCrash,
+    sdkName: text(sdk?.name, 128) ?? '',
+    tags,
+    fingerprint,
+    detail,
+    raw: payload,
+  };
+}

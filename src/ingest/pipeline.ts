@@ -1,0 +1,241 @@
+// The ingest request path from an HTTP request (as Web API parts) to the answer:
+// credentials → project check → rate limit → body (size limits, Content-Encoding)
+// → envelope or legacy store body → normalised events and sessions → the
+// group-commit writer → status, JSON body and rate-limit headers. The route module
+// only adapts Hono to this; nothing here knows about HTTP frameworks.
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { RateLimiter } from '../context.js';
+import type { Store } from '../store/database.js';
+import type { ProjectRow } from '../store/schema.js';
+import { findProjectById } from '../store/projects.js';
+import {
+  AuthError,
+  credentialFromEnvelopeDsn,
+  credentialsFromRequest,
+  projectIdFromEnvelopeDsn,
+  type Credential,
+} from './auth.js';
+import { decodeContent, MAX_BODY_BYTES, readBody } from './decode.js';
+import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
+import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from './errors.js';
+import { normalizeEvent, parseTimestamp } from './normalize.js';
+import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
+import { IngestUnavailableError } from './writer.js';
+import type { IngestSink, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from './types.js';
+
+/** More event items than this in one envelope is refused whole (413). */
+export const MAX_EVENTS_PER_ENVELOPE = 100;
+
+export type IngestEndpoint = 'envelope' | 'store';
+
+export interface IngestRequest {
+  endpoint: IngestEndpoint;
+  /** The project id from the path, already known to be all digits. */
+  projectId: string;
+  headers: Headers;
+  query: URLSearchParams;
+  body: ReadableStream<Uint8Array> | null;
+  /** The address `{{auto}}` user IPs resolve to; null when unknown. */
+  clientIp: string | null;
+}
+
+export interface IngestResponse {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+export interface PipelineDeps {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  rateLimiter: RateLimiter;
+  ingest: IngestSink;
+}
+
+function reply(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): IngestResponse {
+  return { status, body, headers };
+}
+
+function errorReply(status: number, message: string, headers: Record<string, string> = {}): IngestResponse {
+  // X-Sentry-Error carries the same text: SDKs log it, and browsers can read it (CORS exposes it).
+  // Header values must be visible ASCII; the JSON body keeps the exact text.
+  const headerText = message.replace(/[^\x20-\x7e]/g, '?').slice(0, 500);
+  return reply(status, { error: message }, { 'X-Sentry-Error': headerText, ...headers });
+}
+
+/** Decoded request content: an envelope or a single legacy store event. */
+type Parsed = { kind: 'envelope'; envelope: ParsedEnvelope } | { kind: 'store'; payload: Uint8Array };
+
+export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Promise<IngestResponse> {
+  const receivedAt = deps.clock.now();
+  const pathProjectId = Number(req.projectId);
+  try {
+    let credential: Credential | null = credentialsFromRequest({
+      xSentryAuth: req.headers.get('x-sentry-auth'),
+      authorization: req.headers.get('authorization'),
+      query: req.query,
+    });
+
+    const declaredLength = Number(req.headers.get('content-length') ?? '');
+    if (Number.isFinite(declaredLength) && declaredLength > MAX_BODY_BYTES) {
+      throw new PayloadTooLargeError(`the request body is ${declaredLength} bytes; the limit is ${MAX_BODY_BYTES} bytes (20 MB)`);
+    }
+
+    // A key outside the body is checked before the body is read, so a wrong key or a
+    // rate-limited client costs one lookup, not 20 MB of reading and inflating.
+    let project: ProjectRow | null = null;
+    if (credential) {
+      project = await authorize(deps, credential, pathProjectId);
+      const limited = await rateLimit(deps, credential.key);
+      if (limited) return limited;
+    }
+
+    const wire = await readBody(req.body, MAX_BODY_BYTES);
+    const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES);
+    const parsed = parseBody(req, body);
+
+    if (parsed.kind === 'envelope') {
+      const dsn = parsed.envelope.headers.dsn;
+      const fromDsn = credentialFromEnvelopeDsn(dsn);
+      if (fromDsn) {
+        const dsnProject = projectIdFromEnvelopeDsn(dsn);
+        if (dsnProject !== pathProjectId) {
+          throw new AuthError(`the envelope's dsn names project ${dsnProject}, but the request was sent to project ${pathProjectId}`);
+        }
+        if (credential && credential.key !== fromDsn.key) {
+          throw new AuthError("the envelope's dsn names a different DSN key than the request's authentication");
+        }
+        if (!credential) {
+          credential = fromDsn;
+          project = await authorize(deps, credential, pathProjectId);
+          const limited = await rateLimit(deps, credential.key);
+          if (limited) return limited;
+        }
+      }
+    }
+    if (!credential || !project) {
+      throw new AuthError(
+        'missing DSN key: send it in the X-Sentry-Auth header (Sentry sentry_key=<key>), the sentry_key query parameter, or the envelope header "dsn"',
+      );
+    }
+
+    const { work, skipped } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp });
+    if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
+    const firstEventId = work.events[0]?.eventId;
+    const okBody = firstEventId === undefined ? {} : { id: firstEventId };
+    if (work.events.length === 0 && work.sessions.length === 0 && work.aggregates.length === 0) {
+      return reply(200, okBody);
+    }
+
+    let outcome;
+    try {
+      outcome = await deps.ingest.submit(work);
+    } catch (err) {
+      // Nothing of the work was committed; the SDK may send it again.
+      if (err instanceof IngestUnavailableError) return errorReply(503, err.message);
+      throw err;
+    }
+    if (outcome.kind === 'quota_exceeded') {
+      const seconds = Math.max(1, Math.ceil(outcome.retryAfterSeconds));
+      return errorReply(429, 'daily quota exceeded', {
+        'Retry-After': String(seconds),
+        'X-Sentry-Rate-Limits': `${seconds}:error;default:project:quota`,
+      });
+    }
+    return reply(200, okBody);
+  } catch (err) {
+    if (err instanceof AuthError) return errorReply(err.status, err.message);
+    if (err instanceof PayloadTooLargeError) return errorReply(413, err.message);
+    if (err instanceof BadPayloadError) return errorReply(400, err.message);
+    throw err;
+  }
+}
+
+async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
+  const project = await findProjectById(deps.store.db, pathProjectId);
+  // The same answer for an unknown project and a wrong key: a key probe learns nothing.
+  if (!project || project.dsn_key !== credential.key) {
+    throw new AuthError(`the DSN key from ${credential.source} is not the key of project ${pathProjectId}`);
+  }
+  return project;
+}
+
+async function rateLimit(deps: PipelineDeps, key: string): Promise<IngestResponse | null> {
+  const decision = await deps.rateLimiter.hit(`dsn:${key}`, deps.clock.now());
+  if (decision.allowed) return null;
+  const seconds = Math.max(1, Math.ceil(decision.retryAfterSeconds));
+  return errorReply(429, 'rate limit exceeded', {
+    'Retry-After': String(seconds),
+    'X-Sentry-Rate-Limits': `${seconds}::key`,
+  });
+}
+
+function parseBody(req: IngestRequest, body: Uint8Array): Parsed {
+  const contentType = (req.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  if (req.endpoint === 'envelope' || contentType === 'application/x-sentry-envelope') {
+    return { kind: 'envelope', envelope: parseEnvelope(body) };
+  }
+  return { kind: 'store', payload: decodeStoreBody(body) };
+}
+
+interface BuildContext {
+  receivedAt: number;
+  clientIp: string | null;
+}
+
+/** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
+export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number } {
+  const events: NormalizedEvent[] = [];
+  const sessions: SessionUpdate[] = [];
+  const aggregates: SessionAggregate[] = [];
+
+  if (parsed.kind === 'store') {
+    try {
+      events.push(normalizeEvent(parsed.payload, { receivedAt: ctx.receivedAt, sentAt: null, envelopeEventId: null, clientIp: ctx.clientIp }));
+    } catch (err) {
+      // The store body is the one event: if it is unusable, the request is.
+      if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
+      throw err;
+    }
+    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0 };
+  }
+
+  const { headers, items } = parsed.envelope;
+  let skipped = parsed.envelope.malformed;
+  const eventItems = items.filter((item) => item.type === 'event').length;
+  if (eventItems > MAX_EVENTS_PER_ENVELOPE) {
+    throw new PayloadTooLargeError(`the envelope has ${eventItems} event items; at most ${MAX_EVENTS_PER_ENVELOPE} are accepted in one envelope`);
+  }
+  const sentAt = parseTimestamp(headers.sent_at);
+  const envelopeEventId = typeof headers.event_id === 'string' ? headers.event_id : null;
+  const seen = new Set<string>();
+  for (const item of items) {
+    try {
+      switch (item.type) {
+        case 'event': {
+          const event = normalizeEvent(item.payload, { receivedAt: ctx.receivedAt, sentAt, envelopeEventId, clientIp: ctx.clientIp });
+          // The same event twice in one envelope counts once, as a resend would.
+          if (seen.has(event.eventId)) break;
+          seen.add(event.eventId);
+          events.push(event);
+          break;
+        }
+        case 'session':
+          sessions.push(parseSessionUpdate(item.payload, { receivedAt: ctx.receivedAt }));
+          break;
+        case 'sessions':
+          aggregates.push(...parseSessionAggregates(item.payload, { receivedAt: ctx.receivedAt }));
+          break;
+        default:
+          // transaction, attachment, client_report, profile, replay_*, …: accepted, dropped.
+          break;
+      }
+    } catch (err) {
+      if (!(err instanceof InvalidItemError)) throw err;
+      skipped++;
+    }
+  }
+  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped };
+}

@@ -1,0 +1,150 @@
+// The normalised shapes that flow from the envelope parser and normaliser
+// (request side, pure CPU) to the group-commit writer (database side).
+export type Level = 'fatal' | 'error' | 'warning' | 'info' | 'debug';
+
+export interface NormalizedFrame {
+  filename?: string;
+  abs_path?: string;
+  function?: string;
+  module?: string;
+  lineno?: number;
+  colno?: number;
+  in_app?: boolean;
+  instruction_addr?: string;
+  image_addr?: string;
+  package?: string;
+  platform?: string;
+  context_line?: string;
+  [key: string]: unknown;
+}
+
+export interface NormalizedException {
+  type: string;
+  value: string;
+  module?: string;
+  mechanism?: { type?: string; handled?: boolean; synthetic?: boolean; [key: string]: unknown };
+  frames: NormalizedFrame[];
+}
+
+/** What the event detail route returns (beside the row's summary fields). */
+export interface EventDetailData {
+  message: string;
+  exceptions: NormalizedException[];
+  breadcrumbs: Record<string, unknown>[];
+  contexts: Record<string, unknown>;
+  user: Record<string, unknown> | null;
+  request: Record<string, unknown> | null;
+  extra: Record<string, unknown> | null;
+  sdk: Record<string, unknown> | null;
+  debug_images: Record<string, unknown>[];
+  fingerprint_input: string[] | null;
+  logger: string | null;
+  server_name: string | null;
+}
+
+export interface NormalizedEvent {
+  eventId: string; // 32 lowercase hex
+  timestamp: number; // epoch ms
+  level: Level;
+  platform: string;
+  release: string; // '' when none
+  dist: string;
+  environment: string;
+  userId: string | null;
+  userEmail: string | null;
+  userUsername: string | null;
+  userIp: string | null;
+  /** Identity for the issue's distinct-users count: id, else email, else username, else ip. */
+  userKey: string | null;
+  deviceId: string | null;
+  deviceModel: string | null;
+  osName: string | null;
+  osVersion: string | null;
+  screen: string; // transaction
+  title: string;
+  message: string;
+  errorType: string;
+  location: string; // error_location
+  isCrash: boolean;
+  sdkName: string;
+  tags: Record<string, string>;
+  /** Grouping hash, 32 lowercase hex. */
+  fingerprint: string;
+  detail: EventDetailData;
+  /** The item payload exactly as received. */
+  raw: Uint8Array;
+}
+
+export type SessionStatus = 'ok' | 'exited' | 'crashed' | 'abnormal' | 'errored' | 'unhandled';
+
+export interface SessionUpdate {
+  sid: string; // 32 lowercase hex
+  did: string | null;
+  init: boolean;
+  started: number; // epoch ms
+  timestamp: number;
+  status: SessionStatus;
+  errors: number;
+  release: string;
+  environment: string;
+}
+
+export interface SessionAggregate {
+  started: number; // epoch ms
+  release: string;
+  environment: string;
+  exited: number;
+  errored: number;
+  abnormal: number;
+  crashed: number;
+  unhandled: number;
+}
+
+import type { ProjectRow } from '../store/schema.js';
+
+/** One request's worth of ingest work, handed to the group-commit writer. */
+export interface IngestWork {
+  project: ProjectRow;
+  receivedAt: number;
+  events: NormalizedEvent[];
+  sessions: SessionUpdate[];
+  aggregates: SessionAggregate[];
+}
+
+export type IngestOutcome =
+  | { kind: 'ok' }
+  | { kind: 'quota_exceeded'; retryAfterSeconds: number };
+
+/** Counters of the group-commit writer since it started (for the benchmark and logs). */
+export interface IngestStats {
+  batchesCommitted: number;
+  batchesFailed: number;
+  worksCommitted: number;
+  worksFailed: number;
+  /** Event items in committed batches, before dedupe and quota. */
+  eventsReceived: number;
+  /** Events counted into issues (not duplicates, not refused by the quota). */
+  eventsAccepted: number;
+  /** Events written to the events table (kept by sampling). */
+  eventsStored: number;
+  eventsDuplicate: number;
+  eventsRefused: number;
+  sessionUpdates: number;
+  /** Items = events + session updates + aggregate buckets. */
+  itemsCommitted: number;
+  largestBatchItems: number;
+  averageBatchWorks: number;
+  averageBatchItems: number;
+  averageBatchEvents: number;
+  /** Works waiting for the next transaction right now. */
+  queued: number;
+}
+
+/** The writer as the HTTP layer sees it: resolves only after the work is committed. */
+export interface IngestSink {
+  submit(work: IngestWork): Promise<IngestOutcome>;
+  /** Flushes what is queued and stops accepting work. */
+  close(): Promise<void>;
+  /** Counters, when the sink keeps them (the group-commit writer does). */
+  stats?(): IngestStats;
+}

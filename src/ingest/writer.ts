@@ -1,0 +1,216 @@
+// Group-commit writer: turns queued IngestWork from concurrent requests into
+// shared database transactions, answering each request after its commit. The
+// queries themselves live in src/store/ingest-batch.ts; this file owns the queue,
+// batching, failure handling and counters. docs/parts/architecture-writer.md
+// describes the design.
+import os from 'node:os';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import { CompressionWorker } from '../store/compression-worker.js';
+import type { Store } from '../store/database.js';
+import { blobSources, commitIngestBatch, compressBlobs, prepareWork, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
+import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
+
+export interface WriterDeps {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface WriterOptions {
+  /** Uniform draw in [0, 1) for sampling; tests inject a fixed sequence. */
+  random?: () => number;
+  /**
+   * Upper bound on items (events + session updates + aggregate buckets) per
+   * transaction. A single work larger than this still goes in one transaction.
+   */
+  maxBatchItems?: number;
+  /**
+   * Compress stored payloads on a worker thread (1) or on the main thread (0).
+   * Default: 1 when the machine has more than one CPU.
+   */
+  compressionThreads?: 0 | 1;
+}
+
+export const DEFAULT_MAX_BATCH_ITEMS = 1000;
+
+/**
+ * The database could not take the work (connection lost, constraint, disk full...).
+ * Nothing of the batch was written; the HTTP layer answers 503 so the SDK resends.
+ */
+export class IngestUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'IngestUnavailableError';
+  }
+}
+
+export interface IngestWriter extends IngestSink {
+  stats(): IngestStats;
+}
+
+interface Pending {
+  work: PreparedWork;
+  items: number;
+  /** Settles (never rejects) when the blobs compressed ahead of the batch are ready. */
+  ready: Promise<unknown> | null;
+  resolve(outcome: IngestOutcome): void;
+  reject(err: unknown): void;
+}
+
+export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}): IngestWriter {
+  const random = options.random ?? Math.random;
+  const maxBatchItems = Math.max(1, options.maxBatchItems ?? DEFAULT_MAX_BATCH_ITEMS);
+  const threads = options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0);
+  const compressor = threads > 0 ? new CompressionWorker() : null;
+  const queue: Pending[] = [];
+  let running = false;
+  let closed = false;
+  let drained: (() => void)[] = [];
+  const counters = {
+    batchesCommitted: 0,
+    batchesFailed: 0,
+    worksCommitted: 0,
+    worksFailed: 0,
+    eventsReceived: 0,
+    eventsAccepted: 0,
+    eventsStored: 0,
+    eventsDuplicate: 0,
+    eventsRefused: 0,
+    sessionUpdates: 0,
+    largestBatchItems: 0,
+    itemsCommitted: 0,
+  };
+
+  function takeBatch(): Pending[] {
+    const batch: Pending[] = [];
+    let items = 0;
+    while (queue.length > 0 && (batch.length === 0 || items + queue[0].items <= maxBatchItems)) {
+      const next = queue.shift()!;
+      items += next.items;
+      batch.push(next);
+    }
+    return batch;
+  }
+
+  async function runBatch(batch: Pending[]): Promise<void> {
+    const works = batch.map((p) => p.work);
+    const items = batch.reduce((n, p) => n + p.items, 0);
+    let result;
+    try {
+      result = await commitIngestBatch(deps.store, works, { random });
+    } catch (err) {
+      counters.batchesFailed += 1;
+      counters.worksFailed += batch.length;
+      deps.logger.error({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; its requests are answered 503');
+      const failure = new IngestUnavailableError('the database is unavailable; nothing was stored, send again later', { cause: err });
+      for (const p of batch) p.reject(failure);
+      return;
+    }
+    if (result.dropped > 0) {
+      deps.logger.warn({ items: result.dropped }, 'ingest work of a project deleted meanwhile was dropped');
+    }
+    counters.batchesCommitted += 1;
+    counters.worksCommitted += batch.length;
+    counters.itemsCommitted += items;
+    counters.largestBatchItems = Math.max(counters.largestBatchItems, items);
+    counters.eventsReceived += works.reduce((n, w) => n + w.events.length, 0);
+    counters.eventsAccepted += result.accepted;
+    counters.eventsStored += result.stored;
+    counters.eventsDuplicate += result.duplicates;
+    counters.eventsRefused += result.refused;
+    counters.sessionUpdates += result.sessionUpdates;
+    batch.forEach((p, i) => p.resolve(result.outcomes[i]));
+  }
+
+  /** Starts compressing the blobs of events sure to be stored; whatever fails is compressed in the batch. */
+  function compressAhead(events: EventInput[]): Promise<unknown> | null {
+    if (events.length === 0) return null;
+    if (!compressor) {
+      for (const e of events) compressBlobs(e);
+      return null;
+    }
+    return Promise.all(
+      events.map((e) => {
+        const source = blobSources(e);
+        return Promise.all([compressor.compress(source.detail), compressor.compress(source.raw)]).then(
+          ([detail, raw]) => {
+            e.detail = detail;
+            e.raw = raw;
+          },
+          () => {},
+        );
+      }),
+    );
+  }
+
+  async function drain(): Promise<void> {
+    try {
+      while (queue.length > 0) {
+        const batch = takeBatch();
+        try {
+          await Promise.all(batch.map((p) => p.ready));
+          await runBatch(batch);
+        } catch (err) {
+          // runBatch settles its promises itself; this guard keeps the loop alive and
+          // no request waiting if anything else ever throws (settling twice is a no-op).
+          deps.logger.error({ err }, 'ingest writer loop failed');
+          const failure = new IngestUnavailableError('the ingest writer failed; nothing was stored, send again later', { cause: err });
+          for (const p of batch) p.reject(failure);
+        }
+      }
+    } finally {
+      running = false;
+      if (queue.length > 0) kick();
+      else {
+        const waiting = drained;
+        drained = [];
+        for (const w of waiting) w();
+      }
+    }
+  }
+
+  function kick(): void {
+    if (running) return;
+    running = true;
+    // One turn of the event loop lets every request already read join this batch.
+    setImmediate(() => void drain());
+  }
+
+  return {
+    submit(work: IngestWork): Promise<IngestOutcome> {
+      if (closed) return Promise.reject(new IngestUnavailableError('the server is shutting down; send again later'));
+      let prepared: PreparedWork;
+      let ready: Promise<unknown> | null;
+      try {
+        prepared = prepareWork(work);
+        ready = compressAhead(prepared.eager);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      const items = prepared.events.length + prepared.sessions.length + prepared.aggregates.length;
+      if (items === 0) return Promise.resolve({ kind: 'ok' });
+      return new Promise<IngestOutcome>((resolve, reject) => {
+        queue.push({ work: prepared, items, ready, resolve, reject });
+        kick();
+      });
+    },
+
+    async close(): Promise<void> {
+      closed = true;
+      if (running || queue.length > 0) await new Promise<void>((resolve) => drained.push(resolve));
+      await compressor?.close();
+    },
+
+    stats(): IngestStats {
+      const batches = counters.batchesCommitted;
+      return {
+        ...counters,
+        queued: queue.length,
+        averageBatchWorks: batches === 0 ? 0 : counters.worksCommitted / batches,
+        averageBatchItems: batches === 0 ? 0 : counters.itemsCommitted / batches,
+        averageBatchEvents: batches === 0 ? 0 : counters.eventsReceived / batches,
+      };
+    },
+  };
+}

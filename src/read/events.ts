@@ -1,0 +1,381 @@
+// Event queries: the keyset-paged list (newest first, `before` = an event id)
+// with exact-match, tag, text and crash filters, and the detail of one stored
+// event (decoded normalised detail, symbolicated frames, raw payload). Paging is
+// by id, so new events (always higher ids) never shift a page a reader is on.
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { iso } from '../clock.js';
+import { decodeJson, decompress } from '../store/codec.js';
+import type { EventDetailData } from '../ingest/types.js';
+import type { Database, EventRow } from '../store/schema.js';
+import { ReadInputError, ReadNotFoundError } from './errors.js';
+import { containsPattern, parseLimit } from './params.js';
+import { parseWindow, type QueryParams, type TimeWindow } from './window.js';
+
+type Db = Kysely<Database>;
+
+/** Query parameters that match a column of the same name exactly. */
+export const EXACT_FILTERS = [
+  'level',
+  'release',
+  'environment',
+  'platform',
+  'error_type',
+  'user_id',
+  'device_id',
+  'device_model',
+  'os_version',
+  'screen',
+  'error_location',
+] as const;
+type ExactFilter = (typeof EXACT_FILTERS)[number];
+
+/** Most `tag.<key>` filters one request may combine. */
+export const MAX_TAG_FILTERS = 10;
+
+/** Every column of an event row except the large blobs. */
+const SUMMARY_COLUMNS = [
+  'id',
+  'event_id',
+  'issue_id',
+  'fingerprint',
+  'timestamp',
+  'received_at',
+  'level',
+  'platform',
+  'release',
+  'dist',
+  'environment',
+  'user_id',
+  'user_email',
+  'user_username',
+  'user_ip',
+  'device_id',
+  'device_model',
+  'os_name',
+  'os_version',
+  'screen',
+  'error_type',
+  'error_location',
+  'title',
+  'message',
+  'is_crash',
+  'sdk_name',
+  'tags',
+] as const;
+
+export type EventSummaryRow = Pick<EventRow, (typeof SUMMARY_COLUMNS)[number]>;
+
+export interface EventListQuery {
+  exact: Partial<Record<ExactFilter, string>>;
+  fingerprint?: string;
+  tags: [string, string][];
+  q?: string;
+  crash: boolean;
+  before?: number;
+  limit: number;
+  window: TimeWindow | null;
+}
+
+export function parseEventListQuery(query: QueryParams, now: number): EventListQuery {
+  const exact: EventListQuery['exact'] = {};
+  for (const key of EXACT_FILTERS) if (query[key] !== undefined) exact[key] = query[key];
+  const tags: [string, string][] = [];
+  for (const [name, value] of Object.entries(query)) {
+    if (!name.startsWith('tag.') || value === undefined) continue;
+    const key = name.slice(4);
+    if (key === '') throw new ReadInputError('tag filters are written tag.<key>=<value>; the tag key may not be empty');
+    tags.push([key, value]);
+  }
+  if (tags.length > MAX_TAG_FILTERS) throw new ReadInputError(`at most ${MAX_TAG_FILTERS} tag.<key> filters may be combined`);
+  let crash = false;
+  if (query.crash !== undefined) {
+    const v = query.crash.trim().toLowerCase();
+    if (v === '1' || v === 'true') crash = true;
+    else if (v !== '0' && v !== 'false') throw new ReadInputError(`crash must be 1 or true (only crashes), or 0 or false (no filter) (got ${JSON.stringify(query.crash)})`);
+  }
+  let before: number | undefined;
+  if (query.before !== undefined) {
+    const text = query.before.trim();
+    if (!/^[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) {
+      throw new ReadInputError(`before must be an event id (a positive integer), as given in next_before (got ${JSON.stringify(query.before)})`);
+    }
+    before = Number(text);
+  }
+  return {
+    exact,
+    fingerprint: query.fingerprint,
+    tags,
+    q: query.q === undefined || query.q === '' ? undefined : query.q,
+    crash,
+    before,
+    limit: parseLimit(query.limit),
+    window: parseWindow(query, now, { optional: true }),
+  };
+}
+
+export interface EventSummaryJson {
+  id: number;
+  event_id: string;
+  time: string;
+  received_at: string;
+  level: string;
+  title: string;
+  message: string;
+  release: string;
+  dist: string;
+  environment: string;
+  platform: string;
+  fingerprint: string;
+  crash: boolean;
+  error_type: string;
+  error_location: string;
+  screen: string;
+  user: { id: string | null; email: string | null; username: string | null; ip_address: string | null } | null;
+  device: { id: string | null; model: string | null };
+  os: { name: string | null; version: string | null };
+  tags: Record<string, string>;
+}
+
+function parseTags(text: string): Record<string, string> {
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function eventSummaryJson(row: EventSummaryRow): EventSummaryJson {
+  const hasUser = row.user_id !== null || row.user_email !== null || row.user_username !== null || row.user_ip !== null;
+  return {
+    id: Number(row.id),
+    event_id: row.event_id,
+    time: iso(Number(row.timestamp)),
+    received_at: iso(Number(row.received_at)),
+    level: row.level,
+    title: row.title,
+    message: row.message,
+    release: row.release,
+    dist: row.dist,
+    environment: row.environment,
+    platform: row.platform,
+    fingerprint: row.fingerprint,
+    crash: Number(row.is_crash) === 1,
+    error_type: row.error_type,
+    error_location: row.error_location,
+    screen: row.screen,
+    user: hasUser ? { id: row.user_id, email: row.user_email, username: row.user_username, ip_address: row.user_ip } : null,
+    device: { id: row.device_id, model: row.device_model },
+    os: { name: row.os_name, version: row.os_version },
+    tags: parseTags(row.tags),
+  };
+}
+
+/**
+ * Most index entries one list request walks when filters the walking index does
+ * not serve (q, crash, window, most exact matches) are present. The page then
+ * holds what matched among them, `more` is true and `next_before` continues
+ * below the last entry examined, so a rare filter costs bounded work per page
+ * instead of a scan over every event of the project, and paging stays lossless.
+ */
+export const SCAN_BUDGET = 20_000;
+
+/** The index a list request walks newest first (see docs/architecture.md "Reads"). */
+type Driver =
+  | { kind: 'issue'; issueId: number }
+  | { kind: 'tag'; key: string; value: string }
+  | { kind: 'user'; value: string }
+  | { kind: 'release'; value: string }
+  | { kind: 'project' };
+
+function chooseDriver(q: EventListQuery, issueId: number | undefined): Driver {
+  if (issueId !== undefined) return { kind: 'issue', issueId };
+  if (q.tags.length > 0) return { kind: 'tag', key: q.tags[0][0], value: q.tags[0][1] };
+  if (q.exact.user_id !== undefined) return { kind: 'user', value: q.exact.user_id };
+  if (q.exact.release !== undefined) return { kind: 'release', value: q.exact.release };
+  return { kind: 'project' };
+}
+
+/**
+ * The id of the SCAN_BUDGET-th entry below `before` on the driver's index, or
+ * undefined when fewer entries remain (the walk then reaches the end).
+ */
+async function scanFloor(db: Db, projectId: number, driver: Driver, before: number | undefined, budget: number): Promise<number | undefined> {
+  if (driver.kind === 'tag') {
+    let q = db
+      .selectFrom('event_tags')
+      .select('event_id as id')
+      .where('project_id', '=', projectId)
+      .where('key', '=', driver.key)
+      .where('value', '=', driver.value);
+    if (before !== undefined) q = q.where('event_id', '<', before);
+    const row = await q.orderBy('event_id', 'desc').offset(budget).limit(1).executeTakeFirst();
+    return row ? Number(row.id) : undefined;
+  }
+  let q = db.selectFrom('events').select('id');
+  if (driver.kind === 'issue') q = q.where('issue_id', '=', driver.issueId);
+  else {
+    q = q.where('project_id', '=', projectId);
+    if (driver.kind === 'user') q = q.where('user_id', '=', driver.value);
+    if (driver.kind === 'release') q = q.where('release', '=', driver.value);
+  }
+  if (before !== undefined) q = q.where('id', '<', before);
+  const row = await q.orderBy('id', 'desc').offset(budget).limit(1).executeTakeFirst();
+  return row ? Number(row.id) : undefined;
+}
+
+export async function listEvents(
+  db: Db,
+  projectId: number,
+  q: EventListQuery,
+  options: { scanBudget?: number } = {},
+): Promise<{ events: EventSummaryJson[]; more: boolean; next_before: number | null }> {
+  let issueId: number | undefined;
+  if (q.fingerprint !== undefined) {
+    // The issue's id drives the events(issue_id, id) index; an unknown fingerprint matches nothing.
+    const issue = await db
+      .selectFrom('issues')
+      .select('id')
+      .where('project_id', '=', projectId)
+      .where('fingerprint', '=', q.fingerprint)
+      .executeTakeFirst();
+    if (!issue) return { events: [], more: false, next_before: null };
+    issueId = Number(issue.id);
+  }
+  const driver = chooseDriver(q, issueId);
+
+  // Filters the driver's index does not answer: with any of them, the walk gets a floor.
+  const residualExact = EXACT_FILTERS.filter(
+    (k) => q.exact[k] !== undefined && !(k === 'user_id' && driver.kind === 'user') && !(k === 'release' && driver.kind === 'release'),
+  );
+  const residualTags = driver.kind === 'tag' ? q.tags.slice(1) : q.tags;
+  const residual = residualExact.length > 0 || residualTags.length > 0 || q.crash || q.q !== undefined || q.window !== null;
+  const floor = residual ? await scanFloor(db, projectId, driver, q.before, options.scanBudget ?? SCAN_BUDGET) : undefined;
+
+  let query: SelectQueryBuilder<Database, 'events', object>;
+  // The column the walk is ordered and bounded by: the driver index's id column.
+  let idColumn: any;
+  if (driver.kind === 'tag') {
+    idColumn = sql.ref('event_tags.event_id');
+    query = db
+      .selectFrom('event_tags')
+      .innerJoin('events', 'events.id', 'event_tags.event_id')
+      .where('event_tags.project_id', '=', projectId)
+      .where('event_tags.key', '=', driver.key)
+      .where('event_tags.value', '=', driver.value)
+      .where('events.project_id', '=', projectId) as unknown as SelectQueryBuilder<Database, 'events', object>;
+  } else {
+    idColumn = 'events.id';
+    query = db.selectFrom('events');
+    query = driver.kind === 'issue' ? query.where('events.issue_id', '=', driver.issueId) : query.where('events.project_id', '=', projectId);
+  }
+  if (q.before !== undefined) query = query.where(idColumn, '<', q.before);
+  if (floor !== undefined) query = query.where(idColumn, '>=', floor);
+  for (const [key, value] of residualTags) {
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('event_tags as t')
+          .select(sql.lit(1).as('one'))
+          .whereRef('t.event_id', '=', 'events.id')
+          .where('t.key', '=', key)
+          .where('t.value', '=', value),
+      ),
+    );
+  }
+  for (const key of EXACT_FILTERS) {
+    const value = q.exact[key];
+    if (value !== undefined) query = query.where(`events.${key}`, '=', value);
+  }
+  if (q.crash) query = query.where('events.is_crash', '=', 1);
+  if (q.q !== undefined) {
+    const pattern = containsPattern(q.q);
+    query = query.where(sql<boolean>`lower(${sql.ref('events.message')}) like ${pattern} escape '\\'`);
+  }
+  if (q.window) query = query.where('events.timestamp', '>=', q.window.from).where('events.timestamp', '<', q.window.to);
+
+  const rows = (await query
+    .select(SUMMARY_COLUMNS.map((c) => `events.${c}` as const))
+    .orderBy(idColumn, 'desc')
+    .limit(q.limit + 1)
+    .execute()) as EventSummaryRow[];
+  const full = rows.length > q.limit;
+  const page = full ? rows.slice(0, q.limit) : rows;
+  // A full page continues below its last event; a short page cut by the floor
+  // continues below the floor (everything down to it was examined).
+  const next = full ? Number(page[page.length - 1].id) : floor !== undefined ? floor : null;
+  return { events: page.map(eventSummaryJson), more: next !== null, next_before: next };
+}
+
+export type RawPresentation = { raw: unknown; raw_encoding: 'json' | 'base64' };
+
+/** The raw payload as received: parsed JSON when it is JSON text, else base64 of the bytes. */
+export function presentRaw(bytes: Uint8Array): RawPresentation {
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    return { raw: JSON.parse(text), raw_encoding: 'json' };
+  } catch {
+    return { raw: toBase64(bytes), raw_encoding: 'base64' };
+  }
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+function parseJsonOrNull(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** Looks an event up by integer id or by the SDK's event_id (32 hex, dashes allowed). */
+export async function findEvent(db: Db, projectId: number, idOrEventId: string): Promise<EventRow> {
+  const text = idOrEventId.trim().toLowerCase();
+  let row: EventRow | undefined;
+  if (/^[0-9]{1,16}$/.test(text) && Number.isSafeInteger(Number(text))) {
+    row = await db.selectFrom('events').selectAll().where('project_id', '=', projectId).where('id', '=', Number(text)).executeTakeFirst();
+  } else {
+    const hex = text.replace(/-/g, '');
+    if (/^[0-9a-f]{32}$/.test(hex)) {
+      row = await db.selectFrom('events').selectAll().where('project_id', '=', projectId).where('event_id', '=', hex).executeTakeFirst();
+    }
+  }
+  if (!row) throw new ReadNotFoundError(`event ${JSON.stringify(idOrEventId)} not found in this project (give its id or its 32-hex event_id)`);
+  return row;
+}
+
+export async function eventDetail(db: Db, projectId: number, idOrEventId: string) {
+  const row = await findEvent(db, projectId, idOrEventId);
+  const detail = (decodeJson<Partial<EventDetailData>>(row.detail) ?? {}) as Partial<EventDetailData>;
+  const summary = eventSummaryJson(row);
+  const symbolicated = parseJsonOrNull(row.symbolicated);
+  const exceptions = Array.isArray(detail.exceptions) ? detail.exceptions : [];
+  // Symbolicated frames are stored per exception, in the chain's order; they go beside the originals.
+  const perException = Array.isArray(symbolicated) && symbolicated.length === exceptions.length ? (symbolicated as unknown[]) : null;
+  return {
+    ...summary,
+    // The user object as sent (geo, extra keys), with the normalised identity fields on top.
+    user: summary.user ? { ...(detail.user ?? {}), ...summary.user } : (detail.user ?? null),
+    sdk: detail.sdk ?? (row.sdk_name ? { name: row.sdk_name } : null),
+    exceptions: exceptions.map((e, i) => {
+      const frames = perException?.[i];
+      return { ...e, symbolicated_frames: Array.isArray(frames) ? frames : null };
+    }),
+    symbolicated: row.symbolicated !== null,
+    breadcrumbs: detail.breadcrumbs ?? [],
+    contexts: detail.contexts ?? {},
+    request: detail.request ?? null,
+    extra: detail.extra ?? null,
+    debug_images: detail.debug_images ?? [],
+    fingerprint_input: detail.fingerprint_input ?? null,
+    logger: detail.logger ?? null,
+    server_name: detail.server_name ?? null,
+    ...presentRaw(decompress(row.raw)),
+  };
+}

@@ -1,0 +1,307 @@
+// Issue queries: the filtered, sorted list with sparklines, the detail (hourly
+// timeline, breakdown over stored events, newest/oldest stored event), and the
+// status workflow (single and bulk). Every query is served by an index on
+// issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
+import { sql, type Kysely } from 'kysely';
+import { HOUR_MS, hourBucket, iso } from '../clock.js';
+import type { Database, IssueRow } from '../store/schema.js';
+import { ReadInputError, ReadNotFoundError } from './errors.js';
+import {
+  ISSUE_STATUSES,
+  LEVELS,
+  containsPattern,
+  isIssueStatus,
+  parseEnum,
+  parseLimit,
+  parseOffset,
+  type IssueStatus,
+} from './params.js';
+import { compareText, issueJson, type IssueJson } from './serialize.js';
+import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
+
+type Db = Kysely<Database>;
+
+export const SPARKLINE_HOURS = 24;
+export const ISSUE_SORTS = ['last_seen', 'first_seen', 'events'] as const;
+export const BREAKDOWN_KEYS = ['release', 'device_model', 'os_version', 'environment'] as const;
+export const BREAKDOWN_TOP = 10;
+/** Most fingerprints one bulk request may name. */
+export const MAX_BULK = 10_000;
+
+/**
+ * Sparklines for many issues in one query over issue_hourly's primary key:
+ * 24 hourly counts, oldest first, the last one the hour containing `now`.
+ */
+export async function sparklines(db: Db, issueIds: number[], now: number): Promise<Map<number, number[]>> {
+  const last = hourBucket(now);
+  const first = last - (SPARKLINE_HOURS - 1) * HOUR_MS;
+  const out = new Map<number, number[]>();
+  for (const id of issueIds) out.set(id, new Array(SPARKLINE_HOURS).fill(0));
+  for (let i = 0; i < issueIds.length; i += 1000) {
+    const chunk = issueIds.slice(i, i + 1000);
+    const rows = await db
+      .selectFrom('issue_hourly')
+      .select(['issue_id', 'bucket', 'events'])
+      .where('issue_id', 'in', chunk)
+      .where('bucket', '>=', first)
+      .where('bucket', '<=', last)
+      .execute();
+    for (const r of rows) {
+      const line = out.get(Number(r.issue_id));
+      if (line) line[(Number(r.bucket) - first) / HOUR_MS] += Number(r.events);
+    }
+  }
+  return out;
+}
+
+/** Issue rows with their sparklines, in the rows' order. */
+export async function issuesWithSparklines(db: Db, rows: IssueRow[], now: number): Promise<IssueJson[]> {
+  const lines = await sparklines(
+    db,
+    rows.map((r) => Number(r.id)),
+    now,
+  );
+  return rows.map((r) => issueJson(r, lines.get(Number(r.id))));
+}
+
+export interface IssueListQuery {
+  status?: IssueStatus;
+  level?: string;
+  release?: string;
+  q?: string;
+  sort: (typeof ISSUE_SORTS)[number];
+  limit: number;
+  offset: number;
+  window: TimeWindow;
+}
+
+export function parseIssueListQuery(query: QueryParams, now: number): IssueListQuery {
+  return {
+    status: parseEnum('status', query.status, ISSUE_STATUSES),
+    level: parseEnum('level', query.level, LEVELS),
+    release: query.release,
+    q: query.q === undefined || query.q === '' ? undefined : query.q,
+    sort: parseEnum('sort', query.sort, ISSUE_SORTS) ?? 'last_seen',
+    limit: parseLimit(query.limit),
+    offset: parseOffset(query.offset),
+    window: parseWindow(query, now),
+  };
+}
+
+export async function listIssues(
+  db: Db,
+  projectId: number,
+  q: IssueListQuery,
+  now: number,
+): Promise<{ issues: IssueJson[]; total: number }> {
+  let base = db
+    .selectFrom('issues')
+    .where('project_id', '=', projectId)
+    .where('last_seen', '>=', q.window.from)
+    .where('last_seen', '<', q.window.to);
+  if (q.status) base = base.where('status', '=', q.status);
+  if (q.level) base = base.where('level', '=', q.level);
+  if (q.release !== undefined) base = base.where('last_release', '=', q.release);
+  if (q.q !== undefined) {
+    const pattern = containsPattern(q.q);
+    base = base.where((eb) =>
+      eb.or([
+        sql<boolean>`lower(${eb.ref('title')}) like ${pattern} escape '\\'`,
+        sql<boolean>`lower(${eb.ref('location')}) like ${pattern} escape '\\'`,
+      ]),
+    );
+  }
+  const sortColumn = q.sort === 'events' ? 'event_count' : q.sort;
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy(sortColumn, 'desc').orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { issues: await issuesWithSparklines(db, rows, now), total: Number(count.n) };
+}
+
+export async function findIssue(db: Db, projectId: number, fingerprint: string): Promise<IssueRow> {
+  const row = await db
+    .selectFrom('issues')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('fingerprint', '=', fingerprint)
+    .executeTakeFirst();
+  if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
+  return row;
+}
+
+export interface BreakdownItem {
+  value: string;
+  count: number;
+}
+
+export interface IssueDetailJson extends IssueJson {
+  from: string;
+  to: string;
+  timeline: { bucket: string; events: number }[];
+  breakdown: Record<(typeof BREAKDOWN_KEYS)[number], BreakdownItem[]>;
+  latest_event_id: number | null;
+  oldest_event_id: number | null;
+}
+
+export async function issueDetail(
+  db: Db,
+  projectId: number,
+  fingerprint: string,
+  query: QueryParams,
+  now: number,
+): Promise<IssueDetailJson> {
+  const window = parseWindow(query, now);
+  const issue = await findIssue(db, projectId, fingerprint);
+  const issueId = Number(issue.id);
+  const buckets = windowBuckets(window);
+
+  const timelineRows = buckets
+    ? await db
+        .selectFrom('issue_hourly')
+        .select(['bucket', 'events'])
+        .where('issue_id', '=', issueId)
+        .where('bucket', '>=', buckets.first)
+        .where('bucket', '<=', buckets.last)
+        .execute()
+    : [];
+  const byBucket = new Map(timelineRows.map((r) => [Number(r.bucket), Number(r.events)]));
+  const timeline = bucketList(window).map((b) => ({ bucket: iso(b), events: byBucket.get(b) ?? 0 }));
+
+  // One pass over the issue's events in the window (events_issue_timestamp), grouped by
+  // all four keys at once; each key's counts are then summed and ranked here: count desc,
+  // then value in code-point order, so ties rank the same on every database collation.
+  const combos = await db
+    .selectFrom('events')
+    .select((eb) => [...BREAKDOWN_KEYS, eb.fn.countAll<number>().as('n')])
+    .where('issue_id', '=', issueId)
+    .where('timestamp', '>=', window.from)
+    .where('timestamp', '<', window.to)
+    .groupBy([...BREAKDOWN_KEYS])
+    .execute();
+  const breakdown = {} as IssueDetailJson['breakdown'];
+  for (const key of BREAKDOWN_KEYS) {
+    const counts = new Map<string, number>();
+    for (const row of combos) {
+      const value = row[key];
+      if (value === null || value === '') continue;
+      counts.set(value, (counts.get(value) ?? 0) + Number(row.n));
+    }
+    breakdown[key] = [...counts]
+      .map(([value, count]) => ({ value, count }))
+      .sort((a, b) => b.count - a.count || compareText(a.value, b.value))
+      .slice(0, BREAKDOWN_TOP);
+  }
+
+  const [latest, oldest] = await Promise.all([
+    db
+      .selectFrom('events')
+      .select('id')
+      .where('issue_id', '=', issueId)
+      .orderBy('timestamp', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst(),
+    db
+      .selectFrom('events')
+      .select('id')
+      .where('issue_id', '=', issueId)
+      .orderBy('timestamp', 'asc')
+      .orderBy('id', 'asc')
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+
+  return {
+    ...issueJson(issue),
+    from: iso(window.from),
+    to: iso(window.to),
+    timeline,
+    breakdown,
+    latest_event_id: latest ? Number(latest.id) : null,
+    oldest_event_id: oldest ? Number(oldest.id) : null,
+  };
+}
+
+function statusProblem(status: unknown): string {
+  return `status must be one of ${ISSUE_STATUSES.join(', ')} (got ${JSON.stringify(status ?? null)})`;
+}
+
+/** The columns a status change writes (DECISIONS "Issue lifecycle"). */
+function statusChange(status: IssueStatus, now: number) {
+  return (eb: any) => {
+    const set: Record<string, unknown> = { status, updated_at: now };
+    if (status === 'resolved') {
+      set.resolved_release = eb.ref('last_release');
+      set.resolved_at = now;
+    } else if (status === 'unresolved') {
+      set.resolved_release = null;
+      set.resolved_at = null;
+    }
+    return set;
+  };
+}
+
+export function parseStatusBody(body: unknown): IssueStatus {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ReadInputError('request body must be a JSON object {"status": "<status>"}');
+  }
+  const status = (body as Record<string, unknown>).status;
+  if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
+  return status;
+}
+
+export async function setIssueStatus(
+  db: Db,
+  projectId: number,
+  fingerprint: string,
+  status: IssueStatus,
+  now: number,
+): Promise<IssueJson> {
+  const row = await db
+    .updateTable('issues')
+    .set(statusChange(status, now))
+    .where('project_id', '=', projectId)
+    .where('fingerprint', '=', fingerprint)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
+  return issueJson(row);
+}
+
+export function parseBulkBody(body: unknown): { fingerprints: string[]; status: IssueStatus } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ReadInputError('request body must be a JSON object {"fingerprints": [..], "status": "<status>"}');
+  }
+  const { fingerprints, status } = body as Record<string, unknown>;
+  if (!Array.isArray(fingerprints) || !fingerprints.every((f) => typeof f === 'string')) {
+    throw new ReadInputError('fingerprints must be an array of strings');
+  }
+  if (fingerprints.length > MAX_BULK) throw new ReadInputError(`fingerprints may list at most ${MAX_BULK} issues`);
+  if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
+  return { fingerprints: [...new Set(fingerprints as string[])], status };
+}
+
+/** Sets the status of every listed issue of the project; unknown fingerprints are skipped. */
+export async function bulkSetStatus(
+  db: Db,
+  projectId: number,
+  fingerprints: string[],
+  status: IssueStatus,
+  now: number,
+): Promise<{ updated: number; status: IssueStatus }> {
+  let updated = 0;
+  await db.transaction().execute(async (tx) => {
+    for (let i = 0; i < fingerprints.length; i += 500) {
+      const chunk = fingerprints.slice(i, i + 500);
+      const res = await tx
+        .updateTable('issues')
+        .set(statusChange(status, now))
+        .where('project_id', '=', projectId)
+        .where('fingerprint', 'in', chunk)
+        .executeTakeFirst();
+      updated += Number(res.numUpdatedRows);
+    }
+  });
+  return { updated, status };
+}

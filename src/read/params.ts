@@ -1,0 +1,49 @@
+// Parsing of the read routes' query parameters shared by several lists: page
+// size, offset, enumerations. Limits come from DECISIONS "Names and shapes".
+import { ReadInputError } from './errors.js';
+
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 500;
+export const MAX_OFFSET = 10_000;
+
+export const ISSUE_STATUSES = ['unresolved', 'triaged', 'resolved', 'regression', 'ignored'] as const;
+export type IssueStatus = (typeof ISSUE_STATUSES)[number];
+export const LEVELS = ['fatal', 'error', 'warning', 'info', 'debug'] as const;
+
+function nonNegativeInteger(name: string, raw: string): number {
+  const text = raw.trim();
+  if (!/^[0-9]{1,15}$/.test(text)) throw new ReadInputError(`${name} must be a non-negative integer (got ${JSON.stringify(raw)})`);
+  return Number(text);
+}
+
+/** Page size: default 50; values above 500 are capped, not refused. */
+export function parseLimit(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_LIMIT;
+  const n = nonNegativeInteger('limit', raw);
+  if (n < 1) throw new ReadInputError(`limit must be an integer from 1 to ${MAX_LIMIT} (larger values are capped)`);
+  return Math.min(n, MAX_LIMIT);
+}
+
+export function parseOffset(raw: string | undefined): number {
+  if (raw === undefined) return 0;
+  const n = nonNegativeInteger('offset', raw);
+  if (n > MAX_OFFSET) throw new ReadInputError(`offset must be an integer from 0 to ${MAX_OFFSET}`);
+  return n;
+}
+
+export function parseEnum<T extends string>(name: string, raw: string | undefined, allowed: readonly T[]): T | undefined {
+  if (raw === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ReadInputError(`${name} must be one of ${allowed.join(', ')} (got ${JSON.stringify(raw)})`);
+  }
+  return raw as T;
+}
+
+export function isIssueStatus(v: unknown): v is IssueStatus {
+  return typeof v === 'string' && (ISSUE_STATUSES as readonly string[]).includes(v);
+}
+
+/** A LIKE pattern matching `text` anywhere, with LIKE's wildcards escaped (use with `escape '\'`). */
+export function containsPattern(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}

@@ -1,0 +1,191 @@
+// Opening the database named by DATABASE_URL (SQLite file or PostgreSQL), running
+// migrations safely, health pings. Everything dialect-specific about connecting
+// lives here; query code only sees `Kysely<Database>` and `store.dialect`.
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type { Database } from './schema.js';
+import { StaticMigrationProvider, migrations } from './migrations.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Store {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** Human-readable target for logs, without credentials. */
+  description: string;
+  /** True when the database answers a trivial query within `timeoutMs`. */
+  ping(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export class DatabaseConfigError extends Error {}
+
+export const DEFAULT_SQLITE_PATH = './data/faultline.db';
+
+export type DatabaseTarget = { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string };
+
+export function parseDatabaseUrl(url: string | undefined): DatabaseTarget {
+  const value = (url ?? '').trim();
+  if (value === '') return { dialect: 'sqlite', path: DEFAULT_SQLITE_PATH };
+  if (/^postgres(ql)?:\/\//i.test(value)) return { dialect: 'postgres', url: value };
+  const m = /^(sqlite|file):(.*)$/i.exec(value);
+  if (m) {
+    let p = m[2];
+    if (p.startsWith('//')) p = p.slice(2);
+    if (p === '') throw new DatabaseConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/faultline.db');
+    return { dialect: 'sqlite', path: p };
+  }
+  throw new DatabaseConfigError(
+    `DATABASE_URL: unsupported value ${JSON.stringify(redact(value))}; use sqlite:<path>, file:<path> or postgres://user@host:port/db`,
+  );
+}
+
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
+}
+
+function toNumber(v: string): number {
+  return Number(v);
+}
+
+export async function openStore(url: string | undefined): Promise<Store> {
+  const target = parseDatabaseUrl(url);
+  return target.dialect === 'sqlite' ? openSqlite(target.path) : openPostgres(target.url);
+}
+
+function openSqlite(file: string): Store {
+  const memory = file === ':memory:';
+  if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  let raw: BetterSqlite3.Database;
+  try {
+    raw = new BetterSqlite3(file);
+    // WAL: readers never block the writer. synchronous=NORMAL keeps every committed
+    // transaction across a process kill (-9); only an OS crash could lose the last ones.
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('synchronous = NORMAL');
+    raw.pragma('foreign_keys = ON');
+    raw.pragma('busy_timeout = 5000');
+    raw.pragma('cache_size = -65536');
+    raw.pragma('temp_store = MEMORY');
+  } catch (err) {
+    throw new DatabaseConfigError(`DATABASE_URL: cannot open SQLite database ${file}: ${(err as Error).message}`);
+  }
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    description: `sqlite:${memory ? file : path.resolve(file)}`,
+    async ping() {
+      try {
+        if (!memory) fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK);
+        raw.prepare('select count(*) from projects').get();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+async function openPostgres(url: string): Promise<Store> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+    types: {
+      getTypeParser(oid: number, format?: any) {
+        // int8 and numeric arrive as strings; every value we store is below 2^53.
+        if (oid === 20 || oid === 1700) return toNumber;
+        return pg.types.getTypeParser(oid, format);
+      },
+    } as any,
+  });
+  // An idle client losing its server must not crash the process; the next query fails instead.
+  pool.on('error', () => {});
+  // pg-pool removes its listener from a checked-out client, so a connection lost in
+  // the middle of a query would emit an unhandled 'error' and kill the process; the
+  // query itself still rejects, which is all callers need.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const description = redact(url);
+  try {
+    const client = await pool.connect();
+    client.release();
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw new DatabaseConfigError(`DATABASE_URL: cannot connect to PostgreSQL ${description}: ${(err as Error).message}`);
+  }
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    description,
+    async ping(timeoutMs = 2000) {
+      const query = sql`select 1`.execute(db).then(
+        () => true,
+        () => false,
+      );
+      const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref());
+      return Promise.race([query, timeout]);
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+export class SchemaTooNewError extends Error {}
+
+const MIGRATION_LOCK_KEY = 726_153_001; // arbitrary constant shared by every faultline instance
+
+/**
+ * Brings the schema to the latest version. Refuses a database migrated by a newer
+ * faultline. On PostgreSQL a session advisory lock makes concurrent starts safe:
+ * the second instance waits, then finds nothing left to do.
+ */
+export async function migrate(store: Store): Promise<{ applied: string[]; version: string }> {
+  const known = Object.keys(migrations(store.dialect));
+  const run = async (): Promise<string[]> => {
+    const existing = await appliedMigrations(store);
+    const unknown = existing.filter((name) => !known.includes(name));
+    if (unknown.length > 0) {
+      throw new SchemaTooNewError(
+        `the database schema is newer than this version of faultline (it has migration ${unknown[unknown.length - 1]}, ` +
+          `this build knows up to ${known[known.length - 1]}); upgrade faultline or point DATABASE_URL at another database`,
+      );
+    }
+    const migrator = new Migrator({ db: store.db, provider: new StaticMigrationProvider(store.dialect) });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  };
+  let applied: string[];
+  if (store.dialect === 'postgres') {
+    applied = await store.db.connection().execute(async (conn) => {
+      await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
+      try {
+        return await run();
+      } finally {
+        await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
+      }
+    });
+  } else {
+    applied = await run();
+  }
+  return { applied, version: known[known.length - 1] };
+}
+
+async function appliedMigrations(store: Store): Promise<string[]> {
+  try {
+    const rows = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db);
+    return rows.rows.map((r) => r.name);
+  } catch {
+    return []; // no migration table yet: a new database
+  }
+}

@@ -1,0 +1,1139 @@
+// One ingest batch as one database transaction: dedupe, daily quota, grouping into
+// issues, regressions, sampling, stored events and tags, the hourly/daily/release
+// aggregates and release-health sessions. Everything is read once per batch, merged
+// in memory and written back with multi-row statements, so the number of statements
+// grows with the distinct keys a batch touches (projects, issues, hours, releases),
+// never with its events. docs/parts/architecture-writer.md explains the design.
+import { sql, type Insertable, type Kysely, type OnConflictBuilder, type OnConflictDoNothingBuilder, type OnConflictUpdateBuilder } from 'kysely';
+import { DAY_MS, hourBucket, utcDay } from '../clock.js';
+import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
+import { compress, encodeJson } from './codec.js';
+import type { Dialect, Store } from './database.js';
+import type { Database, EventTable, IssueRow, SessionRow } from './schema.js';
+
+type Db = Kysely<Database>;
+
+// Indexed text columns are clamped so that no single event can fail a whole batch
+// with PostgreSQL's btree row-size limit (about 2.7 KB per index entry).
+const MAX_RELEASE = 250;
+const MAX_TAG_KEY = 200;
+const MAX_TAG_VALUE = 200;
+const MAX_KEY_ID = 200; // event_id, fingerprint, sid, user id and user key
+const LEVELS: readonly Level[] = ['fatal', 'error', 'warning', 'info', 'debug'];
+
+/** Values per `in (...)` list. */
+const IN_CHUNK = 5_000;
+
+// ---------------------------------------------------------------------------
+// Preparation (outside the transaction, at submit time)
+// ---------------------------------------------------------------------------
+
+/** An event in the shape of its row, checked so that the database accepts it. */
+export interface EventInput {
+  source: NormalizedEvent;
+  eventId: string;
+  fingerprint: string;
+  timestamp: number;
+  level: Level;
+  platform: string;
+  release: string;
+  dist: string;
+  environment: string;
+  userId: string | null;
+  userEmail: string | null;
+  userUsername: string | null;
+  userIp: string | null;
+  userKey: string | null;
+  deviceId: string | null;
+  deviceModel: string | null;
+  osName: string | null;
+  osVersion: string | null;
+  screen: string;
+  title: string;
+  message: string;
+  errorType: string;
+  location: string;
+  isCrash: boolean;
+  sdkName: string;
+  tags: [string, string][];
+  tagsJson: string;
+  /** Compressed detail and raw payload; null until compressed (only stored events need them). */
+  detail: Buffer | null;
+  raw: Buffer | null;
+}
+
+export interface SessionInput {
+  sid: string;
+  did: string | null;
+  started: number;
+  timestamp: number;
+  status: SessionStatus;
+  errors: number;
+  release: string;
+  environment: string;
+}
+
+export interface AggregateInput {
+  started: number;
+  release: string;
+  total: number;
+  crashed: number;
+  errored: number;
+}
+
+export interface PreparedWork {
+  projectId: number;
+  receivedAt: number;
+  events: EventInput[];
+  /** Events that will surely be stored, whose blobs are worth compressing ahead of the batch. */
+  eager: EventInput[];
+  sessions: SessionInput[];
+  aggregates: AggregateInput[];
+}
+
+/** PostgreSQL text cannot hold NUL; both dialects drop it so they store the same thing. */
+function text(value: unknown, max = 0): string {
+  let s = typeof value === 'string' ? value : value == null ? '' : String(value);
+  if (s.includes('\u0000')) s = s.replaceAll('\u0000', '');
+  return max > 0 && s.length > max ? s.slice(0, max) : s;
+}
+
+function optText(value: unknown): string | null {
+  return value == null ? null : text(value);
+}
+
+function time(value: unknown, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) ? Math.round(value) : fallback;
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
+}
+
+/**
+ * Turns a request's work into row-shaped input, outside the transaction. `eager`
+ * lists the events that will surely be stored (crashes, or all when the project's
+ * sample_rate is 1): the caller compresses their blobs before the batch runs. Other
+ * events are compressed inside the batch only if sampling keeps them.
+ */
+export function prepareWork(work: IngestWork): PreparedWork {
+  const receivedAt = time(work.receivedAt, Date.now());
+  const keepsAll = work.project.sample_rate >= 1;
+  const eager: EventInput[] = [];
+  const events = work.events.map((e) => {
+    const tags: [string, string][] = [];
+    const tagObject: Record<string, string> = {};
+    for (const [k, v] of Object.entries(e.tags ?? {})) {
+      const key = text(k, MAX_TAG_KEY);
+      const value = text(v, MAX_TAG_VALUE);
+      if (key === '' || Object.prototype.hasOwnProperty.call(tagObject, key)) continue;
+      tagObject[key] = value;
+      tags.push([key, value]);
+    }
+    const input: EventInput = {
+      source: e,
+      eventId: text(e.eventId, MAX_KEY_ID),
+      fingerprint: text(e.fingerprint, MAX_KEY_ID),
+      timestamp: time(e.timestamp, receivedAt),
+      level: LEVELS.includes(e.level) ? e.level : 'info',
+      platform: text(e.platform),
+      release: text(e.release, MAX_RELEASE),
+      dist: text(e.dist),
+      environment: text(e.environment),
+      userId: e.userId == null ? null : text(e.userId, MAX_KEY_ID),
+      userEmail: optText(e.userEmail),
+      userUsername: optText(e.userUsername),
+      userIp: optText(e.userIp),
+      userKey: e.userKey == null || e.userKey === '' ? null : text(e.userKey, MAX_KEY_ID),
+      deviceId: optText(e.deviceId),
+      deviceModel: optText(e.deviceModel),
+      osName: optText(e.osName),
+      osVersion: optText(e.osVersion),
+      screen: text(e.screen),
+      title: text(e.title),
+      message: text(e.message),
+      errorType: text(e.errorType),
+      location: text(e.location),
+      isCrash: e.isCrash === true,
+      sdkName: text(e.sdkName),
+      tags,
+      tagsJson: JSON.stringify(tagObject),
+      detail: null,
+      raw: null,
+    };
+    if (input.isCrash || keepsAll) eager.push(input);
+    return input;
+  });
+  const sessions = work.sessions.map((s) => ({
+    sid: text(s.sid, MAX_KEY_ID),
+    did: s.did == null || s.did === '' ? null : text(s.did),
+    started: time(s.started, receivedAt),
+    timestamp: time(s.timestamp, receivedAt),
+    status: s.status,
+    errors: count(s.errors),
+    release: text(s.release, MAX_RELEASE),
+    environment: text(s.environment),
+  }));
+  const aggregates = work.aggregates.map((a) => {
+    const crashed = count(a.crashed);
+    const errored = count(a.errored) + count(a.abnormal) + count(a.unhandled);
+    return {
+      started: time(a.started, receivedAt),
+      release: text(a.release, MAX_RELEASE),
+      total: count(a.exited) + errored + crashed,
+      crashed,
+      errored,
+    };
+  });
+  return { projectId: work.project.id, receivedAt, events, eager, sessions, aggregates };
+}
+
+/** The uncompressed bytes behind an event's two blobs. */
+export function blobSources(e: EventInput): { detail: Buffer; raw: Uint8Array } {
+  return { detail: Buffer.from(JSON.stringify(e.source.detail ?? {}), 'utf8'), raw: e.source.raw ?? new Uint8Array(0) };
+}
+
+/** Compresses whatever blob of the event is still missing, on this thread. */
+export function compressBlobs(e: EventInput): void {
+  if (e.detail === null) e.detail = encodeJson(e.source.detail ?? {});
+  if (e.raw === null) e.raw = compress(e.source.raw ?? new Uint8Array(0));
+}
+
+// ---------------------------------------------------------------------------
+// The batch
+// ---------------------------------------------------------------------------
+
+export interface BatchOptions {
+  /** Uniform draw in [0, 1) for sampling. */
+  random: () => number;
+}
+
+export interface BatchResult {
+  /** One per work, in order. */
+  outcomes: IngestOutcome[];
+  /** Events counted (not duplicates, not refused). */
+  accepted: number;
+  stored: number;
+  duplicates: number;
+  /** Events of works refused by the daily quota. */
+  refused: number;
+  /** Events and sessions of works whose project no longer exists. */
+  dropped: number;
+  sessionUpdates: number;
+}
+
+/** Writes the works in one transaction; throws (after rolling back) when the database fails. */
+export async function commitIngestBatch(store: Store, works: PreparedWork[], options: BatchOptions): Promise<BatchResult> {
+  return inTransaction(store, (db) => new Batch(db, store.dialect, options).run(works));
+}
+
+async function inTransaction<T>(store: Store, fn: (db: Db) => Promise<T>): Promise<T> {
+  if (store.dialect === 'postgres') return store.db.transaction().execute(fn);
+  // BEGIN IMMEDIATE takes SQLite's write lock up front: a deferred transaction that
+  // reads first could fail to upgrade when another process (the CLI) holds it.
+  return store.db.connection().execute(async (conn) => {
+    await sql`begin immediate`.execute(conn);
+    try {
+      const result = await fn(conn);
+      await sql`commit`.execute(conn);
+      return result;
+    } catch (err) {
+      try {
+        await sql`rollback`.execute(conn);
+      } catch {
+        // SQLite already rolled back on its own
+      }
+      throw err;
+    }
+  });
+}
+
+interface ProjectSettings {
+  id: number;
+  sample_keep_first: number;
+  sample_rate: number;
+  daily_quota: number;
+}
+
+type MutableIssue = Omit<IssueRow, 'id'> & { id: number | null };
+
+interface IssueState {
+  row: MutableIssue;
+  /** Releases with the first time seen, loaded only for resolved issues (the regression rule). */
+  knownReleases: Map<string, number> | null;
+  userKeys: Set<string>;
+  releaseFirstSeen: Map<string, number>;
+  hourly: Map<number, number>;
+  /** Event times behind first_seen_id / last_seen_id, to compare new stored events with. */
+  firstStoredTs: number;
+  lastStoredTs: number;
+}
+
+interface StoredEvent {
+  input: EventInput;
+  issue: IssueState;
+  projectId: number;
+  receivedAt: number;
+  id: number | null;
+}
+
+interface Change {
+  issue: IssueState;
+  kind: 'new_issue' | 'regression';
+  at: number;
+  release: string;
+}
+
+type SessionClass = 'none' | 'ok' | 'errored' | 'crashed';
+
+interface SessionState {
+  row: SessionRow;
+  before: SessionClass;
+  changed: boolean;
+}
+
+interface ProjectHourly {
+  project_id: number;
+  bucket: number;
+  release: string;
+  events: number;
+  crashes: number;
+  errors: number;
+  fatal: number;
+  error: number;
+  warning: number;
+  info: number;
+  debug: number;
+}
+
+interface SessionHourly {
+  project_id: number;
+  release: string;
+  bucket: number;
+  total: number;
+  crashed: number;
+  errored: number;
+}
+
+interface ReleaseAcc {
+  first: number;
+  last: number;
+  platforms: Set<string>;
+}
+
+function sessionClass(status: string, errors: number): SessionClass {
+  if (status === 'crashed') return 'crashed';
+  if (status === 'errored' || status === 'abnormal' || status === 'unhandled' || errors > 0) return 'errored';
+  return 'ok';
+}
+
+function secondsToNextUtcMidnight(at: number): number {
+  return Math.max(1, Math.ceil((utcDay(at) + DAY_MS - at) / 1000));
+}
+
+function unique<T>(values: Iterable<T>): T[] {
+  return [...new Set(values)];
+}
+
+function chunks<T>(values: T[], size: number): T[][] {
+  if (values.length <= size) return values.length === 0 ? [] : [values];
+  const out: T[][] = [];
+  for (let i = 0; i < values.length; i += size) out.push(values.slice(i, i + size));
+  return out;
+}
+
+class Batch {
+  private readonly issues: IssueState[] = [];
+  private readonly stored: StoredEvent[] = [];
+  private readonly changes: Change[] = [];
+  private readonly projectHourly = new Map<string, ProjectHourly>();
+  private readonly releaseRows: Insertable<Database['releases']>[] = [];
+  private readonly usage = new Map<string, { project_id: number; day: number; events: number }>();
+  private readonly seen: Insertable<Database['seen_events']>[] = [];
+  private readonly sessions: SessionState[] = [];
+  private readonly sessionHourly = new Map<string, SessionHourly>();
+  /** PostgreSQL writes to send together at the end (see flushDeferred). */
+  private readonly deferred: { execute(): Promise<unknown> }[] = [];
+  private readonly result: BatchResult = {
+    outcomes: [],
+    accepted: 0,
+    stored: 0,
+    duplicates: 0,
+    refused: 0,
+    dropped: 0,
+    sessionUpdates: 0,
+  };
+
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: Dialect,
+    private readonly options: BatchOptions,
+  ) {}
+
+  async run(works: PreparedWork[]): Promise<BatchResult> {
+    this.result.outcomes = works.map(() => ({ kind: 'ok' }) as IngestOutcome);
+    const projectIds = unique(works.map((w) => w.projectId)).sort((a, b) => a - b);
+    const projects = await this.lockProjects(projectIds);
+    for (const id of projectIds) {
+      const indexes = works.flatMap((w, i) => (w.projectId === id ? [i] : []));
+      const project = projects.get(id);
+      if (!project) {
+        // Deleted since the request was authenticated: there is nowhere to put its data.
+        for (const i of indexes) this.result.dropped += works[i].events.length + works[i].sessions.length;
+        continue;
+      }
+      await this.planProject(project, indexes, works);
+    }
+    await this.write();
+    return this.result;
+  }
+
+  /**
+   * Fresh sample/quota settings, and on PostgreSQL a lock that serialises ingest per
+   * project across server instances (taken in id order, so never a deadlock). Every
+   * read-merge-write below relies on it. FOR NO KEY UPDATE still lets other
+   * transactions insert rows that reference the project.
+   */
+  private async lockProjects(ids: number[]): Promise<Map<number, ProjectSettings>> {
+    const out = new Map<number, ProjectSettings>();
+    for (const part of chunks(ids, IN_CHUNK)) {
+      const rows = await this.db
+        .selectFrom('projects')
+        .select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota'])
+        .where('id', 'in', part)
+        .orderBy('id')
+        .$if(this.dialect === 'postgres', (q) => q.forNoKeyUpdate())
+        .execute();
+      for (const r of rows) out.set(Number(r.id), r);
+    }
+    return out;
+  }
+
+  private async planProject(project: ProjectSettings, indexes: number[], works: PreparedWork[]): Promise<void> {
+    const pid = project.id;
+    const db = this.db;
+
+    // 1. Dedupe against what the project has seen.
+    const seen = new Set<string>();
+    const eventIds = unique(indexes.flatMap((i) => works[i].events.map((e) => e.eventId)));
+    for (const part of chunks(eventIds, IN_CHUNK)) {
+      const rows = await db.selectFrom('seen_events').select('event_id').where('project_id', '=', pid).where('event_id', 'in', part).execute();
+      for (const r of rows) seen.add(r.event_id);
+    }
+
+    // 2. Daily quota, in submit order.
+    const used = new Map<number, number>();
+    if (project.daily_quota > 0) {
+      const days = unique(indexes.filter((i) => works[i].events.length > 0).map((i) => utcDay(works[i].receivedAt)));
+      if (days.length > 0) {
+        const rows = await db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', pid).where('day', 'in', days).execute();
+        for (const r of rows) used.set(Number(r.day), Number(r.events));
+      }
+    }
+    const accepted: { work: PreparedWork; events: EventInput[] }[] = [];
+    for (const i of indexes) {
+      const work = works[i];
+      const local = new Set<string>();
+      const fresh: EventInput[] = [];
+      for (const e of work.events) {
+        if (seen.has(e.eventId) || local.has(e.eventId)) {
+          this.result.duplicates++;
+          continue;
+        }
+        local.add(e.eventId);
+        fresh.push(e);
+      }
+      const day = utcDay(work.receivedAt);
+      if (fresh.length > 0) {
+        const sofar = used.get(day) ?? 0;
+        if (project.daily_quota > 0 && sofar + fresh.length > project.daily_quota) {
+          this.result.outcomes[i] = { kind: 'quota_exceeded', retryAfterSeconds: secondsToNextUtcMidnight(work.receivedAt) };
+          this.result.refused += fresh.length;
+          continue;
+        }
+        used.set(day, sofar + fresh.length);
+        const key = `${pid}:${day}`;
+        const u = this.usage.get(key) ?? { project_id: pid, day, events: 0 };
+        u.events += fresh.length;
+        this.usage.set(key, u);
+      }
+      for (const id of local) seen.add(id);
+      for (const e of fresh) this.seen.push({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt });
+      accepted.push({ work, events: fresh });
+    }
+
+    await this.planEvents(project, accepted);
+    await this.planSessions(pid, accepted.map((a) => a.work));
+  }
+
+  private async planEvents(project: ProjectSettings, accepted: { work: PreparedWork; events: EventInput[] }[]): Promise<void> {
+    const pid = project.id;
+    const db = this.db;
+    const fingerprints = unique(accepted.flatMap((a) => a.events.map((e) => e.fingerprint)));
+    if (fingerprints.length === 0) return;
+
+    // 3. The issues these events belong to, locked against concurrent status changes, with
+    //    the event times behind first/last_seen_id (to compare new stored events with).
+    const byFingerprint = new Map<string, IssueState>();
+    for (const part of chunks(fingerprints, IN_CHUNK)) {
+      const rows = await db
+        .selectFrom('issues')
+        .leftJoin('events as fe', 'fe.id', 'issues.first_seen_id')
+        .leftJoin('events as le', 'le.id', 'issues.last_seen_id')
+        .selectAll('issues')
+        .select(['fe.timestamp as first_ts', 'le.timestamp as last_ts'])
+        .where('issues.project_id', '=', pid)
+        .where('issues.fingerprint', 'in', part)
+        .$if(this.dialect === 'postgres', (q) => q.forUpdate('issues'))
+        .execute();
+      for (const { first_ts, last_ts, ...row } of rows) {
+        const state = newState(row);
+        // A referenced event retention already deleted: first_seen_id stays (repairing it
+        // is retention's job); last_seen_id moves to the newest stored event.
+        state.firstStoredTs = row.first_seen_id === null ? Infinity : first_ts === null ? -Infinity : Number(first_ts);
+        state.lastStoredTs = row.last_seen_id === null || last_ts === null ? -Infinity : Number(last_ts);
+        byFingerprint.set(row.fingerprint, state);
+        this.issues.push(state);
+      }
+    }
+    const resolved = [...byFingerprint.values()].filter((s) => s.row.status === 'resolved');
+    for (const part of chunks(resolved, IN_CHUNK)) {
+      const ids = part.map((s) => s.row.id as number);
+      const rows = await db.selectFrom('issue_releases').select(['issue_id', 'release', 'first_seen']).where('issue_id', 'in', ids).execute();
+      const byId = new Map(part.map((s) => [s.row.id as number, s]));
+      for (const s of part) s.knownReleases = new Map();
+      for (const r of rows) byId.get(Number(r.issue_id))?.knownReleases?.set(r.release, Number(r.first_seen));
+    }
+
+    // 4. Every event in order: grouping, regression, sampling, aggregates.
+    const releases = new Map<string, ReleaseAcc>();
+    for (const { work, events } of accepted) {
+      const at = work.receivedAt;
+      for (const e of events) {
+        let issue = byFingerprint.get(e.fingerprint);
+        if (!issue) {
+          issue = newState({
+            id: null,
+            project_id: pid,
+            fingerprint: e.fingerprint,
+            title: e.title,
+            level: e.level,
+            error_type: e.errorType,
+            screen: e.screen,
+            location: e.location,
+            platform: e.platform,
+            status: 'unresolved',
+            event_count: 0,
+            stored_count: 0,
+            users: 0,
+            first_seen: e.timestamp,
+            last_seen: e.timestamp,
+            first_seen_id: null,
+            last_seen_id: null,
+            first_release: e.release,
+            last_release: e.release,
+            resolved_release: null,
+            resolved_at: null,
+            regressed_at: null,
+            created_at: at,
+            updated_at: at,
+          });
+          byFingerprint.set(e.fingerprint, issue);
+          this.issues.push(issue);
+          this.changes.push({ issue, kind: 'new_issue', at, release: e.release });
+        }
+        const row = issue.row;
+
+        if (row.status === 'resolved') {
+          const resolvedAt = row.resolved_at ?? 0;
+          let regress: boolean;
+          if (e.release !== '') {
+            const first = issue.knownReleases?.get(e.release);
+            regress = !(first !== undefined && first < resolvedAt);
+          } else {
+            regress = e.timestamp > resolvedAt;
+          }
+          if (regress) {
+            row.status = 'regression';
+            row.regressed_at = at;
+            this.changes.push({ issue, kind: 'regression', at, release: e.release });
+          }
+        }
+
+        row.event_count += 1;
+        if (e.timestamp >= row.last_seen) {
+          row.last_seen = e.timestamp;
+          row.last_release = e.release;
+          row.level = e.level;
+          row.title = e.title;
+          row.error_type = e.errorType;
+          row.screen = e.screen;
+          row.location = e.location;
+          row.platform = e.platform;
+        }
+        if (e.timestamp < row.first_seen) {
+          row.first_seen = e.timestamp;
+          row.first_release = e.release;
+        }
+        if (at > row.updated_at) row.updated_at = at;
+        if (e.userKey !== null) issue.userKeys.add(e.userKey);
+        if (e.release !== '') {
+          const f = issue.releaseFirstSeen.get(e.release);
+          if (f === undefined || e.timestamp < f) issue.releaseFirstSeen.set(e.release, e.timestamp);
+          const acc = releases.get(e.release);
+          if (acc) {
+            if (e.timestamp < acc.first) acc.first = e.timestamp;
+            if (e.timestamp > acc.last) acc.last = e.timestamp;
+            if (e.platform !== '') acc.platforms.add(e.platform);
+          } else {
+            releases.set(e.release, { first: e.timestamp, last: e.timestamp, platforms: new Set(e.platform !== '' ? [e.platform] : []) });
+          }
+        }
+        const bucket = hourBucket(e.timestamp);
+        issue.hourly.set(bucket, (issue.hourly.get(bucket) ?? 0) + 1);
+        this.countProjectHourly(pid, bucket, e);
+
+        // Sampling. The draw happens only when neither the crash nor keep-first rule decides and
+        // the rate is strictly between 0 and 1 (at 0 or 1 its outcome is already known).
+        const keep =
+          e.isCrash ||
+          row.event_count <= project.sample_keep_first ||
+          project.sample_rate >= 1 ||
+          (project.sample_rate > 0 && this.options.random() < project.sample_rate);
+        if (keep) {
+          row.stored_count += 1;
+          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: null });
+        }
+        this.result.accepted++;
+      }
+    }
+
+    // 5. Releases: merge first/last seen and platforms with the stored rows.
+    const names = [...releases.keys()];
+    for (const part of chunks(names, IN_CHUNK)) {
+      const rows = await db.selectFrom('releases').selectAll().where('project_id', '=', pid).where('release', 'in', part).execute();
+      for (const r of rows) {
+        const acc = releases.get(r.release)!;
+        acc.first = Math.min(acc.first, Number(r.first_seen));
+        acc.last = Math.max(acc.last, Number(r.last_seen));
+        for (const p of parsePlatforms(r.platforms)) acc.platforms.add(p);
+      }
+    }
+    for (const [release, acc] of releases) {
+      this.releaseRows.push({
+        project_id: pid,
+        release,
+        first_seen: acc.first,
+        last_seen: acc.last,
+        platforms: JSON.stringify([...acc.platforms].sort()),
+      });
+    }
+  }
+
+  private countProjectHourly(pid: number, bucket: number, e: EventInput): void {
+    const key = `${pid}:${bucket}:${e.release}`;
+    let h = this.projectHourly.get(key);
+    if (!h) {
+      h = { project_id: pid, bucket, release: e.release, events: 0, crashes: 0, errors: 0, fatal: 0, error: 0, warning: 0, info: 0, debug: 0 };
+      this.projectHourly.set(key, h);
+    }
+    h.events += 1;
+    if (e.isCrash) h.crashes += 1;
+    else if (e.level === 'error') h.errors += 1;
+    h[e.level] += 1;
+  }
+
+  private async planSessions(pid: number, works: PreparedWork[]): Promise<void> {
+    const sids = unique(works.flatMap((w) => w.sessions.map((s) => s.sid)));
+    const states = new Map<string, SessionState>();
+    for (const part of chunks(sids, IN_CHUNK)) {
+      const rows = await this.db.selectFrom('sessions').selectAll().where('project_id', '=', pid).where('sid', 'in', part).execute();
+      for (const r of rows) {
+        const row = { ...r, started: Number(r.started), errors: Number(r.errors), updated_at: Number(r.updated_at) };
+        states.set(r.sid, { row, before: sessionClass(row.status, row.errors), changed: false });
+      }
+    }
+    for (const work of works) {
+      for (const u of work.sessions) {
+        this.result.sessionUpdates++;
+        const state = states.get(u.sid);
+        if (!state) {
+          states.set(u.sid, {
+            row: {
+              project_id: pid,
+              sid: u.sid,
+              did: u.did,
+              release: u.release,
+              environment: u.environment,
+              started: u.started,
+              status: u.status,
+              errors: u.errors,
+              updated_at: u.timestamp,
+            },
+            before: 'none',
+            changed: true,
+          });
+          continue;
+        }
+        // The latest update wins; an older one arriving late changes nothing.
+        if (u.timestamp < state.row.updated_at) continue;
+        state.row.status = u.status;
+        state.row.errors = u.errors;
+        state.row.updated_at = u.timestamp;
+        if (state.row.did === null && u.did !== null) state.row.did = u.did;
+        state.changed = true;
+      }
+      for (const a of work.aggregates) {
+        if (a.total === 0) continue;
+        const h = this.sessionBucket(pid, a.release, hourBucket(a.started));
+        h.total += a.total;
+        h.crashed += a.crashed;
+        h.errored += a.errored;
+      }
+    }
+    for (const state of states.values()) {
+      if (!state.changed) continue;
+      this.sessions.push(state);
+      const after = sessionClass(state.row.status, state.row.errors);
+      if (after === state.before) continue;
+      const h = this.sessionBucket(pid, state.row.release, hourBucket(state.row.started));
+      if (state.before === 'none') h.total += 1;
+      if (state.before === 'crashed') h.crashed -= 1;
+      if (state.before === 'errored') h.errored -= 1;
+      if (after === 'crashed') h.crashed += 1;
+      if (after === 'errored') h.errored += 1;
+    }
+  }
+
+  private sessionBucket(pid: number, release: string, bucket: number): SessionHourly {
+    const key = `${pid}:${bucket}:${release}`;
+    let h = this.sessionHourly.get(key);
+    if (!h) {
+      h = { project_id: pid, release, bucket, total: 0, crashed: 0, errored: 0 };
+      this.sessionHourly.set(key, h);
+    }
+    return h;
+  }
+
+  // -------------------------------------------------------------------------
+  // Writes: one multi-row statement per table (chunked only for very large batches).
+  // -------------------------------------------------------------------------
+
+  /**
+   * Inserts rows with one statement per chunk. PostgreSQL gets one array parameter
+   * per column (`insert ... select * from unnest(...)`): a fixed, small statement
+   * that costs a fraction of a VALUES list with a parameter per value. SQLite gets
+   * VALUES lists, chunked under its 32 766 bound parameters.
+   */
+  private async insertRows(
+    table: keyof Database,
+    spec: ColumnSpec,
+    rows: Record<string, unknown>[],
+    options: {
+      conflict?: (oc: OnConflictBuilder<any, any>) => OnConflictUpdateBuilder<any, any> | OnConflictDoNothingBuilder<any, any>;
+      returning?: string[];
+      /** Nothing later depends on it: on PostgreSQL it is sent with the other deferred writes. */
+      defer?: boolean;
+    } = {},
+  ): Promise<Record<string, unknown>[]> {
+    const db = this.db as unknown as Kysely<any>;
+    const columns = spec.map(([name]) => name);
+    const out: Record<string, unknown>[] = [];
+    const size = this.dialect === 'postgres' ? PG_ROWS : Math.max(1, Math.floor(SQLITE_PARAMS / columns.length));
+    for (const part of chunks(rows, size)) {
+      let query =
+        this.dialect === 'postgres'
+          ? db
+              .insertInto(table)
+              .columns(columns)
+              .expression(
+                sql`select * from unnest(${sql.join(
+                  spec.map(([name, type]) => sql`${part.map((r) => r[name] ?? null)}::${sql.raw(type)}[]`),
+                )})`,
+              )
+          : db.insertInto(table).values(part); // every row builder below yields exactly the spec's columns
+      if (options.conflict) query = query.onConflict(options.conflict);
+      if (options.returning) out.push(...(await query.returning(options.returning).execute()));
+      else if (options.defer && this.dialect === 'postgres') this.deferred.push(query);
+      else await query.execute();
+    }
+    return out;
+  }
+
+  /**
+   * Sends the deferred writes as one statement of data-modifying CTEs: one round trip
+   * instead of one per table. They touch different tables and none reads another's
+   * output, which is what PostgreSQL requires of sibling CTEs.
+   */
+  private async flushDeferred(): Promise<void> {
+    const queries = this.deferred.splice(0);
+    if (queries.length === 0) return;
+    if (queries.length === 1) {
+      await queries[0].execute();
+      return;
+    }
+    let statement: any = this.db as unknown as Kysely<any>;
+    queries.forEach((q, i) => {
+      statement = statement.with(`w${i}`, () => q);
+    });
+    await statement.selectNoFrom(sql<number>`1`.as('done')).execute();
+  }
+
+  private async write(): Promise<void> {
+    // New issues first: events, users, hourly rows and changes need their ids.
+    const fresh = this.issues.filter((s) => s.row.id === null);
+    const created = await this.insertRows(
+      'issues',
+      ISSUE_COLUMNS,
+      fresh.map((s) => issueColumns(s.row)),
+      { returning: ['id', 'project_id', 'fingerprint'] },
+    );
+    const freshByKey = new Map(fresh.map((s) => [`${s.row.project_id}:${s.row.fingerprint}`, s]));
+    for (const r of created) freshByKey.get(`${Number(r.project_id)}:${r.fingerprint}`)!.row.id = Number(r.id);
+
+    // Stored events, then first/last_seen_id by event time.
+    const inserted = await this.insertRows(
+      'events',
+      EVENT_COLUMNS,
+      this.stored.map((s) => eventValues(s)),
+      { returning: ['id', 'project_id', 'event_id'] },
+    );
+    const storedByKey = new Map(this.stored.map((s) => [`${s.projectId}:${s.input.eventId}`, s]));
+    for (const r of inserted) storedByKey.get(`${Number(r.project_id)}:${r.event_id}`)!.id = Number(r.id);
+    for (const s of this.stored) {
+      const issue = s.issue;
+      const ts = s.input.timestamp;
+      if (ts < issue.firstStoredTs) {
+        issue.firstStoredTs = ts;
+        issue.row.first_seen_id = s.id;
+      }
+      if (ts >= issue.lastStoredTs) {
+        issue.lastStoredTs = ts;
+        issue.row.last_seen_id = s.id;
+      }
+    }
+    this.result.stored = this.stored.length;
+
+    const tags: Record<string, unknown>[] = [];
+    for (const s of this.stored) {
+      for (const [key, value] of s.input.tags) tags.push({ project_id: s.projectId, event_id: s.id, key, value });
+    }
+    await this.insertRows('event_tags', TAG_COLUMNS, tags, { defer: true });
+
+    // Exact distinct users: only the keys new to the issue come back.
+    const users: Record<string, unknown>[] = [];
+    const byId = new Map<number, IssueState>();
+    for (const s of this.issues) {
+      byId.set(s.row.id!, s);
+      for (const key of s.userKeys) users.push({ issue_id: s.row.id, user_key: key });
+    }
+    const added = await this.insertRows('issue_users', USER_COLUMNS, users, {
+      conflict: (oc) => oc.columns(['issue_id', 'user_key']).doNothing(),
+      returning: ['issue_id'],
+    });
+    for (const r of added) byId.get(Number(r.issue_id))!.row.users += 1;
+
+    // Every touched issue with its final values (its row is locked, so absolute values are safe).
+    await this.insertRows(
+      'issues',
+      ISSUE_COLUMNS,
+      this.issues.map((s) => issueColumns(s.row)),
+      {
+        defer: true,
+        conflict: (oc) =>
+          oc.columns(['project_id', 'fingerprint']).doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)]))),
+      },
+    );
+
+    const issueReleases: Record<string, unknown>[] = [];
+    const issueHourly: Record<string, unknown>[] = [];
+    for (const s of this.issues) {
+      for (const [release, first] of s.releaseFirstSeen) issueReleases.push({ issue_id: s.row.id, release, first_seen: first });
+      for (const [bucket, events] of s.hourly) issueHourly.push({ issue_id: s.row.id, bucket, events });
+    }
+    await this.insertRows('issue_releases', ISSUE_RELEASE_COLUMNS, issueReleases, {
+      defer: true,
+      conflict: (oc) =>
+        oc.columns(['issue_id', 'release']).doUpdateSet({
+          first_seen: (eb: any) =>
+            eb.case().when('excluded.first_seen', '<', eb.ref('issue_releases.first_seen')).then(eb.ref('excluded.first_seen')).else(eb.ref('issue_releases.first_seen')).end(),
+        }),
+    });
+    await this.insertRows('issue_hourly', ISSUE_HOURLY_COLUMNS, issueHourly, { defer: true, conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) });
+
+    const changes = this.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
+    await this.insertRows('issue_changes', CHANGE_COLUMNS, changes, { defer: true });
+
+    await this.insertRows('project_hourly', PROJECT_HOURLY_COLUMNS, [...this.projectHourly.values()] as unknown as Record<string, unknown>[], {
+      defer: true,
+      conflict: additive('project_hourly', ['project_id', 'bucket', 'release'], ['events', 'crashes', 'errors', 'fatal', 'error', 'warning', 'info', 'debug']),
+    });
+    await this.insertRows('releases', RELEASE_COLUMNS, this.releaseRows, {
+      defer: true,
+      conflict: (oc) =>
+        oc.columns(['project_id', 'release']).doUpdateSet({
+          first_seen: (eb: any) => eb.ref('excluded.first_seen'),
+          last_seen: (eb: any) => eb.ref('excluded.last_seen'),
+          platforms: (eb: any) => eb.ref('excluded.platforms'),
+        }),
+    });
+    await this.insertRows('daily_usage', USAGE_COLUMNS, [...this.usage.values()], { defer: true, conflict: additive('daily_usage', ['project_id', 'day'], ['events']) });
+    await this.insertRows('seen_events', SEEN_COLUMNS, this.seen, { defer: true, conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() });
+
+    await this.insertRows(
+      'sessions',
+      SESSION_COLUMNS,
+      this.sessions.map((s) => s.row as unknown as Record<string, unknown>),
+      {
+        defer: true,
+        conflict: (oc) =>
+          oc.columns(['project_id', 'sid']).doUpdateSet({
+            did: (eb: any) => eb.ref('excluded.did'),
+            status: (eb: any) => eb.ref('excluded.status'),
+            errors: (eb: any) => eb.ref('excluded.errors'),
+            updated_at: (eb: any) => eb.ref('excluded.updated_at'),
+          }),
+      },
+    );
+    const deltas = [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0);
+    await this.insertRows('session_hourly', SESSION_HOURLY_COLUMNS, deltas as unknown as Record<string, unknown>[], {
+      defer: true,
+      conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
+    });
+    await this.flushDeferred();
+  }
+}
+
+/** Column names with their PostgreSQL array element type, in insert order. */
+type ColumnSpec = readonly (readonly [string, 'int8' | 'text' | 'bytea'])[];
+
+/** Rows per PostgreSQL statement: bounds statement size, not parameters (one per column). */
+const PG_ROWS = 5_000;
+const SQLITE_PARAMS = 32_000;
+
+const ISSUE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['fingerprint', 'text'],
+  ['title', 'text'],
+  ['level', 'text'],
+  ['error_type', 'text'],
+  ['screen', 'text'],
+  ['location', 'text'],
+  ['platform', 'text'],
+  ['status', 'text'],
+  ['event_count', 'int8'],
+  ['stored_count', 'int8'],
+  ['users', 'int8'],
+  ['first_seen', 'int8'],
+  ['last_seen', 'int8'],
+  ['first_seen_id', 'int8'],
+  ['last_seen_id', 'int8'],
+  ['first_release', 'text'],
+  ['last_release', 'text'],
+  ['resolved_release', 'text'],
+  ['resolved_at', 'int8'],
+  ['regressed_at', 'int8'],
+  ['created_at', 'int8'],
+  ['updated_at', 'int8'],
+];
+
+/** What ingest owns in an issue row; resolved_release/resolved_at and created_at are left alone. */
+const ISSUE_UPDATED = [
+  'title',
+  'level',
+  'error_type',
+  'screen',
+  'location',
+  'platform',
+  'status',
+  'event_count',
+  'stored_count',
+  'users',
+  'first_seen',
+  'last_seen',
+  'first_seen_id',
+  'last_seen_id',
+  'first_release',
+  'last_release',
+  'regressed_at',
+  'updated_at',
+] as const;
+
+const EVENT_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['issue_id', 'int8'],
+  ['event_id', 'text'],
+  ['fingerprint', 'text'],
+  ['timestamp', 'int8'],
+  ['received_at', 'int8'],
+  ['level', 'text'],
+  ['platform', 'text'],
+  ['release', 'text'],
+  ['dist', 'text'],
+  ['environment', 'text'],
+  ['user_id', 'text'],
+  ['user_email', 'text'],
+  ['user_username', 'text'],
+  ['user_ip', 'text'],
+  ['device_id', 'text'],
+  ['device_model', 'text'],
+  ['os_name', 'text'],
+  ['os_version', 'text'],
+  ['screen', 'text'],
+  ['error_type', 'text'],
+  ['error_location', 'text'],
+  ['title', 'text'],
+  ['message', 'text'],
+  ['is_crash', 'int8'],
+  ['sdk_name', 'text'],
+  ['tags', 'text'],
+  ['detail', 'bytea'],
+  ['raw', 'bytea'],
+  ['symbolicated', 'text'],
+];
+
+const TAG_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['event_id', 'int8'],
+  ['key', 'text'],
+  ['value', 'text'],
+];
+const USER_COLUMNS: ColumnSpec = [
+  ['issue_id', 'int8'],
+  ['user_key', 'text'],
+];
+const ISSUE_RELEASE_COLUMNS: ColumnSpec = [
+  ['issue_id', 'int8'],
+  ['release', 'text'],
+  ['first_seen', 'int8'],
+];
+const ISSUE_HOURLY_COLUMNS: ColumnSpec = [
+  ['issue_id', 'int8'],
+  ['bucket', 'int8'],
+  ['events', 'int8'],
+];
+const CHANGE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['issue_id', 'int8'],
+  ['kind', 'text'],
+  ['at', 'int8'],
+  ['release', 'text'],
+];
+const PROJECT_HOURLY_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['bucket', 'int8'],
+  ['release', 'text'],
+  ['events', 'int8'],
+  ['crashes', 'int8'],
+  ['errors', 'int8'],
+  ['fatal', 'int8'],
+  ['error', 'int8'],
+  ['warning', 'int8'],
+  ['info', 'int8'],
+  ['debug', 'int8'],
+];
+const RELEASE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['release', 'text'],
+  ['first_seen', 'int8'],
+  ['last_seen', 'int8'],
+  ['platforms', 'text'],
+];
+const USAGE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['day', 'int8'],
+  ['events', 'int8'],
+];
+const SEEN_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['event_id', 'text'],
+  ['received_at', 'int8'],
+];
+const SESSION_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['sid', 'text'],
+  ['did', 'text'],
+  ['release', 'text'],
+  ['environment', 'text'],
+  ['started', 'int8'],
+  ['status', 'text'],
+  ['errors', 'int8'],
+  ['updated_at', 'int8'],
+];
+const SESSION_HOURLY_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['release', 'text'],
+  ['bucket', 'int8'],
+  ['total', 'int8'],
+  ['crashed', 'int8'],
+  ['errored', 'int8'],
+];
+
+/** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
+function additive(table: string, key: string[], counters: string[]) {
+  return (oc: OnConflictBuilder<any, any>) =>
+    oc.columns(key).doUpdateSet(Object.fromEntries(counters.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))])));
+}
+
+function newState(row: MutableIssue): IssueState {
+  return {
+    row,
+    knownReleases: null,
+    userKeys: new Set(),
+    releaseFirstSeen: new Map(),
+    hourly: new Map(),
+    firstStoredTs: Infinity,
+    lastStoredTs: -Infinity,
+  };
+}
+
+function issueColumns(row: MutableIssue): Record<string, unknown> {
+  const { id: _id, ...values } = row;
+  return values;
+}
+
+function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, unknown> {
+  const e = s.input;
+  compressBlobs(e);
+  return {
+    project_id: s.projectId,
+    issue_id: s.issue.row.id!,
+    event_id: e.eventId,
+    fingerprint: e.fingerprint,
+    timestamp: e.timestamp,
+    received_at: s.receivedAt,
+    level: e.level,
+    platform: e.platform,
+    release: e.release,
+    dist: e.dist,
+    environment: e.environment,
+    user_id: e.userId,
+    user_email: e.userEmail,
+    user_username: e.userUsername,
+    user_ip: e.userIp,
+    device_id: e.deviceId,
+    device_model: e.deviceModel,
+    os_name: e.osName,
+    os_version: e.osVersion,
+    screen: e.screen,
+    error_type: e.errorType,
+    error_location: e.location,
+    title: e.title,
+    message: e.message,
+    is_crash: e.isCrash ? 1 : 0,
+    sdk_name: e.sdkName,
+    tags: e.tagsJson,
+    detail: e.detail!,
+    raw: e.raw!,
+    symbolicated: null,
+  };
+}
+
+function parsePlatforms(json: string): string[] {
+  try {
+    const v = JSON.parse(json);
+    return Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,261 @@
+// Versioned, forward-only schema migrations. Kysely's Migrator records them in
+// `kysely_migration` and serialises concurrent runs (an advisory lock on
+// PostgreSQL, the single writer lock on SQLite). Never edit a shipped migration:
+// add a new one with the next number.
+import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
+import type { Dialect } from './database.js';
+
+type Db = Kysely<any>;
+
+function idType(dialect: Dialect) {
+  return dialect === 'postgres' ? 'bigserial' : 'integer';
+}
+
+/** Epoch-millisecond and counter columns need 64 bits on PostgreSQL. */
+const big = 'bigint' as const;
+
+function m001(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const blob = dialect === 'postgres' ? sql`bytea` : sql`blob`;
+  const real = dialect === 'postgres' ? sql`double precision` : sql`real`;
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('projects')
+        .addColumn('id', id, auto)
+        .addColumn('slug', 'text', (c) => c.notNull().unique())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('platform', 'text', (c) => c.notNull())
+        .addColumn('dsn_key', 'text', (c) => c.notNull().unique())
+        .addColumn('sample_keep_first', big, (c) => c.notNull())
+        .addColumn('sample_rate', real, (c) => c.notNull())
+        .addColumn('daily_quota', big, (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('issues')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('fingerprint', 'text', (c) => c.notNull())
+        .addColumn('title', 'text', (c) => c.notNull())
+        .addColumn('level', 'text', (c) => c.notNull())
+        .addColumn('error_type', 'text', (c) => c.notNull())
+        .addColumn('screen', 'text', (c) => c.notNull())
+        .addColumn('location', 'text', (c) => c.notNull())
+        .addColumn('platform', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('event_count', big, (c) => c.notNull())
+        .addColumn('stored_count', big, (c) => c.notNull())
+        .addColumn('users', big, (c) => c.notNull())
+        .addColumn('first_seen', big, (c) => c.notNull())
+        .addColumn('last_seen', big, (c) => c.notNull())
+        .addColumn('first_seen_id', big)
+        .addColumn('last_seen_id', big)
+        .addColumn('first_release', 'text', (c) => c.notNull())
+        .addColumn('last_release', 'text', (c) => c.notNull())
+        .addColumn('resolved_release', 'text')
+        .addColumn('resolved_at', big)
+        .addColumn('regressed_at', big)
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .addUniqueConstraint('issues_project_fingerprint', ['project_id', 'fingerprint'])
+        .execute();
+      await db.schema.createIndex('issues_project_last_seen').on('issues').columns(['project_id', 'last_seen']).execute();
+      await db.schema.createIndex('issues_project_first_seen').on('issues').columns(['project_id', 'first_seen']).execute();
+
+      await db.schema
+        .createTable('issue_releases')
+        .addColumn('issue_id', big, (c) => c.notNull().references('issues.id').onDelete('cascade'))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('first_seen', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('issue_releases_pk', ['issue_id', 'release'])
+        .execute();
+
+      await db.schema
+        .createTable('issue_users')
+        .addColumn('issue_id', big, (c) => c.notNull().references('issues.id').onDelete('cascade'))
+        .addColumn('user_key', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('issue_users_pk', ['issue_id', 'user_key'])
+        .execute();
+
+      await db.schema
+        .createTable('issue_hourly')
+        .addColumn('issue_id', big, (c) => c.notNull().references('issues.id').onDelete('cascade'))
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('events', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('issue_hourly_pk', ['issue_id', 'bucket'])
+        .execute();
+
+      await db.schema
+        .createTable('issue_changes')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('issue_id', big, (c) => c.notNull().references('issues.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('at', big, (c) => c.notNull())
+        .addColumn('release', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('issue_changes_project_kind_at').on('issue_changes').columns(['project_id', 'kind', 'at']).execute();
+      await db.schema.createIndex('issue_changes_issue').on('issue_changes').column('issue_id').execute();
+
+      await db.schema
+        .createTable('events')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('issue_id', big, (c) => c.notNull().references('issues.id').onDelete('cascade'))
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('fingerprint', 'text', (c) => c.notNull())
+        .addColumn('timestamp', big, (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .addColumn('level', 'text', (c) => c.notNull())
+        .addColumn('platform', 'text', (c) => c.notNull())
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('dist', 'text', (c) => c.notNull())
+        .addColumn('environment', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text')
+        .addColumn('user_email', 'text')
+        .addColumn('user_username', 'text')
+        .addColumn('user_ip', 'text')
+        .addColumn('device_id', 'text')
+        .addColumn('device_model', 'text')
+        .addColumn('os_name', 'text')
+        .addColumn('os_version', 'text')
+        .addColumn('screen', 'text', (c) => c.notNull())
+        .addColumn('error_type', 'text', (c) => c.notNull())
+        .addColumn('error_location', 'text', (c) => c.notNull())
+        .addColumn('title', 'text', (c) => c.notNull())
+        .addColumn('message', 'text', (c) => c.notNull())
+        .addColumn('is_crash', 'integer', (c) => c.notNull())
+        .addColumn('sdk_name', 'text', (c) => c.notNull())
+        .addColumn('tags', 'text', (c) => c.notNull())
+        .addColumn('detail', blob, (c) => c.notNull())
+        .addColumn('raw', blob, (c) => c.notNull())
+        .addColumn('symbolicated', 'text')
+        .execute();
+      await db.schema.createIndex('events_project_event_id').on('events').columns(['project_id', 'event_id']).execute();
+      await db.schema.createIndex('events_project_id').on('events').columns(['project_id', 'id']).execute();
+      await db.schema.createIndex('events_issue_timestamp').on('events').columns(['issue_id', 'timestamp']).execute();
+      await db.schema.createIndex('events_project_release').on('events').columns(['project_id', 'release', 'id']).execute();
+      await db.schema.createIndex('events_received').on('events').column('received_at').execute();
+
+      await db.schema
+        .createTable('event_tags')
+        .addColumn('project_id', big, (c) => c.notNull())
+        .addColumn('event_id', big, (c) => c.notNull().references('events.id').onDelete('cascade'))
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('event_tags_lookup').on('event_tags').columns(['project_id', 'key', 'value', 'event_id']).execute();
+      await db.schema.createIndex('event_tags_event').on('event_tags').column('event_id').execute();
+
+      await db.schema
+        .createTable('seen_events')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('seen_events_pk', ['project_id', 'event_id'])
+        .execute();
+      await db.schema.createIndex('seen_events_received').on('seen_events').column('received_at').execute();
+
+      await db.schema
+        .createTable('project_hourly')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('events', big, (c) => c.notNull())
+        .addColumn('crashes', big, (c) => c.notNull())
+        .addColumn('errors', big, (c) => c.notNull())
+        .addColumn('fatal', big, (c) => c.notNull())
+        .addColumn('error', big, (c) => c.notNull())
+        .addColumn('warning', big, (c) => c.notNull())
+        .addColumn('info', big, (c) => c.notNull())
+        .addColumn('debug', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('project_hourly_pk', ['project_id', 'bucket', 'release'])
+        .execute();
+      await db.schema.createIndex('project_hourly_release').on('project_hourly').columns(['project_id', 'release', 'bucket']).execute();
+
+      await db.schema
+        .createTable('releases')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('first_seen', big, (c) => c.notNull())
+        .addColumn('last_seen', big, (c) => c.notNull())
+        .addColumn('platforms', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('releases_pk', ['project_id', 'release'])
+        .execute();
+
+      await db.schema
+        .createTable('daily_usage')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('day', big, (c) => c.notNull())
+        .addColumn('events', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('daily_usage_pk', ['project_id', 'day'])
+        .execute();
+
+      await db.schema
+        .createTable('sessions')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('sid', 'text', (c) => c.notNull())
+        .addColumn('did', 'text')
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('environment', 'text', (c) => c.notNull())
+        .addColumn('started', big, (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('errors', big, (c) => c.notNull())
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('sessions_pk', ['project_id', 'sid'])
+        .execute();
+      await db.schema.createIndex('sessions_updated').on('sessions').column('updated_at').execute();
+
+      await db.schema
+        .createTable('session_hourly')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('total', big, (c) => c.notNull())
+        .addColumn('crashed', big, (c) => c.notNull())
+        .addColumn('errored', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('session_hourly_pk', ['project_id', 'release', 'bucket'])
+        .execute();
+      await db.schema.createIndex('session_hourly_project_bucket').on('session_hourly').columns(['project_id', 'bucket']).execute();
+    },
+  };
+}
+
+/**
+ * Indexes for the read API and retention (docs/architecture.md "Reads"):
+ * an issue's events newest first by id (events list filtered by fingerprint),
+ * a user's events (events list filtered by user_id), issues by first/last
+ * release (release detail, issues list `release`), old issue_hourly rows
+ * (retention of aggregates older than 400 days), and a release's sessions by
+ * start time (the overview's crash_free: which release has the newest session).
+ */
+function m002(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.createIndex('events_issue_id').on('events').columns(['issue_id', 'id']).execute();
+      await db.schema.createIndex('events_project_user').on('events').columns(['project_id', 'user_id', 'id']).execute();
+      await db.schema.createIndex('issues_project_first_release').on('issues').columns(['project_id', 'first_release']).execute();
+      await db.schema.createIndex('issues_project_last_release').on('issues').columns(['project_id', 'last_release']).execute();
+      await db.schema.createIndex('issue_hourly_bucket').on('issue_hourly').column('bucket').execute();
+      await db.schema.createIndex('sessions_project_release_started').on('sessions').columns(['project_id', 'release', 'started']).execute();
+    },
+  };
+}
+
+/** Every migration, in order. The name's number is the schema version. */
+export function migrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '001_initial': m001(dialect),
+    '002_read_indexes': m002(),
+  };
+}
+
+export class StaticMigrationProvider implements MigrationProvider {
+  constructor(private readonly dialect: Dialect) {}
+  async getMigrations() {
+    return migrations(this.dialect);
+  }
+}

@@ -1,0 +1,139 @@
+// Projects in the store: the rules a project's fields follow (slug pattern,
+// reserved slugs, platforms, defaults), DSN keys, and every project query.
+// Deleting a project relies on the schema's ON DELETE CASCADE foreign keys to
+// remove everything under it in the same statement.
+import type { Kysely } from 'kysely';
+import type { Database, ProjectRow } from './schema.js';
+
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+/** Words a slug may not be (besides all-digit slugs, which would clash with numeric ids). */
+export const RESERVED_SLUGS: readonly string[] = [
+  'api',
+  'health',
+  'new',
+  'bulk',
+  'settings',
+  'export',
+  'import',
+  'static',
+  'assets',
+  'login',
+  'logout',
+  'admin',
+];
+
+export const PLATFORMS = ['ios', 'android', 'flutter', 'react-native', 'web', 'backend', 'other'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+export const PROJECT_DEFAULTS = {
+  platform: 'other' as Platform,
+  sample_keep_first: 100,
+  sample_rate: 1.0,
+  daily_quota: 0,
+};
+
+/** Why a slug cannot be used, or null when it can. */
+export function slugProblem(slug: string): string | null {
+  if (!SLUG_PATTERN.test(slug)) {
+    return 'slug must be 1 to 64 characters: lowercase letters, digits, ".", "_" or "-", starting with a letter or digit';
+  }
+  if (/^[0-9]+$/.test(slug)) return 'slug must not be all digits (numeric slugs clash with project ids)';
+  if (RESERVED_SLUGS.includes(slug)) return `slug "${slug}" is reserved; reserved slugs are ${RESERVED_SLUGS.join(', ')}`;
+  return null;
+}
+
+/** 32 random lowercase hex characters (Web Crypto, so every edition can use it). */
+export function generateDsnKey(): string {
+  const bytes = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+export interface NewProjectInput {
+  slug: string;
+  name: string;
+  platform: string;
+  sample_keep_first: number;
+  sample_rate: number;
+  daily_quota: number;
+}
+
+export type ProjectPatch = Partial<Pick<NewProjectInput, 'name' | 'platform' | 'sample_keep_first' | 'sample_rate' | 'daily_quota'>>;
+
+export class SlugTakenError extends Error {
+  constructor(readonly slug: string) {
+    super(`a project with slug "${slug}" already exists`);
+  }
+}
+
+type Db = Kysely<Database>;
+
+/** Every project, oldest first. */
+export async function listProjects(db: Db): Promise<ProjectRow[]> {
+  return db.selectFrom('projects').selectAll().orderBy('id').execute();
+}
+
+export async function findProjectById(db: Db, id: number): Promise<ProjectRow | undefined> {
+  if (!Number.isSafeInteger(id) || id <= 0) return undefined;
+  return db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findProjectBySlug(db: Db, slug: string): Promise<ProjectRow | undefined> {
+  return db.selectFrom('projects').selectAll().where('slug', '=', slug).executeTakeFirst();
+}
+
+/** A numeric string is an id (slugs are never all digits), anything else a slug. */
+export async function findProjectByIdOrSlug(db: Db, idOrSlug: string): Promise<ProjectRow | undefined> {
+  if (/^[0-9]{1,15}$/.test(idOrSlug)) return findProjectById(db, Number(idOrSlug));
+  return findProjectBySlug(db, idOrSlug);
+}
+
+export async function findProjectByDsnKey(db: Db, dsnKey: string): Promise<ProjectRow | undefined> {
+  return db.selectFrom('projects').selectAll().where('dsn_key', '=', dsnKey).executeTakeFirst();
+}
+
+/** Inserts a project with a fresh DSN key. Throws SlugTakenError when the slug exists (also under a race). */
+export async function createProject(db: Db, input: NewProjectInput, now: number): Promise<ProjectRow> {
+  if (await findProjectBySlug(db, input.slug)) throw new SlugTakenError(input.slug);
+  try {
+    return await db
+      .insertInto('projects')
+      .values({ ...input, dsn_key: generateDsnKey(), created_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  } catch (err) {
+    // A concurrent create of the same slug loses on the unique index.
+    if (isUniqueViolation(err) && (await findProjectBySlug(db, input.slug))) throw new SlugTakenError(input.slug);
+    throw err;
+  }
+}
+
+export async function updateProject(db: Db, id: number, patch: ProjectPatch): Promise<ProjectRow | undefined> {
+  const values = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+  if (Object.keys(values).length === 0) return findProjectById(db, id);
+  return db.updateTable('projects').set(values).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+/** Removes the project and, through the cascading foreign keys, everything under it. */
+export async function deleteProject(db: Db, id: number): Promise<boolean> {
+  const result = await db.deleteFrom('projects').where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Gives the project a new DSN key; the old one stops working with this commit. */
+export async function rotateProjectKey(db: Db, id: number): Promise<ProjectRow | undefined> {
+  return db
+    .updateTable('projects')
+    .set({ dsn_key: generateDsnKey() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  if (!e) return false;
+  // PostgreSQL unique_violation, SQLite SQLITE_CONSTRAINT_UNIQUE.
+  return e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/i.test(e.message ?? '');
+}

@@ -1,0 +1,288 @@
+// Retention: deletes raw events (with their tags), seen event ids and sessions
+// older than RETENTION_DAYS, and hourly/daily aggregates older than 400 days, in
+// small batches so ingest is never locked out; issues are never deleted (their
+// stored_count goes down, event_count stays). Also the hourly background job
+// `serve` runs, one instance at a time on PostgreSQL (advisory lock).
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { Logger } from 'pino';
+import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
+import type { Store } from './database.js';
+import type { Database } from './schema.js';
+
+type Db = Kysely<Database>;
+
+/** Hourly timelines, sparklines and release health are kept this long (SPEC §8 "about one year"). */
+export const AGGREGATE_RETENTION_DAYS = 400;
+export const DEFAULT_BATCH_SIZE = 5000;
+/** Arbitrary constant shared by every faultline instance (the migration lock uses another). */
+export const RETENTION_LOCK_KEY = 726_153_002;
+
+export type RetentionTable =
+  | 'events'
+  | 'event_tags'
+  | 'seen_events'
+  | 'sessions'
+  | 'issue_hourly'
+  | 'project_hourly'
+  | 'session_hourly'
+  | 'daily_usage';
+
+export const RETENTION_TABLES: readonly RetentionTable[] = [
+  'events',
+  'event_tags',
+  'seen_events',
+  'sessions',
+  'issue_hourly',
+  'project_hourly',
+  'session_hourly',
+  'daily_usage',
+];
+
+export type RetentionCounts = Record<RetentionTable, number>;
+
+export interface RetentionSummary {
+  /** False when another instance held the lock and nothing was done. */
+  ran: boolean;
+  /** Rows older than this (epoch ms) were raw data to delete. */
+  rawCutoff: number;
+  /** Aggregate buckets older than this (epoch ms) were deleted. */
+  aggregateCutoff: number;
+  deleted: RetentionCounts;
+  /** Distinct issues whose stored_count went down. */
+  issuesUpdated: number;
+  /** True when stopped early by the abort signal. */
+  aborted: boolean;
+}
+
+export interface RetentionProgress {
+  table: RetentionTable;
+  /** Rows deleted by this batch. */
+  batch: number;
+  /** Rows of this table deleted so far in this run. */
+  total: number;
+}
+
+export interface RetentionOptions {
+  now: number;
+  retentionDays: number;
+  aggregateDays?: number;
+  batchSize?: number;
+  onProgress?: (p: RetentionProgress) => void;
+  /** Checked between batches: a stopping server ends the run early. */
+  signal?: { aborted: boolean };
+}
+
+export function emptyCounts(): RetentionCounts {
+  return Object.fromEntries(RETENTION_TABLES.map((t) => [t, 0])) as RetentionCounts;
+}
+
+/** Lets queued work (the ingest writer's transactions) in between two batches. */
+const yieldToOthers = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  // PostgreSQL deadlock / serialization failure (a batch racing the writer on an issue row); SQLite busy.
+  return code === '40P01' || code === '40001' || code === 'SQLITE_BUSY';
+}
+
+async function withRetry<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= 5 || !isRetryable(err)) throw err;
+      await new Promise((r) => setTimeout(r, 20 * attempt));
+    }
+  }
+}
+
+/** One batch of expired events: their tags, the rows, and the issues' stored_count. */
+async function deleteEventBatch(db: Db, cutoff: number, batchSize: number): Promise<{ events: number; tags: number; issues: number[] }> {
+  return withRetry(() =>
+    db.transaction().execute(async (tx) => {
+      const picked = await tx.selectFrom('events').select('id').where('received_at', '<', cutoff).limit(batchSize).execute();
+      if (picked.length === 0) return { events: 0, tags: 0, issues: [] };
+      const ids = picked.map((r) => Number(r.id));
+      const tags = await tx.deleteFrom('event_tags').where('event_id', 'in', ids).executeTakeFirst();
+      // RETURNING counts only rows this batch really deleted, so stored_count never goes down twice.
+      const gone = await tx.deleteFrom('events').where('id', 'in', ids).returning('issue_id').execute();
+      const perIssue = new Map<number, number>();
+      for (const r of gone) perIssue.set(Number(r.issue_id), (perIssue.get(Number(r.issue_id)) ?? 0) + 1);
+      // Issues sharing the same decrement are updated together, in id order (fewer lock waits with the writer).
+      const byCount = new Map<number, number[]>();
+      for (const [issueId, n] of [...perIssue.entries()].sort((a, b) => a[0] - b[0])) {
+        const list = byCount.get(n) ?? [];
+        list.push(issueId);
+        byCount.set(n, list);
+      }
+      for (const [n, issueIds] of byCount) {
+        await tx
+          .updateTable('issues')
+          .set({ stored_count: sql<number>`case when stored_count >= ${n} then stored_count - ${n} else 0 end` })
+          .where('id', 'in', issueIds)
+          .execute();
+      }
+      return { events: gone.length, tags: Number(tags.numDeletedRows), issues: [...perIssue.keys()] };
+    }),
+  );
+}
+
+/**
+ * Deletes up to `batchSize` rows of a table without an integer id: the keys of
+ * the oldest matching rows are picked by the condition's index, then deleted by
+ * row value (supported by PostgreSQL and SQLite ≥ 3.15).
+ */
+async function deleteKeyedBatch(db: Db, table: string, keys: string[], condition: RawBuilder<unknown>, batchSize: number): Promise<number> {
+  const cols = sql.join(keys.map((k) => sql.ref(k)));
+  const result = await withRetry(() =>
+    sql`delete from ${sql.table(table)} where (${cols}) in (select ${cols} from ${sql.table(table)} where ${condition} limit ${batchSize})`.execute(db),
+  );
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** The retention work itself, without any locking (see runRetention). */
+export async function retentionWork(db: Db, options: RetentionOptions): Promise<Omit<RetentionSummary, 'ran'>> {
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const rawCutoff = options.now - options.retentionDays * DAY_MS;
+  const aggregateCutoff = options.now - (options.aggregateDays ?? AGGREGATE_RETENTION_DAYS) * DAY_MS;
+  const deleted = emptyCounts();
+  const issuesUpdated = new Set<number>();
+  const stopped = () => options.signal?.aborted === true;
+  const report = (table: RetentionTable, batch: number) => {
+    deleted[table] += batch;
+    if (batch > 0) options.onProgress?.({ table, batch, total: deleted[table] });
+  };
+
+  while (!stopped()) {
+    const b = await deleteEventBatch(db, rawCutoff, batchSize);
+    deleted.event_tags += b.tags;
+    for (const id of b.issues) issuesUpdated.add(id);
+    report('events', b.events);
+    if (b.events < batchSize) break;
+    await yieldToOthers();
+  }
+
+  const keyed = async (table: RetentionTable, keys: string[], condition: RawBuilder<unknown>) => {
+    while (!stopped()) {
+      const n = await deleteKeyedBatch(db, table, keys, condition, batchSize);
+      report(table, n);
+      if (n < batchSize) break;
+      await yieldToOthers();
+    }
+  };
+
+  await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
+  await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
+  await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);
+  // Per project, so each batch walks the (project_id, bucket, …) keys instead of the whole table.
+  const projects = await db.selectFrom('projects').select('id').orderBy('id').execute();
+  for (const { id } of projects) {
+    await keyed('project_hourly', ['project_id', 'bucket', 'release'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
+    await keyed('session_hourly', ['project_id', 'release', 'bucket'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
+    await keyed('daily_usage', ['project_id', 'day'], sql`project_id = ${id} and day < ${aggregateCutoff}`);
+  }
+  return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
+}
+
+let sqliteRunning = false;
+
+/**
+ * Runs retention once. On PostgreSQL only one instance runs at a time
+ * (pg_try_advisory_lock); when another holds the lock, returns `ran: false`.
+ */
+export async function runRetention(store: Store, options: RetentionOptions): Promise<RetentionSummary> {
+  const skipped = (): RetentionSummary => ({
+    ran: false,
+    rawCutoff: options.now - options.retentionDays * DAY_MS,
+    aggregateCutoff: options.now - (options.aggregateDays ?? AGGREGATE_RETENTION_DAYS) * DAY_MS,
+    deleted: emptyCounts(),
+    issuesUpdated: 0,
+    aborted: false,
+  });
+  if (store.dialect === 'postgres') {
+    // The lock lives on one pinned connection for the whole run; the work uses the pool.
+    return store.db.connection().execute(async (conn) => {
+      const got = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${RETENTION_LOCK_KEY}) as locked`.execute(conn);
+      if (!got.rows[0]?.locked) return skipped();
+      try {
+        return { ran: true, ...(await retentionWork(store.db, options)) };
+      } finally {
+        await sql`select pg_advisory_unlock(${RETENTION_LOCK_KEY})`.execute(conn);
+      }
+    });
+  }
+  // SQLite is one file served by one process; this keeps that process's runs apart.
+  if (sqliteRunning) return skipped();
+  sqliteRunning = true;
+  try {
+    return { ran: true, ...(await retentionWork(store.db, options)) };
+  } finally {
+    sqliteRunning = false;
+  }
+}
+
+export function formatSummary(s: RetentionSummary): string {
+  if (!s.ran) return 'retention: skipped, another instance is running it';
+  const d = s.deleted;
+  return (
+    `retention: deleted ${d.events} events (and ${d.event_tags} event tags), ${d.seen_events} seen event ids, ` +
+    `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
+    `${d.issue_hourly} issue_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
+    `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +
+    `stored_count lowered on ${s.issuesUpdated} issues` +
+    (s.aborted ? ' (stopped early)' : '')
+  );
+}
+
+export interface RetentionJobDeps {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  retentionDays: number;
+}
+
+export interface RetentionJob {
+  /** Stops the timer and waits for a run in progress to end (it stops after its current batch). */
+  stop(): Promise<void>;
+  /** Runs once now (also what the timer calls). */
+  runOnce(): Promise<RetentionSummary | null>;
+}
+
+/**
+ * The background retention of `serve`: first run `firstDelayMs` after start,
+ * then every hour. Timers are unref'd so they never keep the process alive.
+ */
+export function startRetentionJob(deps: RetentionJobDeps, options: { firstDelayMs?: number; intervalMs?: number } = {}): RetentionJob {
+  const signal = { aborted: false };
+  let current: Promise<RetentionSummary | null> | null = null;
+  const runOnce = () => {
+    if (current) return current;
+    current = (async () => {
+      try {
+        const summary = await runRetention(deps.store, { now: deps.clock.now(), retentionDays: deps.retentionDays, signal });
+        if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
+        else deps.logger.debug('retention skipped: another instance holds the lock');
+        return summary;
+      } catch (err) {
+        if (!signal.aborted) deps.logger.error({ err }, 'retention run failed; it will be retried at the next hour');
+        return null;
+      } finally {
+        current = null;
+      }
+    })();
+    return current;
+  };
+  const interval = setInterval(() => void runOnce(), options.intervalMs ?? HOUR_MS);
+  interval.unref();
+  const first = setTimeout(() => void runOnce(), options.firstDelayMs ?? 60_000);
+  first.unref();
+  return {
+    runOnce,
+    async stop() {
+      signal.aborted = true;
+      clearInterval(interval);
+      clearTimeout(first);
+      if (current) await current;
+    },
+  };
+}

@@ -1,0 +1,198 @@
+// Store schema: the TypeScript shape of every table, shared by both SQL dialects.
+// Times are epoch milliseconds (integers) in every dialect, so queries and
+// aggregates never depend on a database's date functions. Booleans are 0/1.
+import type { Generated, Insertable, Selectable } from 'kysely';
+
+export interface ProjectTable {
+  id: Generated<number>;
+  slug: string;
+  name: string;
+  platform: string;
+  dsn_key: string;
+  sample_keep_first: number;
+  sample_rate: number;
+  daily_quota: number;
+  created_at: number;
+}
+
+export interface IssueTable {
+  id: Generated<number>;
+  project_id: number;
+  fingerprint: string;
+  title: string;
+  level: string;
+  error_type: string;
+  screen: string;
+  location: string;
+  platform: string;
+  status: string;
+  event_count: number;
+  stored_count: number;
+  users: number;
+  first_seen: number;
+  last_seen: number;
+  first_seen_id: number | null;
+  last_seen_id: number | null;
+  first_release: string;
+  last_release: string;
+  resolved_release: string | null;
+  resolved_at: number | null;
+  regressed_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Releases an issue has been seen on, with the first time: decides regressions. */
+export interface IssueReleaseTable {
+  issue_id: number;
+  release: string;
+  first_seen: number;
+}
+
+/** Distinct user keys per issue, so `users` is exact. */
+export interface IssueUserTable {
+  issue_id: number;
+  user_key: string;
+}
+
+export interface IssueHourlyTable {
+  issue_id: number;
+  bucket: number;
+  events: number;
+}
+
+/** What ingest changed about issues (new issue, regression): read by overview and alerts. */
+export interface IssueChangeTable {
+  id: Generated<number>;
+  project_id: number;
+  issue_id: number;
+  kind: string;
+  at: number;
+  release: string;
+}
+
+export interface EventTable {
+  id: Generated<number>;
+  project_id: number;
+  issue_id: number;
+  event_id: string;
+  fingerprint: string;
+  timestamp: number;
+  received_at: number;
+  level: string;
+  platform: string;
+  release: string;
+  dist: string;
+  environment: string;
+  user_id: string | null;
+  user_email: string | null;
+  user_username: string | null;
+  user_ip: string | null;
+  device_id: string | null;
+  device_model: string | null;
+  os_name: string | null;
+  os_version: string | null;
+  screen: string;
+  error_type: string;
+  error_location: string;
+  title: string;
+  message: string;
+  is_crash: number;
+  sdk_name: string;
+  /** JSON object of tag key -> value. */
+  tags: string;
+  /** Compressed JSON of the normalised detail (exception chain, breadcrumbs, contexts, ...). */
+  detail: Uint8Array;
+  /** Compressed raw payload exactly as received. */
+  raw: Uint8Array;
+  /** JSON of symbolicated frames, set by symbolication; null until then. */
+  symbolicated: string | null;
+}
+
+export interface EventTagTable {
+  project_id: number;
+  event_id: number;
+  key: string;
+  value: string;
+}
+
+/** Every accepted event_id per project (stored or sampled out): makes resends idempotent. */
+export interface SeenEventTable {
+  project_id: number;
+  event_id: string;
+  received_at: number;
+}
+
+export interface ProjectHourlyTable {
+  project_id: number;
+  bucket: number;
+  release: string;
+  events: number;
+  crashes: number;
+  errors: number;
+  fatal: number;
+  error: number;
+  warning: number;
+  info: number;
+  debug: number;
+}
+
+export interface ReleaseTable {
+  project_id: number;
+  release: string;
+  first_seen: number;
+  last_seen: number;
+  /** JSON array of platform names. */
+  platforms: string;
+}
+
+export interface DailyUsageTable {
+  project_id: number;
+  day: number;
+  events: number;
+}
+
+export interface SessionTable {
+  project_id: number;
+  sid: string;
+  did: string | null;
+  release: string;
+  environment: string;
+  started: number;
+  status: string;
+  errors: number;
+  updated_at: number;
+}
+
+export interface SessionHourlyTable {
+  project_id: number;
+  release: string;
+  bucket: number;
+  total: number;
+  crashed: number;
+  errored: number;
+}
+
+export interface Database {
+  projects: ProjectTable;
+  issues: IssueTable;
+  issue_releases: IssueReleaseTable;
+  issue_users: IssueUserTable;
+  issue_hourly: IssueHourlyTable;
+  issue_changes: IssueChangeTable;
+  events: EventTable;
+  event_tags: EventTagTable;
+  seen_events: SeenEventTable;
+  project_hourly: ProjectHourlyTable;
+  releases: ReleaseTable;
+  daily_usage: DailyUsageTable;
+  sessions: SessionTable;
+  session_hourly: SessionHourlyTable;
+}
+
+export type ProjectRow = Selectable<ProjectTable>;
+export type NewProject = Insertable<ProjectTable>;
+export type IssueRow = Selectable<IssueTable>;
+export type EventRow = Selectable<EventTable>;
+export type ReleaseRow = Selectable<ReleaseTable>;
+export type SessionRow = Selectable<SessionTable>;

@@ -1,0 +1,96 @@
+// Settings from the environment: defaults, parsing, and a clear message naming
+// the setting for every bad value. Also how DATABASE_URL picks the database.
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { DEFAULT_SQLITE_PATH, DatabaseConfigError, parseDatabaseUrl, redact } from '../../src/store/database.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    expect(loadConfig({})).toEqual({
+      port: 8080,
+      host: '0.0.0.0',
+      publicUrl: null,
+      apiKeys: [],
+      rateLimit: 600,
+      retentionDays: 30,
+      corsOrigin: '*',
+      telegramBotToken: null,
+      telegramApiUrl: 'https://api.telegram.org',
+      webhookAllowPrivate: false,
+      databaseUrl: undefined,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every setting', () => {
+    const c = loadConfig({
+      PORT: '9000',
+      HOST: '127.0.0.1',
+      PUBLIC_URL: 'https://errors.example.com/faultline/',
+      API_KEYS: 'a, b ,,c',
+      RATE_LIMIT: '0',
+      RETENTION_DAYS: '90',
+      CORS_ORIGIN: 'https://app.example.com',
+      TELEGRAM_BOT_TOKEN: '123:abc',
+      TELEGRAM_API_URL: 'http://127.0.0.1:9999/',
+      WEBHOOK_ALLOW_PRIVATE: 'TRUE',
+      DATABASE_URL: 'postgres://u@h/db',
+      LOG_LEVEL: 'warn',
+    });
+    expect(c).toEqual({
+      port: 9000,
+      host: '127.0.0.1',
+      publicUrl: 'https://errors.example.com/faultline',
+      apiKeys: ['a', 'b', 'c'],
+      rateLimit: 0,
+      retentionDays: 90,
+      corsOrigin: 'https://app.example.com',
+      telegramBotToken: '123:abc',
+      telegramApiUrl: 'http://127.0.0.1:9999',
+      webhookAllowPrivate: true,
+      databaseUrl: 'postgres://u@h/db',
+      logLevel: 'warn',
+    });
+  });
+
+  it.each([
+    [{ PORT: 'http' }, 'PORT must be an integer between 0 and 65535 (got "http")'],
+    [{ PORT: '70000' }, 'PORT must be an integer between 0 and 65535'],
+    [{ PORT: '80.5' }, 'PORT must be an integer'],
+    [{ RATE_LIMIT: '-1' }, 'RATE_LIMIT must be an integer between 0 and'],
+    [{ RETENTION_DAYS: '0' }, 'RETENTION_DAYS must be an integer between 1 and 36500'],
+    [{ PUBLIC_URL: 'errors.example.com' }, 'PUBLIC_URL must be an absolute http(s) URL'],
+    [{ PUBLIC_URL: 'ftp://errors.example.com' }, 'PUBLIC_URL must use http or https'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
+    [{ API_KEYS: 'good,has space' }, 'API_KEYS must be a comma-separated list of keys without spaces inside a key'],
+  ])('refuses %j', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
+describe('DATABASE_URL', () => {
+  it.each([
+    [undefined, { dialect: 'sqlite', path: DEFAULT_SQLITE_PATH }],
+    ['', { dialect: 'sqlite', path: './data/faultline.db' }],
+    ['sqlite:/var/lib/faultline/f.db', { dialect: 'sqlite', path: '/var/lib/faultline/f.db' }],
+    ['sqlite:./rel.db', { dialect: 'sqlite', path: './rel.db' }],
+    ['file:/tmp/x.db', { dialect: 'sqlite', path: '/tmp/x.db' }],
+    ['file:///tmp/x.db', { dialect: 'sqlite', path: '/tmp/x.db' }],
+    ['postgres://u:p@h:5432/db', { dialect: 'postgres', url: 'postgres://u:p@h:5432/db' }],
+    ['postgresql://u@h/db', { dialect: 'postgres', url: 'postgresql://u@h/db' }],
+  ])('%s', (url, target) => {
+    expect(parseDatabaseUrl(url)).toEqual(target);
+  });
+
+  it('refuses other schemes and an empty sqlite path', () => {
+    expect(() => parseDatabaseUrl('mysql://u:secret@h/db')).toThrow(DatabaseConfigError);
+    expect(() => parseDatabaseUrl('mysql://u:secret@h/db')).toThrow('use sqlite:<path>, file:<path> or postgres://');
+    expect(() => parseDatabaseUrl('mysql://u:secret@h/db')).not.toThrow('secret');
+    expect(() => parseDatabaseUrl('sqlite:')).toThrow('sqlite: needs a file path');
+  });
+
+  it('hides the password in descriptions', () => {
+    expect(redact('postgres://user:s3cret@db.example:5432/faultline')).toBe('postgres://user:***@db.example:5432/faultline');
+  });
+});

@@ -1,0 +1,130 @@
+// Test support: puts one row in every table under a project (written directly,
+// not through ingest, so the delete test depends only on the schema), and counts
+// a project's rows in every table that has one, including tables added later.
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/store/schema.js';
+
+const HOUR = 3_600_000;
+
+export async function seedProjectData(db: Kysely<Database>, projectId: number, now: number): Promise<void> {
+  const fp = `fp${projectId}`.padEnd(32, '0');
+  const issue = await db
+    .insertInto('issues')
+    .values({
+      project_id: projectId,
+      fingerprint: fp,
+      title: 'Error: boom',
+      level: 'error',
+      error_type: 'Error',
+      screen: 'Main',
+      location: 'main.js:1',
+      platform: 'javascript',
+      status: 'unresolved',
+      event_count: 1,
+      stored_count: 1,
+      users: 1,
+      first_seen: now,
+      last_seen: now,
+      first_seen_id: null,
+      last_seen_id: null,
+      first_release: '1.0',
+      last_release: '1.0',
+      resolved_release: null,
+      resolved_at: null,
+      regressed_at: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db.insertInto('issue_releases').values({ issue_id: issue.id, release: '1.0', first_seen: now }).execute();
+  await db.insertInto('issue_users').values({ issue_id: issue.id, user_key: 'u1' }).execute();
+  await db.insertInto('issue_hourly').values({ issue_id: issue.id, bucket: Math.floor(now / HOUR) * HOUR, events: 1 }).execute();
+  await db.insertInto('issue_changes').values({ project_id: projectId, issue_id: issue.id, kind: 'new', at: now, release: '1.0' }).execute();
+  const eventId = `ev${projectId}`.padEnd(32, '0');
+  const event = await db
+    .insertInto('events')
+    .values({
+      project_id: projectId,
+      issue_id: issue.id,
+      event_id: eventId,
+      fingerprint: fp,
+      timestamp: now,
+      received_at: now,
+      level: 'error',
+      platform: 'javascript',
+      release: '1.0',
+      dist: '',
+      environment: 'production',
+      user_id: 'u1',
+      user_email: null,
+      user_username: null,
+      user_ip: null,
+      device_id: null,
+      device_model: null,
+      os_name: null,
+      os_version: null,
+      screen: 'Main',
+      error_type: 'Error',
+      error_location: 'main.js:1',
+      title: 'Error: boom',
+      message: 'boom',
+      is_crash: 0,
+      sdk_name: 'test',
+      tags: '{"a":"b"}',
+      detail: new Uint8Array([1, 2, 3]),
+      raw: new Uint8Array([4, 5, 6]),
+      symbolicated: null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db.insertInto('event_tags').values({ project_id: projectId, event_id: event.id, key: 'a', value: 'b' }).execute();
+  await db.insertInto('seen_events').values({ project_id: projectId, event_id: eventId, received_at: now }).execute();
+  const bucket = Math.floor(now / HOUR) * HOUR;
+  await db
+    .insertInto('project_hourly')
+    .values({ project_id: projectId, bucket, release: '1.0', events: 1, crashes: 0, errors: 1, fatal: 0, error: 1, warning: 0, info: 0, debug: 0 })
+    .execute();
+  await db.insertInto('releases').values({ project_id: projectId, release: '1.0', first_seen: now, last_seen: now, platforms: '["javascript"]' }).execute();
+  await db.insertInto('daily_usage').values({ project_id: projectId, day: Math.floor(now / 86_400_000) * 86_400_000, events: 1 }).execute();
+  await db
+    .insertInto('sessions')
+    .values({ project_id: projectId, sid: `s${projectId}`.padEnd(32, '0'), did: null, release: '1.0', environment: 'production', started: now, status: 'ok', errors: 0, updated_at: now })
+    .execute();
+  await db.insertInto('session_hourly').values({ project_id: projectId, release: '1.0', bucket, total: 1, crashed: 0, errored: 0 }).execute();
+}
+
+/** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */
+export async function countRowsByProject(db: Kysely<Database>, projectId: number): Promise<Record<string, number>> {
+  const tables = await db.introspection.getTables();
+  const counts: Record<string, number> = {};
+  for (const table of tables) {
+    const columns = table.columns.map((c) => c.name);
+    let query;
+    if (table.name === 'projects') continue;
+    if (columns.includes('project_id')) {
+      query = sql<{ n: number }>`select count(*) as n from ${sql.table(table.name)} where project_id = ${projectId}`;
+    } else if (columns.includes('issue_id')) {
+      query = sql<{ n: number }>`select count(*) as n from ${sql.table(table.name)} t where t.issue_id in (select id from issues where project_id = ${projectId})`;
+    } else {
+      continue;
+    }
+    const row = (await query.execute(db)).rows[0];
+    counts[table.name] = Number(row.n);
+  }
+  return counts;
+}
+
+/** Rows in tables keyed by issue_id whose issue no longer exists (must be none after a delete). */
+export async function orphanIssueRows(db: Kysely<Database>): Promise<Record<string, number>> {
+  const tables = await db.introspection.getTables();
+  const counts: Record<string, number> = {};
+  for (const table of tables) {
+    if (table.name === 'issues' || !table.columns.some((c) => c.name === 'issue_id')) continue;
+    const row = (
+      await sql<{ n: number }>`select count(*) as n from ${sql.table(table.name)} t where not exists (select 1 from issues i where i.id = t.issue_id)`.execute(db)
+    ).rows[0];
+    counts[table.name] = Number(row.n);
+  }
+  return counts;
+}

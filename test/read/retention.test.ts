@@ -1,0 +1,271 @@
+// Retention on both databases: events (with tags), seen event ids and sessions
+// older than RETENTION_DAYS go, aggregates older than 400 days go, issues and
+// younger aggregates stay, so every sparkline, timeline, overview and release
+// answer is unchanged; stored_count goes down, event_count does not. Also the
+// batches never lock ingest out, one instance at a time on PostgreSQL, the
+// background job, and the `faultline retention` command as a real process.
+import pg from 'pg';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { RETENTION_LOCK_KEY, runRetention, startRetentionJob, type RetentionProgress } from '../../src/store/retention.js';
+import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+import { ensureBuilt, runCli } from '../foundation/cli-helpers.js';
+import {
+  DAY,
+  GROUPS,
+  HOUR,
+  NOW,
+  RELEASES,
+  createProject,
+  getJson,
+  hourOf,
+  iso,
+  makeDataset,
+  makeSessions,
+  sendEvents,
+  sendSessions,
+  type EventSpec,
+  type SessionSpec,
+  type TestProject,
+} from './support.js';
+import pino from 'pino';
+
+const A = NOW - 35 * DAY; // received long ago: expired
+const B = NOW - 10 * DAY; // received ten days ago: kept
+const R = NOW - HOUR; // received in the last hour: kept, and on the sparklines
+const ANCIENT = hourOf(NOW - 420 * DAY) + 17 * 60_000; // event time older than the 400-day aggregate retention
+
+describe.each(dialects)('retention on %s', (dialect) => {
+  let t: TestServer;
+  let clock: ManualClock;
+  let p: TestProject;
+  let old: EventSpec[];
+  let ancient: EventSpec[];
+  let kept: EventSpec[];
+  let oldSessions: SessionSpec[];
+  let keptSessions: SessionSpec[];
+  const db = () => t.deps.store.db;
+
+  beforeAll(async () => {
+    clock = new ManualClock(A);
+    t = await startTestServer(dialect, { clock, env: { RATE_LIMIT: '0' } });
+    p = await createProject(t);
+    old = makeDataset(31, 60, A, 2);
+    ancient = [0, 1, 2].map((i) => ({ ...makeDataset(40 + i, 1, A)[0], group: GROUPS[1], release: RELEASES[0], timestamp: ANCIENT + i * 1000 }));
+    oldSessions = makeSessions(32, 20, A, 2);
+    await sendEvents(t, p, [...old, ...ancient]);
+    await sendSessions(t, p, oldSessions);
+    clock.set(B);
+    const newer = makeDataset(33, 50, B, 2);
+    keptSessions = makeSessions(34, 15, B, 2);
+    await sendEvents(t, p, newer);
+    await sendSessions(t, p, keptSessions);
+    clock.set(R);
+    const recent = makeDataset(35, 30, R, 0.5);
+    await sendEvents(t, p, recent);
+    kept = [...newer, ...recent];
+    clock.set(NOW);
+  }, 120_000);
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const url = (path: string) => `/api/projects/${p.slug}${path}`;
+  const eventRows = async () => db().selectFrom('events').select(['id', 'event_id', 'issue_id']).execute();
+  const count = async (table: 'event_tags' | 'seen_events' | 'sessions' | 'project_hourly' | 'issue_hourly' | 'session_hourly' | 'daily_usage') =>
+    Number((await db().selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+  /** Every aggregate-based answer of the read API, with the stored-event parts set aside. */
+  async function snapshot() {
+    const issues = (await getJson(t, url('/issues?days=90&limit=500'))).body;
+    const out: Record<string, unknown> = { overview: (await getJson(t, url('/overview?days=90'))).body };
+    out.releases = (await getJson(t, url('/releases?days=90'))).body;
+    const stored = new Map<string, number>();
+    out.issues = issues.issues.map((i: any) => {
+      stored.set(i.fingerprint, i.stored_count);
+      const { stored_count, ...rest } = i;
+      return rest;
+    });
+    for (const i of issues.issues) {
+      const d = (await getJson(t, url(`/issues/${i.fingerprint}?days=90`))).body;
+      out[`timeline ${i.fingerprint}`] = d.timeline;
+      out[`counts ${i.fingerprint}`] = [d.event_count, d.first_seen, d.last_seen, d.status, d.users];
+    }
+    for (const r of RELEASES) {
+      const d = (await getJson(t, url(`/releases/${encodeURIComponent(r)}?days=90`))).body;
+      const strip = (list: any[]) => list.map(({ stored_count, ...rest }: any) => rest);
+      out[`release ${r}`] = { ...d, issues_introduced: strip(d.issues_introduced), issues_present: strip(d.issues_present) };
+    }
+    return { out, stored };
+  }
+
+  it('deletes expired raw data in batches and keeps issues and aggregates intact', async () => {
+    const before = await snapshot();
+    const rowsBefore = await eventRows();
+    expect(rowsBefore).toHaveLength(old.length + ancient.length + kept.length);
+    const expired = new Set([...old, ...ancient].map((e) => e.eventId));
+    const expiredRows = rowsBefore.filter((r) => expired.has(r.event_id));
+    const expiredIds = expiredRows.map((r) => Number(r.id));
+    const tagsOfExpired = Number(
+      (await db().selectFrom('event_tags').select((eb) => eb.fn.countAll<number>().as('n')).where('event_id', 'in', expiredIds).executeTakeFirstOrThrow()).n,
+    );
+    expect(tagsOfExpired).toBeGreaterThanOrEqual(expiredIds.length * 2);
+    const counts = { tags: await count('event_tags'), seen: await count('seen_events'), sessions: await count('sessions'), ph: await count('project_hourly'), ih: await count('issue_hourly'), sh: await count('session_hourly'), du: await count('daily_usage') };
+    expect(counts.sessions).toBe(oldSessions.length + keptSessions.length);
+    const deletedPerIssue = new Map<number, number>();
+    for (const r of expiredRows) deletedPerIssue.set(Number(r.issue_id), (deletedPerIssue.get(Number(r.issue_id)) ?? 0) + 1);
+
+    const progress: RetentionProgress[] = [];
+    const summary = await runRetention(t.deps.store, { now: NOW, retentionDays: 30, batchSize: 7, onProgress: (x) => progress.push(x) });
+    expect(summary.ran).toBe(true);
+    expect(summary.aborted).toBe(false);
+    expect(summary.deleted).toEqual({
+      events: expired.size,
+      event_tags: tagsOfExpired,
+      seen_events: expired.size,
+      sessions: oldSessions.length,
+      issue_hourly: 1, // the ancient events: one issue, one hour
+      project_hourly: 1, // one hour, one release
+      session_hourly: 0,
+      daily_usage: 0,
+    });
+    expect(summary.issuesUpdated).toBe(deletedPerIssue.size);
+    // Batches of at most 7 rows, each reported with a running total.
+    const eventBatches = progress.filter((x) => x.table === 'events');
+    expect(eventBatches.length).toBe(Math.ceil(expired.size / 7));
+    expect(eventBatches.every((x) => x.batch <= 7)).toBe(true);
+    expect(eventBatches.at(-1)!.total).toBe(expired.size);
+
+    // Raw rows: the expired ones are gone, the rest untouched.
+    const rowsAfter = await eventRows();
+    expect(new Set(rowsAfter.map((r) => r.event_id))).toEqual(new Set(kept.map((e) => e.eventId)));
+    expect(await count('event_tags')).toBe(counts.tags - tagsOfExpired);
+    expect(await count('seen_events')).toBe(counts.seen - expired.size);
+    const sessionIds = (await db().selectFrom('sessions').select('sid').execute()).map((s) => s.sid);
+    expect(new Set(sessionIds)).toEqual(new Set(keptSessions.map((s) => s.sid)));
+    expect((await getJson(t, url(`/events/${expiredIds[0]}`))).status).toBe(404);
+    expect((await getJson(t, url(`/events/${old[0].eventId}`))).status).toBe(404);
+    const listed = (await getJson(t, url('/events?limit=500'))).body.events.map((e: any) => e.event_id);
+    expect(new Set(listed)).toEqual(new Set(kept.map((e) => e.eventId)));
+
+    // Aggregates: only the rows older than 400 days went.
+    expect(await count('project_hourly')).toBe(counts.ph - 1);
+    expect(await count('issue_hourly')).toBe(counts.ih - 1);
+    expect(await count('session_hourly')).toBe(counts.sh);
+    expect(await count('daily_usage')).toBe(counts.du);
+    const oldAgg = await db().selectFrom('project_hourly').select('bucket').where('bucket', '<', NOW - 400 * DAY).execute();
+    expect(oldAgg).toEqual([]);
+
+    // Every aggregate-based answer is unchanged; stored_count went down by what was deleted.
+    const after = await snapshot();
+    expect(after.out).toEqual(before.out);
+    const issueIds = new Map(
+      (await db().selectFrom('issues').select(['id', 'fingerprint', 'event_count', 'stored_count']).execute()).map((i) => [i.fingerprint, i]),
+    );
+    expect(issueIds.size).toBe(GROUPS.length);
+    for (const [fp, storedBefore] of before.stored) {
+      const issue = issueIds.get(fp)!;
+      expect(after.stored.get(fp)).toBe(storedBefore - (deletedPerIssue.get(Number(issue.id)) ?? 0));
+      expect(Number(issue.stored_count)).toBe(after.stored.get(fp));
+    }
+    // The newest/oldest stored events now come from the kept ones.
+    const keptIds = new Set(rowsAfter.map((r) => Number(r.id)));
+    for (const fp of before.stored.keys()) {
+      const detail = (await getJson(t, url(`/issues/${fp}`))).body;
+      for (const id of [detail.oldest_event_id, detail.latest_event_id]) if (id !== null) expect(keptIds.has(id)).toBe(true);
+      expect(detail.oldest_event_id === null).toBe(after.stored.get(fp) === 0);
+    }
+
+    // A second run finds nothing left to delete.
+    const again = await runRetention(t.deps.store, { now: NOW, retentionDays: 30 });
+    expect(Object.values(again.deleted).every((n) => n === 0)).toBe(true);
+  });
+
+  it('never locks ingest out: events sent during a run are all stored', async () => {
+    clock.set(NOW - 40 * DAY);
+    const expiring = makeDataset(51, 40, NOW - 40 * DAY, 1);
+    await sendEvents(t, p, expiring);
+    clock.set(NOW);
+    const arriving = makeDataset(52, 25, NOW, 1);
+    const [summary] = await Promise.all([
+      runRetention(t.deps.store, { now: NOW, retentionDays: 30, batchSize: 3 }),
+      sendEvents(t, p, arriving, 4),
+    ]);
+    expect(summary.deleted.events).toBe(expiring.length);
+    const ids = new Set((await eventRows()).map((r) => r.event_id));
+    for (const e of arriving) expect(ids.has(e.eventId)).toBe(true);
+    for (const e of expiring) expect(ids.has(e.eventId)).toBe(false);
+  });
+
+  it('runs as a background job that can be stopped', async () => {
+    clock.set(NOW - 31 * DAY);
+    const expiring = makeDataset(61, 5, NOW - 31 * DAY, 1);
+    await sendEvents(t, p, expiring);
+    clock.set(NOW);
+    const job = startRetentionJob({ store: t.deps.store, clock, logger: pino({ level: 'silent' }), retentionDays: 30 }, { firstDelayMs: 3_600_000 });
+    const summary = await job.runOnce();
+    await job.stop();
+    expect(summary?.ran).toBe(true);
+    expect(summary?.deleted.events).toBe(5);
+  });
+
+  if (dialect === 'postgres') {
+    it('runs one instance at a time on PostgreSQL', async () => {
+      const holder = new pg.Client({ connectionString: t.database.url });
+      await holder.connect();
+      try {
+        await holder.query('select pg_advisory_lock($1)', [RETENTION_LOCK_KEY]);
+        const skipped = await runRetention(t.deps.store, { now: NOW, retentionDays: 30 });
+        expect(skipped.ran).toBe(false);
+        await holder.query('select pg_advisory_unlock($1)', [RETENTION_LOCK_KEY]);
+        expect((await runRetention(t.deps.store, { now: NOW, retentionDays: 30 })).ran).toBe(true);
+      } finally {
+        await holder.end();
+      }
+      // The lock is released after a run: nothing holds it now.
+      const free = await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${RETENTION_LOCK_KEY}`.execute(t.deps.store.db);
+      expect(free.rows[0].n).toBe(0);
+    });
+  }
+});
+
+describe.each(dialects)('faultline retention command on %s', (dialect) => {
+  it('deletes what is older than RETENTION_DAYS with progress on stderr and a summary', async () => {
+    ensureBuilt();
+    const now = Date.now();
+    const clock = new ManualClock(now - 8 * DAY);
+    const t = await startTestServer(dialect, { clock, env: { RATE_LIMIT: '0' } });
+    try {
+      const p = await createProject(t);
+      const expiring = makeDataset(71, 12, now - 8 * DAY, 1);
+      await sendEvents(t, p, expiring);
+      clock.set(now - HOUR);
+      const keptEvents = makeDataset(72, 6, now - HOUR, 0.5);
+      await sendEvents(t, p, keptEvents);
+      const before = (await getJson(t, `/api/projects/${p.slug}/issues?days=30&limit=500`)).body;
+
+      const bad = await runCli(['retention', '--batch-size', '0'], { DATABASE_URL: t.database.url });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toMatch(/--batch-size must be an integer/);
+
+      const res = await runCli(['retention', '--batch-size', '5'], { DATABASE_URL: t.database.url, RETENTION_DAYS: '7', LOG_LEVEL: 'silent' });
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stderr).toMatch(/older than 7 days/);
+      expect(res.stderr).toMatch(/events: 5 deleted/);
+      expect(res.stderr).toMatch(/events: 12 deleted/);
+      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags\), 12 seen event ids, 0 sessions/);
+
+      const rows = await t.deps.store.db.selectFrom('events').select('event_id').execute();
+      expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(keptEvents.map((e) => e.eventId)));
+      const after = (await getJson(t, `/api/projects/${p.slug}/issues?days=30&limit=500`)).body;
+      const strip = (b: any) => b.issues.map(({ stored_count, ...rest }: any) => rest);
+      expect(strip(after)).toEqual(strip(before));
+      expect(after.issues.reduce((s: number, i: any) => s + i.stored_count, 0)).toBe(keptEvents.length);
+      expect(after.issues.reduce((s: number, i: any) => s + i.event_count, 0)).toBe(expiring.length + keptEvents.length);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,30 @@
+// The blob codec: round trips, and the compression worker producing exactly what
+// the main-thread codec produces (and failing over cleanly once closed).
+import { describe, expect, it } from 'vitest';
+import { compress, decodeJson, decompress, encodeJson } from '../../src/store/codec.js';
+import { CompressionWorker } from '../../src/store/compression-worker.js';
+
+describe('codec', () => {
+  it('round-trips bytes and JSON', () => {
+    const bytes = Buffer.from('{"a":1,"b":"\u00e9\u0000x"}'.repeat(100));
+    const packed = compress(bytes);
+    expect(packed.length).toBeLessThan(bytes.length / 5);
+    expect(packed[0]).toBe(0x78); // zlib header: lets a future format be told apart
+    expect(decompress(packed).equals(bytes)).toBe(true);
+    const value = { message: 'boom', frames: [{ lineno: 3, in_app: true }], extra: null };
+    expect(decodeJson(encodeJson(value))).toEqual(value);
+    expect(decompress(compress(new Uint8Array(0))).length).toBe(0);
+  });
+
+  it('compresses on a worker thread to the same bytes, then refuses work once closed', async () => {
+    const worker = new CompressionWorker();
+    const inputs = Array.from({ length: 150 }, (_, i) => Buffer.from(JSON.stringify({ i, text: 'x'.repeat(i * 10) })));
+    const out = await Promise.all(inputs.map((b) => worker.compress(b)));
+    out.forEach((o, i) => {
+      expect(o.equals(compress(inputs[i]))).toBe(true);
+      expect(decompress(o).equals(inputs[i])).toBe(true);
+    });
+    await worker.close();
+    await expect(worker.compress(inputs[0])).rejects.toThrow(/unavailable|closed/);
+  });
+});

@@ -1,0 +1,241 @@
+// Group commit: concurrent submits share transactions, a batch cap, statements
+// chunked under the bound-parameter limits, shutdown flushing, and a database
+// failure in the middle of a batch (every request rejected, nothing written, the
+// writer carries on).
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IngestUnavailableError } from '../../src/ingest/writer.js';
+import { openStore, type Store } from '../../src/store/database.js';
+import type { Database } from '../../src/store/schema.js';
+import { dialects } from '../helpers/server.js';
+import { createProject, fp, hex32, makeAggregate, makeEvent, makeSession, makeWork, newWriter, openTestStore, type TestStore } from './factory.js';
+
+const TABLES: (keyof Database)[] = [
+  'projects',
+  'issues',
+  'issue_releases',
+  'issue_users',
+  'issue_hourly',
+  'issue_changes',
+  'events',
+  'event_tags',
+  'seen_events',
+  'project_hourly',
+  'releases',
+  'daily_usage',
+  'sessions',
+  'session_hourly',
+];
+
+/** Every row of every table, in a comparable form. */
+async function snapshot(store: Store): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const table of TABLES) {
+    const rows = await store.db.selectFrom(table).selectAll().execute();
+    out[table] = rows
+      .map((r) => JSON.stringify(r, (_k, v) => (v && typeof v === 'object' && v.type === 'Buffer' ? Buffer.from(v.data).toString('hex') : v)))
+      .sort();
+  }
+  return out;
+}
+
+async function failOnEventId(store: Store, eventId: string): Promise<void> {
+  if (store.dialect === 'sqlite') {
+    await sql
+      .raw(`create trigger fail_event before insert on events when new.event_id = '${eventId}' begin select raise(abort, 'injected failure'); end`)
+      .execute(store.db);
+  } else {
+    await sql
+      .raw(
+        `create function fail_event() returns trigger language plpgsql as $$ begin if new.event_id = '${eventId}' then raise exception 'injected failure'; end if; return new; end $$`,
+      )
+      .execute(store.db);
+    await sql.raw('create trigger fail_event before insert on events for each row execute function fail_event()').execute(store.db);
+  }
+}
+
+describe.each(dialects)('writer group commit (%s)', (dialect) => {
+  let t: TestStore;
+  beforeAll(async () => {
+    t = await openTestStore(dialect);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('writes concurrent submits together in fewer transactions, answering each after the commit', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    const works = Array.from({ length: 30 }, (_, i) => makeWork(project, { events: [makeEvent({ fingerprint: fp(`c${i % 3}`) })], sessions: [makeSession()] }));
+    const outcomes = await Promise.all(works.map((w) => writer.submit(w)));
+    expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
+    const stats = writer.stats();
+    expect(stats.batchesCommitted).toBeGreaterThanOrEqual(1);
+    expect(stats.batchesCommitted).toBeLessThan(30);
+    expect(stats).toMatchObject({ worksCommitted: 30, eventsAccepted: 30, eventsStored: 30, sessionUpdates: 30, batchesFailed: 0, queued: 0 });
+    expect(stats.averageBatchWorks).toBe(30 / stats.batchesCommitted);
+    // Resolved means committed: the rows are visible right away.
+    const n = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    expect(Number(n.n)).toBe(30);
+    await writer.close();
+  });
+
+  it('answers a work with nothing to write at once, without a transaction', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    expect(await writer.submit(makeWork(project))).toEqual({ kind: 'ok' });
+    expect(writer.stats().batchesCommitted).toBe(0);
+    await writer.close();
+  });
+
+  it('caps a transaction at maxBatchItems, but never splits a work', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store, { maxBatchItems: 5 });
+    const works = [
+      ...Array.from({ length: 10 }, () => makeWork(project, { events: [makeEvent()] })),
+      makeWork(project, { events: Array.from({ length: 12 }, () => makeEvent()) }),
+    ];
+    await Promise.all(works.map((w) => writer.submit(w)));
+    const stats = writer.stats();
+    expect(stats.batchesCommitted).toBe(3);
+    expect(stats.largestBatchItems).toBe(12);
+    await writer.close();
+  });
+
+  it('chunks large batches under the bound-parameter limits', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store, { maxBatchItems: 10_000 });
+    const tags = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, `v${i}`]));
+    const works = Array.from({ length: 12 }, (_, w) =>
+      makeWork(project, { events: Array.from({ length: 100 }, (_, i) => makeEvent({ fingerprint: fp(`f${(w * 100 + i) % 700}`), tags, userKey: `u${i}` })) }),
+    );
+    await Promise.all(works.map((w) => writer.submit(w)));
+    expect(writer.stats().batchesCommitted).toBe(1);
+    await writer.close();
+    const count = async (table: 'events' | 'event_tags' | 'seen_events' | 'issues') => {
+      const r = await t.store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+      return Number(r.n);
+    };
+    expect(await count('events')).toBe(1200);
+    expect(await count('event_tags')).toBe(24_000);
+    expect(await count('seen_events')).toBe(1200);
+    expect(await count('issues')).toBe(700);
+  });
+
+  it('drops the work of a project deleted meanwhile and writes the rest of the batch', async () => {
+    const gone = await createProject(t.store);
+    const kept = await createProject(t.store);
+    await t.store.db.deleteFrom('projects').where('id', '=', gone.id).execute();
+    const writer = newWriter(t.store);
+    const outcomes = await Promise.all([
+      writer.submit(makeWork(gone, { events: [makeEvent()], sessions: [makeSession()] })),
+      writer.submit(makeWork(kept, { events: [makeEvent()] })),
+    ]);
+    await writer.close();
+    expect(outcomes).toEqual([{ kind: 'ok' }, { kind: 'ok' }]);
+    const rows = await t.store.db.selectFrom('events').select('project_id').where('project_id', 'in', [gone.id, kept.id]).execute();
+    expect(rows.map((r) => Number(r.project_id))).toEqual([kept.id]);
+  });
+
+  it('flushes queued work on close and refuses work after it', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    const pending = Array.from({ length: 5 }, () => writer.submit(makeWork(project, { events: [makeEvent()] })));
+    await writer.close();
+    expect(await Promise.all(pending)).toEqual(Array.from({ length: 5 }, () => ({ kind: 'ok' })));
+    await expect(writer.submit(makeWork(project, { events: [makeEvent()] }))).rejects.toBeInstanceOf(IngestUnavailableError);
+  });
+});
+
+describe.each(dialects)('writer database failure (%s)', (dialect) => {
+  let t: TestStore;
+  beforeAll(async () => {
+    t = await openTestStore(dialect);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('rejects every request of a failing batch, leaves no table changed, and keeps working', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    const f = fp('existing');
+    const session = makeSession({ status: 'ok' });
+    await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: f, userKey: 'u1' })], sessions: [session] }));
+
+    const bad = hex32();
+    await failOnEventId(t.store, bad);
+    const before = await snapshot(t.store);
+    const batch = [
+      makeWork(project, { events: [makeEvent({ fingerprint: f, userKey: 'u2', release: 'app@9' }), makeEvent({ fingerprint: fp('new') })] }),
+      makeWork(project, { sessions: [{ ...session, timestamp: session.timestamp + 1000, status: 'crashed' }, makeSession()], aggregates: [makeAggregate({ exited: 3 })] }),
+      makeWork(project, { events: [makeEvent({ eventId: bad, fingerprint: fp('other') })] }),
+      makeWork(project, { events: [makeEvent({ fingerprint: f, isCrash: true })] }),
+    ];
+    const settled = await Promise.allSettled(batch.map((w) => writer.submit(w)));
+    expect(writer.stats()).toMatchObject({ batchesFailed: 1, worksFailed: 4 });
+    for (const s of settled) {
+      expect(s.status).toBe('rejected');
+      expect((s as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
+    }
+    expect(await snapshot(t.store)).toEqual(before);
+
+    // The next batch goes through; the same work minus the bad event is accepted whole.
+    const retried = await Promise.all([writer.submit(batch[0]), writer.submit(batch[1]), writer.submit(batch[3])]);
+    expect(retried.every((o) => o.kind === 'ok')).toBe(true);
+    await writer.close();
+    const issue = await t.store.db.selectFrom('issues').select(['event_count', 'users']).where('project_id', '=', project.id).where('fingerprint', '=', f).executeTakeFirstOrThrow();
+    expect([Number(issue.event_count), Number(issue.users)]).toEqual([3, 2]);
+    const s = await t.store.db.selectFrom('sessions').select('status').where('sid', '=', session.sid).executeTakeFirstOrThrow();
+    expect(s.status).toBe('crashed');
+    expect(writer.stats().batchesCommitted).toBe(2);
+  });
+});
+
+describe.each(dialects)('two writers on one database, as two server instances (%s)', (dialect) => {
+  let t: TestStore;
+  let second: Store;
+  beforeAll(async () => {
+    t = await openTestStore(dialect);
+    second = await openStore(t.database.url);
+  });
+  afterAll(async () => {
+    await second?.close();
+    await t?.close();
+  });
+
+  it('counts resends and shared issues exactly when both write at once', async () => {
+    const project = await createProject(t.store, { daily_quota: 70 });
+    const a = newWriter(t.store);
+    const b = newWriter(second);
+    // 60 distinct events over 4 fingerprints, each sent to both instances (an SDK resend
+    // landing on the other instance), in 3-event envelopes.
+    const events = Array.from({ length: 60 }, (_, i) => makeEvent({ fingerprint: fp(`shared${i % 4}`), userKey: `u${i % 7}` }));
+    const works = Array.from({ length: 20 }, (_, i) => makeWork(project, { events: events.slice(i * 3, i * 3 + 3) }));
+    const outcomes = await Promise.all(works.flatMap((w, i) => (i % 2 ? [b.submit(w), a.submit(w)] : [a.submit(w), b.submit(w)])));
+    expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
+    await Promise.all([a.close(), b.close()]);
+    expect(a.stats().batchesFailed + b.stats().batchesFailed).toBe(0);
+
+    const issues = await t.store.db.selectFrom('issues').select(['fingerprint', 'event_count', 'stored_count', 'users']).where('project_id', '=', project.id).orderBy('fingerprint').execute();
+    expect(issues.map((r) => [Number(r.event_count), Number(r.stored_count), Number(r.users)])).toEqual([
+      [15, 15, 7],
+      [15, 15, 7],
+      [15, 15, 7],
+      [15, 15, 7],
+    ]);
+    const stored = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    expect(Number(stored.n)).toBe(60);
+    const usage = await t.store.db.selectFrom('daily_usage').select('events').where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    expect(Number(usage.events)).toBe(60);
+    const hourly = await t.store.db
+      .selectFrom('issue_hourly')
+      .innerJoin('issues', 'issues.id', 'issue_hourly.issue_id')
+      .select((eb) => eb.fn.sum<number>('issue_hourly.events').as('n'))
+      .where('issues.project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(hourly.n)).toBe(60);
+    const changes = await t.store.db.selectFrom('issue_changes').select('kind').where('project_id', '=', project.id).execute();
+    expect(changes).toHaveLength(4);
+  });
+});

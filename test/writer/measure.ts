@@ -1,0 +1,151 @@
+// Throughput of the group-commit writer alone (no HTTP), for tuning: submits
+// one-event works (as SDKs send them) in waves of `--wave` concurrent submits and
+// prints processed events/s per dialect. Not a test; build and run with
+//   npx tsc -p tsconfig.json --noEmit false --outDir node_modules/.cache/measure
+//   node node_modules/.cache/measure/test/writer/measure.js [--wave 200] [--events 20000]
+//        [--dialect sqlite|postgres] [--threads 0|1] [--sizes 3000,20000] [--statements] [--pragma 'wal_autocheckpoint = 0']
+// PostgreSQL runs when TEST_DATABASE_URL is set.
+import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { sql, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryResult, type RootOperationNode, type UnknownRow } from 'kysely';
+import type { IngestWork, Level, NormalizedEvent } from '../../src/ingest/types.js';
+import { createProject, fp, hex32, makeEvent, makeSession, makeWork, newWriter, openTestStore } from './factory.js';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+}
+
+const waves = Number(arg('wave', '200'));
+const total = Number(arg('events', '20000'));
+const only = arg('dialect', '');
+const timing = process.argv.includes('--statements');
+const threads = Number(arg('threads', '1')) as 0 | 1;
+/** Payload sizes in bytes: 70 % small, 30 % large, as the benchmark issue describes. */
+const [smallSize, largeSize] = arg('sizes', '3000,20000').split(',').map(Number);
+
+/** Time spent per statement kind and table (wall time, including the driver). */
+class StatementTimer implements KyselyPlugin {
+  readonly started = new WeakMap<object, { at: number; key: string }>();
+  readonly totals = new Map<string, { ms: number; n: number }>();
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    const node = args.node as any;
+    const table = node.into?.table?.identifier?.name ?? node.from?.froms?.[0]?.table?.identifier?.name ?? node.table?.table?.identifier?.name ?? '';
+    this.started.set(args.queryId, { at: performance.now(), key: `${node.kind.replace('Node', '')} ${table}` });
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    const s = this.started.get(args.queryId);
+    if (s) {
+      const t = this.totals.get(s.key) ?? { ms: 0, n: 0 };
+      t.ms += performance.now() - s.at;
+      t.n += 1;
+      this.totals.set(s.key, t);
+    }
+    return args.result;
+  }
+}
+
+/** CPU time of the main thread alone (Linux), in microseconds; the process total includes the worker. */
+function mainThreadCpuUs(): number {
+  try {
+    const stat = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100; // utime + stime, in 1/100 s ticks
+  } catch {
+    return NaN;
+  }
+}
+
+function payload(size: number, seed: number): { detail: NormalizedEvent['detail']; raw: Buffer } {
+  const breadcrumbs: Record<string, unknown>[] = [];
+  const frames = Array.from({ length: 12 }, (_, i) => ({ filename: `src/module${(seed + i) % 40}.js`, function: `handler${i}`, lineno: 10 + i, colno: 5, in_app: i < 6 }));
+  while (JSON.stringify(breadcrumbs).length < size - 1500) {
+    const n = breadcrumbs.length;
+    breadcrumbs.push({ timestamp: 1767000000 + n, category: n % 3 ? 'http' : 'ui.click', message: `step ${n} of request ${seed}`, data: { url: `/api/items/${seed % 97}/${n}`, status_code: 200 } });
+  }
+  const detail = {
+    message: '',
+    exceptions: [{ type: 'TypeError', value: `Cannot read properties of undefined (reading 'id${seed % 200}')`, frames }],
+    breadcrumbs,
+    contexts: { os: { name: 'Android', version: '14' }, device: { model: 'Pixel 8' } },
+    user: { id: `u${seed % 1000}` },
+    request: null,
+    extra: null,
+    sdk: { name: 'sentry.java.android', version: '7.0.0' },
+    debug_images: [],
+    fingerprint_input: null,
+    logger: null,
+    server_name: null,
+  };
+  const raw = Buffer.from(JSON.stringify({ event_id: hex32(), exception: { values: [{ type: 'TypeError', stacktrace: { frames } }] }, breadcrumbs: { values: breadcrumbs } }));
+  return { detail, raw };
+}
+
+async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+  const t = await openTestStore(dialect);
+  try {
+    const project = await createProject(t.store);
+    const pragma = arg('pragma', '');
+    if (pragma && dialect === 'sqlite') await sql.raw(`pragma ${pragma}`).execute(t.store.db);
+    const timer = new StatementTimer();
+    const store = timing ? { ...t.store, db: t.store.db.withPlugin(timer) } : t.store;
+    const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), compressionThreads: threads });
+    const levels: Level[] = ['error', 'error', 'error', 'warning', 'fatal', 'info'];
+    const templates = Array.from({ length: 20 }, (_, i) => payload(i < 14 ? smallSize : largeSize, i));
+    const now = Date.UTC(2026, 0, 10, 12);
+    const works: IngestWork[] = [];
+    for (let i = 0; i < total; i++) {
+      const tpl = templates[i % templates.length];
+      const level = levels[i % levels.length];
+      const e = makeEvent({
+        fingerprint: fp(`fp${i % 200}`),
+        release: `app@1.${i % 10}.0`,
+        level,
+        isCrash: level === 'fatal',
+        timestamp: now - (i % 3600) * 1000,
+        userKey: `u${i % 1000}`,
+        tags: { os: 'Android 14', device: 'Pixel 8', release: `app@1.${i % 10}.0`, environment: 'production', handled: 'yes' },
+        detail: tpl.detail,
+        raw: tpl.raw,
+      });
+      works.push(makeWork(project, { events: [e], receivedAt: now, sessions: i % 10 === 0 ? [makeSession({ release: `app@1.${i % 10}.0` })] : [] }));
+    }
+    const started = performance.now();
+    const cpu0 = process.cpuUsage();
+    const main0 = mainThreadCpuUs();
+    let submitMs = 0;
+    for (let i = 0; i < works.length; i += waves) {
+      const s = performance.now();
+      const ps = works.slice(i, i + waves).map((w) => writer.submit(w));
+      submitMs += performance.now() - s;
+      await Promise.all(ps);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const mainCpu = mainThreadCpuUs() - main0;
+    const stats = writer.stats();
+    await writer.close();
+    console.log(
+      `${dialect.padEnd(8)} wave ${String(waves).padStart(5)} threads ${threads}: ${Math.round(total / seconds)} events/s ` +
+        `(${stats.batchesCommitted} batches, avg ${stats.averageBatchEvents.toFixed(0)} events; ` +
+        `submit/prepare ${((submitMs / total) * 1000).toFixed(1)} us/event, ` +
+        `commit ${(((seconds * 1000 - submitMs) / total) * 1000).toFixed(1)} us/event; ` +
+        `main thread CPU ${(mainCpu / total).toFixed(1)} us/event, ` +
+        `process CPU ${((cpu.user + cpu.system) / total).toFixed(1)} us/event)`,
+    );
+    if (timing) {
+      for (const [k, v] of [...timer.totals].sort((a, b) => b[1].ms - a[1].ms)) {
+        console.log(`  ${k.padEnd(28)} ${String(v.n).padStart(5)}x ${((v.ms / total) * 1000).toFixed(1).padStart(7)} us/event`);
+      }
+    }
+  } finally {
+    await t.close();
+  }
+}
+
+for (const d of ['sqlite', 'postgres'] as const) {
+  if (only && only !== d) continue;
+  if (d === 'postgres' && !process.env.TEST_DATABASE_URL) continue;
+  await run(d);
+}
