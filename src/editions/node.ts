@@ -11,6 +11,7 @@ import { createApp } from '../http/app.js';
 import { MemoryRateLimiter } from '../http/rate-limit.js';
 import { createIngestWriter } from '../ingest/writer.js';
 import { migrate, openStore } from '../store/database.js';
+import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
 
 export interface NodeDepsOptions {
@@ -40,7 +41,11 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     store,
     clock,
     logger,
-    rateLimiter: new MemoryRateLimiter(config.rateLimit),
+    // SQLite serves one process; on PostgreSQL several instances share the limit.
+    rateLimiter:
+      store.dialect === 'postgres'
+        ? new SharedRateLimiter(store, config.rateLimit, logger)
+        : new MemoryRateLimiter(config.rateLimit),
     ingest,
     clientAddress: (_request, env) => (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
   };

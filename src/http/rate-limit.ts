@@ -1,14 +1,13 @@
 // Rate limiting: fixed one-minute windows per key (API key or DSN key). The
-// limiter sits behind the RateLimiter interface (src/context.ts) so a shared,
-// cross-instance implementation can replace the in-memory one.
+// limiter sits behind the RateLimiter interface (src/context.ts): in memory for one
+// process, SharedRateLimiter (src/store/rate-limits.ts) across instances.
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AppDeps, RateLimitDecision, RateLimiter } from '../context.js';
 import { API_KEY_ID, isAuthExempt } from './auth.js';
 import { errorResponse } from './errors.js';
+import { rateLimitWindow } from '../store/rate-limits.js';
 
-const WINDOW_MS = 60_000;
-
-/** Per-process limiter; fine for one instance. */
+/** Per-process limiter: for one instance (SQLite); PostgreSQL uses SharedRateLimiter. */
 export class MemoryRateLimiter implements RateLimiter {
   private windowStart = 0;
   private counts = new Map<string, number>();
@@ -16,12 +15,11 @@ export class MemoryRateLimiter implements RateLimiter {
   constructor(private readonly limitPerMinute: number) {}
 
   async hit(key: string, now: number): Promise<RateLimitDecision> {
-    const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
+    const { start, retryAfterSeconds } = rateLimitWindow(now);
     if (start !== this.windowStart) {
       this.windowStart = start;
       this.counts.clear();
     }
-    const retryAfterSeconds = Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000));
     if (this.limitPerMinute <= 0) return { allowed: true, retryAfterSeconds };
     const count = (this.counts.get(key) ?? 0) + 1;
     this.counts.set(key, count);

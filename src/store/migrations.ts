@@ -245,11 +245,31 @@ function m002(): Migration {
   };
 }
 
+/**
+ * Rate-limit windows shared by every instance on one database: how much of a key's
+ * per-minute budget the instances have claimed (src/store/rate-limits.ts).
+ */
+function m003(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('rate_limit_windows')
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('window_start', big, (c) => c.notNull())
+        .addColumn('claimed', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('rate_limit_windows_pk', ['key', 'window_start'])
+        .execute();
+      await db.schema.createIndex('rate_limit_windows_start').on('rate_limit_windows').column('window_start').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '001_initial': m001(dialect),
     '002_read_indexes': m002(),
+    '003_rate_limit_windows': m003(),
   };
 }
 

@@ -173,6 +173,13 @@ export interface SessionHourlyTable {
   errored: number;
 }
 
+export interface RateLimitWindowTable {
+  key: string;
+  window_start: number;
+  /** Requests of this window handed out to instances so far (may pass the limit by the last lease). */
+  claimed: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -188,6 +195,7 @@ export interface Database {
   daily_usage: DailyUsageTable;
   sessions: SessionTable;
   session_hourly: SessionHourlyTable;
+  rate_limit_windows: RateLimitWindowTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;
