@@ -1,8 +1,8 @@
 // Group-commit writer: turns queued IngestWork from concurrent requests into
 // shared database transactions, answering each request after its commit. The
 // queries themselves live in src/store/ingest-batch.ts; this file owns the queue,
-// batching, failure handling and counters. docs/parts/architecture-writer.md
-// describes the design.
+// batching, failure handling and counters. docs/architecture.md ("The ingest
+// writer (group commit)") describes the design.
 import os from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';

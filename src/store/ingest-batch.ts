@@ -3,7 +3,8 @@
 // aggregates and release-health sessions. Everything is read once per batch, merged
 // in memory and written back with multi-row statements, so the number of statements
 // grows with the distinct keys a batch touches (projects, issues, hours, releases),
-// never with its events. docs/parts/architecture-writer.md explains the design.
+// never with its events. docs/architecture.md ("The ingest writer (group commit)")
+// explains the design.
 import { sql, type Insertable, type Kysely, type OnConflictBuilder, type OnConflictDoNothingBuilder, type OnConflictUpdateBuilder } from 'kysely';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
