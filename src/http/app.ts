@@ -10,7 +10,7 @@ import type { AppDeps } from '../context.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
 import { healthRoutes } from './health.js';
-import { ingestRoutes } from './ingest.js';
+import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
@@ -45,6 +45,7 @@ export function createApp(deps: AppDeps): Hono {
     );
   });
 
+  app.use(ingestCors(deps.config));
   app.use(apiKeyAuth(deps.config.apiKeys));
   app.use(rateLimit(deps, managementRateLimitKey(deps)));
 

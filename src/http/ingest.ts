@@ -1,8 +1,12 @@
 // Ingest routes: POST /api/{project_id}/envelope/ and /store/ (trailing slash
-// optional), their CORS preflight, and the CORS headers on every ingest answer.
-// The work is src/ingest/pipeline.ts; this adapts Hono's request to it.
-import { Hono, type Context } from 'hono';
+// optional), their CORS preflight, and the CORS headers on every ingest answer
+// (ingestCors, installed app-wide so answers made outside these routes, such as
+// 405 or 500, carry them too). The work is src/ingest/pipeline.ts; this adapts
+// Hono's request to it.
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { AppDeps } from '../context.js';
+import type { Config } from '../config.js';
+import { isIngestPath } from './auth.js';
 import { handleIngest, type IngestEndpoint } from '../ingest/pipeline.js';
 
 /** The request headers SDKs send (protocol notes §1.3), allowed in preflight answers. */
@@ -17,9 +21,22 @@ const PATHS: Record<IngestEndpoint, string[]> = {
   store: ['/api/:projectId{[0-9]+}/store', '/api/:projectId{[0-9]+}/store/'],
 };
 
+/**
+ * Adds Access-Control-Allow-Origin and -Expose-Headers to every answer on an ingest
+ * path, whoever made it (route, 405, 404, error handler): without them a browser SDK
+ * cannot read the status, X-Sentry-Error or the rate-limit headers.
+ */
+export function ingestCors(config: Config): MiddlewareHandler {
+  return async (c, next) => {
+    await next();
+    if (!isIngestPath(c.req.path)) return;
+    c.res.headers.set('Access-Control-Allow-Origin', config.corsOrigin);
+    c.res.headers.set('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+  };
+}
+
 export function ingestRoutes(deps: AppDeps): Hono {
   const app = new Hono();
-  const cors = { 'Access-Control-Allow-Origin': deps.config.corsOrigin, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 
   for (const endpoint of ['envelope', 'store'] as const) {
     for (const path of PATHS[endpoint]) {
@@ -27,7 +44,6 @@ export function ingestRoutes(deps: AppDeps): Hono {
         new Response(null, {
           status: 204,
           headers: {
-            ...cors,
             'Access-Control-Allow-Methods': 'POST, OPTIONS',
             'Access-Control-Allow-Headers': ALLOW_HEADERS,
             'Access-Control-Max-Age': '3600',
@@ -46,7 +62,7 @@ export function ingestRoutes(deps: AppDeps): Hono {
         });
         return new Response(JSON.stringify(result.body), {
           status: result.status,
-          headers: { 'Content-Type': 'application/json', ...cors, ...result.headers },
+          headers: { 'Content-Type': 'application/json', ...result.headers },
         });
       });
     }

@@ -129,14 +129,8 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       return reply(200, okBody);
     }
 
-    let outcome;
-    try {
-      outcome = await deps.ingest.submit(work);
-    } catch (err) {
-      // Nothing of the work was committed; the SDK may send it again.
-      if (err instanceof IngestUnavailableError) return errorReply(503, err.message);
-      throw err;
-    }
+    // Nothing of the work is committed when this throws IngestUnavailableError (→ 503 below).
+    const outcome = await deps.ingest.submit(work);
     if (outcome.kind === 'quota_exceeded') {
       const seconds = Math.max(1, Math.ceil(outcome.retryAfterSeconds));
       return errorReply(429, 'daily quota exceeded', {
@@ -149,12 +143,24 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     if (err instanceof AuthError) return errorReply(err.status, err.message);
     if (err instanceof PayloadTooLargeError) return errorReply(413, err.message);
     if (err instanceof BadPayloadError) return errorReply(400, err.message);
+    if (err instanceof IngestUnavailableError) return errorReply(503, err.message);
     throw err;
   }
 }
 
+/** The writer's wording for the same situation: nothing was stored, the SDK should resend. */
+const DATABASE_UNAVAILABLE = 'the database is unavailable; nothing was stored, send again later';
+
 async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
-  const project = await findProjectById(deps.store.db, pathProjectId);
+  let project: ProjectRow | undefined;
+  try {
+    project = await findProjectById(deps.store.db, pathProjectId);
+  } catch (err) {
+    // A failing database is the server's problem, not the request's: 503, so the SDK
+    // keeps the event and sends it again, as it does when the writer fails.
+    deps.logger.error({ err, project: pathProjectId }, 'project lookup failed during ingest; answering 503');
+    throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
+  }
   // The same answer for an unknown project and a wrong key: a key probe learns nothing.
   if (!project || project.dsn_key !== credential.key) {
     throw new AuthError(`the DSN key from ${credential.source} is not the key of project ${pathProjectId}`);

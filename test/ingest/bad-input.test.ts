@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { envelope, errorEvent, eventId, eventsOf, makeProject, post, rowCounts, sessionUpdate, sessionsOf } from './helpers.js';
+import { dsnOf, envelope, errorEvent, eventId, eventsOf, makeProject, post, rowCounts, sessionUpdate, sessionsOf } from './helpers.js';
 
 const MB20 = 20 * 1024 * 1024;
 
@@ -198,5 +198,32 @@ describe.each(dialects)('database failure during ingest on %s', (dialect) => {
     expect(await again.json()).toEqual({ id });
     expect((await eventsOf(t, p)).map((e) => e.event_id)).toEqual([id]);
     expect((await sessionsOf(t, p)).map((s) => s.status)).toEqual(['crashed']);
+  });
+
+  it('answers 503 with CORS headers when the project lookup fails, for a key in the request and in the envelope dsn', async () => {
+    const p = await makeProject(t);
+    const event = () => errorEvent({ timestamp: t.clock.now() });
+    const before = await rowCounts(t);
+    // The projects table disappears: the key check before the body is read, and the one
+    // after it (a key only in the envelope's dsn), both meet a failing database.
+    await sql`alter table projects rename to projects_away`.execute(t.deps.store.db);
+    const answers: Response[] = [];
+    try {
+      answers.push(await post(t, p, envelope({}, [{ type: 'event', payload: event() }])));
+      answers.push(await post(t, p, envelope({ dsn: dsnOf(t, p) }, [{ type: 'event', payload: event() }]), { auth: 'none' }));
+      answers.push(await post(t, p, JSON.stringify(event()), { endpoint: 'store', auth: 'header' }));
+    } finally {
+      await sql`alter table projects_away rename to projects`.execute(t.deps.store.db);
+    }
+    for (const res of answers) {
+      expect(res.status).toBe(503);
+      const error = ((await res.json()) as { error: string }).error;
+      expect(error).toMatch(/database is unavailable.*send again/);
+      expect(res.headers.get('x-sentry-error')).toBe(error);
+      expect(res.headers.get('access-control-allow-origin')).toBe('*');
+      expect(res.headers.get('access-control-expose-headers')).toMatch(/x-sentry-error/);
+    }
+    expect(await rowCounts(t)).toEqual(before);
+    expect((await post(t, p, envelope({}, [{ type: 'event', payload: event() }]))).status).toBe(200);
   });
 });
