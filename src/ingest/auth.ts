@@ -1,7 +1,8 @@
 // DSN-key credentials of an ingest request: where SDKs put the key (X-Sentry-Auth,
-// Authorization: Sentry …, the sentry_key query parameter, the envelope header's
-// `dsn`), the protocol version they claim, and the DSN URL itself. Pure functions;
-// the project lookup and the 401/400 answers are the pipeline's.
+// Authorization: Sentry … or Basic base64(<key>:), the sentry_key query parameter,
+// the envelope header's `dsn`), the protocol version they claim, and the DSN URL
+// itself. Pure functions on Web APIs; the project lookup and the 401/400 answers
+// are the pipeline's.
 
 /** The newest protocol version this server speaks; SDKs send 7, older ones 5 or 6. */
 export const PROTOCOL_VERSION = 7;
@@ -46,6 +47,34 @@ export function parseSentryAuthHeader(value: string | null | undefined): Partial
   }
   const key = fields.get('sentry_key');
   return { key: key === undefined || key === '' ? undefined : key, version: parseVersion(fields.get('sentry_version')) };
+}
+
+const BASIC = /^basic(?:\s+(.*))?$/is;
+const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Parses `Basic base64(<key>:[secret])` (newer Relay): the part before the first
+ * colon is the key, the rest (a secret) is ignored. Returns null when the value is
+ * not Basic at all; a Basic value that is not base64 of `<non-empty key>:…` is a 401.
+ */
+export function parseBasicAuthHeader(value: string | null | undefined): Partial<SentryAuth> | null {
+  if (!value) return null;
+  const match = BASIC.exec(value.trim());
+  if (!match) return null;
+  const malformed = () => new AuthError('malformed Authorization: Basic header; expected Basic base64("<DSN key>:")');
+  const encoded = (match[1] ?? '').trim();
+  if (encoded === '' || !STRICT_BASE64.test(encoded)) throw malformed();
+  let decoded: string;
+  try {
+    const binary = atob(encoded);
+    decoded = utf8.decode(Uint8Array.from(binary, (ch) => ch.charCodeAt(0)));
+  } catch {
+    throw malformed();
+  }
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) throw malformed();
+  return { key: decoded.slice(0, colon).trim() || undefined, version: null };
 }
 
 /** `7`, `7.0` → 7 (cut at the first dot, as Relay does); anything else → null. */
@@ -96,7 +125,7 @@ export function credentialsFromRequest(input: RequestCredentialsInput): Credenti
   const found: Array<{ source: CredentialSource; auth: Partial<SentryAuth> }> = [];
   const header = parseSentryAuthHeader(input.xSentryAuth);
   if (header) found.push({ source: 'x-sentry-auth', auth: header });
-  const authorization = parseSentryAuthHeader(input.authorization);
+  const authorization = parseSentryAuthHeader(input.authorization) ?? parseBasicAuthHeader(input.authorization);
   if (authorization) found.push({ source: 'authorization', auth: authorization });
   const queryKey = input.query.get('sentry_key');
   const queryVersion = parseVersion(input.query.get('sentry_version'));

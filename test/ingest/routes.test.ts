@@ -57,6 +57,36 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     expect(stored.map((e) => e.event_id).sort()).toEqual([...ids].sort());
   });
 
+  it('accepts Authorization: Basic base64(<key>:) and refuses a malformed one with 401', async () => {
+    const p = await makeProject(t);
+    const basic = (credentials: string) => ({ Authorization: `Basic ${Buffer.from(credentials).toString('base64')}` });
+    const id = eventId();
+    const body = () => envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]);
+    const ok = await post(t, p, body(), { auth: 'none', headers: basic(`${p.dsn_key}:`) });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ id });
+    // A secret after the colon is ignored, as sentry_secret is; the scheme is case-insensitive.
+    expect((await post(t, p, body(), { auth: 'none', headers: { Authorization: `basic ${Buffer.from(`${p.dsn_key}:old-secret`).toString('base64')}` } })).status).toBe(200);
+    expect((await eventsOf(t, p)).map((e) => e.event_id)).toEqual([id]);
+
+    const before = await rowCounts(t);
+    for (const headers of [
+      { Authorization: 'Basic' },
+      { Authorization: 'Basic !!!not base64!!!' },
+      basic(p.dsn_key), // no colon
+      basic(`:${p.dsn_key}`), // empty key
+      basic(`${'f'.repeat(32)}:`), // wrong key
+    ]) {
+      const res = await post(t, p, body(), { auth: 'none', headers });
+      expect(res.status, headers.Authorization).toBe(401);
+      expect((await res.json()).error).toMatch(/DSN key|Authorization/);
+    }
+    // The same key twice (query and Basic) is fine; different keys are refused.
+    expect((await post(t, p, body(), { headers: basic(`${p.dsn_key}:`) })).status).toBe(200);
+    expect((await post(t, p, body(), { headers: basic(`${'f'.repeat(32)}:`) })).status).toBe(401);
+    expect(await rowCounts(t)).toEqual(before);
+  });
+
   it('takes the path with or without the trailing slash', async () => {
     const p = await makeProject(t);
     const id = eventId();
