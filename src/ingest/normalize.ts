@@ -11,7 +11,7 @@ export interface NormalizeContext {
   receivedAt: number;
   /** The envelope header's `sent_at`, epoch ms (null for /store/ or when absent). */
   sentAt: number | null;
-  /** The envelope header's `event_id`, as sent. */
+  /** The envelope header's `event_id` when this event may take it (the first one without its own id), else null. */
   envelopeEventId: string | null;
   /** The client's address, used for `user.ip_address: "{{auto}}"`. */
   clientIp: string | null;

@@ -19,7 +19,7 @@ import {
 import { decodeContent, MAX_BODY_BYTES, readBody } from './decode.js';
 import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
 import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from './errors.js';
-import { normalizeEvent, parseTimestamp } from './normalize.js';
+import { cleanUuid, normalizeEvent, parseTimestamp } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import { IngestUnavailableError } from './writer.js';
 import type { IngestSink, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from './types.js';
@@ -215,13 +215,16 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
     throw new PayloadTooLargeError(`the envelope has ${eventItems} event items; at most ${MAX_EVENTS_PER_ENVELOPE} are accepted in one envelope`);
   }
   const sentAt = parseTimestamp(headers.sent_at);
-  const envelopeEventId = typeof headers.event_id === 'string' ? headers.event_id : null;
+  // The envelope's event_id names one event: only the first event without an id of its
+  // own takes it (the rest get random ids), else the dedupe below would drop them all.
+  let envelopeEventId = cleanUuid(headers.event_id);
   const seen = new Set<string>();
   for (const item of items) {
     try {
       switch (item.type) {
         case 'event': {
           const event = normalizeEvent(item.payload, { receivedAt: ctx.receivedAt, sentAt, envelopeEventId, clientIp: ctx.clientIp });
+          if (event.eventId === envelopeEventId) envelopeEventId = null;
           // The same event twice in one envelope counts once, as a resend would.
           if (seen.has(event.eventId)) break;
           seen.add(event.eventId);

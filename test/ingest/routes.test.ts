@@ -87,6 +87,35 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     expect(await rowCounts(t)).toEqual(before);
   });
 
+  it("gives the envelope's event_id to the first event without an id only; the others get ids of their own", async () => {
+    const p = await makeProject(t);
+    const envelopeId = eventId();
+    const own = eventId();
+    const withoutId = () => {
+      const e = errorEvent({ timestamp: t.clock.now() });
+      delete e.event_id;
+      return e;
+    };
+    const res = await post(
+      t,
+      p,
+      envelope({ event_id: envelopeId }, [
+        { type: 'event', payload: withoutId() },
+        { type: 'event', payload: errorEvent({ id: own, timestamp: t.clock.now() }) },
+        { type: 'event', payload: withoutId() },
+        { type: 'event', payload: withoutId() },
+      ]),
+    );
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: envelopeId });
+    const ids = (await eventsOf(t, p)).map((e) => e.event_id);
+    expect(ids).toHaveLength(4);
+    expect(new Set(ids).size).toBe(4);
+    expect(ids).toContain(envelopeId);
+    expect(ids).toContain(own);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
+  });
+
   it('takes the path with or without the trailing slash', async () => {
     const p = await makeProject(t);
     const id = eventId();
