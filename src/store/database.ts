@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { StaticMigrationProvider, migrations } from './migrations.js';
 
@@ -73,7 +73,7 @@ function openSqlite(file: string): Store {
   } catch (err) {
     throw new DatabaseConfigError(`DATABASE_URL: cannot open SQLite database ${file}: ${(err as Error).message}`);
   }
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return {
     db,
     dialect: 'sqlite',
@@ -91,6 +91,35 @@ function openSqlite(file: string): Store {
       await db.destroy();
     },
   };
+}
+
+/** Prepared statements kept per SQL text; the ingest batch reuses a handful of shapes. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * better-sqlite3 compiles a statement on every prepare(), and Kysely's driver prepares
+ * each query anew: on the ingest path that compile cost more than running the
+ * statements (measured in BENCHMARKS.md). This keeps the most recent statements by
+ * SQL text. A statement still iterating (busy) is never handed out twice.
+ */
+function withStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  const prepare = (source: string): BetterSqlite3.Statement => {
+    const cached = cache.get(source);
+    if (cached && !cached.busy) {
+      // Map order is insertion order: re-inserting marks it most recently used.
+      cache.delete(source);
+      cache.set(source, cached);
+      return cached;
+    }
+    const statement = raw.prepare(source);
+    if (!cached) {
+      cache.set(source, statement);
+      if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    }
+    return statement;
+  };
+  return { prepare, close: () => raw.close() };
 }
 
 async function openPostgres(url: string): Promise<Store> {

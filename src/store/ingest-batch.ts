@@ -5,7 +5,7 @@
 // grows with the distinct keys a batch touches (projects, issues, hours, releases),
 // never with its events. docs/architecture.md ("The ingest writer (group commit)")
 // explains the design.
-import { sql, type Insertable, type Kysely, type OnConflictBuilder, type OnConflictDoNothingBuilder, type OnConflictUpdateBuilder } from 'kysely';
+import { CompiledQuery, sql, type Insertable, type Kysely, type OnConflictBuilder, type OnConflictDoNothingBuilder, type OnConflictUpdateBuilder } from 'kysely';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
 import { compress, encodeJson } from './codec.js';
@@ -740,22 +740,26 @@ class Batch {
     const db = this.db as unknown as Kysely<any>;
     const columns = spec.map(([name]) => name);
     const out: Record<string, unknown>[] = [];
-    const size = this.dialect === 'postgres' ? PG_ROWS : Math.max(1, Math.floor(SQLITE_PARAMS / columns.length));
-    for (const part of chunks(rows, size)) {
-      let query =
-        this.dialect === 'postgres'
-          ? db
-              .insertInto(table)
-              .columns(columns)
-              .expression(
-                sql`select * from unnest(${sql.join(
-                  spec.map(([name, type]) => sql`${part.map((r) => r[name] ?? null)}::${sql.raw(type)}[]`),
-                )})`,
-              )
-          : db.insertInto(table).values(part); // every row builder below yields exactly the spec's columns
+    if (this.dialect === 'sqlite') {
+      for (const part of sqliteChunks(rows)) {
+        const text = sqliteInsertText(db, table, spec, part.length, options);
+        const parameters: unknown[] = [];
+        for (const row of part) for (const name of columns) parameters.push(row[name] ?? null);
+        const result = await db.executeQuery(CompiledQuery.raw(text, parameters));
+        if (options.returning) out.push(...(result.rows as Record<string, unknown>[]));
+      }
+      return out;
+    }
+    for (const part of chunks(rows, PG_ROWS)) {
+      let query = db
+        .insertInto(table)
+        .columns(columns)
+        .expression(
+          sql`select * from unnest(${sql.join(spec.map(([name, type]) => sql`${part.map((r) => r[name] ?? null)}::${sql.raw(type)}[]`))})`,
+        );
       if (options.conflict) query = query.onConflict(options.conflict);
       if (options.returning) out.push(...(await query.returning(options.returning).execute()));
-      else if (options.defer && this.dialect === 'postgres') this.deferred.push(query);
+      else if (options.defer) this.deferred.push(query);
       else await query.execute();
     }
     return out;
@@ -910,7 +914,53 @@ type ColumnSpec = readonly (readonly [string, 'int8' | 'text' | 'bytea'])[];
 
 /** Rows per PostgreSQL statement: bounds statement size, not parameters (one per column). */
 const PG_ROWS = 5_000;
-const SQLITE_PARAMS = 32_000;
+
+/**
+ * SQLite statements hold a fixed number of rows, so a few shapes per table serve every
+ * batch from the prepared-statement cache (src/store/database.ts); building and
+ * compiling a VALUES list per batch cost more than running it. The largest size keeps
+ * a 30-column event insert under SQLite's 32 766 bound parameters.
+ */
+const SQLITE_CHUNK_SIZES = [512, 128, 32, 8, 1] as const;
+
+function sqliteChunks<T>(rows: T[]): T[][] {
+  const out: T[][] = [];
+  let at = 0;
+  for (const size of SQLITE_CHUNK_SIZES) {
+    while (rows.length - at >= size) {
+      out.push(rows.slice(at, at + size));
+      at += size;
+    }
+  }
+  return out;
+}
+
+/** SQL text of each SQLite insert shape, compiled by Kysely once per process. */
+const sqliteInsertTexts = new Map<string, string>();
+
+function sqliteInsertText(
+  db: Kysely<any>,
+  table: string,
+  spec: ColumnSpec,
+  rowCount: number,
+  options: { conflict?: (oc: OnConflictBuilder<any, any>) => any; returning?: string[] },
+): string {
+  // Each table has at most one conflict clause per returning list, so these name the shape.
+  const key = `${table}|${rowCount}|${options.conflict ? 'upsert' : 'insert'}|${options.returning?.join(',') ?? ''}`;
+  let text = sqliteInsertTexts.get(key);
+  if (text === undefined) {
+    const placeholderRow = Object.fromEntries(spec.map(([name]) => [name, null]));
+    let query = db.insertInto(table).values(Array.from({ length: rowCount }, () => placeholderRow));
+    if (options.conflict) query = query.onConflict(options.conflict);
+    if (options.returning) query = query.returning(options.returning) as any;
+    const compiled = query.compile();
+    // The parameters must be exactly the row values, in row-major spec order.
+    if (compiled.parameters.length !== rowCount * spec.length) throw new Error(`insert into ${table}: the conflict clause must not take parameters`);
+    text = compiled.sql;
+    sqliteInsertTexts.set(key, text);
+  }
+  return text;
+}
 
 const ISSUE_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],
