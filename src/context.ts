@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Store } from './store/database.js';
+import type { Decompress } from './ingest/decode.js';
+import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
 
 export interface RateLimitDecision {
@@ -18,6 +20,18 @@ export interface RateLimiter {
   hit(key: string, now: number): Promise<RateLimitDecision>;
 }
 
+/**
+ * What the ingest path needs beyond Web APIs, supplied by the edition (Node:
+ * src/editions/node-runtime.ts). Both run synchronously: decompression once per
+ * request, MD5 once per event on the hot path.
+ */
+export interface IngestRuntime {
+  /** Content-Encoding and legacy /store/ decompression, output capped (see Decompress). */
+  decompress: Decompress;
+  /** The fingerprint hash; must be MD5, so fingerprints match those already stored. */
+  md5Hex: Md5Hex;
+}
+
 export interface AppDeps {
   config: Config;
   store: Store;
@@ -25,6 +39,7 @@ export interface AppDeps {
   logger: Logger;
   rateLimiter: RateLimiter;
   ingest: IngestSink;
+  ingestRuntime: IngestRuntime;
   /**
    * The network address of the peer that sent a request, supplied by the edition
    * (Node: the socket's remote address; `env` is what the server adapter passes as

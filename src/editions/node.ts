@@ -13,6 +13,7 @@ import { createIngestWriter } from '../ingest/writer.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
+import { nodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
   clock?: Clock;
@@ -47,6 +48,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
         ? new SharedRateLimiter(store, config.rateLimit, logger)
         : new MemoryRateLimiter(config.rateLimit),
     ingest,
+    ingestRuntime: nodeIngestRuntime,
     clientAddress: (_request, env) => (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
   };
 }

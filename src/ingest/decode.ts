@@ -1,8 +1,27 @@
 // Request body reading and Content-Encoding decoding, with a hard size cap on
 // both the bytes received and the bytes decoded (a small gzip bomb is a 413,
-// never an out-of-memory).
-import zlib from 'node:zlib';
+// never an out-of-memory). Web APIs only: the decompressor itself is injected by
+// the edition (Node: zlib, src/editions/node-runtime.ts).
 import { BadPayloadError, PayloadTooLargeError } from './errors.js';
+
+/** Compression formats, named as the Web's DecompressionStream names them (plus brotli). */
+export type CompressionFormat = 'gzip' | 'deflate' | 'deflate-raw' | 'br';
+
+/**
+ * Undoes one compression synchronously. Must throw DecodedTooLargeError as soon as the
+ * output would pass `maxOutputLength` (so a bomb never allocates more than that); any
+ * other error means the bytes are not valid data of that format. `deflate` is the
+ * zlib-wrapped format (RFC 1950), `deflate-raw` the bare stream (RFC 1951).
+ */
+export type Decompress = (format: CompressionFormat, bytes: Uint8Array, maxOutputLength: number) => Uint8Array;
+
+/** Thrown by a Decompress when the output passes its maxOutputLength. */
+export class DecodedTooLargeError extends Error {
+  constructor() {
+    super('decoded output exceeds the limit');
+    this.name = 'DecodedTooLargeError';
+  }
+}
 
 /** 20 MB, counted as 20 × 1024 × 1024 bytes = 20 971 520 bytes, for received and for decoded bytes. */
 export const MAX_BODY_BYTES = 20 * 1024 * 1024;
@@ -50,37 +69,36 @@ export async function readBody(body: ReadableStream<Uint8Array> | null, limit: n
  * Decodes a body by its Content-Encoding: gzip / x-gzip, deflate (zlib-wrapped
  * as the HTTP spec says, raw deflate tolerated), br; anything else is identity.
  * A comma-separated list is undone last-applied first. The decoded size is
- * capped by zlib's maxOutputLength, so decoding stops as soon as it passes `limit`.
+ * capped by the decompressor, so decoding stops as soon as it passes `limit`.
  */
-export function decodeContent(bytes: Uint8Array, contentEncoding: string | null, limit: number): Uint8Array {
+export function decodeContent(bytes: Uint8Array, contentEncoding: string | null, limit: number, decompress: Decompress): Uint8Array {
   if (!contentEncoding) return bytes;
   const codings = contentEncoding.split(',');
   let out = bytes;
   for (let i = codings.length - 1; i >= 0; i--) {
     const coding = codings[i].trim().toLowerCase();
     if (coding === '' || coding === 'identity' || out.byteLength === 0) continue;
-    out = decodeOne(out, coding, limit);
+    out = decodeOne(out, coding, limit, decompress);
   }
   return out;
 }
 
-function decodeOne(bytes: Uint8Array, coding: string, limit: number): Uint8Array {
-  const opts = { maxOutputLength: limit };
+function decodeOne(bytes: Uint8Array, coding: string, limit: number, decompress: Decompress): Uint8Array {
   try {
     switch (coding) {
       case 'gzip':
       case 'x-gzip':
-        return zlib.gunzipSync(bytes, opts);
+        return decompress('gzip', bytes, limit);
       case 'deflate':
-        return looksZlibWrapped(bytes) ? inflateEitherWay(bytes, opts) : zlib.inflateRawSync(bytes, opts);
+        return looksZlibWrapped(bytes) ? inflateEitherWay(bytes, limit, decompress) : decompress('deflate-raw', bytes, limit);
       case 'br':
-        return zlib.brotliDecompressSync(bytes, opts);
+        return decompress('br', bytes, limit);
       default:
         // Unknown codings (zstd is not in Node 20) are passed through as identity.
         return bytes;
     }
   } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
+    if (err instanceof DecodedTooLargeError) {
       throw new PayloadTooLargeError(`decoded request body exceeds the limit of ${limit} bytes`);
     }
     const reason = err instanceof Error ? err.message : String(err);
@@ -95,16 +113,16 @@ function looksZlibWrapped(b: Uint8Array): boolean {
   return (cmf & 0x0f) === 8 && cmf >> 4 <= 7 && ((cmf << 8) | b[1]) % 31 === 0;
 }
 
-function inflateEitherWay(bytes: Uint8Array, opts: zlib.ZlibOptions): Uint8Array {
+function inflateEitherWay(bytes: Uint8Array, limit: number, decompress: Decompress): Uint8Array {
   try {
-    return zlib.inflateSync(bytes, opts);
+    return decompress('deflate', bytes, limit);
   } catch (err) {
     // A raw deflate stream can start with bytes that pass the zlib header check.
-    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw err;
+    if (err instanceof DecodedTooLargeError) throw err;
     try {
-      return zlib.inflateRawSync(bytes, opts);
+      return decompress('deflate-raw', bytes, limit);
     } catch (rawErr) {
-      throw (rawErr as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? rawErr : err;
+      throw rawErr instanceof DecodedTooLargeError ? rawErr : err;
     }
   }
 }

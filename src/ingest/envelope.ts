@@ -1,7 +1,7 @@
 // Envelope grammar (protocol notes §2) and the legacy /store/ body decoding
 // (§3.9). Pure byte handling: payloads are views into the request buffer,
 // never copies, and each item header is parsed once.
-import { decodeContent, MAX_BODY_BYTES } from './decode.js';
+import { decodeContent, MAX_BODY_BYTES, type Decompress } from './decode.js';
 import { BadPayloadError } from './errors.js';
 
 export interface EnvelopeItem {
@@ -145,13 +145,33 @@ for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+
   BASE64_BYTE[c.charCodeAt(0)] = 1;
 }
 
+const ascii = new TextDecoder();
+
+/**
+ * Lenient base64 (bytes already checked to be base64 characters and whitespace),
+ * decoding exactly as Node's Buffer does: whitespace skipped, URL-safe `-` and `_`
+ * accepted, padding optional, decoding ends at the first `=`, a dangling last
+ * character ignored. Web APIs only (atob).
+ */
+export function decodeBase64(bytes: Uint8Array): Uint8Array {
+  let text = ascii.decode(bytes).replace(/[\r\n\t ]+/g, '');
+  const pad = text.indexOf('=');
+  if (pad >= 0) text = text.slice(0, pad);
+  text = text.replace(/[-_]/g, (c) => (c === '-' ? '+' : '/'));
+  if (text.length % 4 === 1) text = text.slice(0, -1);
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
 /**
  * Decodes a legacy /store/ body (after Content-Encoding): JSON as is; else
  * base64 of JSON; else base64 of zlib-deflated JSON (ancient SDKs). Returns
  * bytes that start with `{`; whether they parse is checked once, by
  * normalizeEvent (its InvalidItemError means "400" on this endpoint).
  */
-export function decodeStoreBody(bytes: Uint8Array): Uint8Array {
+export function decodeStoreBody(bytes: Uint8Array, decompress: Decompress): Uint8Array {
   if (startsWithBrace(bytes)) return bytes;
   let sawData = false;
   for (let i = 0; i < bytes.byteLength; i++) {
@@ -160,11 +180,11 @@ export function decodeStoreBody(bytes: Uint8Array): Uint8Array {
     if (!isWs(b)) sawData = true;
   }
   if (!sawData) throw new BadPayloadError('store body is empty; it must be a JSON event object');
-  const decoded = Buffer.from(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'), 'base64');
+  const decoded = decodeBase64(bytes);
   if (startsWithBrace(decoded)) return decoded;
   let inflated: Uint8Array | null = null;
   try {
-    inflated = decodeContent(decoded, 'deflate', MAX_BODY_BYTES);
+    inflated = decodeContent(decoded, 'deflate', MAX_BODY_BYTES, decompress);
   } catch (err) {
     if (!(err instanceof BadPayloadError)) throw err;
   }

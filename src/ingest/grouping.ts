@@ -1,7 +1,8 @@
 // Grouping (DECISIONS "Grouping"): turns an event's facts into the input of its
 // fingerprint and hashes it. Pure and deterministic: the same facts always give
-// the same 32-hex fingerprint, on any instance and across restarts.
-import * as crypto from 'node:crypto';
+// the same 32-hex fingerprint, on any instance and across restarts. The MD5 itself
+// is injected (Node: node:crypto, src/editions/node-runtime.ts): Web Crypto has no
+// MD5 and is asynchronous, and hashing runs once per event on the hot path.
 import type { NormalizedException, NormalizedFrame } from './types.js';
 
 /** What grouping needs from an event, as normalizeEvent extracted it. */
@@ -17,11 +18,8 @@ export interface GroupingFacts {
 
 const MAX_GROUPING_FRAMES = 5;
 
-// One-shot crypto.hash is faster; it exists from Node 20.12, older 20.x falls back.
-const md5Hex: (s: string) => string =
-  typeof crypto.hash === 'function'
-    ? (s) => crypto.hash('md5', s, 'hex')
-    : (s) => crypto.createHash('md5').update(s).digest('hex');
+/** MD5 of the UTF-8 bytes of `text` as 32 lowercase hex characters, synchronously. */
+export type Md5Hex = (text: string) => string;
 
 // `{{ default }}` in any case and spacing.
 const DEFAULT_MARK = /^\s*\{\{\s*default\s*\}\}\s*$/i;
@@ -215,13 +213,13 @@ export function groupingInput(event: Record<string, unknown>, facts: GroupingFac
 }
 
 /** 32 lowercase hex characters: MD5 of the JSON-encoded input list. */
-export function hashGroupingInput(input: string[]): string {
+export function hashGroupingInput(input: string[], md5Hex: Md5Hex): string {
   return md5Hex(JSON.stringify(input));
 }
 
 /** The event's fingerprint (32 lowercase hex). `event` is the parsed payload (for its `fingerprint`). */
-export function computeFingerprint(event: Record<string, unknown>, facts: GroupingFacts): string {
-  return hashGroupingInput(groupingInput(event, facts));
+export function computeFingerprint(event: Record<string, unknown>, facts: GroupingFacts, md5Hex: Md5Hex): string {
+  return hashGroupingInput(groupingInput(event, facts), md5Hex);
 }
 
 /**

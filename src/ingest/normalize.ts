@@ -3,7 +3,7 @@
 // "Grouping". One JSON.parse per payload; sub-objects of the parsed event are
 // referenced, not copied, unless they need repair.
 import { InvalidItemError } from './errors.js';
-import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex } from './grouping.js';
+import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, Level, NormalizedEvent, NormalizedException, NormalizedFrame } from './types.js';
 
 export interface NormalizeContext {
@@ -15,6 +15,8 @@ export interface NormalizeContext {
   envelopeEventId: string | null;
   /** The client's address, used for `user.ip_address: "{{auto}}"`. */
   clientIp: string | null;
+  /** The MD5 the fingerprint is hashed with (injected by the edition). */
+  md5Hex: Md5Hex;
 }
 
 const HOUR_MS = 3_600_000;
@@ -466,7 +468,7 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
   const images = isObject(debugMeta) && Array.isArray(debugMeta.images) ? (debugMeta.images as unknown[]).filter(isObject) : [];
 
   const input = groupingInput(ev, { platform, main, message, images });
-  const fingerprint = hashGroupingInput(input);
+  const fingerprint = hashGroupingInput(input, ctx.md5Hex);
   const title = makeTitle(main, message);
   if (message === '' && main) message = main.value;
 

@@ -5,7 +5,7 @@
 // only adapts Hono to this; nothing here knows about HTTP frameworks.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { RateLimiter } from '../context.js';
+import type { IngestRuntime, RateLimiter } from '../context.js';
 import type { Store } from '../store/database.js';
 import type { ProjectRow } from '../store/schema.js';
 import { findProjectById } from '../store/projects.js';
@@ -16,9 +16,10 @@ import {
   projectIdFromEnvelopeDsn,
   type Credential,
 } from './auth.js';
-import { decodeContent, MAX_BODY_BYTES, readBody } from './decode.js';
+import { decodeContent, MAX_BODY_BYTES, readBody, type Decompress } from './decode.js';
 import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
 import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from './errors.js';
+import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseTimestamp } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import { IngestUnavailableError } from './writer.js';
@@ -52,6 +53,8 @@ export interface PipelineDeps {
   logger: Logger;
   rateLimiter: RateLimiter;
   ingest: IngestSink;
+  /** Decompression and MD5, injected so this path needs only Web APIs. */
+  ingestRuntime: IngestRuntime;
 }
 
 function reply(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): IngestResponse {
@@ -93,8 +96,9 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     }
 
     const wire = await readBody(req.body, MAX_BODY_BYTES);
-    const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES);
-    const parsed = parseBody(req, body);
+    const { decompress, md5Hex } = deps.ingestRuntime;
+    const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES, decompress);
+    const parsed = parseBody(req, body, decompress);
 
     if (parsed.kind === 'envelope') {
       const dsn = parsed.envelope.headers.dsn;
@@ -121,7 +125,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       );
     }
 
-    const { work, skipped } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp });
+    const { work, skipped } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
@@ -178,17 +182,18 @@ async function rateLimit(deps: PipelineDeps, key: string): Promise<IngestRespons
   });
 }
 
-function parseBody(req: IngestRequest, body: Uint8Array): Parsed {
+function parseBody(req: IngestRequest, body: Uint8Array, decompress: Decompress): Parsed {
   const contentType = (req.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (req.endpoint === 'envelope' || contentType === 'application/x-sentry-envelope') {
     return { kind: 'envelope', envelope: parseEnvelope(body) };
   }
-  return { kind: 'store', payload: decodeStoreBody(body) };
+  return { kind: 'store', payload: decodeStoreBody(body, decompress) };
 }
 
 interface BuildContext {
   receivedAt: number;
   clientIp: string | null;
+  md5Hex: Md5Hex;
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
@@ -199,7 +204,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
 
   if (parsed.kind === 'store') {
     try {
-      events.push(normalizeEvent(parsed.payload, { receivedAt: ctx.receivedAt, sentAt: null, envelopeEventId: null, clientIp: ctx.clientIp }));
+      events.push(normalizeEvent(parsed.payload, { receivedAt: ctx.receivedAt, sentAt: null, envelopeEventId: null, clientIp: ctx.clientIp, md5Hex: ctx.md5Hex }));
     } catch (err) {
       // The store body is the one event: if it is unusable, the request is.
       if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
@@ -223,7 +228,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
     try {
       switch (item.type) {
         case 'event': {
-          const event = normalizeEvent(item.payload, { receivedAt: ctx.receivedAt, sentAt, envelopeEventId, clientIp: ctx.clientIp });
+          const event = normalizeEvent(item.payload, { receivedAt: ctx.receivedAt, sentAt, envelopeEventId, clientIp: ctx.clientIp, md5Hex: ctx.md5Hex });
           if (event.eventId === envelopeEventId) envelopeEventId = null;
           // The same event twice in one envelope counts once, as a resend would.
           if (seen.has(event.eventId)) break;

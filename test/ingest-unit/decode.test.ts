@@ -3,6 +3,9 @@ import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } 
 import { describe, expect, it } from 'vitest';
 import { decodeContent, MAX_BODY_BYTES, readBody } from '../../src/ingest/decode.js';
 import { BadPayloadError, PayloadTooLargeError } from '../../src/ingest/errors.js';
+import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+
+const { decompress } = nodeIngestRuntime;
 
 const enc = new TextEncoder();
 /** Brotli at a middle quality: the default (11) takes seconds on 30 MB. */
@@ -78,9 +81,9 @@ describe('readBody', () => {
 
 describe('decodeContent', () => {
   it('passes the bytes through without a Content-Encoding, for identity and unknown codings', () => {
-    expect(decodeContent(JSON_BODY, null, 1000)).toBe(JSON_BODY);
-    expect(decodeContent(JSON_BODY, 'identity', 1000)).toBe(JSON_BODY);
-    expect(decodeContent(JSON_BODY, 'compress-me-not', 1000)).toBe(JSON_BODY);
+    expect(decodeContent(JSON_BODY, null, 1000, decompress)).toBe(JSON_BODY);
+    expect(decodeContent(JSON_BODY, 'identity', 1000, decompress)).toBe(JSON_BODY);
+    expect(decodeContent(JSON_BODY, 'compress-me-not', 1000, decompress)).toBe(JSON_BODY);
   });
 
   it.each([
@@ -90,38 +93,38 @@ describe('decodeContent', () => {
     ['deflate', deflateSync],
     ['br', brotliCompressSync],
   ])('decodes %s', (coding, compress) => {
-    const out = decodeContent(compress(JSON_BODY), coding, 1000);
+    const out = decodeContent(compress(JSON_BODY), coding, 1000, decompress);
     expect(Buffer.from(out).equals(Buffer.from(JSON_BODY))).toBe(true);
   });
 
   it('tolerates raw deflate (no zlib wrapper) for Content-Encoding deflate', () => {
-    const out = decodeContent(deflateRawSync(JSON_BODY), 'deflate', 1000);
+    const out = decodeContent(deflateRawSync(JSON_BODY), 'deflate', 1000, decompress);
     expect(Buffer.from(out).equals(Buffer.from(JSON_BODY))).toBe(true);
   });
 
   it('undoes a list of codings last-applied first', () => {
     const twice = brotliCompressSync(gzipSync(JSON_BODY));
-    const out = decodeContent(twice, 'gzip, br', 1000);
+    const out = decodeContent(twice, 'gzip, br', 1000, decompress);
     expect(Buffer.from(out).equals(Buffer.from(JSON_BODY))).toBe(true);
   });
 
   it('refuses a truncated gzip body as a bad payload', () => {
     const gz = gzipSync(JSON_BODY);
-    expect(() => decodeContent(gz.subarray(0, gz.length - 10), 'gzip', 1000)).toThrow(BadPayloadError);
+    expect(() => decodeContent(gz.subarray(0, gz.length - 10), 'gzip', 1000, decompress)).toThrow(BadPayloadError);
   });
 
   it.each(['gzip', 'deflate', 'br'])('refuses corrupt %s data as a bad payload', (coding) => {
-    expect(() => decodeContent(enc.encode('this is not compressed at all'), coding, 1000)).toThrow(BadPayloadError);
+    expect(() => decodeContent(enc.encode('this is not compressed at all'), coding, 1000, decompress)).toThrow(BadPayloadError);
   });
 
   it('accepts a decoded size of exactly the limit and refuses one byte more', () => {
-    expect(decodeContent(gzipSync(new Uint8Array(1000)), 'gzip', 1000).byteLength).toBe(1000);
-    expect(() => decodeContent(gzipSync(new Uint8Array(1001)), 'gzip', 1000)).toThrow(PayloadTooLargeError);
+    expect(decodeContent(gzipSync(new Uint8Array(1000)), 'gzip', 1000, decompress).byteLength).toBe(1000);
+    expect(() => decodeContent(gzipSync(new Uint8Array(1001)), 'gzip', 1000, decompress)).toThrow(PayloadTooLargeError);
   });
 
   it('refuses a body that decodes to 20 MB + 1 byte', () => {
     const gz = gzipSync(new Uint8Array(MAX_BODY_BYTES + 1));
-    expect(() => decodeContent(gz, 'gzip', MAX_BODY_BYTES)).toThrow(PayloadTooLargeError);
+    expect(() => decodeContent(gz, 'gzip', MAX_BODY_BYTES, decompress)).toThrow(PayloadTooLargeError);
   });
 
   it.each([
@@ -131,6 +134,6 @@ describe('decodeContent', () => {
   ])('refuses a ~30 KB %s body that decodes past 20 MB', (coding, compress) => {
     const bomb = compress(new Uint8Array(30 * 1024 * 1024));
     expect(bomb.byteLength).toBeLessThan(40 * 1024);
-    expect(() => decodeContent(bomb, coding, MAX_BODY_BYTES)).toThrow(PayloadTooLargeError);
+    expect(() => decodeContent(bomb, coding, MAX_BODY_BYTES, decompress)).toThrow(PayloadTooLargeError);
   });
 });

@@ -1,8 +1,11 @@
 // Envelope grammar (protocol notes §2.1) and legacy /store/ body decoding (§3.9).
 import { deflateRawSync, deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
+import { decodeBase64, decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
 import { BadPayloadError } from '../../src/ingest/errors.js';
+import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+
+const { decompress } = nodeIngestRuntime;
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -145,28 +148,41 @@ describe('parseEnvelope: malformed items are skipped and counted', () => {
   });
 });
 
+describe('decodeBase64', () => {
+  it('decodes exactly as Node Buffer does (whitespace, URL-safe, padding, a stray =)', () => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=\r\n\t ';
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let n = 0; n < 5000; n++) {
+      let text = '';
+      for (let i = next() % 24; i > 0; i--) text += alphabet[next() % alphabet.length];
+      expect(Buffer.from(decodeBase64(Buffer.from(text))).equals(Buffer.from(text, 'base64')), JSON.stringify(text)).toBe(true);
+    }
+  });
+});
+
 describe('decodeStoreBody', () => {
   const json = bytes(EVENT);
 
   it('returns a JSON body as it is', () => {
-    expect(decodeStoreBody(json)).toBe(json);
+    expect(decodeStoreBody(json, decompress)).toBe(json);
     const padded = bytes(`  \n${EVENT}`);
-    expect(decodeStoreBody(padded)).toBe(padded);
+    expect(decodeStoreBody(padded, decompress)).toBe(padded);
   });
 
   it('decodes base64 JSON', () => {
-    expect(text(decodeStoreBody(bytes(Buffer.from(EVENT).toString('base64'))))).toBe(EVENT);
+    expect(text(decodeStoreBody(bytes(Buffer.from(EVENT).toString('base64')), decompress))).toBe(EVENT);
   });
 
   it('decodes URL-safe and line-wrapped base64', () => {
     const b64 = Buffer.from(EVENT).toString('base64url');
     const wrapped = `${b64.slice(0, 20)}\n${b64.slice(20)}\n`;
-    expect(text(decodeStoreBody(bytes(wrapped)))).toBe(EVENT);
+    expect(text(decodeStoreBody(bytes(wrapped), decompress))).toBe(EVENT);
   });
 
   it('decodes base64 of zlib-compressed JSON, and of raw deflate', () => {
-    expect(text(decodeStoreBody(bytes(deflateSync(EVENT).toString('base64'))))).toBe(EVENT);
-    expect(text(decodeStoreBody(bytes(deflateRawSync(EVENT).toString('base64'))))).toBe(EVENT);
+    expect(text(decodeStoreBody(bytes(deflateSync(EVENT).toString('base64')), decompress))).toBe(EVENT);
+    expect(text(decodeStoreBody(bytes(deflateRawSync(EVENT).toString('base64')), decompress))).toBe(EVENT);
   });
 
   it.each([
@@ -177,6 +193,6 @@ describe('decodeStoreBody', () => {
     ['base64 of zlib data that is not JSON', deflateSync('not json').toString('base64')],
     ['a JSON array', '[1,2]'],
   ])('refuses %s', (_name, body) => {
-    expect(() => decodeStoreBody(bytes(body))).toThrow(BadPayloadError);
+    expect(() => decodeStoreBody(bytes(body), decompress)).toThrow(BadPayloadError);
   });
 });

@@ -8,6 +8,9 @@ import { normalizeEvent, parseTimestamp } from '../../src/ingest/normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from '../../src/ingest/sessions.js';
 import type { NormalizedEvent, SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
 import { fixtureNames, readFixture, readRequests, replayHeaders, wireBody } from './fixtures.js';
+import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+
+const { decompress, md5Hex } = nodeIngestRuntime;
 
 const RECEIVED = Date.UTC(2026, 10, 21, 14, 0, 0);
 const CLIENT_IP = '198.51.100.4';
@@ -28,7 +31,7 @@ function processEnvelope(body: Uint8Array): Processed {
   const envelopeEventId = typeof env.headers.event_id === 'string' ? env.headers.event_id : null;
   const out: Processed = { events: [], sessions: [], aggregates: [], types: env.items.map((i) => i.type), malformed: env.malformed };
   for (const item of env.items) {
-    if (item.type === 'event') out.events.push(normalizeEvent(item.payload, { receivedAt: RECEIVED, sentAt, envelopeEventId, clientIp: CLIENT_IP }));
+    if (item.type === 'event') out.events.push(normalizeEvent(item.payload, { receivedAt: RECEIVED, sentAt, envelopeEventId, clientIp: CLIENT_IP, md5Hex }));
     else if (item.type === 'session') out.sessions.push(parseSessionUpdate(item.payload, { receivedAt: RECEIVED }));
     else if (item.type === 'sessions') out.aggregates.push(...parseSessionAggregates(item.payload, { receivedAt: RECEIVED }));
   }
@@ -36,11 +39,11 @@ function processEnvelope(body: Uint8Array): Processed {
 }
 
 function processStore(body: Uint8Array): NormalizedEvent {
-  return normalizeEvent(decodeStoreBody(body), { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: CLIENT_IP });
+  return normalizeEvent(decodeStoreBody(body, decompress), { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: CLIENT_IP, md5Hex });
 }
 
 const envelopeFile = (name: string) => processEnvelope(readFixture(name));
-const gunzip = (b: Uint8Array) => decodeContent(b, 'gzip', MAX_BODY_BYTES);
+const gunzip = (b: Uint8Array) => decodeContent(b, 'gzip', MAX_BODY_BYTES, decompress);
 
 describe('fixture reader', () => {
   it('reads every request of every capture file', () => {
@@ -90,7 +93,7 @@ describe('fixture reader', () => {
     const [store] = readRequests('python-sentry-sdk-1.9.10-requests.txt');
     const wire = wireBody(store);
     expect(wire[0]).toBe(0x1f); // gzip magic
-    expect(same(decodeContent(wire, store.headers['content-encoding'], MAX_BODY_BYTES), store.body)).toBe(true);
+    expect(same(decodeContent(wire, store.headers['content-encoding'], MAX_BODY_BYTES, decompress), store.body)).toBe(true);
     expect(Object.keys(replayHeaders(store)).map((k) => k.toLowerCase())).not.toContain('content-length');
     expect(replayHeaders(store)['X-Sentry-Auth']).toBe(store.headers['x-sentry-auth']);
     const [node] = readRequests('node-event-envelope.txt');
@@ -105,7 +108,7 @@ describe('every captured request goes through the request-side ingest path', () 
     .filter((r) => r.method === 'POST');
 
   it.each(requests.map((r) => [`${r.file}#${r.index} ${r.path.split('?')[0]}`, r] as const))('%s', (_name, req) => {
-    const body = decodeContent(wireBody(req), req.headers['content-encoding'] ?? null, MAX_BODY_BYTES);
+    const body = decodeContent(wireBody(req), req.headers['content-encoding'] ?? null, MAX_BODY_BYTES, decompress);
     if (req.path.includes('/store/')) {
       const e = processStore(body);
       expect(e.eventId).toMatch(/^[0-9a-f]{32}$/);
@@ -183,7 +186,7 @@ describe('what the fixtures normalise to', () => {
   it('@sentry/node gzip-compressed large event', () => {
     const wire = readFixture('node-gzip-event.envelope.gz');
     expect(wire.byteLength).toBeLessThan(2000);
-    const e = processEnvelope(decodeContent(wire, 'gzip', MAX_BODY_BYTES)).events[0];
+    const e = processEnvelope(decodeContent(wire, 'gzip', MAX_BODY_BYTES, decompress)).events[0];
     expect(e).toMatchObject({ eventId: '38b5c49c6fa942b28a168bba07439042', level: 'info', title: 'depcheck big message' });
     expect((e.detail.extra as { blob: string }).blob).toHaveLength(40 * 1024);
   });

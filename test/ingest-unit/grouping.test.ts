@@ -8,9 +8,12 @@ import {
 } from '../../src/ingest/grouping.js';
 import { normalizeEvent } from '../../src/ingest/normalize.js';
 import type { NormalizedException } from '../../src/ingest/types.js';
+import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+
+const { md5Hex } = nodeIngestRuntime;
 
 const enc = new TextEncoder();
-const CTX = { receivedAt: Date.UTC(2026, 10, 21), sentAt: null, envelopeEventId: null, clientIp: null };
+const CTX = { receivedAt: Date.UTC(2026, 10, 21), sentAt: null, envelopeEventId: null, clientIp: null, md5Hex };
 const norm = (event: unknown) => normalizeEvent(enc.encode(JSON.stringify(event)), CTX);
 const fp = (event: unknown) => norm(event).fingerprint;
 const input = (event: unknown) => norm(event).detail.fingerprint_input;
@@ -26,13 +29,23 @@ const err = (frames: Frame[], type = 'TypeError', value = 'x is undefined', extr
 describe('fingerprint format', () => {
   it('is 32 lowercase hex characters', () => {
     expect(fp(err([f('a', 'b', 1)]))).toMatch(/^[0-9a-f]{32}$/);
-    expect(hashGroupingInput(['x'])).toMatch(/^[0-9a-f]{32}$/);
+    expect(hashGroupingInput(['x'], md5Hex)).toMatch(/^[0-9a-f]{32}$/);
+  });
+  it('is the MD5 of the JSON-encoded grouping input, unchanged across versions (stored issues keep matching)', () => {
+    expect(hashGroupingInput(['x'], md5Hex)).toBe('4559c071008d3779d3efd0caa5135728');
+    expect(hashGroupingInput([], md5Hex)).toBe('d751713988987e9331980363e24189ce');
+    const stack = norm(err([f('a', 'b', 1)]));
+    expect(stack.detail.fingerprint_input).toEqual(['stack', 'node', 'TypeError', 'a|b|1']);
+    expect(stack.fingerprint).toBe('875363ba0014351800f5b05f8894418b');
+    const message = norm({ platform: 'python', message: 'Order 1234 failed für Kunde ✓' });
+    expect(message.detail.fingerprint_input).toEqual(['message', 'python', 'Order <n> failed für Kunde ✓']);
+    expect(message.fingerprint).toBe('bccb593e9d007b6d90e63cdd3e3e6c73');
   });
   it('computeFingerprint is the hash of the grouping input', () => {
     const e = norm(err([f('a', 'b', 1)]));
     const main = e.detail.exceptions[0];
-    expect(computeFingerprint({}, { platform: 'node', main, message: e.message, images: [] })).toBe(e.fingerprint);
-    expect(hashGroupingInput(e.detail.fingerprint_input!)).toBe(e.fingerprint);
+    expect(computeFingerprint({}, { platform: 'node', main, message: e.message, images: [] }, md5Hex)).toBe(e.fingerprint);
+    expect(hashGroupingInput(e.detail.fingerprint_input!, md5Hex)).toBe(e.fingerprint);
   });
 });
 

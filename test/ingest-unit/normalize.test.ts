@@ -2,9 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidItemError } from '../../src/ingest/errors.js';
 import { normalizeEvent, parseTimestamp, type NormalizeContext } from '../../src/ingest/normalize.js';
+import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
 
 const RECEIVED = Date.UTC(2026, 10, 21, 12, 0, 0);
-const CTX: NormalizeContext = { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: '203.0.113.7' };
+const CTX: NormalizeContext = { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: '203.0.113.7', md5Hex: nodeIngestRuntime.md5Hex };
 const enc = new TextEncoder();
 
 function norm(event: unknown, ctx: Partial<NormalizeContext> = {}) {
