@@ -4,6 +4,8 @@
 // the real ingest path. Creates the project through the management API if needed.
 import { gzipSync } from 'node:zlib';
 import type { Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { localBaseUrl } from '../http/public-url.js';
 import { parseDsn } from '../ingest/auth.js';
 import { buildSeedPlan, type SeedPlan } from '../ingest/seed-data.js';
 import { CliError, type CliContext } from './context.js';
@@ -134,16 +136,29 @@ export async function runSeed(options: SeedRunOptions): Promise<SeedResult> {
   return { projectId: project.id, slug: project.slug, created, dsn: project.dsn, plan, refused };
 }
 
+/**
+ * Where `faultline serve` run with the same settings listens, seen from this machine:
+ * http://127.0.0.1:<PORT> for a wildcard HOST (the default 0.0.0.0, or ::), else
+ * http://<HOST>:<PORT>. Only PORT and HOST are read, so other settings cannot stop seed.
+ */
+export function defaultSeedUrl(env: Record<string, string | undefined> = process.env): string {
+  const { port, host } = loadConfig({ PORT: env.PORT, HOST: env.HOST });
+  if (port === 0) {
+    throw new SeedError('PORT is 0 (serve picks a free port), so the server address is unknown; pass --url with the URL serve logged');
+  }
+  return localBaseUrl(host, port);
+}
+
 export function register(program: Command, _cli?: CliContext): void {
   program
     .command('seed')
     .description('send a week of demo events and sessions to a running server through its ingest endpoint')
     .argument('[slug]', 'project to fill; created when it does not exist', 'demo')
-    .option('--url <url>', 'base URL of the running server', 'http://127.0.0.1:8080')
+    .option('--url <url>', 'base URL of the running server (default: http://127.0.0.1:$PORT, or $HOST when it is not a wildcard address)')
     .option('--api-key <key>', 'management API key (default: the first of API_KEYS)')
     .option('--days <n>', 'how many days back to fill (1-30)', '7')
     .option('--seed <n>', 'random seed, for repeatable data (default: the current time)')
-    .action(async (slug: string, opts: { url: string; apiKey?: string; days: string; seed?: string }) => {
+    .action(async (slug: string, opts: { url?: string; apiKey?: string; days: string; seed?: string }) => {
       const days = Number(opts.days);
       if (!Number.isInteger(days) || days < 1 || days > 30) {
         throw new SeedError(`--days must be an integer between 1 and 30 (got ${JSON.stringify(opts.days)})`);
@@ -151,10 +166,11 @@ export function register(program: Command, _cli?: CliContext): void {
       const seed = opts.seed === undefined ? undefined : Number(opts.seed);
       if (seed !== undefined && !Number.isInteger(seed)) throw new SeedError(`--seed must be an integer (got ${JSON.stringify(opts.seed)})`);
       const apiKey = opts.apiKey ?? (process.env.API_KEYS ?? '').split(',').map((k) => k.trim()).find((k) => k !== '');
-      const result = await runSeed({ slug, url: opts.url, apiKey, days, seed, progress: (line) => process.stderr.write(line + '\n') });
+      const url = opts.url ?? defaultSeedUrl();
+      const result = await runSeed({ slug, url, apiKey, days, seed, progress: (line) => process.stderr.write(line + '\n') });
       const { plan } = result;
       const lines = [
-        `Seeded project "${result.slug}" (id ${result.projectId}) on ${opts.url}`,
+        `Seeded project "${result.slug}" (id ${result.projectId}) on ${url}`,
         `  events:   ${plan.events} (${plan.crashes} crashes)`,
         `  sessions: ${plan.sessions} (${plan.crashedSessions} crashed)`,
         `  releases: ${plan.releases.join(', ')}`,

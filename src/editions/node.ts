@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { AppDeps } from '../context.js';
 import { createApp } from '../http/app.js';
+import { localBaseUrl } from '../http/public-url.js';
 import { MemoryRateLimiter } from '../http/rate-limit.js';
 import { createIngestWriter } from '../ingest/writer.js';
 import { migrate, openStore } from '../store/database.js';
@@ -77,8 +78,7 @@ export async function startServer(
     s.once('error', reject);
   });
   const address = server.address() as AddressInfo;
-  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${address.port}`;
+  const url = localBaseUrl(host, address.port);
   let closing: Promise<void> | null = null;
   const retention = options.background
     ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })

@@ -31,3 +31,12 @@ export function buildDsn(baseUrl: string, dsnKey: string, projectId: number): st
   const u = new URL(baseUrl);
   return `${u.protocol}//${dsnKey}@${u.host}${u.pathname.replace(/\/+$/, '')}/${projectId}`;
 }
+
+/**
+ * The URL a client on this machine reaches a server listening on `host`:`port` at: a
+ * wildcard address (0.0.0.0, ::) becomes 127.0.0.1, an IPv6 address is bracketed.
+ */
+export function localBaseUrl(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`;
+}

@@ -2,7 +2,7 @@
 // management API, and a week of events and sessions arrives through ingest.
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { register, runSeed, SeedError } from '../../src/cli/seed.js';
+import { defaultSeedUrl, register, runSeed, SeedError } from '../../src/cli/seed.js';
 import { buildSeedPlan, SEED_RELEASES } from '../../src/ingest/seed-data.js';
 import { DAY_MS } from '../../src/clock.js';
 import { findProjectBySlug } from '../../src/store/projects.js';
@@ -80,6 +80,39 @@ describe.each(dialects)('faultline seed on %s', (dialect) => {
     expect(totals.total).toBe(result.plan.sessions);
     expect(totals.crashed).toBe(result.plan.crashedSessions);
     expect(totals.errored).toBeGreaterThan(0);
+  });
+
+  it('without --url sends to the server that PORT and HOST describe (127.0.0.1 for a wildcard HOST)', async () => {
+    const port = new URL(t.url).port;
+    const run = async (env: Record<string, string | undefined>) => {
+      const program = new Command();
+      program.exitOverride();
+      register(program);
+      const out: string[] = [];
+      const saved = { PORT: process.env.PORT, HOST: process.env.HOST };
+      Object.assign(process.env, env);
+      for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k];
+      const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
+      const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      try {
+        await program.parseAsync(['seed', 'by-port', '--api-key', API_KEY, '--days', '1', '--seed', '3'], { from: 'user' });
+      } finally {
+        stdout.mockRestore();
+        stderr.mockRestore();
+        for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      return out.join('');
+    };
+    for (const host of ['0.0.0.0', '127.0.0.1', '::']) {
+      expect(await run({ PORT: port, HOST: host })).toContain(`Seeded project "by-port" (id `);
+    }
+    expect(await run({ PORT: port, HOST: '0.0.0.0' })).toContain(`on http://127.0.0.1:${port}`);
+    // PORT=0 means "any free port": there is nothing to guess.
+    await expect(run({ PORT: '0', HOST: undefined })).rejects.toThrow(/PORT is 0.*--url/);
+    // The localhost URL form of an IPv6 address is bracketed.
+    expect(defaultSeedUrl({ PORT: '9000', HOST: '::1' })).toBe('http://[::1]:9000');
+    expect(defaultSeedUrl({})).toBe('http://127.0.0.1:8080');
   });
 
   it('runs as a CLI command on an existing project and adds to it', async () => {
