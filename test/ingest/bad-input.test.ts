@@ -1,7 +1,8 @@
 // Bad ingest requests: each gets its exact status, and the stored data is proven
 // unchanged (row counts of every table ingest writes, before and after). Requests
 // that are partly good show exactly the good part stored.
-import { gzipSync } from 'node:zlib';
+import http from 'node:http';
+import zlib, { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
@@ -9,6 +10,41 @@ import { dialects, startTestServer, type TestServer } from '../helpers/server.js
 import { dsnOf, envelope, errorEvent, eventId, eventsOf, makeProject, post, rowCounts, sessionUpdate, sessionsOf } from './helpers.js';
 
 const MB20 = 20 * 1024 * 1024;
+
+/**
+ * POSTs chunks as they come (Transfer-Encoding: chunked, no Content-Length) on a
+ * connection of its own: the server may answer and stop reading before the body is
+ * complete, and the answer is what counts.
+ */
+function postChunked(t: TestServer, p: ProjectRow, chunks: Iterable<Uint8Array>): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${t.url}/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+        resolve(new Response(Buffer.concat(parts), { status: res.statusCode, headers }));
+      });
+      res.on('error', reject);
+    });
+    req.on('error', (err) => (req.destroyed && (req as any).res ? undefined : reject(err)));
+    expect(req.getHeader('content-length')).toBeUndefined();
+    (async () => {
+      for (const chunk of chunks) {
+        if (req.destroyed) return;
+        if (!req.write(chunk)) await new Promise((r) => req.once('drain', r).once('close', r));
+      }
+      req.end();
+    })().catch(reject);
+  });
+}
+
+function* over20Mb(): Generator<Uint8Array> {
+  yield Buffer.from('{}\n{"type":"attachment"}\n');
+  const mb = Buffer.alloc(1024 * 1024, 0x61);
+  for (let i = 0; i < 21; i++) yield mb;
+}
 
 interface BadCase {
   name: string;
@@ -53,6 +89,24 @@ const cases: BadCase[] = [
     send: (t, p) => post(t, p, Buffer.alloc(MB20 + 1, 0x20), { endpoint: 'store', headers: { 'Content-Type': 'application/json' } }),
   },
   {
+    name: 'a chunked body without Content-Length that passes 20 MB',
+    status: 413,
+    send: (t, p) => postChunked(t, p, over20Mb()),
+    error: /exceeds the limit/,
+  },
+  {
+    name: 'a store body that is not JSON',
+    status: 400,
+    send: (t, p) => post(t, p, 'this is not an event: {nope}', { endpoint: 'store', headers: { 'Content-Type': 'application/json' } }),
+    error: /store body/,
+  },
+  {
+    name: 'sentry_version=8',
+    status: 400,
+    send: (t, p) => post(t, p, oneEvent(t), { headers: { 'X-Sentry-Auth': `Sentry sentry_key=${p.dsn_key}, sentry_version=8` }, auth: 'none' }),
+    error: /unsupported protocol version 8/,
+  },
+  {
     name: 'a 30 KB gzip that decodes past 20 MB',
     status: 413,
     send: (t, p) => {
@@ -60,6 +114,26 @@ const cases: BadCase[] = [
       expect(bomb.length).toBeLessThan(40 * 1024);
       return post(t, p, bomb, { headers: { 'Content-Encoding': 'gzip' } });
     },
+  },
+  {
+    name: 'a deflate body that decodes past 20 MB',
+    status: 413,
+    send: (t, p) => {
+      const bomb = deflateSync(Buffer.alloc(30 * 1024 * 1024, 0));
+      expect(bomb.length).toBeLessThan(40 * 1024);
+      return post(t, p, bomb, { headers: { 'Content-Encoding': 'deflate' } });
+    },
+    error: /decoded request body exceeds/,
+  },
+  {
+    name: 'a br body that decodes past 20 MB',
+    status: 413,
+    send: (t, p) => {
+      const bomb = brotliCompressSync(Buffer.alloc(30 * 1024 * 1024, 0), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 } });
+      expect(bomb.length).toBeLessThan(8 * 1024);
+      return post(t, p, bomb, { headers: { 'Content-Encoding': 'br' } });
+    },
+    error: /decoded request body exceeds/,
   },
   {
     name: '101 events',
