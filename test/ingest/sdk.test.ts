@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decompress } from '../../src/store/codec.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { dsnOf, eventsOf, issuesOf, makeProject, sessionsOf, sessionTotals } from './helpers.js';
@@ -95,9 +96,13 @@ describe.each(dialects)('@sentry/node against the server on %s', (dialect) => {
     expect(issues).toHaveLength(1);
     expect(issues[0].title).toBe('RangeError: large event');
     const [event] = await eventsOf(t, projects.large);
-    // The raw payload kept is the full 48 KiB event (compressed at rest).
-    expect(event.raw.byteLength).toBeGreaterThan(0);
+    // The raw payload is kept whole (the 48 KiB of padding and all), compressed at rest.
     expect(event.raw.byteLength).toBeLessThan(48 * 1024);
+    const raw = JSON.parse(decompress(event.raw).toString('utf8'));
+    expect(raw.event_id).toBe(event.event_id);
+    expect(raw.extra.padding).toBe('x'.repeat(48 * 1024));
+    expect(raw.exception.values.at(-1)).toMatchObject({ type: 'RangeError', value: 'large event' });
+    expect(raw.exception.values.at(-1).stacktrace.frames.length).toBeGreaterThan(0);
   });
 
   it('an uncaught exception in the process arrives as a crash', async () => {
