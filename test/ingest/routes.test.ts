@@ -116,6 +116,35 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
   });
 
+  it('after rotate-key, the old DSN key is refused at once (401) and the new one accepted', async () => {
+    const created = await t.api('/api/projects', { method: 'POST', json: { slug: `rotate-${eventId().slice(0, 8)}` } });
+    expect(created.status).toBe(201);
+    const project = (await created.json()) as { id: number; slug: string; dsn: string };
+    const oldKey = new URL(project.dsn).username;
+    const send = (key: string) => {
+      const id = eventId();
+      return fetch(`${t.url}/api/${project.id}/envelope/?sentry_key=${key}`, {
+        method: 'POST',
+        body: envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]) as BodyInit,
+      });
+    };
+    expect((await send(oldKey)).status).toBe(200);
+
+    const rotated = await t.api(`/api/projects/${project.slug}/rotate-key`, { method: 'POST' });
+    expect(rotated.status).toBe(200);
+    const newKey = new URL(((await rotated.json()) as { dsn: string }).dsn).username;
+    expect(newKey).not.toBe(oldKey);
+    const before = await rowCounts(t);
+    const refused = await send(oldKey);
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).error).toMatch(/DSN key/);
+    expect(await rowCounts(t)).toEqual(before);
+    const accepted = await send(newKey);
+    expect(accepted.status).toBe(200);
+    const stored = await t.deps.store.db.selectFrom('events').select('id').where('project_id', '=', project.id).execute();
+    expect(stored).toHaveLength(2);
+  });
+
   it('takes the path with or without the trailing slash', async () => {
     const p = await makeProject(t);
     const id = eventId();
