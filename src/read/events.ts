@@ -3,12 +3,12 @@
 // event (decoded normalised detail, symbolicated frames, raw payload). Paging is
 // by id, so new events (always higher ids) never shift a page a reader is on.
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { iso } from '../clock.js';
+import { HOUR_MS, iso } from '../clock.js';
 import { decodeJson, decompress } from '../store/codec.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
-import { containsPattern, parseLimit } from './params.js';
+import { containsText, parseLimit } from './params.js';
 import { parseWindow, type QueryParams, type TimeWindow } from './window.js';
 
 type Db = Kysely<Database>;
@@ -197,10 +197,46 @@ function chooseDriver(q: EventListQuery, issueId: number | undefined): Driver {
 }
 
 /**
- * The id of the SCAN_BUDGET-th entry below `before` on the driver's index, or
- * undefined when fewer entries remain (the walk then reaches the end).
+ * How late an event's row may be written after its receive time (the request's
+ * body upload, bounded by Node's 5-minute request timeout, plus the writer's
+ * queue), and how far the clocks of instances sharing a database may disagree.
+ * See windowFloor.
  */
-async function scanFloor(db: Db, projectId: number, driver: Driver, before: number | undefined, budget: number): Promise<number | undefined> {
+export const RECEIVE_SLACK_MS = 10 * 60_000;
+
+/**
+ * An id at or below which no event can lie in a window starting at `from`, or
+ * undefined when every stored event may. Ingest clamps an event time more than an
+ * hour past the receive time to the receive time, so an event in the window was
+ * received at or after `from − 1 h`. Ids are taken in insert order, and a row is
+ * inserted within RECEIVE_SLACK_MS of its receive time, so every event with an id
+ * below that of one received before `from − 1 h − slack` was itself received before
+ * `from − 1 h`. One probe of events_received finds such an event (any project).
+ */
+async function windowFloor(db: Db, from: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('events')
+    .select('id')
+    .where('received_at', '<', from - HOUR_MS - RECEIVE_SLACK_MS)
+    .orderBy('received_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? Number(row.id) : undefined;
+}
+
+/**
+ * The id of the budget-th entry below `before` (and above `above`) on the
+ * driver's index, or undefined when fewer entries remain (the walk then reaches
+ * the end).
+ */
+async function scanFloor(
+  db: Db,
+  projectId: number,
+  driver: Driver,
+  before: number | undefined,
+  above: number | undefined,
+  budget: number,
+): Promise<number | undefined> {
   if (driver.kind === 'tag') {
     let q = db
       .selectFrom('event_tags')
@@ -209,6 +245,7 @@ async function scanFloor(db: Db, projectId: number, driver: Driver, before: numb
       .where('key', '=', driver.key)
       .where('value', '=', driver.value);
     if (before !== undefined) q = q.where('event_id', '<', before);
+    if (above !== undefined) q = q.where('event_id', '>', above);
     const row = await q.orderBy('event_id', 'desc').offset(budget).limit(1).executeTakeFirst();
     return row ? Number(row.id) : undefined;
   }
@@ -220,6 +257,7 @@ async function scanFloor(db: Db, projectId: number, driver: Driver, before: numb
     if (driver.kind === 'release') q = q.where('release', '=', driver.value);
   }
   if (before !== undefined) q = q.where('id', '<', before);
+  if (above !== undefined) q = q.where('id', '>', above);
   const row = await q.orderBy('id', 'desc').offset(budget).limit(1).executeTakeFirst();
   return row ? Number(row.id) : undefined;
 }
@@ -250,36 +288,60 @@ export async function listEvents(
   );
   const residualTags = driver.kind === 'tag' ? q.tags.slice(1) : q.tags;
   const residual = residualExact.length > 0 || residualTags.length > 0 || q.crash || q.q !== undefined || q.window !== null;
-  const floor = residual ? await scanFloor(db, projectId, driver, q.before, options.scanBudget ?? SCAN_BUDGET) : undefined;
+  const budget = options.scanBudget ?? SCAN_BUDGET;
+  // With a window, ids at or below `lowest` hold no event of it: the walk ends there.
+  const lowest = q.window ? await windowFloor(db, q.window.from) : undefined;
+  const floor = residual ? await scanFloor(db, projectId, driver, q.before, lowest, budget) : undefined;
+
+  /** The id range this request may walk, applied to every index it touches. */
+  const bounded = <B extends { where: (...args: any[]) => B }>(query: B, column: string): B => {
+    let out = query;
+    if (q.before !== undefined) out = out.where(column, '<', q.before);
+    if (floor !== undefined) out = out.where(column, '>=', floor);
+    else if (lowest !== undefined) out = out.where(column, '>', lowest);
+    return out;
+  };
 
   let query: SelectQueryBuilder<Database, 'events', object>;
-  // The column the walk is ordered and bounded by: the driver index's id column.
-  let idColumn: any;
   if (driver.kind === 'tag') {
-    idColumn = sql.ref('event_tags.event_id');
+    // The tag's entries, newest first, cut to what this request may examine (one page, or
+    // the scan budget when other filters may reject entries) before joining to events: the
+    // join then looks up at most that many events by primary key, whatever plan is chosen.
+    const tagged = bounded(
+      db
+        .selectFrom('event_tags')
+        .select('event_tags.event_id')
+        .where('event_tags.project_id', '=', projectId)
+        .where('event_tags.key', '=', driver.key)
+        .where('event_tags.value', '=', driver.value),
+      'event_tags.event_id',
+    )
+      .orderBy('event_tags.event_id', 'desc')
+      .limit(residual ? budget + 1 : q.limit + 1);
     query = db
-      .selectFrom('event_tags')
-      .innerJoin('events', 'events.id', 'event_tags.event_id')
-      .where('event_tags.project_id', '=', projectId)
-      .where('event_tags.key', '=', driver.key)
-      .where('event_tags.value', '=', driver.value)
+      .selectFrom(tagged.as('tagged'))
+      .innerJoin('events', 'events.id', 'tagged.event_id')
       .where('events.project_id', '=', projectId) as unknown as SelectQueryBuilder<Database, 'events', object>;
   } else {
-    idColumn = 'events.id';
     query = db.selectFrom('events');
     query = driver.kind === 'issue' ? query.where('events.issue_id', '=', driver.issueId) : query.where('events.project_id', '=', projectId);
   }
-  if (q.before !== undefined) query = query.where(idColumn, '<', q.before);
-  if (floor !== undefined) query = query.where(idColumn, '>=', floor);
+  query = bounded(query, 'events.id');
   for (const [key, value] of residualTags) {
+    // One probe of event_tags_lookup (project_id, key, value, event_id) per walked event.
+    // An OFFSET keeps PostgreSQL from turning the EXISTS into a semi-join, which could hash
+    // every entry of the tag value instead of stopping when the page is full.
     query = query.where((eb) =>
       eb.exists(
         eb
           .selectFrom('event_tags as t')
           .select(sql.lit(1).as('one'))
-          .whereRef('t.event_id', '=', 'events.id')
+          .where('t.project_id', '=', projectId)
           .where('t.key', '=', key)
-          .where('t.value', '=', value),
+          .where('t.value', '=', value)
+          .whereRef('t.event_id', '=', 'events.id')
+          .limit(1)
+          .offset(0),
       ),
     );
   }
@@ -289,14 +351,13 @@ export async function listEvents(
   }
   if (q.crash) query = query.where('events.is_crash', '=', 1);
   if (q.q !== undefined) {
-    const pattern = containsPattern(q.q);
-    query = query.where(sql<boolean>`lower(${sql.ref('events.message')}) like ${pattern} escape '\\'`);
+    query = query.where(containsText('events.message', q.q));
   }
   if (q.window) query = query.where('events.timestamp', '>=', q.window.from).where('events.timestamp', '<', q.window.to);
 
   const rows = (await query
     .select(SUMMARY_COLUMNS.map((c) => `events.${c}` as const))
-    .orderBy(idColumn, 'desc')
+    .orderBy('events.id', 'desc')
     .limit(q.limit + 1)
     .execute()) as EventSummaryRow[];
   const full = rows.length > q.limit;

@@ -1,5 +1,5 @@
 // Issue queries: the filtered, sorted list with sparklines, the detail (hourly
-// timeline, breakdown over stored events, newest/oldest stored event), and the
+// timeline, breakdown over the newest stored events, newest/oldest stored event), and the
 // status workflow (single and bulk). Every query is served by an index on
 // issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
 import { sql, type Kysely } from 'kysely';
@@ -9,7 +9,7 @@ import { ReadInputError, ReadNotFoundError } from './errors.js';
 import {
   ISSUE_STATUSES,
   LEVELS,
-  containsPattern,
+  containsText,
   isIssueStatus,
   parseEnum,
   parseLimit,
@@ -25,6 +25,8 @@ export const SPARKLINE_HOURS = 24;
 export const ISSUE_SORTS = ['last_seen', 'first_seen', 'events'] as const;
 export const BREAKDOWN_KEYS = ['release', 'device_model', 'os_version', 'environment'] as const;
 export const BREAKDOWN_TOP = 10;
+/** The breakdown counts over at most this many of the issue's newest stored events in the window. */
+export const BREAKDOWN_EVENTS = 10_000;
 /** Most fingerprints one bulk request may name. */
 export const MAX_BULK = 10_000;
 
@@ -103,13 +105,8 @@ export async function listIssues(
   if (q.level) base = base.where('level', '=', q.level);
   if (q.release !== undefined) base = base.where('last_release', '=', q.release);
   if (q.q !== undefined) {
-    const pattern = containsPattern(q.q);
-    base = base.where((eb) =>
-      eb.or([
-        sql<boolean>`lower(${eb.ref('title')}) like ${pattern} escape '\\'`,
-        sql<boolean>`lower(${eb.ref('location')}) like ${pattern} escape '\\'`,
-      ]),
-    );
+    const text = q.q;
+    base = base.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
   }
   const sortColumn = q.sort === 'events' ? 'event_count' : q.sort;
   const [rows, count] = await Promise.all([
@@ -150,6 +147,7 @@ export async function issueDetail(
   fingerprint: string,
   query: QueryParams,
   now: number,
+  options: { breakdownEvents?: number } = {},
 ): Promise<IssueDetailJson> {
   const window = parseWindow(query, now);
   const issue = await findIssue(db, projectId, fingerprint);
@@ -168,15 +166,23 @@ export async function issueDetail(
   const byBucket = new Map(timelineRows.map((r) => [Number(r.bucket), Number(r.events)]));
   const timeline = bucketList(window).map((b) => ({ bucket: iso(b), events: byBucket.get(b) ?? 0 }));
 
-  // One pass over the issue's events in the window (events_issue_timestamp), grouped by
-  // all four keys at once; each key's counts are then summed and ranked here: count desc,
-  // then value in code-point order, so ties rank the same on every database collation.
-  const combos = await db
+  // The issue's newest BREAKDOWN_EVENTS stored events of the window, walked backwards on
+  // events_issue_timestamp, grouped by all four keys at once; each key's counts are then
+  // summed and ranked here: count desc, then value in code-point order, so ties rank the
+  // same on every database collation.
+  const newest = db
     .selectFrom('events')
-    .select((eb) => [...BREAKDOWN_KEYS, eb.fn.countAll<number>().as('n')])
+    .select([...BREAKDOWN_KEYS])
     .where('issue_id', '=', issueId)
     .where('timestamp', '>=', window.from)
     .where('timestamp', '<', window.to)
+    .orderBy('timestamp', 'desc')
+    .orderBy('id', 'desc')
+    .limit(options.breakdownEvents ?? BREAKDOWN_EVENTS)
+    .as('newest');
+  const combos = await db
+    .selectFrom(newest)
+    .select((eb) => [...BREAKDOWN_KEYS, eb.fn.countAll<number>().as('n')])
     .groupBy([...BREAKDOWN_KEYS])
     .execute();
   const breakdown = {} as IssueDetailJson['breakdown'];

@@ -1,5 +1,6 @@
 // Parsing of the read routes' query parameters shared by several lists: page
 // size, offset, enumerations. Limits come from DECISIONS "Names and shapes".
+import { sql, type RawBuilder } from 'kysely';
 import { ReadInputError } from './errors.js';
 
 export const DEFAULT_LIMIT = 50;
@@ -45,5 +46,14 @@ export function isIssueStatus(v: unknown): v is IssueStatus {
 
 /** A LIKE pattern matching `text` anywhere, with LIKE's wildcards escaped (use with `escape '\'`). */
 export function containsPattern(text: string): string {
-  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * `q`: the column contains `text`, ignoring case. The database lowers both sides
+ * with the same lower(), so they always fold alike: every letter on PostgreSQL
+ * (by the database's LC_CTYPE), ASCII letters only on SQLite.
+ */
+export function containsText(column: string, text: string): RawBuilder<boolean> {
+  return sql<boolean>`lower(${sql.ref(column)}) like lower(cast(${containsPattern(text)} as text)) escape '\\'`;
 }

@@ -1,0 +1,95 @@
+// Measuring the work of the read queries on the real database: a second Kysely
+// on the same database records every query a read function runs; each one is
+// then run again under EXPLAIN ANALYZE (PostgreSQL), and the rows its plan
+// really read from a table are summed, whatever plan the planner picked. SQLite
+// has no row counts; there the plan's shape is returned (EXPLAIN QUERY PLAN).
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, type CompiledQuery } from 'kysely';
+import type { Database } from '../../src/store/schema.js';
+import type { TestServer } from '../helpers/server.js';
+
+export interface RecordingDb {
+  db: Kysely<Database>;
+  /** Runs `fn` and returns what it answered plus every query it ran. */
+  record<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<{ result: T; queries: CompiledQuery[] }>;
+  /** Rows the query reads from `table` (PostgreSQL: summed over the plan's scan nodes). */
+  rowsRead(query: CompiledQuery, table: string): Promise<number>;
+  /** The SQLite plan, one line per step (EXPLAIN QUERY PLAN). */
+  sqlitePlan(query: CompiledQuery): string[];
+  close(): Promise<void>;
+}
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+function sumRows(node: PlanNode, table: string): number {
+  let n = 0;
+  if (node['Relation Name'] === table) {
+    const perLoop = (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0);
+    n += perLoop * (node['Actual Loops'] ?? 1);
+  }
+  for (const child of node.Plans ?? []) n += sumRows(child, table);
+  return n;
+}
+
+export function recordingDb(t: TestServer): RecordingDb {
+  let log: CompiledQuery[] | null = null;
+  const onLog = (e: { level: string; query: CompiledQuery }) => {
+    if (e.level === 'query' && log) log.push(e.query);
+  };
+  if (t.deps.store.dialect === 'postgres') {
+    const pool = new pg.Pool({ connectionString: t.database.url, max: 2 });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: onLog });
+    return {
+      db,
+      async record(fn) {
+        log = [];
+        try {
+          const result = await fn(db);
+          return { result, queries: log };
+        } finally {
+          log = null;
+        }
+      },
+      async rowsRead(query, table) {
+        const res = await pool.query(`explain (analyze, format json) ${query.sql}`, query.parameters as unknown[]);
+        const plan = (res.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan;
+        return sumRows(plan, table);
+      },
+      sqlitePlan() {
+        throw new Error('not SQLite');
+      },
+      close: () => db.destroy(),
+    };
+  }
+  const file = t.database.url.replace(/^sqlite:/, '');
+  const raw = new BetterSqlite3(file, { readonly: true });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }), log: onLog });
+  return {
+    db,
+    async record(fn) {
+      log = [];
+      try {
+        const result = await fn(db);
+        return { result, queries: log };
+      } finally {
+        log = null;
+      }
+    },
+    async rowsRead() {
+      throw new Error('SQLite has no row counts per plan node; use sqlitePlan');
+    },
+    sqlitePlan(query) {
+      const params = query.parameters.map((p) => (typeof p === 'boolean' ? Number(p) : p));
+      return (raw.prepare(`explain query plan ${query.sql}`).all(...(params as unknown[])) as { detail: string }[]).map((r) => r.detail);
+    },
+    close: () => db.destroy(),
+  };
+}
