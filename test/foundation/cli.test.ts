@@ -222,6 +222,33 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
     await db.drop();
   });
 
+  it('a second stop signal while a request keeps shutdown waiting exits at once with 1', async () => {
+    const db = await createTestDatabase(dialect);
+    const serve = await startServe({ env: { DATABASE_URL: db.url } });
+    const { port } = new URL(serve.url);
+    // A request whose body never completes: shutdown waits for it (up to 30 s).
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/api/projects', agent: false });
+    req.on('error', () => {});
+    req.write('{"slug": "never-fin');
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      serve.signal('SIGTERM');
+      await waitForLine(serve, (l) => String(l.msg).startsWith('stopping'));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(serve.child.exitCode).toBeNull(); // still waiting for the request
+      const sent = Date.now();
+      serve.signal('SIGINT');
+      expect(await serve.exited).toBe(1);
+      expect(Date.now() - sent).toBeLessThan(5_000);
+      expect(serve.lines.some((l) => String(l.msg).includes('second stop signal'))).toBe(true);
+      expect(serve.lines.some((l) => l.msg === 'stopped')).toBe(false);
+    } finally {
+      req.destroy();
+      if (serve.child.exitCode === null) serve.child.kill('SIGKILL');
+      await db.drop();
+    }
+  });
+
   it('refuses to start when the port is taken', async () => {
     const db = await createTestDatabase(dialect);
     const blocker = net.createServer();
