@@ -41,6 +41,13 @@ export interface AppDeps {
   ingest: IngestSink;
   ingestRuntime: IngestRuntime;
   /**
+   * Reads a request's body straight from the edition's own request object, when it
+   * has a cheaper way than the Web stream (Node: the IncomingMessage; creating the
+   * Web Request and ReadableStream cost more than the rest of an ingest request).
+   * Returns undefined to fall back to the Web stream. Throws PayloadTooLargeError past `limit`.
+   */
+  readRequestBody?: (request: Request, env: unknown, limit: number) => Promise<Uint8Array> | undefined;
+  /**
    * The network address of the peer that sent a request, supplied by the edition
    * (Node: the socket's remote address; `env` is what the server adapter passes as
    * the app's env). Used to key the open management API's rate limit.

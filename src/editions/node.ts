@@ -14,6 +14,7 @@ import { createIngestWriter } from '../ingest/writer.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
+import { readNodeRequestBody } from './node-body.js';
 import { nodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
@@ -50,6 +51,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
         : new MemoryRateLimiter(config.rateLimit),
     ingest,
     ingestRuntime: nodeIngestRuntime,
+    readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
   };
 }

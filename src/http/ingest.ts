@@ -7,6 +7,7 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { AppDeps } from '../context.js';
 import type { Config } from '../config.js';
 import { isIngestPath } from './auth.js';
+import { readBody } from '../ingest/decode.js';
 import { handleIngest, type IngestEndpoint } from '../ingest/pipeline.js';
 
 /** The request headers SDKs send (protocol notes §1.3), allowed in preflight answers. */
@@ -57,7 +58,7 @@ export function ingestRoutes(deps: AppDeps): Hono {
           projectId: c.req.param('projectId') ?? '',
           headers: c.req.raw.headers,
           query: url.searchParams,
-          body: c.req.raw.body,
+          readBody: (limit) => deps.readRequestBody?.(c.req.raw, c.env, limit) ?? readBody(c.req.raw.body, limit),
           clientIp: clientIp(c, deps),
         });
         return new Response(JSON.stringify(result.body), {

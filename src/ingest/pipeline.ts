@@ -16,7 +16,7 @@ import {
   projectIdFromEnvelopeDsn,
   type Credential,
 } from './auth.js';
-import { decodeContent, MAX_BODY_BYTES, readBody, type Decompress } from './decode.js';
+import { decodeContent, MAX_BODY_BYTES, type Decompress } from './decode.js';
 import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
 import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from './errors.js';
 import type { Md5Hex } from './grouping.js';
@@ -36,7 +36,11 @@ export interface IngestRequest {
   projectId: string;
   headers: Headers;
   query: URLSearchParams;
-  body: ReadableStream<Uint8Array> | null;
+  /**
+   * Reads the whole body, throwing PayloadTooLargeError as soon as more than `limit`
+   * bytes arrived (see readBody in decode.ts for the Web-stream version).
+   */
+  readBody(limit: number): Promise<Uint8Array>;
   /** The address `{{auto}}` user IPs resolve to; null when unknown. */
   clientIp: string | null;
 }
@@ -95,7 +99,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       if (limited) return limited;
     }
 
-    const wire = await readBody(req.body, MAX_BODY_BYTES);
+    const wire = await req.readBody(MAX_BODY_BYTES);
     const { decompress, md5Hex } = deps.ingestRuntime;
     const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES, decompress);
     const parsed = parseBody(req, body, decompress);

@@ -1,0 +1,56 @@
+// Request bodies read straight from Node's IncomingMessage (AppDeps.readRequestBody).
+// Asking @hono/node-server for `request.body` makes it build an undici Request, an
+// AbortSignal and a Web ReadableStream for every request; on the ingest path that
+// cost more CPU than parsing and storing the event (BENCHMARKS.md, CPU profile).
+import type { IncomingMessage } from 'node:http';
+import { PayloadTooLargeError } from '../ingest/errors.js';
+
+/** The whole body, or PayloadTooLargeError as soon as more than `limit` bytes arrived. */
+export function readIncomingBody(incoming: IncomingMessage, limit: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const cleanup = () => {
+      incoming.off('data', onData);
+      incoming.off('end', onEnd);
+      incoming.off('error', onError);
+      incoming.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > limit) {
+        cleanup();
+        // Whatever else the client sends is read and thrown away, never buffered.
+        incoming.resume();
+        reject(new PayloadTooLargeError(`request body exceeds the limit of ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    const onClose = () => {
+      if (incoming.readableEnded) return onEnd();
+      cleanup();
+      reject(new Error('the client closed the connection before the body was complete'));
+    };
+    incoming.on('data', onData);
+    incoming.on('end', onEnd);
+    incoming.on('error', onError);
+    incoming.on('close', onClose);
+  });
+}
+
+/** AppDeps.readRequestBody for @hono/node-server: its `env.incoming` is the IncomingMessage. */
+export function readNodeRequestBody(_request: Request, env: unknown, limit: number): Promise<Uint8Array> | undefined {
+  const incoming = (env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  // Already consumed (e.g. by a middleware that read the Web body): use the Web stream.
+  if (!incoming || incoming.readableDidRead) return undefined;
+  return readIncomingBody(incoming, limit);
+}
