@@ -257,6 +257,28 @@ export function parseStatusBody(body: unknown): IssueStatus {
   return status;
 }
 
+/**
+ * Records the change in issue_changes (kind = the new status, `at` = now, release = the
+ * issue's last_release) for each listed issue whose status differs from `status`; run
+ * before the update, in its transaction. Overview `regressions` counts the `regression`
+ * rows, so an issue set to regression by hand counts like one ingest flipped.
+ */
+async function recordStatusChanges(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number): Promise<void> {
+  await tx
+    .insertInto('issue_changes')
+    .columns(['project_id', 'issue_id', 'kind', 'at', 'release'])
+    .expression(
+      tx
+        .selectFrom('issues')
+        .select(['project_id', 'id', sql<string>`cast(${status} as text)`.as('kind'), sql<number>`cast(${now} as bigint)`.as('at'), 'last_release'])
+        .where('project_id', '=', projectId)
+        .where('fingerprint', 'in', fingerprints)
+        .where('status', '<>', status)
+        .orderBy('id'),
+    )
+    .execute();
+}
+
 export async function setIssueStatus(
   db: Db,
   projectId: number,
@@ -264,13 +286,16 @@ export async function setIssueStatus(
   status: IssueStatus,
   now: number,
 ): Promise<IssueJson> {
-  const row = await db
-    .updateTable('issues')
-    .set(statusChange(status, now))
-    .where('project_id', '=', projectId)
-    .where('fingerprint', '=', fingerprint)
-    .returningAll()
-    .executeTakeFirst();
+  const row = await db.transaction().execute(async (tx) => {
+    await recordStatusChanges(tx, projectId, [fingerprint], status, now);
+    return tx
+      .updateTable('issues')
+      .set(statusChange(status, now))
+      .where('project_id', '=', projectId)
+      .where('fingerprint', '=', fingerprint)
+      .returningAll()
+      .executeTakeFirst();
+  });
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
   return issueJson(row);
 }
@@ -288,7 +313,10 @@ export function parseBulkBody(body: unknown): { fingerprints: string[]; status: 
   return { fingerprints: [...new Set(fingerprints as string[])], status };
 }
 
-/** Sets the status of every listed issue of the project; unknown fingerprints are skipped. */
+/**
+ * Sets the status of every listed issue of the project, recording each change;
+ * unknown fingerprints are skipped.
+ */
 export async function bulkSetStatus(
   db: Db,
   projectId: number,
@@ -300,6 +328,7 @@ export async function bulkSetStatus(
   await db.transaction().execute(async (tx) => {
     for (let i = 0; i < fingerprints.length; i += 500) {
       const chunk = fingerprints.slice(i, i + 500);
+      await recordStatusChanges(tx, projectId, chunk, status, now);
       const res = await tx
         .updateTable('issues')
         .set(statusChange(status, now))

@@ -1,7 +1,9 @@
 // The issue workflow: PATCH with each of the five statuses (resolved keeps the
 // release it was resolved in, unresolved clears it), bulk updates, 400/404s, the
 // /issues/bulk route never taken for a fingerprint, and a resolved issue turning
-// into a regression that the overview counts in its window.
+// into a regression that the overview counts in its window; every status change
+// (not a repeat of the same status) is recorded in issue_changes, and a manual
+// regression counts in the overview too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -43,29 +45,48 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
   });
 
   const url = (path: string) => `/api/projects/${p.slug}${path}`;
+  /** The issue_changes rows of an issue, oldest first. */
+  const changes = async (fingerprint: string) =>
+    (
+      await t.deps.store.db
+        .selectFrom('issue_changes')
+        .innerJoin('issues', 'issues.id', 'issue_changes.issue_id')
+        .select(['issue_changes.kind', 'issue_changes.at', 'issue_changes.release', 'issue_changes.project_id'])
+        .where('issues.fingerprint', '=', fingerprint)
+        .orderBy('issue_changes.id')
+        .execute()
+    ).map((r) => ({ kind: r.kind, at: Number(r.at), release: r.release, project_id: Number(r.project_id) }));
   const patch = (fingerprint: string, body: unknown) =>
     t.api(url(`/issues/${fingerprint}`), { method: 'PATCH', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
   it('sets each status with PATCH and answers with the issue', async () => {
     const f = fp.get('cart')!;
     const before = (await getJson(t, url(`/issues/${f}`))).body;
-    let step = 0;
-    for (const status of ['triaged', 'resolved', 'ignored', 'regression', 'unresolved', 'resolved', 'unresolved']) {
-      step += 1;
-      clock.set(NOW + step * 60_000);
+    expect(before.resolved_release).toBeNull();
+    // Each status, and the resolution release it must leave: resolved sets it, unresolved
+    // clears it, the others keep what was there.
+    const steps = [
+      ['triaged', null],
+      ['resolved', 'app@1.0.0'],
+      ['ignored', 'app@1.0.0'],
+      ['regression', 'app@1.0.0'],
+      ['unresolved', null],
+      ['resolved', 'app@1.0.0'],
+      ['unresolved', null],
+      ['unresolved', null], // no change: nothing recorded
+    ] as const;
+    for (const [i, [status, resolvedRelease]] of steps.entries()) {
+      clock.set(NOW + (i + 1) * 60_000);
       const res = await patch(f, { status });
       expect(res.status).toBe(200);
       const issue = await res.json();
       const { timeline, breakdown, latest_event_id, oldest_event_id, from, to, ...plain } = before;
-      const expectedResolved = status === 'resolved' ? 'app@1.0.0' : status === 'unresolved' ? null : issue.resolved_release;
-      expect(issue).toEqual({ ...plain, status, resolved_release: expectedResolved, updated_at: iso(NOW + step * 60_000) });
-      if (status === 'resolved') expect(issue.resolved_release).toBe('app@1.0.0');
+      expect(issue, `step ${i + 1}`).toEqual({ ...plain, status, resolved_release: resolvedRelease, updated_at: iso(NOW + (i + 1) * 60_000) });
       expect((await getJson(t, url(`/issues/${f}`))).body.status).toBe(status);
     }
-    // Other statuses leave the resolution release as it was.
-    await patch(f, { status: 'resolved' });
-    expect((await (await patch(f, { status: 'ignored' })).json()).resolved_release).toBe('app@1.0.0');
-    expect((await (await patch(f, { status: 'unresolved' })).json()).resolved_release).toBeNull();
+    // Every change of status is recorded, at the time of the PATCH, with the issue's last release.
+    const recorded = steps.slice(0, 7).map(([kind], i) => ({ kind, at: NOW + (i + 1) * 60_000, release: 'app@1.0.0', project_id: p.id }));
+    expect(await changes(f)).toEqual([{ kind: 'new_issue', at: NOW - 3 * DAY, release: 'app@1.0.0', project_id: p.id }, ...recorded]);
   });
 
   it('refuses bad statuses and bodies with 400 and unknown issues or projects with 404', async () => {
@@ -89,6 +110,9 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     const res = await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: fps, status: 'ignored' } });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ updated: 2, status: 'ignored' });
+    // One change row per issue whose status changed (both were unresolved).
+    for (const f of fps.slice(0, 2)) expect((await changes(f)).at(-1)).toEqual({ kind: 'ignored', at: NOW + HOUR, release: 'app@1.0.0', project_id: p.id });
+    const dbChanges = (await changes(fps[1])).length;
     const list = (await getJson(t, url('/issues?status=ignored'))).body;
     expect(list.total).toBe(2);
     expect(new Set(list.issues.map((i: any) => i.fingerprint))).toEqual(new Set(fps.slice(0, 2)));
@@ -97,6 +121,10 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     const resolved = await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: [fp.get('db'), fp.get('db')], status: 'resolved' } });
     expect(await resolved.json()).toEqual({ updated: 1, status: 'resolved' });
     expect((await getJson(t, url(`/issues/${fp.get('db')}`))).body.resolved_release).toBe('app@1.0.0');
+    expect((await changes(fps[1])).slice(dbChanges)).toEqual([{ kind: 'resolved', at: NOW + HOUR, release: 'app@1.0.0', project_id: p.id }]);
+    // Setting the status an issue already has records nothing.
+    await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: [fp.get('db')], status: 'resolved' } });
+    expect(await changes(fps[1])).toHaveLength(dbChanges + 1);
     expect(await (await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: [], status: 'triaged' } })).json()).toEqual({
       updated: 0,
       status: 'triaged',
@@ -122,7 +150,8 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     clock.set(NOW + 2 * HOUR);
     expect((await patch(f, { status: 'resolved' })).status).toBe(200);
     const before = (await getJson(t, url('/overview?days=1'))).body;
-    expect(before.regressions).toBe(0);
+    // The first test set cart to regression by hand (at NOW + 4 min): a manual regression counts.
+    expect(before.regressions).toBe(1);
 
     clock.set(NOW + 3 * HOUR);
     await sendEvents(t, p, [spec(GROUPS[3], NOW + 3 * HOUR - 1000, 'app@1.1.0')]);
@@ -133,7 +162,7 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     expect(issue.event_count).toBe(2);
     expect(issue.last_release).toBe('app@1.1.0');
     const after = (await getJson(t, url('/overview?days=1'))).body;
-    expect(after.regressions).toBe(1);
+    expect(after.regressions).toBe(2);
     expect(after.new_issues).toBe(0);
     expect((await getJson(t, url(`/overview?from=${iso(NOW - 10 * DAY)}&to=${iso(NOW)}`))).body.regressions).toBe(0);
     expect((await getJson(t, url('/issues?status=regression'))).body.issues.map((i: any) => i.fingerprint)).toEqual([f]);
