@@ -30,9 +30,15 @@ export interface WriterOptions {
    * Default: 1 when the machine has more than one CPU.
    */
   compressionThreads?: 0 | 1;
+  /**
+   * How long a batch may take before its requests are answered 503 anyway (a
+   * PostgreSQL connection that hangs without failing). Default 30 s.
+   */
+  batchDeadlineMs?: number;
 }
 
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
+export const DEFAULT_BATCH_DEADLINE_MS = 30_000;
 
 /**
  * The database could not take the work (connection lost, constraint, disk full...).
@@ -61,6 +67,7 @@ interface Pending {
 export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}): IngestWriter {
   const random = options.random ?? Math.random;
   const maxBatchItems = Math.max(1, options.maxBatchItems ?? DEFAULT_MAX_BATCH_ITEMS);
+  const batchDeadlineMs = options.batchDeadlineMs ?? DEFAULT_BATCH_DEADLINE_MS;
   const threads = options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0);
   const compressor = threads > 0 ? new CompressionWorker() : null;
   const queue: Pending[] = [];
@@ -93,14 +100,33 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     return batch;
   }
 
+  /** The batch's commit, or a rejection once it has taken longer than the deadline. */
+  function commitWithDeadline(works: PreparedWork[]) {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the database did not finish the batch within ${batchDeadlineMs} ms`)), batchDeadlineMs);
+    });
+    // A batch that commits after its deadline was answered 503: SDKs resend, and the
+    // resent events are recognised by event_id and counted once.
+    return Promise.race([commitIngestBatch(deps.store, works, { random }), deadline]).finally(() => clearTimeout(timer));
+  }
+
   async function runBatch(batch: Pending[]): Promise<void> {
     const works = batch.map((p) => p.work);
     const items = batch.reduce((n, p) => n + p.items, 0);
     let result;
     try {
-      result = await commitIngestBatch(deps.store, works, { random });
+      result = await commitWithDeadline(works);
     } catch (err) {
       counters.batchesFailed += 1;
+      // One work the database refuses (a bad value, a trigger) must not cost every
+      // other request of its batch a 503 on each resend: while the database still
+      // answers, the works are committed one by one and only the culprit fails.
+      if (batch.length > 1 && (await deps.store.ping(2000))) {
+        deps.logger.warn({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; retrying its works one by one');
+        for (const p of batch) await runBatch([p]);
+        return;
+      }
       counters.worksFailed += batch.length;
       deps.logger.error({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; its requests are answered 503');
       const failure = new IngestUnavailableError('the database is unavailable; nothing was stored, send again later', { cause: err });

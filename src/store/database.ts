@@ -128,6 +128,10 @@ async function openPostgres(url: string): Promise<Store> {
     max: 10,
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30_000,
+    // A server that vanishes without closing the connection is noticed by TCP
+    // keepalive instead of after the OS default of two hours.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     types: {
       getTypeParser(oid: number, format?: any) {
         // int8 and numeric arrive as strings; every value we store is below 2^53.

@@ -4,7 +4,9 @@
 // writer carries on).
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IngestUnavailableError } from '../../src/ingest/writer.js';
+import pino from 'pino';
+import { ManualClock } from '../../src/clock.js';
+import { createIngestWriter, IngestUnavailableError } from '../../src/ingest/writer.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
 import { dialects } from '../helpers/server.js';
@@ -40,6 +42,8 @@ async function snapshot(store: Store): Promise<Record<string, string[]>> {
 }
 
 async function failOnEventId(store: Store, eventId: string): Promise<void> {
+  // Replaces the trigger a previous test of the same database left behind.
+  await sql.raw(store.dialect === 'sqlite' ? 'drop trigger if exists fail_event' : 'drop trigger if exists fail_event on events').execute(store.db);
   if (store.dialect === 'sqlite') {
     await sql
       .raw(`create trigger fail_event before insert on events when new.event_id = '${eventId}' begin select raise(abort, 'injected failure'); end`)
@@ -47,7 +51,7 @@ async function failOnEventId(store: Store, eventId: string): Promise<void> {
   } else {
     await sql
       .raw(
-        `create function fail_event() returns trigger language plpgsql as $$ begin if new.event_id = '${eventId}' then raise exception 'injected failure'; end if; return new; end $$`,
+        `create or replace function fail_event() returns trigger language plpgsql as $$ begin if new.event_id = '${eventId}' then raise exception 'injected failure'; end if; return new; end $$`,
       )
       .execute(store.db);
     await sql.raw('create trigger fail_event before insert on events for each row execute function fail_event()').execute(store.db);
@@ -156,7 +160,7 @@ describe.each(dialects)('writer database failure (%s)', (dialect) => {
     await t?.close();
   });
 
-  it('rejects every request of a failing batch, leaves no table changed, and keeps working', async () => {
+  it('isolates a work the database refuses: the rest of its batch commits, it alone fails and leaves nothing', async () => {
     const project = await createProject(t.store);
     const writer = newWriter(t.store);
     const f = fp('existing');
@@ -165,7 +169,6 @@ describe.each(dialects)('writer database failure (%s)', (dialect) => {
 
     const bad = hex32();
     await failOnEventId(t.store, bad);
-    const before = await snapshot(t.store);
     const batch = [
       makeWork(project, { events: [makeEvent({ fingerprint: f, userKey: 'u2', release: 'app@9' }), makeEvent({ fingerprint: fp('new') })] }),
       makeWork(project, { sessions: [{ ...session, timestamp: session.timestamp + 1000, status: 'crashed' }, makeSession()], aggregates: [makeAggregate({ exited: 3 })] }),
@@ -173,22 +176,80 @@ describe.each(dialects)('writer database failure (%s)', (dialect) => {
       makeWork(project, { events: [makeEvent({ fingerprint: f, isCrash: true })] }),
     ];
     const settled = await Promise.allSettled(batch.map((w) => writer.submit(w)));
-    expect(writer.stats()).toMatchObject({ batchesFailed: 1, worksFailed: 4 });
-    for (const s of settled) {
-      expect(s.status).toBe('rejected');
-      expect((s as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
-    }
-    expect(await snapshot(t.store)).toEqual(before);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
+    // The shared transaction failed, then each work went alone: three commits, one failure.
+    expect(writer.stats()).toMatchObject({ batchesFailed: 2, worksFailed: 1, batchesCommitted: 4 });
 
-    // The next batch goes through; the same work minus the bad event is accepted whole.
-    const retried = await Promise.all([writer.submit(batch[0]), writer.submit(batch[1]), writer.submit(batch[3])]);
-    expect(retried.every((o) => o.kind === 'ok')).toBe(true);
-    await writer.close();
     const issue = await t.store.db.selectFrom('issues').select(['event_count', 'users']).where('project_id', '=', project.id).where('fingerprint', '=', f).executeTakeFirstOrThrow();
     expect([Number(issue.event_count), Number(issue.users)]).toEqual([3, 2]);
     const s = await t.store.db.selectFrom('sessions').select('status').where('sid', '=', session.sid).executeTakeFirstOrThrow();
     expect(s.status).toBe('crashed');
-    expect(writer.stats().batchesCommitted).toBe(2);
+    // Nothing of the refused work: no issue, no event, and its event_id is not marked seen.
+    expect(await t.store.db.selectFrom('issues').select('id').where('fingerprint', '=', fp('other')).execute()).toEqual([]);
+    expect(await t.store.db.selectFrom('seen_events').select('event_id').where('event_id', '=', bad).execute()).toEqual([]);
+    await writer.close();
+  });
+
+  it('rejects every request when every work of a batch fails, leaving no table changed, and keeps working', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    const bad = hex32();
+    await failOnEventId(t.store, bad);
+    const before = await snapshot(t.store);
+    const batch = [
+      makeWork(project, { events: [makeEvent({ eventId: bad, fingerprint: fp('x') })] }),
+      makeWork(project, { events: [makeEvent({ fingerprint: fp('y') }), makeEvent({ eventId: bad, fingerprint: fp('x') })], sessions: [makeSession()] }),
+    ];
+    const settled = await Promise.allSettled(batch.map((w) => writer.submit(w)));
+    for (const s of settled) {
+      expect(s.status).toBe('rejected');
+      expect((s as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
+    }
+    expect(writer.stats()).toMatchObject({ worksFailed: 2, batchesCommitted: 0 });
+    expect(await snapshot(t.store)).toEqual(before);
+    // The next work without the refused event goes through.
+    expect(await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: fp('y') })] }))).toEqual({ kind: 'ok' });
+    await writer.close();
+  });
+});
+
+describe.runIf(dialects.includes('postgres'))('writer batch deadline on postgres', () => {
+  it('answers 503 when the database hangs, and counts the late commit once when the SDK resends', async () => {
+    const t = await openTestStore('postgres');
+    const locker = await openStore(t.database.url);
+    try {
+      const project = await createProject(t.store);
+      const writer = createIngestWriter(
+        { store: t.store, clock: new ManualClock(Date.UTC(2026, 0, 10, 12)), logger: pino({ level: 'silent' }) },
+        { batchDeadlineMs: 300 },
+      );
+      // Another connection holds the project row: the batch waits for it, as on a hung server.
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holder = locker.db.transaction().execute(async (trx) => {
+        await sql`select id from projects where id = ${project.id} for update`.execute(trx);
+        locked();
+        await released;
+      });
+      await isLocked;
+      const work = makeWork(project, { events: [makeEvent({ fingerprint: fp('late') })] });
+      const started = Date.now();
+      await expect(writer.submit(work)).rejects.toBeInstanceOf(IngestUnavailableError);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      release();
+      await holder;
+      // The SDK resends the same event; the batch that committed late counted it already.
+      await expect(writer.submit(work)).resolves.toEqual({ kind: 'ok' });
+      await writer.close();
+      const issue = await t.store.db.selectFrom('issues').select('event_count').where('fingerprint', '=', fp('late')).executeTakeFirstOrThrow();
+      expect(Number(issue.event_count)).toBe(1);
+    } finally {
+      await locker.close();
+      await t.close();
+    }
   });
 });
 
