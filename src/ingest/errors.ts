@@ -19,3 +19,14 @@ export class BadPayloadError extends Error {
 export class InvalidItemError extends Error {
   override name = 'InvalidItemError';
 }
+
+/**
+ * The database could not take the work (connection lost, constraint, disk full...).
+ * Nothing of the batch was written; the HTTP layer answers 503 so the SDK resends.
+ */
+export class IngestUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'IngestUnavailableError';
+  }
+}

@@ -22,7 +22,7 @@ import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from './error
 import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseTimestamp } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
-import { IngestUnavailableError } from './writer.js';
+import { IngestUnavailableError } from './errors.js';
 import type { IngestSink, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from './types.js';
 
 /** More event items than this in one envelope is refused whole (413). */

@@ -9,6 +9,7 @@ import type { Clock } from '../clock.js';
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { blobSources, commitIngestBatch, compressBlobs, prepareWork, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
+import { IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 
 export interface WriterDeps {
@@ -39,17 +40,6 @@ export interface WriterOptions {
 
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
 export const DEFAULT_BATCH_DEADLINE_MS = 30_000;
-
-/**
- * The database could not take the work (connection lost, constraint, disk full...).
- * Nothing of the batch was written; the HTTP layer answers 503 so the SDK resends.
- */
-export class IngestUnavailableError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'IngestUnavailableError';
-  }
-}
 
 export interface IngestWriter extends IngestSink {
   stats(): IngestStats;
