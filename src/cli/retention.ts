@@ -2,7 +2,8 @@
 // event ids and sessions older than RETENTION_DAYS; aggregates older than 400
 // days) in small batches, with progress on stderr and a one-line summary on
 // stdout. For installs without a long-lived server (run it daily from cron);
-// `serve` does the same work hourly by itself.
+// `serve` does the same work hourly by itself; when a run (serve's, or another
+// cron's) holds the database's retention lock, this one prints "skipped".
 import type { Command } from 'commander';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';

@@ -264,12 +264,31 @@ function m003(): Migration {
   };
 }
 
+/**
+ * Leases on background jobs held in the database, so two processes on one SQLite
+ * file (`faultline retention` from cron and `serve`) never run retention at once
+ * (src/store/retention.ts; PostgreSQL uses an advisory lock instead).
+ */
+function m004(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('job_locks')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('holder', 'text', (c) => c.notNull())
+        .addColumn('expires_at', big, (c) => c.notNull())
+        .execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '001_initial': m001(dialect),
     '002_read_indexes': m002(),
     '003_rate_limit_windows': m003(),
+    '004_job_locks': m004(),
   };
 }
 

@@ -2,7 +2,11 @@
 // older than RETENTION_DAYS, and hourly/daily aggregates older than 400 days, in
 // small batches so ingest is never locked out; issues are never deleted (their
 // stored_count goes down, event_count stays). Also the hourly background job
-// `serve` runs, one instance at a time on PostgreSQL (advisory lock).
+// `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
+// SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
+// on one file never overlap).
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
@@ -16,6 +20,12 @@ export const AGGREGATE_RETENTION_DAYS = 400;
 export const DEFAULT_BATCH_SIZE = 5000;
 /** Arbitrary constant shared by every faultline instance (the migration lock uses another). */
 export const RETENTION_LOCK_KEY = 726_153_002;
+/** The job_locks row of retention (SQLite). */
+export const RETENTION_LEASE_NAME = 'retention';
+/** How long a SQLite lease lasts without renewal: a crashed run blocks others at most this long. */
+export const LEASE_MS = 5 * 60_000;
+/** A running job renews its lease this often. */
+export const LEASE_RENEW_MS = 60_000;
 
 export type RetentionTable =
   | 'events'
@@ -67,7 +77,8 @@ export interface RetentionOptions {
   retentionDays: number;
   aggregateDays?: number;
   batchSize?: number;
-  onProgress?: (p: RetentionProgress) => void;
+  /** Called after each batch that deleted rows; the run waits for a returned promise. */
+  onProgress?: (p: RetentionProgress) => unknown;
   /** Checked between batches: a stopping server ends the run early. */
   signal?: { aborted: boolean };
 }
@@ -148,16 +159,16 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   const deleted = emptyCounts();
   const issuesUpdated = new Set<number>();
   const stopped = () => options.signal?.aborted === true;
-  const report = (table: RetentionTable, batch: number) => {
+  const report = async (table: RetentionTable, batch: number) => {
     deleted[table] += batch;
-    if (batch > 0) options.onProgress?.({ table, batch, total: deleted[table] });
+    if (batch > 0) await options.onProgress?.({ table, batch, total: deleted[table] });
   };
 
   while (!stopped()) {
     const b = await deleteEventBatch(db, rawCutoff, batchSize);
     deleted.event_tags += b.tags;
     for (const id of b.issues) issuesUpdated.add(id);
-    report('events', b.events);
+    await report('events', b.events);
     if (b.events < batchSize) break;
     await yieldToOthers();
   }
@@ -165,7 +176,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   const keyed = async (table: RetentionTable, keys: string[], condition: RawBuilder<unknown>) => {
     while (!stopped()) {
       const n = await deleteKeyedBatch(db, table, keys, condition, batchSize);
-      report(table, n);
+      await report(table, n);
       if (n < batchSize) break;
       await yieldToOthers();
     }
@@ -184,11 +195,67 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
 }
 
-let sqliteRunning = false;
+/**
+ * Takes the named lease when it is free or expired: one statement, so of two
+ * processes racing for it exactly one gets it. Times are wall-clock epoch ms.
+ */
+export async function takeLease(db: Db, name: string, holder: string, now: number, leaseMs = LEASE_MS): Promise<boolean> {
+  const res = await db
+    .insertInto('job_locks')
+    .values({ name, holder, expires_at: now + leaseMs })
+    .onConflict((oc) =>
+      oc
+        .column('name')
+        .doUpdateSet({ holder: (eb) => eb.ref('excluded.holder'), expires_at: (eb) => eb.ref('excluded.expires_at') })
+        .where('job_locks.expires_at', '<', now),
+    )
+    .executeTakeFirst();
+  return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+/** Extends a lease still held by `holder`; false when it was lost (expired and taken over). */
+export async function renewLease(db: Db, name: string, holder: string, now: number, leaseMs = LEASE_MS): Promise<boolean> {
+  const res = await db.updateTable('job_locks').set({ expires_at: now + leaseMs }).where('name', '=', name).where('holder', '=', holder).executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+export async function releaseLease(db: Db, name: string, holder: string): Promise<void> {
+  await db.deleteFrom('job_locks').where('name', '=', name).where('holder', '=', holder).execute();
+}
 
 /**
- * Runs retention once. On PostgreSQL only one instance runs at a time
- * (pg_try_advisory_lock); when another holds the lock, returns `ran: false`.
+ * Runs `work` while holding the named lease, renewing it every LEASE_RENEW_MS; a lost
+ * lease sets `lost.aborted` so the work stops after its current batch. Returns null
+ * when another holder has it.
+ */
+async function withLease<T>(db: Db, name: string, work: (lost: { aborted: boolean }) => Promise<T>): Promise<T | null> {
+  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  if (!(await takeLease(db, name, holder, Date.now()))) return null;
+  const lost = { aborted: false };
+  let renewing: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    renewing = renewLease(db, name, holder, Date.now()).then(
+      (held) => {
+        if (!held) lost.aborted = true;
+      },
+      () => undefined, // a busy database: the next renewal tries again, well before expiry
+    );
+  }, LEASE_RENEW_MS);
+  timer.unref();
+  try {
+    return await work(lost);
+  } finally {
+    clearInterval(timer);
+    await renewing;
+    await releaseLease(db, name, holder);
+  }
+}
+
+/**
+ * Runs retention once, one run at a time per database: on PostgreSQL with
+ * pg_try_advisory_lock, on SQLite with the job_locks lease (which holds across
+ * processes, e.g. `faultline retention` from cron beside `serve`). When another
+ * run holds it, returns `ran: false` and does nothing.
  */
 export async function runRetention(store: Store, options: RetentionOptions): Promise<RetentionSummary> {
   const skipped = (): RetentionSummary => ({
@@ -211,14 +278,16 @@ export async function runRetention(store: Store, options: RetentionOptions): Pro
       }
     });
   }
-  // SQLite is one file served by one process; this keeps that process's runs apart.
-  if (sqliteRunning) return skipped();
-  sqliteRunning = true;
-  try {
-    return { ran: true, ...(await retentionWork(store.db, options)) };
-  } finally {
-    sqliteRunning = false;
-  }
+  const done = await withLease(store.db, RETENTION_LEASE_NAME, async (lost) => {
+    const outer = options.signal;
+    const signal = {
+      get aborted() {
+        return lost.aborted || outer?.aborted === true;
+      },
+    };
+    return { ran: true, ...(await retentionWork(store.db, { ...options, signal })) };
+  });
+  return done ?? skipped();
 }
 
 export function formatSummary(s: RetentionSummary): string {

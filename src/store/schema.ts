@@ -180,6 +180,15 @@ export interface RateLimitWindowTable {
   claimed: number;
 }
 
+/** A lease on a background job, so one run at a time holds across processes (retention on SQLite). */
+export interface JobLockTable {
+  name: string;
+  /** Who holds it: host, process id and a random part. */
+  holder: string;
+  /** Epoch ms (wall clock) after which another run may take it over. */
+  expires_at: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -196,6 +205,7 @@ export interface Database {
   sessions: SessionTable;
   session_hourly: SessionHourlyTable;
   rate_limit_windows: RateLimitWindowTable;
+  job_locks: JobLockTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -2,8 +2,10 @@
 // older than RETENTION_DAYS go, aggregates older than 400 days go, issues and
 // younger aggregates stay, so every sparkline, timeline, overview and release
 // answer is unchanged; stored_count goes down, event_count does not. Also the
-// batches never lock ingest out, one instance at a time on PostgreSQL, the
-// background job, and the `faultline retention` command as a real process.
+// batches never lock ingest out (an envelope is answered while a run is paused
+// between batches), one run at a time per database (advisory lock on PostgreSQL;
+// a lease that holds across processes on SQLite), the background job, and the
+// `faultline retention` command as a real process.
 import pg from 'pg';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,18 +185,48 @@ describe.each(dialects)('retention on %s', (dialect) => {
     expect(Object.values(again.deleted).every((n) => n === 0)).toBe(true);
   });
 
-  it('never locks ingest out: events sent during a run are all stored', async () => {
+  /** A retention run that waits in its progress callback after its first batch until resumed. */
+  function pausedRun(options: { batchSize: number }) {
+    let onPaused!: () => void;
+    const paused = new Promise<void>((resolve) => (onPaused = resolve));
+    let resume!: () => void;
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    const progress: RetentionProgress[] = [];
+    let finished = false;
+    const run = runRetention(t.deps.store, {
+      now: NOW,
+      retentionDays: 30,
+      batchSize: options.batchSize,
+      onProgress: async (x) => {
+        progress.push(x);
+        if (progress.length === 1) {
+          onPaused();
+          await resumed;
+        }
+      },
+    }).finally(() => (finished = true));
+    return { run, paused, resume, progress, finished: () => finished };
+  }
+
+  it('never locks ingest out: an envelope sent while a run is mid-way is answered and stored before the run goes on', async () => {
     clock.set(NOW - 40 * DAY);
     const expiring = makeDataset(51, 40, NOW - 40 * DAY, 1);
     await sendEvents(t, p, expiring);
     clock.set(NOW);
     const arriving = makeDataset(52, 25, NOW, 1);
-    const [summary] = await Promise.all([
-      runRetention(t.deps.store, { now: NOW, retentionDays: 30, batchSize: 3 }),
-      sendEvents(t, p, arriving, 4),
-    ]);
+    const r = pausedRun({ batchSize: 3 });
+    await r.paused;
+    // The run has deleted its first batch and waits: ingest gets the database meanwhile.
+    await sendEvents(t, p, arriving, 4);
+    expect(r.finished()).toBe(false);
+    expect(r.progress).toEqual([{ table: 'events', batch: 3, total: 3 }]);
+    const during = new Set((await eventRows()).map((row) => row.event_id));
+    for (const e of arriving) expect(during.has(e.eventId)).toBe(true);
+    expect(expiring.filter((e) => during.has(e.eventId))).toHaveLength(expiring.length - 3);
+    r.resume();
+    const summary = await r.run;
     expect(summary.deleted.events).toBe(expiring.length);
-    const ids = new Set((await eventRows()).map((r) => r.event_id));
+    const ids = new Set((await eventRows()).map((row) => row.event_id));
     for (const e of arriving) expect(ids.has(e.eventId)).toBe(true);
     for (const e of expiring) expect(ids.has(e.eventId)).toBe(false);
   });
@@ -228,6 +260,38 @@ describe.each(dialects)('retention on %s', (dialect) => {
       const free = await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${RETENTION_LOCK_KEY}`.execute(t.deps.store.db);
       expect(free.rows[0].n).toBe(0);
     });
+  }
+
+  if (dialect === 'sqlite') {
+    it('runs one at a time on one SQLite file, also across processes (cron and serve)', async () => {
+      ensureBuilt();
+      clock.set(NOW - 45 * DAY);
+      const expiring = makeDataset(81, 6, NOW - 45 * DAY, 1);
+      await sendEvents(t, p, expiring);
+      clock.set(NOW);
+      const r = pausedRun({ batchSize: 2 });
+      await r.paused;
+      // `faultline retention` from cron, in another process, while this run holds the lease.
+      const cron = await runCli(['retention'], { DATABASE_URL: t.database.url, RETENTION_DAYS: '36500', LOG_LEVEL: 'silent' });
+      expect(cron.code, cron.stderr).toBe(0);
+      expect(cron.stdout).toBe('retention: skipped, another instance is running it\n');
+      // And a second run in this process.
+      expect((await runRetention(t.deps.store, { now: NOW, retentionDays: 30 })).ran).toBe(false);
+      r.resume();
+      const summary = await r.run;
+      expect(summary.ran).toBe(true);
+      expect(summary.deleted.events).toBe(expiring.length);
+      // The lease is given back at the end: the next run (another process) runs.
+      expect(await db().selectFrom('job_locks').selectAll().execute()).toEqual([]);
+      const next = await runCli(['retention'], { DATABASE_URL: t.database.url, RETENTION_DAYS: '36500', LOG_LEVEL: 'silent' });
+      expect(next.stdout).toMatch(/^retention: deleted 0 events/);
+      // A lease still valid keeps runs out; one left expired by a crashed run does not.
+      await db().insertInto('job_locks').values({ name: 'retention', holder: 'other-host:1', expires_at: Date.now() + 60_000 }).execute();
+      expect((await runRetention(t.deps.store, { now: NOW, retentionDays: 30 })).ran).toBe(false);
+      await db().updateTable('job_locks').set({ expires_at: Date.now() - 1 }).execute();
+      expect((await runRetention(t.deps.store, { now: NOW, retentionDays: 30 })).ran).toBe(true);
+      expect(await db().selectFrom('job_locks').selectAll().execute()).toEqual([]);
+    }, 120_000);
   }
 });
 
