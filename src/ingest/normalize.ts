@@ -475,7 +475,10 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
   const isCrash = level === 'fatal' || exceptions.some((e) => e.mechanism?.handled === false);
   const sdk = isObject(ev.sdk) ? ev.sdk : null;
 
-  const detail: EventDetailData = {
+  // Built only when asked for: ingest stores the raw payload, and the event detail route
+  // rebuilds this from it (eventDetailFromRaw), so the hot path neither builds nor stores it.
+  let detail: EventDetailData | undefined;
+  const buildDetail = (): EventDetailData => ({
     message,
     exceptions,
     breadcrumbs: normalizeBreadcrumbs(ev.breadcrumbs),
@@ -488,7 +491,7 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
     fingerprint_input: input,
     logger: text(ev.logger, 128),
     server_name: text(ev.server_name, 256),
-  };
+  });
 
   return {
     eventId,
@@ -516,7 +519,18 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
     sdkName: text(sdk?.name, 128) ?? '',
     tags,
     fingerprint,
-    detail,
+    get detail() {
+      return (detail ??= buildDetail());
+    },
     raw: payload,
   };
+}
+
+/**
+ * The detail of a stored event, rebuilt from its raw payload by the same rules ingest
+ * applied. `clientIp` is the event's stored user IP, which is what `{{auto}}` resolved to.
+ */
+export function eventDetailFromRaw(raw: Uint8Array, clientIp: string | null): EventDetailData {
+  // Only the detail is wanted: the receive time and the fingerprint hash do not enter it.
+  return normalizeEvent(raw, { receivedAt: 0, sentAt: null, envelopeEventId: null, clientIp, md5Hex: () => '' }).detail;
 }

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
-import { blobSources, commitIngestBatch, compressBlobs, prepareWork, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
+import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
 import { IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 
@@ -139,24 +139,22 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     batch.forEach((p, i) => p.resolve(result.outcomes[i]));
   }
 
-  /** Starts compressing the blobs of events sure to be stored; whatever fails is compressed in the batch. */
+  /** Starts compressing the payloads of events sure to be stored; whatever fails is compressed in the batch. */
   function compressAhead(events: EventInput[]): Promise<unknown> | null {
     if (events.length === 0) return null;
     if (!compressor) {
-      for (const e of events) compressBlobs(e);
+      for (const e of events) compressRaw(e);
       return null;
     }
     return Promise.all(
-      events.map((e) => {
-        const source = blobSources(e);
-        return Promise.all([compressor.compress(source.detail), compressor.compress(source.raw)]).then(
-          ([detail, raw]) => {
-            e.detail = detail;
+      events.map((e) =>
+        compressor.compress(rawSource(e)).then(
+          (raw) => {
             e.raw = raw;
           },
           () => {},
-        );
-      }),
+        ),
+      ),
     );
   }
 

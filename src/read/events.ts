@@ -5,6 +5,7 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, iso } from '../clock.js';
 import { decodeJson, decompress } from '../store/codec.js';
+import { eventDetailFromRaw } from '../ingest/normalize.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
@@ -411,9 +412,21 @@ export async function findEvent(db: Db, projectId: number, idOrEventId: string):
   return row;
 }
 
+/** Ingest stores only payloads it could normalise; a row changed since (by hand) still answers. */
+function detailOrNothing(raw: Uint8Array, userIp: string | null): Partial<EventDetailData> {
+  try {
+    return eventDetailFromRaw(raw, userIp);
+  } catch {
+    return {};
+  }
+}
+
 export async function eventDetail(db: Db, projectId: number, idOrEventId: string) {
   const row = await findEvent(db, projectId, idOrEventId);
-  const detail = (decodeJson<Partial<EventDetailData>>(row.detail) ?? {}) as Partial<EventDetailData>;
+  const raw = decompress(row.raw);
+  // Rows written before the detail was derived on read still carry it encoded.
+  const detail: Partial<EventDetailData> =
+    row.detail.byteLength > 0 ? (decodeJson<Partial<EventDetailData>>(row.detail) ?? {}) : detailOrNothing(raw, row.user_ip);
   const summary = eventSummaryJson(row);
   const symbolicated = parseJsonOrNull(row.symbolicated);
   const exceptions = Array.isArray(detail.exceptions) ? detail.exceptions : [];
@@ -437,6 +450,6 @@ export async function eventDetail(db: Db, projectId: number, idOrEventId: string
     fingerprint_input: detail.fingerprint_input ?? null,
     logger: detail.logger ?? null,
     server_name: detail.server_name ?? null,
-    ...presentRaw(decompress(row.raw)),
+    ...presentRaw(raw),
   };
 }

@@ -22,12 +22,7 @@ export function decompress(blob: Uint8Array): Buffer {
   return zlib.inflateSync(blob);
 }
 
-/** JSON text of `value`, compressed. */
-export function encodeJson(value: unknown): Buffer {
-  return compress(Buffer.from(JSON.stringify(value), 'utf8'));
-}
-
-/** The value `encodeJson` was given. */
+/** A compressed JSON document (event detail written before it was derived on read). */
 export function decodeJson<T = unknown>(blob: Uint8Array): T {
   return JSON.parse(decompress(blob).toString('utf8')) as T;
 }

@@ -8,7 +8,7 @@
 import { CompiledQuery, sql, type Insertable, type Kysely, type OnConflictBuilder, type OnConflictDoNothingBuilder, type OnConflictUpdateBuilder } from 'kysely';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
-import { compress, encodeJson } from './codec.js';
+import { compress } from './codec.js';
 import type { Dialect, Store } from './database.js';
 import type { Database, EventTable, IssueRow, SessionRow } from './schema.js';
 
@@ -58,8 +58,7 @@ export interface EventInput {
   sdkName: string;
   tags: [string, string][];
   tagsJson: string;
-  /** Compressed detail and raw payload; null until compressed (only stored events need them). */
-  detail: Buffer | null;
+  /** Compressed raw payload; null until compressed (only stored events need it). */
   raw: Buffer | null;
 }
 
@@ -159,7 +158,6 @@ export function prepareWork(work: IngestWork): PreparedWork {
       sdkName: text(e.sdkName),
       tags,
       tagsJson: JSON.stringify(tagObject),
-      detail: null,
       raw: null,
     };
     if (input.isCrash || keepsAll) eager.push(input);
@@ -189,16 +187,23 @@ export function prepareWork(work: IngestWork): PreparedWork {
   return { projectId: work.project.id, receivedAt, events, eager, sessions, aggregates };
 }
 
-/** The uncompressed bytes behind an event's two blobs. */
-export function blobSources(e: EventInput): { detail: Buffer; raw: Uint8Array } {
-  return { detail: Buffer.from(JSON.stringify(e.source.detail ?? {}), 'utf8'), raw: e.source.raw ?? new Uint8Array(0) };
+/** The uncompressed bytes behind the event's stored blob. */
+export function rawSource(e: EventInput): Uint8Array {
+  return e.source.raw ?? new Uint8Array(0);
 }
 
-/** Compresses whatever blob of the event is still missing, on this thread. */
-export function compressBlobs(e: EventInput): void {
-  if (e.detail === null) e.detail = encodeJson(e.source.detail ?? {});
-  if (e.raw === null) e.raw = compress(e.source.raw ?? new Uint8Array(0));
+/** Compresses the raw payload on this thread, unless that was done ahead. */
+export function compressRaw(e: EventInput): void {
+  if (e.raw === null) e.raw = compress(rawSource(e));
 }
+
+/**
+ * What new rows hold in `events.detail`: nothing. The detail is rebuilt from the raw
+ * payload when asked for (src/read/events.ts), which spares ingest a JSON encoding and a
+ * second compression per event and halves what each event writes. Rows written before
+ * keep their encoded detail.
+ */
+const NO_DETAIL = Buffer.alloc(0);
 
 // ---------------------------------------------------------------------------
 // The batch
@@ -1145,7 +1150,7 @@ function issueColumns(row: MutableIssue): Record<string, unknown> {
 
 function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, unknown> {
   const e = s.input;
-  compressBlobs(e);
+  compressRaw(e);
   return {
     project_id: s.projectId,
     issue_id: s.issue.row.id!,
@@ -1174,7 +1179,7 @@ function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, un
     is_crash: e.isCrash ? 1 : 0,
     sdk_name: e.sdkName,
     tags: e.tagsJson,
-    detail: e.detail!,
+    detail: NO_DETAIL,
     raw: e.raw!,
     symbolicated: null,
   };

@@ -232,18 +232,33 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
 
   it('an unexpected failure (500) on an ingest path carries the CORS headers; other paths get none', async () => {
     const p = await makeProject(t);
-    // Nesting deeper than JSON.stringify can recurse: today the one request known to
-    // reach the app's error handler from the ingest path (if it stops being a 500,
-    // this test needs another trigger).
-    const depth = 200_000;
-    const deep = `{"message":"deep","extra":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
-    const res = await post(t, p, `{}\n{"type":"event"}\n${deep}`);
+    // No request is known to fail unexpectedly, so the writer is made to throw an error
+    // the pipeline does not expect, as a bug would.
+    const submit = t.deps.ingest.submit;
+    t.deps.ingest.submit = () => Promise.reject(new Error('injected bug'));
+    let res: Response;
+    try {
+      res = await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }]));
+    } finally {
+      t.deps.ingest.submit = submit;
+    }
     expect(res.status).toBe(500);
     expect(await res.json()).toEqual({ error: 'internal error' });
     expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
     expect(res.headers.get('access-control-expose-headers')).toBe(EXPOSE);
     const health = await fetch(`${t.url}/health`);
     expect(health.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('stores an event nested deeper than JSON.stringify can recurse, and serves its detail', async () => {
+    // Ingest once encoded a normalised copy of every event and failed (500) on this one.
+    const p = await makeProject(t);
+    const depth = 200_000;
+    const id = eventId();
+    const deep = `{"event_id":"${id}","message":"deep","extra":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    const res = await post(t, p, `{}\n{"type":"event"}\n${deep}`);
+    expect(res.status).toBe(200);
+    expect((await eventsOf(t, p)).map((e) => e.event_id)).toEqual([id]);
   });
 
   it.each([
