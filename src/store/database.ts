@@ -68,7 +68,9 @@ function openSqlite(file: string): Store {
     raw.pragma('synchronous = NORMAL');
     raw.pragma('foreign_keys = ON');
     raw.pragma('busy_timeout = 5000');
-    raw.pragma('cache_size = -65536');
+    // 16 MB of page cache: 64 MB bought no ingest speed in the bench and cost 40 MB of
+    // RSS; the read routes' indexes stay hot in the OS page cache anyway.
+    raw.pragma('cache_size = -16384');
     raw.pragma('temp_store = MEMORY');
   } catch (err) {
     throw new DatabaseConfigError(`DATABASE_URL: cannot open SQLite database ${file}: ${(err as Error).message}`);
