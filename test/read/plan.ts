@@ -44,20 +44,22 @@ export function recordingDb(t: TestServer): RecordingDb {
   const onLog = (e: { level: string; query: CompiledQuery }) => {
     if (e.level === 'query' && log) log.push(e.query);
   };
+  /** Runs `fn`, keeping every query it sends. */
+  const record = async <T>(db: Kysely<Database>, fn: (db: Kysely<Database>) => Promise<T>) => {
+    log = [];
+    try {
+      const result = await fn(db);
+      return { result, queries: log };
+    } finally {
+      log = null;
+    }
+  };
   if (t.deps.store.dialect === 'postgres') {
     const pool = new pg.Pool({ connectionString: t.database.url, max: 2 });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: onLog });
     return {
       db,
-      async record(fn) {
-        log = [];
-        try {
-          const result = await fn(db);
-          return { result, queries: log };
-        } finally {
-          log = null;
-        }
-      },
+      record: (fn) => record(db, fn),
       async rowsRead(query, table) {
         const res = await pool.query(`explain (analyze, format json) ${query.sql}`, query.parameters as unknown[]);
         const plan = (res.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan;
@@ -74,15 +76,7 @@ export function recordingDb(t: TestServer): RecordingDb {
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }), log: onLog });
   return {
     db,
-    async record(fn) {
-      log = [];
-      try {
-        const result = await fn(db);
-        return { result, queries: log };
-      } finally {
-        log = null;
-      }
-    },
+    record: (fn) => record(db, fn),
     async rowsRead() {
       throw new Error('SQLite has no row counts per plan node; use sqlitePlan');
     },
