@@ -319,9 +319,14 @@ export async function listEvents(
     )
       .orderBy('event_tags.event_id', 'desc')
       .limit(residual ? budget + 1 : q.limit + 1);
+    // CROSS JOIN: SQLite keeps the written order, so the tag's entries drive and each looks
+    // its event up by primary key. With an inner join it preferred walking the project's
+    // events newest first (that order needs no sort) and probing the tag for each: every
+    // newer event was read when the tag is rare. PostgreSQL plans both forms alike.
     query = db
       .selectFrom(tagged.as('tagged'))
-      .innerJoin('events', 'events.id', 'tagged.event_id')
+      .crossJoin('events')
+      .whereRef('events.id', '=', 'tagged.event_id')
       .where('events.project_id', '=', projectId) as unknown as SelectQueryBuilder<Database, 'events', object>;
   } else {
     query = db.selectFrom('events');

@@ -90,7 +90,11 @@ export function startServe(options: ServeOptions = {}): Promise<ServeProcess> {
   let buffered = '';
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start in time; stderr:\n${stderr}`)), 30_000);
+    const timer = setTimeout(() => {
+      // A server that never said it listens would otherwise outlive the test run.
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start in time; stderr:\n${stderr}`));
+    }, 30_000);
     child.stderr!.on('data', (d) => (stderr += d));
     child.stdout!.on('data', (d) => {
       buffered += d;

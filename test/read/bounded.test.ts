@@ -78,6 +78,29 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
     }
   });
 
+  it('drives a sparse tag filter from the tag index, not from the project’s newer events', async () => {
+    // 20 old tagged events under 5 000 newer untagged ones of the same project: walking the
+    // project's events newest first and probing each for the tag would read all 5 000.
+    const sparse = await createProject(t);
+    const issue = await seedIssue(t.deps.store.db, sparse.id, { lastSeen: NOW - DAY });
+    const base = { projectId: sparse.id, issueId: issue.id, fingerprint: issue.fingerprint, step: 1000 };
+    const rare = await seedEvents(t.deps.store, { ...base, count: 20, start: NOW - 5 * DAY, tags: { customer: 'rare' } });
+    await seedEvents(t.deps.store, { ...base, count: 5000, start: NOW - 4 * DAY });
+    if (dialect === 'postgres') await sql`analyze events, event_tags`.execute(t.deps.store.db);
+    const { result, queries } = await rec.record((db) => listEvents(db, sparse.id, parseEventListQuery({ 'tag.customer': 'rare' }, NOW)));
+    expect(result.events.map((e) => e.id)).toEqual(Array.from({ length: 20 }, (_, i) => rare.last - i));
+    expect(result.more).toBe(false);
+    const page = pageQuery(queries);
+    if (dialect === 'postgres') {
+      expect(await rec.rowsRead(page, 'events')).toBeLessThanOrEqual(30);
+    } else {
+      // Each tagged entry looks its event up by primary key; no walk over the project's events.
+      const plan = rec.sqlitePlan(page).join('\n');
+      expect(plan).toMatch(/SEARCH events USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+      expect(plan).not.toMatch(/events_project_id/);
+    }
+  });
+
   it('bounds a second tag filter by project and by the page range', async () => {
     // A residual filter (q) makes the walk examine up to the scan budget: the second tag's
     // lookups stay inside P's tags of that range.
