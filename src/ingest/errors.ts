@@ -30,3 +30,6 @@ export class IngestUnavailableError extends Error {
     this.name = 'IngestUnavailableError';
   }
 }
+
+/** What a 503 says when the database failed: nothing was stored, the SDK should resend. */
+export const DATABASE_UNAVAILABLE = 'the database is unavailable; nothing was stored, send again later';

@@ -18,11 +18,10 @@ import {
 } from './auth.js';
 import { decodeContent, MAX_BODY_BYTES, type Decompress } from './decode.js';
 import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
-import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from './errors.js';
+import { BadPayloadError, DATABASE_UNAVAILABLE, IngestUnavailableError, InvalidItemError, PayloadTooLargeError } from './errors.js';
 import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseTimestamp } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
-import { IngestUnavailableError } from './errors.js';
 import type { IngestSink, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from './types.js';
 
 /** More event items than this in one envelope is refused whole (413). */
@@ -155,9 +154,6 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     throw err;
   }
 }
-
-/** The writer's wording for the same situation: nothing was stored, the SDK should resend. */
-const DATABASE_UNAVAILABLE = 'the database is unavailable; nothing was stored, send again later';
 
 async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
   let project: ProjectRow | undefined;

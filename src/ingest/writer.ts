@@ -9,7 +9,7 @@ import type { Clock } from '../clock.js';
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
-import { IngestUnavailableError } from './errors.js';
+import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 
 export interface WriterDeps {
@@ -119,7 +119,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       }
       counters.worksFailed += batch.length;
       deps.logger.error({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; its requests are answered 503');
-      const failure = new IngestUnavailableError('the database is unavailable; nothing was stored, send again later', { cause: err });
+      const failure = new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
       for (const p of batch) p.reject(failure);
       return;
     }
