@@ -430,6 +430,9 @@ async function queryPhase(ctx, generator) {
     connections: opts.connections,
   });
   const counts = await ctx.counter.all(project.id);
+  if (await ctx.counter.vacuumIfAutovacuumOff()) {
+    note('query: the PostgreSQL server runs with autovacuum off; the harness ran VACUUM ANALYZE after loading, as autovacuum would have');
+  }
   const base = ctx.server.url;
   const slug = project.slug;
   const list = await api(base, 'GET', `/api/projects/${slug}/issues?limit=500&sort=events`);
