@@ -41,6 +41,11 @@ export interface WriterOptions {
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
 export const DEFAULT_BATCH_DEADLINE_MS = 30_000;
 
+/** A batch ran past its deadline (the transaction may still commit later). */
+class BatchDeadlineError extends Error {
+  override name = 'BatchDeadlineError';
+}
+
 export interface IngestWriter extends IngestSink {
   stats(): IngestStats;
 }
@@ -90,11 +95,11 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     return batch;
   }
 
-  /** The batch's commit, or a rejection once it has taken longer than the deadline. */
+  /** The batch's commit, or a BatchDeadlineError once it has taken longer than the deadline. */
   function commitWithDeadline(works: PreparedWork[]) {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the database did not finish the batch within ${batchDeadlineMs} ms`)), batchDeadlineMs);
+      timer = setTimeout(() => reject(new BatchDeadlineError(`the database did not finish the batch within ${batchDeadlineMs} ms`)), batchDeadlineMs);
     });
     // A batch that commits after its deadline was answered 503: SDKs resend, and the
     // resent events are recognised by event_id and counted once.
@@ -111,8 +116,9 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       counters.batchesFailed += 1;
       // One work the database refuses (a bad value, a trigger) must not cost every
       // other request of its batch a 503 on each resend: while the database still
-      // answers, the works are committed one by one and only the culprit fails.
-      if (batch.length > 1 && (await deps.store.ping(2000))) {
+      // answers, the works are committed one by one and only the culprit fails. Not
+      // after a deadline: whatever held the batch up would hold each work up again.
+      if (batch.length > 1 && !(err instanceof BatchDeadlineError) && (await deps.store.ping(2000))) {
         deps.logger.warn({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; retrying its works one by one');
         for (const p of batch) await runBatch([p]);
         return;

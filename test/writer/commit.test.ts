@@ -237,9 +237,13 @@ describe.runIf(dialects.includes('postgres'))('writer batch deadline on postgres
       });
       await isLocked;
       const work = makeWork(project, { events: [makeEvent({ fingerprint: fp('late') })] });
+      const other = makeWork(project, { events: [makeEvent({ fingerprint: fp('late too') })] });
       const started = Date.now();
-      await expect(writer.submit(work)).rejects.toBeInstanceOf(IngestUnavailableError);
+      const settled = await Promise.allSettled([writer.submit(work), writer.submit(other)]);
+      for (const s of settled) expect((s as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
       expect(Date.now() - started).toBeLessThan(5_000);
+      // One failed batch: a deadline is not retried work by work (each would wait again).
+      expect(writer.stats()).toMatchObject({ batchesFailed: 1, worksFailed: 2 });
       release();
       await holder;
       // The SDK resends the same event; the batch that committed late counted it already.
