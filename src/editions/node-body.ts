@@ -5,8 +5,13 @@
 import type { IncomingMessage } from 'node:http';
 import { PayloadTooLargeError } from '../ingest/errors.js';
 
+/** The IncomingMessage @hono/node-server passes as the app's env (`env.incoming`). */
+export function incomingOf(env: unknown): IncomingMessage | undefined {
+  return (env as { incoming?: IncomingMessage } | undefined)?.incoming;
+}
+
 /** The whole body, or PayloadTooLargeError as soon as more than `limit` bytes arrived. */
-export function readIncomingBody(incoming: IncomingMessage, limit: number): Promise<Uint8Array> {
+function readIncomingBody(incoming: IncomingMessage, limit: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
@@ -49,7 +54,7 @@ export function readIncomingBody(incoming: IncomingMessage, limit: number): Prom
 
 /** AppDeps.readRequestBody for @hono/node-server: its `env.incoming` is the IncomingMessage. */
 export function readNodeRequestBody(_request: Request, env: unknown, limit: number): Promise<Uint8Array> | undefined {
-  const incoming = (env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  const incoming = incomingOf(env);
   // Already consumed (e.g. by a middleware that read the Web body): use the Web stream.
   if (!incoming || incoming.readableDidRead) return undefined;
   return readIncomingBody(incoming, limit);

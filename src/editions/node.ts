@@ -1,6 +1,5 @@
 // Node server edition: wires better-sqlite3/pg, pino and @hono/node-server
 // around the shared app.
-import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
@@ -14,7 +13,7 @@ import { createIngestWriter } from '../ingest/writer.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
-import { readNodeRequestBody } from './node-body.js';
+import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { nodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
@@ -52,7 +51,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     ingest,
     ingestRuntime: nodeIngestRuntime,
     readRequestBody: readNodeRequestBody,
-    clientAddress: (_request, env) => (env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
+    clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
   };
 }
 
