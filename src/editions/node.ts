@@ -29,7 +29,10 @@ export function createLogger(config: Config): Logger {
 export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {}): Promise<AppDeps> {
   const logger = options.logger ?? createLogger(config);
   const clock = options.clock ?? systemClock;
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, {
+    backgroundCheckpoints: true,
+    onCheckpointError: (message) => logger.warn({ error: message }, 'background WAL checkpoint failed; the writer checkpoints itself'),
+  });
   try {
     const { applied, version } = await migrate(store);
     if (applied.length > 0) logger.info({ applied, version, database: store.description }, 'database schema migrated');

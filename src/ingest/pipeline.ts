@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import type { IngestRuntime, RateLimiter } from '../context.js';
 import type { Store } from '../store/database.js';
 import type { ProjectRow } from '../store/schema.js';
-import { findProjectById } from '../store/projects.js';
+import { findProjectForIngest } from '../store/projects.js';
 import {
   AuthError,
   credentialFromEnvelopeDsn,
@@ -158,7 +158,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
 async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
   let project: ProjectRow | undefined;
   try {
-    project = await findProjectById(deps.store.db, pathProjectId);
+    project = await findProjectForIngest(deps.store.db, pathProjectId);
   } catch (err) {
     // A failing database is the server's problem, not the request's: 503, so the SDK
     // keeps the event and sends it again, as it does when the writer fails.

@@ -6,6 +6,7 @@
 import os from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import { BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
@@ -36,14 +37,30 @@ export interface WriterOptions {
    * PostgreSQL connection that hangs without failing). Default 30 s.
    */
   batchDeadlineMs?: number;
+  /**
+   * SQLite: run each batch's transaction on a worker thread with its own connection
+   * (src/store/batch-thread.ts), which also compresses the payloads. Default: on for a
+   * SQLite file when the compiled thread program exists and no `random` is injected.
+   */
+  batchThread?: boolean;
 }
 
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
 export const DEFAULT_BATCH_DEADLINE_MS = 30_000;
 
-/** A batch ran past its deadline (the transaction may still commit later). */
-class BatchDeadlineError extends Error {
-  override name = 'BatchDeadlineError';
+/**
+ * Whether the batch committed is unknown: it ran past its deadline (and may still
+ * commit), or the batch thread died while it ran. Its works are not retried one by
+ * one; SDKs resend, and resent events are recognised by event_id.
+ */
+class BatchOutcomeUnknownError extends Error {
+  override name = 'BatchOutcomeUnknownError';
+}
+
+/** The SQLite file behind the store, as a DATABASE_URL; null for :memory: and PostgreSQL. */
+function sqliteFileUrl(store: Store): string | null {
+  if (store.dialect !== 'sqlite' || store.description === 'sqlite::memory:') return null;
+  return store.description;
 }
 
 export interface IngestWriter extends IngestSink {
@@ -63,7 +80,13 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   const random = options.random ?? Math.random;
   const maxBatchItems = Math.max(1, options.maxBatchItems ?? DEFAULT_MAX_BATCH_ITEMS);
   const batchDeadlineMs = options.batchDeadlineMs ?? DEFAULT_BATCH_DEADLINE_MS;
-  const threads = options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0);
+  const fileUrl = sqliteFileUrl(deps.store);
+  const useThread = (options.batchThread ?? (options.random === undefined && batchThreadAvailable())) && fileUrl !== null;
+  const thread = useThread ? new BatchThread(fileUrl) : null;
+  if (thread) deps.logger.debug('ingest batches commit on a worker thread');
+  let threadFailureLogged = false;
+  // With the batch thread, payloads are compressed there, inside the batch.
+  const threads = thread ? 0 : (options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0));
   const compressor = threads > 0 ? new CompressionWorker() : null;
   const queue: Pending[] = [];
   let running = false;
@@ -95,15 +118,35 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     return batch;
   }
 
-  /** The batch's commit, or a BatchDeadlineError once it has taken longer than the deadline. */
+  /** The batch's commit, or a BatchOutcomeUnknownError once it has taken longer than the deadline. */
   function commitWithDeadline(works: PreparedWork[]) {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new BatchDeadlineError(`the database did not finish the batch within ${batchDeadlineMs} ms`)), batchDeadlineMs);
+      timer = setTimeout(() => reject(new BatchOutcomeUnknownError(`the database did not finish the batch within ${batchDeadlineMs} ms`)), batchDeadlineMs);
     });
     // A batch that commits after its deadline was answered 503: SDKs resend, and the
     // resent events are recognised by event_id and counted once.
-    return Promise.race([commitIngestBatch(deps.store, works, { random }), deadline]).finally(() => clearTimeout(timer));
+    return Promise.race([commit(works), deadline]).finally(() => clearTimeout(timer));
+  }
+
+  /** The batch on the batch thread while it lives, else on this thread. */
+  async function commit(works: PreparedWork[]) {
+    if (thread) {
+      await thread.started().catch(() => {});
+      if (!thread.failure) {
+        try {
+          return await thread.commit(works);
+        } catch (err) {
+          if (!thread.failure) throw err;
+          throw new BatchOutcomeUnknownError(`the batch thread stopped during the batch: ${thread.failure}`, { cause: err });
+        }
+      }
+      if (!threadFailureLogged) {
+        threadFailureLogged = true;
+        deps.logger.error({ reason: thread.failure }, 'the ingest batch thread stopped; batches now commit on the main thread');
+      }
+    }
+    return commitIngestBatch(deps.store, works, { random });
   }
 
   async function runBatch(batch: Pending[]): Promise<void> {
@@ -117,8 +160,9 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       // One work the database refuses (a bad value, a trigger) must not cost every
       // other request of its batch a 503 on each resend: while the database still
       // answers, the works are committed one by one and only the culprit fails. Not
-      // after a deadline: whatever held the batch up would hold each work up again.
-      if (batch.length > 1 && !(err instanceof BatchDeadlineError) && (await deps.store.ping(2000))) {
+      // when the batch may have committed, nor after a deadline: whatever held the
+      // batch up would hold each work up again.
+      if (batch.length > 1 && !(err instanceof BatchOutcomeUnknownError) && (await deps.store.ping(2000))) {
         deps.logger.warn({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; retrying its works one by one');
         for (const p of batch) await runBatch([p]);
         return;
@@ -204,7 +248,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       let ready: Promise<unknown> | null;
       try {
         prepared = prepareWork(work);
-        ready = compressAhead(prepared.eager);
+        ready = thread ? null : compressAhead(prepared.eager);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -220,6 +264,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       closed = true;
       if (running || queue.length > 0) await new Promise<void>((resolve) => drained.push(resolve));
       await compressor?.close();
+      await thread?.close();
     },
 
     stats(): IngestStats {

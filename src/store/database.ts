@@ -8,6 +8,7 @@ import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { StaticMigrationProvider, migrations } from './migrations.js';
+import { startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -51,12 +52,23 @@ function toNumber(v: string): number {
   return Number(v);
 }
 
-export async function openStore(url: string | undefined): Promise<Store> {
-  const target = parseDatabaseUrl(url);
-  return target.dialect === 'sqlite' ? openSqlite(target.path) : openPostgres(target.url);
+export interface OpenStoreOptions {
+  /**
+   * SQLite: checkpoint the WAL on a worker thread instead of inside the commits of
+   * this connection (see wal-checkpointer.ts). For the long-running server; short
+   * CLI commands and tests leave it off. Ignored for PostgreSQL and :memory:.
+   */
+  backgroundCheckpoints?: boolean;
+  /** Hears about failed background checkpoints. */
+  onCheckpointError?: (message: string) => void;
 }
 
-function openSqlite(file: string): Store {
+export async function openStore(url: string | undefined, options: OpenStoreOptions = {}): Promise<Store> {
+  const target = parseDatabaseUrl(url);
+  return target.dialect === 'sqlite' ? openSqlite(target.path, options) : openPostgres(target.url);
+}
+
+function openSqlite(file: string, options: OpenStoreOptions): Store {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   let raw: BetterSqlite3.Database;
@@ -75,6 +87,11 @@ function openSqlite(file: string): Store {
   } catch (err) {
     throw new DatabaseConfigError(`DATABASE_URL: cannot open SQLite database ${file}: ${(err as Error).message}`);
   }
+  let checkpointer: WalCheckpointer | null = null;
+  if (options.backgroundCheckpoints && !memory) {
+    checkpointer = startWalCheckpointer(path.resolve(file), options.onCheckpointError);
+    raw.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+  }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   return {
     db,
@@ -90,6 +107,7 @@ function openSqlite(file: string): Store {
       }
     },
     async close() {
+      await checkpointer?.stop();
       await db.destroy();
     },
   };

@@ -88,6 +88,67 @@ export async function findProjectById(db: Db, id: number): Promise<ProjectRow | 
   return rows[0];
 }
 
+/**
+ * How long the ingest path trusts a project row it has read. Writes made through this
+ * module forget the rows at once; a change made by another process (another server
+ * on the same PostgreSQL database) is seen within this time. The writer re-reads the
+ * project inside each batch's transaction, so settings and deletions always apply to
+ * what is stored; only which DSN key is accepted can lag by this much.
+ */
+export const INGEST_PROJECT_TTL_MS = 1000;
+
+interface CachedProjects {
+  /** Bumped by every project write, so a lookup that raced a write does not cache its stale row. */
+  generation: number;
+  rows: Map<number, { row: ProjectRow; until: number }>;
+}
+
+const ingestProjects = new WeakMap<Db, CachedProjects>();
+
+function projectCacheOf(db: Db): CachedProjects {
+  let cache = ingestProjects.get(db);
+  if (!cache) {
+    cache = { generation: 0, rows: new Map() };
+    ingestProjects.set(db, cache);
+  }
+  return cache;
+}
+
+/**
+ * Every project write goes through this: once the write has settled, the ingest
+ * path forgets what it read, and a lookup that was in flight meanwhile does not
+ * cache its possibly stale row (the generation moved on). A rotated-out key stops
+ * working with the write's commit.
+ */
+async function forgettingProjects<T>(db: Db, write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } finally {
+    const cache = projectCacheOf(db);
+    cache.generation += 1;
+    cache.rows.clear();
+  }
+}
+
+/**
+ * findProjectById for the ingest path, answered from memory for up to
+ * INGEST_PROJECT_TTL_MS: one query per request was the largest single statement
+ * cost of SQLite ingest (BENCHMARKS.md). Unknown ids are not cached.
+ */
+export async function findProjectForIngest(db: Db, id: number): Promise<ProjectRow | undefined> {
+  const now = Date.now();
+  const cache = projectCacheOf(db);
+  const hit = cache.rows.get(id);
+  if (hit && hit.until > now) return hit.row;
+  const generation = cache.generation;
+  const row = await findProjectById(db, id);
+  if (row && cache.generation === generation) {
+    if (cache.rows.size >= 10_000) cache.rows.clear();
+    cache.rows.set(id, { row, until: now + INGEST_PROJECT_TTL_MS });
+  }
+  return row;
+}
+
 export async function findProjectBySlug(db: Db, slug: string): Promise<ProjectRow | undefined> {
   return db.selectFrom('projects').selectAll().where('slug', '=', slug).executeTakeFirst();
 }
@@ -121,23 +182,18 @@ export async function createProject(db: Db, input: NewProjectInput, now: number)
 export async function updateProject(db: Db, id: number, patch: ProjectPatch): Promise<ProjectRow | undefined> {
   const values = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
   if (Object.keys(values).length === 0) return findProjectById(db, id);
-  return db.updateTable('projects').set(values).where('id', '=', id).returningAll().executeTakeFirst();
+  return forgettingProjects(db, db.updateTable('projects').set(values).where('id', '=', id).returningAll().executeTakeFirst());
 }
 
 /** Removes the project and, through the cascading foreign keys, everything under it. */
 export async function deleteProject(db: Db, id: number): Promise<boolean> {
-  const result = await db.deleteFrom('projects').where('id', '=', id).executeTakeFirst();
+  const result = await forgettingProjects(db, db.deleteFrom('projects').where('id', '=', id).executeTakeFirst());
   return Number(result.numDeletedRows) > 0;
 }
 
 /** Gives the project a new DSN key; the old one stops working with this commit. */
 export async function rotateProjectKey(db: Db, id: number): Promise<ProjectRow | undefined> {
-  return db
-    .updateTable('projects')
-    .set({ dsn_key: generateDsnKey() })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
+  return forgettingProjects(db, db.updateTable('projects').set({ dsn_key: generateDsnKey() }).where('id', '=', id).returningAll().executeTakeFirst());
 }
 
 function isUniqueViolation(err: unknown): boolean {

@@ -1,0 +1,135 @@
+// Runs SQLite ingest batches (commitIngestBatch) on a worker thread with its own
+// connection. better-sqlite3 is synchronous: on the main thread every batch stopped
+// HTTP, parsing and normalising for as long as its statements ran. The thread also
+// compresses the stored payloads. The main thread keeps the queue, the answers and
+// the failure handling (src/ingest/writer.ts). Only for compiled code (dist/): the
+// thread loads batch-thread-worker.js, which does not exist when the sources run
+// under vitest; there the batch runs on the calling thread, as it does on PostgreSQL
+// (whose driver does not block).
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
+
+const WORKER_FILE = new URL('./batch-thread-worker.js', import.meta.url);
+
+/** What crosses to the thread for one event: its row fields and the raw bytes to compress. */
+export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uint8Array | null } };
+
+export interface BatchThreadRequest {
+  id: number;
+  works: PreparedWork[];
+}
+
+export type BatchThreadReply =
+  | { id: number; result: BatchResult }
+  | { id: number; error: { message: string; name: string; code?: string } }
+  | { ready: true }
+  | { fatal: string };
+
+/** True when the compiled worker program is there (not under vitest's TypeScript sources). */
+export function batchThreadAvailable(): boolean {
+  return WORKER_FILE.protocol === 'file:' && fs.existsSync(fileURLToPath(WORKER_FILE));
+}
+
+/** An error the thread reported, with the database's error code kept for logs. */
+export class BatchThreadError extends Error {
+  constructor(
+    message: string,
+    override readonly name: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Only plain data crosses threads: the normalised event behind each row stays here. */
+function forThread(work: PreparedWork): PreparedWork {
+  const events = work.events.map((e): ThreadEventInput => ({ ...e, source: { raw: e.raw === null ? e.source.raw : null } }));
+  return { ...work, events: events as unknown as EventInput[], eager: [] };
+}
+
+export class BatchThread {
+  private readonly worker: Worker;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve(r: BatchResult): void; reject(e: Error): void }>();
+  private deadReason: string | null = null;
+  private readonly ready: Promise<void>;
+
+  /** `databaseUrl` must name a SQLite file already migrated by this process. */
+  constructor(databaseUrl: string) {
+    this.worker = new Worker(WORKER_FILE, { workerData: { databaseUrl } });
+    let readyResolve!: () => void;
+    let readyReject!: (e: Error) => void;
+    this.ready = new Promise<void>((resolve, reject) => {
+      readyResolve = resolve;
+      readyReject = reject;
+    });
+    // Rejections of `ready` are seen through commit(); none may go unhandled.
+    this.ready.catch(() => {});
+    this.worker.on('message', (msg: BatchThreadReply) => {
+      if ('ready' in msg) return readyResolve();
+      if ('fatal' in msg) {
+        this.die(msg.fatal);
+        return readyReject(new Error(msg.fatal));
+      }
+      const waiting = this.pending.get(msg.id);
+      if (!waiting) return;
+      this.pending.delete(msg.id);
+      if ('result' in msg) waiting.resolve(msg.result);
+      else waiting.reject(new BatchThreadError(msg.error.message, msg.error.name, msg.error.code));
+    });
+    this.worker.on('error', (err) => {
+      this.die(err.message);
+      readyReject(err);
+    });
+    this.worker.on('exit', (code) => {
+      this.die(`the batch thread exited (code ${code})`);
+      readyReject(new Error(`the batch thread exited (code ${code})`));
+    });
+  }
+
+  /** Null while the thread works; otherwise why it stopped (the caller then commits on its own thread). */
+  get failure(): string | null {
+    return this.deadReason;
+  }
+
+  /** Waits until the thread has opened its connection; rejects when it could not. */
+  started(): Promise<void> {
+    return this.ready;
+  }
+
+  async commit(works: PreparedWork[]): Promise<BatchResult> {
+    await this.ready;
+    if (this.deadReason) throw new Error(this.deadReason);
+    const id = this.nextId++;
+    const request: BatchThreadRequest = { id, works: works.map(forThread) };
+    return new Promise<BatchResult>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      try {
+        this.worker.postMessage(request);
+      } catch (err) {
+        this.pending.delete(id);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+
+  private die(reason: string): void {
+    if (this.deadReason) return;
+    this.deadReason = reason;
+    const error = new Error(reason);
+    for (const waiting of this.pending.values()) waiting.reject(error);
+    this.pending.clear();
+  }
+
+  /** Closes the thread's connection and ends the thread; call when no commit is pending. */
+  async close(): Promise<void> {
+    if (this.deadReason) return;
+    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+    this.worker.postMessage('close');
+    const timer = new Promise<void>((resolve) => setTimeout(resolve, 5000).unref());
+    await Promise.race([exited, timer]);
+    if (!this.deadReason) await this.worker.terminate();
+  }
+}

@@ -1,0 +1,83 @@
+// SQLite WAL checkpoints on a worker thread with its own connection, so the thread
+// that commits ingest batches never stops to copy the WAL back into the database
+// file and fsync it. SQLite's own automatic checkpoint runs inside the committing
+// connection's COMMIT; at ingest rates that was a quarter of the writer's time
+// (BENCHMARKS.md, "WAL checkpoints off the writer's thread").
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/** How often the worker looks at the WAL; a checkpoint of nothing costs a few µs. */
+export const CHECKPOINT_INTERVAL_MS = 100;
+
+/**
+ * The committing connection's own automatic checkpoint, kept as a safety net for a
+ * checkpointer that falls behind or dies: in pages (4 KB), so the WAL stays below
+ * about 64 MB whatever happens.
+ */
+export const WRITER_AUTOCHECKPOINT_PAGES = 16_384;
+
+// The worker's whole program, evaluated from a string so it needs no file of its own
+// (the same code runs from src/ under vitest and from dist/). PASSIVE never waits for
+// the writer or readers: it copies what it can and tries again on the next tick.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.module);
+const db = new Database(workerData.file, { fileMustExist: true });
+db.pragma('journal_size_limit = ' + workerData.journalSizeLimit);
+let stopped = false;
+const timer = setInterval(() => {
+  if (stopped) return;
+  try {
+    db.pragma('wal_checkpoint(PASSIVE)');
+  } catch (err) {
+    parentPort.postMessage({ error: String((err && err.message) || err) });
+  }
+}, workerData.intervalMs);
+parentPort.on('message', (msg) => {
+  if (msg !== 'stop') return;
+  stopped = true;
+  clearInterval(timer);
+  try { db.close(); } catch {}
+  parentPort.postMessage({ stopped: true });
+});
+`;
+
+export interface WalCheckpointer {
+  /** Stops the worker and closes its connection (the store's close then checkpoints the rest). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts checkpointing `file` in the background. `onError` hears about failed
+ * checkpoints (the writer's safety-net checkpoint still bounds the WAL).
+ */
+export function startWalCheckpointer(file: string, onError: (message: string) => void = () => {}): WalCheckpointer {
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: {
+      module: createRequire(import.meta.url).resolve('better-sqlite3'),
+      file,
+      intervalMs: CHECKPOINT_INTERVAL_MS,
+      // After a checkpoint has caught up, SQLite restarts the WAL from its start; this
+      // truncates a file that grew during a burst back to a modest size.
+      journalSizeLimit: 16 * 1024 * 1024,
+    },
+  });
+  worker.unref();
+  let exited = false;
+  const exit = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  void exit.then(() => (exited = true));
+  worker.on('message', (msg: { error?: string }) => {
+    if (msg.error) onError(msg.error);
+  });
+  worker.on('error', (err) => onError(err.message));
+  return {
+    async stop() {
+      if (exited) return;
+      const stopped = new Promise<void>((resolve) => worker.on('message', (m: { stopped?: boolean }) => m.stopped && resolve()));
+      worker.postMessage('stop');
+      await Promise.race([stopped, exit, new Promise((r) => setTimeout(r, 2000).unref())]);
+      await worker.terminate();
+    },
+  };
+}

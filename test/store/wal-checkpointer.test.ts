@@ -1,0 +1,61 @@
+// Background WAL checkpoints (SQLite): with `backgroundCheckpoints`, the connection
+// that commits no longer copies the WAL into the database file inside its COMMIT;
+// a worker thread does it shortly after.
+import fs from 'node:fs';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/store/database.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/server.js';
+
+const PAGE = 4096;
+
+describe('background WAL checkpoints on sqlite', () => {
+  let database: TestDatabase;
+  let store: Store;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+
+  async function open(backgroundCheckpoints: boolean): Promise<string> {
+    database = await createTestDatabase('sqlite');
+    store = await openStore(database.url, { backgroundCheckpoints });
+    await sql`create table blobs (b blob)`.execute(store.db);
+    return database.url.slice('sqlite:'.length);
+  }
+
+  /** About 3 000 pages in one transaction: past SQLite's default autocheckpoint of 1 000. */
+  async function writeMegabytes(): Promise<void> {
+    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 3000) insert into blobs select randomblob(${PAGE}) from n`.execute(
+      store.db,
+    );
+  }
+
+  async function waitFor(check: () => boolean, ms = 5000): Promise<boolean> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      if (check()) return true;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return check();
+  }
+
+  it('commits without checkpointing; the worker copies the WAL into the file soon after', async () => {
+    const file = await open(true);
+    const before = fs.statSync(file).size;
+    await writeMegabytes();
+    // The commit itself left the pages in the WAL (the default would have checkpointed them).
+    expect(fs.statSync(file).size - before).toBeLessThan(100 * PAGE);
+    expect(await waitFor(() => fs.statSync(file).size - before > 3000 * PAGE)).toBe(true);
+    await sql`insert into blobs values (randomblob(10))`.execute(store.db);
+    const rows = await sql<{ n: number }>`select count(*) as n from blobs`.execute(store.db);
+    expect(Number(rows.rows[0].n)).toBe(3001);
+  });
+
+  it('without the option the committing connection checkpoints as before', async () => {
+    const file = await open(false);
+    const before = fs.statSync(file).size;
+    await writeMegabytes();
+    expect(fs.statSync(file).size - before).toBeGreaterThan(3000 * PAGE);
+  });
+});
