@@ -142,6 +142,8 @@ export interface IngestStats {
   averageBatchEvents: number;
   /** Works waiting for the next transaction right now. */
   queued: number;
+  /** Batches committed on the SQLite batch thread (the rest ran on the main thread). */
+  batchesOnThread: number;
 }
 
 /** The writer as the HTTP layer sees it: resolves only after the work is committed. */

@@ -6,7 +6,7 @@
 import os from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
+import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
@@ -43,6 +43,8 @@ export interface WriterOptions {
    * SQLite file when the compiled thread program exists and no `random` is injected.
    */
   batchThread?: boolean;
+  /** The thread program to run (default: the compiled one beside batch-thread.js). */
+  batchThreadFile?: URL;
 }
 
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
@@ -81,10 +83,22 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   const maxBatchItems = Math.max(1, options.maxBatchItems ?? DEFAULT_MAX_BATCH_ITEMS);
   const batchDeadlineMs = options.batchDeadlineMs ?? DEFAULT_BATCH_DEADLINE_MS;
   const fileUrl = sqliteFileUrl(deps.store);
-  const useThread = (options.batchThread ?? (options.random === undefined && batchThreadAvailable())) && fileUrl !== null;
-  const thread = useThread ? new BatchThread(fileUrl) : null;
+  const threadFile = options.batchThreadFile ?? BATCH_THREAD_FILE;
+  const useThread = (options.batchThread ?? (options.random === undefined && batchThreadAvailable(threadFile))) && fileUrl !== null;
+  let thread: BatchThread | null = null;
+  if (useThread) {
+    try {
+      thread = new BatchThread(fileUrl, threadFile);
+    } catch (err) {
+      deps.logger.error({ err }, 'the ingest batch thread did not start; batches commit on the main thread');
+    }
+  }
   if (thread) deps.logger.debug('ingest batches commit on a worker thread');
   let threadFailureLogged = false;
+  // With the batch thread, the next batch is handed over while one commits, so the
+  // thread never waits for the main thread to notice an answer (SQLite still runs
+  // them one after the other, in order). On this thread there is nothing to overlap.
+  const maxInFlight = thread ? 2 : 1;
   // With the batch thread, payloads are compressed there, inside the batch.
   const threads = thread ? 0 : (options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0));
   const compressor = threads > 0 ? new CompressionWorker() : null;
@@ -105,6 +119,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     sessionUpdates: 0,
     largestBatchItems: 0,
     itemsCommitted: 0,
+    batchesOnThread: 0,
   };
 
   function takeBatch(): Pending[] {
@@ -135,7 +150,9 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       await thread.started().catch(() => {});
       if (!thread.failure) {
         try {
-          return await thread.commit(works);
+          const result = await thread.commit(works);
+          counters.batchesOnThread += 1;
+          return result;
         } catch (err) {
           if (!thread.failure) throw err;
           throw new BatchOutcomeUnknownError(`the batch thread stopped during the batch: ${thread.failure}`, { cause: err });
@@ -208,20 +225,28 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     );
   }
 
-  async function drain(): Promise<void> {
+  async function runGuarded(batch: Pending[]): Promise<void> {
     try {
-      while (queue.length > 0) {
-        const batch = takeBatch();
-        try {
-          await Promise.all(batch.map((p) => p.ready));
-          await runBatch(batch);
-        } catch (err) {
-          // runBatch settles its promises itself; this guard keeps the loop alive and
-          // no request waiting if anything else ever throws (settling twice is a no-op).
-          deps.logger.error({ err }, 'ingest writer loop failed');
-          const failure = new IngestUnavailableError('the ingest writer failed; nothing was stored, send again later', { cause: err });
-          for (const p of batch) p.reject(failure);
+      await Promise.all(batch.map((p) => p.ready));
+      await runBatch(batch);
+    } catch (err) {
+      // runBatch settles its promises itself; this guard keeps the loop alive and
+      // no request waiting if anything else ever throws (settling twice is a no-op).
+      deps.logger.error({ err }, 'ingest writer loop failed');
+      const failure = new IngestUnavailableError('the ingest writer failed; nothing was stored, send again later', { cause: err });
+      for (const p of batch) p.reject(failure);
+    }
+  }
+
+  async function drain(): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
+    try {
+      while (queue.length > 0 || inFlight.size > 0) {
+        while (queue.length > 0 && inFlight.size < maxInFlight) {
+          const batchRun = runGuarded(takeBatch()).finally(() => inFlight.delete(batchRun));
+          inFlight.add(batchRun);
         }
+        await Promise.race(inFlight);
       }
     } finally {
       running = false;

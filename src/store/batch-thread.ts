@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
 
-const WORKER_FILE = new URL('./batch-thread-worker.js', import.meta.url);
+/** The compiled thread program beside this module (dist/store/ when running from dist/). */
+export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta.url);
 
 /** What crosses to the thread for one event: its row fields and the raw bytes to compress. */
 export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uint8Array | null } };
@@ -28,8 +29,8 @@ export type BatchThreadReply =
   | { fatal: string };
 
 /** True when the compiled worker program is there (not under vitest's TypeScript sources). */
-export function batchThreadAvailable(): boolean {
-  return WORKER_FILE.protocol === 'file:' && fs.existsSync(fileURLToPath(WORKER_FILE));
+export function batchThreadAvailable(file: URL = BATCH_THREAD_FILE): boolean {
+  return file.protocol === 'file:' && fs.existsSync(fileURLToPath(file));
 }
 
 /** An error the thread reported, with the database's error code kept for logs. */
@@ -56,9 +57,12 @@ export class BatchThread {
   private deadReason: string | null = null;
   private readonly ready: Promise<void>;
 
-  /** `databaseUrl` must name a SQLite file already migrated by this process. */
-  constructor(databaseUrl: string) {
-    this.worker = new Worker(WORKER_FILE, { workerData: { databaseUrl } });
+  /**
+   * `databaseUrl` must name a SQLite file already migrated by this process. `file` is
+   * the thread program; tests running the TypeScript sources point it at dist/.
+   */
+  constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE) {
+    this.worker = new Worker(file, { workerData: { databaseUrl } });
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
     this.ready = new Promise<void>((resolve, reject) => {

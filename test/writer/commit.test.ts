@@ -7,11 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
 import { IngestUnavailableError } from '../../src/ingest/errors.js';
-import { createIngestWriter } from '../../src/ingest/writer.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
-import { dialects } from '../helpers/server.js';
-import { createProject, fp, hex32, makeAggregate, makeEvent, makeSession, makeWork, newWriter, openTestStore, type TestStore } from './factory.js';
+import { createIngestWriter, type WriterOptions } from '../../src/ingest/writer.js';
+import { ensureBuilt } from '../foundation/cli-helpers.js';
+import { dialects, type DialectName } from '../helpers/server.js';
+import { createProject, fp, hex32, makeAggregate, makeEvent, makeSession, makeWork, newWriter as newTestWriter, openTestStore, type TestStore } from './factory.js';
 
 const TABLES: (keyof Database)[] = [
   'projects',
@@ -59,9 +60,27 @@ async function failOnEventId(store: Store, eventId: string): Promise<void> {
   }
 }
 
-describe.each(dialects)('writer group commit (%s)', (dialect) => {
+/**
+ * On SQLite the server commits batches on a worker thread (src/store/batch-thread.ts);
+ * its program exists only compiled, so these runs use dist/'s, built from these sources.
+ */
+const DIST_BATCH_THREAD = new URL('../../dist/store/batch-thread-worker.js', import.meta.url);
+const modes: [DialectName, 'main thread' | 'batch thread'][] = [
+  ['sqlite', 'main thread'],
+  ['sqlite', 'batch thread'],
+  ...dialects.filter((d) => d !== 'sqlite').map((d): [DialectName, 'main thread'] => [d, 'main thread']),
+];
+
+function writerMaker(mode: (typeof modes)[number][1]) {
+  return (store: Store, options: WriterOptions = {}) =>
+    newTestWriter(store, mode === 'batch thread' ? { batchThread: true, batchThreadFile: DIST_BATCH_THREAD, ...options } : options);
+}
+
+describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
   let t: TestStore;
+  const newWriter = writerMaker(mode);
   beforeAll(async () => {
+    if (mode === 'batch thread') ensureBuilt();
     t = await openTestStore(dialect);
   });
   afterAll(async () => {
@@ -79,6 +98,7 @@ describe.each(dialects)('writer group commit (%s)', (dialect) => {
     expect(stats.batchesCommitted).toBeLessThan(30);
     expect(stats).toMatchObject({ worksCommitted: 30, eventsAccepted: 30, eventsStored: 30, sessionUpdates: 30, batchesFailed: 0, queued: 0 });
     expect(stats.averageBatchWorks).toBe(30 / stats.batchesCommitted);
+    expect(stats.batchesOnThread).toBe(mode === 'batch thread' ? stats.batchesCommitted : 0);
     // Resolved means committed: the rows are visible right away.
     const n = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
     expect(Number(n.n)).toBe(30);
@@ -152,9 +172,11 @@ describe.each(dialects)('writer group commit (%s)', (dialect) => {
   });
 });
 
-describe.each(dialects)('writer database failure (%s)', (dialect) => {
+describe.each(modes)('writer database failure (%s, %s)', (dialect, mode) => {
   let t: TestStore;
+  const newWriter = writerMaker(mode);
   beforeAll(async () => {
+    if (mode === 'batch thread') ensureBuilt();
     t = await openTestStore(dialect);
   });
   afterAll(async () => {
@@ -258,10 +280,12 @@ describe.runIf(dialects.includes('postgres'))('writer batch deadline on postgres
   });
 });
 
-describe.each(dialects)('two writers on one database, as two server instances (%s)', (dialect) => {
+describe.each(modes)('two writers on one database, as two server instances (%s, %s)', (dialect, mode) => {
+  const newWriter = writerMaker(mode);
   let t: TestStore;
   let second: Store;
   beforeAll(async () => {
+    if (mode === 'batch thread') ensureBuilt();
     t = await openTestStore(dialect);
     second = await openStore(t.database.url);
   });
