@@ -63,6 +63,8 @@ export class BatchThread {
    */
   constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE) {
     this.worker = new Worker(file, { workerData: { databaseUrl } });
+    // An idle thread must not keep the process alive; one with a batch does (see commit).
+    this.worker.unref();
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
     this.ready = new Promise<void>((resolve, reject) => {
@@ -80,6 +82,7 @@ export class BatchThread {
       const waiting = this.pending.get(msg.id);
       if (!waiting) return;
       this.pending.delete(msg.id);
+      if (this.pending.size === 0) this.worker.unref();
       if ('result' in msg) waiting.resolve(msg.result);
       else waiting.reject(new BatchThreadError(msg.error.message, msg.error.name, msg.error.code));
     });
@@ -110,10 +113,12 @@ export class BatchThread {
     const request: BatchThreadRequest = { id, works: works.map(forThread) };
     return new Promise<BatchResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) this.worker.ref();
       try {
         this.worker.postMessage(request);
       } catch (err) {
         this.pending.delete(id);
+        if (this.pending.size === 0) this.worker.unref();
         reject(err instanceof Error ? err : new Error(String(err)));
       }
     });

@@ -2,6 +2,10 @@
 // chunked under the bound-parameter limits, shutdown flushing, and a database
 // failure in the middle of a batch (every request rejected, nothing written, the
 // writer carries on).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
@@ -327,5 +331,59 @@ describe.each(modes)('two writers on one database, as two server instances (%s, 
     expect(Number(hourly.n)).toBe(60);
     const changes = await t.store.db.selectFrom('issue_changes').select('kind').where('project_id', '=', project.id).execute();
     expect(changes).toHaveLength(4);
+  });
+});
+
+describe('writer when the SQLite batch thread fails', () => {
+  let t: TestStore;
+  let dir: string;
+  beforeAll(async () => {
+    t = await openTestStore('sqlite');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-thread-'));
+  });
+  afterAll(async () => {
+    await t?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  function countEvents(projectId: number) {
+    return t.store.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('project_id', '=', projectId)
+      .executeTakeFirstOrThrow()
+      .then((r) => Number(r.n));
+  }
+
+  it('commits on the main thread when the thread cannot start', async () => {
+    const project = await createProject(t.store);
+    const writer = newTestWriter(t.store, { batchThread: true, batchThreadFile: pathToFileURL(path.join(dir, 'missing.js')) });
+    const outcomes = await Promise.all(Array.from({ length: 5 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))));
+    expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
+    expect(writer.stats()).toMatchObject({ worksCommitted: 5, batchesOnThread: 0, worksFailed: 0 });
+    expect(await countEvents(project.id)).toBe(5);
+    await writer.close();
+  });
+
+  it('answers 503 for the batch a dying thread held, without retrying it, then commits on the main thread', async () => {
+    // A thread program that starts, then dies on its first batch.
+    const program = path.join(dir, 'dies.mjs');
+    fs.writeFileSync(
+      program,
+      "import { parentPort } from 'node:worker_threads';\nparentPort.postMessage({ ready: true });\nparentPort.on('message', () => process.exit(3));\n",
+    );
+    const project = await createProject(t.store);
+    const writer = newTestWriter(t.store, { batchThread: true, batchThreadFile: pathToFileURL(program) });
+    const settled = await Promise.allSettled([1, 2].map(() => writer.submit(makeWork(project, { events: [makeEvent()] }))));
+    for (const s of settled) {
+      expect(s.status).toBe('rejected');
+      expect((s as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
+    }
+    // Not retried work by work: whether the batch committed is unknown.
+    expect(writer.stats()).toMatchObject({ batchesFailed: 1, worksFailed: 2, batchesCommitted: 0 });
+    expect(await writer.submit(makeWork(project, { events: [makeEvent()] }))).toEqual({ kind: 'ok' });
+    expect(writer.stats()).toMatchObject({ batchesCommitted: 1, batchesOnThread: 0 });
+    expect(await countEvents(project.id)).toBe(1);
+    await writer.close();
   });
 });
