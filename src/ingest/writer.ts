@@ -146,22 +146,19 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
 
   /** The batch on the batch thread while it lives, else on this thread. */
   async function commit(works: PreparedWork[]) {
-    if (thread) {
-      await thread.started().catch(() => {});
-      if (!thread.failure) {
-        try {
-          const result = await thread.commit(works);
-          counters.batchesOnThread += 1;
-          return result;
-        } catch (err) {
-          if (!thread.failure) throw err;
-          throw new BatchOutcomeUnknownError(`the batch thread stopped during the batch: ${thread.failure}`, { cause: err });
-        }
+    if (thread && (await thread.usable())) {
+      try {
+        const result = await thread.commit(works);
+        counters.batchesOnThread += 1;
+        return result;
+      } catch (err) {
+        if (!thread.failure) throw err;
+        throw new BatchOutcomeUnknownError(`the batch thread stopped during the batch: ${thread.failure}`, { cause: err });
       }
-      if (!threadFailureLogged) {
-        threadFailureLogged = true;
-        deps.logger.error({ reason: thread.failure }, 'the ingest batch thread stopped; batches now commit on the main thread');
-      }
+    }
+    if (thread && !threadFailureLogged) {
+      threadFailureLogged = true;
+      deps.logger.error({ reason: thread.failure }, 'the ingest batch thread stopped; batches now commit on the main thread');
     }
     return commitIngestBatch(deps.store, works, { random });
   }
@@ -206,9 +203,12 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     batch.forEach((p, i) => p.resolve(result.outcomes[i]));
   }
 
-  /** Starts compressing the payloads of events sure to be stored; whatever fails is compressed in the batch. */
+  /**
+   * Starts compressing the payloads of events sure to be stored; whatever fails is
+   * compressed in the batch. The batch thread compresses its batches itself.
+   */
   function compressAhead(events: EventInput[]): Promise<unknown> | null {
-    if (events.length === 0) return null;
+    if (thread || events.length === 0) return null;
     if (!compressor) {
       for (const e of events) compressRaw(e);
       return null;
@@ -273,7 +273,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       let ready: Promise<unknown> | null;
       try {
         prepared = prepareWork(work);
-        ready = thread ? null : compressAhead(prepared.eager);
+        ready = compressAhead(prepared.eager);
       } catch (err) {
         return Promise.reject(err);
       }

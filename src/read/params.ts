@@ -45,7 +45,7 @@ export function isIssueStatus(v: unknown): v is IssueStatus {
 }
 
 /** A LIKE pattern matching `text` anywhere, with LIKE's wildcards escaped (use with `escape '\'`). */
-export function containsPattern(text: string): string {
+function containsPattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 

@@ -1,11 +1,11 @@
 // The batch thread's program (see batch-thread.ts): its own SQLite connection,
 // one ingest batch per message, answered with the batch's result or its error.
 import { parentPort, workerData } from 'node:worker_threads';
+import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
-import { commitIngestBatch } from './ingest-batch.js';
+import { commitIngestBatch, compressRaw } from './ingest-batch.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
-import { sql } from 'kysely';
 
 const port = parentPort!;
 const send = (reply: BatchThreadReply) => port.postMessage(reply);
@@ -36,6 +36,9 @@ async function main(): Promise<void> {
           // Buffers arrive as plain Uint8Arrays; the driver binds blobs from Buffers.
           if (e.raw !== null) e.raw = Buffer.from(e.raw.buffer, e.raw.byteOffset, e.raw.byteLength);
         }
+        // Payloads sure to be stored are compressed before the transaction, so the write
+        // lock (which the main thread's writes also wait for) is not held meanwhile.
+        for (const e of work.eager) compressRaw(e);
       }
       try {
         const result = await commitIngestBatch(store, msg.works, { random: Math.random });

@@ -44,10 +44,20 @@ export class BatchThreadError extends Error {
   }
 }
 
-/** Only plain data crosses threads: the normalised event behind each row stays here. */
+/**
+ * Only plain data crosses threads: the normalised event behind each row stays here.
+ * `eager` keeps naming the same (new) objects as `events`; a message keeps identity.
+ */
 function forThread(work: PreparedWork): PreparedWork {
-  const events = work.events.map((e): ThreadEventInput => ({ ...e, source: { raw: e.raw === null ? ownBytes(e.source.raw) : null } }));
-  return { ...work, events: events as unknown as EventInput[], eager: [] };
+  const eager = new Set(work.eager);
+  const events: EventInput[] = [];
+  const eagerOut: EventInput[] = [];
+  for (const e of work.events) {
+    const moved: ThreadEventInput = { ...e, source: { raw: e.raw === null ? ownBytes(e.source.raw) : null } };
+    events.push(moved as unknown as EventInput);
+    if (eager.has(e)) eagerOut.push(moved as unknown as EventInput);
+  }
+  return { ...work, events, eager: eagerOut };
 }
 
 /**
@@ -111,9 +121,10 @@ export class BatchThread {
     return this.deadReason;
   }
 
-  /** Waits until the thread has opened its connection; rejects when it could not. */
-  started(): Promise<void> {
-    return this.ready;
+  /** Once the thread has started: true when it can take batches, false when it failed. */
+  async usable(): Promise<boolean> {
+    await this.ready.catch(() => {});
+    return this.deadReason === null;
   }
 
   async commit(works: PreparedWork[]): Promise<BatchResult> {

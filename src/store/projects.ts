@@ -2,7 +2,7 @@
 // reserved slugs, platforms, defaults), DSN keys, and every project query.
 // Deleting a project relies on the schema's ON DELETE CASCADE foreign keys to
 // remove everything under it in the same statement.
-import { CompiledQuery, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, ProjectRow } from './schema.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -74,18 +74,9 @@ export async function listProjects(db: Db): Promise<ProjectRow[]> {
   return db.selectFrom('projects').selectAll().orderBy('id').execute();
 }
 
-/** The by-id query's SQL text per database handle: compiled once, it runs on every ingest request. */
-const projectByIdText = new WeakMap<Db, string>();
-
 export async function findProjectById(db: Db, id: number): Promise<ProjectRow | undefined> {
   if (!Number.isSafeInteger(id) || id <= 0) return undefined;
-  let text = projectByIdText.get(db);
-  if (text === undefined) {
-    text = db.selectFrom('projects').selectAll().where('id', '=', 0).compile().sql;
-    projectByIdText.set(db, text);
-  }
-  const { rows } = await db.executeQuery<ProjectRow>(CompiledQuery.raw(text, [id]));
-  return rows[0];
+  return db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /**

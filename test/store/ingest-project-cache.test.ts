@@ -62,14 +62,15 @@ describe.each(dialects)('ingest project cache on %s', (dialect) => {
 
   it('does not keep a row it read before a rotation that finished first', async () => {
     // Hold the lookup between reading its row and caching it until the rotation is done.
-    const db = store.db as unknown as { executeQuery: (q: { sql: string }) => Promise<unknown> };
-    const original = db.executeQuery.bind(store.db);
+    // Every query of this Kysely instance, builder or raw, runs through its one executor.
+    const db = store.db.getExecutor() as unknown as { executeQuery: (q: { sql: string }, ...rest: unknown[]) => Promise<unknown> };
+    const original = db.executeQuery.bind(db);
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let read!: () => void;
     const readDone = new Promise<void>((resolve) => (read = resolve));
-    db.executeQuery = async (query) => {
-      const result = await original(query);
+    db.executeQuery = async (query, ...rest) => {
+      const result = await original(query, ...rest);
       if (/from "projects" where "id"/.test(query.sql)) {
         read();
         await gate;
