@@ -1,25 +1,38 @@
-// Blob codec for stored event payloads (`events.detail`, `events.raw`): zlib
-// deflate at level 1. On event-sized JSON level 1 costs a third to a half of the
-// default level's CPU and its output is only 5-8 % larger, and ingest runs it for
-// every stored event. The synchronous zlib calls are deliberate: on ~3-20 KB
-// inputs the async variants cost several times more main-thread time in stream
-// set-up than the compression itself (compression-worker.ts moves the same work to
-// another thread instead). A zlib stream always starts with 0x78, so another format
-// can be added later and told apart by its first byte.
+// Blob codec for stored event payloads (`events.raw`, and `events.detail` of old
+// rows). New blobs are one tag byte (BROTLI_TAG) and a Brotli stream at quality 1:
+// on event-sized JSON (3-20 KB) that costs about 26 µs per event where zlib deflate
+// at level 1 cost 68 µs, for output 3 % larger (BENCHMARKS.md), and ingest runs it
+// for every stored event. Blobs written before start with zlib's 0x78 and are still
+// read. The synchronous calls are deliberate: on inputs this small the async
+// variants cost more in stream set-up than the compression itself (ingest runs it on
+// the batch thread or the compression worker instead).
 import zlib from 'node:zlib';
 
+/** First byte of a Brotli blob. A zlib stream (the older format) always starts with 0x78. */
+export const BROTLI_TAG = 0x01;
+const ZLIB_FIRST_BYTE = 0x78;
 /** Shared with the compression worker, so both produce the same bytes. */
-export const DEFLATE_LEVEL = 1;
-const DEFLATE_OPTIONS: zlib.ZlibOptions = { level: DEFLATE_LEVEL };
+export const BROTLI_QUALITY = 1;
 
 /** Compresses bytes for storage. */
 export function compress(bytes: Uint8Array): Buffer {
-  return zlib.deflateSync(bytes, DEFLATE_OPTIONS);
+  const packed = zlib.brotliCompressSync(bytes, {
+    params: {
+      [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+      [zlib.constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength,
+    },
+  });
+  const blob = Buffer.allocUnsafe(packed.length + 1);
+  blob[0] = BROTLI_TAG;
+  packed.copy(blob, 1);
+  return blob;
 }
 
 /** The bytes `compress` was given. Accepts what either database driver returns for a blob column. */
 export function decompress(blob: Uint8Array): Buffer {
-  return zlib.inflateSync(blob);
+  if (blob[0] === BROTLI_TAG) return zlib.brotliDecompressSync(blob.subarray(1));
+  if (blob[0] === ZLIB_FIRST_BYTE) return zlib.inflateSync(blob);
+  throw new Error(`stored blob has an unknown format (first byte ${blob[0] ?? 'none'})`);
 }
 
 /** A compressed JSON document (event detail written before it was derived on read). */

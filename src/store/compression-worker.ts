@@ -3,7 +3,7 @@
 // run there). Kept apart from codec.ts so readers of stored blobs do not load
 // worker_threads.
 import { Worker } from 'node:worker_threads';
-import { DEFLATE_LEVEL } from './codec.js';
+import { BROTLI_QUALITY, BROTLI_TAG } from './codec.js';
 
 // The worker's whole program. Evaluated from a string so it needs no file of its own
 // on disk (the same code runs from src/ under vitest and from dist/).
@@ -12,7 +12,16 @@ const { parentPort } = require('node:worker_threads');
 const zlib = require('node:zlib');
 parentPort.on('message', (msg) => {
   try {
-    const out = msg.items.map((bytes) => zlib.deflateSync(bytes, { level: ${DEFLATE_LEVEL} }));
+    const out = msg.items.map((bytes) => {
+      const packed = zlib.brotliCompressSync(bytes, { params: {
+        [zlib.constants.BROTLI_PARAM_QUALITY]: ${BROTLI_QUALITY},
+        [zlib.constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength,
+      } });
+      const blob = Buffer.allocUnsafe(packed.length + 1);
+      blob[0] = ${BROTLI_TAG};
+      packed.copy(blob, 1);
+      return blob;
+    });
     parentPort.postMessage({ id: msg.id, out });
   } catch (err) {
     parentPort.postMessage({ id: msg.id, error: String(err && err.message || err) });

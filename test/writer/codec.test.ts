@@ -1,7 +1,8 @@
 // The blob codec: round trips, and the compression worker producing exactly what
 // the main-thread codec produces (and failing over cleanly once closed).
 import { describe, expect, it } from 'vitest';
-import { compress, decodeJson, decompress } from '../../src/store/codec.js';
+import { deflateSync } from 'node:zlib';
+import { BROTLI_TAG, compress, decodeJson, decompress } from '../../src/store/codec.js';
 import { CompressionWorker } from '../../src/store/compression-worker.js';
 
 describe('codec', () => {
@@ -9,11 +10,19 @@ describe('codec', () => {
     const bytes = Buffer.from('{"a":1,"b":"\u00e9\u0000x"}'.repeat(100));
     const packed = compress(bytes);
     expect(packed.length).toBeLessThan(bytes.length / 5);
-    expect(packed[0]).toBe(0x78); // zlib header: lets a future format be told apart
+    expect(packed[0]).toBe(BROTLI_TAG);
     expect(decompress(packed).equals(bytes)).toBe(true);
     const value = { message: 'boom', frames: [{ lineno: 3, in_app: true }], extra: null };
     expect(decodeJson(compress(Buffer.from(JSON.stringify(value))))).toEqual(value);
     expect(decompress(compress(new Uint8Array(0))).length).toBe(0);
+  });
+
+  it('reads the zlib blobs written before Brotli, and refuses a blob of no known format', () => {
+    const bytes = Buffer.from('{"message":"stored by an older version"}'.repeat(20));
+    expect(decompress(deflateSync(bytes, { level: 1 })).equals(bytes)).toBe(true);
+    expect(decodeJson(deflateSync(Buffer.from('{"a":[1,2]}')))).toEqual({ a: [1, 2] });
+    expect(() => decompress(Buffer.from('{"not":"compressed"}'))).toThrow(/unknown format/);
+    expect(() => decompress(new Uint8Array(0))).toThrow(/unknown format/);
   });
 
   it('compresses on a worker thread to the same bytes, then refuses work once closed', async () => {
