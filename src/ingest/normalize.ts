@@ -445,6 +445,16 @@ function deviceIdOf(tags: Record<string, string>, device: Obj | null, contexts: 
  * object (the item is skipped). `raw` is the payload bytes exactly as received.
  */
 export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): NormalizedEvent {
+  return normalize(payload, ctx, false);
+}
+
+/**
+ * normalizeEvent, or with `detailOnly` the event's detail. One body, so ingest and the
+ * read API apply the same rules.
+ */
+function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: false): NormalizedEvent;
+function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: true): EventDetailData;
+function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boolean): NormalizedEvent | EventDetailData {
   const ev = parsePayload(payload);
 
   const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
@@ -475,23 +485,28 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
   const isCrash = level === 'fatal' || exceptions.some((e) => e.mechanism?.handled === false);
   const sdk = isObject(ev.sdk) ? ev.sdk : null;
 
-  // Built only when asked for: ingest stores the raw payload, and the event detail route
-  // rebuilds this from it (eventDetailFromRaw), so the hot path neither builds nor stores it.
+  if (detailOnly) {
+    return {
+      message,
+      exceptions,
+      breadcrumbs: normalizeBreadcrumbs(ev.breadcrumbs),
+      contexts,
+      user: user.detail,
+      request: isObject(ev.request) ? ev.request : null,
+      extra: isObject(ev.extra) ? ev.extra : null,
+      sdk,
+      debug_images: images,
+      fingerprint_input: input,
+      logger: text(ev.logger, 128),
+      server_name: text(ev.server_name, 256),
+    };
+  }
+
+  // The detail is built only when asked for, from the payload again: ingest stores the raw
+  // payload and the event detail route rebuilds the detail from it. No closure here may
+  // refer to the parsed payload (`ev`): the event waits for its batch's commit, and a
+  // parsed tree kept alive that long was copied by young-generation GCs and promoted.
   let detail: EventDetailData | undefined;
-  const buildDetail = (): EventDetailData => ({
-    message,
-    exceptions,
-    breadcrumbs: normalizeBreadcrumbs(ev.breadcrumbs),
-    contexts,
-    user: user.detail,
-    request: isObject(ev.request) ? ev.request : null,
-    extra: isObject(ev.extra) ? ev.extra : null,
-    sdk,
-    debug_images: images,
-    fingerprint_input: input,
-    logger: text(ev.logger, 128),
-    server_name: text(ev.server_name, 256),
-  });
 
   return {
     eventId,
@@ -520,7 +535,7 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
     tags,
     fingerprint,
     get detail() {
-      return (detail ??= buildDetail());
+      return (detail ??= normalize(payload, ctx, true));
     },
     raw: payload,
   };
@@ -532,5 +547,5 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
  */
 export function eventDetailFromRaw(raw: Uint8Array, clientIp: string | null): EventDetailData {
   // Only the detail is wanted: the receive time and the fingerprint hash do not enter it.
-  return normalizeEvent(raw, { receivedAt: 0, sentAt: null, envelopeEventId: null, clientIp, md5Hex: () => '' }).detail;
+  return normalize(raw, { receivedAt: 0, sentAt: null, envelopeEventId: null, clientIp, md5Hex: () => '' }, true);
 }
