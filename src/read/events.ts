@@ -410,7 +410,16 @@ export async function findEvent(db: Db, projectId: number, idOrEventId: string):
   } else {
     const hex = text.replace(/-/g, '');
     if (/^[0-9a-f]{32}$/.test(hex)) {
-      row = await db.selectFrom('events').selectAll().where('project_id', '=', projectId).where('event_id', '=', hex).executeTakeFirst();
+      // seen_events.stored_id leads to the row (events has no index on event_id).
+      row = await db
+        .selectFrom('seen_events as s')
+        .innerJoin('events as e', 'e.id', 's.stored_id')
+        .selectAll('e')
+        .where('s.project_id', '=', projectId)
+        .where('s.event_id', '=', hex)
+        .where('e.project_id', '=', projectId)
+        .where('e.event_id', '=', hex)
+        .executeTakeFirst();
     }
   }
   if (!row) throw new ReadNotFoundError(`event ${JSON.stringify(idOrEventId)} not found in this project (give its id or its 32-hex event_id)`);

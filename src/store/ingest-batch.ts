@@ -464,7 +464,8 @@ class Batch {
         this.usage.set(key, u);
       }
       for (const id of local) seen.add(id);
-      for (const e of fresh) this.seen.push({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt });
+      // stored_id is filled in once the stored events have their ids (write()).
+      for (const e of fresh) this.seen.push({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt, stored_id: null });
       accepted.push({ work, events: fresh });
     }
 
@@ -888,6 +889,7 @@ class Batch {
         }),
     });
     await this.insertRows('daily_usage', USAGE_COLUMNS, [...this.usage.values()], { defer: true, conflict: additive('daily_usage', ['project_id', 'day'], ['events']) });
+    for (const row of this.seen) row.stored_id = storedByKey.get(`${row.project_id}:${row.event_id}`)?.id ?? null;
     await this.insertRows('seen_events', SEEN_COLUMNS, this.seen, { defer: true, conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() });
 
     await this.insertRows(
@@ -1104,6 +1106,7 @@ const SEEN_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],
   ['event_id', 'text'],
   ['received_at', 'int8'],
+  ['stored_id', 'int8'],
 ];
 const SESSION_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],

@@ -116,11 +116,16 @@ export interface EventTagTable {
   value: string;
 }
 
-/** Every accepted event_id per project (stored or sampled out): makes resends idempotent. */
+/**
+ * Every accepted event_id per project (stored or sampled out): makes resends idempotent,
+ * and finds a stored event by its event_id (`stored_id`).
+ */
 export interface SeenEventTable {
   project_id: number;
   event_id: string;
   received_at: number;
+  /** The `events.id` of the stored event; null when sampling dropped it. */
+  stored_id: number | null;
 }
 
 export interface ProjectHourlyTable {

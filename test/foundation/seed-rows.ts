@@ -6,8 +6,8 @@ import type { Database } from '../../src/store/schema.js';
 
 const HOUR = 3_600_000;
 
-export async function seedProjectData(db: Kysely<Database>, projectId: number, now: number): Promise<void> {
-  const fp = `fp${projectId}`.padEnd(32, '0');
+/** One issue row of the project (fingerprint `fp`). */
+export async function insertIssue(db: Kysely<Database>, projectId: number, fp: string, now: number): Promise<number> {
   const issue = await db
     .insertInto('issues')
     .values({
@@ -37,16 +37,16 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await db.insertInto('issue_releases').values({ issue_id: issue.id, release: '1.0', first_seen: now }).execute();
-  await db.insertInto('issue_users').values({ issue_id: issue.id, user_key: 'u1' }).execute();
-  await db.insertInto('issue_hourly').values({ issue_id: issue.id, bucket: Math.floor(now / HOUR) * HOUR, events: 1 }).execute();
-  await db.insertInto('issue_changes').values({ project_id: projectId, issue_id: issue.id, kind: 'new', at: now, release: '1.0' }).execute();
-  const eventId = `ev${projectId}`.padEnd(32, '0');
+  return Number(issue.id);
+}
+
+/** One stored event of the issue (no tags, no seen_events row). */
+export async function insertEvent(db: Kysely<Database>, projectId: number, issueId: number, fp: string, eventId: string, now: number): Promise<number> {
   const event = await db
     .insertInto('events')
     .values({
       project_id: projectId,
-      issue_id: issue.id,
+      issue_id: issueId,
       event_id: eventId,
       fingerprint: fp,
       timestamp: now,
@@ -78,8 +78,20 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     })
     .returning('id')
     .executeTakeFirstOrThrow();
+  return Number(event.id);
+}
+
+export async function seedProjectData(db: Kysely<Database>, projectId: number, now: number): Promise<void> {
+  const fp = `fp${projectId}`.padEnd(32, '0');
+  const issue = { id: await insertIssue(db, projectId, fp, now) };
+  await db.insertInto('issue_releases').values({ issue_id: issue.id, release: '1.0', first_seen: now }).execute();
+  await db.insertInto('issue_users').values({ issue_id: issue.id, user_key: 'u1' }).execute();
+  await db.insertInto('issue_hourly').values({ issue_id: issue.id, bucket: Math.floor(now / HOUR) * HOUR, events: 1 }).execute();
+  await db.insertInto('issue_changes').values({ project_id: projectId, issue_id: issue.id, kind: 'new', at: now, release: '1.0' }).execute();
+  const eventId = `ev${projectId}`.padEnd(32, '0');
+  const event = { id: await insertEvent(db, projectId, issue.id, fp, eventId, now) };
   await db.insertInto('event_tags').values({ project_id: projectId, event_id: event.id, key: 'a', value: 'b' }).execute();
-  await db.insertInto('seen_events').values({ project_id: projectId, event_id: eventId, received_at: now }).execute();
+  await db.insertInto('seen_events').values({ project_id: projectId, event_id: eventId, received_at: now, stored_id: event.id }).execute();
   const bucket = Math.floor(now / HOUR) * HOUR;
   await db
     .insertInto('project_hourly')

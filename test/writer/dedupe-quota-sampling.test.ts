@@ -138,9 +138,17 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
     expect(stored).toHaveLength(5);
     expect(await issueCounts(project)).toEqual([[f, 7, 5]]);
     // Sampled-out events are still deduplicated and counted in usage.
-    const seen = await t.store.db.selectFrom('seen_events').select('event_id').where('project_id', '=', project.id).execute();
+    const seen = await t.store.db.selectFrom('seen_events').select(['event_id', 'stored_id']).where('project_id', '=', project.id).execute();
     expect(seen).toHaveLength(7);
     expect(await usage(project)).toEqual([[utcDay(T), 7]]);
+    // Each seen id of a stored event names its row (the event_id lookup); the others none.
+    const rows = await t.store.db.selectFrom('events').select(['id', 'event_id']).where('project_id', '=', project.id).execute();
+    const rowOf = new Map(rows.map((r) => [r.event_id, Number(r.id)]));
+    expect(new Map(seen.map((s) => [s.event_id, s.stored_id === null ? null : Number(s.stored_id)]))).toEqual(
+      new Map(seen.map((s) => [s.event_id, rowOf.get(s.event_id) ?? null])),
+    );
+    expect(seen.filter((s) => s.stored_id === null).map((s) => s.event_id)).toEqual(expect.arrayContaining([events[2].eventId]));
+    expect(seen.filter((s) => s.stored_id === null)).toHaveLength(2);
   });
 
   it('stores only crashes with keep-first 0 and a rate of 0, without drawing', async () => {

@@ -1,0 +1,70 @@
+// Migrations that change data, checked on a database holding rows written by the
+// schema before them (migrated step by step with Kysely's Migrator, as an older
+// Faultline left it).
+import { Migrator } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { findEvent } from '../../src/read/events.js';
+import { migrate, openStore, type Store } from '../../src/store/database.js';
+import { StaticMigrationProvider } from '../../src/store/migrations.js';
+import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
+import { insertEvent, insertIssue } from './seed-rows.js';
+
+async function migrateTo(store: Store, name: string): Promise<void> {
+  const migrator = new Migrator({ db: store.db, provider: new StaticMigrationProvider(store.dialect) });
+  const { error } = await migrator.migrateTo(name);
+  if (error) throw error;
+}
+
+async function indexNames(store: Store): Promise<string[]> {
+  const rows =
+    store.dialect === 'postgres'
+      ? await store.db.selectFrom('pg_indexes' as any).select('indexname as name').where('tablename', '=', 'events').execute()
+      : await store.db.selectFrom('sqlite_master' as any).select('name').where('type', '=', 'index').where('tbl_name', '=', 'events').execute();
+  return rows.map((r: any) => String(r.name));
+}
+
+describe.each(dialects)('migrations on %s', (dialect) => {
+  let database: TestDatabase | null = null;
+  let store: Store | null = null;
+  afterEach(async () => {
+    await store?.close();
+    await database?.drop();
+    store = null;
+    database = null;
+  });
+
+  it('005 links every seen event id to its stored row and drops the events index on event_id', async () => {
+    database = await createTestDatabase(dialect);
+    store = await openStore(database.url);
+    await migrateTo(store, '004_job_locks');
+    const project = await store.db
+      .insertInto('projects')
+      .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    // The 004 schema: seen_events has no stored_id yet.
+    const old = store.db.withTables<{ seen_events: { project_id: number; event_id: string; received_at: number } }>();
+    const pid = Number(project.id);
+    const issueId = await insertIssue(store.db, pid, 'a'.repeat(32), 1_767_000_000_000);
+    const stored = ['1'.repeat(32), '2'.repeat(32)];
+    const ids: number[] = [];
+    for (const eventId of stored) {
+      ids.push(await insertEvent(store.db, pid, issueId, 'a'.repeat(32), eventId, 1_767_000_000_000));
+      await old.insertInto('seen_events').values({ project_id: pid, event_id: eventId, received_at: 1 }).execute();
+    }
+    // An event that was sampled out: seen, never stored.
+    await old.insertInto('seen_events').values({ project_id: pid, event_id: 'f'.repeat(32), received_at: 1 }).execute();
+    expect(await indexNames(store)).toContain('events_project_event_id');
+
+    await migrate(store);
+    const seen = await store.db.selectFrom('seen_events').select(['event_id', 'stored_id']).orderBy('event_id').execute();
+    expect(seen.map((s) => [s.event_id, s.stored_id === null ? null : Number(s.stored_id)])).toEqual([
+      [stored[0], ids[0]],
+      [stored[1], ids[1]],
+      ['f'.repeat(32), null],
+    ]);
+    expect(await indexNames(store)).not.toContain('events_project_event_id');
+    expect(Number((await findEvent(store.db, pid, stored[1])).id)).toBe(ids[1]);
+    await expect(findEvent(store.db, pid, 'f'.repeat(32))).rejects.toThrow(/not found/);
+  });
+});
