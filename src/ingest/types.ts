@@ -121,6 +121,7 @@ export type IngestOutcome =
 
 /** Counters of the group-commit writer since it started (for the benchmark and logs). */
 export interface IngestStats {
+  /** Transactions committed (the batch thread may merge several batches into one). */
   batchesCommitted: number;
   batchesFailed: number;
   worksCommitted: number;
@@ -136,6 +137,7 @@ export interface IngestStats {
   sessionUpdates: number;
   /** Items = events + session updates + aggregate buckets. */
   itemsCommitted: number;
+  /** The largest batch the writer handed over (before the batch thread merged any). */
   largestBatchItems: number;
   averageBatchWorks: number;
   averageBatchItems: number;

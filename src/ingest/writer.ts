@@ -88,22 +88,22 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   let thread: BatchThread | null = null;
   if (useThread) {
     try {
-      thread = new BatchThread(fileUrl, threadFile);
+      thread = new BatchThread(fileUrl, threadFile, maxBatchItems);
     } catch (err) {
       deps.logger.error({ err }, 'the ingest batch thread did not start; batches commit on the main thread');
     }
   }
   if (thread) deps.logger.debug('ingest batches commit on a worker thread');
   let threadFailureLogged = false;
-  // With the batch thread, the next batch is handed over while one commits, so the
-  // thread never waits for the main thread to notice an answer (SQLite still runs
-  // them one after the other, in order). On this thread there is nothing to overlap.
-  const maxInFlight = thread ? 2 : 1;
+  // With the batch thread, batches are handed over while one commits, so the thread
+  // never waits for the main thread to notice an answer; the thread merges whatever
+  // waits into its next transaction (batch-thread-worker.ts). On this thread there is
+  // nothing to overlap.
+  const maxInFlight = thread ? 8 : 1;
   // With the batch thread, payloads are compressed there, inside the batch.
   const threads = thread ? 0 : (options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0));
   const compressor = threads > 0 ? new CompressionWorker() : null;
   const queue: Pending[] = [];
-  let running = false;
   let closed = false;
   let drained: (() => void)[] = [];
   const counters = {
@@ -149,7 +149,8 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     if (thread && (await thread.usable())) {
       try {
         const result = await thread.commit(works);
-        counters.batchesOnThread += 1;
+        // Batches the thread merged into one transaction count as one.
+        if (!result.merged) counters.batchesOnThread += 1;
         return result;
       } catch (err) {
         if (!thread.failure) throw err;
@@ -190,7 +191,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     if (result.dropped > 0) {
       deps.logger.warn({ items: result.dropped }, 'ingest work of a project deleted meanwhile was dropped');
     }
-    counters.batchesCommitted += 1;
+    if (!result.merged) counters.batchesCommitted += 1;
     counters.worksCommitted += batch.length;
     counters.itemsCommitted += items;
     counters.largestBatchItems = Math.max(counters.largestBatchItems, items);
@@ -238,32 +239,34 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     }
   }
 
-  async function drain(): Promise<void> {
-    const inFlight = new Set<Promise<void>>();
-    try {
-      while (queue.length > 0 || inFlight.size > 0) {
-        while (queue.length > 0 && inFlight.size < maxInFlight) {
-          const batchRun = runGuarded(takeBatch()).finally(() => inFlight.delete(batchRun));
-          inFlight.add(batchRun);
+  let inFlight = 0;
+  let pumpScheduled = false;
+
+  /**
+   * Hands queued works over as batches while fewer than maxInFlight run. Called one turn
+   * of the event loop after work arrives or a batch ends, so every request already read
+   * joins the batch; works arriving while batches run go out as soon as a slot is free.
+   */
+  function pump(): void {
+    pumpScheduled = false;
+    while (queue.length > 0 && inFlight < maxInFlight) {
+      inFlight += 1;
+      void runGuarded(takeBatch()).finally(() => {
+        inFlight -= 1;
+        if (queue.length > 0) kick();
+        else if (inFlight === 0) {
+          const waiting = drained;
+          drained = [];
+          for (const w of waiting) w();
         }
-        await Promise.race(inFlight);
-      }
-    } finally {
-      running = false;
-      if (queue.length > 0) kick();
-      else {
-        const waiting = drained;
-        drained = [];
-        for (const w of waiting) w();
-      }
+      });
     }
   }
 
   function kick(): void {
-    if (running) return;
-    running = true;
-    // One turn of the event loop lets every request already read join this batch.
-    setImmediate(() => void drain());
+    if (pumpScheduled) return;
+    pumpScheduled = true;
+    setImmediate(pump);
   }
 
   return {
@@ -287,7 +290,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
 
     async close(): Promise<void> {
       closed = true;
-      if (running || queue.length > 0) await new Promise<void>((resolve) => drained.push(resolve));
+      if (inFlight > 0 || queue.length > 0) await new Promise<void>((resolve) => drained.push(resolve));
       await compressor?.close();
       await thread?.close();
     },

@@ -1,19 +1,56 @@
-// The batch thread's program (see batch-thread.ts): its own SQLite connection,
-// one ingest batch per message, answered with the batch's result or its error.
+// The batch thread's program (see batch-thread.ts): its own SQLite connection; each
+// transaction takes every batch request waiting, and each request is answered with
+// its part of the result or the error.
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
-import { commitIngestBatch, compressRaw } from './ingest-batch.js';
+import { commitIngestBatch, compressRaw, type BatchResult } from './ingest-batch.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;
 const send = (reply: BatchThreadReply) => port.postMessage(reply);
 
+/** What the writer gives the thread (BatchThread's constructor). */
+const { databaseUrl, maxItems } = workerData as { databaseUrl: string; maxItems: number };
+
+/**
+ * The first waiting request, and the ones after it while the transaction stays within
+ * the writer's maxBatchItems (a request alone may exceed it: a work is never split).
+ */
+function takeRequests(waiting: BatchThreadRequest[]): BatchThreadRequest[] {
+  const taken = [waiting.shift()!];
+  let items = taken[0].items;
+  while (waiting.length > 0 && items + waiting[0].items <= maxItems) {
+    items += waiting[0].items;
+    taken.push(waiting.shift()!);
+  }
+  return taken;
+}
+
+/**
+ * One transaction's result as one answer per merged request: each gets the outcomes of
+ * its own works; the counts (used for the writer's statistics only) go with the first.
+ */
+function splitResult(result: BatchResult, taken: BatchThreadRequest[]): BatchResult[] {
+  let at = 0;
+  return taken.map((request, i) => {
+    const outcomes = result.outcomes.slice(at, at + request.works.length);
+    at += request.works.length;
+    if (i === 0) return { ...result, outcomes };
+    return { outcomes, accepted: 0, stored: 0, duplicates: 0, refused: 0, dropped: 0, sessionUpdates: 0, merged: true };
+  });
+}
+
+function errorReply(err: unknown): { message: string; name: string; code?: string } {
+  const e = err as { message?: string; name?: string; code?: unknown };
+  return { message: String(e?.message ?? err), name: String(e?.name ?? 'Error'), code: typeof e?.code === 'string' ? e.code : undefined };
+}
+
 async function main(): Promise<void> {
   let store: Store;
   try {
-    store = await openStore((workerData as { databaseUrl: string }).databaseUrl);
+    store = await openStore(databaseUrl);
     // The process's background checkpointer copies the WAL; this connection's own
     // automatic checkpoint is only the safety net.
     await sql.raw(`pragma wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`).execute(store.db);
@@ -21,17 +58,31 @@ async function main(): Promise<void> {
     send({ fatal: `the batch thread could not open the database: ${(err as Error).message}` });
     return;
   }
-  // Messages are handled one at a time: the writer sends the next batch only after
-  // this one's answer, and SQLite has one writer anyway.
-  let chain = Promise.resolve();
-  port.on('message', (msg: BatchThreadRequest | 'close') => {
-    chain = chain.then(async () => {
-      if (msg === 'close') {
-        await store.close();
-        port.close();
-        return;
-      }
-      for (const work of msg.works) {
+  // Requests that arrive while a transaction runs wait here, and the next transaction
+  // takes all of them (up to maxItems): the thread never idles while the main
+  // thread has handed work over, and a burst of small requests becomes one transaction.
+  const waiting: BatchThreadRequest[] = [];
+  let running = false;
+  let closing = false;
+
+  const finish = async () => {
+    await store.close();
+    port.close();
+  };
+
+  const commitAlone = async (request: BatchThreadRequest) => {
+    try {
+      send({ id: request.id, result: await commitIngestBatch(store, request.works, { random: Math.random }) });
+    } catch (err) {
+      send({ id: request.id, error: errorReply(err) });
+    }
+  };
+
+  const run = async () => {
+    while (waiting.length > 0) {
+      const taken = takeRequests(waiting);
+      const works = taken.flatMap((request) => request.works);
+      for (const work of works) {
         for (const e of work.events) {
           // Buffers arrive as plain Uint8Arrays; the driver binds blobs from Buffers.
           if (e.raw !== null) e.raw = Buffer.from(e.raw.buffer, e.raw.byteOffset, e.raw.byteLength);
@@ -41,16 +92,33 @@ async function main(): Promise<void> {
         for (const e of work.eager) compressRaw(e);
       }
       try {
-        const result = await commitIngestBatch(store, msg.works, { random: Math.random });
-        send({ id: msg.id, result });
+        const result = await commitIngestBatch(store, works, { random: Math.random });
+        for (const [i, part] of splitResult(result, taken).entries()) send({ id: taken[i].id, result: part });
       } catch (err) {
-        const e = err as { message?: string; name?: string; code?: unknown };
-        send({
-          id: msg.id,
-          error: { message: String(e?.message ?? err), name: String(e?.name ?? 'Error'), code: typeof e?.code === 'string' ? e.code : undefined },
-        });
+        // The transaction rolled back. Merged requests are tried again each on its own, so
+        // one bad request does not fail the others (the writer then retries the failing
+        // request's works one by one, as it does for a batch on its own thread).
+        if (taken.length === 1) send({ id: taken[0].id, error: errorReply(err) });
+        else for (const request of taken) await commitAlone(request);
       }
-    });
+      // Let requests posted meanwhile arrive before deciding what the next transaction takes.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    running = false;
+    if (closing) await finish();
+  };
+
+  port.on('message', (msg: BatchThreadRequest | 'close') => {
+    if (msg === 'close') {
+      closing = true;
+      if (!running) void finish();
+      return;
+    }
+    waiting.push(msg);
+    if (running) return;
+    running = true;
+    // One turn of this thread's event loop lets every request already posted join.
+    setImmediate(() => void run());
   });
   send({ ready: true });
 }

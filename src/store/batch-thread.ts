@@ -20,6 +20,8 @@ export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uin
 export interface BatchThreadRequest {
   id: number;
   works: PreparedWork[];
+  /** Events, sessions and aggregates of the works: bounds what the thread merges. */
+  items: number;
 }
 
 export type BatchThreadReply =
@@ -80,9 +82,10 @@ export class BatchThread {
   /**
    * `databaseUrl` must name a SQLite file already migrated by this process. `file` is
    * the thread program; tests running the TypeScript sources point it at dist/.
+   * `maxItems` bounds the transactions the thread makes by merging waiting requests.
    */
-  constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE) {
-    this.worker = new Worker(file, { workerData: { databaseUrl } });
+  constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000) {
+    this.worker = new Worker(file, { workerData: { databaseUrl, maxItems } });
     // An idle thread must not keep the process alive; one with a batch does (see commit).
     this.worker.unref();
     let readyResolve!: () => void;
@@ -131,7 +134,8 @@ export class BatchThread {
     await this.ready;
     if (this.deadReason) throw new Error(this.deadReason);
     const id = this.nextId++;
-    const request: BatchThreadRequest = { id, works: works.map(forThread) };
+    const items = works.reduce((n, w) => n + w.events.length + w.sessions.length + w.aggregates.length, 0);
+    const request: BatchThreadRequest = { id, works: works.map(forThread), items };
     return new Promise<BatchResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) this.worker.ref();

@@ -226,6 +226,11 @@ export interface BatchResult {
   /** Events and sessions of works whose project no longer exists. */
   dropped: number;
   sessionUpdates: number;
+  /**
+   * Set on the answer of a request the batch thread merged into another request's
+   * transaction: that request's answer carries the transaction's counts.
+   */
+  merged?: boolean;
 }
 
 /** Writes the works in one transaction; throws (after rolling back) when the database fails. */

@@ -387,3 +387,84 @@ describe('writer when the SQLite batch thread fails', () => {
     await writer.close();
   });
 });
+
+describe('writer with the SQLite batch thread: batches waiting for the thread share its next transaction', () => {
+  let t: TestStore;
+  beforeAll(async () => {
+    ensureBuilt();
+    t = await openTestStore('sqlite');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const newWriter = writerMaker('batch thread');
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  /**
+   * Holds SQLite's write lock from the test's own connection, so the thread's
+   * transaction for `first` waits in `begin immediate` while the works of `next` are
+   * submitted one per turn of the event loop (so each is handed over on its own) and
+   * queue up at the thread. Then lets go and returns how all of them settled.
+   */
+  async function whileThreadBlocked(first: () => Promise<unknown>, next: (() => Promise<unknown>)[]) {
+    await sql`begin immediate`.execute(t.store.db);
+    const submitted: Promise<unknown>[] = [];
+    try {
+      submitted.push(first());
+      await nextTurn();
+      await nextTurn();
+      for (const submit of next) {
+        submitted.push(submit());
+        await nextTurn();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await sql`commit`.execute(t.store.db);
+    }
+    return Promise.allSettled(submitted);
+  }
+
+  it('hands each waiting work over at once, and the thread commits them in one transaction', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    // Starts the thread and opens its connection before the lock is taken.
+    await writer.submit(makeWork(project, { events: [makeEvent()] }));
+    const before = writer.stats();
+    const submit = () => writer.submit(makeWork(project, { events: [makeEvent()] }));
+    const settled = await whileThreadBlocked(submit, [submit, submit, submit]);
+    expect(settled.every((s) => s.status === 'fulfilled')).toBe(true);
+    const stats = writer.stats();
+    // Four works, each handed over alone (largest batch: 1 item), in two transactions:
+    // the blocked one, then the three that waited for it together.
+    expect(stats.worksCommitted - before.worksCommitted).toBe(4);
+    expect(stats.largestBatchItems).toBe(1);
+    expect(stats.batchesCommitted - before.batchesCommitted).toBe(2);
+    expect(stats.batchesOnThread).toBe(stats.batchesCommitted);
+    expect(stats.eventsStored).toBe(5);
+    await writer.close();
+  });
+
+  it('commits the other works of a merged transaction that one work made fail', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    await writer.submit(makeWork(project, { events: [makeEvent()] }));
+    const bad = hex32();
+    await failOnEventId(t.store, bad);
+    const good = [makeEvent({ fingerprint: fp('merged-a') }), makeEvent({ fingerprint: fp('merged-c') })];
+    const submit = (e: ReturnType<typeof makeEvent>) => () => writer.submit(makeWork(project, { events: [e] }));
+    const settled = await whileThreadBlocked(submit(makeEvent()), [
+      submit(good[0]),
+      submit(makeEvent({ eventId: bad, fingerprint: fp('merged-b') })),
+      submit(good[1]),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
+    const stored = await t.store.db.selectFrom('events').select('event_id').where('project_id', '=', project.id).execute();
+    expect(stored.map((r) => r.event_id)).toEqual(expect.arrayContaining(good.map((e) => e.eventId)));
+    expect(stored.map((r) => r.event_id)).not.toContain(bad);
+    expect(stored).toHaveLength(4);
+    await sql.raw('drop trigger if exists fail_event').execute(t.store.db);
+    await writer.close();
+  });
+});
