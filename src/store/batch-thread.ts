@@ -17,6 +17,13 @@ export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta
 /** What crosses to the thread for one event: its row fields and the raw bytes to compress. */
 export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uint8Array | null } };
 
+/**
+ * The thread's young generation. V8's default let it grow to tens of MB under load: the
+ * server's peak RSS at saturation was 286-298 MB with it and 254-264 MB with 6-24 MB,
+ * at the same throughput (BENCHMARKS.md).
+ */
+const BATCH_THREAD_YOUNG_GENERATION_MB = 12;
+
 export interface BatchThreadRequest {
   id: number;
   works: PreparedWork[];
@@ -85,7 +92,7 @@ export class BatchThread {
    * `maxItems` bounds the transactions the thread makes by merging waiting requests.
    */
   constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000) {
-    this.worker = new Worker(file, { workerData: { databaseUrl, maxItems } });
+    this.worker = new Worker(file, { workerData: { databaseUrl, maxItems }, resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB } });
     // An idle thread must not keep the process alive; one with a batch does (see commit).
     this.worker.unref();
     let readyResolve!: () => void;

@@ -137,6 +137,11 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     const mainCpu = mainThreadCpuUs() - main0;
     const stats = writer.stats();
     await writer.close();
+    if (dialect === 'sqlite' && pragma.startsWith('wal_autocheckpoint = 0')) {
+      // With automatic checkpoints off, the WAL holds every page the run wrote.
+      const [row] = (await sql.raw('pragma wal_checkpoint(PASSIVE)').execute(t.store.db)).rows as { log: number }[];
+      console.log(`  WAL frames (pages written): ${row.log}, ${(row.log / total).toFixed(2)} per event`);
+    }
     console.log(
       `${dialect.padEnd(8)} wave ${String(waves).padStart(5)} threads ${threads}: ${Math.round(total / seconds)} events/s ` +
         `(${stats.batchesCommitted} batches, avg ${stats.averageBatchEvents.toFixed(0)} events; ` +
