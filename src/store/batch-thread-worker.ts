@@ -82,25 +82,26 @@ async function main(): Promise<void> {
     while (waiting.length > 0) {
       const taken = takeRequests(waiting);
       const works = taken.flatMap((request) => request.works);
-      for (const work of works) {
-        for (const e of work.events) {
-          // Buffers arrive as plain Uint8Arrays; the driver binds blobs from Buffers.
-          if (e.raw !== null) e.raw = Buffer.from(e.raw.buffer, e.raw.byteOffset, e.raw.byteLength);
-        }
-        // Payloads sure to be stored are compressed before the transaction, so the write
-        // lock (which the main thread's writes also wait for) is not held meanwhile.
-        for (const e of work.eager) compressRaw(e);
-      }
+      let result: BatchResult | null = null;
       try {
-        const result = await commitIngestBatch(store, works, { random: Math.random });
-        for (const [i, part] of splitResult(result, taken).entries()) send({ id: taken[i].id, result: part });
+        for (const work of works) {
+          for (const e of work.events) {
+            // Buffers arrive as plain Uint8Arrays; the driver binds blobs from Buffers.
+            if (e.raw !== null) e.raw = Buffer.from(e.raw.buffer, e.raw.byteOffset, e.raw.byteLength);
+          }
+          // Payloads sure to be stored are compressed before the transaction, so the write
+          // lock (which the main thread's writes also wait for) is not held meanwhile.
+          for (const e of work.eager) compressRaw(e);
+        }
+        result = await commitIngestBatch(store, works, { random: Math.random });
       } catch (err) {
-        // The transaction rolled back. Merged requests are tried again each on its own, so
+        // Nothing was committed. Merged requests are tried again each on its own, so
         // one bad request does not fail the others (the writer then retries the failing
         // request's works one by one, as it does for a batch on its own thread).
         if (taken.length === 1) send({ id: taken[0].id, error: errorReply(err) });
         else for (const request of taken) await commitAlone(request);
       }
+      if (result) for (const [i, part] of splitResult(result, taken).entries()) send({ id: taken[i].id, result: part });
       // Let requests posted meanwhile arrive before deciding what the next transaction takes.
       await new Promise((resolve) => setImmediate(resolve));
     }
