@@ -436,10 +436,11 @@ describe('writer with the SQLite batch thread: batches waiting for the thread sh
     expect(settled.every((s) => s.status === 'fulfilled')).toBe(true);
     const stats = writer.stats();
     // Four works, each handed over alone (largest batch: 1 item), in two transactions:
-    // the blocked one, then the three that waited for it together.
+    // the blocked one, then the three that waited for it together (or in one, when all
+    // four reached the thread before it began the first).
     expect(stats.worksCommitted - before.worksCommitted).toBe(4);
     expect(stats.largestBatchItems).toBe(1);
-    expect(stats.batchesCommitted - before.batchesCommitted).toBe(2);
+    expect(stats.batchesCommitted - before.batchesCommitted).toBeLessThanOrEqual(2);
     expect(stats.batchesOnThread).toBe(stats.batchesCommitted);
     expect(stats.eventsStored).toBe(5);
     await writer.close();
