@@ -2,6 +2,7 @@
 // auth, rate limits, 404/405/400/413/500 error shapes, request ids and the
 // one-log-line-per-request contract.
 import http from 'node:http';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { sql } from 'kysely';
@@ -368,4 +369,35 @@ describe.each(dialects)('errors, request ids and logs on %s', (dialect) => {
     }
     expect((await t.api('/api/projects')).status).toBe(200);
   });
+});
+
+describe('keep-alive connections', () => {
+  it('stay open while idle past Node’s 5 s default, so a client reusing one is not reset', async () => {
+    const t = await startTestServer('sqlite');
+    const { port } = new URL(t.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let received = '';
+    let closedAt: number | null = null;
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('close', () => (closedAt = Date.now()));
+    const answers = () => received.split('HTTP/1.1 200').length - 1;
+    const waitFor = async (n: number) => {
+      for (let i = 0; i < 100 && answers() < n; i++) await new Promise((r) => setTimeout(r, 20));
+    };
+    try {
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write('GET /health HTTP/1.1\r\nHost: faultline\r\n\r\n');
+      await waitFor(1);
+      expect(answers()).toBe(1);
+      // Node closes an idle connection about a second after keepAliveTimeout (5 s by default).
+      await new Promise((r) => setTimeout(r, 6_800));
+      expect(closedAt).toBeNull();
+      socket.write('GET /health HTTP/1.1\r\nHost: faultline\r\n\r\n');
+      await waitFor(2);
+      expect(answers()).toBe(2);
+    } finally {
+      socket.destroy();
+      await t.close();
+    }
+  }, 15_000);
 });
