@@ -1,7 +1,7 @@
 // Migrations that change data, checked on a database holding rows written by the
 // schema before them (migrated step by step with Kysely's Migrator, as an older
 // Faultline left it).
-import { Migrator } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findEvent } from '../../src/read/events.js';
 import { migrate, openStore, type Store } from '../../src/store/database.js';
@@ -66,5 +66,29 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(await indexNames(store)).not.toContain('events_project_event_id');
     expect(Number((await findEvent(store.db, pid, stored[1])).id)).toBe(ids[1]);
     await expect(findEvent(store.db, pid, 'f'.repeat(32))).rejects.toThrow(/not found/);
+  });
+});
+
+describe.skipIf(!dialects.includes('postgres'))('migration 006 on postgres', () => {
+  it('stores the payload blobs without PostgreSQL compressing them again', async () => {
+    const database = await createTestDatabase('postgres');
+    const store = await openStore(database.url);
+    try {
+      await migrate(store);
+      const rows = await store.db
+        .selectFrom('pg_attribute' as any)
+        .select(['attname', 'attstorage'])
+        .where('attrelid', '=', sql`'events'::regclass` as any)
+        .where('attname', 'in', ['raw', 'detail'])
+        .orderBy('attname')
+        .execute();
+      expect(rows.map((r: any) => [r.attname, r.attstorage])).toEqual([
+        ['detail', 'e'],
+        ['raw', 'e'],
+      ]);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
   });
 });
