@@ -1,5 +1,5 @@
-// Migrations that change data, checked on a database holding rows written by the
-// schema before them (migrated step by step with Kysely's Migrator, as an older
+// Migrations that change data or storage, checked on a database holding rows written by
+// the schema before them (migrated step by step with Kysely's Migrator, as an older
 // Faultline left it).
 import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
