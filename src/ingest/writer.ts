@@ -134,21 +134,21 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   }
 
   /** The batch's commit, or a BatchOutcomeUnknownError once it has taken longer than the deadline. */
-  function commitWithDeadline(works: PreparedWork[]) {
+  function commitWithDeadline(works: PreparedWork[], items: number) {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new BatchOutcomeUnknownError(`the database did not finish the batch within ${batchDeadlineMs} ms`)), batchDeadlineMs);
     });
     // A batch that commits after its deadline was answered 503: SDKs resend, and the
     // resent events are recognised by event_id and counted once.
-    return Promise.race([commit(works), deadline]).finally(() => clearTimeout(timer));
+    return Promise.race([commit(works, items), deadline]).finally(() => clearTimeout(timer));
   }
 
   /** The batch on the batch thread while it lives, else on this thread. */
-  async function commit(works: PreparedWork[]) {
+  async function commit(works: PreparedWork[], items: number) {
     if (thread && (await thread.usable())) {
       try {
-        const result = await thread.commit(works);
+        const result = await thread.commit(works, items);
         // Batches the thread merged into one transaction count as one.
         if (!result.merged) counters.batchesOnThread += 1;
         return result;
@@ -169,7 +169,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     const items = batch.reduce((n, p) => n + p.items, 0);
     let result;
     try {
-      result = await commitWithDeadline(works);
+      result = await commitWithDeadline(works, items);
     } catch (err) {
       counters.batchesFailed += 1;
       // One work the database refuses (a bad value, a trigger) must not cost every

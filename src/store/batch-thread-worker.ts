@@ -84,15 +84,9 @@ async function main(): Promise<void> {
       const works = taken.flatMap((request) => request.works);
       let result: BatchResult | null = null;
       try {
-        for (const work of works) {
-          for (const e of work.events) {
-            // Buffers arrive as plain Uint8Arrays; the driver binds blobs from Buffers.
-            if (e.raw !== null) e.raw = Buffer.from(e.raw.buffer, e.raw.byteOffset, e.raw.byteLength);
-          }
-          // Payloads sure to be stored are compressed before the transaction, so the write
-          // lock (which the main thread's writes also wait for) is not held meanwhile.
-          for (const e of work.eager) compressRaw(e);
-        }
+        // Payloads sure to be stored are compressed before the transaction, so the write
+        // lock (which the main thread's writes also wait for) is not held meanwhile.
+        for (const work of works) for (const e of work.eager) compressRaw(e);
         result = await commitIngestBatch(store, works, { random: Math.random });
       } catch (err) {
         // Nothing was committed. Merged requests are tried again each on its own, so

@@ -14,8 +14,11 @@ import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
 /** The compiled thread program beside this module (dist/store/ when running from dist/). */
 export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta.url);
 
-/** What crosses to the thread for one event: its row fields and the raw bytes to compress. */
-export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uint8Array | null } };
+/**
+ * What crosses to the thread for one event: its row fields and the raw bytes, which
+ * the thread compresses (with the thread, the writer never compresses: `raw` is null).
+ */
+export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uint8Array } };
 
 /**
  * The thread's young generation. V8's default let it grow to tens of MB under load: the
@@ -62,7 +65,7 @@ function forThread(work: PreparedWork): PreparedWork {
   const events: EventInput[] = [];
   const eagerOut: EventInput[] = [];
   for (const e of work.events) {
-    const moved: ThreadEventInput = { ...e, source: { raw: e.raw === null ? ownBytes(e.source.raw) : null } };
+    const moved: ThreadEventInput = { ...e, source: { raw: ownBytes(e.source.raw) } };
     events.push(moved as unknown as EventInput);
     if (eager.has(e)) eagerOut.push(moved as unknown as EventInput);
   }
@@ -74,8 +77,8 @@ function forThread(work: PreparedWork): PreparedWork {
  * request body (or a pooled slab), and posting a view copies its whole underlying
  * buffer: for a 20 MB envelope of 100 events, 20 MB per batch instead of the events.
  */
-function ownBytes(view: Uint8Array | null): Uint8Array | null {
-  if (view === null || (view.byteOffset === 0 && view.byteLength === view.buffer.byteLength)) return view;
+function ownBytes(view: Uint8Array): Uint8Array {
+  if (view.byteOffset === 0 && view.byteLength === view.buffer.byteLength) return view;
   return new Uint8Array(view);
 }
 
@@ -137,11 +140,11 @@ export class BatchThread {
     return this.deadReason === null;
   }
 
-  async commit(works: PreparedWork[]): Promise<BatchResult> {
+  /** Commits the works on the thread; `items` (their events, sessions and aggregates) bounds merging. */
+  async commit(works: PreparedWork[], items: number): Promise<BatchResult> {
     await this.ready;
     if (this.deadReason) throw new Error(this.deadReason);
     const id = this.nextId++;
-    const items = works.reduce((n, w) => n + w.events.length + w.sessions.length + w.aggregates.length, 0);
     const request: BatchThreadRequest = { id, works: works.map(forThread), items };
     return new Promise<BatchResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
