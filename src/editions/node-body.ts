@@ -11,7 +11,7 @@ export function incomingOf(env: unknown): IncomingMessage | undefined {
 }
 
 /** The whole body, or PayloadTooLargeError as soon as more than `limit` bytes arrived. */
-function readIncomingBody(incoming: IncomingMessage, limit: number): Promise<Uint8Array> {
+export function readIncomingBody(incoming: IncomingMessage, limit: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;

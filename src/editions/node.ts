@@ -1,8 +1,8 @@
 // Node server edition: wires better-sqlite3/pg, pino and @hono/node-server
 // around the shared app.
-import type { Server as HttpServer } from 'node:http';
+import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -15,6 +15,7 @@ import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
+import { directIngestListener } from './node-ingest.js';
 import { nodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
@@ -81,18 +82,19 @@ export async function startServer(
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
   const app = createApp(deps);
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port, hostname: host }, () => resolve(s));
+  // SDK ingest skips Hono on this edition (src/editions/node-ingest.ts); the rest is the app.
+  const server = await new Promise<HttpServer>((resolve, reject) => {
+    const s = createServer(directIngestListener(deps, getRequestListener(app.fetch, { hostname: host })));
     s.once('error', reject);
+    s.listen(port, host, () => resolve(s));
   });
   // Node closes a keep-alive connection after 5 s idle by default. A client that sends on
   // it just then (SDKs and proxies keep connections longer) gets ECONNRESET for a request
   // the server never read: the benchmark saw 5 of 66 667 requests fail that way. Idle
   // connections are kept 65 s, longer than common client and load-balancer idle timeouts
   // (60 s), so the client is the one that closes them.
-  const http1 = server as HttpServer;
-  http1.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  http1.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
   const address = server.address() as AddressInfo;
   const url = localBaseUrl(host, address.port);
   let closing: Promise<void> | null = null;
@@ -107,7 +109,7 @@ export async function startServer(
         const retentionStopped = retention?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
-          (server as any).closeIdleConnections?.();
+          server.closeIdleConnections();
         });
         await retentionStopped;
         await deps.ingest.close();

@@ -5,7 +5,6 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
-import { requestId } from 'hono/request-id';
 import type { AppDeps } from '../context.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
@@ -14,6 +13,7 @@ import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
+import { requestMeta } from './request-meta.js';
 
 /** Request bodies on management routes; ingest and uploader routes set their own limits. */
 export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
@@ -27,23 +27,7 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const { logger } = deps;
 
-  app.use(requestId());
-
-  // One log line per request; the query string is left out (it may carry a DSN key).
-  app.use(async (c, next) => {
-    const started = performance.now();
-    await next();
-    logger.info(
-      {
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        duration_ms: Math.round((performance.now() - started) * 100) / 100,
-        request_id: c.get('requestId'),
-      },
-      'request',
-    );
-  });
+  app.use(requestMeta(logger));
 
   app.use(ingestCors(deps.config));
   app.use(apiKeyAuth(deps.config.apiKeys));

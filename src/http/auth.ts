@@ -8,7 +8,13 @@ import { errorResponse } from './errors.js';
 export const API_KEY_ID = 'apiKeyId';
 
 /** Ingest paths authenticate with the project's DSN key instead (trailing slash optional). */
-const INGEST_PATH = /^\/api\/[0-9]+\/(envelope|store)\/?$/;
+const INGEST_PATH = /^\/api\/([0-9]+)\/(envelope|store)\/?$/;
+
+/** The project id and endpoint an ingest path names, or null for any other path. */
+export function matchIngestPath(path: string): { projectId: string; endpoint: 'envelope' | 'store' } | null {
+  const m = INGEST_PATH.exec(path);
+  return m ? { projectId: m[1], endpoint: m[2] as 'envelope' | 'store' } : null;
+}
 
 /** Paths that never need an API key: health and the SDK ingest endpoints. */
 export function isAuthExempt(path: string): boolean {

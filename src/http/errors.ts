@@ -69,9 +69,13 @@ export function handleError(err: Error, c: Context, logger: Logger): Response {
     if (err.status === 413) return errorResponse(c, 413, 'request body too large');
     if (err.status < 500) return errorResponse(c, err.status, err.message || 'bad request');
   }
-  logger.error(
-    { err, request_id: c.get('requestId'), method: c.req.method, path: c.req.path },
-    'unexpected failure while handling a request',
-  );
-  return errorResponse(c, 500, 'internal error');
+  logUnexpectedFailure(logger, err, c.get('requestId'), c.req.method, c.req.path);
+  return errorResponse(c, 500, INTERNAL_ERROR);
+}
+
+/** What a 500 says: never the internals, which go to the log with the request id. */
+export const INTERNAL_ERROR = 'internal error';
+
+export function logUnexpectedFailure(logger: Logger, err: unknown, requestId: string, method: string, path: string): void {
+  logger.error({ err, request_id: requestId, method, path }, 'unexpected failure while handling a request');
 }

@@ -3,12 +3,12 @@
 // (ingestCors, installed app-wide so answers made outside these routes, such as
 // 405 or 500, carry them too). The work is src/ingest/pipeline.ts; this adapts
 // Hono's request to it.
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import type { AppDeps } from '../context.js';
 import type { Config } from '../config.js';
 import { isIngestPath } from './auth.js';
 import { readBody } from '../ingest/decode.js';
-import { handleIngest, type IngestEndpoint } from '../ingest/pipeline.js';
+import { handleIngest, type IngestEndpoint, type IngestResponse } from '../ingest/pipeline.js';
 
 /** The request headers SDKs send (protocol notes §1.3), allowed in preflight answers. */
 const ALLOW_HEADERS =
@@ -31,9 +31,18 @@ export function ingestCors(config: Config): MiddlewareHandler {
   return async (c, next) => {
     await next();
     if (!isIngestPath(c.req.path)) return;
-    c.res.headers.set('Access-Control-Allow-Origin', config.corsOrigin);
-    c.res.headers.set('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    for (const [name, value] of Object.entries(ingestCorsHeaders(config))) c.res.headers.set(name, value);
   };
+}
+
+/** The CORS headers of every answer on an ingest path. */
+export function ingestCorsHeaders(config: Config): Record<string, string> {
+  return { 'Access-Control-Allow-Origin': config.corsOrigin, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
+}
+
+/** An ingest answer's JSON body and headers, as every edition sends them. */
+export function ingestAnswer(result: IngestResponse): { body: string; headers: Record<string, string> } {
+  return { body: JSON.stringify(result.body), headers: { 'Content-Type': 'application/json', ...result.headers } };
 }
 
 export function ingestRoutes(deps: AppDeps): Hono {
@@ -59,12 +68,10 @@ export function ingestRoutes(deps: AppDeps): Hono {
           headers: c.req.raw.headers,
           query: url.searchParams,
           readBody: (limit) => deps.readRequestBody?.(c.req.raw, c.env, limit) ?? readBody(c.req.raw.body, limit),
-          clientIp: clientIp(c, deps),
+          clientIp: clientIpOf((name) => c.req.header(name), deps.clientAddress?.(c.req.raw, c.env)),
         });
-        return new Response(JSON.stringify(result.body), {
-          status: result.status,
-          headers: { 'Content-Type': 'application/json', ...result.headers },
-        });
+        const { body, headers } = ingestAnswer(result);
+        return new Response(body, { status: result.status, headers });
       });
     }
   }
@@ -77,15 +84,14 @@ export function ingestRoutes(deps: AppDeps): Hono {
  * connection's peer as the edition reports it. A forged header only changes the
  * IP shown on the client's own events, which the client could set directly anyway.
  */
-function clientIp(c: Context, deps: AppDeps): string | null {
-  const forwarded = c.req.header('x-forwarded-for');
+export function clientIpOf(header: (name: string) => string | null | undefined, remote: string | null | undefined): string | null {
+  const forwarded = header('x-forwarded-for');
   if (forwarded) {
     const first = forwarded.split(',')[0].trim();
     if (first) return first;
   }
-  const real = c.req.header('x-real-ip')?.trim();
+  const real = header('x-real-ip')?.trim();
   if (real) return real;
-  const remote = deps.clientAddress?.(c.req.raw, c.env);
   if (!remote) return null;
   // IPv4 peers of a dual-stack socket appear as ::ffff:a.b.c.d.
   return remote.startsWith('::ffff:') ? remote.slice(7) : remote;

@@ -33,7 +33,8 @@ export interface IngestRequest {
   endpoint: IngestEndpoint;
   /** The project id from the path, already known to be all digits. */
   projectId: string;
-  headers: Headers;
+  /** Web `Headers` satisfies this; an edition may pass a cheaper reader of its own request. */
+  headers: HeaderReader;
   query: URLSearchParams;
   /**
    * Reads the whole body, throwing PayloadTooLargeError as soon as more than `limit`
@@ -42,6 +43,11 @@ export interface IngestRequest {
   readBody(limit: number): Promise<Uint8Array>;
   /** The address `{{auto}}` user IPs resolve to; null when unknown. */
   clientIp: string | null;
+}
+
+/** Reads one request header, as Web `Headers.get` does (repeated values joined with ", "). */
+export interface HeaderReader {
+  get(name: string): string | null;
 }
 
 export interface IngestResponse {

@@ -1,0 +1,89 @@
+// The Node edition's direct ingest listener: SDK POSTs to /api/{id}/envelope/ and
+// /store/ go from Node's request straight to the ingest pipeline (handleIngest),
+// without Hono's router, middleware chain and Web Request/Response objects. On the
+// benchmark those cost about a tenth of the ingest throughput (BENCHMARKS.md). Every
+// other request, and any ingest request this does not recognise exactly, goes to the
+// Hono app, which also serves these routes in every other edition; the answers are
+// the same (test/foundation/direct-ingest.test.ts compares them).
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { AppDeps } from '../context.js';
+import { matchIngestPath } from '../http/auth.js';
+import { INTERNAL_ERROR, logUnexpectedFailure } from '../http/errors.js';
+import { clientIpOf, ingestAnswer, ingestCorsHeaders } from '../http/ingest.js';
+import { logRequest, REQUEST_ID_HEADER, requestIdFor } from '../http/request-meta.js';
+import { handleIngest, type HeaderReader } from '../ingest/pipeline.js';
+import { readIncomingBody } from './node-body.js';
+
+/**
+ * A request header as Web `Headers.get` reads it: every occurrence, joined with ", ".
+ * (Node's `headers` object keeps only the first of some repeated headers.)
+ */
+function headerReader(incoming: IncomingMessage): HeaderReader {
+  const raw = incoming.rawHeaders;
+  return {
+    get(name: string): string | null {
+      let value: string | null = null;
+      for (let i = 0; i < raw.length; i += 2) {
+        if (raw[i].length !== name.length || raw[i].toLowerCase() !== name) continue;
+        value = value === null ? raw[i + 1] : `${value}, ${raw[i + 1]}`;
+      }
+      return value;
+    },
+  };
+}
+
+/** Handles ingest POSTs itself and passes everything else to `fallback` (the Hono app). */
+export function directIngestListener(deps: AppDeps, fallback: RequestListener): RequestListener {
+  return (incoming, response) => {
+    const url = incoming.url ?? '';
+    const queryAt = url.indexOf('?');
+    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    // Percent-encoded or absolute-form targets are left to Hono's own path rules.
+    const target = incoming.method === 'POST' && !path.includes('%') ? matchIngestPath(path) : null;
+    if (!target) return fallback(incoming, response);
+    void answer(deps, incoming, response, path, queryAt < 0 ? '' : url.slice(queryAt + 1), target);
+  };
+}
+
+async function answer(
+  deps: AppDeps,
+  incoming: IncomingMessage,
+  response: ServerResponse,
+  path: string,
+  query: string,
+  target: { projectId: string; endpoint: 'envelope' | 'store' },
+): Promise<void> {
+  const started = performance.now();
+  const headers = headerReader(incoming);
+  const requestId = requestIdFor(headers.get('x-request-id'));
+  let status: number;
+  let body: string;
+  let answerHeaders: Record<string, string>;
+  try {
+    const result = await handleIngest(deps, {
+      endpoint: target.endpoint,
+      projectId: target.projectId,
+      headers,
+      query: new URLSearchParams(query),
+      readBody: (limit) => readIncomingBody(incoming, limit),
+      clientIp: clientIpOf((name) => headers.get(name), incoming.socket?.remoteAddress),
+    });
+    status = result.status;
+    ({ body, headers: answerHeaders } = ingestAnswer(result));
+  } catch (err) {
+    logUnexpectedFailure(deps.logger, err, requestId, 'POST', path);
+    status = 500;
+    body = JSON.stringify({ error: INTERNAL_ERROR });
+    answerHeaders = { 'Content-Type': 'application/json' };
+  }
+  if (!response.destroyed) {
+    response.writeHead(status, {
+      ...answerHeaders,
+      [REQUEST_ID_HEADER]: requestId,
+      ...ingestCorsHeaders(deps.config),
+      'Content-Length': String(Buffer.byteLength(body)),
+    });
+    response.end(body);
+  }
+  logRequest(deps.logger, 'POST', path, status, started, requestId);
+}
