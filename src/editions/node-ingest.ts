@@ -22,9 +22,10 @@ function headerReader(incoming: IncomingMessage): HeaderReader {
   const raw = incoming.rawHeaders;
   return {
     get(name: string): string | null {
+      const wanted = name.toLowerCase();
       let value: string | null = null;
       for (let i = 0; i < raw.length; i += 2) {
-        if (raw[i].length !== name.length || raw[i].toLowerCase() !== name) continue;
+        if (raw[i].length !== wanted.length || raw[i].toLowerCase() !== wanted) continue;
         value = value === null ? raw[i + 1] : `${value}, ${raw[i + 1]}`;
       }
       return value;

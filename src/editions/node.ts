@@ -1,5 +1,5 @@
 // Node server edition: wires better-sqlite3/pg, pino and @hono/node-server
-// around the shared app.
+// around the shared app, with the direct ingest listener (node-ingest.ts) in front.
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
