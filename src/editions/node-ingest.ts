@@ -11,7 +11,7 @@ import { matchIngestPath } from '../http/auth.js';
 import { INTERNAL_ERROR, logUnexpectedFailure } from '../http/errors.js';
 import { clientIpOf, ingestAnswer, ingestCorsHeaders } from '../http/ingest.js';
 import { logRequest, REQUEST_ID_HEADER, requestIdFor } from '../http/request-meta.js';
-import { handleIngest, type HeaderReader } from '../ingest/pipeline.js';
+import { handleIngest, type HeaderReader, type IngestResponse } from '../ingest/pipeline.js';
 import { readIncomingBody } from './node-body.js';
 
 /**
@@ -35,6 +35,7 @@ function headerReader(incoming: IncomingMessage): HeaderReader {
 
 /** Handles ingest POSTs itself and passes everything else to `fallback` (the Hono app). */
 export function directIngestListener(deps: AppDeps, fallback: RequestListener): RequestListener {
+  const corsHeaders = ingestCorsHeaders(deps.config);
   return (incoming, response) => {
     const url = incoming.url ?? '';
     const queryAt = url.indexOf('?');
@@ -42,12 +43,13 @@ export function directIngestListener(deps: AppDeps, fallback: RequestListener): 
     // Percent-encoded or absolute-form targets are left to Hono's own path rules.
     const target = incoming.method === 'POST' && !path.includes('%') ? matchIngestPath(path) : null;
     if (!target) return fallback(incoming, response);
-    void answer(deps, incoming, response, path, queryAt < 0 ? '' : url.slice(queryAt + 1), target);
+    void answer(deps, corsHeaders, incoming, response, path, queryAt < 0 ? '' : url.slice(queryAt + 1), target);
   };
 }
 
 async function answer(
   deps: AppDeps,
+  corsHeaders: Record<string, string>,
   incoming: IncomingMessage,
   response: ServerResponse,
   path: string,
@@ -57,11 +59,9 @@ async function answer(
   const started = performance.now();
   const headers = headerReader(incoming);
   const requestId = requestIdFor(headers.get('x-request-id'));
-  let status: number;
-  let body: string;
-  let answerHeaders: Record<string, string>;
+  let result: IngestResponse;
   try {
-    const result = await handleIngest(deps, {
+    result = await handleIngest(deps, {
       endpoint: target.endpoint,
       projectId: target.projectId,
       headers,
@@ -69,22 +69,19 @@ async function answer(
       readBody: (limit) => readIncomingBody(incoming, limit),
       clientIp: clientIpOf((name) => headers.get(name), incoming.socket?.remoteAddress),
     });
-    status = result.status;
-    ({ body, headers: answerHeaders } = ingestAnswer(result));
   } catch (err) {
     logUnexpectedFailure(deps.logger, err, requestId, 'POST', path);
-    status = 500;
-    body = JSON.stringify({ error: INTERNAL_ERROR });
-    answerHeaders = { 'Content-Type': 'application/json' };
+    result = { status: 500, body: { error: INTERNAL_ERROR }, headers: {} };
   }
+  const { body, headers: answerHeaders } = ingestAnswer(result);
   if (!response.destroyed) {
-    response.writeHead(status, {
+    response.writeHead(result.status, {
       ...answerHeaders,
       [REQUEST_ID_HEADER]: requestId,
-      ...ingestCorsHeaders(deps.config),
+      ...corsHeaders,
       'Content-Length': String(Buffer.byteLength(body)),
     });
     response.end(body);
   }
-  logRequest(deps.logger, 'POST', path, status, started, requestId);
+  logRequest(deps.logger, 'POST', path, result.status, started, requestId);
 }

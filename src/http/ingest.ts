@@ -29,10 +29,11 @@ const PATHS: Record<IngestEndpoint, string[]> = {
  * cannot read the status, X-Sentry-Error or the rate-limit headers.
  */
 export function ingestCors(config: Config): MiddlewareHandler {
+  const headers = Object.entries(ingestCorsHeaders(config));
   return async (c, next) => {
     await next();
     if (!isIngestPath(c.req.path)) return;
-    for (const [name, value] of Object.entries(ingestCorsHeaders(config))) c.res.headers.set(name, value);
+    for (const [name, value] of headers) c.res.headers.set(name, value);
   };
 }
 
