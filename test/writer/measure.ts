@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { sql } from 'kysely';
 import type { IngestWork, Level, NormalizedEvent } from '../../src/ingest/types.js';
 import { createProject, fp, hex32, makeEvent, makeSession, makeWork, newWriter, openTestStore } from './factory.js';
@@ -50,6 +51,28 @@ class StatementTimer {
         }
       };
     }
+  }
+
+  /** PostgreSQL: wall time from sending a statement to its answer (round trip included). */
+  installPostgres(): void {
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    const totals = this.totals;
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      const text = typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string })?.text ?? '?');
+      const at = performance.now();
+      const result = original.apply(this, args);
+      if (result && typeof (result as Promise<unknown>).then === 'function') {
+        const key = text.replace(/\s+/g, ' ').replace(/\(.*$/, '').replace(/ values .*$/, '').slice(0, 40);
+        void (result as Promise<unknown>).finally(() => {
+          const t = totals.get(key) ?? { ms: 0, n: 0 };
+          t.ms += performance.now() - at;
+          t.n += 1;
+          totals.set(key, t);
+        }).catch(() => {});
+      }
+      return result;
+    };
   }
 }
 
@@ -98,7 +121,10 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     // What an index costs ingest: --drop-indexes a,b runs without them.
     for (const index of arg('drop-indexes', '').split(',').filter(Boolean)) await sql.raw(`drop index ${index}`).execute(t.store.db);
     const timer = new StatementTimer();
-    if (timing) timer.install();
+    if (timing) {
+      if (dialect === 'sqlite') timer.install();
+      else timer.installPostgres();
+    }
     const store = t.store;
     // Statements are timed on this thread, so batches must run here.
     const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), compressionThreads: threads, ...(timing ? { batchThread: false } : {}) });
