@@ -13,7 +13,7 @@ import { ManualClock } from '../../src/clock.js';
 import { IngestUnavailableError } from '../../src/ingest/errors.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
-import { createIngestWriter, type WriterOptions } from '../../src/ingest/writer.js';
+import { createIngestWriter, THREAD_HANDOVER_ITEMS, type WriterOptions } from '../../src/ingest/writer.js';
 import { ensureBuilt } from '../foundation/cli-helpers.js';
 import { dialects, type DialectName } from '../helpers/server.js';
 import { createProject, fp, hex32, makeAggregate, makeEvent, makeSession, makeWork, newWriter as newTestWriter, openTestStore, type TestStore } from './factory.js';
@@ -443,6 +443,23 @@ describe('writer with the SQLite batch thread: batches waiting for the thread sh
     expect(stats.batchesCommitted - before.batchesCommitted).toBeLessThanOrEqual(2);
     expect(stats.batchesOnThread).toBe(stats.batchesCommitted);
     expect(stats.eventsStored).toBe(5);
+    await writer.close();
+  });
+
+  it('hands a burst over as soon as THREAD_HANDOVER_ITEMS items wait, without waiting for the turn to end', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    await writer.submit(makeWork(project, { events: [makeEvent()] }));
+    const submitted: Promise<unknown>[] = [];
+    // All in one turn of the event loop, as the requests of a burst are read.
+    for (let i = 0; i < THREAD_HANDOVER_ITEMS - 1; i++) submitted.push(writer.submit(makeWork(project, { events: [makeEvent()] })));
+    expect(writer.stats().queued).toBe(THREAD_HANDOVER_ITEMS - 1);
+    submitted.push(writer.submit(makeWork(project, { events: [makeEvent()] })));
+    expect(writer.stats().queued).toBe(0);
+    submitted.push(writer.submit(makeWork(project, { events: [makeEvent()] })));
+    expect(writer.stats().queued).toBe(1);
+    await Promise.all(submitted);
+    expect(writer.stats()).toMatchObject({ worksCommitted: THREAD_HANDOVER_ITEMS + 2, queued: 0, batchesFailed: 0 });
     await writer.close();
   });
 
