@@ -139,7 +139,10 @@ describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
       makeWork(project, { events: Array.from({ length: 100 }, (_, i) => makeEvent({ fingerprint: fp(`f${(w * 100 + i) % 700}`), tags, userKey: `u${i}` })) }),
     );
     await Promise.all(works.map((w) => writer.submit(w)));
-    expect(writer.stats().batchesCommitted).toBe(1);
+    // The batch thread gets each work as it comes (100 items are past the hand-over size)
+    // and may start on the first before the others arrive; it merges the rest.
+    if (mode === 'batch thread') expect(writer.stats().batchesCommitted).toBeLessThanOrEqual(2);
+    else expect(writer.stats().batchesCommitted).toBe(1);
     await writer.close();
     const count = async (table: 'events' | 'event_tags' | 'seen_events' | 'issues') => {
       const r = await t.store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
