@@ -145,6 +145,10 @@ function withStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {
 async function openPostgres(url: string): Promise<Store> {
   const pool = new pg.Pool({
     connectionString: url,
+    // Statements sent before the previous one answered go out at once instead of
+    // waiting their turn: the ingest batch pipelines its reads and its commit
+    // (src/store/ingest-batch.ts). Code that awaits each statement is unaffected.
+    pipeline: true,
     max: 10,
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30_000,

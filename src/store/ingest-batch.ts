@@ -5,12 +5,23 @@
 // grows with the distinct keys a batch touches (projects, issues, hours, releases),
 // never with its events. docs/architecture.md ("The ingest writer (group commit)")
 // explains the design.
-import { CompiledQuery, sql, type Insertable, type Kysely, type OnConflictBuilder, type OnConflictDoNothingBuilder, type OnConflictUpdateBuilder } from 'kysely';
+import {
+  CompiledQuery,
+  sql,
+  type Compilable,
+  type DatabaseConnection,
+  type Insertable,
+  type Kysely,
+  type OnConflictBuilder,
+  type OnConflictDoNothingBuilder,
+  type OnConflictUpdateBuilder,
+  type RawBuilder,
+} from 'kysely';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
 import { compress } from './codec.js';
 import type { Dialect, Store } from './database.js';
-import type { Database, EventTable, IssueRow, SessionRow } from './schema.js';
+import type { Database, EventTable, IssueRow, ReleaseRow, SessionRow } from './schema.js';
 
 type Db = Kysely<Database>;
 
@@ -235,28 +246,73 @@ export interface BatchResult {
 
 /** Writes the works in one transaction; throws (after rolling back) when the database fails. */
 export async function commitIngestBatch(store: Store, works: PreparedWork[], options: BatchOptions): Promise<BatchResult> {
-  return inTransaction(store, (db) => new Batch(db, store.dialect, options).run(works));
+  return store.db.getExecutor().provideConnection((connection) =>
+    store.dialect === 'postgres'
+      ? inPostgresTransaction(connection, (send) => new Batch(store.db, send, 'postgres', options).run(works))
+      : inSqliteTransaction(connection, (send) => new Batch(store.db, send, 'sqlite', options).run(works)),
+  );
 }
 
-async function inTransaction<T>(store: Store, fn: (db: Db) => Promise<T>): Promise<T> {
-  if (store.dialect === 'postgres') return store.db.transaction().execute(fn);
+/** Runs a compiled query on the batch's connection; resolves to its rows. */
+type Send = (query: CompiledQuery) => Promise<Record<string, unknown>[]>;
+
+const BEGIN = CompiledQuery.raw('begin');
+const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
+const COMMIT = CompiledQuery.raw('commit');
+const ROLLBACK = CompiledQuery.raw('rollback');
+
+async function inSqliteTransaction<T>(connection: DatabaseConnection, fn: (send: Send) => Promise<T>): Promise<T> {
+  const send: Send = async (query) => (await connection.executeQuery(query)).rows as Record<string, unknown>[];
   // BEGIN IMMEDIATE takes SQLite's write lock up front: a deferred transaction that
   // reads first could fail to upgrade when another process (the CLI) holds it.
-  return store.db.connection().execute(async (conn) => {
-    await sql`begin immediate`.execute(conn);
+  await send(BEGIN_IMMEDIATE);
+  try {
+    const result = await fn(send);
+    await send(COMMIT);
+    return result;
+  } catch (err) {
     try {
-      const result = await fn(conn);
-      await sql`commit`.execute(conn);
-      return result;
-    } catch (err) {
-      try {
-        await sql`rollback`.execute(conn);
-      } catch {
-        // SQLite already rolled back on its own
-      }
-      throw err;
+      await send(ROLLBACK);
+    } catch {
+      // SQLite already rolled back on its own
     }
-  });
+    throw err;
+  }
+}
+
+/**
+ * On PostgreSQL the batch's statements are pipelined (the pool's clients run in pg's
+ * pipeline mode): `begin` goes out with the batch's reads, and `commit` right behind
+ * its one writing statement, so a batch waits for two round trips instead of about
+ * ten. Under load each round trip cost 1-4 ms here (the PostgreSQL server and this
+ * process share the cores), most of a batch's time (BENCHMARKS.md). A failing
+ * statement aborts the transaction; the statements behind it fail or, for `commit`,
+ * roll back, so nothing is committed; the connection is left outside any transaction.
+ */
+async function inPostgresTransaction<T>(connection: DatabaseConnection, fn: (send: Send) => Promise<T>): Promise<T> {
+  const sent: Promise<unknown>[] = [];
+  const send: Send = (query) => {
+    const rows = connection.executeQuery(query).then((r) => r.rows as Record<string, unknown>[]);
+    // Every pipelined statement is awaited by the batch or here; none may reject unseen.
+    rows.catch(() => {});
+    sent.push(rows);
+    return rows;
+  };
+  void send(BEGIN);
+  try {
+    const result = await fn(send);
+    // fn sent `commit` itself, behind its last write; every statement must have succeeded.
+    await Promise.all(sent);
+    return result;
+  } catch (err) {
+    await Promise.allSettled(sent);
+    try {
+      await connection.executeQuery(ROLLBACK);
+    } catch {
+      // the connection is gone; the server rolled back
+    }
+    throw err;
+  }
 }
 
 interface ProjectSettings {
@@ -353,6 +409,69 @@ function chunks<T>(values: T[], size: number): T[][] {
   return out;
 }
 
+/** The keys one project's works touch: what the batch reads before planning. */
+interface ProjectKeys {
+  projectId: number;
+  eventIds: string[];
+  /** UTC days of the works that carry events (the daily quota). */
+  days: number[];
+  fingerprints: string[];
+  releases: string[];
+  sids: string[];
+}
+
+type IssueWithTimes = IssueRow & { first_ts: number | null; last_ts: number | null };
+
+/** What the batch read about one project, under the project's lock. */
+interface ProjectSnapshot {
+  /** Event ids of the batch the project has seen before. */
+  seen: Set<string>;
+  /** PostgreSQL: an id taken from the events sequence for each event id new to the project. */
+  eventIds: Map<string, number> | null;
+  /** Events counted per UTC day (the daily quota). */
+  used: Map<number, number>;
+  issues: IssueWithTimes[];
+  /** The releases (and when each was first seen) of the issues that are resolved. */
+  resolvedReleases: { issue_id: number; release: string; first_seen: number }[];
+  /** PostgreSQL: an id taken from the issues sequence for each fingerprint without an issue. */
+  newIssueIds: Map<string, number> | null;
+  releases: ReleaseRow[];
+  sessions: SessionRow[];
+}
+
+function projectKeys(projectId: number, works: PreparedWork[]): ProjectKeys {
+  const eventIds = new Set<string>();
+  const days = new Set<number>();
+  const fingerprints = new Set<string>();
+  const releases = new Set<string>();
+  const sids = new Set<string>();
+  for (const w of works) {
+    if (w.projectId !== projectId) continue;
+    if (w.events.length > 0) days.add(utcDay(w.receivedAt));
+    for (const e of w.events) {
+      eventIds.add(e.eventId);
+      fingerprints.add(e.fingerprint);
+      if (e.release !== '') releases.add(e.release);
+    }
+    for (const s of w.sessions) sids.add(s.sid);
+  }
+  // Sorted fingerprints: PostgreSQL locks the issues in this order.
+  return { projectId, eventIds: [...eventIds], days: [...days], fingerprints: [...fingerprints].sort(), releases: [...releases], sids: [...sids] };
+}
+
+function num(value: unknown): number {
+  return Number(value);
+}
+
+/**
+ * PostgreSQL: the project's rows of `table` whose `column` is one of `keys`, each found
+ * by its own index probe (see readPostgres).
+ */
+function lookup(table: keyof Database, projectId: number, column: string, keys: unknown[], type: 'text' | 'int8') {
+  return sql`select t.* from unnest(${keys}::${sql.raw(type)}[]) as k(v)
+             cross join lateral (select * from ${sql.table(table)} where project_id = ${projectId} and ${sql.ref(column)} = k.v offset 0) t`;
+}
+
 class Batch {
   private readonly issues: IssueState[] = [];
   private readonly stored: StoredEvent[] = [];
@@ -363,8 +482,8 @@ class Batch {
   private readonly seen: Insertable<Database['seen_events']>[] = [];
   private readonly sessions: SessionState[] = [];
   private readonly sessionHourly = new Map<string, SessionHourly>();
-  /** PostgreSQL writes to send together at the end (see flushDeferred). */
-  private readonly deferred: { execute(): Promise<unknown> }[] = [];
+  /** PostgreSQL writes to send together at the end (see flushDeferred); `name` when a later one reads its output. */
+  private readonly deferred: { name?: string; query: Compilable }[] = [];
   private readonly result: BatchResult = {
     outcomes: [],
     accepted: 0,
@@ -375,17 +494,28 @@ class Batch {
     sessionUpdates: 0,
   };
 
+  /**
+   * `db` only compiles queries; they run through `send`, on the transaction's
+   * connection.
+   */
   constructor(
     private readonly db: Db,
+    private readonly send: Send,
     private readonly dialect: Dialect,
     private readonly options: BatchOptions,
   ) {}
 
+  private rows<T>(query: Compilable | RawBuilder<unknown>): Promise<T[]> {
+    const compiled = 'isRawBuilder' in query ? query.compile(this.db) : query.compile();
+    return this.send(compiled) as Promise<T[]>;
+  }
+
   async run(works: PreparedWork[]): Promise<BatchResult> {
     this.result.outcomes = works.map(() => ({ kind: 'ok' }) as IngestOutcome);
     const projectIds = unique(works.map((w) => w.projectId)).sort((a, b) => a - b);
-    const projects = await this.lockProjects(projectIds);
-    for (const id of projectIds) {
+    const keys = projectIds.map((id) => projectKeys(id, works));
+    const { projects, snapshots } = this.dialect === 'postgres' ? await this.readPostgres(keys) : await this.readSqlite(keys);
+    for (const [k, id] of projectIds.entries()) {
       const indexes = works.flatMap((w, i) => (w.projectId === id ? [i] : []));
       const project = projects.get(id);
       if (!project) {
@@ -393,11 +523,17 @@ class Batch {
         for (const i of indexes) this.result.dropped += works[i].events.length + works[i].sessions.length;
         continue;
       }
-      await this.planProject(project, indexes, works);
+      this.planProject(project, indexes, works, snapshots[k]);
     }
-    await this.write();
+    if (this.dialect === 'postgres') await this.writePostgres();
+    else await this.writeSqlite();
     return this.result;
   }
+
+  // -------------------------------------------------------------------------
+  // Reads: everything the plan needs, before it starts. On PostgreSQL they go out
+  // together behind `begin`, in this order, and are awaited once.
+  // -------------------------------------------------------------------------
 
   /**
    * Fresh sample/quota settings, and on PostgreSQL a lock that serialises ingest per
@@ -405,42 +541,158 @@ class Batch {
    * read-merge-write below relies on it. FOR NO KEY UPDATE still lets other
    * transactions insert rows that reference the project.
    */
-  private async lockProjects(ids: number[]): Promise<Map<number, ProjectSettings>> {
-    const out = new Map<number, ProjectSettings>();
-    for (const part of chunks(ids, IN_CHUNK)) {
-      const rows = await this.db
-        .selectFrom('projects')
-        .select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota'])
-        .where('id', 'in', part)
-        .orderBy('id')
-        .$if(this.dialect === 'postgres', (q) => q.forNoKeyUpdate())
-        .execute();
-      for (const r of rows) out.set(Number(r.id), r);
-    }
-    return out;
+  private lockProjects(ids: number[]) {
+    return this.db
+      .selectFrom('projects')
+      .select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota'])
+      .where('id', 'in', ids)
+      .orderBy('id')
+      .$if(this.dialect === 'postgres', (q) => q.forNoKeyUpdate());
   }
 
-  private async planProject(project: ProjectSettings, indexes: number[], works: PreparedWork[]): Promise<void> {
-    const pid = project.id;
-    const db = this.db;
+  /** The issues of these fingerprints with the event times behind first/last_seen_id, locked on PostgreSQL. */
+  private issuesQuery(projectId: number) {
+    return this.db
+      .selectFrom('issues')
+      .leftJoin('events as fe', 'fe.id', 'issues.first_seen_id')
+      .leftJoin('events as le', 'le.id', 'issues.last_seen_id')
+      .selectAll('issues')
+      .select(['fe.timestamp as first_ts', 'le.timestamp as last_ts'])
+      .where('issues.project_id', '=', projectId);
+  }
 
-    // 1. Dedupe against what the project has seen.
-    const seen = new Set<string>();
-    const eventIds = unique(indexes.flatMap((i) => works[i].events.map((e) => e.eventId)));
-    for (const part of chunks(eventIds, IN_CHUNK)) {
-      const rows = await db.selectFrom('seen_events').select('event_id').where('project_id', '=', pid).where('event_id', 'in', part).execute();
-      for (const r of rows) seen.add(r.event_id);
+  private async readSqlite(keys: ProjectKeys[]) {
+    const projects = new Map<number, ProjectSettings>();
+    for (const part of chunks(keys.map((k) => k.projectId), IN_CHUNK)) {
+      for (const r of await this.rows<ProjectSettings>(this.lockProjects(part))) projects.set(num(r.id), r);
     }
-
-    // 2. Daily quota, in submit order.
-    const used = new Map<number, number>();
-    if (project.daily_quota > 0) {
-      const days = unique(indexes.filter((i) => works[i].events.length > 0).map((i) => utcDay(works[i].receivedAt)));
-      if (days.length > 0) {
-        const rows = await db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', pid).where('day', 'in', days).execute();
-        for (const r of rows) used.set(Number(r.day), Number(r.events));
+    const snapshots: ProjectSnapshot[] = [];
+    for (const k of keys) {
+      const pid = k.projectId;
+      const snap: ProjectSnapshot = {
+        seen: new Set(),
+        eventIds: null,
+        used: new Map(),
+        issues: [],
+        resolvedReleases: [],
+        newIssueIds: null,
+        releases: [],
+        sessions: [],
+      };
+      snapshots.push(snap);
+      if (!projects.has(pid)) continue;
+      const db = this.db;
+      for (const part of chunks(k.eventIds, IN_CHUNK)) {
+        const rows = await this.rows<{ event_id: string }>(db.selectFrom('seen_events').select('event_id').where('project_id', '=', pid).where('event_id', 'in', part));
+        for (const r of rows) snap.seen.add(r.event_id);
+      }
+      if (projects.get(pid)!.daily_quota > 0 && k.days.length > 0) {
+        const rows = await this.rows<{ day: number; events: number }>(db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', pid).where('day', 'in', k.days));
+        for (const r of rows) snap.used.set(num(r.day), num(r.events));
+      }
+      for (const part of chunks(k.fingerprints, IN_CHUNK)) {
+        snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.fingerprint', 'in', part))));
+      }
+      const resolved = snap.issues.filter((i) => i.status === 'resolved').map((i) => num(i.id));
+      for (const part of chunks(resolved, IN_CHUNK)) {
+        snap.resolvedReleases.push(
+          ...(await this.rows<ProjectSnapshot['resolvedReleases'][number]>(db.selectFrom('issue_releases').select(['issue_id', 'release', 'first_seen']).where('issue_id', 'in', part))),
+        );
+      }
+      for (const part of chunks(k.releases, IN_CHUNK)) {
+        snap.releases.push(...(await this.rows<ReleaseRow>(db.selectFrom('releases').selectAll().where('project_id', '=', pid).where('release', 'in', part))));
+      }
+      for (const part of chunks(k.sids, IN_CHUNK)) {
+        snap.sessions.push(...(await this.rows<SessionRow>(db.selectFrom('sessions').selectAll().where('project_id', '=', pid).where('sid', 'in', part))));
       }
     }
+    return { projects, snapshots };
+  }
+
+  /**
+   * The same reads as one pipeline. Lists travel as one array parameter each, and every
+   * key is looked up on its own (a LATERAL subquery the planner cannot turn into a join),
+   * so the plans probe the primary keys whatever the statistics say: without them (a new
+   * database, or autovacuum off) PostgreSQL hashed every seen event id of the project to
+   * check 60 new ones, 9 ms per batch at 30 000 events and growing. The ids of the rows
+   * the batch may insert come from the sequences here too (only for event ids and
+   * fingerprints not in the database yet), so the writes need no RETURNING and fit in
+   * one statement; ids of events that sampling or the quota then drop stay unused.
+   */
+  private async readPostgres(keys: ProjectKeys[]) {
+    const lock = this.rows<ProjectSettings>(this.lockProjects(keys.map((k) => k.projectId)));
+    const reads = keys.map((k) => {
+      const pid = k.projectId;
+      return Promise.all([
+        this.rows<{ event_id: string; id: number | null }>(
+          sql`select e.event_id, case when s.event_id is null then nextval('events_id_seq') end as id
+              from unnest(${k.eventIds}::text[]) as e(event_id)
+              left join lateral (select event_id from seen_events where project_id = ${pid} and event_id = e.event_id offset 0) s on true`,
+        ),
+        this.rows<{ day: number; events: number }>(lookup('daily_usage', pid, 'day', k.days, 'int8')),
+        // Locked in fingerprint order (projectKeys sorts them).
+        this.rows<IssueWithTimes & { key: string; new_id: number | null }>(
+          sql`select f.fingerprint as key, i.*, fe.timestamp as first_ts, le.timestamp as last_ts,
+                case when i.id is null then nextval('issues_id_seq') end as new_id
+              from unnest(${k.fingerprints}::text[]) with ordinality as f(fingerprint, n)
+              left join lateral (select * from issues where project_id = ${pid} and fingerprint = f.fingerprint for update) i on true
+              left join events fe on fe.id = i.first_seen_id
+              left join events le on le.id = i.last_seen_id
+              order by f.n`,
+        ),
+        this.rows<ProjectSnapshot['resolvedReleases'][number]>(
+          sql`select r.issue_id, r.release, r.first_seen
+              from unnest(${k.fingerprints}::text[]) as f(fingerprint)
+              cross join lateral (select id from issues where project_id = ${pid} and fingerprint = f.fingerprint and status = 'resolved' offset 0) i
+              cross join lateral (select issue_id, release, first_seen from issue_releases where issue_id = i.id offset 0) r`,
+        ),
+        this.rows<ReleaseRow>(lookup('releases', pid, 'release', k.releases, 'text')),
+        this.rows<SessionRow>(lookup('sessions', pid, 'sid', k.sids, 'text')),
+      ]);
+    });
+    const projects = new Map<number, ProjectSettings>();
+    for (const r of await lock) projects.set(num(r.id), r);
+    const snapshots: ProjectSnapshot[] = [];
+    for (const [i, read] of reads.entries()) {
+      const [events, used, issues, resolvedReleases, releases, sessions] = await read;
+      const eventIds = new Map<string, number>();
+      const seen = new Set<string>();
+      for (const r of events) {
+        if (r.id === null) seen.add(r.event_id);
+        else eventIds.set(r.event_id, num(r.id));
+      }
+      const newIssueIds = new Map<string, number>();
+      const found: IssueWithTimes[] = [];
+      for (const { key, new_id, ...row } of issues) {
+        if (new_id !== null) newIssueIds.set(key, num(new_id));
+        else found.push(row);
+      }
+      snapshots.push({
+        seen,
+        eventIds,
+        used: new Map(used.map((r) => [num(r.day), num(r.events)])),
+        issues: found,
+        resolvedReleases,
+        newIssueIds,
+        releases,
+        sessions,
+      });
+    }
+    return { projects, snapshots };
+  }
+
+  // -------------------------------------------------------------------------
+  // The plan: in memory, from what was read.
+  // -------------------------------------------------------------------------
+
+  private planProject(project: ProjectSettings, indexes: number[], works: PreparedWork[], snap: ProjectSnapshot): void {
+    const pid = project.id;
+
+    // 1. Dedupe against what the project has seen.
+    const seen = new Set(snap.seen);
+
+    // 2. Daily quota, in submit order.
+    const used = project.daily_quota > 0 ? new Map(snap.used) : new Map<number, number>();
     const accepted: { work: PreparedWork; events: EventInput[] }[] = [];
     for (const i of indexes) {
       const work = works[i];
@@ -474,48 +726,31 @@ class Batch {
       accepted.push({ work, events: fresh });
     }
 
-    await this.planEvents(project, accepted);
-    await this.planSessions(pid, accepted.map((a) => a.work));
+    this.planEvents(project, accepted, snap);
+    this.planSessions(pid, accepted.map((a) => a.work), snap);
   }
 
-  private async planEvents(project: ProjectSettings, accepted: { work: PreparedWork; events: EventInput[] }[]): Promise<void> {
+  private planEvents(project: ProjectSettings, accepted: { work: PreparedWork; events: EventInput[] }[], snap: ProjectSnapshot): void {
     const pid = project.id;
-    const db = this.db;
-    const fingerprints = unique(accepted.flatMap((a) => a.events.map((e) => e.fingerprint)));
-    if (fingerprints.length === 0) return;
+    if (!accepted.some((a) => a.events.length > 0)) return;
 
-    // 3. The issues these events belong to, locked against concurrent status changes, with
-    //    the event times behind first/last_seen_id (to compare new stored events with).
+    // 3. The issues these events belong to (locked on PostgreSQL against concurrent
+    //    status changes), with the event times behind first/last_seen_id.
     const byFingerprint = new Map<string, IssueState>();
-    for (const part of chunks(fingerprints, IN_CHUNK)) {
-      const rows = await db
-        .selectFrom('issues')
-        .leftJoin('events as fe', 'fe.id', 'issues.first_seen_id')
-        .leftJoin('events as le', 'le.id', 'issues.last_seen_id')
-        .selectAll('issues')
-        .select(['fe.timestamp as first_ts', 'le.timestamp as last_ts'])
-        .where('issues.project_id', '=', pid)
-        .where('issues.fingerprint', 'in', part)
-        .$if(this.dialect === 'postgres', (q) => q.forUpdate('issues'))
-        .execute();
-      for (const { first_ts, last_ts, ...row } of rows) {
-        const state = newState(row);
-        // A referenced event retention already deleted: first_seen_id stays (repairing it
-        // is retention's job); last_seen_id moves to the newest stored event.
-        state.firstStoredTs = row.first_seen_id === null ? Infinity : first_ts === null ? -Infinity : Number(first_ts);
-        state.lastStoredTs = row.last_seen_id === null || last_ts === null ? -Infinity : Number(last_ts);
-        byFingerprint.set(row.fingerprint, state);
-        this.issues.push(state);
-      }
+    const byId = new Map<number, IssueState>();
+    for (const { first_ts, last_ts, ...row } of snap.issues) {
+      const state = newState({ ...row, id: num(row.id) });
+      // A referenced event retention already deleted: first_seen_id stays (repairing it
+      // is retention's job); last_seen_id moves to the newest stored event.
+      state.firstStoredTs = row.first_seen_id === null ? Infinity : first_ts === null ? -Infinity : Number(first_ts);
+      state.lastStoredTs = row.last_seen_id === null || last_ts === null ? -Infinity : Number(last_ts);
+      byFingerprint.set(row.fingerprint, state);
+      byId.set(num(row.id), state);
     }
-    const resolved = [...byFingerprint.values()].filter((s) => s.row.status === 'resolved');
-    for (const part of chunks(resolved, IN_CHUNK)) {
-      const ids = part.map((s) => s.row.id as number);
-      const rows = await db.selectFrom('issue_releases').select(['issue_id', 'release', 'first_seen']).where('issue_id', 'in', ids).execute();
-      const byId = new Map(part.map((s) => [s.row.id as number, s]));
-      for (const s of part) s.knownReleases = new Map();
-      for (const r of rows) byId.get(Number(r.issue_id))?.knownReleases?.set(r.release, Number(r.first_seen));
-    }
+    for (const s of byFingerprint.values()) if (s.row.status === 'resolved') s.knownReleases = new Map();
+    for (const r of snap.resolvedReleases) byId.get(num(r.issue_id))?.knownReleases?.set(r.release, num(r.first_seen));
+    // Only the issues an accepted event reaches are written back.
+    const touched = new Set<IssueState>();
 
     // 4. Every event in order: grouping, regression, sampling, aggregates.
     const releases = new Map<string, ReleaseAcc>();
@@ -525,7 +760,7 @@ class Batch {
         let issue = byFingerprint.get(e.fingerprint);
         if (!issue) {
           issue = newState({
-            id: null,
+            id: snap.newIssueIds?.get(e.fingerprint) ?? null,
             project_id: pid,
             fingerprint: e.fingerprint,
             title: e.title,
@@ -551,8 +786,11 @@ class Batch {
             updated_at: at,
           });
           byFingerprint.set(e.fingerprint, issue);
-          this.issues.push(issue);
           this.changes.push({ issue, kind: 'new_issue', at, release: e.release });
+        }
+        if (!touched.has(issue)) {
+          touched.add(issue);
+          this.issues.push(issue);
         }
         const row = issue.row;
 
@@ -614,22 +852,19 @@ class Batch {
           (project.sample_rate > 0 && this.options.random() < project.sample_rate);
         if (keep) {
           row.stored_count += 1;
-          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: null });
+          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null });
         }
         this.result.accepted++;
       }
     }
 
     // 5. Releases: merge first/last seen and platforms with the stored rows.
-    const names = [...releases.keys()];
-    for (const part of chunks(names, IN_CHUNK)) {
-      const rows = await db.selectFrom('releases').selectAll().where('project_id', '=', pid).where('release', 'in', part).execute();
-      for (const r of rows) {
-        const acc = releases.get(r.release)!;
-        acc.first = Math.min(acc.first, Number(r.first_seen));
-        acc.last = Math.max(acc.last, Number(r.last_seen));
-        for (const p of parsePlatforms(r.platforms)) acc.platforms.add(p);
-      }
+    for (const r of snap.releases) {
+      const acc = releases.get(r.release);
+      if (!acc) continue;
+      acc.first = Math.min(acc.first, num(r.first_seen));
+      acc.last = Math.max(acc.last, num(r.last_seen));
+      for (const p of parsePlatforms(r.platforms)) acc.platforms.add(p);
     }
     for (const [release, acc] of releases) {
       this.releaseRows.push({
@@ -655,15 +890,11 @@ class Batch {
     h[e.level] += 1;
   }
 
-  private async planSessions(pid: number, works: PreparedWork[]): Promise<void> {
-    const sids = unique(works.flatMap((w) => w.sessions.map((s) => s.sid)));
+  private planSessions(pid: number, works: PreparedWork[], snap: ProjectSnapshot): void {
     const states = new Map<string, SessionState>();
-    for (const part of chunks(sids, IN_CHUNK)) {
-      const rows = await this.db.selectFrom('sessions').selectAll().where('project_id', '=', pid).where('sid', 'in', part).execute();
-      for (const r of rows) {
-        const row = { ...r, started: Number(r.started), errors: Number(r.errors), updated_at: Number(r.updated_at) };
-        states.set(r.sid, { row, before: sessionClass(row.status, row.errors), changed: false });
-      }
+    for (const r of snap.sessions) {
+      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at) };
+      states.set(r.sid, { row, before: sessionClass(row.status, row.errors), changed: false });
     }
     for (const work of works) {
       for (const u of work.sessions) {
@@ -732,10 +963,11 @@ class Batch {
   // -------------------------------------------------------------------------
 
   /**
-   * Inserts rows with one statement per chunk. PostgreSQL gets one array parameter
-   * per column (`insert ... select * from unnest(...)`): a fixed, small statement
-   * that costs a fraction of a VALUES list with a parameter per value. SQLite gets
-   * VALUES lists, chunked under its 32 766 bound parameters.
+   * Inserts rows. SQLite: VALUES lists of a few fixed sizes, chunked under its 32 766
+   * bound parameters, run at once. PostgreSQL: one array parameter per column (`insert
+   * ... select * from unnest(...)`), a fixed, small statement that costs a fraction of
+   * a VALUES list with a parameter per value; it becomes part of the batch's one
+   * writing statement (flushDeferred).
    */
   private async insertRows(
     table: keyof Database,
@@ -743,79 +975,56 @@ class Batch {
     rows: Record<string, unknown>[],
     options: {
       conflict?: (oc: OnConflictBuilder<any, any>) => OnConflictUpdateBuilder<any, any> | OnConflictDoNothingBuilder<any, any>;
+      /** SQLite only: the columns of the inserted rows to return. */
       returning?: string[];
-      /** Nothing later depends on it: on PostgreSQL it is sent with the other deferred writes. */
-      defer?: boolean;
     } = {},
   ): Promise<Record<string, unknown>[]> {
     const db = this.db as unknown as Kysely<any>;
     const columns = spec.map(([name]) => name);
-    const out: Record<string, unknown>[] = [];
     if (this.dialect === 'sqlite') {
+      const out: Record<string, unknown>[] = [];
       for (const part of sqliteChunks(rows)) {
         const text = sqliteInsertText(db, table, spec, part.length, options);
         const parameters: unknown[] = [];
         for (const row of part) for (const name of columns) parameters.push(row[name] ?? null);
-        const result = await db.executeQuery(CompiledQuery.raw(text, parameters));
-        if (options.returning) out.push(...(result.rows as Record<string, unknown>[]));
+        const result = await this.send(CompiledQuery.raw(text, parameters));
+        if (options.returning) out.push(...result);
       }
       return out;
     }
     for (const part of chunks(rows, PG_ROWS)) {
-      let query = db
-        .insertInto(table)
-        .columns(columns)
-        .expression(
-          sql`select * from unnest(${sql.join(spec.map(([name, type]) => sql`${part.map((r) => r[name] ?? null)}::${sql.raw(type)}[]`))})`,
-        );
+      let query = db.insertInto(table).columns(columns).expression(sql`select * from unnest(${unnestArrays(spec, part)})`);
       if (options.conflict) query = query.onConflict(options.conflict);
-      if (options.returning) out.push(...(await query.returning(options.returning).execute()));
-      else if (options.defer) this.deferred.push(query);
-      else await query.execute();
+      this.deferred.push({ query });
     }
-    return out;
+    return [];
   }
 
   /**
-   * Sends the deferred writes as one statement of data-modifying CTEs: one round trip
-   * instead of one per table. They touch different tables and none reads another's
-   * output, which is what PostgreSQL requires of sibling CTEs.
+   * Sends the deferred writes as one statement of data-modifying CTEs, and `commit`
+   * right behind it: one round trip instead of one per table. They touch different
+   * tables and only the issues read what a sibling returned (its new users), which
+   * is what PostgreSQL allows of sibling CTEs.
    */
   private async flushDeferred(): Promise<void> {
     const queries = this.deferred.splice(0);
-    if (queries.length === 0) return;
-    if (queries.length === 1) {
-      await queries[0].execute();
-      return;
+    let written: Promise<unknown> = Promise.resolve();
+    if (queries.length === 1 && !queries[0].name) {
+      written = this.send(queries[0].query.compile());
+    } else if (queries.length > 0) {
+      let statement: any = this.db as unknown as Kysely<any>;
+      queries.forEach((q, i) => {
+        statement = statement.with(q.name ?? `w${i}`, () => q.query);
+      });
+      written = this.send(statement.selectNoFrom(sql<number>`1`.as('done')).compile());
     }
-    let statement: any = this.db as unknown as Kysely<any>;
-    queries.forEach((q, i) => {
-      statement = statement.with(`w${i}`, () => q);
-    });
-    await statement.selectNoFrom(sql<number>`1`.as('done')).execute();
+    const committed = this.send(COMMIT);
+    await written;
+    await committed;
   }
 
-  private async write(): Promise<void> {
-    // New issues first: events, users, hourly rows and changes need their ids.
-    const fresh = this.issues.filter((s) => s.row.id === null);
-    const created = await this.insertRows(
-      'issues',
-      ISSUE_COLUMNS,
-      fresh.map((s) => issueColumns(s.row)),
-      { returning: ['id', 'project_id', 'fingerprint'] },
-    );
-    const freshByKey = new Map(fresh.map((s) => [`${s.row.project_id}:${s.row.fingerprint}`, s]));
-    for (const r of created) freshByKey.get(`${Number(r.project_id)}:${r.fingerprint}`)!.row.id = Number(r.id);
-
-    // Stored events, then first/last_seen_id by event time.
-    const inserted = await this.insertRows(
-      'events',
-      EVENT_COLUMNS,
-      this.stored.map((s) => eventValues(s)),
-      { returning: ['id', 'project_id', 'event_id'] },
-    );
-    const storedByKey = new Map(this.stored.map((s) => [`${s.projectId}:${s.input.eventId}`, s]));
-    for (const r of inserted) storedByKey.get(`${Number(r.project_id)}:${r.event_id}`)!.id = Number(r.id);
+  /** first/last_seen_id of each issue from its stored events' times (their ids are known by now). */
+  private linkStoredEvents(): void {
     for (const s of this.stored) {
       const issue = s.issue;
       const ts = s.input.timestamp;
@@ -829,38 +1038,104 @@ class Batch {
       }
     }
     this.result.stored = this.stored.length;
+  }
 
+  private tagRows(): Record<string, unknown>[] {
     const tags: Record<string, unknown>[] = [];
     for (const s of this.stored) {
       for (const [key, value] of s.input.tags) tags.push({ project_id: s.projectId, event_id: s.id, key, value });
     }
-    await this.insertRows('event_tags', TAG_COLUMNS, tags, { defer: true });
+    return tags;
+  }
+
+  private userRows(): Record<string, unknown>[] {
+    const users: Record<string, unknown>[] = [];
+    for (const s of this.issues) for (const key of s.userKeys) users.push({ issue_id: s.row.id, user_key: key });
+    return users;
+  }
+
+  private async writeSqlite(): Promise<void> {
+    // New issues first: events, users, hourly rows and changes need their ids.
+    const fresh = this.issues.filter((s) => s.row.id === null);
+    const created = await this.insertRows(
+      'issues',
+      ISSUE_COLUMNS,
+      fresh.map((s) => issueColumns(s.row)),
+      { returning: ['id', 'project_id', 'fingerprint'] },
+    );
+    const freshByKey = new Map(fresh.map((s) => [`${s.row.project_id}:${s.row.fingerprint}`, s]));
+    for (const r of created) freshByKey.get(`${num(r.project_id)}:${r.fingerprint}`)!.row.id = num(r.id);
+
+    // Stored events, then first/last_seen_id by event time.
+    const inserted = await this.insertRows(
+      'events',
+      EVENT_COLUMNS,
+      this.stored.map((s) => eventValues(s)),
+      { returning: ['id', 'project_id', 'event_id'] },
+    );
+    const storedByKey = new Map(this.stored.map((s) => [`${s.projectId}:${s.input.eventId}`, s]));
+    for (const r of inserted) storedByKey.get(`${num(r.project_id)}:${r.event_id}`)!.id = num(r.id);
+    this.linkStoredEvents();
+    await this.insertRows('event_tags', TAG_COLUMNS, this.tagRows());
 
     // Exact distinct users: only the keys new to the issue come back.
-    const users: Record<string, unknown>[] = [];
-    const byId = new Map<number, IssueState>();
-    for (const s of this.issues) {
-      byId.set(s.row.id!, s);
-      for (const key of s.userKeys) users.push({ issue_id: s.row.id, user_key: key });
-    }
-    const added = await this.insertRows('issue_users', USER_COLUMNS, users, {
+    const byId = new Map(this.issues.map((s) => [s.row.id!, s]));
+    const added = await this.insertRows('issue_users', USER_COLUMNS, this.userRows(), {
       conflict: (oc) => oc.columns(['issue_id', 'user_key']).doNothing(),
       returning: ['issue_id'],
     });
-    for (const r of added) byId.get(Number(r.issue_id))!.row.users += 1;
+    for (const r of added) byId.get(num(r.issue_id))!.row.users += 1;
 
     // Every touched issue with its final values (its row is locked, so absolute values are safe).
     await this.insertRows(
       'issues',
       ISSUE_COLUMNS,
       this.issues.map((s) => issueColumns(s.row)),
-      {
-        defer: true,
-        conflict: (oc) =>
-          oc.columns(['project_id', 'fingerprint']).doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)]))),
-      },
+      { conflict: issueUpsert },
     );
+    await this.writeAggregates();
+  }
 
+  /**
+   * One statement: every id is known from the reads (readPostgres), so the events, their
+   * tags and the issues go in with the aggregates. An issue's `users` grows by the user
+   * keys the statement's `issue_users` insert reports as new to it.
+   */
+  private async writePostgres(): Promise<void> {
+    const db = this.db as unknown as Kysely<any>;
+    this.linkStoredEvents();
+    await this.insertRows('events', EVENT_COLUMNS_WITH_ID, this.stored.map((s) => ({ id: s.id, ...eventValues(s) })));
+    await this.insertRows('event_tags', TAG_COLUMNS, this.tagRows());
+    if (this.issues.length > 0) {
+      this.deferred.push({
+        name: 'added_users',
+        query: db
+          .insertInto('issue_users')
+          .columns(USER_COLUMNS.map(([name]) => name))
+          .expression(sql`select * from unnest(${unnestArrays(USER_COLUMNS, this.userRows())})`)
+          .onConflict((oc) => oc.columns(['issue_id', 'user_key']).doNothing())
+          .returning('issue_id'),
+      });
+      const columns = ISSUE_COLUMNS_WITH_ID.map(([name]) => name);
+      const rows = this.issues.map((s) => ({ ...s.row }) as Record<string, unknown>);
+      this.deferred.push({
+        query: db
+          .insertInto('issues')
+          .columns(columns)
+          .expression(
+            sql`select ${sql.join(columns.map((c) => (c === 'users' ? sql`u.users + coalesce(a.added, 0)` : sql.ref(`u.${c}`))))}
+                from unnest(${unnestArrays(ISSUE_COLUMNS_WITH_ID, rows)}) as u(${sql.join(columns.map((c) => sql.id(c)))})
+                left join (select issue_id, count(*) as added from added_users group by issue_id) a on a.issue_id = u.id`,
+          )
+          .onConflict(issueUpsert),
+      });
+    }
+    await this.writeAggregates();
+    await this.flushDeferred();
+  }
+
+  /** Everything after the events and issues: the same statements on both databases. */
+  private async writeAggregates(): Promise<void> {
     const issueReleases: Record<string, unknown>[] = [];
     const issueHourly: Record<string, unknown>[] = [];
     for (const s of this.issues) {
@@ -868,24 +1143,21 @@ class Batch {
       for (const [bucket, events] of s.hourly) issueHourly.push({ issue_id: s.row.id, bucket, events });
     }
     await this.insertRows('issue_releases', ISSUE_RELEASE_COLUMNS, issueReleases, {
-      defer: true,
       conflict: (oc) =>
         oc.columns(['issue_id', 'release']).doUpdateSet({
           first_seen: (eb: any) =>
             eb.case().when('excluded.first_seen', '<', eb.ref('issue_releases.first_seen')).then(eb.ref('excluded.first_seen')).else(eb.ref('issue_releases.first_seen')).end(),
         }),
     });
-    await this.insertRows('issue_hourly', ISSUE_HOURLY_COLUMNS, issueHourly, { defer: true, conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) });
+    await this.insertRows('issue_hourly', ISSUE_HOURLY_COLUMNS, issueHourly, { conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) });
 
     const changes = this.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
-    await this.insertRows('issue_changes', CHANGE_COLUMNS, changes, { defer: true });
+    await this.insertRows('issue_changes', CHANGE_COLUMNS, changes);
 
     await this.insertRows('project_hourly', PROJECT_HOURLY_COLUMNS, [...this.projectHourly.values()] as unknown as Record<string, unknown>[], {
-      defer: true,
       conflict: additive('project_hourly', ['project_id', 'bucket', 'release'], ['events', 'crashes', 'errors', 'fatal', 'error', 'warning', 'info', 'debug']),
     });
     await this.insertRows('releases', RELEASE_COLUMNS, this.releaseRows, {
-      defer: true,
       conflict: (oc) =>
         oc.columns(['project_id', 'release']).doUpdateSet({
           first_seen: (eb: any) => eb.ref('excluded.first_seen'),
@@ -893,16 +1165,16 @@ class Batch {
           platforms: (eb: any) => eb.ref('excluded.platforms'),
         }),
     });
-    await this.insertRows('daily_usage', USAGE_COLUMNS, [...this.usage.values()], { defer: true, conflict: additive('daily_usage', ['project_id', 'day'], ['events']) });
+    await this.insertRows('daily_usage', USAGE_COLUMNS, [...this.usage.values()], { conflict: additive('daily_usage', ['project_id', 'day'], ['events']) });
+    const storedByKey = new Map(this.stored.map((s) => [`${s.projectId}:${s.input.eventId}`, s]));
     for (const row of this.seen) row.stored_id = storedByKey.get(`${row.project_id}:${row.event_id}`)?.id ?? null;
-    await this.insertRows('seen_events', SEEN_COLUMNS, this.seen, { defer: true, conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() });
+    await this.insertRows('seen_events', SEEN_COLUMNS, this.seen, { conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() });
 
     await this.insertRows(
       'sessions',
       SESSION_COLUMNS,
       this.sessions.map((s) => s.row as unknown as Record<string, unknown>),
       {
-        defer: true,
         conflict: (oc) =>
           oc.columns(['project_id', 'sid']).doUpdateSet({
             did: (eb: any) => eb.ref('excluded.did'),
@@ -914,11 +1186,19 @@ class Batch {
     );
     const deltas = [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0);
     await this.insertRows('session_hourly', SESSION_HOURLY_COLUMNS, deltas as unknown as Record<string, unknown>[], {
-      defer: true,
       conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
     });
-    await this.flushDeferred();
   }
+}
+
+/** One array parameter per column, for `unnest(...)` on PostgreSQL. */
+function unnestArrays(spec: ColumnSpec, rows: Record<string, unknown>[]) {
+  return sql.join(spec.map(([name, type]) => sql`${rows.map((r) => r[name] ?? null)}::${sql.raw(type)}[]`));
+}
+
+/** An issue row written back: ingest's columns take the batch's final values. */
+function issueUpsert(oc: OnConflictBuilder<any, any>) {
+  return oc.columns(['project_id', 'fingerprint']).doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)])));
 }
 
 /** Column names with their PostgreSQL array element type, in insert order. */
@@ -1054,6 +1334,9 @@ const EVENT_COLUMNS: ColumnSpec = [
   ['raw', 'bytea'],
   ['symbolicated', 'text'],
 ];
+
+const EVENT_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...EVENT_COLUMNS];
+const ISSUE_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...ISSUE_COLUMNS];
 
 const TAG_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],

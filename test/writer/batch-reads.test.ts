@@ -1,0 +1,126 @@
+// What an ingest batch reads before it plans: one index probe per key of the batch,
+// never a walk over everything the project has. The batch's queries are recorded
+// on the real database and run again under EXPLAIN ANALYZE (PostgreSQL: the rows
+// each plan really read, without statistics, as on a new database or with
+// autovacuum off) or EXPLAIN QUERY PLAN (SQLite: every table is searched, not
+// scanned). Before the reads probed key by key, PostgreSQL hashed every seen event
+// id of the project to check a batch's new ones.
+import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery } from 'kysely';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitIngestBatch, prepareWork } from '../../src/store/ingest-batch.js';
+import type { Store } from '../../src/store/database.js';
+import type { Database } from '../../src/store/schema.js';
+import { dialects } from '../helpers/server.js';
+import { createProject, fp, hex32, makeEvent, makeSession, makeWork, openTestStore, type TestStore } from './factory.js';
+
+const SEEN = 20_000;
+const ISSUES = 3_000;
+const SESSIONS = 5_000;
+const TABLES = ['seen_events', 'issues', 'issue_releases', 'releases', 'sessions', 'daily_usage'] as const;
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+function rowsOf(node: PlanNode, table: string): number {
+  let n = 0;
+  if (node['Relation Name'] === table) {
+    n += ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * (node['Actual Loops'] ?? 1);
+  }
+  for (const child of node.Plans ?? []) n += rowsOf(child, table);
+  return n;
+}
+
+describe.each(dialects)('ingest batch reads on %s', (dialect) => {
+  let t: TestStore;
+  let project: Awaited<ReturnType<typeof createProject>>;
+  const queries: CompiledQuery[] = [];
+  let recording: Kysely<Database>;
+  let explain: (q: CompiledQuery) => Promise<string[] | Record<string, number>>;
+  let closeRecording: () => Promise<void>;
+
+  beforeAll(async () => {
+    t = await openTestStore(dialect);
+    project = await createProject(t.store);
+    const pid = project.id;
+    const db = t.store.db;
+    // A project with history: seen event ids, issues (some resolved, with releases), sessions.
+    const series = (count: number) => sql.raw(`(with recursive s(n) as (select 1 union all select n + 1 from s where n < ${count}) select n from s) as g`);
+    await sql`insert into seen_events (project_id, event_id, received_at, stored_id) select ${pid}, 'old' || n, 0, null from ${series(SEEN)}`.execute(db);
+    await sql`insert into issues (project_id, fingerprint, title, level, error_type, screen, location, platform, status, event_count, stored_count, users,
+                first_seen, last_seen, first_seen_id, last_seen_id, first_release, last_release, resolved_release, resolved_at, regressed_at, created_at, updated_at)
+              select ${pid}, 'old' || n, 't', 'error', 'E', '', '', 'node', case when n % 2 = 0 then 'resolved' else 'unresolved' end, 1, 0, 0,
+                0, 0, null, null, 'r1', 'r1', null, 1, null, 0, 0 from ${series(ISSUES)}`.execute(db);
+    await sql`insert into issue_releases (issue_id, release, first_seen) select id, 'r1', 0 from issues where project_id = ${pid}`.execute(db);
+    await sql`insert into sessions (project_id, sid, did, release, environment, started, status, errors, updated_at)
+              select ${pid}, 'old' || n, null, 'r1', 'production', 0, 'ok', 0, 0 from ${series(SESSIONS)}`.execute(db);
+    await sql`insert into releases (project_id, release, first_seen, last_seen, platforms) values (${pid}, 'r1', 0, 0, '[]')`.execute(db);
+
+    if (dialect === 'postgres') {
+      const pool = new pg.Pool({ connectionString: t.database.url, max: 2 });
+      recording = new Kysely<Database>({
+        dialect: new PostgresDialect({ pool }),
+        log: (e) => {
+          if (e.level === 'query') queries.push(e.query);
+        },
+      });
+      explain = async (q) => {
+        const res = await pool.query(`explain (analyze, format json) ${q.sql}`, q.parameters as unknown[]);
+        const plan = (res.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan;
+        return Object.fromEntries(TABLES.map((table) => [table, rowsOf(plan, table)]));
+      };
+      closeRecording = () => recording.destroy();
+    } else {
+      const file = t.database.url.replace(/^sqlite:/, '');
+      const raw = new BetterSqlite3(file);
+      raw.pragma('busy_timeout = 5000');
+      recording = new Kysely<Database>({
+        dialect: new SqliteDialect({ database: raw }),
+        log: (e) => {
+          if (e.level === 'query') queries.push(e.query);
+        },
+      });
+      explain = async (q) =>
+        (raw.prepare(`explain query plan ${q.sql}`).all(...(q.parameters as unknown[])) as { detail: string }[]).map((r) => r.detail);
+      closeRecording = () => recording.destroy();
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await closeRecording?.();
+    await t?.close();
+  });
+
+  it('looks up each key of the batch instead of walking the project', async () => {
+    const store: Store = { ...t.store, db: recording };
+    // 60 events: new ids, a resent one, existing (resolved) issues and new ones; sessions old and new.
+    const events = Array.from({ length: 60 }, (_, i) =>
+      makeEvent({ eventId: i === 0 ? 'old7' : hex32(), fingerprint: i % 2 === 0 ? `old${i + 2}` : fp(`new${i}`), release: 'r1' }),
+    );
+    const sessions = [makeSession({ sid: 'old9', release: 'r1' }), makeSession({ release: 'r1' })];
+    const works = [makeWork(project, { events: events.slice(0, 30), sessions }), makeWork(project, { events: events.slice(30) })].map(prepareWork);
+    queries.length = 0;
+    const result = await commitIngestBatch(store, works, { random: () => 0 });
+    expect(result).toMatchObject({ accepted: 59, duplicates: 1, stored: 59, sessionUpdates: 2 });
+
+    const reads = queries.filter((q) => /^\s*select/i.test(q.sql));
+    expect(reads.length).toBeGreaterThanOrEqual(5);
+    for (const q of reads) {
+      const plan = await explain(q);
+      if (Array.isArray(plan)) {
+        // SQLite: a table of the project is searched by its key, never scanned.
+        for (const step of plan) expect(step, q.sql).not.toMatch(new RegExp(`^SCAN (${TABLES.join('|')})\\b`));
+      } else {
+        // PostgreSQL: each statement reads about as many rows as the batch has keys.
+        for (const table of TABLES) expect(plan[table], `${table} in ${q.sql}`).toBeLessThanOrEqual(200);
+      }
+    }
+  });
+});
