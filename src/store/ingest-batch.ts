@@ -506,8 +506,7 @@ class Batch {
   ) {}
 
   private rows<T>(query: Compilable | RawBuilder<unknown>): Promise<T[]> {
-    const compiled = 'isRawBuilder' in query ? query.compile(this.db) : query.compile();
-    return this.send(compiled) as Promise<T[]>;
+    return this.send('isRawBuilder' in query ? query.compile(this.db) : query.compile()) as Promise<T[]>;
   }
 
   async run(works: PreparedWork[]): Promise<BatchResult> {
@@ -545,7 +544,8 @@ class Batch {
     return this.db
       .selectFrom('projects')
       .select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota'])
-      .where('id', 'in', ids)
+      .$if(this.dialect === 'sqlite', (q) => q.where('id', 'in', ids))
+      .$if(this.dialect === 'postgres', (q) => q.where(sql<boolean>`id = any(${ids}::int8[])`))
       .orderBy('id')
       .$if(this.dialect === 'postgres', (q) => q.forNoKeyUpdate());
   }
@@ -1104,7 +1104,7 @@ class Batch {
   private async writePostgres(): Promise<void> {
     const db = this.db as unknown as Kysely<any>;
     this.linkStoredEvents();
-    await this.insertRows('events', EVENT_COLUMNS_WITH_ID, this.stored.map((s) => ({ id: s.id, ...eventValues(s) })));
+    if (this.stored.length > 0) this.deferred.push({ query: postgresEventInsert(db, this.stored.map((s) => ({ id: s.id, ...eventValues(s) }))) });
     await this.insertRows('event_tags', TAG_COLUMNS, this.tagRows());
     if (this.issues.length > 0) {
       this.deferred.push({
@@ -1189,6 +1189,33 @@ class Batch {
       conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
     });
   }
+}
+
+/**
+ * The events insert on PostgreSQL. The payloads travel as one binary parameter, cut
+ * apart by offset and length on the server: in an array parameter every byte went as
+ * two hex digits the server parsed back (2.5 of the 10.5 ms the writing statement of
+ * a 59-event batch took), and one parameter per payload would make the statement's
+ * text depend on the batch's size.
+ */
+function postgresEventInsert(db: Kysely<any>, rows: Record<string, unknown>[]) {
+  const spec = EVENT_COLUMNS_WITH_ID.filter(([name]) => name !== 'raw');
+  const columns = spec.map(([name]) => name);
+  const payloads = rows.map((r) => r.raw as Uint8Array);
+  const starts: number[] = [];
+  let at = 1;
+  for (const p of payloads) {
+    starts.push(at);
+    at += p.length;
+  }
+  return db
+    .insertInto('events')
+    .columns([...columns, 'raw'])
+    .expression(
+      sql`select ${sql.join(columns.map((c) => sql.ref(`u.${c}`)))}, substring(${Buffer.concat(payloads)}::bytea from u.raw_start for u.raw_length)
+          from unnest(${unnestArrays(spec, rows)}, ${starts}::int4[], ${payloads.map((p) => p.length)}::int4[])
+            as u(${sql.join([...columns, 'raw_start', 'raw_length'].map((c) => sql.id(c)))})`,
+    );
 }
 
 /** One array parameter per column, for `unnest(...)` on PostgreSQL. */
