@@ -114,7 +114,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   // waits into its next transaction (batch-thread-worker.ts). On this thread there is
   // nothing to overlap.
   const maxInFlight = thread ? THREAD_MAX_IN_FLIGHT : 1;
-  // With the batch thread, payloads are compressed there, inside the batch.
+  // With the batch thread, payloads are compressed on this thread (compressAhead).
   const threads = thread ? 0 : (options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0));
   const compressor = threads > 0 ? new CompressionWorker() : null;
   const queue: Pending[] = [];
@@ -221,11 +221,14 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
 
   /**
    * Starts compressing the payloads of events sure to be stored; whatever fails is
-   * compressed in the batch. The batch thread compresses its batches itself.
+   * compressed in the batch. With the batch thread they are compressed here, at once:
+   * the batch thread is the busier of the two (its SQLite work alone kept it 80 % busy
+   * at saturation while this thread was 57 % busy), and the compressed payload is a
+   * quarter of the bytes to copy across.
    */
   function compressAhead(events: EventInput[]): Promise<unknown> | null {
-    if (thread || events.length === 0) return null;
-    if (!compressor) {
+    if (events.length === 0) return null;
+    if (thread || !compressor) {
       for (const e of events) compressRaw(e);
       return null;
     }

@@ -84,8 +84,9 @@ async function main(): Promise<void> {
       const works = taken.flatMap((request) => request.works);
       let result: BatchResult | null = null;
       try {
-        // Payloads sure to be stored are compressed before the transaction, so the write
-        // lock (which the main thread's writes also wait for) is not held meanwhile.
+        // Payloads sure to be stored come compressed by the writer; should one not be, it
+        // is compressed before the transaction, so the write lock (which the main
+        // thread's writes also wait for) is not held meanwhile.
         for (const work of works) for (const e of work.eager) compressRaw(e);
         result = await commitIngestBatch(store, works, { random: Math.random });
       } catch (err) {

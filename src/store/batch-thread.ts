@@ -1,7 +1,8 @@
 // Runs SQLite ingest batches (commitIngestBatch) on a worker thread with its own
 // connection. better-sqlite3 is synchronous: on the main thread every batch stopped
 // HTTP, parsing and normalising for as long as its statements ran. The thread also
-// compresses the stored payloads. The main thread keeps the queue, the answers and
+// compresses the payloads of events the writer did not (those sampling may drop).
+// The main thread keeps the queue, the answers and
 // the failure handling (src/ingest/writer.ts). Only for compiled code (dist/): the
 // thread loads batch-thread-worker.js, which does not exist when the sources run
 // under vitest; there the batch runs on the calling thread, as it does on PostgreSQL
@@ -15,8 +16,9 @@ import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
 export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta.url);
 
 /**
- * What crosses to the thread for one event: its row fields and the raw bytes, which
- * the thread compresses (with the thread, the writer never compresses: `raw` is null).
+ * What crosses to the thread for one event: its row fields and either the compressed
+ * payload (`raw`: the writer compresses the events sure to be stored before handing
+ * them over) or the raw bytes, which the thread compresses if sampling keeps the event.
  */
 export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uint8Array } };
 
@@ -65,12 +67,15 @@ function forThread(work: PreparedWork): PreparedWork {
   const events: EventInput[] = [];
   const eagerOut: EventInput[] = [];
   for (const e of work.events) {
-    const moved: ThreadEventInput = { ...e, source: { raw: ownBytes(e.source.raw) } };
+    const moved: ThreadEventInput =
+      e.raw !== null ? { ...e, raw: ownBytes(e.raw) as Buffer, source: { raw: NO_BYTES } } : { ...e, source: { raw: ownBytes(e.source.raw) } };
     events.push(moved as unknown as EventInput);
     if (eager.has(e)) eagerOut.push(moved as unknown as EventInput);
   }
   return { ...work, events, eager: eagerOut };
 }
+
+const NO_BYTES = new Uint8Array(0);
 
 /**
  * The bytes of a view in a buffer of their own. A payload is usually a view into the
