@@ -182,7 +182,7 @@ export function eventSummaryJson(row: EventSummaryRow): EventSummaryJson {
 export const SCAN_BUDGET = 20_000;
 
 /** The index a list request walks newest first (see docs/architecture.md "Reads"). */
-type Driver =
+export type Driver =
   | { kind: 'issue'; issueId: number }
   | { kind: 'tag'; key: string; value: string }
   | { kind: 'user'; value: string }
@@ -230,7 +230,7 @@ async function windowFloor(db: Db, from: number): Promise<number | undefined> {
  * driver's index, or undefined when fewer entries remain (the walk then reaches
  * the end).
  */
-async function scanFloor(
+export async function scanFloor(
   db: Db,
   projectId: number,
   driver: Driver,

@@ -16,6 +16,7 @@ import {
   parseOffset,
   type IssueStatus,
 } from './params.js';
+import { scanFloor } from './events.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 
@@ -27,6 +28,8 @@ export const BREAKDOWN_KEYS = ['release', 'device_model', 'os_version', 'environ
 export const BREAKDOWN_TOP = 10;
 /** The breakdown counts over at most this many of the issue's newest stored events in the window. */
 export const BREAKDOWN_EVENTS = 10_000;
+/** The breakdown walks at most this many times BREAKDOWN_EVENTS of the issue's newest events. */
+export const BREAKDOWN_SCAN_FACTOR = 2;
 /** Most fingerprints one bulk request may name. */
 export const MAX_BULK = 10_000;
 
@@ -166,19 +169,24 @@ export async function issueDetail(
   const byBucket = new Map(timelineRows.map((r) => [Number(r.bucket), Number(r.events)]));
   const timeline = bucketList(window).map((b) => ({ bucket: iso(b), events: byBucket.get(b) ?? 0 }));
 
-  // The issue's newest BREAKDOWN_EVENTS stored events of the window, walked backwards on
-  // events_issue_timestamp, grouped by all four keys at once; each key's counts are then
+  // The issue's newest BREAKDOWN_EVENTS stored events of the window, walked newest first
+  // on events_issue_id (ids follow receive order), at most BREAKDOWN_SCAN_FACTOR times as
+  // many index entries, grouped by all four keys at once; each key's counts are then
   // summed and ranked here: count desc, then value in code-point order, so ties rank the
   // same on every database collation.
+  const limit = options.breakdownEvents ?? BREAKDOWN_EVENTS;
+  const floor = await scanFloor(db, projectId, { kind: 'issue', issueId }, undefined, undefined, limit * BREAKDOWN_SCAN_FACTOR);
   const newest = db
     .selectFrom('events')
     .select([...BREAKDOWN_KEYS])
     .where('issue_id', '=', issueId)
+    // The floor as a row value over events_issue_id's columns: as `id >= floor`,
+    // PostgreSQL walked the primary key backwards from the newest event of any issue.
+    .$if(floor !== undefined, (q) => q.where(sql<boolean>`(issue_id, id) >= (${issueId}, ${floor!})`))
     .where('timestamp', '>=', window.from)
     .where('timestamp', '<', window.to)
-    .orderBy('timestamp', 'desc')
     .orderBy('id', 'desc')
-    .limit(options.breakdownEvents ?? BREAKDOWN_EVENTS)
+    .limit(limit)
     .as('newest');
   const combos = await db
     .selectFrom(newest)
@@ -199,34 +207,41 @@ export async function issueDetail(
       .slice(0, BREAKDOWN_TOP);
   }
 
-  const [latest, oldest] = await Promise.all([
-    db
-      .selectFrom('events')
-      .select('id')
-      .where('issue_id', '=', issueId)
-      .orderBy('timestamp', 'desc')
-      .orderBy('id', 'desc')
-      .limit(1)
-      .executeTakeFirst(),
-    db
-      .selectFrom('events')
-      .select('id')
-      .where('issue_id', '=', issueId)
-      .orderBy('timestamp', 'asc')
-      .orderBy('id', 'asc')
-      .limit(1)
-      .executeTakeFirst(),
-  ]);
-
+  const { latest, oldest } = await newestAndOldestStored(db, issue);
   return {
     ...issueJson(issue),
     from: iso(window.from),
     to: iso(window.to),
     timeline,
     breakdown,
-    latest_event_id: latest ? Number(latest.id) : null,
-    oldest_event_id: oldest ? Number(oldest.id) : null,
+    latest_event_id: latest,
+    oldest_event_id: oldest,
   };
+}
+
+/**
+ * The issue's stored events with the latest and the earliest event time. Ingest keeps
+ * them in `last_seen_id` / `first_seen_id` (ties: the later stored is the latest, the
+ * earlier the oldest), so two primary-key probes answer. Once retention has deleted
+ * such an event the ids stay as history, and the answer falls back to the newest or
+ * oldest stored event by receive order (events_issue_id); null when none is stored.
+ */
+async function newestAndOldestStored(db: Db, issue: IssueRow): Promise<{ latest: number | null; oldest: number | null }> {
+  const wanted = [issue.last_seen_id, issue.first_seen_id].filter((id): id is number => id !== null).map(Number);
+  const present = new Set(
+    wanted.length === 0 ? [] : (await db.selectFrom('events').select('id').where('id', 'in', wanted).execute()).map((r) => Number(r.id)),
+  );
+  const byReceipt = async (direction: 'asc' | 'desc') => {
+    const row = await db.selectFrom('events').select('id').where('issue_id', '=', Number(issue.id)).orderBy('id', direction).limit(1).executeTakeFirst();
+    return row ? Number(row.id) : null;
+  };
+  const last = issue.last_seen_id === null ? null : Number(issue.last_seen_id);
+  const first = issue.first_seen_id === null ? null : Number(issue.first_seen_id);
+  const [latest, oldest] = await Promise.all([
+    last !== null && present.has(last) ? last : byReceipt('desc'),
+    first !== null && present.has(first) ? first : byReceipt('asc'),
+  ]);
+  return { latest, oldest };
 }
 
 function statusProblem(status: unknown): string {

@@ -319,6 +319,21 @@ function m006(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Drops the events index on (issue_id, timestamp). It put a write into a page of its
+ * own for every issue an ingest batch touches (SQLite +8 % events/s without it,
+ * BENCHMARKS.md). What it served is now answered otherwise: an issue's latest and
+ * oldest stored events by the issue row's last_seen_id / first_seen_id (kept by
+ * ingest), the breakdown by walking events_issue_id (issue_id, id) newest first.
+ */
+function m007(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.dropIndex('events_issue_timestamp').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -328,6 +343,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '004_job_locks': m004(),
     '005_event_id_lookup_through_seen_events': m005(),
     '006_postgres_blobs_not_recompressed': m006(dialect),
+    '007_drop_events_issue_timestamp': m007(),
   };
 }
 

@@ -4,6 +4,7 @@
 import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findEvent } from '../../src/read/events.js';
+import { issueDetail } from '../../src/read/issues.js';
 import { migrate, openStore, type Store } from '../../src/store/database.js';
 import { StaticMigrationProvider } from '../../src/store/migrations.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
@@ -66,6 +67,39 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(await indexNames(store)).not.toContain('events_project_event_id');
     expect(Number((await findEvent(store.db, pid, stored[1])).id)).toBe(ids[1]);
     await expect(findEvent(store.db, pid, 'f'.repeat(32))).rejects.toThrow(/not found/);
+  });
+
+  it('007 drops the events index on (issue_id, timestamp); the issue row names its latest and oldest events', async () => {
+    database = await createTestDatabase(dialect);
+    store = await openStore(database.url);
+    await migrateTo(store, '006_postgres_blobs_not_recompressed');
+    expect(await indexNames(store)).toContain('events_issue_timestamp');
+    const project = await store.db
+      .insertInto('projects')
+      .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const pid = Number(project.id);
+    const fp = 'b'.repeat(32);
+    const issueId = await insertIssue(store.db, pid, fp, 1_767_000_000_000);
+    // Received in this order, with event times out of that order (an SDK sending late).
+    const [middle, earliest, latest] = [
+      await insertEvent(store.db, pid, issueId, fp, '1'.repeat(32), 1_767_000_200_000),
+      await insertEvent(store.db, pid, issueId, fp, '2'.repeat(32), 1_767_000_100_000),
+      await insertEvent(store.db, pid, issueId, fp, '3'.repeat(32), 1_767_000_300_000),
+    ];
+    // What ingest keeps on the issue row: the stored events with the earliest and latest times.
+    await store.db.updateTable('issues').set({ first_seen_id: earliest, last_seen_id: latest }).where('id', '=', issueId).execute();
+
+    await migrate(store);
+    expect(await indexNames(store)).not.toContain('events_issue_timestamp');
+    const detail = () => issueDetail(store!.db, pid, fp, { days: '30' }, 1_767_000_400_000);
+    expect(await detail()).toMatchObject({ latest_event_id: latest, oldest_event_id: earliest });
+    // Retention deleted both: the ids stay on the issue as history; the answer falls back to receive order.
+    await store.db.deleteFrom('events').where('id', 'in', [earliest, latest]).execute();
+    expect(await detail()).toMatchObject({ latest_event_id: middle, oldest_event_id: middle });
+    await store.db.deleteFrom('events').where('id', '=', middle).execute();
+    expect(await detail()).toMatchObject({ latest_event_id: null, oldest_event_id: null });
   });
 });
 
