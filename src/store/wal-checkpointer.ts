@@ -6,8 +6,15 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** How often the worker looks at the WAL; a checkpoint of nothing costs a few µs. */
-export const CHECKPOINT_INTERVAL_MS = 100;
+/**
+ * How often the worker looks at the WAL; a checkpoint of nothing costs a few µs. Small
+ * and frequent checkpoints keep the writer's commits short: once a checkpoint has
+ * caught up, the next commit starts the WAL over and fsyncs its header, and that fsync
+ * waits for whatever the disk still has to write. At 2 000 events/s after a burst, 100 ms
+ * gave commits of 30-60 ms about every second and a p99 of 51-57 ms; 10 ms, 27-29 ms
+ * (BENCHMARKS.md).
+ */
+export const CHECKPOINT_INTERVAL_MS = 10;
 
 /**
  * The committing connection's own automatic checkpoint, kept as a safety net for a
