@@ -5,7 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
-import { commitIngestBatch, compressRaw, type BatchResult } from './ingest-batch.js';
+import { commitIngestBatch, compressRaw, IssueCache, type BatchResult } from './ingest-batch.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;
@@ -62,6 +62,10 @@ async function main(): Promise<void> {
   // takes all of them (up to maxItems): the thread never idles while the main
   // thread has handed work over, and a burst of small requests becomes one transaction.
   const waiting: BatchThreadRequest[] = [];
+  // This connection writes nothing but ingest batches: the issue rows it wrote stay
+  // valid until another connection commits (IssueCache checks).
+  const issueCache = new IssueCache();
+  const options = { random: Math.random, issueCache };
   let running = false;
   let closing = false;
 
@@ -72,7 +76,7 @@ async function main(): Promise<void> {
 
   const commitAlone = async (request: BatchThreadRequest) => {
     try {
-      send({ id: request.id, result: await commitIngestBatch(store, request.works, { random: Math.random }) });
+      send({ id: request.id, result: await commitIngestBatch(store, request.works, options) });
     } catch (err) {
       send({ id: request.id, error: errorReply(err) });
     }
@@ -88,7 +92,7 @@ async function main(): Promise<void> {
         // is compressed before the transaction, so the write lock (which the main
         // thread's writes also wait for) is not held meanwhile.
         for (const work of works) for (const e of work.eager) compressRaw(e);
-        result = await commitIngestBatch(store, works, { random: Math.random });
+        result = await commitIngestBatch(store, works, options);
       } catch (err) {
         // Nothing was committed. Merged requests are tried again each on its own, so
         // one bad request does not fail the others (the writer then retries the failing

@@ -223,6 +223,62 @@ const NO_DETAIL = Buffer.alloc(0);
 export interface BatchOptions {
   /** Uniform draw in [0, 1) for sampling. */
   random: () => number;
+  /**
+   * SQLite: issue rows kept from earlier batches of the same connection. Only for a
+   * connection that writes nothing but ingest batches (the batch thread's), since the
+   * cache trusts rows this connection wrote itself (see IssueCache).
+   */
+  issueCache?: IssueCache;
+}
+
+/** Issues an IssueCache keeps, at most (a few hundred bytes each). */
+const ISSUE_CACHE_SIZE = 5_000;
+
+/**
+ * The issue rows (with the event times behind first/last_seen_id) that a SQLite
+ * connection's ingest batches wrote, so the next batch need not read them again: that
+ * read joined each issue to two events, random pages of a large table, and took a
+ * tenth of the batch thread's time. SQLite's `data_version` tells whether any other
+ * connection (the main thread's status changes and deletions, retention, the CLI)
+ * committed since; if so, everything is forgotten. A failed batch forgets everything
+ * too.
+ */
+export class IssueCache {
+  private readonly rows = new Map<string, IssueWithTimes>();
+  private dataVersion: number | null = null;
+
+  /** Forgets everything unless `dataVersion` is the one seen when the rows were kept. */
+  check(dataVersion: number): void {
+    if (dataVersion !== this.dataVersion) this.rows.clear();
+    this.dataVersion = dataVersion;
+  }
+
+  get(projectId: number, fingerprint: string): IssueWithTimes | undefined {
+    const key = `${projectId}:${fingerprint}`;
+    const row = this.rows.get(key);
+    if (row) {
+      // Map order is insertion order: re-inserting marks it most recently used.
+      this.rows.delete(key);
+      this.rows.set(key, row);
+    }
+    return row;
+  }
+
+  keep(row: IssueWithTimes): void {
+    const key = `${row.project_id}:${row.fingerprint}`;
+    this.rows.delete(key);
+    this.rows.set(key, row);
+    if (this.rows.size > ISSUE_CACHE_SIZE) this.rows.delete(this.rows.keys().next().value!);
+  }
+
+  clear(): void {
+    this.rows.clear();
+    this.dataVersion = null;
+  }
+
+  get size(): number {
+    return this.rows.size;
+  }
 }
 
 export interface BatchResult {
@@ -246,11 +302,18 @@ export interface BatchResult {
 
 /** Writes the works in one transaction; throws (after rolling back) when the database fails. */
 export async function commitIngestBatch(store: Store, works: PreparedWork[], options: BatchOptions): Promise<BatchResult> {
-  return store.db.getExecutor().provideConnection((connection) =>
-    store.dialect === 'postgres'
-      ? inPostgresTransaction(connection, (send) => new Batch(store.db, send, 'postgres', options).run(works))
-      : inSqliteTransaction(connection, (send) => new Batch(store.db, send, 'sqlite', options).run(works)),
-  );
+  return store.db.getExecutor().provideConnection(async (connection) => {
+    if (store.dialect === 'postgres') return inPostgresTransaction(connection, (send) => new Batch(store.db, send, 'postgres', options).run(works));
+    let batch: Batch | null = null;
+    try {
+      const result = await inSqliteTransaction(connection, (send) => (batch = new Batch(store.db, send, 'sqlite', options)).run(works));
+      if (options.issueCache) for (const row of batch!.issueRows()) options.issueCache.keep(row);
+      return result;
+    } catch (err) {
+      options.issueCache?.clear();
+      throw err;
+    }
+  });
 }
 
 /** Runs a compiled query on the batch's connection; resolves to its rows. */
@@ -260,6 +323,7 @@ const BEGIN = CompiledQuery.raw('begin');
 const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
 const COMMIT = CompiledQuery.raw('commit');
 const ROLLBACK = CompiledQuery.raw('rollback');
+const DATA_VERSION = CompiledQuery.raw('pragma data_version');
 
 async function inSqliteTransaction<T>(connection: DatabaseConnection, fn: (send: Send) => Promise<T>): Promise<T> {
   const send: Send = async (query) => (await connection.executeQuery(query)).rows as Record<string, unknown>[];
@@ -529,6 +593,16 @@ class Batch {
     return this.result;
   }
 
+  /** The issues this batch wrote, as they are now in the database (after its commit). */
+  issueRows(): IssueWithTimes[] {
+    return this.issues.map((s) => ({
+      ...(s.row as IssueRow),
+      // What readSqlite turns back into the same firstStoredTs / lastStoredTs.
+      first_ts: Number.isFinite(s.firstStoredTs) ? s.firstStoredTs : null,
+      last_ts: Number.isFinite(s.lastStoredTs) ? s.lastStoredTs : null,
+    }));
+  }
+
   // -------------------------------------------------------------------------
   // Reads: everything the plan needs, before it starts. On PostgreSQL they go out
   // together behind `begin`, in this order, and are awaited once.
@@ -562,6 +636,10 @@ class Batch {
   }
 
   private async readSqlite(keys: ProjectKeys[]) {
+    if (this.options.issueCache) {
+      const [row] = await this.send(DATA_VERSION);
+      this.options.issueCache.check(num(row.data_version));
+    }
     const projects = new Map<number, ProjectSettings>();
     for (const part of chunks(keys.map((k) => k.projectId), IN_CHUNK)) {
       for (const r of await this.rows<ProjectSettings>(this.lockProjects(part))) projects.set(num(r.id), r);
@@ -590,7 +668,14 @@ class Batch {
         const rows = await this.rows<{ day: number; events: number }>(db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', pid).where('day', 'in', k.days));
         for (const r of rows) snap.used.set(num(r.day), num(r.events));
       }
-      for (const part of chunks(k.fingerprints, IN_CHUNK)) {
+      const cache = this.options.issueCache;
+      const unknown: string[] = [];
+      for (const fingerprint of k.fingerprints) {
+        const row = cache?.get(pid, fingerprint);
+        if (row) snap.issues.push(row);
+        else unknown.push(fingerprint);
+      }
+      for (const part of chunks(unknown, IN_CHUNK)) {
         snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.fingerprint', 'in', part))));
       }
       const resolved = snap.issues.filter((i) => i.status === 'resolved').map((i) => num(i.id));

@@ -9,8 +9,8 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery } from 
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitIngestBatch, prepareWork } from '../../src/store/ingest-batch.js';
-import type { Store } from '../../src/store/database.js';
+import { commitIngestBatch, IssueCache, prepareWork } from '../../src/store/ingest-batch.js';
+import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
 import { dialects } from '../helpers/server.js';
 import { createProject, fp, hex32, makeEvent, makeSession, makeWork, openTestStore, type TestStore } from './factory.js';
@@ -122,5 +122,82 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
         for (const table of TABLES) expect(plan[table], `${table} in ${q.sql}`).toBeLessThanOrEqual(200);
       }
     }
+  });
+});
+
+describe('SQLite ingest batches with an issue cache (the batch thread keeps one)', () => {
+  let t: TestStore;
+  let other: Store;
+  let recording: Kysely<Database>;
+  const queries: CompiledQuery[] = [];
+  beforeAll(async () => {
+    t = await openTestStore('sqlite');
+    // Another connection to the same file, as the server's main thread has.
+    other = await openStore(t.database.url);
+    const raw = new BetterSqlite3(t.database.url.replace(/^sqlite:/, ''));
+    raw.pragma('busy_timeout = 5000');
+    recording = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: raw }),
+      log: (e) => {
+        if (e.level === 'query') queries.push(e.query);
+      },
+    });
+  });
+  afterAll(async () => {
+    await recording?.destroy();
+    await other?.close();
+    await t?.close();
+  });
+
+  const issueReads = () => queries.filter((q) => /from "issues"/.test(q.sql)).length;
+
+  it('reads an issue once, then takes it from the cache until another connection commits', async () => {
+    const project = await createProject(t.store);
+    const store: Store = { ...t.store, db: recording };
+    const cache = new IssueCache();
+    const batch = (events: ReturnType<typeof makeEvent>[]) =>
+      commitIngestBatch(store, [prepareWork(makeWork(project, { events }))], { random: () => 0, issueCache: cache });
+    const event = (at: number) => makeEvent({ fingerprint: fp('cached'), release: 'r1', timestamp: at });
+
+    queries.length = 0;
+    await batch([event(Date.UTC(2026, 0, 10, 12))]);
+    expect(issueReads()).toBe(1);
+    expect(cache.size).toBe(1);
+
+    queries.length = 0;
+    await batch([event(Date.UTC(2026, 0, 10, 13))]);
+    expect(issueReads()).toBe(0);
+
+    // The issue is resolved through another connection: the cache must not hide it.
+    await other.db.updateTable('issues').set({ status: 'resolved', resolved_at: Date.UTC(2026, 0, 11), resolved_release: 'r1' }).where('project_id', '=', project.id).execute();
+    queries.length = 0;
+    const regressed = await batch([makeEvent({ fingerprint: fp('cached'), release: 'r2', timestamp: Date.UTC(2026, 0, 12) })]);
+    expect(regressed.accepted).toBe(1);
+    expect(issueReads()).toBe(1);
+    const issue = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    expect(issue).toMatchObject({ status: 'regression', event_count: 3, stored_count: 3 });
+    // The rows it kept are what the database holds: first/last stored events included.
+    const ids = (await t.store.db.selectFrom('events').select(['id', 'timestamp']).where('project_id', '=', project.id).orderBy('timestamp').execute()).map((r) => Number(r.id));
+    expect([Number(issue.first_seen_id), Number(issue.last_seen_id)]).toEqual([ids[0], ids[2]]);
+
+    queries.length = 0;
+    await batch([event(Date.UTC(2026, 0, 10, 11))]);
+    expect(issueReads()).toBe(0);
+    const after = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const first = await t.store.db.selectFrom('events').select('id').where('project_id', '=', project.id).orderBy('timestamp').limit(1).executeTakeFirstOrThrow();
+    expect(after).toMatchObject({ event_count: 4, first_seen_id: first.id, last_seen_id: issue.last_seen_id, status: 'regression' });
+  });
+
+  it('forgets everything when a batch fails', async () => {
+    const project = await createProject(t.store);
+    const store: Store = { ...t.store, db: recording };
+    const cache = new IssueCache();
+    await commitIngestBatch(store, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint: fp('fails') })] }))], { random: () => 0, issueCache: cache });
+    expect(cache.size).toBe(1);
+    const bad = makeEvent({ fingerprint: fp('fails') });
+    await sql.raw(`create trigger fail_cached before insert on events when new.event_id = '${bad.eventId}' begin select raise(abort, 'injected'); end`).execute(t.store.db);
+    await expect(commitIngestBatch(store, [prepareWork(makeWork(project, { events: [bad] }))], { random: () => 0, issueCache: cache })).rejects.toThrow(/injected/);
+    expect(cache.size).toBe(0);
+    await sql.raw('drop trigger fail_cached').execute(t.store.db);
   });
 });
