@@ -20,7 +20,7 @@ export interface RecordingDb {
   close(): Promise<void>;
 }
 
-interface PlanNode {
+export interface PlanNode {
   'Relation Name'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
@@ -29,7 +29,8 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-function sumRows(node: PlanNode, table: string): number {
+/** Rows the plan really read from `table`: summed over its scan nodes, loops and filtered rows included. */
+export function sumRows(node: PlanNode, table: string): number {
   let n = 0;
   if (node['Relation Name'] === table) {
     const perLoop = (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0);

@@ -13,30 +13,13 @@ import { commitIngestBatch, IssueCache, prepareWork } from '../../src/store/inge
 import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
 import { dialects } from '../helpers/server.js';
+import { sumRows, type PlanNode } from '../read/plan.js';
 import { createProject, fp, hex32, makeEvent, makeSession, makeWork, openTestStore, type TestStore } from './factory.js';
 
 const SEEN = 20_000;
 const ISSUES = 3_000;
 const SESSIONS = 5_000;
 const TABLES = ['seen_events', 'issues', 'issue_releases', 'releases', 'sessions', 'daily_usage'] as const;
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-function rowsOf(node: PlanNode, table: string): number {
-  let n = 0;
-  if (node['Relation Name'] === table) {
-    n += ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * (node['Actual Loops'] ?? 1);
-  }
-  for (const child of node.Plans ?? []) n += rowsOf(child, table);
-  return n;
-}
 
 describe.each(dialects)('ingest batch reads on %s', (dialect) => {
   let t: TestStore;
@@ -74,7 +57,7 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
       explain = async (q) => {
         const res = await pool.query(`explain (analyze, format json) ${q.sql}`, q.parameters as unknown[]);
         const plan = (res.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan;
-        return Object.fromEntries(TABLES.map((table) => [table, rowsOf(plan, table)]));
+        return Object.fromEntries(TABLES.map((table) => [table, sumRows(plan, table)]));
       };
       closeRecording = () => recording.destroy();
     } else {
