@@ -7,7 +7,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, type CompiledQuery } from 'kysely';
 import type { Database } from '../../src/store/schema.js';
-import type { TestServer } from '../helpers/server.js';
+import type { DialectName, TestServer } from '../helpers/server.js';
 
 export interface RecordingDb {
   db: Kysely<Database>;
@@ -40,7 +40,13 @@ export function sumRows(node: PlanNode, table: string): number {
   return n;
 }
 
-export function recordingDb(t: TestServer): RecordingDb {
+/**
+ * A recording Kysely on the database of `t` (a test server, or any dialect and URL).
+ * SQLite opens the file read-only unless `writable` (then it waits for the write lock
+ * like the server's connections do).
+ */
+export function recordingDb(t: TestServer | { dialect: DialectName; url: string }, options: { writable?: boolean } = {}): RecordingDb {
+  const target = 'deps' in t ? { dialect: t.deps.store.dialect, url: t.database.url } : t;
   let log: CompiledQuery[] | null = null;
   const onLog = (e: { level: string; query: CompiledQuery }) => {
     if (e.level === 'query' && log) log.push(e.query);
@@ -55,8 +61,8 @@ export function recordingDb(t: TestServer): RecordingDb {
       log = null;
     }
   };
-  if (t.deps.store.dialect === 'postgres') {
-    const pool = new pg.Pool({ connectionString: t.database.url, max: 2 });
+  if (target.dialect === 'postgres') {
+    const pool = new pg.Pool({ connectionString: target.url, max: 2 });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: onLog });
     return {
       db,
@@ -72,8 +78,9 @@ export function recordingDb(t: TestServer): RecordingDb {
       close: () => db.destroy(),
     };
   }
-  const file = t.database.url.replace(/^sqlite:/, '');
-  const raw = new BetterSqlite3(file, { readonly: true });
+  const file = target.url.replace(/^sqlite:/, '');
+  const raw = new BetterSqlite3(file, { readonly: !options.writable });
+  if (options.writable) raw.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }), log: onLog });
   return {
     db,

@@ -5,15 +5,12 @@
 // autovacuum off) or EXPLAIN QUERY PLAN (SQLite: every table is searched, not
 // scanned). Before the reads probed key by key, PostgreSQL hashed every seen event
 // id of the project to check a batch's new ones.
-import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery } from 'kysely';
-import BetterSqlite3 from 'better-sqlite3';
-import pg from 'pg';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitIngestBatch, IssueCache, prepareWork } from '../../src/store/ingest-batch.js';
 import { openStore, type Store } from '../../src/store/database.js';
-import type { Database } from '../../src/store/schema.js';
 import { dialects } from '../helpers/server.js';
-import { sumRows, type PlanNode } from '../read/plan.js';
+import { recordingDb, type RecordingDb } from '../read/plan.js';
 import { createProject, fp, hex32, makeEvent, makeSession, makeWork, openTestStore, type TestStore } from './factory.js';
 
 const SEEN = 20_000;
@@ -24,10 +21,7 @@ const TABLES = ['seen_events', 'issues', 'issue_releases', 'releases', 'sessions
 describe.each(dialects)('ingest batch reads on %s', (dialect) => {
   let t: TestStore;
   let project: Awaited<ReturnType<typeof createProject>>;
-  const queries: CompiledQuery[] = [];
-  let recording: Kysely<Database>;
-  let explain: (q: CompiledQuery) => Promise<string[] | Record<string, number>>;
-  let closeRecording: () => Promise<void>;
+  let rec: RecordingDb;
 
   beforeAll(async () => {
     t = await openTestStore(dialect);
@@ -45,64 +39,33 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
     await sql`insert into sessions (project_id, sid, did, release, environment, started, status, errors, updated_at)
               select ${pid}, 'old' || n, null, 'r1', 'production', 0, 'ok', 0, 0 from ${series(SESSIONS)}`.execute(db);
     await sql`insert into releases (project_id, release, first_seen, last_seen, platforms) values (${pid}, 'r1', 0, 0, '[]')`.execute(db);
-
-    if (dialect === 'postgres') {
-      const pool = new pg.Pool({ connectionString: t.database.url, max: 2 });
-      recording = new Kysely<Database>({
-        dialect: new PostgresDialect({ pool }),
-        log: (e) => {
-          if (e.level === 'query') queries.push(e.query);
-        },
-      });
-      explain = async (q) => {
-        const res = await pool.query(`explain (analyze, format json) ${q.sql}`, q.parameters as unknown[]);
-        const plan = (res.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan;
-        return Object.fromEntries(TABLES.map((table) => [table, sumRows(plan, table)]));
-      };
-      closeRecording = () => recording.destroy();
-    } else {
-      const file = t.database.url.replace(/^sqlite:/, '');
-      const raw = new BetterSqlite3(file);
-      raw.pragma('busy_timeout = 5000');
-      recording = new Kysely<Database>({
-        dialect: new SqliteDialect({ database: raw }),
-        log: (e) => {
-          if (e.level === 'query') queries.push(e.query);
-        },
-      });
-      explain = async (q) =>
-        (raw.prepare(`explain query plan ${q.sql}`).all(...(q.parameters as unknown[])) as { detail: string }[]).map((r) => r.detail);
-      closeRecording = () => recording.destroy();
-    }
+    rec = recordingDb({ dialect, url: t.database.url }, { writable: true });
   }, 60_000);
 
   afterAll(async () => {
-    await closeRecording?.();
+    await rec?.close();
     await t?.close();
   });
 
   it('looks up each key of the batch instead of walking the project', async () => {
-    const store: Store = { ...t.store, db: recording };
     // 60 events: new ids, a resent one, existing (resolved) issues and new ones; sessions old and new.
     const events = Array.from({ length: 60 }, (_, i) =>
       makeEvent({ eventId: i === 0 ? 'old7' : hex32(), fingerprint: i % 2 === 0 ? `old${i + 2}` : fp(`new${i}`), release: 'r1' }),
     );
     const sessions = [makeSession({ sid: 'old9', release: 'r1' }), makeSession({ release: 'r1' })];
     const works = [makeWork(project, { events: events.slice(0, 30), sessions }), makeWork(project, { events: events.slice(30) })].map(prepareWork);
-    queries.length = 0;
-    const result = await commitIngestBatch(store, works, { random: () => 0 });
+    const { result, queries } = await rec.record((db) => commitIngestBatch({ ...t.store, db }, works, { random: () => 0 }));
     expect(result).toMatchObject({ accepted: 59, duplicates: 1, stored: 59, sessionUpdates: 2 });
 
     const reads = queries.filter((q) => /^\s*select/i.test(q.sql));
     expect(reads.length).toBeGreaterThanOrEqual(5);
     for (const q of reads) {
-      const plan = await explain(q);
-      if (Array.isArray(plan)) {
+      if (dialect === 'sqlite') {
         // SQLite: a table of the project is searched by its key, never scanned.
-        for (const step of plan) expect(step, q.sql).not.toMatch(new RegExp(`^SCAN (${TABLES.join('|')})\\b`));
+        for (const step of rec.sqlitePlan(q)) expect(step, q.sql).not.toMatch(new RegExp(`^SCAN (${TABLES.join('|')})\\b`));
       } else {
         // PostgreSQL: each statement reads about as many rows as the batch has keys.
-        for (const table of TABLES) expect(plan[table], `${table} in ${q.sql}`).toBeLessThanOrEqual(200);
+        for (const table of TABLES) expect(await rec.rowsRead(q, table), `${table} in ${q.sql}`).toBeLessThanOrEqual(200);
       }
     }
   });
@@ -111,61 +74,50 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
 describe('SQLite ingest batches with an issue cache (the batch thread keeps one)', () => {
   let t: TestStore;
   let other: Store;
-  let recording: Kysely<Database>;
-  const queries: CompiledQuery[] = [];
+  let rec: RecordingDb;
   beforeAll(async () => {
     t = await openTestStore('sqlite');
     // Another connection to the same file, as the server's main thread has.
     other = await openStore(t.database.url);
-    const raw = new BetterSqlite3(t.database.url.replace(/^sqlite:/, ''));
-    raw.pragma('busy_timeout = 5000');
-    recording = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: raw }),
-      log: (e) => {
-        if (e.level === 'query') queries.push(e.query);
-      },
-    });
+    rec = recordingDb({ dialect: 'sqlite', url: t.database.url }, { writable: true });
   });
   afterAll(async () => {
-    await recording?.destroy();
+    await rec?.close();
     await other?.close();
     await t?.close();
   });
 
-  const issueReads = () => queries.filter((q) => /from "issues"/.test(q.sql)).length;
+  /** Runs the batch on the recording connection: its result, and how many of its statements read issues. */
+  async function issueReadsOf<T>(run: (store: Store) => Promise<T>): Promise<{ result: T; reads: number }> {
+    const { result, queries } = await rec.record((db) => run({ ...t.store, db }));
+    return { result, reads: queries.filter((q) => /from "issues"/.test(q.sql)).length };
+  }
 
   it('reads an issue once, then takes it from the cache until another connection commits', async () => {
     const project = await createProject(t.store);
-    const store: Store = { ...t.store, db: recording };
     const cache = new IssueCache();
+    /** Commits one work of these events; `reads`: how many of its statements read issues. */
     const batch = (events: ReturnType<typeof makeEvent>[]) =>
-      commitIngestBatch(store, [prepareWork(makeWork(project, { events }))], { random: () => 0, issueCache: cache });
+      issueReadsOf((store) => commitIngestBatch(store, [prepareWork(makeWork(project, { events }))], { random: () => 0, issueCache: cache }));
     const event = (at: number) => makeEvent({ fingerprint: fp('cached'), release: 'r1', timestamp: at });
 
-    queries.length = 0;
-    await batch([event(Date.UTC(2026, 0, 10, 12))]);
-    expect(issueReads()).toBe(1);
+    expect((await batch([event(Date.UTC(2026, 0, 10, 12))])).reads).toBe(1);
     expect(cache.size).toBe(1);
 
-    queries.length = 0;
-    await batch([event(Date.UTC(2026, 0, 10, 13))]);
-    expect(issueReads()).toBe(0);
+    expect((await batch([event(Date.UTC(2026, 0, 10, 13))])).reads).toBe(0);
 
     // The issue is resolved through another connection: the cache must not hide it.
     await other.db.updateTable('issues').set({ status: 'resolved', resolved_at: Date.UTC(2026, 0, 11), resolved_release: 'r1' }).where('project_id', '=', project.id).execute();
-    queries.length = 0;
     const regressed = await batch([makeEvent({ fingerprint: fp('cached'), release: 'r2', timestamp: Date.UTC(2026, 0, 12) })]);
-    expect(regressed.accepted).toBe(1);
-    expect(issueReads()).toBe(1);
+    expect(regressed.result.accepted).toBe(1);
+    expect(regressed.reads).toBe(1);
     const issue = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
     expect(issue).toMatchObject({ status: 'regression', event_count: 3, stored_count: 3 });
     // The rows it kept are what the database holds: first/last stored events included.
     const ids = (await t.store.db.selectFrom('events').select(['id', 'timestamp']).where('project_id', '=', project.id).orderBy('timestamp').execute()).map((r) => Number(r.id));
     expect([Number(issue.first_seen_id), Number(issue.last_seen_id)]).toEqual([ids[0], ids[2]]);
 
-    queries.length = 0;
-    await batch([event(Date.UTC(2026, 0, 10, 11))]);
-    expect(issueReads()).toBe(0);
+    expect((await batch([event(Date.UTC(2026, 0, 10, 11))])).reads).toBe(0);
     const after = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
     const first = await t.store.db.selectFrom('events').select('id').where('project_id', '=', project.id).orderBy('timestamp').limit(1).executeTakeFirstOrThrow();
     expect(after).toMatchObject({ event_count: 4, first_seen_id: first.id, last_seen_id: issue.last_seen_id, status: 'regression' });
@@ -173,7 +125,7 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
 
   it('forgets everything when a batch fails', async () => {
     const project = await createProject(t.store);
-    const store: Store = { ...t.store, db: recording };
+    const store: Store = { ...t.store, db: rec.db };
     const cache = new IssueCache();
     await commitIngestBatch(store, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint: fp('fails') })] }))], { random: () => 0, issueCache: cache });
     expect(cache.size).toBe(1);
