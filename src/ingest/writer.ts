@@ -228,7 +228,8 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
    */
   function compressAhead(events: EventInput[]): Promise<unknown> | null {
     if (events.length === 0) return null;
-    if (thread || !compressor) {
+    // With the batch thread there is no compression worker: they are compressed here.
+    if (!compressor) {
       for (const e of events) compressRaw(e);
       return null;
     }

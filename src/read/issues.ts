@@ -227,7 +227,9 @@ export async function issueDetail(
  * oldest stored event by receive order (events_issue_id); null when none is stored.
  */
 async function newestAndOldestStored(db: Db, issue: IssueRow): Promise<{ latest: number | null; oldest: number | null }> {
-  const wanted = [issue.last_seen_id, issue.first_seen_id].filter((id): id is number => id !== null).map(Number);
+  const last = issue.last_seen_id === null ? null : Number(issue.last_seen_id);
+  const first = issue.first_seen_id === null ? null : Number(issue.first_seen_id);
+  const wanted = [last, first].filter((id): id is number => id !== null);
   const present = new Set(
     wanted.length === 0 ? [] : (await db.selectFrom('events').select('id').where('id', 'in', wanted).execute()).map((r) => Number(r.id)),
   );
@@ -235,8 +237,6 @@ async function newestAndOldestStored(db: Db, issue: IssueRow): Promise<{ latest:
     const row = await db.selectFrom('events').select('id').where('issue_id', '=', Number(issue.id)).orderBy('id', direction).limit(1).executeTakeFirst();
     return row ? Number(row.id) : null;
   };
-  const last = issue.last_seen_id === null ? null : Number(issue.last_seen_id);
-  const first = issue.first_seen_id === null ? null : Number(issue.first_seen_id);
   const [latest, oldest] = await Promise.all([
     last !== null && present.has(last) ? last : byReceipt('desc'),
     first !== null && present.has(first) ? first : byReceipt('asc'),

@@ -5,7 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
-import { commitIngestBatch, compressRaw, IssueCache, type BatchResult } from './ingest-batch.js';
+import { commitIngestBatch, IssueCache, type BatchResult } from './ingest-batch.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;
@@ -88,10 +88,6 @@ async function main(): Promise<void> {
       const works = taken.flatMap((request) => request.works);
       let result: BatchResult | null = null;
       try {
-        // Payloads sure to be stored come compressed by the writer; should one not be, it
-        // is compressed before the transaction, so the write lock (which the main
-        // thread's writes also wait for) is not held meanwhile.
-        for (const work of works) for (const e of work.eager) compressRaw(e);
         result = await commitIngestBatch(store, works, options);
       } catch (err) {
         // Nothing was committed. Merged requests are tried again each on its own, so

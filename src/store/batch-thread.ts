@@ -60,19 +60,17 @@ export class BatchThreadError extends Error {
 
 /**
  * Only plain data crosses threads: the normalised event behind each row stays here.
- * `eager` keeps naming the same (new) objects as `events`; a message keeps identity.
+ * The writer has compressed every event of `eager` already (compressAhead), so the
+ * thread has no use for that list; the others travel raw and are compressed there if
+ * sampling keeps them.
  */
 function forThread(work: PreparedWork): PreparedWork {
-  const eager = new Set(work.eager);
-  const events: EventInput[] = [];
-  const eagerOut: EventInput[] = [];
-  for (const e of work.events) {
+  const events = work.events.map((e) => {
     const moved: ThreadEventInput =
       e.raw !== null ? { ...e, raw: ownBytes(e.raw) as Buffer, source: { raw: NO_BYTES } } : { ...e, source: { raw: ownBytes(e.source.raw) } };
-    events.push(moved as unknown as EventInput);
-    if (eager.has(e)) eagerOut.push(moved as unknown as EventInput);
-  }
-  return { ...work, events, eager: eagerOut };
+    return moved as unknown as EventInput;
+  });
+  return { ...work, events, eager: [] };
 }
 
 const NO_BYTES = new Uint8Array(0);

@@ -304,10 +304,11 @@ export interface BatchResult {
 export async function commitIngestBatch(store: Store, works: PreparedWork[], options: BatchOptions): Promise<BatchResult> {
   return store.db.getExecutor().provideConnection(async (connection) => {
     if (store.dialect === 'postgres') return inPostgresTransaction(connection, (send) => new Batch(store.db, send, 'postgres', options).run(works));
-    let batch: Batch | null = null;
+    const send: Send = async (query) => (await connection.executeQuery(query)).rows as Record<string, unknown>[];
+    const batch = new Batch(store.db, send, 'sqlite', options);
     try {
-      const result = await inSqliteTransaction(connection, (send) => (batch = new Batch(store.db, send, 'sqlite', options)).run(works));
-      if (options.issueCache) for (const row of batch!.issueRows()) options.issueCache.keep(row);
+      const result = await inSqliteTransaction(send, () => batch.run(works));
+      if (options.issueCache) for (const row of batch.issueRows()) options.issueCache.keep(row);
       return result;
     } catch (err) {
       options.issueCache?.clear();
@@ -325,13 +326,12 @@ const COMMIT = CompiledQuery.raw('commit');
 const ROLLBACK = CompiledQuery.raw('rollback');
 const DATA_VERSION = CompiledQuery.raw('pragma data_version');
 
-async function inSqliteTransaction<T>(connection: DatabaseConnection, fn: (send: Send) => Promise<T>): Promise<T> {
-  const send: Send = async (query) => (await connection.executeQuery(query)).rows as Record<string, unknown>[];
+async function inSqliteTransaction<T>(send: Send, fn: () => Promise<T>): Promise<T> {
   // BEGIN IMMEDIATE takes SQLite's write lock up front: a deferred transaction that
   // reads first could fail to upgrade when another process (the CLI) holds it.
   await send(BEGIN_IMMEDIATE);
   try {
-    const result = await fn(send);
+    const result = await fn();
     await send(COMMIT);
     return result;
   } catch (err) {
@@ -400,12 +400,23 @@ interface IssueState {
   lastStoredTs: number;
 }
 
+type SeenRow = Insertable<Database['seen_events']>;
+
 interface StoredEvent {
   input: EventInput;
   issue: IssueState;
   projectId: number;
   receivedAt: number;
   id: number | null;
+  /** The event's seen_events row, which names the stored row once `id` is known. */
+  seen: SeenRow;
+}
+
+/** A work's events that passed dedupe and quota, each with its seen_events row. */
+interface AcceptedWork {
+  work: PreparedWork;
+  events: EventInput[];
+  seen: SeenRow[];
 }
 
 interface Change {
@@ -543,7 +554,7 @@ class Batch {
   private readonly projectHourly = new Map<string, ProjectHourly>();
   private readonly releaseRows: Insertable<Database['releases']>[] = [];
   private readonly usage = new Map<string, { project_id: number; day: number; events: number }>();
-  private readonly seen: Insertable<Database['seen_events']>[] = [];
+  private readonly seen: SeenRow[] = [];
   private readonly sessions: SessionState[] = [];
   private readonly sessionHourly = new Map<string, SessionHourly>();
   /** PostgreSQL writes to send together at the end (see flushDeferred); `name` when a later one reads its output. */
@@ -624,7 +635,7 @@ class Batch {
       .$if(this.dialect === 'postgres', (q) => q.forNoKeyUpdate());
   }
 
-  /** The issues of these fingerprints with the event times behind first/last_seen_id, locked on PostgreSQL. */
+  /** SQLite: the project's issues with the event times behind first/last_seen_id (readPostgres has its own, locking). */
   private issuesQuery(projectId: number) {
     return this.db
       .selectFrom('issues')
@@ -778,7 +789,7 @@ class Batch {
 
     // 2. Daily quota, in submit order.
     const used = project.daily_quota > 0 ? new Map(snap.used) : new Map<number, number>();
-    const accepted: { work: PreparedWork; events: EventInput[] }[] = [];
+    const accepted: AcceptedWork[] = [];
     for (const i of indexes) {
       const work = works[i];
       const local = new Set<string>();
@@ -806,16 +817,17 @@ class Batch {
         this.usage.set(key, u);
       }
       for (const id of local) seen.add(id);
-      // stored_id is filled in once the stored events have their ids (write()).
-      for (const e of fresh) this.seen.push({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt, stored_id: null });
-      accepted.push({ work, events: fresh });
+      // stored_id is filled in once the stored events have their ids (linkStoredEvents).
+      const rows: SeenRow[] = fresh.map((e) => ({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt, stored_id: null }));
+      this.seen.push(...rows);
+      accepted.push({ work, events: fresh, seen: rows });
     }
 
     this.planEvents(project, accepted, snap);
     this.planSessions(pid, accepted.map((a) => a.work), snap);
   }
 
-  private planEvents(project: ProjectSettings, accepted: { work: PreparedWork; events: EventInput[] }[], snap: ProjectSnapshot): void {
+  private planEvents(project: ProjectSettings, accepted: AcceptedWork[], snap: ProjectSnapshot): void {
     const pid = project.id;
     if (!accepted.some((a) => a.events.length > 0)) return;
 
@@ -839,9 +851,9 @@ class Batch {
 
     // 4. Every event in order: grouping, regression, sampling, aggregates.
     const releases = new Map<string, ReleaseAcc>();
-    for (const { work, events } of accepted) {
+    for (const { work, events, seen } of accepted) {
       const at = work.receivedAt;
-      for (const e of events) {
+      for (const [i, e] of events.entries()) {
         let issue = byFingerprint.get(e.fingerprint);
         if (!issue) {
           issue = newState({
@@ -937,7 +949,7 @@ class Batch {
           (project.sample_rate > 0 && this.options.random() < project.sample_rate);
         if (keep) {
           row.stored_count += 1;
-          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null });
+          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null, seen: seen[i] });
         }
         this.result.accepted++;
       }
@@ -1108,9 +1120,10 @@ class Batch {
     await committed;
   }
 
-  /** first/last_seen_id of each issue from its stored events' times (their ids are known by now). */
+  /** The stored events' ids (known by now) on their seen rows, and each issue's first/last_seen_id by event time. */
   private linkStoredEvents(): void {
     for (const s of this.stored) {
+      s.seen.stored_id = s.id;
       const issue = s.issue;
       const ts = s.input.timestamp;
       if (ts < issue.firstStoredTs) {
@@ -1251,8 +1264,6 @@ class Batch {
         }),
     });
     await this.insertRows('daily_usage', USAGE_COLUMNS, [...this.usage.values()], { conflict: additive('daily_usage', ['project_id', 'day'], ['events']) });
-    const storedByKey = new Map(this.stored.map((s) => [`${s.projectId}:${s.input.eventId}`, s]));
-    for (const row of this.seen) row.stored_id = storedByKey.get(`${row.project_id}:${row.event_id}`)?.id ?? null;
     await this.insertRows('seen_events', SEEN_COLUMNS, this.seen, { conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() });
 
     await this.insertRows(
