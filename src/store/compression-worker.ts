@@ -3,7 +3,7 @@
 // run there). Kept apart from codec.ts so readers of stored blobs do not load
 // worker_threads.
 import { Worker } from 'node:worker_threads';
-import { BROTLI_QUALITY, BROTLI_TAG } from './codec.js';
+import { BROTLI_QUALITY, BROTLI_TAG, brotliChunkSize } from './codec.js';
 
 // The worker's whole program. Evaluated from a string so it needs no file of its own
 // on disk (the same code runs from src/ under vitest and from dist/).
@@ -13,7 +13,7 @@ const zlib = require('node:zlib');
 parentPort.on('message', (msg) => {
   try {
     const out = msg.items.map((bytes) => {
-      const packed = zlib.brotliCompressSync(bytes, { params: {
+      const packed = zlib.brotliCompressSync(bytes, { chunkSize: (${brotliChunkSize.toString()})(bytes.byteLength), params: {
         [zlib.constants.BROTLI_PARAM_QUALITY]: ${BROTLI_QUALITY},
         [zlib.constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength,
       } });

@@ -1,6 +1,7 @@
 // The blob codec: round trips, and the compression worker producing exactly what
 // the main-thread codec produces (and failing over cleanly once closed).
 import { describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import { BROTLI_TAG, compress, decodeJson, decompress } from '../../src/store/codec.js';
 import { CompressionWorker } from '../../src/store/compression-worker.js';
@@ -15,6 +16,21 @@ describe('codec', () => {
     const value = { message: 'boom', frames: [{ lineno: 3, in_app: true }], extra: null };
     expect(decodeJson(compress(Buffer.from(JSON.stringify(value))))).toEqual(value);
     expect(decompress(compress(new Uint8Array(0))).length).toBe(0);
+  });
+
+  it('round-trips input that does not shrink: the output outgrows its half-size buffer', async () => {
+    const worker = new CompressionWorker();
+    try {
+      for (const size of [1, 63, 64, 200, 5000, 70_000]) {
+        const bytes = randomBytes(size);
+        const packed = compress(bytes);
+        expect(packed.length).toBeGreaterThan(size / 2);
+        expect(decompress(packed).equals(bytes)).toBe(true);
+        expect((await worker.compress(bytes)).equals(packed)).toBe(true);
+      }
+    } finally {
+      await worker.close();
+    }
   });
 
   it('reads the zlib blobs written before Brotli, and refuses a blob of no known format', () => {
