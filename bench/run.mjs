@@ -143,10 +143,16 @@ function ensureBuilt() {
   }
 }
 
+/** The node options of package.json's `npm start` (its heap limit), so the bench runs what users run. */
+function startScriptFlags() {
+  const start = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts?.start ?? '';
+  return start.split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
 function serverCommand(cpuProfDir) {
   const cli = path.join(root, 'dist', 'cli', 'main.js');
   const entry = argv.entry === 'auto' ? (fs.existsSync(cli) ? 'cli' : 'edition') : argv.entry;
-  const flags = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [];
+  const flags = [...startScriptFlags(), ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])];
   return entry === 'cli'
     ? { entry, args: [...flags, cli, 'serve'] }
     : { entry, args: [...flags, path.join(here, 'server-entry.mjs')] };

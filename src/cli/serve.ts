@@ -1,6 +1,7 @@
 // `faultline serve`: migrates the database, serves the HTTP API, logs one line
 // saying where, and on SIGTERM/SIGINT stops accepting, finishes in-flight
 // requests and closes the database before exiting 0.
+import { getHeapStatistics } from 'node:v8';
 import type { Command } from 'commander';
 import type { RunningServer } from '../editions/node.js';
 import { CliError, type CliContext } from './context.js';
@@ -31,7 +32,14 @@ export function register(program: Command, cli: CliContext): void {
         throw err;
       }
       logger.info(
-        { url: server.url, database: deps.store.description, version: cli.version, public_url: config.publicUrl ?? undefined },
+        {
+          url: server.url,
+          database: deps.store.description,
+          version: cli.version,
+          public_url: config.publicUrl ?? undefined,
+          // Whether the process runs with the heap limit `npm start` gives it (README, Memory).
+          heap_limit_mb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
+        },
         `faultline ${cli.version} listening on ${server.url} (database ${deps.store.description})`,
       );
 

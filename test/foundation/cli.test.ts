@@ -117,6 +117,9 @@ describe('npm start with DATABASE_URL unset', () => {
       expect(fs.existsSync(file)).toBe(true);
       const listening = serve.lines.find((l) => String(l.msg).includes('listening on'))!;
       expect(listening.database).toBe(`sqlite:${file}`);
+      // The start script's heap limit: below 2 GB V8 collects at 1.3-2x the live heap, not 4x.
+      expect(listening.heap_limit_mb).toBeGreaterThan(1000);
+      expect(listening.heap_limit_mb).toBeLessThan(2048);
       const journal = new Database(file, { readonly: true });
       expect(journal.pragma('journal_mode', { simple: true })).toBe('wal');
       journal.close();
