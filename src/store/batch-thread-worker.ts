@@ -12,7 +12,7 @@ const port = parentPort!;
 const send = (reply: BatchThreadReply) => port.postMessage(reply);
 
 /** What the writer gives the thread (BatchThread's constructor). */
-const { databaseUrl, maxItems } = workerData as { databaseUrl: string; maxItems: number };
+const { databaseUrl, maxItems, pageCacheMb } = workerData as { databaseUrl: string; maxItems: number; pageCacheMb: number };
 
 /**
  * The first waiting request, and the ones after it while the transaction stays within
@@ -50,7 +50,7 @@ function errorReply(err: unknown): { message: string; name: string; code?: strin
 async function main(): Promise<void> {
   let store: Store;
   try {
-    store = await openStore(databaseUrl);
+    store = await openStore(databaseUrl, { pageCacheMb });
     // The process's background checkpointer copies the WAL; this connection's own
     // automatic checkpoint is only the safety net.
     await sql.raw(`pragma wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`).execute(store.db);

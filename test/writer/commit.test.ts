@@ -393,21 +393,26 @@ describe('writer when the SQLite batch thread fails', () => {
 });
 
 describe('the SQLite batch thread', () => {
-  it('runs with a bounded old generation, so V8 collects its dead batches early', async () => {
+  it('runs with a bounded old generation, so V8 collects its dead batches early, and a small page cache', async () => {
     // A thread program that answers each batch with the limits it runs under.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-thread-'));
     const program = path.join(dir, 'limits.mjs');
     fs.writeFileSync(
       program,
-      "import { parentPort, resourceLimits } from 'node:worker_threads';\nparentPort.postMessage({ ready: true });\nparentPort.on('message', (m) => parentPort.postMessage({ id: m.id, result: resourceLimits }));\n",
+      "import { parentPort, resourceLimits, workerData } from 'node:worker_threads';\nparentPort.postMessage({ ready: true });\nparentPort.on('message', (m) => parentPort.postMessage({ id: m.id, result: { resourceLimits, workerData } }));\n",
     );
     const thread = new BatchThread('sqlite::memory:', pathToFileURL(program));
     try {
-      const limits = (await thread.commit([], 0)) as unknown as { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number };
+      const { resourceLimits: limits, workerData } = (await thread.commit([], 0)) as unknown as {
+        resourceLimits: { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number };
+        workerData: { pageCacheMb: number };
+      };
       // At most 256 MB: V8 then grows the old generation by 1.3x between full collections instead of up to 4x.
       expect(limits.maxOldGenerationSizeMb).toBeGreaterThan(0);
       expect(limits.maxOldGenerationSizeMb).toBeLessThanOrEqual(256);
       expect(limits.maxYoungGenerationSizeMb).toBeLessThanOrEqual(16);
+      // And a page cache smaller than the other connections' 16 MB.
+      expect(workerData.pageCacheMb).toBeLessThan(16);
     } finally {
       await thread.close();
       fs.rmSync(dir, { recursive: true, force: true });
