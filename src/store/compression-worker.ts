@@ -29,6 +29,14 @@ parentPort.on('message', (msg) => {
 });
 `;
 
+/**
+ * The worker's heap: it keeps nothing between messages, so a small young generation,
+ * and an old generation below 256 MB, where V8 collects at 1.3x the live heap
+ * (batch-thread.ts). Peak RSS on PostgreSQL at saturation 159-161 -> 150-151 MB at the
+ * same throughput (BENCHMARKS.md).
+ */
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 256 };
+
 /** Items per message to the worker: enough to amortise messaging, small enough to start early. */
 const WORKER_CHUNK = 64;
 
@@ -61,7 +69,7 @@ export class CompressionWorker {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(WORKER_SOURCE, { eval: true });
+    const worker = new Worker(WORKER_SOURCE, { eval: true, resourceLimits: WORKER_LIMITS });
     worker.unref();
     worker.on('message', (msg: { id: number; out?: Uint8Array[]; error?: string }) => {
       const callbacks = this.waiting.get(msg.id);

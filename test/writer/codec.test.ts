@@ -18,6 +18,20 @@ describe('codec', () => {
     expect(decompress(compress(new Uint8Array(0))).length).toBe(0);
   });
 
+  it('runs the compression worker with a small heap', async () => {
+    const worker = new CompressionWorker();
+    try {
+      await worker.compress(Buffer.from('{"a":1}'));
+      const limits = (worker as unknown as { worker: { resourceLimits: { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } } }).worker.resourceLimits;
+      // At most 256 MB: V8 then collects at 1.3x the live heap instead of up to 4x.
+      expect(limits.maxOldGenerationSizeMb).toBeGreaterThan(0);
+      expect(limits.maxOldGenerationSizeMb).toBeLessThanOrEqual(256);
+      expect(limits.maxYoungGenerationSizeMb).toBeLessThanOrEqual(4);
+    } finally {
+      await worker.close();
+    }
+  });
+
   it('round-trips input that does not shrink: the output outgrows its half-size buffer', async () => {
     const worker = new CompressionWorker();
     try {
