@@ -143,7 +143,7 @@ function ensureBuilt() {
   }
 }
 
-/** The node options of package.json's `npm start` (its heap limit), so the bench runs what users run. */
+/** The node options of package.json's `npm start`, so the bench runs what users run. */
 function startScriptFlags() {
   const start = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts?.start ?? '';
   return start.split(/\s+/).filter((word) => word.startsWith('--'));

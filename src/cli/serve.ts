@@ -37,7 +37,8 @@ export function register(program: Command, cli: CliContext): void {
           database: deps.store.description,
           version: cli.version,
           public_url: config.publicUrl ?? undefined,
-          // Whether the process runs with the heap limit `npm start` gives it (README, Memory).
+          // Whether the process runs with the node options `npm start` gives it (README, Node options).
+          node_options: process.execArgv.join(' '),
           heap_limit_mb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
         },
         `faultline ${cli.version} listening on ${server.url} (database ${deps.store.description})`,

@@ -120,6 +120,8 @@ describe('npm start with DATABASE_URL unset', () => {
       // The start script's heap limit: below 2 GB V8 collects at 1.3-2x the live heap, not 4x.
       expect(listening.heap_limit_mb).toBeGreaterThan(1000);
       expect(listening.heap_limit_mb).toBeLessThan(2048);
+      // Two V8 helper threads, not four (README, Node options).
+      expect(listening.node_options).toContain('--v8-pool-size=2');
       const journal = new Database(file, { readonly: true });
       expect(journal.pragma('journal_mode', { simple: true })).toBe('wal');
       journal.close();
