@@ -113,7 +113,10 @@ export class BatchThread {
    * `maxItems` bounds the transactions the thread makes by merging waiting requests.
    */
   constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000) {
-    this.worker = new Worker(file, { workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB }, resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: BATCH_THREAD_OLD_GENERATION_MB } });
+    this.worker = new Worker(file, {
+      workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB },
+      resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: BATCH_THREAD_OLD_GENERATION_MB },
+    });
     // An idle thread must not keep the process alive; one with a batch does (see commit).
     this.worker.unref();
     let readyResolve!: () => void;
