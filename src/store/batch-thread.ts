@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
+import { WORKER_OLD_GENERATION_MB } from './worker-heap.js';
 
 /** The compiled thread program beside this module (dist/store/ when running from dist/). */
 export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta.url);
@@ -28,14 +29,6 @@ export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uin
  * at the same throughput (BENCHMARKS.md).
  */
 const BATCH_THREAD_YOUNG_GENERATION_MB = 12;
-/**
- * The thread's old-generation limit. Not a tight cap (about 11 MB stay live under load),
- * but V8 picks how far the old generation grows between full collections from it: with
- * the process default (GBs) it let dead batches pile up to 45-50 MB before collecting,
- * with a limit of 256 MB or less it collects at 1.3 times what survived. That took 25 MB
- * off the server's peak RSS at saturation (BENCHMARKS.md).
- */
-const BATCH_THREAD_OLD_GENERATION_MB = 256;
 /**
  * The thread connection's SQLite page cache. A batch inserts at the ends of its indexes
  * and at random leaves that no cache of this size holds: 16 MB (the default) cost 14 MB
@@ -115,7 +108,7 @@ export class BatchThread {
   constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000) {
     this.worker = new Worker(file, {
       workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB },
-      resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: BATCH_THREAD_OLD_GENERATION_MB },
+      resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: WORKER_OLD_GENERATION_MB },
     });
     // An idle thread must not keep the process alive; one with a batch does (see commit).
     this.worker.unref();

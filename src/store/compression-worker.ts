@@ -4,6 +4,7 @@
 // worker_threads.
 import { Worker } from 'node:worker_threads';
 import { BROTLI_QUALITY, BROTLI_TAG, brotliChunkSize } from './codec.js';
+import { WORKER_OLD_GENERATION_MB } from './worker-heap.js';
 
 // The worker's whole program. Evaluated from a string so it needs no file of its own
 // on disk (the same code runs from src/ under vitest and from dist/).
@@ -30,12 +31,11 @@ parentPort.on('message', (msg) => {
 `;
 
 /**
- * The worker's heap: it keeps nothing between messages, so a small young generation,
- * and an old generation below 256 MB, where V8 collects at 1.3x the live heap
- * (batch-thread.ts). Peak RSS on PostgreSQL at saturation 159-161 -> 150-151 MB at the
- * same throughput (BENCHMARKS.md).
+ * The worker keeps nothing between messages: a small young generation, and the store's
+ * worker old-generation limit (worker-heap.ts). Peak RSS on PostgreSQL at saturation
+ * 159-161 -> 150-151 MB at the same throughput (BENCHMARKS.md).
  */
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 256 };
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: WORKER_OLD_GENERATION_MB };
 
 /** Items per message to the worker: enough to amortise messaging, small enough to start early. */
 const WORKER_CHUNK = 64;

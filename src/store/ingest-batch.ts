@@ -253,8 +253,12 @@ export class IssueCache {
     this.dataVersion = dataVersion;
   }
 
+  private static key(projectId: number, fingerprint: string): string {
+    return `${projectId}:${fingerprint}`;
+  }
+
   get(projectId: number, fingerprint: string): IssueWithTimes | undefined {
-    const key = `${projectId}:${fingerprint}`;
+    const key = IssueCache.key(projectId, fingerprint);
     const row = this.rows.get(key);
     if (row) {
       // Map order is insertion order: re-inserting marks it most recently used.
@@ -265,7 +269,7 @@ export class IssueCache {
   }
 
   keep(row: IssueWithTimes): void {
-    const key = `${row.project_id}:${row.fingerprint}`;
+    const key = IssueCache.key(num(row.project_id), row.fingerprint);
     this.rows.delete(key);
     this.rows.set(key, row);
     if (this.rows.size > ISSUE_CACHE_SIZE) this.rows.delete(this.rows.keys().next().value!);
