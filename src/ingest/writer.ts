@@ -4,12 +4,14 @@
 // batching, failure handling and counters. docs/architecture.md ("The ingest
 // writer (group commit)") describes the design.
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
+import { busyMeter, CompressionShare, SHARE_ADJUST_INTERVAL_MS } from './compression-share.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 
@@ -45,6 +47,12 @@ export interface WriterOptions {
   batchThread?: boolean;
   /** The thread program to run (default: the compiled one beside batch-thread.js). */
   batchThreadFile?: URL;
+  /**
+   * With the batch thread: a fixed share (0-1) of the payloads sure to be stored that
+   * the main thread compresses, the rest left to the batch thread. Default: the share
+   * follows the two threads' load (compression-share.ts).
+   */
+  mainThreadCompressionShare?: number;
 }
 
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
@@ -114,9 +122,20 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   // waits into its next transaction (batch-thread-worker.ts). On this thread there is
   // nothing to overlap.
   const maxInFlight = thread ? THREAD_MAX_IN_FLIGHT : 1;
-  // With the batch thread, payloads are compressed on this thread (compressAhead).
+  // With the batch thread, payloads are compressed on this thread or that one, whichever
+  // has more room (compressAhead); without it, on a compression worker when there is a
+  // second core.
   const threads = thread ? 0 : (options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0));
   const compressor = threads > 0 ? new CompressionWorker() : null;
+  const fixedShare = options.mainThreadCompressionShare;
+  const share = thread ? new CompressionShare(fixedShare) : null;
+  let shareTimer: NodeJS.Timeout | null = null;
+  if (thread && share && fixedShare === undefined) {
+    const mainBusy = busyMeter((current, previous) => performance.eventLoopUtilization(current, previous));
+    const threadBusy = busyMeter((current, previous) => thread!.eventLoopUtilization(current, previous));
+    shareTimer = setInterval(() => share.adjust(mainBusy(), threadBusy()), SHARE_ADJUST_INTERVAL_MS);
+    shareTimer.unref();
+  }
   const queue: Pending[] = [];
   let closed = false;
   let drained: (() => void)[] = [];
@@ -134,6 +153,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     largestBatchItems: 0,
     itemsCommitted: 0,
     batchesOnThread: 0,
+    payloadsCompressedAhead: 0,
   };
 
   function takeBatch(): Pending[] {
@@ -220,19 +240,22 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   }
 
   /**
-   * Starts compressing the payloads of events sure to be stored; whatever fails is
-   * compressed in the batch. With the batch thread they are compressed here, at once:
-   * the batch thread is the busier of the two (its SQLite work alone kept it 80 % busy
-   * at saturation while this thread was 57 % busy), and the compressed payload is a
-   * quarter of the bytes to copy across.
+   * Starts compressing the payloads of events sure to be stored; whatever is not
+   * compressed ahead is compressed in the batch. With the batch thread, this thread
+   * compresses its share of them at once and leaves the rest to the thread (share);
+   * with neither the thread nor a compression worker, all of them here.
    */
   function compressAhead(events: EventInput[]): Promise<unknown> | null {
     if (events.length === 0) return null;
-    // With the batch thread there is no compression worker: they are compressed here.
     if (!compressor) {
-      for (const e of events) compressRaw(e);
+      for (const e of events) {
+        if (share && !share.compressHere()) continue;
+        compressRaw(e);
+        counters.payloadsCompressedAhead += 1;
+      }
       return null;
     }
+    counters.payloadsCompressedAhead += events.length;
     return Promise.all(
       events.map((e) =>
         compressor.compress(rawSource(e)).then(
@@ -315,6 +338,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     async close(): Promise<void> {
       closed = true;
       if (inFlight > 0 || queue.length > 0) await new Promise<void>((resolve) => drained.push(resolve));
+      if (shareTimer) clearInterval(shareTimer);
       await compressor?.close();
       await thread?.close();
     },

@@ -1,13 +1,15 @@
 // Runs SQLite ingest batches (commitIngestBatch) on a worker thread with its own
 // connection. better-sqlite3 is synchronous: on the main thread every batch stopped
 // HTTP, parsing and normalising for as long as its statements ran. The thread also
-// compresses the payloads of events the writer did not (those sampling may drop). The
+// compresses the payloads of events the writer did not (those sampling may drop, and
+// the share the writer leaves to it: src/ingest/compression-share.ts). The
 // main thread keeps the queue, the answers and the failure handling
 // (src/ingest/writer.ts). Only for compiled code (dist/): the
 // thread loads batch-thread-worker.js, which does not exist when the sources run
 // under vitest; there the batch runs on the calling thread, as it does on PostgreSQL
 // (whose driver does not block).
 import fs from 'node:fs';
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
@@ -68,9 +70,9 @@ export class BatchThreadError extends Error {
 
 /**
  * Only plain data crosses threads: the normalised event behind each row stays here.
- * The writer has compressed every event of `eager` already (compressAhead), so the
- * thread has no use for that list; the others travel raw and are compressed there if
- * sampling keeps them.
+ * Events the writer compressed ahead (compressAhead) travel compressed; the others
+ * travel raw and are compressed there if sampling keeps them. The `eager` list is
+ * the writer's business only.
  */
 function forThread(work: PreparedWork): PreparedWork {
   const events = work.events.map((e) => {
@@ -141,6 +143,11 @@ export class BatchThread {
       this.die(`the batch thread exited (code ${code})`);
       readyReject(new Error(`the batch thread exited (code ${code})`));
     });
+  }
+
+  /** The thread's event-loop utilization, as `performance.eventLoopUtilization` reads it. */
+  eventLoopUtilization(current?: EventLoopUtilization, previous?: EventLoopUtilization): EventLoopUtilization {
+    return this.worker.performance.eventLoopUtilization(current, previous);
   }
 
   /** Null while the thread works; otherwise why it stopped (the caller then commits on its own thread). */

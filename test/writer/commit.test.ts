@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,9 @@ import { IngestUnavailableError } from '../../src/ingest/errors.js';
 import { BatchThread } from '../../src/store/batch-thread.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
+import { SHARE_ADJUST_INTERVAL_MS } from '../../src/ingest/compression-share.js';
 import { createIngestWriter, THREAD_HANDOVER_ITEMS, type WriterOptions } from '../../src/ingest/writer.js';
+import { decompress } from '../../src/store/codec.js';
 import { ensureBuilt } from '../foundation/cli-helpers.js';
 import { dialects, type DialectName } from '../helpers/server.js';
 import { createProject, fp, hex32, makeAggregate, makeEvent, makeSession, makeWork, newWriter as newTestWriter, openTestStore, type TestStore } from './factory.js';
@@ -417,6 +420,50 @@ describe('the SQLite batch thread', () => {
       await thread.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('writer with the SQLite batch thread: which thread compresses the payloads', () => {
+  let t: TestStore;
+  beforeAll(async () => {
+    ensureBuilt();
+    t = await openTestStore('sqlite');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const newWriter = writerMaker('batch thread');
+
+  async function storedPayloads(projectId: number): Promise<Map<string, string>> {
+    const rows = await t.store.db.selectFrom('events').select(['event_id', 'raw']).where('project_id', '=', projectId).execute();
+    return new Map(rows.map((r) => [r.event_id, decompress(r.raw as Uint8Array).toString('utf8')]));
+  }
+
+  it.each([0, 0.5, 1])('stores the same payloads whichever thread compressed them (main thread share %s)', async (mainThreadCompressionShare) => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store, { mainThreadCompressionShare });
+    const events = Array.from({ length: 10 }, (_, i) => makeEvent({ raw: Buffer.from(JSON.stringify({ n: i, pad: 'x'.repeat(200 * i) })) }));
+    await Promise.all(events.map((e) => writer.submit(makeWork(project, { events: [e] }))));
+    expect(writer.stats().payloadsCompressedAhead).toBe(10 * mainThreadCompressionShare);
+    await writer.close();
+    const stored = await storedPayloads(project.id);
+    for (const e of events) expect(stored.get(e.eventId)).toBe(Buffer.from(e.raw).toString('utf8'));
+  });
+
+  it('leaves the payloads to the batch thread while the main thread is the busier one', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    // The main thread busy 80 % of the time, the batch thread idle, over several adjustments.
+    const until = performance.now() + 8 * SHARE_ADJUST_INTERVAL_MS;
+    while (performance.now() < until) {
+      const spin = performance.now() + 40;
+      while (performance.now() < spin);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await Promise.all(Array.from({ length: 10 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))));
+    expect(writer.stats()).toMatchObject({ eventsStored: 10, payloadsCompressedAhead: 0 });
+    await writer.close();
+    expect((await storedPayloads(project.id)).size).toBe(10);
   });
 });
 
