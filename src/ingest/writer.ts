@@ -11,7 +11,7 @@ import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/b
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
-import { busyMeter, CompressionShare, SHARE_ADJUST_INTERVAL_MS } from './compression-share.js';
+import { CompressionShare, cpuMeter, currentThreadId, SHARE_ADJUST_INTERVAL_MS, utilizationMeter } from './compression-share.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 
@@ -131,10 +131,24 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   const share = thread ? new CompressionShare(fixedShare) : null;
   let shareTimer: NodeJS.Timeout | null = null;
   if (thread && share && fixedShare === undefined) {
-    const mainBusy = busyMeter((current, previous) => performance.eventLoopUtilization(current, previous));
-    const threadBusy = busyMeter((current, previous) => thread!.eventLoopUtilization(current, previous));
-    shareTimer = setInterval(() => share.adjust(mainBusy(), threadBusy()), SHARE_ADJUST_INTERVAL_MS);
-    shareTimer.unref();
+    const batchThread = thread;
+    void batchThread.usable().then((usable) => {
+      if (!usable || closed) return;
+      const main = currentThreadId();
+      const other = batchThread.threadId;
+      // CPU time where /proc tells it for both threads, else event-loop utilization for both.
+      const mainCpu = main !== null && other !== null ? cpuMeter(main) : null;
+      const threadCpu = mainCpu && other !== null ? cpuMeter(other) : null;
+      const [mainBusy, threadBusy] =
+        mainCpu && threadCpu
+          ? [mainCpu, threadCpu]
+          : [
+              utilizationMeter((current, previous) => performance.eventLoopUtilization(current, previous)),
+              utilizationMeter((current, previous) => batchThread.eventLoopUtilization(current, previous)),
+            ];
+      shareTimer = setInterval(() => share.adjust(mainBusy(), threadBusy()), SHARE_ADJUST_INTERVAL_MS);
+      shareTimer.unref();
+    });
   }
   const queue: Pending[] = [];
   let closed = false;

@@ -3,6 +3,7 @@
 // its part of the result or the error.
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
+import { currentThreadId } from '../ingest/compression-share.js';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
 import { commitIngestBatch, IssueCache, type BatchResult } from './ingest-batch.js';
@@ -116,7 +117,8 @@ async function main(): Promise<void> {
     // One turn of this thread's event loop lets every request already posted join.
     setImmediate(() => void run());
   });
-  send({ ready: true });
+  // The writer reads this thread's CPU time to share the compression out (compression-share.ts).
+  send({ ready: true, tid: currentThreadId() });
 }
 
 void main();

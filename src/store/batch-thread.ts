@@ -49,7 +49,7 @@ export interface BatchThreadRequest {
 export type BatchThreadReply =
   | { id: number; result: BatchResult }
   | { id: number; error: { message: string; name: string; code?: string } }
-  | { ready: true }
+  | { ready: true; tid: number | null }
   | { fatal: string };
 
 /** True when the compiled worker program is there (not under vitest's TypeScript sources). */
@@ -101,6 +101,7 @@ export class BatchThread {
   private readonly pending = new Map<number, { resolve(r: BatchResult): void; reject(e: Error): void }>();
   private deadReason: string | null = null;
   private readonly ready: Promise<void>;
+  private tid: number | null = null;
 
   /**
    * `databaseUrl` must name a SQLite file already migrated by this process. `file` is
@@ -123,7 +124,10 @@ export class BatchThread {
     // Rejections of `ready` are seen through commit(); none may go unhandled.
     this.ready.catch(() => {});
     this.worker.on('message', (msg: BatchThreadReply) => {
-      if ('ready' in msg) return readyResolve();
+      if ('ready' in msg) {
+        this.tid = msg.tid;
+        return readyResolve();
+      }
       if ('fatal' in msg) {
         this.die(msg.fatal);
         return readyReject(new Error(msg.fatal));
@@ -143,6 +147,11 @@ export class BatchThread {
       this.die(`the batch thread exited (code ${code})`);
       readyReject(new Error(`the batch thread exited (code ${code})`));
     });
+  }
+
+  /** The thread's id in /proc once it has started (Linux), for reading its CPU time; else null. */
+  get threadId(): number | null {
+    return this.tid;
   }
 
   /** The thread's event-loop utilization, as `performance.eventLoopUtilization` reads it. */

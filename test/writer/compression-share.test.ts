@@ -3,7 +3,7 @@
 // thread that was less busy.
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import { busyMeter, CompressionShare, SHARE_DEADBAND, SHARE_STEP } from '../../src/ingest/compression-share.js';
+import { CompressionShare, cpuMeter, currentThreadId, SHARE_DEADBAND, SHARE_STEP, threadCpuSeconds, utilizationMeter } from '../../src/ingest/compression-share.js';
 
 function takes(share: CompressionShare, n: number): number {
   let here = 0;
@@ -41,14 +41,42 @@ describe('CompressionShare', () => {
   });
 });
 
-describe('busyMeter', () => {
+function spin(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('utilizationMeter', () => {
   it('reads the share of time the event loop was busy since the previous reading', async () => {
-    const busy = busyMeter((current, previous) => performance.eventLoopUtilization(current, previous));
-    const spinUntil = performance.now() + 120;
-    while (performance.now() < spinUntil);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    const busy = utilizationMeter((current, previous) => performance.eventLoopUtilization(current, previous));
+    spin(120);
+    await sleep(5);
     expect(busy()).toBeGreaterThan(0.7);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await sleep(150);
     expect(busy()).toBeLessThan(0.3);
+  });
+});
+
+describe.runIf(process.platform === 'linux')('cpuMeter (Linux)', () => {
+  it('finds this thread in /proc and reads its CPU time', () => {
+    const tid = currentThreadId();
+    expect(tid).toBeGreaterThan(0);
+    const before = threadCpuSeconds(tid!)!;
+    spin(100);
+    expect(threadCpuSeconds(tid!)! - before).toBeGreaterThanOrEqual(0.05);
+  });
+
+  it('reads the share of wall time the thread spent on a CPU, not waiting', async () => {
+    const busy = cpuMeter(currentThreadId()!)!;
+    spin(300);
+    expect(busy()).toBeGreaterThan(0.6);
+    await sleep(300);
+    expect(busy()).toBeLessThan(0.3);
+  });
+
+  it('is null for a thread /proc does not know', () => {
+    expect(threadCpuSeconds(2 ** 30)).toBeNull();
+    expect(cpuMeter(2 ** 30)).toBeNull();
   });
 });
