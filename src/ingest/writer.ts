@@ -11,7 +11,8 @@ import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/b
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
-import { CompressionShare, cpuMeter, currentThreadId, SHARE_ADJUST_INTERVAL_MS, utilizationMeter } from './compression-share.js';
+import { cpuMeter, currentThreadId, utilizationMeter } from '../store/thread-load.js';
+import { CompressionShare, SHARE_ADJUST_INTERVAL_MS } from './compression-share.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 

@@ -3,10 +3,10 @@
 // its part of the result or the error.
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
-import { currentThreadId } from '../ingest/compression-share.js';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
 import { commitIngestBatch, IssueCache, type BatchResult } from './ingest-batch.js';
+import { currentThreadId } from './thread-load.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;

@@ -3,7 +3,8 @@
 // thread that was less busy.
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import { CompressionShare, cpuMeter, currentThreadId, SHARE_DEADBAND, SHARE_STEP, threadCpuSeconds, utilizationMeter } from '../../src/ingest/compression-share.js';
+import { CompressionShare, SHARE_DEADBAND, SHARE_STEP } from '../../src/ingest/compression-share.js';
+import { cpuMeter, currentThreadId, threadCpuSeconds, utilizationMeter } from '../../src/store/thread-load.js';
 
 function takes(share: CompressionShare, n: number): number {
   let here = 0;
