@@ -11,7 +11,7 @@ import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/b
 import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
 import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
-import { cpuMeter, currentThreadId, utilizationMeter } from '../store/thread-load.js';
+import { busyMeters, currentThreadId } from '../store/thread-load.js';
 import { CompressionShare, SHARE_ADJUST_INTERVAL_MS } from './compression-share.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
@@ -131,22 +131,15 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   const fixedShare = options.mainThreadCompressionShare;
   const share = thread ? new CompressionShare(fixedShare) : null;
   let shareTimer: NodeJS.Timeout | null = null;
-  if (thread && share && fixedShare === undefined) {
-    const batchThread = thread;
+  if (share && fixedShare === undefined) {
+    const batchThread = thread!;
+    // The batch thread tells its /proc id once it has started.
     void batchThread.usable().then((usable) => {
       if (!usable || closed) return;
-      const main = currentThreadId();
-      const other = batchThread.threadId;
-      // CPU time where /proc tells it for both threads, else event-loop utilization for both.
-      const mainCpu = main !== null && other !== null ? cpuMeter(main) : null;
-      const threadCpu = mainCpu && other !== null ? cpuMeter(other) : null;
-      const [mainBusy, threadBusy] =
-        mainCpu && threadCpu
-          ? [mainCpu, threadCpu]
-          : [
-              utilizationMeter((current, previous) => performance.eventLoopUtilization(current, previous)),
-              utilizationMeter((current, previous) => batchThread.eventLoopUtilization(current, previous)),
-            ];
+      const [mainBusy, threadBusy] = busyMeters([
+        { tid: currentThreadId(), eventLoopUtilization: (current, previous) => performance.eventLoopUtilization(current, previous) },
+        { tid: batchThread.threadId, eventLoopUtilization: (current, previous) => batchThread.eventLoopUtilization(current, previous) },
+      ]);
       shareTimer = setInterval(() => share.adjust(mainBusy(), threadBusy()), SHARE_ADJUST_INTERVAL_MS);
       shareTimer.unref();
     });

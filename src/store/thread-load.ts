@@ -64,3 +64,19 @@ export function utilizationMeter(read: (current?: EventLoopUtilization, previous
     return delta.utilization;
   };
 }
+
+/** A thread to measure: its id in /proc (null where unknown) and its event-loop utilization. */
+export interface MeasuredThread {
+  tid: number | null;
+  eventLoopUtilization(current?: EventLoopUtilization, previous?: EventLoopUtilization): EventLoopUtilization;
+}
+
+/**
+ * One busy meter per thread, all of one kind so they compare: CPU time when /proc
+ * tells it for every thread, else event-loop utilization for all.
+ */
+export function busyMeters(threads: MeasuredThread[]): (() => number)[] {
+  const cpu = threads.map((t) => (t.tid === null ? null : cpuMeter(t.tid)));
+  if (cpu.every((meter) => meter !== null)) return cpu as (() => number)[];
+  return threads.map((t) => utilizationMeter((current, previous) => t.eventLoopUtilization(current, previous)));
+}

@@ -423,15 +423,25 @@ describe('the SQLite batch thread', () => {
   });
 });
 
-describe('writer with the SQLite batch thread: which thread compresses the payloads', () => {
-  let t: TestStore;
+/** The SQLite store of a describe block whose writers run the compiled batch thread. */
+function batchThreadStore(): { readonly store: Store } {
+  let opened: TestStore | undefined;
   beforeAll(async () => {
     ensureBuilt();
-    t = await openTestStore('sqlite');
+    opened = await openTestStore('sqlite');
   });
   afterAll(async () => {
-    await t?.close();
+    await opened?.close();
   });
+  return {
+    get store() {
+      return opened!.store;
+    },
+  };
+}
+
+describe('writer with the SQLite batch thread: which thread compresses the payloads', () => {
+  const t = batchThreadStore();
   const newWriter = writerMaker('batch thread');
 
   async function storedPayloads(projectId: number): Promise<Map<string, string>> {
@@ -470,15 +480,7 @@ describe('writer with the SQLite batch thread: which thread compresses the paylo
 });
 
 describe('writer with the SQLite batch thread: batches waiting for the thread share its next transaction', () => {
-  let t: TestStore;
-  beforeAll(async () => {
-    ensureBuilt();
-    t = await openTestStore('sqlite');
-  });
-  afterAll(async () => {
-    await t?.close();
-  });
-
+  const t = batchThreadStore();
   const newWriter = writerMaker('batch thread');
   const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
