@@ -7,14 +7,19 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
 /**
- * How often the worker looks at the WAL; a checkpoint of nothing costs a few µs. Small
- * and frequent checkpoints keep the writer's commits short: once a checkpoint has
- * caught up, the next commit starts the WAL over and fsyncs its header, and that fsync
- * waits for whatever the disk still has to write. At 2 000 events/s after a burst, 100 ms
- * gave commits of 30-60 ms about every second and a p99 of 51-57 ms; 10 ms, 27-29 ms
- * (BENCHMARKS.md).
+ * How often the worker looks at the WAL; a checkpoint of nothing costs a few µs.
+ * Frequent checkpoints keep the writer's commits short: once a checkpoint has caught
+ * up, the next commit starts the WAL over and fsyncs its header, and that fsync waits
+ * for whatever the disk still has to write. At 2 000 events/s after a burst, 100 ms
+ * gave commits of 30-60 ms about every second and a p99 of 51-57 ms, 10 ms 27-29 ms
+ * (fifth session). But each checkpoint copies every page changed since the last one,
+ * so a page that each batch touches (an index's last leaf, a hot issue) is copied once
+ * per checkpoint: at 10 ms the checkpointer took 0.16-0.17 cores at saturation, at
+ * 100 ms 0.06. 40 ms, against 10, in five alternating pairs: saturation 4 498 against
+ * 4 178 requests/s on average, p99 at 2 000 events/s after 30 s of saturation 46 ms
+ * against 48 (BENCHMARKS.md, eighth session).
  */
-export const CHECKPOINT_INTERVAL_MS = 10;
+export const CHECKPOINT_INTERVAL_MS = 40;
 
 /**
  * The committing connection's own automatic checkpoint, kept as a safety net for a
