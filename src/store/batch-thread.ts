@@ -113,8 +113,9 @@ export class BatchThread {
       workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB },
       resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: WORKER_OLD_GENERATION_MB },
     });
-    // An idle thread must not keep the process alive; one with a batch does (see commit).
-    this.worker.unref();
+    // An idle thread must not keep the process alive; one with a batch does (see commit),
+    // and so does one still starting: a commit waits for it, and a process with nothing
+    // else to do exited there (code 13) instead of committing.
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
     this.ready = new Promise<void>((resolve, reject) => {
@@ -126,9 +127,11 @@ export class BatchThread {
     this.worker.on('message', (msg: BatchThreadReply) => {
       if ('ready' in msg) {
         this.tid = msg.tid;
+        if (this.pending.size === 0) this.worker.unref();
         return readyResolve();
       }
       if ('fatal' in msg) {
+        this.worker.unref();
         this.die(msg.fatal);
         return readyReject(new Error(msg.fatal));
       }
@@ -201,6 +204,9 @@ export class BatchThread {
   async close(): Promise<void> {
     if (this.deadReason) return;
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+    // Waiting for the thread to close its connection is work: without the reference a
+    // process with nothing else left exited here (code 13) before the thread was done.
+    this.worker.ref();
     this.worker.postMessage('close');
     const timer = new Promise<void>((resolve) => setTimeout(resolve, 5000).unref());
     await Promise.race([exited, timer]);

@@ -2,6 +2,8 @@
 // chunked under the bound-parameter limits, shutdown flushing, and a database
 // failure in the middle of a batch (every request rejected, nothing written, the
 // writer carries on).
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -421,6 +423,30 @@ describe('the SQLite batch thread', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('keeps a process with nothing else to do alive while a commit waits for the thread to start', () => {
+    ensureBuilt();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-thread-'));
+    try {
+      // A thread that takes a while to start, and a process that only commits one batch.
+      const program = path.join(dir, 'slow-start.mjs');
+      fs.writeFileSync(
+        program,
+        "import { parentPort } from 'node:worker_threads';\nsetTimeout(() => {\n  parentPort.postMessage({ ready: true });\n  parentPort.on('message', (m) => (m === 'close' ? process.exit(0) : parentPort.postMessage({ id: m.id, result: { committed: m.id } })));\n}, 300);\n",
+      );
+      const main = path.join(dir, 'main.mjs');
+      fs.writeFileSync(
+        main,
+        `import { BatchThread } from ${JSON.stringify(new URL('../../dist/store/batch-thread.js', import.meta.url).href)};\n` +
+          `const thread = new BatchThread('sqlite::memory:', new URL(${JSON.stringify(pathToFileURL(program).href)}));\n` +
+          'console.log(JSON.stringify(await thread.commit([], 0)));\nawait thread.close();\n',
+      );
+      const out = execFileSync(process.execPath, [main], { encoding: 'utf8', timeout: 20_000 });
+      expect(JSON.parse(out)).toEqual({ committed: 1 });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 /** The SQLite store of a describe block whose writers run the compiled batch thread. */
@@ -458,6 +484,32 @@ describe('writer with the SQLite batch thread: which thread compresses the paylo
     await writer.close();
     const stored = await storedPayloads(project.id);
     for (const e of events) expect(stored.get(e.eventId)).toBe(Buffer.from(e.raw).toString('utf8'));
+  });
+
+  // A batch that failed is posted to the thread again, one work at a time: the works'
+  // own bytes must still be there, whether they are views into a larger buffer (copied
+  // for the thread) or whole buffers (posted as they are).
+  it.each([0, 1])('keeps every payload of a failed batch for its second try (main thread share %s)', async (mainThreadCompressionShare) => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store, { mainThreadCompressionShare });
+    const json = (i: number) => JSON.stringify({ n: i, noise: crypto.randomBytes(3000 + 1000 * i).toString('base64') });
+    const whole = (text: string) => new Uint8Array(Buffer.from(text));
+    const slab = Buffer.from(`${json(0)}\n${json(1)}`);
+    const views = [slab.subarray(0, slab.indexOf(10)), slab.subarray(slab.indexOf(10) + 1)];
+    const payloads = [...views, whole(json(2)), whole(json(3)), whole(json(4))];
+    const bad = hex32();
+    await failOnEventId(t.store, bad);
+    const events = payloads.map((raw) => makeEvent({ raw }));
+    const works = [...events, makeEvent({ eventId: bad })].map((e) => makeWork(project, { events: [e] }));
+    const sent = payloads.map((p) => Buffer.from(p).toString('utf8'));
+
+    const settled = await Promise.allSettled(works.map((w) => writer.submit(w)));
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+    expect(writer.stats()).toMatchObject({ batchesFailed: 2, eventsStored: 5 });
+    await writer.close();
+    expect(payloads.map((p) => Buffer.from(p).toString('utf8'))).toEqual(sent);
+    const stored = await storedPayloads(project.id);
+    expect(events.map((e) => stored.get(e.eventId))).toEqual(sent);
   });
 
   it('leaves the payloads to the batch thread while the main thread is the busier one', async () => {
