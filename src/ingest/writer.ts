@@ -131,14 +131,13 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   const fixedShare = options.mainThreadCompressionShare;
   const share = thread ? new CompressionShare(fixedShare) : null;
   let shareTimer: NodeJS.Timeout | null = null;
-  if (share && fixedShare === undefined) {
-    const batchThread = thread!;
+  if (thread && share && fixedShare === undefined) {
     // The batch thread tells its /proc id once it has started.
-    void batchThread.usable().then((usable) => {
+    void thread.usable().then((usable) => {
       if (!usable || closed) return;
       const [mainBusy, threadBusy] = busyMeters([
-        { tid: currentThreadId(), eventLoopUtilization: (current, previous) => performance.eventLoopUtilization(current, previous) },
-        { tid: batchThread.threadId, eventLoopUtilization: (current, previous) => batchThread.eventLoopUtilization(current, previous) },
+        { threadId: currentThreadId(), eventLoopUtilization: (current, previous) => performance.eventLoopUtilization(current, previous) },
+        thread,
       ]);
       shareTimer = setInterval(() => share.adjust(mainBusy(), threadBusy()), SHARE_ADJUST_INTERVAL_MS);
       shareTimer.unref();

@@ -102,6 +102,8 @@ export class BatchThread {
   private deadReason: string | null = null;
   private readonly ready: Promise<void>;
   private tid: number | null = null;
+  private starting = true;
+  private closing = false;
 
   /**
    * `databaseUrl` must name a SQLite file already migrated by this process. `file` is
@@ -113,9 +115,6 @@ export class BatchThread {
       workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB },
       resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: WORKER_OLD_GENERATION_MB },
     });
-    // An idle thread must not keep the process alive; one with a batch does (see commit),
-    // and so does one still starting: a commit waits for it, and a process with nothing
-    // else to do exited there (code 13) instead of committing.
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
     this.ready = new Promise<void>((resolve, reject) => {
@@ -127,18 +126,20 @@ export class BatchThread {
     this.worker.on('message', (msg: BatchThreadReply) => {
       if ('ready' in msg) {
         this.tid = msg.tid;
-        if (this.pending.size === 0) this.worker.unref();
+        this.starting = false;
+        this.holdProcessWhileAwaited();
         return readyResolve();
       }
       if ('fatal' in msg) {
-        this.worker.unref();
+        this.starting = false;
         this.die(msg.fatal);
+        this.holdProcessWhileAwaited();
         return readyReject(new Error(msg.fatal));
       }
       const waiting = this.pending.get(msg.id);
       if (!waiting) return;
       this.pending.delete(msg.id);
-      if (this.pending.size === 0) this.worker.unref();
+      this.holdProcessWhileAwaited();
       if ('result' in msg) waiting.resolve(msg.result);
       else waiting.reject(new BatchThreadError(msg.error.message, msg.error.name, msg.error.code));
     });
@@ -181,15 +182,26 @@ export class BatchThread {
     const request: BatchThreadRequest = { id, works: works.map(forThread), items };
     return new Promise<BatchResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      if (this.pending.size === 1) this.worker.ref();
+      this.holdProcessWhileAwaited();
       try {
         this.worker.postMessage(request);
       } catch (err) {
         this.pending.delete(id);
-        if (this.pending.size === 0) this.worker.unref();
+        this.holdProcessWhileAwaited();
         reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
+  }
+
+  /**
+   * The thread keeps the process alive only while something waits for it: its start, a
+   * batch or its close. An idle thread must not (a server's socket keeps the process);
+   * without the start and the close counted, a process with nothing else to do exited
+   * (code 13) in the middle of its first commit or of close().
+   */
+  private holdProcessWhileAwaited(): void {
+    if (this.starting || this.closing || this.pending.size > 0) this.worker.ref();
+    else this.worker.unref();
   }
 
   private die(reason: string): void {
@@ -204,9 +216,8 @@ export class BatchThread {
   async close(): Promise<void> {
     if (this.deadReason) return;
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
-    // Waiting for the thread to close its connection is work: without the reference a
-    // process with nothing else left exited here (code 13) before the thread was done.
-    this.worker.ref();
+    this.closing = true;
+    this.holdProcessWhileAwaited();
     this.worker.postMessage('close');
     const timer = new Promise<void>((resolve) => setTimeout(resolve, 5000).unref());
     await Promise.race([exited, timer]);

@@ -65,9 +65,9 @@ export function utilizationMeter(read: (current?: EventLoopUtilization, previous
   };
 }
 
-/** A thread to measure: its id in /proc (null where unknown) and its event-loop utilization. */
+/** A thread to measure (a BatchThread is one): its id in /proc (null where unknown) and its event-loop utilization. */
 export interface MeasuredThread {
-  tid: number | null;
+  readonly threadId: number | null;
   eventLoopUtilization(current?: EventLoopUtilization, previous?: EventLoopUtilization): EventLoopUtilization;
 }
 
@@ -76,7 +76,7 @@ export interface MeasuredThread {
  * tells it for every thread, else event-loop utilization for all.
  */
 export function busyMeters(threads: MeasuredThread[]): (() => number)[] {
-  const cpu = threads.map((t) => (t.tid === null ? null : cpuMeter(t.tid)));
+  const cpu = threads.map((t) => (t.threadId === null ? null : cpuMeter(t.threadId)));
   if (cpu.every((meter) => meter !== null)) return cpu as (() => number)[];
   return threads.map((t) => utilizationMeter((current, previous) => t.eventLoopUtilization(current, previous)));
 }
