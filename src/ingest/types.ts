@@ -146,8 +146,6 @@ export interface IngestStats {
   queued: number;
   /** Batches committed on the SQLite batch thread (the rest ran on the main thread). */
   batchesOnThread: number;
-  /** Payloads compressed on the main thread ahead of their batch (the rest in the batch). */
-  payloadsCompressedAhead: number;
 }
 
 /** The writer as the HTTP layer sees it: resolves only after the work is committed. */

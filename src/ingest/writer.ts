@@ -3,16 +3,11 @@
 // queries themselves live in src/store/ingest-batch.ts; this file owns the queue,
 // batching, failure handling and counters. docs/architecture.md ("The ingest
 // writer (group commit)") describes the design.
-import os from 'node:os';
-import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
-import { CompressionWorker } from '../store/compression-worker.js';
 import type { Store } from '../store/database.js';
-import { commitIngestBatch, compressRaw, prepareWork, rawSource, type EventInput, type PreparedWork } from '../store/ingest-batch.js';
-import { busyMeters, currentThreadId } from '../store/thread-load.js';
-import { CompressionShare, SHARE_ADJUST_INTERVAL_MS } from './compression-share.js';
+import { commitIngestBatch, prepareWork, type PreparedWork } from '../store/ingest-batch.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 
@@ -31,29 +26,18 @@ export interface WriterOptions {
    */
   maxBatchItems?: number;
   /**
-   * Compress stored payloads on a worker thread (1) or on the main thread (0).
-   * Default: 1 when the machine has more than one CPU.
-   */
-  compressionThreads?: 0 | 1;
-  /**
    * How long a batch may take before its requests are answered 503 anyway (a
    * PostgreSQL connection that hangs without failing). Default 30 s.
    */
   batchDeadlineMs?: number;
   /**
    * SQLite: run each batch's transaction on a worker thread with its own connection
-   * (src/store/batch-thread.ts), which also compresses the payloads. Default: on for a
+   * (src/store/batch-thread.ts). Default: on for a
    * SQLite file when the compiled thread program exists and no `random` is injected.
    */
   batchThread?: boolean;
   /** The thread program to run (default: the compiled one beside batch-thread.js). */
   batchThreadFile?: URL;
-  /**
-   * With the batch thread: a fixed share (0-1) of the payloads sure to be stored that
-   * the main thread compresses, the rest left to the batch thread. Default: the share
-   * follows the two threads' load (compression-share.ts).
-   */
-  mainThreadCompressionShare?: number;
 }
 
 export const DEFAULT_MAX_BATCH_ITEMS = 1000;
@@ -95,8 +79,6 @@ export interface IngestWriter extends IngestSink {
 interface Pending {
   work: PreparedWork;
   items: number;
-  /** Settles (never rejects) when the blobs compressed ahead of the batch are ready. */
-  ready: Promise<unknown> | null;
   resolve(outcome: IngestOutcome): void;
   reject(err: unknown): void;
 }
@@ -123,26 +105,6 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   // waits into its next transaction (batch-thread-worker.ts). On this thread there is
   // nothing to overlap.
   const maxInFlight = thread ? THREAD_MAX_IN_FLIGHT : 1;
-  // With the batch thread, payloads are compressed on this thread or that one, whichever
-  // has more room (compressAhead); without it, on a compression worker when there is a
-  // second core.
-  const threads = thread ? 0 : (options.compressionThreads ?? (os.availableParallelism() > 1 ? 1 : 0));
-  const compressor = threads > 0 ? new CompressionWorker() : null;
-  const fixedShare = options.mainThreadCompressionShare;
-  const share = thread ? new CompressionShare(fixedShare) : null;
-  let shareTimer: NodeJS.Timeout | null = null;
-  if (thread && share && fixedShare === undefined) {
-    // The batch thread tells its /proc id once it has started.
-    void thread.usable().then((usable) => {
-      if (!usable || closed) return;
-      const [mainBusy, threadBusy] = busyMeters([
-        { threadId: currentThreadId(), eventLoopUtilization: (current, previous) => performance.eventLoopUtilization(current, previous) },
-        thread,
-      ]);
-      shareTimer = setInterval(() => share.adjust(mainBusy(), threadBusy()), SHARE_ADJUST_INTERVAL_MS);
-      shareTimer.unref();
-    });
-  }
   const queue: Pending[] = [];
   let closed = false;
   let drained: (() => void)[] = [];
@@ -160,7 +122,6 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     largestBatchItems: 0,
     itemsCommitted: 0,
     batchesOnThread: 0,
-    payloadsCompressedAhead: 0,
   };
 
   function takeBatch(): Pending[] {
@@ -246,38 +207,8 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     batch.forEach((p, i) => p.resolve(result.outcomes[i]));
   }
 
-  /**
-   * Starts compressing the payloads of events sure to be stored; whatever is not
-   * compressed ahead is compressed in the batch. With the batch thread, this thread
-   * compresses its share of them at once and leaves the rest to the thread (share);
-   * with neither the thread nor a compression worker, all of them here.
-   */
-  function compressAhead(events: EventInput[]): Promise<unknown> | null {
-    if (events.length === 0) return null;
-    if (!compressor) {
-      for (const e of events) {
-        if (share && !share.compressHere()) continue;
-        compressRaw(e);
-        counters.payloadsCompressedAhead += 1;
-      }
-      return null;
-    }
-    counters.payloadsCompressedAhead += events.length;
-    return Promise.all(
-      events.map((e) =>
-        compressor.compress(rawSource(e)).then(
-          (raw) => {
-            e.raw = raw;
-          },
-          () => {},
-        ),
-      ),
-    );
-  }
-
   async function runGuarded(batch: Pending[]): Promise<void> {
     try {
-      await Promise.all(batch.map((p) => p.ready));
       await runBatch(batch);
     } catch (err) {
       // runBatch settles its promises itself; this guard keeps the loop alive and
@@ -325,17 +256,15 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     submit(work: IngestWork): Promise<IngestOutcome> {
       if (closed) return Promise.reject(new IngestUnavailableError('the server is shutting down; send again later'));
       let prepared: PreparedWork;
-      let ready: Promise<unknown> | null;
       try {
         prepared = prepareWork(work);
-        ready = compressAhead(prepared.eager);
       } catch (err) {
         return Promise.reject(err);
       }
       const items = prepared.events.length + prepared.sessions.length + prepared.aggregates.length;
       if (items === 0) return Promise.resolve({ kind: 'ok' });
       return new Promise<IngestOutcome>((resolve, reject) => {
-        queue.push({ work: prepared, items, ready, resolve, reject });
+        queue.push({ work: prepared, items, resolve, reject });
         queuedItems += items;
         if (thread && queuedItems >= THREAD_HANDOVER_ITEMS) pump();
         else kick();
@@ -345,8 +274,6 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     async close(): Promise<void> {
       closed = true;
       if (inFlight > 0 || queue.length > 0) await new Promise<void>((resolve) => drained.push(resolve));
-      if (shareTimer) clearInterval(shareTimer);
-      await compressor?.close();
       await thread?.close();
     },
 

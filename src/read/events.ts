@@ -4,7 +4,8 @@
 // by id, so new events (always higher ids) never shift a page a reader is on.
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, iso } from '../clock.js';
-import { decodeJson, decompress } from '../store/codec.js';
+import { decodeJson } from '../store/codec.js';
+import { storedPayload } from '../store/payloads.js';
 import { eventDetailFromRaw } from '../ingest/normalize.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
@@ -437,7 +438,7 @@ function detailOrNothing(raw: Uint8Array, userIp: string | null): Partial<EventD
 
 export async function eventDetail(db: Db, projectId: number, idOrEventId: string) {
   const row = await findEvent(db, projectId, idOrEventId);
-  const raw = decompress(row.raw);
+  const raw = await storedPayload(db, row);
   // Rows written before the detail was derived on read still carry it encoded.
   const detail: Partial<EventDetailData> =
     row.detail.byteLength > 0 ? (decodeJson<Partial<EventDetailData>>(row.detail) ?? {}) : detailOrNothing(raw, row.user_ip);

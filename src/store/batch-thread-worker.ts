@@ -6,7 +6,6 @@ import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
 import { commitIngestBatch, IssueCache, type BatchResult } from './ingest-batch.js';
-import { currentThreadId } from './thread-load.js';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;
@@ -117,8 +116,7 @@ async function main(): Promise<void> {
     // One turn of this thread's event loop lets every request already posted join.
     setImmediate(() => void run());
   });
-  // The writer reads this thread's CPU time to share the compression out (compression-share.ts).
-  send({ ready: true, tid: currentThreadId() });
+  send({ ready: true });
 }
 
 void main();

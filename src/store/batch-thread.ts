@@ -1,30 +1,31 @@
 // Runs SQLite ingest batches (commitIngestBatch) on a worker thread with its own
 // connection. better-sqlite3 is synchronous: on the main thread every batch stopped
 // HTTP, parsing and normalising for as long as its statements ran. The thread also
-// compresses the payloads of events the writer did not (those sampling may drop, and
-// the share the writer leaves to it: src/ingest/compression-share.ts). The
-// main thread keeps the queue, the answers and the failure handling
+// compresses the payloads it stores (src/store/payloads.ts). The main thread keeps the queue, the answers and the failure handling
 // (src/ingest/writer.ts). Only for compiled code (dist/): the
 // thread loads batch-thread-worker.js, which does not exist when the sources run
 // under vitest; there the batch runs on the calling thread, as it does on PostgreSQL
 // (whose driver does not block).
 import fs from 'node:fs';
-import type { EventLoopUtilization } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
-import { WORKER_OLD_GENERATION_MB } from './worker-heap.js';
 
 /** The compiled thread program beside this module (dist/store/ when running from dist/). */
 export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta.url);
 
-/**
- * What crosses to the thread for one event: its row fields and either the compressed
- * payload (`raw`: the writer compresses the events sure to be stored before handing
- * them over) or the raw bytes, which the thread compresses if sampling keeps the event.
- */
+/** What crosses to the thread for one event: its row fields and the payload's bytes. */
 export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uint8Array } };
 
+/**
+ * The thread's old-generation limit. Not a tight cap (the thread keeps about 11 MB live
+ * under load; payload bytes live outside the V8 heap), but V8 picks how far the old
+ * generation grows between full collections from it: with the process default (GBs) up
+ * to 4 times what survived the last one, with 256 MB or less 1.3 times. That was 45-50 MB
+ * of dead batches between collections; the limit took 25 MB off the server's peak RSS at
+ * saturation (BENCHMARKS.md).
+ */
+const BATCH_THREAD_OLD_GENERATION_MB = 256;
 /**
  * The thread's young generation. V8's default let it grow to tens of MB under load: the
  * server's peak RSS at saturation was 286-298 MB with it and 254-264 MB with 6-24 MB,
@@ -49,7 +50,7 @@ export interface BatchThreadRequest {
 export type BatchThreadReply =
   | { id: number; result: BatchResult }
   | { id: number; error: { message: string; name: string; code?: string } }
-  | { ready: true; tid: number | null }
+  | { ready: true }
   | { fatal: string };
 
 /** True when the compiled worker program is there (not under vitest's TypeScript sources). */
@@ -68,19 +69,13 @@ export class BatchThreadError extends Error {
   }
 }
 
-/**
- * Only plain data crosses threads: the normalised event behind each row stays here.
- * Events the writer compressed ahead (compressAhead) travel compressed; the others
- * travel raw and are compressed there if sampling keeps them. The `eager` list is
- * the writer's business only.
- */
+/** Only plain data crosses threads: the normalised event behind each row stays here. */
 function forThread(work: PreparedWork): PreparedWork {
   const events = work.events.map((e) => {
-    const moved: ThreadEventInput =
-      e.raw !== null ? { ...e, raw: ownBytes(e.raw) as Buffer, source: { raw: NO_BYTES } } : { ...e, source: { raw: ownBytes(e.source.raw) } };
+    const moved: ThreadEventInput = { ...e, source: { raw: ownBytes(e.source.raw ?? NO_BYTES) } };
     return moved as unknown as EventInput;
   });
-  return { ...work, events, eager: [] };
+  return { ...work, events };
 }
 
 const NO_BYTES = new Uint8Array(0);
@@ -101,7 +96,6 @@ export class BatchThread {
   private readonly pending = new Map<number, { resolve(r: BatchResult): void; reject(e: Error): void }>();
   private deadReason: string | null = null;
   private readonly ready: Promise<void>;
-  private tid: number | null = null;
   private starting = true;
   private closing = false;
 
@@ -113,7 +107,7 @@ export class BatchThread {
   constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000) {
     this.worker = new Worker(file, {
       workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB },
-      resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: WORKER_OLD_GENERATION_MB },
+      resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: BATCH_THREAD_OLD_GENERATION_MB },
     });
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
@@ -125,7 +119,6 @@ export class BatchThread {
     this.ready.catch(() => {});
     this.worker.on('message', (msg: BatchThreadReply) => {
       if ('ready' in msg) {
-        this.tid = msg.tid;
         this.starting = false;
         this.holdProcessWhileAwaited();
         return readyResolve();
@@ -151,16 +144,6 @@ export class BatchThread {
       this.die(`the batch thread exited (code ${code})`);
       readyReject(new Error(`the batch thread exited (code ${code})`));
     });
-  }
-
-  /** The thread's id in /proc once it has started (Linux), for reading its CPU time; else null. */
-  get threadId(): number | null {
-    return this.tid;
-  }
-
-  /** The thread's event-loop utilization, as `performance.eventLoopUtilization` reads it. */
-  eventLoopUtilization(current?: EventLoopUtilization, previous?: EventLoopUtilization): EventLoopUtilization {
-    return this.worker.performance.eventLoopUtilization(current, previous);
   }
 
   /** Null while the thread works; otherwise why it stopped (the caller then commits on its own thread). */

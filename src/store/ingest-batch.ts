@@ -19,8 +19,8 @@ import {
 } from 'kysely';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
-import { compress } from './codec.js';
 import type { Dialect, Store } from './database.js';
+import { packPayloads } from './payloads.js';
 import type { Database, EventTable, IssueRow, ReleaseRow, SessionRow } from './schema.js';
 
 type Db = Kysely<Database>;
@@ -69,8 +69,6 @@ export interface EventInput {
   sdkName: string;
   tags: [string, string][];
   tagsJson: string;
-  /** Compressed raw payload; null until compressed (only stored events need it). */
-  raw: Buffer | null;
 }
 
 export interface SessionInput {
@@ -96,8 +94,6 @@ export interface PreparedWork {
   projectId: number;
   receivedAt: number;
   events: EventInput[];
-  /** Events that will surely be stored, whose blobs are worth compressing ahead of the batch. */
-  eager: EventInput[];
   sessions: SessionInput[];
   aggregates: AggregateInput[];
 }
@@ -121,16 +117,9 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 }
 
-/**
- * Turns a request's work into row-shaped input, outside the transaction. `eager`
- * lists the events that will surely be stored (crashes, or all when the project's
- * sample_rate is 1): the caller compresses their blobs before the batch runs. Other
- * events are compressed inside the batch only if sampling keeps them.
- */
+/** Turns a request's work into row-shaped input, outside the transaction. */
 export function prepareWork(work: IngestWork): PreparedWork {
   const receivedAt = time(work.receivedAt, Date.now());
-  const keepsAll = work.project.sample_rate >= 1;
-  const eager: EventInput[] = [];
   const events = work.events.map((e) => {
     const tags: [string, string][] = [];
     const tagObject: Record<string, string> = {};
@@ -169,9 +158,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
       sdkName: text(e.sdkName),
       tags,
       tagsJson: JSON.stringify(tagObject),
-      raw: null,
     };
-    if (input.isCrash || keepsAll) eager.push(input);
     return input;
   });
   const sessions = work.sessions.map((s) => ({
@@ -195,17 +182,12 @@ export function prepareWork(work: IngestWork): PreparedWork {
       errored,
     };
   });
-  return { projectId: work.project.id, receivedAt, events, eager, sessions, aggregates };
+  return { projectId: work.project.id, receivedAt, events, sessions, aggregates };
 }
 
-/** The uncompressed bytes behind the event's stored blob. */
+/** The payload as received, which the batch stores in a payload chunk. */
 export function rawSource(e: EventInput): Uint8Array {
   return e.source.raw ?? new Uint8Array(0);
-}
-
-/** Compresses the raw payload on this thread, unless that was done ahead. */
-export function compressRaw(e: EventInput): void {
-  if (e.raw === null) e.raw = compress(rawSource(e));
 }
 
 /**
@@ -215,6 +197,8 @@ export function compressRaw(e: EventInput): void {
  * keep their encoded detail.
  */
 const NO_DETAIL = Buffer.alloc(0);
+/** What new rows hold in `events.raw`: nothing; the payload is in `payload_chunk` (src/store/payloads.ts). */
+const NO_RAW = NO_DETAIL;
 
 // ---------------------------------------------------------------------------
 // The batch
@@ -414,6 +398,8 @@ interface StoredEvent {
   id: number | null;
   /** The event's seen_events row, which names the stored row once `id` is known. */
   seen: SeenRow;
+  /** Where its payload went (packStoredPayloads). */
+  payload: { chunk: number; start: number; length: number } | null;
 }
 
 /** A work's events that passed dedupe and quota, each with its seen_events row. */
@@ -953,7 +939,7 @@ class Batch {
           (project.sample_rate > 0 && this.options.random() < project.sample_rate);
         if (keep) {
           row.stored_count += 1;
-          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null, seen: seen[i] });
+          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null, seen: seen[i], payload: null });
         }
         this.result.accepted++;
       }
@@ -1142,6 +1128,19 @@ class Batch {
     this.result.stored = this.stored.length;
   }
 
+  /**
+   * The stored events' payloads compressed into chunks (src/store/payloads.ts), as
+   * `payload_chunks` rows without their ids; each event's `payload` names its chunk by
+   * index in the returned list until the caller puts the chunk's id there.
+   */
+  private packStoredPayloads(): Record<string, unknown>[] {
+    const { chunks, slots } = packPayloads(this.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })));
+    this.stored.forEach((s, i) => {
+      s.payload = slots[i];
+    });
+    return chunks.map((c) => ({ project_id: c.projectId, received_at: c.receivedAt, data: c.data }));
+  }
+
   private tagRows(): Record<string, unknown>[] {
     const tags: Record<string, unknown>[] = [];
     for (const s of this.stored) {
@@ -1168,7 +1167,13 @@ class Batch {
     const freshByKey = new Map(fresh.map((s) => [`${s.row.project_id}:${s.row.fingerprint}`, s]));
     for (const r of created) freshByKey.get(`${num(r.project_id)}:${r.fingerprint}`)!.row.id = num(r.id);
 
-    // Stored events, then first/last_seen_id by event time.
+    // Payload chunks, then the stored events that name them, then first/last_seen_id by event time.
+    const chunkIds: number[] = [];
+    for (const chunk of this.packStoredPayloads()) {
+      const [row] = await this.insertRows('payload_chunks', CHUNK_COLUMNS, [chunk], { returning: ['id'] });
+      chunkIds.push(num(row.id));
+    }
+    for (const s of this.stored) s.payload!.chunk = chunkIds[s.payload!.chunk];
     const inserted = await this.insertRows(
       'events',
       EVENT_COLUMNS,
@@ -1206,7 +1211,11 @@ class Batch {
   private async writePostgres(): Promise<void> {
     const db = this.db as unknown as Kysely<any>;
     this.linkStoredEvents();
-    if (this.stored.length > 0) this.deferred.push({ query: postgresEventInsert(db, this.stored.map((s) => ({ id: s.id, ...eventValues(s) }))) });
+    // A chunk takes the id of its first event: ids are known from the reads, and an event id is never taken twice.
+    const chunks = this.packStoredPayloads().map((chunk, i) => ({ id: this.stored.find((s) => s.payload!.chunk === i)!.id, ...chunk }));
+    for (const s of this.stored) s.payload!.chunk = chunks[s.payload!.chunk].id!;
+    await this.insertRows('payload_chunks', CHUNK_COLUMNS_WITH_ID, chunks);
+    await this.insertRows('events', EVENT_COLUMNS_WITH_ID, this.stored.map((s) => ({ id: s.id, ...eventValues(s) })));
     await this.insertRows('event_tags', TAG_COLUMNS, this.tagRows());
     if (this.issues.length > 0) {
       this.deferred.push({
@@ -1289,33 +1298,6 @@ class Batch {
       conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
     });
   }
-}
-
-/**
- * The events insert on PostgreSQL. The payloads travel as one binary parameter, cut
- * apart by offset and length on the server: in an array parameter every byte went as
- * two hex digits the server parsed back (2.5 of the 10.5 ms the writing statement of
- * a 59-event batch took), and one parameter per payload would make the statement's
- * text depend on the batch's size.
- */
-function postgresEventInsert(db: Kysely<any>, rows: Record<string, unknown>[]) {
-  const spec = EVENT_COLUMNS_WITH_ID.filter(([name]) => name !== 'raw');
-  const columns = spec.map(([name]) => name);
-  const payloads = rows.map((r) => r.raw as Uint8Array);
-  const starts: number[] = [];
-  let at = 1;
-  for (const p of payloads) {
-    starts.push(at);
-    at += p.length;
-  }
-  return db
-    .insertInto('events')
-    .columns([...columns, 'raw'])
-    .expression(
-      sql`select ${sql.join(columns.map((c) => sql.ref(`u.${c}`)))}, substring(${Buffer.concat(payloads)}::bytea from u.raw_start for u.raw_length)
-          from unnest(${unnestArrays(spec, rows)}, ${starts}::int4[], ${payloads.map((p) => p.length)}::int4[])
-            as u(${sql.join([...columns, 'raw_start', 'raw_length'].map((c) => sql.id(c)))})`,
-    );
 }
 
 /** One array parameter per column, for `unnest(...)` on PostgreSQL. */
@@ -1459,8 +1441,17 @@ const EVENT_COLUMNS: ColumnSpec = [
   ['tags', 'text'],
   ['detail', 'bytea'],
   ['raw', 'bytea'],
+  ['payload_chunk', 'int8'],
+  ['payload_start', 'int8'],
+  ['payload_length', 'int8'],
   ['symbolicated', 'text'],
 ];
+const CHUNK_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['received_at', 'int8'],
+  ['data', 'bytea'],
+];
+const CHUNK_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...CHUNK_COLUMNS];
 
 const EVENT_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...EVENT_COLUMNS];
 const ISSUE_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...ISSUE_COLUMNS];
@@ -1568,7 +1559,7 @@ function issueColumns(row: MutableIssue): Record<string, unknown> {
 
 function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, unknown> {
   const e = s.input;
-  compressRaw(e);
+  const payload = s.payload!;
   return {
     project_id: s.projectId,
     issue_id: s.issue.row.id!,
@@ -1598,7 +1589,10 @@ function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, un
     sdk_name: e.sdkName,
     tags: e.tagsJson,
     detail: NO_DETAIL,
-    raw: e.raw!,
+    raw: NO_RAW,
+    payload_chunk: payload.chunk,
+    payload_start: payload.start,
+    payload_length: payload.length,
     symbolicated: null,
   };
 }

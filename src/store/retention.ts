@@ -1,6 +1,6 @@
-// Retention: deletes raw events (with their tags), seen event ids and sessions
-// older than RETENTION_DAYS, and hourly/daily aggregates older than 400 days, in
-// small batches so ingest is never locked out; issues are never deleted (their
+// Retention: deletes raw events (with their tags and payload chunks), seen event
+// ids and sessions older than RETENTION_DAYS, and hourly/daily aggregates older than
+// 400 days, in small batches so ingest is never locked out; issues are never deleted (their
 // stored_count goes down, event_count stays). Also the hourly background job
 // `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
@@ -30,6 +30,7 @@ export const LEASE_RENEW_MS = 60_000;
 export type RetentionTable =
   | 'events'
   | 'event_tags'
+  | 'payload_chunks'
   | 'seen_events'
   | 'sessions'
   | 'issue_hourly'
@@ -40,6 +41,7 @@ export type RetentionTable =
 export const RETENTION_TABLES: readonly RetentionTable[] = [
   'events',
   'event_tags',
+  'payload_chunks',
   'seen_events',
   'sessions',
   'issue_hourly',
@@ -182,6 +184,9 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
     }
   };
 
+  // A chunk's received_at is its newest event's, so once the events are gone (the loop
+  // above ran to its end; a stopped run stops here too) none of its events is left.
+  await keyed('payload_chunks', ['id'], sql`received_at < ${rawCutoff}`);
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
   await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);
@@ -294,7 +299,7 @@ export function formatSummary(s: RetentionSummary): string {
   if (!s.ran) return 'retention: skipped, another instance is running it';
   const d = s.deleted;
   return (
-    `retention: deleted ${d.events} events (and ${d.event_tags} event tags), ${d.seen_events} seen event ids, ` +
+    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks), ${d.seen_events} seen event ids, ` +
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
     `${d.issue_hourly} issue_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +

@@ -103,10 +103,27 @@ export interface EventTable {
   tags: string;
   /** Compressed JSON of the normalised detail (exception chain, breadcrumbs, contexts, ...). */
   detail: Uint8Array;
-  /** Compressed raw payload exactly as received. */
+  /**
+   * Compressed raw payload exactly as received, for rows written before migration 008;
+   * empty when the payload is in `payload_chunk` (src/store/payloads.ts).
+   */
   raw: Uint8Array;
+  /** The `payload_chunks` row holding the raw payload, at `payload_start` for `payload_length` bytes once decompressed. */
+  payload_chunk: number | null;
+  payload_start: number | null;
+  payload_length: number | null;
   /** JSON of symbolicated frames, set by symbolication; null until then. */
   symbolicated: string | null;
+}
+
+/** Raw payloads of one batch and project, compressed together (src/store/payloads.ts). */
+export interface PayloadChunkTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The newest `received_at` of the events whose payloads it holds. */
+  received_at: number;
+  /** A codec blob (src/store/codec.ts) of the payloads one after another. */
+  data: Uint8Array;
 }
 
 export interface EventTagTable {
@@ -203,6 +220,7 @@ export interface Database {
   issue_changes: IssueChangeTable;
   events: EventTable;
   event_tags: EventTagTable;
+  payload_chunks: PayloadChunkTable;
   seen_events: SeenEventTable;
   project_hourly: ProjectHourlyTable;
   releases: ReleaseTable;

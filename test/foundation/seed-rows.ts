@@ -90,6 +90,9 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
   await db.insertInto('issue_changes').values({ project_id: projectId, issue_id: issue.id, kind: 'new', at: now, release: '1.0' }).execute();
   const eventId = `ev${projectId}`.padEnd(32, '0');
   const event = { id: await insertEvent(db, projectId, issue.id, fp, eventId, now) };
+  // A chunk takes its first event's id, as PostgreSQL ingest names them.
+  await db.insertInto('payload_chunks').values({ id: event.id, project_id: projectId, received_at: now, data: new Uint8Array([7, 8, 9]) }).execute();
+  await db.updateTable('events').set({ payload_chunk: event.id, payload_start: 0, payload_length: 3 }).where('id', '=', event.id).execute();
   await db.insertInto('event_tags').values({ project_id: projectId, event_id: event.id, key: 'a', value: 'b' }).execute();
   await db.insertInto('seen_events').values({ project_id: projectId, event_id: eventId, received_at: now, stored_id: event.id }).execute();
   const bucket = Math.floor(now / HOUR) * HOUR;

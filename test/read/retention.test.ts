@@ -75,8 +75,8 @@ describe.each(dialects)('retention on %s', (dialect) => {
   });
 
   const url = (path: string) => `/api/projects/${p.slug}${path}`;
-  const eventRows = async () => db().selectFrom('events').select(['id', 'event_id', 'issue_id']).execute();
-  const count = async (table: 'event_tags' | 'seen_events' | 'sessions' | 'project_hourly' | 'issue_hourly' | 'session_hourly' | 'daily_usage') =>
+  const eventRows = async () => db().selectFrom('events').select(['id', 'event_id', 'issue_id', 'payload_chunk']).execute();
+  const count = async (table: 'event_tags' | 'payload_chunks' | 'seen_events' | 'sessions' | 'project_hourly' | 'issue_hourly' | 'session_hourly' | 'daily_usage') =>
     Number((await db().selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
   /** Every aggregate-based answer of the read API, with the stored-event parts set aside. */
@@ -114,7 +114,11 @@ describe.each(dialects)('retention on %s', (dialect) => {
       (await db().selectFrom('event_tags').select((eb) => eb.fn.countAll<number>().as('n')).where('event_id', 'in', expiredIds).executeTakeFirstOrThrow()).n,
     );
     expect(tagsOfExpired).toBeGreaterThanOrEqual(expiredIds.length * 2);
-    const counts = { tags: await count('event_tags'), seen: await count('seen_events'), sessions: await count('sessions'), ph: await count('project_hourly'), ih: await count('issue_hourly'), sh: await count('session_hourly'), du: await count('daily_usage') };
+    const chunksOfExpired = Number(
+      (await db().selectFrom('payload_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('received_at', '<', NOW - 30 * DAY).executeTakeFirstOrThrow()).n,
+    );
+    expect(chunksOfExpired).toBeGreaterThan(0);
+    const counts = { chunks: await count('payload_chunks'), tags: await count('event_tags'), seen: await count('seen_events'), sessions: await count('sessions'), ph: await count('project_hourly'), ih: await count('issue_hourly'), sh: await count('session_hourly'), du: await count('daily_usage') };
     expect(counts.sessions).toBe(oldSessions.length + keptSessions.length);
     const deletedPerIssue = new Map<number, number>();
     for (const r of expiredRows) deletedPerIssue.set(Number(r.issue_id), (deletedPerIssue.get(Number(r.issue_id)) ?? 0) + 1);
@@ -126,6 +130,7 @@ describe.each(dialects)('retention on %s', (dialect) => {
     expect(summary.deleted).toEqual({
       events: expired.size,
       event_tags: tagsOfExpired,
+      payload_chunks: chunksOfExpired,
       seen_events: expired.size,
       sessions: oldSessions.length,
       issue_hourly: 1, // the ancient events: one issue, one hour
@@ -144,6 +149,12 @@ describe.each(dialects)('retention on %s', (dialect) => {
     const rowsAfter = await eventRows();
     expect(new Set(rowsAfter.map((r) => r.event_id))).toEqual(new Set(kept.map((e) => e.eventId)));
     expect(await count('event_tags')).toBe(counts.tags - tagsOfExpired);
+    // Every chunk left holds a kept event's payload, and every kept event's chunk is there.
+    expect(await count('payload_chunks')).toBe(counts.chunks - chunksOfExpired);
+    const chunkIds = new Set((await db().selectFrom('payload_chunks').select('id').execute()).map((c) => Number(c.id)));
+    expect(new Set(rowsAfter.map((r) => Number(r.payload_chunk)))).toEqual(chunkIds);
+    const keptDetail = (await getJson(t, url(`/events/${rowsAfter[0].id}`))).body;
+    expect(keptDetail.raw.event_id).toBe(rowsAfter[0].event_id);
     expect(await count('seen_events')).toBe(counts.seen - expired.size);
     const sessionIds = (await db().selectFrom('sessions').select('sid').execute()).map((s) => s.sid);
     expect(new Set(sessionIds)).toEqual(new Set(keptSessions.map((s) => s.sid)));
@@ -319,7 +330,7 @@ describe.each(dialects)('faultline retention command on %s', (dialect) => {
       expect(res.stderr).toMatch(/older than 7 days/);
       expect(res.stderr).toMatch(/events: 5 deleted/);
       expect(res.stderr).toMatch(/events: 12 deleted/);
-      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags\), 12 seen event ids, 0 sessions/);
+      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags, \d+ payload chunks\), 12 seen event ids, 0 sessions/);
 
       const rows = await t.deps.store.db.selectFrom('events').select('event_id').execute();
       expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(keptEvents.map((e) => e.eventId)));

@@ -17,9 +17,8 @@ import { IngestUnavailableError } from '../../src/ingest/errors.js';
 import { BatchThread } from '../../src/store/batch-thread.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
-import { SHARE_ADJUST_INTERVAL_MS } from '../../src/ingest/compression-share.js';
 import { createIngestWriter, THREAD_HANDOVER_ITEMS, type WriterOptions } from '../../src/ingest/writer.js';
-import { decompress } from '../../src/store/codec.js';
+import { storedPayload } from '../../src/store/payloads.js';
 import { ensureBuilt } from '../foundation/cli-helpers.js';
 import { dialects, type DialectName } from '../helpers/server.js';
 import { createProject, fp, hex32, makeAggregate, makeEvent, makeSession, makeWork, newWriter as newTestWriter, openTestStore, type TestStore } from './factory.js';
@@ -466,32 +465,37 @@ function batchThreadStore(): { readonly store: Store } {
   };
 }
 
-describe('writer with the SQLite batch thread: which thread compresses the payloads', () => {
+describe('writer with the SQLite batch thread: payloads', () => {
   const t = batchThreadStore();
   const newWriter = writerMaker('batch thread');
 
   async function storedPayloads(projectId: number): Promise<Map<string, string>> {
-    const rows = await t.store.db.selectFrom('events').select(['event_id', 'raw']).where('project_id', '=', projectId).execute();
-    return new Map(rows.map((r) => [r.event_id, decompress(r.raw as Uint8Array).toString('utf8')]));
+    const rows = await t.store.db.selectFrom('events').selectAll().where('project_id', '=', projectId).execute();
+    const out = new Map<string, string>();
+    for (const r of rows) out.set(r.event_id, (await storedPayload(t.store.db, r)).toString('utf8'));
+    return out;
   }
 
-  it.each([0, 0.5, 1])('stores the same payloads whichever thread compressed them (main thread share %s)', async (mainThreadCompressionShare) => {
+  it('stores every payload of a batch in chunks of the project, each event at its own range', async () => {
     const project = await createProject(t.store);
-    const writer = newWriter(t.store, { mainThreadCompressionShare });
+    const writer = newWriter(t.store);
     const events = Array.from({ length: 10 }, (_, i) => makeEvent({ raw: Buffer.from(JSON.stringify({ n: i, pad: 'x'.repeat(200 * i) })) }));
     await Promise.all(events.map((e) => writer.submit(makeWork(project, { events: [e] }))));
-    expect(writer.stats().payloadsCompressedAhead).toBe(10 * mainThreadCompressionShare);
     await writer.close();
     const stored = await storedPayloads(project.id);
     for (const e of events) expect(stored.get(e.eventId)).toBe(Buffer.from(e.raw).toString('utf8'));
+    const chunks = await t.store.db.selectFrom('payload_chunks').select(['id']).where('project_id', '=', project.id).execute();
+    // Ten events submitted in one turn: fewer chunks than events.
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(chunks.length).toBeLessThan(10);
   });
 
   // A batch that failed is posted to the thread again, one work at a time: the works'
   // own bytes must still be there, whether they are views into a larger buffer (copied
   // for the thread) or whole buffers (posted as they are).
-  it.each([0, 1])('keeps every payload of a failed batch for its second try (main thread share %s)', async (mainThreadCompressionShare) => {
+  it('keeps every payload of a failed batch for its second try', async () => {
     const project = await createProject(t.store);
-    const writer = newWriter(t.store, { mainThreadCompressionShare });
+    const writer = newWriter(t.store);
     const json = (i: number) => JSON.stringify({ n: i, noise: crypto.randomBytes(3000 + 1000 * i).toString('base64') });
     const whole = (text: string) => new Uint8Array(Buffer.from(text));
     const slab = Buffer.from(`${json(0)}\n${json(1)}`);
@@ -510,24 +514,6 @@ describe('writer with the SQLite batch thread: which thread compresses the paylo
     expect(payloads.map((p) => Buffer.from(p).toString('utf8'))).toEqual(sent);
     const stored = await storedPayloads(project.id);
     expect(events.map((e) => stored.get(e.eventId))).toEqual(sent);
-  });
-
-  it('leaves the payloads to the batch thread while the main thread is the busier one', async () => {
-    const project = await createProject(t.store);
-    const writer = newWriter(t.store);
-    // The main thread busy 80 % of the time, the batch thread idle, over several adjustments.
-    await writer.submit(makeWork(project, { events: [makeEvent()] }));
-    const until = performance.now() + 8 * SHARE_ADJUST_INTERVAL_MS;
-    while (performance.now() < until) {
-      const spin = performance.now() + 40;
-      while (performance.now() < spin);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    const ahead = writer.stats().payloadsCompressedAhead;
-    await Promise.all(Array.from({ length: 10 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))));
-    expect(writer.stats()).toMatchObject({ eventsStored: 11, payloadsCompressedAhead: ahead });
-    await writer.close();
-    expect((await storedPayloads(project.id)).size).toBe(11);
   });
 });
 

@@ -3,7 +3,7 @@
 // prints processed events/s per dialect. Not a test; build and run with
 //   npx tsc -p tsconfig.json --noEmit false --outDir node_modules/.cache/measure
 //   node node_modules/.cache/measure/test/writer/measure.js [--wave 200] [--events 20000]
-//        [--dialect sqlite|postgres] [--threads 0|1] [--sizes 3000,20000] [--statements] [--pragma 'wal_autocheckpoint = 0']
+//        [--dialect sqlite|postgres] [--sizes 3000,20000] [--statements] [--pragma 'wal_autocheckpoint = 0']
 //        [--drop-indexes events_project_user,...]
 // PostgreSQL runs when TEST_DATABASE_URL is set.
 import fs from 'node:fs';
@@ -23,7 +23,6 @@ const waves = Number(arg('wave', '200'));
 const total = Number(arg('events', '20000'));
 const only = arg('dialect', '');
 const timing = process.argv.includes('--statements');
-const threads = Number(arg('threads', '1')) as 0 | 1;
 /** Payload sizes in bytes: 70 % small, 30 % large, as the benchmark issue describes. */
 const [smallSize, largeSize] = arg('sizes', '3000,20000').split(',').map(Number);
 
@@ -127,7 +126,7 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     }
     const store = t.store;
     // Statements are timed on this thread, so batches must run here.
-    const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), compressionThreads: threads, ...(timing ? { batchThread: false } : {}) });
+    const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), ...(timing ? { batchThread: false } : {}) });
     const levels: Level[] = ['error', 'error', 'error', 'warning', 'fatal', 'info'];
     const templates = Array.from({ length: 20 }, (_, i) => payload(i < 14 ? smallSize : largeSize, i));
     const now = Date.UTC(2026, 0, 10, 12);
@@ -169,7 +168,7 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
       console.log(`  WAL frames (pages written): ${row.log}, ${(row.log / total).toFixed(2)} per event`);
     }
     console.log(
-      `${dialect.padEnd(8)} wave ${String(waves).padStart(5)} threads ${threads}: ${Math.round(total / seconds)} events/s ` +
+      `${dialect.padEnd(8)} wave ${String(waves).padStart(5)}: ${Math.round(total / seconds)} events/s ` +
         `(${stats.batchesCommitted} batches, avg ${stats.averageBatchEvents.toFixed(0)} events; ` +
         `submit/prepare ${((submitMs / total) * 1000).toFixed(1)} us/event, ` +
         `commit ${(((seconds * 1000 - submitMs) / total) * 1000).toFixed(1)} us/event; ` +

@@ -1,0 +1,95 @@
+// Raw event payloads as stored: ingest packs the payloads a batch stores for one
+// project into `payload_chunks` rows, each compressed as one codec blob, and every
+// event row names its chunk and byte range (migration 008). Compressing event by
+// event paid Brotli's set-up for every event and could not use what events of one
+// application share (the same SDK, frames, contexts): on the benchmark's payloads one
+// call per chunk took a tenth of the CPU and wrote a twentieth of the bytes, and on
+// payloads with every number and id randomised still less than half of both
+// (BENCHMARKS.md). A chunk holds at most PAYLOAD_CHUNK_MAX_BYTES before compression,
+// so showing one event decompresses at most that much. Rows written before keep a
+// blob of their own in `events.raw`.
+import type { Kysely } from 'kysely';
+import { compress, decompress } from './codec.js';
+import type { Database, EventRow } from './schema.js';
+
+/** Uncompressed bytes a chunk holds at most; a larger payload gets a chunk of its own. */
+export const PAYLOAD_CHUNK_MAX_BYTES = 256 * 1024;
+
+export interface PayloadToPack {
+  projectId: number;
+  receivedAt: number;
+  payload: Uint8Array;
+}
+
+export interface PackedChunk {
+  projectId: number;
+  /** The newest receive time of its events: retention deletes the chunk after them. */
+  receivedAt: number;
+  /** Codec blob of the payloads one after another. */
+  data: Buffer;
+  /** Indexes (into the packed list) of the payloads it holds, in order. */
+  members: number[];
+}
+
+export interface PayloadSlot {
+  /** Index into the chunk list. */
+  chunk: number;
+  start: number;
+  length: number;
+}
+
+/**
+ * Packs payloads into compressed chunks, one project per chunk, keeping each project's
+ * payloads in the given order. Returns the chunks and, per payload, where it went.
+ */
+export function packPayloads(items: PayloadToPack[]): { chunks: PackedChunk[]; slots: PayloadSlot[] } {
+  const byProject = new Map<number, number[]>();
+  items.forEach((item, i) => {
+    const list = byProject.get(item.projectId);
+    if (list) list.push(i);
+    else byProject.set(item.projectId, [i]);
+  });
+  const chunks: PackedChunk[] = [];
+  const slots: PayloadSlot[] = new Array(items.length);
+  for (const [projectId, indexes] of byProject) {
+    let members: number[] = [];
+    let bytes = 0;
+    const close = () => {
+      if (members.length === 0) return;
+      const parts = members.map((i) => items[i].payload);
+      chunks.push({
+        projectId,
+        receivedAt: Math.max(...members.map((i) => items[i].receivedAt)),
+        data: compress(parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes)),
+        members,
+      });
+      members = [];
+      bytes = 0;
+    };
+    for (const i of indexes) {
+      const length = items[i].payload.byteLength;
+      if (members.length > 0 && bytes + length > PAYLOAD_CHUNK_MAX_BYTES) close();
+      slots[i] = { chunk: chunks.length, start: bytes, length };
+      members.push(i);
+      bytes += length;
+    }
+    close();
+  }
+  return { chunks, slots };
+}
+
+/**
+ * The raw payload of a stored event as received: from its chunk, or from its own blob
+ * (rows written before migration 008). Empty when the chunk is gone, which retention
+ * never does while one of its events is left.
+ */
+export async function storedPayload(
+  db: Kysely<Database>,
+  row: Pick<EventRow, 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>,
+): Promise<Buffer> {
+  if (row.payload_chunk === null || row.payload_chunk === undefined) return decompress(row.raw);
+  const chunk = await db.selectFrom('payload_chunks').select('data').where('id', '=', Number(row.payload_chunk)).executeTakeFirst();
+  if (!chunk) return Buffer.alloc(0);
+  const start = Number(row.payload_start ?? 0);
+  return decompress(chunk.data).subarray(start, start + Number(row.payload_length ?? 0));
+}
