@@ -30,6 +30,12 @@ export interface IngestRuntime {
   decompress: Decompress;
   /** The fingerprint hash; must be MD5, so fingerprints match those already stored. */
   md5Hex: Md5Hex;
+  /**
+   * Resolves once the event loop has handled the I/O that is ready (Node: the next
+   * check phase, `setImmediate`). The pipeline waits for it between reading a body and
+   * parsing it; see handleIngest. Editions without such a loop leave it out.
+   */
+  yieldToIo?: () => Promise<void>;
 }
 
 export interface AppDeps {

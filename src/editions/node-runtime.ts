@@ -1,6 +1,7 @@
 // The Node parts of the ingest path (AppDeps.ingestRuntime): zlib for
 // Content-Encoding and legacy /store/ bodies, node:crypto for the fingerprint
-// MD5. The ingest and HTTP modules themselves use Web APIs only; another
+// MD5, setImmediate to let ready I/O run before a request is parsed. The ingest
+// and HTTP modules themselves use Web APIs only; another
 // edition supplies its own (for example a pure-JS inflate and MD5).
 import * as crypto from 'node:crypto';
 import zlib from 'node:zlib';
@@ -34,4 +35,6 @@ const md5Hex: (text: string) => string =
     ? (text) => crypto.hash('md5', text, 'hex')
     : (text) => crypto.createHash('md5').update(text).digest('hex');
 
-export const nodeIngestRuntime: IngestRuntime = { decompress, md5Hex };
+const yieldToIo = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export const nodeIngestRuntime: IngestRuntime = { decompress, md5Hex, yieldToIo };
