@@ -32,8 +32,8 @@ export interface WriterOptions {
   batchDeadlineMs?: number;
   /**
    * SQLite: run each batch's transaction on a worker thread with its own connection
-   * (src/store/batch-thread.ts). Default: on for a
-   * SQLite file when the compiled thread program exists and no `random` is injected.
+   * (src/store/batch-thread.ts). Default: on for a SQLite file when the compiled thread
+   * program exists and no `random` is injected.
    */
   batchThread?: boolean;
   /** The thread program to run (default: the compiled one beside batch-thread.js). */

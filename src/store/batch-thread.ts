@@ -1,11 +1,11 @@
 // Runs SQLite ingest batches (commitIngestBatch) on a worker thread with its own
 // connection. better-sqlite3 is synchronous: on the main thread every batch stopped
 // HTTP, parsing and normalising for as long as its statements ran. The thread also
-// compresses the payloads it stores (src/store/payloads.ts). The main thread keeps the queue, the answers and the failure handling
-// (src/ingest/writer.ts). Only for compiled code (dist/): the
-// thread loads batch-thread-worker.js, which does not exist when the sources run
-// under vitest; there the batch runs on the calling thread, as it does on PostgreSQL
-// (whose driver does not block).
+// compresses the payloads it stores (src/store/payloads.ts). The main thread keeps
+// the queue, the answers and the failure handling (src/ingest/writer.ts). Only for
+// compiled code (dist/): the thread loads batch-thread-worker.js, which does not
+// exist when the sources run under vitest; there the batch runs on the calling
+// thread, as it does on PostgreSQL (whose driver does not block).
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';

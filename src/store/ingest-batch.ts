@@ -20,7 +20,7 @@ import {
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
 import type { Dialect, Store } from './database.js';
-import { packPayloads } from './payloads.js';
+import { packPayloads, type PayloadSlot } from './payloads.js';
 import type { Database, EventTable, IssueRow, ReleaseRow, SessionRow } from './schema.js';
 
 type Db = Kysely<Database>;
@@ -399,7 +399,7 @@ interface StoredEvent {
   /** The event's seen_events row, which names the stored row once `id` is known. */
   seen: SeenRow;
   /** Where its payload went (packStoredPayloads). */
-  payload: { chunk: number; start: number; length: number } | null;
+  payload: PayloadSlot | null;
 }
 
 /** A work's events that passed dedupe and quota, each with its seen_events row. */
@@ -1211,7 +1211,9 @@ class Batch {
   private async writePostgres(): Promise<void> {
     const db = this.db as unknown as Kysely<any>;
     this.linkStoredEvents();
-    // A chunk takes the id of its first event: ids are known from the reads, and an event id is never taken twice.
+    // A chunk takes the id of its first event: ids are known from the reads, and an event
+    // id is never taken twice. Chunks travel in a bytea[] parameter (two hex digits a
+    // byte), which per-event blobs could not afford; a batch's chunks are a few KB.
     const chunks = this.packStoredPayloads().map((chunk, i) => ({ id: this.stored.find((s) => s.payload!.chunk === i)!.id, ...chunk }));
     for (const s of this.stored) s.payload!.chunk = chunks[s.payload!.chunk].id!;
     await this.insertRows('payload_chunks', CHUNK_COLUMNS_WITH_ID, chunks);
