@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { BatchResult, EventInput, PreparedWork } from './ingest-batch.js';
+import { rawSource, type BatchResult, type EventInput, type PreparedWork } from './ingest-batch.js';
 
 /** The compiled thread program beside this module (dist/store/ when running from dist/). */
 export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta.url);
@@ -72,13 +72,12 @@ export class BatchThreadError extends Error {
 /** Only plain data crosses threads: the normalised event behind each row stays here. */
 function forThread(work: PreparedWork): PreparedWork {
   const events = work.events.map((e) => {
-    const moved: ThreadEventInput = { ...e, source: { raw: ownBytes(e.source.raw ?? NO_BYTES) } };
+    const moved: ThreadEventInput = { ...e, source: { raw: ownBytes(rawSource(e)) } };
     return moved as unknown as EventInput;
   });
   return { ...work, events };
 }
 
-const NO_BYTES = new Uint8Array(0);
 
 /**
  * The bytes of a view in a buffer of their own. A payload is usually a view into the

@@ -20,7 +20,7 @@ import {
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
 import type { Dialect, Store } from './database.js';
-import { packPayloads, type PayloadSlot } from './payloads.js';
+import { packPayloads, type PackedChunk, type PayloadSlot } from './payloads.js';
 import type { Database, EventTable, IssueRow, ReleaseRow, SessionRow } from './schema.js';
 
 type Db = Kysely<Database>;
@@ -398,8 +398,8 @@ interface StoredEvent {
   id: number | null;
   /** The event's seen_events row, which names the stored row once `id` is known. */
   seen: SeenRow;
-  /** Where its payload went (packStoredPayloads). */
-  payload: PayloadSlot | null;
+  /** Its payload's chunk (by id) and byte range there, once the chunks have ids (placePayloads). */
+  payload: { chunkId: number; start: number; length: number } | null;
 }
 
 /** A work's events that passed dedupe and quota, each with its seen_events row. */
@@ -1128,17 +1128,16 @@ class Batch {
     this.result.stored = this.stored.length;
   }
 
-  /**
-   * The stored events' payloads compressed into chunks (src/store/payloads.ts), as
-   * `payload_chunks` rows without their ids; each event's `payload` names its chunk by
-   * index in the returned list until the caller puts the chunk's id there.
-   */
-  private packStoredPayloads(): Record<string, unknown>[] {
-    const { chunks, slots } = packPayloads(this.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })));
+  /** The stored events' payloads compressed into chunks (src/store/payloads.ts); `members` index this.stored. */
+  private packStoredPayloads(): { chunks: PackedChunk[]; slots: PayloadSlot[] } {
+    return packPayloads(this.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })));
+  }
+
+  /** Each stored event's chunk id (`ids[i]` is chunk i's) and byte range. */
+  private placePayloads(ids: number[], slots: PayloadSlot[]): void {
     this.stored.forEach((s, i) => {
-      s.payload = slots[i];
+      s.payload = { chunkId: ids[slots[i].chunk], start: slots[i].start, length: slots[i].length };
     });
-    return chunks.map((c) => ({ project_id: c.projectId, received_at: c.receivedAt, data: c.data }));
   }
 
   private tagRows(): Record<string, unknown>[] {
@@ -1168,12 +1167,13 @@ class Batch {
     for (const r of created) freshByKey.get(`${num(r.project_id)}:${r.fingerprint}`)!.row.id = num(r.id);
 
     // Payload chunks, then the stored events that name them, then first/last_seen_id by event time.
+    const { chunks, slots } = this.packStoredPayloads();
     const chunkIds: number[] = [];
-    for (const chunk of this.packStoredPayloads()) {
-      const [row] = await this.insertRows('payload_chunks', CHUNK_COLUMNS, [chunk], { returning: ['id'] });
+    for (const chunk of chunks) {
+      const [row] = await this.insertRows('payload_chunks', CHUNK_COLUMNS, [chunkRow(chunk)], { returning: ['id'] });
       chunkIds.push(num(row.id));
     }
-    for (const s of this.stored) s.payload!.chunk = chunkIds[s.payload!.chunk];
+    this.placePayloads(chunkIds, slots);
     const inserted = await this.insertRows(
       'events',
       EVENT_COLUMNS,
@@ -1214,9 +1214,14 @@ class Batch {
     // A chunk takes the id of its first event: ids are known from the reads, and an event
     // id is never taken twice. Chunks travel in a bytea[] parameter (two hex digits a
     // byte), which per-event blobs could not afford; a batch's chunks are a few KB.
-    const chunks = this.packStoredPayloads().map((chunk, i) => ({ id: this.stored.find((s) => s.payload!.chunk === i)!.id, ...chunk }));
-    for (const s of this.stored) s.payload!.chunk = chunks[s.payload!.chunk].id!;
-    await this.insertRows('payload_chunks', CHUNK_COLUMNS_WITH_ID, chunks);
+    const { chunks, slots } = this.packStoredPayloads();
+    const chunkIds = chunks.map((c) => this.stored[c.members[0]].id!);
+    this.placePayloads(chunkIds, slots);
+    await this.insertRows(
+      'payload_chunks',
+      CHUNK_COLUMNS_WITH_ID,
+      chunks.map((c, i) => ({ id: chunkIds[i], ...chunkRow(c) })),
+    );
     await this.insertRows('events', EVENT_COLUMNS_WITH_ID, this.stored.map((s) => ({ id: s.id, ...eventValues(s) })));
     await this.insertRows('event_tags', TAG_COLUMNS, this.tagRows());
     if (this.issues.length > 0) {
@@ -1559,6 +1564,10 @@ function issueColumns(row: MutableIssue): Record<string, unknown> {
   return values;
 }
 
+function chunkRow(c: PackedChunk): Record<string, unknown> {
+  return { project_id: c.projectId, received_at: c.receivedAt, data: c.data };
+}
+
 function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, unknown> {
   const e = s.input;
   const payload = s.payload!;
@@ -1592,7 +1601,7 @@ function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, un
     tags: e.tagsJson,
     detail: NO_DETAIL,
     raw: NO_RAW,
-    payload_chunk: payload.chunk,
+    payload_chunk: payload.chunkId,
     payload_start: payload.start,
     payload_length: payload.length,
     symbolicated: null,

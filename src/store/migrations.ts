@@ -348,12 +348,12 @@ function m007(): Migration {
 function m008(dialect: Dialect): Migration {
   return {
     async up(db: Db) {
-      const big = dialect === 'postgres' ? 'bigint' : 'integer';
       await db.schema
         .createTable('payload_chunks')
         // SQLite assigns ids (autoincrement: never reused, so a late event can never name
-        // another chunk); PostgreSQL ingest gives each chunk the id of its first event.
-        .addColumn('id', big, (c) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement()))
+        // another chunk); PostgreSQL ingest gives each chunk the id of its first event, so
+        // no sequence.
+        .addColumn('id', dialect === 'postgres' ? big : 'integer', (c) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement()))
         .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
         .addColumn('received_at', big, (c) => c.notNull())
         .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
