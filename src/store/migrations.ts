@@ -368,6 +368,103 @@ function m008(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * The foreign keys every ingest batch checked row by row on PostgreSQL that migration 009
+ * drops: child table and constraint (PostgreSQL's default name).
+ */
+const INGEST_FOREIGN_KEYS: readonly [table: string, constraint: string][] = [
+  ['issues', 'issues_project_id_fkey'],
+  ['issue_releases', 'issue_releases_issue_id_fkey'],
+  ['issue_users', 'issue_users_issue_id_fkey'],
+  ['issue_hourly', 'issue_hourly_issue_id_fkey'],
+  ['events', 'events_project_id_fkey'],
+  ['event_tags', 'event_tags_event_id_fkey'],
+  ['seen_events', 'seen_events_project_id_fkey'],
+  ['project_hourly', 'project_hourly_project_id_fkey'],
+  ['releases', 'releases_project_id_fkey'],
+  ['daily_usage', 'daily_usage_project_id_fkey'],
+  ['sessions', 'sessions_project_id_fkey'],
+  ['session_hourly', 'session_hourly_project_id_fkey'],
+  ['payload_chunks', 'payload_chunks_project_id_fkey'],
+];
+
+/**
+ * PostgreSQL: the ingest tables' cascading foreign keys become statement-level delete
+ * triggers on the parents. A foreign key checks its parent with a query per inserted
+ * row; for a batch of 100 events that was about 9 ms of the writing statement's 20
+ * (`auto_explain` with `log_triggers`), and ingest on PostgreSQL is as fast as that
+ * statement, because batches of one project run one after another. The checks could
+ * never fail: a batch writes under its project's row lock (FOR NO KEY UPDATE, which a
+ * project's deletion waits for) and upserts the issues its events name in the same
+ * statement. What the keys also did, removing a project's, an issue's or an event's
+ * rows with it, the triggers do, one statement per child table (docs/architecture.md).
+ * Two kinds of key stay: issue_changes', written only by people and regressions, and
+ * events → issues, the one check that could fail: an issue created by a writer that
+ * does not take the project lock gets another id than the one the batch gave its
+ * events, and the batch must fail rather than leave them without an issue (0.6 of the
+ * 9 ms). SQLite keeps every key: there a check is a lookup in a page the batch has just
+ * read, and turning them off bought nothing (BENCHMARKS.md).
+ */
+function m009(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      if (dialect !== 'postgres') return;
+      for (const [table, constraint] of INGEST_FOREIGN_KEYS) {
+        await sql`alter table ${sql.table(table)} drop constraint if exists ${sql.ref(constraint)}`.execute(db);
+      }
+      // `gone` is the statement's deleted rows (a transition table): one delete per child
+      // table per statement, however many parent rows it removed.
+      await sql
+        .raw(
+          `create or replace function faultline_delete_project_rows() returns trigger language plpgsql as $$
+begin
+  delete from event_tags where project_id in (select id from gone);
+  delete from events where project_id in (select id from gone);
+  delete from issues where project_id in (select id from gone);
+  delete from seen_events where project_id in (select id from gone);
+  delete from project_hourly where project_id in (select id from gone);
+  delete from releases where project_id in (select id from gone);
+  delete from daily_usage where project_id in (select id from gone);
+  delete from sessions where project_id in (select id from gone);
+  delete from session_hourly where project_id in (select id from gone);
+  delete from payload_chunks where project_id in (select id from gone);
+  return null;
+end $$`,
+        )
+        .execute(db);
+      await sql
+        .raw(
+          `create or replace function faultline_delete_issue_rows() returns trigger language plpgsql as $$
+begin
+  delete from issue_releases where issue_id in (select id from gone);
+  delete from issue_users where issue_id in (select id from gone);
+  delete from issue_hourly where issue_id in (select id from gone);
+  return null;
+end $$`,
+        )
+        .execute(db);
+      await sql
+        .raw(
+          `create or replace function faultline_delete_event_rows() returns trigger language plpgsql as $$
+begin
+  delete from event_tags where event_id in (select id from gone);
+  return null;
+end $$`,
+        )
+        .execute(db);
+      for (const [table, fn] of [
+        ['projects', 'faultline_delete_project_rows'],
+        ['issues', 'faultline_delete_issue_rows'],
+        ['events', 'faultline_delete_event_rows'],
+      ]) {
+        await sql
+          .raw(`create trigger ${table}_delete_rows after delete on ${table} referencing old table as gone for each statement execute function ${fn}()`)
+          .execute(db);
+      }
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -379,6 +476,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '006_postgres_blobs_not_recompressed': m006(dialect),
     '007_drop_events_issue_timestamp': m007(),
     '008_payload_chunks': m008(dialect),
+    '009_postgres_delete_triggers_for_ingest_keys': m009(dialect),
   };
 }
 

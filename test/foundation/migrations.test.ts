@@ -8,7 +8,7 @@ import { issueDetail } from '../../src/read/issues.js';
 import { migrate, openStore, type Store } from '../../src/store/database.js';
 import { StaticMigrationProvider } from '../../src/store/migrations.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
-import { insertEvent, insertIssue } from './seed-rows.js';
+import { countRowsByProject, insertEvent, insertIssue, orphanIssueRows, seedProjectData } from './seed-rows.js';
 
 async function migrateTo(store: Store, name: string): Promise<void> {
   const migrator = new Migrator({ db: store.db, provider: new StaticMigrationProvider(store.dialect) });
@@ -101,6 +101,46 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     await store.db.deleteFrom('events').where('id', '=', middle).execute();
     expect(await detail()).toMatchObject({ latest_event_id: null, oldest_event_id: null });
   });
+
+  it('009: deleting an event, an issue or a project still removes the rows under it, for rows written before', async () => {
+    database = await createTestDatabase(dialect);
+    store = await openStore(database.url);
+    await migrateTo(store, '008_payload_chunks');
+    const db = store.db;
+    const now = 1_767_000_000_000;
+    const projectIds: number[] = [];
+    for (const slug of ['a', 'b', 'c']) {
+      const p = await db
+        .insertInto('projects')
+        .values({ slug, name: slug, platform: 'node', dsn_key: slug.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      projectIds.push(Number(p.id));
+      await seedProjectData(db, Number(p.id), now);
+    }
+    const [a, b, c] = projectIds;
+    await migrate(store);
+    const untouched = await countRowsByProject(db, c);
+    const tagsOf = async (pid: number) => Number((await db.selectFrom('event_tags').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', pid).executeTakeFirstOrThrow()).n);
+
+    // An event: its tags go with it, nothing else does.
+    const before = await countRowsByProject(db, a);
+    await db.deleteFrom('events').where('project_id', '=', a).execute();
+    expect(await countRowsByProject(db, a)).toEqual({ ...before, events: 0, event_tags: 0 });
+
+    // An issue: its events (and their tags) and its per-release, per-user, hourly and change rows.
+    expect(await tagsOf(b)).toBe(1);
+    await db.deleteFrom('issues').where('project_id', '=', b).execute();
+    const afterIssue = await countRowsByProject(db, b);
+    for (const table of ['issues', 'issue_releases', 'issue_users', 'issue_hourly', 'issue_changes', 'events', 'event_tags']) expect(afterIssue[table], table).toBe(0);
+    expect(afterIssue.seen_events, 'rows that are not the issue\'s stay').toBe(1);
+    for (const [table, n] of Object.entries(await orphanIssueRows(db))) expect(n, `orphans in ${table}`).toBe(0);
+
+    // A project: everything under it, and nothing of another project.
+    await db.deleteFrom('projects').where('id', 'in', [a, b]).execute();
+    for (const pid of [a, b]) for (const [table, n] of Object.entries(await countRowsByProject(db, pid))) expect(n, `${table} of project ${pid}`).toBe(0);
+    expect(await countRowsByProject(db, c)).toEqual(untouched);
+  });
 });
 
 describe.skipIf(!dialects.includes('postgres'))('migration 006 on postgres', () => {
@@ -120,6 +160,23 @@ describe.skipIf(!dialects.includes('postgres'))('migration 006 on postgres', () 
         ['detail', 'e'],
         ['raw', 'e'],
       ]);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+});
+
+describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () => {
+  it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
+    const database = await createTestDatabase('postgres');
+    const store = await openStore(database.url);
+    try {
+      await migrate(store);
+      const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
+      expect(keys.rows.map((r) => r.table)).toEqual(['events', 'issue_changes', 'issue_changes']);
+      const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
+      expect(triggers.rows.map((r) => r.name)).toEqual(['events_delete_rows', 'issues_delete_rows', 'projects_delete_rows']);
     } finally {
       await store.close();
       await database.drop();
