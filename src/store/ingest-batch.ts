@@ -21,6 +21,7 @@ import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
 import type { Dialect, Store } from './database.js';
 import { packPayloads, type PackedChunk, type PayloadSlot } from './payloads.js';
+import { pgArrayLiteral } from './pg-arrays.js';
 import type { Database, EventTable, IssueRow, ReleaseRow, SessionRow } from './schema.js';
 
 type Db = Kysely<Database>;
@@ -533,7 +534,7 @@ function num(value: unknown): number {
  * by its own index probe (see readPostgres).
  */
 function lookup(table: keyof Database, projectId: number, column: string, keys: unknown[], type: 'text' | 'int8') {
-  return sql`select t.* from unnest(${keys}::${sql.raw(type)}[]) as k(v)
+  return sql`select t.* from unnest(${pgArrayLiteral(keys, type)}::${sql.raw(type)}[]) as k(v)
              cross join lateral (select * from ${sql.table(table)} where project_id = ${projectId} and ${sql.ref(column)} = k.v offset 0) t`;
 }
 
@@ -712,7 +713,7 @@ class Batch {
       return Promise.all([
         this.rows<{ event_id: string; id: number | null }>(
           sql`select e.event_id, case when s.event_id is null then nextval('events_id_seq') end as id
-              from unnest(${k.eventIds}::text[]) as e(event_id)
+              from unnest(${pgArrayLiteral(k.eventIds, 'text')}::text[]) as e(event_id)
               left join lateral (select event_id from seen_events where project_id = ${pid} and event_id = e.event_id offset 0) s on true`,
         ),
         this.rows<{ day: number; events: number }>(lookup('daily_usage', pid, 'day', k.days, 'int8')),
@@ -720,7 +721,7 @@ class Batch {
         this.rows<IssueWithTimes & { key: string; new_id: number | null }>(
           sql`select f.fingerprint as key, i.*, fe.timestamp as first_ts, le.timestamp as last_ts,
                 case when i.id is null then nextval('issues_id_seq') end as new_id
-              from unnest(${k.fingerprints}::text[]) with ordinality as f(fingerprint, n)
+              from unnest(${pgArrayLiteral(k.fingerprints, 'text')}::text[]) with ordinality as f(fingerprint, n)
               left join lateral (select * from issues where project_id = ${pid} and fingerprint = f.fingerprint for update) i on true
               left join events fe on fe.id = i.first_seen_id
               left join events le on le.id = i.last_seen_id
@@ -728,7 +729,7 @@ class Batch {
         ),
         this.rows<ProjectSnapshot['resolvedReleases'][number]>(
           sql`select r.issue_id, r.release, r.first_seen
-              from unnest(${k.fingerprints}::text[]) as f(fingerprint)
+              from unnest(${pgArrayLiteral(k.fingerprints, 'text')}::text[]) as f(fingerprint)
               cross join lateral (select id from issues where project_id = ${pid} and fingerprint = f.fingerprint and status = 'resolved' offset 0) i
               cross join lateral (select issue_id, release, first_seen from issue_releases where issue_id = i.id offset 0) r`,
         ),
@@ -1309,7 +1310,7 @@ class Batch {
 
 /** One array parameter per column, for `unnest(...)` on PostgreSQL. */
 function unnestArrays(spec: ColumnSpec, rows: Record<string, unknown>[]) {
-  return sql.join(spec.map(([name, type]) => sql`${rows.map((r) => r[name] ?? null)}::${sql.raw(type)}[]`));
+  return sql.join(spec.map(([name, type]) => sql`${pgArrayLiteral(rows.map((r) => r[name]), type)}::${sql.raw(type)}[]`));
 }
 
 /** An issue row written back: ingest's columns take the batch's final values. */
