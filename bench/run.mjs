@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { createBenchDatabase, postgresBaseUrl } from './lib/db.mjs';
 import { startLoad, wrkVersion } from './lib/generators.mjs';
 import { RELEASES, writeTemplateFile } from './lib/payloads.mjs';
-import { freePort, sampler, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
+import { cpuOfProcessesNamed, freePort, sampler, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
 import { summarizeProfile } from './lib/profile.mjs';
 import { percentiles, round } from './lib/stats.mjs';
 
@@ -243,6 +243,7 @@ async function ingestPhase(ctx, project, { generator, duration, events, fingerpr
   const before = await counter.all(project.id);
   ctx.sampler.mark();
   const cpu0 = ctx.sampler.now().cpu;
+  const db0 = ctx.kind === 'postgres' ? cpuOfProcessesNamed('postgres') : null;
   const load = startLoad({
     generator,
     mode: 'closed',
@@ -285,6 +286,7 @@ async function ingestPhase(ctx, project, { generator, duration, events, fingerpr
   const settled = await settle(counter, project.id, ended, opts.settleMs);
   const after = await counter.all(project.id);
   const cpu1 = ctx.sampler.now().cpu;
+  const db1 = db0 === null ? null : cpuOfProcessesNamed('postgres');
   const peakRss = ctx.sampler.mark();
   const wall = (Math.max(settled.doneAt, ended) - t0) / 1000;
   const processed = after.counted - before.counted;
@@ -306,6 +308,8 @@ async function ingestPhase(ctx, project, { generator, duration, events, fingerpr
     latency_ms: result.latency_ms,
     server_cpu_cores: round((cpu1 - cpu0) / wall),
     generator_cpu_cores: round(result.generator_cpu_seconds / result.seconds),
+    // The local PostgreSQL server's processes, which share the machine's cores.
+    ...(db0 !== null && db1 !== null ? { database_cpu_cores: round((db1 - db0) / wall) } : {}),
     server_peak_rss_mb: round(peakRss / 2 ** 20, 1),
   };
 }
@@ -498,6 +502,8 @@ function printSummary(result) {
   row(`latency at ${opts.rate} events/s p50/p95/p99 ms`, (d) => lat(d.fixed_rate?.latency_ms));
   row(`  baseline at ${opts.rate} events/s`, () => lat(b?.fixed_rate?.latency_ms));
   row('server CPU at saturation (cores)', (d) => f(d.saturation?.server_cpu_cores));
+  row('  database server CPU (cores, local PostgreSQL)', (d) => (d.saturation?.database_cpu_cores === undefined ? 'n/a' : f(d.saturation.database_cpu_cores)));
+  row('  load generator CPU (cores)', (d) => f(d.saturation?.generator_cpu_cores));
   row('server peak RSS under load MB', (d) => f(d.peak_rss_under_load_mb));
   row('server peak RSS whole run (VmHWM) MB', (d) => f(d.peak_rss_run_mb));
   row(`backlog ${opts.backlog} events: issues / overview visible s`, (d) =>
@@ -530,7 +536,7 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     counter = await database.counter();
     out.server_entry = server.entry;
     out.database_version = await counter.version();
-    ctx = { server, counter, templatesFile: ctxTemplates, sampler: sampler(server.pid) };
+    ctx = { kind, server, counter, templatesFile: ctxTemplates, sampler: sampler(server.pid) };
     const project = await createProject(server.url, 'bench');
 
     if (opts.warmupSeconds > 0) {
@@ -656,7 +662,7 @@ async function profileRun(runDir, generator, kind) {
   try {
     server = await startFaultline(database.url, path.join(runDir, `server-profile-${kind}.log`), profDir);
     counter = await database.counter();
-    const ctx = { server, counter, templatesFile: ctxTemplates, sampler: sampler(server.pid) };
+    const ctx = { kind, server, counter, templatesFile: ctxTemplates, sampler: sampler(server.pid) };
     const project = await createProject(server.url, 'bench');
     sat = await ingestPhase(ctx, project, { generator, duration: opts.profileDuration, fingerprints: opts.fingerprints, connections: opts.connections });
     ctx.sampler.stop();

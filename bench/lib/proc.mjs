@@ -63,6 +63,32 @@ export function procStats(pid) {
 }
 
 /**
+ * CPU seconds of every process whose command name is `name` (e.g. the local PostgreSQL
+ * server's backends), or null without /proc. A database elsewhere counts nothing here.
+ */
+export function cpuOfProcessesNamed(name) {
+  let total = 0;
+  let entries;
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
+/**
  * Samples a process every `intervalMs`: the highest RSS seen since the last `mark()`
  * and the latest CPU time, so numbers survive the process exiting.
  */
