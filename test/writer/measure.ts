@@ -4,7 +4,7 @@
 //   npx tsc -p tsconfig.json --noEmit false --outDir node_modules/.cache/measure
 //   node node_modules/.cache/measure/test/writer/measure.js [--wave 200] [--events 20000]
 //        [--dialect sqlite|postgres] [--sizes 3000,20000] [--statements] [--pragma 'wal_autocheckpoint = 0']
-//        [--drop-indexes events_project_user,...]
+//        [--drop-indexes events_project_user,...] [--wal-pages]
 // PostgreSQL runs when TEST_DATABASE_URL is set.
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -23,6 +23,8 @@ const waves = Number(arg('wave', '200'));
 const total = Number(arg('events', '20000'));
 const only = arg('dialect', '');
 const timing = process.argv.includes('--statements');
+/** SQLite: which tables and indexes the pages each commit writes to the WAL belong to. */
+const walPages = process.argv.includes('--wal-pages');
 /** Payload sizes in bytes: 70 % small, 30 % large, as the benchmark issue describes. */
 const [smallSize, largeSize] = arg('sizes', '3000,20000').split(',').map(Number);
 
@@ -111,6 +113,36 @@ function payload(size: number, seed: number): { detail: NormalizedEvent['detail'
   return { detail, raw };
 }
 
+/**
+ * Reads the WAL (no checkpoint ran: every page each commit wrote is a frame of it) and
+ * names the table or index each frame's page belongs to (SQLite's dbstat), per commit.
+ */
+function printWalPages(file: string): void {
+  const wal = fs.readFileSync(`${file}-wal`);
+  const pageSize = wal.readUInt32BE(8);
+  const pages: number[] = [];
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    pages.push(wal.readUInt32BE(at));
+    if (wal.readUInt32BE(at + 4) !== 0) commits += 1;
+  }
+  const db = new BetterSqlite3(file, { readonly: true });
+  const owner = new Map(
+    (db.prepare('select name, pageno, pagetype from dbstat').all() as { name: string; pageno: number; pagetype: string }[]).map((r) => [
+      r.pageno,
+      r.pagetype === 'internal' ? `${r.name} (interior)` : r.name,
+    ]),
+  );
+  db.close();
+  const counts = new Map<string, number>();
+  for (const p of pages) {
+    const name = owner.get(p) ?? (p === 1 ? '(header)' : '(free)');
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
+  console.log(`  WAL: ${pages.length} pages in ${commits} commits, ${(pages.length / commits).toFixed(1)} per commit; per commit by table or index:`);
+  for (const [name, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`    ${name.padEnd(44)} ${(n / commits).toFixed(2)}`);
+}
+
 async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
   const t = await openTestStore(dialect);
   try {
@@ -125,8 +157,10 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
       else timer.installPostgres();
     }
     const store = t.store;
-    // Statements are timed on this thread, so batches must run here.
-    const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), ...(timing ? { batchThread: false } : {}) });
+    // Statements are timed on this thread, and the WAL is kept whole for this connection
+    // only, so then batches must run here.
+    if (walPages && dialect === 'sqlite') await sql.raw('pragma wal_autocheckpoint = 0').execute(store.db);
+    const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), ...(timing || walPages ? { batchThread: false } : {}) });
     const levels: Level[] = ['error', 'error', 'error', 'warning', 'fatal', 'info'];
     const templates = Array.from({ length: 20 }, (_, i) => payload(i < 14 ? smallSize : largeSize, i));
     const now = Date.UTC(2026, 0, 10, 12);
@@ -162,6 +196,7 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     const mainCpu = mainThreadCpuUs() - main0;
     const stats = writer.stats();
     await writer.close();
+    if (walPages && dialect === 'sqlite') printWalPages(t.database.url.replace(/^sqlite:/, ''));
     if (dialect === 'sqlite' && pragma.startsWith('wal_autocheckpoint = 0')) {
       // With automatic checkpoints off, the WAL holds every page the run wrote.
       const [row] = (await sql.raw('pragma wal_checkpoint(PASSIVE)').execute(t.store.db)).rows as { log: number }[];
