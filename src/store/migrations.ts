@@ -397,8 +397,9 @@ const INGEST_FOREIGN_KEYS: readonly [table: string, constraint: string][] = [
  * never fail: a batch writes under its project's row lock (FOR NO KEY UPDATE, which a
  * project's deletion waits for) and upserts the issues its events name in the same
  * statement. What the keys also did, removing a project's, an issue's or an event's
- * rows with it, the triggers do, one statement per child table (docs/architecture.md).
- * Two kinds of key stay: issue_changes', written only by people and regressions, and
+ * rows with it, the triggers do, one statement per child table (docs/architecture.md);
+ * an issue's events still go through their key. Two kinds of key stay: issue_changes',
+ * written only by people and regressions, and
  * events → issues, the one check that could fail: an issue created by a writer that
  * does not take the project lock gets another id than the one the batch gave its
  * events, and the batch must fail rather than leave them without an issue (0.6 of the
