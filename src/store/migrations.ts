@@ -388,6 +388,17 @@ const INGEST_FOREIGN_KEYS: readonly [table: string, constraint: string][] = [
   ['payload_chunks', 'payload_chunks_project_id_fkey'],
 ];
 
+/** What migration 009's delete triggers remove: parent, the children's column naming it, children in order. */
+const DELETE_CASCADES: readonly [parent: string, column: string, children: readonly string[]][] = [
+  [
+    'projects',
+    'project_id',
+    ['event_tags', 'events', 'issues', 'seen_events', 'project_hourly', 'releases', 'daily_usage', 'sessions', 'session_hourly', 'payload_chunks'],
+  ],
+  ['issues', 'issue_id', ['issue_releases', 'issue_users', 'issue_hourly']],
+  ['events', 'event_id', ['event_tags']],
+];
+
 /**
  * PostgreSQL: the ingest tables' cascading foreign keys become statement-level delete
  * triggers on the parents. A foreign key checks its parent with a query per inserted
@@ -415,51 +426,13 @@ function m009(dialect: Dialect): Migration {
       }
       // `gone` is the statement's deleted rows (a transition table): one delete per child
       // table per statement, however many parent rows it removed.
-      await sql
-        .raw(
-          `create or replace function faultline_delete_project_rows() returns trigger language plpgsql as $$
-begin
-  delete from event_tags where project_id in (select id from gone);
-  delete from events where project_id in (select id from gone);
-  delete from issues where project_id in (select id from gone);
-  delete from seen_events where project_id in (select id from gone);
-  delete from project_hourly where project_id in (select id from gone);
-  delete from releases where project_id in (select id from gone);
-  delete from daily_usage where project_id in (select id from gone);
-  delete from sessions where project_id in (select id from gone);
-  delete from session_hourly where project_id in (select id from gone);
-  delete from payload_chunks where project_id in (select id from gone);
-  return null;
-end $$`,
-        )
-        .execute(db);
-      await sql
-        .raw(
-          `create or replace function faultline_delete_issue_rows() returns trigger language plpgsql as $$
-begin
-  delete from issue_releases where issue_id in (select id from gone);
-  delete from issue_users where issue_id in (select id from gone);
-  delete from issue_hourly where issue_id in (select id from gone);
-  return null;
-end $$`,
-        )
-        .execute(db);
-      await sql
-        .raw(
-          `create or replace function faultline_delete_event_rows() returns trigger language plpgsql as $$
-begin
-  delete from event_tags where event_id in (select id from gone);
-  return null;
-end $$`,
-        )
-        .execute(db);
-      for (const [table, fn] of [
-        ['projects', 'faultline_delete_project_rows'],
-        ['issues', 'faultline_delete_issue_rows'],
-        ['events', 'faultline_delete_event_rows'],
-      ]) {
+      for (const [parent, column, children] of DELETE_CASCADES) {
+        const deletes = children.map((child) => `  delete from ${child} where ${column} in (select id from gone);`).join('\n');
         await sql
-          .raw(`create trigger ${table}_delete_rows after delete on ${table} referencing old table as gone for each statement execute function ${fn}()`)
+          .raw(`create or replace function faultline_delete_${parent}_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`)
+          .execute(db);
+        await sql
+          .raw(`create trigger ${parent}_delete_rows after delete on ${parent} referencing old table as gone for each statement execute function faultline_delete_${parent}_rows()`)
           .execute(db);
       }
     },
