@@ -16,7 +16,7 @@ import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
-import { nodeIngestRuntime } from './node-runtime.js';
+import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
   clock?: Clock;
@@ -54,7 +54,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
         ? new SharedRateLimiter(store, config.rateLimit, logger)
         : new MemoryRateLimiter(config.rateLimit),
     ingest,
-    ingestRuntime: nodeIngestRuntime,
+    ingestRuntime: store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
   };

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
-import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import net from 'node:net';
+import { nodeIngestRuntime, PARSES_PER_TURN, postgresNodeIngestRuntime } from '../../src/editions/node-runtime.js';
 import { handleIngest, type PipelineDeps } from '../../src/ingest/pipeline.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { createProject, hex32, openTestStore, type TestStore } from '../writer/factory.js';
@@ -87,6 +88,47 @@ describe('ingest pipeline: ready I/O before parsing', () => {
     setImmediate(() => order.push('io'));
     await request;
     expect(order).toEqual(['read', 'io', 'parse', 'submit']);
+  });
+
+  /**
+   * Sends `count` requests at once; at the first parse a byte goes out on a loopback
+   * socket, so its arrival is an I/O callback of the event loop's next poll phase.
+   * Returns how many parses ran before that callback.
+   */
+  async function parsesBeforeIo(runtime: typeof nodeIngestRuntime, count: number): Promise<number> {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+    const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+    await new Promise<void>((resolve) => client.once('connect', resolve));
+    const peer = await accepted;
+    const order: string[] = [];
+    peer.on('data', () => order.push('io'));
+    const d = deps(order, runtime.yieldToIo);
+    const md5Hex = d.ingestRuntime.md5Hex;
+    d.ingestRuntime = {
+      ...d.ingestRuntime,
+      md5Hex: (text) => {
+        if (!order.includes('parse')) client.write('x');
+        return md5Hex(text);
+      },
+    };
+    try {
+      await Promise.all(Array.from({ length: count }, () => send(d, order)));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(order.filter((step) => step === 'parse')).toHaveLength(count);
+      return order.slice(0, order.indexOf('io')).filter((step) => step === 'parse').length;
+    } finally {
+      client.destroy();
+      peer.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+
+  it('on PostgreSQL, lets I/O in after every few parses of a burst, not only after the whole burst', async () => {
+    expect(await parsesBeforeIo(postgresNodeIngestRuntime, 3 * PARSES_PER_TURN)).toBe(PARSES_PER_TURN);
+    // Without pacing the burst is parsed in one go.
+    expect(await parsesBeforeIo(nodeIngestRuntime, 3 * PARSES_PER_TURN)).toBe(3 * PARSES_PER_TURN);
   });
 
   it('parses at once when the edition has no yieldToIo', async () => {
