@@ -1,9 +1,8 @@
 // The Node parts of the ingest path (AppDeps.ingestRuntime): zlib for
-// Content-Encoding and legacy /store/ bodies, node:crypto for the fingerprint
-// MD5, setImmediate to let ready I/O run before a request is parsed (on PostgreSQL a
-// few per turn of the event loop). The ingest
-// and HTTP modules themselves use Web APIs only; another
-// edition supplies its own (for example a pure-JS inflate and MD5).
+// Content-Encoding and legacy /store/ bodies, node:crypto for the fingerprint MD5,
+// setImmediate to let ready I/O run before a request is parsed (on PostgreSQL a few
+// per turn of the event loop). The ingest and HTTP modules themselves use Web APIs
+// only; another edition supplies its own (for example a pure-JS inflate and MD5).
 import * as crypto from 'node:crypto';
 import zlib from 'node:zlib';
 import type { IngestRuntime } from '../context.js';

@@ -410,12 +410,12 @@ const DELETE_CASCADES: readonly [parent: string, column: string, children: reado
  * statement. What the keys also did, removing a project's, an issue's or an event's
  * rows with it, the triggers do, one statement per child table (docs/architecture.md);
  * an issue's events still go through their key. Two kinds of key stay: issue_changes',
- * written only by people and regressions, and
- * events → issues, the one check that could fail: an issue created by a writer that
- * does not take the project lock gets another id than the one the batch gave its
- * events, and the batch must fail rather than leave them without an issue (0.6 of the
- * 9 ms). SQLite keeps every key: there a check is a lookup in a page the batch has just
- * read, and turning them off bought nothing (BENCHMARKS.md).
+ * written only by people and regressions, and events → issues, the one check that
+ * could fail: an issue created by a writer that does not take the project lock gets
+ * another id than the one the batch gave its events, and the batch must fail rather
+ * than leave them without an issue (0.6 of the 9 ms). SQLite keeps every key: there a
+ * check is a lookup in a page the batch has just read, and turning them off bought
+ * nothing (BENCHMARKS.md).
  */
 function m009(dialect: Dialect): Migration {
   return {

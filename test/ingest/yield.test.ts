@@ -1,12 +1,13 @@
 // The ingest pipeline lets ready I/O run between reading a request's body and parsing
 // it (IngestRuntime.yieldToIo): parsing a burst of requests back to back used to hold
 // the database's answers back for the whole burst. Checked on the pipeline itself with
-// a real store: the order of the steps, and that with Node's runtime an I/O callback
-// already queued runs before the request is parsed.
+// a real store: the order of the steps, that with Node's runtime an I/O callback
+// already queued runs before the request is parsed, and that on PostgreSQL I/O also
+// gets in after every PARSES_PER_TURN parses of a burst.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
-import net from 'node:net';
 import { nodeIngestRuntime, PARSES_PER_TURN, postgresNodeIngestRuntime } from '../../src/editions/node-runtime.js';
 import { handleIngest, type PipelineDeps } from '../../src/ingest/pipeline.js';
 import type { ProjectRow } from '../../src/store/schema.js';
