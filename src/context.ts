@@ -32,8 +32,9 @@ export interface IngestRuntime {
   md5Hex: Md5Hex;
   /**
    * Resolves once the event loop has handled the I/O that is ready (Node: the next
-   * check phase, `setImmediate`). The pipeline waits for it between reading a body and
-   * parsing it; see handleIngest. Editions without such a loop leave it out.
+   * check phase, `setImmediate`; on PostgreSQL a burst goes a few per check phase). The
+   * pipeline waits for it between reading a body and parsing it; see handleIngest.
+   * Editions without such a loop leave it out.
    */
   yieldToIo?: () => Promise<void>;
 }

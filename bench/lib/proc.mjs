@@ -44,6 +44,13 @@ function ticksPerSecond() {
   return clockTicks;
 }
 
+/** utime + stime in seconds from a `/proc/<pid>/stat` line. */
+function cpuSecondsOf(stat) {
+  // Fields after the command name (which may contain spaces) start at index 2 (state).
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
+}
+
 /** Memory (bytes) and CPU seconds of a live process, or null when it is gone or /proc is absent. */
 export function procStats(pid) {
   try {
@@ -52,10 +59,7 @@ export function procStats(pid) {
       const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
       return m ? Number(m[1]) * 1024 : null;
     };
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may contain spaces) start at index 2 (state).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cpu = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
+    const cpu = cpuSecondsOf(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
     return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpu };
   } catch {
     return null;
@@ -79,8 +83,7 @@ export function cpuOfProcessesNamed(name) {
     try {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
+      total += cpuSecondsOf(stat);
     } catch {
       // the process ended meanwhile
     }

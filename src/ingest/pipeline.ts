@@ -111,7 +111,8 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     // database's answers (PostgreSQL's results, the SQLite batch thread's replies): each
     // batch's round trip waited for the whole burst, about 10 of the 28 ms of a
     // PostgreSQL batch. Parsing in the next check phase lets that I/O go first
-    // (+16 % requests/s on PostgreSQL, +10 % on SQLite, BENCHMARKS.md).
+    // (+16 % requests/s on PostgreSQL, +10 % on SQLite, BENCHMARKS.md); the Node
+    // edition on PostgreSQL also lets it in between the parses of one burst.
     await deps.ingestRuntime.yieldToIo?.();
     const { decompress, md5Hex } = deps.ingestRuntime;
     const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES, decompress);
