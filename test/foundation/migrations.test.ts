@@ -143,12 +143,22 @@ describe.each(dialects)('migrations on %s', (dialect) => {
   });
 });
 
+/** Runs `check` on a fresh PostgreSQL database migrated to the latest version. */
+async function onMigratedPostgres(check: (store: Store) => Promise<void>): Promise<void> {
+  const database = await createTestDatabase('postgres');
+  const store = await openStore(database.url);
+  try {
+    await migrate(store);
+    await check(store);
+  } finally {
+    await store.close();
+    await database.drop();
+  }
+}
+
 describe.skipIf(!dialects.includes('postgres'))('migration 006 on postgres', () => {
   it('stores the payload blobs without PostgreSQL compressing them again', async () => {
-    const database = await createTestDatabase('postgres');
-    const store = await openStore(database.url);
-    try {
-      await migrate(store);
+    await onMigratedPostgres(async (store) => {
       const rows = await store.db
         .selectFrom('pg_attribute' as any)
         .select(['attname', 'attstorage'])
@@ -160,26 +170,17 @@ describe.skipIf(!dialects.includes('postgres'))('migration 006 on postgres', () 
         ['detail', 'e'],
         ['raw', 'e'],
       ]);
-    } finally {
-      await store.close();
-      await database.drop();
-    }
+    });
   });
 });
 
 describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () => {
   it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
-    const database = await createTestDatabase('postgres');
-    const store = await openStore(database.url);
-    try {
-      await migrate(store);
+    await onMigratedPostgres(async (store) => {
       const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
       expect(keys.rows.map((r) => r.table)).toEqual(['events', 'issue_changes', 'issue_changes']);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
       expect(triggers.rows.map((r) => r.name)).toEqual(['events_delete_rows', 'issues_delete_rows', 'projects_delete_rows']);
-    } finally {
-      await store.close();
-      await database.drop();
-    }
+    });
   });
 });
