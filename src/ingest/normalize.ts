@@ -502,12 +502,11 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
     };
   }
 
-  // The detail is built only when asked for, from the payload again: ingest stores the raw
-  // payload and the event detail route rebuilds the detail from it. No closure here may
-  // refer to the parsed payload (`ev`): the event waits for its batch's commit, and a
-  // parsed tree kept alive that long was copied by young-generation GCs and promoted.
-  let detail: EventDetailData | undefined;
-
+  // Plain data only. The event waits for its batch's commit: a parsed tree kept alive that
+  // long (a closure over `ev`) was copied by young-generation GCs and promoted, and an
+  // accessor (a lazy `detail` getter over `payload`) kept every request body until the
+  // next full collection. The detail is rebuilt from the stored raw payload when asked
+  // for (eventDetailFromRaw).
   return {
     eventId,
     timestamp,
@@ -534,9 +533,6 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
     sdkName: text(sdk?.name, 128) ?? '',
     tags,
     fingerprint,
-    get detail() {
-      return (detail ??= normalize(payload, ctx, true));
-    },
     raw: payload,
   };
 }

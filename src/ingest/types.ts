@@ -70,11 +70,6 @@ export interface NormalizedEvent {
   tags: Record<string, string>;
   /** Grouping hash, 32 lowercase hex. */
   fingerprint: string;
-  /**
-   * The normalised detail, derived from `raw` on first access; ingest never asks for it
-   * (the read API rebuilds it from the stored raw payload).
-   */
-  readonly detail: EventDetailData;
   /** The item payload exactly as received. */
   raw: Uint8Array;
 }

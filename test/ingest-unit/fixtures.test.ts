@@ -6,9 +6,10 @@ import { decodeContent, MAX_BODY_BYTES } from '../../src/ingest/decode.js';
 import { decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
 import { normalizeEvent, parseTimestamp } from '../../src/ingest/normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from '../../src/ingest/sessions.js';
-import type { NormalizedEvent, SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
+import type { SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
 import { fixtureNames, readFixture, readRequests, replayHeaders, wireBody } from './fixtures.js';
 import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { withDetail, type DetailedEvent } from './detail.js';
 
 const { decompress, md5Hex } = nodeIngestRuntime;
 
@@ -17,7 +18,7 @@ const CLIENT_IP = '198.51.100.4';
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
 
 interface Processed {
-  events: NormalizedEvent[];
+  events: DetailedEvent[];
   sessions: SessionUpdate[];
   aggregates: SessionAggregate[];
   types: string[];
@@ -31,15 +32,15 @@ function processEnvelope(body: Uint8Array): Processed {
   const envelopeEventId = typeof env.headers.event_id === 'string' ? env.headers.event_id : null;
   const out: Processed = { events: [], sessions: [], aggregates: [], types: env.items.map((i) => i.type), malformed: env.malformed };
   for (const item of env.items) {
-    if (item.type === 'event') out.events.push(normalizeEvent(item.payload, { receivedAt: RECEIVED, sentAt, envelopeEventId, clientIp: CLIENT_IP, md5Hex }));
+    if (item.type === 'event') out.events.push(withDetail(normalizeEvent(item.payload, { receivedAt: RECEIVED, sentAt, envelopeEventId, clientIp: CLIENT_IP, md5Hex })));
     else if (item.type === 'session') out.sessions.push(parseSessionUpdate(item.payload, { receivedAt: RECEIVED }));
     else if (item.type === 'sessions') out.aggregates.push(...parseSessionAggregates(item.payload, { receivedAt: RECEIVED }));
   }
   return out;
 }
 
-function processStore(body: Uint8Array): NormalizedEvent {
-  return normalizeEvent(decodeStoreBody(body, decompress), { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: CLIENT_IP, md5Hex });
+function processStore(body: Uint8Array): DetailedEvent {
+  return withDetail(normalizeEvent(decodeStoreBody(body, decompress), { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: CLIENT_IP, md5Hex }));
 }
 
 const envelopeFile = (name: string) => processEnvelope(readFixture(name));

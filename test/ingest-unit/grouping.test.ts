@@ -9,12 +9,13 @@ import {
 import { normalizeEvent } from '../../src/ingest/normalize.js';
 import type { NormalizedException } from '../../src/ingest/types.js';
 import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { withDetail } from './detail.js';
 
 const { md5Hex } = nodeIngestRuntime;
 
 const enc = new TextEncoder();
 const CTX = { receivedAt: Date.UTC(2026, 10, 21), sentAt: null, envelopeEventId: null, clientIp: null, md5Hex };
-const norm = (event: unknown) => normalizeEvent(enc.encode(JSON.stringify(event)), CTX);
+const norm = (event: unknown) => withDetail(normalizeEvent(enc.encode(JSON.stringify(event)), CTX));
 const fp = (event: unknown) => norm(event).fingerprint;
 const input = (event: unknown) => norm(event).detail.fingerprint_input;
 

@@ -3,13 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { InvalidItemError } from '../../src/ingest/errors.js';
 import { normalizeEvent, parseTimestamp, type NormalizeContext } from '../../src/ingest/normalize.js';
 import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { withDetail } from './detail.js';
 
 const RECEIVED = Date.UTC(2026, 10, 21, 12, 0, 0);
 const CTX: NormalizeContext = { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: '203.0.113.7', md5Hex: nodeIngestRuntime.md5Hex };
 const enc = new TextEncoder();
 
 function norm(event: unknown, ctx: Partial<NormalizeContext> = {}) {
-  return normalizeEvent(enc.encode(JSON.stringify(event)), { ...CTX, ...ctx });
+  return withDetail(normalizeEvent(enc.encode(JSON.stringify(event)), { ...CTX, ...ctx }));
 }
 
 const frame = (file: string, fn: string, lineno: number, inApp = true) => ({
@@ -32,7 +33,7 @@ describe('payload', () => {
   });
 
   it('accepts Python NaN / Infinity tokens (as null) but leaves them alone inside strings', () => {
-    const e = normalizeEvent(enc.encode('{"message":"NaN and Infinity","extra":{"a":NaN,"b":-Infinity,"c":Infinity}}'), CTX);
+    const e = withDetail(normalizeEvent(enc.encode('{"message":"NaN and Infinity","extra":{"a":NaN,"b":-Infinity,"c":Infinity}}'), CTX));
     expect(e.message).toBe('NaN and Infinity');
     expect(e.detail.extra).toEqual({ a: null, b: null, c: null });
   });
@@ -435,6 +436,20 @@ describe('crash flag', () => {
     expect(norm({ exception: [{ type: 'E', mechanism: { type: 'generic' } }] }).isCrash).toBe(false);
     expect(norm({ exception: [{ type: 'E', mechanism: { handled: 'false' } }] }).isCrash).toBe(false);
     expect(norm({ level: 'error', message: 'm' }).isCrash).toBe(false);
+  });
+});
+
+describe('the normalised event', () => {
+  // It waits for its batch's commit on the main thread. An accessor on it (the lazy
+  // `detail` getter it once had) lived in the old generation with a closure over the
+  // payload, so every request body stayed in memory until the next full collection:
+  // 25-30 MB/s of ArrayBuffers promoted at saturation, and a sixth less throughput.
+  it('is plain data: no accessor or function on it keeps the payload alive', () => {
+    const e = normalizeEvent(enc.encode(JSON.stringify({ message: 'm', user: { id: 'u1' }, tags: { a: 'b' } })), CTX);
+    for (const [key, property] of Object.entries(Object.getOwnPropertyDescriptors(e))) {
+      expect(property.get, key).toBeUndefined();
+      expect(typeof property.value, key).not.toBe('function');
+    }
   });
 });
 

@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { sql } from 'kysely';
-import type { IngestWork, Level, NormalizedEvent } from '../../src/ingest/types.js';
+import type { IngestWork, Level } from '../../src/ingest/types.js';
 import { createProject, fp, hex32, makeEvent, makeSession, makeWork, newWriter, openTestStore } from './factory.js';
 
 function arg(name: string, fallback: string): string {
@@ -88,29 +88,15 @@ function mainThreadCpuUs(): number {
   }
 }
 
-function payload(size: number, seed: number): { detail: NormalizedEvent['detail']; raw: Buffer } {
+function payload(size: number, seed: number): { raw: Buffer } {
   const breadcrumbs: Record<string, unknown>[] = [];
   const frames = Array.from({ length: 12 }, (_, i) => ({ filename: `src/module${(seed + i) % 40}.js`, function: `handler${i}`, lineno: 10 + i, colno: 5, in_app: i < 6 }));
   while (JSON.stringify(breadcrumbs).length < size - 1500) {
     const n = breadcrumbs.length;
     breadcrumbs.push({ timestamp: 1767000000 + n, category: n % 3 ? 'http' : 'ui.click', message: `step ${n} of request ${seed}`, data: { url: `/api/items/${seed % 97}/${n}`, status_code: 200 } });
   }
-  const detail = {
-    message: '',
-    exceptions: [{ type: 'TypeError', value: `Cannot read properties of undefined (reading 'id${seed % 200}')`, frames }],
-    breadcrumbs,
-    contexts: { os: { name: 'Android', version: '14' }, device: { model: 'Pixel 8' } },
-    user: { id: `u${seed % 1000}` },
-    request: null,
-    extra: null,
-    sdk: { name: 'sentry.java.android', version: '7.0.0' },
-    debug_images: [],
-    fingerprint_input: null,
-    logger: null,
-    server_name: null,
-  };
   const raw = Buffer.from(JSON.stringify({ event_id: hex32(), exception: { values: [{ type: 'TypeError', stacktrace: { frames } }] }, breadcrumbs: { values: breadcrumbs } }));
-  return { detail, raw };
+  return { raw };
 }
 
 /**
@@ -176,7 +162,6 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
         timestamp: now - (i % 3600) * 1000,
         userKey: `u${i % 1000}`,
         tags: { os: 'Android 14', device: 'Pixel 8', release: `app@1.${i % 10}.0`, environment: 'production', handled: 'yes' },
-        detail: tpl.detail,
         raw: tpl.raw,
       });
       works.push(makeWork(project, { events: [e], receivedAt: now, sessions: i % 10 === 0 ? [makeSession({ release: `app@1.${i % 10}.0` })] : [] }));
