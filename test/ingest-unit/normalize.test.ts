@@ -443,7 +443,7 @@ describe('the normalised event', () => {
   // It waits for its batch's commit on the main thread. An accessor on it (the lazy
   // `detail` getter it once had) lived in the old generation with a closure over the
   // payload, so every request body stayed in memory until the next full collection:
-  // 25-30 MB/s of ArrayBuffers promoted at saturation, and a sixth less throughput.
+  // 25-30 MB/s of ArrayBuffers kept at saturation, and about a tenth less throughput.
   it('is plain data: no accessor or function on it keeps the payload alive', () => {
     const e = normalizeEvent(enc.encode(JSON.stringify({ message: 'm', user: { id: 'u1' }, tags: { a: 'b' } })), CTX);
     for (const [key, property] of Object.entries(Object.getOwnPropertyDescriptors(e))) {
