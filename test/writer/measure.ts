@@ -88,15 +88,14 @@ function mainThreadCpuUs(): number {
   }
 }
 
-function payload(size: number, seed: number): { raw: Buffer } {
+function payload(size: number, seed: number): Buffer {
   const breadcrumbs: Record<string, unknown>[] = [];
   const frames = Array.from({ length: 12 }, (_, i) => ({ filename: `src/module${(seed + i) % 40}.js`, function: `handler${i}`, lineno: 10 + i, colno: 5, in_app: i < 6 }));
   while (JSON.stringify(breadcrumbs).length < size - 1500) {
     const n = breadcrumbs.length;
     breadcrumbs.push({ timestamp: 1767000000 + n, category: n % 3 ? 'http' : 'ui.click', message: `step ${n} of request ${seed}`, data: { url: `/api/items/${seed % 97}/${n}`, status_code: 200 } });
   }
-  const raw = Buffer.from(JSON.stringify({ event_id: hex32(), exception: { values: [{ type: 'TypeError', stacktrace: { frames } }] }, breadcrumbs: { values: breadcrumbs } }));
-  return { raw };
+  return Buffer.from(JSON.stringify({ event_id: hex32(), exception: { values: [{ type: 'TypeError', stacktrace: { frames } }] }, breadcrumbs: { values: breadcrumbs } }));
 }
 
 /**
@@ -148,11 +147,10 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     if (walPages && dialect === 'sqlite') await sql.raw('pragma wal_autocheckpoint = 0').execute(store.db);
     const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), ...(timing || walPages ? { batchThread: false } : {}) });
     const levels: Level[] = ['error', 'error', 'error', 'warning', 'fatal', 'info'];
-    const templates = Array.from({ length: 20 }, (_, i) => payload(i < 14 ? smallSize : largeSize, i));
+    const payloads = Array.from({ length: 20 }, (_, i) => payload(i < 14 ? smallSize : largeSize, i));
     const now = Date.UTC(2026, 0, 10, 12);
     const works: IngestWork[] = [];
     for (let i = 0; i < total; i++) {
-      const tpl = templates[i % templates.length];
       const level = levels[i % levels.length];
       const e = makeEvent({
         fingerprint: fp(`fp${i % 200}`),
@@ -162,7 +160,7 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
         timestamp: now - (i % 3600) * 1000,
         userKey: `u${i % 1000}`,
         tags: { os: 'Android 14', device: 'Pixel 8', release: `app@1.${i % 10}.0`, environment: 'production', handled: 'yes' },
-        raw: tpl.raw,
+        raw: payloads[i % payloads.length],
       });
       works.push(makeWork(project, { events: [e], receivedAt: now, sessions: i % 10 === 0 ? [makeSession({ release: `app@1.${i % 10}.0` })] : [] }));
     }
