@@ -1,18 +1,26 @@
-// Blob codec for stored event payloads (`events.raw`, and `events.detail` of old
-// rows). New blobs are one tag byte (BROTLI_TAG) and a Brotli stream at quality 1:
-// on event-sized JSON (3-20 KB) that costs about 26 µs per event where zlib deflate
-// at level 1 cost 68 µs, for output 3 % larger (BENCHMARKS.md), and ingest runs it
-// for every stored event. Blobs written before start with zlib's 0x78 and are still
-// read. The synchronous calls are deliberate: on inputs this small the async
-// variants cost more in stream set-up than the compression itself (ingest runs it on
-// the batch thread or the compression worker instead).
+// Blob codec for stored event payloads (payload chunks, `events.raw`, and
+// `events.detail` of old rows). New blobs are one tag byte (BROTLI_TAG) and a Brotli
+// stream at quality 0 (BROTLI_QUALITY says why not 1). Blobs written before start with
+// the same tag (Brotli at quality 1, one decoder reads every quality) or with zlib's
+// 0x78, and are still read. The synchronous calls are deliberate: on inputs this small
+// the async variants cost more in stream set-up than the compression itself (ingest
+// runs it on the batch thread instead).
 import zlib from 'node:zlib';
 
 /** First byte of a Brotli blob. A zlib stream (the older format) always starts with 0x78. */
 export const BROTLI_TAG = 0x01;
 const ZLIB_FIRST_BYTE = 0x78;
-/** Shared with the compression worker, so both produce the same bytes. */
-export const BROTLI_QUALITY = 1;
+/**
+ * Quality 0, not 1. On a payload chunk (20-30 events, 100-256 KB) quality 1 allocates
+ * and frees over a megabyte of work buffers per call, and the freed memory goes back
+ * to the kernel to be faulted in again by the next call: at saturation the server took
+ * 1-4 page faults per request with quality 1 and 0.3-0.7 with quality 0, and the batch
+ * thread spent 177 against 147 µs of CPU per request (means of five alternating pairs;
+ * requests/s +13 %). The price is bytes: 250 instead of 223 per event on the
+ * benchmark's payloads, 1 446 instead of 1 109 on payloads with every digit randomised
+ * (BENCHMARKS.md).
+ */
+export const BROTLI_QUALITY = 0;
 /**
  * Output buffer size for `bytes`: half the input. zlib's default allocates 16 KB per
  * call; the bench's event JSON shrinks to about a quarter at quality 1, so half fits in
