@@ -4,7 +4,8 @@
 // the same tag (Brotli at quality 1, one decoder reads every quality) or with zlib's
 // 0x78, and are still read. The synchronous calls are deliberate: on inputs this small
 // the async variants cost more in stream set-up than the compression itself (ingest
-// runs it on the batch thread instead).
+// compresses inside the batch: on the batch thread for SQLite, on the main thread for
+// PostgreSQL).
 import zlib from 'node:zlib';
 
 /** First byte of a Brotli blob. A zlib stream (the older format) always starts with 0x78. */
@@ -12,14 +13,14 @@ export const BROTLI_TAG = 0x01;
 const ZLIB_FIRST_BYTE = 0x78;
 /**
  * Quality 0, not 1. On a payload chunk (20-30 events, 100-256 KB) quality 1 allocates
- * and frees over a megabyte of work buffers per call, and the freed memory goes back
- * to the kernel to be faulted in again by the next call: at saturation the server took
- * 1-4 page faults per request with quality 1 and 0.3-0.7 with quality 0, and the batch
- * thread spent 177 against 147 µs of CPU per request (means of five alternating pairs;
- * requests/s +13 %); on PostgreSQL, where the main thread compresses, 252 against 188 µs
- * on that thread and +23 % requests/s (three pairs). The price is bytes: 250 instead of 223 per event on the
- * benchmark's payloads, 1 446 instead of 1 109 on payloads with every digit randomised
- * (BENCHMARKS.md).
+ * and frees over a megabyte of work buffers per call, and that memory kept being
+ * faulted in anew (in a fresh process glibc handed it back to the kernel after every
+ * call). At saturation the server took 1-4 page faults per request with quality 1 and
+ * 0.3-0.7 with quality 0; the batch thread spent 177 against 147 µs of CPU per request
+ * (means of five alternating pairs, requests/s +13 %), and on PostgreSQL, where the
+ * main thread compresses, that thread 252 against 188 µs (three pairs, +23 %). The
+ * price is bytes: 250 instead of 223 per event on the benchmark's payloads, 1 446
+ * instead of 1 109 on payloads with every digit randomised (BENCHMARKS.md).
  */
 export const BROTLI_QUALITY = 0;
 /**
