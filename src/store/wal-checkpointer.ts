@@ -23,8 +23,9 @@ export const CHECKPOINT_INTERVAL_MS = 40;
 
 /**
  * The committing connection's own automatic checkpoint, kept as a safety net for a
- * checkpointer that falls behind or dies: in pages (4 KB), so the WAL stays below
- * about 64 MB whatever happens.
+ * checkpointer that falls behind or dies: in pages, so the WAL stays below about 128 MB
+ * whatever happens (8 KB pages, SQLITE_PAGE_SIZE; 64 MB in a database created with 4 KB
+ * pages by an older version).
  */
 export const WRITER_AUTOCHECKPOINT_PAGES = 16_384;
 
