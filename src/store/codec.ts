@@ -25,10 +25,11 @@ const ZLIB_FIRST_BYTE = 0x78;
 export const BROTLI_QUALITY = 0;
 /**
  * Output buffer size for `bytes`: half the input. zlib's default allocates 16 KB per
- * call; the bench's event JSON shrinks to about a quarter at quality 1, so half fits in
- * one buffer (a larger output simply takes a second one), and below 4 KB Node takes it
- * from its shared Buffer pool. On the bench's events: 24.1 -> 22.0 µs per call
- * (BENCHMARKS.md).
+ * call; sized when each event was compressed alone (its JSON shrank to about a quarter
+ * at quality 1), so half fits in one buffer (a larger output simply takes a second one),
+ * and below 4 KB Node takes it from its shared Buffer pool: 24.1 -> 22.0 µs per call
+ * (BENCHMARKS.md). A payload chunk now shrinks to about 3 %, so for chunks this buffer
+ * is many times the output; not re-measured since.
  */
 export function brotliChunkSize(inputBytes: number): number {
   return Math.max(64, inputBytes >>> 1);
