@@ -32,41 +32,21 @@ export const WRITER_AUTOCHECKPOINT_PAGES = 16_384;
 // The worker's whole program, evaluated from a string so it needs no file of its own
 // (the same code runs from src/ under vitest and from dist/). PASSIVE never waits for
 // the writer or readers: it copies what it can and tries again on the next tick.
-//
-// SQLite syncs the database file after a checkpoint only if no frame was appended
-// while it copied, which under steady ingest almost never happens: the pages copied
-// piled up unsynced in the page cache until the writer's safety-net checkpoint, inside
-// a commit, synced them all (25-35 ms at 2 000 events/s, about once a second: the
-// slowest commits behind the p99). So the worker flushes the file itself after every
-// checkpoint that copied frames, outside any lock (when SQLite has just synced, there
-// is nothing left to write). Its descriptor for that is never closed: closing any
-// descriptor of a file drops every POSIX lock the process holds on it, SQLite's
-// included; the process's exit closes it.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const fs = require('node:fs');
 const Database = require(workerData.module);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('journal_size_limit = ' + workerData.journalSizeLimit);
-const databaseFd = fs.openSync(workerData.file, 'r');
-let backfilled = 0;
-let flushes = 0;
 let stopped = false;
 const timer = setInterval(() => {
   if (stopped) return;
   try {
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-    if (r.checkpointed > 0 && r.checkpointed !== backfilled) {
-      fs.fdatasyncSync(databaseFd);
-      flushes++;
-    }
-    backfilled = r.checkpointed;
+    db.pragma('wal_checkpoint(PASSIVE)');
   } catch (err) {
     parentPort.postMessage({ error: String((err && err.message) || err) });
   }
 }, workerData.intervalMs);
 parentPort.on('message', (msg) => {
-  if (msg === 'flushes') return parentPort.postMessage({ flushes });
   if (msg !== 'stop') return;
   stopped = true;
   clearInterval(timer);
@@ -78,8 +58,6 @@ parentPort.on('message', (msg) => {
 export interface WalCheckpointer {
   /** Stops the worker and closes its connection (the store's close then checkpoints the rest). */
   stop(): Promise<void>;
-  /** How many times the worker has flushed the database file after a checkpoint that stopped short of the WAL's end. */
-  flushes(): Promise<number>;
 }
 
 /**
@@ -107,17 +85,6 @@ export function startWalCheckpointer(file: string, onError: (message: string) =>
   });
   worker.on('error', (err) => onError(err.message));
   return {
-    flushes() {
-      return new Promise((resolve) => {
-        const listen = (m: { flushes?: number }) => {
-          if (m.flushes === undefined) return;
-          worker.off('message', listen);
-          resolve(m.flushes);
-        };
-        worker.on('message', listen);
-        worker.postMessage('flushes');
-      });
-    },
     async stop() {
       if (exited) return;
       const stopped = new Promise<void>((resolve) => worker.on('message', (m: { stopped?: boolean }) => m.stopped && resolve()));

@@ -4,9 +4,7 @@
 import fs from 'node:fs';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import { openStore, type Store } from '../../src/store/database.js';
-import { startWalCheckpointer, type WalCheckpointer } from '../../src/store/wal-checkpointer.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/server.js';
 
 const PAGE = 4096;
@@ -59,60 +57,5 @@ describe('background WAL checkpoints on sqlite', () => {
     const before = fs.statSync(file).size;
     await writeMegabytes();
     expect(fs.statSync(file).size - before).toBeGreaterThan(3000 * PAGE);
-  });
-});
-
-// SQLite syncs the database file after a checkpoint only when nothing was appended to
-// the WAL meanwhile; under steady ingest that left the sync to the writer's own
-// checkpoint, inside a commit. The worker flushes the file after each checkpoint that
-// copied frames.
-describe('the background checkpointer flushes the database file', () => {
-  let database: TestDatabase;
-  let writer: Database.Database | undefined;
-  let checkpointer: WalCheckpointer | undefined;
-  afterEach(async () => {
-    await checkpointer?.stop();
-    writer?.close();
-    await database?.drop();
-  });
-
-  async function start(): Promise<string> {
-    database = await createTestDatabase('sqlite');
-    const file = database.url.slice('sqlite:'.length);
-    writer = new Database(file);
-    writer.pragma('journal_mode = WAL');
-    writer.pragma('wal_autocheckpoint = 0');
-    writer.exec('create table blobs (b blob)');
-    checkpointer = startWalCheckpointer(file);
-    return file;
-  }
-
-  async function until(check: () => Promise<boolean> | boolean, ms = 5000): Promise<boolean> {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-      if (await check()) return true;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return check();
-  }
-
-  it('after a checkpoint that copied frames', async () => {
-    const file = await start();
-    // The schema's frames are copied first; count from once that is done.
-    expect(await until(() => fs.statSync(file).size > 0)).toBe(true);
-    await until(async () => (await checkpointer!.flushes()) > 0, 500);
-    const before = await checkpointer!.flushes();
-    const size = fs.statSync(file).size;
-    writer!.prepare('insert into blobs values (randomblob(100000))').run();
-    expect(await until(() => fs.statSync(file).size > size + 90_000)).toBe(true);
-    expect(await until(async () => (await checkpointer!.flushes()) > before, 1000)).toBe(true);
-  });
-
-  it('not while there is nothing to copy', async () => {
-    await start();
-    await until(async () => (await checkpointer!.flushes()) > 0, 500);
-    const before = await checkpointer!.flushes();
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await checkpointer!.flushes()).toBe(before);
   });
 });
