@@ -22,7 +22,7 @@ const ZLIB_FIRST_BYTE = 0x78;
  * price is bytes: 250 instead of 223 per event on the benchmark's payloads, 1 446
  * instead of 1 109 on payloads with every digit randomised (BENCHMARKS.md).
  */
-export const BROTLI_QUALITY = 0;
+const BROTLI_QUALITY = 0;
 /**
  * Output buffer size for `bytes`: half the input. zlib's default allocates 16 KB per
  * call; sized when each event was compressed alone (its JSON shrank to about a quarter

@@ -1,15 +1,23 @@
 // The page size of SQLite databases: new ones get SQLITE_PAGE_SIZE, existing ones keep theirs.
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { migrate, openStore, SQLITE_PAGE_SIZE, type Store } from '../../src/store/database.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/server.js';
 
 describe('SQLite page size', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-pages-'));
-  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let database: TestDatabase | undefined;
+  afterEach(async () => {
+    await database?.drop();
+    database = undefined;
+  });
+
+  /** A fresh SQLite file path (nothing written yet). */
+  async function freshFile(): Promise<string> {
+    database = await createTestDatabase('sqlite');
+    return database.url.slice('sqlite:'.length);
+  }
 
   async function pageSize(store: Store): Promise<number> {
     const { rows } = await sql<{ page_size: number }>`pragma page_size`.execute(store.db);
@@ -18,7 +26,7 @@ describe('SQLite page size', () => {
 
   it('is 8 KB for a new database, and stays so once it holds the schema', async () => {
     expect(SQLITE_PAGE_SIZE).toBe(8192);
-    const file = path.join(dir, 'new.db');
+    const file = await freshFile();
     const store = await openStore(`sqlite:${file}`);
     try {
       await migrate(store);
@@ -31,7 +39,7 @@ describe('SQLite page size', () => {
   });
 
   it('leaves a database created with 4 KB pages as it is, and works on it', async () => {
-    const file = path.join(dir, 'old.db');
+    const file = await freshFile();
     const old = new BetterSqlite3(file);
     old.pragma('page_size = 4096');
     old.pragma('journal_mode = WAL');
