@@ -8,6 +8,7 @@ import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { StaticMigrationProvider, migrations } from './migrations.js';
+import { sendNamedStatements } from './pg-statements.js';
 import { startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -184,7 +185,10 @@ async function openPostgres(url: string): Promise<Store> {
   // pg-pool removes its listener from a checked-out client, so a connection lost in
   // the middle of a query would emit an unhandled 'error' and kill the process; the
   // query itself still rejects, which is all callers need.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    sendNamedStatements(client);
+  });
   const description = redact(url);
   try {
     const client = await pool.connect();

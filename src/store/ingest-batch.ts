@@ -22,6 +22,7 @@ import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus }
 import type { Dialect, Store } from './database.js';
 import { packPayloads, type PackedChunk, type PayloadSlot } from './payloads.js';
 import { pgArrayLiteral } from './pg-arrays.js';
+import { nameStatement } from './pg-statements.js';
 import type { Database, EventTable, IssueRow, ReleaseRow, SessionRow } from './schema.js';
 
 type Db = Kysely<Database>;
@@ -1097,14 +1098,19 @@ class Batch {
   private async flushDeferred(): Promise<void> {
     const queries = this.deferred.splice(0);
     let written: Promise<unknown> = Promise.resolve();
+    let write: CompiledQuery | null = null;
     if (queries.length === 1 && !queries[0].name) {
-      written = this.send(queries[0].query.compile());
+      write = queries[0].query.compile();
     } else if (queries.length > 0) {
       let statement: any = this.db as unknown as Kysely<any>;
       queries.forEach((q, i) => {
         statement = statement.with(q.name ?? `w${i}`, () => q.query);
       });
-      written = this.send(statement.selectNoFrom(sql<number>`1`.as('done')).compile());
+      write = statement.selectNoFrom(sql<number>`1`.as('done')).compile() as CompiledQuery;
+    }
+    if (write) {
+      if (this.dialect === 'postgres') nameStatement(write.sql);
+      written = this.send(write);
     }
     const committed = this.send(COMMIT);
     await written;
