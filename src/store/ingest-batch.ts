@@ -550,7 +550,7 @@ class Batch {
   private readonly sessions: SessionState[] = [];
   private readonly sessionHourly = new Map<string, SessionHourly>();
   /** PostgreSQL writes to send together at the end (see flushDeferred); `name` when a later one reads its output. */
-  private readonly deferred: { name?: string; query: Compilable }[] = [];
+  private readonly deferred: { name?: string; template: string[]; params: string[] }[] = [];
   private readonly result: BatchResult = {
     outcomes: [],
     accepted: 0,
@@ -1081,11 +1081,11 @@ class Batch {
       }
       return out;
     }
-    for (const part of chunks(rows, PG_ROWS)) {
-      let query = db.insertInto(table).columns(columns).expression(sql`select * from unnest(${unnestArrays(spec, part)})`);
-      if (options.conflict) query = query.onConflict(options.conflict);
-      this.deferred.push({ query });
-    }
+    const template = pgWriteTemplate(`${table}|${options.conflict ? 'upsert' : 'insert'}`, spec.length, () => {
+      const query = db.insertInto(table).columns(columns).expression(sql`select * from unnest(${unnestParameters(spec)})`);
+      return options.conflict ? query.onConflict(options.conflict) : query;
+    });
+    for (const part of chunks(rows, PG_ROWS)) this.deferred.push({ template, params: pgArrays(spec, part) });
     return [];
   }
 
@@ -1098,19 +1098,21 @@ class Batch {
   private async flushDeferred(): Promise<void> {
     const queries = this.deferred.splice(0);
     let written: Promise<unknown> = Promise.resolve();
-    let write: CompiledQuery | null = null;
-    if (queries.length === 1 && !queries[0].name) {
-      write = queries[0].query.compile();
-    } else if (queries.length > 0) {
-      let statement: any = this.db as unknown as Kysely<any>;
-      queries.forEach((q, i) => {
-        statement = statement.with(q.name ?? `w${i}`, () => q.query);
-      });
-      write = statement.selectNoFrom(sql<number>`1`.as('done')).compile() as CompiledQuery;
-    }
-    if (write) {
-      if (this.dialect === 'postgres') nameStatement(write.sql);
-      written = this.send(write);
+    if (queries.length > 0) {
+      let text: string;
+      let numbered = 0;
+      const fill = (template: string[]) => template.reduce((out, part, i) => (i === 0 ? part : `${out}$${numbered + i}${part}`), '');
+      if (queries.length === 1 && !queries[0].name) text = fill(queries[0].template);
+      else {
+        const ctes = queries.map((q, i) => {
+          const cte = `"${q.name ?? `w${i}`}" as (${fill(q.template)})`;
+          numbered += q.params.length;
+          return cte;
+        });
+        text = `with ${ctes.join(', ')} select 1 as "done"`;
+      }
+      nameStatement(text);
+      written = this.send(CompiledQuery.raw(text, queries.flatMap((q) => q.params)));
     }
     const committed = this.send(COMMIT);
     await written;
@@ -1234,25 +1236,33 @@ class Batch {
     if (this.issues.length > 0) {
       this.deferred.push({
         name: 'added_users',
-        query: db
-          .insertInto('issue_users')
-          .columns(USER_COLUMNS.map(([name]) => name))
-          .expression(sql`select * from unnest(${unnestArrays(USER_COLUMNS, this.userRows())})`)
-          .onConflict((oc) => oc.columns(['issue_id', 'user_key']).doNothing())
-          .returning('issue_id'),
+        template: pgWriteTemplate('issue_users|added', USER_COLUMNS.length, () =>
+          db
+            .insertInto('issue_users')
+            .columns(USER_COLUMNS.map(([name]) => name))
+            .expression(sql`select * from unnest(${unnestParameters(USER_COLUMNS)})`)
+            .onConflict((oc) => oc.columns(['issue_id', 'user_key']).doNothing())
+            .returning('issue_id'),
+        ),
+        params: pgArrays(USER_COLUMNS, this.userRows()),
       });
       const columns = ISSUE_COLUMNS_WITH_ID.map(([name]) => name);
-      const rows = this.issues.map((s) => ({ ...s.row }) as Record<string, unknown>);
       this.deferred.push({
-        query: db
-          .insertInto('issues')
-          .columns(columns)
-          .expression(
-            sql`select ${sql.join(columns.map((c) => (c === 'users' ? sql`u.users + coalesce(a.added, 0)` : sql.ref(`u.${c}`))))}
-                from unnest(${unnestArrays(ISSUE_COLUMNS_WITH_ID, rows)}) as u(${sql.join(columns.map((c) => sql.id(c)))})
-                left join (select issue_id, count(*) as added from added_users group by issue_id) a on a.issue_id = u.id`,
-          )
-          .onConflict(issueUpsert),
+        template: pgWriteTemplate('issues|upsert', ISSUE_COLUMNS_WITH_ID.length, () =>
+          db
+            .insertInto('issues')
+            .columns(columns)
+            .expression(
+              sql`select ${sql.join(columns.map((c) => (c === 'users' ? sql`u.users + coalesce(a.added, 0)` : sql.ref(`u.${c}`))))}
+                  from unnest(${unnestParameters(ISSUE_COLUMNS_WITH_ID)}) as u(${sql.join(columns.map((c) => sql.id(c)))})
+                  left join (select issue_id, count(*) as added from added_users group by issue_id) a on a.issue_id = u.id`,
+            )
+            .onConflict(issueUpsert),
+        ),
+        params: pgArrays(
+          ISSUE_COLUMNS_WITH_ID,
+          this.issues.map((s) => s.row as unknown as Record<string, unknown>),
+        ),
       });
     }
     await this.writeAggregates();
@@ -1314,9 +1324,38 @@ class Batch {
   }
 }
 
-/** One array parameter per column, for `unnest(...)` on PostgreSQL. */
-function unnestArrays(spec: ColumnSpec, rows: Record<string, unknown>[]) {
-  return sql.join(spec.map(([name, type]) => sql`${pgArrayLiteral(rows.map((r) => r[name]), type)}::${sql.raw(type)}[]`));
+/** The array parameters of `unnest(...)` on PostgreSQL for these rows: one literal per column. */
+function pgArrays(spec: ColumnSpec, rows: Record<string, unknown>[]): string[] {
+  return spec.map(([name, type]) => pgArrayLiteral(rows.map((r) => r[name]), type));
+}
+
+/** `$1::int8[], $2::text[], …` in a statement compiled once as a template (pgWriteTemplate). */
+function unnestParameters(spec: ColumnSpec) {
+  return sql.join(spec.map(([, type]) => sql`${''}::${sql.raw(type)}[]`));
+}
+
+/** PostgreSQL write statements by table and conflict clause, cut at their parameters. */
+const pgWriteTemplates = new Map<string, string[]>();
+
+/**
+ * The text of one of the batch's PostgreSQL writes, compiled by Kysely once per process
+ * and kept cut at its parameters, so that flushDeferred can number them within the
+ * batch's statement. Building and compiling the write with Kysely for every batch
+ * cost about 0.5 ms of this thread per batch, in the chain of a project's batches
+ * (BENCHMARKS.md). `parameters` is how many the statement takes: $1 … $n, in order.
+ */
+function pgWriteTemplate(key: string, parameters: number, build: () => Compilable): string[] {
+  let template = pgWriteTemplates.get(key);
+  if (template === undefined) {
+    const compiled = build().compile();
+    const numbers = [...compiled.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
+    if (compiled.parameters.length !== parameters || numbers.length !== parameters || numbers.some((n, i) => n !== i + 1)) {
+      throw new Error(`write template ${key}: expected the parameters $1 … $${parameters} in order`);
+    }
+    template = compiled.sql.split(/\$\d+/);
+    pgWriteTemplates.set(key, template);
+  }
+  return template;
 }
 
 /** An issue row written back: ingest's columns take the batch's final values. */
