@@ -535,9 +535,36 @@ function num(value: unknown): number {
  * by its own index probe (see readPostgres).
  */
 function lookup(table: keyof Database, projectId: number, column: string, keys: unknown[], type: 'text' | 'int8') {
-  return sql`select t.* from unnest(${pgArrayLiteral(keys, type)}::${sql.raw(type)}[]) as k(v)
-             cross join lateral (select * from ${sql.table(table)} where project_id = ${projectId} and ${sql.ref(column)} = k.v offset 0) t`;
+  return CompiledQuery.raw(
+    `select t.* from unnest($1::${type}[]) as k(v)
+     cross join lateral (select * from "${table}" where project_id = $2 and "${column}" = k.v offset 0) t`,
+    [pgArrayLiteral(keys, type), projectId],
+  );
 }
+
+// The texts of the batch's PostgreSQL reads are fixed, so they are written out instead of
+// being built with Kysely for every batch, like the write (pgWriteTemplate): the reads
+// go out at the start of each batch, in the chain of a project's batches.
+
+const PG_LOCK_PROJECTS = `select "id", "sample_keep_first", "sample_rate", "daily_quota" from "projects"
+  where id = any($1::int8[]) order by "id" for no key update`;
+
+const PG_READ_EVENT_IDS = `select e.event_id, case when s.event_id is null then nextval('events_id_seq') end as id
+  from unnest($1::text[]) as e(event_id)
+  left join lateral (select event_id from seen_events where project_id = $2 and event_id = e.event_id offset 0) s on true`;
+
+const PG_READ_ISSUES = `select f.fingerprint as key, i.*, fe.timestamp as first_ts, le.timestamp as last_ts,
+    case when i.id is null then nextval('issues_id_seq') end as new_id
+  from unnest($1::text[]) with ordinality as f(fingerprint, n)
+  left join lateral (select * from issues where project_id = $2 and fingerprint = f.fingerprint for update) i on true
+  left join events fe on fe.id = i.first_seen_id
+  left join events le on le.id = i.last_seen_id
+  order by f.n`;
+
+const PG_READ_RESOLVED_RELEASES = `select r.issue_id, r.release, r.first_seen
+  from unnest($1::text[]) as f(fingerprint)
+  cross join lateral (select id from issues where project_id = $2 and fingerprint = f.fingerprint and status = 'resolved' offset 0) i
+  cross join lateral (select issue_id, release, first_seen from issue_releases where issue_id = i.id offset 0) r`;
 
 class Batch {
   private readonly issues: IssueState[] = [];
@@ -572,8 +599,9 @@ class Batch {
     private readonly options: BatchOptions,
   ) {}
 
-  private rows<T>(query: Compilable | RawBuilder<unknown>): Promise<T[]> {
-    return this.send('isRawBuilder' in query ? query.compile(this.db) : query.compile()) as Promise<T[]>;
+  private rows<T>(query: Compilable | RawBuilder<unknown> | CompiledQuery): Promise<T[]> {
+    const compiled = 'sql' in query ? query : 'isRawBuilder' in query ? query.compile(this.db) : query.compile();
+    return this.send(compiled) as Promise<T[]>;
   }
 
   async run(works: PreparedWork[]): Promise<BatchResult> {
@@ -617,14 +645,9 @@ class Batch {
    * read-merge-write below relies on it. FOR NO KEY UPDATE still lets other
    * transactions insert rows that reference the project.
    */
-  private lockProjects(ids: number[]) {
-    return this.db
-      .selectFrom('projects')
-      .select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota'])
-      .$if(this.dialect === 'sqlite', (q) => q.where('id', 'in', ids))
-      .$if(this.dialect === 'postgres', (q) => q.where(sql<boolean>`id = any(${ids}::int8[])`))
-      .orderBy('id')
-      .$if(this.dialect === 'postgres', (q) => q.forNoKeyUpdate());
+  /** SQLite: the projects' settings (the transaction already holds the write lock); PostgreSQL locks them in readPostgres. */
+  private projectSettings(ids: number[]) {
+    return this.db.selectFrom('projects').select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota']).where('id', 'in', ids).orderBy('id');
   }
 
   /** SQLite: the project's issues with the event times behind first/last_seen_id (readPostgres has its own, locking). */
@@ -645,7 +668,7 @@ class Batch {
     }
     const projects = new Map<number, ProjectSettings>();
     for (const part of chunks(keys.map((k) => k.projectId), IN_CHUNK)) {
-      for (const r of await this.rows<ProjectSettings>(this.lockProjects(part))) projects.set(num(r.id), r);
+      for (const r of await this.rows<ProjectSettings>(this.projectSettings(part))) projects.set(num(r.id), r);
     }
     const snapshots: ProjectSnapshot[] = [];
     for (const k of keys) {
@@ -708,32 +731,16 @@ class Batch {
    * one statement; ids of events that sampling or the quota then drop stay unused.
    */
   private async readPostgres(keys: ProjectKeys[]) {
-    const lock = this.rows<ProjectSettings>(this.lockProjects(keys.map((k) => k.projectId)));
+    const lock = this.rows<ProjectSettings>(CompiledQuery.raw(PG_LOCK_PROJECTS, [keys.map((k) => k.projectId)]));
     const reads = keys.map((k) => {
       const pid = k.projectId;
+      const fingerprints = pgArrayLiteral(k.fingerprints, 'text');
       return Promise.all([
-        this.rows<{ event_id: string; id: number | null }>(
-          sql`select e.event_id, case when s.event_id is null then nextval('events_id_seq') end as id
-              from unnest(${pgArrayLiteral(k.eventIds, 'text')}::text[]) as e(event_id)
-              left join lateral (select event_id from seen_events where project_id = ${pid} and event_id = e.event_id offset 0) s on true`,
-        ),
+        this.rows<{ event_id: string; id: number | null }>(CompiledQuery.raw(PG_READ_EVENT_IDS, [pgArrayLiteral(k.eventIds, 'text'), pid])),
         this.rows<{ day: number; events: number }>(lookup('daily_usage', pid, 'day', k.days, 'int8')),
         // Locked in fingerprint order (projectKeys sorts them).
-        this.rows<IssueWithTimes & { key: string; new_id: number | null }>(
-          sql`select f.fingerprint as key, i.*, fe.timestamp as first_ts, le.timestamp as last_ts,
-                case when i.id is null then nextval('issues_id_seq') end as new_id
-              from unnest(${pgArrayLiteral(k.fingerprints, 'text')}::text[]) with ordinality as f(fingerprint, n)
-              left join lateral (select * from issues where project_id = ${pid} and fingerprint = f.fingerprint for update) i on true
-              left join events fe on fe.id = i.first_seen_id
-              left join events le on le.id = i.last_seen_id
-              order by f.n`,
-        ),
-        this.rows<ProjectSnapshot['resolvedReleases'][number]>(
-          sql`select r.issue_id, r.release, r.first_seen
-              from unnest(${pgArrayLiteral(k.fingerprints, 'text')}::text[]) as f(fingerprint)
-              cross join lateral (select id from issues where project_id = ${pid} and fingerprint = f.fingerprint and status = 'resolved' offset 0) i
-              cross join lateral (select issue_id, release, first_seen from issue_releases where issue_id = i.id offset 0) r`,
-        ),
+        this.rows<IssueWithTimes & { key: string; new_id: number | null }>(CompiledQuery.raw(PG_READ_ISSUES, [fingerprints, pid])),
+        this.rows<ProjectSnapshot['resolvedReleases'][number]>(CompiledQuery.raw(PG_READ_RESOLVED_RELEASES, [fingerprints, pid])),
         this.rows<ReleaseRow>(lookup('releases', pid, 'release', k.releases, 'text')),
         this.rows<SessionRow>(lookup('sessions', pid, 'sid', k.sids, 'text')),
       ]);
