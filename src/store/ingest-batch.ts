@@ -546,6 +546,12 @@ function lookup(table: keyof Database, projectId: number, column: string, keys: 
 // being built with Kysely for every batch, like the write (pgWriteTemplate): the reads
 // go out at the start of each batch, in the chain of a project's batches.
 
+/**
+ * Fresh sample/quota settings, and a lock that serialises ingest per project across
+ * server instances (taken in id order, so never a deadlock). Every read-merge-write of
+ * the batch relies on it. FOR NO KEY UPDATE still lets other transactions insert rows
+ * that reference the project.
+ */
 const PG_LOCK_PROJECTS = `select "id", "sample_keep_first", "sample_rate", "daily_quota" from "projects"
   where id = any($1::int8[]) order by "id" for no key update`;
 
@@ -639,13 +645,7 @@ class Batch {
   // together behind `begin`, in this order, and are awaited once.
   // -------------------------------------------------------------------------
 
-  /**
-   * Fresh sample/quota settings, and on PostgreSQL a lock that serialises ingest per
-   * project across server instances (taken in id order, so never a deadlock). Every
-   * read-merge-write below relies on it. FOR NO KEY UPDATE still lets other
-   * transactions insert rows that reference the project.
-   */
-  /** SQLite: the projects' settings (the transaction already holds the write lock); PostgreSQL locks them in readPostgres. */
+  /** SQLite: fresh sample/quota settings (the transaction holds the write lock already; PostgreSQL: PG_LOCK_PROJECTS). */
   private projectSettings(ids: number[]) {
     return this.db.selectFrom('projects').select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota']).where('id', 'in', ids).orderBy('id');
   }

@@ -6,8 +6,8 @@
 // ~10 ms a batch took, in a chain where one project's batches run one after the other).
 // Only the write is named: it inserts and upserts by key, so PostgreSQL's generic plan
 // is as good as a custom one. The batch's reads stay unnamed: their plans depend on the
-// parameters, and with them named one saturation run of four fell to 3 827 requests/s
-// (others 5 200-5 500), the mark of a bad generic plan (BENCHMARKS.md).
+// parameters, and with them named too three alternating saturation pairs lost 3-14 %
+// (BENCHMARKS.md, fifteenth session).
 
 import type pg from 'pg';
 
