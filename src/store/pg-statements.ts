@@ -9,16 +9,31 @@
 // parameters, and with them named too three alternating saturation pairs lost 3-14 %
 // (BENCHMARKS.md, fifteenth session).
 
+// A prepared write costs the PostgreSQL backend about 0.8 MB (its plan, plan source and
+// query trees, pg_backend_memory_contexts) on every connection that ran it, so only
+// the shapes that recur are named, and only a few: at most MAX_NAMED_STATEMENTS, each
+// from its NAME_AFTER_USES-th use; the rest run unnamed as before.
+
 import type pg from 'pg';
 
-/** Distinct statement texts named per process, at most; others run unnamed. */
-export const MAX_NAMED_STATEMENTS = 64;
+/** Distinct statement texts named per process, at most. */
+export const MAX_NAMED_STATEMENTS = 8;
+/** A text is named from this use on (counted per process). */
+export const NAME_AFTER_USES = 10;
+/** Texts whose uses are counted, at most (a bound on what the counting keeps). */
+const MAX_COUNTED = 256;
 
 const names = new Map<string, string>();
+const uses = new Map<string, number>();
 
-/** Marks a statement text to be sent as a named statement from now on (until MAX_NAMED_STATEMENTS). */
+/** Counts a use of a write's text; from its NAME_AFTER_USES-th use it goes out as a named statement. */
 export function nameStatement(text: string): void {
-  if (names.size < MAX_NAMED_STATEMENTS && !names.has(text)) names.set(text, `faultline_write_${names.size + 1}`);
+  if (names.has(text) || names.size >= MAX_NAMED_STATEMENTS) return;
+  const count = (uses.get(text) ?? 0) + 1;
+  if (count >= NAME_AFTER_USES) {
+    uses.delete(text);
+    names.set(text, `faultline_write_${names.size + 1}`);
+  } else if (count > 1 || uses.size < MAX_COUNTED) uses.set(text, count);
 }
 
 /**
