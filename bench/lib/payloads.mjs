@@ -242,7 +242,12 @@ export function createFiller({ templates, prefix, fingerprints, spreadSeconds = 
   let n = 0;
   let ec = offset;
   let sc = 0;
-  const id = (k) => prefix + k.toString(16).padStart(16, '0');
+  // SDKs send random UUIDs, whose keys land all over the server's indexes; a counter's
+  // would all sort together at one end. The counter's low 32 bits go through a
+  // bijective multiply, so ids stay unique but consecutive ones land far apart
+  // (envelopes.lua does the same).
+  const hex8 = (x) => x.toString(16).padStart(8, '0');
+  const id = (k) => prefix + hex8(Math.imul(k % 0x100000000, 0x9e3779b1) >>> 0) + hex8(Math.floor(k / 0x100000000));
   const fill = (pieces, slots) => {
     let out = pieces[0];
     for (let i = 1; i < pieces.length; i += 2) out += slots[pieces[i]] + pieces[i + 1];

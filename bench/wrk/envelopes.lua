@@ -77,8 +77,15 @@ function init(args)
   host_header = wrk.host .. ":" .. wrk.port
 end
 
+-- SDKs send random UUIDs; a counter's ids would all sort together. The counter's low 32
+-- bits go through a bijective multiply by 0x9e3779b1 (mod 2^32), done in two halves so
+-- it stays exact in doubles, as createFiller does (bench/lib/payloads.mjs).
+local function scatter(x)
+  return (x * 0x79b1 + ((x * 0x9e37) % 65536) * 65536) % 4294967296
+end
+
 local function id(k)
-  return prefix .. string.format("%08x%08x", math.floor(k / 4294967296), k % 4294967296)
+  return prefix .. string.format("%08x%08x", scatter(k % 4294967296), math.floor(k / 4294967296))
 end
 
 local function fill(pieces, slots)
