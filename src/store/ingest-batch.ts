@@ -1106,20 +1106,19 @@ class Batch {
     const queries = this.deferred.splice(0);
     let written: Promise<unknown> = Promise.resolve();
     if (queries.length > 0) {
-      let text: string;
-      let numbered = 0;
-      const fill = (template: string[]) => template.reduce((out, part, i) => (i === 0 ? part : `${out}$${numbered + i}${part}`), '');
-      if (queries.length === 1 && !queries[0].name) text = fill(queries[0].template);
-      else {
-        const ctes = queries.map((q, i) => {
-          const cte = `"${q.name ?? `w${i}`}" as (${fill(q.template)})`;
-          numbered += q.params.length;
-          return cte;
-        });
-        text = `with ${ctes.join(', ')} select 1 as "done"`;
-      }
+      // Each write's parameters are numbered after those of the writes before it.
+      const params: string[] = [];
+      const numbered = ({ template, params: own }: (typeof queries)[number]) => {
+        const offset = params.length;
+        params.push(...own);
+        return template.map((part, i) => (i === 0 ? part : `$${offset + i}${part}`)).join('');
+      };
+      const text =
+        queries.length === 1 && !queries[0].name
+          ? numbered(queries[0])
+          : `with ${queries.map((q, i) => `"${q.name ?? `w${i}`}" as (${numbered(q)})`).join(', ')} select 1 as "done"`;
       nameStatement(text);
-      written = this.send(CompiledQuery.raw(text, queries.flatMap((q) => q.params)));
+      written = this.send(CompiledQuery.raw(text, params));
     }
     const committed = this.send(COMMIT);
     await written;
@@ -1354,12 +1353,10 @@ const pgWriteTemplates = new Map<string, string[]>();
 function pgWriteTemplate(key: string, parameters: number, build: () => Compilable): string[] {
   let template = pgWriteTemplates.get(key);
   if (template === undefined) {
-    const compiled = build().compile();
-    const numbers = [...compiled.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
-    if (compiled.parameters.length !== parameters || numbers.length !== parameters || numbers.some((n, i) => n !== i + 1)) {
-      throw new Error(`write template ${key}: expected the parameters $1 … $${parameters} in order`);
-    }
-    template = compiled.sql.split(/\$\d+/);
+    const { sql: text } = compileTakingOnly(build(), parameters, `write template ${key}`);
+    const numbers = [...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
+    if (numbers.length !== parameters || numbers.some((n, i) => n !== i + 1)) throw new Error(`write template ${key}: expected the parameters $1 … $${parameters} in order`);
+    template = text.split(/\$\d+/);
     pgWriteTemplates.set(key, template);
   }
   return template;
@@ -1396,6 +1393,16 @@ function sqliteChunks<T>(rows: T[]): T[][] {
   return out;
 }
 
+/**
+ * Compiles a statement kept as a text for reuse (sqliteInsertText, pgWriteTemplate):
+ * it must take exactly the row values as parameters, so its conflict clause takes none.
+ */
+function compileTakingOnly(query: Compilable, parameters: number, what: string): CompiledQuery {
+  const compiled = query.compile();
+  if (compiled.parameters.length !== parameters) throw new Error(`${what}: takes ${compiled.parameters.length} parameters, not ${parameters} (the conflict clause must take none)`);
+  return compiled;
+}
+
 /** SQL text of each SQLite insert shape, compiled by Kysely once per process. */
 const sqliteInsertTexts = new Map<string, string>();
 
@@ -1414,10 +1421,8 @@ function sqliteInsertText(
     let query = db.insertInto(table).values(Array.from({ length: rowCount }, () => placeholderRow));
     if (options.conflict) query = query.onConflict(options.conflict);
     if (options.returning) query = query.returning(options.returning) as any;
-    const compiled = query.compile();
     // The parameters must be exactly the row values, in row-major spec order.
-    if (compiled.parameters.length !== rowCount * spec.length) throw new Error(`insert into ${table}: the conflict clause must not take parameters`);
-    text = compiled.sql;
+    text = compileTakingOnly(query, rowCount * spec.length, `insert into ${table}`).sql;
     sqliteInsertTexts.set(key, text);
   }
   return text;
