@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { createBenchDatabase, postgresBaseUrl } from './lib/db.mjs';
 import { startLoad, wrkVersion } from './lib/generators.mjs';
 import { RELEASES, writeTemplateFile } from './lib/payloads.mjs';
-import { cpuOfProcessesNamed, freePort, sampler, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
+import { freePort, usageOfProcessesNamed, sampler, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
 import { summarizeProfile } from './lib/profile.mjs';
 import { percentiles, round } from './lib/stats.mjs';
 
@@ -215,6 +215,30 @@ let loadCounter = 0;
 /** 16 hex: 8 for this run, 4 per load (wrk adds 4 per thread) and 4 spare, so no event_id repeats. */
 const nextPrefix = () => `${runPrefix}${(++loadCounter).toString(16).padStart(4, '0')}0000`;
 
+/** The server's CPU seconds and storage writes now, and the local PostgreSQL's (null for SQLite or without /proc). */
+function usageNow(sampler, kind) {
+  const s = sampler.now();
+  return { cpu: s.cpu, written: s.written, db: kind === 'postgres' ? usageOfProcessesNamed('postgres') : null };
+}
+
+/**
+ * CPU and storage writes between two usageNow() readings over `seconds`: the server's and
+ * the local PostgreSQL's cores, and both processes' writes in MB/s and, given the
+ * events processed meanwhile, in KB per event.
+ */
+function usageBetween(u0, u1, seconds, events) {
+  const db = u0.db && u1.db ? { cpu: u1.db.cpu - u0.db.cpu, written: u0.db.written === null || u1.db.written === null ? null : u1.db.written - u0.db.written } : null;
+  const written = u0.written === null || u1.written === null || (db && db.written === null) ? null : u1.written - u0.written + (db?.written ?? 0);
+  return {
+    server_cpu_cores: round((u1.cpu - u0.cpu) / seconds),
+    // The local PostgreSQL server's processes, which share the machine's cores.
+    ...(db ? { database_cpu_cores: round(db.cpu / seconds) } : {}),
+    ...(written === null
+      ? {}
+      : { storage_writes_mb_per_s: round(written / 2 ** 20 / seconds, 1), ...(events ? { storage_writes_kb_per_event: round(written / 1024 / events, 1) } : {}) }),
+  };
+}
+
 /** Polls the committed count until it stops changing; returns when the last change was seen. */
 async function settle(counter, projectId, sinceMs, settleMs) {
   let last = await counter.count('counted', projectId);
@@ -242,8 +266,7 @@ async function ingestPhase(ctx, project, { generator, duration, events, fingerpr
   const { counter, server } = ctx;
   const before = await counter.all(project.id);
   ctx.sampler.mark();
-  const cpu0 = ctx.sampler.now().cpu;
-  const db0 = ctx.kind === 'postgres' ? cpuOfProcessesNamed('postgres') : null;
+  const usage0 = usageNow(ctx.sampler, ctx.kind);
   const load = startLoad({
     generator,
     mode: 'closed',
@@ -285,8 +308,7 @@ async function ingestPhase(ctx, project, { generator, duration, events, fingerpr
   const t0 = load.started;
   const settled = await settle(counter, project.id, ended, opts.settleMs);
   const after = await counter.all(project.id);
-  const cpu1 = ctx.sampler.now().cpu;
-  const db1 = db0 === null ? null : cpuOfProcessesNamed('postgres');
+  const usage1 = usageNow(ctx.sampler, ctx.kind);
   const peakRss = ctx.sampler.mark();
   const wall = (Math.max(settled.doneAt, ended) - t0) / 1000;
   const processed = after.counted - before.counted;
@@ -306,18 +328,16 @@ async function ingestPhase(ctx, project, { generator, duration, events, fingerpr
     issues_total: after.issues,
     processed_events_per_s: round(processed / wall, 0),
     latency_ms: result.latency_ms,
-    server_cpu_cores: round((cpu1 - cpu0) / wall),
+    ...usageBetween(usage0, usage1, wall, processed),
     generator_cpu_cores: round(result.generator_cpu_seconds / result.seconds),
-    // The local PostgreSQL server's processes, which share the machine's cores.
-    ...(db0 !== null && db1 !== null ? { database_cpu_cores: round((db1 - db0) / wall) } : {}),
     server_peak_rss_mb: round(peakRss / 2 ** 20, 1),
   };
 }
 
 /** Open-loop fixed rate (events/s; sessions come on top, 1 request in 10). */
-async function fixedRatePhase(target, ingestPath, { ctxSampler } = {}) {
+async function fixedRatePhase(target, ingestPath, { ctxSampler, kind } = {}) {
   ctxSampler?.mark();
-  const cpu0 = ctxSampler?.now().cpu;
+  const usage0 = ctxSampler ? usageNow(ctxSampler, kind) : null;
   const requestRate = opts.sessionEvery > 0 ? (opts.rate * opts.sessionEvery) / (opts.sessionEvery - 1) : opts.rate;
   const load = startLoad({
     generator: 'node',
@@ -334,7 +354,7 @@ async function fixedRatePhase(target, ingestPath, { ctxSampler } = {}) {
     warmup: opts.rateWarmup,
   });
   const r = await load.result;
-  const cpu1 = ctxSampler?.now().cpu;
+  const usage1 = ctxSampler ? usageNow(ctxSampler, kind) : null;
   return {
     generator: 'node (open loop)',
     target_events_per_s: opts.rate,
@@ -347,9 +367,7 @@ async function fixedRatePhase(target, ingestPath, { ctxSampler } = {}) {
     statuses: r.statuses,
     first_error: r.first_error,
     latency_ms: r.latency_ms,
-    ...(ctxSampler
-      ? { server_cpu_cores: round((cpu1 - cpu0) / (r.seconds + opts.rateWarmup)), server_peak_rss_mb: round(ctxSampler.mark() / 2 ** 20, 1) }
-      : {}),
+    ...(ctxSampler ? { ...usageBetween(usage0, usage1, r.seconds + opts.rateWarmup), server_peak_rss_mb: round(ctxSampler.mark() / 2 ** 20, 1) } : {}),
   };
 }
 
@@ -486,6 +504,9 @@ function table(rows, headers) {
 
 const f = (x, unit = '') => (x === null || x === undefined ? 'n/a' : `${x}${unit}`);
 const lat = (l) => (l ? `${f(l.p50)} / ${f(l.p95)} / ${f(l.p99)}` : 'n/a');
+/** The server's and the local PostgreSQL's storage writes of a phase: MB/s, and KB per event where counted. */
+const storage = (phase) =>
+  phase?.storage_writes_mb_per_s === undefined ? 'n/a' : `${phase.storage_writes_mb_per_s}${phase.storage_writes_kb_per_event === undefined ? '' : `, ${phase.storage_writes_kb_per_event}`}`;
 
 function printSummary(result) {
   const dbs = Object.keys(result.databases);
@@ -504,6 +525,8 @@ function printSummary(result) {
   row('server CPU at saturation (cores)', (d) => f(d.saturation?.server_cpu_cores));
   row('  database server CPU (cores, local PostgreSQL)', (d) => (d.saturation?.database_cpu_cores === undefined ? 'n/a' : f(d.saturation.database_cpu_cores)));
   row('  load generator CPU (cores)', (d) => f(d.saturation?.generator_cpu_cores));
+  row('storage writes at saturation MB/s, KB per event', (d) => storage(d.saturation));
+  row(`storage writes at ${opts.rate} events/s MB/s`, (d) => storage(d.fixed_rate));
   row('server peak RSS under load MB', (d) => f(d.peak_rss_under_load_mb));
   row('server peak RSS whole run (VmHWM) MB', (d) => f(d.peak_rss_run_mb));
   row(`backlog ${opts.backlog} events: issues / overview visible s`, (d) =>
@@ -563,7 +586,7 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     }
 
     log(`  fixed rate: ${opts.rate} events/s for ${opts.rateDuration} s`);
-    out.fixed_rate = await fixedRatePhase(server, project.ingestPath, { ctxSampler: ctx.sampler });
+    out.fixed_rate = await fixedRatePhase(server, project.ingestPath, { ctxSampler: ctx.sampler, kind });
     log(`    p50/p95/p99 ${lat(out.fixed_rate.latency_ms)} ms at ${out.fixed_rate.achieved_requests_per_s} requests/s`);
     if (out.fixed_rate.overloaded) note(`fixed rate: the server fell more than 5 s behind ${opts.rate} events/s; the run stopped early`);
     // Requests abandoned by the generator may still be committing; let them finish before the next phase.

@@ -51,7 +51,21 @@ function cpuSecondsOf(stat) {
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
 }
 
-/** Memory (bytes) and CPU seconds of a live process, or null when it is gone or /proc is absent. */
+/**
+ * Bytes a process has caused to be written to storage (`write_bytes` of /proc/<pid>/io:
+ * counted when a page cache page first turns dirty, so a page rewritten before the
+ * kernel writes it back counts once), or null where that is not readable.
+ */
+function bytesWrittenOf(pid) {
+  try {
+    const m = /^write_bytes:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Memory (bytes), CPU seconds and storage writes (bytes) of a live process, or null when it is gone or /proc is absent. */
 export function procStats(pid) {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -60,18 +74,20 @@ export function procStats(pid) {
       return m ? Number(m[1]) * 1024 : null;
     };
     const cpu = cpuSecondsOf(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpu };
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpu, written: bytesWrittenOf(pid) };
   } catch {
     return null;
   }
 }
 
 /**
- * CPU seconds of every process whose command name is `name` (e.g. the local PostgreSQL
- * server's backends), or null without /proc. A database elsewhere counts nothing here.
+ * CPU seconds and storage writes (bytes; null where /proc/<pid>/io is not readable) of
+ * every process whose command name is `name` (e.g. the local PostgreSQL server's
+ * processes), or null without /proc. A database elsewhere counts nothing here.
  */
-export function cpuOfProcessesNamed(name) {
-  let total = 0;
+export function usageOfProcessesNamed(name) {
+  let cpu = 0;
+  let written = 0;
   let entries;
   try {
     entries = fs.readdirSync('/proc');
@@ -83,12 +99,14 @@ export function cpuOfProcessesNamed(name) {
     try {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
-      total += cpuSecondsOf(stat);
+      cpu += cpuSecondsOf(stat);
+      const bytes = bytesWrittenOf(entry);
+      written = written === null || bytes === null ? null : written + bytes;
     } catch {
       // the process ended meanwhile
     }
   }
-  return total;
+  return { cpu, written };
 }
 
 /**
