@@ -216,8 +216,8 @@ let loadCounter = 0;
 const nextPrefix = () => `${runPrefix}${(++loadCounter).toString(16).padStart(4, '0')}0000`;
 
 /** The server's CPU seconds and storage writes now, and the local PostgreSQL's (null for SQLite or without /proc). */
-function usageNow(sampler, kind) {
-  const s = sampler.now();
+function usageNow(serverSampler, kind) {
+  const s = serverSampler.now();
   return { cpu: s.cpu, written: s.written, db: kind === 'postgres' ? usageOfProcessesNamed('postgres') : null };
 }
 
