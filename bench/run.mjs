@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { createBenchDatabase, postgresBaseUrl } from './lib/db.mjs';
 import { startLoad, wrkVersion } from './lib/generators.mjs';
 import { RELEASES, writeTemplateFile } from './lib/payloads.mjs';
-import { freePort, usageOfProcessesNamed, sampler, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
+import { freePort, sampler, sleep, startProcess, usageOfProcessesNamed, waitForHealth } from './lib/proc.mjs';
 import { summarizeProfile } from './lib/profile.mjs';
 import { percentiles, round } from './lib/stats.mjs';
 
@@ -227,12 +227,15 @@ function usageNow(serverSampler, kind) {
  * events processed meanwhile, in KB per event.
  */
 function usageBetween(u0, u1, seconds, events) {
-  const db = u0.db && u1.db ? { cpu: u1.db.cpu - u0.db.cpu, written: u0.db.written === null || u1.db.written === null ? null : u1.db.written - u0.db.written } : null;
-  const written = u0.written === null || u1.written === null || (db && db.written === null) ? null : u1.written - u0.written + (db?.written ?? 0);
+  const grown = (a, b) => (a === null || b === null ? null : b - a);
+  const db = u0.db && u1.db;
+  const serverWritten = grown(u0.written, u1.written);
+  const dbWritten = db ? grown(u0.db.written, u1.db.written) : 0;
+  const written = serverWritten === null || dbWritten === null ? null : serverWritten + dbWritten;
   return {
     server_cpu_cores: round((u1.cpu - u0.cpu) / seconds),
     // The local PostgreSQL server's processes, which share the machine's cores.
-    ...(db ? { database_cpu_cores: round(db.cpu / seconds) } : {}),
+    ...(db ? { database_cpu_cores: round((u1.db.cpu - u0.db.cpu) / seconds) } : {}),
     ...(written === null
       ? {}
       : { storage_writes_mb_per_s: round(written / 2 ** 20 / seconds, 1), ...(events ? { storage_writes_kb_per_event: round(written / 1024 / events, 1) } : {}) }),
