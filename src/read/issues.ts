@@ -93,15 +93,27 @@ export function parseIssueListQuery(query: QueryParams, now: number): IssueListQ
   };
 }
 
+/**
+ * The `last_seen_hour` of an issue last seen at `ms`, as the database computes it
+ * (migration 010: `last_seen - last_seen % 3600000`, truncating towards zero like
+ * JavaScript's `%`, so even a time before 1970 maps to the same hour on both sides).
+ */
+export function lastSeenHour(ms: number): number {
+  return ms - (ms % HOUR_MS);
+}
+
 export async function listIssues(
   db: Db,
   projectId: number,
   q: IssueListQuery,
   now: number,
 ): Promise<{ issues: IssueJson[]; total: number }> {
+  // The window through issues_project_last_seen_hour (the hours it touches), then exactly.
   let base = db
     .selectFrom('issues')
     .where('project_id', '=', projectId)
+    .where('last_seen_hour', '>=', lastSeenHour(q.window.from))
+    .where('last_seen_hour', '<=', lastSeenHour(q.window.to - 1))
     .where('last_seen', '>=', q.window.from)
     .where('last_seen', '<', q.window.to);
   if (q.status) base = base.where('status', '=', q.status);
@@ -111,9 +123,13 @@ export async function listIssues(
     const text = q.q;
     base = base.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
   }
-  const sortColumn = q.sort === 'events' ? 'event_count' : q.sort;
+  // Newest first walks issues_project_last_seen_hour backwards and sorts each hour's rows
+  // by last_seen: the same order as last_seen alone, since the hour follows it.
+  const order = q.sort === 'events' ? ['event_count' as const] : q.sort === 'first_seen' ? ['first_seen' as const] : ['last_seen_hour' as const, 'last_seen' as const];
+  let listed = base.selectAll();
+  for (const column of order) listed = listed.orderBy(column, 'desc');
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy(sortColumn, 'desc').orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
+    listed.orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { issues: await issuesWithSparklines(db, rows, now), total: Number(count.n) };

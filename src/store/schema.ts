@@ -1,7 +1,7 @@
 // Store schema: the TypeScript shape of every table, shared by both SQL dialects.
 // Times are epoch milliseconds (integers) in every dialect, so queries and
 // aggregates never depend on a database's date functions. Booleans are 0/1.
-import type { Generated, Insertable, Selectable } from 'kysely';
+import type { Generated, GeneratedAlways, Insertable, Selectable } from 'kysely';
 
 export interface ProjectTable {
   id: Generated<number>;
@@ -31,6 +31,8 @@ export interface IssueTable {
   users: number;
   first_seen: number;
   last_seen: number;
+  /** The hour of last_seen, computed by the database: the issues list's index (migration 010). */
+  last_seen_hour: GeneratedAlways<number>;
   first_seen_id: number | null;
   last_seen_id: number | null;
   first_release: string;

@@ -54,16 +54,21 @@ export async function seedIssue(
   return { id: Number(row.id), fingerprint };
 }
 
-/** Many issue rows of one project in one statement, last_seen = lastSeen - i ms. */
-export async function seedIssues(db: Db, projectId: number, count: number, lastSeen: number): Promise<void> {
+/**
+ * Many issue rows of one project in one statement, inserted in the order of i = 1 … count
+ * with last_seen = lastSeen - (i / ties) × step ms (integer division: `ties` rows share
+ * each time; by default every row 1 ms older than the one before).
+ */
+export async function seedIssues(db: Db, projectId: number, count: number, lastSeen: number, o: { step?: number; ties?: number } = {}): Promise<void> {
   const prefix = randomBytes(8).toString('hex');
   const last = big(lastSeen);
+  const seen = sql`${last} - (i / ${big(o.ties ?? 1)}) * ${big(o.step ?? 1)}`;
   await sql`
     with recursive g(i) as (select 1 union all select i + 1 from g where i < ${big(count)})
     insert into issues (project_id, fingerprint, title, level, error_type, screen, location, platform, status,
       event_count, stored_count, users, first_seen, last_seen, first_release, last_release, created_at, updated_at)
     select ${big(projectId)}, ${prefix} || cast(i as text), 'SeededError: bulk ' || cast(i as text), 'error', 'SeededError', '', '', 'node', 'unresolved',
-      1, 1, 0, ${last} - i, ${last} - i, '', '', ${last}, ${last}
+      1, 1, 0, ${seen}, ${seen}, '', '', ${last}, ${last}
     from g order by i`.execute(db);
 }
 
