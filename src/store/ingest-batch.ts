@@ -1283,12 +1283,15 @@ class Batch {
       for (const [release, first] of s.releaseFirstSeen) issueReleases.push({ issue_id: s.row.id, release, first_seen: first });
       for (const [bucket, events] of s.hourly) issueHourly.push({ issue_id: s.row.id, bucket, events });
     }
+    // Only an earlier first time rewrites a known (issue, release) row: nearly every batch
+    // names releases its issues already had, and an update that keeps the value still
+    // writes a row version and its WAL on PostgreSQL (one per issue and release a batch).
     await this.insertRows('issue_releases', ISSUE_RELEASE_COLUMNS, issueReleases, {
       conflict: (oc) =>
-        oc.columns(['issue_id', 'release']).doUpdateSet({
-          first_seen: (eb: any) =>
-            eb.case().when('excluded.first_seen', '<', eb.ref('issue_releases.first_seen')).then(eb.ref('excluded.first_seen')).else(eb.ref('issue_releases.first_seen')).end(),
-        }),
+        oc
+          .columns(['issue_id', 'release'])
+          .doUpdateSet({ first_seen: (eb: any) => eb.ref('excluded.first_seen') })
+          .where((eb: any) => eb('excluded.first_seen', '<', eb.ref('issue_releases.first_seen'))),
     });
     await this.insertRows('issue_hourly', ISSUE_HOURLY_COLUMNS, issueHourly, { conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) });
 

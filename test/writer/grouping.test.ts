@@ -80,6 +80,26 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
     expect(changes.map((c) => [c.kind, Number(c.issue_id), Number(c.at), c.release])).toEqual([['new_issue', Number(issue.id), r1, 'app@1.2.0']]);
   });
 
+  it('keeps the earliest time an issue was seen on a release, whatever order later batches bring', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    const f = fp('release-first-seen');
+    const firstSeenOn = async () =>
+      (await t.store.db.selectFrom('issue_releases').innerJoin('issues', 'issues.id', 'issue_releases.issue_id').select(['release', 'issue_releases.first_seen']).where('issues.project_id', '=', project.id).orderBy('release').execute()).map(
+        (r) => [r.release, Number(r.first_seen)],
+      );
+    for (const [timestamp, want] of [
+      [T, T],
+      [T + MIN, T], // later: kept
+      [T - MIN, T - MIN], // earlier: lowered
+      [T + 2 * MIN, T - MIN],
+    ]) {
+      expect(await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: f, timestamp, release: 'app@3.0.0' })] }))).toEqual({ kind: 'ok' });
+      expect(await firstSeenOn()).toEqual([['app@3.0.0', want]]);
+    }
+    await writer.close();
+  });
+
   it('keeps fingerprints apart and counts distinct users exactly across batches', async () => {
     const project = await createProject(t.store);
     const writer = newWriter(t.store);
