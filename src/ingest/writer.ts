@@ -93,7 +93,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   let thread: BatchThread | null = null;
   if (useThread) {
     try {
-      thread = new BatchThread(fileUrl, threadFile, maxBatchItems);
+      thread = new BatchThread(fileUrl, threadFile, maxBatchItems, deps.store.commitTally);
     } catch (err) {
       deps.logger.error({ err }, 'the ingest batch thread did not start; batches commit on the main thread');
     }

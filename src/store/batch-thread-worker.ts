@@ -6,13 +6,15 @@ import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore, type Store } from './database.js';
 import { commitIngestBatch, IssueCache, type BatchResult } from './ingest-batch.js';
-import { WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
+import { CommitTally, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;
 const send = (reply: BatchThreadReply) => port.postMessage(reply);
 
 /** What the writer gives the thread (BatchThread's constructor). */
-const { databaseUrl, maxItems, pageCacheMb } = workerData as { databaseUrl: string; maxItems: number; pageCacheMb: number };
+const { databaseUrl, maxItems, pageCacheMb, commitTally } = workerData as { databaseUrl: string; maxItems: number; pageCacheMb: number; commitTally?: SharedArrayBuffer };
+/** Where the WAL checkpointer learns how many works (requests) each transaction carried: its pace. */
+const tally = commitTally ? new CommitTally(commitTally) : null;
 
 /**
  * The first waiting request, and the ones after it while the transaction stays within
@@ -96,7 +98,10 @@ async function main(): Promise<void> {
         if (taken.length === 1) send({ id: taken[0].id, error: errorReply(err) });
         else for (const request of taken) await commitAlone(request);
       }
-      if (result) for (const [i, part] of splitResult(result, taken).entries()) send({ id: taken[i].id, result: part });
+      if (result) {
+        tally?.record(works.length);
+        for (const [i, part] of splitResult(result, taken).entries()) send({ id: taken[i].id, result: part });
+      }
       // Let requests posted meanwhile arrive before deciding what the next transaction takes.
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { rawSource, type BatchResult, type EventInput, type PreparedWork } from './ingest-batch.js';
+import type { CommitTally } from './wal-checkpointer.js';
 
 /** The compiled thread program beside this module (dist/store/ when running from dist/). */
 export const BATCH_THREAD_FILE = new URL('./batch-thread-worker.js', import.meta.url);
@@ -102,10 +103,11 @@ export class BatchThread {
    * `databaseUrl` must name a SQLite file already migrated by this process. `file` is
    * the thread program; tests running the TypeScript sources point it at dist/.
    * `maxItems` bounds the transactions the thread makes by merging waiting requests.
+   * `commitTally` (the store's) hears of every transaction the thread commits.
    */
-  constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000) {
+  constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000, commitTally?: CommitTally) {
     this.worker = new Worker(file, {
-      workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB },
+      workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB, commitTally: commitTally?.buffer },
       resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: BATCH_THREAD_OLD_GENERATION_MB },
     });
     let readyResolve!: () => void;

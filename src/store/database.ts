@@ -9,7 +9,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type SqliteDatab
 import type { Database } from './schema.js';
 import { StaticMigrationProvider, migrations } from './migrations.js';
 import { sendNamedStatements } from './pg-statements.js';
-import { startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
+import { CommitTally, startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -18,6 +18,11 @@ export interface Store {
   dialect: Dialect;
   /** Human-readable target for logs, without credentials. */
   description: string;
+  /**
+   * SQLite with background checkpoints: where ingest counts its transactions for the
+   * checkpointer's pace (the batch thread records into its buffer).
+   */
+  commitTally?: CommitTally;
   /** True when the database answers a trivial query within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -104,8 +109,10 @@ function openSqlite(file: string, options: OpenStoreOptions): Store {
     throw new DatabaseConfigError(`DATABASE_URL: cannot open SQLite database ${file}: ${(err as Error).message}`);
   }
   let checkpointer: WalCheckpointer | null = null;
+  let commitTally: CommitTally | undefined;
   if (options.backgroundCheckpoints && !memory) {
-    checkpointer = startWalCheckpointer(path.resolve(file), options.onCheckpointError);
+    commitTally = new CommitTally();
+    checkpointer = startWalCheckpointer(path.resolve(file), options.onCheckpointError, commitTally);
     raw.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
   }
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
@@ -113,6 +120,7 @@ function openSqlite(file: string, options: OpenStoreOptions): Store {
     db,
     dialect: 'sqlite',
     description: `sqlite:${memory ? file : path.resolve(file)}`,
+    commitTally,
     async ping() {
       try {
         if (!memory) fs.accessSync(file, fs.constants.R_OK | fs.constants.W_OK);

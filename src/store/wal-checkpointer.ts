@@ -22,6 +22,40 @@ import { Worker } from 'node:worker_threads';
 export const CHECKPOINT_INTERVAL_MS = 40;
 
 /**
+ * While ingest commits one request per transaction (a low rate), the checkpointer waits
+ * up to this many ticks, or this many transactions, between checkpoints. Each such
+ * transaction writes some 30 pages to the WAL, most of them the same hot pages (index
+ * ends, the issue, the hourly rows), and each checkpoint copied them again: at
+ * 20 events/s SQLite wrote 512-519 KB of storage per event (about 300 since). Under load transactions carry
+ * more requests and the pace stays at CHECKPOINT_INTERVAL_MS, which the p99 at
+ * 2 000 events/s needs (BENCHMARKS.md). The WAL's growth cannot tell the two apart
+ * (sixteenth session); the size of the transactions can.
+ */
+export const SMALL_TRANSACTIONS_TICKS = 12;
+export const SMALL_TRANSACTIONS_MAX = 128;
+
+/**
+ * Ingest transactions committed and the works (one per request) they carried, counted
+ * by the batch thread in memory the checkpointer's thread shares, so the checkpointer
+ * can tell a low rate (one request per transaction) from load. Counters wrap; readers
+ * take differences.
+ */
+export class CommitTally {
+  private readonly counts: Int32Array;
+  constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(8)) {
+    this.counts = new Int32Array(buffer);
+  }
+  record(works: number): void {
+    Atomics.add(this.counts, 0, 1);
+    Atomics.add(this.counts, 1, works);
+  }
+  /** The counts so far (they wrap at 2^31). */
+  read(): { transactions: number; works: number } {
+    return { transactions: Atomics.load(this.counts, 0), works: Atomics.load(this.counts, 1) };
+  }
+}
+
+/**
  * The committing connection's own automatic checkpoint, kept as a safety net for a
  * checkpointer that falls behind or dies: in pages, so the WAL stays below about 128 MB
  * whatever happens (8 KB pages, SQLITE_PAGE_SIZE; 64 MB in a database created with 4 KB
@@ -38,8 +72,23 @@ const Database = require(workerData.module);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('journal_size_limit = ' + workerData.journalSizeLimit);
 let stopped = false;
+const tally = workerData.tally ? new Int32Array(workerData.tally) : null;
+let seenTransactions = tally ? Atomics.load(tally, 0) : 0;
+let seenWorks = tally ? Atomics.load(tally, 1) : 0;
+let waited = 0;
 const timer = setInterval(() => {
   if (stopped) return;
+  if (tally) {
+    const transactions = Atomics.load(tally, 0);
+    const works = Atomics.load(tally, 1);
+    const newTransactions = (transactions - seenTransactions) | 0;
+    const newWorks = (works - seenWorks) | 0;
+    const small = newTransactions > 0 && newWorks < 2 * newTransactions && newTransactions < workerData.smallMax;
+    if (small && ++waited < workerData.smallTicks) return;
+    seenTransactions = transactions;
+    seenWorks = works;
+    waited = 0;
+  }
   try {
     db.pragma('wal_checkpoint(PASSIVE)');
   } catch (err) {
@@ -64,13 +113,16 @@ export interface WalCheckpointer {
  * Starts checkpointing `file` in the background. `onError` hears about failed
  * checkpoints (the writer's safety-net checkpoint still bounds the WAL).
  */
-export function startWalCheckpointer(file: string, onError: (message: string) => void = () => {}): WalCheckpointer {
+export function startWalCheckpointer(file: string, onError: (message: string) => void = () => {}, tally?: CommitTally): WalCheckpointer {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       module: createRequire(import.meta.url).resolve('better-sqlite3'),
       file,
       intervalMs: CHECKPOINT_INTERVAL_MS,
+      tally: tally?.buffer,
+      smallTicks: SMALL_TRANSACTIONS_TICKS,
+      smallMax: SMALL_TRANSACTIONS_MAX,
       // After a checkpoint has caught up, SQLite restarts the WAL from its start; this
       // truncates a file that grew during a burst back to a modest size.
       journalSizeLimit: 16 * 1024 * 1024,

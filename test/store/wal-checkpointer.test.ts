@@ -52,6 +52,38 @@ describe('background WAL checkpoints on sqlite', () => {
     expect(Number(rows.rows[0].n)).toBe(3001);
   });
 
+  it('checkpoints about every 500 ms while transactions carry one request each, every 40 ms under load', async () => {
+    const file = await open(true);
+    const tally = store.commitTally!;
+    expect(tally).toBeDefined();
+    /**
+     * Commits a page-sized row every 10 ms for `ms`, each recorded as a transaction of
+     * `works` requests, and counts the checkpoints that copied something: each one grows
+     * the database file by the pages committed since the one before.
+     */
+    async function checkpointsWhileCommitting(works: number, ms: number): Promise<number> {
+      const sizes = new Set<number>([fs.statSync(file).size]);
+      const until = Date.now() + ms;
+      let nextCommit = 0;
+      while (Date.now() < until) {
+        if (Date.now() >= nextCommit) {
+          await sql`insert into blobs values (randomblob(${PAGE}))`.execute(store.db);
+          tally.record(works);
+          nextCommit = Date.now() + 10;
+        }
+        sizes.add(fs.statSync(file).size);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      return sizes.size - 1;
+    }
+    // One request per transaction: a low rate. The first small transactions are let wait
+    // (12 ticks of 40 ms), so 400 ms see one checkpoint at most.
+    expect(await checkpointsWhileCommitting(1, 400)).toBeLessThanOrEqual(1);
+    // Transactions of 30 requests: load. A checkpoint every tick (40 ms), about 15 in
+    // 600 ms; a slow machine may delay ticks, not skip them all.
+    expect(await checkpointsWhileCommitting(30, 600)).toBeGreaterThanOrEqual(4);
+  });
+
   it('without the option the committing connection checkpoints as before', async () => {
     const file = await open(false);
     const before = fs.statSync(file).size;

@@ -606,3 +606,29 @@ describe('writer with the SQLite batch thread: batches waiting for the thread sh
     await writer.close();
   });
 });
+
+describe('writer with the SQLite batch thread: the WAL checkpointer hears of its transactions', () => {
+  let t: TestStore;
+  beforeAll(async () => {
+    ensureBuilt();
+    t = await openTestStore('sqlite', { backgroundCheckpoints: true });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('counts every committed transaction and the works it carried in the store’s tally', async () => {
+    const tally = t.store.commitTally!;
+    const project = await createProject(t.store);
+    const writer = writerMaker('batch thread')(t.store);
+    const before = tally.read();
+    const outcomes = await Promise.all(Array.from({ length: 30 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))));
+    expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
+    expect(writer.stats().batchesOnThread).toBeGreaterThan(0);
+    const after = tally.read();
+    expect(after.works - before.works).toBe(30);
+    expect(after.transactions - before.transactions).toBeGreaterThanOrEqual(1);
+    expect(after.transactions - before.transactions).toBeLessThanOrEqual(30);
+    await writer.close();
+  });
+});

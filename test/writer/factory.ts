@@ -121,9 +121,9 @@ export interface TestStore {
 }
 
 /** A migrated store on a new empty database of the dialect. */
-export async function openTestStore(dialect: DialectName): Promise<TestStore> {
+export async function openTestStore(dialect: DialectName, options: { backgroundCheckpoints?: boolean } = {}): Promise<TestStore> {
   const database = await createTestDatabase(dialect);
-  const store = await openStore(database.url);
+  const store = await openStore(database.url, options);
   await migrate(store);
   return {
     store,
