@@ -4,7 +4,7 @@
 // issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
 import { sql, type Kysely } from 'kysely';
 import { HOUR_MS, hourBucket, iso } from '../clock.js';
-import type { Database, IssueRow } from '../store/schema.js';
+import { LAST_SEEN_MINUTE_MS, type Database, type IssueRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
 import {
   ISSUE_STATUSES,
@@ -94,12 +94,12 @@ export function parseIssueListQuery(query: QueryParams, now: number): IssueListQ
 }
 
 /**
- * The `last_seen_hour` of an issue last seen at `ms`, as the database computes it
- * (migration 010: `last_seen - last_seen % 3600000`, truncating towards zero like
- * JavaScript's `%`, so even a time before 1970 maps to the same hour on both sides).
+ * The `last_seen_minute` of an issue last seen at `ms`, as the database computes it
+ * (migration 010: `last_seen - last_seen % 60000`, truncating towards zero like
+ * JavaScript's `%`, so even a time before 1970 maps to the same minute on both sides).
  */
-export function lastSeenHour(ms: number): number {
-  return ms - (ms % HOUR_MS);
+export function lastSeenMinute(ms: number): number {
+  return ms - (ms % LAST_SEEN_MINUTE_MS);
 }
 
 export async function listIssues(
@@ -108,12 +108,12 @@ export async function listIssues(
   q: IssueListQuery,
   now: number,
 ): Promise<{ issues: IssueJson[]; total: number }> {
-  // The window through issues_project_last_seen_hour (the hours it touches), then exactly.
+  // The window through issues_project_last_seen_minute (the minutes it touches), then exactly.
   let base = db
     .selectFrom('issues')
     .where('project_id', '=', projectId)
-    .where('last_seen_hour', '>=', lastSeenHour(q.window.from))
-    .where('last_seen_hour', '<=', lastSeenHour(q.window.to - 1))
+    .where('last_seen_minute', '>=', lastSeenMinute(q.window.from))
+    .where('last_seen_minute', '<=', lastSeenMinute(q.window.to - 1))
     .where('last_seen', '>=', q.window.from)
     .where('last_seen', '<', q.window.to);
   if (q.status) base = base.where('status', '=', q.status);
@@ -123,9 +123,9 @@ export async function listIssues(
     const text = q.q;
     base = base.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
   }
-  // Newest first walks issues_project_last_seen_hour backwards and sorts each hour's rows
-  // by last_seen: the same order as last_seen alone, since the hour follows it.
-  const order = q.sort === 'events' ? ['event_count' as const] : q.sort === 'first_seen' ? ['first_seen' as const] : ['last_seen_hour' as const, 'last_seen' as const];
+  // Newest first walks issues_project_last_seen_minute backwards and sorts each minute's
+  // rows by last_seen: the same order as last_seen alone, since the minute follows it.
+  const order = q.sort === 'events' ? ['event_count' as const] : q.sort === 'first_seen' ? ['first_seen' as const] : ['last_seen_minute' as const, 'last_seen' as const];
   let listed = base.selectAll();
   for (const column of order) listed = listed.orderBy(column, 'desc');
   const [rows, count] = await Promise.all([

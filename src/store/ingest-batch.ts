@@ -376,7 +376,7 @@ interface ProjectSettings {
   daily_quota: number;
 }
 
-type MutableIssue = Omit<IssueRow, 'id' | 'last_seen_hour'> & { id: number | null };
+type MutableIssue = Omit<IssueRow, 'id' | 'last_seen_minute'> & { id: number | null };
 
 interface IssueState {
   row: MutableIssue;

@@ -15,6 +15,9 @@ export interface ProjectTable {
   created_at: number;
 }
 
+/** The step of issues.last_seen_minute (migration 010 computes it in SQL with this value). */
+export const LAST_SEEN_MINUTE_MS = 60_000;
+
 export interface IssueTable {
   id: Generated<number>;
   project_id: number;
@@ -31,8 +34,8 @@ export interface IssueTable {
   users: number;
   first_seen: number;
   last_seen: number;
-  /** The hour of last_seen, computed by the database: the issues list's index (migration 010). */
-  last_seen_hour: GeneratedAlways<number>;
+  /** The minute of last_seen, computed by the database: the issues list's index (migration 010). */
+  last_seen_minute: GeneratedAlways<number>;
   first_seen_id: number | null;
   last_seen_id: number | null;
   first_release: string;

@@ -58,7 +58,7 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
       users: 2,
       first_seen: T - 5 * MIN,
       last_seen: T + 10 * MIN,
-      last_seen_hour: hourBucket(T + 10 * MIN),
+      last_seen_minute: Math.floor((T + 10 * MIN) / MIN) * MIN,
       first_seen_id: idOf(earliest),
       last_seen_id: idOf(latest),
       first_release: 'app@1.0.0',

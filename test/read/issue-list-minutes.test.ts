@@ -1,9 +1,9 @@
-// The issues list finds its window and its default order through the hour of
-// last_seen (issues_project_last_seen_hour, migration 010), so that ingest's issue
+// The issues list finds its window and its default order through the minute of
+// last_seen (issues_project_last_seen_minute, migration 010), so that ingest's issue
 // updates, which move last_seen and last_release with nearly every event, touch no
 // index (HOT updates on PostgreSQL). Checked here: the pages are exactly those of
 // "last_seen in [from, to), last_seen desc, id desc" computed from the rows, windows
-// and pages that cut through hours included; the page query reads the newest hours
+// and pages that cut through minutes included; the page query reads the newest minutes
 // only; and no index of issues holds a column ingest rewrites with every event.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,10 +15,11 @@ import { seedIssues } from './seed.js';
 import { DAY, HOUR, NOW, createProject, getJson, iso, type TestProject } from './support.js';
 
 const MINUTE = 60_000;
-/** Issues of the project: two per minute (same last_seen), 60 an hour, over 50 hours. */
+/** Issues of the project: a pair sharing a last_seen every 10 s, 12 a minute, over 8 hours. */
 const COUNT = 6000;
+const STEP = 10_000;
 
-describe.each(dialects)('issues list by the hour of last_seen on %s', (dialect) => {
+describe.each(dialects)('issues list by the minute of last_seen on %s', (dialect) => {
   let t: TestServer;
   let rec: RecordingDb;
   let p: TestProject;
@@ -28,8 +29,8 @@ describe.each(dialects)('issues list by the hour of last_seen on %s', (dialect) 
     t = await startTestServer(dialect, { clock: new ManualClock(NOW), env: { RATE_LIMIT: '0' } });
     p = await createProject(t);
     // Inserted newest first, so ids grow as last_seen falls: id order is the reverse of
-    // the list's order, within an hour too; pairs share a last_seen (ties: id desc).
-    await seedIssues(t.deps.store.db, p.id, COUNT, NOW - 7 * MINUTE, { step: MINUTE, ties: 2 });
+    // the list's order, within a minute too; pairs share a last_seen (ties: id desc).
+    await seedIssues(t.deps.store.db, p.id, COUNT, NOW - 7 * MINUTE, { step: STEP, ties: 2 });
     const all = await t.deps.store.db.selectFrom('issues').select(['id', 'fingerprint', 'last_seen']).where('project_id', '=', p.id).execute();
     rows = all.map((r) => ({ id: Number(r.id), fingerprint: r.fingerprint, last_seen: Number(r.last_seen) }));
     if (dialect === 'postgres') await sql`analyze issues`.execute(t.deps.store.db);
@@ -47,10 +48,10 @@ describe.each(dialects)('issues list by the hour of last_seen on %s', (dialect) 
     return { total: inWindow.length, fingerprints: inWindow.slice(offset, offset + limit).map((r) => r.fingerprint) };
   }
 
-  it('answers the pages of last_seen desc, id desc, for windows and pages that cut through hours', async () => {
+  it('answers the pages of last_seen desc, id desc, for windows and pages that cut through minutes', async () => {
     const windows = [
-      { from: NOW - 5 * HOUR - 17 * MINUTE - 250, to: NOW - 2 * HOUR - 23 * MINUTE },
-      { from: NOW - 40 * HOUR, to: NOW - 39 * HOUR + 1 },
+      { from: NOW - 5 * HOUR - 17 * MINUTE - 250, to: NOW - 2 * HOUR - 23 * MINUTE - 12_345 },
+      { from: NOW - 4 * HOUR - 30_000, to: NOW - 3 * HOUR + 1 },
       { from: NOW - 7 * DAY, to: NOW },
     ];
     for (const w of windows) {
@@ -72,14 +73,14 @@ describe.each(dialects)('issues list by the hour of last_seen on %s', (dialect) 
     expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(expected(NOW - 7 * DAY, NOW, 0, 5).fingerprints);
   });
 
-  it('reads the newest hours of the window for the first page, not every issue in it', async () => {
+  it('reads the newest minutes of the window for the first page, not every issue in it', async () => {
     const { queries } = await rec.record((db) => listIssues(db, p.id, parseIssueListQuery({ limit: '25' }, NOW), NOW));
     const page = queries.find((q) => /order by/i.test(q.sql))!;
     if (dialect === 'postgres') {
-      // 60 issues an hour: the first page's hour and the next, at most.
-      expect(await rec.rowsRead(page, 'issues')).toBeLessThanOrEqual(3 * 60);
+      // 12 issues a minute: the 25 of the page and the rest of their last minute.
+      expect(await rec.rowsRead(page, 'issues')).toBeLessThanOrEqual(25 + 12);
     } else {
-      expect(rec.sqlitePlan(page).join('\n')).toMatch(/SEARCH issues USING INDEX issues_project_last_seen_hour/);
+      expect(rec.sqlitePlan(page).join('\n')).toMatch(/SEARCH issues USING INDEX issues_project_last_seen_minute/);
     }
   });
 
@@ -96,7 +97,7 @@ describe.each(dialects)('issues list by the hour of last_seen on %s', (dialect) 
             await sql<{ column: string }>`select ii.name as "column" from pragma_index_list('issues') il
               join pragma_index_info(il.name) ii`.execute(db)
           ).rows.map((r) => r.column);
-    expect(indexed).toContain('last_seen_hour');
+    expect(indexed).toContain('last_seen_minute');
     const everyEvent = ['last_seen', 'last_seen_id', 'event_count', 'stored_count', 'users', 'updated_at'];
     // SQLite has no HOT updates to win and keeps last_release's index (migration 010).
     if (dialect === 'postgres') everyEvent.push('last_release');
