@@ -2,7 +2,7 @@
 // timeline, breakdown over the newest stored events, newest/oldest stored event), and the
 // status workflow (single and bulk). Every query is served by an index on
 // issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, hourBucket, iso } from '../clock.js';
 import { LAST_SEEN_MINUTE_MS, type Database, type IssueRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
@@ -21,6 +21,7 @@ import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 
 type Db = Kysely<Database>;
+type IssueQuery = SelectQueryBuilder<Database, 'issues', {}>;
 
 export const SPARKLINE_HOURS = 24;
 export const ISSUE_SORTS = ['last_seen', 'first_seen', 'events'] as const;
@@ -108,31 +109,39 @@ export async function listIssues(
   q: IssueListQuery,
   now: number,
 ): Promise<{ issues: IssueJson[]; total: number }> {
+  const first = lastSeenMinute(q.window.from);
+  const last = lastSeenMinute(q.window.to - 1);
+  /** The list's filters other than the window, on a query of the project's issues. */
+  const filtered = (minutes: (query: IssueQuery) => IssueQuery) => {
+    let query = minutes(db.selectFrom('issues').where('project_id', '=', projectId));
+    if (q.status) query = query.where('status', '=', q.status);
+    if (q.level) query = query.where('level', '=', q.level);
+    if (q.release !== undefined) query = query.where('last_release', '=', q.release);
+    if (q.q !== undefined) {
+      const text = q.q;
+      query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
+    }
+    return query;
+  };
+  /** Rows of the window's first and last minute, checked against the window itself. */
+  const edges = (query: IssueQuery) => query.where('last_seen', '>=', q.window.from).where('last_seen', '<', q.window.to);
   // The window through issues_project_last_seen_minute (the minutes it touches), then exactly.
-  let base = db
-    .selectFrom('issues')
-    .where('project_id', '=', projectId)
-    .where('last_seen_minute', '>=', lastSeenMinute(q.window.from))
-    .where('last_seen_minute', '<=', lastSeenMinute(q.window.to - 1))
-    .where('last_seen', '>=', q.window.from)
-    .where('last_seen', '<', q.window.to);
-  if (q.status) base = base.where('status', '=', q.status);
-  if (q.level) base = base.where('level', '=', q.level);
-  if (q.release !== undefined) base = base.where('last_release', '=', q.release);
-  if (q.q !== undefined) {
-    const text = q.q;
-    base = base.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
-  }
+  const inWindow = filtered((query) => edges(query.where('last_seen_minute', '>=', first).where('last_seen_minute', '<=', last)));
   // Newest first walks issues_project_last_seen_minute backwards and sorts each minute's
   // rows by last_seen: the same order as last_seen alone, since the minute follows it.
   const order = q.sort === 'events' ? ['event_count' as const] : q.sort === 'first_seen' ? ['first_seen' as const] : ['last_seen_minute' as const, 'last_seen' as const];
-  let listed = base.selectAll();
+  let listed = inWindow.selectAll();
   for (const column of order) listed = listed.orderBy(column, 'desc');
-  const [rows, count] = await Promise.all([
+  // The total in two parts: every issue of a minute strictly between the first and the
+  // last is in the window (the minute follows last_seen), so without other filters those
+  // are counted from the index alone; only the two edge minutes' rows are read.
+  const count = (query: IssueQuery) => query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const [rows, inner, atEdges] = await Promise.all([
     listed.orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    count(filtered((query) => query.where('last_seen_minute', '>', first).where('last_seen_minute', '<', last))),
+    count(filtered((query) => edges(query.where('last_seen_minute', 'in', [first, last])))),
   ]);
-  return { issues: await issuesWithSparklines(db, rows, now), total: Number(count.n) };
+  return { issues: await issuesWithSparklines(db, rows, now), total: Number(inner.n) + Number(atEdges.n) };
 }
 
 export async function findIssue(db: Db, projectId: number, fingerprint: string): Promise<IssueRow> {

@@ -4,7 +4,7 @@
 import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findEvent } from '../../src/read/events.js';
-import { issueDetail } from '../../src/read/issues.js';
+import { issueDetail, listIssues, parseIssueListQuery } from '../../src/read/issues.js';
 import { migrate, openStore, type Store } from '../../src/store/database.js';
 import { StaticMigrationProvider } from '../../src/store/migrations.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
@@ -100,6 +100,48 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(await detail()).toMatchObject({ latest_event_id: middle, oldest_event_id: middle });
     await store.db.deleteFrom('events').where('id', '=', middle).execute();
     expect(await detail()).toMatchObject({ latest_event_id: null, oldest_event_id: null });
+  });
+
+  it('010 gives issues written before their last_seen_minute, and the list finds them by it', async () => {
+    database = await createTestDatabase(dialect);
+    store = await openStore(database.url);
+    await migrateTo(store, '009_postgres_delete_triggers_for_ingest_keys');
+    const project = await store.db
+      .insertInto('projects')
+      .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const pid = Number(project.id);
+    const minute = 1_767_000_000_000;
+    // Two in one minute (inserted oldest last), one a minute later, one in the minute before.
+    const seen: [string, number][] = [
+      ['a'.repeat(32), minute + 59_999],
+      ['b'.repeat(32), minute + 12],
+      ['c'.repeat(32), minute + 60_000],
+      ['d'.repeat(32), minute - 1],
+    ];
+    for (const [fp, at] of seen) await insertIssue(store.db, pid, fp, at);
+
+    await migrate(store);
+    const issueIndexes = async () =>
+      (store!.dialect === 'postgres'
+        ? await store!.db.selectFrom('pg_indexes' as any).select('indexname as name').where('tablename', '=', 'issues').execute()
+        : await store!.db.selectFrom('sqlite_master' as any).select('name').where('type', '=', 'index').where('tbl_name', '=', 'issues').execute()
+      ).map((r: any) => String(r.name));
+    const indexes = await issueIndexes();
+    expect(indexes).toContain('issues_project_last_seen_minute');
+    expect(indexes).not.toContain('issues_project_last_seen');
+    expect(indexes.includes('issues_project_last_release')).toBe(dialect !== 'postgres');
+    const rows = await store.db.selectFrom('issues').select(['fingerprint', 'last_seen_minute']).orderBy('fingerprint').execute();
+    expect(rows.map((r) => [r.fingerprint, Number(r.last_seen_minute)])).toEqual([
+      ['a'.repeat(32), minute],
+      ['b'.repeat(32), minute],
+      ['c'.repeat(32), minute + 60_000],
+      ['d'.repeat(32), minute - 60_000],
+    ]);
+    const list = await listIssues(store.db, pid, parseIssueListQuery({ days: '1' }, minute + 120_000), minute + 120_000);
+    expect(list.total).toBe(4);
+    expect(list.issues.map((i) => i.fingerprint[0])).toEqual(['c', 'a', 'b', 'd']);
   });
 
   it('009: deleting an event, an issue or a project still removes the rows under it, for rows written before', async () => {
