@@ -16,6 +16,16 @@ async function migrateTo(store: Store, name: string): Promise<void> {
   if (error) throw error;
 }
 
+/** A project row as any schema version has it; returns its id. */
+async function insertProject(store: Store): Promise<number> {
+  const project = await store.db
+    .insertInto('projects')
+    .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return Number(project.id);
+}
+
 async function indexNames(store: Store): Promise<string[]> {
   const rows =
     store.dialect === 'postgres'
@@ -38,14 +48,9 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     database = await createTestDatabase(dialect);
     store = await openStore(database.url);
     await migrateTo(store, '004_job_locks');
-    const project = await store.db
-      .insertInto('projects')
-      .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const pid = await insertProject(store);
     // The 004 schema: seen_events has no stored_id yet.
     const old = store.db.withTables<{ seen_events: { project_id: number; event_id: string; received_at: number } }>();
-    const pid = Number(project.id);
     const issueId = await insertIssue(store.db, pid, 'a'.repeat(32), 1_767_000_000_000);
     const stored = ['1'.repeat(32), '2'.repeat(32)];
     const ids: number[] = [];
@@ -74,12 +79,7 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     store = await openStore(database.url);
     await migrateTo(store, '006_postgres_blobs_not_recompressed');
     expect(await indexNames(store)).toContain('events_issue_timestamp');
-    const project = await store.db
-      .insertInto('projects')
-      .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const pid = Number(project.id);
+    const pid = await insertProject(store);
     const fp = 'b'.repeat(32);
     const issueId = await insertIssue(store.db, pid, fp, 1_767_000_000_000);
     // Received in this order, with event times out of that order (an SDK sending late).
@@ -106,12 +106,7 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     database = await createTestDatabase(dialect);
     store = await openStore(database.url);
     await migrateTo(store, '009_postgres_delete_triggers_for_ingest_keys');
-    const project = await store.db
-      .insertInto('projects')
-      .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const pid = Number(project.id);
+    const pid = await insertProject(store);
     const minute = 1_767_000_000_000;
     // Two in one minute (inserted oldest last), one a minute later, one in the minute before.
     const seen: [string, number][] = [
