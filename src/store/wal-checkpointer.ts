@@ -26,10 +26,11 @@ export const CHECKPOINT_INTERVAL_MS = 40;
  * up to this many ticks, or this many transactions, between checkpoints. Each such
  * transaction writes some 30 pages to the WAL, most of them the same hot pages (index
  * ends, the issue, the hourly rows), and each checkpoint copied them again: at
- * 20 events/s SQLite wrote 512-519 KB of storage per event (about 300 since). Under load transactions carry
- * more requests and the pace stays at CHECKPOINT_INTERVAL_MS, which the p99 at
- * 2 000 events/s needs (BENCHMARKS.md). The WAL's growth cannot tell the two apart
- * (sixteenth session); the size of the transactions can.
+ * 20 events/s SQLite wrote 512-522 KB of storage per event, about 300 with this pace.
+ * Under load transactions carry more requests and the pace stays at
+ * CHECKPOINT_INTERVAL_MS, which the p99 at 2 000 events/s needs (BENCHMARKS.md). The
+ * WAL's growth cannot tell the two apart (sixteenth session); the size of the
+ * transactions can.
  */
 export const SMALL_TRANSACTIONS_TICKS = 12;
 export const SMALL_TRANSACTIONS_MAX = 128;
