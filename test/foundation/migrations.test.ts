@@ -26,11 +26,11 @@ async function insertProject(store: Store): Promise<number> {
   return Number(project.id);
 }
 
-async function indexNames(store: Store): Promise<string[]> {
+async function indexNames(store: Store, table = 'events'): Promise<string[]> {
   const rows =
     store.dialect === 'postgres'
-      ? await store.db.selectFrom('pg_indexes' as any).select('indexname as name').where('tablename', '=', 'events').execute()
-      : await store.db.selectFrom('sqlite_master' as any).select('name').where('type', '=', 'index').where('tbl_name', '=', 'events').execute();
+      ? await store.db.selectFrom('pg_indexes' as any).select('indexname as name').where('tablename', '=', table).execute()
+      : await store.db.selectFrom('sqlite_master' as any).select('name').where('type', '=', 'index').where('tbl_name', '=', table).execute();
   return rows.map((r: any) => String(r.name));
 }
 
@@ -118,12 +118,7 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     for (const [fp, at] of seen) await insertIssue(store.db, pid, fp, at);
 
     await migrate(store);
-    const issueIndexes = async () =>
-      (store!.dialect === 'postgres'
-        ? await store!.db.selectFrom('pg_indexes' as any).select('indexname as name').where('tablename', '=', 'issues').execute()
-        : await store!.db.selectFrom('sqlite_master' as any).select('name').where('type', '=', 'index').where('tbl_name', '=', 'issues').execute()
-      ).map((r: any) => String(r.name));
-    const indexes = await issueIndexes();
+    const indexes = await indexNames(store, 'issues');
     expect(indexes).toContain('issues_project_last_seen_minute');
     expect(indexes).not.toContain('issues_project_last_seen');
     expect(indexes.includes('issues_project_last_release')).toBe(dialect !== 'postgres');
