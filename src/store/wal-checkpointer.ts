@@ -36,6 +36,18 @@ export const SMALL_TRANSACTIONS_TICKS = 12;
 export const SMALL_TRANSACTIONS_MAX = 128;
 
 /**
+ * At saturation (transactions of LARGE_TRANSACTIONS_WORKS works or more on average) the
+ * checkpointer waits this many ticks (200 ms): each checkpoint copies every page changed
+ * since the one before, and the same hot pages are changed by every transaction. Seven
+ * alternating pairs in both orders: +5 to +29 % requests/s (median +9 %), server CPU
+ * per request 207-241 against 236-316 µs; p99 at saturation about 55 against 44 ms, at
+ * 2 000 events/s (transactions of 4-5 works, so still every 40 ms) 26.9 against 24.0 ms
+ * (medians; BENCHMARKS.md). A fixed 200 ms had cost that p99 (fifteenth session).
+ */
+export const LARGE_TRANSACTIONS_WORKS = 16;
+export const LARGE_TRANSACTIONS_TICKS = 5;
+
+/**
  * Ingest transactions committed and the works (one per request) they carried, counted
  * by the batch thread in memory the checkpointer's thread shares, so the checkpointer
  * can tell a low rate (one request per transaction) from load. Counters wrap; readers
@@ -86,6 +98,8 @@ const timer = setInterval(() => {
     const newWorks = (works - seenWorks) | 0;
     const small = newTransactions > 0 && newWorks < 2 * newTransactions && newTransactions < workerData.smallMax;
     if (small && ++waited < workerData.smallTicks) return;
+    const large = newTransactions > 0 && newWorks >= workerData.largeWorks * newTransactions;
+    if (large && ++waited < workerData.largeTicks) return;
     seenTransactions = transactions;
     seenWorks = works;
     waited = 0;
@@ -124,6 +138,8 @@ export function startWalCheckpointer(file: string, onError: (message: string) =>
       tally: tally?.buffer,
       smallTicks: SMALL_TRANSACTIONS_TICKS,
       smallMax: SMALL_TRANSACTIONS_MAX,
+      largeWorks: LARGE_TRANSACTIONS_WORKS,
+      largeTicks: LARGE_TRANSACTIONS_TICKS,
       // After a checkpoint has caught up, SQLite restarts the WAL from its start; this
       // truncates a file that grew during a burst back to a modest size.
       journalSizeLimit: 16 * 1024 * 1024,

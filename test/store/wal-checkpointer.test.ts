@@ -52,7 +52,7 @@ describe('background WAL checkpoints on sqlite', () => {
     expect(Number(rows.rows[0].n)).toBe(3001);
   });
 
-  it('checkpoints about every 500 ms while transactions carry one request each, every 40 ms under load', async () => {
+  it('checkpoints about every 500 ms while transactions carry one request each, every 40 ms under load, every 200 ms at saturation', async () => {
     const file = await open(true);
     const tally = store.commitTally!;
     expect(tally).toBeDefined();
@@ -81,9 +81,13 @@ describe('background WAL checkpoints on sqlite', () => {
     // One request per transaction: a low rate. The first small transactions are let wait
     // (12 ticks of 40 ms), so 400 ms see one checkpoint at most.
     expect(await checkpointsWhileCommitting(1, 400)).toBeLessThanOrEqual(1);
-    // Transactions of 30 requests: load. A checkpoint every tick (40 ms), about 15 in
+    // Transactions of 4 requests: load. A checkpoint every tick (40 ms), about 15 in
     // 600 ms; a slow machine may delay ticks, not skip them all.
-    expect(await checkpointsWhileCommitting(30, 600)).toBeGreaterThanOrEqual(4);
+    expect(await checkpointsWhileCommitting(4, 600)).toBeGreaterThanOrEqual(4);
+    // Transactions of 30 requests: saturation. Every fifth tick (200 ms): about 3 in 600 ms.
+    const atSaturation = await checkpointsWhileCommitting(30, 600);
+    expect(atSaturation).toBeGreaterThanOrEqual(1);
+    expect(atSaturation).toBeLessThanOrEqual(4);
   });
 
   it('without the option the committing connection checkpoints as before', async () => {
