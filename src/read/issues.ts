@@ -99,7 +99,7 @@ export function parseIssueListQuery(query: QueryParams, now: number): IssueListQ
  * (migration 010: `last_seen - last_seen % 60000`, truncating towards zero like
  * JavaScript's `%`, so even a time before 1970 maps to the same minute on both sides).
  */
-export function lastSeenMinute(ms: number): number {
+function lastSeenMinute(ms: number): number {
   return ms - (ms % LAST_SEEN_MINUTE_MS);
 }
 
@@ -123,10 +123,10 @@ export async function listIssues(
     }
     return query;
   };
-  /** Rows of the window's first and last minute, checked against the window itself. */
-  const edges = (query: IssueQuery) => query.where('last_seen', '>=', q.window.from).where('last_seen', '<', q.window.to);
+  /** The window itself, on last_seen: needed only where a minute straddles its bounds. */
+  const exactly = (query: IssueQuery) => query.where('last_seen', '>=', q.window.from).where('last_seen', '<', q.window.to);
   // The window through issues_project_last_seen_minute (the minutes it touches), then exactly.
-  const inWindow = filtered((query) => edges(query.where('last_seen_minute', '>=', first).where('last_seen_minute', '<=', last)));
+  const inWindow = filtered((query) => exactly(query.where('last_seen_minute', '>=', first).where('last_seen_minute', '<=', last)));
   // Newest first walks issues_project_last_seen_minute backwards and sorts each minute's
   // rows by last_seen: the same order as last_seen alone, since the minute follows it.
   const order = q.sort === 'events' ? ['event_count' as const] : q.sort === 'first_seen' ? ['first_seen' as const] : ['last_seen_minute' as const, 'last_seen' as const];
@@ -139,7 +139,7 @@ export async function listIssues(
   const [rows, inner, atEdges] = await Promise.all([
     listed.orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
     count(filtered((query) => query.where('last_seen_minute', '>', first).where('last_seen_minute', '<', last))),
-    count(filtered((query) => edges(query.where('last_seen_minute', 'in', [first, last])))),
+    count(filtered((query) => exactly(query.where('last_seen_minute', 'in', [first, last])))),
   ]);
   return { issues: await issuesWithSparklines(db, rows, now), total: Number(inner.n) + Number(atEdges.n) };
 }

@@ -54,6 +54,7 @@ export const LARGE_TRANSACTIONS_TICKS = 5;
  * take differences.
  */
 export class CommitTally {
+  /** Slot 0: transactions, slot 1: works; the checkpointer's worker program reads the same slots. */
   private readonly counts: Int32Array;
   constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(8)) {
     this.counts = new Int32Array(buffer);
@@ -96,10 +97,14 @@ const timer = setInterval(() => {
     const works = Atomics.load(tally, 1);
     const newTransactions = (transactions - seenTransactions) | 0;
     const newWorks = (works - seenWorks) | 0;
-    const small = newTransactions > 0 && newWorks < 2 * newTransactions && newTransactions < workerData.smallMax;
-    if (small && ++waited < workerData.smallTicks) return;
-    const large = newTransactions > 0 && newWorks >= workerData.largeWorks * newTransactions;
-    if (large && ++waited < workerData.largeTicks) return;
+    // Ticks between checkpoints for the transactions since the last one: one request each
+    // (a low rate), many (saturation), or anything else and none at all (every tick).
+    const ticks =
+      newTransactions === 0 ? 1
+      : newWorks < 2 * newTransactions && newTransactions < workerData.smallMax ? workerData.smallTicks
+      : newWorks >= workerData.largeWorks * newTransactions ? workerData.largeTicks
+      : 1;
+    if (++waited < ticks) return;
     seenTransactions = transactions;
     seenWorks = works;
     waited = 0;
