@@ -53,19 +53,22 @@ export const LARGE_TRANSACTIONS_TICKS = 5;
  * can tell a low rate (one request per transaction) from load. Counters wrap; readers
  * take differences.
  */
+/** The tally's slots; the checkpointer's worker program (WORKER_SOURCE) reads them by these indexes. */
+const TRANSACTIONS_SLOT = 0;
+const WORKS_SLOT = 1;
+
 export class CommitTally {
-  /** Slot 0: transactions, slot 1: works; the checkpointer's worker program reads the same slots. */
   private readonly counts: Int32Array;
   constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(8)) {
     this.counts = new Int32Array(buffer);
   }
   record(works: number): void {
-    Atomics.add(this.counts, 0, 1);
-    Atomics.add(this.counts, 1, works);
+    Atomics.add(this.counts, TRANSACTIONS_SLOT, 1);
+    Atomics.add(this.counts, WORKS_SLOT, works);
   }
   /** The counts so far (they wrap at 2^31). */
   read(): { transactions: number; works: number } {
-    return { transactions: Atomics.load(this.counts, 0), works: Atomics.load(this.counts, 1) };
+    return { transactions: Atomics.load(this.counts, TRANSACTIONS_SLOT), works: Atomics.load(this.counts, WORKS_SLOT) };
   }
 }
 
@@ -87,14 +90,14 @@ const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('journal_size_limit = ' + workerData.journalSizeLimit);
 let stopped = false;
 const tally = workerData.tally ? new Int32Array(workerData.tally) : null;
-let seenTransactions = tally ? Atomics.load(tally, 0) : 0;
-let seenWorks = tally ? Atomics.load(tally, 1) : 0;
+let seenTransactions = tally ? Atomics.load(tally, ${TRANSACTIONS_SLOT}) : 0;
+let seenWorks = tally ? Atomics.load(tally, ${WORKS_SLOT}) : 0;
 let waited = 0;
 const timer = setInterval(() => {
   if (stopped) return;
   if (tally) {
-    const transactions = Atomics.load(tally, 0);
-    const works = Atomics.load(tally, 1);
+    const transactions = Atomics.load(tally, ${TRANSACTIONS_SLOT});
+    const works = Atomics.load(tally, ${WORKS_SLOT});
     const newTransactions = (transactions - seenTransactions) | 0;
     const newWorks = (works - seenWorks) | 0;
     // Ticks between checkpoints for the transactions since the last one: one request each
