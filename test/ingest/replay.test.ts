@@ -1,4 +1,4 @@
-// Replays of every request captured from real clients (../shared/fixtures/
+// Replays of every request captured from real clients (test/fixtures/
 // sdk-captures): @sentry/node envelopes (chunked, gzip), the Python SDK's legacy
 // /store/ events and length-framed session envelopes with X-Sentry-Auth, and
 // sentry-cli send-event. The .txt captures are replayed with the key and project
