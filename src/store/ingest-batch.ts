@@ -745,11 +745,13 @@ class Batch {
         this.rows<SessionRow>(lookup('sessions', pid, 'sid', k.sids, 'text')),
       ]);
     });
+    // Awaited together: when the lock fails (a lost connection fails every pipelined
+    // statement), a read awaited only after it would reject with nobody listening.
+    const [locked, read] = await Promise.all([lock, Promise.all(reads)]);
     const projects = new Map<number, ProjectSettings>();
-    for (const r of await lock) projects.set(num(r.id), r);
+    for (const r of locked) projects.set(num(r.id), r);
     const snapshots: ProjectSnapshot[] = [];
-    for (const [i, read] of reads.entries()) {
-      const [events, used, issues, resolvedReleases, releases, sessions] = await read;
+    for (const [events, used, issues, resolvedReleases, releases, sessions] of read) {
       const eventIds = new Map<string, number>();
       const seen = new Set<string>();
       for (const r of events) {
