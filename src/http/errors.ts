@@ -7,6 +7,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import type { ZodError } from 'zod';
+import { unsafeJsonProblem } from './input-hygiene.js';
 
 export class HttpError extends Error {
   constructor(
@@ -33,11 +34,15 @@ export const badRequest = (message: string) => new HttpError(400, message);
 export async function readJson(c: Context): Promise<unknown> {
   const text = await c.req.text();
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw badRequest('request body is not valid JSON');
   }
+  const problem = unsafeJsonProblem(value);
+  if (problem) throw badRequest(problem);
+  return value;
 }
 
 /** Reads a JSON object body; anything else (array, string, nothing) is a 400. */
