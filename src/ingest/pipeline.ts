@@ -173,7 +173,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
 async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
   let project: ProjectRow | undefined;
   try {
-    project = await findProjectForIngest(deps.store.db, pathProjectId);
+    project = await findProjectForIngest(deps.store.db, pathProjectId, credential.key);
   } catch (err) {
     // A failing database is the server's problem, not the request's: 503, so the SDK
     // keeps the event and sends it again, as it does when the writer fails.
