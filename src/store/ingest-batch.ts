@@ -174,8 +174,9 @@ export function prepareWork(work: IngestWork): PreparedWork {
     environment: text(s.environment),
   }));
   const aggregates = work.aggregates.map((a) => {
-    const crashed = count(a.crashed);
-    const errored = count(a.errored) + count(a.abnormal) + count(a.unhandled);
+    // `unhandled` (browser SDKs' status for an unhandled error) counts as crashed (DECISIONS).
+    const crashed = count(a.crashed) + count(a.unhandled);
+    const errored = count(a.errored) + count(a.abnormal);
     return {
       started: time(a.started, receivedAt),
       release: text(a.release, MAX_RELEASE),
@@ -456,8 +457,8 @@ interface ReleaseAcc {
 }
 
 function sessionClass(status: string, errors: number): SessionClass {
-  if (status === 'crashed') return 'crashed';
-  if (status === 'errored' || status === 'abnormal' || status === 'unhandled' || errors > 0) return 'errored';
+  if (status === 'crashed' || status === 'unhandled') return 'crashed';
+  if (status === 'errored' || status === 'abnormal' || errors > 0) return 'errored';
   return 'ok';
 }
 
