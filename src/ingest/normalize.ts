@@ -4,6 +4,7 @@
 // referenced, not copied, unless they need repair.
 import { InvalidItemError } from './errors.js';
 import { parseCleanJson, type CleanParse } from './hygiene.js';
+import { withUserAgentContexts } from './user-agent.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, Level, NormalizedEvent, NormalizedException, NormalizedFrame } from './types.js';
 
@@ -479,7 +480,7 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   const level = normalizeLevel(ev.level);
   const platform = text(ev.platform, 64)?.toLowerCase() ?? 'other';
   const tags = normalizeTags(ev.tags);
-  const contexts = isObject(ev.contexts) ? ev.contexts : {};
+  const contexts = withUserAgentContexts(isObject(ev.contexts) ? ev.contexts : {}, ev.request, platform);
   const user = normalizeUser(ev.user, ctx.clientIp);
 
   const device = findContext(contexts, 'device');
