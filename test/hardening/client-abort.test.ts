@@ -3,23 +3,12 @@
 // level), never as a 500 "unexpected failure", on the direct ingest listener, on
 // the app's ingest route and on a management route. Nothing is stored.
 import net from 'node:net';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
+import { captureLogger } from '../helpers/log-capture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { makeProject, rowCounts } from '../ingest/helpers.js';
 
-function captureLogger() {
-  const lines: Record<string, any>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), lines };
-}
 
 /** Sends headers promising `length` bytes, part of the body, then closes the socket. */
 function abortMidBody(t: TestServer, method: string, target: string, length: number): Promise<void> {
@@ -40,7 +29,7 @@ function abortMidBody(t: TestServer, method: string, target: string, length: num
 describe('client aborts', () => {
   let t: TestServer;
   let p: ProjectRow;
-  const capture = captureLogger();
+  const capture = captureLogger('debug');
   beforeAll(async () => {
     t = await startTestServer('sqlite', { logger: capture.logger, env: { RATE_LIMIT: '0' } });
     p = await makeProject(t);

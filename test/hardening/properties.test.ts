@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { gunzipSync, inflateRawSync, inflateSync, brotliDecompressSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { depthOf } from '../helpers/json.js';
 import { AuthError, credentialFromEnvelopeDsn, credentialsFromRequest, parseBasicAuthHeader, parseDsn, parseSentryAuthHeader } from '../../src/ingest/auth.js';
 import { decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
 import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from '../../src/ingest/errors.js';
@@ -72,18 +73,6 @@ const payloadBytes = fc.oneof(
   deepJson.map((s) => enc.encode(s)),
   fc.uint8Array({ maxLength: 200 }),
 );
-
-function depthOf(root: unknown): number {
-  let max = 0;
-  const stack: Array<[unknown, number]> = [[root, 1]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    max = Math.max(max, d);
-    for (const k of Object.keys(v)) stack.push([(v as Record<string, unknown>)[k], d + 1]);
-  }
-  return max;
-}
 
 function allStrings(root: unknown): string[] {
   const out: string[] = [];

@@ -4,6 +4,7 @@
 // surrogates in any text are stored as U+FFFD, so the same release, tag or message
 // is listed and opened alike on SQLite and PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { depthOf } from '../helpers/json.js';
 import { DEPTH_LIMIT_MARK } from '../../src/ingest/hygiene.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -21,19 +22,6 @@ function eventText(base: Record<string, unknown>, field: string, fragment: strin
 
 function envelopeOf(items: Array<{ type: string; text: string }>): string {
   return ['{}', ...items.flatMap((i) => [JSON.stringify({ type: i.type }), i.text])].join('\n');
-}
-
-/** Depth of the deepest container in a parsed value (iterative). */
-function depthOf(root: unknown): number {
-  let max = 0;
-  const stack: Array<[unknown, number]> = [[root, 1]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    max = Math.max(max, d);
-    for (const child of Object.values(v)) stack.push([child, d + 1]);
-  }
-  return max;
 }
 
 describe.each(dialects)('input hygiene at ingest on %s', (dialect) => {
