@@ -22,13 +22,31 @@ function isHexSurrogateLead(json: string, at: number): boolean {
   return (n >= 0x38 && n <= 0x39) || (n >= 0x61 && n <= 0x66);
 }
 
+/** The text of a NUL or surrogate escape; a match may still be an escaped backslash (`\\u0000`). */
+const SUSPECT_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
+
+/** Whether `json` has at most `max` of `{` and `[` (then it cannot nest deeper than `max`). */
+function openersAtMost(json: string, max: number): boolean {
+  let n = 0;
+  for (const opener of ['{', '[']) {
+    for (let i = json.indexOf(opener); i >= 0; i = json.indexOf(opener, i + 1)) if (++n > max) return false;
+  }
+  return true;
+}
+
 /**
  * Whether parsing `json` (valid JSON) may give something `cleanJsonValue` changes:
  * nesting deeper than MAX_JSON_DEPTH, or a `\u0000` or surrogate escape (a surrogate
- * pair is well-formed, but telling it from a lone one is left to the cleaner). One pass
- * over the text without allocating; string contents are skipped with indexOf.
+ * pair is well-formed, but telling it from a lone one is left to the cleaner). Most
+ * payloads are decided by a regular expression and a count of `{` and `[` (a few µs
+ * for a 3 KB event); the rest by one pass that skips string contents with indexOf.
  */
 export function jsonNeedsCleaning(json: string): boolean {
+  if (!SUSPECT_ESCAPE.test(json) && openersAtMost(json, MAX_JSON_DEPTH)) return false;
+  return scanNeedsCleaning(json);
+}
+
+function scanNeedsCleaning(json: string): boolean {
   let depth = 0;
   let nextBackslash = json.indexOf('\\');
   const n = json.length;
@@ -86,16 +104,30 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
  * container deeper than MAX_JSON_DEPTH replaced by DEPTH_LIMIT_MARK. Iterative.
  */
 export function cleanJsonValue(root: unknown): unknown {
-  if (typeof root === 'string') return cleanText(root);
-  if (typeof root !== 'object' || root === null) return root;
+  return cleanJson(root).value;
+}
+
+/** cleanJsonValue, and whether anything was replaced or cut. */
+function cleanJson(root: unknown): CleanParse {
+  let cleaned = false;
+  const text = (s: string): string => {
+    const out = cleanText(s);
+    if (out !== s) cleaned = true;
+    return out;
+  };
+  if (typeof root === 'string') return { value: text(root), cleaned };
+  if (typeof root !== 'object' || root === null) return { value: root, cleaned };
   const top: unknown = Array.isArray(root) ? [] : {};
   const stack: Array<{ src: object; dst: object; depth: number }> = [{ src: root, dst: top as object, depth: 1 }];
   while (stack.length > 0) {
     const { src, dst, depth } = stack.pop()!;
     const copy = (value: unknown): unknown => {
-      if (typeof value === 'string') return cleanText(value);
+      if (typeof value === 'string') return text(value);
       if (typeof value !== 'object' || value === null) return value;
-      if (depth + 1 > MAX_JSON_DEPTH) return DEPTH_LIMIT_MARK;
+      if (depth + 1 > MAX_JSON_DEPTH) {
+        cleaned = true;
+        return DEPTH_LIMIT_MARK;
+      }
       const child: object = Array.isArray(value) ? [] : {};
       stack.push({ src: value, dst: child, depth: depth + 1 });
       return child;
@@ -106,10 +138,10 @@ export function cleanJsonValue(root: unknown): unknown {
     } else {
       const out = dst as Record<string, unknown>;
       const from = src as Record<string, unknown>;
-      for (const key of Object.keys(from)) setOwn(out, cleanText(key), copy(from[key]));
+      for (const key of Object.keys(from)) setOwn(out, text(key), copy(from[key]));
     }
   }
-  return top;
+  return { value: top, cleaned };
 }
 
 /** A parsed JSON text made safe to store, and whether it differs from what was sent. */
@@ -125,5 +157,7 @@ export interface CleanParse {
 export function parseCleanJson(json: string): CleanParse {
   const value: unknown = JSON.parse(json);
   if (!jsonNeedsCleaning(json)) return { value, cleaned: false };
-  return { value: cleanJsonValue(value), cleaned: true };
+  // A payload whose escapes are all well-formed pairs keeps its parsed value (and its bytes).
+  const out = cleanJson(value);
+  return out.cleaned ? out : { value, cleaned: false };
 }

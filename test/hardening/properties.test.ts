@@ -11,7 +11,7 @@ import { depthOf } from '../helpers/json.js';
 import { AuthError, credentialFromEnvelopeDsn, credentialsFromRequest, parseBasicAuthHeader, parseDsn, parseSentryAuthHeader } from '../../src/ingest/auth.js';
 import { decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
 import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from '../../src/ingest/errors.js';
-import { cleanJsonValue, hasUnsafeText, MAX_JSON_DEPTH } from '../../src/ingest/hygiene.js';
+import { cleanJsonValue, hasUnsafeText, jsonNeedsCleaning, MAX_JSON_DEPTH } from '../../src/ingest/hygiene.js';
 import { eventDetailFromRaw, normalizeEvent } from '../../src/ingest/normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from '../../src/ingest/sessions.js';
 import { FUZZ } from './fuzz-config.js';
@@ -146,6 +146,16 @@ describe('properties of the request-side parsers', () => {
         only([InvalidItemError])(() => {
           for (const a of parseSessionAggregates(bytes, ctx)) expect(hasUnsafeText(a.release) || hasUnsafeText(a.environment)).toBe(false);
         });
+      }),
+      FUZZ,
+    );
+  });
+
+  it('jsonNeedsCleaning never misses a text whose parsed value the cleaner changes', () => {
+    fc.assert(
+      fc.property(fc.oneof(jsonish.map((v) => JSON.stringify(v) ?? 'null'), deepJson), (json) => {
+        const value = JSON.parse(json);
+        if (!jsonNeedsCleaning(json)) expect(JSON.stringify(cleanJsonValue(value))).toBe(JSON.stringify(value));
       }),
       FUZZ,
     );

@@ -18,6 +18,8 @@ describe('jsonNeedsCleaning', () => {
     ['an escaped backslash before u0000 is not an escape', '{"a":"\\\\u0000"}', false],
     ['escaped quote then more', '{"a":"x\\"y","b":"\\u0041"}', false],
     ['NUL in a key', '{"\\u0000":1}', true],
+    ['many siblings are not depth', `[${'[],'.repeat(200)}[]]`, false],
+    ['a surrogate escape after many brackets', `[${'[],'.repeat(100)}"\\udfff"]`, true],
   ])('%s', (_name, json, expected) => {
     JSON.parse(json);
     expect(jsonNeedsCleaning(json)).toBe(expected);
@@ -42,6 +44,12 @@ describe('cleaning', () => {
     expect(depth).toBe(MAX_JSON_DEPTH + 1);
     expect(Object.keys(value as object)).toEqual(['deep', 'k\ufffd']);
     expect(() => JSON.stringify(value)).not.toThrow();
+  });
+
+  it('reports nothing cleaned for well-formed surrogate-pair escapes or a plain deep-looking text, so their bytes are kept', () => {
+    expect(parseCleanJson('{"a":"\\ud83d\\ude00"}')).toEqual({ value: { a: '\ud83d\ude00' }, cleaned: false });
+    expect(parseCleanJson(`{"a":[${'{},'.repeat(100)}{}]}`).cleaned).toBe(false);
+    expect(parseCleanJson('{"a":"\\ud83d"}').cleaned).toBe(true);
   });
 
   it('keeps a "__proto__" key as data', () => {
