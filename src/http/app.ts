@@ -8,6 +8,7 @@ import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { AppDeps } from '../context.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
+import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
 import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
@@ -30,6 +31,7 @@ export function createApp(deps: AppDeps): Hono {
   app.use(requestMeta(logger));
 
   app.use(ingestCors(deps.config));
+  app.use(refuseNulInUrl(isIngestPath));
   app.use(apiKeyAuth(deps.config.apiKeys));
   app.use(rateLimit(deps, managementRateLimitKey(deps)));
 

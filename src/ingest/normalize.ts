@@ -3,6 +3,8 @@
 // "Grouping". One JSON.parse per payload; sub-objects of the parsed event are
 // referenced, not copied, unless they need repair.
 import { InvalidItemError } from './errors.js';
+import { parseCleanJson, type CleanParse } from './hygiene.js';
+import { withUserAgentContexts } from './user-agent.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, Level, NormalizedEvent, NormalizedException, NormalizedFrame } from './types.js';
 
@@ -28,6 +30,8 @@ const MAX_TAG_VALUE = 200;
 const MAX_BREADCRUMBS = 100;
 
 const utf8 = new TextDecoder();
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8Encoder = new TextEncoder();
 
 type Obj = Record<string, unknown>;
 
@@ -73,22 +77,33 @@ function withoutNonFinite(json: string): string | null {
   return changed ? out : null;
 }
 
-function parsePayload(payload: Uint8Array): Obj {
-  const json = utf8.decode(payload);
-  let v: unknown;
+/**
+ * The payload's JSON object, made safe to store (hygiene.ts); `cleaned` when it differs
+ * from the bytes sent (then the stored raw payload is the cleaned object re-encoded).
+ */
+function parsePayload(payload: Uint8Array): { ev: Obj; cleaned: boolean } {
+  let json: string;
+  let badUtf8 = false;
   try {
-    v = JSON.parse(json);
+    json = strictUtf8.decode(payload);
+  } catch {
+    json = utf8.decode(payload);
+    badUtf8 = true;
+  }
+  let parsed: CleanParse;
+  try {
+    parsed = parseCleanJson(json);
   } catch (err) {
     const repaired = withoutNonFinite(json);
     try {
       if (repaired === null) throw err;
-      v = JSON.parse(repaired);
+      parsed = parseCleanJson(repaired);
     } catch {
       throw new InvalidItemError('event payload is not valid JSON');
     }
   }
-  if (!isObject(v)) throw new InvalidItemError('event payload must be a JSON object');
-  return v;
+  if (!isObject(parsed.value)) throw new InvalidItemError('event payload must be a JSON object');
+  return { ev: parsed.value, cleaned: parsed.cleaned || badUtf8 };
 }
 
 // ---------------------------------------------------------------- ids, times, levels
@@ -455,7 +470,7 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: false): NormalizedEvent;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: true): EventDetailData;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boolean): NormalizedEvent | EventDetailData {
-  const ev = parsePayload(payload);
+  const { ev, cleaned } = parsePayload(payload);
 
   const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
 
@@ -465,7 +480,7 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   const level = normalizeLevel(ev.level);
   const platform = text(ev.platform, 64)?.toLowerCase() ?? 'other';
   const tags = normalizeTags(ev.tags);
-  const contexts = isObject(ev.contexts) ? ev.contexts : {};
+  const contexts = withUserAgentContexts(isObject(ev.contexts) ? ev.contexts : {}, ev.request, platform);
   const user = normalizeUser(ev.user, ctx.clientIp);
 
   const device = findContext(contexts, 'device');
@@ -533,7 +548,8 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
     sdkName: text(sdk?.name, 128) ?? '',
     tags,
     fingerprint,
-    raw: payload,
+    // Cleaned payloads are stored as cleaned, so the detail rebuilt from them is the same.
+    raw: cleaned ? utf8Encoder.encode(JSON.stringify(ev)) : payload,
   };
 }
 

@@ -18,7 +18,16 @@ import {
 } from './auth.js';
 import { decodeContent, MAX_BODY_BYTES, type Decompress } from './decode.js';
 import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
-import { BadPayloadError, DATABASE_UNAVAILABLE, IngestUnavailableError, InvalidItemError, PayloadTooLargeError } from './errors.js';
+import {
+  BadPayloadError,
+  CLIENT_ABORTED,
+  CLIENT_CLOSED_REQUEST,
+  ClientAbortedError,
+  DATABASE_UNAVAILABLE,
+  IngestUnavailableError,
+  InvalidItemError,
+  PayloadTooLargeError,
+} from './errors.js';
 import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseTimestamp } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
@@ -166,6 +175,10 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     if (err instanceof PayloadTooLargeError) return errorReply(413, err.message);
     if (err instanceof BadPayloadError) return errorReply(400, err.message);
     if (err instanceof IngestUnavailableError) return errorReply(503, err.message);
+    if (err instanceof ClientAbortedError) {
+      deps.logger.info({ project: pathProjectId }, CLIENT_ABORTED);
+      return errorReply(CLIENT_CLOSED_REQUEST, CLIENT_ABORTED);
+    }
     throw err;
   }
 }
@@ -173,7 +186,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
 async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
   let project: ProjectRow | undefined;
   try {
-    project = await findProjectForIngest(deps.store.db, pathProjectId);
+    project = await findProjectForIngest(deps.store.db, pathProjectId, credential.key);
   } catch (err) {
     // A failing database is the server's problem, not the request's: 503, so the SDK
     // keeps the event and sends it again, as it does when the writer fails.

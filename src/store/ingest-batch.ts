@@ -174,8 +174,9 @@ export function prepareWork(work: IngestWork): PreparedWork {
     environment: text(s.environment),
   }));
   const aggregates = work.aggregates.map((a) => {
-    const crashed = count(a.crashed);
-    const errored = count(a.errored) + count(a.abnormal) + count(a.unhandled);
+    // `unhandled` (browser SDKs' status for an unhandled error) counts as crashed (DECISIONS).
+    const crashed = count(a.crashed) + count(a.unhandled);
+    const errored = count(a.errored) + count(a.abnormal);
     return {
       started: time(a.started, receivedAt),
       release: text(a.release, MAX_RELEASE),
@@ -456,8 +457,8 @@ interface ReleaseAcc {
 }
 
 function sessionClass(status: string, errors: number): SessionClass {
-  if (status === 'crashed') return 'crashed';
-  if (status === 'errored' || status === 'abnormal' || status === 'unhandled' || errors > 0) return 'errored';
+  if (status === 'crashed' || status === 'unhandled') return 'crashed';
+  if (status === 'errored' || status === 'abnormal' || errors > 0) return 'errored';
   return 'ok';
 }
 
@@ -745,11 +746,13 @@ class Batch {
         this.rows<SessionRow>(lookup('sessions', pid, 'sid', k.sids, 'text')),
       ]);
     });
+    // Awaited together: when the lock fails (a lost connection fails every pipelined
+    // statement), a read awaited only after it would reject with nobody listening.
+    const [locked, read] = await Promise.all([lock, Promise.all(reads)]);
     const projects = new Map<number, ProjectSettings>();
-    for (const r of await lock) projects.set(num(r.id), r);
+    for (const r of locked) projects.set(num(r.id), r);
     const snapshots: ProjectSnapshot[] = [];
-    for (const [i, read] of reads.entries()) {
-      const [events, used, issues, resolvedReleases, releases, sessions] = await read;
+    for (const [events, used, issues, resolvedReleases, releases, sessions] of read) {
       const eventIds = new Map<string, number>();
       const seen = new Set<string>();
       for (const r of events) {
