@@ -14,6 +14,8 @@ import { createIngestWriter } from '../ingest/writer.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
+import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../alerts/dispatcher.js';
+import { nodeAlertRuntime } from './node-alerts.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
@@ -57,6 +59,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     ingestRuntime: store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
+    alertRuntime: nodeAlertRuntime,
   };
 }
 
@@ -66,6 +69,8 @@ export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 export interface RunningServer {
   url: string;
   port: number;
+  /** The alert dispatcher, unless turned off. */
+  alerts: AlertDispatcher | null;
   /** Stops accepting, finishes in-flight requests, flushes the writer, closes the database. */
   close(): Promise<void>;
 }
@@ -73,6 +78,12 @@ export interface RunningServer {
 export interface StartServerOptions {
   /** Run the housekeeping `serve` does (hourly retention). Off for embedded and test servers. */
   background?: boolean;
+  /**
+   * The alert dispatcher (src/alerts/dispatcher.ts): on unless false; options override
+   * its defaults (tests shorten the retry delays). With `background` it also checks
+   * crash spikes every 10 minutes.
+   */
+  alerts?: Partial<DispatcherOptions> | false;
 }
 
 export async function startServer(
@@ -101,17 +112,27 @@ export async function startServer(
   const retention = options.background
     ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })
     : null;
+  const alerts =
+    options.alerts === false
+      ? null
+      : new AlertDispatcher(
+          { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntime },
+          { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
+        ).start();
   return {
     url,
     port: address.port,
+    alerts,
     close() {
       closing ??= (async () => {
         const retentionStopped = retention?.stop();
+        const alertsStopped = alerts?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
         await retentionStopped;
+        await alertsStopped;
         await deps.ingest.close();
         await deps.store.close();
       })();
