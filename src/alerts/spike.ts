@@ -2,8 +2,10 @@
 // least 10 and at least 3 × the hourly average of the 24 hours before. Read from the
 // hourly aggregates (project_hourly), never from events. An hour bucket that the
 // window covers only in part counts in proportion (the check runs every 10 minutes,
-// not on the hour), as if its crashes were spread evenly over the hour; at a whole
-// hour the figures are exact counts.
+// not on the hour), as if its crashes were spread evenly over the part of the hour
+// that has passed: the current hour's crashes all count as recent, the hour before
+// counts for the minutes of it still inside the last 60. On the hour the figures are
+// exact counts.
 import { HOUR_MS, hourBucket } from '../clock.js';
 import type { Store } from '../store/database.js';
 import { recordAlert } from './store.js';
@@ -18,12 +20,22 @@ export interface HourCrashes {
   crashes: number;
 }
 
-/** Crashes in [from, to), counting a partly covered hour in proportion. */
-export function crashesBetween(hours: HourCrashes[], from: number, to: number): number {
+/**
+ * Crashes in [from, to) at time `now`, counting a partly covered hour in proportion to
+ * the part of it that has passed by `now`.
+ */
+export function crashesBetween(hours: HourCrashes[], from: number, to: number, now: number): number {
   let total = 0;
   for (const h of hours) {
-    const overlap = Math.min(h.bucket + HOUR_MS, to) - Math.max(h.bucket, from);
-    if (overlap > 0) total += (h.crashes * overlap) / HOUR_MS;
+    const end = Math.min(h.bucket + HOUR_MS, now);
+    const span = end - h.bucket;
+    if (span <= 0) {
+      // An hour starting exactly now (or a stray future one) holds crashes of this instant.
+      if (h.bucket <= now && h.bucket >= from && h.bucket < to + 1) total += h.crashes;
+      continue;
+    }
+    const overlap = Math.min(end, to) - Math.max(h.bucket, from);
+    if (overlap > 0) total += (h.crashes * overlap) / span;
   }
   return total;
 }
@@ -40,8 +52,8 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 
 export function evaluateCrashSpike(hours: HourCrashes[], now: number): SpikeVerdict {
   const recentFrom = now - SPIKE_RECENT_MS;
-  const recent = crashesBetween(hours, recentFrom, now);
-  const baseline = crashesBetween(hours, recentFrom - SPIKE_BASELINE_HOURS * HOUR_MS, recentFrom) / SPIKE_BASELINE_HOURS;
+  const recent = crashesBetween(hours, recentFrom, now, now);
+  const baseline = crashesBetween(hours, recentFrom - SPIKE_BASELINE_HOURS * HOUR_MS, recentFrom, now) / SPIKE_BASELINE_HOURS;
   // A tiny tolerance so proportions that should add up to a whole count do.
   const fires = recent + 1e-9 >= SPIKE_MIN_CRASHES && recent + 1e-9 >= SPIKE_FACTOR * baseline;
   return { recent: round2(recent), baseline: round2(baseline), fires };
