@@ -64,7 +64,7 @@ export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = {
   perChannel: 2,
   leaseMs: 60_000,
   spikeCheckMs: null,
-  firstSpikeCheckMs: 10_000,
+  firstSpikeCheckMs: 60_000,
   wallClock: () => Date.now(),
 };
 

@@ -23,7 +23,7 @@ export interface AlertsCommandOptions {
   stdout?: (line: string) => void;
 }
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`;
 
 export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary): string {
   const a = pass.alerts;
@@ -33,7 +33,7 @@ export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary)
   return (
     `alerts: ${plural(spikes.spikes.length, 'crash spike')} found; ${plural(a.sent, 'alert')} sent out` +
     (set ? ` (${set} set aside)` : '') +
-    `; ${plural(pass.sent, 'delivery')} sent, ${pass.failed} failed, ${pass.retried} retried`
+    `; ${plural(pass.sent, 'delivery', 'deliveries')} sent, ${pass.failed} failed, ${pass.retried} retried`
   );
 }
 

@@ -89,7 +89,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     expect(listed.channels[0].created_at).toMatch(/Z$/);
     expect(JSON.stringify(listed)).not.toContain(secret);
 
-    const ts = Date.now() - 1000;
+    const ts = t.clock.now() - 1000;
     await sendEvents(t, p, [errorEvent({ timestamp: ts, release: 'app@1.0.0' })]);
     await until(() => hook.requests.length === 1 && bot.messages.some((m) => m.json?.chat_id === chat), 8000, 'both channels');
 
