@@ -208,7 +208,7 @@ export class AlertDispatcher {
       if (ids.length === 0) return;
       for (const id of ids) {
         if (this.stopped) return;
-        const outcome = await dispatchAlert(this.deps.store.db, this.deps.store.dialect, id, this.deps.clock.now(), this.options.wallClock());
+        const outcome = await dispatchAlert(this.deps.store.db, id, this.deps.clock.now(), this.options.wallClock());
         this.summary.alerts[outcome] += 1;
         if (outcome !== 'taken') this.deps.logger.debug({ alert_id: id, outcome }, 'alert taken from the outbox');
       }

@@ -176,7 +176,7 @@ export type AlertOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel' | 'coold
  * Takes one recorded alert: claims its rule's cooldown and creates one pending delivery
  * per channel, in one transaction. `taken` when another process got it first.
  */
-export async function dispatchAlert(db: Db, dialect: Dialect, alertId: number, now: number, wallNow: number): Promise<AlertOutcome> {
+export async function dispatchAlert(db: Db, alertId: number, now: number, wallNow: number): Promise<AlertOutcome> {
   return db.transaction().execute(async (tx) => {
     const taken = await tx
       .updateTable('alert_outbox')
@@ -249,7 +249,6 @@ export async function dispatchAlert(db: Db, dialect: Dialect, alertId: number, n
       )
       .execute();
     await finish('sent', { triggered: now, prev });
-    void dialect;
     return 'sent';
   });
 }
