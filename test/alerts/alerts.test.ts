@@ -221,6 +221,22 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     await hook.stop();
   });
 
+  it('a channel deleted while its delivery waits for a retry: the delivery fails and the cooldown is given back', async () => {
+    const p = await apiProject(t);
+    const hook = await Receiver.start();
+    hook.fallback = { status: 500, delayMs: 100 };
+    const id = await addWebhook(t, p, hook.url);
+    await sendEvents(t, p, [errorEvent({ timestamp: Date.now(), fn: 'orphaned' })]);
+    await until(() => hook.requests.length === 1);
+    expect((await t.api(`/api/projects/${p.slug}/alerts/channels/${id}`, { method: 'DELETE' })).status).toBe(204);
+    await until(async () => (await deliveries(t, p))[0]?.state === 'failed');
+    expect((await deliveries(t, p))[0]).toMatchObject({ channel_id: id, last_error: 'the channel was deleted' });
+    expect(hook.requests).toHaveLength(1);
+    const rules = (await (await t.api(`/api/projects/${p.slug}/alerts`)).json()).rules;
+    expect(rules[0].last_triggered).toBeNull();
+    await hook.stop();
+  });
+
   it('a slow channel delays nothing else; disabled rules send nothing', async () => {
     const p = await apiProject(t);
     const slow = await Receiver.start();
