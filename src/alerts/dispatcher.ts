@@ -218,27 +218,33 @@ export class AlertDispatcher {
 
   /** Claims what the free slots allow and starts those attempts. True when it claimed any. */
   private async claimAndSend(): Promise<boolean> {
-    const free = this.options.concurrency - this.inFlight.size;
-    if (free <= 0) return false;
-    const wallNow = this.options.wallClock();
-    if (!(await anyDeliveryDue(this.deps.store.db, wallNow))) return false;
-    const busy = [...this.perChannel].filter(([, n]) => n >= this.options.perChannel).map(([id]) => id);
-    const claimed = await claimDeliveries(this.deps.store, this.holder, wallNow, wallNow + this.options.leaseMs, free, busy);
-    // One claim may return several deliveries of one channel: beyond its share they wait for the next pass.
-    for (const d of claimed) {
-      this.perChannel.set(d.channel_id, (this.perChannel.get(d.channel_id) ?? 0) + 1);
-      const attempt = this.attempt(d)
-        .catch((err) => this.deps.logger.error({ err, delivery_id: d.id }, 'alert delivery attempt failed unexpectedly; its lease runs out and it is tried again'))
-        .finally(() => {
-          this.inFlight.delete(d.id);
-          const n = (this.perChannel.get(d.channel_id) ?? 1) - 1;
-          if (n <= 0) this.perChannel.delete(d.channel_id);
-          else this.perChannel.set(d.channel_id, n);
-          this.wake();
-        });
-      this.inFlight.set(d.id, attempt);
+    let any = false;
+    for (;;) {
+      const free = this.options.concurrency - this.inFlight.size;
+      if (free <= 0 || this.stopped) return any;
+      const wallNow = this.options.wallClock();
+      if (!(await anyDeliveryDue(this.deps.store.db, wallNow))) return any;
+      const busy = [...this.perChannel].filter(([, n]) => n >= this.options.perChannel).map(([id]) => id);
+      // At most one delivery per channel each round; rounds go on while slots are free.
+      const claimed = await claimDeliveries(this.deps.store, this.holder, wallNow, wallNow + this.options.leaseMs, free, busy);
+      if (claimed.length === 0) return any;
+      any = true;
+      for (const d of claimed) this.launch(d);
     }
-    return claimed.length > 0;
+  }
+
+  private launch(d: ClaimedDelivery): void {
+    this.perChannel.set(d.channel_id, (this.perChannel.get(d.channel_id) ?? 0) + 1);
+    const attempt = this.attempt(d)
+      .catch((err) => this.deps.logger.error({ err, delivery_id: d.id }, 'alert delivery attempt failed unexpectedly; its lease runs out and it is tried again'))
+      .finally(() => {
+        this.inFlight.delete(d.id);
+        const n = (this.perChannel.get(d.channel_id) ?? 1) - 1;
+        if (n <= 0) this.perChannel.delete(d.channel_id);
+        else this.perChannel.set(d.channel_id, n);
+        this.wake();
+      });
+    this.inFlight.set(d.id, attempt);
   }
 
   private async attempt(d: ClaimedDelivery): Promise<void> {

@@ -267,7 +267,8 @@ export interface ClaimedDelivery {
  * Claims up to `limit` due deliveries for `holder` until `leaseUntil`: one UPDATE whose
  * conditions are checked again on each row it changes, so of two processes only one
  * gets a row (PostgreSQL re-evaluates them on the row version another transaction left).
- * Channels in `busyChannels` are skipped: a slow channel holds no more than its share.
+ * Channels in `busyChannels` are skipped, and one claim takes at most one delivery per
+ * channel: a slow channel holds no more than its share of the slots.
  */
 export async function claimDeliveries(
   store: Store,
@@ -284,15 +285,16 @@ export async function claimDeliveries(
       eb('next_attempt_at', '<=', wallNow),
       eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', wallNow)]),
     ]);
+  // The oldest due delivery of each channel: one claim never takes two of one channel,
+  // so a channel with many waiting deliveries cannot fill every slot.
   let candidates = db
     .selectFrom('alert_deliveries')
-    .select('id')
+    .select((eb) => eb.fn.min('id').as('id'))
     .where(due)
-    .orderBy('next_attempt_at')
-    .orderBy('id')
+    .groupBy('channel_id')
+    .orderBy((eb) => eb.fn.min('id'))
     .limit(limit);
   if (busyChannels.length > 0) candidates = candidates.where('channel_id', 'not in', busyChannels);
-  if (store.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
   const rows = await db
     .updateTable('alert_deliveries')
     .set((eb) => ({ lease_until: leaseUntil, claimed_by: holder, attempts: eb('attempts', '+', 1) }))

@@ -244,18 +244,21 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     const fast = await Receiver.start();
     await addWebhook(t, p, slow.url);
     await addWebhook(t, p, fast.url);
+    // Four alerts at once (no cooldown): the fast channel gets all four while the slow one
+    // holds at most two of the dispatcher's slots.
+    expect((await t.api(`/api/projects/${p.slug}/alerts/new_issue`, { method: 'PATCH', json: { cooldown_minutes: 0 } })).status).toBe(200);
     const started = Date.now();
-    await sendEvents(t, p, [errorEvent({ timestamp: Date.now(), fn: 'slowpoke' })]);
-    await until(() => fast.requests.length === 1, 1200, 'the fast channel');
+    await sendEvents(t, p, ['a', 'b', 'c', 'd'].map((fn) => errorEvent({ timestamp: Date.now(), fn: `slowpoke_${fn}` })));
+    await until(() => fast.requests.length === 4, 1400, 'the fast channel');
     expect(slow.requests).toHaveLength(0);
-    expect(Date.now() - started).toBeLessThan(1200);
-    await until(() => slow.requests.length === 1, 5000, 'the slow channel');
+    expect(Date.now() - started).toBeLessThan(1400);
+    await until(() => slow.requests.length === 4, 8000, 'the slow channel');
 
     const patched = await t.api(`/api/projects/${p.slug}/alerts/new_issue`, { method: 'PATCH', json: { enabled: false } });
-    expect(await patched.json()).toMatchObject({ type: 'new_issue', enabled: false, cooldown_minutes: 60 });
+    expect(await patched.json()).toMatchObject({ type: 'new_issue', enabled: false, cooldown_minutes: 0 });
     await sendEvents(t, p, [errorEvent({ timestamp: Date.now(), fn: 'unheard' })]);
     await settled();
-    expect(fast.requests).toHaveLength(1);
+    expect(fast.requests).toHaveLength(4);
     await slow.stop();
     await fast.stop();
   });
