@@ -9,6 +9,7 @@ import type { DecompressBlob } from './store/stored-payload.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
+import type { AlertRuntime } from './alerts/transport.js';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -63,4 +64,10 @@ export interface AppDeps {
    * the app's env). Used to key the open management API's rate limit.
    */
   clientAddress?: (request: Request, env: unknown) => string | undefined;
+  /**
+   * How alerts reach channels (Node: src/editions/node-alerts.ts, which checks the
+   * addresses a webhook's name resolves to as it connects). Default: fetch, literal
+   * hosts checked only.
+   */
+  alertRuntime?: AlertRuntime;
 }

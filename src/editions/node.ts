@@ -15,6 +15,8 @@ import { decompress } from '../store/codec.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
+import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../alerts/dispatcher.js';
+import { nodeAlertRuntime } from './node-alerts.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
@@ -59,6 +61,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     decompressBlob: decompress,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
+    alertRuntime: nodeAlertRuntime,
   };
 }
 
@@ -68,6 +71,8 @@ export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 export interface RunningServer {
   url: string;
   port: number;
+  /** The alert dispatcher, unless turned off. */
+  alerts: AlertDispatcher | null;
   /** Stops accepting, finishes in-flight requests, flushes the writer, closes the database. */
   close(): Promise<void>;
 }
@@ -75,6 +80,12 @@ export interface RunningServer {
 export interface StartServerOptions {
   /** Run the housekeeping `serve` does (hourly retention). Off for embedded and test servers. */
   background?: boolean;
+  /**
+   * The alert dispatcher (src/alerts/dispatcher.ts): on unless false; options override
+   * its defaults (tests shorten the retry delays). With `background` it also checks
+   * crash spikes every 10 minutes.
+   */
+  alerts?: Partial<DispatcherOptions> | false;
 }
 
 export async function startServer(
@@ -103,17 +114,27 @@ export async function startServer(
   const retention = options.background
     ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })
     : null;
+  const alerts =
+    options.alerts === false
+      ? null
+      : new AlertDispatcher(
+          { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntime },
+          { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
+        ).start();
   return {
     url,
     port: address.port,
+    alerts,
     close() {
       closing ??= (async () => {
         const retentionStopped = retention?.stop();
+        const alertsStopped = alerts?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
         await retentionStopped;
+        await alertsStopped;
         await deps.ingest.close();
         await deps.store.close();
       })();

@@ -8,6 +8,7 @@ import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { AppDeps } from '../context.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
+import { alertRoutes } from './alerts.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
 import { ingestCors, ingestRoutes } from './ingest.js';
@@ -55,6 +56,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', projectRoutes(deps));
   app.route('/', ingestRoutes(deps));
   app.route('/', readRoutes(deps));
+  app.route('/', alertRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));
   app.onError((err, c) => handleError(err, c, logger));

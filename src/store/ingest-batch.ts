@@ -17,6 +17,7 @@ import {
   type OnConflictUpdateBuilder,
   type RawBuilder,
 } from 'kysely';
+import { issueAlertOutboxRow } from '../alerts/outbox.js';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
 import type { Dialect, Store } from './database.js';
@@ -1300,6 +1301,11 @@ class Batch {
 
     const changes = this.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
     await this.insertRows('issue_changes', CHANGE_COLUMNS, changes);
+    // Alerts are recorded with what caused them (src/alerts/outbox.ts); a dispatcher sends them.
+    const alerts = this.changes.map((c) =>
+      issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release }),
+    );
+    await this.insertRows('alert_outbox', OUTBOX_COLUMNS, alerts);
 
     await this.insertRows('project_hourly', PROJECT_HOURLY_COLUMNS, [...this.projectHourly.values()] as unknown as Record<string, unknown>[], {
       conflict: additive('project_hourly', ['project_id', 'bucket', 'release'], ['events', 'crashes', 'errors', 'fatal', 'error', 'warning', 'info', 'debug']),
@@ -1553,6 +1559,14 @@ const CHANGE_COLUMNS: ColumnSpec = [
   ['kind', 'text'],
   ['at', 'int8'],
   ['release', 'text'],
+];
+const OUTBOX_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['type', 'text'],
+  ['issue_id', 'int8'],
+  ['payload', 'text'],
+  ['state', 'text'],
+  ['created_at', 'int8'],
 ];
 const PROJECT_HOURLY_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],

@@ -473,6 +473,86 @@ function m010(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Alerts (src/alerts): a rule per project and alert type (every project gets the three,
+ * enabled, 60 minutes of cooldown), the channels alerts go to, the outbox the ingest
+ * batch and the crash-spike check write alerts into (in the transaction that found
+ * them), and one delivery per alert and channel, claimed by one process at a time.
+ * Booleans are 0/1 and times epoch milliseconds, as everywhere.
+ */
+function m012(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('alert_rules')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('enabled', big, (c) => c.notNull())
+        .addColumn('cooldown_minutes', big, (c) => c.notNull())
+        .addColumn('last_triggered', big)
+        .addPrimaryKeyConstraint('alert_rules_pk', ['project_id', 'type'])
+        .execute();
+      for (const type of ['new_issue', 'regression', 'crash_spike']) {
+        await sql`insert into alert_rules (project_id, type, enabled, cooldown_minutes, last_triggered)
+          select id, ${type}, 1, 60, null from projects`.execute(db);
+      }
+
+      await db.schema
+        .createTable('alert_channels')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('alert_channels_project').on('alert_channels').column('project_id').execute();
+
+      await db.schema
+        .createTable('alert_outbox')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('issue_id', big)
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('triggered_at', big)
+        .addColumn('prev_triggered', big)
+        .execute();
+      await db.schema.createIndex('alert_outbox_pending').on('alert_outbox').column('id').where(sql.ref('state'), '=', 'pending').execute();
+      await db.schema.createIndex('alert_outbox_project').on('alert_outbox').column('project_id').execute();
+
+      await db.schema
+        .createTable('alert_deliveries')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('alert_id', big)
+        .addColumn('channel_id', big, (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('attempts', big, (c) => c.notNull())
+        .addColumn('last_error', 'text')
+        .addColumn('status', big)
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('sent_at', big)
+        .addColumn('next_attempt_at', big, (c) => c.notNull())
+        .addColumn('lease_until', big)
+        .addColumn('claimed_by', 'text')
+        .execute();
+      await db.schema.createIndex('alert_deliveries_project').on('alert_deliveries').columns(['project_id', 'id']).execute();
+      await db.schema.createIndex('alert_deliveries_alert').on('alert_deliveries').column('alert_id').execute();
+      await db.schema
+        .createIndex('alert_deliveries_pending')
+        .on('alert_deliveries')
+        .column('next_attempt_at')
+        .where(sql.ref('state'), '=', 'pending')
+        .execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -486,6 +566,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '008_payload_chunks': m008(dialect),
     '009_postgres_delete_triggers_for_ingest_keys': m009(dialect),
     '010_issue_updates_off_the_indexes': m010(dialect),
+    '012_alerts': m012(dialect),
   };
 }
 

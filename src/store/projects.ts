@@ -3,6 +3,7 @@
 // Deleting a project relies on the schema's ON DELETE CASCADE foreign keys to
 // remove everything under it in the same statement.
 import type { Kysely } from 'kysely';
+import { insertDefaultRules } from '../alerts/store.js';
 import type { Database, ProjectRow } from './schema.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -162,11 +163,13 @@ export async function findProjectByDsnKey(db: Db, dsnKey: string): Promise<Proje
 export async function createProject(db: Db, input: NewProjectInput, now: number): Promise<ProjectRow> {
   if (await findProjectBySlug(db, input.slug)) throw new SlugTakenError(input.slug);
   try {
-    return await db
+    const project = await db
       .insertInto('projects')
       .values({ ...input, dsn_key: generateDsnKey(), created_at: now })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await insertDefaultRules(db, project.id);
+    return project;
   } catch (err) {
     // A concurrent create of the same slug loses on the unique index.
     if (isUniqueViolation(err) && (await findProjectBySlug(db, input.slug))) throw new SlugTakenError(input.slug);

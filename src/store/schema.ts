@@ -216,6 +216,70 @@ export interface JobLockTable {
   expires_at: number;
 }
 
+/** One per project and alert type (src/alerts). */
+export interface AlertRuleTable {
+  project_id: number;
+  type: string;
+  /** 0 or 1. */
+  enabled: number;
+  cooldown_minutes: number;
+  /** When the last alert of this type was claimed (the cooldown's start); null before the first. */
+  last_triggered: number | null;
+}
+
+export interface AlertChannelTable {
+  id: Generated<number>;
+  project_id: number;
+  /** webhook or telegram. */
+  kind: string;
+  /** JSON: webhook {url, secret?}, telegram {chat_id}. */
+  config: string;
+  created_at: number;
+}
+
+/**
+ * Alerts recorded before they are sent: by the ingest batch (new_issue, regression) and
+ * the crash-spike check, in the transaction that found them. `state` pending until a
+ * dispatcher takes it: sent (deliveries made, cooldown claimed), cooldown, disabled,
+ * no_channel, undelivered (no channel accepted it; the cooldown was given back).
+ */
+export interface AlertOutboxTable {
+  id: Generated<number>;
+  project_id: number;
+  type: string;
+  issue_id: number | null;
+  /** JSON: the alert's fields (title, fingerprint, level, event_count, release, recent, baseline). */
+  payload: string;
+  state: string;
+  created_at: number;
+  /** The cooldown claimed for this alert, and the value it replaced (to give it back). */
+  triggered_at: number | null;
+  prev_triggered: number | null;
+}
+
+/** One alert (or test) sent to one channel. */
+export interface AlertDeliveryTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The outbox row; null for test deliveries. */
+  alert_id: number | null;
+  channel_id: number;
+  type: string;
+  /** pending, sent or failed. */
+  state: string;
+  attempts: number;
+  last_error: string | null;
+  /** The channel's last HTTP status. */
+  status: number | null;
+  created_at: number;
+  sent_at: number | null;
+  /** Wall clock: when the next attempt is due. */
+  next_attempt_at: number;
+  /** Wall clock: while an attempt is under way, the process in `claimed_by` owns the row until then. */
+  lease_until: number | null;
+  claimed_by: string | null;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -234,6 +298,10 @@ export interface Database {
   session_hourly: SessionHourlyTable;
   rate_limit_windows: RateLimitWindowTable;
   job_locks: JobLockTable;
+  alert_rules: AlertRuleTable;
+  alert_channels: AlertChannelTable;
+  alert_outbox: AlertOutboxTable;
+  alert_deliveries: AlertDeliveryTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -107,6 +107,41 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .values({ project_id: projectId, sid: `s${projectId}`.padEnd(32, '0'), did: null, release: '1.0', environment: 'production', started: now, status: 'ok', errors: 0, updated_at: now })
     .execute();
   await db.insertInto('session_hourly').values({ project_id: projectId, release: '1.0', bucket, total: 1, crashed: 0, errored: 0 }).execute();
+  // Alert tables exist from migration 012 on (some tests seed an older schema).
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'alert_outbox')) return;
+  await db
+    .insertInto('alert_rules')
+    .values({ project_id: projectId, type: 'new_issue', enabled: 1, cooldown_minutes: 60, last_triggered: now })
+    .onConflict((oc) => oc.columns(['project_id', 'type']).doUpdateSet({ last_triggered: now }))
+    .execute();
+  const channel = await db
+    .insertInto('alert_channels')
+    .values({ project_id: projectId, kind: 'webhook', config: '{"url":"http://93.184.216.34/hook"}', created_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const alert = await db
+    .insertInto('alert_outbox')
+    .values({ project_id: projectId, type: 'new_issue', issue_id: issue.id, payload: '{}', state: 'sent', created_at: now, triggered_at: now, prev_triggered: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db
+    .insertInto('alert_deliveries')
+    .values({
+      project_id: projectId,
+      alert_id: alert.id,
+      channel_id: channel.id,
+      type: 'new_issue',
+      state: 'sent',
+      attempts: 1,
+      last_error: null,
+      status: 200,
+      created_at: now,
+      sent_at: now,
+      next_attempt_at: now,
+      lease_until: null,
+      claimed_by: null,
+    })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */
