@@ -216,8 +216,19 @@ class DwarfReader {
   private readonly abbrevCache = new Map<string, Map<number, Abbrev>>();
   private readonly fileIndex = new Map<string, number>();
   private readonly lineTableCache = new Map<number, Int32Array>();
+  /**
+   * Range list entries left to read. Sane files read each list about once; a hostile one
+   * pointing a million DIEs at one long list would otherwise cost time and memory squared.
+   */
+  private rangeBudget: number;
 
-  constructor(private readonly s: DwarfSections, readonly t: DwarfTables) {}
+  constructor(private readonly s: DwarfSections, readonly t: DwarfTables) {
+    this.rangeBudget = 2 * (s.ranges.end - s.ranges.start + s.rngLists.end - s.rngLists.start) + 65_536;
+  }
+
+  private spendRangeEntry(): void {
+    if (--this.rangeBudget < 0) throw new BadNativeFile('range lists are read far more often than they are long');
+  }
 
   readAll(): void {
     const s = this.s;
@@ -553,6 +564,7 @@ class DwarfReader {
     const max = u.addrSize === 8 ? 0xffff_ffff_ffff_ffff : 0xffff_ffff;
     let base = u.baseAddr;
     for (;;) {
+      this.spendRangeEntry();
       const a = r.uN(u.addrSize);
       const b = r.uN(u.addrSize);
       if (a === 0 && b === 0) return;
@@ -574,6 +586,7 @@ class DwarfReader {
     r.seek(s.rngLists.start + offset);
     let base = u.baseAddr;
     for (;;) {
+      this.spendRangeEntry();
       const kind = r.u8();
       switch (kind) {
         case 0: return;
