@@ -16,6 +16,7 @@ import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
+import { loadNodeDemangler } from './node-demangle.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
@@ -43,6 +44,8 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     throw err;
   }
   const ingest = createIngestWriter({ store, clock, logger });
+  // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
+  await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
   return {
     config,
     store,

@@ -3,12 +3,12 @@
 // the same function, file, line and inline chain as llvm-symbolizer on the same file.
 import fs from 'node:fs';
 import path from 'node:path';
-import { zipSync } from 'fflate';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadNodeDemangler } from '../../src/editions/node-demangle.js';
+import { inspectMachO } from '../../src/symbols/dsym.js';
+import { SymbolInputError } from '../../src/symbols/kinds.js';
 import { BadNativeFile } from '../../src/symbols/native/bytes.js';
 import type { Demangler } from '../../src/symbols/native/demangle.js';
-import { buildDsymIndex, readDsymUpload } from '../../src/symbols/native/dsym-file.js';
 import { buildNativeIndex, NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { readMachO, type MachSlice } from '../../src/symbols/native/macho.js';
 import { buildDsym, buildObject, fat64, lipo, run, sourceDir, symbolize, type BuiltDsym } from './build-dsym.js';
@@ -19,6 +19,17 @@ let x86: BuiltDsym;
 let arm64Dwarf2: BuiltDsym;
 let arm64_32: BuiltDsym;
 let demangle: Demangler;
+
+/** What an upload of `bytes` stores: one symbol file per slice, with its index. */
+function uploadSlices(bytes: Uint8Array, name: string) {
+  return inspectMachO(name, bytes).map((f) => ({
+    debugId: f.debugId!,
+    arch: f.meta!.arch as string,
+    filename: f.filename,
+    bytes: f.range ? bytes.slice(f.range[0], f.range[1]) : bytes,
+    index: new NativeIndex(f.index!),
+  }));
+}
 
 beforeAll(() => {
   dir = sourceDir();
@@ -115,7 +126,7 @@ describe('native symbolication equals llvm-symbolizer', () => {
   it('C++ names demangled as llvm-symbolizer demangles them', async () => {
     demangle = await loadNodeDemangler();
     compareWithLlvm(arm64.dwarfFile, { demangled: true });
-    const index = new NativeIndex(buildDsymIndex(readDsymUpload(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'App')[0]));
+    const { index } = uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'App')[0];
     const names = new Set<string>();
     for (const slice of readMachO(new Uint8Array(fs.readFileSync(arm64.dwarfFile)))) {
       for (const a of textAddresses(slice)) for (const f of index.lookup(a)) names.add(demangle(f.function));
@@ -139,16 +150,20 @@ describe('dSYM uploads', () => {
 
   it('one symbol file per slice, each named by its LC_UUID as a lowercase dashed debug id', () => {
     const fat = lipo(dir, [arm64.dwarfFile, x86.dwarfFile, arm64_32.dwarfFile], 'fat3');
-    const slices = readDsymUpload(new Uint8Array(fs.readFileSync(fat)), 'fat3');
+    const slices = uploadSlices(new Uint8Array(fs.readFileSync(fat)), 'fat3');
     const expected = uuids(fat);
     expect(slices.map((s) => [s.arch, s.debugId]).sort()).toEqual([...expected.entries()].sort());
     for (const s of slices) {
       expect(s.debugId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-      // Each slice is stored as a thin Mach-O of its own, with the same answers.
-      const index = new NativeIndex(buildDsymIndex(s));
-      expect(index.debugId).toBe(s.debugId);
-      expect(index.arch).toBe(s.arch);
-      expect(readMachO(s.bytes)).toHaveLength(1);
+      expect(s.filename).toBe(`fat3 (${s.arch})`);
+      // Each slice is stored as a thin Mach-O of its own, and indexes to the same answers.
+      expect(s.index.debugId).toBe(s.debugId);
+      expect(s.index.arch).toBe(s.arch);
+      const [thin] = readMachO(s.bytes);
+      expect(thin.debugId).toBe(s.debugId);
+      const again = new NativeIndex(buildNativeIndex(s.bytes, thin));
+      const addrs = textAddresses(thin);
+      expect(addrs.map((x) => JSON.stringify(again.lookup(x)))).toEqual(addrs.map((x) => JSON.stringify(s.index.lookup(x))));
     }
   });
 
@@ -160,36 +175,20 @@ describe('dSYM uploads', () => {
     });
     const file = path.join(dir, 'fat64-dsym');
     fs.writeFileSync(file, fat64(parts));
-    const slices = readDsymUpload(new Uint8Array(fs.readFileSync(file)), 'fat64-dsym');
+    const slices = uploadSlices(new Uint8Array(fs.readFileSync(file)), 'fat64-dsym');
     expect(slices.map((s) => s.arch)).toEqual(['arm64', 'x86_64']);
-    const thin = readDsymUpload(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'x')[0];
-    const a = new NativeIndex(buildDsymIndex(slices[0]));
-    const b = new NativeIndex(buildDsymIndex(thin));
+    const thin = uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'x')[0];
+    expect(thin.filename).toBeUndefined();
+    const a = slices[0].index;
+    const b = thin.index;
     const addrs = textAddresses(readMachO(thin.bytes)[0]);
     expect(addrs.map((x) => JSON.stringify(a.lookup(x)))).toEqual(addrs.map((x) => JSON.stringify(b.lookup(x))));
   });
 
-  it('a zipped .dSYM bundle yields the Mach-O inside it', () => {
-    const files: Record<string, Uint8Array> = {};
-    const walk = (root: string, rel: string): void => {
-      for (const entry of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-        const r = path.join(rel, entry.name);
-        if (entry.isDirectory()) walk(root, r);
-        else files[r] = new Uint8Array(fs.readFileSync(path.join(root, r)));
-      }
-    };
-    walk(path.dirname(arm64.bundle), path.basename(arm64.bundle));
-    expect(Object.keys(files).some((f) => f.endsWith('Info.plist'))).toBe(true);
-    const slices = readDsymUpload(zipSync(files), 'App.dSYM.zip');
-    expect(slices.map((s) => s.debugId)).toEqual([uuids(arm64.dwarfFile).get('arm64')]);
-    expect(slices[0].name).toBe(path.basename(arm64.dwarfFile));
-  });
-
-  it('refuses what is not a dSYM: text, a zip without Mach-O, a Mach-O without LC_UUID', () => {
-    expect(() => readDsymUpload(new TextEncoder().encode('not a dsym'), 'x')).toThrow(BadNativeFile);
-    expect(() => readDsymUpload(zipSync({ 'a.txt': new Uint8Array([1, 2, 3]) }), 'x.zip')).toThrow(/no Mach-O/);
+  it('refuses what is not a dSYM (400): text, a Mach-O without LC_UUID', () => {
+    expect(() => inspectMachO('x', new TextEncoder().encode('not a dsym'))).toThrow(SymbolInputError);
     const obj = buildObject(dir, 'arm64-apple-macos11', 'compute.c', []);
-    expect(() => readDsymUpload(new Uint8Array(fs.readFileSync(obj)), 'compute.o')).toThrow(/LC_UUID/);
+    expect(() => inspectMachO('compute.o', new Uint8Array(fs.readFileSync(obj)))).toThrow(/LC_UUID/);
   });
 
   it('falls back to the symbol table where there is no DWARF (the linked executable)', () => {
@@ -207,13 +206,13 @@ describe('dSYM uploads', () => {
   });
 
   it('the stored index reopens from any byte offset (as read back from a database)', () => {
-    const s = readDsymUpload(new Uint8Array(fs.readFileSync(x86.dwarfFile)), 'x')[0];
-    const stored = buildDsymIndex(s);
+    const bytes = new Uint8Array(fs.readFileSync(x86.dwarfFile));
+    const stored = inspectMachO('x', bytes)[0].index!;
     const shifted = new Uint8Array(stored.length + 3);
     shifted.set(stored, 3);
     const a = new NativeIndex(stored);
     const b = new NativeIndex(shifted.subarray(3));
-    const addrs = textAddresses(readMachO(s.bytes)[0]);
+    const addrs = textAddresses(readMachO(bytes)[0]);
     expect(addrs.map((x) => JSON.stringify(b.lookup(x)))).toEqual(addrs.map((x) => JSON.stringify(a.lookup(x))));
     expect(() => new NativeIndex(stored.subarray(0, stored.length - 8))).toThrow(BadNativeFile);
   });

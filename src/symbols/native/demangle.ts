@@ -10,16 +10,26 @@ import * as glue from 'gecko-profiler-demangle/index_bg.js';
 export type Demangler = (name: string) => string;
 
 let ready: Promise<Demangler> | null = null;
+let installed: Demangler | null = null;
 
-/** Instantiates the demangler once per process; later calls get the same one. */
+/**
+ * Instantiates the demangler once per process (later calls get the same one) and makes it
+ * the one native symbolication uses.
+ */
 export function createDemangler(module: WebAssembly.Module): Promise<Demangler> {
   ready ??= (async () => {
     const instance = await WebAssembly.instantiate(module, { './index_bg.js': glue as unknown as WebAssembly.ModuleImports });
     glue.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
-    return (name: string) => demangleName(name, glue.demangle_any);
+    installed = (name: string) => demangleName(name, glue.demangle_any);
+    return installed;
   })();
   return ready;
+}
+
+/** The process's demangler once an edition created it; until then names stay as stored. */
+export function currentDemangler(): Demangler | null {
+  return installed;
 }
 
 /** True for the mangled C++ and Rust names the demangler understands. */

@@ -35,10 +35,8 @@ export function normaliseDebugId(value: unknown): string | null {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-/** The event's Mach-O images (`debug_meta.images[type=macho]`, `debug_id` or the older `uuid`). */
-export function machoImages(event: JsonObject): MachoImage[] {
-  const meta = event.debug_meta as JsonObject | undefined;
-  const images = meta && Array.isArray(meta.images) ? meta.images : [];
+/** The Mach-O images of `debug_meta.images` (type `macho`; `debug_id`, or the older `uuid`). */
+export function machoImages(images: unknown[]): MachoImage[] {
   const out: MachoImage[] = [];
   for (const raw of images) {
     if (!raw || typeof raw !== 'object') continue;
@@ -72,16 +70,6 @@ export function imageForFrame(frame: JsonObject, images: MachoImage[]): MachoIma
     if (!best || image.imageAddr > best.imageAddr) best = image;
   }
   return best;
-}
-
-/** Whether each frame (Sentry order, innermost last) is a return address to step back from. */
-export function callerFrames(stacktrace: JsonObject, count: number): boolean[] {
-  const mode = stacktrace.instruction_addr_adjustment;
-  return Array.from({ length: count }, (_, i) => {
-    if (mode === 'none') return false;
-    if (mode === 'all') return true;
-    return i !== count - 1;
-  });
 }
 
 function baseName(path: string): string {
@@ -121,48 +109,4 @@ export function symbolicateNativeFrame(
     out.push(symbolicated);
   }
   return out;
-}
-
-/** Debug ids of the images an event's native frames lie in (what to load before symbolicating). */
-export function debugIdsNeeded(stacktraces: JsonObject[], images: MachoImage[]): string[] {
-  const ids = new Set<string>();
-  for (const st of stacktraces) {
-    const frames = Array.isArray(st.frames) ? (st.frames as unknown[]) : [];
-    for (const f of frames) {
-      if (!f || typeof f !== 'object') continue;
-      const image = imageForFrame(f as JsonObject, images);
-      if (image) ids.add(image.debugId);
-    }
-  }
-  return [...ids];
-}
-
-/**
- * One stacktrace's frames symbolicated; frames whose image has no index stay as they were.
- * Returns null when no frame changed.
- */
-export function symbolicateNativeStacktrace(
-  stacktrace: JsonObject, images: MachoImage[], indexFor: (debugId: string) => NativeIndex | null, demangle?: Demangler,
-): JsonObject[] | null {
-  const frames = Array.isArray(stacktrace.frames) ? (stacktrace.frames as unknown[]) : [];
-  const callers = callerFrames(stacktrace, frames.length);
-  const out: JsonObject[] = [];
-  let changed = false;
-  frames.forEach((raw, i) => {
-    if (!raw || typeof raw !== 'object') {
-      out.push(raw as JsonObject);
-      return;
-    }
-    const frame = raw as JsonObject;
-    const image = imageForFrame(frame, images);
-    const index = image ? indexFor(image.debugId) : null;
-    const expanded = image && index ? symbolicateNativeFrame(frame, image, index, callers[i], demangle) : null;
-    if (expanded) {
-      changed = true;
-      out.push(...expanded);
-    } else {
-      out.push(frame);
-    }
-  });
-  return changed ? out : null;
 }
