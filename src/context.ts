@@ -8,6 +8,7 @@ import type { Store } from './store/database.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
+import type { SymbolService } from './symbols/service.js';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -60,4 +61,6 @@ export interface AppDeps {
    * the app's env). Used to key the open management API's rate limit.
    */
   clientAddress?: (request: Request, env: unknown) => string | undefined;
+  /** Symbol files and symbolication (src/symbols): upload, matching, the parsed-file cache, re-symbolication. */
+  symbols?: SymbolService;
 }
