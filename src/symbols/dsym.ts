@@ -10,7 +10,7 @@ import { currentDemangler } from './native/demangle.js';
 import { imageForFrame, machoImages, symbolicateNativeFrame, type JsonObject } from './native/frames.js';
 import { buildNativeIndex, NativeIndex } from './native/lookup-index.js';
 import { looksLikeMachO, readMachO } from './native/macho.js';
-import type { SymbolFileRow } from './storage.js';
+import { basenameOf, type SymbolFileRow } from './storage.js';
 
 export class LoadedDsym implements LoadedSymbols {
   readonly memoryBytes: number;
@@ -19,27 +19,22 @@ export class LoadedDsym implements LoadedSymbols {
   }
 }
 
-function baseName(path: string): string {
-  const parts = path.split('/').filter((p) => p !== '');
-  return parts.length > 0 ? parts[parts.length - 1] : path;
-}
-
 /** Splits a Mach-O into its slices, each with its debug id and prebuilt index. */
 export function inspectMachO(name: string, bytes: Uint8Array): InspectedFile[] {
   try {
     const slices = readMachO(bytes);
     const fat = slices.length > 1 || slices[0].start !== 0;
     return slices.map((slice) => {
-      if (slice.debugId === '') throw new BadNativeFile(`${baseName(name)} (${slice.arch}) has no LC_UUID, so no debug id`);
+      if (slice.debugId === '') throw new BadNativeFile(`${basenameOf(name)} (${slice.arch}) has no LC_UUID, so no debug id`);
       return {
-        ...(fat ? { range: [slice.start, slice.end] as [number, number], filename: `${baseName(name)} (${slice.arch})` } : {}),
+        ...(fat ? { range: [slice.start, slice.end] as [number, number], filename: `${basenameOf(name)} (${slice.arch})` } : {}),
         debugId: slice.debugId,
         meta: { arch: slice.arch },
         index: buildNativeIndex(bytes, slice),
       };
     });
   } catch (err) {
-    if (err instanceof BadNativeFile) throw new SymbolInputError(`${baseName(name)} is not a readable Mach-O dSYM: ${err.message}`);
+    if (err instanceof BadNativeFile) throw new SymbolInputError(`${basenameOf(name)} is not a readable Mach-O dSYM: ${err.message}`);
     throw err;
   }
 }
@@ -63,7 +58,7 @@ function inspectDsym(name: string): FileInspector {
       }
       chunks.length = 0;
       if (!looksLikeMachO(bytes)) {
-        throw new SymbolInputError(`${baseName(name)} is not a dSYM: expected a Mach-O file, thin or fat, or a zip of a .dSYM bundle holding one`);
+        throw new SymbolInputError(`${basenameOf(name)} is not a dSYM: expected a Mach-O file, thin or fat, or a zip of a .dSYM bundle holding one`);
       }
       return inspectMachO(name, bytes);
     },

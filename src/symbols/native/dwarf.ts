@@ -4,7 +4,7 @@
 // typed arrays and never keeps the DIE tree. A malformed unit is dropped on its own; the
 // units around it still count.
 
-import { BadNativeFile, ByteReader } from './bytes.js';
+import { BadNativeFile, ByteReader, cString } from './bytes.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
 
 /** A section as an absolute window of the whole file's bytes (empty when absent). */
@@ -390,10 +390,7 @@ class DwarfReader {
   }
 
   private str(pos: number): string {
-    const bytes = this.s.bytes;
-    const nul = bytes.indexOf(0, pos);
-    if (nul === -1) throw new BadNativeFile('string runs past the end');
-    return new TextDecoder().decode(bytes.subarray(pos, nul));
+    return cString(this.s.bytes, pos);
   }
 
   private readValues(r: ByteReader, u: Unit, abbrev: Abbrev, die: DieValues): void {
@@ -630,8 +627,7 @@ class DwarfReader {
     if (programStart > end) throw new BadNativeFile('line table header runs past the table');
     const minInst = r.u8();
     if (version >= 4) r.u8(); // max ops per instruction (VLIW only)
-    const defaultIsStmt = r.u8();
-    void defaultIsStmt;
+    r.u8(); // default_is_stmt: LLVM's lookup uses every row, statement or not
     const lineBase = r.i8();
     const lineRange = r.u8();
     const opcodeBase = r.u8();
@@ -673,7 +669,7 @@ class DwarfReader {
     const fileIds = Int32Array.from(files);
     this.lineTableCache.set(offset, fileIds);
     r.seek(programStart);
-    this.runLineProgram(r, version, addrSize, minInst, lineBase, lineRange, opcodeBase, stdLengths, fileIds);
+    this.runLineProgram(r, addrSize, minInst, lineBase, lineRange, opcodeBase, stdLengths, fileIds);
     return fileIds;
   }
 
@@ -711,7 +707,7 @@ class DwarfReader {
   }
 
   private runLineProgram(
-    r: ByteReader, version: number, addrSize: number, minInst: number, lineBase: number, lineRange: number,
+    r: ByteReader, addrSize: number, minInst: number, lineBase: number, lineRange: number,
     opcodeBase: number, stdLengths: Uint8Array, fileIds: Int32Array,
   ): void {
     const t = this.t;
@@ -786,7 +782,6 @@ class DwarfReader {
     }
     // A program that stops mid-sequence: its rows never had an end, so they do not count.
     t.rowAddr.length = t.rowFile.length = t.rowLine.length = seqStart;
-    void version;
   }
 }
 

@@ -5,6 +5,7 @@
 // and one frame comes out per inlined function, caller first as Sentry orders frames.
 // Pure functions: the caller loads the indexes (by debug id) before calling.
 
+import { basenameOf } from '../storage.js';
 import type { Demangler } from './demangle.js';
 import type { NativeIndex } from './lookup-index.js';
 
@@ -72,11 +73,6 @@ export function imageForFrame(frame: JsonObject, images: MachoImage[]): MachoIma
   return best;
 }
 
-function baseName(path: string): string {
-  const i = Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\'));
-  return i >= 0 ? path.slice(i + 1) : path;
-}
-
 /**
  * The frames one native frame expands to (caller first), or null when its image or address
  * is unknown to the index. Fields the SDK sent are kept; symbol fields are filled in.
@@ -100,7 +96,7 @@ export function symbolicateNativeFrame(
       else delete symbolicated.symbol;
     }
     if (loc.file) {
-      symbolicated.filename = baseName(loc.file);
+      symbolicated.filename = basenameOf(loc.file);
       symbolicated.abs_path = loc.file;
     }
     if (loc.line > 0) symbolicated.lineno = loc.line;

@@ -254,16 +254,12 @@ interface IndexParts {
 
 const align8 = (n: number): number => (n + 7) & ~7;
 
-function serialise(p: IndexParts): Uint8Array {
-  const encoder = new TextEncoder();
-  const encoded = p.strings.map((s) => encoder.encode(s));
-  const blobBytes = encoded.reduce((sum, e) => sum + e.length, 0);
-  const nScopes = p.scopeNames.length;
-  const nIntervals = p.intervals.addr.length;
-  const nRows = p.rows.addr.length;
-  const nSymbols = p.symbols.addr.length;
+/** Where each table starts (in the order of the header comment), and the total size. */
+function layout(
+  nStrings: number, blobBytes: number, nFiles: number, nScopes: number, nIntervals: number, nRows: number, nSymbols: number,
+): { offsets: number[]; total: number } {
   const sizes = [
-    4 * (encoded.length + 1), blobBytes, 4 * p.files.length, 16 * nScopes,
+    4 * (nStrings + 1), blobBytes, 4 * nFiles, 16 * nScopes,
     8 * nIntervals, 4 * nIntervals, 8 * nRows, 4 * nRows, 4 * nRows, 8 * nSymbols, 4 * nSymbols,
   ];
   const offsets: number[] = [];
@@ -272,6 +268,18 @@ function serialise(p: IndexParts): Uint8Array {
     offsets.push(total);
     total = align8(total + size);
   }
+  return { offsets, total };
+}
+
+function serialise(p: IndexParts): Uint8Array {
+  const encoder = new TextEncoder();
+  const encoded = p.strings.map((s) => encoder.encode(s));
+  const blobBytes = encoded.reduce((sum, e) => sum + e.length, 0);
+  const nScopes = p.scopeNames.length;
+  const nIntervals = p.intervals.addr.length;
+  const nRows = p.rows.addr.length;
+  const nSymbols = p.symbols.addr.length;
+  const { offsets, total } = layout(encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols);
   const out = new Uint8Array(total);
   const view = new DataView(out.buffer);
   const header = [MAGIC, VERSION, encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols, p.arch, p.debugId];
@@ -355,16 +363,7 @@ export class NativeIndex {
     const h = (i: number): number => view.getUint32(i * 4, true);
     if (h(0) !== MAGIC || h(1) !== VERSION) throw new BadNativeFile('not a native symbol index');
     const [nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols] = [h(2), h(3), h(4), h(5), h(6), h(7), h(8)];
-    const sizes = [
-      4 * (nStrings + 1), blobBytes, 4 * nFiles, 16 * nScopes,
-      8 * nIntervals, 4 * nIntervals, 8 * nRows, 4 * nRows, 4 * nRows, 8 * nSymbols, 4 * nSymbols,
-    ];
-    const offsets: number[] = [];
-    let total = HEADER_BYTES;
-    for (const size of sizes) {
-      offsets.push(total);
-      total = align8(total + size);
-    }
+    const { offsets, total } = layout(nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols);
     if (total !== bytes.length) throw new BadNativeFile('index size does not match its header');
     const base = bytes.byteOffset;
     const buf = bytes.buffer;

@@ -218,17 +218,6 @@ function readSegment(c: ByteReader, is64: boolean, slice: MachSlice): void {
   }
 }
 
-/** The bytes of a section by (possibly 16-character-truncated) name, or null. */
-export function sectionBytes(bytes: Uint8Array, slice: MachSlice, fullName: string): Uint8Array | null {
-  const want = fullName.slice(0, 16);
-  for (const s of slice.sections) {
-    if (s.name === want && s.fileOffset >= 0 && s.segment === '__DWARF') {
-      return bytes.subarray(s.fileOffset, s.fileOffset + s.size);
-    }
-  }
-  return null;
-}
-
 const N_STAB = 0xe0;
 const N_TYPE = 0x0e;
 const N_SECT = 0x0e;
