@@ -97,6 +97,19 @@ describe('native symbolication equals llvm-symbolizer', () => {
     expect(compareWithLlvm(arm64Dwarf2.dwarfFile)).toBeGreaterThanOrEqual(3);
   });
 
+  it('an arm64e slice (ld64.lld 14 cannot link one, so the arm64 dSYM with the ARM64E cpusubtype)', () => {
+    const bytes = new Uint8Array(fs.readFileSync(arm64.dwarfFile));
+    const arm64e = bytes.slice();
+    new DataView(arm64e.buffer).setUint32(8, 0x8000_0002, true); // CPU_SUBTYPE_ARM64E | CPU_SUBTYPE_PTRAUTH_ABI
+    const [slice] = readMachO(arm64e);
+    expect(slice.arch).toBe('arm64e');
+    const a = new NativeIndex(buildNativeIndex(arm64e, slice));
+    const b = new NativeIndex(buildNativeIndex(bytes, readMachO(bytes)[0]));
+    const addrs = textAddresses(slice);
+    expect(addrs.map((x) => JSON.stringify(a.lookup(x)))).toEqual(addrs.map((x) => JSON.stringify(b.lookup(x))));
+    expect(uploadSlices(arm64e, 'App')[0]).toMatchObject({ arch: 'arm64e', debugId: slice.debugId });
+  });
+
   it('a 32-bit slice: arm64_32 dSYM', () => {
     const slices = readMachO(new Uint8Array(fs.readFileSync(arm64_32.dwarfFile)));
     expect(slices[0].is64).toBe(false);
