@@ -32,6 +32,8 @@ export interface ResymbolicationDeps {
 
 /** Records a run for the release ('' = every release) over the events of the last 48 hours. */
 export async function scheduleResymbolication(store: Store, projectId: number, release: string, now: number): Promise<number> {
+  // Finished runs are kept a week, to be looked at; then they go.
+  await store.db.deleteFrom('symbol_jobs').where('state', '=', 'done').where('created_at', '<', now - 7 * 86_400_000).execute();
   const row = await store.db
     .insertInto('symbol_jobs')
     .values({ project_id: projectId, release, since: now - RESYMBOLICATE_WINDOW_MS, cursor: -1, state: 'pending', done: 0, lease_until: 0, created_at: now })
