@@ -7,7 +7,9 @@
 //      (in this process, through the same SymbolService the server uses), p50/p95/p99;
 //   3. ingest throughput of symbolicated events against plain events (HTTP, 8 at a time);
 //   4. the server's peak RSS growth while a 200 MB mapping is uploaded (streamed by the
-//      client, generated on the fly; the server runs as a child process).
+//      client, generated on the fly; the server runs as a child process);
+//   5. re-symbolication of 100 000 stored events of the release (written through the
+//      group-commit writer in this process, then one run of the background job).
 //
 //   node bench/symbols.mjs [--quick]      (--quick: smaller sizes, for a smoke run)
 //
@@ -22,7 +24,11 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { openStore, migrate } from '../dist/store/database.js';
 import { SymbolService } from '../dist/symbols/service.js';
-import { symbolicationInputOf } from '../dist/ingest/normalize.js';
+import { normalizeEvent, symbolicationInputOf } from '../dist/ingest/normalize.js';
+import { createIngestWriter } from '../dist/ingest/writer.js';
+import { nodeIngestRuntime } from '../dist/editions/node-runtime.js';
+import { storedPayloads } from '../dist/store/payloads.js';
+import { scheduleResymbolication } from '../dist/symbols/resymbolicate.js';
 
 const quick = process.argv.includes('--quick');
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,6 +36,7 @@ const MB = 1024 * 1024;
 const PROGUARD_MB = quick ? 5 : 30;
 const SOURCEMAP_MB = quick ? 1 : 5;
 const BIG_UPLOAD_MB = quick ? 40 : 200;
+const RESYMBOLICATE_EVENTS = Number(process.env.RESYM_EVENTS ?? (quick ? 5000 : 100_000));
 
 // ------------------------------------------------------------------ synthetic files
 
@@ -114,7 +121,8 @@ async function startServer(dbUrl) {
     });
     child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
-  return { url, child, stop: () => new Promise((r) => (child.kill('SIGTERM'), child.once('exit', r))) };
+  let stopped = null;
+  return { url, child, stop: () => (stopped ??= new Promise((r) => (child.once('exit', r), child.kill('SIGTERM')))) };
 }
 
 function status(pid) {
@@ -274,6 +282,42 @@ try {
   out.big_upload_mb = BIG_UPLOAD_MB;
   out.big_upload_s = +((performance.now() - t) / 1000).toFixed(1);
   out.big_upload_rss_growth_mb = Math.round((peak - before.rss) / MB);
+  await server.stop();
+
+  // 5. Re-symbolication of the release's stored events.
+  const store2 = await openStore(dbUrl);
+  const logger = pino({ level: 'silent' });
+  const clock = { now: () => Date.now() };
+  const projectRow = await store2.db.selectFrom('projects').selectAll().where('id', '=', android.id).executeTakeFirstOrThrow();
+  const writer = createIngestWriter({ store: store2, clock, logger });
+  let written = 0;
+  t = performance.now();
+  while (written < RESYMBOLICATE_EVENTS) {
+    const works = [];
+    for (let w = 0; w < 20 && written < RESYMBOLICATE_EVENTS; w++) {
+      const events = [];
+      for (let e = 0; e < 50 && written < RESYMBOLICATE_EVENTS; e++, written++) {
+        const payload = new TextEncoder().encode(JSON.stringify(javaEvent('app@9', javaFrames(30, written % 500))));
+        events.push(normalizeEvent(payload, { receivedAt: Date.now(), sentAt: null, envelopeEventId: null, clientIp: null, md5Hex: nodeIngestRuntime.md5Hex }));
+      }
+      works.push(writer.submit({ project: projectRow, receivedAt: Date.now(), events, sessions: [], aggregates: [] }));
+    }
+    await Promise.all(works);
+  }
+  await writer.close();
+  out.resymbolicate_seed_s = +((performance.now() - t) / 1000).toFixed(1);
+  await store2.db.updateTable('symbol_files').set({ release: 'app@9' }).where('project_id', '=', android.id).where('release', '=', 'app@1').execute();
+  const service2 = new SymbolService({ store: store2, clock, logger, readPayloads: storedPayloads });
+  t = performance.now();
+  await scheduleResymbolication(store2, android.id, 'app@9', Date.now());
+  service2.start();
+  await service2.jobs.idle();
+  out.resymbolicate_events = RESYMBOLICATE_EVENTS;
+  out.resymbolicate_s = +((performance.now() - t) / 1000).toFixed(1);
+  const job = await store2.db.selectFrom('symbol_jobs').selectAll().orderBy('id', 'desc').executeTakeFirstOrThrow();
+  out.resymbolicate_done = Number(job.done);
+  await service2.close();
+  await store2.close();
 } finally {
   await server.stop();
   fs.rmSync(dir, { recursive: true, force: true });
