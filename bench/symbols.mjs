@@ -31,6 +31,8 @@ import { storedPayloads } from '../dist/store/payloads.js';
 import { scheduleResymbolication } from '../dist/symbols/resymbolicate.js';
 
 const quick = process.argv.includes('--quick');
+/** --resym-only: only step 5 (after the uploads it needs). */
+const resymOnly = process.argv.includes('--resym-only');
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MB = 1024 * 1024;
 const PROGUARD_MB = quick ? 5 : 30;
@@ -226,62 +228,65 @@ try {
   await sendEvent(base, android, javaEvent('app@1', javaFrames(30, 1)));
   out.proguard_second_event_ms = Math.round(performance.now() - t);
 
-  const mapText = sourceMap(SOURCEMAP_MB * MB);
-  t = performance.now();
-  await uploadStream(`${base}/api/projects/bench-web/symbols`, { kind: 'sourcemap', release: 'web@1' }, 'app.min.js.map', [mapText]);
-  out.sourcemap_upload_ms = Math.round(performance.now() - t);
-  out.sourcemap_mb = +(mapText.length / MB).toFixed(1);
-  t = performance.now();
-  await sendEvent(base, web, { platform: 'javascript', release: 'web@1', exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] } });
-  out.sourcemap_first_event_ms = Math.round(performance.now() - t);
+  if (!resymOnly) {
+    const mapText = sourceMap(SOURCEMAP_MB * MB);
+    t = performance.now();
+    await uploadStream(`${base}/api/projects/bench-web/symbols`, { kind: 'sourcemap', release: 'web@1' }, 'app.min.js.map', [mapText]);
+    out.sourcemap_upload_ms = Math.round(performance.now() - t);
+    out.sourcemap_mb = +(mapText.length / MB).toFixed(1);
+    t = performance.now();
+    await sendEvent(base, web, { platform: 'javascript', release: 'web@1', exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] } });
+    out.sourcemap_first_event_ms = Math.round(performance.now() - t);
 
-  // 2. Per-event cost once cached, in this process.
-  const store = await openStore(dbUrl);
-  await migrate(store);
-  const service = new SymbolService({ store, clock: { now: () => Date.now() }, logger: pino({ level: 'silent' }) });
-  for (const [name, projectId, event] of [
-    ['proguard', android.id, (i) => javaEvent('app@1', javaFrames(30, i % 50))],
-    ['sourcemap', web.id, () => ({ platform: 'javascript', release: 'web@1', exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] } })],
-  ]) {
-    const times = [];
-    for (let i = 0; i < (quick ? 500 : 3000); i++) {
-      const input = symbolicationInputOf(JSON.parse(JSON.stringify(event(i))));
-      const s = performance.now();
-      const run = await service.prepare(projectId, [input]);
-      const result = run(input);
-      times.push(performance.now() - s);
-      if (!result) throw new Error(`${name}: nothing symbolicated`);
+    // 2. Per-event cost once cached, in this process.
+    const store = await openStore(dbUrl);
+    await migrate(store);
+    const service = new SymbolService({ store, clock: { now: () => Date.now() }, logger: pino({ level: 'silent' }) });
+    for (const [name, projectId, event] of [
+      ['proguard', android.id, (i) => javaEvent('app@1', javaFrames(30, i % 50))],
+      ['sourcemap', web.id, () => ({ platform: 'javascript', release: 'web@1', exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] } })],
+    ]) {
+      const times = [];
+      for (let i = 0; i < (quick ? 500 : 3000); i++) {
+        const input = symbolicationInputOf(JSON.parse(JSON.stringify(event(i))));
+        const s = performance.now();
+        const run = await service.prepare(projectId, [input]);
+        const result = run(input);
+        times.push(performance.now() - s);
+        if (!result) throw new Error(`${name}: nothing symbolicated`);
+      }
+      times.splice(0, 50);
+      times.sort((a, b) => a - b);
+      out[`${name}_30_frames_ms`] = { p50: +percentile(times, 50).toFixed(3), p95: +percentile(times, 95).toFixed(3), p99: +percentile(times, 99).toFixed(3) };
     }
-    times.splice(0, 50);
-    times.sort((a, b) => a - b);
-    out[`${name}_30_frames_ms`] = { p50: +percentile(times, 50).toFixed(3), p95: +percentile(times, 95).toFixed(3), p99: +percentile(times, 99).toFixed(3) };
+    await store.close();
+
+    // 3. Ingest throughput, symbolicated against plain (8 requests at a time).
+    const rate = async (project, make, n) => {
+      let i = 0;
+      const s = performance.now();
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        while (i < n) await sendEvent(base, project, make(i++));
+      }));
+      return n / ((performance.now() - s) / 1000);
+    };
+    const n = quick ? 300 : 2000;
+    out.ingest_plain_events_per_s = Math.round(await rate(plain, (i) => javaEvent('app@1', javaFrames(30, i % 50)), n));
+    out.ingest_symbolicated_events_per_s = Math.round(await rate(android, (i) => javaEvent('app@1', javaFrames(30, i % 50)), n));
+    out.ingest_ratio = +(out.ingest_symbolicated_events_per_s / out.ingest_plain_events_per_s).toFixed(2);
+
+    // 4. RSS growth while a big mapping is uploaded.
+    const before = status(server.child.pid);
+    let peak = before.rss;
+    const sampler = setInterval(() => (peak = Math.max(peak, status(server.child.pid).rss)), 20);
+    t = performance.now();
+    await uploadStream(`${base}/api/projects/bench-android/symbols`, { kind: 'proguard', release: 'app@2' }, 'big-mapping.txt', batched(proguardLines(BIG_UPLOAD_MB * MB)));
+    clearInterval(sampler);
+    out.big_upload_mb = BIG_UPLOAD_MB;
+    out.big_upload_s = +((performance.now() - t) / 1000).toFixed(1);
+    out.big_upload_rss_before_mb = Math.round(before.rss / MB);
+    out.big_upload_rss_growth_mb = Math.round((peak - before.rss) / MB);
   }
-  await store.close();
-
-  // 3. Ingest throughput, symbolicated against plain (8 requests at a time).
-  const rate = async (project, make, n) => {
-    let i = 0;
-    const s = performance.now();
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      while (i < n) await sendEvent(base, project, make(i++));
-    }));
-    return n / ((performance.now() - s) / 1000);
-  };
-  const n = quick ? 300 : 2000;
-  out.ingest_plain_events_per_s = Math.round(await rate(plain, (i) => javaEvent('app@1', javaFrames(30, i % 50)), n));
-  out.ingest_symbolicated_events_per_s = Math.round(await rate(android, (i) => javaEvent('app@1', javaFrames(30, i % 50)), n));
-  out.ingest_ratio = +(out.ingest_symbolicated_events_per_s / out.ingest_plain_events_per_s).toFixed(2);
-
-  // 4. RSS growth while a big mapping is uploaded.
-  const before = status(server.child.pid);
-  let peak = before.rss;
-  const sampler = setInterval(() => (peak = Math.max(peak, status(server.child.pid).rss)), 20);
-  t = performance.now();
-  await uploadStream(`${base}/api/projects/bench-android/symbols`, { kind: 'proguard', release: 'app@2' }, 'big-mapping.txt', batched(proguardLines(BIG_UPLOAD_MB * MB)));
-  clearInterval(sampler);
-  out.big_upload_mb = BIG_UPLOAD_MB;
-  out.big_upload_s = +((performance.now() - t) / 1000).toFixed(1);
-  out.big_upload_rss_growth_mb = Math.round((peak - before.rss) / MB);
   await server.stop();
 
   // 5. Re-symbolication of the release's stored events.

@@ -70,7 +70,7 @@ export class SymbolService {
           store: options.store,
           logger: options.logger,
           readPayloads,
-          symbolicate: (projectId, input) => this.symbolicate(projectId, input),
+          prepare: (projectId, inputs) => this.prepare(projectId, inputs),
         })
       : null;
   }
