@@ -227,3 +227,62 @@ describe('hand-made lies', () => {
     expect(frames[0].file).not.toMatch(/\.c$/); // no DWARF file names left: the unit was dropped
   });
 });
+
+/** A minimal 64-bit Mach-O dSYM: LC_UUID and one __DWARF segment holding `sections`. */
+function syntheticDsym(sections: Record<string, Uint8Array>): Uint8Array {
+  const names = Object.keys(sections);
+  const segSize = 72 + 80 * names.length;
+  const cmdsSize = 24 + segSize;
+  let offset = 32 + cmdsSize;
+  const total = offset + names.reduce((n, k) => n + sections[k].length, 0);
+  const out = new Uint8Array(total);
+  const v = new DataView(out.buffer);
+  const ascii = (at: number, text: string) => { for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i); };
+  v.setUint32(0, 0xfeedfacf, true);
+  v.setUint32(4, 0x0100000c, true); // arm64
+  v.setUint32(12, 0xa, true); // MH_DSYM
+  v.setUint32(16, 2, true);
+  v.setUint32(20, cmdsSize, true);
+  v.setUint32(32, 0x1b, true);
+  v.setUint32(36, 24, true);
+  out.fill(0xab, 40, 56);
+  const seg = 56;
+  v.setUint32(seg, 0x19, true);
+  v.setUint32(seg + 4, segSize, true);
+  ascii(seg + 8, '__DWARF');
+  v.setUint32(seg + 64, names.length, true);
+  names.forEach((name, i) => {
+    const sect = seg + 72 + 80 * i;
+    ascii(sect, name.slice(0, 16));
+    ascii(sect + 16, '__DWARF');
+    v.setBigUint64(sect + 40, BigInt(sections[name].length), true);
+    v.setUint32(sect + 48, offset, true);
+    out.set(sections[name], offset);
+    offset += sections[name].length;
+  });
+  return out;
+}
+
+describe('work stays proportional to the file', () => {
+  it('50 000 units each naming a new offset into one long abbreviation table finish quickly', () => {
+    const entries = 50_000;
+    const abbrev = new Uint8Array(entries * 7 + 1);
+    for (let i = 0; i < entries; i++) abbrev.set([1, 0x11, 0, 0x03, 0x08, 0, 0], i * 7);
+    const units = 50_000;
+    const info = new Uint8Array(units * 14);
+    const v = new DataView(info.buffer);
+    for (let u = 0; u < units; u++) {
+      const at = u * 14;
+      v.setUint32(at, 10, true);
+      v.setUint16(at + 4, 4, true);
+      v.setUint32(at + 6, (u % entries) * 7, true);
+      info[at + 10] = 8;
+      info.set([1, 0x61, 0], at + 11); // abbreviation 1, DW_AT_name "a"
+    }
+    const started = performance.now();
+    const [file] = inspectMachO('long-abbrev', syntheticDsym({ __debug_info: info, __debug_abbrev: abbrev }));
+    expect(file.debugId).toBe('abababab-abab-abab-abab-abababababab');
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
+

@@ -8,7 +8,7 @@
 //   rows: start address → file (-1 = gap), line
 //   symbols: start address → name (-1 = gap), the fallback when DWARF names nothing
 
-import { BadNativeFile } from './bytes.js';
+import { BadNativeFile, cString } from './bytes.js';
 import { readDwarf, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
 import { readSymbols, type MachSlice } from './macho.js';
@@ -84,7 +84,6 @@ function resolveScopeNames(bytes: Uint8Array, t: DwarfTables, strings: StringTab
   const n = t.scopeParent.length;
   const out = new Int32Array(n);
   const byPos = new Map<number, number>();
-  const decoder = new TextDecoder();
   const subOffsets = t.subOffset.data;
   const subCount = t.subOffset.length;
   const findSub = (offset: number): number => {
@@ -120,8 +119,7 @@ function resolveScopeNames(bytes: Uint8Array, t: DwarfTables, strings: StringTab
     }
     let id = byPos.get(pos);
     if (id === undefined) {
-      const nul = bytes.indexOf(0, pos);
-      id = strings.id(decoder.decode(bytes.subarray(pos, nul === -1 ? bytes.length : nul)));
+      id = strings.id(cString(bytes, pos));
       byPos.set(pos, id);
     }
     out[s] = id;
