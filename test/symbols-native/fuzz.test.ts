@@ -165,10 +165,15 @@ describe('hand-made lies', () => {
     }
   });
 
-  it('fat slices outside the file, empty fat files', () => {
+  it('fat slices outside the file or overlapping, empty fat files', () => {
     const fat = originals[1].bytes.slice();
     new DataView(fat.buffer).setUint32(8 + 8, fat.length - 16); // first slice's offset near the end
     refused(fat, /outside the file/);
+    const overlapping = originals[1].bytes.slice();
+    const v = new DataView(overlapping.buffer);
+    v.setUint32(8 + 20 + 8, v.getUint32(8 + 8)); // the second slice's offset = the first's
+    v.setUint32(8 + 20 + 12, v.getUint32(8 + 12));
+    refused(overlapping, /overlap/);
     const empty = new Uint8Array(8);
     new DataView(empty.buffer).setUint32(0, 0xcafebabe);
     refused(empty, /no slices/);

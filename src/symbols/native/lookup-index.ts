@@ -221,9 +221,11 @@ function symbolTable(bytes: Uint8Array, slice: MachSlice, strings: StringTable):
   const symbols = readSymbols(bytes, slice);
   const out = new BoundaryList();
   const sections = slice.sections.filter((s) => s.size > 0).sort((a, b) => a.addr - b.addr);
+  const starts = Float64Array.from(sections, (s) => s.addr);
+  // By binary search: a hostile file may hold many sections and many symbols at once.
   const sectionEnd = (addr: number): number => {
-    for (const s of sections) if (addr >= s.addr && addr < s.addr + s.size) return s.addr + s.size;
-    return Infinity;
+    const i = floorIndex(starts, addr);
+    return i >= 0 && addr < sections[i].addr + sections[i].size ? sections[i].addr + sections[i].size : Infinity;
   };
   for (let i = 0; i < symbols.length; i++) {
     const sym = symbols[i];
