@@ -9,7 +9,7 @@ import { BadNativeFile } from './native/bytes.js';
 import { currentDemangler } from './native/demangle.js';
 import { imageForFrame, machoImages, symbolicateNativeFrame, type JsonObject } from './native/frames.js';
 import { buildNativeIndex, NativeIndex } from './native/lookup-index.js';
-import { looksLikeMachO, readMachO } from './native/macho.js';
+import { looksLikeMachO, readMachO, type MachSlice } from './native/macho.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
 
 export class LoadedDsym implements LoadedSymbols {
@@ -17,6 +17,16 @@ export class LoadedDsym implements LoadedSymbols {
   constructor(readonly index: NativeIndex, size: number) {
     this.memoryBytes = size;
   }
+}
+
+/** Mach-O file types as sentry-cli names object kinds (`dif.data.type` of the assemble answer). */
+const OBJECT_KINDS: Record<number, string> = { 1: 'rel', 2: 'exe', 4: 'dump', 6: 'lib', 8: 'lib', 10: 'dbg' };
+
+/** What the listing and sentry-cli's assemble answer say about a slice. */
+function describeSlice(slice: MachSlice): Record<string, unknown> {
+  const hasDwarf = slice.sections.some((s) => s.segment === '__DWARF' && s.name === '__debug_info' && s.size > 0);
+  const features = [...(hasDwarf ? ['debug'] : []), ...(slice.symtab && slice.symtab.nsyms > 0 ? ['symtab'] : [])];
+  return { arch: slice.arch, object_kind: OBJECT_KINDS[slice.fileType] ?? 'other', features };
 }
 
 /** Splits a Mach-O into its slices, each with its debug id and prebuilt index. */
@@ -29,7 +39,7 @@ export function inspectMachO(name: string, bytes: Uint8Array): InspectedFile[] {
       return {
         ...(fat ? { range: [slice.start, slice.end] as [number, number], filename: `${basenameOf(name)} (${slice.arch})` } : {}),
         debugId: slice.debugId,
-        meta: { arch: slice.arch },
+        meta: describeSlice(slice),
         index: buildNativeIndex(bytes, slice),
       };
     });

@@ -25,6 +25,7 @@ function uploadSlices(bytes: Uint8Array, name: string) {
   return inspectMachO(name, bytes).map((f) => ({
     debugId: f.debugId!,
     arch: f.meta!.arch as string,
+    meta: f.meta,
     filename: f.filename,
     bytes: f.range ? bytes.slice(f.range[0], f.range[1]) : bytes,
     index: new NativeIndex(f.index!),
@@ -169,6 +170,7 @@ describe('dSYM uploads', () => {
     for (const s of slices) {
       expect(s.debugId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       expect(s.filename).toBe(`fat3 (${s.arch})`);
+      expect(s.meta).toEqual({ arch: s.arch, object_kind: 'dbg', features: ['debug', 'symtab'] });
       // Each slice is stored as a thin Mach-O of its own, and indexes to the same answers.
       expect(s.index.debugId).toBe(s.debugId);
       expect(s.index.arch).toBe(s.arch);
