@@ -108,7 +108,7 @@ async function measure(file, lookups) {
   const rssBefore = process.memoryUsage().rss;
   const maxBefore = process.resourceUsage().maxRSS * 1024;
   const t0 = performance.now();
-  const [inspected] = inspectMachO('Big', bytes);
+  const [inspected] = await inspectMachO('Big', bytes);
   const buildMs = performance.now() - t0;
   const peakRss = process.resourceUsage().maxRSS * 1024;
   const index = new NativeIndex(inspected.index);

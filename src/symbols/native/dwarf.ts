@@ -240,10 +240,14 @@ class DwarfReader {
     if (--this.rangeBudget < 0) throw new BadNativeFile('range lists are read far more often than they are long');
   }
 
-  readAll(): void {
+  /**
+   * Reads units from `pos` until the end or until `stop()` says to pause (checked between
+   * units); returns where to continue, or -1 when every unit is read.
+   */
+  readUnits(pos: number, stop: () => boolean = () => false): number {
     const s = this.s;
-    let pos = s.info.start;
     while (pos + 11 <= s.info.end) {
+      if (stop()) return pos;
       const r = new ByteReader(s.bytes, pos, s.info.end);
       let length = r.u32();
       let offsetSize = 4;
@@ -261,6 +265,7 @@ class DwarfReader {
       }
       pos = end;
     }
+    return -1;
   }
 
   private fileId(path: string): number {
@@ -819,6 +824,25 @@ function within(w: Window, offset: number): number {
 /** Reads every compile unit of the sections into fresh tables. */
 export function readDwarf(sections: DwarfSections): DwarfTables {
   const tables = emptyTables();
-  if (sections.info.end > sections.info.start) new DwarfReader(sections, tables).readAll();
+  new DwarfReader(sections, tables).readUnits(sections.info.start);
   return tables;
+}
+
+/** How long the async reader works before it lets other requests run. */
+const SLICE_MS = 20;
+
+/**
+ * The same, giving the event loop back every SLICE_MS: a 50 MB dSYM takes seconds to read,
+ * and the server keeps answering ingest meanwhile (setTimeout exists in both editions).
+ */
+export async function readDwarfAsync(sections: DwarfSections): Promise<DwarfTables> {
+  const tables = emptyTables();
+  const reader = new DwarfReader(sections, tables);
+  let pos = sections.info.start;
+  for (;;) {
+    const until = Date.now() + SLICE_MS;
+    pos = reader.readUnits(pos, () => Date.now() > until);
+    if (pos < 0) return tables;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
 }

@@ -9,7 +9,7 @@
 //   symbols: start address → name (-1 = gap), the fallback when DWARF names nothing
 
 import { BadNativeFile, cString } from './bytes.js';
-import { readDwarf, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
+import { readDwarf, readDwarfAsync, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
 import { readSymbols, type MachSlice } from './macho.js';
 
@@ -67,7 +67,15 @@ export function dwarfSections(bytes: Uint8Array, slice: MachSlice): DwarfSection
 
 /** Builds the index of one slice. `bytes` is the whole uploaded file the slice lies in. */
 export function buildNativeIndex(bytes: Uint8Array, slice: MachSlice): Uint8Array {
-  const t = readDwarf(dwarfSections(bytes, slice));
+  return indexFromTables(bytes, slice, readDwarf(dwarfSections(bytes, slice)));
+}
+
+/** The same, letting other work run while DWARF is read (the upload path). */
+export async function buildNativeIndexAsync(bytes: Uint8Array, slice: MachSlice): Promise<Uint8Array> {
+  return indexFromTables(bytes, slice, await readDwarfAsync(dwarfSections(bytes, slice)));
+}
+
+function indexFromTables(bytes: Uint8Array, slice: MachSlice, t: DwarfTables): Uint8Array {
   const strings = new StringTable();
   const files = t.files.map((f) => strings.id(f));
   const scopeNames = resolveScopeNames(bytes, t, strings);
