@@ -22,8 +22,8 @@ import {
   SymbolTooLargeError,
   type ByteSource,
   type PendingWriter,
+  type SymbolFileMeta,
   type SymbolFileRow,
-  type SymbolKind,
 } from './storage.js';
 
 export const MAX_SYMBOL_FILE_BYTES = 256 * 1024 * 1024;
@@ -34,16 +34,11 @@ const ZIP_STEP_BYTES = 16 * 1024;
 /** Bytes of an entry looked at to recognise its kind. */
 const HEAD_BYTES = 4096;
 
-export interface UploadTarget {
-  projectId: number;
-  kind: SymbolKind;
-  release: string;
-  dist?: string;
-  /** The uploaded file's name (its multipart filename). */
-  filename: string;
-  /** A debug id named by the uploader (sentry-cli's assemble request), overriding the file's own. */
-  debugId?: string;
-}
+/**
+ * Where an upload goes: project, kind, release, dist and the uploaded name; a `debugId`
+ * named by the uploader (sentry-cli's assemble request) overrides the files' own.
+ */
+export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId'>;
 
 type Db = Kysely<Database>;
 
