@@ -10,6 +10,7 @@ import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
 import type { AlertRuntime } from './alerts/transport.js';
+import type { SymbolService } from './symbols/service.js';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -70,4 +71,6 @@ export interface AppDeps {
    * hosts checked only.
    */
   alertRuntime?: AlertRuntime;
+  /** Symbol files and symbolication (src/symbols): upload, matching, the parsed-file cache, re-symbolication. */
+  symbols?: SymbolService;
 }

@@ -17,8 +17,11 @@ import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
 import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../alerts/dispatcher.js';
 import { nodeAlertRuntime } from './node-alerts.js';
+import { storedPayloads } from '../store/payloads.js';
+import { SymbolService } from '../symbols/service.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
+import { loadNodeDemangler } from './node-demangle.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
@@ -46,6 +49,8 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     throw err;
   }
   const ingest = createIngestWriter({ store, clock, logger });
+  // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
+  await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
   return {
     config,
     store,
@@ -62,6 +67,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
     alertRuntime: nodeAlertRuntime,
+    symbols: new SymbolService({ store, clock, logger, readPayloads: storedPayloads }),
   };
 }
 
@@ -111,6 +117,8 @@ export async function startServer(
   const address = server.address() as AddressInfo;
   const url = localBaseUrl(host, address.port);
   let closing: Promise<void> | null = null;
+  // Re-symbolication runs left pending by a stop mid-way go on.
+  deps.symbols?.start();
   const retention = options.background
     ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })
     : null;
@@ -135,6 +143,7 @@ export async function startServer(
         });
         await retentionStopped;
         await alertsStopped;
+        await deps.symbols?.close();
         await deps.ingest.close();
         await deps.store.close();
       })();

@@ -142,6 +142,15 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
       claimed_by: null,
     })
     .execute();
+  // Symbol tables exist from migration 013 on; older schemas (the migration tests) have none.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'symbol_files')) return;
+  const symbol = await db
+    .insertInto('symbol_files')
+    .values({ project_id: projectId, kind: 'proguard', state: 'ready', release: '1.0', dist: '', debug_id: '', filename: 'mapping.txt', serves: '', serves_basename: '', size: 3, index_size: 0, meta: '{}', uploaded_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db.insertInto('symbol_chunks').values({ file_id: Number(symbol.id), part: 0, seq: 0, data: new Uint8Array([1, 2, 3]) }).execute();
+  await db.insertInto('symbol_jobs').values({ project_id: projectId, release: '1.0', since: now, cursor: -1, state: 'done', done: 0, lease_until: 0, created_at: now }).execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */
