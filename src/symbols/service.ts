@@ -33,7 +33,7 @@ import './register.js';
 /** How long a project's "has symbols" flag and a lookup's answer are reused. */
 export const FACTS_TTL_MS = 5_000;
 /** Default bound of the parsed-file cache. */
-export const DEFAULT_SYMBOL_CACHE_BYTES = 512 * 1024 * 1024;
+export const DEFAULT_SYMBOL_CACHE_BYTES = 256 * 1024 * 1024;
 
 export interface SymbolServiceOptions {
   store: Store;
