@@ -64,8 +64,10 @@ export function symbolRoutes(deps: AppDeps): Hono {
     const body = c.req.raw.body;
     if (!body) throw badRequest('the request has no body');
     const fields: Record<string, string> = {};
-    const stored: SymbolFileRow[] = [];
+    let stored: SymbolFileRow[] = [];
     let files = 0;
+    // Every file of the form is stored, or none.
+    const upload = symbols.beginUpload();
     try {
       for await (const part of parseMultipart(body, boundary)) {
         if (part.name !== 'file' && part.filename === null) {
@@ -83,14 +85,17 @@ export function symbolRoutes(deps: AppDeps): Hono {
         if (release.includes('\0') || dist.includes('\0')) throw badRequest('release and dist must not contain NUL');
         const filename = (part.filename ?? '').replace(/\0/g, '').slice(0, 1024) || 'upload';
         files++;
-        stored.push(...(await symbols.upload({ projectId: p.id, kind: kind as SymbolKind, release, dist, filename }, part.body)));
+        await upload.add({ projectId: p.id, kind: kind as SymbolKind, release, dist, filename }, part.body);
       }
+      if (files > 0) stored = await upload.commit();
     } catch (err) {
+      await upload.abort();
       await drainBody(body);
       if (err instanceof SymbolInputError || err instanceof MultipartError) throw badRequest(err.message);
       throw err;
     }
     if (files === 0) {
+      await upload.abort();
       if (fields.kind !== undefined && !SYMBOL_KINDS.includes(fields.kind as SymbolKind)) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
       throw badRequest('the form has no "file" field');
     }

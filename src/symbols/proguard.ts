@@ -233,7 +233,9 @@ export class ProguardMapping implements LoadedSymbols {
       }
       lineStart = lineEnd + 1;
     }
-    this.memoryBytes = bytes.byteLength + this.byObfuscated.size * 200;
+    // The bytes, the class index, and room for the members parsed as frames ask for them
+    // (a parsed method entry takes about as much as its line of text).
+    this.memoryBytes = bytes.byteLength * 2 + this.byObfuscated.size * 200;
   }
 
   get classCount(): number {

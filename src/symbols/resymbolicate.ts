@@ -145,6 +145,7 @@ export class ResymbolicationRunner {
       cursor = first ? Number(first.id) - 1 : Number.MAX_SAFE_INTEGER;
     }
     logger.info({ job: id, project: projectId, release: job.release, resumedAt: done }, 're-symbolicating the events of the last 48 hours');
+    let batches = 0;
     for (;;) {
       let q = db
         .selectFrom('events')
@@ -186,7 +187,9 @@ export class ResymbolicationRunner {
           .where('id', '=', id)
           .execute();
       });
-      logger.debug({ job: id, cursor, symbolicated: done }, 're-symbolication progress');
+      batches++;
+      // A line every ten batches (5 000 events): long runs show they are moving.
+      if (batches % 10 === 0) logger.info({ job: id, cursor, symbolicated: done }, 're-symbolication progress');
       await this.deps.onBatch?.(id, done);
       if (this.stopped) return;
     }

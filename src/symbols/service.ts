@@ -27,13 +27,13 @@ import {
   type SymbolFileRow,
   type SymbolKind,
 } from './storage.js';
-import { storeUpload, type UploadTarget } from './upload.js';
+import { StagedUpload, type UploadTarget } from './upload.js';
 import './register.js';
 
 /** How long a project's "has symbols" flag and a lookup's answer are reused. */
 export const FACTS_TTL_MS = 5_000;
 /** Default bound of the parsed-file cache. */
-export const DEFAULT_SYMBOL_CACHE_BYTES = 512 * 1024 * 1024;
+export const DEFAULT_SYMBOL_CACHE_BYTES = 256 * 1024 * 1024;
 
 export interface SymbolServiceOptions {
   store: Store;
@@ -97,10 +97,37 @@ export class SymbolService {
    * SymbolInputError (400) when anything in it is refused; then nothing is stored.
    */
   async upload(target: UploadTarget, source: ByteSource): Promise<SymbolFileRow[]> {
-    const { rows, replaced } = await storeUpload(this.db, target, source, this.options.clock.now());
-    this.invalidate(target.projectId, replaced);
-    if (rows.length > 0) await this.resymbolicate(target.projectId, target.release);
-    return rows;
+    const session = this.beginUpload();
+    await session.add(target, source);
+    return session.commit();
+  }
+
+  /**
+   * Several uploads stored all or nothing (the parts of one request): `add` each, then
+   * `commit`, which also forgets cached facts and starts the re-symbolication runs; or `abort`.
+   */
+  beginUpload(): { add(target: UploadTarget, source: ByteSource): Promise<void>; commit(): Promise<SymbolFileRow[]>; abort(): Promise<void> } {
+    const staged = new StagedUpload(this.db, this.options.clock.now());
+    const targets: UploadTarget[] = [];
+    return {
+      add: async (target, source) => {
+        targets.push(target);
+        await staged.add(target, source);
+      },
+      commit: async () => {
+        const { rows, replaced } = await staged.commit();
+        for (const projectId of new Set(targets.map((t) => t.projectId))) this.invalidate(projectId, replaced);
+        if (rows.length > 0) {
+          const runs = new Set(targets.map((t) => `${t.projectId}\n${t.release}`));
+          for (const run of runs) {
+            const [projectId, release] = run.split('\n');
+            await this.resymbolicate(Number(projectId), release);
+          }
+        }
+        return rows;
+      },
+      abort: () => staged.abort(),
+    };
   }
 
   /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */

@@ -177,6 +177,71 @@ async function peek(source: ByteSource, n: number): Promise<{ head: Uint8Array; 
   return { head, all: withHead(head, it) };
 }
 
+type Commit = { id: number; final: { debugId?: string; serves?: string; filename?: string; meta?: Record<string, unknown> } };
+
+/**
+ * Files of one request (one or more uploads, each a file or a zip), written as pending as
+ * they stream in; `commit` makes them all visible in one transaction, `abort` removes
+ * them. Any refused file refuses the whole request: nothing of it is stored.
+ */
+export class StagedUpload {
+  private readonly pendingIds: number[] = [];
+  private readonly commits: Commit[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly now: number,
+    private readonly limits: UploadLimits = UPLOAD_LIMITS,
+  ) {}
+
+  /** Streams one upload into pending files; SymbolInputError (400) when it is refused (then everything staged is removed). */
+  async add(target: UploadTarget, source: ByteSource): Promise<void> {
+    const { db, now, limits, pendingIds } = this;
+    try {
+      const handler = symbolKindHandler(target.kind);
+      if (!handler) throw new SymbolInputError(`${target.kind} support not available`);
+      const { head, all } = await peek(source, 4);
+      const results: FileResult[] = [];
+      if (isZip(head)) {
+        await readZip(db, handler, target, all, now, pendingIds, results, limits);
+        if (results.length === 0) throw new SymbolInputError(`the zip holds no ${target.kind} file`);
+      } else {
+        const intake = new FileIntake(db, handler, target, target.filename, false, now, pendingIds, limits);
+        for await (const chunk of all) await intake.push(chunk);
+        if (intake.size === 0) throw new SymbolInputError('the file is empty');
+        const r = await intake.end();
+        if (r) results.push({ ...r, name: target.filename });
+      }
+      this.commits.push(...(await splitResults(db, target, results, now, pendingIds)));
+    } catch (err) {
+      await this.abort();
+      if (err instanceof SymbolTooLargeError) throw new SymbolInputError(err.message);
+      throw err;
+    }
+  }
+
+  /** Makes every staged file visible, applying the replacement rule; the rows and the ids they replaced. */
+  async commit(): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
+    const replaced: number[] = [];
+    try {
+      const rows = await commitSymbolFiles(this.db, this.commits, (ids) => replaced.push(...ids));
+      this.closed = true;
+      return { rows, replaced };
+    } catch (err) {
+      await this.abort();
+      throw err;
+    }
+  }
+
+  /** Removes everything staged (a request refused or broken off). */
+  async abort(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await discardSymbolFiles(this.db, this.pendingIds).catch(() => undefined);
+  }
+}
+
 /**
  * Stores an upload (a file or a zip of files) of `target.kind`; the stored rows. Throws
  * SymbolInputError (400) when anything in it is refused; then nothing is stored.
@@ -188,32 +253,14 @@ export async function storeUpload(
   now: number,
   limits: UploadLimits = UPLOAD_LIMITS,
 ): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
-  const handler = symbolKindHandler(target.kind);
-  if (!handler) throw new SymbolInputError(`${target.kind} support not available`);
-  const pendingIds: number[] = [];
-  try {
-    const { head, all } = await peek(source, 4);
-    const results: FileResult[] = [];
-    if (isZip(head)) {
-      await readZip(db, handler, target, all, now, pendingIds, results, limits);
-      if (results.length === 0) throw new SymbolInputError(`the zip holds no ${target.kind} file`);
-    } else {
-      const intake = new FileIntake(db, handler, target, target.filename, false, now, pendingIds, limits);
-      for await (const chunk of all) await intake.push(chunk);
-      if (intake.size === 0) throw new SymbolInputError('the file is empty');
-      const r = await intake.end();
-      if (r) results.push({ ...r, name: target.filename });
-    }
-    return await finish(db, target, results, now, pendingIds);
-  } catch (err) {
-    await discardSymbolFiles(db, pendingIds).catch(() => undefined);
-    if (err instanceof SymbolTooLargeError) throw new SymbolInputError(err.message);
-    throw err;
-  }
+  const staged = new StagedUpload(db, now, limits);
+  await staged.add(target, source);
+  return staged.commit();
 }
 
-async function finish(db: Db, target: UploadTarget, results: FileResult[], now: number, pendingIds: number[]) {
-  const commits: { id: number; final: { debugId?: string; serves?: string; filename?: string; meta?: Record<string, unknown> } }[] = [];
+/** Pending files as the kinds split them (slices copied out, derived indexes stored): what to commit. */
+async function splitResults(db: Db, target: UploadTarget, results: FileResult[], now: number, pendingIds: number[]): Promise<Commit[]> {
+  const commits: Commit[] = [];
   for (const r of results) {
     const whole = r.files.length === 1 && !r.files[0].range;
     for (const f of r.files) {
@@ -237,9 +284,7 @@ async function finish(db: Db, target: UploadTarget, results: FileResult[], now: 
     }
     if (!whole) await discardSymbolFiles(db, [r.id]);
   }
-  const replaced: number[] = [];
-  const rows = await commitSymbolFiles(db, commits, (ids) => replaced.push(...ids));
-  return { rows, replaced };
+  return commits;
 }
 
 type ZipEvent = { kind: 'file'; file: UnzipFile } | { kind: 'data'; file: UnzipFile; data: Uint8Array; final: boolean } | { kind: 'error'; message: string };

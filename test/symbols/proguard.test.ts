@@ -122,6 +122,9 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
       expect(res.status, name).toBe(400);
       expect(((await res.json()) as any).error, name).toEqual(expect.any(String));
     }
+    // One good file and one bad in the same form: neither is stored.
+    const mixed = await uploadSymbols(t, project, { kind: 'proguard', release: 'bad', files: [{ name: 'mapping.txt', data: fx.mapping }, { name: 'notes.txt', data: 'not a mapping' }] });
+    expect(mixed.status).toBe(400);
     const res = await uploadSymbols(t, project, { kind: 'bogus', release: 'bad', files: [{ name: 'mapping.txt', data: fx.mapping }] });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toBe('kind must be one of proguard, sourcemap, dsym');

@@ -169,6 +169,21 @@ describe.each(dialects)('source maps on %s', (dialect) => {
     expect(past.symbolicated).toBe(false);
   });
 
+  it('leaves frames as they are when a stored map cannot be read, and still stores the event', async () => {
+    const project = await makeProject(t);
+    const [file] = await uploadOk(t, project, { kind: 'sourcemap', release: 'web@4', files: [{ name: 'app.min.js.map', data: fx.plain.map }] });
+    // The stored bytes damaged behind the server's back (before any event loaded them).
+    await t.deps.store.db.updateTable('symbol_chunks').set({ data: new TextEncoder().encode('{"version":3,"mappin') }).where('file_id', '=', file.id).execute();
+    const id = await sendEvent(t, project, {
+      platform: 'javascript',
+      release: 'web@4',
+      exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: [{ abs_path: 'https://x/app.min.js', function: 'a', lineno: 15, colno: 31115 }] } }] },
+    });
+    const d = await eventDetail(t, project, id);
+    expect(d.symbolicated).toBe(false);
+    expect(d.title).toBe('Error: x');
+  });
+
   it('refuses bad source maps and bad zips with a 400 and stores nothing', async () => {
     const project = await makeProject(t);
     const map = (extra: object) => JSON.stringify({ version: 3, sources: ['a.js'], names: [], mappings: 'AAAA', ...extra });
