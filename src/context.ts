@@ -8,6 +8,7 @@ import type { Store } from './store/database.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
+import type { CreateSha1 } from './uploads/assemble.js';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -60,4 +61,9 @@ export interface AppDeps {
    * the app's env). Used to key the open management API's rate limit.
    */
   clientAddress?: (request: Request, env: unknown) => string | undefined;
+  /**
+   * An incremental SHA-1 for checking assembled uploads (Node: node:crypto, several
+   * times faster than the portable one in src/uploads/assemble.ts used without it).
+   */
+  createSha1?: CreateSha1;
 }

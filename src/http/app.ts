@@ -14,6 +14,7 @@ import { projectRoutes } from './projects.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
+import { uploadRoutes } from './uploads.js';
 
 /** Request bodies on management routes; ingest and uploader routes set their own limits. */
 export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
@@ -53,6 +54,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', projectRoutes(deps));
   app.route('/', ingestRoutes(deps));
   app.route('/', readRoutes(deps));
+  app.route('/', uploadRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));
   app.onError((err, c) => handleError(err, c, logger));
