@@ -97,7 +97,9 @@ export function uploadRoutes(deps: AppDeps): Hono {
   const assembleContext = (): AssembleContext => ({ db, symbols, now: () => deps.clock.now(), createSha1: deps.createSha1 });
 
   app.onError((err, c) => {
-    if (err instanceof UploadError) return errorResponse(c, err.status, err.message);
+    // The rest of a refused body is not read: the connection closes after the answer, so a
+    // client never sends its next request into the remains of this one.
+    if (err instanceof UploadError) return errorResponse(c, err.status, err.message, c.req.raw.body ? { Connection: 'close' } : {});
     throw err;
   });
 
