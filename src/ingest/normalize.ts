@@ -4,7 +4,7 @@
 // referenced, not copied, unless they need repair.
 import { InvalidItemError } from './errors.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
-import type { EventDetailData, Level, NormalizedEvent, NormalizedException, NormalizedFrame } from './types.js';
+import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
 
 export interface NormalizeContext {
   /** Receive time, epoch ms. */
@@ -17,6 +17,13 @@ export interface NormalizeContext {
   clientIp: string | null;
   /** The MD5 the fingerprint is hashed with (injected by the edition). */
   md5Hex: Md5Hex;
+  /** The payload already parsed by parseEventPayload (symbolication's pre-pass), so it is parsed once. */
+  parsed?: Record<string, unknown>;
+  /**
+   * Symbolicates the event with symbol files loaded beforehand (src/symbols); its frames
+   * then drive grouping, title, error type and location, and are stored beside the originals.
+   */
+  symbolicate?: EventSymbolicator;
 }
 
 const HOUR_MS = 3_600_000;
@@ -71,6 +78,27 @@ function withoutNonFinite(json: string): string | null {
     return 'null';
   });
   return changed ? out : null;
+}
+
+/** An event payload as a JSON object; InvalidItemError when it is not one. */
+export function parseEventPayload(payload: Uint8Array): Obj {
+  return parsePayload(payload);
+}
+
+function imagesOf(ev: Obj): Obj[] {
+  const debugMeta = ev.debug_meta;
+  return isObject(debugMeta) && Array.isArray(debugMeta.images) ? (debugMeta.images as unknown[]).filter(isObject) : [];
+}
+
+/** What symbolication needs of a parsed event, by the same rules the normaliser applies. */
+export function symbolicationInputOf(ev: Obj): SymbolicationInput {
+  return {
+    platform: text(ev.platform, 64)?.toLowerCase() ?? 'other',
+    release: text(ev.release, 200) ?? '',
+    dist: text(ev.dist, 64) ?? '',
+    images: imagesOf(ev),
+    exceptions: normalizeExceptions(ev).exceptions,
+  };
 }
 
 function parsePayload(payload: Uint8Array): Obj {
@@ -455,7 +483,7 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: false): NormalizedEvent;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: true): EventDetailData;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boolean): NormalizedEvent | EventDetailData {
-  const ev = parsePayload(payload);
+  const ev = ctx.parsed ?? parsePayload(payload);
 
   const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
 
@@ -472,10 +500,23 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   let os = findContext(contexts, 'os');
   if (!os || (os.name === undefined && os.version === undefined)) os = findContext(contexts, 'client_os') ?? os;
 
-  const { exceptions, main } = normalizeExceptions(ev);
+  const { exceptions, main: originalMain } = normalizeExceptions(ev);
   let message = eventMessage(ev);
-  const debugMeta = ev.debug_meta;
-  const images = isObject(debugMeta) && Array.isArray(debugMeta.images) ? (debugMeta.images as unknown[]).filter(isObject) : [];
+  const images = imagesOf(ev);
+  const release = text(ev.release, 200) ?? '';
+  const dist = text(ev.dist, 64) ?? '';
+
+  // Symbols present at ingest: grouping, title, type and location use the symbolicated frames.
+  let main = originalMain;
+  let symbolicated: string | null = null;
+  if (ctx.symbolicate && !detailOnly && exceptions.length > 0) {
+    const out = ctx.symbolicate({ platform, release, dist, images, exceptions });
+    if (out) {
+      symbolicated = JSON.stringify(out.frames);
+      const i = main ? exceptions.indexOf(main) : -1;
+      if (main && i >= 0) main = { ...main, frames: out.frames[i] ?? main.frames, ...out.types[i] };
+    }
+  }
 
   const input = groupingInput(ev, { platform, main, message, images });
   const fingerprint = hashGroupingInput(input, ctx.md5Hex);
@@ -512,8 +553,8 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
     timestamp,
     level,
     platform,
-    release: text(ev.release, 200) ?? '',
-    dist: text(ev.dist, 64) ?? '',
+    release,
+    dist,
     environment: text(ev.environment, 64) ?? 'production',
     userId: user.id,
     userEmail: user.email,
@@ -534,6 +575,7 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
     tags,
     fingerprint,
     raw: payload,
+    ...(symbolicated !== null ? { symbolicated } : {}),
   };
 }
 

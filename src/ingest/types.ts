@@ -72,7 +72,32 @@ export interface NormalizedEvent {
   fingerprint: string;
   /** The item payload exactly as received. */
   raw: Uint8Array;
+  /**
+   * JSON of the symbolicated frames, one entry per exception of the chain (a frame list,
+   * or null when nothing in it changed); absent when the event was not symbolicated.
+   */
+  symbolicated?: string | null;
 }
+
+/** What symbolication reads from an event (src/symbols), as the normaliser extracted it. */
+export interface SymbolicationInput {
+  platform: string;
+  release: string;
+  dist: string;
+  /** `debug_meta.images`. */
+  images: Record<string, unknown>[];
+  /** The exception chain as normalised (each stack oldest call first). */
+  exceptions: NormalizedException[];
+}
+
+/** Symbolication's answer: per exception, the new frames (null = unchanged) and remapped type. */
+export interface SymbolicationOutput {
+  frames: (NormalizedFrame[] | null)[];
+  types: ({ type: string; module?: string } | undefined)[];
+}
+
+/** Symbolicates an event synchronously with symbol files loaded beforehand; null when nothing changed. */
+export type EventSymbolicator = (input: SymbolicationInput) => SymbolicationOutput | null;
 
 export type SessionStatus = 'ok' | 'exited' | 'crashed' | 'abnormal' | 'errored' | 'unhandled';
 

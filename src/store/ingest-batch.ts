@@ -71,6 +71,8 @@ export interface EventInput {
   sdkName: string;
   tags: [string, string][];
   tagsJson: string;
+  /** JSON of the frames symbolicated at ingest (NormalizedEvent.symbolicated), else null. */
+  symbolicated: string | null;
 }
 
 export interface SessionInput {
@@ -160,6 +162,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
       sdkName: text(e.sdkName),
       tags,
       tagsJson: JSON.stringify(tagObject),
+      symbolicated: typeof e.symbolicated === 'string' ? text(e.symbolicated) : null,
     };
     return input;
   });
@@ -1665,7 +1668,7 @@ function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, un
     payload_chunk: payload.chunkId,
     payload_start: payload.start,
     payload_length: payload.length,
-    symbolicated: null,
+    symbolicated: e.symbolicated,
   };
 }
 

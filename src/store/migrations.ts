@@ -474,6 +474,69 @@ function m010(dialect: Dialect): Migration {
 }
 
 /**
+ * Symbol files (src/symbols): one row per stored file, its bytes in `symbol_chunks` of at
+ * most SYMBOL_CHUNK_BYTES each, so every dialect, an export line and a D1 value (about
+ * 2 MB) can hold them. `part` 0 is the file as uploaded, 1 a derived lookup index a kind
+ * may build once at upload. A row is `writing` while its chunks stream in and becomes
+ * `ready` (visible) in the transaction that applies the replacement rule. `symbol_jobs`
+ * holds the re-symbolication runs an upload starts, with their cursor, so a restart
+ * resumes them.
+ */
+function m013(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('symbol_files')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('dist', 'text', (c) => c.notNull())
+        .addColumn('debug_id', 'text', (c) => c.notNull())
+        .addColumn('filename', 'text', (c) => c.notNull())
+        .addColumn('serves', 'text', (c) => c.notNull())
+        .addColumn('serves_basename', 'text', (c) => c.notNull())
+        .addColumn('size', big, (c) => c.notNull())
+        .addColumn('index_size', big, (c) => c.notNull())
+        .addColumn('meta', 'text', (c) => c.notNull())
+        .addColumn('uploaded_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('symbol_files_debug_id').on('symbol_files').columns(['project_id', 'kind', 'debug_id']).execute();
+      await db.schema
+        .createIndex('symbol_files_release_name')
+        .on('symbol_files')
+        .columns(['project_id', 'kind', 'release', 'serves_basename'])
+        .execute();
+      await db.schema
+        .createTable('symbol_chunks')
+        .addColumn('file_id', big, (c) => c.notNull().references('symbol_files.id').onDelete('cascade'))
+        .addColumn('part', 'integer', (c) => c.notNull())
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addPrimaryKeyConstraint('symbol_chunks_pk', ['file_id', 'part', 'seq'])
+        .execute();
+      if (dialect === 'postgres') await sql`alter table symbol_chunks alter column data set storage external`.execute(db);
+      await db.schema
+        .createTable('symbol_jobs')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('since', big, (c) => c.notNull())
+        .addColumn('cursor', big, (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('done', big, (c) => c.notNull())
+        .addColumn('lease_until', big, (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('symbol_jobs_state').on('symbol_jobs').columns(['state', 'id']).execute();
+    },
+  };
+}
+
+/**
  * The uploader routes (src/uploads): chunks of sentry-cli uploads by SHA-1, shared by
  * every instance on the database and kept at most an hour until assembled; the outcome
  * of each assembly per project, so a polling client gets the same answer from any
@@ -543,6 +606,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '008_payload_chunks': m008(dialect),
     '009_postgres_delete_triggers_for_ingest_keys': m009(dialect),
     '010_issue_updates_off_the_indexes': m010(dialect),
+    '013_symbols': m013(dialect),
     '014_uploads': m014(dialect),
   };
 }

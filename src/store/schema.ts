@@ -216,6 +216,58 @@ export interface JobLockTable {
   expires_at: number;
 }
 
+/** A stored symbol file (src/symbols/storage.ts). */
+export interface SymbolFileTable {
+  id: Generated<number>;
+  project_id: number;
+  /** proguard, sourcemap or dsym. */
+  kind: string;
+  /** `writing` while its chunks stream in (never listed or matched), then `ready`. */
+  state: string;
+  release: string;
+  dist: string;
+  /** Lowercase dashed UUID, or '' when the file has none. */
+  debug_id: string;
+  filename: string;
+  /** Source maps: the minified file the map serves (its `file`, or the name without `.map`); else ''. */
+  serves: string;
+  /** The basename of `serves`, what release matching looks up by. */
+  serves_basename: string;
+  size: number;
+  /** Bytes of the derived lookup index (part 1), 0 when the kind builds none. */
+  index_size: number;
+  /** JSON object of kind-specific facts (e.g. a dSYM slice's architecture). */
+  meta: string;
+  uploaded_at: number;
+}
+
+/** A symbol file's bytes: part 0 the file, part 1 its derived index; `seq` from 0. */
+export interface SymbolChunkTable {
+  file_id: number;
+  part: number;
+  seq: number;
+  data: Uint8Array;
+}
+
+/** A background re-symbolication run (src/symbols/resymbolicate.ts). */
+export interface SymbolJobTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The events' release; '' means every release. */
+  release: string;
+  /** Events received at or after this time (epoch ms). */
+  since: number;
+  /** The last event id handled; the run goes on above it. */
+  cursor: number;
+  /** pending or done. */
+  state: string;
+  /** Events symbolicated so far. */
+  done: number;
+  /** Epoch ms (wall clock) until which an instance holds the run. */
+  lease_until: number;
+  created_at: number;
+}
+
 /** A chunk of a sentry-cli upload (src/uploads), by the SHA-1 of its bytes. */
 export interface UploadChunkTable {
   sha1: string;
@@ -282,6 +334,9 @@ export interface Database {
   upload_assemblies: UploadAssemblyTable;
   cli_releases: CliReleaseTable;
   proguard_releases: ProguardReleaseTable;
+  symbol_files: SymbolFileTable;
+  symbol_chunks: SymbolChunkTable;
+  symbol_jobs: SymbolJobTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;
