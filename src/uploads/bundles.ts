@@ -132,7 +132,7 @@ export async function bundleSourceMaps(zip: ByteRangeSource, release: string, di
       release: effectiveRelease,
       dist: effectiveDist,
       debugId: normalizeDebugId(file.headers['debug-id']) ?? minified?.debugId,
-      serves: minified?.url ?? url.replace(/\.map$/, ''),
+      serves: minified?.url,
       source: readZipEntry(zip, byName.get(path)!),
     });
   }

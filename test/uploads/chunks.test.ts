@@ -16,7 +16,7 @@ function chunkForm(parts: { name?: string; data: Uint8Array; field?: string; gzi
   const form = new FormData();
   for (const p of parts) {
     const body = p.gzip === false ? p.data : gzipSync(p.data);
-    form.append(p.field ?? 'file_gzip', new Blob([body], { type: 'application/octet-stream' }), p.name ?? sha1(p.data));
+    form.append(p.field ?? 'file_gzip', new Blob([body as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }), p.name ?? sha1(p.data));
   }
   return form;
 }
