@@ -1,5 +1,9 @@
 // sentry-cli 3.x and 2.x against the real server: `info`, `releases new|finalize|list|info|set-commits`,
 // in the organization URL form (3.x) and the project form (2.x), on SQLite and PostgreSQL.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -45,6 +49,18 @@ describe.each(dialects)('sentry-cli releases and info (%s)', (dialect) => {
     expect(info.stdout).toContain(version);
     const missing = await runCli(v, target, ['releases', 'info', 'nope@1']);
     expect(missing.code).not.toBe(0);
+  });
+
+  it.each(['3', '2'] as const)('releases set-commits --auto is accepted in a git checkout (%s.x)', async (v) => {
+    const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-git-'));
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe' });
+    git('init', '-q');
+    git('-c', 'user.name=Dev', '-c', 'user.email=dev@example.com', 'commit', '-q', '--allow-empty', '-m', 'first');
+    git('remote', 'add', 'origin', 'https://github.com/acme/mobile.git');
+    const version = `commits@${v}`;
+    ok(await runCli(v, target, ['releases', 'new', version]));
+    ok(await runCli(v, target, ['releases', 'set-commits', '--auto', version], { cwd: repo }));
+    fs.rmSync(repo, { recursive: true, force: true });
   });
 
   it('a numeric project id works like the slug, and an unknown project is refused', async () => {

@@ -148,13 +148,20 @@ describe.each(dialects)('sentry-cli uploads of real symbol files (%s)', (dialect
     expect(out?.frames[0]?.map((f) => `${f.module}.${f.function}`)).toEqual(['com.example.app.Main.main', 'com.example.app.Checkout.pay', 'com.example.app.Checkout.validate']);
   });
 
+  it('upload-proguard --app-id associates the mapping with the release (2.x, build plugins)', async () => {
+    ok(await runCli('2', target('android-2'), ['upload-proguard', '--app-id', 'com.example.app', '--version', '1.2', '--version-code', '12', mapping]));
+    const rows = await t.deps.store.db.selectFrom('proguard_releases').selectAll().where('project_id', '=', projects['android-2']).execute();
+    expect(rows.map((r) => [r.release, r.proguard_uuid])).toEqual([['com.example.app@1.2+12', mappingUuid]]);
+  });
+
   it.each(['3', '2'] as const)('sourcemaps inject + upload stores the map under its debug id and maps the real stack (%s.x)', async (v) => {
     const slug = `web-${v}`;
     const dir = bundleCopy(`inject-${v}-${dialect}`);
     ok(await runCli(v, target(slug), ['sourcemaps', 'inject', dir]));
     const injected = fs.readFileSync(path.join(dir, 'app.min.js'), 'utf8');
     const debugId = /\/\/# debugId=([0-9a-f-]{36})/.exec(injected)![1];
-    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', dir]));
+    // --wait polls the assemble state until it is final.
+    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--wait', dir]));
     const stored = await files(slug);
     expect(stored.map((f) => [f.kind, f.debug_id, f.filename])).toEqual([['sourcemap', debugId, '~/app.min.js.map']]);
 
