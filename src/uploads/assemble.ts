@@ -124,6 +124,9 @@ function answerOf(record: AssemblyRecord, now: number, updatedAt: number): (Asse
   return null;
 }
 
+/** Lets timers and I/O run (Web API only: every edition has setTimeout). */
+export const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
 /**
  * The bytes of a file from its chunks, in order, one chunk read at a time; throws when a
  * chunk is gone or the whole does not hash to `checksum`.
@@ -131,6 +134,9 @@ function answerOf(record: AssemblyRecord, now: number, updatedAt: number): (Asse
 export async function* chunkBytes(db: Db, chunks: readonly string[], checksum: string, createSha1: CreateSha1): AsyncGenerator<Uint8Array> {
   const hash = createSha1();
   for (const sha1 of chunks) {
+    // SQLite answers synchronously: without a turn of the event loop per chunk, a large
+    // assembly would hold every other request (ingest too) until it ends.
+    await yieldToEventLoop();
     const data = await readChunk(db, sha1);
     if (!data) throw new UploadError(400, `chunk ${sha1} is no longer on the server; upload again`);
     hash.update(data);

@@ -18,8 +18,12 @@ import { UploadError } from './errors.js';
 
 type Db = Kysely<Database>;
 
-/** Bytes per chunk (a power of two: sentry-cli up to 2.39 requires one). */
-export const CHUNK_SIZE = 8 * 1024 * 1024;
+/**
+ * Bytes per chunk (a power of two: sentry-cli up to 2.39 requires one). Sentry offers
+ * 8 MiB; 1 MiB keeps what a request and an assembly hold at once small (a chunk is read
+ * whole), at the cost of more rows: a 500 MB file is 500 chunks in 8 requests.
+ */
+export const CHUNK_SIZE = 1024 * 1024;
 /** Most parts in one chunk-upload request. */
 export const CHUNKS_PER_REQUEST = 64;
 /** Most bytes of part contents in one chunk-upload request. */
@@ -28,7 +32,7 @@ export const MAX_REQUEST_SIZE = 32 * 1024 * 1024;
 export const MAX_FILE_SIZE = 2 * 1024 * 1024 * 1024;
 /**
  * Parallel chunk requests the CLI makes. Each request holds one chunk (compressed and
- * plain) at a time, so this bounds the memory uploads take: about 2 × 16 MB.
+ * plain) at a time, so this bounds the memory uploads take.
  */
 export const UPLOAD_CONCURRENCY = 2;
 /** Longest a `--wait` polls (seconds). */
@@ -72,29 +76,31 @@ const GUNZIP_SLICE = 64 * 1024;
 
 /** Decompresses a gzip member into at most `limit` bytes; UploadError past it or on bad data. */
 export function gunzipLimited(compressed: Uint8Array, limit: number): Uint8Array {
-  let out = new Uint8Array(Math.min(limit, Math.max(compressed.byteLength * 4, 64 * 1024)));
+  const pieces: Uint8Array[] = [];
   let size = 0;
   const gunzip = new Gunzip((data) => {
-    if (size + data.byteLength > limit) throw new UploadError(400, `chunk is larger than the chunk size of ${limit} bytes`);
-    if (size + data.byteLength > out.byteLength) {
-      const grown = new Uint8Array(Math.min(limit, Math.max(out.byteLength * 2, size + data.byteLength)));
-      grown.set(out.subarray(0, size));
-      out = grown;
-    }
-    out.set(data, size);
     size += data.byteLength;
+    if (size > limit) throw new UploadError(400, `chunk is larger than the chunk size of ${limit} bytes`);
+    pieces.push(data);
   });
   try {
+    if (compressed.byteLength === 0) throw new Error('empty');
     for (let at = 0; at < compressed.byteLength; at += GUNZIP_SLICE) {
       const end = Math.min(compressed.byteLength, at + GUNZIP_SLICE);
       gunzip.push(compressed.subarray(at, end), end === compressed.byteLength);
     }
-    if (compressed.byteLength === 0) throw new Error('empty');
   } catch (err) {
     if (err instanceof UploadError) throw err;
     throw new UploadError(400, 'chunk is not valid gzip data');
   }
-  return out.subarray(0, size);
+  if (pieces.length === 1) return pieces[0];
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.byteLength;
+  }
+  return out;
 }
 
 export interface ReceiveChunksOptions {
