@@ -9,6 +9,7 @@ import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
 import type { CreateSha1 } from './uploads/assemble.js';
+import type { SymbolService } from './symbols/service.js';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -66,4 +67,6 @@ export interface AppDeps {
    * times faster than the portable one in src/uploads/assemble.ts used without it).
    */
   createSha1?: CreateSha1;
+  /** Symbol files and symbolication (src/symbols): upload, matching, the parsed-file cache, re-symbolication. */
+  symbols?: SymbolService;
 }

@@ -15,6 +15,8 @@ import { createIngestWriter } from '../ingest/writer.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
+import { storedPayloads } from '../store/payloads.js';
+import { SymbolService } from '../symbols/service.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
@@ -62,6 +64,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
       const hash = createHash('sha1');
       return { update: (bytes) => void hash.update(bytes), digestHex: () => hash.digest('hex') };
     },
+    symbols: new SymbolService({ store, clock, logger, readPayloads: storedPayloads }),
   };
 }
 
@@ -103,6 +106,8 @@ export async function startServer(
   const address = server.address() as AddressInfo;
   const url = localBaseUrl(host, address.port);
   let closing: Promise<void> | null = null;
+  // Re-symbolication runs left pending by a stop mid-way go on.
+  deps.symbols?.start();
   const retention = options.background
     ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })
     : null;
@@ -117,6 +122,7 @@ export async function startServer(
           server.closeIdleConnections();
         });
         await retentionStopped;
+        await deps.symbols?.close();
         await deps.ingest.close();
         await deps.store.close();
       })();

@@ -15,13 +15,14 @@ import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
 import { uploadRoutes } from './uploads.js';
+import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
 
 /** Request bodies on management routes; ingest and uploader routes set their own limits. */
 export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
 
 /** Routes that take large bodies and enforce their own limits. */
 function hasOwnBodyLimit(path: string): boolean {
-  return isIngestPath(path) || path.startsWith('/api/0/');
+  return isIngestPath(path) || path.startsWith('/api/0/') || isSymbolUploadPath(path);
 }
 
 export function createApp(deps: AppDeps): Hono {
@@ -55,6 +56,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', ingestRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', uploadRoutes(deps));
+  app.route('/', symbolRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));
   app.onError((err, c) => handleError(err, c, logger));

@@ -176,3 +176,11 @@ export interface IngestSink {
   /** Counters, when the sink keeps them (the group-commit writer does). */
   stats?(): IngestStats;
 }
+
+/** What the ingest path asks of symbolication (src/symbols/service.ts implements it). */
+export interface IngestSymbolication {
+  /** Whether the project has symbol files; synchronous while the cached answer is fresh. */
+  projectHasSymbols(projectId: number): boolean | Promise<boolean>;
+  /** Loads the symbol files these events need; a synchronous symbolicator for them. */
+  prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
+}

@@ -13,7 +13,20 @@ import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
 import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolicationState, type SymbolLookup } from './kinds.js';
 import { servesRank } from './sourcemap.js';
-import { findByDebugId, findByRelease, INDEX_PART, readSymbolBytes, symbolKindsOf, basenameOf, type SymbolFileRow, type SymbolKind } from './storage.js';
+import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads } from './resymbolicate.js';
+import {
+  basenameOf,
+  deleteSymbolFile,
+  findByDebugId,
+  findByRelease,
+  INDEX_PART,
+  readSymbolBytes,
+  symbolKindsOf,
+  type ByteSource,
+  type SymbolFileRow,
+  type SymbolKind,
+} from './storage.js';
+import { storeUpload, type UploadTarget } from './upload.js';
 import './register.js';
 
 /** How long a project's "has symbols" flag and a lookup's answer are reused. */
@@ -26,6 +39,8 @@ export interface SymbolServiceOptions {
   clock: Clock;
   logger: Logger;
   cacheBytes?: number;
+  /** Reads stored events' payloads for re-symbolication; without it uploads re-symbolicate nothing. */
+  readPayloads?: ReadPayloads;
 }
 
 export interface SymbolServiceStats {
@@ -43,9 +58,56 @@ export class SymbolService {
   /** Files that failed to parse (corrupt), not retried for a while. */
   private readonly broken = new TtlMap<number, true>(60_000);
   private loads = 0;
+  /** Background re-symbolication (null when the edition cannot read stored payloads). */
+  readonly jobs: ResymbolicationRunner | null;
 
   constructor(private readonly options: SymbolServiceOptions) {
     this.parsed = new ByteLru(options.cacheBytes ?? DEFAULT_SYMBOL_CACHE_BYTES);
+    const readPayloads = options.readPayloads;
+    this.jobs = readPayloads
+      ? new ResymbolicationRunner({
+          store: options.store,
+          logger: options.logger,
+          readPayloads,
+          symbolicate: (projectId, input) => this.symbolicate(projectId, input),
+        })
+      : null;
+  }
+
+  /** Resumes re-symbolication runs left pending (a restart in the middle of one). */
+  start(): void {
+    this.jobs?.kick();
+  }
+
+  /** Stops background work after its current batch. */
+  async close(): Promise<void> {
+    await this.jobs?.stop();
+  }
+
+  /**
+   * Stores an upload (a file or a zip), forgets cached facts of the project, and starts
+   * re-symbolicating the release's events of the last 48 hours in the background.
+   * SymbolInputError (400) when anything in it is refused; then nothing is stored.
+   */
+  async upload(target: UploadTarget, source: ByteSource): Promise<SymbolFileRow[]> {
+    const { rows, replaced } = await storeUpload(this.db, target, source, this.options.clock.now());
+    this.invalidate(target.projectId, replaced);
+    if (rows.length > 0) await this.resymbolicate(target.projectId, target.release);
+    return rows;
+  }
+
+  /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */
+  async resymbolicate(projectId: number, release: string): Promise<void> {
+    if (!this.jobs) return;
+    await scheduleResymbolication(this.options.store, projectId, release, this.options.clock.now());
+    this.jobs.kick();
+  }
+
+  /** Deletes a file of the project; false when there is none. */
+  async deleteFile(projectId: number, id: number): Promise<boolean> {
+    const deleted = await deleteSymbolFile(this.db, projectId, id);
+    if (deleted) this.invalidate(projectId, [id]);
+    return deleted;
   }
 
   private get db() {

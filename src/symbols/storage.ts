@@ -40,8 +40,8 @@ export const INDEX_PART = 1;
 
 export type SymbolFileRow = Selectable<SymbolFileTable>;
 
-/** Bytes from a Web stream or any async iterable (a Node stream, a zip entry, a generator). */
-export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+/** Bytes from a Web stream or any (async) iterable (a Node stream, a zip entry, a generator, a list). */
+export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 
 export interface SymbolFileMeta {
   projectId: number;
@@ -90,7 +90,7 @@ export async function* iterateBytes(source: ByteSource): AsyncGenerator<Uint8Arr
       reader.releaseLock();
     }
   } else {
-    for await (const chunk of source as AsyncIterable<Uint8Array>) if (chunk.byteLength > 0) yield chunk;
+    for await (const chunk of source as AsyncIterable<Uint8Array> | Iterable<Uint8Array>) if (chunk.byteLength > 0) yield chunk;
   }
 }
 
@@ -289,9 +289,14 @@ export interface FinalFacts {
 /**
  * Makes pending files visible in one transaction, applying the replacement rule: an
  * existing ready file with the same kind and debug id (or, without one, the same kind,
- * release and filename) is deleted. Returns the committed rows in the given order.
+ * release and filename) is deleted (`onReplaced` hears their ids). Returns the committed
+ * rows in the given order.
  */
-export async function commitSymbolFiles(db: Db, files: { id: number; final?: FinalFacts }[]): Promise<SymbolFileRow[]> {
+export async function commitSymbolFiles(
+  db: Db,
+  files: { id: number; final?: FinalFacts }[],
+  onReplaced?: (ids: number[]) => void,
+): Promise<SymbolFileRow[]> {
   return db.transaction().execute(async (trx) => {
     const out: SymbolFileRow[] = [];
     for (const { id, final } of files) {
@@ -314,7 +319,8 @@ export async function commitSymbolFiles(db: Db, files: { id: number; final?: Fin
         row.debug_id !== ''
           ? replaced.where('debug_id', '=', row.debug_id)
           : replaced.where('debug_id', '=', '').where('release', '=', row.release).where('filename', '=', row.filename);
-      await replaced.execute();
+      const gone = await replaced.returning('id').execute();
+      if (gone.length > 0) onReplaced?.(gone.map((g) => Number(g.id)));
       out.push(row);
     }
     return out;
