@@ -1,7 +1,9 @@
 // The uploader's SymbolPort on symbol storage (src/symbols): each file streams into a
 // pending row while its kind's inspector checks it (the checks a management-API upload
 // gets), an inspector's several files (a fat Mach-O's slices) become ranges of it, and
-// every file of one upload is committed in one transaction, or all are discarded.
+// every file of one upload is committed in one transaction, or all are discarded. Then
+// the symbol service forgets what it cached of the project and re-symbolicates recent
+// events of the releases uploaded to, as after a management-API upload.
 import type { AppDeps } from '../context.js';
 import { SymbolInputError, symbolKindHandler, symbolKindHandlers } from '../symbols/kinds.js';
 import '../symbols/register.js';
@@ -45,7 +47,7 @@ async function* tapped(source: AsyncIterable<Uint8Array>, push: (chunk: Uint8Arr
   }
 }
 
-export function symbolPortFor(deps: Pick<AppDeps, 'store'>): SymbolPort {
+export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolPort {
   const db = deps.store.db;
   return {
     kinds: () => new Set(symbolKindHandlers().map((h) => h.kind)),
@@ -87,9 +89,12 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store'>): SymbolPort {
             commits.push({ id, final: { debugId: debugId ?? '', serves: file.serves ?? found.serves, filename: found.filename, meta: found.meta } });
           }
         }
-        const rows = await commitSymbolFiles(db, commits);
+        const replaced: number[] = [];
+        const rows = await commitSymbolFiles(db, commits, (ids) => replaced.push(...ids));
         const kept = new Set(commits.map((c) => c.id));
         await discardSymbolFiles(db, written.filter((id) => !kept.has(id)));
+        deps.symbols?.invalidate(projectId, replaced);
+        for (const release of new Set(rows.map((r) => r.release))) await deps.symbols?.resymbolicate(projectId, release);
         return rows.map(stored);
       } catch (err) {
         await discardSymbolFiles(db, written).catch(() => undefined);
