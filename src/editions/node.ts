@@ -19,6 +19,7 @@ import { storedPayloads } from '../store/payloads.js';
 import { SymbolService } from '../symbols/service.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
+import { loadNodeDemangler } from './node-demangle.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
@@ -46,6 +47,8 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     throw err;
   }
   const ingest = createIngestWriter({ store, clock, logger });
+  // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
+  await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
   return {
     config,
     store,
