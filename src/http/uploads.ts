@@ -7,6 +7,8 @@
 import { Hono, type Context } from 'hono';
 import { parseMultipartStream, MaxFileSizeExceededError, MultipartParseError } from '@remix-run/multipart-parser';
 import type { AppDeps } from '../context.js';
+import { readBody } from '../ingest/decode.js';
+import { PayloadTooLargeError } from '../ingest/errors.js';
 import type { ProjectRow } from '../store/schema.js';
 import { findProjectByIdOrSlug, listProjects } from '../store/projects.js';
 import { assembleBundle, parseBundleAssembleBody } from '../uploads/bundles.js';
@@ -44,33 +46,15 @@ function paths(path: string): string[] {
   return [path, path.replace(/\/$/, '')];
 }
 
-async function readLimitedText(c: Context, limit: number): Promise<string> {
-  const body = c.req.raw.body;
-  if (!body) return '';
-  const reader = body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new UploadError(413, `request body is larger than ${limit} bytes`);
-    }
-    parts.push(value);
-  }
-  const all = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.byteLength;
-  }
-  return new TextDecoder().decode(all);
-}
-
 async function readJsonBody(c: Context): Promise<unknown> {
-  const text = await readLimitedText(c, UPLOAD_JSON_LIMIT);
+  let bytes: Uint8Array;
+  try {
+    bytes = await readBody(c.req.raw.body, UPLOAD_JSON_LIMIT);
+  } catch (err) {
+    if (err instanceof PayloadTooLargeError) throw new UploadError(413, `request body is larger than ${UPLOAD_JSON_LIMIT} bytes`);
+    throw err;
+  }
+  const text = new TextDecoder().decode(bytes);
   if (text.trim() === '') return undefined;
   try {
     return JSON.parse(text);
@@ -145,7 +129,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
     const boundary = multipartBoundary(c);
     const body = c.req.raw.body;
     if (!body) return c.body(null, 200);
-    await receiveChunks(db, body, { boundary, now: deps.clock.now() });
+    await receiveChunks(db, body, { boundary, now: deps.clock.now(), decompress: deps.ingestRuntime.decompress });
     return c.body(null, 200);
   });
 

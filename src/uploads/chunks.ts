@@ -3,7 +3,6 @@
 // storing it in the database by that SHA-1 so every instance on the database can
 // assemble it. A request's chunks become visible together when all of its parts passed;
 // a failed request leaves none. Chunks are kept at most CHUNK_TTL_MS until assembled.
-import { Gunzip } from 'fflate';
 import type { Kysely } from 'kysely';
 import {
   MaxFileSizeExceededError,
@@ -13,6 +12,7 @@ import {
   parseMultipartStream,
 } from '@remix-run/multipart-parser';
 import { HOUR_MS } from '../clock.js';
+import { DecodedTooLargeError, type Decompress } from '../ingest/decode.js';
 import type { Database } from '../store/schema.js';
 import { UploadError } from './errors.js';
 
@@ -71,41 +71,21 @@ export const webSha1Hex: Sha1Hex = async (bytes) => {
   return out;
 };
 
-/** Slice size fed to the decompressor, so an oversized chunk is noticed early. */
-const GUNZIP_SLICE = 64 * 1024;
-
-/** Decompresses a gzip member into at most `limit` bytes; UploadError past it or on bad data. */
-export function gunzipLimited(compressed: Uint8Array, limit: number): Uint8Array {
-  const pieces: Uint8Array[] = [];
-  let size = 0;
-  const gunzip = new Gunzip((data) => {
-    size += data.byteLength;
-    if (size > limit) throw new UploadError(400, `chunk is larger than the chunk size of ${limit} bytes`);
-    pieces.push(data);
-  });
+/** Decompresses a gzip chunk within `limit` bytes; UploadError past it or on bad data. */
+export function gunzipChunk(decompress: Decompress, compressed: Uint8Array, limit: number): Uint8Array {
   try {
-    if (compressed.byteLength === 0) throw new Error('empty');
-    for (let at = 0; at < compressed.byteLength; at += GUNZIP_SLICE) {
-      const end = Math.min(compressed.byteLength, at + GUNZIP_SLICE);
-      gunzip.push(compressed.subarray(at, end), end === compressed.byteLength);
-    }
+    return decompress('gzip', compressed, limit);
   } catch (err) {
-    if (err instanceof UploadError) throw err;
+    if (err instanceof DecodedTooLargeError) throw new UploadError(400, `chunk is larger than the chunk size of ${limit} bytes`);
     throw new UploadError(400, 'chunk is not valid gzip data');
   }
-  if (pieces.length === 1) return pieces[0];
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.byteLength;
-  }
-  return out;
 }
 
 export interface ReceiveChunksOptions {
   boundary: string;
   now: number;
+  /** The edition's capped decompression (AppDeps.ingestRuntime.decompress). */
+  decompress: Decompress;
   sha1Hex?: Sha1Hex;
 }
 
@@ -136,7 +116,7 @@ export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, op
       }
       const claimed = (part.filename ?? '').toLowerCase();
       if (!SHA1_PATTERN.test(claimed)) throw new UploadError(400, `chunk part filename must be the chunk's SHA-1 (40 hex digits), got ${JSON.stringify(part.filename ?? '')}`);
-      const data = field === 'file_gzip' ? gunzipLimited(part.bytes, CHUNK_SIZE) : part.bytes;
+      const data = field === 'file_gzip' ? gunzipChunk(options.decompress, part.bytes, CHUNK_SIZE) : part.bytes;
       if (data.byteLength > CHUNK_SIZE) throw new UploadError(400, `chunk ${claimed} is larger than the chunk size of ${CHUNK_SIZE} bytes`);
       const actual = await sha1Hex(data);
       if (actual !== claimed) throw new UploadError(400, `checksum mismatch: chunk named ${claimed} has SHA-1 ${actual}`);

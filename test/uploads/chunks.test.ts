@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
-import { CHUNK_SIZE, CHUNKS_PER_REQUEST, CHUNK_TTL_MS, deleteExpiredChunks } from '../../src/uploads/chunks.js';
+import { runRetention } from '../../src/store/retention.js';
+import { CHUNK_SIZE, CHUNKS_PER_REQUEST, CHUNK_TTL_MS } from '../../src/uploads/chunks.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
 const KEY = 'chunk-test-key-0123456789abcdef';
@@ -54,6 +55,13 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
     expect(await count()).toBe(before + 2);
     expect((await post(chunkForm([{ data: a }]))).status).toBe(200);
     expect(await count()).toBe(before + 2);
+  });
+
+  it('accepts a chunk of exactly the chunk size, gzip or plain', async () => {
+    const full = new Uint8Array(CHUNK_SIZE).map((_, i) => (i * 7919) % 251);
+    expect((await post(chunkForm([{ data: full }]))).status).toBe(200);
+    const other = full.map((b) => b ^ 1);
+    expect((await post(chunkForm([{ data: other, field: 'file', gzip: false }]))).status).toBe(200);
   });
 
   it('refuses a chunk whose SHA-1 does not match, storing none of the request', async () => {
@@ -108,7 +116,7 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
     expect(huge.status).toBe(413);
   });
 
-  it('forgets chunks after an hour: they are missing, and housekeeping deletes them', async () => {
+  it('forgets chunks after an hour: they are missing, and retention deletes them', async () => {
     const data = new TextEncoder().encode(`old ${Math.random()}`);
     expect((await post(chunkForm([{ data }]))).status).toBe(200);
     const checksum = sha1(data);
@@ -116,7 +124,8 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
       (await (await t.api('/api/0/projects/acme/web/files/difs/assemble/', { method: 'POST', json: { ['b'.repeat(40)]: { name: 'y', chunks: [checksum] } } })).json())['b'.repeat(40)];
     (t.clock as any).advance(CHUNK_TTL_MS + 1000);
     expect(await ask()).toEqual({ state: 'not_found', missingChunks: [checksum], detail: null });
-    expect(await deleteExpiredChunks(t.deps.store.db, t.clock.now())).toBeGreaterThan(0);
+    // The housekeeping `serve` runs hourly (and `faultline retention`) deletes them.
+    expect((await runRetention(t.deps.store, { now: t.clock.now(), retentionDays: 30 })).ran).toBe(true);
     const left = await t.deps.store.db.selectFrom('upload_chunks').select('sha1').where('sha1', '=', checksum).execute();
     expect(left).toEqual([]);
   });
