@@ -63,6 +63,15 @@ describe.each(dialects)('sentry-cli releases and info (%s)', (dialect) => {
     fs.rmSync(repo, { recursive: true, force: true });
   });
 
+  it.each(['3', '2'] as const)('send-event stores an event through the DSN (%s.x)', async (v) => {
+    const p = await t.deps.store.db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirstOrThrow();
+    const dsn = `${new URL(t.url).protocol}//${p.dsn_key}@${new URL(t.url).host}/${projectId}`;
+    const message = `hello from sentry-cli ${v}.x`;
+    ok(await runCli(v, target, ['send-event', '-m', message, '--release', `app@${v}.0.0`], { env: { SENTRY_DSN: dsn } }));
+    const list = (await (await t.api(`/api/projects/mobile/events?q=${encodeURIComponent(message)}`)).json()) as { events: { release: string }[] };
+    expect(list.events.map((e) => e.release)).toEqual([`app@${v}.0.0`]);
+  });
+
   it('a numeric project id works like the slug, and an unknown project is refused', async () => {
     ok(await runCli('2', { ...target, project: String(projectId) }, ['releases', 'new', 'byid@1']));
     const rows = await t.deps.store.db.selectFrom('cli_releases').selectAll().where('version', '=', 'byid@1').execute();
