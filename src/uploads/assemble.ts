@@ -72,7 +72,7 @@ export function validateChunkList(checksum: unknown, chunks: unknown, what: stri
   return { checksum, chunks: chunks as string[] };
 }
 
-async function readRecord(db: Db, projectId: number, kind: AssemblyKind, checksum: string): Promise<AssemblyRecord | undefined> {
+async function readRecord(db: Db, projectId: number, kind: AssemblyKind, checksum: string): Promise<(AssemblyRecord & { updated_at: number }) | undefined> {
   return db
     .selectFrom('upload_assemblies')
     .select(['state', 'detail', 'result', 'updated_at'])
@@ -118,7 +118,7 @@ async function finish(db: Db, projectIds: number[], kind: AssemblyKind, checksum
 }
 
 function answerOf(record: AssemblyRecord, now: number, updatedAt: number): (AssembleAnswer & { result?: unknown }) | null {
-  if (record.state === 'ok') return { state: 'ok', missingChunks: [], detail: null, result: record.result ? JSON.parse(record.result) : undefined };
+  if (record.state === 'ok') return { state: 'ok', missingChunks: [], detail: null, result: record.result ? (JSON.parse(record.result) as OkRecord).result : undefined };
   if (record.state === 'error') return { state: 'error', missingChunks: [], detail: record.detail };
   if (record.state === 'assembling' && updatedAt >= now - STALE_ASSEMBLY_MS) return { state: 'assembling', missingChunks: [], detail: null };
   return null;
@@ -208,8 +208,16 @@ export interface AssembleJob {
   kind: AssemblyKind;
   checksum: string;
   chunks: string[];
-  /** Does the work once every chunk is present; its result is recorded with `ok`. */
-  run(sizes: ReadonlyMap<string, number>): Promise<unknown>;
+  /**
+   * Does the work once every chunk is present: the answer's extra (`dif`) and the symbol
+   * files stored, recorded with `ok`.
+   */
+  run(sizes: ReadonlyMap<string, number>): Promise<{ result: unknown; fileIds: number[] }>;
+}
+
+interface OkRecord {
+  result: unknown;
+  fileIds: number[];
 }
 
 /**
@@ -218,13 +226,15 @@ export interface AssembleJob {
  */
 export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promise<AssembleAnswer & { result?: unknown }> {
   const now = ctx.now();
-  const record = await ctx.db
-    .selectFrom('upload_assemblies')
-    .select(['state', 'detail', 'result', 'updated_at'])
-    .where('project_id', '=', job.projectIds[0])
-    .where('kind', '=', job.kind)
-    .where('checksum', '=', job.checksum)
-    .executeTakeFirst();
+  let record = await readRecord(ctx.db, job.projectIds[0], job.kind, job.checksum);
+  if (record?.state === 'ok') {
+    // Its files deleted since (symbols API): the upload counts as new.
+    const ok = JSON.parse(record.result ?? '{}') as Partial<OkRecord>;
+    if (!(await ctx.symbols.allStored(ok.fileIds ?? []))) {
+      await ctx.db.deleteFrom('upload_assemblies').where('project_id', 'in', job.projectIds).where('kind', '=', job.kind).where('checksum', '=', job.checksum).execute();
+      record = undefined;
+    }
+  }
   if (record) {
     const earlier = answerOf(record, now, Number(record.updated_at));
     // An error is final for that upload, but chunks sent again are a new attempt.
@@ -239,12 +249,12 @@ export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promi
   if (total > MAX_FILE_SIZE) return { state: 'error', missingChunks: [], detail: `the file is larger than ${MAX_FILE_SIZE} bytes` };
   if (!(await claim(ctx.db, job.projectIds, job.kind, job.checksum, now))) {
     const again = await readRecord(ctx.db, job.projectIds[0], job.kind, job.checksum);
-    return (again && answerOf(again, now, now)) ?? { state: 'assembling', missingChunks: [], detail: null };
+    return (again && answerOf(again, now, Number(again.updated_at))) ?? { state: 'assembling', missingChunks: [], detail: null };
   }
   const work = (async (): Promise<AssembleAnswer & { result?: unknown }> => {
     try {
-      const result = await job.run(sizes);
-      await finish(ctx.db, job.projectIds, job.kind, job.checksum, ctx.now(), { state: 'ok', result });
+      const { result, fileIds } = await job.run(sizes);
+      await finish(ctx.db, job.projectIds, job.kind, job.checksum, ctx.now(), { state: 'ok', result: { result, fileIds } satisfies OkRecord });
       await deleteChunks(ctx.db, job.chunks).catch(() => undefined);
       return { state: 'ok', missingChunks: [], detail: null, result };
     } catch (err) {

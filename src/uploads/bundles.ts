@@ -154,14 +154,13 @@ export async function assembleBundle(ctx: AssembleContext, projectIds: number[],
       // The bundle's SHA-1 is checked before anything of it is stored.
       for await (const _ of chunkBytes(ctx.db, request.chunks, request.checksum, ctx.createSha1 ?? portableSha1));
       const zip = chunkRangeSource(ctx.db, request.chunks, sizes);
-      let files = 0;
+      const fileIds: number[] = [];
       for (const projectId of projectIds) {
         // Each project reads the maps again from the chunks: nothing is held between them.
         const maps = await bundleSourceMaps(zip, request.version, request.dist);
-        if (maps.length > 0) await ctx.symbols.storeAll(projectId, maps, ctx.now());
-        files += maps.length;
+        if (maps.length > 0) fileIds.push(...(await ctx.symbols.storeAll(projectId, maps, ctx.now())).map((f) => f.id));
       }
-      return { files } satisfies BundleResult;
+      return { result: { files: fileIds.length } satisfies BundleResult, fileIds };
     },
   });
   const { result: _result, ...rest } = answer;

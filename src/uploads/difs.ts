@@ -88,7 +88,7 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
           ctx.now(),
         );
         const match = stored.find((s) => !debugId || s.debugId === debugId) ?? stored[0];
-        return difJson(match, file.checksum, basename(file.name));
+        return { result: difJson(match, file.checksum, basename(file.name)), fileIds: stored.map((s) => s.id) };
       },
     });
     const { result, ...rest } = answer;

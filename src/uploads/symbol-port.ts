@@ -36,6 +36,8 @@ export interface SymbolPort {
    * One upload may yield several stored files (a fat Mach-O's slices).
    */
   storeAll(projectId: number, files: SymbolFileToStore[], now: number): Promise<StoredSymbolFile[]>;
+  /** True when every one of these files is still stored (none deleted since). */
+  allStored(ids: number[]): Promise<boolean>;
   /** Stored files of the project with this debug id, newest first. */
   findByDebugId(projectId: number, debugId: string): Promise<StoredSymbolFile[]>;
 }

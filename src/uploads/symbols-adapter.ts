@@ -103,6 +103,16 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
       }
     },
 
+    async allStored(ids: number[]) {
+      const unique = [...new Set(ids)];
+      for (let i = 0; i < unique.length; i += 500) {
+        const part = unique.slice(i, i + 500);
+        const rows = await db.selectFrom('symbol_files').select('id').where('id', 'in', part).where('state', '=', 'ready').execute();
+        if (rows.length !== part.length) return false;
+      }
+      return true;
+    },
+
     async findByDebugId(projectId: number, debugId: string) {
       const rows = await db
         .selectFrom('symbol_files')

@@ -135,6 +135,12 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect((await assoc({ release_name: 'com.example@1.0+1', proguard_uuid: uuid })).status).toBe(409);
     expect((await assoc({ release_name: 'com.example@1.0+1', proguard_uuid: '99999999-2222-5333-8444-555555555555' })).status).toBe(400);
     expect((await assoc({ release_name: 'x' })).status).toBe(400);
+    // Once the file is deleted through the symbols API, the same upload is new again.
+    expect((await t.api(`/api/projects/app/symbols/${answer.dif.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await assembleDif(checksum, { name: `/proguard/${uuid}.txt`, chunks })).toEqual({ state: 'not_found', missingChunks: chunks, detail: null });
+    await upload(text);
+    expect((await assembleDif(checksum, { name: `/proguard/${uuid}.txt`, chunks })).state).toBe('ok');
+    expect(await symbolCount()).toBe(1);
     await t.deps.store.db.deleteFrom('symbol_files').where('project_id', '=', projectId).execute();
   });
 
