@@ -30,7 +30,7 @@ import {
 import { symbolPortFor } from '../uploads/symbols-adapter.js';
 import type { AssembleContext } from '../uploads/assemble.js';
 import { bytesSource } from '../uploads/zip.js';
-import { errorResponse } from './errors.js';
+import { errorResponse, handleError } from './errors.js';
 import { publicBaseUrl } from './public-url.js';
 
 /** JSON bodies of these routes (an assemble request lists every chunk of up to 1000 files). */
@@ -84,7 +84,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
     // The rest of a refused body is not read: the connection closes after the answer, so a
     // client never sends its next request into the remains of this one.
     if (err instanceof UploadError) return errorResponse(c, err.status, err.message, c.req.raw.body ? { Connection: 'close' } : {});
-    throw err;
+    return handleError(err, c, deps.logger);
   });
 
   async function project(c: Context): Promise<ProjectRow> {
