@@ -160,3 +160,34 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect(await symbolCount()).toBe(0);
   });
 });
+
+describe.skipIf(!dialects.includes('postgres'))('two instances on one PostgreSQL database', () => {
+  let a: TestServer;
+  let b: TestServer;
+  beforeAll(async () => {
+    a = await startTestServer('postgres', { env: { API_KEYS: KEY } });
+    b = await startTestServer('postgres', { env: { API_KEYS: KEY }, database: a.database });
+    await createProject(a.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'shared', name: 'Shared' }, a.clock.now());
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  it('chunks uploaded to one instance are assembled by the other, which both then answer ok', async () => {
+    const bytes = bundle({ 'files/_/_/app.min.js.map': MAP }, mapManifest());
+    const form = new FormData();
+    const chunks: string[] = [];
+    for (let at = 0; at < bytes.byteLength; at += 100) {
+      const piece = bytes.subarray(at, Math.min(bytes.byteLength, at + 100));
+      chunks.push(sha1(piece));
+      form.append('file_gzip', new Blob([gzipSync(piece) as Uint8Array<ArrayBuffer>]), sha1(piece));
+    }
+    expect((await a.api('/api/0/organizations/o/chunk-upload/', { method: 'POST', body: form })).status).toBe(200);
+    const assemble = (t: TestServer) =>
+      t.api('/api/0/organizations/o/artifactbundle/assemble/', { method: 'POST', json: { checksum: sha1(bytes), chunks, projects: ['shared'] } }).then((r) => r.json());
+    expect(await assemble(b)).toEqual({ state: 'ok', missingChunks: [], detail: null });
+    expect(await assemble(a)).toEqual({ state: 'ok', missingChunks: [], detail: null });
+    expect(((await (await a.api('/api/projects/shared/symbols')).json()) as any).symbols).toHaveLength(1);
+  });
+});
