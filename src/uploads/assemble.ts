@@ -11,7 +11,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Database } from '../store/schema.js';
 import { MAX_FILE_SIZE, SHA1_PATTERN, deleteChunks, presentChunks, readChunk } from './chunks.js';
 import { UploadError } from './errors.js';
-import type { SymbolPort, StoredSymbolFile } from './symbol-port.js';
+import type { SymbolPort } from './symbol-port.js';
 import type { ByteRangeSource } from './zip.js';
 
 type Db = Kysely<Database>;
@@ -278,4 +278,3 @@ async function allPresent(db: Db, chunks: string[], now: number): Promise<boolea
   return chunks.every((c) => sizes.has(c));
 }
 
-export type { StoredSymbolFile };

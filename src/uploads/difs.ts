@@ -3,16 +3,12 @@
 // of sentry-cli 2.x (`proguard/<uuid>.txt` entries, Mach-O files). Each file becomes a
 // symbol file of its kind; formats Faultline does not symbolicate are refused with a
 // detail sentry-cli prints, never stored half.
-import type { Kysely } from 'kysely';
-import type { Database } from '../store/schema.js';
 import { assembleOne, chunkBytes, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
 import { readChunk } from './chunks.js';
 import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type DifJson } from './dif.js';
 import { UploadError } from './errors.js';
 import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
 import { isSafeArchivePath, readZipDirectory, readZipEntry, type ByteRangeSource } from './zip.js';
-
-type Db = Kysely<Database>;
 
 export interface DifRequestFile {
   checksum: string;
@@ -99,13 +95,13 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
 
 /**
  * The legacy upload: a ZIP of debug files. Entries named `proguard/<uuid>.txt` are
- * mappings; Mach-O entries are dSYMs; others are skipped (as Sentry does with files it
- * cannot read). All entries are stored or none. Answers the stored files' `dif` objects.
+ * mappings; Mach-O entries are dSYMs; entries of no debug format (Info.plist) are
+ * skipped; a debug format Faultline does not symbolicate refuses the upload. All entries
+ * are stored or none. Answers the stored files' `dif` objects.
  */
 export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: ByteRangeSource, now: number): Promise<DifJson[]> {
   const entries = await readZipDirectory(zip);
   const files: SymbolFileToStore[] = [];
-  const names: string[] = [];
   for (const entry of entries) {
     if (!isSafeArchivePath(entry.name)) throw new UploadError(400, `ZIP entry ${JSON.stringify(entry.name)} has an unsafe path`);
     const head = await firstBytes(zip, entry);
@@ -114,7 +110,6 @@ export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: B
     const kind = kindForDif(entry.name, head, symbols);
     const debugId = kind === 'proguard' ? proguardUuidOf(entry.name)! : undefined;
     files.push({ kind, filename: entry.name, release: '', dist: '', debugId, source: readZipEntry(zip, entry) });
-    names.push(basename(entry.name));
   }
   if (files.length === 0) return [];
   const stored: StoredSymbolFile[] = await symbols.storeAll(projectId, files, now);
@@ -131,4 +126,3 @@ async function firstBytes(zip: ByteRangeSource, entry: Parameters<typeof readZip
   }
 }
 
-export type { Db };
