@@ -109,6 +109,24 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
   await db.insertInto('session_hourly').values({ project_id: projectId, release: '1.0', bucket, total: 1, crashed: 0, errored: 0 }).execute();
 }
 
+/**
+ * One row in each table of the features added after the ingest schema (symbols,
+ * uploads), for tests on the current schema; seedProjectData alone fits every version.
+ */
+export async function seedFeatureData(db: Kysely<Database>, projectId: number, now: number): Promise<void> {
+  await db
+    .insertInto('symbol_files')
+    .values({ project_id: projectId, kind: 'proguard', state: 'ready', release: '1.0', dist: '', debug_id: '', filename: 'mapping.txt', serves: '', serves_basename: '', size: 0, index_size: 0, meta: '{}', uploaded_at: now })
+    .execute();
+  await db.insertInto('symbol_jobs').values({ project_id: projectId, release: '1.0', since: now, cursor: 0, state: 'done', done: 0, lease_until: 0, created_at: now }).execute();
+  await db.insertInto('cli_releases').values({ project_id: projectId, version: '1.0', url: null, date_created: now, date_started: null, date_released: null }).execute();
+  await db.insertInto('proguard_releases').values({ project_id: projectId, release: '1.0', proguard_uuid: '11111111-2222-5333-8444-555555555555', created_at: now }).execute();
+  await db
+    .insertInto('upload_assemblies')
+    .values({ project_id: projectId, kind: 'dif', checksum: 'a'.repeat(40), state: 'error', detail: 'x', result: null, updated_at: now })
+    .execute();
+}
+
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */
 export async function countRowsByProject(db: Kysely<Database>, projectId: number): Promise<Record<string, number>> {
   const tables = await db.introspection.getTables();
