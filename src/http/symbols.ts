@@ -10,7 +10,7 @@ import { MultipartError, multipartBoundary, parseMultipart } from '../symbols/mu
 import { SYMBOL_KINDS, symbolFileJson, listSymbolFiles, type SymbolFileRow, type SymbolKind } from '../symbols/storage.js';
 import { HttpError, badRequest, notFound } from './errors.js';
 
-const SYMBOLS_PATH = /^\/api\/projects\/[^/]+\/symbols\/?$/;
+const SYMBOLS_PATH = /^\/api\/projects\/[^/]+\/symbols$/;
 
 /** The upload route streams its body and enforces its own limits (exempt from the 1 MB limit). */
 export function isSymbolUploadPath(path: string): boolean {

@@ -10,10 +10,10 @@ import type { Logger } from 'pino';
 import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
 import { parseEventPayload, symbolicationInputOf } from '../ingest/normalize.js';
-import type { SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
+import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
 
 export const RESYMBOLICATE_WINDOW_MS = 48 * 3_600_000;
-const BATCH_EVENTS = 200;
+const BATCH_EVENTS = 500;
 const LEASE_MS = 30_000;
 
 type PayloadRow = Pick<EventRow, 'id' | 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>;
@@ -25,13 +25,16 @@ export interface ResymbolicationDeps {
   store: Store;
   logger: Logger;
   readPayloads: ReadPayloads;
-  symbolicate(projectId: number, input: SymbolicationInput): Promise<SymbolicationOutput | null>;
+  /** Loads the symbol files these events need; a synchronous symbolicator (SymbolService.prepare). */
+  prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
   /** Called after every batch (tests pause here). */
   onBatch?: (jobId: number, done: number) => Promise<void> | void;
 }
 
 /** Records a run for the release ('' = every release) over the events of the last 48 hours. */
 export async function scheduleResymbolication(store: Store, projectId: number, release: string, now: number): Promise<number> {
+  // Finished runs are kept a week, to be looked at; then they go.
+  await store.db.deleteFrom('symbol_jobs').where('state', '=', 'done').where('created_at', '<', now - 7 * 86_400_000).execute();
   const row = await store.db
     .insertInto('symbol_jobs')
     .values({ project_id: projectId, release, since: now - RESYMBOLICATE_WINDOW_MS, cursor: -1, state: 'pending', done: 0, lease_until: 0, created_at: now })
@@ -142,6 +145,7 @@ export class ResymbolicationRunner {
       cursor = first ? Number(first.id) - 1 : Number.MAX_SAFE_INTEGER;
     }
     logger.info({ job: id, project: projectId, release: job.release, resumedAt: done }, 're-symbolicating the events of the last 48 hours');
+    let batches = 0;
     for (;;) {
       let q = db
         .selectFrom('events')
@@ -152,19 +156,26 @@ export class ResymbolicationRunner {
       const rows = cursor === Number.MAX_SAFE_INTEGER ? [] : await q.orderBy('id').limit(BATCH_EVENTS).execute();
       if (rows.length === 0) break;
       const payloads = await this.deps.readPayloads(db, rows);
-      const updates: { id: number; symbolicated: string }[] = [];
+      const inputs: { id: number; input: SymbolicationInput }[] = [];
       for (const row of rows) {
         if (Number(row.received_at) < since) continue;
         const raw = payloads.get(Number(row.id));
         if (!raw || raw.byteLength === 0) continue;
-        let input: SymbolicationInput;
         try {
-          input = symbolicationInputOf(parseEventPayload(raw));
+          inputs.push({ id: Number(row.id), input: symbolicationInputOf(parseEventPayload(raw)) });
         } catch {
-          continue;
+          // A payload that no longer parses stays as it is.
         }
-        const out = await this.deps.symbolicate(projectId, input);
-        if (out) updates.push({ id: Number(row.id), symbolicated: JSON.stringify(out.frames) });
+      }
+      // One load for the batch: the files are read (or found in the cache) once, then each event is mapped.
+      const symbolicate = await this.deps.prepare(
+        projectId,
+        inputs.map((i) => i.input),
+      );
+      const updates: { id: number; symbolicated: string }[] = [];
+      for (const { id: eventId, input } of inputs) {
+        const out = symbolicate(input);
+        if (out) updates.push({ id: eventId, symbolicated: JSON.stringify(out.frames) });
       }
       cursor = Number(rows[rows.length - 1].id);
       done += updates.length;
@@ -176,7 +187,9 @@ export class ResymbolicationRunner {
           .where('id', '=', id)
           .execute();
       });
-      logger.debug({ job: id, cursor, symbolicated: done }, 're-symbolication progress');
+      batches++;
+      // A line every ten batches (5 000 events): long runs show they are moving.
+      if (batches % 10 === 0) logger.info({ job: id, cursor, symbolicated: done }, 're-symbolication progress');
       await this.deps.onBatch?.(id, done);
       if (this.stopped) return;
     }

@@ -22,6 +22,7 @@ import {
   INDEX_PART,
   readSymbolBytes,
   symbolKindsOf,
+  sweepAbandonedWrites,
   type ByteSource,
   type SymbolFileRow,
   type SymbolKind,
@@ -69,14 +70,20 @@ export class SymbolService {
           store: options.store,
           logger: options.logger,
           readPayloads,
-          symbolicate: (projectId, input) => this.symbolicate(projectId, input),
+          prepare: (projectId, inputs) => this.prepare(projectId, inputs),
         })
       : null;
   }
 
-  /** Resumes re-symbolication runs left pending (a restart in the middle of one). */
+  /**
+   * Resumes re-symbolication runs left pending (a restart in the middle of one) and removes
+   * the half-written files of uploads a stopped process left (older than an hour).
+   */
   start(): void {
     this.jobs?.kick();
+    sweepAbandonedWrites(this.db, this.options.clock.now() - 3_600_000).catch((err) =>
+      this.options.logger.warn({ err }, 'could not remove half-written symbol files'),
+    );
   }
 
   /** Stops background work after its current batch. */

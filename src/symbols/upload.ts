@@ -22,8 +22,8 @@ import {
   SymbolTooLargeError,
   type ByteSource,
   type PendingWriter,
+  type SymbolFileMeta,
   type SymbolFileRow,
-  type SymbolKind,
 } from './storage.js';
 
 export const MAX_SYMBOL_FILE_BYTES = 256 * 1024 * 1024;
@@ -34,18 +34,29 @@ const ZIP_STEP_BYTES = 16 * 1024;
 /** Bytes of an entry looked at to recognise its kind. */
 const HEAD_BYTES = 4096;
 
-export interface UploadTarget {
-  projectId: number;
-  kind: SymbolKind;
-  release: string;
-  dist?: string;
-  /** The uploaded file's name (its multipart filename). */
-  filename: string;
-  /** A debug id named by the uploader (sentry-cli's assemble request), overriding the file's own. */
-  debugId?: string;
-}
+/**
+ * Where an upload goes: project, kind, release, dist and the uploaded name; a `debugId`
+ * named by the uploader (sentry-cli's assemble request) overrides the files' own.
+ */
+export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId'>;
 
 type Db = Kysely<Database>;
+
+/** The limits of one upload (DECISIONS' values unless a caller, e.g. a test, lowers them). */
+export interface UploadLimits {
+  maxFileBytes: number;
+  maxZipEntries: number;
+  maxZipUnpackedBytes: number;
+}
+
+export const UPLOAD_LIMITS: UploadLimits = {
+  maxFileBytes: MAX_SYMBOL_FILE_BYTES,
+  maxZipEntries: MAX_ZIP_ENTRIES,
+  maxZipUnpackedBytes: MAX_ZIP_UNPACKED_BYTES,
+};
+
+const mb = (n: number) =>
+  n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
 
 /** One file going into storage: written as pending while its kind's inspector checks it. */
 class FileIntake {
@@ -65,12 +76,13 @@ class FileIntake {
     private readonly mustRecognise: boolean,
     private readonly now: number,
     private readonly pendingIds: number[],
+    private readonly limits: UploadLimits,
   ) {}
 
   async push(chunk: Uint8Array): Promise<void> {
     if (this.skipped || chunk.byteLength === 0) return;
     this.size += chunk.byteLength;
-    if (this.size > MAX_SYMBOL_FILE_BYTES) throw new SymbolInputError(`${this.name} is larger than ${MAX_SYMBOL_FILE_BYTES} bytes (256 MB per file)`);
+    if (this.size > this.limits.maxFileBytes) throw new SymbolInputError(`${this.name} is larger than ${this.limits.maxFileBytes} bytes (${mb(this.limits.maxFileBytes)} per file)`);
     if (this.head) {
       this.head.push(chunk);
       this.headBytes += chunk.byteLength;
@@ -169,7 +181,13 @@ async function peek(source: ByteSource, n: number): Promise<{ head: Uint8Array; 
  * Stores an upload (a file or a zip of files) of `target.kind`; the stored rows. Throws
  * SymbolInputError (400) when anything in it is refused; then nothing is stored.
  */
-export async function storeUpload(db: Db, target: UploadTarget, source: ByteSource, now: number): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
+export async function storeUpload(
+  db: Db,
+  target: UploadTarget,
+  source: ByteSource,
+  now: number,
+  limits: UploadLimits = UPLOAD_LIMITS,
+): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
   const handler = symbolKindHandler(target.kind);
   if (!handler) throw new SymbolInputError(`${target.kind} support not available`);
   const pendingIds: number[] = [];
@@ -177,10 +195,10 @@ export async function storeUpload(db: Db, target: UploadTarget, source: ByteSour
     const { head, all } = await peek(source, 4);
     const results: FileResult[] = [];
     if (isZip(head)) {
-      await readZip(db, handler, target, all, now, pendingIds, results);
+      await readZip(db, handler, target, all, now, pendingIds, results, limits);
       if (results.length === 0) throw new SymbolInputError(`the zip holds no ${target.kind} file`);
     } else {
-      const intake = new FileIntake(db, handler, target, target.filename, false, now, pendingIds);
+      const intake = new FileIntake(db, handler, target, target.filename, false, now, pendingIds, limits);
       for await (const chunk of all) await intake.push(chunk);
       if (intake.size === 0) throw new SymbolInputError('the file is empty');
       const r = await intake.end();
@@ -226,7 +244,19 @@ async function finish(db: Db, target: UploadTarget, results: FileResult[], now: 
 
 type ZipEvent = { kind: 'file'; file: UnzipFile } | { kind: 'data'; file: UnzipFile; data: Uint8Array; final: boolean } | { kind: 'error'; message: string };
 
-async function readZip(db: Db, handler: SymbolKindHandler, target: UploadTarget, source: AsyncGenerator<Uint8Array>, now: number, pendingIds: number[], results: FileResult[]) {
+async function readZip(
+  db: Db,
+  handler: SymbolKindHandler,
+  target: UploadTarget,
+  source: AsyncGenerator<Uint8Array>,
+  now: number,
+  pendingIds: number[],
+  results: FileResult[],
+  limits: UploadLimits,
+) {
+  const { maxFileBytes, maxZipEntries, maxZipUnpackedBytes } = limits;
+  const tooBig = (name: string) => new SymbolInputError(`the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${mb(maxFileBytes)} per file)`);
+  const tooMuch = () => new SymbolInputError(`the zip unpacks to more than ${maxZipUnpackedBytes} bytes (${mb(maxZipUnpackedBytes)})`);
   const events: ZipEvent[] = [];
   const unzip = new Unzip((file) => {
     events.push({ kind: 'file', file });
@@ -236,6 +266,8 @@ async function readZip(db: Db, handler: SymbolKindHandler, target: UploadTarget,
   const open = new Set<UnzipFile>();
   let entries = 0;
   let unpacked = 0;
+  let declaredTotal = 0;
+  const entrySizes = new Map<UnzipFile, number>();
   // The end of central directory record must be in the last 64 KiB + 22 bytes: a zip cut short lacks it.
   let tail: Uint8Array = new Uint8Array(0);
 
@@ -246,11 +278,17 @@ async function readZip(db: Db, handler: SymbolKindHandler, target: UploadTarget,
       if (ev.kind === 'file') {
         const file = ev.file;
         entries++;
-        if (entries > MAX_ZIP_ENTRIES) throw new SymbolInputError(`the zip has more than ${MAX_ZIP_ENTRIES} entries`);
+        if (entries > maxZipEntries) throw new SymbolInputError(`the zip has more than ${maxZipEntries} entries`);
         if (unsafeEntryName(file.name)) throw new SymbolInputError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
+        // Sizes the local header declares refuse a bomb before a byte is inflated; the bytes
+        // actually inflated are counted too, for zips written without sizes (or lying).
+        const declared = file.originalSize ?? 0;
+        if (declared > maxFileBytes) throw tooBig(file.name);
+        declaredTotal += declared;
+        if (declaredTotal > maxZipUnpackedBytes) throw tooMuch();
         const isDir = file.name.endsWith('/') || file.name.endsWith('\\');
         const ignored = isDir || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
-        intakes.set(file, ignored ? null : new FileIntake(db, handler, target, file.name, true, now, pendingIds));
+        intakes.set(file, ignored ? null : new FileIntake(db, handler, target, file.name, true, now, pendingIds, limits));
         open.add(file);
         file.ondata = (err, data, final) => {
           if (err) events.push({ kind: 'error', message: err.message });
@@ -264,10 +302,12 @@ async function readZip(db: Db, handler: SymbolKindHandler, target: UploadTarget,
         continue;
       }
       const intake = intakes.get(ev.file);
+      const entrySize = (entrySizes.get(ev.file) ?? 0) + ev.data.byteLength;
+      entrySizes.set(ev.file, entrySize);
+      if (entrySize > maxFileBytes) throw tooBig(ev.file.name);
       unpacked += ev.data.byteLength;
-      if (unpacked > MAX_ZIP_UNPACKED_BYTES) throw new SymbolInputError(`the zip unpacks to more than ${MAX_ZIP_UNPACKED_BYTES} bytes (1 GB)`);
+      if (unpacked > maxZipUnpackedBytes) throw tooMuch();
       if (intake) await intake.push(ev.data);
-      else if (intake === null && ev.data.byteLength > MAX_SYMBOL_FILE_BYTES) throw new SymbolInputError(`${ev.file.name} is larger than 256 MB`);
       if (ev.final) {
         open.delete(ev.file);
         if (intake) {
@@ -275,6 +315,7 @@ async function readZip(db: Db, handler: SymbolKindHandler, target: UploadTarget,
           if (r) results.push({ ...r, name: intake.name });
         }
         intakes.delete(ev.file);
+        entrySizes.delete(ev.file);
       }
     }
   };

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../src/clock.js';
 import { findProjectByDsnKey, findProjectBySlug, RESERVED_SLUGS } from '../../src/store/projects.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { countRowsByProject, orphanIssueRows, seedFeatureData, seedProjectData } from './seed-rows.js';
+import { countRowsByProject, orphanIssueRows, seedProjectData } from './seed-rows.js';
 
 const HEX32 = /^[0-9a-f]{32}$/;
 
@@ -281,10 +281,8 @@ describe.each(dialects)('projects API on %s', (dialect) => {
   it('deletes a project and everything under it, leaving other projects alone', async () => {
     const doomed = await (await create({ slug: 'doomed' })).json();
     const kept = await (await create({ slug: 'kept' })).json();
-    for (const id of [doomed.id, kept.id]) {
-      await seedProjectData(t.deps.store.db, id, t.clock.now());
-      await seedFeatureData(t.deps.store.db, id, t.clock.now());
-    }
+    await seedProjectData(t.deps.store.db, doomed.id, t.clock.now());
+    await seedProjectData(t.deps.store.db, kept.id, t.clock.now());
     const beforeDoomed = await countRowsByProject(t.deps.store.db, doomed.id);
     for (const [table, n] of Object.entries(beforeDoomed)) expect(n, table).toBeGreaterThan(0);
     const beforeKept = await countRowsByProject(t.deps.store.db, kept.id);

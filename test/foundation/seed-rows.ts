@@ -107,18 +107,17 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .values({ project_id: projectId, sid: `s${projectId}`.padEnd(32, '0'), did: null, release: '1.0', environment: 'production', started: now, status: 'ok', errors: 0, updated_at: now })
     .execute();
   await db.insertInto('session_hourly').values({ project_id: projectId, release: '1.0', bucket, total: 1, crashed: 0, errored: 0 }).execute();
-}
-
-/**
- * One row in each table of the features added after the ingest schema (symbols,
- * uploads), for tests on the current schema; seedProjectData alone fits every version.
- */
-export async function seedFeatureData(db: Kysely<Database>, projectId: number, now: number): Promise<void> {
-  await db
+  // Symbol tables exist from migration 013 on; older schemas (the migration tests) have none.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'symbol_files')) return;
+  const symbol = await db
     .insertInto('symbol_files')
-    .values({ project_id: projectId, kind: 'proguard', state: 'ready', release: '1.0', dist: '', debug_id: '', filename: 'mapping.txt', serves: '', serves_basename: '', size: 0, index_size: 0, meta: '{}', uploaded_at: now })
-    .execute();
-  await db.insertInto('symbol_jobs').values({ project_id: projectId, release: '1.0', since: now, cursor: 0, state: 'done', done: 0, lease_until: 0, created_at: now }).execute();
+    .values({ project_id: projectId, kind: 'proguard', state: 'ready', release: '1.0', dist: '', debug_id: '', filename: 'mapping.txt', serves: '', serves_basename: '', size: 3, index_size: 0, meta: '{}', uploaded_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db.insertInto('symbol_chunks').values({ file_id: Number(symbol.id), part: 0, seq: 0, data: new Uint8Array([1, 2, 3]) }).execute();
+  await db.insertInto('symbol_jobs').values({ project_id: projectId, release: '1.0', since: now, cursor: -1, state: 'done', done: 0, lease_until: 0, created_at: now }).execute();
+  // The uploader's tables (src/uploads) exist from migration 014 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'upload_assemblies')) return;
   await db.insertInto('cli_releases').values({ project_id: projectId, version: '1.0', url: null, date_created: now, date_started: null, date_released: null }).execute();
   await db.insertInto('proguard_releases').values({ project_id: projectId, release: '1.0', proguard_uuid: '11111111-2222-5333-8444-555555555555', created_at: now }).execute();
   await db

@@ -122,6 +122,18 @@ describe.each(dialects)('symbol storage on %s', (dialect) => {
     expect(await deleteSymbolFile(store.db, projectId, slice.id)).toBe(false);
   });
 
+  it('deleting the project removes its files and their chunks', async () => {
+    const other = await store.db
+      .insertInto('projects')
+      .values({ slug: 'gone', name: 'G', platform: 'java', dsn_key: 'g'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const row = await saveSymbolFile(store.db, { projectId: Number(other.id), kind: 'proguard', release: 'x', filename: 'm.txt' }, pieces(bytesOf(SYMBOL_CHUNK_BYTES + 1, 3)), 8);
+    await store.db.deleteFrom('projects').where('id', '=', other.id).execute();
+    expect(await store.db.selectFrom('symbol_files').select('id').where('id', '=', row.id).execute()).toEqual([]);
+    expect(await store.db.selectFrom('symbol_chunks').select('seq').where('file_id', '=', row.id).execute()).toEqual([]);
+  });
+
   it('refuses a file over the limit and leaves nothing behind', async () => {
     const before = await store.db.selectFrom('symbol_files').select('id').execute();
     await expect(
