@@ -9,7 +9,7 @@
 // Never asserts on speed; prints JSON. The generated build is kept in the cache folder
 // (default: $TMPDIR/faultline-dsym-bench) so reruns skip compiling.
 //
-//   node bench/dsym-index.mjs [--units 90] [--functions 600] [--cache DIR] [--lookups 200000]
+//   node bench/dsym-index.mjs [--units 70] [--functions 600] [--cache DIR] [--lookups 200000]
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,7 +21,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const { values: args } = parseArgs({
   options: {
-    units: { type: 'string', default: '90' },
+    units: { type: 'string', default: '70' },
     functions: { type: 'string', default: '600' },
     cache: { type: 'string', default: path.join(os.tmpdir(), 'faultline-dsym-bench') },
     lookups: { type: 'string', default: '200000' },
@@ -108,7 +108,7 @@ async function measure(file, lookups) {
   const rssBefore = process.memoryUsage().rss;
   const maxBefore = process.resourceUsage().maxRSS * 1024;
   const t0 = performance.now();
-  const [inspected] = inspectMachO('Big', bytes);
+  const [inspected] = await inspectMachO('Big', bytes);
   const buildMs = performance.now() - t0;
   const peakRss = process.resourceUsage().maxRSS * 1024;
   const index = new NativeIndex(inspected.index);

@@ -8,8 +8,8 @@ import { SymbolInputError, type EventView, type FileInspector, type InspectedFil
 import { BadNativeFile } from './native/bytes.js';
 import { currentDemangler } from './native/demangle.js';
 import { imageForFrame, machoImages, symbolicateNativeFrame, type JsonObject } from './native/frames.js';
-import { buildNativeIndex, NativeIndex } from './native/lookup-index.js';
-import { looksLikeMachO, readMachO } from './native/macho.js';
+import { buildNativeIndex, buildNativeIndexAsync, NativeIndex } from './native/lookup-index.js';
+import { looksLikeMachO, readMachO, type MachSlice } from './native/macho.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
 
 export class LoadedDsym implements LoadedSymbols {
@@ -19,20 +19,37 @@ export class LoadedDsym implements LoadedSymbols {
   }
 }
 
-/** Splits a Mach-O into its slices, each with its debug id and prebuilt index. */
-export function inspectMachO(name: string, bytes: Uint8Array): InspectedFile[] {
+/** Mach-O file types as sentry-cli names object kinds (`dif.data.type` of the assemble answer). */
+const OBJECT_KINDS: Record<number, string> = { 1: 'rel', 2: 'exe', 4: 'dump', 6: 'lib', 8: 'lib', 10: 'dbg' };
+
+/** What the listing and sentry-cli's assemble answer say about a slice. */
+function describeSlice(slice: MachSlice): Record<string, unknown> {
+  const hasDwarf = slice.sections.some((s) => s.segment === '__DWARF' && s.name === '__debug_info' && s.size > 0);
+  const features = [...(hasDwarf ? ['debug'] : []), ...(slice.symtab && slice.symtab.nsyms > 0 ? ['symtab'] : [])];
+  return { arch: slice.arch, object_kind: OBJECT_KINDS[slice.fileType] ?? 'other', features };
+}
+
+/**
+ * Splits a Mach-O into its slices, each with its debug id and prebuilt index. Every slice
+ * is checked before any index is built, so a bad slice is refused at once.
+ */
+export async function inspectMachO(name: string, bytes: Uint8Array): Promise<InspectedFile[]> {
   try {
     const slices = readMachO(bytes);
     const fat = slices.length > 1 || slices[0].start !== 0;
-    return slices.map((slice) => {
+    for (const slice of slices) {
       if (slice.debugId === '') throw new BadNativeFile(`${basenameOf(name)} (${slice.arch}) has no LC_UUID, so no debug id`);
-      return {
+    }
+    const files: InspectedFile[] = [];
+    for (const slice of slices) {
+      files.push({
         ...(fat ? { range: [slice.start, slice.end] as [number, number], filename: `${basenameOf(name)} (${slice.arch})` } : {}),
         debugId: slice.debugId,
-        meta: { arch: slice.arch },
-        index: buildNativeIndex(bytes, slice),
-      };
-    });
+        meta: describeSlice(slice),
+        index: await buildNativeIndexAsync(bytes, slice),
+      });
+    }
+    return files;
   } catch (err) {
     if (err instanceof BadNativeFile) throw new SymbolInputError(`${basenameOf(name)} is not a readable Mach-O dSYM: ${err.message}`);
     throw err;
@@ -49,7 +66,7 @@ function inspectDsym(name: string): FileInspector {
       chunks.push(chunk.slice());
       size += chunk.byteLength;
     },
-    finish() {
+    async finish() {
       const bytes = new Uint8Array(size);
       let at = 0;
       for (const c of chunks) {

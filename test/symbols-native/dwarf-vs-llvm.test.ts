@@ -21,10 +21,11 @@ let arm64_32: BuiltDsym;
 let demangle: Demangler;
 
 /** What an upload of `bytes` stores: one symbol file per slice, with its index. */
-function uploadSlices(bytes: Uint8Array, name: string) {
-  return inspectMachO(name, bytes).map((f) => ({
+async function uploadSlices(bytes: Uint8Array, name: string) {
+  return (await inspectMachO(name, bytes)).map((f) => ({
     debugId: f.debugId!,
     arch: f.meta!.arch as string,
+    meta: f.meta,
     filename: f.filename,
     bytes: f.range ? bytes.slice(f.range[0], f.range[1]) : bytes,
     index: new NativeIndex(f.index!),
@@ -83,27 +84,40 @@ function compareWithLlvm(file: string, opts: { demangled?: boolean } = {}): numb
 }
 
 describe('native symbolication equals llvm-symbolizer', () => {
-  it('arm64 dSYM (DWARF 4): function, file, line and inline chain at every address', () => {
+  it('arm64 dSYM (DWARF 4): function, file, line and inline chain at every address', async () => {
     // Chains three deep (clamp_add inlined into twice_clamped inlined into main) prove the
     // comparison covers inlining, not only plain functions.
     expect(compareWithLlvm(arm64.dwarfFile)).toBeGreaterThanOrEqual(3);
   });
 
-  it('x86_64 dSYM (DWARF 4)', () => {
+  it('x86_64 dSYM (DWARF 4)', async () => {
     expect(compareWithLlvm(x86.dwarfFile)).toBeGreaterThanOrEqual(3);
   });
 
-  it('arm64 dSYM from DWARF 2 compile units (.debug_ranges, v2 line tables)', () => {
+  it('arm64 dSYM from DWARF 2 compile units (.debug_ranges, v2 line tables)', async () => {
     expect(compareWithLlvm(arm64Dwarf2.dwarfFile)).toBeGreaterThanOrEqual(3);
   });
 
-  it('a 32-bit slice: arm64_32 dSYM', () => {
+  it('an arm64e slice (ld64.lld 14 cannot link one, so the arm64 dSYM with the ARM64E cpusubtype)', async () => {
+    const bytes = new Uint8Array(fs.readFileSync(arm64.dwarfFile));
+    const arm64e = bytes.slice();
+    new DataView(arm64e.buffer).setUint32(8, 0x8000_0002, true); // CPU_SUBTYPE_ARM64E | CPU_SUBTYPE_PTRAUTH_ABI
+    const [slice] = readMachO(arm64e);
+    expect(slice.arch).toBe('arm64e');
+    const a = new NativeIndex(buildNativeIndex(arm64e, slice));
+    const b = new NativeIndex(buildNativeIndex(bytes, readMachO(bytes)[0]));
+    const addrs = textAddresses(slice);
+    expect(addrs.map((x) => JSON.stringify(a.lookup(x)))).toEqual(addrs.map((x) => JSON.stringify(b.lookup(x))));
+    expect((await uploadSlices(arm64e, 'App'))[0]).toMatchObject({ arch: 'arm64e', debugId: slice.debugId });
+  });
+
+  it('a 32-bit slice: arm64_32 dSYM', async () => {
     const slices = readMachO(new Uint8Array(fs.readFileSync(arm64_32.dwarfFile)));
     expect(slices[0].is64).toBe(false);
     expect(compareWithLlvm(arm64_32.dwarfFile)).toBeGreaterThanOrEqual(3);
   });
 
-  it('DWARF 5 (strx, addrx, rnglistx, .debug_line_str, v5 file tables) read straight from objects', () => {
+  it('DWARF 5 (strx, addrx, rnglistx, .debug_line_str, v5 file tables) read straight from objects', async () => {
     // dsymutil 14 cannot link DWARF 5, so DWARF 5 is checked on the compilers' own objects.
     for (const [target, file] of [['x86_64-apple-macos11', 'main.c'], ['arm64-apple-macos11', 'shapes.cpp'], ['arm64-apple-macos11', 'compute.c']]) {
       const obj = buildObject(dir, target, file, ['-gdwarf-5']);
@@ -113,11 +127,11 @@ describe('native symbolication equals llvm-symbolizer', () => {
     }
   });
 
-  it('32-bit objects (armv7, i386)', () => {
+  it('32-bit objects (armv7, i386)', async () => {
     for (const target of ['armv7-apple-ios9', 'i386-apple-macos10.13']) compareWithLlvm(buildObject(dir, target, 'compute.c', []));
   });
 
-  it('universal file from llvm-lipo: each slice answers with its own DWARF', () => {
+  it('universal file from llvm-lipo: each slice answers with its own DWARF', async () => {
     const fat = lipo(dir, [arm64.dwarfFile, x86.dwarfFile], 'fat-dsym');
     expect(readMachO(new Uint8Array(fs.readFileSync(fat))).map((s) => s.arch).sort()).toEqual(['arm64', 'x86_64']);
     compareWithLlvm(fat);
@@ -126,7 +140,7 @@ describe('native symbolication equals llvm-symbolizer', () => {
   it('C++ names demangled as llvm-symbolizer demangles them', async () => {
     demangle = await loadNodeDemangler();
     compareWithLlvm(arm64.dwarfFile, { demangled: true });
-    const { index } = uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'App')[0];
+    const [{ index }] = await uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'App');
     const names = new Set<string>();
     for (const slice of readMachO(new Uint8Array(fs.readFileSync(arm64.dwarfFile)))) {
       for (const a of textAddresses(slice)) for (const f of index.lookup(a)) names.add(demangle(f.function));
@@ -148,14 +162,15 @@ describe('dSYM uploads', () => {
     return out;
   };
 
-  it('one symbol file per slice, each named by its LC_UUID as a lowercase dashed debug id', () => {
+  it('one symbol file per slice, each named by its LC_UUID as a lowercase dashed debug id', async () => {
     const fat = lipo(dir, [arm64.dwarfFile, x86.dwarfFile, arm64_32.dwarfFile], 'fat3');
-    const slices = uploadSlices(new Uint8Array(fs.readFileSync(fat)), 'fat3');
+    const slices = await uploadSlices(new Uint8Array(fs.readFileSync(fat)), 'fat3');
     const expected = uuids(fat);
     expect(slices.map((s) => [s.arch, s.debugId]).sort()).toEqual([...expected.entries()].sort());
     for (const s of slices) {
       expect(s.debugId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       expect(s.filename).toBe(`fat3 (${s.arch})`);
+      expect(s.meta).toEqual({ arch: s.arch, object_kind: 'dbg', features: ['debug', 'symtab'] });
       // Each slice is stored as a thin Mach-O of its own, and indexes to the same answers.
       expect(s.index.debugId).toBe(s.debugId);
       expect(s.index.arch).toBe(s.arch);
@@ -167,7 +182,7 @@ describe('dSYM uploads', () => {
     }
   });
 
-  it('fat64 headers are read like fat32 ones', () => {
+  it('fat64 headers are read like fat32 ones', async () => {
     const parts = [arm64.dwarfFile, x86.dwarfFile].map((f) => {
       const bytes = new Uint8Array(fs.readFileSync(f));
       const [s] = readMachO(bytes);
@@ -175,9 +190,9 @@ describe('dSYM uploads', () => {
     });
     const file = path.join(dir, 'fat64-dsym');
     fs.writeFileSync(file, fat64(parts));
-    const slices = uploadSlices(new Uint8Array(fs.readFileSync(file)), 'fat64-dsym');
+    const slices = await uploadSlices(new Uint8Array(fs.readFileSync(file)), 'fat64-dsym');
     expect(slices.map((s) => s.arch)).toEqual(['arm64', 'x86_64']);
-    const thin = uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'x')[0];
+    const [thin] = await uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'x');
     expect(thin.filename).toBeUndefined();
     const a = slices[0].index;
     const b = thin.index;
@@ -185,13 +200,13 @@ describe('dSYM uploads', () => {
     expect(addrs.map((x) => JSON.stringify(a.lookup(x)))).toEqual(addrs.map((x) => JSON.stringify(b.lookup(x))));
   });
 
-  it('refuses what is not a dSYM (400): text, a Mach-O without LC_UUID', () => {
-    expect(() => inspectMachO('x', new TextEncoder().encode('not a dsym'))).toThrow(SymbolInputError);
+  it('refuses what is not a dSYM (400): text, a Mach-O without LC_UUID', async () => {
+    await expect(inspectMachO('x', new TextEncoder().encode('not a dsym'))).rejects.toThrow(SymbolInputError);
     const obj = buildObject(dir, 'arm64-apple-macos11', 'compute.c', []);
-    expect(() => inspectMachO('compute.o', new Uint8Array(fs.readFileSync(obj)))).toThrow(/LC_UUID/);
+    await expect(inspectMachO('compute.o', new Uint8Array(fs.readFileSync(obj)))).rejects.toThrow(/LC_UUID/);
   });
 
-  it('falls back to the symbol table where there is no DWARF (the linked executable)', () => {
+  it('falls back to the symbol table where there is no DWARF (the linked executable)', async () => {
     const exe = arm64.dwarfFile.replace(/\.dSYM\/.*$/, '');
     const bytes = new Uint8Array(fs.readFileSync(exe));
     const [slice] = readMachO(bytes);
@@ -205,9 +220,9 @@ describe('dSYM uploads', () => {
     }
   });
 
-  it('the stored index reopens from any byte offset (as read back from a database)', () => {
+  it('the stored index reopens from any byte offset (as read back from a database)', async () => {
     const bytes = new Uint8Array(fs.readFileSync(x86.dwarfFile));
-    const stored = inspectMachO('x', bytes)[0].index!;
+    const stored = (await inspectMachO('x', bytes))[0].index!;
     const shifted = new Uint8Array(stored.length + 3);
     shifted.set(stored, 3);
     const a = new NativeIndex(stored);

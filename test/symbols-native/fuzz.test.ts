@@ -61,11 +61,11 @@ function withUuid(bytes: Uint8Array): Uint8Array {
 type Outcome = 'refused' | 'indexed';
 
 /** Uploads the bytes as a dSYM and looks up addresses in every index it yields. */
-function exercise(bytes: Uint8Array, random: () => number): Outcome {
+async function exercise(bytes: Uint8Array, random: () => number): Promise<Outcome> {
   const started = performance.now();
   let files;
   try {
-    files = inspectMachO('fuzzed', bytes);
+    files = await inspectMachO('fuzzed', bytes);
   } catch (err) {
     if (!(err instanceof SymbolInputError)) throw err;
     return 'refused';
@@ -115,21 +115,21 @@ function mutate(original: Uint8Array, random: () => number): Uint8Array {
 }
 
 describe('fuzzed dSYMs', () => {
-  it(`${CASES} mutations of real dSYMs (seed ${SEED.toString(16)}): a 400 or an index, nothing else`, () => {
+  it(`${CASES} mutations of real dSYMs (seed ${SEED.toString(16)}): a 400 or an index, nothing else`, async () => {
     const random = rng(SEED);
     const outcomes = { refused: 0, indexed: 0 };
     for (let i = 0; i < CASES; i++) {
       const original = originals[i % originals.length];
-      outcomes[exercise(mutate(original.bytes, random), random)]++;
+      outcomes[await exercise(mutate(original.bytes, random), random)]++;
     }
     // Both outcomes occur, so the mutations reach past the first header check.
     expect(outcomes.refused).toBeGreaterThan(CASES / 10);
     expect(outcomes.indexed).toBeGreaterThan(CASES / 10);
   });
 
-  it('a mutated stored index is refused or answers, never throws anything else', () => {
+  it('a mutated stored index is refused or answers, never throws anything else', async () => {
     const random = rng(SEED + 1);
-    const stored = inspectMachO('arm64', originals[0].bytes)[0].index!;
+    const stored = (await inspectMachO('arm64', originals[0].bytes))[0].index!;
     for (let i = 0; i < 200; i++) {
       const bytes = stored.slice(0, random() < 0.2 ? Math.floor(random() * stored.length) : stored.length);
       const view = new DataView(bytes.buffer);
@@ -148,47 +148,52 @@ describe('fuzzed dSYMs', () => {
 });
 
 describe('hand-made lies', () => {
-  const refused = (bytes: Uint8Array, message: RegExp): void => {
-    expect(() => inspectMachO('lie', bytes)).toThrow(SymbolInputError);
-    expect(() => inspectMachO('lie', bytes)).toThrow(message);
+  const refused = async (bytes: Uint8Array, message: RegExp): Promise<void> => {
+    await expect(inspectMachO('lie', bytes)).rejects.toThrow(SymbolInputError);
+    await expect(inspectMachO('lie', bytes)).rejects.toThrow(message);
   };
 
-  it('a fat header naming 10 000 slices, with and without the bytes to back it', () => {
+  it('a fat header naming 10 000 slices, with and without the bytes to back it', async () => {
     for (const size of [64, 8 + 20 * 10_000, 8 + 32 * 10_000]) {
       for (const magic of [0xcafebabe, 0xcafebabf]) {
         const bytes = new Uint8Array(size);
         const v = new DataView(bytes.buffer);
         v.setUint32(0, magic);
         v.setUint32(4, 10_000);
-        refused(bytes, /10000 slices/);
+        await refused(bytes, /10000 slices/);
       }
     }
   });
 
-  it('fat slices outside the file, empty fat files', () => {
+  it('fat slices outside the file or overlapping, empty fat files', async () => {
     const fat = originals[1].bytes.slice();
     new DataView(fat.buffer).setUint32(8 + 8, fat.length - 16); // first slice's offset near the end
-    refused(fat, /outside the file/);
+    await refused(fat, /outside the file/);
+    const overlapping = originals[1].bytes.slice();
+    const v = new DataView(overlapping.buffer);
+    v.setUint32(8 + 20 + 8, v.getUint32(8 + 8)); // the second slice's offset = the first's
+    v.setUint32(8 + 20 + 12, v.getUint32(8 + 12));
+    await refused(overlapping, /overlap/);
     const empty = new Uint8Array(8);
     new DataView(empty.buffer).setUint32(0, 0xcafebabe);
-    refused(empty, /no slices/);
+    await refused(empty, /no slices/);
   });
 
-  it('load commands past the end, absurd command counts and sizes', () => {
+  it('load commands past the end, absurd command counts and sizes', async () => {
     const base = originals[0].bytes;
     const set = (offset: number, value: number): Uint8Array => {
       const b = base.slice();
       new DataView(b.buffer).setUint32(offset, value, true);
       return b;
     };
-    refused(set(16, 0xffff_ffff), /load command count/); // ncmds
-    refused(set(20, base.length * 2), /runs past/); // sizeofcmds beyond the file
-    refused(set(32 + 4, 0), /runs past the load commands/); // first cmdsize 0
-    refused(set(32 + 4, 0x7fff_ffff), /runs past the load commands/);
-    refused(base.slice(0, 40), /runs past/);
+    await refused(set(16, 0xffff_ffff), /load command count/); // ncmds
+    await refused(set(20, base.length * 2), /runs past/); // sizeofcmds beyond the file
+    await refused(set(32 + 4, 0), /runs past the load commands/); // first cmdsize 0
+    await refused(set(32 + 4, 0x7fff_ffff), /runs past the load commands/);
+    await refused(base.slice(0, 40), /runs past/);
   });
 
-  it('an unknown DWARF form loses that unit only: the symbol table still answers', () => {
+  it('an unknown DWARF form loses that unit only: the symbol table still answers', async () => {
     const bytes = originals[0].bytes.slice();
     const [slice] = readMachO(bytes);
     const abbrev = slice.sections.find((s) => s.name === '__debug_abbrev')!;
@@ -218,7 +223,7 @@ describe('hand-made lies', () => {
         if (formAt === p - 1) bytes[formAt] = 0x7f;
       }
     }
-    const [file] = inspectMachO('odd-forms', bytes);
+    const [file] = await inspectMachO('odd-forms', bytes);
     const index = new NativeIndex(file.index!);
     const text = slice.sections.find((s) => s.name === '__text')!;
     const frames = index.lookup(text.addr);
@@ -227,3 +232,68 @@ describe('hand-made lies', () => {
     expect(frames[0].file).not.toMatch(/\.c$/); // no DWARF file names left: the unit was dropped
   });
 });
+
+/** A minimal 64-bit Mach-O dSYM: LC_UUID and one __DWARF segment holding `sections`. */
+function syntheticDsym(sections: Record<string, Uint8Array>): Uint8Array {
+  const names = Object.keys(sections);
+  const segSize = 72 + 80 * names.length;
+  const cmdsSize = 24 + segSize;
+  let offset = 32 + cmdsSize;
+  const total = offset + names.reduce((n, k) => n + sections[k].length, 0);
+  const out = new Uint8Array(total);
+  const v = new DataView(out.buffer);
+  const ascii = (at: number, text: string) => { for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i); };
+  v.setUint32(0, 0xfeedfacf, true);
+  v.setUint32(4, 0x0100000c, true); // arm64
+  v.setUint32(12, 0xa, true); // MH_DSYM
+  v.setUint32(16, 2, true);
+  v.setUint32(20, cmdsSize, true);
+  v.setUint32(32, 0x1b, true);
+  v.setUint32(36, 24, true);
+  out.fill(0xab, 40, 56);
+  const seg = 56;
+  v.setUint32(seg, 0x19, true);
+  v.setUint32(seg + 4, segSize, true);
+  ascii(seg + 8, '__DWARF');
+  v.setUint32(seg + 64, names.length, true);
+  names.forEach((name, i) => {
+    const sect = seg + 72 + 80 * i;
+    ascii(sect, name.slice(0, 16));
+    ascii(sect + 16, '__DWARF');
+    v.setBigUint64(sect + 40, BigInt(sections[name].length), true);
+    v.setUint32(sect + 48, offset, true);
+    out.set(sections[name], offset);
+    offset += sections[name].length;
+  });
+  return out;
+}
+
+describe('work stays proportional to the file', () => {
+  it('50 000 units each naming a new offset into one long abbreviation table finish quickly', async () => {
+    const entries = 50_000;
+    const abbrev = new Uint8Array(entries * 7 + 1);
+    for (let i = 0; i < entries; i++) abbrev.set([1, 0x11, 0, 0x03, 0x08, 0, 0], i * 7);
+    const units = 50_000;
+    const info = new Uint8Array(units * 14);
+    const v = new DataView(info.buffer);
+    for (let u = 0; u < units; u++) {
+      const at = u * 14;
+      v.setUint32(at, 10, true);
+      v.setUint16(at + 4, 4, true);
+      v.setUint32(at + 6, (u % entries) * 7, true);
+      info[at + 10] = 8;
+      info.set([1, 0x61, 0], at + 11); // abbreviation 1, DW_AT_name "a"
+    }
+    const started = performance.now();
+    // Reading DWARF gives the event loop back every few milliseconds: timers keep firing.
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const [file] = await inspectMachO('long-abbrev', syntheticDsym({ __debug_info: info, __debug_abbrev: abbrev }));
+    clearInterval(timer);
+    expect(file.debugId).toBe('abababab-abab-abab-abab-abababababab');
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeLessThan(5_000);
+    if (elapsed > 200) expect(ticks).toBeGreaterThan(2);
+  });
+});
+

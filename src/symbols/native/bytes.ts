@@ -15,11 +15,15 @@ export function decodeUtf8(bytes: Uint8Array, start: number, end: number): strin
   return utf8.decode(bytes.subarray(start, end));
 }
 
-/** Reads the NUL-terminated string starting at `pos`, never past `limit`. */
+/** Names longer than this are cut: no real symbol is, and scans stay short on hostile files. */
+export const MAX_STRING_BYTES = 64 * 1024;
+
+/** Reads the NUL-terminated string starting at `pos`, never past `limit` nor MAX_STRING_BYTES. */
 export function cString(bytes: Uint8Array, pos: number, limit: number = bytes.length): string {
   if (pos < 0 || pos >= limit) throw new BadNativeFile(`string offset ${pos} out of bounds`);
-  const end = bytes.indexOf(0, pos);
-  return decodeUtf8(bytes, pos, end === -1 || end > limit ? limit : end);
+  const window = bytes.subarray(pos, Math.min(limit, pos + MAX_STRING_BYTES));
+  const nul = window.indexOf(0);
+  return utf8.decode(nul === -1 ? window : window.subarray(0, nul));
 }
 
 export class ByteReader {
@@ -140,19 +144,16 @@ export class ByteReader {
   }
 
   cstring(): string {
-    const start = this.pos;
-    const nul = this.bytes.indexOf(0, start);
-    if (nul === -1 || nul >= this.end) throw new BadNativeFile('string runs past the end');
-    this.pos = nul + 1;
-    return decodeUtf8(this.bytes, start, nul);
+    const start = this.skipCString();
+    return decodeUtf8(this.bytes, start, this.pos - 1);
   }
 
-  /** Skips a NUL-terminated string and returns its start position. */
+  /** Skips a NUL-terminated string (searched for inside the window only); its start position. */
   skipCString(): number {
     const start = this.pos;
-    const nul = this.bytes.indexOf(0, start);
-    if (nul === -1 || nul >= this.end) throw new BadNativeFile('string runs past the end');
-    this.pos = nul + 1;
+    const nul = start < this.end ? this.bytes.subarray(start, this.end).indexOf(0) : -1;
+    if (nul === -1) throw new BadNativeFile('string runs past the end');
+    this.pos = start + nul + 1;
     return start;
   }
 }

@@ -142,9 +142,10 @@ const KNOWN_VARIABLE_FORMS = new Set<number>([
 
 function parseAbbrevs(
   s: DwarfSections, offset: number, u: { addrSize: number; offsetSize: number; version: number },
-): Map<number, Abbrev> {
+): { table: Map<number, Abbrev>; bytes: number } {
   const r = new ByteReader(s.bytes, s.abbrev.start, s.abbrev.end);
   r.seek(s.abbrev.start + offset);
+  const start = r.pos;
   const table = new Map<number, Abbrev>();
   for (;;) {
     const code = r.uleb();
@@ -171,7 +172,7 @@ function parseAbbrevs(
       implicit: Float64Array.from(implicit), fixedSize,
     });
   }
-  return table;
+  return { table, bytes: r.pos - start };
 }
 
 /** Values of the attributes the index cares about, from one DIE. */
@@ -221,19 +222,32 @@ class DwarfReader {
    * pointing a million DIEs at one long list would otherwise cost time and memory squared.
    */
   private rangeBudget: number;
+  /**
+   * Bytes of abbreviation tables and line programs left to parse. Each table is parsed once
+   * per offset; units naming a new offset each (into one long table) would otherwise make
+   * the work grow with units × table size.
+   */
+  private abbrevBudget: number;
+  private lineBudget: number;
 
   constructor(private readonly s: DwarfSections, readonly t: DwarfTables) {
     this.rangeBudget = 2 * (s.ranges.end - s.ranges.start + s.rngLists.end - s.rngLists.start) + 65_536;
+    this.abbrevBudget = 4 * (s.abbrev.end - s.abbrev.start) + (1 << 20);
+    this.lineBudget = 4 * (s.line.end - s.line.start) + (1 << 20);
   }
 
   private spendRangeEntry(): void {
     if (--this.rangeBudget < 0) throw new BadNativeFile('range lists are read far more often than they are long');
   }
 
-  readAll(): void {
+  /**
+   * Reads units from `pos` until the end or until `stop()` says to pause (checked between
+   * units); returns where to continue, or -1 when every unit is read.
+   */
+  readUnits(pos: number, stop: () => boolean = () => false): number {
     const s = this.s;
-    let pos = s.info.start;
     while (pos + 11 <= s.info.end) {
+      if (stop()) return pos;
       const r = new ByteReader(s.bytes, pos, s.info.end);
       let length = r.u32();
       let offsetSize = 4;
@@ -251,6 +265,7 @@ class DwarfReader {
       }
       pos = end;
     }
+    return -1;
   }
 
   private fileId(path: string): number {
@@ -285,7 +300,10 @@ class DwarfReader {
     let abbrevs = this.abbrevCache.get(key);
     if (!abbrevs) {
       if (abbrevOffset >= this.s.abbrev.end - this.s.abbrev.start) throw new BadNativeFile('abbrev offset out of bounds');
-      abbrevs = parseAbbrevs(this.s, abbrevOffset, shape);
+      if (this.abbrevBudget <= 0) throw new BadNativeFile('abbreviation tables are parsed far more often than they are long');
+      const parsed = parseAbbrevs(this.s, abbrevOffset, shape);
+      this.abbrevBudget -= parsed.bytes;
+      abbrevs = parsed.table;
       this.abbrevCache.set(key, abbrevs);
     }
     const unit: Unit = {
@@ -603,6 +621,7 @@ class DwarfReader {
   private readLineProgram(offset: number, compDir: string, u: Unit): Int32Array {
     const cached = this.lineTableCache.get(offset);
     if (cached) return cached;
+    if (this.lineBudget <= 0) throw new BadNativeFile('line programs are parsed far more often than they are long');
     const s = this.s;
     const r = new ByteReader(s.bytes, s.line.start, s.line.end);
     r.seek(s.line.start + offset);
@@ -615,6 +634,7 @@ class DwarfReader {
     r.need(length);
     const end = r.pos + length;
     r.end = end;
+    this.lineBudget -= length;
     const version = r.u16();
     if (version < 2 || version > 5) throw new BadNativeFile(`line table version ${version}`);
     let addrSize = u.addrSize;
@@ -804,6 +824,25 @@ function within(w: Window, offset: number): number {
 /** Reads every compile unit of the sections into fresh tables. */
 export function readDwarf(sections: DwarfSections): DwarfTables {
   const tables = emptyTables();
-  if (sections.info.end > sections.info.start) new DwarfReader(sections, tables).readAll();
+  new DwarfReader(sections, tables).readUnits(sections.info.start);
   return tables;
+}
+
+/** How long the async reader works before it lets other requests run. */
+const SLICE_MS = 20;
+
+/**
+ * The same, giving the event loop back every SLICE_MS: a 50 MB dSYM takes seconds to read,
+ * and the server keeps answering ingest meanwhile (setTimeout exists in both editions).
+ */
+export async function readDwarfAsync(sections: DwarfSections): Promise<DwarfTables> {
+  const tables = emptyTables();
+  const reader = new DwarfReader(sections, tables);
+  let pos = sections.info.start;
+  for (;;) {
+    const until = Date.now() + SLICE_MS;
+    pos = reader.readUnits(pos, () => Date.now() > until);
+    if (pos < 0) return tables;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
 }

@@ -93,7 +93,6 @@ export function symbolicateNativeFrame(
       const readable = demangle ? demangle(loc.function) : loc.function;
       symbolicated.function = readable;
       if (readable !== loc.function) symbolicated.symbol = loc.function;
-      else delete symbolicated.symbol;
     }
     if (loc.file) {
       symbolicated.filename = basenameOf(loc.file);

@@ -8,8 +8,8 @@
 //   rows: start address → file (-1 = gap), line
 //   symbols: start address → name (-1 = gap), the fallback when DWARF names nothing
 
-import { BadNativeFile } from './bytes.js';
-import { readDwarf, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
+import { BadNativeFile, cString } from './bytes.js';
+import { readDwarf, readDwarfAsync, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
 import { readSymbols, type MachSlice } from './macho.js';
 
@@ -67,7 +67,15 @@ export function dwarfSections(bytes: Uint8Array, slice: MachSlice): DwarfSection
 
 /** Builds the index of one slice. `bytes` is the whole uploaded file the slice lies in. */
 export function buildNativeIndex(bytes: Uint8Array, slice: MachSlice): Uint8Array {
-  const t = readDwarf(dwarfSections(bytes, slice));
+  return indexFromTables(bytes, slice, readDwarf(dwarfSections(bytes, slice)));
+}
+
+/** The same, letting other work run while DWARF is read (the upload path). */
+export async function buildNativeIndexAsync(bytes: Uint8Array, slice: MachSlice): Promise<Uint8Array> {
+  return indexFromTables(bytes, slice, await readDwarfAsync(dwarfSections(bytes, slice)));
+}
+
+function indexFromTables(bytes: Uint8Array, slice: MachSlice, t: DwarfTables): Uint8Array {
   const strings = new StringTable();
   const files = t.files.map((f) => strings.id(f));
   const scopeNames = resolveScopeNames(bytes, t, strings);
@@ -84,7 +92,6 @@ function resolveScopeNames(bytes: Uint8Array, t: DwarfTables, strings: StringTab
   const n = t.scopeParent.length;
   const out = new Int32Array(n);
   const byPos = new Map<number, number>();
-  const decoder = new TextDecoder();
   const subOffsets = t.subOffset.data;
   const subCount = t.subOffset.length;
   const findSub = (offset: number): number => {
@@ -120,8 +127,7 @@ function resolveScopeNames(bytes: Uint8Array, t: DwarfTables, strings: StringTab
     }
     let id = byPos.get(pos);
     if (id === undefined) {
-      const nul = bytes.indexOf(0, pos);
-      id = strings.id(decoder.decode(bytes.subarray(pos, nul === -1 ? bytes.length : nul)));
+      id = strings.id(cString(bytes, pos));
       byPos.set(pos, id);
     }
     out[s] = id;
@@ -223,9 +229,11 @@ function symbolTable(bytes: Uint8Array, slice: MachSlice, strings: StringTable):
   const symbols = readSymbols(bytes, slice);
   const out = new BoundaryList();
   const sections = slice.sections.filter((s) => s.size > 0).sort((a, b) => a.addr - b.addr);
+  const starts = Float64Array.from(sections, (s) => s.addr);
+  // By binary search: a hostile file may hold many sections and many symbols at once.
   const sectionEnd = (addr: number): number => {
-    for (const s of sections) if (addr >= s.addr && addr < s.addr + s.size) return s.addr + s.size;
-    return Infinity;
+    const i = floorIndex(starts, addr);
+    return i >= 0 && addr < sections[i].addr + sections[i].size ? sections[i].addr + sections[i].size : Infinity;
   };
   for (let i = 0; i < symbols.length; i++) {
     const sym = symbols[i];

@@ -123,6 +123,11 @@ function readFat(bytes: Uint8Array, is64: boolean): MachSlice[] {
     }
     slices.push(readThin(bytes, offset, offset + size));
   }
+  // Overlapping slices would make one file's bytes count (and be indexed) several times.
+  const ordered = [...slices].sort((a, b) => a.start - b.start);
+  for (let i = 1; i < ordered.length; i++) {
+    if (ordered[i].start < ordered[i - 1].end) throw new BadNativeFile('fat slices overlap');
+  }
   return slices;
 }
 
