@@ -6,7 +6,8 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { runRetention } from '../../src/store/retention.js';
-import { CHUNK_SIZE, CHUNKS_PER_REQUEST, CHUNK_TTL_MS } from '../../src/uploads/chunks.js';
+import { LEGACY_ZIP_LIMIT } from '../../src/http/uploads.js';
+import { CHUNK_SIZE, CHUNKS_PER_REQUEST, CHUNK_TTL_MS, MAX_REQUEST_SIZE } from '../../src/uploads/chunks.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
 const KEY = 'chunk-test-key-0123456789abcdef';
@@ -91,6 +92,23 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
     const plain = await post(chunkForm([{ data: big, field: 'file', gzip: false }]));
     expect(plain.status).toBe(400);
     expect(await count()).toBe(before);
+  });
+
+  it('refuses a request over the request size after storing parts of it, keeping none of them', async () => {
+    const before = await count();
+    const parts = Array.from({ length: Math.ceil(MAX_REQUEST_SIZE / CHUNK_SIZE) + 5 }, (_, i) => ({ data: new Uint8Array(CHUNK_SIZE).fill(i), field: 'file', gzip: false }));
+    const res = await post(chunkForm(parts));
+    expect(res.status).toBe(400);
+    expect((await res.json()).error).toContain('request is larger than');
+    expect(await count()).toBe(before);
+  });
+
+  it('refuses a legacy ZIP over its limit with 413', async () => {
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(LEGACY_ZIP_LIMIT + 1)]), 'debug-files.zip');
+    const res = await t.api('/api/0/projects/acme/web/files/dsyms/', { method: 'POST', body: form });
+    expect(res.status).toBe(413);
+    expect((await res.json()).error).toContain('larger than');
   });
 
   it('refuses a part that is not gzip, and a body that is not multipart', async () => {
