@@ -10,6 +10,7 @@ import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
 import type { AlertRuntime } from './alerts/transport.js';
+import type { CreateSha1 } from './uploads/assemble.js';
 import type { SymbolService } from './symbols/service.js';
 
 export interface RateLimitDecision {
@@ -71,6 +72,11 @@ export interface AppDeps {
    * hosts checked only.
    */
   alertRuntime?: AlertRuntime;
+  /**
+   * An incremental SHA-1 for checking assembled uploads (Node: node:crypto, several
+   * times faster than the portable one in src/uploads/assemble.ts used without it).
+   */
+  createSha1?: CreateSha1;
   /** Symbol files and symbolication (src/symbols): upload, matching, the parsed-file cache, re-symbolication. */
   symbols?: SymbolService;
 }

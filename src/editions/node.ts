@@ -1,5 +1,6 @@
 // Node server edition: wires better-sqlite3/pg, pino and @hono/node-server
 // around the shared app, with the direct ingest listener (node-ingest.ts) in front.
+import { createHash } from 'node:crypto';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
@@ -67,6 +68,10 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
     alertRuntime: nodeAlertRuntime,
+    createSha1: () => {
+      const hash = createHash('sha1');
+      return { update: (bytes) => void hash.update(bytes), digestHex: () => hash.digest('hex') };
+    },
     symbols: new SymbolService({ store, clock, logger, readPayloads: storedPayloads }),
   };
 }

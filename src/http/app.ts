@@ -16,6 +16,7 @@ import { projectRoutes } from './projects.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
+import { uploadRoutes } from './uploads.js';
 import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
 
 /** Request bodies on management routes; ingest and uploader routes set their own limits. */
@@ -58,6 +59,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', ingestRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', alertRoutes(deps));
+  app.route('/', uploadRoutes(deps));
   app.route('/', symbolRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));

@@ -616,6 +616,63 @@ function m013(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * The uploader routes (src/uploads): chunks of sentry-cli uploads by SHA-1, shared by
+ * every instance on the database and kept at most an hour until assembled; the outcome
+ * of each assembly per project, so a polling client gets the same answer from any
+ * instance; releases created by the CLI; ProGuard mappings associated with releases.
+ */
+function m014(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('upload_chunks')
+        .addColumn('sha1', 'text', (c) => c.primaryKey())
+        .addColumn('size', big, (c) => c.notNull())
+        .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        // The request that is writing the chunk; null once that request succeeded.
+        .addColumn('batch', 'text')
+        .execute();
+      await db.schema.createIndex('upload_chunks_created').on('upload_chunks').column('created_at').execute();
+      if (dialect === 'postgres') await sql`alter table upload_chunks alter column data set storage external`.execute(db);
+
+      await db.schema
+        .createTable('upload_assemblies')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('checksum', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('detail', 'text')
+        .addColumn('result', 'text')
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('upload_assemblies_pk', ['project_id', 'kind', 'checksum'])
+        .execute();
+
+      await db.schema
+        .createTable('cli_releases')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('version', 'text', (c) => c.notNull())
+        .addColumn('url', 'text')
+        .addColumn('date_created', big, (c) => c.notNull())
+        .addColumn('date_started', big)
+        .addColumn('date_released', big)
+        .addPrimaryKeyConstraint('cli_releases_pk', ['project_id', 'version'])
+        .execute();
+      await db.schema.createIndex('cli_releases_project_created').on('cli_releases').columns(['project_id', 'date_created']).execute();
+
+      await db.schema
+        .createTable('proguard_releases')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('proguard_uuid', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('proguard_releases_pk', ['project_id', 'release', 'proguard_uuid'])
+        .execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -631,6 +688,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '010_issue_updates_off_the_indexes': m010(dialect),
     '012_alerts': m012(dialect),
     '013_symbols': m013(dialect),
+    '014_uploads': m014(dialect),
   };
 }
 

@@ -332,6 +332,50 @@ export interface SymbolJobTable {
   created_at: number;
 }
 
+/** A chunk of a sentry-cli upload (src/uploads), by the SHA-1 of its bytes. */
+export interface UploadChunkTable {
+  sha1: string;
+  size: number;
+  data: Uint8Array;
+  /** Epoch ms of the (last) upload; chunks older than an hour are gone. */
+  created_at: number;
+  /** The chunk-upload request still writing it (invisible); null once that request succeeded. */
+  batch: string | null;
+}
+
+/** The outcome of assembling one uploaded file for a project (src/uploads). */
+export interface UploadAssemblyTable {
+  project_id: number;
+  /** `dif` (difs/assemble) or `artifact_bundle`. */
+  kind: string;
+  /** SHA-1 of the whole file. */
+  checksum: string;
+  /** assembling, ok, error */
+  state: string;
+  detail: string | null;
+  /** JSON of what was stored (the `dif` answer), when ok. */
+  result: string | null;
+  updated_at: number;
+}
+
+/** A release created or updated by sentry-cli (our own releases API derives releases from events). */
+export interface CliReleaseTable {
+  project_id: number;
+  version: string;
+  url: string | null;
+  date_created: number;
+  date_started: number | null;
+  date_released: number | null;
+}
+
+/** A ProGuard mapping associated with a release by the build plugins. */
+export interface ProguardReleaseTable {
+  project_id: number;
+  release: string;
+  proguard_uuid: string;
+  created_at: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -354,6 +398,10 @@ export interface Database {
   alert_channels: AlertChannelTable;
   alert_outbox: AlertOutboxTable;
   alert_deliveries: AlertDeliveryTable;
+  upload_chunks: UploadChunkTable;
+  upload_assemblies: UploadAssemblyTable;
+  cli_releases: CliReleaseTable;
+  proguard_releases: ProguardReleaseTable;
   symbol_files: SymbolFileTable;
   symbol_chunks: SymbolChunkTable;
   symbol_jobs: SymbolJobTable;

@@ -151,6 +151,14 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .executeTakeFirstOrThrow();
   await db.insertInto('symbol_chunks').values({ file_id: Number(symbol.id), part: 0, seq: 0, data: new Uint8Array([1, 2, 3]) }).execute();
   await db.insertInto('symbol_jobs').values({ project_id: projectId, release: '1.0', since: now, cursor: -1, state: 'done', done: 0, lease_until: 0, created_at: now }).execute();
+  // The uploader's tables (src/uploads) exist from migration 014 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'upload_assemblies')) return;
+  await db.insertInto('cli_releases').values({ project_id: projectId, version: '1.0', url: null, date_created: now, date_started: null, date_released: null }).execute();
+  await db.insertInto('proguard_releases').values({ project_id: projectId, release: '1.0', proguard_uuid: '11111111-2222-5333-8444-555555555555', created_at: now }).execute();
+  await db
+    .insertInto('upload_assemblies')
+    .values({ project_id: projectId, kind: 'dif', checksum: 'a'.repeat(40), state: 'error', detail: 'x', result: null, updated_at: now })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */
