@@ -35,6 +35,6 @@ describe('the Worker bundle', () => {
   it('wrangler.jsonc schedules exactly the crons the scheduled handler runs', () => {
     const config = unstable_readConfig({ config: WRANGLER_CONFIG });
     expect([...(config.triggers?.crons ?? [])].sort()).toEqual([ALERTS_CRON, RETENTION_CRON].sort());
-    expect(config.d1_databases.map((d) => d.binding)).toEqual(['DB']);
+    expect(config.d1_databases.map((d: { binding: string }) => d.binding)).toEqual(['DB']);
   });
 });

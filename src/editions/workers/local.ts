@@ -97,7 +97,8 @@ export async function startLocalWorker(options: LocalWorkerOptions): Promise<Loc
     url,
     miniflare,
     async runCron(cron) {
-      const worker = await miniflare.getWorker();
+      // Typed by @cloudflare/workers-types' Fetcher, which this repository does not install.
+      const worker = (await miniflare.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<unknown> };
       await worker.scheduled({ cron, scheduledTime: new Date() });
     },
     close: () => miniflare.dispose(),
