@@ -2,7 +2,9 @@
 // Worker in workerd with a real local D1: health, API-key auth, projects CRUD and
 // rotate-key, the rate limit kept in D1, 404/405, and ingest's 503 until the D1
 // commit exists. The same answers the Node server gives (test/foundation).
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALERTS_CRON } from '../../src/editions/workers/crons.js';
 import { INGEST_NOT_AVAILABLE } from '../../src/editions/workers/ingest-sink.js';
 import { startTestWorker, type TestWorker } from './harness.js';
 
@@ -107,6 +109,33 @@ describe('the Worker with API keys', () => {
     expect((await send(dsnKey(rotated.dsn))).status).toBe(503);
   });
 
+  it('decodes compressed ingest bodies in workerd: gzip, deflate and br reach the sink, broken ones are 400', async () => {
+    const created = await (await w.api('/api/projects', { method: 'POST', json: { slug: 'encodings' } })).json();
+    const send = (encoding: string, body: Uint8Array) =>
+      fetch(`${w.url}/api/${created.id}/envelope/?sentry_key=${dsnKey(created.dsn)}`, {
+        method: 'POST',
+        headers: { 'content-encoding': encoding, 'content-type': 'application/x-sentry-envelope' },
+        body,
+      });
+    const plain = Buffer.from(envelopeWithEvent());
+    for (const [encoding, packed] of [
+      ['gzip', zlib.gzipSync(plain)],
+      ['deflate', zlib.deflateSync(plain)],
+      ['br', zlib.brotliCompressSync(plain)],
+    ] as const) {
+      const res = await send(encoding, packed);
+      expect(res.status, encoding).toBe(503);
+      expect(await res.json()).toEqual({ error: INGEST_NOT_AVAILABLE });
+    }
+    const broken = await send('gzip', zlib.gzipSync(plain).subarray(0, 20));
+    expect(broken.status).toBe(400);
+    expect((await broken.json()).error).toMatch(/not valid gzip data/);
+  });
+
+  it('runs the 10-minute cron (crash spikes and alert deliveries, empty until alerts exist)', async () => {
+    await expect(w.runCron(ALERTS_CRON)).resolves.toBeUndefined();
+  });
+
   it('answers unknown routes 404 and wrong methods 405 with Allow', async () => {
     for (const path of ['/', '/nope', '/api', '/api/projects/x/y/z/w', '/health/more']) {
       const res = await w.api(path);
@@ -179,5 +208,18 @@ describe('the Worker with the API open', () => {
     expect((await from('203.0.113.1')).status).toBe(200);
     expect((await from('203.0.113.1')).status).toBe(429);
     expect((await from('203.0.113.2')).status).toBe(200);
+  });
+});
+
+describe('the Worker with an invalid setting', () => {
+  it('answers every request 500 naming the setting', async () => {
+    const w = await startTestWorker({ RATE_LIMIT: 'lots' });
+    try {
+      const res = await fetch(w.url + '/health');
+      expect(res.status).toBe(500);
+      expect((await res.json()).error).toMatch(/^invalid settings: RATE_LIMIT must be an integer/);
+    } finally {
+      await w.close();
+    }
   });
 });
