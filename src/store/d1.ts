@@ -8,6 +8,11 @@
 //   statements must commit together goes through `Store.batch` (D1's `db.batch()`,
 //   one atomic unit) instead; retention does (src/store/retention.ts).
 // - Blobs come back from D1 as arrays of byte values; they are turned into Uint8Array.
+// - D1 binds at most 100 parameters per statement and takes statements up to 100 KB
+//   (local D1 under Miniflare enforces neither). Shared queries bind more (a page of
+//   500 ids, bulk status changes of 500 fingerprints), so a statement over the limit
+//   has its values written into the SQL as literals (fitToD1), and one that still
+//   does not fit fails here, naming the limit, locally as it would on Cloudflare.
 // Web APIs only.
 import {
   CompiledQuery,
@@ -56,9 +61,90 @@ function bindable(value: unknown): unknown {
   return value;
 }
 
+/** D1's limits per statement (developers.cloudflare.com/d1/platform/limits). */
+export const D1_MAX_BOUND_PARAMETERS = 100;
+export const D1_MAX_STATEMENT_BYTES = 100 * 1024;
+
+export class D1LimitError extends Error {
+  override name = 'D1LimitError';
+}
+
+/** `value` as an SQLite literal, or undefined when it must stay bound. */
+function sqliteLiteral(value: unknown): string | undefined {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
+  if (typeof value === 'bigint') return String(value);
+  if (typeof value === 'boolean') return value ? '1' : '0';
+  // SQLite string literals have no escapes but the doubled quote; text with NUL stays bound.
+  if (typeof value === 'string') return value.includes('\0') ? undefined : `'${value.replaceAll("'", "''")}'`;
+  if (value instanceof Uint8Array) {
+    let hex = '';
+    for (const b of value) hex += b.toString(16).padStart(2, '0');
+    return `X'${hex}'`;
+  }
+  return undefined;
+}
+
+/** The end (exclusive) of the quoted token opening at `start`, where a doubled quote is a quote. */
+function quotedEnd(text: string, start: number, close: string): number {
+  let i = start + 1;
+  for (;;) {
+    const at = text.indexOf(close, i);
+    if (at < 0) return text.length;
+    if (text[at + 1] === close && close !== ']') {
+      i = at + 2;
+      continue;
+    }
+    return at + 1;
+  }
+}
+
+/** The statement D1 is sent: within D1's parameter count, else with its values inlined. */
+export function fitToD1(query: { sql: string; parameters: readonly unknown[] }): { sql: string; parameters: unknown[] } {
+  let { sql: text } = query;
+  let parameters = [...query.parameters];
+  if (parameters.length > D1_MAX_BOUND_PARAMETERS) {
+    const kept: unknown[] = [];
+    let out = '';
+    let next = 0;
+    for (let i = 0; i < text.length; ) {
+      const ch = text[i];
+      const close = ch === "'" || ch === '"' || ch === '`' ? ch : ch === '[' ? ']' : null;
+      const comment = ch === '-' && text[i + 1] === '-' ? '\n' : ch === '/' && text[i + 1] === '*' ? '*/' : null;
+      if (close || comment) {
+        const end = close ? quotedEnd(text, i, close) : text.indexOf(comment!, i + 2) < 0 ? text.length : text.indexOf(comment!, i + 2) + comment!.length;
+        out += text.slice(i, end);
+        i = end;
+      } else if (ch === '?') {
+        if (next >= parameters.length) throw new D1LimitError('statement has more placeholders than parameters');
+        const value = parameters[next++];
+        const literal = sqliteLiteral(value);
+        if (literal === undefined) kept.push(value);
+        out += literal ?? '?';
+        i += 1;
+      } else {
+        out += ch;
+        i += 1;
+      }
+    }
+    if (next !== parameters.length) throw new D1LimitError('statement has fewer placeholders than parameters');
+    text = out;
+    parameters = kept;
+  }
+  if (parameters.length > D1_MAX_BOUND_PARAMETERS) {
+    throw new D1LimitError(`statement binds ${parameters.length} parameters; D1 binds at most ${D1_MAX_BOUND_PARAMETERS}`);
+  }
+  const bytes = new TextEncoder().encode(text).byteLength;
+  if (bytes > D1_MAX_STATEMENT_BYTES) {
+    throw new D1LimitError(`statement is ${bytes} bytes; D1 takes at most ${D1_MAX_STATEMENT_BYTES}`);
+  }
+  return { sql: text, parameters };
+}
+
 function prepare(binding: D1Binding, query: CompiledQuery): D1PreparedStatement {
-  const statement = binding.prepare(query.sql);
-  return query.parameters.length === 0 ? statement : statement.bind(...query.parameters.map(bindable));
+  const fitted = fitToD1(query);
+  const statement = binding.prepare(fitted.sql);
+  return fitted.parameters.length === 0 ? statement : statement.bind(...fitted.parameters.map(bindable));
 }
 
 function toQueryResult<R>(result: D1Result): QueryResult<R> {

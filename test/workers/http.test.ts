@@ -115,7 +115,7 @@ describe('the Worker with API keys', () => {
       fetch(`${w.url}/api/${created.id}/envelope/?sentry_key=${dsnKey(created.dsn)}`, {
         method: 'POST',
         headers: { 'content-encoding': encoding, 'content-type': 'application/x-sentry-envelope' },
-        body,
+        body: new Uint8Array(body),
       });
     const plain = Buffer.from(envelopeWithEvent());
     for (const [encoding, packed] of [
