@@ -52,7 +52,12 @@ describe('workers ingest runtime', () => {
 
     it(`${format}: refuses bytes that are not ${format} data, and truncated streams`, () => {
       const packed = encoders[format](sample(50_000));
-      expect(() => decompress(format, packed.subarray(0, packed.length >> 1), 1 << 24)).toThrow();
+      // Cut in the middle, in the trailer, one byte short (Brotli: in the middle).
+      const cuts = format === 'br' ? [packed.length >> 1] : [packed.length >> 1, packed.length - 9, packed.length - 4, packed.length - 1];
+      for (const cut of cuts) {
+        expect(() => nodeIngestRuntime.decompress(format, packed.subarray(0, cut), 1 << 24), `node, cut at ${cut}`).toThrow();
+        expect(() => decompress(format, packed.subarray(0, cut), 1 << 24), `cut at ${cut}`).toThrow();
+      }
       // The Brotli decoder is lenient (runtime.ts): bytes that are not Brotli need not fail.
       if (format !== 'deflate-raw' && format !== 'br') expect(() => decompress(format, Buffer.from('not compressed at all, no'), 1 << 24)).toThrow();
     });

@@ -5,7 +5,7 @@
 // (the format src/store/codec.ts writes: a tag byte 0x01 and a Brotli stream, or a
 // zlib stream for older rows). All synchronous, as IngestRuntime and DecompressBlob
 // ask: Web DecompressionStream is asynchronous.
-import { Gunzip, Inflate, Unzlib, unzlibSync, type FlateStreamHandler } from 'fflate';
+import { Gunzip, Inflate, Unzlib, gunzipSync, inflateSync, unzlibSync, type FlateStreamHandler } from 'fflate';
 import { decompress as brotliDecompress } from 'brotli/decompress';
 import { md5 } from '@noble/hashes/legacy.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -24,35 +24,26 @@ interface FlateStream {
   push(chunk: Uint8Array, final?: boolean): void;
 }
 
-/** Inflates `bytes` through a streaming fflate decoder, stopping once the output passes `max`. */
-function inflateCapped(stream: FlateStream, bytes: Uint8Array, max: number): Uint8Array {
-  const parts: Uint8Array[] = [];
+/**
+ * Inflates `bytes` within `max` bytes of output. fflate's streaming decoders count the
+ * output as it comes, so a bomb stops at the cap, but they accept a truncated stream
+ * as complete; the one-shot decoders notice truncation but take no cap. So the stream
+ * measures first, and once the output is known to fit, the one-shot decoder makes it
+ * (a second pass over the input, which costs less than a millisecond for a typical
+ * envelope).
+ */
+function inflateCapped(stream: FlateStream, decode: (bytes: Uint8Array) => Uint8Array, bytes: Uint8Array, max: number): Uint8Array {
   let total = 0;
-  let ended = false;
-  stream.ondata = (chunk, final) => {
+  stream.ondata = (chunk) => {
     total += chunk.byteLength;
     if (total > max) throw new DecodedTooLargeError();
-    parts.push(chunk);
-    if (final) ended = true;
   };
   for (let at = 0; at < bytes.byteLength; at += INFLATE_SLICE) {
     const end = Math.min(bytes.byteLength, at + INFLATE_SLICE);
     stream.push(bytes.subarray(at, end), end === bytes.byteLength);
   }
   if (bytes.byteLength === 0) stream.push(bytes, true);
-  if (!ended) throw new Error('unexpected end of compressed data');
-  return concat(parts, total);
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return decode(bytes);
 }
 
 /**
@@ -71,11 +62,11 @@ function brotliCapped(bytes: Uint8Array, max: number): Uint8Array {
 function decompress(format: CompressionFormat, bytes: Uint8Array, maxOutputLength: number): Uint8Array {
   switch (format) {
     case 'gzip':
-      return inflateCapped(new Gunzip(), bytes, maxOutputLength);
+      return inflateCapped(new Gunzip(), gunzipSync, bytes, maxOutputLength);
     case 'deflate':
-      return inflateCapped(new Unzlib(), bytes, maxOutputLength);
+      return inflateCapped(new Unzlib(), unzlibSync, bytes, maxOutputLength);
     case 'deflate-raw':
-      return inflateCapped(new Inflate(), bytes, maxOutputLength);
+      return inflateCapped(new Inflate(), inflateSync, bytes, maxOutputLength);
     case 'br':
       return brotliCapped(bytes, maxOutputLength);
   }
