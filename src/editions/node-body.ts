@@ -1,7 +1,7 @@
 // Request bodies read straight from Node's IncomingMessage (AppDeps.readRequestBody).
 // Asking @hono/node-server for `request.body` makes it build an undici Request, an
 // AbortSignal and a Web ReadableStream for every request; on the ingest path that
-// cost more CPU than parsing and storing the event (BENCHMARKS.md, CPU profile).
+// costs more CPU than parsing and storing the event (measured in a CPU profile).
 import type { IncomingMessage } from 'node:http';
 import { ClientAbortedError, PayloadTooLargeError } from '../ingest/errors.js';
 

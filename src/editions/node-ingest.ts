@@ -1,7 +1,7 @@
 // The Node edition's direct ingest listener: SDK POSTs to /api/{id}/envelope/ and
 // /store/ go from Node's request straight to the ingest pipeline (handleIngest),
-// without Hono's router, middleware chain and Web Request/Response objects. On the
-// benchmark those cost about a tenth of the ingest throughput (BENCHMARKS.md). Every
+// without Hono's router, middleware chain and Web Request/Response objects, which
+// cost about a tenth of the ingest throughput (measured: the ingest benchmark). Every
 // other request, and any ingest request this does not recognise exactly, goes to the
 // Hono app, which also serves these routes in every other edition; the answers are
 // the same (test/foundation/direct-ingest.test.ts compares them).

@@ -74,8 +74,8 @@ export const nodeIngestRuntime: IngestRuntime = { decompress, md5Hex, yieldToIo 
 
 /**
  * The runtime for a store on PostgreSQL, where ingest is as fast as one project's chain
- * of batches and a quicker hand-on of the database's answers lengthens it less: six
- * alternating pairs +8 % requests/s on average (BENCHMARKS.md). On SQLite, whose two
- * threads keep both cores busy, pacing cost 6 % (the batch thread got its work later).
+ * of batches and a quicker hand-on of the database's answers lengthens it less
+ * (measured: +8 % requests/s). On SQLite, whose two threads keep both cores busy,
+ * pacing costs 6 % (the batch thread gets its work later), so it is not used there.
  */
 export const postgresNodeIngestRuntime: IngestRuntime = { ...nodeIngestRuntime, yieldToIo: pacedYieldToIo };

@@ -117,13 +117,13 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
 
     const wire = await req.readBody(MAX_BODY_BYTES);
     // Parsing and normalising is most of the main thread's work per request. The bodies
-    // of a burst of requests finish in one poll phase of the event loop, and their
-    // parsing used to run back to back right there, before the loop got to the
-    // database's answers (PostgreSQL's results, the SQLite batch thread's replies): each
-    // batch's round trip waited for the whole burst, about 10 of the 28 ms of a
-    // PostgreSQL batch. Parsing in the next check phase lets that I/O go first
-    // (+16 % requests/s on PostgreSQL, +10 % on SQLite, BENCHMARKS.md); the Node
-    // edition on PostgreSQL also lets it in between the parses of one burst.
+    // of a burst of requests finish in one poll phase of the event loop; parsing them
+    // back to back right there would hold back the database's answers (PostgreSQL's
+    // results, the SQLite batch thread's replies), so each batch's round trip would wait
+    // for the whole burst, about 10 of the 28 ms of a PostgreSQL batch. Parsing in the
+    // next check phase lets that I/O go first (measured: +16 % requests/s on PostgreSQL,
+    // +10 % on SQLite); the Node edition on PostgreSQL also lets it in between the
+    // parses of one burst.
     await deps.ingestRuntime.yieldToIo?.();
     const { decompress, md5Hex } = deps.ingestRuntime;
     const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES, decompress);

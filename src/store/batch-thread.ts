@@ -22,15 +22,15 @@ export type ThreadEventInput = Omit<EventInput, 'source'> & { source: { raw: Uin
  * The thread's old-generation limit. Not a tight cap (the thread keeps about 11 MB live
  * under load; payload bytes live outside the V8 heap), but V8 picks how far the old
  * generation grows between full collections from it: with the process default (GBs) up
- * to 4 times what survived the last one, with 256 MB or less 1.3 times. That was 45-50 MB
- * of dead batches between collections; the limit took 25 MB off the server's peak RSS at
- * saturation (BENCHMARKS.md).
+ * to 4 times what survived the last one, with 256 MB or less 1.3 times. With the default
+ * that is 45-50 MB of dead batches between collections; the limit takes 25 MB off the
+ * server's peak RSS at saturation (measured).
  */
 const BATCH_THREAD_OLD_GENERATION_MB = 256;
 /**
- * The thread's young generation. V8's default let it grow to tens of MB under load: the
- * server's peak RSS at saturation was 286-298 MB with it and 254-264 MB with 6-24 MB,
- * at the same throughput (BENCHMARKS.md).
+ * The thread's young generation. V8's default lets it grow to tens of MB under load
+ * (measured: the server's peak RSS at saturation is 286-298 MB with it and 254-264 MB
+ * with 6-24 MB, at the same throughput).
  */
 const BATCH_THREAD_YOUNG_GENERATION_MB = 12;
 /**

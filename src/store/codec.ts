@@ -14,23 +14,22 @@ export const BROTLI_TAG = 0x01;
 const ZLIB_FIRST_BYTE = 0x78;
 /**
  * Quality 0, not 1. On a payload chunk (20-30 events, 100-256 KB) quality 1 allocates
- * and frees over a megabyte of work buffers per call, and that memory kept being
- * faulted in anew (in a fresh process glibc handed it back to the kernel after every
- * call). At saturation the server took 1-4 page faults per request with quality 1 and
- * 0.3-0.7 with quality 0; the batch thread spent 177 against 147 µs of CPU per request
- * (means of five alternating pairs, requests/s +13 %), and on PostgreSQL, where the
- * main thread compresses, that thread 252 against 188 µs (three pairs, +23 %). The
- * price is bytes: 250 instead of 223 per event on the benchmark's payloads, 1 446
- * instead of 1 109 on payloads with every digit randomised (BENCHMARKS.md).
+ * and frees over a megabyte of work buffers per call, and that memory is faulted in
+ * anew (glibc hands it back to the kernel after every call). Measured at saturation:
+ * 1-4 page faults per request with quality 1, 0.3-0.7 with quality 0; the batch thread
+ * spends 177 against 147 µs of CPU per request (requests/s +13 %), and on PostgreSQL,
+ * where the main thread compresses, that thread 252 against 188 µs (+23 %). The price
+ * is bytes: 250 instead of 223 per event on the benchmark's payloads, 1 446 instead of
+ * 1 109 on payloads with every digit randomised.
  */
 const BROTLI_QUALITY = 0;
 /**
  * Output buffer size for `bytes`: half the input. zlib's default allocates 16 KB per
- * call; sized when each event was compressed alone (its JSON shrank to about a quarter
- * at quality 1), so half fits in one buffer (a larger output simply takes a second one),
- * and below 4 KB Node takes it from its shared Buffer pool: 24.1 -> 22.0 µs per call
- * (BENCHMARKS.md). A payload chunk now shrinks to about 3 %, so for chunks this buffer
- * is many times the output; not re-measured since.
+ * call; the size fits one event compressed alone (its JSON shrinks to about a quarter),
+ * so half fits in one buffer (a larger output simply takes a second one), and below
+ * 4 KB Node takes it from its shared Buffer pool (measured: 24.1 -> 22.0 µs per call).
+ * A payload chunk shrinks to about 3 %, so for chunks this buffer is many times the
+ * output; a smaller one for chunks is unmeasured.
  */
 export function brotliChunkSize(inputBytes: number): number {
   return Math.max(64, inputBytes >>> 1);

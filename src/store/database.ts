@@ -97,7 +97,7 @@ function openSqlite(file: string, options: OpenStoreOptions): Store {
     // 8 KB pages instead of SQLite's 4 KB: a 50-event commit writes 63 WAL frames instead
     // of 89 (more bytes, fewer frames: much of what a batch dirties is one page per
     // index wherever it lands), and the WAL and the checkpointer pay system calls per
-    // frame. +12 % requests/s in the bench's pairs (BENCHMARKS.md, thirteenth session).
+    // frame (measured: +12 % requests/s).
     // It takes effect only while the file is still empty: a database created with
     // another page size keeps it (in WAL mode only a VACUUM outside WAL could change it).
     raw.pragma(`page_size = ${SQLITE_PAGE_SIZE}`);
@@ -148,8 +148,8 @@ const STATEMENT_CACHE_SIZE = 500;
 
 /**
  * better-sqlite3 compiles a statement on every prepare(), and Kysely's driver prepares
- * each query anew: on the ingest path that compile cost more than running the
- * statements (measured in BENCHMARKS.md). This keeps the most recent statements by
+ * each query anew: on the ingest path that compile costs more than running the
+ * statements (measured). This keeps the most recent statements by
  * SQL text. A statement still iterating (busy) is never handed out twice.
  */
 function withStatementCache(raw: BetterSqlite3.Database): SqliteDatabase {

@@ -1,12 +1,12 @@
 // Raw event payloads as stored: ingest packs the payloads a batch stores for one
 // project into `payload_chunks` rows, each compressed as one codec blob, and every
 // event row names its chunk and byte range (migration 008). Compressing event by
-// event paid Brotli's set-up for every event and could not use what events of one
-// application share (the same SDK, frames, contexts): on the benchmark's payloads one
-// call per chunk took a tenth of the CPU and wrote a twentieth of the bytes, and on
-// payloads with every number and id randomised still less than half of both
-// (BENCHMARKS.md). A chunk holds at most PAYLOAD_CHUNK_MAX_BYTES before compression,
-// so showing one event decompresses at most that much. Rows written before keep a
+// event would pay Brotli's set-up for every event and could not use what events of one
+// application share (the same SDK, frames, contexts): measured on the benchmark's
+// payloads, one call per chunk takes a tenth of the CPU and writes a twentieth of the
+// bytes, and on payloads with every number and id randomised still less than half of
+// both. A chunk holds at most PAYLOAD_CHUNK_MAX_BYTES before compression, so showing
+// one event decompresses at most that much. Rows stored before migration 008 keep a
 // blob of their own in `events.raw`.
 import type { Kysely } from 'kysely';
 import { compress, decompress } from './codec.js';

@@ -1,8 +1,8 @@
 // PostgreSQL array literals ('{…}') for the array parameters of ingest's statements
 // (`unnest($1::int8[], $2::text[], …)`). node-postgres turns a JS array parameter into
 // the same text, but quotes every element and runs two regular expressions over it,
-// numbers included: on a 100-event batch that was an eighth of the main thread's
-// batch work on PostgreSQL (BENCHMARKS.md). Here numbers go unquoted and a string is
+// numbers included: on a 100-event batch that is an eighth of the main thread's
+// batch work on PostgreSQL (measured). Here numbers go unquoted and a string is
 // scanned for the two characters that need a backslash only when it holds them.
 
 export type PgArrayElement = 'int8' | 'text' | 'bytea';

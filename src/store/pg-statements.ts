@@ -1,13 +1,12 @@
 // Named (server-side prepared) statements on PostgreSQL, for the one statement that
 // writes an ingest batch. Its text depends only on which tables the batch writes
 // (every value travels in an array parameter), so a handful of texts serve every
-// batch; unnamed, PostgreSQL parsed and planned that statement of a dozen
+// batch; unnamed, PostgreSQL would parse and plan that statement of a dozen
 // data-modifying CTEs for every batch (0.5 ms parsing and 0.3 ms planning of the
-// ~10 ms a batch took, in a chain where one project's batches run one after the other).
+// ~10 ms a batch takes, in a chain where one project's batches run one after the other).
 // Only the write is named: it inserts and upserts by key, so PostgreSQL's generic plan
 // is as good as a custom one. The batch's reads stay unnamed: their plans depend on the
-// parameters, and with them named too three alternating saturation pairs lost 3-14 %
-// (BENCHMARKS.md, fifteenth session).
+// parameters (measured: naming them too costs 3-14 % at saturation).
 
 // A prepared write costs the PostgreSQL backend about 0.8 MB (its plan, plan source and
 // query trees, pg_backend_memory_contexts) on every connection that ran it, so only

@@ -124,8 +124,8 @@ async function forgettingProjects<T>(db: Db, write: Promise<T>): Promise<T> {
 
 /**
  * findProjectById for the ingest path, answered from memory for up to
- * INGEST_PROJECT_TTL_MS: one query per request was the largest single statement
- * cost of SQLite ingest (BENCHMARKS.md). Unknown ids are not cached. A remembered row
+ * INGEST_PROJECT_TTL_MS: one query per request would be the largest single statement
+ * cost of SQLite ingest (measured). Unknown ids are not cached. A remembered row
  * whose key is not `presentedKey` is read again, so a key rotated on another
  * instance works here at once; the old key is refused once the row is re-read (by
  * such a request, or when it expires).

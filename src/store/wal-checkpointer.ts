@@ -1,8 +1,8 @@
 // SQLite WAL checkpoints on a worker thread with its own connection, so the thread
 // that commits ingest batches never stops to copy the WAL back into the database
 // file and fsync it. SQLite's own automatic checkpoint runs inside the committing
-// connection's COMMIT; at ingest rates that was a quarter of the writer's time
-// (BENCHMARKS.md, "WAL checkpoints off the writer's thread").
+// connection's COMMIT; at ingest rates that is a quarter of the writer's time
+// (measured).
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
@@ -10,14 +10,13 @@ import { Worker } from 'node:worker_threads';
  * How often the worker looks at the WAL; a checkpoint of nothing costs a few µs.
  * Frequent checkpoints keep the writer's commits short: once a checkpoint has caught
  * up, the next commit starts the WAL over and fsyncs its header, and that fsync waits
- * for whatever the disk still has to write. At 2 000 events/s after a burst, 100 ms
- * gave commits of 30-60 ms about every second and a p99 of 51-57 ms, 10 ms 27-29 ms
- * (fifth session). But each checkpoint copies every page changed since the last one,
- * so a page that each batch touches (an index's last leaf, a hot issue) is copied once
- * per checkpoint: at 10 ms the checkpointer took 0.16-0.17 cores at saturation, at
- * 100 ms 0.06. 40 ms, against 10, in five alternating pairs: saturation 4 498 against
- * 4 178 requests/s on average, p99 at 2 000 events/s after 30 s of saturation 46 ms
- * against 48 (BENCHMARKS.md, eighth session).
+ * for whatever the disk still has to write. Measured at 2 000 events/s after a burst:
+ * 100 ms gives commits of 30-60 ms about every second and a p99 of 51-57 ms, 10 ms
+ * 27-29 ms. But each checkpoint copies every page changed since the last one, so a
+ * page that each batch touches (an index's last leaf, a hot issue) is copied once per
+ * checkpoint: at 10 ms the checkpointer takes 0.16-0.17 cores at saturation, at 100 ms
+ * 0.06. 40 ms against 10: saturation 4 498 against 4 178 requests/s on average, p99 at
+ * 2 000 events/s after 30 s of saturation 46 ms against 48.
  */
 export const CHECKPOINT_INTERVAL_MS = 40;
 
@@ -25,12 +24,11 @@ export const CHECKPOINT_INTERVAL_MS = 40;
  * While ingest commits one request per transaction (a low rate), the checkpointer waits
  * up to this many ticks, or this many transactions, between checkpoints. Each such
  * transaction writes some 30 pages to the WAL, most of them the same hot pages (index
- * ends, the issue, the hourly rows), and each checkpoint copied them again: at
- * 20 events/s SQLite wrote 512-522 KB of storage per event, about 300 with this pace.
- * Under load transactions carry more requests and the pace stays at
- * CHECKPOINT_INTERVAL_MS, which the p99 at 2 000 events/s needs (BENCHMARKS.md). The
- * WAL's growth cannot tell the two apart (sixteenth session); the size of the
- * transactions can.
+ * ends, the issue, the hourly rows), and each checkpoint copies them again (measured
+ * at 20 events/s: 512-522 KB of storage written per event at the plain pace, about 300
+ * with this one). Under load transactions carry more requests and the pace stays at
+ * CHECKPOINT_INTERVAL_MS, which the p99 at 2 000 events/s needs. The WAL's growth
+ * cannot tell the two apart; the size of the transactions can.
  */
 export const SMALL_TRANSACTIONS_TICKS = 12;
 export const SMALL_TRANSACTIONS_MAX = 128;
@@ -38,11 +36,12 @@ export const SMALL_TRANSACTIONS_MAX = 128;
 /**
  * At saturation (transactions of LARGE_TRANSACTIONS_WORKS works or more on average) the
  * checkpointer waits this many ticks (200 ms): each checkpoint copies every page changed
- * since the one before, and the same hot pages are changed by every transaction. Seven
- * alternating pairs in both orders: +5 to +29 % requests/s (median +9 %), server CPU
- * per request 207-241 against 236-316 µs; p99 at saturation about 55 against 44 ms, at
- * 2 000 events/s (transactions of 4-5 works, so still every 40 ms) 26.9 against 24.0 ms
- * (medians; BENCHMARKS.md). A fixed 200 ms had cost that p99 (fifteenth session).
+ * since the one before, and the same hot pages are changed by every transaction.
+ * Measured against 40 ms: +5 to +29 % requests/s (median +9 %), server CPU per request
+ * 207-241 against 236-316 µs; p99 at saturation about 55 against 44 ms, at 2 000
+ * events/s (transactions of 4-5 works, so still every 40 ms) 26.9 against 24.0 ms
+ * (medians). Keyed to the transactions' size, not fixed, because a fixed 200 ms costs
+ * the p99 at 2 000 events/s.
  */
 export const LARGE_TRANSACTIONS_WORKS = 16;
 export const LARGE_TRANSACTIONS_TICKS = 5;
