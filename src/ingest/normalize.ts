@@ -565,9 +565,9 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   }
 
   // Plain data only. The event waits for its batch's commit: a parsed tree kept alive that
-  // long (a closure over `ev`) was copied by young-generation GCs and promoted, and an
-  // accessor (a lazy `detail` getter over `payload`) kept every request body until the
-  // next full collection. The detail is rebuilt from the stored raw payload when asked
+  // long (a closure over `ev`) would be copied by young-generation GCs and promoted, and
+  // an accessor (a lazy `detail` getter over `payload`) would keep every request body
+  // until the next full collection. The detail is rebuilt from the stored raw payload when asked
   // for (eventDetailFromRaw).
   return {
     eventId,

@@ -36,10 +36,10 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
 }
 
 /**
- * The crash-spike check of the alerts domain (src/alerts), once it exists: compares
- * the last window's crashes with the baseline and records the alerts it raises.
+ * The place of the crash-spike check (src/alerts/spike.ts) on this edition. Empty: the
+ * alerts domain is not wired into the Workers edition yet, so nothing runs here.
  */
 async function checkCrashSpikes(_deps: AppDeps): Promise<void> {}
 
-/** Retries the alert deliveries recorded and not yet sent (src/alerts), once it exists. */
+/** The place of the alert dispatcher's pass (src/alerts/dispatcher.ts); empty, as above. */
 async function deliverPendingAlerts(_deps: AppDeps): Promise<void> {}
