@@ -19,6 +19,7 @@ import type { AppDeps } from '../context.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { createSchema, patchSchema, projectJson, withDefaults } from '../http/projects.js';
 import { publicBaseUrl } from '../http/public-url.js';
+import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, setIssueStatus } from '../read/issues.js';
@@ -78,7 +79,15 @@ function numberField(v: string | string[] | undefined): number | undefined {
  */
 export function dashboard(deps: AppDeps): MiddlewareHandler {
   const app = dashboardApp(deps);
-  return (c, next) => (isDashboardPath(c.req.path) ? Promise.resolve(app.fetch(c.req.raw, c.env)) : next());
+  return async (c, next) => {
+    if (!isDashboardPath(c.req.path)) return next();
+    const res = await app.fetch(c.req.raw, c.env);
+    // Headers set on the outer context before this point (the request id) belong on the answer too.
+    const out = new Response(res.body, res);
+    const requestId = c.get('requestId') as string | undefined;
+    if (requestId) out.headers.set(REQUEST_ID_HEADER, requestId);
+    return out;
+  };
 }
 
 export function dashboardApp(deps: AppDeps): Hono<Env> {
