@@ -16,7 +16,7 @@ main{max-width:80rem;margin:0 auto;padding:1rem}
 h1{font-size:1.45rem;margin:.3rem 0 .8rem;overflow-wrap:anywhere}h2{font-size:1.15rem;margin:1.4rem 0 .6rem}h3{font-size:1rem;margin:1rem 0 .4rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.8rem 1rem;margin-bottom:1rem}
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
-.stat{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.6rem .8rem}.stat b{display:block;font-size:1.4rem}.stat span{color:var(--muted);font-size:.85rem}
+.stat{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.6rem .8rem;min-width:0;overflow-wrap:anywhere}.stat b{display:block;font-size:1.4rem}.stat span{color:var(--muted);font-size:.85rem}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;width:100%;background:var(--card)}th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.82rem;color:var(--muted);font-weight:600}td.num,th.num{text-align:right;white-space:nowrap}
@@ -29,16 +29,16 @@ button.secondary,.button.secondary{background:#fff;color:var(--accent)}button.da
 .actions{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin:.5rem 0}
 .badge{display:inline-block;padding:0 .4rem;border-radius:.8rem;font-size:.78rem;border:1px solid var(--line);background:#eef1f6;white-space:nowrap}
 .l-fatal,.l-error{color:var(--bad)}.l-warning{color:var(--warn)}.s-resolved{color:var(--ok)}.s-regression{color:var(--bad)}
-.spark{color:var(--accent);vertical-align:middle}.meter{width:8rem;height:.5rem;vertical-align:middle}
+.spark{color:var(--accent);vertical-align:middle}.meter{width:min(8rem,20vw);height:.5rem;vertical-align:middle}table.breakdown td:first-child{overflow-wrap:anywhere}
 figure.chart{margin:0}figure.chart svg{width:100%;height:10rem;display:block;color:var(--muted)}figure.chart figcaption{display:flex;justify-content:space-between;font-size:.78rem;color:var(--muted)}
 .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.2rem 1rem;font-size:.85rem}
 pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f0f2f6;padding:.6rem;border-radius:.3rem;max-height:40rem;overflow:auto}
-.frames{display:grid;grid-template-columns:1fr;gap:.8rem}.frames.pair{grid-template-columns:repeat(auto-fit,minmax(20rem,1fr))}
+.frames{display:grid;grid-template-columns:1fr;gap:.8rem}.frames.pair{grid-template-columns:repeat(auto-fit,minmax(min(20rem,100%),1fr))}
 ol.stack{list-style:none;padding:0;margin:0;border:1px solid var(--line);border-radius:.3rem;background:var(--card)}ol.stack li{padding:.35rem .5rem;border-bottom:1px solid var(--line);overflow-wrap:anywhere}ol.stack li.app{background:#f3f7ff}
 .kv{display:grid;grid-template-columns:minmax(6rem,max-content) 1fr;gap:.2rem .8rem}.kv dt{color:var(--muted)}.kv dd{margin:0;overflow-wrap:anywhere}
 .flash{padding:.6rem .8rem;border-radius:.3rem;margin-bottom:1rem;background:#e7f4ec;border:1px solid #9fd2b4}.flash.error{background:#fbeaea;border-color:#e3a4a0}
 .pager{display:flex;gap:.8rem;align-items:center;margin:.8rem 0;flex-wrap:wrap}
-.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(18rem,1fr));gap:1rem}
+.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(18rem,100%),1fr));gap:1rem}.grid2>*,.frames>*{min-width:0}
 details>summary{cursor:pointer;margin:.4rem 0}
 @media (max-width:40rem){main{padding:.6rem}th.opt,td.opt{display:none}h1{font-size:1.2rem}}
 `;

@@ -89,7 +89,7 @@ function breakdownTable(title: string, items: { value: string; count: number }[]
   const max = Math.max(0, ...items.map((i) => i.count));
   return html`<div><h3>${title}</h3>${items.length === 0
     ? html`<p class="sub">No values.</p>`
-    : html`<table><tbody>${items.map(
+    : html`<table class="breakdown"><tbody>${items.map(
         (i) => html`<tr><td>${i.value}</td><td class="num">${count(i.count)}</td><td>${meter(i.count, max, `${i.count} of ${max}`)}</td></tr>`,
       )}</tbody></table>`}</div>`;
 }
