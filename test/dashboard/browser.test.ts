@@ -241,6 +241,9 @@ describe.each(dialects)('dashboard in Chromium on %s', (dialect) => {
       expect(res?.status(), p).toBe(200);
       await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
     }
+    await page.goto(`${t.url}/demo/issues/${symbolicatedIssue}`);
+    await page.locator('.exception').first().evaluate((el) => el.scrollIntoView());
+    await page.screenshot({ path: path.join(SHOTS, 'issue-stack.png') });
     expect(fs.readdirSync(SHOTS).filter((f) => f.endsWith('.png')).length).toBeGreaterThanOrEqual(shots.length);
   });
 
