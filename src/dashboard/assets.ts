@@ -22,7 +22,7 @@ table{border-collapse:collapse;width:100%;background:var(--card)}th,td{text-alig
 th{font-size:.82rem;color:var(--muted);font-weight:600}td.num,th.num{text-align:right;white-space:nowrap}
 .title{overflow-wrap:anywhere;font-weight:600}.sub{color:var(--muted);font-size:.85rem;overflow-wrap:anywhere}
 form.filters{display:flex;flex-wrap:wrap;gap:.5rem .8rem;align-items:flex-end;margin-bottom:1rem}
-label{display:flex;flex-direction:column;font-size:.82rem;color:var(--muted);gap:.15rem}
+label{display:flex;flex-direction:column;align-items:flex-start;font-size:.82rem;color:var(--muted);gap:.15rem}
 input,select,textarea,button{font:inherit;font-size:.95rem;padding:.35rem .5rem;border:1px solid #aab2c0;border-radius:.3rem;background:#fff;color:var(--fg);max-width:100%}
 button,.button{cursor:pointer;background:var(--accent);color:#fff;border-color:var(--accent);text-decoration:none;display:inline-block;padding:.35rem .7rem;border-radius:.3rem}
 button.secondary,.button.secondary{background:#fff;color:var(--accent)}button.danger{background:var(--bad);border-color:var(--bad)}

@@ -69,7 +69,7 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
     <form method="post" action="${base}/delete">
       ${csrfField(ctx)}
       <p>Deleting removes the project with every issue, event, session and setting. It cannot be undone.</p>
-      <label>Type the slug <code>${p.slug}</code> to confirm<input name="confirm" autocomplete="off" required></label>
+      <label><span>Type the slug <code>${p.slug}</code> to confirm</span><input name="confirm" autocomplete="off" required size="30"></label>
       <p><button type="submit" class="danger">Delete project</button></p>
     </form>
   </section>`;
