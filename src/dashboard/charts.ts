@@ -11,6 +11,11 @@ export const seriesColour = (i: number): string => SERIES[i % SERIES.length];
 
 const r = (n: number) => Math.round(n * 100) / 100;
 
+/** One bar as a path segment (move, then a closed rectangle): far smaller than a rect element. */
+function barPath(x: number, y: number, w: number, h: number): string {
+  return `M${r(x)} ${r(y)}h${r(w)}v${r(h)}h${r(-w)}z`;
+}
+
 /** 24 hourly counts as a tiny bar chart. */
 export function sparkline(values: number[] | undefined, label = 'events per hour, last 24 hours'): Html {
   const v = values ?? [];
@@ -18,23 +23,19 @@ export function sparkline(values: number[] | undefined, label = 'events per hour
   const w = 96;
   const h = 20;
   const bw = v.length > 0 ? w / v.length : w;
-  const bars = v.map((n, i) => {
-    const bh = n === 0 ? 0 : Math.max(1.5, (n / max) * h);
-    return raw(`<rect x="${r(i * bw)}" y="${r(h - bh)}" width="${r(Math.max(bw - 1, 1))}" height="${r(bh)}"/>`);
+  let d = '';
+  v.forEach((n, i) => {
+    if (n === 0) return;
+    const bh = Math.max(1.5, (n / max) * h);
+    d += barPath(i * bw, h - bh, Math.max(bw - 1, 1), bh);
   });
-  return html`<svg class="spark" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${label}: ${v.join(', ')}"><g fill="currentColor">${bars}</g></svg>`;
-}
-
-export interface StackedPoint {
-  /** Bucket start, ISO. */
-  bucket: string;
-  /** Value per series name. */
-  values: Map<string, number>;
+  return html`<svg class="spark" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${label}: ${v.join(', ')}"><path fill="currentColor" d="${d}"/></svg>`;
 }
 
 /**
  * A bar per bucket, stacked by series. `buckets` lists every bucket in order
- * (zero-filled by the caller); `series` names the stack order.
+ * (zero-filled by the caller); `series` names the stack order. Each series is one
+ * path; each non-empty bucket gets a transparent hover target with its numbers.
  */
 export function stackedBars(buckets: string[], values: Map<string, Map<string, number>>, series: string[], label: string): Html {
   const w = 720;
@@ -43,23 +44,30 @@ export function stackedBars(buckets: string[], values: Map<string, Map<string, n
   const totals = buckets.map((b) => series.reduce((sum, s) => sum + (values.get(b)?.get(s) ?? 0), 0));
   const max = Math.max(1, ...totals);
   const bw = buckets.length > 0 ? w / buckets.length : w;
-  const rects: string[] = [];
+  const paths = series.map(() => '');
+  const tips: string[] = [];
   buckets.forEach((b, i) => {
+    if (totals[i] === 0) return;
     let y = h;
+    const parts: string[] = [];
     series.forEach((s, si) => {
       const n = values.get(b)?.get(s) ?? 0;
       if (n === 0) return;
       const bh = (n / max) * (h - pad);
       y -= bh;
-      rects.push(`<rect x="${r(i * bw)}" y="${r(y)}" width="${r(Math.max(bw - 0.5, 0.5))}" height="${r(bh)}" fill="${seriesColour(si)}"><title>${escapeText(`${b.slice(0, 13)}h ${s || '(no release)'}: ${n}`)}</title></rect>`);
+      paths[si] += barPath(i * bw, y, Math.max(bw - 0.5, 0.5), bh);
+      if (series.length > 1) parts.push(`${s || '(no release)'} ${n}`);
     });
+    const tip = `${b.slice(0, 10)} ${b.slice(11, 13)}h: ${totals[i]}${parts.length ? ` (${parts.join(', ')})` : ''}`;
+    tips.push(`<rect x="${r(i * bw)}" y="0" width="${r(bw)}" height="${h}" fill="transparent"><title>${escapeText(tip)}</title></rect>`);
   });
   const total = totals.reduce((a, b) => a + b, 0);
   return html`<figure class="chart">
     <svg viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" role="img" aria-label="${label}: ${total} in total, peak ${Math.max(0, ...totals)} per bucket">
       <line x1="0" y1="${h - 0.5}" x2="${w}" y2="${h - 0.5}" stroke="#889" stroke-width="1"/>
       <text x="2" y="12" font-size="11" fill="currentColor">${max}</text>
-      ${raw(rects.join(''))}
+      ${paths.map((d, si) => (d ? html`<path fill="${seriesColour(si)}" d="${d}"/>` : ''))}
+      ${raw(tips.join(''))}
     </svg>
     <figcaption>${axis(buckets)}</figcaption>
   </figure>`;

@@ -79,13 +79,17 @@ export function releaseListPage(ctx: PageContext, project: Project, query: Recor
   return page(ctx, { title: `Releases · ${project.name}`, project, section: 'releases', body });
 }
 
-function issueTable(project: Project, issues: IssueJson[], ctx: PageContext): Html {
+/** Issues shown per list on the release page; the rest are a link away. */
+const RELEASE_PAGE_ISSUES = 25;
+
+function issueTable(project: Project, issues: IssueJson[], ctx: PageContext, more: { href: string; label: string }): Html {
   if (issues.length === 0) return html`<p class="sub">None.</p>`;
   return html`<div class="scroll"><table><thead><tr><th>Issue</th><th class="opt">Last 24 h</th><th class="num">Events</th><th>Last seen</th></tr></thead><tbody>
-    ${issues.map(
+    ${issues.slice(0, RELEASE_PAGE_ISSUES).map(
       (i) => html`<tr><td><a class="title" href="${projectPath(project.slug, 'issues', i.fingerprint)}">${i.title}</a><div class="sub">${i.status} · ${i.level}</div></td>
         <td class="opt">${sparkline(i.sparkline)}</td><td class="num">${count(i.event_count)}</td><td>${when(i.last_seen, ctx.now)}</td></tr>`,
-    )}</tbody></table></div>`;
+    )}</tbody></table></div>
+    ${issues.length > RELEASE_PAGE_ISSUES ? html`<p><a href="${more.href}">${more.label} (${issues.length >= 500 ? '500 or more' : count(issues.length)})</a></p>` : ''}`;
 }
 
 export function releasePage(
@@ -115,7 +119,7 @@ export function releasePage(
   </section>
   <section class="card"><h2>Events per hour</h2>${bars(d.timeline.map((t) => t.bucket), d.timeline.map((t) => t.events), 'Events of this release per hour')}</section>
   <section class="card"><h2>Crashes per hour</h2>${bars(d.timeline.map((t) => t.bucket), d.timeline.map((t) => t.crashes), 'Crashes of this release per hour')}</section>
-  <h2>Issues introduced in this release</h2>${issueTable(project, d.issues_introduced, ctx)}
-  <h2>Issues last seen in this release</h2>${issueTable(project, d.issues_present, ctx)}`;
+  <h2>Issues introduced in this release</h2>${issueTable(project, d.issues_introduced, ctx, { href: href(projectPath(project.slug, 'issues'), { sort: 'events', days: '90' }), label: 'All issues' })}
+  <h2>Issues last seen in this release</h2>${issueTable(project, d.issues_present, ctx, { href: href(projectPath(project.slug, 'issues'), { release: r.release, sort: 'events', days: '90' }), label: 'All issues last seen in this release' })}`;
   return page(ctx, { title: `${r.release} · ${project.name}`, project, section: 'releases', body });
 }
