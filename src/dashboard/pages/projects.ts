@@ -1,20 +1,13 @@
 // Project-level pages: the project list with the creation form, a project's
 // settings (sampling, quota, DSN with copy, rotate key, delete with
 // confirmation), the sign-in page and the error page.
+import type { projectJson } from '../../http/projects.js';
 import { PLATFORMS } from '../../store/projects.js';
 import { html, options, projectPath, utc, type Html } from '../html.js';
 import { csrfField, flash, page, type PageContext } from '../layout.js';
 
-export interface ProjectView {
-  slug: string;
-  name: string;
-  platform: string;
-  sample_keep_first: number;
-  sample_rate: number;
-  daily_quota: number;
-  created_at: string;
-  dsn: string;
-}
+/** A project as the JSON API shows it (with its DSN). */
+export type ProjectView = ReturnType<typeof projectJson>;
 
 export function projectListPage(ctx: PageContext, projects: ProjectView[], form: Record<string, string> = {}, error?: string, message?: string): Html {
   const body = html`<h1>Projects</h1>
