@@ -25,7 +25,8 @@ import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js'
 import { bulkSetStatus, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, setIssueStatus } from '../read/issues.js';
 import { overview } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
-import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SlugTakenError, updateProject } from '../store/projects.js';
+import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
+import { isIssueStatus } from '../read/params.js';
 import type { ProjectRow } from '../store/schema.js';
 import { CSS, JS } from './assets.js';
 import { href, nonEmpty, projectPath, type Html } from './html.js';
@@ -205,7 +206,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   app.get('/', async (c) => {
     const projects = (await listProjects(db)).map((p) => views(c, p));
     const deleted = c.req.query('deleted');
-    return render(c, projectListPage(pageCtx(c), projects, {}, undefined, deleted ? `Project "${deleted}" was deleted.` : undefined));
+    return render(c, projectListPage(pageCtx(c), projects, {}, undefined, deleted && SLUG_PATTERN.test(deleted) ? `Project "${deleted}" was deleted.` : undefined));
   });
 
   app.post('/new', async (c) => {
@@ -232,10 +233,10 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
 
   app.get('/:slug/issues', async (c) => {
     const p = await projectOr404(c);
-    const { updated, to, ...q } = nonEmpty(c.req.query());
+    const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
     const list = await listIssues(db, p.id, parsed, now());
-    const message = updated !== undefined && to ? `${updated} issue${updated === '1' ? '' : 's'} set to ${to}.` : undefined;
+    const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
     return render(c, issueListPage(pageCtx(c), p, q, list, parsed.limit, message));
   });
 
@@ -250,7 +251,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     const target = back === list || back.startsWith(`${list}?`) ? back : list;
     const url = new URL(target, 'http://x');
     url.searchParams.set('updated', String(result.updated));
-    url.searchParams.set('to', status);
+    url.searchParams.set('updated_to', status);
     return c.redirect(url.pathname + url.search, 303);
   });
 
@@ -269,7 +270,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
       event ? listEvents(db, p.id, parseEventListQuery({ fingerprint, before: String(event.id), limit: '1' }, now())) : null,
       listEvents(db, p.id, parseEventListQuery({ fingerprint, limit: '10' }, now())),
     ]);
-    const message = set ? `Status set to ${set}.` : undefined;
+    const message = isIssueStatus(set) ? `Status set to ${set}.` : undefined;
     return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, older?.events[0]?.id ?? null, message));
   });
 

@@ -215,7 +215,7 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     const [one, two, three] = fingerprints;
     const bulk = await c.post('/demo/issues/bulk', { _csrf: csrf, fingerprints: [one, two], status: 'ignored', back: '/demo/issues?level=fatal' });
     expect(bulk.status).toBe(303);
-    expect(bulk.headers.get('location')).toBe('/demo/issues?level=fatal&updated=2&to=ignored');
+    expect(bulk.headers.get('location')).toBe('/demo/issues?level=fatal&updated=2&updated_to=ignored');
     const resolved = await c.post(`/demo/issues/${three}/status`, { _csrf: csrf, status: 'resolved' });
     expect(resolved.status).toBe(303);
     const rows = await (await t.api('/api/projects/demo/issues?limit=500')).json();
@@ -242,6 +242,18 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     const events = await (await c.request('/demo/events?level=fatal&tag=device_class:high&crash=1')).text();
     const api = await (await t.api('/api/projects/demo/events?level=fatal&tag.device_class=high&crash=1')).json();
     for (const e of api.events) expect(events).toContain(`/demo/events/${e.id}"`);
+  });
+
+  it('shows only the messages it chose: notice parameters in a URL cannot put words on a page', async () => {
+    const c = new Client(t.url);
+    await c.signIn(API_KEY);
+    const forged = [
+      ['/demo/issues?updated=2&updated_to=Call+0800+now', 'Call 0800 now'],
+      [`/demo/issues/${fingerprints[0]}?set=Call+0800+now`, 'Call 0800 now'],
+      ['/?deleted=Your+account+is+locked', 'Your account is locked'],
+    ];
+    for (const [path, words] of forged) expect(await (await c.request(path)).text(), path).not.toContain(words);
+    expect(await (await c.request('/demo/issues?updated=2&updated_to=ignored')).text()).toContain('2 issues set to ignored.');
   });
 
   it('signs out: the cookie is cleared and pages ask for sign-in again', async () => {
