@@ -48,7 +48,7 @@ export function eventRows(project: Project, events: EventSummaryJson[], ctx: Pag
     <tbody>${events.map(
       (e) => html`<tr>
         <td><a class="title" href="${projectPath(project.slug, 'events', String(e.id))}">${e.title || e.message || e.event_id}</a>
-          <div class="sub">${e.error_location} ${e.screen ? html`· ${e.screen}` : ''} ${e.crash ? html`<span class="badge l-fatal">crash</span>` : ''}
+          <div class="sub">${[e.error_location, e.screen].filter(Boolean).join(' · ')} ${e.crash ? html`<span class="badge l-fatal">crash</span>` : ''}
           ${o.showIssue !== false ? html`· <a href="${projectPath(project.slug, 'issues', e.fingerprint)}">issue</a>` : ''}</div></td>
         <td><span class="l-${e.level}">${e.level}</span></td>
         <td class="opt">${e.release}</td>

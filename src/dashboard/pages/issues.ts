@@ -69,7 +69,7 @@ export function issueListPage(
         (i) => html`<tr>
           <td><input type="checkbox" name="fingerprints" value="${i.fingerprint}" aria-label="Select ${i.title}"></td>
           <td><a class="title" href="${projectPath(project.slug, 'issues', i.fingerprint)}">${i.title}</a>
-            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} · ${i.location || i.screen} · ${i.last_release}</div></td>
+            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} ${[i.location || i.screen, i.last_release].filter(Boolean).map((x) => `· ${x}`).join(' ')}</div></td>
           <td class="opt">${sparkline(i.sparkline)}</td>
           <td class="num">${count(i.event_count)}</td>
           <td class="num opt">${count(i.users)}</td>
