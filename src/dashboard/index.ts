@@ -111,7 +111,10 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   }
 
   app.use(async (c, next) => {
+    const started = performance.now();
     await next();
+    // The time spent on the page, for the browser's developer tools and bench/dashboard.mjs.
+    c.header('Server-Timing', `page;dur=${(performance.now() - started).toFixed(1)}`);
     c.header('Content-Security-Policy', CSP);
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Referrer-Policy', 'same-origin');
