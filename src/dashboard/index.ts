@@ -266,7 +266,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     let event: EventDetail | null = null;
     const wanted = q.event ?? (issue.latest_event_id !== null ? String(issue.latest_event_id) : undefined);
     if (wanted !== undefined) {
-      event = await eventDetail(db, p.id, wanted);
+      event = await eventDetail(db, p.id, wanted, deps.decompressBlob);
       if (event.fingerprint !== issue.fingerprint) throw new HttpError(404, `Event ${wanted} does not belong to this issue.`);
     }
     const [older, recent] = await Promise.all([
@@ -294,7 +294,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
 
   app.get('/:slug/events/:id', async (c) => {
     const p = await projectOr404(c);
-    return render(c, eventPage(pageCtx(c), p, await eventDetail(db, p.id, c.req.param('id'))));
+    return render(c, eventPage(pageCtx(c), p, await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob)));
   });
 
   app.get('/:slug/releases', async (c) => {
