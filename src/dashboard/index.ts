@@ -274,7 +274,10 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
       listEvents(db, p.id, parseEventListQuery({ fingerprint, limit: '10' }, now())),
     ]);
     const message = isIssueStatus(set) ? `Status set to ${set}.` : undefined;
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, older?.events[0]?.id ?? null, message));
+    // A newer event is known when the shown one is among the newest few listed on the page.
+    const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
+    const newer = at > 0 ? recent.events[at - 1].id : null;
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {

@@ -148,6 +148,11 @@ describe.each(dialects)('dashboard in Chromium on %s', (dialect) => {
     await page.getByRole('link', { name: 'Older event →' }).click();
     await page.waitForURL(/event=/);
     expect(await page.locator('.frames.pair').count()).toBe(0);
+    const olderId = new URL(page.url()).searchParams.get('event');
+    await page.getByRole('link', { name: 'Older event →' }).click();
+    await page.waitForURL((u) => u.searchParams.get('event') !== olderId);
+    await page.getByRole('link', { name: '← Newer event' }).click();
+    await page.waitForURL((u) => u.searchParams.get('event') === olderId);
     await page.getByRole('link', { name: 'Latest event' }).click();
     expect(await page.locator('.frames.pair').count()).toBe(1);
   });

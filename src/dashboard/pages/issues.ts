@@ -101,7 +101,7 @@ export function issuePage(
   query: Record<string, string>,
   event: EventDetail | null,
   recent: EventSummaryJson[],
-  older: number | null,
+  paging: { older: number | null; newer: number | null },
   message?: string,
 ): Html {
   const base = projectPath(project.slug, 'issues', issue.fingerprint);
@@ -131,7 +131,8 @@ export function issuePage(
   ${event
     ? html`<nav class="pager" aria-label="Events of this issue">
         ${issue.latest_event_id !== null && event.id !== issue.latest_event_id ? html`<a href="${href(base, { ...query, event: issue.latest_event_id })}">Latest event</a>` : html`<span class="sub">Latest event</span>`}
-        ${older !== null ? html`<a href="${href(base, { ...query, event: older })}">Older event →</a>` : ''}
+        ${paging.newer !== null ? html`<a href="${href(base, { ...query, event: paging.newer })}">← Newer event</a>` : ''}
+        ${paging.older !== null ? html`<a href="${href(base, { ...query, event: paging.older })}">Older event →</a>` : ''}
         ${issue.oldest_event_id !== null && event.id !== issue.oldest_event_id ? html`<a href="${href(base, { ...query, event: issue.oldest_event_id })}">Oldest event</a>` : ''}
         <a href="${href(projectPath(project.slug, 'events'), { fingerprint: issue.fingerprint })}">All events of this issue</a>
       </nav>
