@@ -28,7 +28,12 @@ import { listReleases, releaseDetail } from '../read/releases.js';
 import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
 import { isIssueStatus } from '../read/params.js';
 import type { ProjectRow } from '../store/schema.js';
+import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
+import { AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
+import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
+import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, JS } from './assets.js';
+import { alertsPage } from './pages/alerts.js';
 import { href, nonEmpty, projectPath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
@@ -354,6 +359,79 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     await deleteProject(db, p.id);
     deps.logger.info({ project: p.slug, project_id: p.id }, 'project deleted (dashboard)');
     return c.redirect(href('/', { deleted: p.slug }), 303);
+  });
+
+  // Alerts: rules, channels (add, send a test, delete) and deliveries, through src/alerts as the alerts API.
+  const alertRuntime = deps.alertRuntime ?? webAlertRuntime;
+
+  async function alertsData(projectId: number) {
+    const [rules, channels, deliveries] = await Promise.all([listRules(db, projectId), listChannels(db, projectId), listDeliveries(db, projectId)]);
+    return { rules, channels: channels.map(channelJson), deliveries };
+  }
+
+  app.get('/:slug/alerts', async (c) => {
+    const p = await projectOr404(c);
+    const q = c.req.query();
+    const tested = q.test === 'delivered' || q.test === 'failed' ? `The test alert ${q.test === 'delivered' ? 'was delivered' : 'was not delivered (the error is in the deliveries below)'}${/^[0-9]{3}$/.test(q.status ?? '') ? ` (HTTP ${q.status})` : ''}.` : undefined;
+    const message = tested ?? (q.added ? 'Channel added.' : q.deleted ? 'Channel deleted.' : q.saved ? 'Rule saved.' : undefined);
+    return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { message }));
+  });
+
+  app.post('/:slug/alerts/rules/:type', async (c) => {
+    const p = await projectOr404(c);
+    const type = c.req.param('type');
+    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are new_issue, regression, crash_spike).`);
+    const f = await form(c);
+    try {
+      await updateRule(db, p.id, type, parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes) }));
+    } catch (err) {
+      if (err instanceof AlertInputError) return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { error: err.message }), 400);
+      throw err;
+    }
+    return c.redirect(`${projectPath(p.slug, 'alerts')}?saved=1`, 303);
+  });
+
+  app.post('/:slug/alerts/channels', async (c) => {
+    const p = await projectOr404(c);
+    const f = Object.fromEntries(Object.entries(await form(c)).map(([k, v]) => [k, one(v).trim()]));
+    const chat = f.chat_id ?? '';
+    const body =
+      f.kind === 'telegram'
+        ? { kind: 'telegram', config: { chat_id: /^-?[0-9]{1,16}$/.test(chat) ? Number(chat) : chat } }
+        : { kind: f.kind, config: { url: f.url ?? '', ...(f.secret ? { secret: f.secret } : {}) } };
+    try {
+      const channel = await addChannel(db, p.id, body, deps.config, alertRuntime, now());
+      deps.logger.info({ project: p.slug, channel_id: Number(channel.id), kind: channel.kind }, 'alert channel created (dashboard)');
+    } catch (err) {
+      if (err instanceof AlertInputError) {
+        const { secret: _secret, ...entered } = f;
+        return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { error: err.message, form: entered }), 400);
+      }
+      throw err;
+    }
+    return c.redirect(`${projectPath(p.slug, 'alerts')}?added=1`, 303);
+  });
+
+  async function channelOr404(c: Context<Env>, projectId: number) {
+    const raw = c.req.param('id') ?? '';
+    const channel = /^[0-9]{1,15}$/.test(raw) ? await findChannel(db, projectId, Number(raw)) : undefined;
+    if (!channel) throw new HttpError(404, `There is no alert channel ${raw} in this project.`);
+    return channel;
+  }
+
+  app.post('/:slug/alerts/channels/:id/test', async (c) => {
+    const p = await projectOr404(c);
+    const channel = await channelOr404(c, p.id);
+    const result = await sendTestAlert(db, p, channel, deps.config, alertRuntime, deps.clock);
+    return c.redirect(href(projectPath(p.slug, 'alerts'), { test: result.delivered ? 'delivered' : 'failed', status: result.status }), 303);
+  });
+
+  app.post('/:slug/alerts/channels/:id/delete', async (c) => {
+    const p = await projectOr404(c);
+    const channel = await channelOr404(c, p.id);
+    await deleteChannel(db, p.id, Number(channel.id));
+    deps.logger.info({ project: p.slug, channel_id: Number(channel.id) }, 'alert channel deleted (dashboard)');
+    return c.redirect(`${projectPath(p.slug, 'alerts')}?deleted=1`, 303);
   });
 
   app.notFound((c) => c.html(errorPage(ctxOrAnonymous(c), 404, `There is no page at ${c.req.path}.`), 404));

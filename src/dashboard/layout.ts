@@ -17,6 +17,7 @@ export const SECTIONS = [
   ['issues', 'Issues'],
   ['events', 'Events'],
   ['releases', 'Releases'],
+  ['alerts', 'Alerts'],
   ['settings', 'Settings'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
