@@ -34,6 +34,9 @@ import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, 
 import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, JS } from './assets.js';
 import { alertsPage } from './pages/alerts.js';
+import { receiveSymbolUpload } from '../http/symbols.js';
+import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
+import { symbolsPage } from './pages/symbols.js';
 import { href, nonEmpty, projectPath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
@@ -48,6 +51,11 @@ export const CSRF_COOKIE = 'faultline_csrf';
 /** Paths the dashboard answers: everything except the JSON API and the health check. */
 export function isDashboardPath(path: string): boolean {
   return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/'));
+}
+
+/** The symbol upload form's target: its body streams, past the 1 MB form limit. */
+function isUploadPath(path: string): boolean {
+  return /^\/[^/]+\/symbols$/.test(path);
 }
 
 /** Content-Security-Policy of every page: nothing from another host, no inline script or style. */
@@ -127,12 +135,12 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     if (!c.res.headers.has('Cache-Control')) c.header('Cache-Control', 'no-store');
   });
 
-  app.use(
-    bodyLimit({
-      maxSize: 1024 * 1024,
-      onError: (c) => c.text('request body too large (the limit is 1 MB)', 413),
-    }),
-  );
+  const formLimit = bodyLimit({
+    maxSize: 1024 * 1024,
+    onError: (c) => c.text('request body too large (the limit is 1 MB)', 413),
+  });
+  // Symbol uploads stream into src/symbols, which enforces its own limits.
+  app.use((c, next) => (isUploadPath(c.req.path) ? next() : formLimit(c, next)));
 
   app.get('/static/dashboard.css', (c) => c.body(CSS, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }));
   app.get('/static/dashboard.js', (c) => c.body(JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }));
@@ -191,7 +199,9 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     if (c.req.method === 'POST') {
       const refused = (why: string) => c.html(errorPage(c.get('page'), 403, `${why}; reload the page and try again.`), 403);
       if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return refused('This form was sent from another site');
-      const token = c.req.header('x-csrf-token') ?? one((await form(c))._csrf);
+      // A multipart upload carries the token in the form's URL, so its body is never buffered here.
+      const multipart = (c.req.header('content-type') ?? '').toLowerCase().startsWith('multipart/form-data');
+      const token = c.req.header('x-csrf-token') ?? (multipart ? c.req.query('_csrf') : one((await form(c))._csrf));
       if (!token || !sameToken(token, csrf)) return refused('This form’s security token is missing or out of date');
     }
     return next();
@@ -432,6 +442,35 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     await deleteChannel(db, p.id, Number(channel.id));
     deps.logger.info({ project: p.slug, channel_id: Number(channel.id) }, 'alert channel deleted (dashboard)');
     return c.redirect(`${projectPath(p.slug, 'alerts')}?deleted=1`, 303);
+  });
+
+  // Symbols: list, upload (streamed through the symbols API's reader), delete.
+  app.get('/:slug/symbols', async (c) => {
+    const p = await projectOr404(c);
+    const q = c.req.query();
+    const message = q.uploaded && /^[0-9]{1,4}$/.test(q.uploaded) ? `${q.uploaded} file${q.uploaded === '1' ? '' : 's'} uploaded.` : q.deleted ? 'Symbol file deleted.' : undefined;
+    return render(c, symbolsPage(pageCtx(c), p, (await listSymbolFiles(db, p.id)).map(symbolFileJson), { message }));
+  });
+
+  app.post('/:slug/symbols', async (c) => {
+    const p = await projectOr404(c);
+    try {
+      const stored = await receiveSymbolUpload(deps, p, c.req.header('content-type') ?? null, c.req.raw.body);
+      return c.redirect(href(projectPath(p.slug, 'symbols'), { uploaded: stored.length }), 303);
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 400) {
+        return render(c, symbolsPage(pageCtx(c), p, (await listSymbolFiles(db, p.id)).map(symbolFileJson), { error: err.message }), 400);
+      }
+      throw err;
+    }
+  });
+
+  app.post('/:slug/symbols/:id/delete', async (c) => {
+    const p = await projectOr404(c);
+    const raw = c.req.param('id');
+    const deleted = /^[0-9]{1,15}$/.test(raw) && deps.symbols ? await deps.symbols.deleteFile(p.id, Number(raw)) : false;
+    if (!deleted) throw new HttpError(404, `There is no symbol file ${raw} in this project.`);
+    return c.redirect(`${projectPath(p.slug, 'symbols')}?deleted=1`, 303);
   });
 
   app.notFound((c) => c.html(errorPage(ctxOrAnonymous(c), 404, `There is no page at ${c.req.path}.`), 404));

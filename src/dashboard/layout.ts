@@ -18,6 +18,7 @@ export const SECTIONS = [
   ['events', 'Events'],
   ['releases', 'Releases'],
   ['alerts', 'Alerts'],
+  ['symbols', 'Symbols'],
   ['settings', 'Settings'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
