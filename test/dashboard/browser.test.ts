@@ -214,7 +214,7 @@ describe.each(dialects)('dashboard in Chromium on %s', (dialect) => {
     for (const viewport of [{ width: 390, height: 844 }, { width: 640, height: 450 }]) {
       const small = await browser.newContext({ viewport, storageState: storage, isMobile: viewport.width < 500, hasTouch: viewport.width < 500 });
       const p = await small.newPage();
-      for (const path of ['/', '/demo', '/demo/issues', `/demo/issues/${symbolicatedIssue}`, '/demo/events', '/demo/releases', '/demo/settings']) {
+      for (const path of ['/', '/demo', '/demo/issues', `/demo/issues/${symbolicatedIssue}`, '/demo/events', '/demo/releases', '/demo/alerts', '/demo/symbols', '/demo/settings']) {
         await p.goto(t.url + path);
         expect(await overflows(p), `${path} at ${viewport.width}px`).toBe(false);
       }
@@ -239,6 +239,8 @@ describe.each(dialects)('dashboard in Chromium on %s', (dialect) => {
       ['events', '/demo/events'],
       ['releases', '/demo/releases'],
       ['release', `/demo/releases/${release}`],
+      ['alerts', '/demo/alerts'],
+      ['symbols', '/demo/symbols'],
       ['settings', '/demo/settings'],
     ];
     for (const [name, p] of shots) {
