@@ -156,7 +156,7 @@ async function benchDatabase(kind, runDir) {
     const cookie = await signIn(server.url);
 
     const assets = { css: await bytesOf(server.url, cookie, '/static/dashboard.css'), js: await bytesOf(server.url, cookie, '/static/dashboard.js') };
-    const emptyPages = ['/', '/empty', '/empty/issues', '/empty/events', '/empty/releases', '/empty/settings'];
+    const emptyPages = ['/', '/empty', '/empty/issues', '/empty/events', '/empty/releases', '/empty/alerts', '/empty/symbols', '/empty/settings'];
     const weight = [];
     for (const p of emptyPages) {
       const html = await bytesOf(server.url, cookie, p);
@@ -180,6 +180,8 @@ async function benchDatabase(kind, runDir) {
       [`/query/events/${events.events[0]?.id}`, `${A}/events/${events.events[0]?.id}`],
       ['/query/releases', `${A}/releases`],
       [`/query/releases/${release}`, `${A}/releases/${release}`],
+      ['/query/alerts', `${A}/alerts`],
+      ['/query/symbols', `${A}/symbols`],
       ['/query/settings', `${A}`],
     ];
     const latency = [];
