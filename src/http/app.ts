@@ -6,6 +6,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { AppDeps } from '../context.js';
+import { dashboard } from '../dashboard/index.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps): Hono {
 
   app.use(ingestCors(deps.config));
   app.use(refuseNulInUrl(isIngestPath));
+  app.use(dashboard(deps)); // every path outside /api and /health; signs in with its own session
   app.use(apiKeyAuth(deps.config.apiKeys));
   app.use(rateLimit(deps, managementRateLimitKey(deps)));
 

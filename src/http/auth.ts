@@ -25,12 +25,12 @@ export function isIngestPath(path: string): boolean {
   return INGEST_PATH.test(path);
 }
 
-async function sha256(text: string): Promise<Uint8Array> {
+export async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
 }
 
 /** Compares equal-length byte arrays without an early exit. */
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];

@@ -10,6 +10,7 @@ import {
   PLATFORMS,
   PROJECT_DEFAULTS,
   SlugTakenError,
+  type NewProjectInput,
   createProject,
   deleteProject,
   findProjectBySlug,
@@ -54,7 +55,7 @@ function unknownFields(allowed: readonly string[]) {
       : undefined;
 }
 
-const createSchema = z.strictObject(
+export const createSchema = z.strictObject(
   {
     slug: z.string({ error: MESSAGES.slug }).superRefine((slug, ctx) => {
       const problem = slugProblem(slug);
@@ -65,12 +66,25 @@ const createSchema = z.strictObject(
   { error: unknownFields(['slug', ...PATCHABLE]) },
 );
 
-const patchSchema = z.strictObject(fields, { error: unknownFields(PATCHABLE) });
+export const patchSchema = z.strictObject(fields, { error: unknownFields(PATCHABLE) });
 
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+/** Validates a project body; a failure is a 400 naming each bad field. */
+export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
   if (!result.success) throw badRequest(zodMessage(result.error));
   return result.data;
+}
+
+/** A validated create body with the defaults of DECISIONS "Names and shapes" filled in. */
+export function withDefaults(input: z.infer<typeof createSchema>): NewProjectInput {
+  return {
+    slug: input.slug,
+    name: input.name ?? input.slug,
+    platform: input.platform ?? PROJECT_DEFAULTS.platform,
+    sample_keep_first: input.sample_keep_first ?? PROJECT_DEFAULTS.sample_keep_first,
+    sample_rate: input.sample_rate ?? PROJECT_DEFAULTS.sample_rate,
+    daily_quota: input.daily_quota ?? PROJECT_DEFAULTS.daily_quota,
+  };
 }
 
 /** The project object of the API (SPEC section 2). */
@@ -108,18 +122,7 @@ export function projectRoutes(deps: AppDeps): Hono {
   app.post('/api/projects', async (c) => {
     const input = parse(createSchema, await readJsonObject(c));
     try {
-      const project = await createProject(
-        db,
-        {
-          slug: input.slug,
-          name: input.name ?? input.slug,
-          platform: input.platform ?? PROJECT_DEFAULTS.platform,
-          sample_keep_first: input.sample_keep_first ?? PROJECT_DEFAULTS.sample_keep_first,
-          sample_rate: input.sample_rate ?? PROJECT_DEFAULTS.sample_rate,
-          daily_quota: input.daily_quota ?? PROJECT_DEFAULTS.daily_quota,
-        },
-        deps.clock.now(),
-      );
+      const project = await createProject(db, withDefaults(input), deps.clock.now());
       deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
       return c.json(json(c, project), 201, { Location: `/api/projects/${project.slug}` });
     } catch (err) {

@@ -39,6 +39,62 @@ async function drainBody(body: ReadableStream<Uint8Array>): Promise<void> {
   }
 }
 
+/**
+ * Reads a symbol upload (multipart: kind, release, optional dist, then one or more
+ * `file` parts) and stores its files, all or none, as they stream in. Shared by this
+ * route and the dashboard's upload form. Bad input is an HttpError 400.
+ */
+export async function receiveSymbolUpload(
+  deps: AppDeps,
+  p: ProjectRow,
+  contentType: string | null,
+  body: ReadableStream<Uint8Array> | null,
+): Promise<SymbolFileRow[]> {
+  const symbols = deps.symbols;
+  if (!symbols) throw new HttpError(503, 'symbol storage is not available in this edition');
+  const boundary = multipartBoundary(contentType);
+  if (!boundary) throw badRequest('send a multipart/form-data body with the fields kind, release and file');
+  if (!body) throw badRequest('the request has no body');
+  const fields: Record<string, string> = {};
+  let stored: SymbolFileRow[] = [];
+  let files = 0;
+  // Every file of the form is stored, or none.
+  const upload = symbols.beginUpload();
+  try {
+    for await (const part of parseMultipart(body, boundary)) {
+      if (part.name !== 'file' && part.filename === null) {
+        fields[part.name] = (await part.text(MAX_FIELD)).trim();
+        continue;
+      }
+      if (part.name !== 'file') throw badRequest(`unexpected file field ${JSON.stringify(part.name)}; the file goes in "file"`);
+      const kind = fields.kind;
+      if (kind === undefined) throw badRequest('the "kind" field must come before the file in the form');
+      if (!SYMBOL_KINDS.includes(kind as SymbolKind)) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
+      const release = fields.release ?? '';
+      const dist = fields.dist ?? '';
+      if (release.length > MAX_RELEASE) throw badRequest(`release must be at most ${MAX_RELEASE} characters`);
+      if (dist.length > MAX_DIST) throw badRequest(`dist must be at most ${MAX_DIST} characters`);
+      if (release.includes('\0') || dist.includes('\0')) throw badRequest('release and dist must not contain NUL');
+      const filename = (part.filename ?? '').replace(/\0/g, '').slice(0, 1024) || 'upload';
+      files++;
+      await upload.add({ projectId: p.id, kind: kind as SymbolKind, release, dist, filename }, part.body);
+    }
+    if (files > 0) stored = await upload.commit();
+  } catch (err) {
+    await upload.abort();
+    await drainBody(body);
+    if (err instanceof SymbolInputError || err instanceof MultipartError) throw badRequest(err.message);
+    throw err;
+  }
+  if (files === 0) {
+    await upload.abort();
+    if (fields.kind !== undefined && !SYMBOL_KINDS.includes(fields.kind as SymbolKind)) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
+    throw badRequest('the form has no "file" field');
+  }
+  deps.logger.info({ project: p.slug, files: stored.length }, 'symbol files uploaded');
+  return stored;
+}
+
 export function symbolRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const db = deps.store.db;
@@ -57,49 +113,7 @@ export function symbolRoutes(deps: AppDeps): Hono {
 
   app.post('/api/projects/:slug/symbols', async (c) => {
     const p = await project(c);
-    const symbols = deps.symbols;
-    if (!symbols) throw new HttpError(503, 'symbol storage is not available in this edition');
-    const boundary = multipartBoundary(c.req.header('content-type') ?? null);
-    if (!boundary) throw badRequest('send a multipart/form-data body with the fields kind, release and file');
-    const body = c.req.raw.body;
-    if (!body) throw badRequest('the request has no body');
-    const fields: Record<string, string> = {};
-    let stored: SymbolFileRow[] = [];
-    let files = 0;
-    // Every file of the form is stored, or none.
-    const upload = symbols.beginUpload();
-    try {
-      for await (const part of parseMultipart(body, boundary)) {
-        if (part.name !== 'file' && part.filename === null) {
-          fields[part.name] = (await part.text(MAX_FIELD)).trim();
-          continue;
-        }
-        if (part.name !== 'file') throw badRequest(`unexpected file field ${JSON.stringify(part.name)}; the file goes in "file"`);
-        const kind = fields.kind;
-        if (kind === undefined) throw badRequest('the "kind" field must come before the file in the form');
-        if (!SYMBOL_KINDS.includes(kind as SymbolKind)) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
-        const release = fields.release ?? '';
-        const dist = fields.dist ?? '';
-        if (release.length > MAX_RELEASE) throw badRequest(`release must be at most ${MAX_RELEASE} characters`);
-        if (dist.length > MAX_DIST) throw badRequest(`dist must be at most ${MAX_DIST} characters`);
-        if (release.includes('\0') || dist.includes('\0')) throw badRequest('release and dist must not contain NUL');
-        const filename = (part.filename ?? '').replace(/\0/g, '').slice(0, 1024) || 'upload';
-        files++;
-        await upload.add({ projectId: p.id, kind: kind as SymbolKind, release, dist, filename }, part.body);
-      }
-      if (files > 0) stored = await upload.commit();
-    } catch (err) {
-      await upload.abort();
-      await drainBody(body);
-      if (err instanceof SymbolInputError || err instanceof MultipartError) throw badRequest(err.message);
-      throw err;
-    }
-    if (files === 0) {
-      await upload.abort();
-      if (fields.kind !== undefined && !SYMBOL_KINDS.includes(fields.kind as SymbolKind)) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
-      throw badRequest('the form has no "file" field');
-    }
-    deps.logger.info({ project: p.slug, files: stored.length }, 'symbol files uploaded');
+    const stored = await receiveSymbolUpload(deps, p, c.req.header('content-type') ?? null, c.req.raw.body);
     return c.json({ symbols: stored.map(symbolFileJson) }, 201);
   });
 

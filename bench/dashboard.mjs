@@ -1,0 +1,219 @@
+#!/usr/bin/env node
+// Dashboard benchmark (`node bench/dashboard.mjs`): starts the real server (dist/)
+// with API_KEYS set on a fresh SQLite database (then PostgreSQL when
+// BENCH_DATABASE_URL or TEST_DATABASE_URL is set), loads a project with SDK-shaped
+// envelopes through ingest (the same generator and templates as bench/run.mjs),
+// signs in like a browser, then measures for every page the time from request to
+// the last byte and the time the dashboard itself reports (Server-Timing) (p50/p95
+// over --samples requests after 3 unrecorded warm-ups), beside its JSON route, and
+// the weight of each page of an empty project (HTML plus the stylesheet and
+// script, uncompressed: the page "without the data"). Writes JSON to
+// bench/results/. Never asserts on speed.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createBenchDatabase, postgresBaseUrl } from './lib/db.mjs';
+import { startLoad } from './lib/generators.mjs';
+import { RELEASES, writeTemplateFile } from './lib/payloads.mjs';
+import { freePort, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
+import { percentiles, round } from './lib/stats.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
+
+const HELP = `usage: node bench/dashboard.mjs [options]
+
+  --db LIST       sqlite,postgres (default: sqlite, plus postgres when BENCH_DATABASE_URL or TEST_DATABASE_URL is set)
+  --events N      events loaded into the measured project (default 100000; bench/run.mjs's query set is 1000000)
+  --issues N      distinct fingerprints among them (default 2000)
+  --samples N     timed requests per page (default 30)
+  --keep-data     do not delete the databases afterwards
+`;
+
+const { values: argv } = parseArgs({
+  options: {
+    db: { type: 'string' },
+    events: { type: 'string', default: '100000' },
+    issues: { type: 'string', default: '2000' },
+    samples: { type: 'string', default: '30' },
+    'keep-data': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (argv.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const opts = {
+  dbs: (argv.db ?? (postgresBaseUrl() ? 'sqlite,postgres' : 'sqlite')).split(',').map((s) => s.trim()),
+  events: Number(argv.events),
+  issues: Number(argv.issues),
+  samples: Number(argv.samples),
+};
+const API_KEY = `bench-${randomBytes(8).toString('hex')}`;
+const log = (...a) => console.log(...a);
+
+async function startServer(databaseUrl, logFile) {
+  const port = await freePort();
+  const env = { ...process.env };
+  for (const k of ['PUBLIC_URL', 'CORS_ORIGIN', 'RETENTION_DAYS']) delete env[k];
+  Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', API_KEYS: API_KEY, NODE_ENV: 'production' });
+  const proc = startProcess(process.execPath, ['--max-old-space-size=1536', path.join(root, 'dist/cli/main.js'), 'serve'], { env, logFile, cwd: root });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHealth(url, proc);
+  return { proc, url };
+}
+
+async function api(base, method, pathname, body) {
+  const r = await fetch(`${base}${pathname}`, {
+    method,
+    headers: { authorization: `Bearer ${API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  if (r.status >= 400) throw new Error(`${method} ${pathname} answered ${r.status}: ${text.slice(0, 200)}`);
+  return JSON.parse(text);
+}
+
+async function signIn(base) {
+  const r = await fetch(`${base}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ key: API_KEY, next: '/' }),
+  });
+  const cookie = r.headers.getSetCookie().find((c) => c.startsWith('faultline_session='));
+  if (r.status !== 303 || !cookie) throw new Error(`sign-in answered ${r.status}`);
+  return cookie.split(';')[0];
+}
+
+async function loadEvents(base, counter, slug) {
+  const project = await api(base, 'POST', '/api/projects', { slug, name: `bench ${slug}`, platform: 'backend' });
+  const dsn = new URL(project.dsn);
+  const templatesFile = path.join(os.tmpdir(), `faultline-dashboard-bench-${process.pid}.json`);
+  writeTemplateFile(templatesFile);
+  const started = performance.now();
+  const load = startLoad({
+    generator: 'node',
+    mode: 'closed',
+    url: base,
+    path: `/api/${project.id}/envelope/?sentry_version=7&sentry_key=${dsn.username}&sentry_client=sentry.javascript.node%2F11.12.0`,
+    templatesFile,
+    prefix: `${randomBytes(4).toString('hex')}00010000`,
+    fingerprints: opts.issues,
+    spreadSeconds: 6 * 24 * 3600,
+    sessionEvery: 10,
+    connections: 64,
+    events: opts.events,
+  });
+  const result = await load.result;
+  for (let i = 0; i < 600 && (await counter.count('counted', project.id)) < opts.events; i++) await sleep(100);
+  fs.rmSync(templatesFile, { force: true });
+  return { id: project.id, seconds: round((performance.now() - started) / 1000), failed: result.failed };
+}
+
+async function timePage(base, cookie, p, samples, headers = {}) {
+  const times = [];
+  const serverTimes = [];
+  let bytes = 0;
+  for (let i = 0; i < samples + 3; i++) {
+    const t = performance.now();
+    const r = await fetch(base + p, { headers: { cookie, ...headers }, redirect: 'manual' });
+    const body = await r.arrayBuffer();
+    const ms = performance.now() - t;
+    if (r.status !== 200) throw new Error(`${p} answered ${r.status}`);
+    bytes = body.byteLength;
+    const server = /page;dur=([0-9.]+)/.exec(r.headers.get('server-timing') ?? '');
+    if (i >= 3) {
+      times.push(ms);
+      if (server) serverTimes.push(Number(server[1]));
+    }
+  }
+  const [p50, p95] = percentiles(times, [50, 95]);
+  const [s50, s95] = serverTimes.length ? percentiles(serverTimes, [50, 95]) : [null, null];
+  return { page: p, p50_ms: round(p50), p95_ms: round(p95), server_p50_ms: s50 === null ? null : round(s50), server_p95_ms: s95 === null ? null : round(s95), html_bytes: bytes };
+}
+
+async function bytesOf(base, cookie, p) {
+  const r = await fetch(base + p, { headers: { cookie } });
+  if (r.status !== 200) throw new Error(`${p} answered ${r.status}`);
+  return (await r.arrayBuffer()).byteLength;
+}
+
+async function benchDatabase(kind, runDir) {
+  const db = await createBenchDatabase(kind);
+  const server = await startServer(db.url, path.join(runDir, `server-${kind}.log`));
+  const counter = await db.counter();
+  try {
+    log(`[${kind}] loading ${opts.events} events over ${opts.issues} fingerprints ...`);
+    const loaded = await loadEvents(server.url, counter, 'query');
+    log(`[${kind}] loaded in ${loaded.seconds} s${loaded.failed ? ` (${loaded.failed} failed requests)` : ''}`);
+    if (kind === 'postgres') await counter.vacuumIfAutovacuumOff();
+    await api(server.url, 'POST', '/api/projects', { slug: 'empty', name: 'Empty', platform: 'web' });
+    const cookie = await signIn(server.url);
+
+    const assets = { css: await bytesOf(server.url, cookie, '/static/dashboard.css'), js: await bytesOf(server.url, cookie, '/static/dashboard.js') };
+    const emptyPages = ['/', '/empty', '/empty/issues', '/empty/events', '/empty/releases', '/empty/alerts', '/empty/symbols', '/empty/settings'];
+    const weight = [];
+    for (const p of emptyPages) {
+      const html = await bytesOf(server.url, cookie, p);
+      weight.push({ page: p, html_bytes: html, with_assets_bytes: html + assets.css + assets.js });
+    }
+
+    const issues = await api(server.url, 'GET', '/api/projects/query/issues?sort=events&limit=5');
+    const events = await api(server.url, 'GET', '/api/projects/query/events?limit=1');
+    const fp = issues.issues[0]?.fingerprint;
+    const release = encodeURIComponent(RELEASES[3]);
+    // Each page beside the JSON route it is built on, to tell rendering from querying.
+    const A = '/api/projects/query';
+    const pages = [
+      ['/', '/api/projects'],
+      ['/query', `${A}/overview`],
+      ['/query/issues', `${A}/issues`],
+      ['/query/issues?level=error&q=timeout&sort=events', `${A}/issues?level=error&q=timeout&sort=events`],
+      [`/query/issues/${fp}`, `${A}/issues/${fp}`],
+      ['/query/events', `${A}/events`],
+      ['/query/events?tag.region=eu-west-1', `${A}/events?tag.region=eu-west-1`],
+      [`/query/events/${events.events[0]?.id}`, `${A}/events/${events.events[0]?.id}`],
+      ['/query/releases', `${A}/releases`],
+      [`/query/releases/${release}`, `${A}/releases/${release}`],
+      ['/query/alerts', `${A}/alerts`],
+      ['/query/symbols', `${A}/symbols`],
+      ['/query/settings', `${A}`],
+    ];
+    const latency = [];
+    for (const [p, apiPath] of pages) {
+      const r = await timePage(server.url, cookie, p, opts.samples);
+      const j = await timePage(server.url, `x=1`, apiPath, opts.samples, { authorization: `Bearer ${API_KEY}` });
+      r.api = { path: apiPath, p50_ms: j.p50_ms, p95_ms: j.p95_ms };
+      log(`[${kind}] ${p}: p50 ${r.p50_ms} ms, p95 ${r.p95_ms} ms (in the dashboard: p50 ${r.server_p50_ms}, p95 ${r.server_p95_ms}), ${r.html_bytes} B; JSON route: p50 ${j.p50_ms} ms, p95 ${j.p95_ms} ms`);
+      latency.push(r);
+    }
+    for (const w of weight) log(`[${kind}] empty ${w.page}: ${w.html_bytes} B HTML, ${w.with_assets_bytes} B with CSS and JS`);
+    return { kind, events: opts.events, issues: opts.issues, load_seconds: loaded.seconds, assets, weight, latency };
+  } finally {
+    await counter.close?.();
+    await server.proc.stop();
+    if (!argv['keep-data']) await db.drop();
+  }
+}
+
+async function main() {
+  if (!fs.existsSync(path.join(root, 'dist/cli/main.js'))) throw new Error('run `npm run build` first');
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const runDir = path.join(here, 'results');
+  fs.mkdirSync(runDir, { recursive: true });
+  const result = { kind: 'dashboard', at: new Date().toISOString(), cpus: os.cpus().length, samples: opts.samples, databases: {} };
+  for (const kind of opts.dbs) result.databases[kind] = await benchDatabase(kind, runDir);
+  const file = path.join(runDir, `dashboard-${stamp}.json`);
+  fs.writeFileSync(file, JSON.stringify(result, null, 2));
+  log(`results: ${path.relative(root, file)}`);
+}
+
+main().catch((err) => {
+  console.error(`bench/dashboard: ${err.stack ?? err}`);
+  process.exit(1);
+});

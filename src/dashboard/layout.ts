@@ -1,0 +1,67 @@
+// The page shell every dashboard page shares: head, the top bar (project
+// sections, sign-out), a skip link for keyboard users, flash messages, and the
+// hidden CSRF field every form carries.
+import { html, projectPath, raw, type Html } from './html.js';
+
+/** What a page knows about the request it answers. */
+export interface PageContext {
+  /** The CSRF token forms must carry. */
+  csrf: string;
+  /** Whether sign-in is on (API_KEYS set), so a sign-out button is shown. */
+  signedIn: boolean;
+  now: number;
+}
+
+export const SECTIONS = [
+  ['overview', 'Overview'],
+  ['issues', 'Issues'],
+  ['events', 'Events'],
+  ['releases', 'Releases'],
+  ['alerts', 'Alerts'],
+  ['symbols', 'Symbols'],
+  ['settings', 'Settings'],
+] as const;
+export type Section = (typeof SECTIONS)[number][0];
+
+export function csrfField(ctx: PageContext): Html {
+  return html`<input type="hidden" name="_csrf" value="${ctx.csrf}">`;
+}
+
+export function flash(message: string | undefined, kind: 'ok' | 'error' = 'ok'): Html {
+  if (!message) return html``;
+  return html`<p class="flash ${kind === 'error' ? 'error' : ''}" role="${kind === 'error' ? 'alert' : 'status'}">${message}</p>`;
+}
+
+export function page(
+  ctx: PageContext,
+  o: { title: string; project?: { slug: string; name: string }; section?: Section; body: Html },
+): Html {
+  const nav = o.project
+    ? SECTIONS.map(([id, label]) => {
+        const path = id === 'overview' ? projectPath(o.project!.slug) : projectPath(o.project!.slug, id);
+        return html`<a href="${path}" ${o.section === id ? raw('aria-current="page"') : ''}>${label}</a>`;
+      })
+    : [];
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${o.title} · Faultline</title>
+<link rel="stylesheet" href="/static/dashboard.css">
+<script src="/static/dashboard.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+  <a class="brand" href="/">Faultline</a>
+  ${o.project ? html`<a href="${projectPath(o.project.slug)}" class="sub">${o.project.name}</a>` : ''}
+  <nav aria-label="Project">${nav}</nav>
+  ${ctx.signedIn ? html`<form method="post" action="/logout">${csrfField(ctx)}<button type="submit">Sign out</button></form>` : ''}
+</header>
+<main id="main">
+${o.body}
+</main>
+</body>
+</html>`;
+}

@@ -1,0 +1,76 @@
+// The alerts page: the three rules (on/off, cooldown), the channels (webhook,
+// Telegram) with "send test" and delete, the form adding a channel, and the
+// delivery log. Built on src/alerts, as the alerts API is.
+import type { AlertRuleJson, channelJson, listDeliveries } from '../../alerts/store.js';
+import { html, raw, utc, type Html } from '../html.js';
+import { csrfField, flash, page, type PageContext } from '../layout.js';
+
+type Project = { slug: string; name: string };
+type Channel = ReturnType<typeof channelJson>;
+type Delivery = Awaited<ReturnType<typeof listDeliveries>>[number];
+
+const RULE_NAMES: Record<string, string> = {
+  new_issue: 'New issue',
+  regression: 'Regression (a resolved issue is back)',
+  crash_spike: 'Crash spike',
+};
+
+function channelTarget(ch: Channel): string {
+  const c = ch.config as { url?: unknown; has_secret?: unknown; chat_id?: unknown };
+  if (ch.kind === 'webhook') return `${String(c.url)}${c.has_secret ? ' (signed with a secret)' : ''}`;
+  return `chat ${String(c.chat_id)}`;
+}
+
+export function alertsPage(
+  ctx: PageContext,
+  project: Project,
+  data: { rules: AlertRuleJson[]; channels: Channel[]; deliveries: Delivery[] },
+  o: { message?: string; error?: string; form?: Record<string, string> } = {},
+): Html {
+  const base = `/${encodeURIComponent(project.slug)}/alerts`;
+  const f = o.form ?? {};
+  const body = html`<h1>Alerts</h1>
+  ${flash(o.message)}${flash(o.error, 'error')}
+  <section class="card" aria-labelledby="rules-h"><h2 id="rules-h">Rules</h2>
+    <div class="scroll"><table><thead><tr><th>Alert</th><th>On</th><th>Cooldown (minutes)</th><th class="opt">Last sent</th><th></th></tr></thead><tbody>
+    ${data.rules.map(
+      (r) => html`<tr>
+        <td>${RULE_NAMES[r.type] ?? r.type}</td>
+        <td><input type="checkbox" form="rule-${r.type}" name="enabled" value="true" ${r.enabled ? raw('checked') : ''} aria-label="${RULE_NAMES[r.type] ?? r.type} on"></td>
+        <td><input type="number" form="rule-${r.type}" name="cooldown_minutes" min="0" max="43200" step="1" value="${r.cooldown_minutes}" aria-label="Cooldown of ${RULE_NAMES[r.type] ?? r.type} in minutes"></td>
+        <td class="opt">${utc(r.last_triggered)}</td>
+        <td><form id="rule-${r.type}" method="post" action="${base}/rules/${r.type}">${csrfField(ctx)}<button type="submit" class="secondary">Save</button></form></td>
+      </tr>`,
+    )}</tbody></table></div>
+  </section>
+  <section class="card" aria-labelledby="channels-h"><h2 id="channels-h">Channels</h2>
+    ${data.channels.length === 0
+      ? html`<p>No channel yet: alerts are recorded but sent nowhere.</p>`
+      : html`<div class="scroll"><table><thead><tr><th>Kind</th><th>Sends to</th><th class="opt">Added</th><th></th></tr></thead><tbody>
+      ${data.channels.map(
+        (ch) => html`<tr><td>${ch.kind}</td><td class="title">${channelTarget(ch)}</td><td class="opt">${utc(ch.created_at)}</td>
+          <td><div class="actions">
+            <form method="post" action="${base}/channels/${ch.id}/test">${csrfField(ctx)}<button type="submit" class="secondary">Send test</button></form>
+            <form method="post" action="${base}/channels/${ch.id}/delete">${csrfField(ctx)}<button type="submit" class="secondary" data-confirm="Delete this channel?">Delete</button></form>
+          </div></td></tr>`,
+      )}</tbody></table></div>`}
+    <h3>Add a channel</h3>
+    <form method="post" action="${base}/channels" class="filters">
+      ${csrfField(ctx)}
+      <label>Kind<select name="kind"><option value="webhook" ${f.kind !== 'telegram' ? raw('selected') : ''}>webhook</option><option value="telegram" ${f.kind === 'telegram' ? raw('selected') : ''}>telegram</option></select></label>
+      <label>Webhook URL<input name="url" type="url" value="${f.url ?? ''}" placeholder="https://hooks.example.com/faultline"></label>
+      <label>Webhook secret (optional)<input name="secret" type="password" autocomplete="off"></label>
+      <label>Telegram chat id<input name="chat_id" value="${f.chat_id ?? ''}" placeholder="-1001234567890 or @channel"></label>
+      <button type="submit">Add channel</button>
+    </form>
+  </section>
+  <section aria-labelledby="deliveries-h"><h2 id="deliveries-h">Deliveries <span class="sub">latest 100</span></h2>
+    ${data.deliveries.length === 0
+      ? html`<p class="sub">None yet.</p>`
+      : html`<div class="scroll"><table><thead><tr><th>Alert</th><th>Channel</th><th>State</th><th class="num">Attempts</th><th>Created</th><th class="opt">Sent</th><th class="opt">Last error</th></tr></thead><tbody>
+      ${data.deliveries.map(
+        (d) => html`<tr><td>${d.type}</td><td>${d.channel_id}</td><td>${d.state}</td><td class="num">${d.attempts}</td><td>${utc(d.created_at)}</td><td class="opt">${utc(d.sent_at)}</td><td class="opt">${d.last_error ?? ''}</td></tr>`,
+      )}</tbody></table></div>`}
+  </section>`;
+  return page(ctx, { title: `Alerts · ${project.name}`, project, section: 'alerts', body });
+}

@@ -1,0 +1,88 @@
+// Project-level pages: the project list with the creation form, a project's
+// settings (sampling, quota, DSN with copy, rotate key, delete with
+// confirmation), the sign-in page and the error page.
+import type { projectJson } from '../../http/projects.js';
+import { PLATFORMS } from '../../store/projects.js';
+import { html, options, projectPath, utc, type Html } from '../html.js';
+import { csrfField, flash, page, type PageContext } from '../layout.js';
+
+/** A project as the JSON API shows it (with its DSN). */
+export type ProjectView = ReturnType<typeof projectJson>;
+
+export function projectListPage(ctx: PageContext, projects: ProjectView[], form: Record<string, string> = {}, error?: string, message?: string): Html {
+  const body = html`<h1>Projects</h1>
+  ${flash(message)}
+  ${projects.length === 0
+    ? html`<p>No project yet: create one below, then give its DSN to your app's Sentry SDK.</p>`
+    : html`<div class="scroll"><table><thead><tr><th>Project</th><th>Platform</th><th class="opt">Created</th><th></th></tr></thead><tbody>
+      ${projects.map(
+        (p) => html`<tr><td><a class="title" href="${projectPath(p.slug)}">${p.name}</a><div class="sub">${p.slug}</div></td><td>${p.platform}</td>
+          <td class="opt">${utc(p.created_at)}</td><td><a href="${projectPath(p.slug, 'issues')}">Issues</a> · <a href="${projectPath(p.slug, 'settings')}">Settings</a></td></tr>`,
+      )}</tbody></table></div>`}
+  <section class="card" aria-labelledby="new-project"><h2 id="new-project">New project</h2>
+    ${flash(error, 'error')}
+    <form method="post" action="/new" class="filters">
+      ${csrfField(ctx)}
+      <label>Slug (lowercase, used in URLs)<input name="slug" required pattern="[a-z0-9][a-z0-9._\\-]{0,63}" value="${form.slug ?? ''}"></label>
+      <label>Name<input name="name" value="${form.name ?? ''}"></label>
+      <label>Platform<select name="platform">${options(PLATFORMS, form.platform ?? 'other')}</select></label>
+      <button type="submit">Create project</button>
+    </form>
+  </section>`;
+  return page(ctx, { title: 'Projects', body });
+}
+
+export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: string; error?: string; form?: Record<string, string> } = {}): Html {
+  const f = o.form ?? {};
+  const value = (name: keyof ProjectView) => f[name] ?? String(p[name]);
+  const base = projectPath(p.slug);
+  const body = html`<h1>Settings</h1>
+  ${flash(o.message)}${flash(o.error, 'error')}
+  <section class="card" aria-labelledby="dsn-h"><h2 id="dsn-h">DSN</h2>
+    <p>Give this to the Sentry SDK of your app (<code>Sentry.init({ dsn })</code>).</p>
+    <div class="actions"><label for="dsn" class="sub">DSN</label><input id="dsn" readonly value="${p.dsn}" size="60"><button type="button" data-copy="dsn" class="secondary">Copy</button></div>
+    <form method="post" action="${base}/rotate-key">
+      ${csrfField(ctx)}
+      <p class="sub">Rotating gives the project a new key; the old DSN stops working at once.</p>
+      <button type="submit" class="secondary" data-confirm="Rotate the key? Apps using the old DSN stop reporting.">Rotate key</button>
+    </form>
+  </section>
+  <section class="card" aria-labelledby="settings-h"><h2 id="settings-h">Project</h2>
+    <form method="post" action="${base}/settings" class="filters">
+      ${csrfField(ctx)}
+      <label>Name<input name="name" required value="${value('name')}"></label>
+      <label>Platform<select name="platform">${options(PLATFORMS, value('platform'))}</select></label>
+      <label>Keep the first N events of each issue<input name="sample_keep_first" type="number" min="0" step="1" value="${value('sample_keep_first')}"></label>
+      <label>Then keep this share (0 to 1)<input name="sample_rate" type="number" min="0" max="1" step="any" value="${value('sample_rate')}"></label>
+      <label>Daily quota of events (0 = unlimited)<input name="daily_quota" type="number" min="0" step="1" value="${value('daily_quota')}"></label>
+      <button type="submit">Save</button>
+    </form>
+  </section>
+  <section class="card" aria-labelledby="delete-h"><h2 id="delete-h">Delete project</h2>
+    <form method="post" action="${base}/delete">
+      ${csrfField(ctx)}
+      <p>Deleting removes the project with every issue, event, session and setting. It cannot be undone.</p>
+      <label><span>Type the slug <code>${p.slug}</code> to confirm</span><input name="confirm" autocomplete="off" required size="30"></label>
+      <p><button type="submit" class="danger">Delete project</button></p>
+    </form>
+  </section>`;
+  return page(ctx, { title: `Settings · ${p.name}`, project: p, section: 'settings', body });
+}
+
+export function loginPage(next: string, error?: string): Html {
+  const ctx: PageContext = { csrf: '', signedIn: false, now: 0 };
+  const body = html`<h1>Sign in</h1>
+  ${flash(error, 'error')}
+  <form method="post" action="/login" class="card">
+    <input type="hidden" name="next" value="${next}">
+    <p>This Faultline server asks for one of its API keys (the <code>API_KEYS</code> setting).</p>
+    <p><label>API key<input name="key" type="password" autocomplete="current-password" required autofocus></label></p>
+    <button type="submit">Sign in</button>
+  </form>`;
+  return page(ctx, { title: 'Sign in', body });
+}
+
+export function errorPage(ctx: PageContext, status: number, message: string, project?: { slug: string; name: string }): Html {
+  const title = status === 404 ? 'Not found' : status === 400 ? 'Bad request' : status === 403 ? 'Refused' : 'Error';
+  return page(ctx, { title, project, body: html`<h1>${title}</h1><p class="flash error" role="alert">${message}</p><p><a href="/">All projects</a></p>` });
+}

@@ -1,0 +1,103 @@
+// The dashboard's alerts page on both databases: in Chromium, add a webhook
+// channel, send a test alert that reaches a local receiver, see the delivery,
+// delete the channel; through fetch, the rule form and the API's validation
+// messages, and that every alerts action needs the session and its CSRF token.
+import http from 'node:http';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dialects, type TestServer } from '../helpers/server.js';
+import { API_KEY, Client, seedDemo, startDashboardServer } from './fixture.js';
+
+let browser: Browser;
+let receiver: http.Server;
+let receiverUrl: string;
+const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+
+beforeAll(async () => {
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+});
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((resolve) => receiver?.close(resolve));
+});
+
+describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startDashboardServer(dialect, { API_KEYS: API_KEY, WEBHOOK_ALLOW_PRIVATE: 'true' });
+    await seedDemo(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('adds a webhook channel, sends a test alert to it, shows the delivery and deletes the channel (Chromium)', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.on('dialog', (d) => d.accept());
+    await page.goto(`${t.url}/login?next=/demo/alerts`);
+    await page.getByLabel('API key').fill(API_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${t.url}/demo/alerts`);
+    await page.getByLabel('Webhook URL').fill(receiverUrl);
+    await page.getByLabel('Webhook secret (optional)').fill('s3cret-value');
+    await page.getByRole('button', { name: 'Add channel' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Channel added');
+    expect(await page.locator('#channels-h ~ div table').textContent()).toContain(`${receiverUrl} (signed with a secret)`);
+    expect(await page.content()).not.toContain('s3cret-value');
+
+    const before = received.length;
+    await page.getByRole('button', { name: 'Send test' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('was delivered (HTTP 200)');
+    expect(received.length).toBe(before + 1);
+    expect(received.at(-1)!.body).toContain('Test alert from Faultline');
+    expect(await page.locator('#deliveries-h ~ div table').textContent()).toContain('test');
+
+    const api = await (await t.api('/api/projects/demo/alerts')).json();
+    expect(api.channels).toHaveLength(1);
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Channel deleted');
+    expect((await (await t.api('/api/projects/demo/alerts')).json()).channels).toHaveLength(0);
+    await context.close();
+  });
+
+  it('saves rules and shows the alerts API’s validation messages', async () => {
+    const c = new Client(t.url);
+    await c.signIn(API_KEY);
+    const csrf = await c.csrf('/demo/alerts');
+    expect((await c.post('/demo/alerts/rules/regression', { _csrf: csrf, cooldown_minutes: '15' })).status).toBe(303);
+    const rules = (await (await t.api('/api/projects/demo/alerts')).json()).rules;
+    expect(rules.find((r: { type: string }) => r.type === 'regression')).toMatchObject({ enabled: false, cooldown_minutes: 15 });
+    const tooLong = await c.post('/demo/alerts/rules/new_issue', { _csrf: csrf, enabled: 'true', cooldown_minutes: '99999' });
+    expect(tooLong.status).toBe(400);
+    expect(await tooLong.text()).toContain('cooldown_minutes must be an integer between 0 and 43200');
+    expect((await c.post('/demo/alerts/rules/nope', { _csrf: csrf, enabled: 'true' })).status).toBe(404);
+    const badUrl = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'webhook', url: 'ftp://example.com/x' });
+    expect(badUrl.status).toBe(400);
+    expect(await badUrl.text()).toContain('config.url must be an absolute http or https URL');
+    const telegram = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'telegram', chat_id: '-100123' });
+    expect(telegram.status).toBe(400);
+    expect(await telegram.text()).toContain('TELEGRAM_BOT_TOKEN');
+    expect((await c.post('/demo/alerts/channels/999/test', { _csrf: csrf })).status).toBe(404);
+  });
+
+  it('refuses alerts actions without a session or without the CSRF token', async () => {
+    const anonymous = new Client(t.url);
+    expect((await anonymous.request('/demo/alerts')).status).toBe(303);
+    expect((await anonymous.post('/demo/alerts/channels', { kind: 'webhook', url: receiverUrl })).status).toBe(401);
+    const c = new Client(t.url);
+    await c.signIn(API_KEY);
+    expect((await c.post('/demo/alerts/channels', { kind: 'webhook', url: receiverUrl })).status).toBe(403);
+    expect((await (await t.api('/api/projects/demo/alerts')).json()).channels).toHaveLength(0);
+  });
+});
