@@ -19,14 +19,15 @@
 import { issueAlertOutboxRow } from '../alerts/outbox.js';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { EventInput, PreparedWork } from './prepare.js';
-import type {
-  DailyUsageRecord,
-  IssueRecord,
-  ProjectHourlyRecord,
-  ReleaseRecord,
-  SeenEventRecord,
-  SessionHourlyRecord,
-  SessionRecord,
+import {
+  releasePlatforms,
+  type DailyUsageRecord,
+  type IssueRecord,
+  type ProjectHourlyRecord,
+  type ReleaseRecord,
+  type SeenEventRecord,
+  type SessionHourlyRecord,
+  type SessionRecord,
 } from './records.js';
 import type { IngestOutcome, IngestWork } from './types.js';
 
@@ -469,7 +470,7 @@ class Planner {
       if (!acc) continue;
       acc.first = Math.min(acc.first, num(r.first_seen));
       acc.last = Math.max(acc.last, num(r.last_seen));
-      for (const p of parsePlatforms(r.platforms)) acc.platforms.add(p);
+      for (const p of releasePlatforms(r.platforms)) acc.platforms.add(p);
     }
     for (const [release, acc] of releases) {
       this.releaseRows.push({
@@ -578,15 +579,6 @@ function newIssue(row: PlannedIssueRow): PlannedIssue {
     firstStoredTs: Infinity,
     lastStoredTs: -Infinity,
   };
-}
-
-function parsePlatforms(json: string): string[] {
-  try {
-    const v = JSON.parse(json);
-    return Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
-  } catch {
-    return [];
-  }
 }
 
 // ---------------------------------------------------------------------------

@@ -62,8 +62,18 @@ export interface ReleaseRecord {
   release: string;
   first_seen: number;
   last_seen: number;
-  /** JSON array of platform names. */
+  /** JSON array of platform names (releasePlatforms reads it). */
   platforms: string;
+}
+
+/** The platform names of a release row's `platforms`; none when it is not a JSON array. */
+export function releasePlatforms(json: string): string[] {
+  try {
+    const v = JSON.parse(json);
+    return Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
+  } catch {
+    return [];
+  }
 }
 
 export interface DailyUsageRecord {

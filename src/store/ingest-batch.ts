@@ -33,6 +33,7 @@ import {
   type ProjectKeys,
   type ProjectSettings,
   type ProjectSnapshot,
+  type Random,
   type WriteCounts,
   type WriteSet,
 } from '../ingest/plan.js';
@@ -65,8 +66,8 @@ const NO_RAW = NO_DETAIL;
 // ---------------------------------------------------------------------------
 
 export interface BatchOptions {
-  /** Uniform draw in [0, 1) for sampling. */
-  random: () => number;
+  /** Uniform draws in [0, 1) for sampling. */
+  random: Random;
   /**
    * SQLite: issue rows kept from earlier batches of the same connection. Only for a
    * connection that writes nothing but ingest batches (the batch thread's), since the

@@ -16,45 +16,16 @@ import {
 } from '../../src/ingest/plan.js';
 import { prepareWork, type PreparedWork } from '../../src/ingest/prepare.js';
 import type { IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
+import { makeEvent } from '../writer/factory.js';
 
 const PID = 7;
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 0);
 const RESOLVED_AT = NOW - DAY_MS;
 const FP = 'f'.repeat(32);
 
-let nextId = 0;
-const eventId = () => (++nextId).toString(16).padStart(32, '0');
-
+/** An event of the default issue, without a release, a second before NOW. */
 function event(overrides: Partial<NormalizedEvent> = {}): NormalizedEvent {
-  return {
-    eventId: eventId(),
-    timestamp: NOW - 1000,
-    level: 'error',
-    platform: 'javascript',
-    release: '',
-    dist: '',
-    environment: 'production',
-    userId: null,
-    userEmail: null,
-    userUsername: null,
-    userIp: null,
-    userKey: null,
-    deviceId: null,
-    deviceModel: null,
-    osName: null,
-    osVersion: null,
-    screen: '',
-    title: 'TypeError: x is undefined',
-    message: '',
-    errorType: 'TypeError',
-    location: 'app.js',
-    isCrash: false,
-    sdkName: 'sentry.javascript.browser',
-    tags: {},
-    fingerprint: FP,
-    raw: new Uint8Array(0),
-    ...overrides,
-  };
+  return makeEvent({ timestamp: NOW - 1000, release: '', fingerprint: FP, ...overrides });
 }
 
 function work(
