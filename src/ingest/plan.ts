@@ -24,19 +24,20 @@ import {
   type DailyUsageRecord,
   type IssueRecord,
   type ProjectHourlyRecord,
+  type ProjectRecord,
   type ReleaseRecord,
   type SeenEventRecord,
   type SessionHourlyRecord,
   type SessionRecord,
 } from './records.js';
-import type { IngestOutcome, IngestWork } from './types.js';
+import type { IngestOutcome } from './types.js';
 
 // ---------------------------------------------------------------------------
 // The snapshot: what the batch reads before planning
 // ---------------------------------------------------------------------------
 
 /** A project's ingest settings, read fresh under its lock. */
-export type ProjectSettings = Pick<IngestWork['project'], 'id' | 'sample_keep_first' | 'sample_rate' | 'daily_quota'>;
+export type ProjectSettings = Pick<ProjectRecord, 'id' | 'sample_keep_first' | 'sample_rate' | 'daily_quota'>;
 
 /** The keys one project's works touch: what the store reads for it. */
 export interface ProjectKeys {

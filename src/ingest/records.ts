@@ -3,6 +3,19 @@
 // (src/ingest/plan.ts) reads and writes, so the planner needs nothing from src/store.
 // Times are epoch milliseconds.
 
+/** A project row as read (the database fills `id`). */
+export interface ProjectRecord {
+  id: number;
+  slug: string;
+  name: string;
+  platform: string;
+  dsn_key: string;
+  sample_keep_first: number;
+  sample_rate: number;
+  daily_quota: number;
+  created_at: number;
+}
+
 /** An issue row as read (the database fills `id`; `last_seen_minute` is the store's own column). */
 export interface IssueRecord {
   id: number;

@@ -125,11 +125,11 @@ export interface SessionAggregate {
   unhandled: number;
 }
 
-import type { ProjectRow } from '../store/schema.js';
+import type { ProjectRecord } from './records.js';
 
 /** One request's worth of ingest work, handed to the group-commit writer. */
 export interface IngestWork {
-  project: ProjectRow;
+  project: ProjectRecord;
   receivedAt: number;
   events: NormalizedEvent[];
   sessions: SessionUpdate[];

@@ -6,22 +6,15 @@ import type {
   DailyUsageRecord,
   IssueRecord,
   ProjectHourlyRecord,
+  ProjectRecord,
   ReleaseRecord,
   SeenEventRecord,
   SessionHourlyRecord,
   SessionRecord,
 } from '../ingest/records.js';
 
-export interface ProjectTable {
+export interface ProjectTable extends Omit<ProjectRecord, 'id'> {
   id: Generated<number>;
-  slug: string;
-  name: string;
-  platform: string;
-  dsn_key: string;
-  sample_keep_first: number;
-  sample_rate: number;
-  daily_quota: number;
-  created_at: number;
 }
 
 /** The step of issues.last_seen_minute (migration 010 computes it in SQL with this value). */
