@@ -2,6 +2,7 @@
 // body) into the NormalizedEvent row shape, following DECISIONS "Ingest" and
 // "Grouping". One JSON.parse per payload; sub-objects of the parsed event are
 // referenced, not copied, unless they need repair.
+import { HOUR_MS } from '../clock.js';
 import { InvalidItemError } from './errors.js';
 import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
@@ -28,7 +29,6 @@ export interface NormalizeContext {
   symbolicate?: EventSymbolicator;
 }
 
-const HOUR_MS = 3_600_000;
 const MAX_TITLE = 100;
 const MAX_MESSAGE = 8192;
 const MAX_TAGS = 100;

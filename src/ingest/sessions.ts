@@ -1,12 +1,12 @@
 // Release-health items (protocol notes §3.3, §3.4; DECISIONS "Release health"):
 // `session` updates and `sessions` aggregates, parsed and validated into the
 // shapes the writer stores.
+import { HOUR_MS } from '../clock.js';
 import { InvalidItemError } from './errors.js';
 import { parseCleanJson } from './hygiene.js';
 import { cleanUuid, parseTimestamp, randomId } from './normalize.js';
 import type { SessionAggregate, SessionStatus, SessionUpdate } from './types.js';
 
-const HOUR_MS = 3_600_000;
 /** Counts are stored in 32-bit integer columns. */
 const MAX_COUNT = 2_147_483_647;
 

@@ -1,6 +1,7 @@
 // The normalised shapes that flow from the envelope parser and normaliser
 // (request side, pure CPU) to the group-commit writer (database side).
-export type Level = 'fatal' | 'error' | 'warning' | 'info' | 'debug';
+export const LEVELS = ['fatal', 'error', 'warning', 'info', 'debug'] as const;
+export type Level = (typeof LEVELS)[number];
 
 export interface NormalizedFrame {
   filename?: string;
@@ -124,11 +125,11 @@ export interface SessionAggregate {
   unhandled: number;
 }
 
-import type { ProjectRow } from '../store/schema.js';
+import type { ProjectRecord } from './records.js';
 
 /** One request's worth of ingest work, handed to the group-commit writer. */
 export interface IngestWork {
-  project: ProjectRow;
+  project: ProjectRecord;
   receivedAt: number;
   events: NormalizedEvent[];
   sessions: SessionUpdate[];

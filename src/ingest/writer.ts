@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
 import type { Store } from '../store/database.js';
-import { commitIngestBatch, prepareWork, type PreparedWork } from '../store/ingest-batch.js';
+import { commitIngestBatch } from '../store/ingest-batch.js';
+import { prepareWork, type PreparedWork } from './prepare.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
 

@@ -9,7 +9,7 @@ export const MAX_OFFSET = 10_000;
 
 export const ISSUE_STATUSES = ['unresolved', 'triaged', 'resolved', 'regression', 'ignored'] as const;
 export type IssueStatus = (typeof ISSUE_STATUSES)[number];
-export const LEVELS = ['fatal', 'error', 'warning', 'info', 'debug'] as const;
+export { LEVELS } from '../ingest/types.js';
 
 function nonNegativeInteger(name: string, raw: string): number {
   const text = raw.trim();

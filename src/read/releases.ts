@@ -3,6 +3,7 @@
 // and the issues table's indexes, never from the events themselves.
 import type { Kysely } from 'kysely';
 import { iso, utcDay } from '../clock.js';
+import { releasePlatforms } from '../ingest/records.js';
 import type { Database, IssueRow } from '../store/schema.js';
 import { ReadNotFoundError } from './errors.js';
 import { issuesWithSparklines } from './issues.js';
@@ -38,15 +39,6 @@ interface ReleaseBase {
   platforms: string[];
   first_seen: number | null;
   last_seen: number | null;
-}
-
-function parsePlatforms(text: string): string[] {
-  try {
-    const v = JSON.parse(text);
-    return Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
-  } catch {
-    return [];
-  }
 }
 
 const zeroSessions = (): SessionCounts => ({ total: 0, crashed: 0, errored: 0 });
@@ -163,7 +155,7 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
   ]);
   const bases = new Map<string, ReleaseBase>();
   for (const r of rows) {
-    bases.set(r.release, { release: r.release, platforms: parsePlatforms(r.platforms), first_seen: Number(r.first_seen), last_seen: Number(r.last_seen) });
+    bases.set(r.release, { release: r.release, platforms: releasePlatforms(r.platforms), first_seen: Number(r.first_seen), last_seen: Number(r.last_seen) });
   }
   // Releases with sessions in the window but outside the events' span (or without events at all).
   const missing = [...sessions.keys(), ...counts.keys()].filter((r) => r !== '' && !bases.has(r));
@@ -175,7 +167,7 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
       .where('release', 'in', [...new Set(missing)])
       .execute();
     for (const r of known) {
-      bases.set(r.release, { release: r.release, platforms: parsePlatforms(r.platforms), first_seen: Number(r.first_seen), last_seen: Number(r.last_seen) });
+      bases.set(r.release, { release: r.release, platforms: releasePlatforms(r.platforms), first_seen: Number(r.first_seen), last_seen: Number(r.last_seen) });
     }
     for (const release of new Set(missing)) {
       if (bases.has(release)) continue;
@@ -213,7 +205,7 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     .executeTakeFirst();
   let base: ReleaseBase;
   if (row) {
-    base = { release: row.release, platforms: parsePlatforms(row.platforms), first_seen: Number(row.first_seen), last_seen: Number(row.last_seen) };
+    base = { release: row.release, platforms: releasePlatforms(row.platforms), first_seen: Number(row.first_seen), last_seen: Number(row.last_seen) };
   } else {
     const span = version === '' ? null : await sessionSpan(db, projectId, version);
     if (!span) throw new ReadNotFoundError(`release ${JSON.stringify(version)} not found in this project`);

@@ -1,10 +1,9 @@
-// One ingest batch as one database transaction: dedupe, daily quota, grouping into
-// issues, regressions, sampling, stored events and tags, the hourly/daily/release
-// aggregates and release-health sessions. Everything is read once per batch, merged
-// in memory and written back with multi-row statements, so the number of statements
-// grows with the distinct keys a batch touches (projects, issues, hours, releases),
-// never with its events. docs/architecture.md ("The ingest writer (group commit)")
-// explains the design.
+// One ingest batch as one database transaction: reads what the batch's works touch
+// (the snapshot), has the planner apply the ingest rules (src/ingest/plan.ts), and
+// writes the planner's write set with multi-row statements, so the number of
+// statements grows with the distinct keys a batch touches (projects, issues, hours,
+// releases), never with its events. docs/architecture.md ("The ingest writer (group
+// commit)") explains the design.
 import {
   CompiledQuery,
   sql,
@@ -17,185 +16,40 @@ import {
   type OnConflictUpdateBuilder,
   type RawBuilder,
 } from 'kysely';
-import { issueAlertOutboxRow } from '../alerts/outbox.js';
-import { DAY_MS, hourBucket, utcDay } from '../clock.js';
-import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
+import {
+  alertOutboxRows,
+  batchKeys,
+  emptySnapshot,
+  issueChangeRows,
+  issueHourlyRows,
+  issueReleaseRows,
+  issueUserRows,
+  linkStoredEvents,
+  planBatch,
+  tagRows,
+  type IssueWithTimes,
+  type PlannedEvent,
+  type PlannedIssueRow,
+  type ProjectKeys,
+  type ProjectSettings,
+  type ProjectSnapshot,
+  type Random,
+  type WriteCounts,
+  type WriteSet,
+} from '../ingest/plan.js';
+import { rawSource, type PreparedWork } from '../ingest/prepare.js';
+import type { IngestOutcome } from '../ingest/types.js';
 import type { Dialect, Store } from './database.js';
 import { packPayloads, type PackedChunk, type PayloadSlot } from './payloads.js';
 import { pgArrayLiteral } from './pg-arrays.js';
 import { nameStatement } from './pg-statements.js';
-import type { Database, EventTable, IssueRow, ReleaseRow, SessionRow } from './schema.js';
+import type { Database, EventTable, ReleaseRow, SessionRow } from './schema.js';
+
 
 type Db = Kysely<Database>;
 
-// Indexed text columns are clamped so that no single event can fail a whole batch
-// with PostgreSQL's btree row-size limit (about 2.7 KB per index entry).
-const MAX_RELEASE = 250;
-const MAX_TAG_KEY = 200;
-const MAX_TAG_VALUE = 200;
-const MAX_KEY_ID = 200; // event_id, fingerprint, sid, user id and user key
-const LEVELS: readonly Level[] = ['fatal', 'error', 'warning', 'info', 'debug'];
-
 /** Values per `in (...)` list. */
 const IN_CHUNK = 5_000;
-
-// ---------------------------------------------------------------------------
-// Preparation (outside the transaction, at submit time)
-// ---------------------------------------------------------------------------
-
-/** An event in the shape of its row, checked so that the database accepts it. */
-export interface EventInput {
-  source: NormalizedEvent;
-  eventId: string;
-  fingerprint: string;
-  timestamp: number;
-  level: Level;
-  platform: string;
-  release: string;
-  dist: string;
-  environment: string;
-  userId: string | null;
-  userEmail: string | null;
-  userUsername: string | null;
-  userIp: string | null;
-  userKey: string | null;
-  deviceId: string | null;
-  deviceModel: string | null;
-  osName: string | null;
-  osVersion: string | null;
-  screen: string;
-  title: string;
-  message: string;
-  errorType: string;
-  location: string;
-  isCrash: boolean;
-  sdkName: string;
-  tags: [string, string][];
-  tagsJson: string;
-  /** JSON of the frames symbolicated at ingest (NormalizedEvent.symbolicated), else null. */
-  symbolicated: string | null;
-}
-
-export interface SessionInput {
-  sid: string;
-  did: string | null;
-  started: number;
-  timestamp: number;
-  status: SessionStatus;
-  errors: number;
-  release: string;
-  environment: string;
-}
-
-export interface AggregateInput {
-  started: number;
-  release: string;
-  total: number;
-  crashed: number;
-  errored: number;
-}
-
-export interface PreparedWork {
-  projectId: number;
-  receivedAt: number;
-  events: EventInput[];
-  sessions: SessionInput[];
-  aggregates: AggregateInput[];
-}
-
-/** PostgreSQL text cannot hold NUL; both dialects drop it so they store the same thing. */
-function text(value: unknown, max = 0): string {
-  let s = typeof value === 'string' ? value : value == null ? '' : String(value);
-  if (s.includes('\u0000')) s = s.replaceAll('\u0000', '');
-  return max > 0 && s.length > max ? s.slice(0, max) : s;
-}
-
-function optText(value: unknown): string | null {
-  return value == null ? null : text(value);
-}
-
-function time(value: unknown, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) ? Math.round(value) : fallback;
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
-}
-
-/** Turns a request's work into row-shaped input, outside the transaction. */
-export function prepareWork(work: IngestWork): PreparedWork {
-  const receivedAt = time(work.receivedAt, Date.now());
-  const events = work.events.map((e) => {
-    const tags: [string, string][] = [];
-    const tagObject: Record<string, string> = {};
-    for (const [k, v] of Object.entries(e.tags ?? {})) {
-      const key = text(k, MAX_TAG_KEY);
-      const value = text(v, MAX_TAG_VALUE);
-      if (key === '' || Object.prototype.hasOwnProperty.call(tagObject, key)) continue;
-      tagObject[key] = value;
-      tags.push([key, value]);
-    }
-    const input: EventInput = {
-      source: e,
-      eventId: text(e.eventId, MAX_KEY_ID),
-      fingerprint: text(e.fingerprint, MAX_KEY_ID),
-      timestamp: time(e.timestamp, receivedAt),
-      level: LEVELS.includes(e.level) ? e.level : 'info',
-      platform: text(e.platform),
-      release: text(e.release, MAX_RELEASE),
-      dist: text(e.dist),
-      environment: text(e.environment),
-      userId: e.userId == null ? null : text(e.userId, MAX_KEY_ID),
-      userEmail: optText(e.userEmail),
-      userUsername: optText(e.userUsername),
-      userIp: optText(e.userIp),
-      userKey: e.userKey == null || e.userKey === '' ? null : text(e.userKey, MAX_KEY_ID),
-      deviceId: optText(e.deviceId),
-      deviceModel: optText(e.deviceModel),
-      osName: optText(e.osName),
-      osVersion: optText(e.osVersion),
-      screen: text(e.screen),
-      title: text(e.title),
-      message: text(e.message),
-      errorType: text(e.errorType),
-      location: text(e.location),
-      isCrash: e.isCrash === true,
-      sdkName: text(e.sdkName),
-      tags,
-      tagsJson: JSON.stringify(tagObject),
-      symbolicated: typeof e.symbolicated === 'string' ? text(e.symbolicated) : null,
-    };
-    return input;
-  });
-  const sessions = work.sessions.map((s) => ({
-    sid: text(s.sid, MAX_KEY_ID),
-    did: s.did == null || s.did === '' ? null : text(s.did),
-    started: time(s.started, receivedAt),
-    timestamp: time(s.timestamp, receivedAt),
-    status: s.status,
-    errors: count(s.errors),
-    release: text(s.release, MAX_RELEASE),
-    environment: text(s.environment),
-  }));
-  const aggregates = work.aggregates.map((a) => {
-    // `unhandled` (browser SDKs' status for an unhandled error) counts as crashed (DECISIONS).
-    const crashed = count(a.crashed) + count(a.unhandled);
-    const errored = count(a.errored) + count(a.abnormal);
-    return {
-      started: time(a.started, receivedAt),
-      release: text(a.release, MAX_RELEASE),
-      total: count(a.exited) + errored + crashed,
-      crashed,
-      errored,
-    };
-  });
-  return { projectId: work.project.id, receivedAt, events, sessions, aggregates };
-}
-
-/** The payload as received, which the batch stores in a payload chunk. */
-export function rawSource(e: EventInput): Uint8Array {
-  return e.source.raw ?? new Uint8Array(0);
-}
 
 /**
  * What new rows hold in `events.detail`: nothing. The detail is rebuilt from the raw
@@ -212,8 +66,8 @@ const NO_RAW = NO_DETAIL;
 // ---------------------------------------------------------------------------
 
 export interface BatchOptions {
-  /** Uniform draw in [0, 1) for sampling. */
-  random: () => number;
+  /** Uniform draws in [0, 1) for sampling. */
+  random: Random;
   /**
    * SQLite: issue rows kept from earlier batches of the same connection. Only for a
    * connection that writes nothing but ingest batches (the batch thread's), since the
@@ -276,18 +130,11 @@ export class IssueCache {
   }
 }
 
-export interface BatchResult {
+/** A transaction's answer: the planner's outcomes and counts, and the events stored. */
+export interface BatchResult extends WriteCounts {
   /** One per work, in order. */
   outcomes: IngestOutcome[];
-  /** Events counted (not duplicates, not refused). */
-  accepted: number;
   stored: number;
-  duplicates: number;
-  /** Events of works refused by the daily quota. */
-  refused: number;
-  /** Events and sessions of works whose project no longer exists. */
-  dropped: number;
-  sessionUpdates: number;
   /**
    * Set on the answer of a request the batch thread merged into another request's
    * transaction: that request's answer carries the transaction's counts.
@@ -374,106 +221,6 @@ async function inPostgresTransaction<T>(connection: DatabaseConnection, fn: (sen
   }
 }
 
-interface ProjectSettings {
-  id: number;
-  sample_keep_first: number;
-  sample_rate: number;
-  daily_quota: number;
-}
-
-type MutableIssue = Omit<IssueRow, 'id' | 'last_seen_minute'> & { id: number | null };
-
-interface IssueState {
-  row: MutableIssue;
-  /** Releases with the first time seen, loaded only for resolved issues (the regression rule). */
-  knownReleases: Map<string, number> | null;
-  userKeys: Set<string>;
-  releaseFirstSeen: Map<string, number>;
-  hourly: Map<number, number>;
-  /** Event times behind first_seen_id / last_seen_id, to compare new stored events with. */
-  firstStoredTs: number;
-  lastStoredTs: number;
-}
-
-type SeenRow = Insertable<Database['seen_events']>;
-
-interface StoredEvent {
-  input: EventInput;
-  issue: IssueState;
-  projectId: number;
-  receivedAt: number;
-  id: number | null;
-  /** The event's seen_events row, which names the stored row once `id` is known. */
-  seen: SeenRow;
-  /** Its payload's chunk (by id) and byte range there, once the chunks have ids (placePayloads). */
-  payload: { chunkId: number; start: number; length: number } | null;
-}
-
-/** A work's events that passed dedupe and quota, each with its seen_events row. */
-interface AcceptedWork {
-  work: PreparedWork;
-  events: EventInput[];
-  seen: SeenRow[];
-}
-
-interface Change {
-  issue: IssueState;
-  kind: 'new_issue' | 'regression';
-  at: number;
-  release: string;
-}
-
-type SessionClass = 'none' | 'ok' | 'errored' | 'crashed';
-
-interface SessionState {
-  row: SessionRow;
-  before: SessionClass;
-  changed: boolean;
-}
-
-interface ProjectHourly {
-  project_id: number;
-  bucket: number;
-  release: string;
-  events: number;
-  crashes: number;
-  errors: number;
-  fatal: number;
-  error: number;
-  warning: number;
-  info: number;
-  debug: number;
-}
-
-interface SessionHourly {
-  project_id: number;
-  release: string;
-  bucket: number;
-  total: number;
-  crashed: number;
-  errored: number;
-}
-
-interface ReleaseAcc {
-  first: number;
-  last: number;
-  platforms: Set<string>;
-}
-
-function sessionClass(status: string, errors: number): SessionClass {
-  if (status === 'crashed' || status === 'unhandled') return 'crashed';
-  if (status === 'errored' || status === 'abnormal' || errors > 0) return 'errored';
-  return 'ok';
-}
-
-function secondsToNextUtcMidnight(at: number): number {
-  return Math.max(1, Math.ceil((utcDay(at) + DAY_MS - at) / 1000));
-}
-
-function unique<T>(values: Iterable<T>): T[] {
-  return [...new Set(values)];
-}
-
 function chunks<T>(values: T[], size: number): T[][] {
   if (values.length <= size) return values.length === 0 ? [] : [values];
   const out: T[][] = [];
@@ -481,55 +228,6 @@ function chunks<T>(values: T[], size: number): T[][] {
   return out;
 }
 
-/** The keys one project's works touch: what the batch reads before planning. */
-interface ProjectKeys {
-  projectId: number;
-  eventIds: string[];
-  /** UTC days of the works that carry events (the daily quota). */
-  days: number[];
-  fingerprints: string[];
-  releases: string[];
-  sids: string[];
-}
-
-type IssueWithTimes = IssueRow & { first_ts: number | null; last_ts: number | null };
-
-/** What the batch read about one project, under the project's lock. */
-interface ProjectSnapshot {
-  /** Event ids of the batch the project has seen before. */
-  seen: Set<string>;
-  /** PostgreSQL: an id taken from the events sequence for each event id new to the project. */
-  eventIds: Map<string, number> | null;
-  /** Events counted per UTC day (the daily quota). */
-  used: Map<number, number>;
-  issues: IssueWithTimes[];
-  /** The releases (and when each was first seen) of the issues that are resolved. */
-  resolvedReleases: { issue_id: number; release: string; first_seen: number }[];
-  /** PostgreSQL: an id taken from the issues sequence for each fingerprint without an issue. */
-  newIssueIds: Map<string, number> | null;
-  releases: ReleaseRow[];
-  sessions: SessionRow[];
-}
-
-function projectKeys(projectId: number, works: PreparedWork[]): ProjectKeys {
-  const eventIds = new Set<string>();
-  const days = new Set<number>();
-  const fingerprints = new Set<string>();
-  const releases = new Set<string>();
-  const sids = new Set<string>();
-  for (const w of works) {
-    if (w.projectId !== projectId) continue;
-    if (w.events.length > 0) days.add(utcDay(w.receivedAt));
-    for (const e of w.events) {
-      eventIds.add(e.eventId);
-      fingerprints.add(e.fingerprint);
-      if (e.release !== '') releases.add(e.release);
-    }
-    for (const s of w.sessions) sids.add(s.sid);
-  }
-  // Sorted fingerprints: PostgreSQL locks the issues in this order.
-  return { projectId, eventIds: [...eventIds], days: [...days], fingerprints: [...fingerprints].sort(), releases: [...releases], sids: [...sids] };
-}
 
 function num(value: unknown): number {
   return Number(value);
@@ -577,27 +275,12 @@ const PG_READ_RESOLVED_RELEASES = `select r.issue_id, r.release, r.first_seen
   cross join lateral (select id from issues where project_id = $2 and fingerprint = f.fingerprint and status = 'resolved' offset 0) i
   cross join lateral (select issue_id, release, first_seen from issue_releases where issue_id = i.id offset 0) r`;
 
+
 class Batch {
-  private readonly issues: IssueState[] = [];
-  private readonly stored: StoredEvent[] = [];
-  private readonly changes: Change[] = [];
-  private readonly projectHourly = new Map<string, ProjectHourly>();
-  private readonly releaseRows: Insertable<Database['releases']>[] = [];
-  private readonly usage = new Map<string, { project_id: number; day: number; events: number }>();
-  private readonly seen: SeenRow[] = [];
-  private readonly sessions: SessionState[] = [];
-  private readonly sessionHourly = new Map<string, SessionHourly>();
   /** PostgreSQL writes to send together at the end (see flushDeferred); `name` when a later one reads its output. */
   private readonly deferred: { name?: string; template: string[]; params: string[] }[] = [];
-  private readonly result: BatchResult = {
-    outcomes: [],
-    accepted: 0,
-    stored: 0,
-    duplicates: 0,
-    refused: 0,
-    dropped: 0,
-    sessionUpdates: 0,
-  };
+  /** The planner's write set, once planned. */
+  private plan: WriteSet | null = null;
 
   /**
    * `db` only compiles queries; they run through `send`, on the transaction's
@@ -616,29 +299,20 @@ class Batch {
   }
 
   async run(works: PreparedWork[]): Promise<BatchResult> {
-    this.result.outcomes = works.map(() => ({ kind: 'ok' }) as IngestOutcome);
-    const projectIds = unique(works.map((w) => w.projectId)).sort((a, b) => a - b);
-    const keys = projectIds.map((id) => projectKeys(id, works));
-    const { projects, snapshots } = this.dialect === 'postgres' ? await this.readPostgres(keys) : await this.readSqlite(keys);
-    for (const [k, id] of projectIds.entries()) {
-      const indexes = works.flatMap((w, i) => (w.projectId === id ? [i] : []));
-      const project = projects.get(id);
-      if (!project) {
-        // Deleted since the request was authenticated: there is nowhere to put its data.
-        for (const i of indexes) this.result.dropped += works[i].events.length + works[i].sessions.length;
-        continue;
-      }
-      this.planProject(project, indexes, works, snapshots[k]);
-    }
-    if (this.dialect === 'postgres') await this.writePostgres();
-    else await this.writeSqlite();
-    return this.result;
+    const keys = batchKeys(works);
+    const read = this.dialect === 'postgres' ? await this.readPostgres(keys) : await this.readSqlite(keys);
+    const plan = planBatch(works, read, this.options.random);
+    this.plan = plan;
+    if (this.dialect === 'postgres') await this.writePostgres(plan);
+    else await this.writeSqlite(plan);
+    return { outcomes: plan.outcomes, ...plan.counts, stored: plan.stored.length };
   }
 
   /** The issues this batch wrote, as they are now in the database (after its commit). */
   issueRows(): IssueWithTimes[] {
-    return this.issues.map((s) => ({
-      ...(s.row as IssueRow),
+    return (this.plan?.issues ?? []).map((s) => ({
+      ...s.row,
+      id: s.row.id!,
       // What readSqlite turns back into the same firstStoredTs / lastStoredTs.
       first_ts: Number.isFinite(s.firstStoredTs) ? s.firstStoredTs : null,
       last_ts: Number.isFinite(s.lastStoredTs) ? s.lastStoredTs : null,
@@ -675,20 +349,11 @@ class Batch {
     for (const part of chunks(keys.map((k) => k.projectId), IN_CHUNK)) {
       for (const r of await this.rows<ProjectSettings>(this.projectSettings(part))) projects.set(num(r.id), r);
     }
-    const snapshots: ProjectSnapshot[] = [];
+    const snapshots = new Map<number, ProjectSnapshot>();
     for (const k of keys) {
       const pid = k.projectId;
-      const snap: ProjectSnapshot = {
-        seen: new Set(),
-        eventIds: null,
-        used: new Map(),
-        issues: [],
-        resolvedReleases: [],
-        newIssueIds: null,
-        releases: [],
-        sessions: [],
-      };
-      snapshots.push(snap);
+      const snap = emptySnapshot();
+      snapshots.set(pid, snap);
       if (!projects.has(pid)) continue;
       const db = this.db;
       for (const part of chunks(k.eventIds, IN_CHUNK)) {
@@ -755,8 +420,8 @@ class Batch {
     const [locked, read] = await Promise.all([lock, Promise.all(reads)]);
     const projects = new Map<number, ProjectSettings>();
     for (const r of locked) projects.set(num(r.id), r);
-    const snapshots: ProjectSnapshot[] = [];
-    for (const [events, used, issues, resolvedReleases, releases, sessions] of read) {
+    const snapshots = new Map<number, ProjectSnapshot>();
+    for (const [k, [events, used, issues, resolvedReleases, releases, sessions]] of read.entries()) {
       const eventIds = new Map<string, number>();
       const seen = new Set<string>();
       for (const r of events) {
@@ -769,7 +434,7 @@ class Batch {
         if (new_id !== null) newIssueIds.set(key, num(new_id));
         else found.push(row);
       }
-      snapshots.push({
+      snapshots.set(keys[k].projectId, {
         seen,
         eventIds,
         used: new Map(used.map((r) => [num(r.day), num(r.events)])),
@@ -783,286 +448,6 @@ class Batch {
     return { projects, snapshots };
   }
 
-  // -------------------------------------------------------------------------
-  // The plan: in memory, from what was read.
-  // -------------------------------------------------------------------------
-
-  private planProject(project: ProjectSettings, indexes: number[], works: PreparedWork[], snap: ProjectSnapshot): void {
-    const pid = project.id;
-
-    // 1. Dedupe against what the project has seen.
-    const seen = new Set(snap.seen);
-
-    // 2. Daily quota, in submit order.
-    const used = project.daily_quota > 0 ? new Map(snap.used) : new Map<number, number>();
-    const accepted: AcceptedWork[] = [];
-    for (const i of indexes) {
-      const work = works[i];
-      const local = new Set<string>();
-      const fresh: EventInput[] = [];
-      for (const e of work.events) {
-        if (seen.has(e.eventId) || local.has(e.eventId)) {
-          this.result.duplicates++;
-          continue;
-        }
-        local.add(e.eventId);
-        fresh.push(e);
-      }
-      const day = utcDay(work.receivedAt);
-      if (fresh.length > 0) {
-        const sofar = used.get(day) ?? 0;
-        if (project.daily_quota > 0 && sofar + fresh.length > project.daily_quota) {
-          this.result.outcomes[i] = { kind: 'quota_exceeded', retryAfterSeconds: secondsToNextUtcMidnight(work.receivedAt) };
-          this.result.refused += fresh.length;
-          continue;
-        }
-        used.set(day, sofar + fresh.length);
-        const key = `${pid}:${day}`;
-        const u = this.usage.get(key) ?? { project_id: pid, day, events: 0 };
-        u.events += fresh.length;
-        this.usage.set(key, u);
-      }
-      for (const id of local) seen.add(id);
-      // stored_id is filled in once the stored events have their ids (linkStoredEvents).
-      const rows: SeenRow[] = fresh.map((e) => ({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt, stored_id: null }));
-      this.seen.push(...rows);
-      accepted.push({ work, events: fresh, seen: rows });
-    }
-
-    this.planEvents(project, accepted, snap);
-    this.planSessions(pid, accepted.map((a) => a.work), snap);
-  }
-
-  private planEvents(project: ProjectSettings, accepted: AcceptedWork[], snap: ProjectSnapshot): void {
-    const pid = project.id;
-    if (!accepted.some((a) => a.events.length > 0)) return;
-
-    // 3. The issues these events belong to (locked on PostgreSQL against concurrent
-    //    status changes), with the event times behind first/last_seen_id.
-    const byFingerprint = new Map<string, IssueState>();
-    const byId = new Map<number, IssueState>();
-    for (const { first_ts, last_ts, ...row } of snap.issues) {
-      const state = newState({ ...row, id: num(row.id) });
-      // A referenced event retention already deleted: first_seen_id stays (repairing it
-      // is retention's job); last_seen_id moves to the newest stored event.
-      state.firstStoredTs = row.first_seen_id === null ? Infinity : first_ts === null ? -Infinity : Number(first_ts);
-      state.lastStoredTs = row.last_seen_id === null || last_ts === null ? -Infinity : Number(last_ts);
-      byFingerprint.set(row.fingerprint, state);
-      byId.set(num(row.id), state);
-    }
-    for (const s of byFingerprint.values()) if (s.row.status === 'resolved') s.knownReleases = new Map();
-    for (const r of snap.resolvedReleases) byId.get(num(r.issue_id))?.knownReleases?.set(r.release, num(r.first_seen));
-    // Only the issues an accepted event reaches are written back.
-    const touched = new Set<IssueState>();
-
-    // 4. Every event in order: grouping, regression, sampling, aggregates.
-    const releases = new Map<string, ReleaseAcc>();
-    for (const { work, events, seen } of accepted) {
-      const at = work.receivedAt;
-      for (const [i, e] of events.entries()) {
-        let issue = byFingerprint.get(e.fingerprint);
-        if (!issue) {
-          issue = newState({
-            id: snap.newIssueIds?.get(e.fingerprint) ?? null,
-            project_id: pid,
-            fingerprint: e.fingerprint,
-            title: e.title,
-            level: e.level,
-            error_type: e.errorType,
-            screen: e.screen,
-            location: e.location,
-            platform: e.platform,
-            status: 'unresolved',
-            event_count: 0,
-            stored_count: 0,
-            users: 0,
-            first_seen: e.timestamp,
-            last_seen: e.timestamp,
-            first_seen_id: null,
-            last_seen_id: null,
-            first_release: e.release,
-            last_release: e.release,
-            resolved_release: null,
-            resolved_at: null,
-            regressed_at: null,
-            created_at: at,
-            updated_at: at,
-          });
-          byFingerprint.set(e.fingerprint, issue);
-          this.changes.push({ issue, kind: 'new_issue', at, release: e.release });
-        }
-        if (!touched.has(issue)) {
-          touched.add(issue);
-          this.issues.push(issue);
-        }
-        const row = issue.row;
-
-        if (row.status === 'resolved') {
-          const resolvedAt = row.resolved_at ?? 0;
-          let regress: boolean;
-          if (e.release !== '') {
-            const first = issue.knownReleases?.get(e.release);
-            regress = !(first !== undefined && first < resolvedAt);
-          } else {
-            regress = e.timestamp > resolvedAt;
-          }
-          if (regress) {
-            row.status = 'regression';
-            row.regressed_at = at;
-            this.changes.push({ issue, kind: 'regression', at, release: e.release });
-          }
-        }
-
-        row.event_count += 1;
-        if (e.timestamp >= row.last_seen) {
-          row.last_seen = e.timestamp;
-          row.last_release = e.release;
-          row.level = e.level;
-          row.title = e.title;
-          row.error_type = e.errorType;
-          row.screen = e.screen;
-          row.location = e.location;
-          row.platform = e.platform;
-        }
-        if (e.timestamp < row.first_seen) {
-          row.first_seen = e.timestamp;
-          row.first_release = e.release;
-        }
-        if (at > row.updated_at) row.updated_at = at;
-        if (e.userKey !== null) issue.userKeys.add(e.userKey);
-        if (e.release !== '') {
-          const f = issue.releaseFirstSeen.get(e.release);
-          if (f === undefined || e.timestamp < f) issue.releaseFirstSeen.set(e.release, e.timestamp);
-          const acc = releases.get(e.release);
-          if (acc) {
-            if (e.timestamp < acc.first) acc.first = e.timestamp;
-            if (e.timestamp > acc.last) acc.last = e.timestamp;
-            if (e.platform !== '') acc.platforms.add(e.platform);
-          } else {
-            releases.set(e.release, { first: e.timestamp, last: e.timestamp, platforms: new Set(e.platform !== '' ? [e.platform] : []) });
-          }
-        }
-        const bucket = hourBucket(e.timestamp);
-        issue.hourly.set(bucket, (issue.hourly.get(bucket) ?? 0) + 1);
-        this.countProjectHourly(pid, bucket, e);
-
-        // Sampling. The draw happens only when neither the crash nor keep-first rule decides and
-        // the rate is strictly between 0 and 1 (at 0 or 1 its outcome is already known).
-        const keep =
-          e.isCrash ||
-          row.event_count <= project.sample_keep_first ||
-          project.sample_rate >= 1 ||
-          (project.sample_rate > 0 && this.options.random() < project.sample_rate);
-        if (keep) {
-          row.stored_count += 1;
-          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null, seen: seen[i], payload: null });
-        }
-        this.result.accepted++;
-      }
-    }
-
-    // 5. Releases: merge first/last seen and platforms with the stored rows.
-    for (const r of snap.releases) {
-      const acc = releases.get(r.release);
-      if (!acc) continue;
-      acc.first = Math.min(acc.first, num(r.first_seen));
-      acc.last = Math.max(acc.last, num(r.last_seen));
-      for (const p of parsePlatforms(r.platforms)) acc.platforms.add(p);
-    }
-    for (const [release, acc] of releases) {
-      this.releaseRows.push({
-        project_id: pid,
-        release,
-        first_seen: acc.first,
-        last_seen: acc.last,
-        platforms: JSON.stringify([...acc.platforms].sort()),
-      });
-    }
-  }
-
-  private countProjectHourly(pid: number, bucket: number, e: EventInput): void {
-    const key = `${pid}:${bucket}:${e.release}`;
-    let h = this.projectHourly.get(key);
-    if (!h) {
-      h = { project_id: pid, bucket, release: e.release, events: 0, crashes: 0, errors: 0, fatal: 0, error: 0, warning: 0, info: 0, debug: 0 };
-      this.projectHourly.set(key, h);
-    }
-    h.events += 1;
-    if (e.isCrash) h.crashes += 1;
-    else if (e.level === 'error') h.errors += 1;
-    h[e.level] += 1;
-  }
-
-  private planSessions(pid: number, works: PreparedWork[], snap: ProjectSnapshot): void {
-    const states = new Map<string, SessionState>();
-    for (const r of snap.sessions) {
-      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at) };
-      states.set(r.sid, { row, before: sessionClass(row.status, row.errors), changed: false });
-    }
-    for (const work of works) {
-      for (const u of work.sessions) {
-        this.result.sessionUpdates++;
-        const state = states.get(u.sid);
-        if (!state) {
-          states.set(u.sid, {
-            row: {
-              project_id: pid,
-              sid: u.sid,
-              did: u.did,
-              release: u.release,
-              environment: u.environment,
-              started: u.started,
-              status: u.status,
-              errors: u.errors,
-              updated_at: u.timestamp,
-            },
-            before: 'none',
-            changed: true,
-          });
-          continue;
-        }
-        // The latest update wins; an older one arriving late changes nothing.
-        if (u.timestamp < state.row.updated_at) continue;
-        state.row.status = u.status;
-        state.row.errors = u.errors;
-        state.row.updated_at = u.timestamp;
-        if (state.row.did === null && u.did !== null) state.row.did = u.did;
-        state.changed = true;
-      }
-      for (const a of work.aggregates) {
-        if (a.total === 0) continue;
-        const h = this.sessionBucket(pid, a.release, hourBucket(a.started));
-        h.total += a.total;
-        h.crashed += a.crashed;
-        h.errored += a.errored;
-      }
-    }
-    for (const state of states.values()) {
-      if (!state.changed) continue;
-      this.sessions.push(state);
-      const after = sessionClass(state.row.status, state.row.errors);
-      if (after === state.before) continue;
-      const h = this.sessionBucket(pid, state.row.release, hourBucket(state.row.started));
-      if (state.before === 'none') h.total += 1;
-      if (state.before === 'crashed') h.crashed -= 1;
-      if (state.before === 'errored') h.errored -= 1;
-      if (after === 'crashed') h.crashed += 1;
-      if (after === 'errored') h.errored += 1;
-    }
-  }
-
-  private sessionBucket(pid: number, release: string, bucket: number): SessionHourly {
-    const key = `${pid}:${bucket}:${release}`;
-    let h = this.sessionHourly.get(key);
-    if (!h) {
-      h = { project_id: pid, release, bucket, total: 0, crashed: 0, errored: 0 };
-      this.sessionHourly.set(key, h);
-    }
-    return h;
-  }
-
-  // -------------------------------------------------------------------------
-  // Writes: one multi-row statement per table (chunked only for very large batches).
   // -------------------------------------------------------------------------
 
   /**
@@ -1132,53 +517,14 @@ class Batch {
     await committed;
   }
 
-  /** The stored events' ids (known by now) on their seen rows, and each issue's first/last_seen_id by event time. */
-  private linkStoredEvents(): void {
-    for (const s of this.stored) {
-      s.seen.stored_id = s.id;
-      const issue = s.issue;
-      const ts = s.input.timestamp;
-      if (ts < issue.firstStoredTs) {
-        issue.firstStoredTs = ts;
-        issue.row.first_seen_id = s.id;
-      }
-      if (ts >= issue.lastStoredTs) {
-        issue.lastStoredTs = ts;
-        issue.row.last_seen_id = s.id;
-      }
-    }
-    this.result.stored = this.stored.length;
+  /** The stored events' payloads compressed into chunks (src/store/payloads.ts); `members` index plan.stored. */
+  private packStoredPayloads(plan: WriteSet): { chunks: PackedChunk[]; slots: PayloadSlot[] } {
+    return packPayloads(plan.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })));
   }
 
-  /** The stored events' payloads compressed into chunks (src/store/payloads.ts); `members` index this.stored. */
-  private packStoredPayloads(): { chunks: PackedChunk[]; slots: PayloadSlot[] } {
-    return packPayloads(this.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })));
-  }
-
-  /** Each stored event's chunk id (`ids[i]` is chunk i's) and byte range. */
-  private placePayloads(ids: number[], slots: PayloadSlot[]): void {
-    this.stored.forEach((s, i) => {
-      s.payload = { chunkId: ids[slots[i].chunk], start: slots[i].start, length: slots[i].length };
-    });
-  }
-
-  private tagRows(): Record<string, unknown>[] {
-    const tags: Record<string, unknown>[] = [];
-    for (const s of this.stored) {
-      for (const [key, value] of s.input.tags) tags.push({ project_id: s.projectId, event_id: s.id, key, value });
-    }
-    return tags;
-  }
-
-  private userRows(): Record<string, unknown>[] {
-    const users: Record<string, unknown>[] = [];
-    for (const s of this.issues) for (const key of s.userKeys) users.push({ issue_id: s.row.id, user_key: key });
-    return users;
-  }
-
-  private async writeSqlite(): Promise<void> {
+  private async writeSqlite(plan: WriteSet): Promise<void> {
     // New issues first: events, users, hourly rows and changes need their ids.
-    const fresh = this.issues.filter((s) => s.row.id === null);
+    const fresh = plan.issues.filter((s) => s.row.id === null);
     const created = await this.insertRows(
       'issues',
       ISSUE_COLUMNS,
@@ -1189,27 +535,26 @@ class Batch {
     for (const r of created) freshByKey.get(`${num(r.project_id)}:${r.fingerprint}`)!.row.id = num(r.id);
 
     // Payload chunks, then the stored events that name them, then first/last_seen_id by event time.
-    const { chunks, slots } = this.packStoredPayloads();
+    const { chunks, slots } = this.packStoredPayloads(plan);
     const chunkIds: number[] = [];
     for (const chunk of chunks) {
       const [row] = await this.insertRows('payload_chunks', CHUNK_COLUMNS, [chunkRow(chunk)], { returning: ['id'] });
       chunkIds.push(num(row.id));
     }
-    this.placePayloads(chunkIds, slots);
     const inserted = await this.insertRows(
       'events',
       EVENT_COLUMNS,
-      this.stored.map((s) => eventValues(s)),
+      plan.stored.map((s, i) => eventValues(s, chunkIds, slots[i])),
       { returning: ['id', 'project_id', 'event_id'] },
     );
-    const storedByKey = new Map(this.stored.map((s) => [`${s.projectId}:${s.input.eventId}`, s]));
+    const storedByKey = new Map(plan.stored.map((s) => [`${s.projectId}:${s.input.eventId}`, s]));
     for (const r of inserted) storedByKey.get(`${num(r.project_id)}:${r.event_id}`)!.id = num(r.id);
-    this.linkStoredEvents();
-    await this.insertRows('event_tags', TAG_COLUMNS, this.tagRows());
+    linkStoredEvents(plan);
+    await this.insertRows('event_tags', TAG_COLUMNS, tagRows(plan));
 
     // Exact distinct users: only the keys new to the issue come back.
-    const byId = new Map(this.issues.map((s) => [s.row.id!, s]));
-    const added = await this.insertRows('issue_users', USER_COLUMNS, this.userRows(), {
+    const byId = new Map(plan.issues.map((s) => [s.row.id!, s]));
+    const added = await this.insertRows('issue_users', USER_COLUMNS, issueUserRows(plan), {
       conflict: (oc) => oc.columns(['issue_id', 'user_key']).doNothing(),
       returning: ['issue_id'],
     });
@@ -1219,10 +564,10 @@ class Batch {
     await this.insertRows(
       'issues',
       ISSUE_COLUMNS,
-      this.issues.map((s) => issueColumns(s.row)),
+      plan.issues.map((s) => issueColumns(s.row)),
       { conflict: issueUpsert },
     );
-    await this.writeAggregates();
+    await this.writeAggregates(plan);
   }
 
   /**
@@ -1230,23 +575,22 @@ class Batch {
    * tags and the issues go in with the aggregates. An issue's `users` grows by the user
    * keys the statement's `issue_users` insert reports as new to it.
    */
-  private async writePostgres(): Promise<void> {
+  private async writePostgres(plan: WriteSet): Promise<void> {
     const db = this.db as unknown as Kysely<any>;
-    this.linkStoredEvents();
+    linkStoredEvents(plan);
     // A chunk takes the id of its first event: ids are known from the reads, and an event
     // id is never taken twice. Chunks travel in a bytea[] parameter (two hex digits a
     // byte), which per-event blobs could not afford; a batch's chunks are a few KB.
-    const { chunks, slots } = this.packStoredPayloads();
-    const chunkIds = chunks.map((c) => this.stored[c.members[0]].id!);
-    this.placePayloads(chunkIds, slots);
+    const { chunks, slots } = this.packStoredPayloads(plan);
+    const chunkIds = chunks.map((c) => plan.stored[c.members[0]].id!);
     await this.insertRows(
       'payload_chunks',
       CHUNK_COLUMNS_WITH_ID,
       chunks.map((c, i) => ({ id: chunkIds[i], ...chunkRow(c) })),
     );
-    await this.insertRows('events', EVENT_COLUMNS_WITH_ID, this.stored.map((s) => ({ id: s.id, ...eventValues(s) })));
-    await this.insertRows('event_tags', TAG_COLUMNS, this.tagRows());
-    if (this.issues.length > 0) {
+    await this.insertRows('events', EVENT_COLUMNS_WITH_ID, plan.stored.map((s, i) => ({ id: s.id, ...eventValues(s, chunkIds, slots[i]) })));
+    await this.insertRows('event_tags', TAG_COLUMNS, tagRows(plan));
+    if (plan.issues.length > 0) {
       this.deferred.push({
         name: 'added_users',
         template: pgWriteTemplate('issue_users|added', USER_COLUMNS.length, () =>
@@ -1257,7 +601,7 @@ class Batch {
             .onConflict((oc) => oc.columns(['issue_id', 'user_key']).doNothing())
             .returning('issue_id'),
         ),
-        params: pgArrays(USER_COLUMNS, this.userRows()),
+        params: pgArrays(USER_COLUMNS, issueUserRows(plan)),
       });
       const columns = ISSUE_COLUMNS_WITH_ID.map(([name]) => name);
       this.deferred.push({
@@ -1274,46 +618,35 @@ class Batch {
         ),
         params: pgArrays(
           ISSUE_COLUMNS_WITH_ID,
-          this.issues.map((s) => s.row as unknown as Record<string, unknown>),
+          plan.issues.map((s) => s.row as unknown as Record<string, unknown>),
         ),
       });
     }
-    await this.writeAggregates();
+    await this.writeAggregates(plan);
     await this.flushDeferred();
   }
 
   /** Everything after the events and issues: the same statements on both databases. */
-  private async writeAggregates(): Promise<void> {
-    const issueReleases: Record<string, unknown>[] = [];
-    const issueHourly: Record<string, unknown>[] = [];
-    for (const s of this.issues) {
-      for (const [release, first] of s.releaseFirstSeen) issueReleases.push({ issue_id: s.row.id, release, first_seen: first });
-      for (const [bucket, events] of s.hourly) issueHourly.push({ issue_id: s.row.id, bucket, events });
-    }
+  private async writeAggregates(plan: WriteSet): Promise<void> {
     // Only an earlier first time rewrites a known (issue, release) row: nearly every batch
     // names releases its issues already had, and an update that keeps the value still
     // writes a row version and its WAL on PostgreSQL (one per issue and release a batch).
-    await this.insertRows('issue_releases', ISSUE_RELEASE_COLUMNS, issueReleases, {
+    await this.insertRows('issue_releases', ISSUE_RELEASE_COLUMNS, issueReleaseRows(plan), {
       conflict: (oc) =>
         oc
           .columns(['issue_id', 'release'])
           .doUpdateSet({ first_seen: (eb: any) => eb.ref('excluded.first_seen') })
           .where((eb: any) => eb('excluded.first_seen', '<', eb.ref('issue_releases.first_seen'))),
     });
-    await this.insertRows('issue_hourly', ISSUE_HOURLY_COLUMNS, issueHourly, { conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) });
+    await this.insertRows('issue_hourly', ISSUE_HOURLY_COLUMNS, issueHourlyRows(plan), { conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) });
 
-    const changes = this.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
-    await this.insertRows('issue_changes', CHANGE_COLUMNS, changes);
-    // Alerts are recorded with what caused them (src/alerts/outbox.ts); a dispatcher sends them.
-    const alerts = this.changes.map((c) =>
-      issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release }),
-    );
-    await this.insertRows('alert_outbox', OUTBOX_COLUMNS, alerts);
+    await this.insertRows('issue_changes', CHANGE_COLUMNS, issueChangeRows(plan));
+    await this.insertRows('alert_outbox', OUTBOX_COLUMNS, alertOutboxRows(plan));
 
-    await this.insertRows('project_hourly', PROJECT_HOURLY_COLUMNS, [...this.projectHourly.values()] as unknown as Record<string, unknown>[], {
+    await this.insertRows('project_hourly', PROJECT_HOURLY_COLUMNS, plan.projectHourly as unknown as Record<string, unknown>[], {
       conflict: additive('project_hourly', ['project_id', 'bucket', 'release'], ['events', 'crashes', 'errors', 'fatal', 'error', 'warning', 'info', 'debug']),
     });
-    await this.insertRows('releases', RELEASE_COLUMNS, this.releaseRows, {
+    await this.insertRows('releases', RELEASE_COLUMNS, plan.releases as unknown as Record<string, unknown>[], {
       conflict: (oc) =>
         oc.columns(['project_id', 'release']).doUpdateSet({
           first_seen: (eb: any) => eb.ref('excluded.first_seen'),
@@ -1321,13 +654,13 @@ class Batch {
           platforms: (eb: any) => eb.ref('excluded.platforms'),
         }),
     });
-    await this.insertRows('daily_usage', USAGE_COLUMNS, [...this.usage.values()], { conflict: additive('daily_usage', ['project_id', 'day'], ['events']) });
-    await this.insertRows('seen_events', SEEN_COLUMNS, this.seen, { conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() });
+    await this.insertRows('daily_usage', USAGE_COLUMNS, plan.usage as unknown as Record<string, unknown>[], { conflict: additive('daily_usage', ['project_id', 'day'], ['events']) });
+    await this.insertRows('seen_events', SEEN_COLUMNS, plan.seen as unknown as Record<string, unknown>[], { conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() });
 
     await this.insertRows(
       'sessions',
       SESSION_COLUMNS,
-      this.sessions.map((s) => s.row as unknown as Record<string, unknown>),
+      plan.sessions as unknown as Record<string, unknown>[],
       {
         conflict: (oc) =>
           oc.columns(['project_id', 'sid']).doUpdateSet({
@@ -1338,8 +671,7 @@ class Batch {
           }),
       },
     );
-    const deltas = [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0);
-    await this.insertRows('session_hourly', SESSION_HOURLY_COLUMNS, deltas as unknown as Record<string, unknown>[], {
+    await this.insertRows('session_hourly', SESSION_HOURLY_COLUMNS, plan.sessionHourly as unknown as Record<string, unknown>[], {
       conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
     });
   }
@@ -1628,19 +960,7 @@ function additive(table: string, key: string[], counters: string[]) {
     oc.columns(key).doUpdateSet(Object.fromEntries(counters.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))])));
 }
 
-function newState(row: MutableIssue): IssueState {
-  return {
-    row,
-    knownReleases: null,
-    userKeys: new Set(),
-    releaseFirstSeen: new Map(),
-    hourly: new Map(),
-    firstStoredTs: Infinity,
-    lastStoredTs: -Infinity,
-  };
-}
-
-function issueColumns(row: MutableIssue): Record<string, unknown> {
+function issueColumns(row: PlannedIssueRow): Record<string, unknown> {
   const { id: _id, ...values } = row;
   return values;
 }
@@ -1649,9 +969,9 @@ function chunkRow(c: PackedChunk): Record<string, unknown> {
   return { project_id: c.projectId, received_at: c.receivedAt, data: c.data };
 }
 
-function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, unknown> {
+/** An event's row; its payload is at `slot` of the chunk whose id is `chunkIds[slot.chunk]`. */
+function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSlot): Insertable<EventTable> & Record<string, unknown> {
   const e = s.input;
-  const payload = s.payload!;
   return {
     project_id: s.projectId,
     issue_id: s.issue.row.id!,
@@ -1682,18 +1002,9 @@ function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, un
     tags: e.tagsJson,
     detail: NO_DETAIL,
     raw: NO_RAW,
-    payload_chunk: payload.chunkId,
-    payload_start: payload.start,
-    payload_length: payload.length,
+    payload_chunk: chunkIds[slot.chunk],
+    payload_start: slot.start,
+    payload_length: slot.length,
     symbolicated: e.symbolicated,
   };
-}
-
-function parsePlatforms(json: string): string[] {
-  try {
-    const v = JSON.parse(json);
-    return Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
-  } catch {
-    return [];
-  }
 }

@@ -2,49 +2,28 @@
 // Times are epoch milliseconds (integers) in every dialect, so queries and
 // aggregates never depend on a database's date functions. Booleans are 0/1.
 import type { Generated, GeneratedAlways, Insertable, Selectable } from 'kysely';
+import type {
+  DailyUsageRecord,
+  IssueRecord,
+  ProjectHourlyRecord,
+  ProjectRecord,
+  ReleaseRecord,
+  SeenEventRecord,
+  SessionHourlyRecord,
+  SessionRecord,
+} from '../ingest/records.js';
 
-export interface ProjectTable {
+export interface ProjectTable extends Omit<ProjectRecord, 'id'> {
   id: Generated<number>;
-  slug: string;
-  name: string;
-  platform: string;
-  dsn_key: string;
-  sample_keep_first: number;
-  sample_rate: number;
-  daily_quota: number;
-  created_at: number;
 }
 
 /** The step of issues.last_seen_minute (migration 010 computes it in SQL with this value). */
 export const LAST_SEEN_MINUTE_MS = 60_000;
 
-export interface IssueTable {
+export interface IssueTable extends Omit<IssueRecord, 'id'> {
   id: Generated<number>;
-  project_id: number;
-  fingerprint: string;
-  title: string;
-  level: string;
-  error_type: string;
-  screen: string;
-  location: string;
-  platform: string;
-  status: string;
-  event_count: number;
-  stored_count: number;
-  users: number;
-  first_seen: number;
-  last_seen: number;
   /** The minute of last_seen, computed by the database: the issues list's index (migration 010). */
   last_seen_minute: GeneratedAlways<number>;
-  first_seen_id: number | null;
-  last_seen_id: number | null;
-  first_release: string;
-  last_release: string;
-  resolved_release: string | null;
-  resolved_at: number | null;
-  regressed_at: number | null;
-  created_at: number;
-  updated_at: number;
 }
 
 /** Releases an issue has been seen on, with the first time: decides regressions. */
@@ -138,67 +117,17 @@ export interface EventTagTable {
   value: string;
 }
 
-/**
- * Every accepted event_id per project (stored or sampled out): makes resends idempotent,
- * and finds a stored event by its event_id (`stored_id`).
- */
-export interface SeenEventTable {
-  project_id: number;
-  event_id: string;
-  received_at: number;
-  /** The `events.id` of the stored event; null when sampling dropped it. */
-  stored_id: number | null;
-}
+export type SeenEventTable = SeenEventRecord;
 
-export interface ProjectHourlyTable {
-  project_id: number;
-  bucket: number;
-  release: string;
-  events: number;
-  crashes: number;
-  errors: number;
-  fatal: number;
-  error: number;
-  warning: number;
-  info: number;
-  debug: number;
-}
+export type ProjectHourlyTable = ProjectHourlyRecord;
 
-export interface ReleaseTable {
-  project_id: number;
-  release: string;
-  first_seen: number;
-  last_seen: number;
-  /** JSON array of platform names. */
-  platforms: string;
-}
+export type ReleaseTable = ReleaseRecord;
 
-export interface DailyUsageTable {
-  project_id: number;
-  day: number;
-  events: number;
-}
+export type DailyUsageTable = DailyUsageRecord;
 
-export interface SessionTable {
-  project_id: number;
-  sid: string;
-  did: string | null;
-  release: string;
-  environment: string;
-  started: number;
-  status: string;
-  errors: number;
-  updated_at: number;
-}
+export type SessionTable = SessionRecord;
 
-export interface SessionHourlyTable {
-  project_id: number;
-  release: string;
-  bucket: number;
-  total: number;
-  crashed: number;
-  errored: number;
-}
+export type SessionHourlyTable = SessionHourlyRecord;
 
 export interface RateLimitWindowTable {
   key: string;

@@ -7,7 +7,8 @@
 // id of the project to check a batch's new ones.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitIngestBatch, IssueCache, prepareWork } from '../../src/store/ingest-batch.js';
+import { prepareWork } from '../../src/ingest/prepare.js';
+import { commitIngestBatch, IssueCache } from '../../src/store/ingest-batch.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import { dialects } from '../helpers/server.js';
 import { recordingDb, type RecordingDb } from '../read/plan.js';

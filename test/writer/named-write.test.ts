@@ -4,7 +4,8 @@
 // on one pinned connection, so the test can read that connection's pg_prepared_statements.
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitIngestBatch, prepareWork } from '../../src/store/ingest-batch.js';
+import { prepareWork } from '../../src/ingest/prepare.js';
+import { commitIngestBatch } from '../../src/store/ingest-batch.js';
 import { NAME_AFTER_USES } from '../../src/store/pg-statements.js';
 import type { Database } from '../../src/store/schema.js';
 import { dialects } from '../helpers/server.js';

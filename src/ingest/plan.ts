@@ -1,0 +1,639 @@
+// The ingest rules of one group-commit batch, as pure functions: from what the
+// database holds for the batch (a snapshot, read under the projects' locks), the
+// batch's prepared works and a random source, to a write set of plain rows and
+// counters. No SQL and no I/O: src/store/ingest-batch.ts reads the snapshot, calls
+// planBatch, and writes the write set in the same transaction.
+//
+// The rules, per project and in submit order (docs/architecture.md, "Per event"):
+// dedupe by event_id (against the snapshot and within the batch); the daily quota per
+// UTC day of receipt (a work over it is refused whole, duplicates are not charged,
+// sessions are never refused); grouping into issues (created unresolved, counts, users,
+// first/last release and event fields by event time); the regression rule (resolved →
+// regression); sampling (crashes always, the first `sample_keep_first`, then
+// `sample_rate`); hourly and daily aggregates, releases; release-health sessions (a
+// sid's latest update decides its class; `unhandled` counts as crashed).
+//
+// Ids the database assigns on insert (new issues and events on SQLite) are not known
+// here: the write set's issues and stored events are objects the store fills in
+// (`id`), then linkStoredEvents and the row builders below turn them into rows.
+import { issueAlertOutboxRow } from '../alerts/outbox.js';
+import { DAY_MS, hourBucket, utcDay } from '../clock.js';
+import type { EventInput, PreparedWork } from './prepare.js';
+import {
+  releasePlatforms,
+  type DailyUsageRecord,
+  type IssueRecord,
+  type ProjectHourlyRecord,
+  type ProjectRecord,
+  type ReleaseRecord,
+  type SeenEventRecord,
+  type SessionHourlyRecord,
+  type SessionRecord,
+} from './records.js';
+import type { IngestOutcome } from './types.js';
+
+// ---------------------------------------------------------------------------
+// The snapshot: what the batch reads before planning
+// ---------------------------------------------------------------------------
+
+/** A project's ingest settings, read fresh under its lock. */
+export type ProjectSettings = Pick<ProjectRecord, 'id' | 'sample_keep_first' | 'sample_rate' | 'daily_quota'>;
+
+/** The keys one project's works touch: what the store reads for it. */
+export interface ProjectKeys {
+  projectId: number;
+  eventIds: string[];
+  /** UTC days of the works that carry events (the daily quota). */
+  days: number[];
+  /** Sorted: PostgreSQL locks the issues in this order. */
+  fingerprints: string[];
+  releases: string[];
+  sids: string[];
+}
+
+/** An issue row with the event times behind first_seen_id / last_seen_id (null: that event is gone). */
+export type IssueWithTimes = IssueRecord & { first_ts: number | null; last_ts: number | null };
+
+/** What the database holds for one project's keys. */
+export interface ProjectSnapshot {
+  /** Event ids of the batch the project has seen before. */
+  seen: Set<string>;
+  /** PostgreSQL: an id taken from the events sequence for each event id new to the project. */
+  eventIds: Map<string, number> | null;
+  /** Events counted per UTC day (the daily quota). */
+  used: Map<number, number>;
+  issues: IssueWithTimes[];
+  /** The releases (and when each was first seen) of the issues that are resolved. */
+  resolvedReleases: { issue_id: number; release: string; first_seen: number }[];
+  /** PostgreSQL: an id taken from the issues sequence for each fingerprint without an issue. */
+  newIssueIds: Map<string, number> | null;
+  releases: ReleaseRecord[];
+  sessions: SessionRecord[];
+}
+
+/** A snapshot with nothing in it, for a project whose keys are not read. */
+export function emptySnapshot(): ProjectSnapshot {
+  return { seen: new Set(), eventIds: null, used: new Map(), issues: [], resolvedReleases: [], newIssueIds: null, releases: [], sessions: [] };
+}
+
+export interface BatchSnapshot {
+  /** The projects that still exist (a deleted one's works are dropped). */
+  projects: Map<number, ProjectSettings>;
+  /** What was read for each project, by id; a missing one reads as empty. */
+  snapshots: Map<number, ProjectSnapshot>;
+}
+
+/** The keys to read, one entry per project of the batch, in project id order. */
+export function batchKeys(works: PreparedWork[]): ProjectKeys[] {
+  const ids = [...new Set(works.map((w) => w.projectId))].sort((a, b) => a - b);
+  return ids.map((id) => projectKeys(id, works));
+}
+
+function projectKeys(projectId: number, works: PreparedWork[]): ProjectKeys {
+  const eventIds = new Set<string>();
+  const days = new Set<number>();
+  const fingerprints = new Set<string>();
+  const releases = new Set<string>();
+  const sids = new Set<string>();
+  for (const w of works) {
+    if (w.projectId !== projectId) continue;
+    if (w.events.length > 0) days.add(utcDay(w.receivedAt));
+    for (const e of w.events) {
+      eventIds.add(e.eventId);
+      fingerprints.add(e.fingerprint);
+      if (e.release !== '') releases.add(e.release);
+    }
+    for (const s of w.sessions) sids.add(s.sid);
+  }
+  return { projectId, eventIds: [...eventIds], days: [...days], fingerprints: [...fingerprints].sort(), releases: [...releases], sids: [...sids] };
+}
+
+// ---------------------------------------------------------------------------
+// The write set
+// ---------------------------------------------------------------------------
+
+/** An issue row as ingest leaves it; `id` is null for a new issue until the store inserts it (SQLite). */
+export type PlannedIssueRow = Omit<IssueRecord, 'id'> & { id: number | null };
+
+/** An issue an accepted event reached: its final row and what the batch adds around it. */
+export interface PlannedIssue {
+  row: PlannedIssueRow;
+  /** Releases with the first time seen, loaded only for resolved issues (the regression rule). */
+  knownReleases: Map<string, number> | null;
+  /** The batch's user keys; `row.users` grows by those new to the issue (the store counts them). */
+  userKeys: Set<string>;
+  /** The batch's releases with their earliest event time (`issue_releases`). */
+  releaseFirstSeen: Map<string, number>;
+  /** Events per hour bucket (`issue_hourly`, additive). */
+  hourly: Map<number, number>;
+  /** Event times behind first_seen_id / last_seen_id, to compare new stored events with. */
+  firstStoredTs: number;
+  lastStoredTs: number;
+}
+
+/** An event sampling keeps. */
+export interface PlannedEvent {
+  input: EventInput;
+  issue: PlannedIssue;
+  projectId: number;
+  receivedAt: number;
+  /** Known from the snapshot on PostgreSQL; the store fills it in on SQLite. */
+  id: number | null;
+  /** The event's seen_events row, which names the stored row once `id` is known (linkStoredEvents). */
+  seen: SeenEventRecord;
+}
+
+/** A `new_issue` or `regression`: an `issue_changes` row and an alert outbox row. */
+export interface PlannedChange {
+  issue: PlannedIssue;
+  kind: 'new_issue' | 'regression';
+  at: number;
+  release: string;
+}
+
+export interface WriteCounts {
+  /** Events counted (not duplicates, not refused). */
+  accepted: number;
+  duplicates: number;
+  /** Events of works refused by the daily quota. */
+  refused: number;
+  /** Events and sessions of works whose project no longer exists. */
+  dropped: number;
+  sessionUpdates: number;
+}
+
+export interface WriteSet {
+  /** One per work, in order. */
+  outcomes: IngestOutcome[];
+  counts: WriteCounts;
+  /** Issues an accepted event reached, in the order first reached (upserted with their final values). */
+  issues: PlannedIssue[];
+  /** Events to store, in order. */
+  stored: PlannedEvent[];
+  changes: PlannedChange[];
+  /** Counters to add. */
+  projectHourly: ProjectHourlyRecord[];
+  /** Merged with the snapshot's rows: written as they are. */
+  releases: ReleaseRecord[];
+  /** Counters to add. */
+  usage: DailyUsageRecord[];
+  /** Every accepted event (insert, or nothing on conflict). */
+  seen: SeenEventRecord[];
+  /** Sessions changed by the batch, with their final values. */
+  sessions: SessionRecord[];
+  /** Counter deltas to add (none all zero). */
+  sessionHourly: SessionHourlyRecord[];
+}
+
+// ---------------------------------------------------------------------------
+// Planning
+// ---------------------------------------------------------------------------
+
+/** Uniform draws in [0, 1), for sampling. */
+export type Random = () => number;
+
+/** The write set of a batch: every rule applied to `works` against `snapshot`. */
+export function planBatch(works: PreparedWork[], snapshot: BatchSnapshot, random: Random): WriteSet {
+  const plan = new Planner(random, works.length);
+  const ids = [...new Set(works.map((w) => w.projectId))].sort((a, b) => a - b);
+  for (const id of ids) {
+    const indexes = works.flatMap((w, i) => (w.projectId === id ? [i] : []));
+    const project = snapshot.projects.get(id);
+    if (!project) {
+      // Deleted since the request was authenticated: there is nowhere to put its data.
+      for (const i of indexes) plan.counts.dropped += works[i].events.length + works[i].sessions.length;
+      continue;
+    }
+    plan.project(project, indexes, works, snapshot.snapshots.get(id) ?? emptySnapshot());
+  }
+  return plan.writeSet();
+}
+
+/** Seconds until the next UTC midnight after `at`, at least 1: a quota refusal's Retry-After. */
+export function secondsToNextUtcMidnight(at: number): number {
+  return Math.max(1, Math.ceil((utcDay(at) + DAY_MS - at) / 1000));
+}
+
+/**
+ * The regression rule: whether an event on `release` at `timestamp` reopens an issue
+ * resolved at `resolvedAt`. With a release, unless the issue saw that release before it
+ * was resolved; without one, when the event is newer than the resolution.
+ */
+export function regresses(release: string, timestamp: number, resolvedAt: number, knownReleases: ReadonlyMap<string, number> | null): boolean {
+  if (release !== '') {
+    const first = knownReleases?.get(release);
+    return !(first !== undefined && first < resolvedAt);
+  }
+  return timestamp > resolvedAt;
+}
+
+/**
+ * The sampling rule: a crash is always stored, then the first `sample_keep_first` events of
+ * an issue, then a draw against `sample_rate`. The draw happens only when neither the crash
+ * nor keep-first rule decides and the rate is strictly between 0 and 1.
+ */
+export function keepsEvent(isCrash: boolean, eventCount: number, project: ProjectSettings, random: Random): boolean {
+  return isCrash || eventCount <= project.sample_keep_first || project.sample_rate >= 1 || (project.sample_rate > 0 && random() < project.sample_rate);
+}
+
+export type SessionClass = 'none' | 'ok' | 'errored' | 'crashed';
+
+/** What a session counts as in `session_hourly`: `unhandled` is crashed, any error errored. */
+export function sessionClass(status: string, errors: number): SessionClass {
+  if (status === 'crashed' || status === 'unhandled') return 'crashed';
+  if (status === 'errored' || status === 'abnormal' || errors > 0) return 'errored';
+  return 'ok';
+}
+
+interface ReleaseAcc {
+  first: number;
+  last: number;
+  platforms: Set<string>;
+}
+
+interface SessionState {
+  row: SessionRecord;
+  before: SessionClass;
+  changed: boolean;
+}
+
+/** A work's events that passed dedupe and quota, each with its seen_events row. */
+interface AcceptedWork {
+  work: PreparedWork;
+  events: EventInput[];
+  seen: SeenEventRecord[];
+}
+
+function num(value: unknown): number {
+  return Number(value);
+}
+
+class Planner {
+  readonly counts: WriteCounts = { accepted: 0, duplicates: 0, refused: 0, dropped: 0, sessionUpdates: 0 };
+  private readonly outcomes: IngestOutcome[];
+  private readonly issues: PlannedIssue[] = [];
+  private readonly stored: PlannedEvent[] = [];
+  private readonly changes: PlannedChange[] = [];
+  private readonly projectHourly = new Map<string, ProjectHourlyRecord>();
+  private readonly releaseRows: ReleaseRecord[] = [];
+  private readonly usage = new Map<string, DailyUsageRecord>();
+  private readonly seen: SeenEventRecord[] = [];
+  private readonly sessions: SessionRecord[] = [];
+  private readonly sessionHourly = new Map<string, SessionHourlyRecord>();
+
+  constructor(
+    private readonly random: Random,
+    works: number,
+  ) {
+    this.outcomes = Array.from({ length: works }, () => ({ kind: 'ok' }) as IngestOutcome);
+  }
+
+  writeSet(): WriteSet {
+    return {
+      outcomes: this.outcomes,
+      counts: this.counts,
+      issues: this.issues,
+      stored: this.stored,
+      changes: this.changes,
+      projectHourly: [...this.projectHourly.values()],
+      releases: this.releaseRows,
+      usage: [...this.usage.values()],
+      seen: this.seen,
+      sessions: this.sessions,
+      sessionHourly: [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0),
+    };
+  }
+
+  project(project: ProjectSettings, indexes: number[], works: PreparedWork[], snap: ProjectSnapshot): void {
+    const pid = project.id;
+
+    // 1. Dedupe against what the project has seen.
+    const seen = new Set(snap.seen);
+
+    // 2. Daily quota, in submit order.
+    const used = project.daily_quota > 0 ? new Map(snap.used) : new Map<number, number>();
+    const accepted: AcceptedWork[] = [];
+    for (const i of indexes) {
+      const work = works[i];
+      const local = new Set<string>();
+      const fresh: EventInput[] = [];
+      for (const e of work.events) {
+        if (seen.has(e.eventId) || local.has(e.eventId)) {
+          this.counts.duplicates++;
+          continue;
+        }
+        local.add(e.eventId);
+        fresh.push(e);
+      }
+      const day = utcDay(work.receivedAt);
+      if (fresh.length > 0) {
+        const sofar = used.get(day) ?? 0;
+        if (project.daily_quota > 0 && sofar + fresh.length > project.daily_quota) {
+          this.outcomes[i] = { kind: 'quota_exceeded', retryAfterSeconds: secondsToNextUtcMidnight(work.receivedAt) };
+          this.counts.refused += fresh.length;
+          continue;
+        }
+        used.set(day, sofar + fresh.length);
+        const key = `${pid}:${day}`;
+        const u = this.usage.get(key) ?? { project_id: pid, day, events: 0 };
+        u.events += fresh.length;
+        this.usage.set(key, u);
+      }
+      for (const id of local) seen.add(id);
+      // stored_id is filled in once the stored events have their ids (linkStoredEvents).
+      const rows: SeenEventRecord[] = fresh.map((e) => ({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt, stored_id: null }));
+      this.seen.push(...rows);
+      accepted.push({ work, events: fresh, seen: rows });
+    }
+
+    this.events(project, accepted, snap);
+    this.sessionUpdates(
+      pid,
+      accepted.map((a) => a.work),
+      snap,
+    );
+  }
+
+  private events(project: ProjectSettings, accepted: AcceptedWork[], snap: ProjectSnapshot): void {
+    const pid = project.id;
+    if (!accepted.some((a) => a.events.length > 0)) return;
+
+    // 3. The issues these events belong to, with the event times behind first/last_seen_id.
+    const byFingerprint = new Map<string, PlannedIssue>();
+    const byId = new Map<number, PlannedIssue>();
+    for (const { first_ts, last_ts, ...row } of snap.issues) {
+      const state = newIssue({ ...row, id: num(row.id) });
+      // A referenced event retention already deleted: first_seen_id stays (repairing it
+      // is retention's job); last_seen_id moves to the newest stored event.
+      state.firstStoredTs = row.first_seen_id === null ? Infinity : first_ts === null ? -Infinity : Number(first_ts);
+      state.lastStoredTs = row.last_seen_id === null || last_ts === null ? -Infinity : Number(last_ts);
+      byFingerprint.set(row.fingerprint, state);
+      byId.set(num(row.id), state);
+    }
+    for (const s of byFingerprint.values()) if (s.row.status === 'resolved') s.knownReleases = new Map();
+    for (const r of snap.resolvedReleases) byId.get(num(r.issue_id))?.knownReleases?.set(r.release, num(r.first_seen));
+    // Only the issues an accepted event reaches are written back.
+    const touched = new Set<PlannedIssue>();
+
+    // 4. Every event in order: grouping, regression, sampling, aggregates.
+    const releases = new Map<string, ReleaseAcc>();
+    for (const { work, events, seen } of accepted) {
+      const at = work.receivedAt;
+      for (const [i, e] of events.entries()) {
+        let issue = byFingerprint.get(e.fingerprint);
+        if (!issue) {
+          issue = newIssue({
+            id: snap.newIssueIds?.get(e.fingerprint) ?? null,
+            project_id: pid,
+            fingerprint: e.fingerprint,
+            title: e.title,
+            level: e.level,
+            error_type: e.errorType,
+            screen: e.screen,
+            location: e.location,
+            platform: e.platform,
+            status: 'unresolved',
+            event_count: 0,
+            stored_count: 0,
+            users: 0,
+            first_seen: e.timestamp,
+            last_seen: e.timestamp,
+            first_seen_id: null,
+            last_seen_id: null,
+            first_release: e.release,
+            last_release: e.release,
+            resolved_release: null,
+            resolved_at: null,
+            regressed_at: null,
+            created_at: at,
+            updated_at: at,
+          });
+          byFingerprint.set(e.fingerprint, issue);
+          this.changes.push({ issue, kind: 'new_issue', at, release: e.release });
+        }
+        if (!touched.has(issue)) {
+          touched.add(issue);
+          this.issues.push(issue);
+        }
+        const row = issue.row;
+
+        // `ignored`, `triaged` and `regression` are never changed by ingest.
+        if (row.status === 'resolved' && regresses(e.release, e.timestamp, row.resolved_at ?? 0, issue.knownReleases)) {
+          row.status = 'regression';
+          row.regressed_at = at;
+          this.changes.push({ issue, kind: 'regression', at, release: e.release });
+        }
+
+        row.event_count += 1;
+        if (e.timestamp >= row.last_seen) {
+          row.last_seen = e.timestamp;
+          row.last_release = e.release;
+          row.level = e.level;
+          row.title = e.title;
+          row.error_type = e.errorType;
+          row.screen = e.screen;
+          row.location = e.location;
+          row.platform = e.platform;
+        }
+        if (e.timestamp < row.first_seen) {
+          row.first_seen = e.timestamp;
+          row.first_release = e.release;
+        }
+        if (at > row.updated_at) row.updated_at = at;
+        if (e.userKey !== null) issue.userKeys.add(e.userKey);
+        if (e.release !== '') {
+          const f = issue.releaseFirstSeen.get(e.release);
+          if (f === undefined || e.timestamp < f) issue.releaseFirstSeen.set(e.release, e.timestamp);
+          const acc = releases.get(e.release);
+          if (acc) {
+            if (e.timestamp < acc.first) acc.first = e.timestamp;
+            if (e.timestamp > acc.last) acc.last = e.timestamp;
+            if (e.platform !== '') acc.platforms.add(e.platform);
+          } else {
+            releases.set(e.release, { first: e.timestamp, last: e.timestamp, platforms: new Set(e.platform !== '' ? [e.platform] : []) });
+          }
+        }
+        const bucket = hourBucket(e.timestamp);
+        issue.hourly.set(bucket, (issue.hourly.get(bucket) ?? 0) + 1);
+        this.countProjectHourly(pid, bucket, e);
+
+        if (keepsEvent(e.isCrash, row.event_count, project, this.random)) {
+          row.stored_count += 1;
+          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null, seen: seen[i] });
+        }
+        this.counts.accepted++;
+      }
+    }
+
+    // 5. Releases: merge first/last seen and platforms with the stored rows.
+    for (const r of snap.releases) {
+      const acc = releases.get(r.release);
+      if (!acc) continue;
+      acc.first = Math.min(acc.first, num(r.first_seen));
+      acc.last = Math.max(acc.last, num(r.last_seen));
+      for (const p of releasePlatforms(r.platforms)) acc.platforms.add(p);
+    }
+    for (const [release, acc] of releases) {
+      this.releaseRows.push({
+        project_id: pid,
+        release,
+        first_seen: acc.first,
+        last_seen: acc.last,
+        platforms: JSON.stringify([...acc.platforms].sort()),
+      });
+    }
+  }
+
+  private countProjectHourly(pid: number, bucket: number, e: EventInput): void {
+    const key = `${pid}:${bucket}:${e.release}`;
+    let h = this.projectHourly.get(key);
+    if (!h) {
+      h = { project_id: pid, bucket, release: e.release, events: 0, crashes: 0, errors: 0, fatal: 0, error: 0, warning: 0, info: 0, debug: 0 };
+      this.projectHourly.set(key, h);
+    }
+    h.events += 1;
+    if (e.isCrash) h.crashes += 1;
+    else if (e.level === 'error') h.errors += 1;
+    h[e.level] += 1;
+  }
+
+  /**
+   * 6. Sessions of the works the quota let through (a work refused is refused whole; one
+   * that carries only sessions is never refused).
+   */
+  private sessionUpdates(pid: number, works: PreparedWork[], snap: ProjectSnapshot): void {
+    const states = new Map<string, SessionState>();
+    for (const r of snap.sessions) {
+      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at) };
+      states.set(r.sid, { row, before: sessionClass(row.status, row.errors), changed: false });
+    }
+    for (const work of works) {
+      for (const u of work.sessions) {
+        this.counts.sessionUpdates++;
+        const state = states.get(u.sid);
+        if (!state) {
+          states.set(u.sid, {
+            row: {
+              project_id: pid,
+              sid: u.sid,
+              did: u.did,
+              release: u.release,
+              environment: u.environment,
+              started: u.started,
+              status: u.status,
+              errors: u.errors,
+              updated_at: u.timestamp,
+            },
+            before: 'none',
+            changed: true,
+          });
+          continue;
+        }
+        // The latest update wins; an older one arriving late changes nothing.
+        if (u.timestamp < state.row.updated_at) continue;
+        state.row.status = u.status;
+        state.row.errors = u.errors;
+        state.row.updated_at = u.timestamp;
+        if (state.row.did === null && u.did !== null) state.row.did = u.did;
+        state.changed = true;
+      }
+      for (const a of work.aggregates) {
+        if (a.total === 0) continue;
+        const h = this.sessionBucket(pid, a.release, hourBucket(a.started));
+        h.total += a.total;
+        h.crashed += a.crashed;
+        h.errored += a.errored;
+      }
+    }
+    for (const state of states.values()) {
+      if (!state.changed) continue;
+      this.sessions.push(state.row);
+      const after = sessionClass(state.row.status, state.row.errors);
+      if (after === state.before) continue;
+      const h = this.sessionBucket(pid, state.row.release, hourBucket(state.row.started));
+      if (state.before === 'none') h.total += 1;
+      if (state.before === 'crashed') h.crashed -= 1;
+      if (state.before === 'errored') h.errored -= 1;
+      if (after === 'crashed') h.crashed += 1;
+      if (after === 'errored') h.errored += 1;
+    }
+  }
+
+  private sessionBucket(pid: number, release: string, bucket: number): SessionHourlyRecord {
+    const key = `${pid}:${bucket}:${release}`;
+    let h = this.sessionHourly.get(key);
+    if (!h) {
+      h = { project_id: pid, release, bucket, total: 0, crashed: 0, errored: 0 };
+      this.sessionHourly.set(key, h);
+    }
+    return h;
+  }
+}
+
+function newIssue(row: PlannedIssueRow): PlannedIssue {
+  return {
+    row,
+    knownReleases: null,
+    userKeys: new Set(),
+    releaseFirstSeen: new Map(),
+    hourly: new Map(),
+    firstStoredTs: Infinity,
+    lastStoredTs: -Infinity,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// After the ids are known: the rows that name them
+// ---------------------------------------------------------------------------
+
+/** The stored events' ids (known by now) on their seen rows, and each issue's first/last_seen_id by event time. */
+export function linkStoredEvents(plan: WriteSet): void {
+  for (const s of plan.stored) {
+    s.seen.stored_id = s.id;
+    const issue = s.issue;
+    const ts = s.input.timestamp;
+    if (ts < issue.firstStoredTs) {
+      issue.firstStoredTs = ts;
+      issue.row.first_seen_id = s.id;
+    }
+    if (ts >= issue.lastStoredTs) {
+      issue.lastStoredTs = ts;
+      issue.row.last_seen_id = s.id;
+    }
+  }
+}
+
+export function tagRows(plan: WriteSet): { project_id: number; event_id: number | null; key: string; value: string }[] {
+  const tags: { project_id: number; event_id: number | null; key: string; value: string }[] = [];
+  for (const s of plan.stored) {
+    for (const [key, value] of s.input.tags) tags.push({ project_id: s.projectId, event_id: s.id, key, value });
+  }
+  return tags;
+}
+
+export function issueUserRows(plan: WriteSet): { issue_id: number | null; user_key: string }[] {
+  const users: { issue_id: number | null; user_key: string }[] = [];
+  for (const s of plan.issues) for (const key of s.userKeys) users.push({ issue_id: s.row.id, user_key: key });
+  return users;
+}
+
+export function issueReleaseRows(plan: WriteSet): { issue_id: number | null; release: string; first_seen: number }[] {
+  const rows: { issue_id: number | null; release: string; first_seen: number }[] = [];
+  for (const s of plan.issues) for (const [release, first] of s.releaseFirstSeen) rows.push({ issue_id: s.row.id, release, first_seen: first });
+  return rows;
+}
+
+export function issueHourlyRows(plan: WriteSet): { issue_id: number | null; bucket: number; events: number }[] {
+  const rows: { issue_id: number | null; bucket: number; events: number }[] = [];
+  for (const s of plan.issues) for (const [bucket, events] of s.hourly) rows.push({ issue_id: s.row.id, bucket, events });
+  return rows;
+}
+
+export function issueChangeRows(plan: WriteSet): { project_id: number; issue_id: number | null; kind: string; at: number; release: string }[] {
+  return plan.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
+}
+
+/** Alerts are recorded with what caused them (src/alerts/outbox.ts); a dispatcher sends them. */
+export function alertOutboxRows(plan: WriteSet): Record<string, unknown>[] {
+  return plan.changes.map((c) => issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release }));
+}

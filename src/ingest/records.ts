@@ -1,0 +1,117 @@
+// The rows of the ingest tables as plain data: the one definition that the store's
+// schema (src/store/schema.ts) builds its tables from and that the ingest planner
+// (src/ingest/plan.ts) reads and writes, so the planner needs nothing from src/store.
+// Times are epoch milliseconds.
+
+/** A project row as read (the database fills `id`). */
+export interface ProjectRecord {
+  id: number;
+  slug: string;
+  name: string;
+  platform: string;
+  dsn_key: string;
+  sample_keep_first: number;
+  sample_rate: number;
+  daily_quota: number;
+  created_at: number;
+}
+
+/** An issue row as read (the database fills `id`; `last_seen_minute` is the store's own column). */
+export interface IssueRecord {
+  id: number;
+  project_id: number;
+  fingerprint: string;
+  title: string;
+  level: string;
+  error_type: string;
+  screen: string;
+  location: string;
+  platform: string;
+  status: string;
+  event_count: number;
+  stored_count: number;
+  users: number;
+  first_seen: number;
+  last_seen: number;
+  first_seen_id: number | null;
+  last_seen_id: number | null;
+  first_release: string;
+  last_release: string;
+  resolved_release: string | null;
+  resolved_at: number | null;
+  regressed_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/**
+ * Every accepted event_id per project (stored or sampled out): makes resends idempotent,
+ * and finds a stored event by its event_id (`stored_id`).
+ */
+export interface SeenEventRecord {
+  project_id: number;
+  event_id: string;
+  received_at: number;
+  /** The `events.id` of the stored event; null when sampling dropped it. */
+  stored_id: number | null;
+}
+
+export interface ProjectHourlyRecord {
+  project_id: number;
+  bucket: number;
+  release: string;
+  events: number;
+  crashes: number;
+  errors: number;
+  fatal: number;
+  error: number;
+  warning: number;
+  info: number;
+  debug: number;
+}
+
+export interface ReleaseRecord {
+  project_id: number;
+  release: string;
+  first_seen: number;
+  last_seen: number;
+  /** JSON array of platform names (releasePlatforms reads it). */
+  platforms: string;
+}
+
+/** The platform names of a release row's `platforms`; none when it is not a JSON array. */
+export function releasePlatforms(json: string): string[] {
+  try {
+    const v = JSON.parse(json);
+    return Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+export interface DailyUsageRecord {
+  project_id: number;
+  day: number;
+  events: number;
+}
+
+export interface SessionRecord {
+  project_id: number;
+  sid: string;
+  did: string | null;
+  release: string;
+  environment: string;
+  started: number;
+  status: string;
+  errors: number;
+  updated_at: number;
+}
+
+export interface SessionHourlyRecord {
+  project_id: number;
+  release: string;
+  bucket: number;
+  total: number;
+  crashed: number;
+  errored: number;
+}
