@@ -8,6 +8,7 @@ import { register as registerMigrate } from './migrate.js';
 import { register as registerRetention } from './retention.js';
 import { register as registerSeed } from './seed.js';
 import { register as registerServe } from './serve.js';
+import { register as registerTransfer } from './transfer.js';
 
 export function createProgram(): Command {
   const program = new Command('faultline')
@@ -20,6 +21,7 @@ export function createProgram(): Command {
   registerMigrate(program, cliContext);
   registerRetention(program, cliContext);
   registerSeed(program, cliContext);
+  registerTransfer(program, cliContext);
   return program;
 }
 

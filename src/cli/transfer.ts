@@ -1,0 +1,115 @@
+// `faultline export [project_slug]` and `faultline import`: the CLI side of
+// src/transfer. Export writes the file to standard output; import reads it from
+// standard input; both show progress on standard error and end with a summary
+// (export's on standard error, as standard output is the file; import's on standard
+// output). Import exits 1 when lines were not imported, after importing the rest.
+import { once } from 'node:events';
+import type { Command } from 'commander';
+import { nodeTransferRuntime } from '../editions/node-transfer.js';
+import type { Store } from '../store/database.js';
+import { ExportInputError, prepareExport } from '../transfer/export.js';
+import { formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
+import { CliError, type CliContext, VERSION } from './context.js';
+import { progressReporter } from './progress.js';
+
+export interface ExportCommandOptions {
+  store: Store;
+  project?: string;
+  out: NodeJS.WritableStream;
+  err: NodeJS.WriteStream;
+}
+
+export async function exportCommand(options: ExportCommandOptions): Promise<Record<string, number>> {
+  let prepared;
+  try {
+    prepared = await prepareExport(options.store, nodeTransferRuntime, { project: options.project, version: VERSION });
+  } catch (err) {
+    if (err instanceof ExportInputError) throw new CliError(err.message);
+    throw err;
+  }
+  const what = options.project === undefined ? 'every project' : `project "${options.project}"`;
+  options.err.write(`export: ${what} from ${options.store.description}, about ${prepared.expected} lines\n`);
+  const bar = progressReporter('export', 'lines', options.err);
+  let counts: Record<string, number> = {};
+  try {
+    for await (const text of prepared.chunks((p) => {
+      counts = p.counts;
+      bar.update(p.lines, p.expected);
+    })) {
+      if (!options.out.write(text)) await once(options.out, 'drain');
+    }
+  } finally {
+    bar.stop();
+  }
+  const written = Object.entries(counts).filter(([, n]) => n > 0);
+  options.err.write(`export: wrote ${1 + written.reduce((s, [, n]) => s + n, 0)} lines (meta and ${written.map(([t, n]) => `${n} ${t}`).join(', ') || 'nothing else'})\n`);
+  return counts;
+}
+
+export interface ImportCommandOptions {
+  store: Store;
+  input: AsyncIterable<Uint8Array | string>;
+  out: (line: string) => void;
+  err: NodeJS.WriteStream;
+}
+
+export async function importCommand(options: ImportCommandOptions): Promise<ImportSummary> {
+  options.err.write(`import: into ${options.store.description}\n`);
+  const bar = progressReporter('import', 'lines', options.err);
+  let summary: ImportSummary;
+  try {
+    summary = await importNdjson(options.store, nodeTransferRuntime, options.input, {
+      notice: (message) => options.err.write(`import: ${message}\n`),
+      onProgress: (p) => {
+        const events = p.summary.types.event;
+        bar.update(p.lines, p.expected, events && events.added + events.kept > 0 ? `| events ${events.added} added, ${events.kept} kept` : '');
+      },
+    });
+  } catch (err) {
+    if (err instanceof ImportRefusedError) throw new CliError(`import refused, nothing written: ${err.message}`);
+    throw err;
+  } finally {
+    bar.stop();
+  }
+  options.out(`Imported ${summary.lines} lines (format ${summary.format}) into ${options.store.description}:`);
+  for (const line of formatImportSummary(summary)) options.out(line);
+  return summary;
+}
+
+export function register(program: Command, cli: CliContext): void {
+  program
+    .command('export')
+    .description('write every project (or one) with its issues, aggregates, events and sessions as newline-delimited JSON to standard output')
+    .argument('[project_slug]', 'export only this project')
+    .action(async (slug: string | undefined) => {
+      const config = cli.config();
+      const store = await cli.openMigratedStore(config);
+      // `faultline export | head` closes the pipe early: stop quietly.
+      process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EPIPE') process.exit(0);
+      });
+      try {
+        await exportCommand({ store, project: slug, out: process.stdout, err: process.stderr });
+      } finally {
+        await store.close();
+      }
+    });
+
+  program
+    .command('import')
+    .description('read an export file from standard input: add what is missing, keep what exists (safe to repeat, safe beside a running server)')
+    .action(async () => {
+      if (process.stdin.isTTY) throw new CliError('pipe an export file into it: faultline import < export.ndjson');
+      const config = cli.config();
+      const store = await cli.openMigratedStore(config);
+      let summary: ImportSummary;
+      try {
+        summary = await importCommand({ store, input: process.stdin, out: (line) => process.stdout.write(line + '\n'), err: process.stderr });
+      } finally {
+        await store.close();
+      }
+      if (summary.problemCount > 0) {
+        throw new CliError(`${summary.problemCount} line${summary.problemCount === 1 ? ' was' : 's were'} not imported (first at line ${summary.problems[0].line}); the other lines were imported`);
+      }
+    });
+}

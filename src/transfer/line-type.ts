@@ -1,0 +1,111 @@
+// What a line type is: one descriptor per kind of row in the export file, saying how
+// its rows are read from the database in key order, page by page, how a row becomes a
+// line, how a line is checked, and how a batch of lines is written (insert the missing,
+// keep the existing). The export and import engines (export.ts, import.ts) only walk
+// the list of descriptors (line-types.ts), so a new table is one more descriptor.
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from '../store/database.js';
+
+/** What needs Node (or another edition's own code) beyond Web APIs: the stored blob codec. */
+export interface TransferRuntime {
+  /** Decompresses a stored blob (payload chunk, old `events.raw` / `events.detail`). */
+  decompress(blob: Uint8Array): Uint8Array;
+  /** Compresses bytes as the store does. */
+  compress(bytes: Uint8Array): Uint8Array;
+  /** Packs payloads into compressed chunks as ingest does (src/store/payloads.ts). */
+  packPayloads(items: { projectId: number; receivedAt: number; payload: Uint8Array }[]): {
+    chunks: { projectId: number; receivedAt: number; data: Uint8Array; members: number[] }[];
+    slots: { chunk: number; start: number; length: number }[];
+  };
+}
+
+export interface ExportContext {
+  db: Kysely<any>;
+  dialect: Dialect;
+  runtime: TransferRuntime;
+  /** The one project exported, or undefined for all. */
+  projectId?: number;
+  /** Slug of every project exported, by id. */
+  projectSlugs: Map<number, string>;
+}
+
+export interface ImportContext {
+  /** The batch's transaction. */
+  db: Kysely<any>;
+  dialect: Dialect;
+  runtime: TransferRuntime;
+  /** Ids of the projects with these slugs; on PostgreSQL also locks their rows as ingest does. */
+  projectIds(slugs: Iterable<string>): Promise<Map<string, number>>;
+  /** A message for the person running the import (stderr). */
+  notice(message: string): void;
+}
+
+/** A line that failed: its number in the file and why. */
+export interface Problem {
+  line: number;
+  message: string;
+}
+
+export interface BatchItem<V> {
+  /** Line number in the file (1-based). */
+  line: number;
+  value: V;
+}
+
+export interface BatchOutcome {
+  added: number;
+  kept: number;
+  problems: Problem[];
+}
+
+export type Parsed<V> = { ok: true; value: V } | { ok: false; message: string };
+
+export interface LineType<V = any> {
+  type: string;
+  /** Rows this type will export (for progress totals; a live database may change meanwhile). */
+  count(ctx: ExportContext): Promise<number>;
+  /** The lines, in key order, a page at a time. */
+  read(ctx: ExportContext): AsyncIterable<Record<string, unknown>[]>;
+  /** Checks a parsed JSON line of this type. */
+  parse(line: Record<string, unknown>): Parsed<V>;
+  /** Writes a batch inside one transaction: missing rows added, existing kept. */
+  write(ctx: ImportContext, batch: BatchItem<V>[]): Promise<BatchOutcome>;
+}
+
+/** SQLite's bound-parameter limit is 32 766; statements stay well below it. */
+const MAX_PARAMETERS = 30_000;
+
+/**
+ * Inserts rows in statements sized under the parameter limit. With `conflict`, existing
+ * rows (by those columns) are left alone; returns how many rows were really inserted.
+ */
+export async function insertRows(
+  db: Kysely<any>,
+  table: string,
+  rows: Record<string, unknown>[],
+  conflict?: string[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / Object.keys(rows[0]).length));
+  let inserted = 0;
+  for (let i = 0; i < rows.length; i += perStatement) {
+    const part = rows.slice(i, i + perStatement);
+    let query = db.insertInto(table).values(part);
+    if (conflict) {
+      query = query.onConflict((oc) => oc.columns(conflict as any).doNothing());
+      const back = await query.returning(sql<number>`1`.as('one')).execute();
+      inserted += back.length;
+    } else {
+      await query.execute();
+      inserted += part.length;
+    }
+  }
+  return inserted;
+}
+
+/** Splits a list into parts of at most `size` (for `in (…)` lists). */
+export function partsOf<T>(items: T[], size = 500): T[][] {
+  const parts: T[][] = [];
+  for (let i = 0; i < items.length; i += size) parts.push(items.slice(i, i + size));
+  return parts;
+}
