@@ -86,13 +86,14 @@ export const eventLineType: LineType<EventValue> = {
 
   async *read(ctx) {
     const chunks = new Map<number, Uint8Array>();
+    const limit = ctx.pageRows ?? PAGE_EVENTS;
     let after = 0;
     for (;;) {
       const { rows } = await sql<Record<string, any>>`
         select e.*, i.first_seen_id as issue_first_id, i.last_seen_id as issue_last_id
         from events e join issues i on i.id = e.issue_id
         where e.id > ${after} and ${projectCondition(ctx)}
-        order by e.id limit ${PAGE_EVENTS}`.execute(ctx.db);
+        order by e.id limit ${limit}`.execute(ctx.db);
       if (rows.length === 0) return;
       const missing = [...new Set(rows.filter((r) => r.payload_chunk !== null && !chunks.has(Number(r.payload_chunk))).map((r) => Number(r.payload_chunk)))];
       for (const part of partsOf(missing)) {
@@ -118,7 +119,7 @@ export const eventLineType: LineType<EventValue> = {
         lines.push(line);
       }
       if (lines.length > 0) yield lines;
-      if (rows.length < PAGE_EVENTS) return;
+      if (rows.length < limit) return;
       after = Number(rows[rows.length - 1].id);
     }
   },

@@ -22,6 +22,8 @@ export interface ExportOptions {
   /** faultline's version, written into the meta line. */
   version: string;
   now?: () => number;
+  /** Rows per query instead of each line type's default. */
+  pageRows?: number;
 }
 
 export interface ExportProgress {
@@ -56,6 +58,7 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
     runtime,
     projectId: options.project === undefined ? undefined : Number(projects[0].id),
     projectSlugs: new Map(projects.map((p) => [Number(p.id), p.slug as string])),
+    pageRows: options.pageRows,
   };
   let expected = 1;
   for (const type of LINE_TYPES) expected += await type.count(ctx);

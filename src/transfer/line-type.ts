@@ -27,6 +27,8 @@ export interface ExportContext {
   projectId?: number;
   /** Slug of every project exported, by id. */
   projectSlugs: Map<number, string>;
+  /** Rows per query instead of each type's default (tests use small pages). */
+  pageRows?: number;
 }
 
 export interface ImportContext {

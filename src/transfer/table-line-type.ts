@@ -73,9 +73,10 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
     async *read(ctx) {
       const parentFields = spec.parent === 'issue' ? sql`, i.project_id as parent_project_id, i.fingerprint as parent_fingerprint` : sql`, t.project_id as parent_project_id`;
       const order = sql.join(spec.order.map((c) => sql.ref(`t.${c}`)));
+      const limit = ctx.pageRows ?? PAGE_ROWS;
       let cursor: unknown[] | null = null;
       for (;;) {
-        const { rows }: { rows: Record<string, unknown>[] } = await sql<Record<string, unknown>>`select t.* ${parentFields} from ${from} where ${conditions(ctx, cursor)} order by ${order} limit ${PAGE_ROWS}`.execute(ctx.db);
+        const { rows }: { rows: Record<string, unknown>[] } = await sql<Record<string, unknown>>`select t.* ${parentFields} from ${from} where ${conditions(ctx, cursor)} order by ${order} limit ${limit}`.execute(ctx.db);
         const lines: Record<string, unknown>[] = [];
         for (const row of rows) {
           const project = ctx.projectSlugs.get(Number(row.parent_project_id));
@@ -86,7 +87,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           lines.push(line);
         }
         if (lines.length > 0) yield lines;
-        if (rows.length < PAGE_ROWS) return;
+        if (rows.length < limit) return;
         const last: Record<string, unknown> = rows[rows.length - 1];
         cursor = spec.order.map((c): unknown => last[c]);
       }
