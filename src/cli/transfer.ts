@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { nodeTransferRuntime } from '../editions/node-transfer.js';
 import type { Store } from '../store/database.js';
 import { ExportInputError, prepareExport } from '../transfer/export.js';
-import { formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
+import { BATCH_LINES, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
 import { CliError, type CliContext, VERSION } from './context.js';
 import { progressReporter } from './progress.js';
 
@@ -48,6 +48,8 @@ export async function exportCommand(options: ExportCommandOptions): Promise<Reco
 
 export interface ImportCommandOptions {
   store: Store;
+  /** Lines per transaction (default BATCH_LINES). */
+  batchLines?: number;
   input: AsyncIterable<Uint8Array | string>;
   out: (line: string) => void;
   err: NodeJS.WriteStream;
@@ -59,6 +61,7 @@ export async function importCommand(options: ImportCommandOptions): Promise<Impo
   let summary: ImportSummary;
   try {
     summary = await importNdjson(options.store, nodeTransferRuntime, options.input, {
+      batchLines: options.batchLines,
       notice: (message) => options.err.write(`import: ${message}\n`),
       onProgress: (p) => {
         const events = p.summary.types.event;
@@ -98,13 +101,18 @@ export function register(program: Command, cli: CliContext): void {
   program
     .command('import')
     .description('read an export file from standard input: add what is missing, keep what exists (safe to repeat, safe beside a running server)')
-    .action(async () => {
+    .option('--batch-size <n>', `lines written per transaction (1-10000)`, String(BATCH_LINES))
+    .action(async (opts: { batchSize: string }) => {
+      const batchLines = Number(opts.batchSize);
+      if (!Number.isInteger(batchLines) || batchLines < 1 || batchLines > 10_000) {
+        throw new CliError(`--batch-size must be an integer between 1 and 10000 (got ${JSON.stringify(opts.batchSize)})`);
+      }
       if (process.stdin.isTTY) throw new CliError('pipe an export file into it: faultline import < export.ndjson');
       const config = cli.config();
       const store = await cli.openMigratedStore(config);
       let summary: ImportSummary;
       try {
-        summary = await importCommand({ store, input: process.stdin, out: (line) => process.stdout.write(line + '\n'), err: process.stderr });
+        summary = await importCommand({ store, batchLines, input: process.stdin, out: (line) => process.stdout.write(line + '\n'), err: process.stderr });
       } finally {
         await store.close();
       }

@@ -69,8 +69,8 @@ interface EventValue {
 
 /** Events read per query: with payloads of up to a few hundred KB each, a few MB. */
 const PAGE_EVENTS = 500;
-/** Decompressed payload chunks kept while reading (at most 256 KB each). */
-const CHUNK_CACHE = 16;
+/** Payload chunks fetched per query (at most 256 KB each once decompressed). */
+const CHUNKS_PER_QUERY = 32;
 
 function projectCondition(ctx: ExportContext) {
   return ctx.projectId === undefined ? sql`1 = 1` : sql`e.project_id = ${ctx.projectId}`;
@@ -85,8 +85,10 @@ export const eventLineType: LineType<EventValue> = {
   },
 
   async *read(ctx) {
-    const chunks = new Map<number, Uint8Array>();
     const limit = ctx.pageRows ?? PAGE_EVENTS;
+    // The decompressed chunks a page needs; the last row's is kept for the next page
+    // (a chunk's events have neighbouring ids, so pages share at most that one).
+    let carried = new Map<number, Uint8Array>();
     let after = 0;
     for (;;) {
       const { rows } = await sql<Record<string, any>>`
@@ -95,13 +97,17 @@ export const eventLineType: LineType<EventValue> = {
         where e.id > ${after} and ${projectCondition(ctx)}
         order by e.id limit ${limit}`.execute(ctx.db);
       if (rows.length === 0) return;
-      const missing = [...new Set(rows.filter((r) => r.payload_chunk !== null && !chunks.has(Number(r.payload_chunk))).map((r) => Number(r.payload_chunk)))];
-      for (const part of partsOf(missing)) {
+      const chunks = new Map<number, Uint8Array>();
+      const needed = new Set(rows.filter((r) => r.payload_chunk !== null).map((r) => Number(r.payload_chunk)));
+      const missing: number[] = [];
+      for (const id of needed) {
+        const kept = carried.get(id);
+        if (kept) chunks.set(id, kept);
+        else missing.push(id);
+      }
+      for (const part of partsOf(missing, CHUNKS_PER_QUERY)) {
         const found = await ctx.db.selectFrom('payload_chunks').select(['id', 'data']).where('id', 'in', part).execute();
-        for (const c of found) {
-          chunks.set(Number(c.id), ctx.runtime.decompress(c.data as Uint8Array));
-          if (chunks.size > CHUNK_CACHE) chunks.delete(chunks.keys().next().value!);
-        }
+        for (const c of found) chunks.set(Number(c.id), ctx.runtime.decompress(c.data as Uint8Array));
       }
       const lines: Record<string, unknown>[] = [];
       for (const r of rows) {
@@ -120,7 +126,10 @@ export const eventLineType: LineType<EventValue> = {
       }
       if (lines.length > 0) yield lines;
       if (rows.length < limit) return;
-      after = Number(rows[rows.length - 1].id);
+      const last = rows[rows.length - 1];
+      after = Number(last.id);
+      const lastChunk = last.payload_chunk === null ? undefined : chunks.get(Number(last.payload_chunk));
+      carried = lastChunk ? new Map([[Number(last.payload_chunk), lastChunk]]) : new Map();
     }
   },
 

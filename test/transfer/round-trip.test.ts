@@ -29,6 +29,7 @@ describe.each(dialects)('round trip from %s', (source) => {
     }
     const lines = bodyLines(file).map((l) => JSON.parse(l));
     const events = lines.filter((l) => l.type === 'event');
+    expect(events.filter((e) => e.payload === '' || e.payload_base64 === '')).toEqual([]);
     expect(events.some((e) => e.payload_base64 !== undefined)).toBe(true);
     expect(events.some((e) => Array.isArray(e.symbolicated))).toBe(true);
     expect(events.some((e) => e.detail !== undefined)).toBe(true);

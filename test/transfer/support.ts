@@ -45,6 +45,13 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
     expect(res.status, name).toBe(200);
   }
 
+  // Events sent one per request each get a payload chunk of their own: an export page
+  // then needs many chunks at once.
+  for (let i = 0; i < 40; i++) {
+    const event = errorEvent({ timestamp: now - 60_000 * i, type: 'SingleError', value: `single ${i}`, level: 'fatal' });
+    expect((await post(t, demoRow, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]))).status).toBe(200);
+  }
+
   const created = await t.api('/api/projects', { method: 'POST', json: { slug: 'web', name: 'Web shop', platform: 'web', sample_keep_first: 1, sample_rate: 0 } });
   expect(created.status).toBe(201);
   const web = await t.deps.store.db.selectFrom('projects').selectAll().where('slug', '=', 'web').executeTakeFirstOrThrow();
