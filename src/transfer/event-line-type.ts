@@ -204,12 +204,14 @@ export const eventLineType: LineType<EventValue> = {
     const chunkIds = ctx.dialect === 'postgres' ? chunks.map((c) => ids[c.members[0]]) : await allocateIds(ctx, 'payload_chunks', chunks.length);
     await insertRows(
       ctx.db,
+      ctx.dialect,
       'payload_chunks',
       chunks.map((c, i) => ({ id: chunkIds[i], project_id: c.projectId, received_at: c.receivedAt, data: c.data })),
     );
     const empty = new Uint8Array(0);
     await insertRows(
       ctx.db,
+      ctx.dialect,
       'events',
       fresh.map((f, i) => ({
         id: ids[i],
@@ -225,11 +227,13 @@ export const eventLineType: LineType<EventValue> = {
     );
     await insertRows(
       ctx.db,
+      ctx.dialect,
       'event_tags',
       fresh.flatMap((f, i) => f.value.tags.map(([key, value]) => ({ project_id: f.projectId, event_id: ids[i], key, value }))),
     );
     await insertRows(
       ctx.db,
+      ctx.dialect,
       'seen_events',
       fresh.map((f, i) => ({ project_id: f.projectId, event_id: f.value.row.event_id, received_at: f.value.row.received_at, stored_id: ids[i] })),
       ['project_id', 'event_id'],

@@ -140,10 +140,10 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           seen.add(key);
           return true;
         });
-        const added = await insertRows(ctx.db, spec.table, rows);
+        const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows);
         return { added, kept: total - added, problems };
       }
-      const added = await insertRows(ctx.db, spec.table, rows, keyColumns);
+      const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows, keyColumns);
       return { added, kept: total - added, problems };
     },
   };
