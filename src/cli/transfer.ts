@@ -11,6 +11,7 @@ import { ExportInputError, prepareExport } from '../transfer/export.js';
 import { BATCH_LINES, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
 import { CliError, type CliContext, VERSION } from './context.js';
 import { progressReporter } from './progress.js';
+import { exportFromRemote, IMPORT_REQUEST_LINES, importToRemote } from './transfer-remote.js';
 
 export interface ExportCommandOptions {
   store: Store;
@@ -32,9 +33,11 @@ export async function exportCommand(options: ExportCommandOptions): Promise<Reco
   const bar = progressReporter('export', 'lines', options.err);
   let counts: Record<string, number> = {};
   try {
-    for await (const text of prepared.chunks((p) => {
-      counts = p.counts;
-      bar.update(p.lines, p.expected);
+    for await (const text of prepared.chunks({
+      onProgress: (p) => {
+        counts = p.counts;
+        bar.update(p.lines, p.expected);
+      },
     })) {
       if (!options.out.write(text)) await once(options.out, 'drain');
     }
@@ -84,13 +87,20 @@ export function register(program: Command, cli: CliContext): void {
     .command('export')
     .description('write every project (or one) with its issues, aggregates, events and sessions as newline-delimited JSON to standard output')
     .argument('[project_slug]', 'export only this project')
-    .action(async (slug: string | undefined) => {
-      const config = cli.config();
-      const store = await cli.openMigratedStore(config);
+    .option('--from <url>', "export from a remote instance's GET /api/export (the serverless edition) instead of DATABASE_URL")
+    .option('--api-key <key>', 'API key of the remote instance (default: the first of API_KEYS)')
+    .action(async (slug: string | undefined, opts: { from?: string; apiKey?: string }) => {
       // `faultline export | head` closes the pipe early: stop quietly.
       process.stdout.on('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'EPIPE') process.exit(0);
       });
+      if (opts.from) {
+        const lines = await exportFromRemote({ url: opts.from, apiKey: opts.apiKey ?? firstApiKey(), project: slug, out: process.stdout, err: process.stderr });
+        process.stderr.write(`export: wrote ${lines} lines from ${opts.from}\n`);
+        return;
+      }
+      const config = cli.config();
+      const store = await cli.openMigratedStore(config);
       try {
         await exportCommand({ store, project: slug, out: process.stdout, err: process.stderr });
       } finally {
@@ -102,22 +112,44 @@ export function register(program: Command, cli: CliContext): void {
     .command('import')
     .description('read an export file from standard input: add what is missing, keep what exists (safe to repeat, safe beside a running server)')
     .option('--batch-size <n>', `lines written per transaction (1-10000)`, String(BATCH_LINES))
-    .action(async (opts: { batchSize: string }) => {
+    .option('--to <url>', "import into a remote instance's POST /api/import (the serverless edition) instead of DATABASE_URL")
+    .option('--api-key <key>', 'API key of the remote instance (default: the first of API_KEYS)')
+    .option('--request-lines <n>', 'with --to: lines per request (1-100000)', String(IMPORT_REQUEST_LINES))
+    .action(async (opts: { batchSize: string; to?: string; apiKey?: string; requestLines: string }) => {
       const batchLines = Number(opts.batchSize);
       if (!Number.isInteger(batchLines) || batchLines < 1 || batchLines > 10_000) {
         throw new CliError(`--batch-size must be an integer between 1 and 10000 (got ${JSON.stringify(opts.batchSize)})`);
       }
       if (process.stdin.isTTY) throw new CliError('pipe an export file into it: faultline import < export.ndjson');
+      let summary: ImportSummary;
+      if (opts.to) {
+        const requestLines = Number(opts.requestLines);
+        if (!Number.isInteger(requestLines) || requestLines < 1 || requestLines > 100_000) {
+          throw new CliError(`--request-lines must be an integer between 1 and 100000 (got ${JSON.stringify(opts.requestLines)})`);
+        }
+        summary = await importToRemote({ url: opts.to, apiKey: opts.apiKey ?? firstApiKey(), input: process.stdin, err: process.stderr, requestLines });
+        process.stdout.write(`Imported ${summary.lines} lines (format ${summary.format}) into ${opts.to}:\n`);
+        for (const line of formatImportSummary(summary)) process.stdout.write(line + '\n');
+        failOnProblems(summary);
+        return;
+      }
       const config = cli.config();
       const store = await cli.openMigratedStore(config);
-      let summary: ImportSummary;
       try {
         summary = await importCommand({ store, batchLines, input: process.stdin, out: (line) => process.stdout.write(line + '\n'), err: process.stderr });
       } finally {
         await store.close();
       }
-      if (summary.problemCount > 0) {
-        throw new CliError(`${summary.problemCount} line${summary.problemCount === 1 ? ' was' : 's were'} not imported (first at line ${summary.problems[0].line}); the other lines were imported`);
-      }
+      failOnProblems(summary);
     });
+}
+
+function failOnProblems(summary: ImportSummary): void {
+  if (summary.problemCount > 0) {
+    throw new CliError(`${summary.problemCount} line${summary.problemCount === 1 ? ' was' : 's were'} not imported (first at line ${summary.problems[0].line}); the other lines were imported`);
+  }
+}
+
+function firstApiKey(): string | undefined {
+  return (process.env.API_KEYS ?? '').split(',').map((k) => k.trim()).find((k) => k !== '');
 }

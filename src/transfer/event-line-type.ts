@@ -84,12 +84,12 @@ export const eventLineType: LineType<EventValue> = {
     return Number(rows[0]?.n ?? 0);
   },
 
-  async *read(ctx) {
+  async *read(ctx, start) {
     const limit = ctx.pageRows ?? PAGE_EVENTS;
     // The decompressed chunks a page needs; the last row's is kept for the next page
     // (a chunk's events have neighbouring ids, so pages share at most that one).
     let carried = new Map<number, Uint8Array>();
-    let after = 0;
+    let after = Number(start?.[0] ?? 0);
     for (;;) {
       const { rows } = await sql<Record<string, any>>`
         select e.*, i.first_seen_id as issue_first_id, i.last_seen_id as issue_last_id
@@ -124,10 +124,10 @@ export const eventLineType: LineType<EventValue> = {
         if (Number(r.issue_last_id) === Number(r.id)) line.last_of_issue = true;
         lines.push(line);
       }
-      if (lines.length > 0) yield lines;
-      if (rows.length < limit) return;
       const last = rows[rows.length - 1];
       after = Number(last.id);
+      yield { lines, last: [after] };
+      if (rows.length < limit) return;
       const lastChunk = last.payload_chunk === null ? undefined : chunks.get(Number(last.payload_chunk));
       carried = lastChunk ? new Map([[Number(last.payload_chunk), lastChunk]]) : new Map();
     }

@@ -10,7 +10,7 @@
 // key), never holding more than a page: memory stays flat whatever the size.
 import type { Store } from '../store/database.js';
 import { FORMAT_VERSION, type MetaLine } from './format.js';
-import type { ExportContext, TransferRuntime } from './line-type.js';
+import type { Cursor, ExportContext, TransferRuntime } from './line-type.js';
 import { LINE_TYPES } from './line-types.js';
 
 /** A request the export cannot serve (an unknown project). */
@@ -24,25 +24,43 @@ export interface ExportOptions {
   now?: () => number;
   /** Rows per query instead of each line type's default. */
   pageRows?: number;
+  /** Count the lines first (for progress and the meta line's expected_lines); default true. */
+  count?: boolean;
 }
 
 export interface ExportProgress {
   /** Lines written so far, meta included. */
   lines: number;
-  /** Lines expected (counted when the export started). */
+  /** Lines expected (counted when the export started; 0 when not counted). */
   expected: number;
   /** Lines written per type so far. */
   counts: Record<string, number>;
+}
+
+/** Where an export split over several requests goes on: after this row of this line type. */
+export interface ExportPosition {
+  type: string;
+  after: Cursor | null;
+}
+
+export interface ExportPartOptions {
+  onProgress?: (progress: ExportProgress) => void;
+  /** Start here instead of at the beginning (then no meta line is written). */
+  start?: ExportPosition;
+  /** Stop after the page that reaches this many lines; `next()` then says where to go on. */
+  maxLines?: number;
 }
 
 export interface PreparedExport {
   meta: MetaLine;
   /** Lines the export expects to write, meta included (the database may change meanwhile). */
   expected: number;
-  /** The file's text, a page of lines per chunk; `onProgress` hears after each chunk. */
-  chunks(onProgress?: (progress: ExportProgress) => void): AsyncGenerator<string>;
+  /** The file's text, a page of lines per chunk. */
+  chunks(options?: ExportPartOptions): AsyncGenerator<string>;
   /** The same as a Web stream of UTF-8 bytes (for an HTTP answer). */
-  stream(onProgress?: (progress: ExportProgress) => void): ReadableStream<Uint8Array>;
+  stream(options?: ExportPartOptions): ReadableStream<Uint8Array>;
+  /** After `chunks` ended: where a further part would start, or null when everything was written. */
+  next(): ExportPosition | null;
 }
 
 /** Opens an export: finds the projects, counts the lines, builds the meta line. */
@@ -60,8 +78,11 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
     projectSlugs: new Map(projects.map((p) => [Number(p.id), p.slug as string])),
     pageRows: options.pageRows,
   };
-  let expected = 1;
-  for (const type of LINE_TYPES) expected += await type.count(ctx);
+  let expected = 0;
+  if (options.count !== false) {
+    expected = 1;
+    for (const type of LINE_TYPES) expected += await type.count(ctx);
+  }
   const meta: MetaLine = {
     type: 'meta',
     format: FORMAT_VERSION,
@@ -69,37 +90,54 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
     source: { faultline: options.version, database: store.dialect, project: options.project ?? null },
     expected_lines: expected,
   };
+  let next: ExportPosition | null = null;
 
-  async function* chunks(onProgress?: (progress: ExportProgress) => void): AsyncGenerator<string> {
+  async function* chunks(part: ExportPartOptions = {}): AsyncGenerator<string> {
     const counts: Record<string, number> = {};
-    let lines = 1;
-    yield JSON.stringify(meta) + '\n';
-    for (const type of LINE_TYPES) {
+    let lines = 0;
+    let first = 0;
+    let after: Cursor | null = null;
+    if (part.start) {
+      first = LINE_TYPES.findIndex((t) => t.type === part.start!.type);
+      if (first < 0) throw new ExportInputError(`the cursor names an unknown line type "${part.start.type}"`);
+      after = part.start.after;
+    } else {
+      lines = 1;
+      yield JSON.stringify(meta) + '\n';
+    }
+    next = null;
+    for (let t = first; t < LINE_TYPES.length; t++) {
+      const type = LINE_TYPES[t];
       counts[type.type] = 0;
-      for await (const page of type.read(ctx)) {
+      for await (const page of type.read(ctx, t === first ? after : null)) {
         let text = '';
-        for (const line of page) text += JSON.stringify(line) + '\n';
-        counts[type.type] += page.length;
-        lines += page.length;
+        for (const line of page.lines) text += JSON.stringify(line) + '\n';
+        counts[type.type] += page.lines.length;
+        lines += page.lines.length;
         yield text;
-        onProgress?.({ lines, expected, counts });
+        part.onProgress?.({ lines, expected, counts });
+        if (part.maxLines !== undefined && lines >= part.maxLines) {
+          next = { type: type.type, after: page.last };
+          return;
+        }
       }
     }
-    onProgress?.({ lines, expected, counts });
+    part.onProgress?.({ lines, expected, counts });
   }
 
   return {
     meta,
     expected,
     chunks,
-    stream(onProgress) {
+    next: () => next,
+    stream(part) {
       const encoder = new TextEncoder();
-      const source = chunks(onProgress);
+      const source = chunks(part);
       return new ReadableStream<Uint8Array>({
         async pull(controller) {
-          const next = await source.next();
-          if (next.done) controller.close();
-          else controller.enqueue(encoder.encode(next.value));
+          const item = await source.next();
+          if (item.done) controller.close();
+          else controller.enqueue(encoder.encode(item.value));
         },
         async cancel() {
           await source.return(undefined);
@@ -107,4 +145,27 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
       });
     },
   };
+}
+
+/** A position as the `cursor` parameter of a further export request. */
+export function encodePosition(position: ExportPosition): string {
+  return JSON.stringify([position.type, position.after]);
+}
+
+/** Reads a `cursor` parameter; a malformed one is an ExportInputError. */
+export function decodePosition(text: string): ExportPosition {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ExportInputError('cursor: not a cursor from a previous export answer');
+  }
+  const ok =
+    Array.isArray(value) &&
+    value.length === 2 &&
+    typeof value[0] === 'string' &&
+    LINE_TYPES.some((t) => t.type === value[0]) &&
+    (value[1] === null || (Array.isArray(value[1]) && value[1].every((v: unknown) => typeof v === 'string' || typeof v === 'number')));
+  if (!ok) throw new ExportInputError('cursor: not a cursor from a previous export answer');
+  return { type: (value as [string, Cursor | null])[0], after: (value as [string, Cursor | null])[1] };
 }

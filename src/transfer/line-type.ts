@@ -31,6 +31,15 @@ export interface ExportContext {
   pageRows?: number;
 }
 
+/** Where a line type's reading stands: the key of the last row read (its order columns). */
+export type Cursor = (string | number)[];
+
+export interface Page {
+  lines: Record<string, unknown>[];
+  /** The key of the page's last row. */
+  last: Cursor;
+}
+
 export interface ImportContext {
   /** The batch's transaction. */
   db: Kysely<any>;
@@ -66,8 +75,11 @@ export interface LineType<V = any> {
   type: string;
   /** Rows this type will export (for progress totals; a live database may change meanwhile). */
   count(ctx: ExportContext): Promise<number>;
-  /** The lines, in key order, a page at a time. */
-  read(ctx: ExportContext): AsyncIterable<Record<string, unknown>[]>;
+  /**
+   * The lines, in key order, a page at a time, starting after the row whose key is
+   * `after` (a page's `last`), so an export can stop and go on in another request.
+   */
+  read(ctx: ExportContext, after?: Cursor | null): AsyncIterable<Page>;
   /** Checks a parsed JSON line of this type. */
   parse(line: Record<string, unknown>): Parsed<V>;
   /** Writes a batch inside one transaction: missing rows added, existing kept. */

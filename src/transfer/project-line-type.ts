@@ -33,11 +33,15 @@ export const projectLineType: LineType<ProjectValue> = {
     return Number((await query.executeTakeFirst())?.n ?? 0);
   },
 
-  async *read(ctx) {
-    let query = ctx.db.selectFrom('projects').selectAll().orderBy('id');
+  async *read(ctx, after) {
+    let query = ctx.db.selectFrom('projects').selectAll().where('id', '>', Number(after?.[0] ?? 0)).orderBy('id');
     if (ctx.projectId !== undefined) query = query.where('id', '=', ctx.projectId);
     const rows = (await query.execute()).filter((r) => ctx.projectSlugs.has(Number(r.id)));
-    if (rows.length > 0) yield rows.map((r) => ({ type: 'project', ...Object.fromEntries(COLUMNS.map((c) => [c.column, toField(c.kind, r[c.column])])) }));
+    if (rows.length === 0) return;
+    yield {
+      lines: rows.map((r) => ({ type: 'project', ...Object.fromEntries(COLUMNS.map((c) => [c.column, toField(c.kind, r[c.column])])) })),
+      last: [Number(rows[rows.length - 1].id)],
+    };
   },
 
   parse(line): Parsed<ProjectValue> {

@@ -5,7 +5,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { z } from 'zod';
 import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
-import { type BatchItem, type BatchOutcome, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
+import { type BatchItem, type BatchOutcome, type Cursor, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
 
 export interface TableLineSpec {
   type: string;
@@ -70,11 +70,11 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       return Number(rows[0]?.n ?? 0);
     },
 
-    async *read(ctx) {
+    async *read(ctx, after) {
       const parentFields = spec.parent === 'issue' ? sql`, i.project_id as parent_project_id, i.fingerprint as parent_fingerprint` : sql`, t.project_id as parent_project_id`;
       const order = sql.join(spec.order.map((c) => sql.ref(`t.${c}`)));
       const limit = ctx.pageRows ?? PAGE_ROWS;
-      let cursor: unknown[] | null = null;
+      let cursor: unknown[] | null = after ?? null;
       for (;;) {
         const { rows }: { rows: Record<string, unknown>[] } = await sql<Record<string, unknown>>`select t.* ${parentFields} from ${from} where ${conditions(ctx, cursor)} order by ${order} limit ${limit}`.execute(ctx.db);
         const lines: Record<string, unknown>[] = [];
@@ -86,10 +86,11 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           for (const c of spec.columns) line[c.field ?? c.column] = toField(c.kind, row[c.column]);
           lines.push(line);
         }
-        if (lines.length > 0) yield lines;
-        if (rows.length < limit) return;
+        if (rows.length === 0) return;
         const last: Record<string, unknown> = rows[rows.length - 1];
-        cursor = spec.order.map((c): unknown => last[c]);
+        cursor = spec.order.map((c): unknown => (typeof last[c] === 'bigint' ? Number(last[c]) : last[c]));
+        yield { lines, last: cursor as Cursor };
+        if (rows.length < limit) return;
       }
     },
 
