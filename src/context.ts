@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Store } from './store/database.js';
+import type { DecompressBlob } from './store/stored-payload.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
@@ -47,6 +48,8 @@ export interface AppDeps {
   rateLimiter: RateLimiter;
   ingest: IngestSink;
   ingestRuntime: IngestRuntime;
+  /** Decodes the store's compressed blobs (event payloads) for the read API (Node: src/store/codec.ts). */
+  decompressBlob: DecompressBlob;
   /**
    * Reads a request's body straight from the edition's own request object, when it
    * has a cheaper way than the Web stream (Node: the IncomingMessage; creating the

@@ -11,6 +11,7 @@ import { createApp } from '../http/app.js';
 import { localBaseUrl } from '../http/public-url.js';
 import { MemoryRateLimiter } from '../http/rate-limit.js';
 import { createIngestWriter } from '../ingest/writer.js';
+import { decompress } from '../store/codec.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
@@ -55,6 +56,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
         : new MemoryRateLimiter(config.rateLimit),
     ingest,
     ingestRuntime: store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime,
+    decompressBlob: decompress,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
   };

@@ -103,7 +103,7 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/events/:id`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await eventDetail(db, p.id, c.req.param('id') ?? ''));
+      return c.json(await eventDetail(db, p.id, c.req.param('id') ?? '', deps.decompressBlob));
     }),
   );
 

@@ -4,8 +4,7 @@
 // by id, so new events (always higher ids) never shift a page a reader is on.
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, iso } from '../clock.js';
-import { decodeJson } from '../store/codec.js';
-import { storedPayload } from '../store/payloads.js';
+import { decodeJsonBlob, readStoredPayload, type DecompressBlob } from '../store/stored-payload.js';
 import { eventDetailFromRaw } from '../ingest/normalize.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
@@ -436,12 +435,12 @@ function detailOrNothing(raw: Uint8Array, userIp: string | null): Partial<EventD
   }
 }
 
-export async function eventDetail(db: Db, projectId: number, idOrEventId: string) {
+export async function eventDetail(db: Db, projectId: number, idOrEventId: string, decompressBlob: DecompressBlob) {
   const row = await findEvent(db, projectId, idOrEventId);
-  const raw = await storedPayload(db, row);
+  const raw = await readStoredPayload(db, row, decompressBlob);
   // Rows written before the detail was derived on read still carry it encoded.
   const detail: Partial<EventDetailData> =
-    row.detail.byteLength > 0 ? (decodeJson<Partial<EventDetailData>>(row.detail) ?? {}) : detailOrNothing(raw, row.user_ip);
+    row.detail.byteLength > 0 ? (decodeJsonBlob<Partial<EventDetailData>>(row.detail, decompressBlob) ?? {}) : detailOrNothing(raw, row.user_ip);
   const summary = eventSummaryJson(row);
   const symbolicated = parseJsonOrNull(row.symbolicated);
   const exceptions = Array.isArray(detail.exceptions) ? detail.exceptions : [];

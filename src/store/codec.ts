@@ -7,6 +7,7 @@
 // compresses inside the batch: on the batch thread for SQLite, on the main thread for
 // PostgreSQL).
 import zlib from 'node:zlib';
+import { decodeJsonBlob } from './stored-payload.js';
 
 /** First byte of a Brotli blob. A zlib stream (the older format) always starts with 0x78. */
 export const BROTLI_TAG = 0x01;
@@ -59,5 +60,5 @@ export function decompress(blob: Uint8Array): Buffer {
 
 /** A compressed JSON document (event detail written before it was derived on read). */
 export function decodeJson<T = unknown>(blob: Uint8Array): T {
-  return JSON.parse(decompress(blob).toString('utf8')) as T;
+  return decodeJsonBlob<T>(blob, decompress);
 }

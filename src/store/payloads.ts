@@ -11,6 +11,7 @@
 import type { Kysely } from 'kysely';
 import { compress, decompress } from './codec.js';
 import type { Database, EventRow } from './schema.js';
+import { readStoredPayload } from './stored-payload.js';
 
 /** Uncompressed bytes a chunk holds at most; a larger payload gets a chunk of its own. */
 export const PAYLOAD_CHUNK_MAX_BYTES = 256 * 1024;
@@ -78,18 +79,11 @@ export function packPayloads(items: PayloadToPack[]): { chunks: PackedChunk[]; s
   return { chunks, slots };
 }
 
-/**
- * The raw payload of a stored event as received: from its chunk, or from its own blob
- * (rows written before migration 008). Empty when the chunk is gone, which retention
- * never does while one of its events is left.
- */
+/** readStoredPayload with this process's codec, as a Buffer, for Node-side callers. */
 export async function storedPayload(
   db: Kysely<Database>,
   row: Pick<EventRow, 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>,
 ): Promise<Buffer> {
-  if (row.payload_chunk === null || row.payload_chunk === undefined) return decompress(row.raw);
-  const chunk = await db.selectFrom('payload_chunks').select('data').where('id', '=', Number(row.payload_chunk)).executeTakeFirst();
-  if (!chunk) return Buffer.alloc(0);
-  const start = Number(row.payload_start ?? 0);
-  return decompress(chunk.data).subarray(start, start + Number(row.payload_length ?? 0));
+  const bytes = await readStoredPayload(db, row, decompress);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -1,0 +1,118 @@
+// The web-only rule, checked on what the shared app reaches: esbuild follows every
+// import of src/http/app.ts as a Workers bundler would (type-only imports are erased,
+// packages resolve with the workerd/worker/browser conditions and are followed into
+// node_modules), and the test fails on any Node built-in or Node-edition package in
+// that closure, and on Node globals in its source files. Node things reach the app
+// only as values injected through AppDeps (src/context.ts) by src/editions, which the
+// app imports as types.
+import fs from 'node:fs';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Packages only the Node edition may load (drivers, its logger and HTTP server). */
+const NODE_EDITION_PACKAGES = ['better-sqlite3', 'pg', 'pino', '@hono/node-server'];
+
+const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+
+/** Node globals a Workers isolate lacks (without its Node compatibility flag). */
+const NODE_GLOBALS: [string, RegExp][] = [
+  ['Buffer', /\bBuffer\b/],
+  ['process', /\bprocess\./],
+  ['setImmediate', /\bsetImmediate\b/],
+  ['__dirname', /\b__dirname\b/],
+  ['__filename', /\b__filename\b/],
+  ['require', /\brequire\(/],
+];
+
+interface Closure {
+  /** Files reached (relative to the checkout, node_modules included). */
+  files: string[];
+  /** Each violation with the shortest import chain that reaches it from the entry. */
+  violations: string[];
+}
+
+/** Source without comments, so prose about Buffer or node:zlib does not count. */
+function code(file: string): string {
+  return fs
+    .readFileSync(path.join(ROOT, file), 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+}
+
+async function closureOf(entry: string): Promise<Closure> {
+  const result = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: [entry],
+    bundle: true,
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+    platform: 'neutral',
+    format: 'esm',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['browser', 'module', 'main'],
+    // Built-ins stay unresolved, so they show up as external imports of whoever reaches them.
+    external: ['node:*', 'cloudflare:*', ...builtinModules],
+  });
+  const inputs = result.metafile.inputs;
+
+  // Breadth first from the entry, so each file's chain is a shortest one.
+  const parent = new Map<string, string | null>([[entry, null]]);
+  const queue = [entry];
+  for (let i = 0; i < queue.length; i++) {
+    for (const imported of inputs[queue[i]]?.imports ?? []) {
+      if (parent.has(imported.path)) continue;
+      parent.set(imported.path, queue[i]);
+      if (!imported.external) queue.push(imported.path);
+    }
+  }
+  const chain = (file: string): string => {
+    const steps: string[] = [];
+    for (let at: string | null | undefined = file; at; at = parent.get(at)) steps.unshift(at);
+    return steps.join(' -> ');
+  };
+  const packageOf = (file: string) => NODE_EDITION_PACKAGES.find((name) => file.includes(`node_modules/${name}/`));
+
+  const violations: string[] = [];
+  for (const file of queue) {
+    const pkg = packageOf(file);
+    if (pkg) {
+      // Reported once, where the package is entered; what it loads in turn is its own business.
+      if (packageOf(parent.get(file) ?? '') !== pkg) violations.push(`Node-edition package ${pkg}: ${chain(file)}`);
+      continue;
+    }
+    for (const imported of inputs[file].imports) {
+      if (imported.external && NODE_BUILTINS.has(imported.path)) violations.push(`Node built-in ${imported.path}: ${chain(file)} -> ${imported.path}`);
+    }
+    if (!file.includes('node_modules/')) {
+      const text = code(file);
+      for (const [name, pattern] of NODE_GLOBALS) if (pattern.test(text)) violations.push(`Node global ${name}: ${chain(file)}`);
+    }
+  }
+  return { files: queue, violations };
+}
+
+describe('web-only rule on the import closure of the shared app', () => {
+  it('src/http/app.ts reaches no Node built-in, Node-edition package or Node global', async () => {
+    const { files, violations } = await closureOf('src/http/app.ts');
+    // The closure is the whole app, not a stub: every route module and the domain code behind it.
+    expect(files).toEqual(
+      expect.arrayContaining(['src/http/read.ts', 'src/http/ingest.ts', 'src/read/events.ts', 'src/ingest/pipeline.ts', 'src/store/projects.ts']),
+    );
+    expect(violations).toEqual([]);
+  });
+
+  it('finds what the Node edition reaches, so the check above can fail', async () => {
+    const { violations } = await closureOf('src/editions/node.ts');
+    const text = violations.join('\n');
+    expect(text).toMatch(/Node built-in node:zlib: src\/editions\/node\.ts -> .* -> node:zlib/);
+    expect(text).toContain('Node built-in node:crypto: src/editions/node.ts -> src/editions/node-runtime.ts -> node:crypto');
+    for (const pkg of NODE_EDITION_PACKAGES) expect(text).toContain(`Node-edition package ${pkg}:`);
+    expect(text).toContain('Node global setImmediate: src/editions/node.ts -> src/editions/node-runtime.ts');
+  });
+});
