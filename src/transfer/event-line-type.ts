@@ -8,6 +8,7 @@
 // duplicate. `first_of_issue` / `last_of_issue` mark the events the issue's
 // first_seen_id / last_seen_id name, which import links up again.
 import { sql } from 'kysely';
+import { decodeJsonBlob } from '../store/stored-payload.js';
 import { z } from 'zod';
 import { type ColumnSpec, describeZodError, fieldSchema, fromBase64, textBytes, toBase64, toField, utf8OrNull } from './format.js';
 import { type BatchOutcome, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
@@ -119,7 +120,7 @@ export const eventLineType: LineType<EventValue> = {
         if (project === undefined) continue;
         const line: Record<string, unknown> = { type: 'event', project };
         for (const c of COLUMNS) line[c.column] = toField(c.kind, r[c.column]);
-        if (r.detail && r.detail.length > 0) line.detail = JSON.parse(new TextDecoder().decode(ctx.runtime.decompress(r.detail)));
+        if (r.detail && r.detail.length > 0) line.detail = decodeJsonBlob(r.detail, ctx.runtime.decompress);
         const payload = payloadOf(ctx, r, chunks);
         const text = utf8OrNull(payload);
         if (text !== null) line.payload = text;

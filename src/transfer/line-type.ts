@@ -5,11 +5,12 @@
 // the list of descriptors (line-types.ts), so a new table is one more descriptor.
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Dialect } from '../store/database.js';
+import type { DecompressBlob } from '../store/stored-payload.js';
 
 /** What needs Node (or another edition's own code) beyond Web APIs: the stored blob codec. */
 export interface TransferRuntime {
   /** Decompresses a stored blob (payload chunk, old `events.raw` / `events.detail`). */
-  decompress(blob: Uint8Array): Uint8Array;
+  decompress: DecompressBlob;
   /** Compresses bytes as the store does. */
   compress(bytes: Uint8Array): Uint8Array;
   /** Packs payloads into compressed chunks as ingest does (src/store/payloads.ts). */
