@@ -8,6 +8,7 @@
 //
 // Export reads each line type's rows page by page in key order (ids, or the primary
 // key), never holding more than a page: memory stays flat whatever the size.
+import { type Kysely, sql } from 'kysely';
 import type { Store } from '../store/database.js';
 import { FORMAT_VERSION, type MetaLine } from './format.js';
 import type { Cursor, ExportContext, TransferRuntime } from './line-type.js';
@@ -106,21 +107,27 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
       yield JSON.stringify(meta) + '\n';
     }
     next = null;
-    for (let t = first; t < LINE_TYPES.length; t++) {
-      const type = LINE_TYPES[t];
-      counts[type.type] = 0;
-      for await (const page of type.read(ctx, t === first ? after : null)) {
-        let text = '';
-        for (const line of page.lines) text += JSON.stringify(line) + '\n';
-        counts[type.type] += page.lines.length;
-        lines += page.lines.length;
-        yield text;
-        part.onProgress?.({ lines, expected, counts });
-        if (part.maxLines !== undefined && lines >= part.maxLines) {
-          next = { type: type.type, after: page.last };
-          return;
+    const snapshot = await openSnapshot(store);
+    const reading: ExportContext = { ...ctx, db: snapshot.db };
+    try {
+      for (let t = first; t < LINE_TYPES.length; t++) {
+        const type = LINE_TYPES[t];
+        counts[type.type] = 0;
+        for await (const page of type.read(reading, t === first ? after : null)) {
+          let text = '';
+          for (const line of page.lines) text += JSON.stringify(line) + '\n';
+          counts[type.type] += page.lines.length;
+          lines += page.lines.length;
+          yield text;
+          part.onProgress?.({ lines, expected, counts });
+          if (part.maxLines !== undefined && lines >= part.maxLines) {
+            next = { type: type.type, after: page.last };
+            return;
+          }
         }
       }
+    } finally {
+      await snapshot.end();
     }
     part.onProgress?.({ lines, expected, counts });
   }
@@ -143,6 +150,45 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
           await source.return(undefined);
         },
       });
+    },
+  };
+}
+
+/**
+ * One read transaction for the whole export (or part), so its lines are one consistent
+ * state of a live database: an event is never written without its issue, nor an issue's
+ * rows without the issue. PostgreSQL: REPEATABLE READ, read only. SQLite (WAL): a read
+ * transaction sees the database as of its first read; the WAL cannot be reset past it
+ * meanwhile, so it grows while ingest goes on and shrinks back afterwards.
+ */
+async function openSnapshot(store: Store): Promise<{ db: Kysely<any>; end(): Promise<void> }> {
+  const db = store.db as unknown as Kysely<any>;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let opened!: (conn: Kysely<any>) => void;
+  let failed!: (err: unknown) => void;
+  const ready = new Promise<Kysely<any>>((resolve, reject) => {
+    opened = resolve;
+    failed = reject;
+  });
+  const finished = db.connection().execute(async (conn) => {
+    await sql.raw(store.dialect === 'postgres' ? 'begin isolation level repeatable read read only' : 'begin').execute(conn);
+    try {
+      // SQLite starts the snapshot at the first read.
+      await sql`select 1 from projects limit 1`.execute(conn);
+      opened(conn);
+      await held;
+    } finally {
+      await sql.raw(store.dialect === 'postgres' ? 'commit' : 'rollback').execute(conn);
+    }
+  });
+  finished.catch(failed);
+  const connection = await ready;
+  return {
+    db: connection,
+    async end() {
+      release();
+      await finished;
     },
   };
 }

@@ -4,6 +4,7 @@
 // API as the source does, and the moved project's DSN still takes events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { openStore } from '../../src/store/database.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { envelope, errorEvent, post } from '../ingest/helpers.js';
 import { added, bodyLines, emptyStore, exportText, fillInstance, importText, typeCounts } from './support.js';
@@ -108,6 +109,46 @@ describe.each(dialects)('round trip from %s', (source) => {
       expect(Number(after.n)).toBe(Number(before.n) + 1);
     } finally {
       await target.close();
+    }
+  }, 60_000);
+
+  it('exports one consistent state of a database that ingest writes to meanwhile', async () => {
+    const reader = await openStore(t.database.url);
+    const created = await t.api('/api/projects', { method: 'POST', json: { slug: 'busy', name: 'busy', platform: 'backend' } });
+    expect(created.status).toBe(201);
+    const busy = await t.deps.store.db.selectFrom('projects').selectAll().where('slug', '=', 'busy').executeTakeFirstOrThrow();
+    let running = true;
+    let sent = 0;
+    const sender = (async () => {
+      while (running) {
+        const event = errorEvent({ timestamp: t.clock.now(), type: `BusyError${sent}` });
+        expect((await post(t, busy, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]))).status).toBe(200);
+        sent++;
+      }
+    })();
+    try {
+      while (sent === 0) await new Promise((r) => setTimeout(r, 5));
+      const before = sent;
+      // Small pages make the export long enough for ingest to add issues and events behind it.
+      const text = await exportText(reader, { pageRows: 3 });
+      running = false;
+      await sender;
+      expect(sent).toBeGreaterThan(before);
+      const lines = bodyLines(text).map((l) => JSON.parse(l));
+      const issues = new Set(lines.filter((l) => l.type === 'issue').map((l) => `${l.project} ${l.fingerprint}`));
+      expect(lines.filter((l) => l.type === 'event' && !issues.has(`${l.project} ${l.fingerprint}`))).toEqual([]);
+      const exported = lines.filter((l) => l.type === 'event' && l.project === 'busy').length;
+      expect(lines.filter((l) => l.type === 'issue' && l.project === 'busy').reduce((n, l) => n + l.event_count, 0)).toBe(exported);
+      const empty = await emptyStore(source);
+      try {
+        expect((await importText(empty.store, text)).problems).toEqual([]);
+      } finally {
+        await empty.close();
+      }
+    } finally {
+      running = false;
+      await sender;
+      await reader.close();
     }
   }, 60_000);
 });
