@@ -27,6 +27,11 @@ export interface ExportOptions {
   pageRows?: number;
   /** Count the lines first (for progress and the meta line's expected_lines); default true. */
   count?: boolean;
+  /**
+   * Read in one read transaction (default true). A database without transactions across
+   * statements (D1) passes false; its lines are then only as consistent as the reads.
+   */
+  snapshot?: boolean;
 }
 
 export interface ExportProgress {
@@ -107,7 +112,7 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
       yield JSON.stringify(meta) + '\n';
     }
     next = null;
-    const snapshot = await openSnapshot(store);
+    const snapshot = options.snapshot === false ? { db: ctx.db, end: async () => {} } : await openSnapshot(store);
     const reading: ExportContext = { ...ctx, db: snapshot.db };
     try {
       for (let t = first; t < LINE_TYPES.length; t++) {

@@ -16,6 +16,8 @@ export interface TransferHttpDeps {
   store: Store;
   runtime: TransferRuntime;
   version: string;
+  /** Whether an export reads in one read transaction (see ExportOptions.snapshot). */
+  snapshot?: boolean;
 }
 
 /** Lines per export answer unless the request asks for fewer. */
@@ -40,7 +42,7 @@ export async function exportResponse(deps: TransferHttpDeps, url: URL): Promise<
   try {
     start = cursor === null ? undefined : decodePosition(cursor);
     // Pages no larger than the part, so an answer holds at most about twice `limit` lines.
-    prepared = await prepareExport(deps.store, deps.runtime, { project, version: deps.version, count: start === undefined, pageRows: Math.min(limit, 1000) });
+    prepared = await prepareExport(deps.store, deps.runtime, { project, version: deps.version, count: start === undefined, pageRows: Math.min(limit, 1000), snapshot: deps.snapshot });
   } catch (err) {
     if (err instanceof ExportInputError) return jsonError(err.message.startsWith('no project') ? 404 : 400, err.message);
     throw err;
