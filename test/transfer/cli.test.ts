@@ -3,29 +3,12 @@
 // (kill -9) and run again; an import into a database a running server is ingesting into.
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
 import { openStore, type Store } from '../../src/store/database.js';
-import { childEnv, CLI, ensureBuilt, REPO, runCli, type RunResult } from '../foundation/cli-helpers.js';
+import { childEnv, CLI, ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { generateDsnKey } from '../../src/store/projects.js';
 import { envelope, errorEvent, post, sessionUpdate } from '../ingest/helpers.js';
-import { bodyLines, emptyStore, exportText, fillInstance } from './support.js';
-
-/** Runs `faultline <args>` with `input` on its standard input. */
-function runWithInput(args: string[], env: Record<string, string>, input: string): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO, env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    // A refused import exits before reading everything.
-    child.stdin.on('error', () => {});
-    child.stdin.end(input);
-  });
-}
+import { bodyLines, emptyStore, exportText, filledSource } from './support.js';
 
 async function count(store: Store, table: 'events' | 'issues'): Promise<number> {
   const row = await store.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -38,9 +21,7 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
 
   beforeAll(async () => {
     ensureBuilt();
-    t = await startTestServer(dialect, { clock: new ManualClock(Date.now()) });
-    await fillInstance(t);
-    file = await exportText(t.deps.store);
+    ({ t, file } = await filledSource(dialect));
   }, 90_000);
 
   afterAll(async () => {
@@ -66,7 +47,7 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
   it('import reads stdin, prints a summary per type, and exits 1 naming the first line it could not import', async () => {
     const empty = await emptyStore(dialect);
     try {
-      const ok = await runWithInput(['import'], { DATABASE_URL: empty.database.url }, file);
+      const ok = await runCli(['import'], { DATABASE_URL: empty.database.url }, REPO, file);
       expect(ok.code, ok.stderr).toBe(0);
       expect(ok.stdout).toMatch(/^Imported \d+ lines \(format 1\) into /);
       expect(ok.stdout).toMatch(new RegExp(`^  event +${bodyLines(file).filter((l) => l.startsWith('{"type":"event"')).length} added, 0 kept$`, 'm'));
@@ -75,13 +56,13 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
 
       const lines = file.split('\n');
       const bad = [lines[0], lines[1], '{"type":"session","project":"demo"}', '{"type":"later_thing"}', ...lines.slice(2)].join('\n');
-      const partly = await runWithInput(['import'], { DATABASE_URL: empty.database.url }, bad);
+      const partly = await runCli(['import'], { DATABASE_URL: empty.database.url }, REPO, bad);
       expect(partly.code).toBe(1);
       expect(partly.stdout).toMatch(/^  later_thing +1 skipped \(unknown type\)$/m);
       expect(partly.stdout).toMatch(/^  line 3: session: sid: /m);
       expect(partly.stderr).toMatch(/faultline: 1 line was not imported \(first at line 3\); the other lines were imported/);
 
-      const newer = await runWithInput(['import'], { DATABASE_URL: empty.database.url }, '{"type":"meta","format":9}\n');
+      const newer = await runCli(['import'], { DATABASE_URL: empty.database.url }, REPO, '{"type":"meta","format":9}\n');
       expect(newer.code).toBe(1);
       expect(newer.stderr).toMatch(/import refused, nothing written: the file is export format 9/);
     } finally {
@@ -110,7 +91,7 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
       expect(partial).toBeLessThan(events.length);
       expect(await count(watcher, 'issues')).toBe(bodyLines(file).filter((l) => l.startsWith('{"type":"issue"')).length);
 
-      const resumed = await runWithInput(['import'], { DATABASE_URL: empty.database.url }, file);
+      const resumed = await runCli(['import'], { DATABASE_URL: empty.database.url }, REPO, file);
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(resumed.stdout).toMatch(new RegExp(`^  event +${events.length - partial} added, ${partial} kept$`, 'm'));
       expect(bodyLines(await exportText(empty.store))).toEqual(bodyLines(file));
@@ -143,7 +124,7 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
           if (i % 5 === 0) sessions++;
         }
       })();
-      const imported = await runWithInput(['import'], { DATABASE_URL: live.database.url }, file);
+      const imported = await runCli(['import'], { DATABASE_URL: live.database.url }, REPO, file);
       running = false;
       await sender;
       expect(imported.code, imported.stderr).toBe(0);

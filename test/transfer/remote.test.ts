@@ -5,16 +5,14 @@
 // failed requests are sent again, and the lines arrive as a local export gives them.
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
-import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
 import { nodeTransferRuntime } from '../../src/editions/node-transfer.js';
 import type { Store } from '../../src/store/database.js';
 import { exportResponse, importResponse } from '../../src/transfer/http.js';
-import { childEnv, CLI, ensureBuilt, REPO, runCli, type RunResult } from '../foundation/cli-helpers.js';
-import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { bodyLines, emptyStore, exportText, fillInstance } from './support.js';
+import { ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';
+import { dialects, type TestServer } from '../helpers/server.js';
+import { bodyLines, emptyStore, exportText, filledSource } from './support.js';
 
 const KEY = 'remote-key';
 
@@ -52,29 +50,13 @@ async function serveRemote(store: Store, partLines: number): Promise<Remote> {
   };
 }
 
-function runWithInput(args: string[], input: string): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO, env: childEnv({}), stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on('error', () => {});
-    child.stdin.end(input);
-  });
-}
-
 describe.each(dialects)('moving to and from a remote instance on %s', (dialect) => {
   let t: TestServer;
   let file: string;
 
   beforeAll(async () => {
     ensureBuilt();
-    t = await startTestServer(dialect, { clock: new ManualClock(Date.now()) });
-    await fillInstance(t);
-    file = await exportText(t.deps.store);
+    ({ t, file } = await filledSource(dialect));
   }, 90_000);
 
   afterAll(async () => {
@@ -106,24 +88,24 @@ describe.each(dialects)('moving to and from a remote instance on %s', (dialect) 
     const target = await emptyStore(dialect);
     const remote = await serveRemote(target.store, 300);
     try {
-      const result = await runWithInput(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], file);
+      const result = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, file);
       expect(result.code, result.stderr).toBe(0);
       expect(remote.requests.filter((r) => r.startsWith('POST')).length).toBeGreaterThan(1);
       expect(result.stdout).toMatch(/^ {2}event +\d+ added, 0 kept$/m);
       expect(bodyLines(await exportText(target.store))).toEqual(bodyLines(file));
 
-      const again = await runWithInput(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], file);
+      const again = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, file);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).not.toMatch(/[1-9]\d* added/);
 
       // Line numbers of problems are the file's, not the part's.
       const lines = file.split('\n');
       const bad = [...lines.slice(0, 1000), 'not json', ...lines.slice(1000)].join('\n');
-      const partly = await runWithInput(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], bad);
+      const partly = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, bad);
       expect(partly.code).toBe(1);
       expect(partly.stdout).toMatch(/^ {2}line 1001: not JSON/m);
 
-      const newer = await runWithInput(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], '{"type":"meta","format":7}\n' + lines.slice(1).join('\n'));
+      const newer = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, '{"type":"meta","format":7}\n' + lines.slice(1).join('\n'));
       expect(newer.code).toBe(1);
       expect(newer.stderr).toMatch(/import refused, nothing written: the file is export format 7/);
     } finally {

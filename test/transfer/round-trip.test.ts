@@ -7,16 +7,14 @@ import { ManualClock } from '../../src/clock.js';
 import { openStore } from '../../src/store/database.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { envelope, errorEvent, post } from '../ingest/helpers.js';
-import { added, bodyLines, emptyStore, exportText, fillInstance, importText, typeCounts } from './support.js';
+import { added, bodyLines, emptyStore, exportText, filledSource, importText, typeCounts } from './support.js';
 
 describe.each(dialects)('round trip from %s', (source) => {
   let t: TestServer;
   let file: string;
 
   beforeAll(async () => {
-    t = await startTestServer(source, { clock: new ManualClock(Date.now()) });
-    await fillInstance(t);
-    file = await exportText(t.deps.store);
+    ({ t, file } = await filledSource(source));
   }, 60_000);
 
   afterAll(async () => {

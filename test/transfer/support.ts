@@ -9,12 +9,14 @@ import { expect } from 'vitest';
 import { runSeed } from '../../src/cli/seed.js';
 import { nodeTransferRuntime } from '../../src/editions/node-transfer.js';
 import { compress } from '../../src/store/codec.js';
-import { migrate, openStore, type Store } from '../../src/store/database.js';
+import type { Store } from '../../src/store/database.js';
 import { storedPayload } from '../../src/store/payloads.js';
 import { prepareExport } from '../../src/transfer/export.js';
 import { importNdjson, type ImportOptions, type ImportSummary } from '../../src/transfer/import.js';
-import { createTestDatabase, type DialectName, type TestDatabase, type TestServer } from '../helpers/server.js';
+import { ManualClock } from '../../src/clock.js';
+import { type DialectName, startTestServer, type TestServer } from '../helpers/server.js';
 import { envelope, errorEvent, eventId, post, sessionUpdate } from '../ingest/helpers.js';
+import { openTestStore, type TestStore } from '../writer/factory.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/transfer');
 
@@ -90,6 +92,13 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   return { demo: 'demo', web: 'web' };
 }
 
+/** A test server on a new database of the dialect, filled (fillInstance), and its export. */
+export async function filledSource(dialect: DialectName): Promise<{ t: TestServer; file: string }> {
+  const t = await startTestServer(dialect, { clock: new ManualClock(Date.now()) });
+  await fillInstance(t);
+  return { t, file: await exportText(t.deps.store) };
+}
+
 /** The export file's text, in-process. */
 export async function exportText(store: Store, options: { project?: string; pageRows?: number } = {}): Promise<string> {
   const prepared = await prepareExport(store, nodeTransferRuntime, { version: 'test', ...options });
@@ -113,26 +122,9 @@ export async function importText(store: Store, text: string | string[], options:
   return importNdjson(store, nodeTransferRuntime, source(), options);
 }
 
-export interface EmptyStore {
-  store: Store;
-  database: TestDatabase;
-  close(): Promise<void>;
-}
-
 /** A new migrated database of the dialect, as after "start the service once". */
-export async function emptyStore(dialect: DialectName): Promise<EmptyStore> {
-  const database = await createTestDatabase(dialect);
-  const store = await openStore(database.url);
-  await migrate(store);
-  return {
-    store,
-    database,
-    async close() {
-      await store.close();
-      await database.drop();
-    },
-  };
-}
+export const emptyStore = openTestStore;
+export type EmptyStore = TestStore;
 
 /** Counts of rows added per type. */
 export function added(summary: ImportSummary): Record<string, number> {
