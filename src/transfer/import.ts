@@ -198,22 +198,38 @@ export async function importNdjson(
  * only the lines it refuses are lost (reported as problems).
  */
 async function writeBatch(store: Store, runtime: TransferRuntime, type: LineType, items: BatchItem<unknown>[], notice: (m: string) => void): Promise<BatchOutcome> {
-  try {
-    return await inTransaction(store, (db) => type.write(importContext(store, runtime, db, notice), items));
-  } catch (err) {
-    if (items.length === 1) {
-      if (!(await store.ping())) throw err;
-      return { added: 0, kept: 0, problems: [{ line: items[0].line, message: `${type.type}: the database refused it: ${(err as Error).message}` }] };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await inTransaction(store, (db) => type.write(importContext(store, runtime, db, notice), items));
+    } catch (err) {
+      // Another writer held the database too long, or PostgreSQL chose this transaction to
+      // fail: the same batch succeeds when run again.
+      if (isTransient(err) && attempt < TRANSIENT_ATTEMPTS) {
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+        continue;
+      }
+      if (items.length === 1) {
+        if (!(await store.ping())) throw err;
+        return { added: 0, kept: 0, problems: [{ line: items[0].line, message: `${type.type}: the database refused it: ${(err as Error).message}` }] };
+      }
+      const total: BatchOutcome = { added: 0, kept: 0, problems: [] };
+      for (const item of items) {
+        const one = await writeBatch(store, runtime, type, [item], notice);
+        total.added += one.added;
+        total.kept += one.kept;
+        total.problems.push(...one.problems);
+      }
+      return total;
     }
-    const total: BatchOutcome = { added: 0, kept: 0, problems: [] };
-    for (const item of items) {
-      const one = await writeBatch(store, runtime, type, [item], notice);
-      total.added += one.added;
-      total.kept += one.kept;
-      total.problems.push(...one.problems);
-    }
-    return total;
   }
+}
+
+const TRANSIENT_ATTEMPTS = 5;
+
+/** SQLite busy or locked; PostgreSQL serialization failure, deadlock, lock not available. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') || ['40001', '40P01', '55P03'].includes(code));
 }
 
 function importContext(store: Store, runtime: TransferRuntime, db: Kysely<any>, notice: (m: string) => void): ImportContext {
