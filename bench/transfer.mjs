@@ -100,8 +100,10 @@ function run(args, env, { input, countOutput } = {}) {
     child.on('close', (code) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const peak = memory.mark();
+      // CPU seconds of the process as last sampled (at most 100 ms before it ended).
+      const cpu = memory.now()?.cpu ?? null;
       memory.stop();
-      resolve({ code, seconds, peak, stderr, stdout, bytes, lines });
+      resolve({ code, seconds, peak, cpu, stderr, stdout, bytes, lines });
     });
     if (input) {
       (async () => {
@@ -119,6 +121,9 @@ function run(args, env, { input, countOutput } = {}) {
   });
 }
 
+/** Events per CPU second of the CLI process (on a shared machine closer to what it can do than the wall clock). */
+const perCpu = (r) => (r.cpu ? Math.round(EVENTS / r.cpu) : null);
+
 const results = {};
 for (const kind of kinds) {
   const db = await createBenchDatabase(kind);
@@ -132,11 +137,12 @@ for (const kind of kinds) {
     if (exported.code !== 0) throw new Error(`export failed (${exported.code}):\n${exported.stderr}`);
     results[kind] = {
       events: EVENTS,
-      import: { seconds: +imported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / imported.seconds), peak_rss_mb: mb(imported.peak) },
-      export: { seconds: +exported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / exported.seconds), peak_rss_mb: mb(exported.peak), lines: exported.lines, file_mb: mb(exported.bytes) },
+      import: { seconds: +imported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / imported.seconds), cpu_s: imported.cpu, events_per_cpu_s: perCpu(imported), peak_rss_mb: mb(imported.peak) },
+      export: { seconds: +exported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / exported.seconds), cpu_s: exported.cpu, events_per_cpu_s: perCpu(exported), peak_rss_mb: mb(exported.peak), lines: exported.lines, file_mb: mb(exported.bytes) },
     };
-    log(`${kind}: import ${results[kind].import.events_per_s} events/s (${results[kind].import.seconds} s, peak RSS ${results[kind].import.peak_rss_mb} MB); ` +
-      `export ${results[kind].export.events_per_s} events/s (${results[kind].export.seconds} s, peak RSS ${results[kind].export.peak_rss_mb} MB, ${results[kind].export.lines} lines, ${results[kind].export.file_mb} MB)`);
+    const r = results[kind];
+    log(`${kind}: import ${r.import.events_per_s} events/s (${r.import.seconds} s; ${r.import.events_per_cpu_s} events per CPU second of the CLI; peak RSS ${r.import.peak_rss_mb} MB); ` +
+      `export ${r.export.events_per_s} events/s (${r.export.seconds} s; ${r.export.events_per_cpu_s} events per CPU second; peak RSS ${r.export.peak_rss_mb} MB, ${r.export.lines} lines, ${r.export.file_mb} MB)`);
   } finally {
     await db.drop();
   }
