@@ -12,8 +12,8 @@
 // What is not imported is reported, never fatal: a line that is not JSON, is truncated
 // or lacks fields is a problem with its line number; a row whose project or issue is
 // neither in the database nor earlier in the file is one too; an unknown type is
-// skipped and counted. A batch the database refuses is retried line by line, so one bad
-// row costs only itself. Only a file that is not an export, or comes from a newer
+// skipped and counted. A batch that meets a busy database or a deadlock is run again; one
+// the database refuses is retried line by line, so one bad row costs only itself. Only a file that is not an export, or comes from a newer
 // format, is refused before anything is written.
 import { type Kysely, sql } from 'kysely';
 import type { Store } from '../store/database.js';

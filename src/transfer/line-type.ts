@@ -93,8 +93,8 @@ const MAX_PARAMETERS = 30_000;
 /**
  * Inserts rows in statements sized under the parameter limit. With `conflict`, existing
  * rows (by those columns) are left alone; returns how many rows were really inserted.
- * The statement text is built directly (placeholders per dialect): Kysely's builder
- * spent more CPU per row on a 500-row insert than the database did.
+ * The statement text is built directly (placeholders per dialect): Kysely's builder costs
+ * more CPU per row of a 500-row insert than the database's work on it.
  */
 export async function insertRows(
   db: Kysely<any>,
