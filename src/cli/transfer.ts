@@ -9,7 +9,7 @@ import { nodeTransferRuntime } from '../editions/node-transfer.js';
 import type { Store } from '../store/database.js';
 import { ExportInputError, prepareExport } from '../transfer/export.js';
 import { BATCH_LINES, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
-import { CliError, type CliContext, VERSION } from './context.js';
+import { CliError, type CliContext, firstApiKey, VERSION } from './context.js';
 import { progressReporter } from './progress.js';
 import { exportFromRemote, IMPORT_REQUEST_LINES, importToRemote } from './transfer-remote.js';
 
@@ -148,8 +148,4 @@ function failOnProblems(summary: ImportSummary): void {
   if (summary.problemCount > 0) {
     throw new CliError(`${summary.problemCount} line${summary.problemCount === 1 ? ' was' : 's were'} not imported (first at line ${summary.problems[0].line}); the other lines were imported`);
   }
-}
-
-function firstApiKey(): string | undefined {
-  return (process.env.API_KEYS ?? '').split(',').map((k) => k.trim()).find((k) => k !== '');
 }
