@@ -64,7 +64,7 @@ describe.each(dialects)('moving to and from a remote instance on %s', (dialect) 
   });
 
   it('export --from follows the cursors of a split export and writes the same lines', async () => {
-    const remote = await serveRemote(t.deps.store, 200);
+    const remote = await serveRemote(t.deps.store, 100);
     try {
       const result = await runCli(['export', '--from', remote.url, '--api-key', KEY]);
       expect(result.code, result.stderr).toBe(0);
@@ -88,24 +88,25 @@ describe.each(dialects)('moving to and from a remote instance on %s', (dialect) 
     const target = await emptyStore(dialect);
     const remote = await serveRemote(target.store, 300);
     try {
-      const result = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, file);
+      const result = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, file);
       expect(result.code, result.stderr).toBe(0);
       expect(remote.requests.filter((r) => r.startsWith('POST')).length).toBeGreaterThan(1);
       expect(result.stdout).toMatch(/^ {2}event +\d+ added, 0 kept$/m);
       expect(bodyLines(await exportText(target.store))).toEqual(bodyLines(file));
 
-      const again = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, file);
+      const again = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, file);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).not.toMatch(/[1-9]\d* added/);
 
       // Line numbers of problems are the file's, not the part's.
       const lines = file.split('\n');
-      const bad = [...lines.slice(0, 1000), 'not json', ...lines.slice(1000)].join('\n');
-      const partly = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, bad);
+      const at = Math.floor(lines.length * 0.7);
+      const bad = [...lines.slice(0, at), 'not json', ...lines.slice(at)].join('\n');
+      const partly = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, bad);
       expect(partly.code).toBe(1);
-      expect(partly.stdout).toMatch(/^ {2}line 1001: not JSON/m);
+      expect(partly.stdout).toMatch(new RegExp(`^ {2}line ${at + 1}: not JSON`, 'm'));
 
-      const newer = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '400'], {}, REPO, '{"type":"meta","format":7}\n' + lines.slice(1).join('\n'));
+      const newer = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, '{"type":"meta","format":7}\n' + lines.slice(1).join('\n'));
       expect(newer.code).toBe(1);
       expect(newer.stderr).toMatch(/import refused, nothing written: the file is export format 7/);
     } finally {

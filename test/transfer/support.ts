@@ -39,7 +39,7 @@ export interface FilledInstance {
  */
 export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   const now = t.clock.now();
-  await runSeed({ slug: 'demo', url: t.url, days: 2, seed: 31, now });
+  await runSeed({ slug: 'demo', url: t.url, days: 1, seed: 31, now });
   const demo = (await (await t.api('/api/projects/demo')).json()) as { id: number; dsn: string };
   const demoRow = await t.deps.store.db.selectFrom('projects').selectAll().where('slug', '=', 'demo').executeTakeFirstOrThrow();
   for (const name of ['node-event.envelope', 'node-session-aggregates.envelope', 'python-session.envelope', 'node-session-crashed.envelope']) {
@@ -49,7 +49,7 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
 
   // Events sent one per request each get a payload chunk of their own: an export page
   // then needs many chunks at once.
-  for (let i = 0; i < 40; i++) {
+  for (let i = 0; i < 24; i++) {
     const event = errorEvent({ timestamp: now - 60_000 * i, type: 'SingleError', value: `single ${i}`, level: 'fatal' });
     expect((await post(t, demoRow, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]))).status).toBe(200);
   }
