@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
-import { tableLineType } from './table-line-type.js';
+import { ISSUE_PARENT, tableLineType } from './table-line-type.js';
 
 export const issueLineType = tableLineType({
   type: 'issue',
@@ -46,7 +46,7 @@ export const LINE_TYPES: readonly LineType[] = [
   tableLineType({
     type: 'issue_release',
     table: 'issue_releases',
-    parent: 'issue',
+    parent: ISSUE_PARENT,
     key: ['release'],
     order: ['issue_id', 'release'],
     columns: [
@@ -58,7 +58,7 @@ export const LINE_TYPES: readonly LineType[] = [
   tableLineType({
     type: 'issue_user',
     table: 'issue_users',
-    parent: 'issue',
+    parent: ISSUE_PARENT,
     key: ['user_key'],
     order: ['issue_id', 'user_key'],
     columns: [{ column: 'user_key', kind: 'text' }],
@@ -67,7 +67,7 @@ export const LINE_TYPES: readonly LineType[] = [
   tableLineType({
     type: 'issue_change',
     table: 'issue_changes',
-    parent: 'issue',
+    parent: ISSUE_PARENT,
     key: ['kind', 'at', 'release'],
     order: ['id'],
     existing: 'lookup',
@@ -81,7 +81,7 @@ export const LINE_TYPES: readonly LineType[] = [
   tableLineType({
     type: 'issue_hour',
     table: 'issue_hourly',
-    parent: 'issue',
+    parent: ISSUE_PARENT,
     key: ['bucket'],
     order: ['issue_id', 'bucket'],
     columns: [

@@ -1,24 +1,38 @@
-// The line type of a plain table: rows that hang under a project (by slug) or an
-// issue (by project slug and fingerprint), identified by a natural key, copied column
-// by column. Most line types are one `tableLineType({...})` declaration
-// (line-types.ts); only projects and events need code of their own.
+// The line type of a plain table: rows that hang under a project (by slug) or under
+// another row of a project (an issue by its fingerprint, ...), identified by a natural
+// key, copied column by column. Most line types are one `tableLineType({...})`
+// declaration (line-types.ts); only projects and events need code of their own.
 import { type RawBuilder, sql } from 'kysely';
 import { z } from 'zod';
 import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
 import { type BatchItem, type BatchOutcome, type Cursor, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
 
+/** A row of a project that other rows hang under, found by its natural key within the project. */
+export interface ParentSpec {
+  /** What the row is called in messages. */
+  name: string;
+  /** Its table (rows with `id` and `project_id`). */
+  table: string;
+  /** The child's column holding the parent's id. */
+  column: string;
+  /** The parent's natural key within its project; the child's line carries these fields. */
+  key: ColumnSpec[];
+}
+
+export const ISSUE_PARENT: ParentSpec = { name: 'issue', table: 'issues', column: 'issue_id', key: [{ column: 'fingerprint', kind: 'text' }] };
+
 export interface TableLineSpec {
   type: string;
   table: string;
-  /** What a row hangs under: a project (field `project`) or an issue (fields `project` and `fingerprint`). */
-  parent: 'project' | 'issue';
+  /** What a row hangs under: its project (field `project`), or a row of it (plus that row's key fields). */
+  parent: 'project' | ParentSpec;
   /** Columns that, with the parent, identify a row (the natural key). */
   key: string[];
   /** Table columns the rows are read in (a unique order: the primary key or id). */
   order: string[];
   /** Columns copied into the line, key columns included. */
   columns: ColumnSpec[];
-  /** Only rows matching this are exported (`t` is the table). */
+  /** Only rows matching this are exported (`t` is the table, `p` the parent's). */
   where?: RawBuilder<unknown>;
   /** Values written with every imported row beyond its columns. */
   fixed?: Record<string, unknown>;
@@ -28,26 +42,29 @@ export interface TableLineSpec {
    * table without one).
    */
   existing?: 'constraint' | 'lookup';
-  /** An issue's row that also names its project (`project_id` column). */
+  /** A row under a parent that also names its project (`project_id` column). */
   withProjectId?: boolean;
+  /** Runs in the batch's transaction after its rows are written, with the parent ids it wrote under. */
+  afterWrite?: (ctx: ImportContext, parentIds: number[]) => Promise<void>;
 }
 
-type TableValue = { project: string; fingerprint?: string; row: Record<string, unknown> };
+type TableValue = { project: string; parentKey: unknown[]; row: Record<string, unknown> };
 
 /** Rows read per query. */
 export const PAGE_ROWS = 1000;
 
 export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
-  const parentColumn = spec.parent === 'issue' ? 'issue_id' : 'project_id';
+  const parent = spec.parent === 'project' ? null : spec.parent;
+  const parentColumn = parent ? parent.column : 'project_id';
   const shape: Record<string, z.ZodType> = { project: z.string().min(1) };
-  if (spec.parent === 'issue') shape.fingerprint = z.string();
+  for (const k of parent?.key ?? []) shape[k.field ?? k.column] = fieldSchema(k.kind);
   for (const c of spec.columns) shape[c.field ?? c.column] = fieldSchema(c.kind);
   const schema = z.object(shape);
 
   function conditions(ctx: ExportContext, cursor: unknown[] | null): RawBuilder<unknown> {
     const parts: RawBuilder<unknown>[] = [sql`1 = 1`];
     if (ctx.projectId !== undefined) {
-      parts.push(spec.parent === 'issue' ? sql`i.project_id = ${ctx.projectId}` : sql`t.project_id = ${ctx.projectId}`);
+      parts.push(parent ? sql`p.project_id = ${ctx.projectId}` : sql`t.project_id = ${ctx.projectId}`);
     }
     if (spec.where) parts.push(spec.where);
     if (cursor) {
@@ -60,7 +77,9 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
     }
     return sql.join(parts, sql` and `);
   }
-  const from = spec.parent === 'issue' ? sql`${sql.table(spec.table)} t join issues i on i.id = t.issue_id` : sql`${sql.table(spec.table)} t`;
+  const from = parent
+    ? sql`${sql.table(spec.table)} t join ${sql.table(parent.table)} p on p.id = ${sql.ref(`t.${parent.column}`)}`
+    : sql`${sql.table(spec.table)} t`;
 
   return {
     type: spec.type,
@@ -71,7 +90,9 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
     },
 
     async *read(ctx, after) {
-      const parentFields = spec.parent === 'issue' ? sql`, i.project_id as parent_project_id, i.fingerprint as parent_fingerprint` : sql`, t.project_id as parent_project_id`;
+      const parentFields = parent
+        ? sql`, p.project_id as parent_project_id${sql.raw(parent.key.map((k, i) => `, p."${k.column}" as parent_key_${i}`).join(''))}`
+        : sql`, t.project_id as parent_project_id`;
       const order = sql.join(spec.order.map((c) => sql.ref(`t.${c}`)));
       const limit = ctx.pageRows ?? PAGE_ROWS;
       let cursor: unknown[] | null = after ?? null;
@@ -82,7 +103,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           const project = ctx.projectSlugs.get(Number(row.parent_project_id));
           if (project === undefined) continue; // a project created after the export started
           const line: Record<string, unknown> = { type: spec.type, project };
-          if (spec.parent === 'issue') line.fingerprint = row.parent_fingerprint;
+          parent?.key.forEach((k, i) => (line[k.field ?? k.column] = toField(k.kind, row[`parent_key_${i}`])));
           for (const c of spec.columns) line[c.field ?? c.column] = toField(c.kind, row[c.column]);
           lines.push(line);
         }
@@ -100,7 +121,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       const data = result.data as Record<string, unknown>;
       const row: Record<string, unknown> = {};
       for (const c of spec.columns) row[c.column] = data[c.field ?? c.column];
-      return { ok: true, value: { project: data.project as string, fingerprint: data.fingerprint as string | undefined, row } };
+      return { ok: true, value: { project: data.project as string, parentKey: (parent?.key ?? []).map((k) => data[k.field ?? k.column]), row } };
     },
 
     async write(ctx, batch): Promise<BatchOutcome> {
@@ -112,12 +133,12 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
         if (projectId === undefined) problems.push({ line: item.line, message: missingProject(item.value.project) });
         else placed.push({ item, projectId, parentId: projectId });
       }
-      if (spec.parent === 'issue') {
-        const issues = await issueIds(ctx, placed.map((p) => ({ projectId: p.projectId, fingerprint: p.item.value.fingerprint! })));
+      if (parent) {
+        const ids = await parentIds(ctx, parent, placed.map((p) => ({ projectId: p.projectId, key: p.item.value.parentKey })));
         const found: typeof placed = [];
         for (const p of placed) {
-          const id = issues.get(issueKey(p.projectId, p.item.value.fingerprint!));
-          if (id === undefined) problems.push({ line: p.item.line, message: missingIssue(p.item.value.project, p.item.value.fingerprint!) });
+          const id = ids.get(parentKey(p.projectId, p.item.value.parentKey));
+          if (id === undefined) problems.push({ line: p.item.line, message: missingParent(parent, p.item.value.project, p.item.value.parentKey) });
           else found.push({ ...p, parentId: id });
         }
         placed = found;
@@ -142,9 +163,11 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           return true;
         });
         const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows);
+        await spec.afterWrite?.(ctx, [...new Set(placed.map((p) => p.parentId))]);
         return { added, kept: total - added, problems };
       }
       const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows, keyColumns);
+      await spec.afterWrite?.(ctx, [...new Set(placed.map((p) => p.parentId))]);
       return { added, kept: total - added, problems };
     },
   };
@@ -158,33 +181,47 @@ export function missingProject(slug: string): string {
   return `project "${slug}" is not in the database (its project line must come before its rows)`;
 }
 
-export function missingIssue(slug: string, fingerprint: string): string {
-  return `issue ${JSON.stringify(fingerprint)} of project "${slug}" is not in the database (its issue line must come before its rows)`;
+export function missingParent(parent: ParentSpec, slug: string, key: unknown[]): string {
+  const name = key.length === 1 ? JSON.stringify(key[0]) : JSON.stringify(key);
+  return `${parent.name} ${name} of project "${slug}" is not in the database (its ${parent.name} line must come before its rows)`;
 }
 
-export function issueKey(projectId: number, fingerprint: string): string {
-  return `${projectId}\u0000${fingerprint}`;
+function parentKey(projectId: number, key: unknown[]): string {
+  return `${projectId}\u0000${JSON.stringify(key)}`;
 }
 
-/** Issue ids by project and fingerprint (`issueKey`), for the pairs that exist. */
-export async function issueIds(ctx: ImportContext, wanted: { projectId: number; fingerprint: string }[]): Promise<Map<string, number>> {
-  const byProject = new Map<number, Set<string>>();
+/** Parent ids by project and key (`parentKey`), for the keys that exist. */
+async function parentIds(ctx: ImportContext, parent: ParentSpec, wanted: { projectId: number; key: unknown[] }[]): Promise<Map<string, number>> {
+  const byProject = new Map<number, Map<string, unknown[]>>();
   for (const w of wanted) {
-    let set = byProject.get(w.projectId);
-    if (!set) byProject.set(w.projectId, (set = new Set()));
-    set.add(w.fingerprint);
+    let keys = byProject.get(w.projectId);
+    if (!keys) byProject.set(w.projectId, (keys = new Map()));
+    keys.set(JSON.stringify(w.key), w.key);
   }
+  const columns = parent.key.map((k) => k.column);
   const ids = new Map<string, number>();
-  for (const [projectId, fingerprints] of byProject) {
-    for (const part of partsOf([...fingerprints])) {
-      const rows = await ctx.db
-        .selectFrom('issues')
-        .select(['id', 'fingerprint'])
-        .where('project_id', '=', projectId)
-        .where('fingerprint', 'in', part)
-        .execute();
-      for (const r of rows) ids.set(issueKey(projectId, r.fingerprint as string), Number(r.id));
+  for (const [projectId, keys] of byProject) {
+    for (const part of partsOf([...keys.values()], 200)) {
+      const match =
+        columns.length === 1
+          ? sql`${sql.ref(columns[0])} in (${sql.join(part.map((k) => sql`${k[0]}`))})`
+          : sql`(${sql.join(columns.map((c) => sql.ref(c)))}) in (${sql.join(part.map((k) => sql`(${sql.join(k.map((v) => sql`${v}`))})`))})`;
+      const { rows } = await sql<Record<string, unknown>>`select id, ${sql.join(columns.map((c) => sql.ref(c)))} from ${sql.table(parent.table)} where project_id = ${projectId} and ${match}`.execute(ctx.db);
+      for (const r of rows) ids.set(parentKey(projectId, columns.map((c) => r[c])), Number(r.id));
     }
   }
   return ids;
+}
+
+export function missingIssue(slug: string, fingerprint: string): string {
+  return missingParent(ISSUE_PARENT, slug, [fingerprint]);
+}
+
+export function issueKey(projectId: number, fingerprint: string): string {
+  return parentKey(projectId, [fingerprint]);
+}
+
+/** Issue ids by project and fingerprint (`issueKey`), for the pairs that exist. */
+export function issueIds(ctx: ImportContext, wanted: { projectId: number; fingerprint: string }[]): Promise<Map<string, number>> {
+  return parentIds(ctx, ISSUE_PARENT, wanted.map((w) => ({ projectId: w.projectId, key: [w.fingerprint] })));
 }
