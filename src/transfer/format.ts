@@ -44,7 +44,9 @@ export type ColumnKind =
   | 'bool'
   /** JSON text in the database, the JSON value itself in the file. */
   | 'json'
-  | 'json?';
+  | 'json?'
+  /** A blob in the database, base64 in the file. */
+  | 'bytes';
 
 export interface ColumnSpec {
   /** Column name in the table. */
@@ -81,6 +83,14 @@ const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   bool: z.boolean(),
   json,
   'json?': z.unknown().transform((v) => (v === undefined ? null : v)),
+  bytes: z.string().transform((text, ctx) => {
+    try {
+      return fromBase64(text);
+    } catch {
+      ctx.issues.push({ code: 'custom', message: 'expected base64', input: text });
+      return z.NEVER;
+    }
+  }),
 };
 
 /** The zod field schema of a column: validates a line's field and turns it into the column value. */
@@ -109,6 +119,8 @@ export function toField(kind: ColumnKind, value: unknown): unknown {
       return value === null || value === undefined ? null : JSON.parse(value as string);
     case 'text?':
       return value ?? null;
+    case 'bytes':
+      return toBase64(value as Uint8Array);
     default:
       return value;
   }
