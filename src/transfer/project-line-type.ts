@@ -58,6 +58,14 @@ export const projectLineType: LineType<ProjectValue> = {
     const problems: Problem[] = [];
     let added = 0;
     let kept = 0;
+    // PostgreSQL's sequence does not move for explicit ids: before a project takes the
+    // next value, and after explicit ids went in, it is moved past every id in use.
+    const catchUpSequence = async () => {
+      if (ctx.dialect === 'postgres') {
+        await sql`select setval(pg_get_serial_sequence('projects', 'id'), greatest((select max(id) from projects), (select last_value from projects_id_seq)))`.execute(ctx.db);
+      }
+    };
+    await catchUpSequence();
     let explicitIds = false;
     for (const { value } of batch) {
       const existing = await ctx.db.selectFrom('projects').select('id').where('slug', '=', value.slug).executeTakeFirst();
@@ -76,11 +84,7 @@ export const projectLineType: LineType<ProjectValue> = {
       if (idTaken) ctx.notice(`project "${value.slug}": id ${value.id} is taken here, so it was created as id ${id}; its DSN now ends in /${id}`);
       if (keyTaken) ctx.notice(`project "${value.slug}": its DSN key is used by another project here, so it got a new one (${row.dsn_key})`);
     }
-    // PostgreSQL's sequence does not move for explicit ids: the next project created
-    // through the API must not take one of them.
-    if (explicitIds && ctx.dialect === 'postgres') {
-      await sql`select setval(pg_get_serial_sequence('projects', 'id'), greatest((select max(id) from projects), (select last_value from projects_id_seq)))`.execute(ctx.db);
-    }
+    if (explicitIds) await catchUpSequence();
     return { added, kept, problems };
   },
 };

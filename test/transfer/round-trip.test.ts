@@ -78,6 +78,43 @@ describe.each(dialects)('round trip from %s', (source) => {
     }
   }, 60_000);
 
+  it('a project whose id or DSN key is taken in the target gets new ones, named on standard error', async () => {
+    const target = await emptyStore(source);
+    try {
+      const demo = bodyLines(file).map((l) => JSON.parse(l)).find((l) => l.type === 'project' && l.slug === 'demo');
+      await target.store.db
+        .insertInto('projects')
+        .values({ id: demo.id, slug: 'squatter', name: 'squatter', platform: 'other', dsn_key: demo.dsn_key, sample_keep_first: 1, sample_rate: 1, daily_quota: 0, created_at: 0 })
+        .execute();
+      const notices: string[] = [];
+      const summary = await importText(target.store, file, { notice: (m) => notices.push(m) });
+      expect(summary.problems).toEqual([]);
+      const moved = await target.store.db.selectFrom('projects').selectAll().where('slug', '=', 'demo').executeTakeFirstOrThrow();
+      expect(Number(moved.id)).not.toBe(demo.id);
+      expect(moved.dsn_key).not.toBe(demo.dsn_key);
+      // demo takes the next free id, which is web's, so web moves on too.
+      const web = await target.store.db.selectFrom('projects').selectAll().where('slug', '=', 'web').executeTakeFirstOrThrow();
+      expect(notices).toEqual([
+        `project "demo": id ${demo.id} is taken here, so it was created as id ${moved.id}; its DSN now ends in /${moved.id}`,
+        `project "demo": its DSN key is used by another project here, so it got a new one (${moved.dsn_key})`,
+        `project "web": id ${moved.id} is taken here, so it was created as id ${web.id}; its DSN now ends in /${web.id}`,
+      ]);
+      // Everything else arrived as it was.
+      const projectLine = (l: string) => l.startsWith('{"type":"project"');
+      const after = bodyLines(await exportText(target.store)).filter((l) => !projectLine(l));
+      expect(after.sort()).toEqual(bodyLines(file).filter((l) => !projectLine(l)).sort());
+      // A project created afterwards through the store gets a free id on both databases.
+      const next = await target.store.db
+        .insertInto('projects')
+        .values({ slug: 'later', name: 'later', platform: 'other', dsn_key: 'k-later', sample_keep_first: 1, sample_rate: 1, daily_quota: 0, created_at: 0 })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      expect(Number(next.id)).toBeGreaterThan(Number(moved.id));
+    } finally {
+      await target.close();
+    }
+  }, 60_000);
+
   it('the imported instance answers the read API as the source does, and SDKs keep their DSN', async () => {
     const target = await startTestServer(source, { clock: new ManualClock(t.clock.now()) });
     try {
