@@ -189,6 +189,8 @@ export async function importNdjson(
   }
   if (!sawMeta) throw new ImportRefusedError('the input is empty: no export meta line');
   await flush();
+  // A batch reports its problems when it is written, after later lines were read.
+  summary.problems.sort((a, b) => a.line - b.line);
   options.onProgress?.({ lines: summary.lines, expected, summary });
   return summary;
 }
