@@ -45,6 +45,9 @@ const HELP = `usage: node bench/run.mjs [options]
   --data-dir DIR          where SQLite benchmark files go (default: the OS temp dir)
   --keep-data             do not delete the databases afterwards
   --no-build              do not rebuild dist/ even when src/ is newer
+  --alert-channels N      give the benchmark project N webhook channels pointing at a local receiver that
+                          answers after 2 s, with every rule's cooldown 0 (each new issue alerts each
+                          channel): compare with a run without to see what alert delivery costs ingest
 `;
 
 const { values: argv } = parseArgs({
@@ -66,6 +69,7 @@ const { values: argv } = parseArgs({
     'data-dir': { type: 'string' },
     'keep-data': { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
+    'alert-channels': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -97,6 +101,7 @@ const opts = {
   profileDuration: num('profile-duration', smoke ? 3 : 20),
   fingerprints: 200,
   sessionEvery: 10,
+  alertChannels: num('alert-channels', 0),
   settleMs: smoke ? 500 : 1000,
 };
 const SPREAD_SECONDS = 6 * 24 * 3600;
@@ -163,6 +168,8 @@ async function startFaultline(databaseUrl, logFile, cpuProfDir) {
   const env = { ...process.env };
   for (const k of ['API_KEYS', 'PUBLIC_URL', 'CORS_ORIGIN', 'RETENTION_DAYS']) delete env[k];
   Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', NODE_ENV: 'production' });
+  // The alert channels' receiver listens on 127.0.0.1.
+  if (opts.alertChannels > 0) env.WEBHOOK_ALLOW_PRIVATE = 'true';
   const { entry, args } = serverCommand(cpuProfDir);
   const proc = startProcess(process.execPath, args, { env, logFile, cwd: root });
   const url = `http://127.0.0.1:${port}`;
@@ -206,6 +213,40 @@ async function createProject(base, slug) {
     key: dsn.username,
     ingestPath: `/api/${id}/envelope/?sentry_version=7&sentry_key=${dsn.username}&sentry_client=sentry.javascript.node%2F11.12.0`,
   };
+}
+
+/** A local webhook receiver that answers every alert after `delayMs`; counts what it got. */
+async function startSlowReceiver(delayMs) {
+  const { default: http } = await import('node:http');
+  let received = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received += 1;
+      setTimeout(() => res.end('ok'), delayMs);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/hook`,
+    received: () => received,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(resolve);
+    }),
+  };
+}
+
+/** N webhook channels on the project, every rule's cooldown 0 (see --alert-channels). */
+async function addAlertChannels(base, project, receiver, n) {
+  for (let i = 0; i < n; i++) {
+    const r = await api(base, 'POST', `/api/projects/${project.slug}/alerts/channels`, { kind: 'webhook', config: { url: `${receiver.url}?channel=${i}` } });
+    if (r.status !== 201) throw new Error(`POST alerts/channels answered ${r.status} ${r.text.slice(0, 300)}`);
+  }
+  for (const type of ['new_issue', 'regression', 'crash_spike']) {
+    const r = await api(base, 'PATCH', `/api/projects/${project.slug}/alerts/${type}`, { cooldown_minutes: 0 });
+    if (r.status !== 200) throw new Error(`PATCH alerts/${type} answered ${r.status} ${r.text.slice(0, 300)}`);
+  }
 }
 
 // ---------- phases ----------
@@ -556,6 +597,7 @@ async function benchDatabase(kind, generator, baseline, runDir) {
   let server;
   let counter;
   let ctx;
+  let alertReceiver;
   const out = {};
   try {
     server = await startFaultline(database.url, path.join(runDir, `server-${kind}.log`));
@@ -564,6 +606,11 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     out.database_version = await counter.version();
     ctx = { kind, server, counter, templatesFile: ctxTemplates, sampler: sampler(server.pid) };
     const project = await createProject(server.url, 'bench');
+    if (opts.alertChannels > 0) {
+      alertReceiver = await startSlowReceiver(2000);
+      await addAlertChannels(server.url, project, alertReceiver, opts.alertChannels);
+      log(`  ${opts.alertChannels} webhook channels on the project (a receiver answering after 2 s), cooldowns 0`);
+    }
 
     if (opts.warmupSeconds > 0) {
       log(`  warm-up ${opts.warmupSeconds} s`);
@@ -609,8 +656,14 @@ async function benchDatabase(kind, generator, baseline, runDir) {
       for (const l of out.query.latency) log(`    ${l.name}: p50 ${l.p50_ms} ms, p95 ${l.p95_ms} ms${l.problem ? ` (${l.problem})` : ''}`);
     }
     out.peak_rss_run_mb = round((ctx.sampler.now().hwm ?? 0) / 2 ** 20, 1);
+    if (alertReceiver) {
+      out.alert_channels = opts.alertChannels;
+      out.alert_requests_received = alertReceiver.received();
+      log(`    alert receiver got ${out.alert_requests_received} requests`);
+    }
   } finally {
     ctx?.sampler.stop();
+    await alertReceiver?.close();
     await counter?.close().catch(() => {});
     if (server) await server.proc.stop();
     if (!argv['keep-data']) await database.drop().catch((err) => log(`  ! could not drop the ${kind} database: ${err.message}`));

@@ -9,6 +9,9 @@ import type { DecompressBlob } from './store/stored-payload.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
+import type { AlertRuntime } from './alerts/transport.js';
+import type { CreateSha1 } from './uploads/assemble.js';
+import type { SymbolService } from './symbols/service.js';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -63,4 +66,17 @@ export interface AppDeps {
    * the app's env). Used to key the open management API's rate limit.
    */
   clientAddress?: (request: Request, env: unknown) => string | undefined;
+  /**
+   * How alerts reach channels (Node: src/editions/node-alerts.ts, which checks the
+   * addresses a webhook's name resolves to as it connects). Default: fetch, literal
+   * hosts checked only.
+   */
+  alertRuntime?: AlertRuntime;
+  /**
+   * An incremental SHA-1 for checking assembled uploads (Node: node:crypto, several
+   * times faster than the portable one in src/uploads/assemble.ts used without it).
+   */
+  createSha1?: CreateSha1;
+  /** Symbol files and symbolication (src/symbols): upload, matching, the parsed-file cache, re-symbolication. */
+  symbols?: SymbolService;
 }

@@ -4,6 +4,7 @@
 // Failures print one plain line to stderr and exit 1.
 import { Command } from 'commander';
 import { cliContext, describeFailure, VERSION } from './context.js';
+import { register as registerAlerts } from './alerts.js';
 import { register as registerMigrate } from './migrate.js';
 import { register as registerRetention } from './retention.js';
 import { register as registerSeed } from './seed.js';
@@ -21,6 +22,7 @@ export function createProgram(): Command {
   registerMigrate(program, cliContext);
   registerRetention(program, cliContext);
   registerSeed(program, cliContext);
+  registerAlerts(program, cliContext);
   registerTransfer(program, cliContext);
   return program;
 }

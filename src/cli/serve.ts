@@ -40,6 +40,8 @@ export function register(program: Command, cli: CliContext): void {
           // Whether the process runs with the node options `npm start` gives it (README, Node options).
           node_options: process.execArgv.join(' '),
           heap_limit_mb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
+          // glibc's allocator setting `npm start` gives it (README, Node options); null when unset.
+          malloc_mmap_threshold: process.env.MALLOC_MMAP_THRESHOLD_ ?? null,
         },
         `faultline ${cli.version} listening on ${server.url} (database ${deps.store.description})`,
       );

@@ -3,7 +3,7 @@
 // AbortSignal and a Web ReadableStream for every request; on the ingest path that
 // cost more CPU than parsing and storing the event (BENCHMARKS.md, CPU profile).
 import type { IncomingMessage } from 'node:http';
-import { PayloadTooLargeError } from '../ingest/errors.js';
+import { ClientAbortedError, PayloadTooLargeError } from '../ingest/errors.js';
 
 /** The IncomingMessage @hono/node-server passes as the app's env (`env.incoming`). */
 export function incomingOf(env: unknown): IncomingMessage | undefined {
@@ -36,14 +36,15 @@ export function readIncomingBody(incoming: IncomingMessage, limit: number): Prom
       cleanup();
       resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total));
     };
+    // An error or a close before the end is the client going away mid-body.
     const onError = (err: Error) => {
       cleanup();
-      reject(err);
+      reject(new ClientAbortedError({ cause: err }));
     };
     const onClose = () => {
       if (incoming.readableEnded) return onEnd();
       cleanup();
-      reject(new Error('the client closed the connection before the body was complete'));
+      reject(new ClientAbortedError());
     };
     incoming.on('data', onData);
     incoming.on('end', onEnd);

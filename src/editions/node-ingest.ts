@@ -10,6 +10,7 @@ import type { AppDeps } from '../context.js';
 import { matchIngestPath } from '../http/auth.js';
 import { INTERNAL_ERROR, logUnexpectedFailure } from '../http/errors.js';
 import { clientIpOf, ingestAnswer, ingestCorsHeaders } from '../http/ingest.js';
+import { hasDotSegment } from '../http/input-hygiene.js';
 import { logRequest, REQUEST_ID_HEADER, requestIdFor } from '../http/request-meta.js';
 import { handleIngest, type HeaderReader, type IngestResponse } from '../ingest/pipeline.js';
 import { readIncomingBody } from './node-body.js';
@@ -40,6 +41,8 @@ export function directIngestListener(deps: AppDeps, fallback: RequestListener): 
     const url = incoming.url ?? '';
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    // Before any URL parser resolves `%2e%2e` into the parent segment (hono's request does).
+    if (hasDotSegment(path)) return notFound(deps, incoming, response, path);
     // Percent-encoded or absolute-form targets are left to Hono's own path rules.
     const target = incoming.method === 'POST' && !path.includes('%') ? matchIngestPath(path) : null;
     if (!target) return fallback(incoming, response);
@@ -84,4 +87,14 @@ async function answer(
     response.end(body);
   }
   logRequest(deps.logger, 'POST', path, result.status, started, requestId);
+}
+
+/** The app's 404, for a target that must not reach the app's URL parsing. */
+function notFound(deps: AppDeps, incoming: IncomingMessage, response: ServerResponse, path: string): void {
+  const started = performance.now();
+  const requestId = requestIdFor(headerReader(incoming).get('x-request-id'));
+  const body = JSON.stringify({ error: 'not found' });
+  response.writeHead(404, { 'Content-Type': 'application/json', [REQUEST_ID_HEADER]: requestId, 'Content-Length': String(Buffer.byteLength(body)) });
+  response.end(body);
+  logRequest(deps.logger, incoming.method ?? 'GET', path, 404, started, requestId);
 }

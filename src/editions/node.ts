@@ -1,5 +1,6 @@
 // Node server edition: wires better-sqlite3/pg, pino and @hono/node-server
 // around the shared app, with the direct ingest listener (node-ingest.ts) in front.
+import { createHash } from 'node:crypto';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
@@ -15,8 +16,13 @@ import { decompress } from '../store/codec.js';
 import { migrate, openStore } from '../store/database.js';
 import { SharedRateLimiter } from '../store/rate-limits.js';
 import { startRetentionJob } from '../store/retention.js';
+import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../alerts/dispatcher.js';
+import { nodeAlertRuntime } from './node-alerts.js';
+import { storedPayloads } from '../store/payloads.js';
+import { SymbolService } from '../symbols/service.js';
 import { incomingOf, readNodeRequestBody } from './node-body.js';
 import { directIngestListener } from './node-ingest.js';
+import { loadNodeDemangler } from './node-demangle.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './node-runtime.js';
 
 export interface NodeDepsOptions {
@@ -44,6 +50,8 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     throw err;
   }
   const ingest = createIngestWriter({ store, clock, logger });
+  // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
+  await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
   return {
     config,
     store,
@@ -59,6 +67,12 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     decompressBlob: decompress,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
+    alertRuntime: nodeAlertRuntime,
+    createSha1: () => {
+      const hash = createHash('sha1');
+      return { update: (bytes) => void hash.update(bytes), digestHex: () => hash.digest('hex') };
+    },
+    symbols: new SymbolService({ store, clock, logger, readPayloads: storedPayloads }),
   };
 }
 
@@ -68,6 +82,8 @@ export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 export interface RunningServer {
   url: string;
   port: number;
+  /** The alert dispatcher, unless turned off. */
+  alerts: AlertDispatcher | null;
   /** Stops accepting, finishes in-flight requests, flushes the writer, closes the database. */
   close(): Promise<void>;
 }
@@ -75,6 +91,12 @@ export interface RunningServer {
 export interface StartServerOptions {
   /** Run the housekeeping `serve` does (hourly retention). Off for embedded and test servers. */
   background?: boolean;
+  /**
+   * The alert dispatcher (src/alerts/dispatcher.ts): on unless false; options override
+   * its defaults (tests shorten the retry delays). With `background` it also checks
+   * crash spikes every 10 minutes.
+   */
+  alerts?: Partial<DispatcherOptions> | false;
 }
 
 export async function startServer(
@@ -100,20 +122,33 @@ export async function startServer(
   const address = server.address() as AddressInfo;
   const url = localBaseUrl(host, address.port);
   let closing: Promise<void> | null = null;
+  // Re-symbolication runs left pending by a stop mid-way go on.
+  deps.symbols?.start();
   const retention = options.background
     ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })
     : null;
+  const alerts =
+    options.alerts === false
+      ? null
+      : new AlertDispatcher(
+          { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntime },
+          { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
+        ).start();
   return {
     url,
     port: address.port,
+    alerts,
     close() {
       closing ??= (async () => {
         const retentionStopped = retention?.stop();
+        const alertsStopped = alerts?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
         await retentionStopped;
+        await alertsStopped;
+        await deps.symbols?.close();
         await deps.ingest.close();
         await deps.store.close();
       })();

@@ -8,19 +8,23 @@ import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { AppDeps } from '../context.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
+import { alertRoutes } from './alerts.js';
+import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
 import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
+import { uploadRoutes } from './uploads.js';
+import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
 
 /** Request bodies on management routes; ingest and uploader routes set their own limits. */
 export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
 
 /** Routes that take large bodies and enforce their own limits. */
 function hasOwnBodyLimit(path: string): boolean {
-  return isIngestPath(path) || path.startsWith('/api/0/');
+  return isIngestPath(path) || path.startsWith('/api/0/') || isSymbolUploadPath(path);
 }
 
 export function createApp(deps: AppDeps): Hono {
@@ -30,6 +34,7 @@ export function createApp(deps: AppDeps): Hono {
   app.use(requestMeta(logger));
 
   app.use(ingestCors(deps.config));
+  app.use(refuseNulInUrl(isIngestPath));
   app.use(apiKeyAuth(deps.config.apiKeys));
   app.use(rateLimit(deps, managementRateLimitKey(deps)));
 
@@ -53,6 +58,9 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', projectRoutes(deps));
   app.route('/', ingestRoutes(deps));
   app.route('/', readRoutes(deps));
+  app.route('/', alertRoutes(deps));
+  app.route('/', uploadRoutes(deps));
+  app.route('/', symbolRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));
   app.onError((err, c) => handleError(err, c, logger));

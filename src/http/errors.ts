@@ -7,6 +7,8 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import type { ZodError } from 'zod';
+import { CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, isClientAbort } from '../ingest/errors.js';
+import { unsafeJsonProblem } from './input-hygiene.js';
 
 export class HttpError extends Error {
   constructor(
@@ -33,11 +35,15 @@ export const badRequest = (message: string) => new HttpError(400, message);
 export async function readJson(c: Context): Promise<unknown> {
   const text = await c.req.text();
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw badRequest('request body is not valid JSON');
   }
+  const problem = unsafeJsonProblem(value);
+  if (problem) throw badRequest(problem);
+  return value;
 }
 
 /** Reads a JSON object body; anything else (array, string, nothing) is a 400. */
@@ -68,6 +74,10 @@ export function handleError(err: Error, c: Context, logger: Logger): Response {
   if (err instanceof HTTPException) {
     if (err.status === 413) return errorResponse(c, 413, 'request body too large');
     if (err.status < 500) return errorResponse(c, err.status, err.message || 'bad request');
+  }
+  if (isClientAbort(err)) {
+    logger.info({ request_id: c.get('requestId'), method: c.req.method, path: c.req.path }, CLIENT_ABORTED);
+    return errorResponse(c, CLIENT_CLOSED_REQUEST as ContentfulStatusCode, CLIENT_ABORTED);
   }
   logUnexpectedFailure(logger, err, c.get('requestId'), c.req.method, c.req.path);
   return errorResponse(c, 500, INTERNAL_ERROR);

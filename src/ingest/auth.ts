@@ -43,7 +43,15 @@ export function parseSentryAuthHeader(value: string | null | undefined): Partial
   for (const part of trimmed.slice(6).split(',')) {
     const eq = part.indexOf('=');
     if (eq < 0) continue;
-    fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+    // A repeated header arrives joined with ", " (`Sentry a=1, Sentry b=2`): each
+    // value's own `Sentry` prefix goes, so its fields are read like the first one's.
+    const name = part.slice(0, eq).trim().toLowerCase().replace(/^sentry\s+/, '');
+    const value = part.slice(eq + 1).trim();
+    const earlier = fields.get(name);
+    if (name === 'sentry_key' && earlier !== undefined && earlier !== value) {
+      throw new AuthError('the request names different DSN keys in its Sentry authentication headers; send one key');
+    }
+    fields.set(name, value);
   }
   const key = fields.get('sentry_key');
   return { key: key === undefined || key === '' ? undefined : key, version: parseVersion(fields.get('sentry_version')) };
@@ -101,7 +109,13 @@ export function parseDsn(dsn: string): ParsedDsn | null {
   } catch {
     return null;
   }
-  const key = decodeURIComponent(url.username);
+  let key: string;
+  try {
+    key = decodeURIComponent(url.username);
+  } catch {
+    // Malformed percent-encoding (`%ff`) is no key at all.
+    return null;
+  }
   if (key === '') return null;
   const last = url.pathname.replace(/\/+$/, '').split('/').pop() ?? '';
   const digits = /^[0-9]+/.exec(last)?.[0];
@@ -127,7 +141,9 @@ export function credentialsFromRequest(input: RequestCredentialsInput): Credenti
   if (header) found.push({ source: 'x-sentry-auth', auth: header });
   const authorization = parseSentryAuthHeader(input.authorization) ?? parseBasicAuthHeader(input.authorization);
   if (authorization) found.push({ source: 'authorization', auth: authorization });
-  const queryKey = input.query.get('sentry_key');
+  const queryKeys = input.query.getAll('sentry_key');
+  if (queryKeys.some((k) => k !== queryKeys[0])) throw new AuthError('the query string names different DSN keys; send one sentry_key');
+  const queryKey = queryKeys.length > 0 ? queryKeys[0] : null;
   const queryVersion = parseVersion(input.query.get('sentry_version'));
   if (queryKey !== null || queryVersion !== null) {
     found.push({ source: 'query', auth: { key: queryKey || undefined, version: queryVersion } });

@@ -2,7 +2,7 @@
 // both the bytes received and the bytes decoded (a small gzip bomb is a 413,
 // never an out-of-memory). Web APIs only: the decompressor itself is injected by
 // the edition (Node: zlib, src/editions/node-runtime.ts).
-import { BadPayloadError, PayloadTooLargeError } from './errors.js';
+import { BadPayloadError, ClientAbortedError, PayloadTooLargeError } from './errors.js';
 
 /** Compression formats, named as the Web's DecompressionStream names them (plus brotli). */
 export type CompressionFormat = 'gzip' | 'deflate' | 'deflate-raw' | 'br';
@@ -40,7 +40,14 @@ export async function readBody(body: ReadableStream<Uint8Array> | null, limit: n
   let total = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        // The request's body stream fails only when the client went away mid-body.
+        throw new ClientAbortedError({ cause: err });
+      }
+      const { done, value } = chunk;
       if (done) break;
       if (!value || value.byteLength === 0) continue;
       total += value.byteLength;

@@ -33,3 +33,30 @@ export class IngestUnavailableError extends Error {
 
 /** What a 503 says when the database failed: nothing was stored, the SDK should resend. */
 export const DATABASE_UNAVAILABLE = 'the database is unavailable; nothing was stored, send again later';
+
+/**
+ * The client closed the connection before its request body was complete. Not a
+ * failure of the server: nobody is left to answer; logged at info level with the
+ * status 499 (nginx's "client closed request") in the request log.
+ */
+export class ClientAbortedError extends Error {
+  constructor(options?: { cause?: unknown }) {
+    super(CLIENT_ABORTED, options);
+    this.name = 'ClientAbortedError';
+  }
+}
+
+export const CLIENT_ABORTED = 'the client closed the connection before the request body was complete';
+
+/** The request-log status of a request whose client went away before its body was complete. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * Whether `err` is a client abort: a ClientAbortedError, or the error Node's request
+ * stream fails with when its connection closes mid-body (reached through Web streams).
+ */
+export function isClientAbort(err: unknown): boolean {
+  if (err instanceof ClientAbortedError) return true;
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return typeof e === 'object' && e !== null && e.code === 'ECONNRESET' && e.message === 'aborted';
+}

@@ -223,21 +223,48 @@ export function computeFingerprint(event: Record<string, unknown>, facts: Groupi
 }
 
 /**
- * Index of the main exception: the last one that no other exception names as
- * its parent (`mechanism.parent_id` → `mechanism.exception_id`). For a plain
- * chain (cause first, newest last) that is the last one. -1 when there is none.
+ * Index of the main exception, as Sentry picks it: the last element of the list (SDKs
+ * list causes first, so that is the outermost error), whatever `exception_id` and
+ * `parent_id` say. Exception groups (`mechanism.is_exception_group`) follow Sentry's
+ * rule for them: starting at the root (`exception_id` 0), groups are looked through to
+ * the first exceptions below them that are not groups; when those all group alike
+ * (the same default grouping input), that exception is the main one, else the last
+ * element stays. -1 when there is none. Iterative: the input's depth is the client's.
  */
 export function mainExceptionIndex(exceptions: NormalizedException[]): number {
-  let parents: Set<unknown> | null = null;
-  for (const e of exceptions) {
-    const p = e.mechanism?.parent_id;
-    if (p !== undefined && p !== null) (parents ??= new Set()).add(p);
+  const last = exceptions.length - 1;
+  if (!exceptions.some((e) => e.mechanism?.is_exception_group === true)) return last;
+  const children = new Map<unknown, number[]>();
+  let root = -1;
+  for (let i = 0; i < exceptions.length; i++) {
+    const m = exceptions[i].mechanism;
+    if (m?.exception_id === 0 && root < 0) root = i;
+    const parent = m?.parent_id;
+    if (parent === undefined || parent === null) continue;
+    const list = children.get(parent);
+    if (list) list.push(i);
+    else children.set(parent, [i]);
   }
-  for (let i = exceptions.length - 1; i >= 0; i--) {
-    const id = exceptions[i].mechanism?.exception_id;
-    if (parents === null || id === undefined || id === null || !parents.has(id)) return i;
+  if (root < 0) return last;
+  const topLevel: number[] = [];
+  const visited = new Set<number>();
+  const stack = [root];
+  while (stack.length > 0) {
+    const i = stack.pop()!;
+    if (visited.has(i)) continue;
+    visited.add(i);
+    const m = exceptions[i].mechanism;
+    if (m?.is_exception_group === true) {
+      for (const child of children.get(m.exception_id) ?? []) stack.push(child);
+    } else {
+      topLevel.push(i);
+    }
   }
-  return exceptions.length - 1;
+  if (topLevel.length === 0) return last;
+  const key = (i: number) => JSON.stringify(defaultGroupingInput({ platform: '', main: exceptions[i], message: '', images: [] }));
+  const first = key(topLevel[0]);
+  if (topLevel.some((i) => key(i) !== first)) return last;
+  return Math.max(...topLevel);
 }
 
 /**

@@ -3,8 +3,10 @@
 // "Grouping". One JSON.parse per payload; sub-objects of the parsed event are
 // referenced, not copied, unless they need repair.
 import { InvalidItemError } from './errors.js';
+import { parseCleanJson, type CleanParse } from './hygiene.js';
+import { withUserAgentContexts } from './user-agent.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
-import type { EventDetailData, Level, NormalizedEvent, NormalizedException, NormalizedFrame } from './types.js';
+import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
 
 export interface NormalizeContext {
   /** Receive time, epoch ms. */
@@ -17,6 +19,13 @@ export interface NormalizeContext {
   clientIp: string | null;
   /** The MD5 the fingerprint is hashed with (injected by the edition). */
   md5Hex: Md5Hex;
+  /** The payload already parsed by parseEventPayload (symbolication's pre-pass), so it is parsed once. */
+  parsed?: ParsedEventPayload;
+  /**
+   * Symbolicates the event with symbol files loaded beforehand (src/symbols); its frames
+   * then drive grouping, title, error type and location, and are stored beside the originals.
+   */
+  symbolicate?: EventSymbolicator;
 }
 
 const HOUR_MS = 3_600_000;
@@ -28,6 +37,8 @@ const MAX_TAG_VALUE = 200;
 const MAX_BREADCRUMBS = 100;
 
 const utf8 = new TextDecoder();
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8Encoder = new TextEncoder();
 
 type Obj = Record<string, unknown>;
 
@@ -73,22 +84,60 @@ function withoutNonFinite(json: string): string | null {
   return changed ? out : null;
 }
 
-function parsePayload(payload: Uint8Array): Obj {
-  const json = utf8.decode(payload);
-  let v: unknown;
+/** An event payload parsed and made safe to store; `cleaned` when it differs from the bytes sent. */
+export interface ParsedEventPayload {
+  ev: Obj;
+  cleaned: boolean;
+}
+
+/** An event payload as a JSON object (hygiene applied); InvalidItemError when it is not one. */
+export function parseEventPayload(payload: Uint8Array): ParsedEventPayload {
+  return parsePayload(payload);
+}
+
+function imagesOf(ev: Obj): Obj[] {
+  const debugMeta = ev.debug_meta;
+  return isObject(debugMeta) && Array.isArray(debugMeta.images) ? (debugMeta.images as unknown[]).filter(isObject) : [];
+}
+
+/** What symbolication needs of a parsed event, by the same rules the normaliser applies. */
+export function symbolicationInputOf(ev: Obj): SymbolicationInput {
+  return {
+    platform: text(ev.platform, 64)?.toLowerCase() ?? 'other',
+    release: text(ev.release, 200) ?? '',
+    dist: text(ev.dist, 64) ?? '',
+    images: imagesOf(ev),
+    exceptions: normalizeExceptions(ev).exceptions,
+  };
+}
+
+/**
+ * The payload's JSON object, made safe to store (hygiene.ts); `cleaned` when it differs
+ * from the bytes sent (then the stored raw payload is the cleaned object re-encoded).
+ */
+function parsePayload(payload: Uint8Array): ParsedEventPayload {
+  let json: string;
+  let badUtf8 = false;
   try {
-    v = JSON.parse(json);
+    json = strictUtf8.decode(payload);
+  } catch {
+    json = utf8.decode(payload);
+    badUtf8 = true;
+  }
+  let parsed: CleanParse;
+  try {
+    parsed = parseCleanJson(json);
   } catch (err) {
     const repaired = withoutNonFinite(json);
     try {
       if (repaired === null) throw err;
-      v = JSON.parse(repaired);
+      parsed = parseCleanJson(repaired);
     } catch {
       throw new InvalidItemError('event payload is not valid JSON');
     }
   }
-  if (!isObject(v)) throw new InvalidItemError('event payload must be a JSON object');
-  return v;
+  if (!isObject(parsed.value)) throw new InvalidItemError('event payload must be a JSON object');
+  return { ev: parsed.value, cleaned: parsed.cleaned || badUtf8 };
 }
 
 // ---------------------------------------------------------------- ids, times, levels
@@ -455,7 +504,7 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: false): NormalizedEvent;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: true): EventDetailData;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boolean): NormalizedEvent | EventDetailData {
-  const ev = parsePayload(payload);
+  const { ev, cleaned } = ctx.parsed ?? parsePayload(payload);
 
   const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
 
@@ -465,17 +514,30 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   const level = normalizeLevel(ev.level);
   const platform = text(ev.platform, 64)?.toLowerCase() ?? 'other';
   const tags = normalizeTags(ev.tags);
-  const contexts = isObject(ev.contexts) ? ev.contexts : {};
+  const contexts = withUserAgentContexts(isObject(ev.contexts) ? ev.contexts : {}, ev.request, platform);
   const user = normalizeUser(ev.user, ctx.clientIp);
 
   const device = findContext(contexts, 'device');
   let os = findContext(contexts, 'os');
   if (!os || (os.name === undefined && os.version === undefined)) os = findContext(contexts, 'client_os') ?? os;
 
-  const { exceptions, main } = normalizeExceptions(ev);
+  const { exceptions, main: originalMain } = normalizeExceptions(ev);
   let message = eventMessage(ev);
-  const debugMeta = ev.debug_meta;
-  const images = isObject(debugMeta) && Array.isArray(debugMeta.images) ? (debugMeta.images as unknown[]).filter(isObject) : [];
+  const images = imagesOf(ev);
+  const release = text(ev.release, 200) ?? '';
+  const dist = text(ev.dist, 64) ?? '';
+
+  // Symbols present at ingest: grouping, title, type and location use the symbolicated frames.
+  let main = originalMain;
+  let symbolicated: string | null = null;
+  if (ctx.symbolicate && !detailOnly && exceptions.length > 0) {
+    const out = ctx.symbolicate({ platform, release, dist, images, exceptions });
+    if (out) {
+      symbolicated = JSON.stringify(out.frames);
+      const i = main ? exceptions.indexOf(main) : -1;
+      if (main && i >= 0) main = { ...main, frames: out.frames[i] ?? main.frames, ...out.types[i] };
+    }
+  }
 
   const input = groupingInput(ev, { platform, main, message, images });
   const fingerprint = hashGroupingInput(input, ctx.md5Hex);
@@ -512,8 +574,8 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
     timestamp,
     level,
     platform,
-    release: text(ev.release, 200) ?? '',
-    dist: text(ev.dist, 64) ?? '',
+    release,
+    dist,
     environment: text(ev.environment, 64) ?? 'production',
     userId: user.id,
     userEmail: user.email,
@@ -533,7 +595,9 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
     sdkName: text(sdk?.name, 128) ?? '',
     tags,
     fingerprint,
-    raw: payload,
+    // Cleaned payloads are stored as cleaned, so the detail rebuilt from them is the same.
+    raw: cleaned ? utf8Encoder.encode(JSON.stringify(ev)) : payload,
+    ...(symbolicated !== null ? { symbolicated } : {}),
   };
 }
 

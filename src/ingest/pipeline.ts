@@ -18,11 +18,20 @@ import {
 } from './auth.js';
 import { decodeContent, MAX_BODY_BYTES, type Decompress } from './decode.js';
 import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
-import { BadPayloadError, DATABASE_UNAVAILABLE, IngestUnavailableError, InvalidItemError, PayloadTooLargeError } from './errors.js';
+import {
+  BadPayloadError,
+  CLIENT_ABORTED,
+  CLIENT_CLOSED_REQUEST,
+  ClientAbortedError,
+  DATABASE_UNAVAILABLE,
+  IngestUnavailableError,
+  InvalidItemError,
+  PayloadTooLargeError,
+} from './errors.js';
 import type { Md5Hex } from './grouping.js';
-import { cleanUuid, normalizeEvent, parseTimestamp } from './normalize.js';
+import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
-import type { IngestSink, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from './types.js';
+import type { EventSymbolicator, IngestSink, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
 
 /** More event items than this in one envelope is refused whole (413). */
 export const MAX_EVENTS_PER_ENVELOPE = 100;
@@ -64,6 +73,8 @@ export interface PipelineDeps {
   ingest: IngestSink;
   /** Decompression and MD5, injected so this path needs only Web APIs. */
   ingestRuntime: IngestRuntime;
+  /** Symbolication before grouping, for projects that have symbol files. */
+  symbols?: IngestSymbolication;
 }
 
 function reply(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): IngestResponse {
@@ -143,7 +154,8 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       );
     }
 
-    const { work, skipped } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex });
+    const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
+    const { work, skipped } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
@@ -166,6 +178,10 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     if (err instanceof PayloadTooLargeError) return errorReply(413, err.message);
     if (err instanceof BadPayloadError) return errorReply(400, err.message);
     if (err instanceof IngestUnavailableError) return errorReply(503, err.message);
+    if (err instanceof ClientAbortedError) {
+      deps.logger.info({ project: pathProjectId }, CLIENT_ABORTED);
+      return errorReply(CLIENT_CLOSED_REQUEST, CLIENT_ABORTED);
+    }
     throw err;
   }
 }
@@ -173,7 +189,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
 async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
   let project: ProjectRow | undefined;
   try {
-    project = await findProjectForIngest(deps.store.db, pathProjectId);
+    project = await findProjectForIngest(deps.store.db, pathProjectId, credential.key);
   } catch (err) {
     // A failing database is the server's problem, not the request's: 503, so the SDK
     // keeps the event and sends it again, as it does when the writer fails.
@@ -205,10 +221,50 @@ function parseBody(req: IngestRequest, body: Uint8Array, decompress: Decompress)
   return { kind: 'store', payload: decodeStoreBody(body, decompress) };
 }
 
+/** The events of a request parsed once, and a symbolicator loaded with the files they need. */
+interface PreparedSymbolication {
+  parsed: Map<Uint8Array, ParsedEventPayload>;
+  symbolicate: EventSymbolicator;
+}
+
+/**
+ * For a project with symbol files: parses the request's events, loads the symbol files
+ * they need (cached across requests) and returns what normalisation symbolicates with.
+ * A project without symbol files costs a cached flag lookup. A failure here never fails
+ * the request: the events are stored unsymbolicated.
+ */
+async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolication, projectId: number, parsed: Parsed): Promise<PreparedSymbolication | null> {
+  const payloads =
+    parsed.kind === 'store' ? [parsed.payload] : parsed.envelope.items.filter((item) => item.type === 'event').map((item) => item.payload);
+  if (payloads.length === 0 || payloads.length > MAX_EVENTS_PER_ENVELOPE) return null;
+  try {
+    let has = symbols.projectHasSymbols(projectId);
+    if (typeof has !== 'boolean') has = await has;
+    if (!has) return null;
+    const events = new Map<Uint8Array, ParsedEventPayload>();
+    const inputs: SymbolicationInput[] = [];
+    for (const payload of payloads) {
+      try {
+        const event = parseEventPayload(payload);
+        events.set(payload, event);
+        inputs.push(symbolicationInputOf(event.ev));
+      } catch (err) {
+        if (!(err instanceof InvalidItemError)) throw err;
+      }
+    }
+    if (inputs.length === 0) return null;
+    return { parsed: events, symbolicate: await symbols.prepare(projectId, inputs) };
+  } catch (err) {
+    deps.logger.warn({ err, project: projectId }, 'symbolication failed; the events are stored unsymbolicated');
+    return null;
+  }
+}
+
 interface BuildContext {
   receivedAt: number;
   clientIp: string | null;
   md5Hex: Md5Hex;
+  symbolication?: PreparedSymbolication | null;
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
@@ -219,7 +275,17 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
 
   if (parsed.kind === 'store') {
     try {
-      events.push(normalizeEvent(parsed.payload, { receivedAt: ctx.receivedAt, sentAt: null, envelopeEventId: null, clientIp: ctx.clientIp, md5Hex: ctx.md5Hex }));
+      events.push(
+        normalizeEvent(parsed.payload, {
+          receivedAt: ctx.receivedAt,
+          sentAt: null,
+          envelopeEventId: null,
+          clientIp: ctx.clientIp,
+          md5Hex: ctx.md5Hex,
+          parsed: ctx.symbolication?.parsed.get(parsed.payload),
+          symbolicate: ctx.symbolication?.symbolicate,
+        }),
+      );
     } catch (err) {
       // The store body is the one event: if it is unusable, the request is.
       if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
@@ -243,7 +309,15 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
     try {
       switch (item.type) {
         case 'event': {
-          const event = normalizeEvent(item.payload, { receivedAt: ctx.receivedAt, sentAt, envelopeEventId, clientIp: ctx.clientIp, md5Hex: ctx.md5Hex });
+          const event = normalizeEvent(item.payload, {
+            receivedAt: ctx.receivedAt,
+            sentAt,
+            envelopeEventId,
+            clientIp: ctx.clientIp,
+            md5Hex: ctx.md5Hex,
+            parsed: ctx.symbolication?.parsed.get(item.payload),
+            symbolicate: ctx.symbolication?.symbolicate,
+          });
           if (event.eventId === envelopeEventId) envelopeEventId = null;
           // The same event twice in one envelope counts once, as a resend would.
           if (seen.has(event.eventId)) break;

@@ -2,6 +2,7 @@
 // `session` updates and `sessions` aggregates, parsed and validated into the
 // shapes the writer stores.
 import { InvalidItemError } from './errors.js';
+import { parseCleanJson } from './hygiene.js';
 import { cleanUuid, parseTimestamp, randomId } from './normalize.js';
 import type { SessionAggregate, SessionStatus, SessionUpdate } from './types.js';
 
@@ -22,7 +23,7 @@ function isObject(v: unknown): v is Obj {
 function parseObject(payload: Uint8Array, what: string): Obj {
   let v: unknown;
   try {
-    v = JSON.parse(utf8.decode(payload));
+    v = parseCleanJson(utf8.decode(payload)).value;
   } catch {
     throw new InvalidItemError(`${what} payload is not valid JSON`);
   }

@@ -72,7 +72,32 @@ export interface NormalizedEvent {
   fingerprint: string;
   /** The item payload exactly as received. */
   raw: Uint8Array;
+  /**
+   * JSON of the symbolicated frames, one entry per exception of the chain (a frame list,
+   * or null when nothing in it changed); absent when the event was not symbolicated.
+   */
+  symbolicated?: string | null;
 }
+
+/** What symbolication reads from an event (src/symbols), as the normaliser extracted it. */
+export interface SymbolicationInput {
+  platform: string;
+  release: string;
+  dist: string;
+  /** `debug_meta.images`. */
+  images: Record<string, unknown>[];
+  /** The exception chain as normalised (each stack oldest call first). */
+  exceptions: NormalizedException[];
+}
+
+/** Symbolication's answer: per exception, the new frames (null = unchanged) and remapped type. */
+export interface SymbolicationOutput {
+  frames: (NormalizedFrame[] | null)[];
+  types: ({ type: string; module?: string } | undefined)[];
+}
+
+/** Symbolicates an event synchronously with symbol files loaded beforehand; null when nothing changed. */
+export type EventSymbolicator = (input: SymbolicationInput) => SymbolicationOutput | null;
 
 export type SessionStatus = 'ok' | 'exited' | 'crashed' | 'abnormal' | 'errored' | 'unhandled';
 
@@ -150,4 +175,12 @@ export interface IngestSink {
   close(): Promise<void>;
   /** Counters, when the sink keeps them (the group-commit writer does). */
   stats?(): IngestStats;
+}
+
+/** What the ingest path asks of symbolication (src/symbols/service.ts implements it). */
+export interface IngestSymbolication {
+  /** Whether the project has symbol files; synchronous while the cached answer is fresh. */
+  projectHasSymbols(projectId: number): boolean | Promise<boolean>;
+  /** Loads the symbol files these events need; a synchronous symbolicator for them. */
+  prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
 }

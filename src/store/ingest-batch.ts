@@ -17,6 +17,7 @@ import {
   type OnConflictUpdateBuilder,
   type RawBuilder,
 } from 'kysely';
+import { issueAlertOutboxRow } from '../alerts/outbox.js';
 import { DAY_MS, hourBucket, utcDay } from '../clock.js';
 import type { IngestOutcome, IngestWork, Level, NormalizedEvent, SessionStatus } from '../ingest/types.js';
 import type { Dialect, Store } from './database.js';
@@ -71,6 +72,8 @@ export interface EventInput {
   sdkName: string;
   tags: [string, string][];
   tagsJson: string;
+  /** JSON of the frames symbolicated at ingest (NormalizedEvent.symbolicated), else null. */
+  symbolicated: string | null;
 }
 
 export interface SessionInput {
@@ -160,6 +163,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
       sdkName: text(e.sdkName),
       tags,
       tagsJson: JSON.stringify(tagObject),
+      symbolicated: typeof e.symbolicated === 'string' ? text(e.symbolicated) : null,
     };
     return input;
   });
@@ -174,8 +178,9 @@ export function prepareWork(work: IngestWork): PreparedWork {
     environment: text(s.environment),
   }));
   const aggregates = work.aggregates.map((a) => {
-    const crashed = count(a.crashed);
-    const errored = count(a.errored) + count(a.abnormal) + count(a.unhandled);
+    // `unhandled` (browser SDKs' status for an unhandled error) counts as crashed (DECISIONS).
+    const crashed = count(a.crashed) + count(a.unhandled);
+    const errored = count(a.errored) + count(a.abnormal);
     return {
       started: time(a.started, receivedAt),
       release: text(a.release, MAX_RELEASE),
@@ -456,8 +461,8 @@ interface ReleaseAcc {
 }
 
 function sessionClass(status: string, errors: number): SessionClass {
-  if (status === 'crashed') return 'crashed';
-  if (status === 'errored' || status === 'abnormal' || status === 'unhandled' || errors > 0) return 'errored';
+  if (status === 'crashed' || status === 'unhandled') return 'crashed';
+  if (status === 'errored' || status === 'abnormal' || errors > 0) return 'errored';
   return 'ok';
 }
 
@@ -745,11 +750,13 @@ class Batch {
         this.rows<SessionRow>(lookup('sessions', pid, 'sid', k.sids, 'text')),
       ]);
     });
+    // Awaited together: when the lock fails (a lost connection fails every pipelined
+    // statement), a read awaited only after it would reject with nobody listening.
+    const [locked, read] = await Promise.all([lock, Promise.all(reads)]);
     const projects = new Map<number, ProjectSettings>();
-    for (const r of await lock) projects.set(num(r.id), r);
+    for (const r of locked) projects.set(num(r.id), r);
     const snapshots: ProjectSnapshot[] = [];
-    for (const [i, read] of reads.entries()) {
-      const [events, used, issues, resolvedReleases, releases, sessions] = await read;
+    for (const [events, used, issues, resolvedReleases, releases, sessions] of read) {
       const eventIds = new Map<string, number>();
       const seen = new Set<string>();
       for (const r of events) {
@@ -1297,6 +1304,11 @@ class Batch {
 
     const changes = this.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
     await this.insertRows('issue_changes', CHANGE_COLUMNS, changes);
+    // Alerts are recorded with what caused them (src/alerts/outbox.ts); a dispatcher sends them.
+    const alerts = this.changes.map((c) =>
+      issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release }),
+    );
+    await this.insertRows('alert_outbox', OUTBOX_COLUMNS, alerts);
 
     await this.insertRows('project_hourly', PROJECT_HOURLY_COLUMNS, [...this.projectHourly.values()] as unknown as Record<string, unknown>[], {
       conflict: additive('project_hourly', ['project_id', 'bucket', 'release'], ['events', 'crashes', 'errors', 'fatal', 'error', 'warning', 'info', 'debug']),
@@ -1551,6 +1563,14 @@ const CHANGE_COLUMNS: ColumnSpec = [
   ['at', 'int8'],
   ['release', 'text'],
 ];
+const OUTBOX_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['type', 'text'],
+  ['issue_id', 'int8'],
+  ['payload', 'text'],
+  ['state', 'text'],
+  ['created_at', 'int8'],
+];
 const PROJECT_HOURLY_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],
   ['bucket', 'int8'],
@@ -1665,7 +1685,7 @@ function eventValues(s: StoredEvent): Insertable<EventTable> & Record<string, un
     payload_chunk: payload.chunkId,
     payload_start: payload.start,
     payload_length: payload.length,
-    symbolicated: null,
+    symbolicated: e.symbolicated,
   };
 }
 

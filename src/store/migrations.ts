@@ -473,6 +473,206 @@ function m010(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Alerts (src/alerts): a rule per project and alert type (every project gets the three,
+ * enabled, 60 minutes of cooldown), the channels alerts go to, the outbox the ingest
+ * batch and the crash-spike check write alerts into (in the transaction that found
+ * them), and one delivery per alert and channel, claimed by one process at a time.
+ * Booleans are 0/1 and times epoch milliseconds, as everywhere.
+ */
+function m012(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('alert_rules')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('enabled', big, (c) => c.notNull())
+        .addColumn('cooldown_minutes', big, (c) => c.notNull())
+        .addColumn('last_triggered', big)
+        .addPrimaryKeyConstraint('alert_rules_pk', ['project_id', 'type'])
+        .execute();
+      for (const type of ['new_issue', 'regression', 'crash_spike']) {
+        await sql`insert into alert_rules (project_id, type, enabled, cooldown_minutes, last_triggered)
+          select id, ${type}, 1, 60, null from projects`.execute(db);
+      }
+
+      await db.schema
+        .createTable('alert_channels')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('alert_channels_project').on('alert_channels').column('project_id').execute();
+
+      await db.schema
+        .createTable('alert_outbox')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('issue_id', big)
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('triggered_at', big)
+        .addColumn('prev_triggered', big)
+        .execute();
+      await db.schema.createIndex('alert_outbox_pending').on('alert_outbox').column('id').where(sql.ref('state'), '=', 'pending').execute();
+      await db.schema.createIndex('alert_outbox_project').on('alert_outbox').column('project_id').execute();
+
+      await db.schema
+        .createTable('alert_deliveries')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('alert_id', big)
+        .addColumn('channel_id', big, (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('attempts', big, (c) => c.notNull())
+        .addColumn('last_error', 'text')
+        .addColumn('status', big)
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('sent_at', big)
+        .addColumn('next_attempt_at', big, (c) => c.notNull())
+        .addColumn('lease_until', big)
+        .addColumn('claimed_by', 'text')
+        .execute();
+      await db.schema.createIndex('alert_deliveries_project').on('alert_deliveries').columns(['project_id', 'id']).execute();
+      await db.schema.createIndex('alert_deliveries_alert').on('alert_deliveries').column('alert_id').execute();
+      await db.schema
+        .createIndex('alert_deliveries_pending')
+        .on('alert_deliveries')
+        .column('next_attempt_at')
+        .where(sql.ref('state'), '=', 'pending')
+        .execute();
+    },
+  };
+}
+
+/**
+ * Symbol files (src/symbols): one row per stored file, its bytes in `symbol_chunks` of at
+ * most SYMBOL_CHUNK_BYTES each, so every dialect, an export line and a D1 value (about
+ * 2 MB) can hold them. `part` 0 is the file as uploaded, 1 a derived lookup index a kind
+ * may build once at upload. A row is `writing` while its chunks stream in and becomes
+ * `ready` (visible) in the transaction that applies the replacement rule. `symbol_jobs`
+ * holds the re-symbolication runs an upload starts, with their cursor, so a restart
+ * resumes them.
+ */
+function m013(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('symbol_files')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('dist', 'text', (c) => c.notNull())
+        .addColumn('debug_id', 'text', (c) => c.notNull())
+        .addColumn('filename', 'text', (c) => c.notNull())
+        .addColumn('serves', 'text', (c) => c.notNull())
+        .addColumn('serves_basename', 'text', (c) => c.notNull())
+        .addColumn('size', big, (c) => c.notNull())
+        .addColumn('index_size', big, (c) => c.notNull())
+        .addColumn('meta', 'text', (c) => c.notNull())
+        .addColumn('uploaded_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('symbol_files_debug_id').on('symbol_files').columns(['project_id', 'kind', 'debug_id']).execute();
+      await db.schema
+        .createIndex('symbol_files_release_name')
+        .on('symbol_files')
+        .columns(['project_id', 'kind', 'release', 'serves_basename'])
+        .execute();
+      await db.schema
+        .createTable('symbol_chunks')
+        .addColumn('file_id', big, (c) => c.notNull().references('symbol_files.id').onDelete('cascade'))
+        .addColumn('part', 'integer', (c) => c.notNull())
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addPrimaryKeyConstraint('symbol_chunks_pk', ['file_id', 'part', 'seq'])
+        .execute();
+      if (dialect === 'postgres') await sql`alter table symbol_chunks alter column data set storage external`.execute(db);
+      await db.schema
+        .createTable('symbol_jobs')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('since', big, (c) => c.notNull())
+        .addColumn('cursor', big, (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('done', big, (c) => c.notNull())
+        .addColumn('lease_until', big, (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('symbol_jobs_state').on('symbol_jobs').columns(['state', 'id']).execute();
+    },
+  };
+}
+
+/**
+ * The uploader routes (src/uploads): chunks of sentry-cli uploads by SHA-1, shared by
+ * every instance on the database and kept at most an hour until assembled; the outcome
+ * of each assembly per project, so a polling client gets the same answer from any
+ * instance; releases created by the CLI; ProGuard mappings associated with releases.
+ */
+function m014(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('upload_chunks')
+        .addColumn('sha1', 'text', (c) => c.primaryKey())
+        .addColumn('size', big, (c) => c.notNull())
+        .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        // The request that is writing the chunk; null once that request succeeded.
+        .addColumn('batch', 'text')
+        .execute();
+      await db.schema.createIndex('upload_chunks_created').on('upload_chunks').column('created_at').execute();
+      if (dialect === 'postgres') await sql`alter table upload_chunks alter column data set storage external`.execute(db);
+
+      await db.schema
+        .createTable('upload_assemblies')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('checksum', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('detail', 'text')
+        .addColumn('result', 'text')
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('upload_assemblies_pk', ['project_id', 'kind', 'checksum'])
+        .execute();
+
+      await db.schema
+        .createTable('cli_releases')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('version', 'text', (c) => c.notNull())
+        .addColumn('url', 'text')
+        .addColumn('date_created', big, (c) => c.notNull())
+        .addColumn('date_started', big)
+        .addColumn('date_released', big)
+        .addPrimaryKeyConstraint('cli_releases_pk', ['project_id', 'version'])
+        .execute();
+      await db.schema.createIndex('cli_releases_project_created').on('cli_releases').columns(['project_id', 'date_created']).execute();
+
+      await db.schema
+        .createTable('proguard_releases')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('proguard_uuid', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('proguard_releases_pk', ['project_id', 'release', 'proguard_uuid'])
+        .execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -486,6 +686,9 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '008_payload_chunks': m008(dialect),
     '009_postgres_delete_triggers_for_ingest_keys': m009(dialect),
     '010_issue_updates_off_the_indexes': m010(dialect),
+    '012_alerts': m012(dialect),
+    '013_symbols': m013(dialect),
+    '014_uploads': m014(dialect),
   };
 }
 

@@ -87,3 +87,30 @@ export async function storedPayload(
   const bytes = await readStoredPayload(db, row, decompress);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
+
+/**
+ * The raw payloads of several stored events, each chunk read and decompressed once
+ * (re-symbolication reads a few hundred events of neighbouring chunks at a time).
+ */
+export async function storedPayloads(
+  db: Kysely<Database>,
+  rows: Pick<EventRow, 'id' | 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>[],
+): Promise<Map<number, Uint8Array>> {
+  const out = new Map<number, Uint8Array>();
+  const chunkIds = [...new Set(rows.filter((r) => r.payload_chunk !== null && r.payload_chunk !== undefined).map((r) => Number(r.payload_chunk)))];
+  const chunks = new Map<number, Buffer>();
+  for (let i = 0; i < chunkIds.length; i += 200) {
+    const found = await db.selectFrom('payload_chunks').select(['id', 'data']).where('id', 'in', chunkIds.slice(i, i + 200)).execute();
+    for (const c of found) chunks.set(Number(c.id), decompress(c.data));
+  }
+  for (const r of rows) {
+    if (r.payload_chunk === null || r.payload_chunk === undefined) {
+      out.set(Number(r.id), decompress(r.raw));
+      continue;
+    }
+    const data = chunks.get(Number(r.payload_chunk));
+    const start = Number(r.payload_start ?? 0);
+    out.set(Number(r.id), data ? data.subarray(start, start + Number(r.payload_length ?? 0)) : new Uint8Array(0));
+  }
+  return out;
+}

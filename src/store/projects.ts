@@ -3,6 +3,7 @@
 // Deleting a project relies on the schema's ON DELETE CASCADE foreign keys to
 // remove everything under it in the same statement.
 import type { Kysely } from 'kysely';
+import { insertDefaultRules } from '../alerts/store.js';
 import type { Database, ProjectRow } from './schema.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -124,16 +125,20 @@ async function forgettingProjects<T>(db: Db, write: Promise<T>): Promise<T> {
 /**
  * findProjectById for the ingest path, answered from memory for up to
  * INGEST_PROJECT_TTL_MS: one query per request was the largest single statement
- * cost of SQLite ingest (BENCHMARKS.md). Unknown ids are not cached.
+ * cost of SQLite ingest (BENCHMARKS.md). Unknown ids are not cached. A remembered row
+ * whose key is not `presentedKey` is read again, so a key rotated on another
+ * instance works here at once; the old key is refused once the row is re-read (by
+ * such a request, or when it expires).
  */
-export async function findProjectForIngest(db: Db, id: number): Promise<ProjectRow | undefined> {
+export async function findProjectForIngest(db: Db, id: number, presentedKey?: string): Promise<ProjectRow | undefined> {
   const now = Date.now();
   const cache = projectCacheOf(db);
   const hit = cache.rows.get(id);
-  if (hit && hit.until > now) return hit.row;
+  if (hit && hit.until > now && (presentedKey === undefined || hit.row.dsn_key === presentedKey)) return hit.row;
   const generation = cache.generation;
   const row = await findProjectById(db, id);
-  if (row && cache.generation === generation) {
+  if (!row) cache.rows.delete(id);
+  else if (cache.generation === generation) {
     if (cache.rows.size >= 10_000) cache.rows.clear();
     cache.rows.set(id, { row, until: now + INGEST_PROJECT_TTL_MS });
   }
@@ -158,11 +163,13 @@ export async function findProjectByDsnKey(db: Db, dsnKey: string): Promise<Proje
 export async function createProject(db: Db, input: NewProjectInput, now: number): Promise<ProjectRow> {
   if (await findProjectBySlug(db, input.slug)) throw new SlugTakenError(input.slug);
   try {
-    return await db
+    const project = await db
       .insertInto('projects')
       .values({ ...input, dsn_key: generateDsnKey(), created_at: now })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await insertDefaultRules(db, project.id);
+    return project;
   } catch (err) {
     // A concurrent create of the same slug loses on the unique index.
     if (isUniqueViolation(err) && (await findProjectBySlug(db, input.slug))) throw new SlugTakenError(input.slug);

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
+import { deleteExpiredChunks } from '../uploads/chunks.js';
 
 type Db = Kysely<Database>;
 
@@ -197,6 +198,8 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
     await keyed('session_hourly', ['project_id', 'release', 'bucket'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
     await keyed('daily_usage', ['project_id', 'day'], sql`project_id = ${id} and day < ${aggregateCutoff}`);
   }
+  // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
+  if (!stopped()) await deleteExpiredChunks(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
 }
 

@@ -216,6 +216,166 @@ export interface JobLockTable {
   expires_at: number;
 }
 
+/** One per project and alert type (src/alerts). */
+export interface AlertRuleTable {
+  project_id: number;
+  type: string;
+  /** 0 or 1. */
+  enabled: number;
+  cooldown_minutes: number;
+  /** When the last alert of this type was claimed (the cooldown's start); null before the first. */
+  last_triggered: number | null;
+}
+
+export interface AlertChannelTable {
+  id: Generated<number>;
+  project_id: number;
+  /** webhook or telegram. */
+  kind: string;
+  /** JSON: webhook {url, secret?}, telegram {chat_id}. */
+  config: string;
+  created_at: number;
+}
+
+/**
+ * Alerts recorded before they are sent: by the ingest batch (new_issue, regression) and
+ * the crash-spike check, in the transaction that found them. `state` pending until a
+ * dispatcher takes it: sent (deliveries made, cooldown claimed), cooldown, disabled,
+ * no_channel, undelivered (no channel accepted it; the cooldown was given back).
+ */
+export interface AlertOutboxTable {
+  id: Generated<number>;
+  project_id: number;
+  type: string;
+  issue_id: number | null;
+  /** JSON: the alert's fields (title, fingerprint, level, event_count, release, recent, baseline). */
+  payload: string;
+  state: string;
+  created_at: number;
+  /** The cooldown claimed for this alert, and the value it replaced (to give it back). */
+  triggered_at: number | null;
+  prev_triggered: number | null;
+}
+
+/** One alert (or test) sent to one channel. */
+export interface AlertDeliveryTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The outbox row; null for test deliveries. */
+  alert_id: number | null;
+  channel_id: number;
+  type: string;
+  /** pending, sent or failed. */
+  state: string;
+  attempts: number;
+  last_error: string | null;
+  /** The channel's last HTTP status. */
+  status: number | null;
+  created_at: number;
+  sent_at: number | null;
+  /** Wall clock: when the next attempt is due. */
+  next_attempt_at: number;
+  /** Wall clock: while an attempt is under way, the process in `claimed_by` owns the row until then. */
+  lease_until: number | null;
+  claimed_by: string | null;
+}
+
+/** A stored symbol file (src/symbols/storage.ts). */
+export interface SymbolFileTable {
+  id: Generated<number>;
+  project_id: number;
+  /** proguard, sourcemap or dsym. */
+  kind: string;
+  /** `writing` while its chunks stream in (never listed or matched), then `ready`. */
+  state: string;
+  release: string;
+  dist: string;
+  /** Lowercase dashed UUID, or '' when the file has none. */
+  debug_id: string;
+  filename: string;
+  /** Source maps: the minified file the map serves (its `file`, or the name without `.map`); else ''. */
+  serves: string;
+  /** The basename of `serves`, what release matching looks up by. */
+  serves_basename: string;
+  size: number;
+  /** Bytes of the derived lookup index (part 1), 0 when the kind builds none. */
+  index_size: number;
+  /** JSON object of kind-specific facts (e.g. a dSYM slice's architecture). */
+  meta: string;
+  uploaded_at: number;
+}
+
+/** A symbol file's bytes: part 0 the file, part 1 its derived index; `seq` from 0. */
+export interface SymbolChunkTable {
+  file_id: number;
+  part: number;
+  seq: number;
+  data: Uint8Array;
+}
+
+/** A background re-symbolication run (src/symbols/resymbolicate.ts). */
+export interface SymbolJobTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The events' release; '' means every release. */
+  release: string;
+  /** Events received at or after this time (epoch ms). */
+  since: number;
+  /** The last event id handled; the run goes on above it. */
+  cursor: number;
+  /** pending or done. */
+  state: string;
+  /** Events symbolicated so far. */
+  done: number;
+  /** Epoch ms (wall clock) until which an instance holds the run. */
+  lease_until: number;
+  created_at: number;
+}
+
+/** A chunk of a sentry-cli upload (src/uploads), by the SHA-1 of its bytes. */
+export interface UploadChunkTable {
+  sha1: string;
+  size: number;
+  data: Uint8Array;
+  /** Epoch ms of the (last) upload; chunks older than an hour are gone. */
+  created_at: number;
+  /** The chunk-upload request still writing it (invisible); null once that request succeeded. */
+  batch: string | null;
+}
+
+/** The outcome of assembling one uploaded file for a project (src/uploads). */
+export interface UploadAssemblyTable {
+  project_id: number;
+  /** `dif` (difs/assemble) or `artifact_bundle`. */
+  kind: string;
+  /** SHA-1 of the whole file. */
+  checksum: string;
+  /** assembling, ok, error */
+  state: string;
+  detail: string | null;
+  /** JSON of what was stored (the `dif` answer), when ok. */
+  result: string | null;
+  updated_at: number;
+}
+
+/** A release created or updated by sentry-cli (our own releases API derives releases from events). */
+export interface CliReleaseTable {
+  project_id: number;
+  version: string;
+  url: string | null;
+  date_created: number;
+  date_started: number | null;
+  date_released: number | null;
+}
+
+/** A ProGuard mapping associated with a release by the build plugins. */
+export interface ProguardReleaseTable {
+  project_id: number;
+  release: string;
+  proguard_uuid: string;
+  created_at: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -234,6 +394,17 @@ export interface Database {
   session_hourly: SessionHourlyTable;
   rate_limit_windows: RateLimitWindowTable;
   job_locks: JobLockTable;
+  alert_rules: AlertRuleTable;
+  alert_channels: AlertChannelTable;
+  alert_outbox: AlertOutboxTable;
+  alert_deliveries: AlertDeliveryTable;
+  upload_chunks: UploadChunkTable;
+  upload_assemblies: UploadAssemblyTable;
+  cli_releases: CliReleaseTable;
+  proguard_releases: ProguardReleaseTable;
+  symbol_files: SymbolFileTable;
+  symbol_chunks: SymbolChunkTable;
+  symbol_jobs: SymbolJobTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -122,6 +122,8 @@ describe('npm start with DATABASE_URL unset', () => {
       expect(listening.heap_limit_mb).toBeLessThan(2048);
       // Two V8 helper threads, not four (README, Node options).
       expect(listening.node_options).toContain('--v8-pool-size=2');
+      // Big request buffers go back to the system when freed (README, Node options).
+      expect(listening.malloc_mmap_threshold).toBe('131072');
       const journal = new Database(file, { readonly: true });
       expect(journal.pragma('journal_mode', { simple: true })).toBe('wal');
       journal.close();

@@ -3,28 +3,16 @@
 // one-log-line-per-request contract.
 import http from 'node:http';
 import net from 'node:net';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { isAuthExempt } from '../../src/http/auth.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
+import { captureLogger } from '../helpers/log-capture.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
 const MINUTE = 60_000;
 
-/** A pino logger whose JSON lines the test can read back. */
-function captureLogger() {
-  const lines: Record<string, any>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      cb();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
 
 /** A GET from a chosen loopback source address (fetch cannot pick one). */
 function getFrom(url: string, localAddress: string, headers: Record<string, string> = {}): Promise<number> {

@@ -107,6 +107,58 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .values({ project_id: projectId, sid: `s${projectId}`.padEnd(32, '0'), did: null, release: '1.0', environment: 'production', started: now, status: 'ok', errors: 0, updated_at: now })
     .execute();
   await db.insertInto('session_hourly').values({ project_id: projectId, release: '1.0', bucket, total: 1, crashed: 0, errored: 0 }).execute();
+  // Alert tables exist from migration 012 on (some tests seed an older schema).
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'alert_outbox')) return;
+  await db
+    .insertInto('alert_rules')
+    .values({ project_id: projectId, type: 'new_issue', enabled: 1, cooldown_minutes: 60, last_triggered: now })
+    .onConflict((oc) => oc.columns(['project_id', 'type']).doUpdateSet({ last_triggered: now }))
+    .execute();
+  const channel = await db
+    .insertInto('alert_channels')
+    .values({ project_id: projectId, kind: 'webhook', config: '{"url":"http://93.184.216.34/hook"}', created_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const alert = await db
+    .insertInto('alert_outbox')
+    .values({ project_id: projectId, type: 'new_issue', issue_id: issue.id, payload: '{}', state: 'sent', created_at: now, triggered_at: now, prev_triggered: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db
+    .insertInto('alert_deliveries')
+    .values({
+      project_id: projectId,
+      alert_id: alert.id,
+      channel_id: channel.id,
+      type: 'new_issue',
+      state: 'sent',
+      attempts: 1,
+      last_error: null,
+      status: 200,
+      created_at: now,
+      sent_at: now,
+      next_attempt_at: now,
+      lease_until: null,
+      claimed_by: null,
+    })
+    .execute();
+  // Symbol tables exist from migration 013 on; older schemas (the migration tests) have none.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'symbol_files')) return;
+  const symbol = await db
+    .insertInto('symbol_files')
+    .values({ project_id: projectId, kind: 'proguard', state: 'ready', release: '1.0', dist: '', debug_id: '', filename: 'mapping.txt', serves: '', serves_basename: '', size: 3, index_size: 0, meta: '{}', uploaded_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db.insertInto('symbol_chunks').values({ file_id: Number(symbol.id), part: 0, seq: 0, data: new Uint8Array([1, 2, 3]) }).execute();
+  await db.insertInto('symbol_jobs').values({ project_id: projectId, release: '1.0', since: now, cursor: -1, state: 'done', done: 0, lease_until: 0, created_at: now }).execute();
+  // The uploader's tables (src/uploads) exist from migration 014 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'upload_assemblies')) return;
+  await db.insertInto('cli_releases').values({ project_id: projectId, version: '1.0', url: null, date_created: now, date_started: null, date_released: null }).execute();
+  await db.insertInto('proguard_releases').values({ project_id: projectId, release: '1.0', proguard_uuid: '11111111-2222-5333-8444-555555555555', created_at: now }).execute();
+  await db
+    .insertInto('upload_assemblies')
+    .values({ project_id: projectId, kind: 'dif', checksum: 'a'.repeat(40), state: 'error', detail: 'x', result: null, updated_at: now })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { AppDeps } from '../../src/context.js';
-import { buildNodeDeps, startServer, type RunningServer } from '../../src/editions/node.js';
+import { buildNodeDeps, startServer, type RunningServer, type StartServerOptions } from '../../src/editions/node.js';
 import pino, { type Logger } from 'pino';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -78,6 +78,8 @@ export interface TestServerOptions {
   database?: TestDatabase;
   /** A logger to use instead of a silent one (e.g. one writing to a stream the test reads). */
   logger?: Logger;
+  /** Options of startServer (e.g. the alert dispatcher's). */
+  serverOptions?: StartServerOptions;
 }
 
 export async function startTestServer(dialect: DialectName, options: TestServerOptions = {}): Promise<TestServer> {
@@ -87,7 +89,7 @@ export async function startTestServer(dialect: DialectName, options: TestServerO
   const clock = options.clock ?? new ManualClock(Date.now());
   const logger = options.logger ?? pino({ level: config.logLevel });
   const deps = await buildNodeDeps(config, { clock, logger });
-  const server = await startServer(deps, 0, '127.0.0.1');
+  const server = await startServer(deps, 0, '127.0.0.1', options.serverOptions);
   const apiKey = config.apiKeys[0];
   return {
     url: server.url,

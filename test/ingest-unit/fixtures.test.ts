@@ -1,4 +1,4 @@
-// Every request captured from real SDKs (../shared/fixtures/sdk-captures) goes
+// Every request captured from real SDKs (test/fixtures/sdk-captures) goes
 // through the request-side ingest path: decode, envelope / store body, normalise,
 // sessions. Also checks the fixture reader other ingest tests reuse.
 import { describe, expect, it } from 'vitest';

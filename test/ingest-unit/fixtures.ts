@@ -1,4 +1,4 @@
-// Reader for the requests captured from real SDKs in ../shared/fixtures/sdk-captures
+// Reader for the requests captured from real SDKs in test/fixtures/sdk-captures
 // (see its README). Shared by the ingest tests: unit tests parse the bodies,
 // HTTP tests replay them (wireBody + replayHeaders give back what was on the wire).
 import { readdirSync, readFileSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 
 export const FIXTURES_DIR =
-  process.env.FIXTURES_DIR ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/sdk-captures');
+  process.env.FIXTURES_DIR ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/sdk-captures');
 
 export interface CapturedRequest {
   /** Fixture file name and the request's position in it (0-based). */

@@ -236,8 +236,28 @@ describe('mainExceptionIndex', () => {
     expect(mainExceptionIndex([ex(), ex(), ex()])).toBe(2);
     expect(mainExceptionIndex([])).toBe(-1);
   });
-  it('is the last exception no other names as parent', () => {
-    expect(mainExceptionIndex([ex({ exception_id: 2, parent_id: 0 }), ex({ exception_id: 1, parent_id: 0 }), ex({ exception_id: 0 })])).toBe(1);
+  it('is the last element of a chain whatever exception_id and parent_id say (the JS SDKs list causes first)', () => {
+    // [TypeError "inner" {exception_id 1, parent_id 0}, Error "outer" {exception_id 0}]: the outer error is the main one.
+    expect(mainExceptionIndex([ex({ exception_id: 1, parent_id: 0 }), ex({ exception_id: 0 })])).toBe(1);
+    expect(mainExceptionIndex([ex({ exception_id: 2, parent_id: 1 }), ex({ exception_id: 1, parent_id: 0 }), ex({ exception_id: 0 })])).toBe(2);
     expect(mainExceptionIndex([ex({ exception_id: 0 }), ex({ exception_id: 1, parent_id: 0 })])).toBe(1);
+  });
+  const named = (type: string, mechanism: Record<string, unknown>): NormalizedException => ({ type, value: '', frames: [], mechanism });
+  it('in an exception group, is the one distinct exception below the groups', () => {
+    const group = [
+      named('ValueError', { exception_id: 2, parent_id: 1 }),
+      named('ExceptionGroup', { exception_id: 1, parent_id: 0, is_exception_group: true }),
+      named('ValueError', { exception_id: 3, parent_id: 0 }),
+      named('ExceptionGroup', { exception_id: 0, is_exception_group: true }),
+    ];
+    expect(group[mainExceptionIndex(group)].type).toBe('ValueError');
+  });
+  it('in an exception group with different exceptions below the groups, is the last element', () => {
+    const group = [
+      named('ValueError', { exception_id: 1, parent_id: 0 }),
+      named('KeyError', { exception_id: 2, parent_id: 0 }),
+      named('ExceptionGroup', { exception_id: 0, is_exception_group: true }),
+    ];
+    expect(mainExceptionIndex(group)).toBe(2);
   });
 });

@@ -1,4 +1,4 @@
-// Replays of every request captured from real clients (../shared/fixtures/
+// Replays of every request captured from real clients (test/fixtures/
 // sdk-captures): @sentry/node envelopes (chunked, gzip), the Python SDK's legacy
 // /store/ events and length-framed session envelopes with X-Sentry-Auth, and
 // sentry-cli send-event. The .txt captures are replayed with the key and project
@@ -105,7 +105,7 @@ function collect(into: Carried, body: Uint8Array, envelope: boolean) {
       for (const b of p.aggregates) {
         const n = (k: string) => Number(b[k] ?? 0);
         into.aggregates.total += n('exited') + n('errored') + n('abnormal') + n('crashed') + n('unhandled');
-        into.aggregates.crashed += n('crashed');
+        into.aggregates.crashed += n('crashed') + n('unhandled');
         into.aggregates.errored += n('errored') + n('abnormal');
       }
     }
@@ -117,9 +117,10 @@ function expectedTotals(c: Carried) {
   const started = [...c.sessions.values()].filter((s) => s.init);
   return {
     total: started.length + c.aggregates.total,
-    crashed: started.filter((s) => s.status === 'crashed').length + c.aggregates.crashed,
+    // `unhandled` (browser SDKs) counts as crashed.
+    crashed: started.filter((s) => s.status === 'crashed' || s.status === 'unhandled').length + c.aggregates.crashed,
     errored:
-      started.filter((s) => s.status === 'errored' || s.status === 'abnormal' || (s.errors > 0 && s.status !== 'crashed')).length +
+      started.filter((s) => s.status === 'errored' || s.status === 'abnormal' || (s.errors > 0 && s.status !== 'crashed' && s.status !== 'unhandled')).length +
       c.aggregates.errored,
   };
 }

@@ -1,3 +1,4 @@
+import http from 'node:http';
 // Ingest routes over real HTTP: paths, CORS, every place a DSN key can come from,
 // protocol version, and the per-key rate limit.
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
@@ -211,6 +212,40 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     res = await post(t, p, envelope({ dsn: 'not a dsn' }, event()), { auth: 'none' });
     expect(res.status).toBe(401);
     expect(await rowCounts(t)).toEqual(before);
+  });
+
+  it('refuses two keys in repeated X-Sentry-Auth headers or sentry_key parameters, and a dsn with malformed percent-encoding, with 401 on both ingest paths', async () => {
+    const p = await makeProject(t);
+    const other = await makeProject(t);
+    const before = await rowCounts(t);
+    // The second path is percent-encoded, so the Node edition hands it to the app instead of its direct listener.
+    for (const path of [`/api/${p.id}/envelope/`, `/api/%3${String(p.id)[0]}${String(p.id).slice(1)}/envelope/`]) {
+      const body = envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }]);
+      const raw = (headers: Record<string, string | string[]>, query = '', data: Uint8Array = body) =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = http.request(`${t.url}${path}${query}`, { method: 'POST' }, (res) => {
+            let text = '';
+            res.on('data', (d) => (text += d));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          });
+          for (const [k, v] of Object.entries(headers)) req.setHeader(k, v);
+          req.on('error', reject);
+          req.end(data);
+        });
+      const twoHeaders = await raw({ 'X-Sentry-Auth': [`Sentry sentry_version=7, sentry_key=${p.dsn_key}`, `Sentry sentry_version=7, sentry_key=${other.dsn_key}`] });
+      expect(twoHeaders.status, path).toBe(401);
+      expect(JSON.parse(twoHeaders.body).error).toMatch(/different DSN keys/);
+      const sameTwice = await raw({ 'X-Sentry-Auth': [`Sentry sentry_key=${p.dsn_key}`, `Sentry sentry_key=${p.dsn_key}`] });
+      expect(sameTwice.status, path).toBe(200);
+      expect((await raw({}, `?sentry_key=${p.dsn_key}&sentry_key=${other.dsn_key}`)).status, path).toBe(401);
+      const badDsn = envelope({ dsn: `http://%ff@127.0.0.1/${p.id}` }, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }]);
+      const malformed = await raw({}, '', badDsn);
+      expect(malformed.status, path).toBe(401);
+      expect(JSON.parse(malformed.body).error).toMatch(/dsn/);
+    }
+    const after = await rowCounts(t);
+    // Only the two requests that sent the same key twice were stored.
+    expect(after.events - before.events).toBe(2);
   });
 
   it('does not treat a non-numeric project id as an ingest path', async () => {

@@ -111,6 +111,13 @@ switch (scenario) {
     await done();
     break;
   }
+  case 'chained': {
+    Sentry.init({ ...base, integrations: (defaults) => defaults.filter((i) => i.name !== 'ProcessSession') });
+    // The SDK lists the cause first, with exception_id/parent_id (linkedErrors).
+    Sentry.captureException(new Error('outer', { cause: new TypeError('inner') }));
+    await done();
+    break;
+  }
   default:
     throw new Error(`unknown scenario ${scenario}`);
 }

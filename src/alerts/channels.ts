@@ -1,0 +1,200 @@
+// What an alert says and how it reaches a channel: the webhook payload (DECISIONS
+// "Alerts": fields that do not apply are omitted), its headers and HMAC signature,
+// the Telegram message, and one attempt at sending either. The bot token is part of
+// the Bot API's URL only: it is cut out of every error text this file produces.
+import type { AlertType } from './rules.js';
+import type { TelegramConfig, WebhookConfig } from './rules.js';
+import { ForbiddenAddressError, type AlertRuntime } from './transport.js';
+
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+export const TELEGRAM_TIMEOUT_MS = 10_000;
+export const USER_AGENT = 'faultline';
+export const SIGNATURE_HEADER = 'X-Faultline-Signature';
+
+/** What an alert carries besides its project: the outbox row's payload plus when it fired. */
+export interface AlertContent {
+  type: AlertType | 'test';
+  title?: string;
+  fingerprint?: string;
+  level?: string;
+  event_count?: number;
+  release?: string;
+  /** crash_spike: crashes in the last 60 minutes, and the hourly average of the 24 hours before. */
+  recent?: number;
+  baseline?: number;
+  triggered_at: number;
+}
+
+export interface AlertProject {
+  slug: string;
+  name: string;
+}
+
+export interface WebhookPayload {
+  type: string;
+  project: AlertProject;
+  title?: string;
+  fingerprint?: string;
+  level?: string;
+  event_count?: number;
+  release?: string;
+  url?: string;
+  recent?: number;
+  baseline?: number;
+  triggered_at: string;
+}
+
+const TITLES: Record<AlertContent['type'], string> = {
+  new_issue: 'New issue',
+  regression: 'Regression',
+  crash_spike: 'Crash spike',
+  test: 'Test alert',
+};
+
+/** Where a person sees what the alert is about: the dashboard page, when PUBLIC_URL is known. */
+export function alertLink(publicUrl: string | null, project: AlertProject, content: AlertContent): string | undefined {
+  if (publicUrl === null) return undefined;
+  const base = `${publicUrl}/projects/${encodeURIComponent(project.slug)}`;
+  return content.fingerprint ? `${base}/issues/${encodeURIComponent(content.fingerprint)}` : base;
+}
+
+export function webhookPayload(content: AlertContent, project: AlertProject, publicUrl: string | null): WebhookPayload {
+  const payload = { type: content.type, project: { slug: project.slug, name: project.name } } as WebhookPayload;
+  if (content.title !== undefined) payload.title = content.title;
+  if (content.fingerprint !== undefined) payload.fingerprint = content.fingerprint;
+  if (content.level !== undefined) payload.level = content.level;
+  if (content.event_count !== undefined) payload.event_count = content.event_count;
+  if (content.release) payload.release = content.release;
+  const url = alertLink(publicUrl, project, content);
+  if (url !== undefined) payload.url = url;
+  if (content.recent !== undefined) payload.recent = content.recent;
+  if (content.baseline !== undefined) payload.baseline = content.baseline;
+  payload.triggered_at = new Date(content.triggered_at).toISOString();
+  return payload;
+}
+
+/** The short plain-text Telegram message: type, project, title, counts, link. */
+export function telegramText(content: AlertContent, project: AlertProject, publicUrl: string | null): string {
+  const lines = [`${TITLES[content.type]} in ${project.name} (${project.slug})`];
+  if (content.type === 'crash_spike') {
+    lines.push(`${content.recent} crashes in the last 60 minutes; hourly average of the 24 hours before: ${content.baseline}`);
+  } else if (content.type === 'test') {
+    lines.push('Faultline can reach this chat.');
+  } else {
+    if (content.title) lines.push(content.title.slice(0, 300));
+    const facts = [`${content.event_count} event${content.event_count === 1 ? '' : 's'}`];
+    if (content.level) facts.push(`level ${content.level}`);
+    if (content.release) facts.push(`release ${content.release}`);
+    lines.push(facts.join(', '));
+  }
+  const url = alertLink(publicUrl, project, content);
+  if (url) lines.push(url);
+  return lines.join('\n');
+}
+
+/** `sha256=<hex HMAC-SHA256 of body>` with Web Crypto. */
+export async function signBody(secret: string, body: string): Promise<string> {
+  const enc = new TextEncoder();
+  const key = await crypto.subtle.importKey('raw', enc.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, enc.encode(body)));
+  return `sha256=${Array.from(mac, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+export interface SendResult {
+  delivered: boolean;
+  /** The channel's HTTP status, null when none came back. */
+  status: number | null;
+  error: string | null;
+  /** Telegram's 429: wait this long before the next attempt. */
+  retryAfterMs?: number;
+}
+
+export interface SendContext {
+  runtime: AlertRuntime;
+  publicUrl: string | null;
+  webhookAllowPrivate: boolean;
+  telegramBotToken: string | null;
+  telegramApiUrl: string;
+  /** The delivery's id, sent as X-Faultline-Delivery so receivers can drop repeats. */
+  deliveryId?: number;
+}
+
+function failureText(err: unknown, timeoutMs: number): string {
+  if (err instanceof ForbiddenAddressError) return err.message;
+  const e = err as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'ETIMEDOUT') return `no answer within ${timeoutMs / 1000} s`;
+  const code = e?.code ?? e?.cause?.code;
+  const message = e?.cause?.message ?? e?.message ?? String(err);
+  return code && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+export async function sendWebhook(config: WebhookConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  const body = JSON.stringify(webhookPayload(content, project, ctx.publicUrl));
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': USER_AGENT,
+    'x-faultline-event': content.type,
+  };
+  if (ctx.deliveryId !== undefined) headers['x-faultline-delivery'] = String(ctx.deliveryId);
+  if (config.secret) headers[SIGNATURE_HEADER.toLowerCase()] = await signBody(config.secret, body);
+  try {
+    const response = await ctx.runtime.post({ url: config.url, headers, body, timeoutMs: WEBHOOK_TIMEOUT_MS, guardAddresses: !ctx.webhookAllowPrivate });
+    if (response.status >= 200 && response.status < 300) return { delivered: true, status: response.status, error: null };
+    if (response.status >= 300 && response.status < 400) return { delivered: false, status: response.status, error: `HTTP ${response.status}: redirects are not followed` };
+    return { delivered: false, status: response.status, error: `HTTP ${response.status}` };
+  } catch (err) {
+    return { delivered: false, status: null, error: failureText(err, WEBHOOK_TIMEOUT_MS) };
+  }
+}
+
+/** Longest wait a Telegram 429 may ask for before the next attempt. */
+const MAX_RETRY_AFTER_MS = 3_600_000;
+
+export async function sendTelegram(config: TelegramConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  const token = ctx.telegramBotToken;
+  if (!token) return { delivered: false, status: null, error: 'TELEGRAM_BOT_TOKEN is not set on the server' };
+  const hide = (text: string) => text.split(token).join('<token>');
+  const body = JSON.stringify({ chat_id: config.chat_id, text: telegramText(content, project, ctx.publicUrl), disable_web_page_preview: true });
+  try {
+    const response = await ctx.runtime.post({
+      url: `${ctx.telegramApiUrl}/bot${token}/sendMessage`,
+      headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT },
+      body,
+      timeoutMs: TELEGRAM_TIMEOUT_MS,
+      guardAddresses: false,
+    });
+    let answer: { ok?: boolean; description?: string; parameters?: { retry_after?: number } } = {};
+    try {
+      answer = JSON.parse(response.body);
+    } catch {
+      // not JSON: judged by the status alone
+    }
+    if (response.status >= 200 && response.status < 300 && answer.ok !== false) return { delivered: true, status: response.status, error: null };
+    const description = typeof answer.description === 'string' ? `: ${hide(answer.description).slice(0, 300)}` : '';
+    const result: SendResult = { delivered: false, status: response.status, error: `Telegram answered HTTP ${response.status}${description}` };
+    const retryAfter = Number(answer.parameters?.retry_after);
+    if (response.status === 429 && Number.isFinite(retryAfter) && retryAfter > 0) result.retryAfterMs = Math.min(retryAfter * 1000, MAX_RETRY_AFTER_MS);
+    return result;
+  } catch (err) {
+    return { delivered: false, status: null, error: hide(failureText(err, TELEGRAM_TIMEOUT_MS)) };
+  }
+}
+
+export interface StoredChannel {
+  id: number;
+  kind: string;
+  config: string;
+}
+
+/** One attempt at one channel. */
+export async function sendToChannel(channel: StoredChannel, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  let config: unknown;
+  try {
+    config = JSON.parse(channel.config);
+  } catch {
+    return { delivered: false, status: null, error: 'the channel configuration is unreadable' };
+  }
+  if (channel.kind === 'webhook') return sendWebhook(config as WebhookConfig, content, project, ctx);
+  if (channel.kind === 'telegram') return sendTelegram(config as TelegramConfig, content, project, ctx);
+  return { delivered: false, status: null, error: `unknown channel kind "${channel.kind}"` };
+}

@@ -1,0 +1,132 @@
+// Alert types, rule defaults and the validation of what the alerts API accepts
+// (DECISIONS "Alerts"). Pure: the routes in src/http/alerts.ts call these and map
+// AlertInputError to 400, AlertNotFoundError to 404.
+import { z } from 'zod';
+
+export const ALERT_TYPES = ['new_issue', 'regression', 'crash_spike'] as const;
+export type AlertType = (typeof ALERT_TYPES)[number];
+export type IssueAlertType = Exclude<AlertType, 'crash_spike'>;
+
+export const RULE_DEFAULTS = { enabled: true, cooldown_minutes: 60 };
+export const MAX_COOLDOWN_MINUTES = 43_200;
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+export const MAX_SECRET_LENGTH = 256;
+
+export class AlertInputError extends Error {}
+export class AlertNotFoundError extends Error {}
+
+export function isAlertType(value: string): value is AlertType {
+  return (ALERT_TYPES as readonly string[]).includes(value);
+}
+
+export interface RulePatch {
+  enabled?: boolean;
+  cooldown_minutes?: number;
+}
+
+const COOLDOWN_MESSAGE = `cooldown_minutes must be an integer between 0 and ${MAX_COOLDOWN_MINUTES}`;
+
+const rulePatchSchema = z.strictObject(
+  {
+    enabled: z.boolean({ error: 'enabled must be true or false' }).optional(),
+    cooldown_minutes: z
+      .int({ error: COOLDOWN_MESSAGE })
+      .min(0, { error: COOLDOWN_MESSAGE })
+      .max(MAX_COOLDOWN_MINUTES, { error: COOLDOWN_MESSAGE })
+      .optional(),
+  },
+  { error: unknownFields(['enabled', 'cooldown_minutes']) },
+);
+
+function unknownFields(allowed: string[]) {
+  return (issue: { code?: string; keys?: string[] }) =>
+    issue.code === 'unrecognized_keys'
+      ? `unknown field${issue.keys!.length > 1 ? 's' : ''} ${issue.keys!.map((k) => `"${k}"`).join(', ')}; allowed fields are ${allowed.join(', ')}`
+      : undefined;
+}
+
+function firstMessage(error: z.ZodError): string {
+  return [...new Set(error.issues.map((i) => i.message))].join('; ');
+}
+
+/** A PATCH body: at least one of the two fields, each valid. */
+export function parseRulePatch(body: unknown): RulePatch {
+  const result = rulePatchSchema.safeParse(body);
+  if (!result.success) throw new AlertInputError(firstMessage(result.error));
+  if (result.data.enabled === undefined && result.data.cooldown_minutes === undefined) {
+    throw new AlertInputError('send enabled (boolean), cooldown_minutes (integer 0..43200) or both');
+  }
+  return result.data;
+}
+
+export interface WebhookConfig {
+  url: string;
+  secret?: string;
+}
+export interface TelegramConfig {
+  chat_id: number | string;
+}
+export type ChannelInput = { kind: 'webhook'; config: WebhookConfig } | { kind: 'telegram'; config: TelegramConfig };
+
+const URL_MESSAGE = `config.url must be an absolute http or https URL of at most ${MAX_WEBHOOK_URL_LENGTH} characters`;
+const CHAT_MESSAGE = 'config.chat_id must be an integer chat id or an "@channelname" string';
+
+const webhookSchema = z.strictObject(
+  {
+    url: z.string({ error: URL_MESSAGE }).min(1, { error: URL_MESSAGE }).max(MAX_WEBHOOK_URL_LENGTH, { error: URL_MESSAGE }),
+    secret: z
+      .string({ error: `config.secret must be a string of 1 to ${MAX_SECRET_LENGTH} characters` })
+      .min(1, { error: `config.secret must be a string of 1 to ${MAX_SECRET_LENGTH} characters` })
+      .max(MAX_SECRET_LENGTH, { error: `config.secret must be a string of 1 to ${MAX_SECRET_LENGTH} characters` })
+      .optional(),
+  },
+  { error: unknownFields(['url', 'secret']) },
+);
+
+const telegramSchema = z.strictObject(
+  {
+    chat_id: z.union([
+      z.int({ error: CHAT_MESSAGE }).refine((n) => Number.isSafeInteger(n) && n !== 0, { error: CHAT_MESSAGE }),
+      z.string({ error: CHAT_MESSAGE }).regex(/^@[A-Za-z][A-Za-z0-9_]{3,63}$/, { error: CHAT_MESSAGE }),
+    ], { error: CHAT_MESSAGE }),
+  },
+  { error: unknownFields(['chat_id']) },
+);
+
+/** The URL of a webhook, parsed: absolute http(s), no NUL, at most 2 048 characters. */
+export function parseWebhookUrl(raw: string): URL {
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH || raw.includes('\0')) throw new AlertInputError(URL_MESSAGE);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new AlertInputError(URL_MESSAGE);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AlertInputError(`${URL_MESSAGE} (got the scheme "${url.protocol.replace(/:$/, '')}")`);
+  if (url.hostname === '') throw new AlertInputError(URL_MESSAGE);
+  return url;
+}
+
+/**
+ * A POST alerts/channels body: kind and config checked, nothing else accepted. The
+ * address check of a webhook's host is separate (src/alerts/addresses.ts), since it may
+ * need DNS.
+ */
+export function parseChannelInput(body: unknown): ChannelInput {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new AlertInputError('request body must be a JSON object');
+  const { kind, config, ...rest } = body as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw new AlertInputError(`unknown field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `"${k}"`).join(', ')}; allowed fields are kind, config`);
+  if (kind !== 'webhook' && kind !== 'telegram') throw new AlertInputError('kind must be "webhook" or "telegram"');
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new AlertInputError('config must be an object: {url} for a webhook, {chat_id} for telegram');
+  if (kind === 'webhook') {
+    const result = webhookSchema.safeParse(config);
+    if (!result.success) throw new AlertInputError(firstMessage(result.error));
+    if (result.data.secret?.includes('\0')) throw new AlertInputError('config.secret must not contain NUL characters');
+    const url = parseWebhookUrl(result.data.url);
+    return { kind, config: { url: url.href, ...(result.data.secret !== undefined ? { secret: result.data.secret } : {}) } };
+  }
+  const result = telegramSchema.safeParse(config);
+  if (!result.success) throw new AlertInputError(firstMessage(result.error));
+  return { kind, config: { chat_id: result.data.chat_id } };
+}

@@ -1,0 +1,429 @@
+// The alert tables (migration 012): rules, channels, the outbox and deliveries,
+// and the claims that keep several processes on one database from sending an alert
+// twice. Every claim is one conditional UPDATE, so the database decides who wins:
+// an outbox row is taken by the process that moves it out of `pending`, a rule's
+// cooldown by the process whose compare-and-set of `last_triggered` matches, a
+// delivery by the process that sets its lease.
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Dialect, Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
+import { OUTBOX_PENDING } from './outbox.js';
+import { ALERT_TYPES, RULE_DEFAULTS, type AlertType, type ChannelInput, type RulePatch } from './rules.js';
+
+type Db = Kysely<Database>;
+
+export interface AlertRuleJson {
+  project_id: number;
+  type: AlertType;
+  enabled: boolean;
+  cooldown_minutes: number;
+  last_triggered: string | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+/** The three rules of every new project (also what a missing row means). */
+export async function insertDefaultRules(db: Db, projectId: number): Promise<void> {
+  await db
+    .insertInto('alert_rules')
+    .values(ALERT_TYPES.map((type) => ({ project_id: projectId, type, enabled: RULE_DEFAULTS.enabled ? 1 : 0, cooldown_minutes: RULE_DEFAULTS.cooldown_minutes, last_triggered: null })))
+    .onConflict((oc) => oc.columns(['project_id', 'type']).doNothing())
+    .execute();
+}
+
+/** All three rules, in type order. */
+export async function listRules(db: Db, projectId: number): Promise<AlertRuleJson[]> {
+  const rows = await db.selectFrom('alert_rules').selectAll().where('project_id', '=', projectId).execute();
+  return ALERT_TYPES.map((type) => {
+    const row = rows.find((r) => r.type === type);
+    return {
+      project_id: projectId,
+      type,
+      enabled: row ? Number(row.enabled) === 1 : RULE_DEFAULTS.enabled,
+      cooldown_minutes: row ? Number(row.cooldown_minutes) : RULE_DEFAULTS.cooldown_minutes,
+      last_triggered: row ? iso(row.last_triggered) : null,
+    };
+  });
+}
+
+export async function updateRule(db: Db, projectId: number, type: AlertType, patch: RulePatch): Promise<AlertRuleJson> {
+  await insertDefaultRules(db, projectId);
+  const set: { enabled?: number; cooldown_minutes?: number } = {};
+  if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
+  if (patch.cooldown_minutes !== undefined) set.cooldown_minutes = patch.cooldown_minutes;
+  await db.updateTable('alert_rules').set(set).where('project_id', '=', projectId).where('type', '=', type).execute();
+  return (await listRules(db, projectId)).find((r) => r.type === type)!;
+}
+
+// ---------------------------------------------------------------------------
+// Channels
+// ---------------------------------------------------------------------------
+
+export interface ChannelRow {
+  id: number;
+  project_id: number;
+  kind: string;
+  config: string;
+  created_at: number;
+}
+
+/** The channel object of the API: the webhook secret is never returned. */
+export function channelJson(row: ChannelRow) {
+  const config = JSON.parse(row.config) as Record<string, unknown>;
+  const shown =
+    row.kind === 'webhook' ? { url: config.url, has_secret: typeof config.secret === 'string' && config.secret !== '' } : { chat_id: config.chat_id };
+  return { id: Number(row.id), kind: row.kind, config: shown, created_at: new Date(Number(row.created_at)).toISOString() };
+}
+
+export async function listChannels(db: Db, projectId: number): Promise<ChannelRow[]> {
+  return db.selectFrom('alert_channels').selectAll().where('project_id', '=', projectId).orderBy('id').execute();
+}
+
+export async function findChannel(db: Db, projectId: number, id: number): Promise<ChannelRow | undefined> {
+  if (!Number.isSafeInteger(id) || id <= 0) return undefined;
+  return db.selectFrom('alert_channels').selectAll().where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function createChannel(db: Db, projectId: number, input: ChannelInput, now: number): Promise<ChannelRow> {
+  return db
+    .insertInto('alert_channels')
+    .values({ project_id: projectId, kind: input.kind, config: JSON.stringify(input.config), created_at: now })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function deleteChannel(db: Db, projectId: number, id: number): Promise<boolean> {
+  if (!Number.isSafeInteger(id) || id <= 0) return false;
+  const result = await db.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+// ---------------------------------------------------------------------------
+// Deliveries
+// ---------------------------------------------------------------------------
+
+export const DELIVERY_LIST_LIMIT = 100;
+
+export async function listDeliveries(db: Db, projectId: number) {
+  const rows = await db
+    .selectFrom('alert_deliveries')
+    .select(['id', 'type', 'channel_id', 'state', 'attempts', 'last_error', 'created_at', 'sent_at'])
+    .where('project_id', '=', projectId)
+    .orderBy('id', 'desc')
+    .limit(DELIVERY_LIST_LIMIT)
+    .execute();
+  return rows.map((r) => ({
+    id: Number(r.id),
+    type: r.type,
+    channel_id: Number(r.channel_id),
+    state: r.state,
+    attempts: Number(r.attempts),
+    last_error: r.last_error,
+    created_at: iso(r.created_at),
+    sent_at: iso(r.sent_at),
+  }));
+}
+
+/** A test delivery, recorded once its one attempt is over. */
+export async function recordTestDelivery(
+  db: Db,
+  projectId: number,
+  channelId: number,
+  result: { delivered: boolean; status: number | null; error: string | null },
+  now: number,
+  wallNow: number,
+): Promise<void> {
+  await db
+    .insertInto('alert_deliveries')
+    .values({
+      project_id: projectId,
+      alert_id: null,
+      channel_id: channelId,
+      type: 'test',
+      state: result.delivered ? 'sent' : 'failed',
+      attempts: 1,
+      last_error: result.error,
+      status: result.status,
+      created_at: now,
+      sent_at: result.delivered ? now : null,
+      next_attempt_at: wallNow,
+      lease_until: null,
+      claimed_by: null,
+    })
+    .execute();
+}
+
+// ---------------------------------------------------------------------------
+// The outbox: from recorded alert to deliveries
+// ---------------------------------------------------------------------------
+
+/** Records an alert to be sent (the crash-spike check; the ingest batch writes its own rows). */
+export async function recordAlert(db: Db, projectId: number, type: AlertType, payload: object, now: number): Promise<void> {
+  await db
+    .insertInto('alert_outbox')
+    .values({ project_id: projectId, type, issue_id: null, payload: JSON.stringify(payload), state: OUTBOX_PENDING, created_at: now })
+    .execute();
+}
+
+export async function pendingAlertIds(db: Db, limit: number): Promise<number[]> {
+  const rows = await db.selectFrom('alert_outbox').select('id').where('state', '=', OUTBOX_PENDING).orderBy('id').limit(limit).execute();
+  return rows.map((r) => Number(r.id));
+}
+
+export type AlertOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel' | 'cooldown';
+
+/**
+ * Takes one recorded alert: claims its rule's cooldown and creates one pending delivery
+ * per channel, in one transaction. `taken` when another process got it first.
+ */
+export async function dispatchAlert(db: Db, alertId: number, now: number, wallNow: number): Promise<AlertOutcome> {
+  return db.transaction().execute(async (tx) => {
+    const taken = await tx
+      .updateTable('alert_outbox')
+      .set({ state: 'claimed' })
+      .where('id', '=', alertId)
+      .where('state', '=', OUTBOX_PENDING)
+      .returning(['project_id', 'type'])
+      .executeTakeFirst();
+    if (!taken) return 'taken';
+    const projectId = Number(taken.project_id);
+    const finish = async (state: string, claim?: { triggered: number; prev: number | null }) => {
+      await tx
+        .updateTable('alert_outbox')
+        .set({ state, triggered_at: claim?.triggered ?? null, prev_triggered: claim?.prev ?? null })
+        .where('id', '=', alertId)
+        .execute();
+    };
+    await insertDefaultRules(tx, projectId);
+    const rule = await tx
+      .selectFrom('alert_rules')
+      .select(['enabled', 'cooldown_minutes', 'last_triggered'])
+      .where('project_id', '=', projectId)
+      .where('type', '=', taken.type)
+      .executeTakeFirstOrThrow();
+    if (Number(rule.enabled) !== 1) {
+      await finish('disabled');
+      return 'disabled';
+    }
+    const channels = await tx.selectFrom('alert_channels').select('id').where('project_id', '=', projectId).orderBy('id').execute();
+    if (channels.length === 0) {
+      await finish('no_channel');
+      return 'no_channel';
+    }
+    const prev = rule.last_triggered === null ? null : Number(rule.last_triggered);
+    // Compare-and-set: the cooldown is over and nobody moved last_triggered since it was read.
+    const claimed = await tx
+      .updateTable('alert_rules')
+      .set({ last_triggered: now })
+      .where('project_id', '=', projectId)
+      .where('type', '=', taken.type)
+      .where('enabled', '=', 1)
+      .where((eb) =>
+        prev === null
+          ? eb('last_triggered', 'is', null)
+          : eb.and([eb('last_triggered', '=', prev), eb(sql<number>`last_triggered + cooldown_minutes * 60000`, '<=', now)]),
+      )
+      .executeTakeFirst();
+    if (Number(claimed.numUpdatedRows) === 0) {
+      await finish('cooldown');
+      return 'cooldown';
+    }
+    await tx
+      .insertInto('alert_deliveries')
+      .values(
+        channels.map((c) => ({
+          project_id: projectId,
+          alert_id: alertId,
+          channel_id: Number(c.id),
+          type: taken.type,
+          state: 'pending',
+          attempts: 0,
+          last_error: null,
+          status: null,
+          created_at: now,
+          sent_at: null,
+          next_attempt_at: wallNow,
+          lease_until: null,
+          claimed_by: null,
+        })),
+      )
+      .execute();
+    await finish('sent', { triggered: now, prev });
+    return 'sent';
+  });
+}
+
+export interface ClaimedDelivery {
+  id: number;
+  project_id: number;
+  alert_id: number | null;
+  channel_id: number;
+  type: string;
+  attempts: number;
+  lease_until: number;
+}
+
+/**
+ * Claims up to `limit` due deliveries for `holder` until `leaseUntil`: one UPDATE whose
+ * conditions are checked again on each row it changes, so of two processes only one
+ * gets a row (PostgreSQL re-evaluates them on the row version another transaction left).
+ * Channels in `busyChannels` are skipped, and one claim takes at most one delivery per
+ * channel: a slow channel holds no more than its share of the slots.
+ */
+export async function claimDeliveries(
+  store: Store,
+  holder: string,
+  wallNow: number,
+  leaseUntil: number,
+  limit: number,
+  busyChannels: number[],
+): Promise<ClaimedDelivery[]> {
+  const db = store.db;
+  const due = (eb: any) =>
+    eb.and([
+      eb('state', '=', 'pending'),
+      eb('next_attempt_at', '<=', wallNow),
+      eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', wallNow)]),
+    ]);
+  // The oldest due delivery of each channel: one claim never takes two of one channel,
+  // so a channel with many waiting deliveries cannot fill every slot.
+  let candidates = db
+    .selectFrom('alert_deliveries')
+    .select((eb) => eb.fn.min('id').as('id'))
+    .where(due)
+    .groupBy('channel_id')
+    .orderBy((eb) => eb.fn.min('id'))
+    .limit(limit);
+  if (busyChannels.length > 0) candidates = candidates.where('channel_id', 'not in', busyChannels);
+  const rows = await db
+    .updateTable('alert_deliveries')
+    .set((eb) => ({ lease_until: leaseUntil, claimed_by: holder, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', candidates)
+    .where(due)
+    .returning(['id', 'project_id', 'alert_id', 'channel_id', 'type', 'attempts', 'lease_until'])
+    .execute();
+  return rows.map((r) => ({
+    id: Number(r.id),
+    project_id: Number(r.project_id),
+    alert_id: r.alert_id === null ? null : Number(r.alert_id),
+    channel_id: Number(r.channel_id),
+    type: r.type,
+    attempts: Number(r.attempts),
+    lease_until: Number(r.lease_until),
+  }));
+}
+
+/** Whether any delivery could be claimed now (a cheap probe before the claiming UPDATE). */
+export async function anyDeliveryDue(db: Db, wallNow: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('alert_deliveries')
+    .select('id')
+    .where('state', '=', 'pending')
+    .where('next_attempt_at', '<=', wallNow)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', wallNow)]))
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The soonest wall-clock time a pending delivery is due, or null when none is pending. */
+export async function nextDeliveryDue(db: Db): Promise<number | null> {
+  const row = await db
+    .selectFrom('alert_deliveries')
+    .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+    .where('state', '=', 'pending')
+    .executeTakeFirst();
+  return row?.due == null ? null : Number(row.due);
+}
+
+export interface DeliveryContext {
+  project: { slug: string; name: string } | undefined;
+  channel: { id: number; kind: string; config: string } | undefined;
+  alert: { payload: string; triggered_at: number | null } | undefined;
+}
+
+export async function deliveryContext(db: Db, d: ClaimedDelivery): Promise<DeliveryContext> {
+  const [project, channel, alert] = await Promise.all([
+    db.selectFrom('projects').select(['slug', 'name']).where('id', '=', d.project_id).executeTakeFirst(),
+    db.selectFrom('alert_channels').select(['id', 'kind', 'config']).where('id', '=', d.channel_id).where('project_id', '=', d.project_id).executeTakeFirst(),
+    d.alert_id === null
+      ? Promise.resolve(undefined)
+      : db.selectFrom('alert_outbox').select(['payload', 'triggered_at']).where('id', '=', d.alert_id).executeTakeFirst(),
+  ]);
+  return {
+    project,
+    channel: channel && { id: Number(channel.id), kind: channel.kind, config: channel.config },
+    alert: alert && { payload: alert.payload, triggered_at: alert.triggered_at === null ? null : Number(alert.triggered_at) },
+  };
+}
+
+/** Only the lease holder may settle a delivery; false when its lease was lost meanwhile. */
+function held(d: ClaimedDelivery, holder: string) {
+  return (eb: any) => eb.and([eb('id', '=', d.id), eb('claimed_by', '=', holder), eb('lease_until', '=', d.lease_until), eb('state', '=', 'pending')]);
+}
+
+export async function markDelivered(db: Db, d: ClaimedDelivery, holder: string, status: number | null, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('alert_deliveries')
+    .set({ state: 'sent', sent_at: now, status, last_error: null, lease_until: null })
+    .where(held(d, holder))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function scheduleRetry(db: Db, d: ClaimedDelivery, holder: string, status: number | null, error: string, nextAttemptAt: number): Promise<boolean> {
+  const r = await db
+    .updateTable('alert_deliveries')
+    .set({ status, last_error: error, next_attempt_at: nextAttemptAt, lease_until: null })
+    .where(held(d, holder))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
+ * The delivery failed for good. When it was its alert's last hope (no other delivery of
+ * the alert is pending or sent), the rule's cooldown is given back: `last_triggered`
+ * returns to what it was, unless another alert has claimed it since. The alert row is
+ * locked first, so of two processes failing an alert's last two deliveries at once the
+ * second sees the first's outcome.
+ */
+export async function markFailed(db: Db, dialect: Dialect, d: ClaimedDelivery, holder: string, status: number | null, error: string): Promise<{ gaveBack: boolean }> {
+  return db.transaction().execute(async (tx) => {
+    if (d.alert_id !== null && dialect === 'postgres') {
+      await sql`select id from alert_outbox where id = ${d.alert_id} for update`.execute(tx);
+    }
+    const r = await tx
+      .updateTable('alert_deliveries')
+      .set({ state: 'failed', status, last_error: error, lease_until: null })
+      .where(held(d, holder))
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0 || d.alert_id === null) return { gaveBack: false };
+    return { gaveBack: await giveBackIfUndelivered(tx, d.alert_id) };
+  });
+}
+
+async function giveBackIfUndelivered(tx: Transaction<Database>, alertId: number): Promise<boolean> {
+  const alive = await tx
+    .selectFrom('alert_deliveries')
+    .select('id')
+    .where('alert_id', '=', alertId)
+    .where('state', 'in', ['pending', 'sent'])
+    .limit(1)
+    .executeTakeFirst();
+  if (alive) return false;
+  const alert = await tx
+    .selectFrom('alert_outbox')
+    .select(['project_id', 'type', 'state', 'triggered_at', 'prev_triggered'])
+    .where('id', '=', alertId)
+    .executeTakeFirst();
+  if (!alert || alert.state !== 'sent' || alert.triggered_at === null) return false;
+  await tx
+    .updateTable('alert_rules')
+    .set({ last_triggered: alert.prev_triggered })
+    .where('project_id', '=', alert.project_id)
+    .where('type', '=', alert.type)
+    .where('last_triggered', '=', alert.triggered_at)
+    .execute();
+  await tx.updateTable('alert_outbox').set({ state: 'undelivered' }).where('id', '=', alertId).execute();
+  return true;
+}

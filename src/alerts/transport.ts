@@ -1,0 +1,57 @@
+// How alerts leave the process: one HTTP POST, supplied by the edition so that the
+// SSRF guard can check the addresses a name resolves to at the moment of connecting
+// (Node: src/editions/node-alerts.ts connects to the address it checked, so a DNS
+// answer that changes between check and connection cannot slip through). The
+// fallback here uses fetch and can only check literal hosts.
+import { forbiddenHostReason } from './addresses.js';
+
+export interface HttpPostRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  /** Refuse hosts that are or resolve to non-public addresses (src/alerts/addresses.ts). */
+  guardAddresses: boolean;
+}
+
+export interface HttpPostResponse {
+  status: number;
+  /** The response body, at most the first 64 KB, as text. */
+  body: string;
+}
+
+/** Posts once, never following a redirect. Rejects on network failure, timeout or a refused address. */
+export type HttpPost = (request: HttpPostRequest) => Promise<HttpPostResponse>;
+
+/** The SSRF guard refused the address; the message says which rule. */
+export class ForbiddenAddressError extends Error {}
+
+export interface AlertRuntime {
+  post: HttpPost;
+  /**
+   * Every address a host name resolves to (Node: dns.lookup with all). Used when a
+   * webhook channel is created; absent where the edition cannot resolve names.
+   */
+  resolveHost?: (hostname: string) => Promise<string[]>;
+}
+
+const MAX_RESPONSE_TEXT = 64 * 1024;
+
+/** The Web API fallback: fetch with redirects left alone and a timeout; literal hosts checked. */
+export const fetchPost: HttpPost = async (request) => {
+  if (request.guardAddresses) {
+    const reason = forbiddenHostReason(new URL(request.url).hostname);
+    if (reason) throw new ForbiddenAddressError(`the webhook host is ${reason}`);
+  }
+  const response = await fetch(request.url, {
+    method: 'POST',
+    headers: request.headers,
+    body: request.body,
+    redirect: 'manual',
+    signal: AbortSignal.timeout(request.timeoutMs),
+  });
+  const text = (await response.text()).slice(0, MAX_RESPONSE_TEXT);
+  return { status: response.status, body: text };
+};
+
+export const webAlertRuntime: AlertRuntime = { post: fetchPost };

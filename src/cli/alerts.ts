@@ -1,0 +1,72 @@
+// `faultline alerts`: one crash-spike check and one pass over the alert outbox and
+// the pending deliveries (waiting for retries due within 15 s), then exit. For
+// installs without a long-lived server: run it every 10 minutes from cron. `serve`
+// does the same continuously. Progress on stderr, a one-line summary on stdout.
+import type { Command } from 'commander';
+import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { Store } from '../store/database.js';
+import type { AlertRuntime } from '../alerts/transport.js';
+import { AlertDispatcher, type DispatcherOptions, type PassSummary } from '../alerts/dispatcher.js';
+import type { SpikeCheckResult } from '../alerts/spike.js';
+import type { CliContext } from './context.js';
+
+export interface AlertsCommandOptions {
+  config: Config;
+  store: Store;
+  runtime: AlertRuntime;
+  logger: Logger;
+  clock?: Clock;
+  dispatcher?: Partial<DispatcherOptions>;
+  stderr?: (line: string) => void;
+  stdout?: (line: string) => void;
+}
+
+const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`;
+
+export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary): string {
+  const a = pass.alerts;
+  const set = [a.cooldown && `${a.cooldown} in cooldown`, a.disabled && `${a.disabled} of disabled rules`, a.no_channel && `${a.no_channel} without a channel`]
+    .filter(Boolean)
+    .join(', ');
+  return (
+    `alerts: ${plural(spikes.spikes.length, 'crash spike')} found; ${plural(a.sent, 'alert')} sent out` +
+    (set ? ` (${set} set aside)` : '') +
+    `; ${plural(pass.sent, 'delivery', 'deliveries')} sent, ${pass.failed} failed, ${pass.retried} retried`
+  );
+}
+
+export async function alertsCommand(options: AlertsCommandOptions): Promise<{ spikes: SpikeCheckResult; pass: PassSummary }> {
+  const err = options.stderr ?? ((line: string) => process.stderr.write(line + '\n'));
+  const out = options.stdout ?? ((line: string) => process.stdout.write(line + '\n'));
+  const dispatcher = new AlertDispatcher(
+    { store: options.store, clock: options.clock ?? systemClock, logger: options.logger, config: options.config, runtime: options.runtime },
+    options.dispatcher,
+  );
+  err(`alerts: checking crash spikes and sending pending alerts (${options.store.description})`);
+  const spikes = await dispatcher.checkSpikes();
+  err(`  crash spikes: ${spikes.spikes.length} of ${plural(spikes.candidates, 'candidate project')}`);
+  const pass = await dispatcher.drain();
+  out(formatAlertsSummary(spikes, pass));
+  return { spikes, pass };
+}
+
+export function register(program: Command, cli: CliContext): void {
+  program
+    .command('alerts')
+    .description('check for crash spikes once and send pending alerts, then exit (run every 10 minutes without a long-lived server)')
+    .action(async () => {
+      const config = cli.config();
+      const { default: pino } = await import('pino');
+      const { nodeAlertRuntime } = await import('../editions/node-alerts.js');
+      // Log lines go to stderr with the progress; stdout keeps only the summary.
+      const logger = pino({ level: config.logLevel, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
+      const store = await cli.openMigratedStore(config, logger);
+      try {
+        await alertsCommand({ config, store, runtime: nodeAlertRuntime, logger });
+      } finally {
+        await store.close();
+      }
+    });
+}

@@ -1,0 +1,278 @@
+// Uploader-compatibility routes under /api/0/ (sentry-cli 2.x and 3.x, and the build
+// plugins that run it): auth check, organization and project lookups, chunk upload,
+// assemble, legacy debug-file routes and releases in both URL forms. `{org}` is
+// ignored; `{project}` is a slug or a numeric id. Thin: parsing and answers here, the
+// work in src/uploads. Bodies are streamed (this prefix is exempt from the app's 1 MB
+// limit); JSON bodies get their own limit here.
+import { Hono, type Context } from 'hono';
+import { parseMultipartStream, MaxFileSizeExceededError, MultipartParseError } from '@remix-run/multipart-parser';
+import type { AppDeps } from '../context.js';
+import { readBody } from '../ingest/decode.js';
+import { PayloadTooLargeError } from '../ingest/errors.js';
+import type { ProjectRow } from '../store/schema.js';
+import { findProjectByIdOrSlug, listProjects } from '../store/projects.js';
+import { assembleBundle, parseBundleAssembleBody } from '../uploads/bundles.js';
+import { chunkUploadOptions, receiveChunks } from '../uploads/chunks.js';
+import { difJson } from '../uploads/dif.js';
+import { assembleDifs, parseDifAssembleBody, storeDifZip } from '../uploads/difs.js';
+import { UploadError } from '../uploads/errors.js';
+import {
+  associateProguardRelease,
+  deleteRelease,
+  findRelease,
+  listReleases,
+  parseReleaseBody,
+  releaseJson,
+  updateRelease,
+  upsertRelease,
+  versionProblem,
+} from '../uploads/releases.js';
+import { symbolPortFor } from '../uploads/symbols-adapter.js';
+import type { AssembleContext } from '../uploads/assemble.js';
+import { bytesSource } from '../uploads/zip.js';
+import { errorResponse, handleError } from './errors.js';
+import { publicBaseUrl } from './public-url.js';
+
+/** JSON bodies of these routes (an assemble request lists every chunk of up to 1000 files). */
+export const UPLOAD_JSON_LIMIT = 8 * 1024 * 1024;
+/** The legacy `files/dsyms/` ZIP (sentry-cli 2.x batches its ZIPs at 35 MiB). */
+export const LEGACY_ZIP_LIMIT = 40 * 1024 * 1024;
+
+/** The one organization every `{org}` stands for. */
+const ORGANIZATION = { id: '1', slug: 'faultline', name: 'Faultline' };
+
+/** Both spellings of a path: sentry-cli sends trailing slashes, people and plugins sometimes do not. */
+function paths(path: string): string[] {
+  return [path, path.replace(/\/$/, '')];
+}
+
+async function readJsonBody(c: Context): Promise<unknown> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readBody(c.req.raw.body, UPLOAD_JSON_LIMIT);
+  } catch (err) {
+    if (err instanceof PayloadTooLargeError) throw new UploadError(413, `request body is larger than ${UPLOAD_JSON_LIMIT} bytes`);
+    throw err;
+  }
+  const text = new TextDecoder().decode(bytes);
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UploadError(400, 'request body is not valid JSON');
+  }
+}
+
+function multipartBoundary(c: Context): string {
+  const type = c.req.header('content-type') ?? '';
+  const m = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(type);
+  if (!m) throw new UploadError(400, 'expected a multipart/form-data body with a boundary');
+  return m[1] ?? m[2];
+}
+
+function projectSummary(p: ProjectRow) {
+  return { id: String(p.id), slug: p.slug, name: p.name, platform: p.platform, dateCreated: new Date(Number(p.created_at)).toISOString(), isMember: true, hasAccess: true };
+}
+
+export function uploadRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+  const db = deps.store.db;
+  const symbols = symbolPortFor(deps);
+  const assembleContext = (): AssembleContext => ({ db, symbols, now: () => deps.clock.now(), createSha1: deps.createSha1 });
+
+  app.onError((err, c) => {
+    // The rest of a refused body is not read: the connection closes after the answer, so a
+    // client never sends its next request into the remains of this one.
+    if (err instanceof UploadError) return errorResponse(c, err.status, err.message, c.req.raw.body ? { Connection: 'close' } : {});
+    return handleError(err, c, deps.logger);
+  });
+
+  async function project(c: Context): Promise<ProjectRow> {
+    const p = await findProjectByIdOrSlug(db, c.req.param('project') ?? '');
+    if (!p) throw new UploadError(404, `project ${JSON.stringify(c.req.param('project'))} not found`);
+    return p;
+  }
+
+  async function projectsNamed(names: string[]): Promise<ProjectRow[]> {
+    const out: ProjectRow[] = [];
+    for (const name of names) {
+      const p = await findProjectByIdOrSlug(db, name);
+      if (!p) throw new UploadError(400, `project ${JSON.stringify(name)} not found`);
+      if (!out.some((o) => o.id === p.id)) out.push(p);
+    }
+    return out;
+  }
+
+  const projectMap = async () => new Map((await listProjects(db)).map((p) => [Number(p.id), p]));
+
+  function version(c: Context): string {
+    const v = c.req.param('version') ?? '';
+    const problem = versionProblem(v);
+    if (problem) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
+    return v;
+  }
+
+  // sentry-cli `info` and token checks.
+  app.get('/api/0/', (c) => c.json({ version: '0', auth: { scopes: ['org:read', 'project:read', 'project:write', 'project:releases'] }, user: null }));
+
+  app.get('/api/0/organizations/', (c) => c.json([ORGANIZATION]));
+  app.on('GET', paths('/api/0/organizations/:org/'), (c) => c.json({ ...ORGANIZATION, features: [], status: { id: 'active', name: 'active' } }));
+  app.on('GET', paths('/api/0/organizations/:org/projects/'), async (c) => c.json((await listProjects(db)).map(projectSummary)));
+  app.on('GET', paths('/api/0/projects/:org/:project/'), async (c) => c.json({ ...projectSummary(await project(c)), organization: ORGANIZATION }));
+  // No repository integrations: set-commits --auto falls back to the local git history.
+  app.on('GET', paths('/api/0/organizations/:org/repos/'), (c) => c.json([]));
+
+  app.on('GET', paths('/api/0/organizations/:org/chunk-upload/'), (c) =>
+    c.json(chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`)),
+  );
+  app.on('POST', paths('/api/0/organizations/:org/chunk-upload/'), async (c) => {
+    const boundary = multipartBoundary(c);
+    const body = c.req.raw.body;
+    if (!body) return c.body(null, 200);
+    await receiveChunks(db, body, { boundary, now: deps.clock.now(), decompress: deps.ingestRuntime.decompress });
+    return c.body(null, 200);
+  });
+
+  app.on('POST', paths('/api/0/projects/:org/:project/files/difs/assemble/'), async (c) => {
+    const p = await project(c);
+    const files = parseDifAssembleBody(await readJsonBody(c));
+    return c.json(await assembleDifs(assembleContext(), Number(p.id), files));
+  });
+
+  app.on('POST', paths('/api/0/organizations/:org/artifactbundle/assemble/'), async (c) => {
+    const request = parseBundleAssembleBody(await readJsonBody(c));
+    const targets = await projectsNamed(request.projects);
+    return c.json(await assembleBundle(assembleContext(), targets.map((p) => Number(p.id)), request));
+  });
+
+  // Legacy debug-file routes (sentry-cli 2.x `upload-proguard`, and uploads without chunking).
+  app.on('GET', paths('/api/0/projects/:org/:project/files/dsyms/'), async (c) => {
+    const p = await project(c);
+    const debugId = (c.req.query('debug_id') ?? '').toLowerCase();
+    if (debugId === '') return c.json([]);
+    const found = await symbols.findByDebugId(Number(p.id), debugId);
+    return c.json(found.map((f) => difJson(f, '', f.filename.slice(f.filename.lastIndexOf('/') + 1))));
+  });
+  app.on('GET', paths('/api/0/projects/:org/:project/files/dsyms/unknown/'), async (c) => {
+    await project(c);
+    // Stored files are found by debug id, not by the checksum of the upload: every file is sent.
+    return c.json({ missing: c.req.queries('checksums') ?? [] });
+  });
+  app.on('POST', paths('/api/0/projects/:org/:project/files/dsyms/'), async (c) => {
+    const p = await project(c);
+    const boundary = multipartBoundary(c);
+    const body = c.req.raw.body;
+    if (!body) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
+    let zip: Uint8Array | null = null;
+    try {
+      for await (const part of parseMultipartStream(body, { boundary, maxFileSize: LEGACY_ZIP_LIMIT, maxParts: 16, maxTotalSize: LEGACY_ZIP_LIMIT + 1024 * 1024 })) {
+        if (part.name === 'file' && zip === null) zip = part.bytes;
+      }
+    } catch (err) {
+      if (err instanceof MaxFileSizeExceededError) throw new UploadError(413, `the ZIP is larger than ${LEGACY_ZIP_LIMIT} bytes; upload with chunks instead`);
+      if (err instanceof MultipartParseError) throw new UploadError(400, `malformed multipart body: ${err.message}`);
+      throw err;
+    }
+    if (!zip) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
+    return c.json(await storeDifZip(symbols, Number(p.id), bytesSource(zip), deps.clock.now()), 201);
+  });
+  app.on('POST', paths('/api/0/projects/:org/:project/files/dsyms/associate/'), async (c) => {
+    await project(c);
+    await readJsonBody(c);
+    return c.json({ associatedDsymFiles: [] });
+  });
+  app.on('POST', paths('/api/0/projects/:org/:project/files/proguard-artifact-releases/'), async (c) => {
+    const p = await project(c);
+    const body = (await readJsonBody(c)) as Record<string, unknown> | undefined;
+    const release = body?.release_name;
+    const uuid = body?.proguard_uuid;
+    if (typeof release !== 'string' || release === '' || typeof uuid !== 'string') throw new UploadError(400, 'release_name and proguard_uuid are required');
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid)) throw new UploadError(400, 'proguard_uuid must be a UUID');
+    const mappings = await symbols.findByDebugId(Number(p.id), uuid.toLowerCase());
+    if (!mappings.some((m) => m.kind === 'proguard')) throw new UploadError(400, `no ProGuard mapping with UUID ${uuid} was uploaded to this project`);
+    const added = await associateProguardRelease(db, Number(p.id), release, uuid, deps.clock.now());
+    if (!added) return errorResponse(c, 409, 'this ProGuard mapping is already associated with that release');
+    return c.json({ release_name: release, proguard_uuid: uuid.toLowerCase() }, 201);
+  });
+  app.on('POST', paths('/api/0/projects/:org/:project/reprocessing/'), async (c) => {
+    await project(c);
+    return c.json({});
+  });
+
+  // Releases, organization form (3.x; 2.x with several projects).
+  app.on('GET', paths('/api/0/organizations/:org/releases/'), async (c) => {
+    const projectFilter = c.req.queries('project');
+    const ids = projectFilter && projectFilter.length > 0 ? (await projectsNamed(projectFilter)).map((p) => Number(p.id)) : null;
+    const map = await projectMap();
+    return c.json((await listReleases(db, ids)).map((rows) => releaseJson(rows, map)));
+  });
+  app.on('POST', paths('/api/0/organizations/:org/releases/'), async (c) => {
+    const change = parseReleaseBody(await readJsonBody(c));
+    if (!change.version) throw new UploadError(400, 'version is required');
+    if (!change.projects || change.projects.length === 0) throw new UploadError(400, 'projects must name at least one project');
+    const targets = await projectsNamed(change.projects);
+    const ids = targets.map((p) => Number(p.id));
+    const created = await upsertRelease(db, ids, change.version, change, deps.clock.now());
+    return c.json(releaseJson(await findRelease(db, ids, change.version), await projectMap()), created ? 201 : 200);
+  });
+  app.on('GET', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
+    const rows = await findRelease(db, null, version(c));
+    if (rows.length === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    return c.json(releaseJson(rows, await projectMap()));
+  });
+  app.on('PUT', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
+    const v = version(c);
+    const change = parseReleaseBody(await readJsonBody(c));
+    const ids = change.projects && change.projects.length > 0 ? (await projectsNamed(change.projects)).map((p) => Number(p.id)) : null;
+    const existing = await findRelease(db, ids, v);
+    if (existing.length === 0) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
+    await updateRelease(db, existing.map((r) => Number(r.project_id)), v, change);
+    return c.json(releaseJson(await findRelease(db, ids, v), await projectMap()));
+  });
+  app.on('DELETE', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
+    const removed = await deleteRelease(db, null, version(c));
+    if (removed === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    return c.body(null, 204);
+  });
+  app.on('GET', paths('/api/0/organizations/:org/releases/:version/previous-with-commits/'), (c) => c.json({}));
+  app.on('GET', paths('/api/0/organizations/:org/releases/:version/commits/'), (c) => c.json([]));
+
+  // Releases, project form (2.x with one project).
+  app.on('GET', paths('/api/0/projects/:org/:project/releases/'), async (c) => {
+    const p = await project(c);
+    const map = await projectMap();
+    return c.json((await listReleases(db, [Number(p.id)])).map((rows) => releaseJson(rows, map)));
+  });
+  app.on('POST', paths('/api/0/projects/:org/:project/releases/'), async (c) => {
+    const p = await project(c);
+    const change = parseReleaseBody(await readJsonBody(c));
+    if (!change.version) throw new UploadError(400, 'version is required');
+    const created = await upsertRelease(db, [Number(p.id)], change.version, change, deps.clock.now());
+    return c.json(releaseJson(await findRelease(db, [Number(p.id)], change.version), await projectMap()), created ? 201 : 200);
+  });
+  app.on('GET', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
+    const p = await project(c);
+    const rows = await findRelease(db, [Number(p.id)], version(c));
+    if (rows.length === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    return c.json(releaseJson(rows, await projectMap()));
+  });
+  app.on('PUT', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
+    const p = await project(c);
+    const v = version(c);
+    const change = parseReleaseBody(await readJsonBody(c));
+    if ((await updateRelease(db, [Number(p.id)], v, change)) === 0) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
+    return c.json(releaseJson(await findRelease(db, [Number(p.id)], v), await projectMap()));
+  });
+  app.on('DELETE', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
+    const p = await project(c);
+    if ((await deleteRelease(db, [Number(p.id)], version(c))) === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    return c.body(null, 204);
+  });
+  // Release files are only used by clients that cannot upload artifact bundles: none are kept.
+  app.on('GET', paths('/api/0/projects/:org/:project/releases/:version/files/'), async (c) => {
+    await project(c);
+    return c.json([]);
+  });
+
+  return app;
+}

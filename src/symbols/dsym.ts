@@ -1,0 +1,140 @@
+// The dsym kind: Mach-O/DWARF debug files for iOS, macOS and other Apple-platform crashes.
+// An upload (a Mach-O, thin or fat; zips are unpacked by the upload code) becomes one symbol
+// file per architecture slice, named by its LC_UUID, with its lookup index built here once
+// and stored beside it. At ingest, frames of `macho` images are symbolicated from that index
+// alone (src/symbols/native holds the readers, the index and the frame rules).
+import type { NormalizedFrame } from '../ingest/types.js';
+import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
+import { BadNativeFile } from './native/bytes.js';
+import { currentDemangler } from './native/demangle.js';
+import { imageForFrame, machoImages, symbolicateNativeFrame, type JsonObject } from './native/frames.js';
+import { buildNativeIndex, buildNativeIndexAsync, NativeIndex } from './native/lookup-index.js';
+import { looksLikeMachO, readMachO, type MachSlice } from './native/macho.js';
+import { basenameOf, type SymbolFileRow } from './storage.js';
+
+export class LoadedDsym implements LoadedSymbols {
+  readonly memoryBytes: number;
+  constructor(readonly index: NativeIndex, size: number) {
+    this.memoryBytes = size;
+  }
+}
+
+/** Mach-O file types as sentry-cli names object kinds (`dif.data.type` of the assemble answer). */
+const OBJECT_KINDS: Record<number, string> = { 1: 'rel', 2: 'exe', 4: 'dump', 6: 'lib', 8: 'lib', 10: 'dbg' };
+
+/** What the listing and sentry-cli's assemble answer say about a slice. */
+function describeSlice(slice: MachSlice): Record<string, unknown> {
+  const hasDwarf = slice.sections.some((s) => s.segment === '__DWARF' && s.name === '__debug_info' && s.size > 0);
+  const features = [...(hasDwarf ? ['debug'] : []), ...(slice.symtab && slice.symtab.nsyms > 0 ? ['symtab'] : [])];
+  return { arch: slice.arch, object_kind: OBJECT_KINDS[slice.fileType] ?? 'other', features };
+}
+
+/**
+ * Splits a Mach-O into its slices, each with its debug id and prebuilt index. Every slice
+ * is checked before any index is built, so a bad slice is refused at once.
+ */
+export async function inspectMachO(name: string, bytes: Uint8Array): Promise<InspectedFile[]> {
+  try {
+    const slices = readMachO(bytes);
+    const fat = slices.length > 1 || slices[0].start !== 0;
+    for (const slice of slices) {
+      if (slice.debugId === '') throw new BadNativeFile(`${basenameOf(name)} (${slice.arch}) has no LC_UUID, so no debug id`);
+    }
+    const files: InspectedFile[] = [];
+    for (const slice of slices) {
+      files.push({
+        ...(fat ? { range: [slice.start, slice.end] as [number, number], filename: `${basenameOf(name)} (${slice.arch})` } : {}),
+        debugId: slice.debugId,
+        meta: describeSlice(slice),
+        index: await buildNativeIndexAsync(bytes, slice),
+      });
+    }
+    return files;
+  } catch (err) {
+    if (err instanceof BadNativeFile) throw new SymbolInputError(`${basenameOf(name)} is not a readable Mach-O dSYM: ${err.message}`);
+    throw err;
+  }
+}
+
+function inspectDsym(name: string): FileInspector {
+  // Mach-O is read at random offsets (load commands point anywhere), so the file is held
+  // whole until its end; the upload limit (256 MB) bounds it.
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  return {
+    push(chunk) {
+      chunks.push(chunk.slice());
+      size += chunk.byteLength;
+    },
+    async finish() {
+      const bytes = new Uint8Array(size);
+      let at = 0;
+      for (const c of chunks) {
+        bytes.set(c, at);
+        at += c.byteLength;
+      }
+      chunks.length = 0;
+      if (!looksLikeMachO(bytes)) {
+        throw new SymbolInputError(`${basenameOf(name)} is not a dSYM: expected a Mach-O file, thin or fat, or a zip of a .dSYM bundle holding one`);
+      }
+      return inspectMachO(name, bytes);
+    },
+  };
+}
+
+/** Native frames are those whose image is a Mach-O image of the event. */
+function imagesNeeded(event: EventView): string[] {
+  const images = machoImages(event.images);
+  if (images.length === 0) return [];
+  const ids = new Set<string>();
+  for (const e of event.exceptions) {
+    for (const f of e.frames) {
+      const image = imageForFrame(f as JsonObject, images);
+      if (image) ids.add(image.debugId);
+    }
+  }
+  return [...ids];
+}
+
+export const dsymHandler: SymbolKindHandler<LoadedDsym> = {
+  kind: 'dsym',
+  recognises(_name, head) {
+    return looksLikeMachO(head);
+  },
+  inspect: inspectDsym,
+  load(_file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null) {
+    if (index) return new LoadedDsym(new NativeIndex(index), index.byteLength);
+    // A file stored without its index (none was built): build it now, once per load.
+    const [slice] = readMachO(bytes);
+    const built = buildNativeIndex(bytes, slice);
+    return new LoadedDsym(new NativeIndex(built), built.byteLength);
+  },
+  lookups(event) {
+    return imagesNeeded(event).map((debugId) => ({ kind: 'dsym', by: 'debug_id', debugId }) satisfies SymbolLookup);
+  },
+  symbolicate(event, state, resolve) {
+    const images = machoImages(event.images);
+    if (images.length === 0) return;
+    const demangle = currentDemangler() ?? undefined;
+    for (let i = 0; i < state.frames.length; i++) {
+      const frames = state.frames[i];
+      let out: NormalizedFrame[] | null = null;
+      for (let j = 0; j < frames.length; j++) {
+        const frame = frames[j] as JsonObject;
+        const image = imageForFrame(frame, images);
+        const loaded = image ? resolve({ kind: 'dsym', by: 'debug_id', debugId: image.debugId })[0] : undefined;
+        // Frames are oldest call first: the last one was executing, every other one is a
+        // return address and is looked up one byte back, inside its call instruction.
+        const expanded = image && loaded ? symbolicateNativeFrame(frame, image, loaded.index, j !== frames.length - 1, demangle) : null;
+        if (expanded) {
+          out ??= frames.slice(0, j);
+          out.push(...(expanded as NormalizedFrame[]));
+        } else if (out) out.push(frames[j]);
+      }
+      if (out) {
+        state.frames[i] = out;
+        state.changed = true;
+      }
+    }
+  },
+};

@@ -1,0 +1,104 @@
+// The kind-handler registry: what each kind of symbol file (proguard, sourcemap, dsym)
+// knows about itself. A handler checks a file while it streams into storage (and may
+// split one upload into several files with their own debug ids, e.g. a fat Mach-O into
+// its slices, or build a derived lookup index), parses a stored file into what
+// symbolication uses (cached by the service), names the files an event needs, and
+// rewrites the event's frames. The upload code, the cache and the ingest hook are
+// kind-agnostic: a new kind is one handler registered here.
+import type { NormalizedException, NormalizedFrame } from '../ingest/types.js';
+import type { SymbolFileRow, SymbolKind } from './storage.js';
+
+/** A file (or an upload) that is not what it claims to be, or is too big: 400, nothing stored. */
+export class SymbolInputError extends Error {
+  readonly status = 400;
+}
+
+/** One symbol file an inspected upload yields. */
+export interface InspectedFile {
+  /** The byte range of the upload this file is ([start, end)); absent for the whole upload. */
+  range?: [number, number];
+  debugId?: string;
+  /** Source maps: the minified file the map serves. */
+  serves?: string;
+  /** Overrides the uploaded name (e.g. a slice's `App (arm64)`). */
+  filename?: string;
+  meta?: Record<string, unknown>;
+  /** A derived lookup index stored beside the file (part 1), built once here. */
+  index?: Uint8Array;
+}
+
+/** Sees a file's bytes as they are stored; throws SymbolInputError when they are not of the kind. */
+export interface FileInspector {
+  push(chunk: Uint8Array): void;
+  /** At the end of the file: the symbol files it yields (at least one), or SymbolInputError. */
+  finish(): Promise<InspectedFile[]> | InspectedFile[];
+}
+
+/** What `load` returns: anything, with an estimate of its memory for the cache's byte bound. */
+export interface LoadedSymbols {
+  memoryBytes: number;
+}
+
+/** The facts of an event symbolication reads (from the parsed payload and the normaliser). */
+export interface EventView {
+  platform: string;
+  release: string;
+  dist: string;
+  /** `debug_meta.images`. */
+  images: Record<string, unknown>[];
+  /** The exception chain as normalised (frames oldest call first, as SDKs send them). */
+  exceptions: NormalizedException[];
+}
+
+/** A symbol file an event needs: by debug id, or by release (+ dist) and a frame's file name. */
+export type SymbolLookup =
+  | { kind: SymbolKind; by: 'debug_id'; debugId: string }
+  | { kind: SymbolKind; by: 'release'; release: string; dist: string; name?: string };
+
+export function lookupKey(l: SymbolLookup): string {
+  return l.by === 'debug_id' ? `${l.kind}|d|${l.debugId}` : `${l.kind}|r|${l.release}|${l.dist}|${l.name ?? ''}`;
+}
+
+/** The current frames and types of each exception, which handlers rewrite in turn. */
+export interface SymbolicationState {
+  frames: NormalizedFrame[][];
+  /** Remapped exception type and module (ProGuard), per exception; undefined = unchanged. */
+  types: ({ type: string; module?: string } | undefined)[];
+  /** Set by a handler that changed anything. */
+  changed: boolean;
+}
+
+export interface SymbolKindHandler<L extends LoadedSymbols = LoadedSymbols> {
+  kind: SymbolKind;
+  /**
+   * Whether a zip entry is a file of this kind (by name and first bytes). Entries that are
+   * not are skipped; an entry that is but fails `inspect` refuses the upload.
+   */
+  recognises(name: string, head: Uint8Array): boolean;
+  /** A checker for one file named `name` (its path in a zip, or the uploaded file name). */
+  inspect(name: string): FileInspector;
+  /** Parses a stored file (and its derived index) for symbolication. Throws on a corrupt file. */
+  load(file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null): L;
+  /** The symbol files this event would use, in order of preference. Pure; no I/O. */
+  lookups(event: EventView): SymbolLookup[];
+  /**
+   * Rewrites `state` with the loaded files (`resolve` answers a lookup of `lookups` with the
+   * files found, best first). Never throws on odd frames: a frame it cannot map stays as it is.
+   */
+  symbolicate(event: EventView, state: SymbolicationState, resolve: (lookup: SymbolLookup) => L[]): void;
+}
+
+const handlers = new Map<SymbolKind, SymbolKindHandler>();
+
+/** Registers (or replaces) the handler of a kind. */
+export function registerSymbolKind(handler: SymbolKindHandler<any>): void {
+  handlers.set(handler.kind, handler);
+}
+
+export function symbolKindHandler(kind: SymbolKind): SymbolKindHandler | undefined {
+  return handlers.get(kind);
+}
+
+export function symbolKindHandlers(): SymbolKindHandler[] {
+  return [...handlers.values()];
+}

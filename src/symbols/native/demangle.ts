@@ -1,0 +1,49 @@
+// Name demangling for native frames. C++ (Itanium) and Rust (legacy and v0) names go through
+// gecko-profiler-demangle, the Firefox profiler's build of the cpp_demangle and rustc-demangle
+// crates as WebAssembly, so it runs the same in Node and in Workers. Swift names are kept as
+// they are: no maintained JavaScript or WebAssembly Swift demangler exists on npm.
+// The wasm module is compiled by the edition (Node reads the file, Workers import it) and
+// handed in here, because only editions may touch files.
+
+import * as glue from 'gecko-profiler-demangle/index_bg.js';
+
+export type Demangler = (name: string) => string;
+
+let ready: Promise<Demangler> | null = null;
+let installed: Demangler | null = null;
+
+/**
+ * Instantiates the demangler once per process (later calls get the same one) and makes it
+ * the one native symbolication uses.
+ */
+export function createDemangler(module: WebAssembly.Module): Promise<Demangler> {
+  ready ??= (async () => {
+    const instance = await WebAssembly.instantiate(module, { './index_bg.js': glue as unknown as WebAssembly.ModuleImports });
+    glue.__wbg_set_wasm(instance.exports);
+    (instance.exports.__wbindgen_start as () => void)();
+    installed = (name: string) => demangleName(name, glue.demangle_any);
+    return installed;
+  })();
+  return ready;
+}
+
+/** The process's demangler once an edition created it; until then names stay as stored. */
+export function currentDemangler(): Demangler | null {
+  return installed;
+}
+
+/** True for the mangled C++ and Rust names the demangler understands. */
+export function isMangled(name: string): boolean {
+  return name.startsWith('_Z') || name.startsWith('__Z') || name.startsWith('_R');
+}
+
+function demangleName(name: string, demangleAny: (name: string) => string): string {
+  if (!isMangled(name) || name.length > 4096) return name;
+  try {
+    const out = demangleAny(name.startsWith('__Z') ? name.slice(1) : name);
+    // The library strips a leading underscore when it recognises nothing; keep such names as sent.
+    return out === name.slice(1) || out === name.slice(2) || out === '' ? name : out;
+  } catch {
+    return name;
+  }
+}

@@ -1,0 +1,445 @@
+// The compact lookup index of one Mach-O slice: built once at upload from DWARF and the
+// symbol table, stored as bytes beside the file, and answered by binary search so that a
+// frame lookup never re-parses DWARF. Layout (little-endian, sections 8-byte aligned):
+//   header: magic "FLDX", version, counts, __TEXT vmaddr, arch and debug id (string ids)
+//   strings: offsets + UTF-8 blob          files: string id per file
+//   scopes: name, parent, call file, call line (inlined subroutines point at their caller)
+//   intervals: start address → innermost scope (-1 = none), non-overlapping, ascending
+//   rows: start address → file (-1 = gap), line
+//   symbols: start address → name (-1 = gap), the fallback when DWARF names nothing
+
+import { BadNativeFile, cString } from './bytes.js';
+import { readDwarf, readDwarfAsync, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
+import { GrowableF64, GrowableI32 } from './growable.js';
+import { readSymbols, type MachSlice } from './macho.js';
+
+const MAGIC = 0x58444c46; // "FLDX" little-endian
+const VERSION = 1;
+const HEADER_BYTES = 64;
+
+/** One symbolicated location; lookups return the innermost (inlined) one first. */
+export interface NativeFrame {
+  /** Linkage name when DWARF has one (mangled), else the plain name, else the symbol's. */
+  function: string;
+  file: string;
+  /** 0 when no line is known. */
+  line: number;
+}
+
+class StringTable {
+  readonly list: string[] = [];
+  private readonly ids = new Map<string, number>();
+  id(s: string): number {
+    let id = this.ids.get(s);
+    if (id === undefined) {
+      id = this.list.length;
+      this.list.push(s);
+      this.ids.set(s, id);
+    }
+    return id;
+  }
+}
+
+function window(slice: MachSlice, name: string): Window {
+  const want = name.slice(0, 16);
+  for (const s of slice.sections) {
+    if (s.segment === '__DWARF' && s.name === want && s.fileOffset >= 0) {
+      return { start: s.fileOffset, end: s.fileOffset + s.size };
+    }
+  }
+  return { start: 0, end: 0 };
+}
+
+export function dwarfSections(bytes: Uint8Array, slice: MachSlice): DwarfSections {
+  return {
+    bytes,
+    info: window(slice, '__debug_info'),
+    abbrev: window(slice, '__debug_abbrev'),
+    line: window(slice, '__debug_line'),
+    str: window(slice, '__debug_str'),
+    lineStr: window(slice, '__debug_line_str'),
+    strOffsets: window(slice, '__debug_str_offs'),
+    addr: window(slice, '__debug_addr'),
+    ranges: window(slice, '__debug_ranges'),
+    rngLists: window(slice, '__debug_rnglists'),
+  };
+}
+
+/** Builds the index of one slice. `bytes` is the whole uploaded file the slice lies in. */
+export function buildNativeIndex(bytes: Uint8Array, slice: MachSlice): Uint8Array {
+  return indexFromTables(bytes, slice, readDwarf(dwarfSections(bytes, slice)));
+}
+
+/** The same, letting other work run while DWARF is read (the upload path). */
+export async function buildNativeIndexAsync(bytes: Uint8Array, slice: MachSlice): Promise<Uint8Array> {
+  return indexFromTables(bytes, slice, await readDwarfAsync(dwarfSections(bytes, slice)));
+}
+
+function indexFromTables(bytes: Uint8Array, slice: MachSlice, t: DwarfTables): Uint8Array {
+  const strings = new StringTable();
+  const files = t.files.map((f) => strings.id(f));
+  const scopeNames = resolveScopeNames(bytes, t, strings);
+  const intervals = flattenScopes(t);
+  const rows = mergeSequences(t);
+  const symbols = symbolTable(bytes, slice, strings);
+  return serialise({
+    strings: strings.list, files, scopeNames, t, intervals, rows, symbols,
+    textVmaddr: slice.textVmaddr, arch: strings.id(slice.arch), debugId: strings.id(slice.debugId),
+  });
+}
+
+function resolveScopeNames(bytes: Uint8Array, t: DwarfTables, strings: StringTable): Int32Array {
+  const n = t.scopeParent.length;
+  const out = new Int32Array(n);
+  const byPos = new Map<number, number>();
+  const subOffsets = t.subOffset.data;
+  const subCount = t.subOffset.length;
+  const findSub = (offset: number): number => {
+    let lo = 0;
+    let hi = subCount - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = subOffsets[mid];
+      if (v === offset) return mid;
+      if (v < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  };
+  // LLVM's rule: a linkage name anywhere along abstract_origin/specification wins over a name.
+  const follow = (ownPos: number, ref: number, pick: Float64Array): number => {
+    let pos = ownPos;
+    for (let hops = 0; pos < 0 && ref >= 0 && hops < 16; hops++) {
+      const i = findSub(ref);
+      if (i < 0) break;
+      pos = pick[i];
+      ref = t.subRef.data[i];
+    }
+    return pos;
+  };
+  for (let s = 0; s < n; s++) {
+    const ref = t.scopeRef.data[s];
+    let pos = follow(t.scopeLinkPos.data[s], ref, t.subLinkPos.data);
+    if (pos < 0) pos = follow(t.scopeNamePos.data[s], ref, t.subNamePos.data);
+    if (pos < 0) {
+      out[s] = -1;
+      continue;
+    }
+    let id = byPos.get(pos);
+    if (id === undefined) {
+      id = strings.id(cString(bytes, pos));
+      byPos.set(pos, id);
+    }
+    out[s] = id;
+  }
+  return out;
+}
+
+interface Boundaries {
+  addr: Float64Array;
+  value: Int32Array;
+}
+
+class BoundaryList {
+  readonly addr = new GrowableF64();
+  readonly value = new GrowableI32();
+  emit(addr: number, value: number): void {
+    const n = this.addr.length;
+    if (n > 0 && this.addr.get(n - 1) >= addr) {
+      // Same start: the later (inner) entry wins.
+      this.value.set(n - 1, value);
+      if (n > 1 && this.value.get(n - 2) === value) this.addr.length = this.value.length = n - 1;
+      return;
+    }
+    if (n > 0 && this.value.get(n - 1) === value) return;
+    this.addr.push(addr);
+    this.value.push(value);
+  }
+  finish(): Boundaries {
+    return { addr: this.addr.finish(), value: this.value.finish() };
+  }
+}
+
+/** Turns nested scope ranges into non-overlapping intervals naming the innermost scope. */
+function flattenScopes(t: DwarfTables): Boundaries {
+  const n = t.rangeLo.length;
+  const lo = t.rangeLo.data;
+  const hi = t.rangeHi.data;
+  const scope = t.rangeScope.data;
+  const depth = t.scopeDepth.data;
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  order.sort((a, b) => lo[a] - lo[b] || hi[b] - hi[a] || depth[scope[a]] - depth[scope[b]]);
+  const out = new BoundaryList();
+  const stack: number[] = [];
+  const stackHi: number[] = [];
+  const popUntil = (addr: number): void => {
+    while (stack.length > 0 && stackHi[stackHi.length - 1] <= addr) {
+      const end = stackHi.pop()!;
+      stack.pop();
+      out.emit(end, stack.length > 0 ? scope[stack[stack.length - 1]] : -1);
+    }
+  };
+  for (let k = 0; k < n; k++) {
+    const i = order[k];
+    popUntil(lo[i]);
+    // An inner range never outlives the one around it (malformed input is clipped).
+    const end = stackHi.length > 0 ? Math.min(hi[i], stackHi[stackHi.length - 1]) : hi[i];
+    if (end <= lo[i]) continue;
+    stack.push(i);
+    stackHi.push(end);
+    out.emit(lo[i], scope[i]);
+  }
+  popUntil(Infinity);
+  return out.finish();
+}
+
+interface Rows {
+  addr: Float64Array;
+  file: Int32Array;
+  line: Int32Array;
+}
+
+/** Orders line sequences by address; a later-starting sequence wins where two overlap. */
+function mergeSequences(t: DwarfTables): Rows {
+  const count = t.seqFirstRow.length;
+  const first = t.seqFirstRow.data;
+  const endRow = t.seqEndRow.data;
+  const ra = t.rowAddr.data;
+  const order = new Uint32Array(count);
+  for (let i = 0; i < count; i++) order[i] = i;
+  order.sort((a, b) => ra[first[a]] - ra[first[b]]);
+  const addr = new GrowableF64(Math.max(1024, t.rowAddr.length));
+  const file = new GrowableI32(Math.max(1024, t.rowAddr.length));
+  const line = new GrowableI32(Math.max(1024, t.rowAddr.length));
+  for (let k = 0; k < count; k++) {
+    const s = order[k];
+    const start = ra[first[s]];
+    while (addr.length > 0 && addr.get(addr.length - 1) >= start) addr.length = file.length = line.length = addr.length - 1;
+    for (let i = first[s]; i < endRow[s]; i++) {
+      addr.push(ra[i]);
+      file.push(t.rowFile.data[i]);
+      line.push(t.rowLine.data[i]);
+    }
+  }
+  return { addr: addr.finish(), file: file.finish(), line: line.finish() };
+}
+
+function symbolTable(bytes: Uint8Array, slice: MachSlice, strings: StringTable): Boundaries {
+  const symbols = readSymbols(bytes, slice);
+  const out = new BoundaryList();
+  const sections = slice.sections.filter((s) => s.size > 0).sort((a, b) => a.addr - b.addr);
+  const starts = Float64Array.from(sections, (s) => s.addr);
+  // By binary search: a hostile file may hold many sections and many symbols at once.
+  const sectionEnd = (addr: number): number => {
+    const i = floorIndex(starts, addr);
+    return i >= 0 && addr < sections[i].addr + sections[i].size ? sections[i].addr + sections[i].size : Infinity;
+  };
+  for (let i = 0; i < symbols.length; i++) {
+    const sym = symbols[i];
+    if (i > 0 && symbols[i - 1].addr === sym.addr) continue;
+    const name = sym.name.startsWith('_') ? sym.name.slice(1) : sym.name;
+    out.emit(sym.addr, strings.id(name));
+    const next = i + 1 < symbols.length ? symbols[i + 1].addr : Infinity;
+    const end = Math.min(next, sectionEnd(sym.addr));
+    if (end < next && end !== Infinity) out.emit(end, -1);
+  }
+  return out.finish();
+}
+
+interface IndexParts {
+  strings: string[];
+  files: number[];
+  scopeNames: Int32Array;
+  t: DwarfTables;
+  intervals: Boundaries;
+  rows: Rows;
+  symbols: Boundaries;
+  textVmaddr: number;
+  arch: number;
+  debugId: number;
+}
+
+const align8 = (n: number): number => (n + 7) & ~7;
+
+/** Where each table starts (in the order of the header comment), and the total size. */
+function layout(
+  nStrings: number, blobBytes: number, nFiles: number, nScopes: number, nIntervals: number, nRows: number, nSymbols: number,
+): { offsets: number[]; total: number } {
+  const sizes = [
+    4 * (nStrings + 1), blobBytes, 4 * nFiles, 16 * nScopes,
+    8 * nIntervals, 4 * nIntervals, 8 * nRows, 4 * nRows, 4 * nRows, 8 * nSymbols, 4 * nSymbols,
+  ];
+  const offsets: number[] = [];
+  let total = HEADER_BYTES;
+  for (const size of sizes) {
+    offsets.push(total);
+    total = align8(total + size);
+  }
+  return { offsets, total };
+}
+
+function serialise(p: IndexParts): Uint8Array {
+  const encoder = new TextEncoder();
+  const encoded = p.strings.map((s) => encoder.encode(s));
+  const blobBytes = encoded.reduce((sum, e) => sum + e.length, 0);
+  const nScopes = p.scopeNames.length;
+  const nIntervals = p.intervals.addr.length;
+  const nRows = p.rows.addr.length;
+  const nSymbols = p.symbols.addr.length;
+  const { offsets, total } = layout(encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols);
+  const out = new Uint8Array(total);
+  const view = new DataView(out.buffer);
+  const header = [MAGIC, VERSION, encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols, p.arch, p.debugId];
+  header.forEach((v, i) => view.setUint32(i * 4, v, true));
+  view.setFloat64(48, p.textVmaddr, true);
+  const u32 = (at: number, values: ArrayLike<number>): void => {
+    for (let i = 0; i < values.length; i++) view.setInt32(at + 4 * i, values[i], true);
+  };
+  const f64 = (at: number, values: Float64Array): void => {
+    for (let i = 0; i < values.length; i++) view.setFloat64(at + 8 * i, values[i], true);
+  };
+  let cursor = 0;
+  const stringOffsets = new Uint32Array(encoded.length + 1);
+  encoded.forEach((e, i) => {
+    stringOffsets[i] = cursor;
+    out.set(e, offsets[1] + cursor);
+    cursor += e.length;
+  });
+  stringOffsets[encoded.length] = cursor;
+  u32(offsets[0], stringOffsets);
+  u32(offsets[2], p.files);
+  const scopes = new Int32Array(4 * nScopes);
+  for (let s = 0; s < nScopes; s++) {
+    scopes[4 * s] = p.scopeNames[s];
+    scopes[4 * s + 1] = p.t.scopeParent.data[s];
+    scopes[4 * s + 2] = p.t.scopeCallFile.data[s];
+    scopes[4 * s + 3] = p.t.scopeCallLine.data[s];
+  }
+  u32(offsets[3], scopes);
+  f64(offsets[4], p.intervals.addr);
+  u32(offsets[5], p.intervals.value);
+  f64(offsets[6], p.rows.addr);
+  u32(offsets[7], p.rows.file);
+  u32(offsets[8], p.rows.line);
+  f64(offsets[9], p.symbols.addr);
+  u32(offsets[10], p.symbols.value);
+  return out;
+}
+
+/** Index of the greatest element ≤ x in an ascending array, or -1. */
+function floorIndex(a: Float64Array, x: number): number {
+  let lo = 0;
+  let hi = a.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid] <= x) {
+      found = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return found;
+}
+
+/** A stored index, opened without copying its tables. */
+export class NativeIndex {
+  readonly textVmaddr: number;
+  readonly arch: string;
+  readonly debugId: string;
+  private readonly stringOffsets: Uint32Array;
+  private readonly blob: Uint8Array;
+  private readonly files: Int32Array;
+  private readonly scopes: Int32Array;
+  private readonly intervalAddr: Float64Array;
+  private readonly intervalScope: Int32Array;
+  private readonly rowAddr: Float64Array;
+  private readonly rowFile: Int32Array;
+  private readonly rowLine: Int32Array;
+  private readonly symbolAddr: Float64Array;
+  private readonly symbolName: Int32Array;
+  private readonly decoded = new Map<number, string>();
+  private readonly decoder = new TextDecoder();
+
+  constructor(stored: Uint8Array) {
+    if (stored.length < HEADER_BYTES) throw new BadNativeFile('index too short');
+    // Typed views need 8-byte alignment; a stored copy from a database may not have it.
+    const bytes = stored.byteOffset % 8 === 0 ? stored : stored.slice();
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const h = (i: number): number => view.getUint32(i * 4, true);
+    if (h(0) !== MAGIC || h(1) !== VERSION) throw new BadNativeFile('not a native symbol index');
+    const [nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols] = [h(2), h(3), h(4), h(5), h(6), h(7), h(8)];
+    const { offsets, total } = layout(nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols);
+    if (total !== bytes.length) throw new BadNativeFile('index size does not match its header');
+    const base = bytes.byteOffset;
+    const buf = bytes.buffer;
+    this.stringOffsets = new Uint32Array(buf, base + offsets[0], nStrings + 1);
+    this.blob = new Uint8Array(buf, base + offsets[1], blobBytes);
+    this.files = new Int32Array(buf, base + offsets[2], nFiles);
+    this.scopes = new Int32Array(buf, base + offsets[3], 4 * nScopes);
+    this.intervalAddr = new Float64Array(buf, base + offsets[4], nIntervals);
+    this.intervalScope = new Int32Array(buf, base + offsets[5], nIntervals);
+    this.rowAddr = new Float64Array(buf, base + offsets[6], nRows);
+    this.rowFile = new Int32Array(buf, base + offsets[7], nRows);
+    this.rowLine = new Int32Array(buf, base + offsets[8], nRows);
+    this.symbolAddr = new Float64Array(buf, base + offsets[9], nSymbols);
+    this.symbolName = new Int32Array(buf, base + offsets[10], nSymbols);
+    this.textVmaddr = view.getFloat64(48, true);
+    this.arch = this.string(h(9));
+    this.debugId = this.string(h(10));
+  }
+
+  private string(id: number): string {
+    if (id < 0 || id + 1 >= this.stringOffsets.length) return '';
+    let s = this.decoded.get(id);
+    if (s === undefined) {
+      const start = this.stringOffsets[id];
+      const end = this.stringOffsets[id + 1];
+      s = end >= start && end <= this.blob.length ? this.decoder.decode(this.blob.subarray(start, end)) : '';
+      this.decoded.set(id, s);
+    }
+    return s;
+  }
+
+  private fileName(id: number): string {
+    return id >= 0 && id < this.files.length ? this.string(this.files[id]) : '';
+  }
+
+  /** The symbol table's name for an address, or ''. */
+  symbolAt(addr: number): string {
+    const i = floorIndex(this.symbolAddr, addr);
+    return i < 0 ? '' : this.string(this.symbolName[i]);
+  }
+
+  /**
+   * Locations for an address in the slice's own address space (after the image arithmetic):
+   * innermost inlined function first, the out-of-line function last; [] when nothing is known.
+   */
+  lookup(addr: number): NativeFrame[] {
+    const r = floorIndex(this.rowAddr, addr);
+    const hasRow = r >= 0 && this.rowFile[r] !== -1;
+    const i = floorIndex(this.intervalAddr, addr);
+    let scope = i >= 0 ? this.intervalScope[i] : -1;
+    const frames: NativeFrame[] = [];
+    let file = hasRow ? this.fileName(this.rowFile[r]) : '';
+    let line = hasRow ? this.rowLine[r] : 0;
+    if (scope < 0) {
+      const symbol = this.symbolAt(addr);
+      if (symbol === '' && !hasRow) return frames;
+      frames.push({ function: symbol, file, line });
+      return frames;
+    }
+    const scopes = this.scopes;
+    for (let hops = 0; scope >= 0 && scope * 4 < scopes.length && hops < 256; hops++) {
+      const name = this.string(scopes[4 * scope]);
+      const parent = scopes[4 * scope + 1];
+      frames.push({ function: name || (parent < 0 ? this.symbolAt(addr) : ''), file, line });
+      file = this.fileName(scopes[4 * scope + 2]);
+      line = scopes[4 * scope + 3];
+      scope = parent;
+    }
+    return frames;
+  }
+}

@@ -1,0 +1,292 @@
+// The symbolication service one process shares: which projects have symbol files (a
+// flag cached for a few seconds, so events of projects without symbols pay one map
+// lookup), which stored files an event's lookups resolve to (cached the same way), and
+// the parsed files themselves in a least-recently-used cache bounded by bytes, so each
+// file is parsed at most once while it stays cached. Ingest calls `prepare` before
+// normalising (symbolication happens before grouping); re-symbolication and the routes
+// call the rest. Uploads and deletes through this process forget the cached facts at
+// once; another instance on the same PostgreSQL database sees them within FACTS_TTL_MS.
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { EventSymbolicator, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
+import type { Store } from '../store/database.js';
+import { ByteLru, TtlMap } from './cache.js';
+import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolicationState, type SymbolLookup } from './kinds.js';
+import { servesRank } from './sourcemap.js';
+import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads } from './resymbolicate.js';
+import {
+  basenameOf,
+  deleteSymbolFile,
+  findByDebugId,
+  findByRelease,
+  INDEX_PART,
+  readSymbolBytes,
+  symbolKindsOf,
+  sweepAbandonedWrites,
+  type ByteSource,
+  type SymbolFileRow,
+  type SymbolKind,
+} from './storage.js';
+import { StagedUpload, type UploadTarget } from './upload.js';
+import './register.js';
+
+/** How long a project's "has symbols" flag and a lookup's answer are reused. */
+export const FACTS_TTL_MS = 5_000;
+/** Default bound of the parsed-file cache. */
+export const DEFAULT_SYMBOL_CACHE_BYTES = 256 * 1024 * 1024;
+
+export interface SymbolServiceOptions {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  cacheBytes?: number;
+  /** Reads stored events' payloads for re-symbolication; without it uploads re-symbolicate nothing. */
+  readPayloads?: ReadPayloads;
+}
+
+export interface SymbolServiceStats {
+  cachedFiles: number;
+  cachedBytes: number;
+  loads: number;
+}
+
+export class SymbolService {
+  private readonly kinds = new TtlMap<number, Set<SymbolKind>>(FACTS_TTL_MS);
+  private readonly lookups = new TtlMap<string, SymbolFileRow[]>(FACTS_TTL_MS, 50_000);
+  private readonly parsed: ByteLru<number, LoadedSymbols>;
+  /** Loads in flight, so concurrent requests parse a file once. */
+  private readonly loading = new Map<number, Promise<LoadedSymbols | null>>();
+  /** Files that failed to parse (corrupt), not retried for a while. */
+  private readonly broken = new TtlMap<number, true>(60_000);
+  private loads = 0;
+  /** Background re-symbolication (null when the edition cannot read stored payloads). */
+  readonly jobs: ResymbolicationRunner | null;
+
+  constructor(private readonly options: SymbolServiceOptions) {
+    this.parsed = new ByteLru(options.cacheBytes ?? DEFAULT_SYMBOL_CACHE_BYTES);
+    const readPayloads = options.readPayloads;
+    this.jobs = readPayloads
+      ? new ResymbolicationRunner({
+          store: options.store,
+          logger: options.logger,
+          readPayloads,
+          prepare: (projectId, inputs) => this.prepare(projectId, inputs),
+        })
+      : null;
+  }
+
+  /**
+   * Resumes re-symbolication runs left pending (a restart in the middle of one) and removes
+   * the half-written files of uploads a stopped process left (older than an hour).
+   */
+  start(): void {
+    this.jobs?.kick();
+    sweepAbandonedWrites(this.db, this.options.clock.now() - 3_600_000).catch((err) =>
+      this.options.logger.warn({ err }, 'could not remove half-written symbol files'),
+    );
+  }
+
+  /** Stops background work after its current batch. */
+  async close(): Promise<void> {
+    await this.jobs?.stop();
+  }
+
+  /**
+   * Stores an upload (a file or a zip), forgets cached facts of the project, and starts
+   * re-symbolicating the release's events of the last 48 hours in the background.
+   * SymbolInputError (400) when anything in it is refused; then nothing is stored.
+   */
+  async upload(target: UploadTarget, source: ByteSource): Promise<SymbolFileRow[]> {
+    const session = this.beginUpload();
+    await session.add(target, source);
+    return session.commit();
+  }
+
+  /**
+   * Several uploads stored all or nothing (the parts of one request): `add` each, then
+   * `commit`, which also forgets cached facts and starts the re-symbolication runs; or `abort`.
+   */
+  beginUpload(): { add(target: UploadTarget, source: ByteSource): Promise<void>; commit(): Promise<SymbolFileRow[]>; abort(): Promise<void> } {
+    const staged = new StagedUpload(this.db, this.options.clock.now());
+    const targets: UploadTarget[] = [];
+    return {
+      add: async (target, source) => {
+        targets.push(target);
+        await staged.add(target, source);
+      },
+      commit: async () => {
+        const { rows, replaced } = await staged.commit();
+        for (const projectId of new Set(targets.map((t) => t.projectId))) this.invalidate(projectId, replaced);
+        if (rows.length > 0) {
+          const runs = new Set(targets.map((t) => `${t.projectId}\n${t.release}`));
+          for (const run of runs) {
+            const [projectId, release] = run.split('\n');
+            await this.resymbolicate(Number(projectId), release);
+          }
+        }
+        return rows;
+      },
+      abort: () => staged.abort(),
+    };
+  }
+
+  /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */
+  async resymbolicate(projectId: number, release: string): Promise<void> {
+    if (!this.jobs) return;
+    await scheduleResymbolication(this.options.store, projectId, release, this.options.clock.now());
+    this.jobs.kick();
+  }
+
+  /** Deletes a file of the project; false when there is none. */
+  async deleteFile(projectId: number, id: number): Promise<boolean> {
+    const deleted = await deleteSymbolFile(this.db, projectId, id);
+    if (deleted) this.invalidate(projectId, [id]);
+    return deleted;
+  }
+
+  private get db() {
+    return this.options.store.db;
+  }
+
+  private now(): number {
+    return Date.now();
+  }
+
+  /** True when the project has symbol files: synchronous while the cached flag is fresh. */
+  projectHasSymbols(projectId: number): boolean | Promise<boolean> {
+    const known = this.kinds.get(projectId, this.now());
+    if (known) return known.size > 0;
+    return this.kindsOf(projectId).then((k) => k.size > 0);
+  }
+
+  private async kindsOf(projectId: number): Promise<Set<SymbolKind>> {
+    const cached = this.kinds.get(projectId, this.now());
+    if (cached) return cached;
+    const kinds = await symbolKindsOf(this.db, projectId);
+    this.kinds.set(projectId, kinds, this.now());
+    return kinds;
+  }
+
+  /** Forgets what this process cached about a project's files (after an upload or delete). */
+  invalidate(projectId: number, removedFileIds: number[] = []): void {
+    this.kinds.delete(projectId);
+    this.lookups.clear();
+    for (const id of removedFileIds) this.parsed.delete(id);
+  }
+
+  stats(): SymbolServiceStats {
+    return { cachedFiles: this.parsed.size, cachedBytes: this.parsed.bytes, loads: this.loads };
+  }
+
+  private async resolveRows(projectId: number, lookup: SymbolLookup): Promise<SymbolFileRow[]> {
+    const key = `${projectId}|${lookupKey(lookup)}`;
+    const cached = this.lookups.get(key, this.now());
+    if (cached) return cached;
+    let rows: SymbolFileRow[];
+    if (lookup.by === 'debug_id') {
+      const row = await findByDebugId(this.db, projectId, lookup.kind, lookup.debugId);
+      rows = row ? [row] : [];
+    } else if (lookup.name !== undefined) {
+      const candidates = await findByRelease(this.db, projectId, lookup.kind, lookup.release, {
+        dist: lookup.dist,
+        servesBasename: basenameOf(lookup.name),
+      });
+      const name = lookup.name;
+      rows = candidates
+        .map((row) => ({ row, rank: servesRank(row.serves, name) }))
+        .filter((c) => c.rank >= 0)
+        .sort((a, b) => a.rank - b.rank || Number(b.row.id) - Number(a.row.id))
+        .map((c) => c.row);
+    } else {
+      rows = await findByRelease(this.db, projectId, lookup.kind, lookup.release);
+    }
+    this.lookups.set(key, rows, this.now());
+    return rows;
+  }
+
+  /** The parsed file, from the cache or parsed now (once, however many callers wait for it). */
+  async loadFile(row: SymbolFileRow): Promise<LoadedSymbols | null> {
+    const id = Number(row.id);
+    const hit = this.parsed.get(id);
+    if (hit) return hit;
+    if (this.broken.get(id, this.now())) return null;
+    let pending = this.loading.get(id);
+    if (!pending) {
+      pending = (async () => {
+        const handler = symbolKindHandler(row.kind as SymbolKind);
+        if (!handler) return null;
+        try {
+          const bytes = await readSymbolBytes(this.db, id);
+          if (!bytes) return null;
+          const index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
+          const loaded = handler.load(row, bytes, index);
+          this.loads++;
+          this.parsed.set(id, loaded);
+          return loaded;
+        } catch (err) {
+          this.broken.set(id, true, this.now());
+          this.options.logger.warn({ err, file: id, kind: row.kind }, 'symbol file could not be loaded; frames that need it stay unsymbolicated');
+          return null;
+        }
+      })().finally(() => this.loading.delete(id));
+      this.loading.set(id, pending);
+    }
+    return pending;
+  }
+
+  /**
+   * Loads every file these events may need and returns a synchronous symbolicator for
+   * them (ingest runs it inside normalisation, before grouping).
+   */
+  async prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator> {
+    const kinds = await this.kindsOf(projectId);
+    const handlers = symbolKindHandlers().filter((h) => kinds.has(h.kind));
+    const resolved = new Map<string, LoadedSymbols[]>();
+    for (const input of inputs) {
+      for (const h of handlers) {
+        for (const lookup of h.lookups(input)) {
+          const key = lookupKey(lookup);
+          if (resolved.has(key)) continue;
+          resolved.set(key, []);
+          const rows = await this.resolveRows(projectId, lookup);
+          const loaded: LoadedSymbols[] = [];
+          for (const row of rows) {
+            const l = await this.loadFile(row);
+            if (l) loaded.push(l);
+          }
+          resolved.set(key, loaded);
+        }
+      }
+    }
+    return (input) => runHandlers(input, kinds, resolved);
+  }
+
+  /** Symbolicates one event (re-symbolication); null when nothing changed. */
+  async symbolicate(projectId: number, input: SymbolicationInput): Promise<SymbolicationOutput | null> {
+    const run = await this.prepare(projectId, [input]);
+    return run(input);
+  }
+}
+
+/** Runs the handlers of the project's kinds over an event, each on the frames the previous one left. */
+export function runHandlers(input: SymbolicationInput, kinds: Set<SymbolKind>, resolved: Map<string, LoadedSymbols[]>): SymbolicationOutput | null {
+  if (input.exceptions.length === 0) return null;
+  const state: SymbolicationState = {
+    frames: input.exceptions.map((e) => e.frames),
+    types: input.exceptions.map(() => undefined),
+    changed: false,
+  };
+  for (const h of symbolKindHandlers()) {
+    if (!kinds.has(h.kind)) continue;
+    try {
+      h.symbolicate(input, state, (lookup) => resolved.get(lookupKey(lookup)) ?? []);
+    } catch {
+      // A handler that trips over an odd frame leaves the event as the others made it.
+    }
+  }
+  if (!state.changed) return null;
+  return {
+    frames: state.frames.map((f, i) => (f === input.exceptions[i].frames ? null : f)),
+    types: state.types,
+  };
+}

@@ -1,0 +1,402 @@
+// Taking in an upload: one file or a zip of many, streamed. Each file is checked by its
+// kind's handler while its bytes go into storage as a pending (invisible) row; when
+// every file of the upload passed, one transaction makes them visible and applies the
+// replacement rule. Anything wrong (a file not of its kind, a truncated zip, a zip bomb,
+// a path escaping the zip) refuses the whole upload with a SymbolInputError and removes
+// what was written: nothing is stored.
+//
+// Limits (DECISIONS "Symbols"): 256 MB per file; a zip holds at most 1 000 entries and
+// 1 GB unpacked. Zip data is inflated 16 KB of input at a time, so one step never
+// produces more than about 16 MB, and the upload stops as soon as a limit is passed.
+import { Unzip, UnzipInflate, type UnzipFile } from 'fflate';
+import type { Kysely } from 'kysely';
+import type { Database } from '../store/schema.js';
+import { SymbolInputError, symbolKindHandler, type FileInspector, type InspectedFile, type SymbolKindHandler } from './kinds.js';
+import {
+  commitSymbolFiles,
+  copyPendingRange,
+  discardSymbolFiles,
+  iterateBytes,
+  openPendingFile,
+  saveDerivedIndex,
+  SymbolTooLargeError,
+  type ByteSource,
+  type PendingWriter,
+  type SymbolFileMeta,
+  type SymbolFileRow,
+} from './storage.js';
+
+export const MAX_SYMBOL_FILE_BYTES = 256 * 1024 * 1024;
+export const MAX_ZIP_ENTRIES = 1000;
+export const MAX_ZIP_UNPACKED_BYTES = 1024 * 1024 * 1024;
+/** Compressed bytes handed to the inflater per step (bounds what one step can produce). */
+const ZIP_STEP_BYTES = 16 * 1024;
+/** Bytes of an entry looked at to recognise its kind. */
+const HEAD_BYTES = 4096;
+
+/**
+ * Where an upload goes: project, kind, release, dist and the uploaded name; a `debugId`
+ * named by the uploader (sentry-cli's assemble request) overrides the files' own.
+ */
+export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId'>;
+
+type Db = Kysely<Database>;
+
+/** The limits of one upload (DECISIONS' values unless a caller, e.g. a test, lowers them). */
+export interface UploadLimits {
+  maxFileBytes: number;
+  maxZipEntries: number;
+  maxZipUnpackedBytes: number;
+}
+
+export const UPLOAD_LIMITS: UploadLimits = {
+  maxFileBytes: MAX_SYMBOL_FILE_BYTES,
+  maxZipEntries: MAX_ZIP_ENTRIES,
+  maxZipUnpackedBytes: MAX_ZIP_UNPACKED_BYTES,
+};
+
+const mb = (n: number) =>
+  n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
+
+/** One file going into storage: written as pending while its kind's inspector checks it. */
+class FileIntake {
+  private head: Uint8Array[] | null = [];
+  private headBytes = 0;
+  private writer: PendingWriter | null = null;
+  private inspector: FileInspector | null = null;
+  private skipped = false;
+  size = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly handler: SymbolKindHandler,
+    private readonly target: UploadTarget,
+    readonly name: string,
+    /** Zip entries are recognised first (others skipped); a plain upload must be of its kind. */
+    private readonly mustRecognise: boolean,
+    private readonly now: number,
+    private readonly pendingIds: number[],
+    private readonly limits: UploadLimits,
+  ) {}
+
+  async push(chunk: Uint8Array): Promise<void> {
+    if (this.skipped || chunk.byteLength === 0) return;
+    this.size += chunk.byteLength;
+    if (this.size > this.limits.maxFileBytes) throw new SymbolInputError(`${this.name} is larger than ${this.limits.maxFileBytes} bytes (${mb(this.limits.maxFileBytes)} per file)`);
+    if (this.head) {
+      this.head.push(chunk);
+      this.headBytes += chunk.byteLength;
+      if (this.headBytes < HEAD_BYTES) return;
+      await this.start();
+      return;
+    }
+    await this.feed(chunk);
+  }
+
+  private async start(): Promise<void> {
+    const parts = this.head!;
+    this.head = null;
+    const head = new Uint8Array(this.headBytes);
+    let at = 0;
+    for (const p of parts) {
+      head.set(p, at);
+      at += p.byteLength;
+    }
+    if (this.mustRecognise && !this.handler.recognises(this.name, head)) {
+      this.skipped = true;
+      return;
+    }
+    this.inspector = this.handler.inspect(this.name);
+    this.writer = await openPendingFile(
+      this.db,
+      { projectId: this.target.projectId, kind: this.target.kind, release: this.target.release, dist: this.target.dist, filename: this.name },
+      this.now,
+    );
+    this.pendingIds.push(this.writer.id);
+    if (head.byteLength > 0) await this.feed(head);
+  }
+
+  private async feed(chunk: Uint8Array): Promise<void> {
+    this.inspector!.push(chunk);
+    await this.writer!.write(chunk);
+  }
+
+  /** The file's pending id and what its kind made of it; null when it was skipped. */
+  async end(): Promise<{ id: number; size: number; files: InspectedFile[] } | null> {
+    if (this.head) await this.start();
+    if (this.skipped) return null;
+    const files = await this.inspector!.finish();
+    if (files.length === 0) throw new SymbolInputError(`${this.name} holds no ${this.target.kind} symbols`);
+    const { id, size } = await this.writer!.close();
+    return { id, size, files };
+  }
+}
+
+/** A zip entry name that could write outside the archive's folder (zip-slip). */
+export function unsafeEntryName(name: string): boolean {
+  if (name.includes('\0')) return true;
+  const n = name.replace(/\\/g, '/');
+  if (n.startsWith('/') || /^[a-z]:/i.test(n)) return true;
+  return n.split('/').some((seg) => seg === '..');
+}
+
+/** Zip local file header magic. */
+function isZip(head: Uint8Array): boolean {
+  return head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04;
+}
+
+interface FileResult {
+  id: number;
+  size: number;
+  name: string;
+  files: InspectedFile[];
+}
+
+async function* withHead(first: Uint8Array, rest: AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  if (first.byteLength > 0) yield first;
+  yield* rest;
+}
+
+/** Reads the first few bytes of a stream (to tell a zip from a file) without losing them. */
+async function peek(source: ByteSource, n: number): Promise<{ head: Uint8Array; all: AsyncGenerator<Uint8Array> }> {
+  const it = iterateBytes(source);
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  while (size < n) {
+    const next = await it.next();
+    if (next.done) break;
+    parts.push(next.value);
+    size += next.value.byteLength;
+  }
+  const head = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    head.set(p, at);
+    at += p.byteLength;
+  }
+  return { head, all: withHead(head, it) };
+}
+
+type Commit = { id: number; final: { debugId?: string; serves?: string; filename?: string; meta?: Record<string, unknown> } };
+
+/**
+ * Files of one request (one or more uploads, each a file or a zip), written as pending as
+ * they stream in; `commit` makes them all visible in one transaction, `abort` removes
+ * them. Any refused file refuses the whole request: nothing of it is stored.
+ */
+export class StagedUpload {
+  private readonly pendingIds: number[] = [];
+  private readonly commits: Commit[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly now: number,
+    private readonly limits: UploadLimits = UPLOAD_LIMITS,
+  ) {}
+
+  /** Streams one upload into pending files; SymbolInputError (400) when it is refused (then everything staged is removed). */
+  async add(target: UploadTarget, source: ByteSource): Promise<void> {
+    const { db, now, limits, pendingIds } = this;
+    try {
+      const handler = symbolKindHandler(target.kind);
+      if (!handler) throw new SymbolInputError(`${target.kind} support not available`);
+      const { head, all } = await peek(source, 4);
+      const results: FileResult[] = [];
+      if (isZip(head)) {
+        await readZip(db, handler, target, all, now, pendingIds, results, limits);
+        if (results.length === 0) throw new SymbolInputError(`the zip holds no ${target.kind} file`);
+      } else {
+        const intake = new FileIntake(db, handler, target, target.filename, false, now, pendingIds, limits);
+        for await (const chunk of all) await intake.push(chunk);
+        if (intake.size === 0) throw new SymbolInputError('the file is empty');
+        const r = await intake.end();
+        if (r) results.push({ ...r, name: target.filename });
+      }
+      this.commits.push(...(await splitResults(db, target, results, now, pendingIds)));
+    } catch (err) {
+      await this.abort();
+      if (err instanceof SymbolTooLargeError) throw new SymbolInputError(err.message);
+      throw err;
+    }
+  }
+
+  /** Makes every staged file visible, applying the replacement rule; the rows and the ids they replaced. */
+  async commit(): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
+    const replaced: number[] = [];
+    try {
+      const rows = await commitSymbolFiles(this.db, this.commits, (ids) => replaced.push(...ids));
+      this.closed = true;
+      return { rows, replaced };
+    } catch (err) {
+      await this.abort();
+      throw err;
+    }
+  }
+
+  /** Removes everything staged (a request refused or broken off). */
+  async abort(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await discardSymbolFiles(this.db, this.pendingIds).catch(() => undefined);
+  }
+}
+
+/**
+ * Stores an upload (a file or a zip of files) of `target.kind`; the stored rows. Throws
+ * SymbolInputError (400) when anything in it is refused; then nothing is stored.
+ */
+export async function storeUpload(
+  db: Db,
+  target: UploadTarget,
+  source: ByteSource,
+  now: number,
+  limits: UploadLimits = UPLOAD_LIMITS,
+): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
+  const staged = new StagedUpload(db, now, limits);
+  await staged.add(target, source);
+  return staged.commit();
+}
+
+/** Pending files as the kinds split them (slices copied out, derived indexes stored): what to commit. */
+async function splitResults(db: Db, target: UploadTarget, results: FileResult[], now: number, pendingIds: number[]): Promise<Commit[]> {
+  const commits: Commit[] = [];
+  for (const r of results) {
+    const whole = r.files.length === 1 && !r.files[0].range;
+    for (const f of r.files) {
+      let id = r.id;
+      if (!whole) {
+        const [start, end] = f.range ?? [0, r.size];
+        const copy = await copyPendingRange(
+          db,
+          r.id,
+          { projectId: target.projectId, kind: target.kind, release: target.release, dist: target.dist, filename: f.filename ?? r.name },
+          start,
+          end,
+          now,
+        );
+        pendingIds.push(copy.id);
+        id = copy.id;
+      }
+      if (f.index) await saveDerivedIndex(db, id, [f.index]);
+      const debugId = target.debugId ?? f.debugId;
+      commits.push({ id, final: { debugId, serves: f.serves, filename: f.filename, meta: f.meta } });
+    }
+    if (!whole) await discardSymbolFiles(db, [r.id]);
+  }
+  return commits;
+}
+
+type ZipEvent = { kind: 'file'; file: UnzipFile } | { kind: 'data'; file: UnzipFile; data: Uint8Array; final: boolean } | { kind: 'error'; message: string };
+
+async function readZip(
+  db: Db,
+  handler: SymbolKindHandler,
+  target: UploadTarget,
+  source: AsyncGenerator<Uint8Array>,
+  now: number,
+  pendingIds: number[],
+  results: FileResult[],
+  limits: UploadLimits,
+) {
+  const { maxFileBytes, maxZipEntries, maxZipUnpackedBytes } = limits;
+  const tooBig = (name: string) => new SymbolInputError(`the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${mb(maxFileBytes)} per file)`);
+  const tooMuch = () => new SymbolInputError(`the zip unpacks to more than ${maxZipUnpackedBytes} bytes (${mb(maxZipUnpackedBytes)})`);
+  const events: ZipEvent[] = [];
+  const unzip = new Unzip((file) => {
+    events.push({ kind: 'file', file });
+  });
+  unzip.register(UnzipInflate);
+  const intakes = new Map<UnzipFile, FileIntake | null>();
+  const open = new Set<UnzipFile>();
+  let entries = 0;
+  let unpacked = 0;
+  let declaredTotal = 0;
+  const entrySizes = new Map<UnzipFile, number>();
+  // The end of central directory record must be in the last 64 KiB + 22 bytes: a zip cut short lacks it.
+  let tail: Uint8Array = new Uint8Array(0);
+
+  const drain = async () => {
+    while (events.length > 0) {
+      const ev = events.shift()!;
+      if (ev.kind === 'error') throw new SymbolInputError(`the zip is corrupt: ${ev.message}`);
+      if (ev.kind === 'file') {
+        const file = ev.file;
+        entries++;
+        if (entries > maxZipEntries) throw new SymbolInputError(`the zip has more than ${maxZipEntries} entries`);
+        if (unsafeEntryName(file.name)) throw new SymbolInputError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
+        // Sizes the local header declares refuse a bomb before a byte is inflated; the bytes
+        // actually inflated are counted too, for zips written without sizes (or lying).
+        const declared = file.originalSize ?? 0;
+        if (declared > maxFileBytes) throw tooBig(file.name);
+        declaredTotal += declared;
+        if (declaredTotal > maxZipUnpackedBytes) throw tooMuch();
+        const isDir = file.name.endsWith('/') || file.name.endsWith('\\');
+        const ignored = isDir || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
+        intakes.set(file, ignored ? null : new FileIntake(db, handler, target, file.name, true, now, pendingIds, limits));
+        open.add(file);
+        file.ondata = (err, data, final) => {
+          if (err) events.push({ kind: 'error', message: err.message });
+          else events.push({ kind: 'data', file, data, final });
+        };
+        try {
+          file.start();
+        } catch (err) {
+          throw new SymbolInputError(`the zip entry ${JSON.stringify(file.name)} uses an unsupported compression (${file.compression}): ${(err as Error).message}`);
+        }
+        continue;
+      }
+      const intake = intakes.get(ev.file);
+      const entrySize = (entrySizes.get(ev.file) ?? 0) + ev.data.byteLength;
+      entrySizes.set(ev.file, entrySize);
+      if (entrySize > maxFileBytes) throw tooBig(ev.file.name);
+      unpacked += ev.data.byteLength;
+      if (unpacked > maxZipUnpackedBytes) throw tooMuch();
+      if (intake) await intake.push(ev.data);
+      if (ev.final) {
+        open.delete(ev.file);
+        if (intake) {
+          const r = await intake.end();
+          if (r) results.push({ ...r, name: intake.name });
+        }
+        intakes.delete(ev.file);
+        entrySizes.delete(ev.file);
+      }
+    }
+  };
+
+  const push = (chunk: Uint8Array, final: boolean) => {
+    try {
+      unzip.push(chunk, final);
+    } catch (err) {
+      events.push({ kind: 'error', message: (err as Error).message });
+    }
+  };
+
+  for await (const chunk of source) {
+    for (let at = 0; at < chunk.byteLength; at += ZIP_STEP_BYTES) {
+      push(chunk.subarray(at, at + ZIP_STEP_BYTES), false);
+      await drain();
+    }
+    const keep = 65_557;
+    tail = tail.length + chunk.length <= keep ? concatBytes(tail, chunk) : concatBytes(tail, chunk).slice(-keep);
+  }
+  push(new Uint8Array(0), true);
+  await drain();
+  if (open.size > 0) throw new SymbolInputError('the zip is truncated: an entry ends before its data does');
+  if (!hasEndOfCentralDirectory(tail)) throw new SymbolInputError('the zip is truncated: it has no end of central directory record');
+}
+
+function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+function hasEndOfCentralDirectory(tail: Uint8Array): boolean {
+  for (let i = tail.length - 22; i >= 0; i--) {
+    if (tail[i] === 0x50 && tail[i + 1] === 0x4b && tail[i + 2] === 0x05 && tail[i + 3] === 0x06) return true;
+  }
+  return false;
+}

@@ -1,0 +1,168 @@
+// Artifact bundles (`artifactbundle/assemble/`, sentry-cli `sourcemaps upload`): a ZIP
+// (after an 8-byte `SYSB` header) with `manifest.json` naming each file's type, URL
+// (`~/app.min.js`) and headers (`Sourcemap`, `debug-id`). The bundle is read from its
+// chunks without being assembled in memory: the manifest and directory are checked
+// first (a bundle without a manifest, or with a path leaving the archive, stores
+// nothing), then each source map streams into symbol storage with its debug id, the
+// URL it serves, and the release and dist of the request or the manifest.
+import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
+import { UploadError } from './errors.js';
+import type { SymbolFileToStore } from './symbol-port.js';
+import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ByteRangeSource, type ZipEntry } from './zip.js';
+
+export interface BundleAssembleRequest {
+  checksum: string;
+  chunks: string[];
+  projects: string[];
+  version: string;
+  dist: string;
+}
+
+/** Largest manifest read (it lists every file of the bundle, with headers). */
+export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
+
+export function parseBundleAssembleBody(body: unknown): BundleAssembleRequest {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object');
+  const v = body as Record<string, unknown>;
+  const { checksum, chunks } = validateChunkList(v.checksum, v.chunks, 'artifact bundle');
+  if (!Array.isArray(v.projects) || v.projects.length === 0 || v.projects.some((p) => typeof p !== 'string' || p === '')) {
+    throw new UploadError(400, 'projects must be a non-empty list of project slugs or ids');
+  }
+  const text = (value: unknown, name: string) => {
+    if (value === undefined || value === null) return '';
+    if (typeof value !== 'string') throw new UploadError(400, `${name} must be a string`);
+    return value;
+  };
+  return { checksum, chunks, projects: [...new Set(v.projects as string[])], version: text(v.version, 'version'), dist: text(v.dist, 'dist') };
+}
+
+interface ManifestFile {
+  type: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+export interface BundleManifest {
+  files: Map<string, ManifestFile>;
+  release: string;
+  dist: string;
+  debugId: string;
+}
+
+/** Parses and checks manifest.json: every file path stays in the archive and has a URL. */
+export function parseManifest(bytes: Uint8Array): BundleManifest {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new UploadError(400, 'artifact bundle: manifest.json is not valid JSON');
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new UploadError(400, 'artifact bundle: manifest.json must be an object');
+  const m = json as Record<string, unknown>;
+  const filesRaw = m.files ?? {};
+  if (filesRaw === null || typeof filesRaw !== 'object' || Array.isArray(filesRaw)) throw new UploadError(400, 'artifact bundle: manifest.json "files" must be an object');
+  const files = new Map<string, ManifestFile>();
+  for (const [path, info] of Object.entries(filesRaw as Record<string, unknown>)) {
+    if (!isSafeArchivePath(path)) throw new UploadError(400, `artifact bundle: unsafe path ${JSON.stringify(path)} in manifest.json`);
+    if (info === null || typeof info !== 'object') throw new UploadError(400, `artifact bundle: manifest entry ${JSON.stringify(path)} must be an object`);
+    const i = info as Record<string, unknown>;
+    const headers: Record<string, string> = {};
+    if (i.headers && typeof i.headers === 'object') {
+      for (const [k, v] of Object.entries(i.headers as Record<string, unknown>)) if (typeof v === 'string') headers[k.toLowerCase()] = v;
+    }
+    files.set(path, { type: typeof i.type === 'string' ? i.type : '', url: typeof i.url === 'string' ? i.url : '', headers });
+  }
+  const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  return { files, release: str(m.release), dist: str(m.dist), debugId: str(m.debug_id) };
+}
+
+/** Resolves a `Sourcemap` header against the URL of the file that names it. */
+export function resolveSourcemapUrl(fileUrl: string, reference: string): string {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(reference) || reference.startsWith('~/') || reference.startsWith('/')) return reference;
+  const dir = fileUrl.slice(0, fileUrl.lastIndexOf('/') + 1);
+  const parts: string[] = [];
+  for (const segment of (dir + reference).split('/')) {
+    if (segment === '..' && parts.length > 1 && parts[parts.length - 1] !== '~') parts.pop();
+    else if (segment !== '.' && segment !== '..') parts.push(segment);
+  }
+  return parts.join('/');
+}
+
+const DEBUG_ID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+
+function normalizeDebugId(value: string | undefined): string | undefined {
+  if (!value || !DEBUG_ID.test(value)) return undefined;
+  const hex = value.replace(/-/g, '').toLowerCase();
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * The source maps of a bundle as files to store, after checking the whole bundle: a
+ * manifest, no unsafe path anywhere, every manifest file present in the archive.
+ */
+export async function bundleSourceMaps(zip: ByteRangeSource, release: string, dist: string): Promise<SymbolFileToStore[]> {
+  const entries = await readZipDirectory(zip);
+  const byName = new Map<string, ZipEntry>();
+  for (const entry of entries) {
+    if (!isSafeArchivePath(entry.name)) throw new UploadError(400, `artifact bundle: unsafe path ${JSON.stringify(entry.name)}`);
+    byName.set(entry.name, entry);
+  }
+  const manifestEntry = byName.get('manifest.json');
+  if (!manifestEntry) throw new UploadError(400, 'artifact bundle: manifest.json is missing');
+  const manifest = parseManifest(await readZipEntryBytes(zip, manifestEntry, MAX_MANIFEST_BYTES));
+  for (const path of manifest.files.keys()) {
+    if (!byName.has(path)) throw new UploadError(400, `artifact bundle: ${JSON.stringify(path)} is in manifest.json but not in the archive`);
+  }
+  // Which minified file each map serves, and the debug id the minified file carries.
+  const servedBy = new Map<string, { url: string; debugId?: string }>();
+  for (const file of manifest.files.values()) {
+    if (file.type === 'source_map' || !file.headers.sourcemap || !file.url) continue;
+    servedBy.set(resolveSourcemapUrl(file.url, file.headers.sourcemap), { url: file.url, debugId: normalizeDebugId(file.headers['debug-id']) });
+  }
+  const effectiveRelease = release || manifest.release;
+  const effectiveDist = dist || manifest.dist;
+  const out: SymbolFileToStore[] = [];
+  for (const [path, file] of manifest.files) {
+    if (file.type !== 'source_map') continue;
+    const url = file.url || `~/${path.replace(/^files\/_\/_\//, '')}`;
+    const minified = servedBy.get(url);
+    out.push({
+      kind: 'sourcemap',
+      filename: url,
+      release: effectiveRelease,
+      dist: effectiveDist,
+      debugId: normalizeDebugId(file.headers['debug-id']) ?? minified?.debugId,
+      serves: minified?.url,
+      source: readZipEntry(zip, byName.get(path)!),
+    });
+  }
+  return out;
+}
+
+export interface BundleResult {
+  files: number;
+}
+
+/** Answers one `artifactbundle/assemble/` request for the resolved projects. */
+export async function assembleBundle(ctx: AssembleContext, projectIds: number[], request: BundleAssembleRequest): Promise<AssembleAnswer> {
+  const answer = await assembleOne(ctx, {
+    projectIds,
+    kind: 'artifact_bundle',
+    checksum: request.checksum,
+    chunks: request.chunks,
+    run: async (sizes) => {
+      // The bundle's SHA-1 is checked before anything of it is stored.
+      for await (const _ of chunkBytes(ctx.db, request.chunks, request.checksum, ctx.createSha1 ?? portableSha1));
+      const zip = chunkRangeSource(ctx.db, request.chunks, sizes);
+      const fileIds: number[] = [];
+      for (const projectId of projectIds) {
+        // Each project reads the maps again from the chunks: nothing is held between them.
+        const maps = await bundleSourceMaps(zip, request.version, request.dist);
+        if (maps.length > 0) fileIds.push(...(await ctx.symbols.storeAll(projectId, maps, ctx.now())).map((f) => f.id));
+      }
+      return { result: { files: fileIds.length } satisfies BundleResult, fileIds };
+    },
+  });
+  const { result: _result, ...rest } = answer;
+  return rest;
+}

@@ -1,0 +1,183 @@
+// Chunked uploads of sentry-cli (`chunk-upload/`): the options the CLI reads, receiving
+// gzip chunks from a multipart body one part at a time, verifying each chunk's SHA-1 and
+// storing it in the database by that SHA-1 so every instance on the database can
+// assemble it. A request's chunks become visible together when all of its parts passed;
+// a failed request leaves none. Chunks are kept at most CHUNK_TTL_MS until assembled.
+import type { Kysely } from 'kysely';
+import {
+  MaxFileSizeExceededError,
+  MaxPartsExceededError,
+  MaxTotalSizeExceededError,
+  MultipartParseError,
+  parseMultipartStream,
+} from '@remix-run/multipart-parser';
+import { HOUR_MS } from '../clock.js';
+import { DecodedTooLargeError, type Decompress } from '../ingest/decode.js';
+import type { Database } from '../store/schema.js';
+import { UploadError } from './errors.js';
+
+type Db = Kysely<Database>;
+
+/**
+ * Bytes per chunk (a power of two: sentry-cli up to 2.39 requires one). Sentry offers
+ * 8 MiB; 1 MiB keeps what a request and an assembly hold at once small (a chunk is read
+ * whole), at the cost of more rows: a 500 MB file is 500 chunks in 8 requests.
+ */
+export const CHUNK_SIZE = 1024 * 1024;
+/** Most parts in one chunk-upload request. */
+export const CHUNKS_PER_REQUEST = 64;
+/** Most bytes of part contents in one chunk-upload request. */
+export const MAX_REQUEST_SIZE = 32 * 1024 * 1024;
+/** Largest file assembled from chunks. */
+export const MAX_FILE_SIZE = 2 * 1024 * 1024 * 1024;
+/**
+ * Parallel chunk requests the CLI makes. Each request holds one chunk (compressed and
+ * plain) at a time, so this bounds the memory uploads take.
+ */
+export const UPLOAD_CONCURRENCY = 2;
+/** Longest a `--wait` polls (seconds). */
+export const MAX_WAIT_SECONDS = 600;
+/** Chunks not assembled within this time are gone. */
+export const CHUNK_TTL_MS = HOUR_MS;
+
+/** What the uploader may send, advertised to sentry-cli 2.x (3.x sends everything). */
+export const ACCEPTED_CAPABILITIES = ['debug_files', 'release_files', 'artifact_bundles', 'artifact_bundles_v2', 'proguard'] as const;
+
+export const SHA1_PATTERN = /^[0-9a-f]{40}$/;
+
+/** The body of `GET chunk-upload/` (sentry-protocol.md §6.3). */
+export function chunkUploadOptions(uploadUrl: string) {
+  return {
+    url: uploadUrl,
+    chunkSize: CHUNK_SIZE,
+    chunksPerRequest: CHUNKS_PER_REQUEST,
+    maxFileSize: MAX_FILE_SIZE,
+    maxRequestSize: MAX_REQUEST_SIZE,
+    concurrency: UPLOAD_CONCURRENCY,
+    maxWait: MAX_WAIT_SECONDS,
+    hashAlgorithm: 'sha1',
+    compression: ['gzip'],
+    accept: [...ACCEPTED_CAPABILITIES],
+  };
+}
+
+export type Sha1Hex = (bytes: Uint8Array) => Promise<string>;
+
+/** One-shot SHA-1 through Web Crypto (every edition has it). */
+export const webSha1Hex: Sha1Hex = async (bytes) => {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-1', bytes as Uint8Array<ArrayBuffer>));
+  let out = '';
+  for (const b of digest) out += b.toString(16).padStart(2, '0');
+  return out;
+};
+
+/** Decompresses a gzip chunk within `limit` bytes; UploadError past it or on bad data. */
+export function gunzipChunk(decompress: Decompress, compressed: Uint8Array, limit: number): Uint8Array {
+  try {
+    return decompress('gzip', compressed, limit);
+  } catch (err) {
+    if (err instanceof DecodedTooLargeError) throw new UploadError(400, `chunk is larger than the chunk size of ${limit} bytes`);
+    throw new UploadError(400, 'chunk is not valid gzip data');
+  }
+}
+
+export interface ReceiveChunksOptions {
+  boundary: string;
+  now: number;
+  /** The edition's capped decompression (AppDeps.ingestRuntime.decompress). */
+  decompress: Decompress;
+  sha1Hex?: Sha1Hex;
+}
+
+/**
+ * Reads a chunk-upload multipart body part by part: each part (field `file` or
+ * `file_gzip`, filename = SHA-1 of the plain chunk) is decompressed within CHUNK_SIZE,
+ * verified and written as pending; when every part passed, the request's chunks become
+ * visible in one statement, else its pending rows are deleted. Returns the chunk count.
+ */
+export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, options: ReceiveChunksOptions): Promise<number> {
+  const sha1Hex = options.sha1Hex ?? webSha1Hex;
+  const batch = `${options.now}-${Math.random().toString(36).slice(2)}`;
+  let written = 0;
+  let count = 0;
+  try {
+    const parts = parseMultipartStream(body, {
+      boundary: options.boundary,
+      maxParts: CHUNKS_PER_REQUEST,
+      // gzip of incompressible data is slightly larger than the data.
+      maxFileSize: CHUNK_SIZE + 64 * 1024,
+      maxTotalSize: MAX_REQUEST_SIZE + CHUNKS_PER_REQUEST * 64 * 1024,
+    });
+    for await (const part of parts) {
+      const field = part.name ?? '';
+      if (field !== 'file' && field !== 'file_gzip') {
+        if (field === 'file_brotli') throw new UploadError(400, 'brotli chunks are not supported; the server offers gzip');
+        continue;
+      }
+      const claimed = (part.filename ?? '').toLowerCase();
+      if (!SHA1_PATTERN.test(claimed)) throw new UploadError(400, `chunk part filename must be the chunk's SHA-1 (40 hex digits), got ${JSON.stringify(part.filename ?? '')}`);
+      const data = field === 'file_gzip' ? gunzipChunk(options.decompress, part.bytes, CHUNK_SIZE) : part.bytes;
+      if (data.byteLength > CHUNK_SIZE) throw new UploadError(400, `chunk ${claimed} is larger than the chunk size of ${CHUNK_SIZE} bytes`);
+      const actual = await sha1Hex(data);
+      if (actual !== claimed) throw new UploadError(400, `checksum mismatch: chunk named ${claimed} has SHA-1 ${actual}`);
+      count++;
+      const inserted = await db
+        .insertInto('upload_chunks')
+        .values({ sha1: claimed, size: data.byteLength, data, created_at: options.now, batch })
+        .onConflict((oc) => oc.column('sha1').doUpdateSet({ created_at: options.now }).where('upload_chunks.batch', 'is', null))
+        .executeTakeFirst();
+      written += Number(inserted.numInsertedOrUpdatedRows ?? 0);
+    }
+    if (written > 0) await db.updateTable('upload_chunks').set({ batch: null }).where('batch', '=', batch).execute();
+    return count;
+  } catch (err) {
+    await db.deleteFrom('upload_chunks').where('batch', '=', batch).execute().catch(() => undefined);
+    if (err instanceof MaxPartsExceededError) throw new UploadError(400, `too many chunks in one request; at most ${CHUNKS_PER_REQUEST}`);
+    if (err instanceof MaxFileSizeExceededError) throw new UploadError(400, `chunk is larger than the chunk size of ${CHUNK_SIZE} bytes`);
+    if (err instanceof MaxTotalSizeExceededError) throw new UploadError(400, `request is larger than ${MAX_REQUEST_SIZE} bytes`);
+    if (err instanceof MultipartParseError) throw new UploadError(400, `malformed multipart body: ${err.message}`);
+    throw err;
+  }
+}
+
+/** Oldest upload time of a chunk that still counts. */
+export function chunkCutoff(now: number): number {
+  return now - CHUNK_TTL_MS;
+}
+
+/** Sizes of the listed chunks that are stored, complete and fresh. */
+export async function presentChunks(db: Db, sha1s: readonly string[], now: number): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  const unique = [...new Set(sha1s)];
+  for (let i = 0; i < unique.length; i += 500) {
+    const rows = await db
+      .selectFrom('upload_chunks')
+      .select(['sha1', 'size'])
+      .where('sha1', 'in', unique.slice(i, i + 500))
+      .where('batch', 'is', null)
+      .where('created_at', '>=', chunkCutoff(now))
+      .execute();
+    for (const r of rows) found.set(r.sha1, Number(r.size));
+  }
+  return found;
+}
+
+/** One stored chunk's bytes, or undefined when it is gone. */
+export async function readChunk(db: Db, sha1: string): Promise<Uint8Array | undefined> {
+  const row = await db.selectFrom('upload_chunks').select('data').where('sha1', '=', sha1).where('batch', 'is', null).executeTakeFirst();
+  return row?.data;
+}
+
+/** Removes chunks once the files made of them are assembled. */
+export async function deleteChunks(db: Db, sha1s: readonly string[]): Promise<void> {
+  const unique = [...new Set(sha1s)];
+  for (let i = 0; i < unique.length; i += 500) {
+    await db.deleteFrom('upload_chunks').where('sha1', 'in', unique.slice(i, i + 500)).execute();
+  }
+}
+
+/** Housekeeping: deletes chunks older than the TTL (pending ones of a dead request too). */
+export async function deleteExpiredChunks(db: Db, now: number): Promise<number> {
+  const result = await db.deleteFrom('upload_chunks').where('created_at', '<', chunkCutoff(now)).executeTakeFirst();
+  return Number(result.numDeletedRows ?? 0);
+}

@@ -1,0 +1,74 @@
+// Debug information files as sentry-cli names them: which symbol kind an uploaded file
+// is (by its name and first bytes), and the `dif` object sentry-cli prints after an
+// upload (sentry-protocol.md §6.5: objectName, cpuName and sha1 required; `data.type`
+// left out, since only a fixed list of values deserialises).
+import { iso } from '../clock.js';
+import type { StoredSymbolFile } from './symbol-port.js';
+
+/** Sentry's pattern for ProGuard mappings sent through the DIF routes. */
+const PROGUARD_NAME = /(?:^|\/)proguard\/(?:mapping-)?(.*?)\.txt$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The mapping UUID a ProGuard file name carries, lowercase, or null. */
+export function proguardUuidOf(name: string): string | null {
+  const m = PROGUARD_NAME.exec(name);
+  if (!m) return null;
+  const uuid = m[1].toLowerCase();
+  return UUID.test(uuid) ? uuid : null;
+}
+
+const MACHO_MAGICS = new Set([0xfeedface, 0xfeedfacf, 0xcefaedfe, 0xcffaedfe]);
+const FAT_MAGICS = new Set([0xcafebabe, 0xbebafeca, 0xcafebabf]);
+
+export type DifFormat = 'proguard' | 'macho' | 'elf' | 'pe' | 'pdb' | 'wasm' | 'breakpad' | 'sourcebundle' | 'unknown';
+
+/** The format of a debug file from its name and first bytes (at least 8 when the file has them). */
+export function difFormat(name: string, head: Uint8Array): DifFormat {
+  if (proguardUuidOf(name)) return 'proguard';
+  if (head.byteLength >= 4) {
+    const magic = new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(0, false);
+    if (MACHO_MAGICS.has(magic)) return 'macho';
+    // 0xcafebabe is also a Java class file; a fat Mach-O has a small architecture count there.
+    if (FAT_MAGICS.has(magic) && head.byteLength >= 8) {
+      const count = new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(4, false);
+      if (count > 0 && count < 32) return 'macho';
+    }
+    if (head[0] === 0x7f && head[1] === 0x45 && head[2] === 0x4c && head[3] === 0x46) return 'elf';
+    if (head[0] === 0x4d && head[1] === 0x5a) return 'pe';
+    if (head[0] === 0x00 && head[1] === 0x61 && head[2] === 0x73 && head[3] === 0x6d) return 'wasm';
+    if (head[0] === 0x53 && head[1] === 0x59 && head[2] === 0x53 && head[3] === 0x42) return 'sourcebundle';
+  }
+  const text = new TextDecoder().decode(head.subarray(0, 32));
+  if (text.startsWith('Microsoft C/C++ MSF')) return 'pdb';
+  if (text.startsWith('MODULE ')) return 'breakpad';
+  return 'unknown';
+}
+
+/** The symbol kind a format is stored as; null for formats Faultline does not symbolicate. */
+export function symbolKindOf(format: DifFormat): string | null {
+  if (format === 'proguard') return 'proguard';
+  if (format === 'macho') return 'dsym';
+  return null;
+}
+
+/** The `dif` object of an assemble answer and of the legacy upload's array. */
+export function difJson(file: StoredSymbolFile, checksum: string, objectName: string) {
+  const meta = file.meta;
+  const arch = typeof meta.arch === 'string' ? meta.arch : typeof meta.cpu === 'string' ? meta.cpu : file.kind === 'proguard' ? 'any' : 'unknown';
+  return {
+    id: String(file.id),
+    uuid: file.debugId || null,
+    debugId: file.debugId || null,
+    codeId: null,
+    objectName: file.kind === 'proguard' ? 'proguard-mapping' : objectName,
+    cpuName: arch,
+    symbolType: file.kind === 'proguard' ? 'proguard' : 'macho',
+    headers: {},
+    size: file.size,
+    sha1: checksum,
+    dateCreated: iso(file.uploadedAt),
+    data: { features: file.kind === 'proguard' ? ['mapping'] : ['debug', 'symtab'] },
+  };
+}
+
+export type DifJson = ReturnType<typeof difJson>;

@@ -1,0 +1,10 @@
+// The one error type of the uploader domain: a status and a message the HTTP layer
+// turns into `{"error": "..."}` (sentry-cli shows that message to the user).
+export class UploadError extends Error {
+  constructor(
+    readonly status: 400 | 404 | 409 | 413,
+    message: string,
+  ) {
+    super(message);
+  }
+}

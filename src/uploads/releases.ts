@@ -1,0 +1,186 @@
+// Releases as sentry-cli manages them (`releases new|finalize|list|info|set-commits`):
+// kept per project in `cli_releases` (version, url, dates) and answered in Sentry's
+// shape (`version`, `dateCreated` required by the CLI). Commits and refs are accepted
+// and ignored. Faultline's own releases API keeps deriving releases from events.
+import type { Kysely } from 'kysely';
+import { iso } from '../clock.js';
+import type { CliReleaseTable, Database, ProjectRow } from '../store/schema.js';
+import { UploadError } from './errors.js';
+
+type Db = Kysely<Database>;
+
+export const MAX_VERSION_LENGTH = 200;
+/** Most releases a list answers (newest first), as Sentry caps its default page. */
+export const RELEASE_LIST_LIMIT = 100;
+
+export interface ReleaseChange {
+  version?: string;
+  url?: string | null;
+  dateStarted?: number | null;
+  dateReleased?: number | null;
+  projects?: string[];
+}
+
+/** A release version as Sentry allows it: non-empty, no slashes or newlines, not `.`/`..`/`latest`. */
+export function versionProblem(version: string): string | null {
+  if (version.trim() === '' || version.length > MAX_VERSION_LENGTH) return `release version must be 1 to ${MAX_VERSION_LENGTH} characters`;
+  if (/[\n\r\t\f\x0b/\\]/.test(version) || version === '.' || version === '..' || version === ' ' || version.toLowerCase() === 'latest') {
+    return `release version ${JSON.stringify(version)} is not allowed (no slashes or line breaks; not ".", ".." or "latest")`;
+  }
+  return null;
+}
+
+function dateField(value: unknown, name: string): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === null) return null;
+  if (typeof value !== 'string') throw new UploadError(400, `${name} must be an RFC 3339 date`);
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new UploadError(400, `${name} must be an RFC 3339 date`);
+  return ms;
+}
+
+/** The fields of a release body sentry-cli sends (others, e.g. refs and commits, are ignored). */
+export function parseReleaseBody(body: unknown): ReleaseChange {
+  if (body === undefined) return {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object');
+  const b = body as Record<string, unknown>;
+  const out: ReleaseChange = {};
+  if (b.version !== undefined) {
+    if (typeof b.version !== 'string') throw new UploadError(400, 'version must be a string');
+    const problem = versionProblem(b.version);
+    if (problem) throw new UploadError(400, problem);
+    out.version = b.version;
+  }
+  if (b.url !== undefined) {
+    if (b.url !== null && typeof b.url !== 'string') throw new UploadError(400, 'url must be a string');
+    out.url = b.url as string | null;
+  }
+  out.dateStarted = dateField(b.dateStarted, 'dateStarted');
+  out.dateReleased = dateField(b.dateReleased, 'dateReleased');
+  if (b.projects !== undefined) {
+    if (!Array.isArray(b.projects) || b.projects.some((p) => typeof p !== 'string')) throw new UploadError(400, 'projects must be a list of project slugs');
+    out.projects = b.projects as string[];
+  }
+  return out;
+}
+
+type CliRelease = CliReleaseTable;
+
+/** Sentry's release JSON for rows of one version (one row per project). */
+export function releaseJson(rows: CliRelease[], projects: ReadonlyMap<number, ProjectRow>) {
+  const first = rows[0];
+  const created = Math.min(...rows.map((r) => Number(r.date_created)));
+  const released = rows.map((r) => (r.date_released === null ? null : Number(r.date_released))).find((d) => d !== null) ?? null;
+  const started = rows.map((r) => (r.date_started === null ? null : Number(r.date_started))).find((d) => d !== null) ?? null;
+  return {
+    version: first.version,
+    shortVersion: first.version,
+    ref: null,
+    url: first.url,
+    dateCreated: iso(created),
+    dateStarted: started === null ? null : iso(started),
+    dateReleased: released === null ? null : iso(released),
+    lastEvent: null,
+    newGroups: 0,
+    commitCount: 0,
+    deployCount: 0,
+    lastCommit: null,
+    lastDeploy: null,
+    authors: [],
+    owner: null,
+    data: {},
+    projects: rows.flatMap((r) => {
+      const p = projects.get(Number(r.project_id));
+      return p ? [{ id: Number(p.id), slug: p.slug, name: p.name, platform: p.platform }] : [];
+    }),
+  };
+}
+
+export type ReleaseJson = ReturnType<typeof releaseJson>;
+
+/**
+ * Creates the release in each project, or updates it where it exists (sentry-cli's
+ * `releases new` on an existing version is an update, as on Sentry). Returns whether
+ * any row was new.
+ */
+export async function upsertRelease(db: Db, projectIds: number[], version: string, change: ReleaseChange, now: number): Promise<boolean> {
+  let created = false;
+  for (const projectId of projectIds) {
+    const existing = await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
+    if (!existing) {
+      const res = await db
+        .insertInto('cli_releases')
+        .values({
+          project_id: projectId,
+          version,
+          url: change.url ?? null,
+          date_created: now,
+          date_started: change.dateStarted ?? null,
+          date_released: change.dateReleased ?? null,
+        })
+        .onConflict((oc) => oc.columns(['project_id', 'version']).doNothing())
+        .executeTakeFirst();
+      if (Number(res.numInsertedOrUpdatedRows ?? 0) === 1) {
+        created = true;
+        continue;
+      }
+    }
+    await updateRelease(db, [projectId], version, change);
+  }
+  return created;
+}
+
+/** Applies the given fields to the release rows of these projects; the number of rows changed. */
+export async function updateRelease(db: Db, projectIds: number[], version: string, change: ReleaseChange): Promise<number> {
+  const set: Partial<CliRelease> = {};
+  if (change.url !== undefined) set.url = change.url;
+  if (change.dateStarted !== undefined) set.date_started = change.dateStarted;
+  if (change.dateReleased !== undefined) set.date_released = change.dateReleased;
+  if (Object.keys(set).length === 0) {
+    const rows = await db.selectFrom('cli_releases').select('project_id').where('project_id', 'in', projectIds).where('version', '=', version).execute();
+    return rows.length;
+  }
+  const res = await db.updateTable('cli_releases').set(set).where('project_id', 'in', projectIds).where('version', '=', version).executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
+/** The rows of one version in these projects (all projects when `projectIds` is null). */
+export async function findRelease(db: Db, projectIds: number[] | null, version: string): Promise<CliRelease[]> {
+  let q = db.selectFrom('cli_releases').selectAll().where('version', '=', version);
+  if (projectIds) q = q.where('project_id', 'in', projectIds);
+  return q.orderBy('project_id').execute();
+}
+
+/** Newest releases first, grouped by version (all projects when `projectIds` is null). */
+export async function listReleases(db: Db, projectIds: number[] | null): Promise<CliRelease[][]> {
+  let q = db.selectFrom('cli_releases').selectAll();
+  if (projectIds) q = q.where('project_id', 'in', projectIds);
+  const rows = await q.orderBy('date_created', 'desc').orderBy('version').limit(RELEASE_LIST_LIMIT * 10).execute();
+  const byVersion = new Map<string, CliRelease[]>();
+  for (const row of rows) {
+    const list = byVersion.get(row.version) ?? [];
+    list.push(row);
+    byVersion.set(row.version, list);
+  }
+  return [...byVersion.values()].slice(0, RELEASE_LIST_LIMIT);
+}
+
+export async function deleteRelease(db: Db, projectIds: number[] | null, version: string): Promise<number> {
+  let q = db.deleteFrom('cli_releases').where('version', '=', version);
+  if (projectIds) q = q.where('project_id', 'in', projectIds);
+  const res = await q.executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
+
+/**
+ * Associates a ProGuard mapping with a release (build plugins; sentry-cli 2.x
+ * `upload-proguard --app-id`): false when the pair was already recorded (409).
+ */
+export async function associateProguardRelease(db: Db, projectId: number, release: string, uuid: string, now: number): Promise<boolean> {
+  const res = await db
+    .insertInto('proguard_releases')
+    .values({ project_id: projectId, release, proguard_uuid: uuid.toLowerCase(), created_at: now })
+    .onConflict((oc) => oc.columns(['project_id', 'release', 'proguard_uuid']).doNothing())
+    .executeTakeFirst();
+  return Number(res.numInsertedOrUpdatedRows ?? 0) === 1;
+}

@@ -1,0 +1,128 @@
+// The uploader's SymbolPort on symbol storage (src/symbols): each file streams into a
+// pending row while its kind's inspector checks it (the checks a management-API upload
+// gets), an inspector's several files (a fat Mach-O's slices) become ranges of it, and
+// every file of one upload is committed in one transaction, or all are discarded. Then
+// the symbol service forgets what it cached of the project and re-symbolicates recent
+// events of the releases uploaded to, as after a management-API upload.
+import type { AppDeps } from '../context.js';
+import { SymbolInputError, symbolKindHandler, symbolKindHandlers } from '../symbols/kinds.js';
+import '../symbols/register.js';
+import {
+  commitSymbolFiles,
+  copyPendingRange,
+  discardSymbolFiles,
+  saveDerivedIndex,
+  writePendingFile,
+  type FinalFacts,
+  type SymbolFileMeta,
+  type SymbolFileRow,
+  type SymbolKind,
+} from '../symbols/storage.js';
+import { UploadError } from './errors.js';
+import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
+
+function stored(row: SymbolFileRow): StoredSymbolFile {
+  let meta: Record<string, unknown> = {};
+  try {
+    meta = JSON.parse(row.meta) as Record<string, unknown>;
+  } catch {
+    meta = {};
+  }
+  return {
+    id: Number(row.id),
+    kind: row.kind,
+    debugId: row.debug_id,
+    filename: row.filename,
+    size: Number(row.size),
+    release: row.release,
+    uploadedAt: Number(row.uploaded_at),
+    meta,
+  };
+}
+
+async function* tapped(source: AsyncIterable<Uint8Array>, push: (chunk: Uint8Array) => void): AsyncGenerator<Uint8Array> {
+  for await (const chunk of source) {
+    push(chunk);
+    yield chunk;
+  }
+}
+
+export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolPort {
+  const db = deps.store.db;
+  return {
+    kinds: () => new Set(symbolKindHandlers().map((h) => h.kind)),
+
+    async storeAll(projectId: number, files: SymbolFileToStore[], now: number) {
+      const written: number[] = [];
+      const commits: { id: number; final?: FinalFacts }[] = [];
+      try {
+        for (const file of files) {
+          const handler = symbolKindHandler(file.kind as SymbolKind);
+          if (!handler) throw new UploadError(400, `${file.kind} support not available`);
+          const inspector = handler.inspect(file.filename);
+          const meta: SymbolFileMeta = {
+            projectId,
+            kind: file.kind as SymbolKind,
+            release: file.release,
+            dist: file.dist,
+            filename: file.filename,
+            debugId: file.debugId,
+            serves: file.serves,
+          };
+          const whole = await writePendingFile(db, meta, tapped(file.source, (chunk) => inspector.push(chunk)), now);
+          written.push(whole.id);
+          const inspected = await inspector.finish();
+          for (const found of inspected) {
+            let id = whole.id;
+            if (found.range && !(found.range[0] === 0 && found.range[1] === whole.size)) {
+              id = (await copyPendingRange(db, whole.id, meta, found.range[0], found.range[1], now)).id;
+              written.push(id);
+            }
+            if (found.index) {
+              const index = found.index;
+              await saveDerivedIndex(db, id, (async function* () {
+                yield index;
+              })());
+            }
+            // ProGuard: the UUID the client names the mapping by is what its events reference.
+            const debugId = file.kind === 'proguard' ? (file.debugId ?? found.debugId) : (found.debugId ?? file.debugId);
+            commits.push({ id, final: { debugId: debugId ?? '', serves: file.serves ?? found.serves, filename: found.filename, meta: found.meta } });
+          }
+        }
+        const replaced: number[] = [];
+        const rows = await commitSymbolFiles(db, commits, (ids) => replaced.push(...ids));
+        const kept = new Set(commits.map((c) => c.id));
+        await discardSymbolFiles(db, written.filter((id) => !kept.has(id)));
+        deps.symbols?.invalidate(projectId, replaced);
+        for (const release of new Set(rows.map((r) => r.release))) await deps.symbols?.resymbolicate(projectId, release);
+        return rows.map(stored);
+      } catch (err) {
+        await discardSymbolFiles(db, written).catch(() => undefined);
+        if (err instanceof SymbolInputError) throw new UploadError(400, err.message);
+        throw err;
+      }
+    },
+
+    async allStored(ids: number[]) {
+      const unique = [...new Set(ids)];
+      for (let i = 0; i < unique.length; i += 500) {
+        const part = unique.slice(i, i + 500);
+        const rows = await db.selectFrom('symbol_files').select('id').where('id', 'in', part).where('state', '=', 'ready').execute();
+        if (rows.length !== part.length) return false;
+      }
+      return true;
+    },
+
+    async findByDebugId(projectId: number, debugId: string) {
+      const rows = await db
+        .selectFrom('symbol_files')
+        .selectAll()
+        .where('project_id', '=', projectId)
+        .where('debug_id', '=', debugId.toLowerCase())
+        .where('state', '=', 'ready')
+        .orderBy('id', 'desc')
+        .execute();
+      return rows.map(stored);
+    },
+  };
+}

@@ -1,0 +1,95 @@
+// An iOS-shaped crash over the real arm64 build: a fat dSYM (arm64 + x86_64) in a .dSYM
+// bundle, the event an SDK sends for it (debug_meta.images of type macho, addresses slid by
+// ASLR: callers are return addresses right after `bl` instructions, the crashing frame sits
+// in code inlined three deep), and the frames llvm-symbolizer says it should become.
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { buildDsym, lipo, run, sourceDir, symbolize, type SymbolizerFrame } from './build-dsym.js';
+
+export const IMAGE_ADDR = 0x1_0460_0000;
+export const VMADDR = 0x1_0000_0000;
+export const CODE_FILE = '/private/var/containers/Bundle/Application/0C1D/App.app/App';
+
+export interface IosFixture {
+  dir: string;
+  /** The bundle's files (relative paths → bytes), its DWARF file a fat arm64 + x86_64 Mach-O. */
+  bundle: Record<string, Uint8Array>;
+  debugIds: Record<string, string>;
+  arm64Dwarf: string;
+  callerAddrs: number[];
+  crashAddr: number;
+}
+
+export function buildIosFixture(): IosFixture {
+  const dir = sourceDir();
+  const arm64 = buildDsym(dir, 'arm64-apple-macos11', 'arm64', ['macos', '11.0', '11.0']);
+  const x86 = buildDsym(dir, 'x86_64-apple-macos11', 'x86_64', ['macos', '11.0', '11.0']);
+  const fat = lipo(dir, [arm64.dwarfFile, x86.dwarfFile], 'App');
+  const debugIds: Record<string, string> = {};
+  for (const m of run('llvm-dwarfdump', ['--uuid', fat], dir).matchAll(/UUID: ([0-9A-F-]+) \((\w+)\)/g)) debugIds[m[2]] = m[1].toLowerCase();
+  const bundle = {
+    'App.app.dSYM/Contents/Info.plist': new Uint8Array(fs.readFileSync(path.join(arm64.bundle, 'Contents/Info.plist'))),
+    'App.app.dSYM/Contents/Resources/DWARF/App': new Uint8Array(fs.readFileSync(fat)),
+  };
+  const exe = arm64.dwarfFile.replace(/\.dSYM\/.*$/, '');
+  const disasm = run('llvm-objdump', ['-d', exe], dir).split('\n');
+  const callerAddrs = disasm.filter((l) => /\tbl\t/.test(l)).map((l) => parseInt(l.trim().split(':')[0], 16) + 4);
+  expect(callerAddrs.length).toBeGreaterThanOrEqual(4);
+  const text = disasm.filter((l) => /^\s*1[0-9a-f]+:/.test(l)).map((l) => parseInt(l.trim().split(':')[0], 16));
+  const answers = symbolize(arm64.dwarfFile, text);
+  const crashAddr = text[answers.findIndex((a) => a.length >= 3)];
+  return { dir, bundle, debugIds, arm64Dwarf: arm64.dwarfFile, callerAddrs: callerAddrs.slice(0, 4), crashAddr };
+}
+
+const hex = (n: number): string => `0x${n.toString(16)}`;
+export const slid = (addr: number): string => hex(addr - VMADDR + IMAGE_ADDR);
+
+/** The event a Cocoa SDK sends for the crash (frames oldest call first). */
+export function iosEvent(fx: IosFixture, release: string): Record<string, unknown> {
+  return {
+    platform: 'cocoa',
+    release,
+    exception: {
+      values: [{
+        type: 'EXC_BAD_ACCESS',
+        value: 'KERN_INVALID_ADDRESS at 0x0000000000000010',
+        mechanism: { type: 'mach', handled: false },
+        stacktrace: {
+          frames: [
+            ...fx.callerAddrs.map((a) => ({ instruction_addr: slid(a), image_addr: hex(IMAGE_ADDR), package: CODE_FILE, in_app: true })),
+            { instruction_addr: slid(fx.crashAddr), image_addr: hex(IMAGE_ADDR), package: CODE_FILE, function: '<redacted>', in_app: true },
+          ],
+        },
+      }],
+    },
+    debug_meta: {
+      images: [
+        { type: 'macho', debug_id: fx.debugIds.arm64.toUpperCase(), image_addr: hex(IMAGE_ADDR), image_size: 0x10000, image_vmaddr: hex(VMADDR), code_file: CODE_FILE, arch: 'arm64' },
+        { type: 'macho', debug_id: '11111111-2222-3333-4444-555555555555', image_addr: '0x180000000', image_size: 0x100000, code_file: '/usr/lib/system/libsystem_kernel.dylib' },
+      ],
+    },
+  };
+}
+
+function sentryOrder(chain: SymbolizerFrame[]) {
+  return [...chain].reverse().map((f) => ({ function: f.FunctionName, filename: f.FileName.split('/').pop(), abs_path: f.FileName, lineno: f.Line }));
+}
+
+/**
+ * llvm-symbolizer's frames for the event (callers looked up one byte back), in Sentry's
+ * order and fields, checked against `got`. LLVM prints template functions' return types;
+ * the demangler, like Sentry's, leaves them out, so that alone is not a difference.
+ */
+export function expectLlvmFrames(fx: IosFixture, got: Array<Record<string, unknown>>): void {
+  const callers = symbolize(fx.arm64Dwarf, fx.callerAddrs.map((a) => a - 1));
+  const [crash] = symbolize(fx.arm64Dwarf, [fx.crashAddr]);
+  expect(crash.length).toBeGreaterThanOrEqual(3);
+  const expected = [...callers.flatMap(sentryOrder), ...sentryOrder(crash)];
+  const ours = got.map((f) => ({ function: f.function, filename: f.filename, abs_path: f.abs_path, lineno: f.lineno }));
+  expected.forEach((e, i) => {
+    const name = ours[i]?.function;
+    if (typeof name === 'string' && e.function.endsWith(` ${name}`)) e.function = name;
+  });
+  expect(ours).toEqual(expected);
+}
