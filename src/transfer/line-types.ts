@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
+import { symbolChunkLineType, symbolLineType } from './symbol-line-types.js';
 import { ISSUE_PARENT, tableLineType } from './table-line-type.js';
 
 export const issueLineType = tableLineType({
@@ -41,6 +42,66 @@ export const issueLineType = tableLineType({
 
 export const LINE_TYPES: readonly LineType[] = [
   projectLineType,
+  // Alert rules and channels (src/alerts): a rule per project and alert type; channels
+  // have no key but what they are (kind and config, which holds the webhook secret).
+  // Deliveries and the outbox are the instance's history of sending, not moved.
+  tableLineType({
+    type: 'alert_rule',
+    table: 'alert_rules',
+    parent: 'project',
+    key: ['type'],
+    order: ['project_id', 'type'],
+    // `type` names the line type, so the rule's type travels as `alert`.
+    columns: [
+      { column: 'type', field: 'alert', kind: 'text' },
+      { column: 'enabled', kind: 'bool' },
+      { column: 'cooldown_minutes', kind: 'int' },
+      { column: 'last_triggered', kind: 'time?' },
+    ],
+  }),
+  tableLineType({
+    type: 'alert_channel',
+    table: 'alert_channels',
+    parent: 'project',
+    key: ['kind', 'config'],
+    order: ['id'],
+    existing: 'lookup',
+    columns: [
+      { column: 'kind', kind: 'text' },
+      { column: 'config', kind: 'json' },
+      { column: 'created_at', kind: 'time' },
+    ],
+  }),
+  symbolLineType,
+  symbolChunkLineType,
+  // Releases sentry-cli created or finalised (src/uploads), and the ProGuard mappings the
+  // build plugins tied to releases.
+  tableLineType({
+    type: 'cli_release',
+    table: 'cli_releases',
+    parent: 'project',
+    key: ['version'],
+    order: ['project_id', 'version'],
+    columns: [
+      { column: 'version', kind: 'text' },
+      { column: 'url', kind: 'text?' },
+      { column: 'date_created', kind: 'time' },
+      { column: 'date_started', kind: 'time?' },
+      { column: 'date_released', kind: 'time?' },
+    ],
+  }),
+  tableLineType({
+    type: 'proguard_release',
+    table: 'proguard_releases',
+    parent: 'project',
+    key: ['release', 'proguard_uuid'],
+    order: ['project_id', 'release', 'proguard_uuid'],
+    columns: [
+      { column: 'release', kind: 'text' },
+      { column: 'proguard_uuid', kind: 'text' },
+      { column: 'created_at', kind: 'time' },
+    ],
+  }),
   issueLineType,
   // The releases an issue was seen on (regressions are decided by them).
   tableLineType({

@@ -3,10 +3,9 @@
 // before its project), unknown types. Each is reported with its line number or counted,
 // and the database ends up holding exactly what it held plus the valid rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
 import { ImportRefusedError } from '../../src/transfer/import.js';
-import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { bodyLines, emptyStore, exportText, fillInstance, importText, type EmptyStore } from './support.js';
+import { dialects, type TestServer } from '../helpers/server.js';
+import { bodyLines, emptyStore, exportText, filledSource, importText, type EmptyStore } from './support.js';
 
 describe.each(dialects)('importing bad input on %s', (dialect) => {
   let t: TestServer;
@@ -15,9 +14,9 @@ describe.each(dialects)('importing bad input on %s', (dialect) => {
   let target: EmptyStore;
 
   beforeAll(async () => {
-    t = await startTestServer(dialect, { clock: new ManualClock(Date.now()) });
-    await fillInstance(t);
-    full = bodyLines(await exportText(t.deps.store));
+    let file: string;
+    ({ t, file } = await filledSource(dialect));
+    full = bodyLines(file);
     demoOnly = await exportText(t.deps.store, { project: 'demo' });
   }, 60_000);
 

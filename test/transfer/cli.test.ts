@@ -36,7 +36,7 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
     expect(meta).toMatchObject({ type: 'meta', format: 1, source: { database: dialect, project: null }, expected_lines: bodyLines(file).length + 1 });
     // Not a terminal: progress comes as plain lines, then the summary.
     expect(result.stderr).toMatch(/^export: \d+\/\d+ lines \(\d+%\), \d+ lines\/s, ETA /m);
-    expect(result.stderr).toMatch(new RegExp(`export: wrote ${bodyLines(file).length + 1} lines \\(meta and 2 project, \\d+ issue,`));
+    expect(result.stderr).toMatch(new RegExp(`export: wrote ${bodyLines(file).length + 1} lines \\(meta and 2 project, \\d+ alert_rule, .*, \\d+ issue,`));
 
     const web = await runCli(['export', 'web'], { DATABASE_URL: t.database.url });
     expect(bodyLines(web.stdout)).toEqual(bodyLines(await exportText(t.deps.store, { project: 'web' })));

@@ -23,7 +23,7 @@ describe.each(dialects)('round trip from %s', (source) => {
 
   it('exports every kind of row, with natural keys only', () => {
     const counts = typeCounts(file);
-    for (const type of ['project', 'issue', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'usage_day', 'event', 'seen_event', 'session']) {
+    for (const type of ['project', 'alert_rule', 'alert_channel', 'symbol', 'symbol_chunk', 'cli_release', 'proguard_release', 'issue', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'usage_day', 'event', 'seen_event', 'session']) {
       expect(counts[type], type).toBeGreaterThan(0);
     }
     const lines = bodyLines(file).map((l) => JSON.parse(l));
@@ -60,6 +60,24 @@ describe.each(dialects)('round trip from %s', (source) => {
       expect(bodyLines(await exportText(empty.store))).toEqual(bodyLines(file));
     } finally {
       await empty.close();
+    }
+  }, 60_000);
+
+  it('a symbol file is invisible until all its chunks are in, and an interrupted import finishes it', async () => {
+    const target = await emptyStore(source);
+    try {
+      const lines = file.split('\n');
+      const firstChunk = lines.findIndex((l) => l.startsWith('{"type":"symbol_chunk"'));
+      expect(firstChunk).toBeGreaterThan(0);
+      await importText(target.store, lines.slice(0, firstChunk).join('\n') + '\n');
+      const states = async () => (await target.store.db.selectFrom('symbol_files').select('state').orderBy('id').execute()).map((r) => r.state);
+      expect(await states()).toEqual(['importing', 'importing']);
+      const summary = await importText(target.store, file);
+      expect(summary.types.symbol).toEqual({ added: 0, kept: 2, failed: 0 });
+      expect(await states()).toEqual(['ready', 'ready']);
+      expect(bodyLines(await exportText(target.store))).toEqual(bodyLines(file));
+    } finally {
+      await target.close();
     }
   }, 60_000);
 

@@ -72,6 +72,29 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   const sessions = [sessionUpdate({ started: now - 7200_000, release: 'web@1.0' }), sessionUpdate({ started: now - 3600_000, status: 'crashed', errors: 1, release: 'web@1.1' })];
   for (const s of sessions) expect((await post(t, web, envelope({}, [{ type: 'session', payload: s }]))).status).toBe(200);
 
+  // Alert rules and channels, symbol files (a source map with its derived index, a
+  // ProGuard mapping tied to a release by the build plugins' route), a sentry-cli release.
+  expect((await t.api('/api/projects/demo/alerts/new_issue', { method: 'PATCH', json: { enabled: false, cooldown_minutes: 45 } })).status).toBe(200);
+  expect((await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } })).status).toBe(201);
+  const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
+  const mapForm = new FormData();
+  mapForm.set('kind', 'sourcemap');
+  mapForm.set('release', 'com.example.shop@1.2.0+120');
+  mapForm.set('file', new Blob([JSON.stringify(map)]), 'app.min.js.map');
+  const mapUpload = await t.api('/api/projects/demo/symbols', { method: 'POST', body: mapForm });
+  expect(mapUpload.status, await mapUpload.clone().text()).toBe(201);
+  const proguardForm = new FormData();
+  proguardForm.set('kind', 'proguard');
+  proguardForm.set('release', 'com.example.shop@1.2.0+120');
+  proguardForm.set('file', new Blob([fixture('mapping.txt')]), 'mapping.txt');
+  const proguard = await t.api('/api/projects/demo/symbols', { method: 'POST', body: proguardForm });
+  expect(proguard.status, await proguard.clone().text()).toBe(201);
+  const uuid = ((await proguard.json()) as { symbols: { debug_id: string }[] }).symbols[0].debug_id;
+  const tied = await t.api('/api/0/projects/org/demo/files/proguard-artifact-releases/', { method: 'POST', json: { release_name: 'com.example.shop@1.2.0+120', proguard_uuid: uuid } });
+  expect(tied.status, await tied.clone().text()).toBe(201);
+  const release = await t.api('/api/0/organizations/org/releases/', { method: 'POST', json: { version: 'com.example.shop@1.3.0+130', projects: ['demo'], url: 'https://example.com/1.3' } });
+  expect(release.status, await release.clone().text()).toBe(201);
+
   // People change issues; symbolication fills frames; old rows keep their own blobs.
   const issues = (await (await t.api('/api/projects/demo/issues?days=30')).json()) as { issues: { fingerprint: string }[] };
   expect(issues.issues.length).toBeGreaterThan(3);
@@ -89,12 +112,17 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
     .set({ raw: compress(payload), detail: compress(Buffer.from(JSON.stringify({ exceptions: [], breadcrumbs: [] }))), payload_chunk: null, payload_start: null, payload_length: null })
     .where('id', '=', old.id)
     .execute();
+  // Ingest stores payloads as valid UTF-8; a row written by an older version may hold
+  // any bytes: the Latin-1 payload as received, which the export carries as base64.
+  const encoding = await db.selectFrom('events').select('id').where('error_type', '=', 'EncodingError').executeTakeFirstOrThrow();
+  await db.updateTable('events').set({ raw: compress(latin), payload_chunk: null, payload_start: null, payload_length: null }).where('id', '=', encoding.id).execute();
   return { demo: 'demo', web: 'web' };
 }
 
 /** A test server on a new database of the dialect, filled (fillInstance), and its export. */
 export async function filledSource(dialect: DialectName): Promise<{ t: TestServer; file: string }> {
-  const t = await startTestServer(dialect, { clock: new ManualClock(Date.now()) });
+  // The webhook channel points at this machine.
+  const t = await startTestServer(dialect, { clock: new ManualClock(Date.now()), env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
   await fillInstance(t);
   return { t, file: await exportText(t.deps.store) };
 }
