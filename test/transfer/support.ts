@@ -86,7 +86,7 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   const proguardForm = new FormData();
   proguardForm.set('kind', 'proguard');
   proguardForm.set('release', 'com.example.shop@1.2.0+120');
-  proguardForm.set('file', new Blob([fixture('mapping.txt')]), 'mapping.txt');
+  proguardForm.set('file', new Blob([new Uint8Array(fixture('mapping.txt'))]), 'mapping.txt');
   const proguard = await t.api('/api/projects/demo/symbols', { method: 'POST', body: proguardForm });
   expect(proguard.status, await proguard.clone().text()).toBe(201);
   const uuid = ((await proguard.json()) as { symbols: { debug_id: string }[] }).symbols[0].debug_id;
