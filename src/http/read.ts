@@ -65,7 +65,7 @@ export function readRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const p = await project(c);
       const { fingerprints, status } = parseBulkBody(await readJson(c));
-      return c.json(await bulkSetStatus(db, p.id, fingerprints, status, now()));
+      return c.json(await bulkSetStatus(db, p.id, fingerprints, status, now(), deps.store.batch));
     }),
   );
 
@@ -87,7 +87,7 @@ export function readRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const p = await project(c);
       const status = parseStatusBody(await readJson(c));
-      return c.json(await setIssueStatus(db, p.id, c.req.param('fingerprint') ?? '', status, now()));
+      return c.json(await setIssueStatus(db, p.id, c.req.param('fingerprint') ?? '', status, now(), deps.store.batch));
     }),
   );
 

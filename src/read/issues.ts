@@ -2,7 +2,7 @@
 // timeline, breakdown over the newest stored events, newest/oldest stored event), and the
 // status workflow (single and bulk). Every query is served by an index on
 // issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type QueryResult, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, hourBucket, iso } from '../clock.js';
 import { LAST_SEEN_MINUTE_MS, type Database, type IssueRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
@@ -303,8 +303,8 @@ export function parseStatusBody(body: unknown): IssueStatus {
  * before the update, in its transaction. Overview `regressions` counts the `regression`
  * rows, so an issue set to regression by hand counts like one ingest flipped.
  */
-async function recordStatusChanges(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number): Promise<void> {
-  await tx
+function recordStatusChanges(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number) {
+  return tx
     .insertInto('issue_changes')
     .columns(['project_id', 'issue_id', 'kind', 'at', 'release'])
     .expression(
@@ -315,9 +315,18 @@ async function recordStatusChanges(tx: Db, projectId: number, fingerprints: stri
         .where('fingerprint', 'in', fingerprints)
         .where('status', '<>', status)
         .orderBy('id'),
-    )
-    .execute();
+    );
 }
+
+function updateStatus(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number) {
+  return tx.updateTable('issues').set(statusChange(status, now)).where('project_id', '=', projectId).where('fingerprint', 'in', fingerprints);
+}
+
+/**
+ * Where the store has no interactive transactions (D1), the statements of a status
+ * change go as one atomic batch instead (Store.batch).
+ */
+export type AtomicBatch = (queries: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
 
 export async function setIssueStatus(
   db: Db,
@@ -325,17 +334,21 @@ export async function setIssueStatus(
   fingerprint: string,
   status: IssueStatus,
   now: number,
+  batch?: AtomicBatch,
 ): Promise<IssueJson> {
-  const row = await db.transaction().execute(async (tx) => {
-    await recordStatusChanges(tx, projectId, [fingerprint], status, now);
-    return tx
-      .updateTable('issues')
-      .set(statusChange(status, now))
-      .where('project_id', '=', projectId)
-      .where('fingerprint', '=', fingerprint)
-      .returningAll()
-      .executeTakeFirst();
-  });
+  let row: IssueRow | undefined;
+  if (batch) {
+    const [, updated] = await batch([
+      recordStatusChanges(db, projectId, [fingerprint], status, now).compile(),
+      updateStatus(db, projectId, [fingerprint], status, now).returningAll().compile(),
+    ]);
+    row = updated.rows[0] as IssueRow | undefined;
+  } else {
+    row = await db.transaction().execute(async (tx) => {
+      await recordStatusChanges(tx, projectId, [fingerprint], status, now).execute();
+      return updateStatus(tx, projectId, [fingerprint], status, now).returningAll().executeTakeFirst();
+    });
+  }
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
   return issueJson(row);
 }
@@ -363,18 +376,25 @@ export async function bulkSetStatus(
   fingerprints: string[],
   status: IssueStatus,
   now: number,
+  batch?: AtomicBatch,
 ): Promise<{ updated: number; status: IssueStatus }> {
+  const chunks: string[][] = [];
+  for (let i = 0; i < fingerprints.length; i += 500) chunks.push(fingerprints.slice(i, i + 500));
   let updated = 0;
+  if (batch) {
+    const results = await batch(
+      chunks.flatMap((chunk) => [
+        recordStatusChanges(db, projectId, chunk, status, now).compile(),
+        updateStatus(db, projectId, chunk, status, now).compile(),
+      ]),
+    );
+    for (let i = 1; i < results.length; i += 2) updated += Number(results[i].numAffectedRows ?? 0);
+    return { updated, status };
+  }
   await db.transaction().execute(async (tx) => {
-    for (let i = 0; i < fingerprints.length; i += 500) {
-      const chunk = fingerprints.slice(i, i + 500);
-      await recordStatusChanges(tx, projectId, chunk, status, now);
-      const res = await tx
-        .updateTable('issues')
-        .set(statusChange(status, now))
-        .where('project_id', '=', projectId)
-        .where('fingerprint', 'in', chunk)
-        .executeTakeFirst();
+    for (const chunk of chunks) {
+      await recordStatusChanges(tx, projectId, chunk, status, now).execute();
+      const res = await updateStatus(tx, projectId, chunk, status, now).executeTakeFirst();
       updated += Number(res.numUpdatedRows);
     }
   });

@@ -5,9 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery, type QueryResult, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
-import { StaticMigrationProvider, migrations } from './migrations.js';
 import { sendNamedStatements } from './pg-statements.js';
 import { CommitTally, startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
 
@@ -23,6 +22,13 @@ export interface Store {
    * checkpointer's pace (the batch thread records into its buffer).
    */
   commitTally?: CommitTally;
+  /**
+   * Present where the database has no interactive transactions (D1, src/store/d1.ts):
+   * runs the statements as one atomic batch, in order, and gives each one's result.
+   * Code whose statements must commit together uses it instead of `db.transaction()`
+   * when it is present.
+   */
+  batch?(queries: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
   /** True when the database answers a trivial query within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -224,52 +230,5 @@ async function openPostgres(url: string): Promise<Store> {
   };
 }
 
-export class SchemaTooNewError extends Error {}
-
-const MIGRATION_LOCK_KEY = 726_153_001; // arbitrary constant shared by every faultline instance
-
-/**
- * Brings the schema to the latest version. Refuses a database migrated by a newer
- * faultline. On PostgreSQL a session advisory lock makes concurrent starts safe:
- * the second instance waits, then finds nothing left to do.
- */
-export async function migrate(store: Store): Promise<{ applied: string[]; version: string }> {
-  const known = Object.keys(migrations(store.dialect));
-  const run = async (): Promise<string[]> => {
-    const existing = await appliedMigrations(store);
-    const unknown = existing.filter((name) => !known.includes(name));
-    if (unknown.length > 0) {
-      throw new SchemaTooNewError(
-        `the database schema is newer than this version of faultline (it has migration ${unknown[unknown.length - 1]}, ` +
-          `this build knows up to ${known[known.length - 1]}); upgrade faultline or point DATABASE_URL at another database`,
-      );
-    }
-    const migrator = new Migrator({ db: store.db, provider: new StaticMigrationProvider(store.dialect) });
-    const { error, results } = await migrator.migrateToLatest();
-    if (error) throw error instanceof Error ? error : new Error(String(error));
-    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  };
-  let applied: string[];
-  if (store.dialect === 'postgres') {
-    applied = await store.db.connection().execute(async (conn) => {
-      await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
-      try {
-        return await run();
-      } finally {
-        await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
-      }
-    });
-  } else {
-    applied = await run();
-  }
-  return { applied, version: known[known.length - 1] };
-}
-
-async function appliedMigrations(store: Store): Promise<string[]> {
-  try {
-    const rows = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db);
-    return rows.rows.map((r) => r.name);
-  } catch {
-    return []; // no migration table yet: a new database
-  }
-}
+// Migrating lives in ./migrate.ts, which every edition can import (D1 too).
+export { migrate, SchemaTooNewError } from './migrate.js';

@@ -4,9 +4,9 @@
 // stored_count goes down, event_count stays). Also the hourly background job
 // `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
-// on one file never overlap).
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
+// on one file never overlap). On D1, which has no interactive transactions, an event
+// batch is one atomic `Store.batch` (deleteEventBatchAtomically). Web APIs only, so the
+// serverless edition's cron runs the same code.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
@@ -84,6 +84,8 @@ export interface RetentionOptions {
   onProgress?: (p: RetentionProgress) => unknown;
   /** Checked between batches: a stopping server ends the run early. */
   signal?: { aborted: boolean };
+  /** The store's atomic batch where it has no interactive transactions (D1; see Store.batch). */
+  batch?: Store['batch'];
 }
 
 export function emptyCounts(): RetentionCounts {
@@ -110,8 +112,29 @@ async function withRetry<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+type EventBatchResult = { events: number; tags: number; issues: number[] };
+
+/**
+ * One batch of expired events without an interactive transaction: three statements
+ * in one atomic batch, each picking the same events by the same subquery (the first
+ * two leave `events` unchanged, so the third deletes exactly what they counted).
+ */
+async function deleteEventBatchAtomically(db: Db, batch: NonNullable<Store['batch']>, cutoff: number, batchSize: number): Promise<EventBatchResult> {
+  const picked = sql`select id from events where received_at < ${cutoff} order by id limit ${batchSize}`;
+  const [, tags, gone] = await batch([
+    sql`update issues set stored_count = max(0, stored_count - (select count(*) from events e where e.issue_id = issues.id and e.id in (${picked})))
+        where id in (select issue_id from events where id in (${picked}))`.compile(db),
+    sql`delete from event_tags where event_id in (${picked})`.compile(db),
+    sql`delete from events where id in (${picked}) returning issue_id`.compile(db),
+  ]);
+  const issues = new Set<number>();
+  for (const row of gone.rows as { issue_id: number }[]) issues.add(Number(row.issue_id));
+  return { events: gone.rows.length, tags: Number(tags.numAffectedRows ?? 0), issues: [...issues] };
+}
+
 /** One batch of expired events: their tags, the rows, and the issues' stored_count. */
-async function deleteEventBatch(db: Db, cutoff: number, batchSize: number): Promise<{ events: number; tags: number; issues: number[] }> {
+async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['batch']): Promise<EventBatchResult> {
+  if (batch) return deleteEventBatchAtomically(db, batch, cutoff, batchSize);
   return withRetry(() =>
     db.transaction().execute(async (tx) => {
       const picked = await tx.selectFrom('events').select('id').where('received_at', '<', cutoff).limit(batchSize).execute();
@@ -168,7 +191,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   };
 
   while (!stopped()) {
-    const b = await deleteEventBatch(db, rawCutoff, batchSize);
+    const b = await deleteEventBatch(db, rawCutoff, batchSize, options.batch);
     deleted.event_tags += b.tags;
     for (const id of b.issues) issuesUpdated.add(id);
     await report('events', b.events);
@@ -237,7 +260,8 @@ export async function releaseLease(db: Db, name: string, holder: string): Promis
  * when another holder has it.
  */
 async function withLease<T>(db: Db, name: string, work: (lost: { aborted: boolean }) => Promise<T>): Promise<T | null> {
-  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  // The process id where there is one (a server), so an operator can tell holders apart.
+  const holder = `${globalThis.process?.pid ?? 'isolate'}:${crypto.randomUUID().slice(0, 8)}`;
   if (!(await takeLease(db, name, holder, Date.now()))) return null;
   const lost = { aborted: false };
   let renewing: Promise<void> = Promise.resolve();
@@ -249,7 +273,7 @@ async function withLease<T>(db: Db, name: string, work: (lost: { aborted: boolea
       () => undefined, // a busy database: the next renewal tries again, well before expiry
     );
   }, LEASE_RENEW_MS);
-  timer.unref();
+  timer.unref?.(); // Node; Workers' timers have no unref
   try {
     return await work(lost);
   } finally {
@@ -293,7 +317,7 @@ export async function runRetention(store: Store, options: RetentionOptions): Pro
         return lost.aborted || outer?.aborted === true;
       },
     };
-    return { ran: true, ...(await retentionWork(store.db, { ...options, signal })) };
+    return { ran: true, ...(await retentionWork(store.db, { batch: store.batch, ...options, signal })) };
   });
   return done ?? skipped();
 }

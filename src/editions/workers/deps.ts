@@ -1,0 +1,89 @@
+// Builds the AppDeps of the serverless edition from a Worker's env: settings from its
+// vars and secrets (the same names as the server's environment, parsed by
+// src/config.ts), the store on the D1 binding `DB`, the console JSON logger, a rate
+// limiter shared by every isolate through D1, the ingest sink on D1 and the pure-JS
+// codecs. Built once per isolate; the schema is migrated before the first request
+// is served.
+import type { Hono } from 'hono';
+import { systemClock } from '../../clock.js';
+import { loadConfig } from '../../config.js';
+import type { AppDeps } from '../../context.js';
+import { createApp } from '../../http/app.js';
+import { openD1Store, type D1Binding } from '../../store/d1.js';
+import { migrate } from '../../store/migrate.js';
+import { SharedRateLimiter } from '../../store/rate-limits.js';
+import { D1IngestSink } from './ingest-sink.js';
+import { createWorkerLogger } from './logger.js';
+import { decompressBlob, workersIngestRuntime } from './runtime.js';
+
+/** What the Worker is bound to: the D1 database `DB`, and the settings as vars and secrets. */
+export interface WorkerEnv {
+  DB: D1Binding;
+  [setting: string]: unknown;
+}
+
+/** The vars and secrets that are text, i.e. the settings; bindings are objects. */
+export function settingsOf(env: WorkerEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (typeof value === 'string') out[name] = value;
+  return out;
+}
+
+export function buildWorkerDeps(env: WorkerEnv): AppDeps {
+  const config = loadConfig(settingsOf(env));
+  const logger = createWorkerLogger(config.logLevel);
+  const store = openD1Store(env.DB);
+  return {
+    config,
+    store,
+    clock: systemClock,
+    logger,
+    // Isolates come and go and serve in parallel: the limit lives in D1 (rate_limit_windows).
+    rateLimiter: new SharedRateLimiter(store, config.rateLimit, logger),
+    ingest: new D1IngestSink(store),
+    ingestRuntime: workersIngestRuntime,
+    decompressBlob,
+    clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
+  };
+}
+
+export interface WorkerInstance {
+  deps: AppDeps;
+  app: Hono;
+  /** Settles once the schema is current; rejects when migrating failed (retried by the next request). */
+  ready: Promise<void>;
+}
+
+let current: { env: WorkerEnv; instance: WorkerInstance } | null = null;
+
+/**
+ * The isolate's app for this env. A fresh database is migrated by the first request
+ * that meets it; two isolates starting on it at once can race on a migration, so a
+ * failed attempt is tried once more (the other isolate has usually finished) and
+ * otherwise left for the next request.
+ */
+export function workerInstance(env: WorkerEnv): WorkerInstance {
+  if (current && current.env === env) return current.instance;
+  const deps = buildWorkerDeps(env);
+  const instance: WorkerInstance = { deps, app: createApp(deps), ready: migrateOnce(deps) };
+  instance.ready.catch(() => {
+    if (current?.instance === instance) current = null;
+  });
+  current = { env, instance };
+  return instance;
+}
+
+async function migrateOnce(deps: AppDeps): Promise<void> {
+  try {
+    await migrateAndLog(deps);
+  } catch (first) {
+    deps.logger.warn({ err: first }, 'migrating D1 failed; trying once more');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    await migrateAndLog(deps);
+  }
+}
+
+async function migrateAndLog(deps: AppDeps): Promise<void> {
+  const { applied, version } = await migrate(deps.store);
+  if (applied.length > 0) deps.logger.info({ applied, version, database: deps.store.description }, 'database schema migrated');
+}

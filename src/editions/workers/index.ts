@@ -1,0 +1,38 @@
+// The serverless edition's Worker entry (wrangler.jsonc `main`): the shared Hono app
+// for requests, once the isolate's D1 schema is current, and the cron housekeeping.
+import type { ExecutionContext } from 'hono';
+import { runCron } from './crons.js';
+import { workerInstance, type WorkerEnv } from './deps.js';
+
+interface ScheduledController {
+  cron: string;
+  scheduledTime: number;
+}
+
+const UNAVAILABLE = JSON.stringify({ error: 'the database is unavailable; try again later' });
+
+export default {
+  async fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Promise<Response> {
+    let instance;
+    try {
+      instance = workerInstance(env);
+    } catch (err) {
+      // A setting with a bad value: every request says which (as `serve` refuses to start).
+      console.log(JSON.stringify({ level: 60, time: Date.now(), msg: 'invalid settings', error: (err as Error).message }));
+      return Response.json({ error: `invalid settings: ${(err as Error).message}` }, { status: 500 });
+    }
+    try {
+      await instance.ready;
+    } catch (err) {
+      instance.deps.logger.error({ err }, 'the D1 schema could not be migrated; answering 503');
+      return new Response(UNAVAILABLE, { status: 503, headers: { 'content-type': 'application/json' } });
+    }
+    return instance.app.fetch(request, env, ctx);
+  },
+
+  async scheduled(controller: ScheduledController, env: WorkerEnv, _ctx: ExecutionContext): Promise<void> {
+    const instance = workerInstance(env);
+    await instance.ready;
+    await runCron(controller.cron, instance.deps);
+  },
+};

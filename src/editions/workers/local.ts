@@ -1,0 +1,160 @@
+// `npm run worker`: the serverless edition on this machine. The Worker is bundled by
+// wrangler exactly as `wrangler deploy` bundles it (wrangler.jsonc), then served by
+// Miniflare (the Workers runtime, workerd, from npm) on 127.0.0.1 with a local D1
+// under WORKER_DATA_DIR (default ./data/worker). Settings come from the environment
+// as for `npm start`; the crons of wrangler.jsonc run on timers. SIGTERM or SIGINT
+// stops it cleanly. Node code: it runs beside the Worker, never inside it. Tests use
+// the same functions.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { Log, LogLevel, Miniflare } from 'miniflare';
+import { unstable_getMiniflareWorkerOptions } from 'wrangler';
+import { loadConfig } from '../../config.js';
+import { ALERTS_CRON, RETENTION_CRON } from './crons.js';
+
+/** The repository root (this file is src/editions/workers/local.ts, or its build in dist/). */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const WRANGLER_CONFIG = path.join(REPO_ROOT, 'wrangler.jsonc');
+const WRANGLER_BIN = path.join(REPO_ROOT, 'node_modules/wrangler/bin/wrangler.js');
+
+/** The compressed size the bundle stays under: well below the free plan's 3 MB, so the domains still to come fit. */
+export const BUNDLE_BUDGET_GZIP_BYTES = 1024 * 1024;
+
+export interface WorkerBundle {
+  dir: string;
+  file: string;
+  bytes: number;
+  gzipBytes: number;
+}
+
+/**
+ * Bundles the Worker with `wrangler deploy --dry-run` into `outdir`: the bundle a
+ * deploy would upload, built offline (nothing is sent anywhere).
+ */
+export async function buildWorkerBundle(outdir: string, options: { minify?: boolean } = {}): Promise<WorkerBundle> {
+  const args = [WRANGLER_BIN, 'deploy', '--dry-run', '--config', WRANGLER_CONFIG, '--outdir', outdir];
+  if (options.minify) args.push('--minify');
+  await promisify(execFile)(process.execPath, args, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: '1' },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const file = path.join(outdir, 'index.js');
+  const code = fs.readFileSync(file);
+  return { dir: outdir, file, bytes: code.length, gzipBytes: gzipSync(code).length };
+}
+
+export interface LocalWorkerOptions {
+  bundle: WorkerBundle;
+  /** Where the local D1 keeps its files. */
+  dataDir: string;
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** The settings (vars and secrets), by the names the server reads from its environment. */
+  settings: Record<string, string>;
+  /** Print the Worker's log lines (its console) and Miniflare's notices. */
+  log?: boolean;
+}
+
+export interface LocalWorker {
+  url: string;
+  miniflare: Miniflare;
+  /** Runs the Worker's scheduled handler for a cron expression of wrangler.jsonc. */
+  runCron(cron: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startLocalWorker(options: LocalWorkerOptions): Promise<LocalWorker> {
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(WRANGLER_CONFIG);
+  const vars = (workerOptions.bindings ?? {}) as Record<string, unknown>;
+  const host = options.host ?? '127.0.0.1';
+  const miniflare = new Miniflare({
+    ...workerOptions,
+    modules: true,
+    modulesRoot: options.bundle.dir,
+    scriptPath: options.bundle.file,
+    bindings: { ...vars, ...options.settings },
+    d1Persist: options.dataDir,
+    // The placeholder request.cf: Miniflare would otherwise fetch a real one from Cloudflare.
+    cf: false,
+    host,
+    port: options.port,
+    log: new Log(options.log ? LogLevel.INFO : LogLevel.NONE),
+    handleRuntimeStdio: options.log ? undefined : (stdout: Readable, stderr: Readable) => {
+      stdout.resume();
+      stderr.resume();
+    },
+  });
+  const ready = await miniflare.ready;
+  const url = `http://${host}:${ready.port}`;
+  return {
+    url,
+    miniflare,
+    async runCron(cron) {
+      // Typed by @cloudflare/workers-types' Fetcher, which this repository does not install.
+      const worker = (await miniflare.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<unknown> };
+      await worker.scheduled({ cron, scheduledTime: new Date() });
+    },
+    close: () => miniflare.dispose(),
+  };
+}
+
+/** The environment's variables as Worker settings (the Worker reads the ones it knows, like `serve`). */
+function settingsFromEnvironment(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && /^[A-Z][A-Z0-9_]*$/.test(name)) out[name] = value;
+  }
+  return out;
+}
+
+const MINUTE_MS = 60_000;
+
+async function main(): Promise<void> {
+  const settings = settingsFromEnvironment();
+  const config = loadConfig(settings); // a bad setting stops here, with its name
+  const dataDir = path.resolve(process.env.WORKER_DATA_DIR || './data/worker');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const bundle = await buildWorkerBundle(path.join(REPO_ROOT, 'dist/worker'));
+  const worker = await startLocalWorker({ bundle, dataDir, port: config.port, settings, log: true });
+  process.stderr.write(`faultline (serverless edition) listening on ${worker.url}, D1 in ${dataDir}\n`);
+
+  const cron = (expression: string) => () =>
+    void worker.runCron(expression).catch((err) => process.stderr.write(`cron ${expression} failed: ${(err as Error).message}\n`));
+  // The crons of wrangler.jsonc: retention a minute after start and then daily, alerts every 10 minutes.
+  const timers = [
+    setTimeout(cron(RETENTION_CRON), MINUTE_MS),
+    setInterval(cron(RETENTION_CRON), 24 * 60 * MINUTE_MS),
+    setInterval(cron(ALERTS_CRON), 10 * MINUTE_MS),
+  ];
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    for (const t of timers) clearTimeout(t);
+    process.stderr.write(`${signal}: stopping\n`);
+    worker.close().then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`stopping failed: ${(err as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((err) => {
+    process.stderr.write(`faultline worker: ${(err as Error).message}\n`);
+    process.exit(1);
+  });
+}

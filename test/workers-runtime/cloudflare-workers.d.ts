@@ -1,0 +1,5 @@
+// The one thing these tests take from the Workers runtime's `cloudflare:workers`
+// module (typed in full by @cloudflare/workers-types, which is not installed).
+declare module 'cloudflare:workers' {
+  export const env: Record<string, unknown>;
+}

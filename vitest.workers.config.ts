@@ -1,0 +1,15 @@
+// Tests that run inside the Workers runtime (workerd) with the bindings of
+// wrangler.jsonc: the D1 store driven from where it runs in production. A project of
+// vitest.config.ts, so `npm test` runs them; alone: `npx vitest run --project workers`.
+import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  // cf: false: Miniflare would fetch a real request.cf from Cloudflare.
+  plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.jsonc' }, miniflare: { cf: false } })],
+  test: {
+    name: 'workers',
+    include: ['test/workers-runtime/**/*.test.ts'],
+    testTimeout: 30_000,
+  },
+});
