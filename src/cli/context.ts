@@ -38,6 +38,11 @@ export const cliContext: CliContext = {
   },
 };
 
+/** The management API key a command uses unless told another: the first of API_KEYS. */
+export function firstApiKey(env: Record<string, string | undefined> = process.env): string | undefined {
+  return (env.API_KEYS ?? '').split(',').map((k) => k.trim()).find((k) => k !== '');
+}
+
 /** One line a person can act on, for any failure of a command. */
 export function describeFailure(err: unknown): string {
   if (!(err instanceof Error)) return String(err);

@@ -9,6 +9,7 @@ import { register as registerMigrate } from './migrate.js';
 import { register as registerRetention } from './retention.js';
 import { register as registerSeed } from './seed.js';
 import { register as registerServe } from './serve.js';
+import { register as registerTransfer } from './transfer.js';
 
 export function createProgram(): Command {
   const program = new Command('faultline')
@@ -22,6 +23,7 @@ export function createProgram(): Command {
   registerRetention(program, cliContext);
   registerSeed(program, cliContext);
   registerAlerts(program, cliContext);
+  registerTransfer(program, cliContext);
   return program;
 }
 

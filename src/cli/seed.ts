@@ -8,7 +8,7 @@ import { loadConfig } from '../config.js';
 import { localBaseUrl } from '../http/public-url.js';
 import { parseDsn } from '../ingest/auth.js';
 import { buildSeedPlan, type SeedPlan } from '../ingest/seed-data.js';
-import { CliError, type CliContext } from './context.js';
+import { CliError, type CliContext, firstApiKey } from './context.js';
 
 export interface SeedRunOptions {
   slug: string;
@@ -165,7 +165,7 @@ export function register(program: Command, _cli?: CliContext): void {
       }
       const seed = opts.seed === undefined ? undefined : Number(opts.seed);
       if (seed !== undefined && !Number.isInteger(seed)) throw new SeedError(`--seed must be an integer (got ${JSON.stringify(opts.seed)})`);
-      const apiKey = opts.apiKey ?? (process.env.API_KEYS ?? '').split(',').map((k) => k.trim()).find((k) => k !== '');
+      const apiKey = opts.apiKey ?? firstApiKey();
       const url = opts.url ?? defaultSeedUrl();
       const result = await runSeed({ slug, url, apiKey, days, seed, progress: (line) => process.stderr.write(line + '\n') });
       const { plan } = result;

@@ -43,14 +43,19 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `faultline <args>` to completion. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO): Promise<RunResult> {
+/** Runs `faultline <args>` to completion, with `input` on its standard input when given. */
+export function runCli(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO, input?: string): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: childEnv(env), stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (input !== undefined) {
+      // A command that refuses its input exits before reading all of it.
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(input);
+    }
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });

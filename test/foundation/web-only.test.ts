@@ -107,6 +107,12 @@ describe('web-only rule on the import closure of the shared app', () => {
     expect(violations).toEqual([]);
   });
 
+  it('src/transfer/http.ts (export and import, mounted by the serverless edition) reaches none either', async () => {
+    const { files, violations } = await closureOf('src/transfer/http.ts');
+    expect(files).toEqual(expect.arrayContaining(['src/transfer/export.ts', 'src/transfer/import.ts', 'src/transfer/line-types.ts', 'src/transfer/event-line-type.ts']));
+    expect(violations).toEqual([]);
+  });
+
   it('finds what the Node edition reaches, so the check above can fail', async () => {
     const { violations } = await closureOf('src/editions/node.ts');
     const text = violations.join('\n');

@@ -1,0 +1,164 @@
+// The export file's format (DECISIONS "Export format"): newline-delimited JSON, a meta
+// line first, then one line per row under a `type`. This module holds what every line
+// type shares: the format number, the meta line, how a column's value becomes a JSON
+// field and back (times as RFC 3339, 0/1 as booleans, JSON text as JSON), and the
+// text/bytes helpers. Web APIs only: the serverless edition serves the same format.
+import { z } from 'zod';
+
+/** The format this build writes and the newest it reads. A file with a higher number is refused. */
+export const FORMAT_VERSION = 1;
+
+export interface MetaLine {
+  type: 'meta';
+  format: number;
+  exported_at: string;
+  source: {
+    /** faultline's version and the database kind the file came from. */
+    faultline: string;
+    database: string;
+    /** The one project exported, or null for the whole instance. */
+    project: string | null;
+  };
+  /** Lines the export expected to write when it started (progress of a later import). */
+  expected_lines?: number;
+}
+
+export const metaSchema = z.object({
+  type: z.literal('meta'),
+  format: z.number().int().positive(),
+  expected_lines: z.number().int().nonnegative().optional(),
+});
+
+/** What a column holds and how it travels in a line. */
+export type ColumnKind =
+  /** An integer (counters, ids). */
+  | 'int'
+  /** Any finite number (sample_rate). */
+  | 'number'
+  | 'text'
+  | 'text?'
+  /** Epoch milliseconds in the database, RFC 3339 with milliseconds in the file. */
+  | 'time'
+  | 'time?'
+  /** 0/1 in the database, false/true in the file. */
+  | 'bool'
+  /** JSON text in the database, the JSON value itself in the file. */
+  | 'json'
+  | 'json?'
+  /** A blob in the database, base64 in the file. */
+  | 'bytes';
+
+export interface ColumnSpec {
+  /** Column name in the table. */
+  column: string;
+  /** Field name in the line (defaults to the column name). */
+  field?: string;
+  kind: ColumnKind;
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+export function toTime(ms: number): string {
+  return new Date(Number(ms)).toISOString();
+}
+
+const time = z.string().transform((s, ctx) => {
+  const ms = RFC3339.test(s) ? Date.parse(s) : Number.NaN;
+  if (!Number.isFinite(ms)) {
+    ctx.issues.push({ code: 'custom', message: 'expected an RFC 3339 time', input: s });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const json = z.unknown().refine((v) => v !== undefined, 'required');
+
+const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
+  int: z.number().int().refine(Number.isSafeInteger, 'must be below 2^53'),
+  number: z.number(),
+  text: z.string(),
+  'text?': z.string().nullable(),
+  time,
+  'time?': time.nullable(),
+  bool: z.boolean(),
+  json,
+  'json?': z.unknown().transform((v) => (v === undefined ? null : v)),
+  bytes: z.string().transform((text, ctx) => {
+    try {
+      return fromBase64(text);
+    } catch {
+      ctx.issues.push({ code: 'custom', message: 'expected base64', input: text });
+      return z.NEVER;
+    }
+  }),
+};
+
+/** The zod field schema of a column: validates a line's field and turns it into the column value. */
+export function fieldSchema(kind: ColumnKind): z.ZodType {
+  if (kind === 'bool') return z.boolean().transform((b) => (b ? 1 : 0));
+  if (kind === 'json') return json.transform((v) => JSON.stringify(v));
+  if (kind === 'json?') return FIELD_SCHEMAS['json?'].transform((v) => (v === null ? null : JSON.stringify(v)));
+  return FIELD_SCHEMAS[kind];
+}
+
+/** A column value as it goes into a line. */
+export function toField(kind: ColumnKind, value: unknown): unknown {
+  switch (kind) {
+    case 'int':
+    case 'number':
+      return Number(value);
+    case 'time':
+      return toTime(value as number);
+    case 'time?':
+      return value === null || value === undefined ? null : toTime(value as number);
+    case 'bool':
+      return Number(value) !== 0;
+    case 'json':
+      return JSON.parse(value as string);
+    case 'json?':
+      return value === null || value === undefined ? null : JSON.parse(value as string);
+    case 'text?':
+      return value ?? null;
+    case 'bytes':
+      return toBase64(value as Uint8Array);
+    default:
+      return value;
+  }
+}
+
+/** One readable sentence from a zod error: the first problem and its field. */
+export function describeZodError(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid line';
+  const where = issue.path.length > 0 ? issue.path.join('.') : 'line';
+  return `${where}: ${issue.message}`;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
+
+/** Bytes as text when they are valid UTF-8 (so JSON payloads stay readable), else null. */
+export function utf8OrNull(bytes: Uint8Array): string | null {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+export function textBytes(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+export function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+export function fromBase64(text: string): Uint8Array {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}

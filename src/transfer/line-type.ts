@@ -1,0 +1,136 @@
+// What a line type is: one descriptor per kind of row in the export file, saying how
+// its rows are read from the database in key order, page by page, how a row becomes a
+// line, how a line is checked, and how a batch of lines is written (insert the missing,
+// keep the existing). The export and import engines (export.ts, import.ts) only walk
+// the list of descriptors (line-types.ts), so a new table is one more descriptor.
+import { CompiledQuery, type Kysely } from 'kysely';
+import type { Dialect } from '../store/database.js';
+import type { DecompressBlob } from '../store/stored-payload.js';
+
+/** What needs Node (or another edition's own code) beyond Web APIs: the stored blob codec. */
+export interface TransferRuntime {
+  /** Decompresses a stored blob (payload chunk, old `events.raw` / `events.detail`). */
+  decompress: DecompressBlob;
+  /** Compresses bytes as the store does. */
+  compress(bytes: Uint8Array): Uint8Array;
+  /** Packs payloads into compressed chunks as ingest does (src/store/payloads.ts). */
+  packPayloads(items: { projectId: number; receivedAt: number; payload: Uint8Array }[]): {
+    chunks: { projectId: number; receivedAt: number; data: Uint8Array; members: number[] }[];
+    slots: { chunk: number; start: number; length: number }[];
+  };
+}
+
+export interface ExportContext {
+  db: Kysely<any>;
+  dialect: Dialect;
+  runtime: TransferRuntime;
+  /** The one project exported, or undefined for all. */
+  projectId?: number;
+  /** Slug of every project exported, by id. */
+  projectSlugs: Map<number, string>;
+  /** Rows per query instead of each type's default (tests use small pages). */
+  pageRows?: number;
+}
+
+/** Where a line type's reading stands: the key of the last row read (its order columns). */
+export type Cursor = (string | number)[];
+
+export interface Page {
+  lines: Record<string, unknown>[];
+  /** The key of the page's last row. */
+  last: Cursor;
+}
+
+export interface ImportContext {
+  /** The batch's transaction. */
+  db: Kysely<any>;
+  dialect: Dialect;
+  runtime: TransferRuntime;
+  /** Ids of the projects with these slugs; on PostgreSQL also locks their rows as ingest does. */
+  projectIds(slugs: Iterable<string>): Promise<Map<string, number>>;
+  /** A message for the person running the import (stderr). */
+  notice(message: string): void;
+}
+
+/** A line that failed: its number in the file and why. */
+export interface Problem {
+  line: number;
+  message: string;
+}
+
+export interface BatchItem<V> {
+  /** Line number in the file (1-based). */
+  line: number;
+  value: V;
+}
+
+export interface BatchOutcome {
+  added: number;
+  kept: number;
+  problems: Problem[];
+}
+
+export type Parsed<V> = { ok: true; value: V } | { ok: false; message: string };
+
+export interface LineType<V = any> {
+  type: string;
+  /** Rows this type will export (for progress totals; a live database may change meanwhile). */
+  count(ctx: ExportContext): Promise<number>;
+  /**
+   * The lines, in key order, a page at a time, starting after the row whose key is
+   * `after` (a page's `last`), so an export can stop and go on in another request.
+   */
+  read(ctx: ExportContext, after?: Cursor | null): AsyncIterable<Page>;
+  /** Checks a parsed JSON line of this type. */
+  parse(line: Record<string, unknown>): Parsed<V>;
+  /** Writes a batch inside one transaction: missing rows added, existing kept. */
+  write(ctx: ImportContext, batch: BatchItem<V>[]): Promise<BatchOutcome>;
+}
+
+/** SQLite's bound-parameter limit is 32 766; statements stay well below it. */
+const MAX_PARAMETERS = 30_000;
+
+/**
+ * Inserts rows in statements sized under the parameter limit. With `conflict`, existing
+ * rows (by those columns) are left alone; returns how many rows were really inserted.
+ * The statement text is built directly (placeholders per dialect): Kysely's builder costs
+ * more CPU per row of a 500-row insert than the database's work on it.
+ */
+export async function insertRows(
+  db: Kysely<any>,
+  dialect: Dialect,
+  table: string,
+  rows: Record<string, unknown>[],
+  conflict?: string[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const columns = Object.keys(rows[0]);
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / columns.length));
+  const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+  const head = `insert into ${quote(table)} (${columns.map(quote).join(', ')}) values `;
+  const tail = conflict ? ` on conflict (${conflict.map(quote).join(', ')}) do nothing returning 1 as one` : '';
+  let inserted = 0;
+  for (let i = 0; i < rows.length; i += perStatement) {
+    const part = rows.slice(i, i + perStatement);
+    const params: unknown[] = [];
+    const tuples: string[] = [];
+    for (const row of part) {
+      const marks: string[] = [];
+      for (const c of columns) {
+        params.push(row[c] === undefined ? null : row[c]);
+        marks.push(dialect === 'postgres' ? `$${params.length}` : '?');
+      }
+      tuples.push(`(${marks.join(', ')})`);
+    }
+    const result = await db.executeQuery(CompiledQuery.raw(head + tuples.join(', ') + tail, params));
+    inserted += conflict ? result.rows.length : part.length;
+  }
+  return inserted;
+}
+
+/** Splits a list into parts of at most `size` (for `in (…)` lists). */
+export function partsOf<T>(items: T[], size = 500): T[][] {
+  const parts: T[][] = [];
+  for (let i = 0; i < items.length; i += size) parts.push(items.slice(i, i + size));
+  return parts;
+}

@@ -1,0 +1,248 @@
+// Every line type of the export file, in the order an export writes them: a row's
+// parents come before it (project → issue → the issue's rows → events), so a file
+// imports in one pass. Adding a table to export and import is one entry here.
+import { sql } from 'kysely';
+import { eventLineType } from './event-line-type.js';
+import type { LineType } from './line-type.js';
+import { projectLineType } from './project-line-type.js';
+import { symbolChunkLineType, symbolLineType } from './symbol-line-types.js';
+import { ISSUE_PARENT, tableLineType } from './table-line-type.js';
+
+export const issueLineType = tableLineType({
+  type: 'issue',
+  table: 'issues',
+  parent: 'project',
+  key: ['fingerprint'],
+  order: ['id'],
+  // first_seen_id / last_seen_id are database ids: the event lines carry them instead
+  // (first_of_issue / last_of_issue).
+  columns: [
+    { column: 'fingerprint', kind: 'text' },
+    { column: 'status', kind: 'text' },
+    { column: 'title', kind: 'text' },
+    { column: 'level', kind: 'text' },
+    { column: 'error_type', kind: 'text' },
+    { column: 'screen', kind: 'text' },
+    { column: 'location', kind: 'text' },
+    { column: 'platform', kind: 'text' },
+    { column: 'event_count', kind: 'int' },
+    { column: 'stored_count', kind: 'int' },
+    { column: 'users', kind: 'int' },
+    { column: 'first_seen', kind: 'time' },
+    { column: 'last_seen', kind: 'time' },
+    { column: 'first_release', kind: 'text' },
+    { column: 'last_release', kind: 'text' },
+    { column: 'resolved_release', kind: 'text?' },
+    { column: 'resolved_at', kind: 'time?' },
+    { column: 'regressed_at', kind: 'time?' },
+    { column: 'created_at', kind: 'time' },
+    { column: 'updated_at', kind: 'time' },
+  ],
+});
+
+export const LINE_TYPES: readonly LineType[] = [
+  projectLineType,
+  // Alert rules and channels (src/alerts): a rule per project and alert type; channels
+  // have no key but what they are (kind and config, which holds the webhook secret).
+  // Deliveries and the outbox are the instance's history of sending, not moved.
+  tableLineType({
+    type: 'alert_rule',
+    table: 'alert_rules',
+    parent: 'project',
+    key: ['type'],
+    order: ['project_id', 'type'],
+    // `type` names the line type, so the rule's type travels as `alert`.
+    columns: [
+      { column: 'type', field: 'alert', kind: 'text' },
+      { column: 'enabled', kind: 'bool' },
+      { column: 'cooldown_minutes', kind: 'int' },
+      { column: 'last_triggered', kind: 'time?' },
+    ],
+  }),
+  tableLineType({
+    type: 'alert_channel',
+    table: 'alert_channels',
+    parent: 'project',
+    key: ['kind', 'config'],
+    order: ['id'],
+    existing: 'lookup',
+    columns: [
+      { column: 'kind', kind: 'text' },
+      { column: 'config', kind: 'json' },
+      { column: 'created_at', kind: 'time' },
+    ],
+  }),
+  symbolLineType,
+  symbolChunkLineType,
+  // Releases sentry-cli created or finalised (src/uploads), and the ProGuard mappings the
+  // build plugins tied to releases.
+  tableLineType({
+    type: 'cli_release',
+    table: 'cli_releases',
+    parent: 'project',
+    key: ['version'],
+    order: ['project_id', 'version'],
+    columns: [
+      { column: 'version', kind: 'text' },
+      { column: 'url', kind: 'text?' },
+      { column: 'date_created', kind: 'time' },
+      { column: 'date_started', kind: 'time?' },
+      { column: 'date_released', kind: 'time?' },
+    ],
+  }),
+  tableLineType({
+    type: 'proguard_release',
+    table: 'proguard_releases',
+    parent: 'project',
+    key: ['release', 'proguard_uuid'],
+    order: ['project_id', 'release', 'proguard_uuid'],
+    columns: [
+      { column: 'release', kind: 'text' },
+      { column: 'proguard_uuid', kind: 'text' },
+      { column: 'created_at', kind: 'time' },
+    ],
+  }),
+  issueLineType,
+  // The releases an issue was seen on (regressions are decided by them).
+  tableLineType({
+    type: 'issue_release',
+    table: 'issue_releases',
+    parent: ISSUE_PARENT,
+    key: ['release'],
+    order: ['issue_id', 'release'],
+    columns: [
+      { column: 'release', kind: 'text' },
+      { column: 'first_seen', kind: 'time' },
+    ],
+  }),
+  // The distinct users behind an issue's `users`, so later events count exactly.
+  tableLineType({
+    type: 'issue_user',
+    table: 'issue_users',
+    parent: ISSUE_PARENT,
+    key: ['user_key'],
+    order: ['issue_id', 'user_key'],
+    columns: [{ column: 'user_key', kind: 'text' }],
+  }),
+  // An issue's history (new issue, regressions, status changes): no unique key.
+  tableLineType({
+    type: 'issue_change',
+    table: 'issue_changes',
+    parent: ISSUE_PARENT,
+    key: ['kind', 'at', 'release'],
+    order: ['id'],
+    existing: 'lookup',
+    withProjectId: true,
+    columns: [
+      { column: 'kind', kind: 'text' },
+      { column: 'at', kind: 'time' },
+      { column: 'release', kind: 'text' },
+    ],
+  }),
+  tableLineType({
+    type: 'issue_hour',
+    table: 'issue_hourly',
+    parent: ISSUE_PARENT,
+    key: ['bucket'],
+    order: ['issue_id', 'bucket'],
+    columns: [
+      { column: 'bucket', field: 'hour', kind: 'time' },
+      { column: 'events', kind: 'int' },
+    ],
+  }),
+  tableLineType({
+    type: 'project_hour',
+    table: 'project_hourly',
+    parent: 'project',
+    key: ['bucket', 'release'],
+    order: ['project_id', 'bucket', 'release'],
+    columns: [
+      { column: 'bucket', field: 'hour', kind: 'time' },
+      { column: 'release', kind: 'text' },
+      { column: 'events', kind: 'int' },
+      { column: 'crashes', kind: 'int' },
+      { column: 'errors', kind: 'int' },
+      { column: 'fatal', kind: 'int' },
+      { column: 'error', kind: 'int' },
+      { column: 'warning', kind: 'int' },
+      { column: 'info', kind: 'int' },
+      { column: 'debug', kind: 'int' },
+    ],
+  }),
+  tableLineType({
+    type: 'release',
+    table: 'releases',
+    parent: 'project',
+    key: ['release'],
+    order: ['project_id', 'release'],
+    columns: [
+      { column: 'release', kind: 'text' },
+      { column: 'first_seen', kind: 'time' },
+      { column: 'last_seen', kind: 'time' },
+      { column: 'platforms', kind: 'json' },
+    ],
+  }),
+  // Release health: sessions per release and hour (outlives the sessions themselves).
+  tableLineType({
+    type: 'release_hour',
+    table: 'session_hourly',
+    parent: 'project',
+    key: ['release', 'bucket'],
+    order: ['project_id', 'release', 'bucket'],
+    columns: [
+      { column: 'release', kind: 'text' },
+      { column: 'bucket', field: 'hour', kind: 'time' },
+      { column: 'total', kind: 'int' },
+      { column: 'crashed', kind: 'int' },
+      { column: 'errored', kind: 'int' },
+    ],
+  }),
+  // Events accepted per day: the daily quota.
+  tableLineType({
+    type: 'usage_day',
+    table: 'daily_usage',
+    parent: 'project',
+    key: ['day'],
+    order: ['project_id', 'day'],
+    columns: [
+      { column: 'day', kind: 'time' },
+      { column: 'events', kind: 'int' },
+    ],
+  }),
+  eventLineType,
+  // Event ids accepted but not stored (sampled out): a resend after the move stays a duplicate.
+  tableLineType({
+    type: 'seen_event',
+    table: 'seen_events',
+    parent: 'project',
+    key: ['event_id'],
+    order: ['project_id', 'event_id'],
+    where: sql`t.stored_id is null`,
+    fixed: { stored_id: null },
+    columns: [
+      { column: 'event_id', kind: 'text' },
+      { column: 'received_at', kind: 'time' },
+    ],
+  }),
+  tableLineType({
+    type: 'session',
+    table: 'sessions',
+    parent: 'project',
+    key: ['sid'],
+    order: ['project_id', 'sid'],
+    columns: [
+      { column: 'sid', kind: 'text' },
+      { column: 'did', kind: 'text?' },
+      { column: 'release', kind: 'text' },
+      { column: 'environment', kind: 'text' },
+      { column: 'started', kind: 'time' },
+      { column: 'status', kind: 'text' },
+      { column: 'errors', kind: 'int' },
+      { column: 'updated_at', kind: 'time' },
+    ],
+  }),
+];
+
+export function lineTypeNamed(type: string): LineType | undefined {
+  return LINE_TYPES.find((t) => t.type === type);
+}

@@ -1,0 +1,86 @@
+// Symbol files (src/symbols) in the export: a `symbol` line per ready file (its facts,
+// the key by which it replaces others) and `symbol_chunk` lines with its stored chunks
+// as base64 (part 0 the file, part 1 its derived index), each well under a megabyte.
+// Import writes a file as `importing`, which nothing lists, matches or sweeps, and makes
+// it `ready` once its chunks add up to its sizes: a file is never visible half-written,
+// and an interrupted import leaves it waiting for the next run. A ready file of the same
+// kind and debug id (or, without one, kind, release and filename) in the target wins, as
+// an existing row does: the imported copy is dropped.
+import { sql } from 'kysely';
+import type { ColumnSpec } from './format.js';
+import type { ImportContext } from './line-type.js';
+import { type ParentSpec, tableLineType } from './table-line-type.js';
+
+const SYMBOL_KEY: ColumnSpec[] = [
+  { column: 'kind', kind: 'text' },
+  { column: 'release', kind: 'text' },
+  { column: 'dist', kind: 'text' },
+  { column: 'debug_id', kind: 'text' },
+  { column: 'filename', kind: 'text' },
+];
+
+const SYMBOL_PARENT: ParentSpec = { name: 'symbol file', table: 'symbol_files', column: 'file_id', key: SYMBOL_KEY };
+
+/** Import's state of a symbol file whose chunks are still coming. */
+const IMPORTING = 'importing';
+
+export const symbolLineType = tableLineType({
+  type: 'symbol',
+  table: 'symbol_files',
+  parent: 'project',
+  key: SYMBOL_KEY.map((k) => k.column),
+  order: ['id'],
+  where: sql`t.state = 'ready'`,
+  existing: 'lookup',
+  fixed: { state: IMPORTING },
+  columns: [
+    ...SYMBOL_KEY,
+    { column: 'serves', kind: 'text' },
+    { column: 'serves_basename', kind: 'text' },
+    { column: 'size', kind: 'int' },
+    { column: 'index_size', kind: 'int' },
+    { column: 'meta', kind: 'json' },
+    { column: 'uploaded_at', kind: 'time' },
+  ],
+});
+
+export const symbolChunkLineType = tableLineType({
+  type: 'symbol_chunk',
+  table: 'symbol_chunks',
+  parent: SYMBOL_PARENT,
+  key: ['part', 'seq'],
+  order: ['file_id', 'part', 'seq'],
+  where: sql`p.state = 'ready'`,
+  columns: [
+    { column: 'part', kind: 'int' },
+    { column: 'seq', kind: 'int' },
+    { column: 'data', kind: 'bytes' },
+  ],
+  afterWrite: finishImportedFiles,
+});
+
+/** Makes the importing files among `fileIds` whose chunks are complete ready (or drops them for a ready equal). */
+async function finishImportedFiles(ctx: ImportContext, fileIds: number[]): Promise<void> {
+  for (const id of fileIds) {
+    const file = await ctx.db.selectFrom('symbol_files').selectAll().where('id', '=', id).where('state', '=', IMPORTING).executeTakeFirst();
+    if (!file) continue;
+    const { rows } = await sql<{ part: number; bytes: number | string }>`
+      select part, sum(length(data)) as bytes from symbol_chunks where file_id = ${id} group by part`.execute(ctx.db);
+    const bytes = (part: number) => Number(rows.find((r) => Number(r.part) === part)?.bytes ?? 0);
+    if (bytes(0) !== Number(file.size) || bytes(1) !== Number(file.index_size)) continue;
+    let equal = ctx.db
+      .selectFrom('symbol_files')
+      .select('id')
+      .where('project_id', '=', file.project_id)
+      .where('kind', '=', file.kind)
+      .where('state', '=', 'ready');
+    equal = file.debug_id !== '' ? equal.where('debug_id', '=', file.debug_id) : equal.where('debug_id', '=', '').where('release', '=', file.release).where('filename', '=', file.filename);
+    if (await equal.executeTakeFirst()) {
+      await ctx.db.deleteFrom('symbol_chunks').where('file_id', '=', id).execute();
+      await ctx.db.deleteFrom('symbol_files').where('id', '=', id).execute();
+      ctx.notice(`symbol file ${file.filename} (${file.kind}, release ${file.release || 'none'}): an equal file is already here, kept instead`);
+    } else {
+      await ctx.db.updateTable('symbol_files').set({ state: 'ready' }).where('id', '=', id).execute();
+    }
+  }
+}

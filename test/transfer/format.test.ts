@@ -1,0 +1,47 @@
+// The file format's value conversions, each way: what a column holds and what its line
+// field says must survive a round trip exactly, and a wrong field must be refused.
+import { describe, expect, it } from 'vitest';
+import { type ColumnKind, fieldSchema, toField } from '../../src/transfer/format.js';
+
+const roundTrips: [ColumnKind, unknown][] = [
+  ['int', 9_007_199_254_740_991],
+  ['number', 0.125],
+  ['text', 'caf\u00e9 \u{1F600}'],
+  ['text?', null],
+  ['time', Date.UTC(2026, 10, 25, 18, 30, 49, 745)],
+  ['time?', null],
+  ['bool', 1],
+  ['bool', 0],
+  ['json', '{"a":[1,"x",null]}'],
+  ['json?', null],
+  ['bytes', new Uint8Array([0, 1, 2, 253, 254, 255, 0x0a, 0x22])],
+];
+
+describe('column values in export lines', () => {
+  it.each(roundTrips)('%s: %j comes back as it was', (kind, value) => {
+    const field = JSON.parse(JSON.stringify(toField(kind, value)));
+    const back = fieldSchema(kind).parse(field);
+    expect(back).toEqual(value);
+  });
+
+  it('writes times as RFC 3339 with milliseconds, blobs as base64, 0/1 as booleans', () => {
+    expect(toField('time', Date.UTC(2026, 0, 2, 3, 4, 5, 6))).toBe('2026-01-02T03:04:05.006Z');
+    expect(toField('bytes', new Uint8Array([104, 105]))).toBe('aGk=');
+    expect(toField('bool', 1)).toBe(true);
+  });
+
+  it.each<[ColumnKind, unknown]>([
+    ['int', 1.5],
+    ['int', 2 ** 53],
+    ['int', '3'],
+    ['time', '2026-11-25'],
+    ['time', 'yesterday'],
+    ['time', 1_795_000_000_000],
+    ['bool', 1],
+    ['bytes', 'not base64!'],
+    ['text', null],
+    ['json', undefined],
+  ])('refuses %s %j', (kind, field) => {
+    expect(fieldSchema(kind).safeParse(field).success).toBe(false);
+  });
+});

@@ -1,0 +1,170 @@
+// Test support for export and import: an instance filled through the real ingest path
+// (`faultline seed`'s envelopes, envelopes captured from real SDKs, sampled-out events,
+// sessions), then changed the ways people and symbolication change it, and helpers to
+// export and import in-process.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { runSeed } from '../../src/cli/seed.js';
+import { nodeTransferRuntime } from '../../src/editions/node-transfer.js';
+import { compress } from '../../src/store/codec.js';
+import type { Store } from '../../src/store/database.js';
+import { storedPayload } from '../../src/store/payloads.js';
+import { prepareExport } from '../../src/transfer/export.js';
+import { importNdjson, type ImportOptions, type ImportSummary } from '../../src/transfer/import.js';
+import { ManualClock } from '../../src/clock.js';
+import { type DialectName, startTestServer, type TestServer } from '../helpers/server.js';
+import { envelope, errorEvent, eventId, post, sessionUpdate } from '../ingest/helpers.js';
+import { openTestStore, type TestStore } from '../writer/factory.js';
+
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/transfer');
+
+export function fixture(name: string): Buffer {
+  return fs.readFileSync(path.join(FIXTURES, name));
+}
+
+export interface FilledInstance {
+  /** Project filled by `faultline seed` plus captured SDK envelopes. */
+  demo: string;
+  /** Project whose events are mostly sampled out, with a non-UTF-8 payload. */
+  web: string;
+}
+
+/**
+ * Fills the server's database: seed's week of demo data (as `faultline seed` sends it),
+ * real SDK envelopes and sessions, a project that samples events out, an event whose
+ * payload is not UTF-8, issue status changes through the API, symbolicated frames on
+ * one event and one event stored as rows were before payload chunks.
+ */
+export async function fillInstance(t: TestServer): Promise<FilledInstance> {
+  const now = t.clock.now();
+  await runSeed({ slug: 'demo', url: t.url, days: 1, seed: 31, now });
+  const demo = (await (await t.api('/api/projects/demo')).json()) as { id: number; dsn: string };
+  const demoRow = await t.deps.store.db.selectFrom('projects').selectAll().where('slug', '=', 'demo').executeTakeFirstOrThrow();
+  for (const name of ['node-event.envelope', 'node-session-aggregates.envelope', 'python-session.envelope', 'node-session-crashed.envelope']) {
+    const res = await post(t, demoRow, fixture(name));
+    expect(res.status, name).toBe(200);
+  }
+
+  // Events sent one per request each get a payload chunk of their own: an export page
+  // then needs many chunks at once.
+  for (let i = 0; i < 24; i++) {
+    const event = errorEvent({ timestamp: now - 60_000 * i, type: 'SingleError', value: `single ${i}`, level: 'fatal' });
+    expect((await post(t, demoRow, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]))).status).toBe(200);
+  }
+
+  const created = await t.api('/api/projects', { method: 'POST', json: { slug: 'web', name: 'Web shop', platform: 'web', sample_keep_first: 1, sample_rate: 0 } });
+  expect(created.status).toBe(201);
+  const web = await t.deps.store.db.selectFrom('projects').selectAll().where('slug', '=', 'web').executeTakeFirstOrThrow();
+  for (let i = 0; i < 6; i++) {
+    const event = errorEvent({ timestamp: now - 3600_000 * i, type: i % 2 ? 'RangeError' : 'TypeError', user: `u${i}`, release: i < 3 ? 'web@1.0' : 'web@1.1' });
+    const res = await post(t, web, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]));
+    expect(res.status).toBe(200);
+  }
+  // A payload that is not UTF-8 (a Latin-1 byte inside a string) is kept byte for byte.
+  const latin = Buffer.concat([
+    Buffer.from(`{"event_id":"${eventId()}","timestamp":${now / 1000},"level":"error","message":"caf`),
+    Buffer.from([0xe9]),
+    Buffer.from('","exception":{"values":[{"type":"EncodingError","value":"bad byte"}]}}'),
+  ]);
+  expect((await post(t, web, envelope({}, [{ type: 'event', payload: latin }]))).status).toBe(200);
+  const sessions = [sessionUpdate({ started: now - 7200_000, release: 'web@1.0' }), sessionUpdate({ started: now - 3600_000, status: 'crashed', errors: 1, release: 'web@1.1' })];
+  for (const s of sessions) expect((await post(t, web, envelope({}, [{ type: 'session', payload: s }]))).status).toBe(200);
+
+  // Alert rules and channels, symbol files (a source map with its derived index, a
+  // ProGuard mapping tied to a release by the build plugins' route), a sentry-cli release.
+  expect((await t.api('/api/projects/demo/alerts/new_issue', { method: 'PATCH', json: { enabled: false, cooldown_minutes: 45 } })).status).toBe(200);
+  expect((await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } })).status).toBe(201);
+  const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
+  const mapForm = new FormData();
+  mapForm.set('kind', 'sourcemap');
+  mapForm.set('release', 'com.example.shop@1.2.0+120');
+  mapForm.set('file', new Blob([JSON.stringify(map)]), 'app.min.js.map');
+  const mapUpload = await t.api('/api/projects/demo/symbols', { method: 'POST', body: mapForm });
+  expect(mapUpload.status, await mapUpload.clone().text()).toBe(201);
+  const proguardForm = new FormData();
+  proguardForm.set('kind', 'proguard');
+  proguardForm.set('release', 'com.example.shop@1.2.0+120');
+  proguardForm.set('file', new Blob([new Uint8Array(fixture('mapping.txt'))]), 'mapping.txt');
+  const proguard = await t.api('/api/projects/demo/symbols', { method: 'POST', body: proguardForm });
+  expect(proguard.status, await proguard.clone().text()).toBe(201);
+  const uuid = ((await proguard.json()) as { symbols: { debug_id: string }[] }).symbols[0].debug_id;
+  const tied = await t.api('/api/0/projects/org/demo/files/proguard-artifact-releases/', { method: 'POST', json: { release_name: 'com.example.shop@1.2.0+120', proguard_uuid: uuid } });
+  expect(tied.status, await tied.clone().text()).toBe(201);
+  const release = await t.api('/api/0/organizations/org/releases/', { method: 'POST', json: { version: 'com.example.shop@1.3.0+130', projects: ['demo'], url: 'https://example.com/1.3' } });
+  expect(release.status, await release.clone().text()).toBe(201);
+
+  // People change issues; symbolication fills frames; old rows keep their own blobs.
+  const issues = (await (await t.api('/api/projects/demo/issues?days=30')).json()) as { issues: { fingerprint: string }[] };
+  expect(issues.issues.length).toBeGreaterThan(3);
+  for (const [i, status] of ['resolved', 'ignored', 'triaged'].entries()) {
+    const res = await t.api(`/api/projects/demo/issues/${issues.issues[i].fingerprint}`, { method: 'PATCH', json: { status } });
+    expect(res.status).toBe(200);
+  }
+  const db = t.deps.store.db;
+  const first = await db.selectFrom('events').select(['id']).where('project_id', '=', demo.id).orderBy('id').executeTakeFirstOrThrow();
+  await db.updateTable('events').set({ symbolicated: JSON.stringify([[{ function: 'main', filename: 'src/main.ts', lineno: 3 }]]) }).where('id', '=', first.id).execute();
+  const old = await db.selectFrom('events').selectAll().where('project_id', '=', demo.id).orderBy('id', 'desc').executeTakeFirstOrThrow();
+  const payload = await storedPayload(db, old);
+  await db
+    .updateTable('events')
+    .set({ raw: compress(payload), detail: compress(Buffer.from(JSON.stringify({ exceptions: [], breadcrumbs: [] }))), payload_chunk: null, payload_start: null, payload_length: null })
+    .where('id', '=', old.id)
+    .execute();
+  // Ingest stores payloads as valid UTF-8; a row written by an older version may hold
+  // any bytes: the Latin-1 payload as received, which the export carries as base64.
+  const encoding = await db.selectFrom('events').select('id').where('error_type', '=', 'EncodingError').executeTakeFirstOrThrow();
+  await db.updateTable('events').set({ raw: compress(latin), payload_chunk: null, payload_start: null, payload_length: null }).where('id', '=', encoding.id).execute();
+  return { demo: 'demo', web: 'web' };
+}
+
+/** A test server on a new database of the dialect, filled (fillInstance), and its export. */
+export async function filledSource(dialect: DialectName): Promise<{ t: TestServer; file: string }> {
+  // The webhook channel points at this machine.
+  const t = await startTestServer(dialect, { clock: new ManualClock(Date.now()), env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  await fillInstance(t);
+  return { t, file: await exportText(t.deps.store) };
+}
+
+/** The export file's text, in-process. */
+export async function exportText(store: Store, options: { project?: string; pageRows?: number } = {}): Promise<string> {
+  const prepared = await prepareExport(store, nodeTransferRuntime, { version: 'test', ...options });
+  let text = '';
+  for await (const chunk of prepared.chunks()) text += chunk;
+  return text;
+}
+
+/** The file's lines without the meta line (which names the export time). */
+export function bodyLines(text: string): string[] {
+  const lines = text.split('\n').filter((l) => l !== '');
+  expect(JSON.parse(lines[0]).type).toBe('meta');
+  return lines.slice(1);
+}
+
+export async function importText(store: Store, text: string | string[], options: ImportOptions = {}): Promise<ImportSummary> {
+  const parts = Array.isArray(text) ? text : [text];
+  async function* source() {
+    for (const p of parts) yield new TextEncoder().encode(p);
+  }
+  return importNdjson(store, nodeTransferRuntime, source(), options);
+}
+
+/** A new migrated database of the dialect, as after "start the service once". */
+export const emptyStore = openTestStore;
+export type EmptyStore = TestStore;
+
+/** Counts of rows added per type. */
+export function added(summary: ImportSummary): Record<string, number> {
+  return Object.fromEntries(Object.entries(summary.types).map(([t, c]) => [t, c.added]));
+}
+
+/** Line counts per type of an export's text. */
+export function typeCounts(text: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const line of bodyLines(text)) {
+    const type = JSON.parse(line).type as string;
+    counts[type] = (counts[type] ?? 0) + 1;
+  }
+  return counts;
+}
