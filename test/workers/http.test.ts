@@ -137,7 +137,8 @@ describe('the Worker with API keys', () => {
   });
 
   it('answers unknown routes 404 and wrong methods 405 with Allow', async () => {
-    for (const path of ['/', '/nope', '/api', '/api/projects/x/y/z/w', '/health/more']) {
+    // Paths outside /api and /health are the dashboard's (test/dashboard).
+    for (const path of ['/api', '/api/nope', '/api/projects/x/y/z/w', '/health/more']) {
       const res = await w.api(path);
       expect(res.status, path).toBe(404);
       expect(await res.json()).toEqual({ error: 'not found' });
