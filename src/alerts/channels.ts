@@ -51,10 +51,13 @@ const TITLES: Record<AlertContent['type'], string> = {
   test: 'Test alert',
 };
 
-/** Where a person sees what the alert is about: the dashboard page, when PUBLIC_URL is known. */
+/**
+ * Where a person sees what the alert is about, when PUBLIC_URL is known: the dashboard's
+ * project page `/{slug}` or issue page `/{slug}/issues/{fingerprint}`.
+ */
 export function alertLink(publicUrl: string | null, project: AlertProject, content: AlertContent): string | undefined {
   if (publicUrl === null) return undefined;
-  const base = `${publicUrl}/projects/${encodeURIComponent(project.slug)}`;
+  const base = `${publicUrl}/${encodeURIComponent(project.slug)}`;
   return content.fingerprint ? `${base}/issues/${encodeURIComponent(content.fingerprint)}` : base;
 }
 

@@ -97,6 +97,7 @@ export class AlertDispatcher {
   private spikeTimer: ReturnType<typeof setTimeout> | null = null;
   private ticking: Promise<void> | null = null;
   private again = false;
+  private started = false;
   private stopped = false;
   private summary = emptySummary();
 
@@ -109,6 +110,7 @@ export class AlertDispatcher {
 
   /** Starts polling (and the periodic crash-spike check when configured). */
   start(): this {
+    this.started = true;
     this.schedule(0);
     const every = this.options.spikeCheckMs;
     if (every !== null) {
@@ -129,9 +131,12 @@ export class AlertDispatcher {
     return this;
   }
 
-  /** Looks at the outbox and the deliveries now instead of at the next poll. */
+  /**
+   * Looks at the outbox and the deliveries now instead of at the next poll. A dispatcher
+   * that was never started (one pass: `runAlertsOnce`) polls nothing: its pass does it all.
+   */
   wake(): void {
-    if (!this.stopped) this.schedule(0);
+    if (this.started && !this.stopped) this.schedule(0);
   }
 
   /** Stops claiming; waits for the attempts under way (each ends within its timeout). */
@@ -293,5 +298,25 @@ export class AlertDispatcher {
       this.summary.retried += 1;
       logger.warn({ ...log, status: result.status, error, retry_in_ms: delay }, 'alert delivery attempt failed; trying again later');
     }
+  }
+}
+
+/**
+ * One crash-spike check and one pass over the outbox and the due deliveries (waiting for
+ * retries due within `waitMs`), with no timer left behind: `faultline alerts` and the
+ * serverless edition's 10-minute cron. `onSpikes` reports the check before the pass.
+ */
+export async function runAlertsOnce(
+  deps: DispatcherDeps,
+  options: { dispatcher?: Partial<DispatcherOptions>; waitMs?: number; onSpikes?: (spikes: SpikeCheckResult) => void } = {},
+): Promise<{ spikes: SpikeCheckResult; pass: PassSummary }> {
+  const dispatcher = new AlertDispatcher(deps, options.dispatcher);
+  try {
+    const spikes = await dispatcher.checkSpikes();
+    options.onSpikes?.(spikes);
+    const pass = await dispatcher.drain(options.waitMs);
+    return { spikes, pass };
+  } finally {
+    await dispatcher.stop();
   }
 }

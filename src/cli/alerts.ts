@@ -8,7 +8,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/database.js';
 import type { AlertRuntime } from '../alerts/transport.js';
-import { AlertDispatcher, type DispatcherOptions, type PassSummary } from '../alerts/dispatcher.js';
+import { runAlertsOnce, type DispatcherOptions, type PassSummary } from '../alerts/dispatcher.js';
 import type { SpikeCheckResult } from '../alerts/spike.js';
 import type { CliContext } from './context.js';
 
@@ -40,14 +40,14 @@ export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary)
 export async function alertsCommand(options: AlertsCommandOptions): Promise<{ spikes: SpikeCheckResult; pass: PassSummary }> {
   const err = options.stderr ?? ((line: string) => process.stderr.write(line + '\n'));
   const out = options.stdout ?? ((line: string) => process.stdout.write(line + '\n'));
-  const dispatcher = new AlertDispatcher(
-    { store: options.store, clock: options.clock ?? systemClock, logger: options.logger, config: options.config, runtime: options.runtime },
-    options.dispatcher,
-  );
   err(`alerts: checking crash spikes and sending pending alerts (${options.store.description})`);
-  const spikes = await dispatcher.checkSpikes();
-  err(`  crash spikes: ${spikes.spikes.length} of ${plural(spikes.candidates, 'candidate project')}`);
-  const pass = await dispatcher.drain();
+  const { spikes, pass } = await runAlertsOnce(
+    { store: options.store, clock: options.clock ?? systemClock, logger: options.logger, config: options.config, runtime: options.runtime },
+    {
+      dispatcher: options.dispatcher,
+      onSpikes: (found) => err(`  crash spikes: ${found.spikes.length} of ${plural(found.candidates, 'candidate project')}`),
+    },
+  );
   out(formatAlertsSummary(spikes, pass));
   return { spikes, pass };
 }

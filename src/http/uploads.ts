@@ -5,7 +5,7 @@
 // work in src/uploads. Bodies are streamed (this prefix is exempt from the app's 1 MB
 // limit); JSON bodies get their own limit here.
 import { Hono, type Context } from 'hono';
-import { parseMultipartStream, MaxFileSizeExceededError, MultipartParseError } from '@remix-run/multipart-parser';
+import { MultipartError, MultipartLimitError, parseMultipart } from '../symbols/multipart.js';
 import type { AppDeps } from '../context.js';
 import { readBody } from '../ingest/decode.js';
 import { PayloadTooLargeError } from '../ingest/errors.js';
@@ -165,12 +165,14 @@ export function uploadRoutes(deps: AppDeps): Hono {
     if (!body) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
     let zip: Uint8Array | null = null;
     try {
-      for await (const part of parseMultipartStream(body, { boundary, maxFileSize: LEGACY_ZIP_LIMIT, maxParts: 16, maxTotalSize: LEGACY_ZIP_LIMIT + 1024 * 1024 })) {
-        if (part.name === 'file' && zip === null) zip = part.bytes;
+      for await (const part of parseMultipart(body, boundary, { maxParts: 16, maxBytes: LEGACY_ZIP_LIMIT + 1024 * 1024 })) {
+        if (part.name === 'file' && zip === null) zip = await part.bytes(LEGACY_ZIP_LIMIT);
       }
     } catch (err) {
-      if (err instanceof MaxFileSizeExceededError) throw new UploadError(413, `the ZIP is larger than ${LEGACY_ZIP_LIMIT} bytes; upload with chunks instead`);
-      if (err instanceof MultipartParseError) throw new UploadError(400, `malformed multipart body: ${err.message}`);
+      if (err instanceof MultipartLimitError && err.limit !== 'parts') {
+        throw new UploadError(413, `the ZIP is larger than ${LEGACY_ZIP_LIMIT} bytes; upload with chunks instead`);
+      }
+      if (err instanceof MultipartError) throw new UploadError(400, `malformed multipart body: ${err.message}`);
       throw err;
     }
     if (!zip) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');

@@ -1,7 +1,9 @@
 // Retention: deletes raw events (with their tags and payload chunks), seen event
-// ids and sessions older than RETENTION_DAYS, and hourly/daily aggregates older than
-// 400 days, in small batches so ingest is never locked out; issues are never deleted (their
-// stored_count goes down, event_count stays). Also the hourly background job
+// ids and sessions older than RETENTION_DAYS, the alert deliveries and recorded alerts
+// done with and the upload assembly records that old (keeping the deliveries the API
+// lists), and hourly/daily aggregates older than 400 days, in small batches so ingest
+// is never locked out; issues are never deleted (their stored_count goes down,
+// event_count stays). Also the hourly background job
 // `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
 // on one file never overlap). On D1, which has no interactive transactions, an event
@@ -13,6 +15,7 @@ import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
+import { DELIVERY_LIST_LIMIT } from '../alerts/store.js';
 
 type Db = Kysely<Database>;
 
@@ -37,7 +40,10 @@ export type RetentionTable =
   | 'issue_hourly'
   | 'project_hourly'
   | 'session_hourly'
-  | 'daily_usage';
+  | 'daily_usage'
+  | 'alert_deliveries'
+  | 'alert_outbox'
+  | 'upload_assemblies';
 
 export const RETENTION_TABLES: readonly RetentionTable[] = [
   'events',
@@ -49,6 +55,9 @@ export const RETENTION_TABLES: readonly RetentionTable[] = [
   'project_hourly',
   'session_hourly',
   'daily_usage',
+  'alert_deliveries',
+  'alert_outbox',
+  'upload_assemblies',
 ];
 
 export type RetentionCounts = Record<RetentionTable, number>;
@@ -214,13 +223,44 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
   await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);
+  /**
+   * A project's sent and failed deliveries older than the raw data, except its latest
+   * DELIVERY_LIST_LIMIT (what `GET …/alerts/deliveries` lists), and its recorded alerts
+   * that old which were taken out of the outbox and have no delivery left to send.
+   */
+  const deleteOldAlerts = async (projectId: number) => {
+    const listed = await db
+      .selectFrom('alert_deliveries')
+      .select('id')
+      .where('project_id', '=', projectId)
+      .orderBy('id', 'desc')
+      .offset(DELIVERY_LIST_LIMIT - 1)
+      .limit(1)
+      .executeTakeFirst();
+    if (listed) {
+      await keyed(
+        'alert_deliveries',
+        ['id'],
+        sql`project_id = ${projectId} and id < ${Number(listed.id)} and state in ('sent', 'failed') and created_at < ${rawCutoff}`,
+      );
+    }
+    await keyed(
+      'alert_outbox',
+      ['id'],
+      sql`project_id = ${projectId} and state <> 'pending' and created_at < ${rawCutoff}
+          and not exists (select 1 from alert_deliveries d where d.alert_id = alert_outbox.id and d.state = 'pending')`,
+    );
+  };
   // Per project, so each batch walks the (project_id, bucket, …) keys instead of the whole table.
   const projects = await db.selectFrom('projects').select('id').orderBy('id').execute();
   for (const { id } of projects) {
     await keyed('project_hourly', ['project_id', 'bucket', 'release'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
     await keyed('session_hourly', ['project_id', 'release', 'bucket'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
     await keyed('daily_usage', ['project_id', 'day'], sql`project_id = ${id} and day < ${aggregateCutoff}`);
+    await deleteOldAlerts(id);
   }
+  // Answers to `assemble` polls: an upload finished (or abandoned) that long ago is not polled for.
+  await keyed('upload_assemblies', ['project_id', 'kind', 'checksum'], sql`updated_at < ${rawCutoff}`);
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
   if (!stopped()) await deleteExpiredChunks(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
@@ -330,6 +370,7 @@ export function formatSummary(s: RetentionSummary): string {
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
     `${d.issue_hourly} issue_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +
+    `${d.alert_deliveries} alert deliveries, ${d.alert_outbox} recorded alerts and ${d.upload_assemblies} upload assemblies done with; ` +
     `stored_count lowered on ${s.issuesUpdated} issues` +
     (s.aborted ? ' (stopped early)' : '')
   );

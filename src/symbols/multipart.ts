@@ -2,12 +2,31 @@
 // a time, each body as an async iterable of byte chunks, so a 256 MB file part is never
 // held whole. (The multipart parsers of the npm registry that work on Web streams
 // collect each part's content before handing it out.) A part's body must be consumed,
-// or skipped, before the next part is asked for.
+// or skipped, before the next part is asked for. The one multipart parser of the
+// project: symbol uploads (src/http/symbols.ts) and sentry-cli's chunk and debug-file
+// uploads (src/uploads/chunks.ts, src/http/uploads.ts).
 import { iterateBytes } from './storage.js';
 
 /** The body is not well-formed multipart: 400. */
 export class MultipartError extends Error {
-  readonly status = 400;
+  readonly status: number = 400;
+}
+
+/** A limit of the caller was passed: too many parts, a part or the whole body too large. */
+export class MultipartLimitError extends MultipartError {
+  constructor(
+    readonly limit: 'parts' | 'part' | 'body',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface MultipartLimits {
+  /** Most parts (MultipartLimitError 'parts' at the next one). */
+  maxParts?: number;
+  /** Most bytes of the whole body, boundaries and headers included (MultipartLimitError 'body'). */
+  maxBytes?: number;
 }
 
 export interface MultipartPart {
@@ -20,6 +39,8 @@ export interface MultipartPart {
   body: AsyncIterable<Uint8Array>;
   /** Reads a small part as text (fields); MultipartError past `max` bytes. */
   text(max?: number): Promise<string>;
+  /** Reads a part whole; MultipartLimitError 'part' past `max` bytes. */
+  bytes(max: number): Promise<Uint8Array>;
 }
 
 const MAX_HEADER_BYTES = 16 * 1024;
@@ -70,16 +91,27 @@ function headerParam(value: string, param: string): string | null {
 }
 
 /** Parts of a multipart body, in order. */
-export async function* parseMultipart(stream: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>, boundary: string): AsyncGenerator<MultipartPart> {
+export async function* parseMultipart(
+  stream: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  boundary: string,
+  limits: MultipartLimits = {},
+): AsyncGenerator<MultipartPart> {
   const source = iterateBytes(stream);
   let buf: Uint8Array = new Uint8Array(0);
   let ended = false;
+  let received = 0;
+  let parts = 0;
   const more = async (): Promise<boolean> => {
     if (ended) return false;
     const next = await source.next();
     if (next.done) {
       ended = true;
       return false;
+    }
+    received += next.value.byteLength;
+    if (limits.maxBytes !== undefined && received > limits.maxBytes) {
+      await source.return(undefined);
+      throw new MultipartLimitError('body', `the multipart body is larger than ${limits.maxBytes} bytes`);
     }
     buf = concat(buf, next.value);
     return true;
@@ -130,6 +162,8 @@ export async function* parseMultipart(stream: ReadableStream<Uint8Array> | Async
     }
     const disposition = headers.get('content-disposition') ?? '';
     if (!/^form-data\b/i.test(disposition)) throw new MultipartError('a multipart part has no "Content-Disposition: form-data" header');
+    parts += 1;
+    if (limits.maxParts !== undefined && parts > limits.maxParts) throw new MultipartLimitError('parts', `the multipart body has more than ${limits.maxParts} parts`);
     const name = headerParam(disposition, 'name') ?? '';
     const filename = headerParam(disposition, 'filename');
 
@@ -162,16 +196,29 @@ export async function* parseMultipart(stream: ReadableStream<Uint8Array> | Async
       contentType: headers.get('content-type') ?? null,
       body: { [Symbol.asyncIterator]: body },
       async text(max = 64 * 1024) {
+        try {
+          return decoder.decode(await part.bytes(max));
+        } catch (err) {
+          if (err instanceof MultipartLimitError) throw new MultipartError(`the form field ${JSON.stringify(name)} is longer than ${max} bytes`);
+          throw err;
+        }
+      },
+      async bytes(max) {
         const chunks: Uint8Array[] = [];
         let size = 0;
         for await (const c of part.body) {
           size += c.length;
-          if (size > max) throw new MultipartError(`the form field ${JSON.stringify(name)} is longer than ${max} bytes`);
+          if (size > max) throw new MultipartLimitError('part', `the part ${JSON.stringify(name)} is larger than ${max} bytes`);
           chunks.push(c);
         }
-        let all: Uint8Array = new Uint8Array(0);
-        for (const c of chunks) all = concat(all, c);
-        return decoder.decode(all);
+        if (chunks.length === 1) return chunks[0];
+        const all = new Uint8Array(size);
+        let at = 0;
+        for (const c of chunks) {
+          all.set(c, at);
+          at += c.length;
+        }
+        return all;
       },
     };
     yield part;

@@ -36,7 +36,8 @@ const HEAD_BYTES = 4096;
 
 /**
  * Where an upload goes: project, kind, release, dist and the uploaded name; a `debugId`
- * named by the uploader (sentry-cli's assemble request) overrides the files' own.
+ * named by the uploader (sentry-cli's assemble request) overrides the files' own, except
+ * a dSYM's: its slices keep their LC_UUIDs.
  */
 export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId'>;
 
@@ -279,7 +280,9 @@ async function splitResults(db: Db, target: UploadTarget, results: FileResult[],
         id = copy.id;
       }
       if (f.index) await saveDerivedIndex(db, id, [f.index]);
-      const debugId = target.debugId ?? f.debugId;
+      // A dSYM names itself: each slice of a universal file has its own LC_UUID, and the
+      // uploader's single id (sentry-cli's assemble request) can be right for one at most.
+      const debugId = target.kind === 'dsym' ? (f.debugId ?? target.debugId) : (target.debugId ?? f.debugId);
       commits.push({ id, final: { debugId, serves: f.serves, filename: f.filename, meta: f.meta } });
     }
     if (!whole) await discardSymbolFiles(db, [r.id]);

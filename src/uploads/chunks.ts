@@ -4,13 +4,7 @@
 // assemble it. A request's chunks become visible together when all of its parts passed;
 // a failed request leaves none. Chunks are kept at most CHUNK_TTL_MS until assembled.
 import type { Kysely } from 'kysely';
-import {
-  MaxFileSizeExceededError,
-  MaxPartsExceededError,
-  MaxTotalSizeExceededError,
-  MultipartParseError,
-  parseMultipartStream,
-} from '@remix-run/multipart-parser';
+import { MultipartError, MultipartLimitError, parseMultipart } from '../symbols/multipart.js';
 import { HOUR_MS } from '../clock.js';
 import { DecodedTooLargeError, type Decompress } from '../ingest/decode.js';
 import type { Database } from '../store/schema.js';
@@ -101,12 +95,10 @@ export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, op
   let written = 0;
   let count = 0;
   try {
-    const parts = parseMultipartStream(body, {
-      boundary: options.boundary,
+    const parts = parseMultipart(body, options.boundary, {
       maxParts: CHUNKS_PER_REQUEST,
-      // gzip of incompressible data is slightly larger than the data.
-      maxFileSize: CHUNK_SIZE + 64 * 1024,
-      maxTotalSize: MAX_REQUEST_SIZE + CHUNKS_PER_REQUEST * 64 * 1024,
+      // Part contents plus room for each part's gzip overhead, boundary and headers.
+      maxBytes: MAX_REQUEST_SIZE + CHUNKS_PER_REQUEST * 64 * 1024,
     });
     for await (const part of parts) {
       const field = part.name ?? '';
@@ -116,7 +108,9 @@ export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, op
       }
       const claimed = (part.filename ?? '').toLowerCase();
       if (!SHA1_PATTERN.test(claimed)) throw new UploadError(400, `chunk part filename must be the chunk's SHA-1 (40 hex digits), got ${JSON.stringify(part.filename ?? '')}`);
-      const data = field === 'file_gzip' ? gunzipChunk(options.decompress, part.bytes, CHUNK_SIZE) : part.bytes;
+      // gzip of incompressible data is slightly larger than the data.
+      const sent = await part.bytes(CHUNK_SIZE + 64 * 1024);
+      const data = field === 'file_gzip' ? gunzipChunk(options.decompress, sent, CHUNK_SIZE) : sent;
       if (data.byteLength > CHUNK_SIZE) throw new UploadError(400, `chunk ${claimed} is larger than the chunk size of ${CHUNK_SIZE} bytes`);
       const actual = await sha1Hex(data);
       if (actual !== claimed) throw new UploadError(400, `checksum mismatch: chunk named ${claimed} has SHA-1 ${actual}`);
@@ -132,10 +126,12 @@ export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, op
     return count;
   } catch (err) {
     await db.deleteFrom('upload_chunks').where('batch', '=', batch).execute().catch(() => undefined);
-    if (err instanceof MaxPartsExceededError) throw new UploadError(400, `too many chunks in one request; at most ${CHUNKS_PER_REQUEST}`);
-    if (err instanceof MaxFileSizeExceededError) throw new UploadError(400, `chunk is larger than the chunk size of ${CHUNK_SIZE} bytes`);
-    if (err instanceof MaxTotalSizeExceededError) throw new UploadError(400, `request is larger than ${MAX_REQUEST_SIZE} bytes`);
-    if (err instanceof MultipartParseError) throw new UploadError(400, `malformed multipart body: ${err.message}`);
+    if (err instanceof MultipartLimitError) {
+      if (err.limit === 'parts') throw new UploadError(400, `too many chunks in one request; at most ${CHUNKS_PER_REQUEST}`);
+      if (err.limit === 'part') throw new UploadError(400, `chunk is larger than the chunk size of ${CHUNK_SIZE} bytes`);
+      throw new UploadError(400, `request is larger than ${MAX_REQUEST_SIZE} bytes`);
+    }
+    if (err instanceof MultipartError) throw new UploadError(400, `malformed multipart body: ${err.message}`);
     throw err;
   }
 }

@@ -107,7 +107,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
       level: 'error',
       event_count: 1,
       release: 'app@1.0.0',
-      url: `https://faultline.example/projects/${p.slug}/issues/${issue.fingerprint}`,
+      url: `https://faultline.example/${p.slug}/issues/${issue.fingerprint}`,
       triggered_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
     const message = bot.messages.find((m) => m.json?.chat_id === chat)!;
@@ -298,7 +298,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     const ok = await t.api(`/api/projects/${p.slug}/alerts/channels/${id}/test`, { method: 'POST' });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ delivered: true, status: 200, error: null });
-    expect(hook.requests[0].json).toMatchObject({ type: 'test', project: { slug: p.slug }, url: `https://faultline.example/projects/${p.slug}` });
+    expect(hook.requests[0].json).toMatchObject({ type: 'test', project: { slug: p.slug }, url: `https://faultline.example/${p.slug}` });
     expect(verifySignature('k', hook.requests[0].body, hook.requests[0].headers['x-faultline-signature'])).toBe(true);
 
     hook.script = [{ status: 302 }];
@@ -346,7 +346,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
       expect(spikes(quietHook)[0].json).toEqual({
         type: 'crash_spike',
         project: { slug: quiet.slug, name: 'Alerting app' },
-        url: `https://faultline.example/projects/${quiet.slug}`,
+        url: `https://faultline.example/${quiet.slug}`,
         recent: 10,
         baseline: 0,
         triggered_at: new Date(H).toISOString(),

@@ -118,6 +118,18 @@ describe.each(dialects)('retention on %s', (dialect) => {
       (await db().selectFrom('payload_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('received_at', '<', NOW - 30 * DAY).executeTakeFirstOrThrow()).n,
     );
     expect(chunksOfExpired).toBeGreaterThan(0);
+    // The new_issue alerts the old events recorded (no channel: set aside) are done with.
+    const alertsDone = Number(
+      (
+        await db()
+          .selectFrom('alert_outbox')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('created_at', '<', NOW - 30 * DAY)
+          .where('state', '<>', 'pending')
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+    expect(alertsDone).toBeGreaterThan(0);
     const counts = { chunks: await count('payload_chunks'), tags: await count('event_tags'), seen: await count('seen_events'), sessions: await count('sessions'), ph: await count('project_hourly'), ih: await count('issue_hourly'), sh: await count('session_hourly'), du: await count('daily_usage') };
     expect(counts.sessions).toBe(oldSessions.length + keptSessions.length);
     const deletedPerIssue = new Map<number, number>();
@@ -137,6 +149,9 @@ describe.each(dialects)('retention on %s', (dialect) => {
       project_hourly: 1, // one hour, one release
       session_hourly: 0,
       daily_usage: 0,
+      alert_deliveries: 0,
+      alert_outbox: alertsDone,
+      upload_assemblies: 0,
     });
     expect(summary.issuesUpdated).toBe(deletedPerIssue.size);
     // Batches of at most 7 rows, each reported with a running total.

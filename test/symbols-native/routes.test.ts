@@ -36,6 +36,19 @@ describe.each(dialects)('dSYM upload and symbolication on %s', (dialect) => {
     expect(files.reduce((n, f) => n + f.size, 0)).toBeLessThan(fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'].length);
   });
 
+  it('a fat dSYM uploaded with a debug id named by the uploader: each slice keeps its own LC_UUID', async () => {
+    const project = await makeProject(t);
+    const fat = fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'];
+    const rows = await t.deps.symbols!.upload(
+      { projectId: Number(project.id), kind: 'dsym', release: 'app@2.0', dist: '', filename: 'App', debugId: fx.debugIds.arm64 },
+      [fat],
+    );
+    expect(rows.map((r) => [r.filename, r.debug_id]).sort()).toEqual([
+      ['App (arm64)', fx.debugIds.arm64],
+      ['App (x86_64)', fx.debugIds.x86_64],
+    ]);
+  });
+
   it('an iOS crash sent through the ingest route is symbolicated before grouping: functions, files, lines, inlined frames', async () => {
     const project = await makeProject(t);
     await uploadOk(t, project, { kind: 'dsym', release: 'app@1.0', files: [{ name: 'App', data: fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'] }] });

@@ -1,7 +1,7 @@
 // The streaming multipart reader: bodies as undici's FormData encodes them, cut into
 // pieces of every size, parts read or skipped, and the malformed bodies it refuses.
 import { describe, expect, it } from 'vitest';
-import { MultipartError, multipartBoundary, parseMultipart } from '../../src/symbols/multipart.js';
+import { MultipartError, MultipartLimitError, multipartBoundary, parseMultipart } from '../../src/symbols/multipart.js';
 
 async function encode(form: FormData): Promise<{ body: Uint8Array; boundary: string }> {
   const res = new Response(form);
@@ -68,5 +68,32 @@ describe('streaming multipart', () => {
     expect(multipartBoundary('multipart/form-data; charset=utf-8; boundary="a b"')).toBe('a b');
     expect(multipartBoundary('application/json')).toBeNull();
     expect(multipartBoundary(null)).toBeNull();
+  });
+
+  it('enforces the limits a caller sets: parts, a part read whole, the whole body', async () => {
+    const form = new FormData();
+    for (let i = 0; i < 5; i++) form.append('file', new Blob([new Uint8Array(1000).fill(i)]), `f${i}`);
+    const { body, boundary } = await encode(form);
+    const limitOf = async (limits: Parameters<typeof parseMultipart>[2], max = 1000) => {
+      try {
+        let read = 0;
+        for await (const part of parseMultipart(pieces(body, 100), boundary, limits)) {
+          const bytes = await part.bytes(max);
+          expect(bytes.length).toBe(1000);
+          expect(bytes[999]).toBe(read);
+          read++;
+        }
+        return read;
+      } catch (err) {
+        expect(err).toBeInstanceOf(MultipartLimitError);
+        expect(err).toBeInstanceOf(MultipartError);
+        return (err as MultipartLimitError).limit;
+      }
+    };
+    expect(await limitOf({})).toBe(5);
+    expect(await limitOf({ maxParts: 5, maxBytes: body.length })).toBe(5);
+    expect(await limitOf({ maxParts: 4 })).toBe('parts');
+    expect(await limitOf({ maxBytes: body.length - 1 })).toBe('body');
+    expect(await limitOf({}, 999)).toBe('part');
   });
 });

@@ -132,7 +132,7 @@ describe('the Worker with API keys', () => {
     expect((await broken.json()).error).toMatch(/not valid gzip data/);
   });
 
-  it('runs the 10-minute cron (crash spikes and alert deliveries, empty until alerts exist)', async () => {
+  it('runs the 10-minute cron (crash spikes and alert deliveries; nothing to do on an empty database)', async () => {
     await expect(w.runCron(ALERTS_CRON)).resolves.toBeUndefined();
   });
 

@@ -1,11 +1,13 @@
 // The serverless edition's housekeeping, run by Cron Triggers instead of the timers of
 // `faultline serve` (wrangler.jsonc lists the schedules; they must match these).
+import { runAlertsOnce } from '../../alerts/dispatcher.js';
+import { webAlertRuntime } from '../../alerts/transport.js';
 import type { AppDeps } from '../../context.js';
 import { formatSummary, runRetention } from '../../store/retention.js';
 
 /** Daily at 03:17 UTC: retention. */
 export const RETENTION_CRON = '17 3 * * *';
-/** Every 10 minutes: the crash-spike check and pending alert deliveries. */
+/** Every 10 minutes: the crash-spike check and one pass over the alert outbox and pending deliveries (as `faultline alerts`). */
 export const ALERTS_CRON = '*/10 * * * *';
 
 /**
@@ -26,20 +28,22 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       else deps.logger.info('retention skipped: another run holds the lease');
       return;
     }
-    case ALERTS_CRON:
-      await checkCrashSpikes(deps);
-      await deliverPendingAlerts(deps);
+    case ALERTS_CRON: {
+      const { spikes, pass } = await runAlertsOnce({
+        store: deps.store,
+        clock: deps.clock,
+        logger: deps.logger,
+        config: deps.config,
+        // fetch, with the SSRF guard on literal addresses: a Worker cannot resolve names itself.
+        runtime: deps.alertRuntime ?? webAlertRuntime,
+      });
+      deps.logger.info(
+        { crash_spikes: spikes.spikes.length, alerts: pass.alerts, deliveries_sent: pass.sent, deliveries_failed: pass.failed, deliveries_retried: pass.retried },
+        'alerts checked and sent',
+      );
       return;
+    }
     default:
       deps.logger.warn({ cron }, 'no housekeeping is scheduled for this cron expression');
   }
 }
-
-/**
- * The place of the crash-spike check (src/alerts/spike.ts) on this edition. Empty: the
- * alerts domain is not wired into the Workers edition yet, so nothing runs here.
- */
-async function checkCrashSpikes(_deps: AppDeps): Promise<void> {}
-
-/** The place of the alert dispatcher's pass (src/alerts/dispatcher.ts); empty, as above. */
-async function deliverPendingAlerts(_deps: AppDeps): Promise<void> {}

@@ -1,0 +1,62 @@
+// Alerts on the serverless edition: the 10-minute cron runs the crash-spike check and one
+// pass over the outbox and the deliveries (the code of `faultline alerts`), sending with
+// fetch from inside workerd to a real local webhook receiver. Ingest is not on Workers
+// yet, so the crashes are written into D1's hourly aggregate directly.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALERTS_CRON } from '../../src/editions/workers/crons.js';
+import { Receiver } from '../alerts/support.js';
+import { startTestWorker, type TestWorker } from './harness.js';
+
+const HOUR = 3_600_000;
+
+describe('alerts on the Workers edition', () => {
+  let w: TestWorker;
+  let hook: Receiver;
+
+  beforeAll(async () => {
+    hook = await Receiver.start();
+    w = await startTestWorker({ API_KEYS: 'k', PUBLIC_URL: 'https://errors.example.com', RATE_LIMIT: '0', WEBHOOK_ALLOW_PRIVATE: 'true' });
+  }, 120_000);
+
+  afterAll(async () => {
+    await w?.close();
+    await hook?.stop();
+  });
+
+  it('the 10-minute cron finds a crash spike and delivers it to the webhook, once', async () => {
+    const created = await w.api('/api/projects', { method: 'POST', json: { name: 'Shop app', slug: 'shop-app' } });
+    expect(created.status).toBe(201);
+    const project = await created.json();
+    const channel = await w.api('/api/projects/shop-app/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: hook.url + '/hook' } } });
+    expect(channel.status).toBe(201);
+
+    const now = Date.now();
+    const bucket = now - (now % HOUR);
+    const d1 = await w.d1();
+    await d1
+      .prepare(
+        `insert into project_hourly (project_id, bucket, release, events, crashes, errors, fatal, error, warning, info, debug)
+         values (?, ?, '', 12, 12, 12, 0, 12, 0, 0, 0)`,
+      )
+      .bind(project.id, bucket)
+      .run();
+
+    await w.runCron(ALERTS_CRON);
+    expect(hook.requests).toHaveLength(1);
+    expect(hook.requests[0].path).toBe('/hook');
+    expect(hook.requests[0].json).toMatchObject({
+      type: 'crash_spike',
+      project: { slug: 'shop-app', name: 'Shop app' },
+      url: 'https://errors.example.com/shop-app',
+      recent: 12,
+      baseline: 0,
+    });
+    const log = await (await w.api('/api/projects/shop-app/alerts/deliveries')).json();
+    expect(log.deliveries).toHaveLength(1);
+    expect(log.deliveries[0]).toMatchObject({ type: 'crash_spike', state: 'sent', attempts: 1, last_error: null });
+
+    // The rule is in cooldown now: the next run finds nothing to send.
+    await w.runCron(ALERTS_CRON);
+    expect(hook.requests).toHaveLength(1);
+  });
+});
