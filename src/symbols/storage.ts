@@ -43,6 +43,10 @@ export const KEPT_SYMBOL_KINDS = ['elf', 'pe', 'pdb', 'breakpad', 'wasm'] as con
 export type KeptSymbolKind = (typeof KEPT_SYMBOL_KINDS)[number];
 export type SymbolKind = (typeof SYMBOL_KINDS)[number] | KeptSymbolKind;
 
+export function isKeptKind(kind: string): kind is KeptSymbolKind {
+  return (KEPT_SYMBOL_KINDS as readonly string[]).includes(kind);
+}
+
 /** Part 0 is the uploaded file, part 1 a derived lookup index. */
 export const FILE_PART = 0;
 export const INDEX_PART = 1;
@@ -421,7 +425,10 @@ export async function findByRelease(
   return q.orderBy('id', 'desc').limit(50).execute();
 }
 
-/** Which kinds the project has ready files of (the ingest path's cheap "anything to do?" check). */
+/**
+ * Which symbolicating kinds the project has ready files of (the ingest path's cheap
+ * "anything to do?" check): kept-only files alone leave nothing to do.
+ */
 export async function symbolKindsOf(db: Db, projectId: number): Promise<Set<SymbolKind>> {
   const rows = await db
     .selectFrom('symbol_files')
@@ -429,6 +436,7 @@ export async function symbolKindsOf(db: Db, projectId: number): Promise<Set<Symb
     .distinct()
     .where('project_id', '=', projectId)
     .where('state', '=', 'ready')
+    .where('kind', 'not in', [...KEPT_SYMBOL_KINDS])
     .execute();
   return new Set(rows.map((r) => r.kind as SymbolKind));
 }

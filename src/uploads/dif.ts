@@ -4,7 +4,7 @@
 // left out, since only a fixed list of values deserialises).
 import { iso } from '../clock.js';
 import { keptKindOf } from '../symbols/kept.js';
-import { KEPT_SYMBOL_KINDS } from '../symbols/storage.js';
+import { isKeptKind } from '../symbols/storage.js';
 import type { StoredSymbolFile } from './symbol-port.js';
 
 /** Sentry's pattern for ProGuard mappings sent through the DIF routes. */
@@ -48,7 +48,7 @@ export function difFormat(name: string, head: Uint8Array): DifFormat {
 export function symbolKindOf(format: DifFormat): string | null {
   if (format === 'proguard') return 'proguard';
   if (format === 'macho') return 'dsym';
-  return (KEPT_SYMBOL_KINDS as readonly string[]).includes(format) ? format : null;
+  return isKeptKind(format) ? format : null;
 }
 
 /** Sentry's `symbolType` of a stored kind. */

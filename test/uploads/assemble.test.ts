@@ -8,6 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { zipSync, strToU8 } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
+import { symbolKindsOf } from '../../src/symbols/storage.js';
 import { CHUNK_SIZE } from '../../src/uploads/chunks.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -130,6 +131,8 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     ['breakpad', 'app.sym', strToU8('MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 app\n')],
     ['wasm', 'app.wasm', new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])],
   ])('a %s file is kept under the debug id sent, listed, found and deletable', async (kind, name, bytes) => {
+    const jobs = () => t.deps.store.db.selectFrom('symbol_jobs').selectAll().where('project_id', '=', projectId).execute();
+    const jobsBefore = await jobs();
     const { checksum, chunks } = await upload(bytes);
     const debugId = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
     const answer = await assembleDif(checksum, { name, debug_id: debugId.toUpperCase(), chunks });
@@ -138,6 +141,9 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect(listed.map((f: any) => [f.kind, f.debug_id, f.filename])).toEqual([[kind, debugId, name]]);
     const found = await (await t.api(`/api/0/projects/o/app/files/dsyms/?debug_id=${debugId}`)).json();
     expect(found.map((d: { debugId: string; symbolType: string }) => [d.debugId, d.symbolType])).toEqual([[debugId, kind]]);
+    // Nothing to symbolicate with: ingest skips the project, and no event is re-symbolicated.
+    expect(await symbolKindsOf(t.deps.store.db, projectId)).toEqual(new Set());
+    expect(await jobs()).toEqual(jobsBefore);
     expect((await t.api(`/api/projects/app/symbols/${answer.dif.id}`, { method: 'DELETE' })).status).toBe(204);
     expect(await symbolCount()).toBe(0);
   });
