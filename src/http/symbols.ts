@@ -69,7 +69,7 @@ export async function receiveSymbolUpload(
       if (part.name !== 'file') throw badRequest(`unexpected file field ${JSON.stringify(part.name)}; the file goes in "file"`);
       const kind = fields.kind;
       if (kind === undefined) throw badRequest('the "kind" field must come before the file in the form');
-      if (!SYMBOL_KINDS.includes(kind as SymbolKind)) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
+      if (!SYMBOL_KINDS.includes(kind as (typeof SYMBOL_KINDS)[number])) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
       const release = fields.release ?? '';
       const dist = fields.dist ?? '';
       if (release.length > MAX_RELEASE) throw badRequest(`release must be at most ${MAX_RELEASE} characters`);
@@ -88,7 +88,7 @@ export async function receiveSymbolUpload(
   }
   if (files === 0) {
     await upload.abort();
-    if (fields.kind !== undefined && !SYMBOL_KINDS.includes(fields.kind as SymbolKind)) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
+    if (fields.kind !== undefined && !SYMBOL_KINDS.includes(fields.kind as (typeof SYMBOL_KINDS)[number])) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
     throw badRequest('the form has no "file" field');
   }
   deps.logger.info({ project: p.slug, files: stored.length }, 'symbol files uploaded');

@@ -1,5 +1,7 @@
-// The kinds this build knows: ProGuard, source maps and dSYM (Mach-O/DWARF).
+// The kinds this build knows: ProGuard, source maps and dSYM (Mach-O/DWARF), which
+// symbolicate, and the kept-only debug formats (ELF, PE, PDB, Breakpad, WebAssembly).
 import { dsymHandler } from './dsym.js';
+import { keptHandlers } from './kept.js';
 import { registerSymbolKind } from './kinds.js';
 import { proguardHandler } from './proguard.js';
 import { sourceMapHandler } from './sourcemap.js';
@@ -8,3 +10,4 @@ import { sourceMapHandler } from './sourcemap.js';
 registerSymbolKind(proguardHandler);
 registerSymbolKind(sourceMapHandler);
 registerSymbolKind(dsymHandler);
+for (const handler of keptHandlers) registerSymbolKind(handler);

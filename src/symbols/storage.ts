@@ -31,8 +31,21 @@ type Db = Kysely<Database>;
  */
 export const SYMBOL_CHUNK_BYTES = 512 * 1024;
 
+/** The kinds the management API uploads (the spec's kinds), each symbolicating its platform. */
 export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym'] as const;
-export type SymbolKind = (typeof SYMBOL_KINDS)[number];
+/**
+ * Debug files sentry-cli uploads that Faultline keeps but does not symbolicate with (a
+ * CI step uploading a whole build folder succeeds): one kind per format, so an
+ * executable and its separate debug file with the same debug id (a PE and its PDB) are
+ * both kept. Stored, listed, found by debug id, deleted and exported like the others.
+ */
+export const KEPT_SYMBOL_KINDS = ['elf', 'pe', 'pdb', 'breakpad', 'wasm'] as const;
+export type KeptSymbolKind = (typeof KEPT_SYMBOL_KINDS)[number];
+export type SymbolKind = (typeof SYMBOL_KINDS)[number] | KeptSymbolKind;
+
+export function isKeptKind(kind: string): kind is KeptSymbolKind {
+  return (KEPT_SYMBOL_KINDS as readonly string[]).includes(kind);
+}
 
 /** Part 0 is the uploaded file, part 1 a derived lookup index. */
 export const FILE_PART = 0;
@@ -412,7 +425,10 @@ export async function findByRelease(
   return q.orderBy('id', 'desc').limit(50).execute();
 }
 
-/** Which kinds the project has ready files of (the ingest path's cheap "anything to do?" check). */
+/**
+ * Which symbolicating kinds the project has ready files of (the ingest path's cheap
+ * "anything to do?" check): kept-only files alone leave nothing to do.
+ */
 export async function symbolKindsOf(db: Db, projectId: number): Promise<Set<SymbolKind>> {
   const rows = await db
     .selectFrom('symbol_files')
@@ -420,6 +436,7 @@ export async function symbolKindsOf(db: Db, projectId: number): Promise<Set<Symb
     .distinct()
     .where('project_id', '=', projectId)
     .where('state', '=', 'ready')
+    .where('kind', 'not in', [...KEPT_SYMBOL_KINDS])
     .execute();
   return new Set(rows.map((r) => r.kind as SymbolKind));
 }

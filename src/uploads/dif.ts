@@ -3,6 +3,8 @@
 // upload (sentry-protocol.md §6.5: objectName, cpuName and sha1 required; `data.type`
 // left out, since only a fixed list of values deserialises).
 import { iso } from '../clock.js';
+import { keptKindOf } from '../symbols/kept.js';
+import { isKeptKind } from '../symbols/storage.js';
 import type { StoredSymbolFile } from './symbol-port.js';
 
 /** Sentry's pattern for ProGuard mappings sent through the DIF routes. */
@@ -33,22 +35,26 @@ export function difFormat(name: string, head: Uint8Array): DifFormat {
       const count = new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(4, false);
       if (count > 0 && count < 32) return 'macho';
     }
-    if (head[0] === 0x7f && head[1] === 0x45 && head[2] === 0x4c && head[3] === 0x46) return 'elf';
-    if (head[0] === 0x4d && head[1] === 0x5a) return 'pe';
-    if (head[0] === 0x00 && head[1] === 0x61 && head[2] === 0x73 && head[3] === 0x6d) return 'wasm';
     if (head[0] === 0x53 && head[1] === 0x59 && head[2] === 0x53 && head[3] === 0x42) return 'sourcebundle';
   }
-  const text = new TextDecoder().decode(head.subarray(0, 32));
-  if (text.startsWith('Microsoft C/C++ MSF')) return 'pdb';
-  if (text.startsWith('MODULE ')) return 'breakpad';
-  return 'unknown';
+  return keptKindOf(head) ?? 'unknown';
 }
 
-/** The symbol kind a format is stored as; null for formats Faultline does not symbolicate. */
+/**
+ * The symbol kind a format is stored as: ProGuard and Mach-O symbolicate; ELF, PE, PDB,
+ * Breakpad and WebAssembly are kept-only kinds of their own name; null for the rest
+ * (source bundles, unknown files), which are refused.
+ */
 export function symbolKindOf(format: DifFormat): string | null {
   if (format === 'proguard') return 'proguard';
   if (format === 'macho') return 'dsym';
-  return null;
+  return isKeptKind(format) ? format : null;
+}
+
+/** Sentry's `symbolType` of a stored kind. */
+function symbolTypeOf(kind: string): string {
+  if (kind === 'dsym') return 'macho';
+  return kind;
 }
 
 /** The `dif` object of an assemble answer and of the legacy upload's array. */
@@ -62,7 +68,7 @@ export function difJson(file: StoredSymbolFile, checksum: string, objectName: st
     codeId: null,
     objectName: file.kind === 'proguard' ? 'proguard-mapping' : objectName,
     cpuName: arch,
-    symbolType: file.kind === 'proguard' ? 'proguard' : 'macho',
+    symbolType: symbolTypeOf(file.kind),
     headers: {},
     size: file.size,
     sha1: checksum,

@@ -1,8 +1,9 @@
 // Debug information files from sentry-cli: `difs/assemble/` (chunked: dSYM slices,
-// ProGuard mappings as `/proguard/<uuid>.txt`) and the legacy `files/dsyms/` ZIP upload
-// of sentry-cli 2.x (`proguard/<uuid>.txt` entries, Mach-O files). Each file becomes a
-// symbol file of its kind; formats Faultline does not symbolicate are refused with a
-// detail sentry-cli prints, never stored half.
+// ProGuard mappings as `/proguard/<uuid>.txt`, ELF/PE/PDB/Breakpad/wasm files) and the
+// legacy `files/dsyms/` ZIP upload of sentry-cli 2.x (`proguard/<uuid>.txt` entries,
+// Mach-O files). Each file becomes a symbol file of its kind (ELF, PE, PDB, Breakpad and
+// wasm kept-only kinds, symbolicating nothing); other formats (source bundles, unknown
+// files) are refused with a detail sentry-cli prints, never stored half.
 import { assembleOne, chunkBytes, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
 import { readChunk } from './chunks.js';
 import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type DifJson } from './dif.js';
@@ -55,7 +56,7 @@ export function kindForDif(name: string, head: Uint8Array, symbols: SymbolPort):
   if (!kind || !symbols.kinds().has(kind)) {
     throw new UploadError(
       400,
-      `${FORMAT_NAMES[format]} debug files are not supported: Faultline symbolicates ${[...symbols.kinds()].filter((k) => k !== 'sourcemap').join(' and ') || 'no debug files yet'} (file ${JSON.stringify(name)})`,
+      `${FORMAT_NAMES[format]} debug files are not supported: Faultline accepts ProGuard mappings, Mach-O (dSYM), ELF, PE, PDB, Breakpad and WebAssembly files (file ${JSON.stringify(name)})`,
     );
   }
   return kind;
@@ -95,8 +96,9 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
 
 /**
  * The legacy upload: a ZIP of debug files. Entries named `proguard/<uuid>.txt` are
- * mappings; Mach-O entries are dSYMs; entries of no debug format (Info.plist) are
- * skipped; a debug format Faultline does not symbolicate refuses the upload. All entries
+ * mappings; Mach-O entries are dSYMs; ELF, PE, PDB, Breakpad and wasm entries are kept
+ * (without a debug id: the ZIP names none); entries of no debug format (Info.plist) are
+ * skipped; a source bundle refuses the upload. All entries
  * are stored or none. Answers the stored files' `dif` objects.
  */
 export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: ByteRangeSource, now: number): Promise<DifJson[]> {

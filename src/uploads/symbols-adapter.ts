@@ -11,6 +11,7 @@ import {
   commitSymbolFiles,
   copyPendingRange,
   discardSymbolFiles,
+  isKeptKind,
   saveDerivedIndex,
   writePendingFile,
   type FinalFacts,
@@ -94,7 +95,9 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
         const kept = new Set(commits.map((c) => c.id));
         await discardSymbolFiles(db, written.filter((id) => !kept.has(id)));
         deps.symbols?.invalidate(projectId, replaced);
-        for (const release of new Set(rows.map((r) => r.release))) await deps.symbols?.resymbolicate(projectId, release);
+        // Kept-only files symbolicate nothing: no event changes, so none is re-symbolicated.
+        const symbolicating = rows.filter((r) => !isKeptKind(r.kind));
+        for (const release of new Set(symbolicating.map((r) => r.release))) await deps.symbols?.resymbolicate(projectId, release);
         return rows.map(stored);
       } catch (err) {
         await discardSymbolFiles(db, written).catch(() => undefined);

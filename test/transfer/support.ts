@@ -2,9 +2,11 @@
 // (`faultline seed`'s envelopes, envelopes captured from real SDKs, sampled-out events,
 // sessions), then changed the ways people and symbolication change it, and helpers to
 // export and import in-process.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { expect } from 'vitest';
 import { runSeed } from '../../src/cli/seed.js';
 import { nodeTransferRuntime } from '../../src/editions/node-transfer.js';
@@ -73,7 +75,8 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   for (const s of sessions) expect((await post(t, web, envelope({}, [{ type: 'session', payload: s }]))).status).toBe(200);
 
   // Alert rules and channels, symbol files (a source map with its derived index, a
-  // ProGuard mapping tied to a release by the build plugins' route), a sentry-cli release.
+  // ProGuard mapping tied to a release by the build plugins' route, an ELF file kept
+  // through difs/assemble), a sentry-cli release.
   expect((await t.api('/api/projects/demo/alerts/new_issue', { method: 'PATCH', json: { enabled: false, cooldown_minutes: 45 } })).status).toBe(200);
   expect((await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } })).status).toBe(201);
   const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
@@ -92,6 +95,17 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   const uuid = ((await proguard.json()) as { symbols: { debug_id: string }[] }).symbols[0].debug_id;
   const tied = await t.api('/api/0/projects/org/demo/files/proguard-artifact-releases/', { method: 'POST', json: { release_name: 'com.example.shop@1.2.0+120', proguard_uuid: uuid } });
   expect(tied.status, await tied.clone().text()).toBe(201);
+  // An ELF debug file through sentry-cli's routes: a kept-only kind, moved like the others.
+  const elf = new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(7)]);
+  const elfSha1 = createHash('sha1').update(elf).digest('hex');
+  const chunkForm = new FormData();
+  chunkForm.append('file_gzip', new Blob([gzipSync(elf) as Uint8Array<ArrayBuffer>]), elfSha1);
+  expect((await t.api('/api/0/organizations/org/chunk-upload/', { method: 'POST', body: chunkForm })).status).toBe(200);
+  const elfAssemble = await t.api('/api/0/projects/org/demo/files/difs/assemble/', {
+    method: 'POST',
+    json: { [elfSha1]: { name: 'libapp.so', debug_id: 'fd63e528-8d34-a2de-d635-5af05fcbea86', chunks: [elfSha1] } },
+  });
+  expect(((await elfAssemble.json()) as Record<string, { state: string }>)[elfSha1].state).toBe('ok');
   const release = await t.api('/api/0/organizations/org/releases/', { method: 'POST', json: { version: 'com.example.shop@1.3.0+130', projects: ['demo'], url: 'https://example.com/1.3' } });
   expect(release.status, await release.clone().text()).toBe(201);
 

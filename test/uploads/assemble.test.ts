@@ -8,6 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { zipSync, strToU8 } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
+import { symbolKindsOf } from '../../src/symbols/storage.js';
 import { CHUNK_SIZE } from '../../src/uploads/chunks.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -110,14 +111,50 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect(await assembleDif('f'.repeat(40), { name: 'App', chunks: unknown })).toEqual({ state: 'not_found', missingChunks: unknown, detail: null });
   });
 
-  it('a ProGuard name over a file that is no mapping, and an ELF file, are errors with details', async () => {
+  it('a ProGuard name over a file that is no mapping, and a source bundle, are errors with details', async () => {
     const notMapping = strToU8('this is not a mapping\n');
     const a = await upload(notMapping);
     const answer = await assembleDif(a.checksum, { name: '/proguard/94c27f7d-8662-5067-8afb-ee462e1c9b7a.txt', chunks: a.chunks });
     expect(answer).toEqual({ state: 'error', missingChunks: [], detail: expect.stringContaining('not a ProGuard mapping') });
-    const elf = new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(0)]);
-    const b = await upload(elf);
-    expect(await assembleDif(b.checksum, { name: 'libapp.so', chunks: b.chunks })).toEqual({ state: 'error', missingChunks: [], detail: expect.stringContaining('ELF debug files are not supported') });
+    const sourceBundle = strToU8('SYSB\x02\0\0\0 not supported');
+    const b = await upload(sourceBundle);
+    expect(await assembleDif(b.checksum, { name: 'app.src.zip', chunks: b.chunks })).toEqual({ state: 'error', missingChunks: [], detail: expect.stringContaining('source bundle debug files are not supported') });
+    const c = await upload(strToU8('neither a debug file nor anything else'));
+    expect((await assembleDif(c.checksum, { name: 'README', chunks: c.chunks })).state).toBe('error');
+    expect(await symbolCount()).toBe(0);
+  });
+
+  it.each([
+    ['elf', 'libapp.so', new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(0)])],
+    ['pe', 'app.exe', strToU8('MZ\x90\0 a PE image')],
+    ['pdb', 'app.pdb', strToU8('Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0')],
+    ['breakpad', 'app.sym', strToU8('MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 app\n')],
+    ['wasm', 'app.wasm', new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])],
+  ])('a %s file is kept under the debug id sent, listed, found and deletable', async (kind, name, bytes) => {
+    const jobs = () => t.deps.store.db.selectFrom('symbol_jobs').selectAll().where('project_id', '=', projectId).execute();
+    const jobsBefore = await jobs();
+    const { checksum, chunks } = await upload(bytes);
+    const debugId = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+    const answer = await assembleDif(checksum, { name, debug_id: debugId.toUpperCase(), chunks });
+    expect(answer).toMatchObject({ state: 'ok', missingChunks: [], dif: { debugId, symbolType: kind, sha1: checksum } });
+    const listed = ((await (await t.api('/api/projects/app/symbols')).json()) as any).symbols;
+    expect(listed.map((f: any) => [f.kind, f.debug_id, f.filename])).toEqual([[kind, debugId, name]]);
+    const found = await (await t.api(`/api/0/projects/o/app/files/dsyms/?debug_id=${debugId}`)).json();
+    expect(found.map((d: { debugId: string; symbolType: string }) => [d.debugId, d.symbolType])).toEqual([[debugId, kind]]);
+    // Nothing to symbolicate with: ingest skips the project, and no event is re-symbolicated.
+    expect(await symbolKindsOf(t.deps.store.db, projectId)).toEqual(new Set());
+    expect(await jobs()).toEqual(jobsBefore);
+    expect((await t.api(`/api/projects/app/symbols/${answer.dif.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await symbolCount()).toBe(0);
+  });
+
+  it('the management upload keeps refusing the kept-only kinds', async () => {
+    const form = new FormData();
+    form.append('kind', 'elf');
+    form.append('file', new Blob([new Uint8Array([0x7f, 0x45, 0x4c, 0x46])]), 'libapp.so');
+    const res = await t.api('/api/projects/app/symbols', { method: 'POST', body: form });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym' });
     expect(await symbolCount()).toBe(0);
   });
 

@@ -1,0 +1,62 @@
+// `debug-files upload` of a real ELF with the real sentry-cli (3.x and the 2.x alias): an
+// executable built with clang -g and a GNU build id goes through chunk-upload +
+// difs/assemble, assembles `ok` (not `error`), and is kept as an `elf` symbol file under
+// the debug id sentry-cli derives from the build id: listed by the symbols API and found
+// by the legacy debug_id lookup. SQLite and PostgreSQL.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
+import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+import { ok, runCli } from './cli.js';
+
+const KEY = 'elf-upload-key-0123456789abcdef';
+let dir: string;
+let debugId: string;
+
+/** The debug id of an ELF build id: its first 16 bytes as a GUID (first three fields little-endian). */
+function debugIdOfBuildId(hex: string): string {
+  const b = hex.slice(0, 32).match(/../g)!;
+  const swapped = [...b.slice(0, 4).reverse(), ...b.slice(4, 6).reverse(), ...b.slice(6, 8).reverse(), ...b.slice(8)].join('');
+  return `${swapped.slice(0, 8)}-${swapped.slice(8, 12)}-${swapped.slice(12, 16)}-${swapped.slice(16, 20)}-${swapped.slice(20)}`;
+}
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-elf-'));
+  fs.mkdirSync(path.join(dir, 'build'));
+  fs.writeFileSync(path.join(dir, 'crash.c'), 'int crash(int x) { return 10 / x; }\nint main(int argc, char **argv) { return crash(argc - 1); }\n');
+  execFileSync('clang', ['-g', '-O0', '-Wl,--build-id=sha1', '-o', path.join(dir, 'build', 'crash'), path.join(dir, 'crash.c')]);
+  const notes = execFileSync('readelf', ['-n', path.join(dir, 'build', 'crash')], { encoding: 'utf8' });
+  debugId = debugIdOfBuildId(/Build ID: ([0-9a-f]+)/.exec(notes)![1]);
+}, 60_000);
+
+afterAll(() => {
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe.each(dialects)('debug-files upload of a real ELF (%s)', (dialect) => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer(dialect, { env: { API_KEYS: KEY } });
+  });
+  afterAll(async () => t?.close());
+
+  it.each(['3', '2'] as const)('assembles ok and keeps it as an elf file under its debug id (%s.x)', async (v) => {
+    const slug = `linux-${v}`;
+    await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug, name: slug, platform: 'native' }, t.clock.now());
+    const target = { url: t.url, token: KEY, project: slug };
+    const res = ok(await runCli(v, target, ['debug-files', 'upload', '--wait', path.join(dir, 'build')]));
+    expect(res.stdout + res.stderr).toContain(debugId);
+    expect(res.stdout + res.stderr).not.toMatch(/error/i);
+    const listed = ((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols;
+    expect(listed.map((f: any) => [f.kind, f.debug_id, f.filename])).toEqual([['elf', debugId, expect.stringContaining('crash')]]);
+    expect(listed[0].size).toBe(fs.statSync(path.join(dir, 'build', 'crash')).size);
+    const found = await (await t.api(`/api/0/projects/acme/${slug}/files/dsyms/?debug_id=${debugId}`)).json();
+    expect(found.map((d: any) => [d.debugId, d.symbolType])).toEqual([[debugId, 'elf']]);
+    // Again: the file is on the server already, nothing new is stored.
+    ok(await runCli(v, target, ['debug-files', 'upload', '--wait', path.join(dir, 'build')]));
+    expect(((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols).toHaveLength(1);
+  });
+});
