@@ -1,31 +1,13 @@
 // JSON shapes of the read API (SPEC §2 field names): issues, releases. Times go
 // out as RFC 3339 UTC with milliseconds (`iso`).
 import { iso } from '../clock.js';
+import type { IssueRecord } from '../ingest/records.js';
 import type { IssueRow } from '../store/schema.js';
 
-export interface IssueJson {
-  fingerprint: string;
-  title: string;
-  level: string;
-  error_type: string;
-  screen: string;
-  location: string;
-  platform: string;
-  status: string;
-  event_count: number;
-  stored_count: number;
-  users: number;
-  first_seen: string;
-  last_seen: string;
-  first_seen_id: number | null;
-  last_seen_id: number | null;
-  first_release: string;
-  last_release: string;
-  resolved_release: string | null;
-  created_at: string;
-  updated_at: string;
-  sparkline?: number[];
-}
+/** An issue as the API shows it: the stored record without ids and resolution times, times as RFC 3339. */
+type IssueTime = 'first_seen' | 'last_seen' | 'created_at' | 'updated_at';
+export type IssueJson = Omit<IssueRecord, 'id' | 'project_id' | 'resolved_at' | 'regressed_at' | IssueTime> &
+  Record<IssueTime, string> & { sparkline?: number[] };
 
 export function issueJson(row: IssueRow, sparkline?: number[]): IssueJson {
   const out: IssueJson = {
