@@ -1,7 +1,7 @@
 // The dependencies every part of the app receives, built by an edition
 // (src/editions) and injected, so route and domain code never reach for
 // process-wide singletons and the serverless edition can supply its own.
-import type { Logger } from 'pino';
+import type { Logger } from './logger.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Store } from './store/database.js';

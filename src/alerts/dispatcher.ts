@@ -9,7 +9,7 @@
 // Times: alert times (cooldowns, created_at, sent_at) follow the app's clock;
 // retry schedules and leases follow the wall clock, so that they work whatever clock
 // a test injects for the alerts themselves.
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/database.js';

@@ -3,7 +3,7 @@
 // installs without a long-lived server: run it every 10 minutes from cron. `serve`
 // does the same continuously. Progress on stderr, a one-line summary on stdout.
 import type { Command } from 'commander';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/database.js';

@@ -4,7 +4,7 @@
 // commands import the server and its dependencies only when they run, so
 // `faultline --help` starts fast.
 import { createRequire } from 'node:module';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { DatabaseConfigError, SchemaTooNewError, migrate, openStore, type Store } from '../store/database.js';
 

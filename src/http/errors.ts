@@ -5,7 +5,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { ZodError } from 'zod';
 import { CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, isClientAbort } from '../ingest/errors.js';
 import { unsafeJsonProblem } from './input-hygiene.js';

@@ -2,7 +2,7 @@
 // request id (X-Request-Id) and its one log line. Shared by the app's middleware
 // and the Node edition's direct ingest listener, so both behave the same.
 import type { MiddlewareHandler } from 'hono';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 

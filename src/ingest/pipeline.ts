@@ -3,7 +3,7 @@
 // → envelope or legacy store body → normalised events and sessions → the
 // group-commit writer → status, JSON body and rate-limit headers. The route module
 // only adapts Hono to this; nothing here knows about HTTP frameworks.
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
 import type { IngestRuntime, RateLimiter } from '../context.js';
 import type { Store } from '../store/database.js';

@@ -3,7 +3,7 @@
 // queries themselves live in src/store/ingest-batch.ts; this file owns the queue,
 // batching, failure handling and counters. docs/architecture.md ("The ingest
 // writer (group commit)") describes the design.
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
 import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
 import type { Store } from '../store/database.js';

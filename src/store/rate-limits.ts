@@ -6,7 +6,7 @@
 // budget handed out never exceeds the limit; the cost is that requests leased by
 // one instance and not yet spent are not available to another (at most one lease
 // per other instance and key: 2 % of the limit).
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import { sql } from 'kysely';
 import type { RateLimitDecision, RateLimiter } from '../context.js';
 import type { Store } from './database.js';

@@ -10,7 +10,7 @@
 // batch is one atomic `Store.batch` (deleteEventBatchAtomically). Web APIs only, so the
 // serverless edition's cron runs the same code.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';

@@ -6,7 +6,7 @@
 // row pending, and the next start (of this or another instance) goes on from the cursor.
 // An instance holds a run through a lease renewed with every batch, so two instances
 // on one PostgreSQL database never run the same job.
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
 import { parseEventPayload, symbolicationInputOf } from '../ingest/normalize.js';

@@ -6,7 +6,7 @@
 // normalising (symbolication happens before grouping); re-symbolication and the routes
 // call the rest. Uploads and deletes through this process forget the cached facts at
 // once; another instance on the same PostgreSQL database sees them within FACTS_TTL_MS.
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
 import type { EventSymbolicator, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
 import type { Store } from '../store/database.js';

@@ -2,7 +2,8 @@
 // Workers) writing one JSON object per line to the console, where Workers Logs and
 // `wrangler tail` collect it. Same shape as the Node edition's lines: numeric level,
 // time, msg and the fields; errors serialised by pino's standard serializer.
-import pino, { type Logger } from 'pino';
+import pino from 'pino';
+import type { Logger } from '../../logger.js';
 
 export function createWorkerLogger(level: string): Logger {
   return pino({
