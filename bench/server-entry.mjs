@@ -3,7 +3,7 @@
 // environment exactly like `faultline serve`, stopping cleanly on SIGTERM/SIGINT
 // so `node --cpu-prof` writes its profile.
 import { loadConfig } from '../dist/config.js';
-import { buildNodeDeps, startServer } from '../dist/editions/node.js';
+import { buildNodeDeps, startServer } from '../dist/editions/node/server.js';
 
 const config = loadConfig(process.env);
 const deps = await buildNodeDeps(config);

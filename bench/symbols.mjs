@@ -25,8 +25,8 @@ import pino from 'pino';
 import { openStore, migrate } from '../dist/store/database.js';
 import { SymbolService } from '../dist/symbols/service.js';
 import { normalizeEvent, symbolicationInputOf } from '../dist/ingest/normalize.js';
-import { createIngestWriter } from '../dist/ingest/writer.js';
-import { nodeIngestRuntime } from '../dist/editions/node-runtime.js';
+import { createIngestWriter } from '../dist/editions/node/writer.js';
+import { nodeIngestRuntime } from '../dist/editions/node/runtime.js';
 import { storedPayloads } from '../dist/store/payloads.js';
 import { scheduleResymbolication } from '../dist/symbols/resymbolicate.js';
 

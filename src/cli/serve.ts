@@ -3,7 +3,7 @@
 // requests and closes the database before exiting 0.
 import { getHeapStatistics } from 'node:v8';
 import type { Command } from 'commander';
-import type { RunningServer } from '../editions/node.js';
+import type { RunningServer } from '../editions/node/server.js';
 import { CliError, type CliContext } from './context.js';
 
 /** How long in-flight requests get after a stop signal before the process exits anyway. */
@@ -15,7 +15,7 @@ export function register(program: Command, cli: CliContext): void {
     .description('run the server (settings from the environment; see the README)')
     .action(async () => {
       const config = cli.config();
-      const { buildNodeDeps, createLogger, startServer } = await import('../editions/node.js');
+      const { buildNodeDeps, createLogger, startServer } = await import('../editions/node/server.js');
       const logger = createLogger(config);
       const deps = await buildNodeDeps(config, { logger });
       let server: RunningServer;

@@ -5,7 +5,7 @@
 // output). Import exits 1 when lines were not imported, after importing the rest.
 import { once } from 'node:events';
 import type { Command } from 'commander';
-import { nodeTransferRuntime } from '../editions/node-transfer.js';
+import { nodeTransferRuntime } from '../editions/node/transfer.js';
 import type { Store } from '../store/database.js';
 import { ExportInputError, prepareExport } from '../transfer/export.js';
 import { BATCH_LINES, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery, type QueryResult, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.js';
 import { sendNamedStatements } from './pg-statements.js';
-import { CommitTally, startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
+import { CommitTally, startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from '../editions/node/wal-checkpointer.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 

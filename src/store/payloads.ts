@@ -9,7 +9,7 @@
 // one event decompresses at most that much. Rows stored before migration 008 keep a
 // blob of their own in `events.raw`.
 import type { Kysely } from 'kysely';
-import { compress, decompress } from './codec.js';
+import { compress, decompress } from '../editions/node/codec.js';
 import type { Database, EventRow } from './schema.js';
 import { readStoredPayload } from './stored-payload.js';
 

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { AppDeps } from '../../src/context.js';
-import { buildNodeDeps, startServer, type RunningServer, type StartServerOptions } from '../../src/editions/node.js';
+import { buildNodeDeps, startServer, type RunningServer, type StartServerOptions } from '../../src/editions/node/server.js';
 import pino, { type Logger } from 'pino';
 
 export type DialectName = 'sqlite' | 'postgres';

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { expect, it } from 'vitest';
 import { decodeContent, MAX_BODY_BYTES } from '../../src/ingest/decode.js';
 import { PayloadTooLargeError } from '../../src/ingest/errors.js';
-import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 
 const { decompress } = nodeIngestRuntime;
 

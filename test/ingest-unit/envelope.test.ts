@@ -3,7 +3,7 @@ import { deflateRawSync, deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { decodeBase64, decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
 import { BadPayloadError } from '../../src/ingest/errors.js';
-import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 
 const { decompress } = nodeIngestRuntime;
 

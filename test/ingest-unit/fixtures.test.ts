@@ -8,7 +8,7 @@ import { normalizeEvent, parseTimestamp } from '../../src/ingest/normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from '../../src/ingest/sessions.js';
 import type { SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
 import { fixtureNames, readFixture, readRequests, replayHeaders, wireBody } from './fixtures.js';
-import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { withDetail, type DetailedEvent } from './detail.js';
 
 const { decompress, md5Hex } = nodeIngestRuntime;

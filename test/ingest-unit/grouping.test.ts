@@ -8,7 +8,7 @@ import {
 } from '../../src/ingest/grouping.js';
 import { normalizeEvent } from '../../src/ingest/normalize.js';
 import type { NormalizedException } from '../../src/ingest/types.js';
-import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { withDetail } from './detail.js';
 
 const { md5Hex } = nodeIngestRuntime;

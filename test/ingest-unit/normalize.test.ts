@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidItemError } from '../../src/ingest/errors.js';
 import { normalizeEvent, parseTimestamp, type NormalizeContext } from '../../src/ingest/normalize.js';
-import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { withDetail } from './detail.js';
 
 const RECEIVED = Date.UTC(2026, 10, 21, 12, 0, 0);

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
-import { nodeIngestRuntime, PARSES_PER_TURN, postgresNodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { nodeIngestRuntime, PARSES_PER_TURN, postgresNodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { handleIngest, type PipelineDeps } from '../../src/ingest/pipeline.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { createProject, hex32, openTestStore, type TestStore } from '../writer/factory.js';

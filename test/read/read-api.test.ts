@@ -4,7 +4,7 @@
 // every response is compared with values computed here from what was sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { compress } from '../../src/store/codec.js';
+import { compress } from '../../src/editions/node/codec.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import {
   DAY,

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadNodeDemangler } from '../../src/editions/node-demangle.js';
+import { loadNodeDemangler } from '../../src/editions/node/demangle.js';
 import { inspectMachO } from '../../src/symbols/dsym.js';
 import { SymbolInputError } from '../../src/symbols/kinds.js';
 import { BadNativeFile } from '../../src/symbols/native/bytes.js';

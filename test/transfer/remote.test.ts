@@ -7,7 +7,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeTransferRuntime } from '../../src/editions/node-transfer.js';
+import { nodeTransferRuntime } from '../../src/editions/node/transfer.js';
 import type { Store } from '../../src/store/database.js';
 import { exportResponse, importResponse } from '../../src/transfer/http.js';
 import { ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';

@@ -4,9 +4,9 @@ import crypto from 'node:crypto';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { decompressBlob, workersIngestRuntime } from '../../src/editions/workers/runtime.js';
-import { nodeIngestRuntime } from '../../src/editions/node-runtime.js';
+import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { DecodedTooLargeError, type CompressionFormat } from '../../src/ingest/decode.js';
-import { compress } from '../../src/store/codec.js';
+import { compress } from '../../src/editions/node/codec.js';
 
 const { decompress, md5Hex } = workersIngestRuntime;
 

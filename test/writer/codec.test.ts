@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { brotliCompressSync, constants, deflateSync } from 'node:zlib';
-import { BROTLI_TAG, compress, decodeJson, decompress } from '../../src/store/codec.js';
+import { BROTLI_TAG, compress, decodeJson, decompress } from '../../src/editions/node/codec.js';
 
 describe('codec', () => {
   it('round-trips bytes and JSON', () => {

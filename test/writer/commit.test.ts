@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
 import { IngestUnavailableError } from '../../src/ingest/errors.js';
-import { BatchThread } from '../../src/store/batch-thread.js';
+import { BatchThread } from '../../src/editions/node/batch-thread.js';
 import { openStore, type Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
-import { createIngestWriter, THREAD_HANDOVER_ITEMS, type WriterOptions } from '../../src/ingest/writer.js';
+import { createIngestWriter, THREAD_HANDOVER_ITEMS, type WriterOptions } from '../../src/editions/node/writer.js';
 import { storedPayload } from '../../src/store/payloads.js';
 import { ensureBuilt } from '../foundation/cli-helpers.js';
 import { dialects, type DialectName } from '../helpers/server.js';
@@ -72,7 +72,7 @@ async function failOnEventId(store: Store, eventId: string): Promise<void> {
  * On SQLite the server commits batches on a worker thread (src/store/batch-thread.ts);
  * its program exists only compiled, so these runs use dist/'s, built from these sources.
  */
-const DIST_BATCH_THREAD = new URL('../../dist/store/batch-thread-worker.js', import.meta.url);
+const DIST_BATCH_THREAD = new URL('../../dist/editions/node/batch-thread-worker.js', import.meta.url);
 const modes: [DialectName, 'main thread' | 'batch thread'][] = [
   ['sqlite', 'main thread'],
   ['sqlite', 'batch thread'],
@@ -435,7 +435,7 @@ describe('the SQLite batch thread', () => {
       const main = path.join(dir, 'main.mjs');
       fs.writeFileSync(
         main,
-        `import { BatchThread } from ${JSON.stringify(new URL('../../dist/store/batch-thread.js', import.meta.url).href)};\n` +
+        `import { BatchThread } from ${JSON.stringify(new URL('../../dist/editions/node/batch-thread.js', import.meta.url).href)};\n` +
           `const thread = new BatchThread('sqlite::memory:', new URL(${JSON.stringify(pathToFileURL(program).href)}));\n` +
           'console.log(JSON.stringify(await thread.commit([], 0)));\nawait thread.close();\n',
       );

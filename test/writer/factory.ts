@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
-import { createIngestWriter, type IngestWriter, type WriterOptions } from '../../src/ingest/writer.js';
+import { createIngestWriter, type IngestWriter, type WriterOptions } from '../../src/editions/node/writer.js';
 import type { IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
 import { migrate, openStore, type Store } from '../../src/store/database.js';
 import type { NewProject, ProjectRow } from '../../src/store/schema.js';

@@ -2,7 +2,7 @@
 // no-release rule by event time), one change record per flip, and statuses ingest
 // never touches.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IngestWriter } from '../../src/ingest/writer.js';
+import type { IngestWriter } from '../../src/editions/node/writer.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects } from '../helpers/server.js';
 import { createProject, fp, makeEvent, makeWork, newWriter, openTestStore, type TestStore } from './factory.js';

@@ -6,14 +6,14 @@
 // Hono app, which also serves these routes in every other edition; the answers are
 // the same (test/foundation/direct-ingest.test.ts compares them).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { AppDeps } from '../context.js';
-import { matchIngestPath } from '../http/auth.js';
-import { INTERNAL_ERROR, logUnexpectedFailure } from '../http/errors.js';
-import { clientIpOf, ingestAnswer, ingestCorsHeaders } from '../http/ingest.js';
-import { hasDotSegment } from '../http/input-hygiene.js';
-import { logRequest, REQUEST_ID_HEADER, requestIdFor } from '../http/request-meta.js';
-import { handleIngest, type HeaderReader, type IngestResponse } from '../ingest/pipeline.js';
-import { readIncomingBody } from './node-body.js';
+import type { AppDeps } from '../../context.js';
+import { matchIngestPath } from '../../http/auth.js';
+import { INTERNAL_ERROR, logUnexpectedFailure } from '../../http/errors.js';
+import { clientIpOf, ingestAnswer, ingestCorsHeaders } from '../../http/ingest.js';
+import { hasDotSegment } from '../../http/input-hygiene.js';
+import { logRequest, REQUEST_ID_HEADER, requestIdFor } from '../../http/request-meta.js';
+import { handleIngest, type HeaderReader, type IngestResponse } from '../../ingest/pipeline.js';
+import { readIncomingBody } from './body.js';
 
 /**
  * A request header as Web `Headers.get` reads it: every occurrence, joined with ", ".

@@ -5,8 +5,8 @@
 // only; another edition supplies its own (for example a pure-JS inflate and MD5).
 import * as crypto from 'node:crypto';
 import zlib from 'node:zlib';
-import type { IngestRuntime } from '../context.js';
-import { DecodedTooLargeError, type CompressionFormat } from '../ingest/decode.js';
+import type { IngestRuntime } from '../../context.js';
+import { DecodedTooLargeError, type CompressionFormat } from '../../ingest/decode.js';
 
 function decompress(format: CompressionFormat, bytes: Uint8Array, maxOutputLength: number): Uint8Array {
   // maxOutputLength stops zlib as soon as the output passes the limit (a bomb never

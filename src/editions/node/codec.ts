@@ -7,7 +7,7 @@
 // compresses inside the batch: on the batch thread for SQLite, on the main thread for
 // PostgreSQL).
 import zlib from 'node:zlib';
-import { decodeJsonBlob } from './stored-payload.js';
+import { decodeJsonBlob } from '../../store/stored-payload.js';
 
 /** First byte of a Brotli blob. A zlib stream (the older format) always starts with 0x78. */
 export const BROTLI_TAG = 0x01;

@@ -3,14 +3,14 @@
 // queries themselves live in src/store/ingest-batch.ts; this file owns the queue,
 // batching, failure handling and counters. docs/architecture.md ("The ingest
 // writer (group commit)") describes the design.
-import type { Logger } from '../logger.js';
-import type { Clock } from '../clock.js';
-import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from '../store/batch-thread.js';
-import type { Store } from '../store/database.js';
-import { commitIngestBatch } from '../store/ingest-batch.js';
-import { prepareWork, type PreparedWork } from './prepare.js';
-import { DATABASE_UNAVAILABLE, IngestUnavailableError } from './errors.js';
-import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from './types.js';
+import type { Logger } from '../../logger.js';
+import type { Clock } from '../../clock.js';
+import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from './batch-thread.js';
+import type { Store } from '../../store/database.js';
+import { commitIngestBatch } from '../../store/ingest-batch.js';
+import { prepareWork, type PreparedWork } from '../../ingest/prepare.js';
+import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
+import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from '../../ingest/types.js';
 
 export interface WriterDeps {
   store: Store;

@@ -9,8 +9,8 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { rawSource, type EventInput, type PreparedWork } from '../ingest/prepare.js';
-import type { BatchResult } from './ingest-batch.js';
+import { rawSource, type EventInput, type PreparedWork } from '../../ingest/prepare.js';
+import type { BatchResult } from '../../store/ingest-batch.js';
 import type { CommitTally } from './wal-checkpointer.js';
 
 /** The compiled thread program beside this module (dist/store/ when running from dist/). */

@@ -4,8 +4,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
-import { openStore, type Store } from './database.js';
-import { commitIngestBatch, IssueCache, type BatchResult } from './ingest-batch.js';
+import { openStore, type Store } from '../../store/database.js';
+import { commitIngestBatch, IssueCache, type BatchResult } from '../../store/ingest-batch.js';
 import { CommitTally, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;

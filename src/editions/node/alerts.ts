@@ -7,8 +7,8 @@
 import dns, { type LookupAddress, type LookupOptions } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { forbiddenAddressReason, forbiddenHostReason } from '../alerts/addresses.js';
-import { ForbiddenAddressError, type AlertRuntime, type HttpPost } from '../alerts/transport.js';
+import { forbiddenAddressReason, forbiddenHostReason } from '../../alerts/addresses.js';
+import { ForbiddenAddressError, type AlertRuntime, type HttpPost } from '../../alerts/transport.js';
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
