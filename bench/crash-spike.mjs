@@ -10,7 +10,8 @@
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { createBenchDatabase } from './lib/db.mjs';
-import { migrate, openStore } from '../dist/store/database.js';
+import { migrate } from '../dist/store/database.js';
+import { openStore } from '../dist/editions/node/open-store.js';
 import { runCrashSpikeCheck } from '../dist/alerts/spike.js';
 
 const HOUR = 3_600_000;

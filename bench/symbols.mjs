@@ -22,12 +22,13 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { openStore, migrate } from '../dist/store/database.js';
+import { openStore } from '../dist/editions/node/open-store.js';
+import { migrate } from '../dist/store/database.js';
 import { SymbolService } from '../dist/symbols/service.js';
 import { normalizeEvent, symbolicationInputOf } from '../dist/ingest/normalize.js';
 import { createIngestWriter } from '../dist/editions/node/writer.js';
 import { nodeIngestRuntime } from '../dist/editions/node/runtime.js';
-import { storedPayloads } from '../dist/store/payloads.js';
+import { storedPayloads } from '../dist/editions/node/payloads.js';
 import { scheduleResymbolication } from '../dist/symbols/resymbolicate.js';
 
 const quick = process.argv.includes('--quick');

@@ -6,7 +6,8 @@
 import { createRequire } from 'node:module';
 import type { Logger } from '../logger.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { DatabaseConfigError, SchemaTooNewError, migrate, openStore, type Store } from '../store/database.js';
+import { DatabaseConfigError, SchemaTooNewError, migrate, type Store } from '../store/database.js';
+import { openStore } from '../editions/node/open-store.js';
 
 /** A failure the user can act on: printed as `faultline: <message>`, exit code 1. */
 export class CliError extends Error {}

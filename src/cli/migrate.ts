@@ -1,7 +1,8 @@
 // `faultline migrate`: brings the database schema up to date and exits. (serve
 // does the same on every start; this is for deploy pipelines and checks.)
 import type { Command } from 'commander';
-import { migrate, openStore } from '../store/database.js';
+import { migrate } from '../store/database.js';
+import { openStore } from '../editions/node/open-store.js';
 import type { CliContext } from './context.js';
 
 export function register(program: Command, cli: CliContext): void {

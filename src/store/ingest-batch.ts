@@ -40,11 +40,10 @@ import {
 import { rawSource, type PreparedWork } from '../ingest/prepare.js';
 import type { IngestOutcome } from '../ingest/types.js';
 import type { Dialect, Store } from './database.js';
-import { packPayloads, type PackedChunk, type PayloadSlot } from './payloads.js';
+import { packPayloads, type CompressBlob, type PackedChunk, type PayloadSlot } from './payloads.js';
 import { pgArrayLiteral } from './pg-arrays.js';
 import { nameStatement } from './pg-statements.js';
 import type { Database, EventTable, ReleaseRow, SessionRow } from './schema.js';
-
 
 type Db = Kysely<Database>;
 
@@ -57,7 +56,7 @@ const IN_CHUNK = 5_000;
  * second compression per event and halves what each event writes. Rows written before
  * keep their encoded detail.
  */
-const NO_DETAIL = Buffer.alloc(0);
+const NO_DETAIL = new Uint8Array(0);
 /** What new rows hold in `events.raw`: nothing; the payload is in `payload_chunk` (src/store/payloads.ts). */
 const NO_RAW = NO_DETAIL;
 
@@ -68,6 +67,8 @@ const NO_RAW = NO_DETAIL;
 export interface BatchOptions {
   /** Uniform draws in [0, 1) for sampling. */
   random: Random;
+  /** The edition's blob codec, for the payload chunks (Node: src/editions/node/codec.ts). */
+  compress: CompressBlob;
   /**
    * SQLite: issue rows kept from earlier batches of the same connection. Only for a
    * connection that writes nothing but ingest batches (the batch thread's), since the
@@ -228,7 +229,6 @@ function chunks<T>(values: T[], size: number): T[][] {
   return out;
 }
 
-
 function num(value: unknown): number {
   return Number(value);
 }
@@ -274,7 +274,6 @@ const PG_READ_RESOLVED_RELEASES = `select r.issue_id, r.release, r.first_seen
   from unnest($1::text[]) as f(fingerprint)
   cross join lateral (select id from issues where project_id = $2 and fingerprint = f.fingerprint and status = 'resolved' offset 0) i
   cross join lateral (select issue_id, release, first_seen from issue_releases where issue_id = i.id offset 0) r`;
-
 
 class Batch {
   /** PostgreSQL writes to send together at the end (see flushDeferred); `name` when a later one reads its output. */
@@ -519,7 +518,10 @@ class Batch {
 
   /** The stored events' payloads compressed into chunks (src/store/payloads.ts); `members` index plan.stored. */
   private packStoredPayloads(plan: WriteSet): { chunks: PackedChunk[]; slots: PayloadSlot[] } {
-    return packPayloads(plan.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })));
+    return packPayloads(
+      plan.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })),
+      this.options.compress,
+    );
   }
 
   private async writeSqlite(plan: WriteSet): Promise<void> {

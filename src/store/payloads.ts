@@ -8,10 +8,14 @@
 // both. A chunk holds at most PAYLOAD_CHUNK_MAX_BYTES before compression, so showing
 // one event decompresses at most that much. Rows stored before migration 008 keep a
 // blob of their own in `events.raw`.
+// The codec is the edition's (Node: src/editions/node/codec.ts), passed in, so this
+// module runs on every edition.
 import type { Kysely } from 'kysely';
-import { compress, decompress } from '../editions/node/codec.js';
 import type { Database, EventRow } from './schema.js';
-import { readStoredPayload } from './stored-payload.js';
+import type { DecompressBlob } from './stored-payload.js';
+
+/** Compresses bytes into a stored blob (the inverse of DecompressBlob). */
+export type CompressBlob = (bytes: Uint8Array) => Uint8Array;
 
 /** Uncompressed bytes a chunk holds at most; a larger payload gets a chunk of its own. */
 export const PAYLOAD_CHUNK_MAX_BYTES = 256 * 1024;
@@ -27,7 +31,7 @@ export interface PackedChunk {
   /** The newest receive time of its events: retention deletes the chunk after them. */
   receivedAt: number;
   /** Codec blob of the payloads one after another. */
-  data: Buffer;
+  data: Uint8Array;
   /** Indexes (into the packed list) of the payloads it holds, in order. */
   members: number[];
 }
@@ -43,7 +47,13 @@ export interface PayloadSlot {
  * Packs payloads into compressed chunks, one project per chunk, keeping each project's
  * payloads in the given order. Returns the chunks and, per payload, where it went.
  */
-export function packPayloads(items: PayloadToPack[]): { chunks: PackedChunk[]; slots: PayloadSlot[] } {
+export interface PackedPayloads {
+  chunks: PackedChunk[];
+  /** Per payload packed, in order: where it went. */
+  slots: PayloadSlot[];
+}
+
+export function packPayloads(items: PayloadToPack[], compress: CompressBlob): PackedPayloads {
   const byProject = new Map<number, number[]>();
   items.forEach((item, i) => {
     const list = byProject.get(item.projectId);
@@ -61,7 +71,7 @@ export function packPayloads(items: PayloadToPack[]): { chunks: PackedChunk[]; s
       chunks.push({
         projectId,
         receivedAt: Math.max(...members.map((i) => items[i].receivedAt)),
-        data: compress(parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes)),
+        data: compress(parts.length === 1 ? parts[0] : concat(parts, bytes)),
         members,
       });
       members = [];
@@ -79,26 +89,28 @@ export function packPayloads(items: PayloadToPack[]): { chunks: PackedChunk[]; s
   return { chunks, slots };
 }
 
-/** readStoredPayload with this process's codec, as a Buffer, for Node-side callers. */
-export async function storedPayload(
-  db: Kysely<Database>,
-  row: Pick<EventRow, 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>,
-): Promise<Buffer> {
-  const bytes = await readStoredPayload(db, row, decompress);
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+function concat(parts: Uint8Array[], bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
 }
 
 /**
  * The raw payloads of several stored events, each chunk read and decompressed once
  * (re-symbolication reads a few hundred events of neighbouring chunks at a time).
  */
-export async function storedPayloads(
+export async function readStoredPayloads(
   db: Kysely<Database>,
   rows: Pick<EventRow, 'id' | 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>[],
+  decompress: DecompressBlob,
 ): Promise<Map<number, Uint8Array>> {
   const out = new Map<number, Uint8Array>();
   const chunkIds = [...new Set(rows.filter((r) => r.payload_chunk !== null && r.payload_chunk !== undefined).map((r) => Number(r.payload_chunk)))];
-  const chunks = new Map<number, Buffer>();
+  const chunks = new Map<number, Uint8Array>();
   for (let i = 0; i < chunkIds.length; i += 200) {
     const found = await db.selectFrom('payload_chunks').select(['id', 'data']).where('id', 'in', chunkIds.slice(i, i + 200)).execute();
     for (const c of found) chunks.set(Number(c.id), decompress(c.data));

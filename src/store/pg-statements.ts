@@ -13,8 +13,6 @@
 // the shapes that recur are named, and only a few: at most MAX_NAMED_STATEMENTS, each
 // from its NAME_AFTER_USES-th use; the rest run unnamed as before.
 
-import type pg from 'pg';
-
 /** Distinct statement texts named per process, at most. */
 export const MAX_NAMED_STATEMENTS = 8;
 /** A text is named from this use on (counted per process). */
@@ -35,20 +33,7 @@ export function nameStatement(text: string): void {
   } else if (count > 1 || uses.size < MAX_COUNTED) uses.set(text, count);
 }
 
-/**
- * Makes a pool client send the texts nameStatement marked as named statements: the
- * first use on a connection prepares it (node-postgres remembers which connection
- * prepared which name), later uses only bind and execute. Kysely calls
- * `client.query(text, values)`; anything else passes through unchanged.
- */
-export function sendNamedStatements(client: pg.PoolClient): void {
-  const query = client.query as (...args: unknown[]) => unknown;
-  (client as { query: unknown }).query = function (this: pg.PoolClient, ...args: unknown[]) {
-    const [text, values] = args;
-    if (typeof text === 'string' && Array.isArray(values) && args.length === 2) {
-      const name = names.get(text);
-      if (name !== undefined) return query.call(this, { name, text, values });
-    }
-    return query.apply(this, args);
-  };
+/** The name a write's text goes out under, once nameStatement has named it (src/editions/node/open-store.ts sends it so). */
+export function namedStatement(text: string): string | undefined {
+  return names.get(text);
 }

@@ -5,6 +5,7 @@
 // the list of descriptors (line-types.ts), so a new table is one more descriptor.
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Dialect } from '../store/database.js';
+import type { CompressBlob, PackedPayloads, PayloadToPack } from '../store/payloads.js';
 import type { DecompressBlob } from '../store/stored-payload.js';
 
 /** What needs Node (or another edition's own code) beyond Web APIs: the stored blob codec. */
@@ -12,12 +13,9 @@ export interface TransferRuntime {
   /** Decompresses a stored blob (payload chunk, old `events.raw` / `events.detail`). */
   decompress: DecompressBlob;
   /** Compresses bytes as the store does. */
-  compress(bytes: Uint8Array): Uint8Array;
+  compress: CompressBlob;
   /** Packs payloads into compressed chunks as ingest does (src/store/payloads.ts). */
-  packPayloads(items: { projectId: number; receivedAt: number; payload: Uint8Array }[]): {
-    chunks: { projectId: number; receivedAt: number; data: Uint8Array; members: number[] }[];
-    slots: { chunk: number; start: number; length: number }[];
-  };
+  packPayloads(items: PayloadToPack[]): PackedPayloads;
 }
 
 export interface ExportContext {

@@ -4,7 +4,8 @@
 // during a long migration meets).
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { migrate, openStore, type Store } from '../../src/store/database.js';
+import { migrate, type Store } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
 import { migrations } from '../../src/store/migrations.js';
 import { createTestDatabase, dialects } from '../helpers/server.js';
 

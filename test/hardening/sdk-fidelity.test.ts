@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storedPayload } from '../../src/store/payloads.js';
+import { storedPayload } from '../../src/editions/node/payloads.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { dsnOf, eventsOf, issuesOf, makeProject, sessionsOf } from '../ingest/helpers.js';

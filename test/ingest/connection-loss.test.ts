@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { openStore } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
 import { createTestDatabase } from '../helpers/server.js';
 import { ensureBuilt, startServe } from '../foundation/cli-helpers.js';
 

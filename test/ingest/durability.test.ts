@@ -3,7 +3,7 @@
 // answered event is then found in the database (both dialects).
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { openStore } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
 import { createTestDatabase, dialects } from '../helpers/server.js';
 import { ensureBuilt, startServe } from '../foundation/cli-helpers.js';
 

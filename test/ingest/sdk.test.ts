@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storedPayload } from '../../src/store/payloads.js';
+import { storedPayload } from '../../src/editions/node/payloads.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { dsnOf, eventsOf, issuesOf, makeProject, sessionsOf, sessionTotals } from './helpers.js';

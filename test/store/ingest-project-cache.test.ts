@@ -3,7 +3,8 @@
 // after INGEST_PROJECT_TTL_MS for writes it cannot see (another server instance).
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { migrate, openStore, type Store } from '../../src/store/database.js';
+import { migrate, type Store } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
 import {
   createProject,
   deleteProject,

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openStore } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
 
 describe('SQLite page cache', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-cache-'));

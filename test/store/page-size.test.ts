@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrate, openStore, SQLITE_PAGE_SIZE, type Store } from '../../src/store/database.js';
+import { migrate, type Store } from '../../src/store/database.js';
+import { openStore, SQLITE_PAGE_SIZE } from '../../src/editions/node/open-store.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/server.js';
 
 describe('SQLite page size', () => {

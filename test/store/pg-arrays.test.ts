@@ -2,7 +2,8 @@
 // real server: every value must come back exactly as it went in.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
+import { type Store } from '../../src/store/database.js';
 import { pgArrayLiteral } from '../../src/store/pg-arrays.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
 

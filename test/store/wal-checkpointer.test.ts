@@ -4,14 +4,15 @@
 import fs from 'node:fs';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src/store/database.js';
+import { openStore, type NodeStore } from '../../src/editions/node/open-store.js';
+import { type Store } from '../../src/store/database.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/server.js';
 
 const PAGE = 4096;
 
 describe('background WAL checkpoints on sqlite', () => {
   let database: TestDatabase;
-  let store: Store;
+  let store: NodeStore;
   afterEach(async () => {
     await store?.close();
     await database?.drop();

@@ -1,7 +1,8 @@
 // Symbol storage on both databases: files stream in and out in chunks, the
 // replacement rule, pending rows stay invisible, deletion removes the chunks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, openStore, type Store } from '../../src/store/database.js';
+import { migrate, type Store } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
 import {
   commitSymbolFiles,
   copyPendingRange,

@@ -3,7 +3,8 @@
 // (kill -9) and run again; an import into a database a running server is ingesting into.
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
+import { type Store } from '../../src/store/database.js';
 import { childEnv, CLI, ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { generateDsnKey } from '../../src/store/projects.js';

@@ -4,7 +4,7 @@
 // API as the source does, and the moved project's DSN still takes events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { openStore } from '../../src/store/database.js';
+import { openStore } from '../../src/editions/node/open-store.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { envelope, errorEvent, post } from '../ingest/helpers.js';
 import { added, bodyLines, emptyStore, exportText, filledSource, importText, typeCounts } from './support.js';

@@ -12,7 +12,7 @@ import { runSeed } from '../../src/cli/seed.js';
 import { nodeTransferRuntime } from '../../src/editions/node/transfer.js';
 import { compress } from '../../src/editions/node/codec.js';
 import type { Store } from '../../src/store/database.js';
-import { storedPayload } from '../../src/store/payloads.js';
+import { storedPayload } from '../../src/editions/node/payloads.js';
 import { prepareExport } from '../../src/transfer/export.js';
 import { importNdjson, type ImportOptions, type ImportSummary } from '../../src/transfer/import.js';
 import { ManualClock } from '../../src/clock.js';

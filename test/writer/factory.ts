@@ -6,7 +6,8 @@ import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
 import { createIngestWriter, type IngestWriter, type WriterOptions } from '../../src/editions/node/writer.js';
 import type { IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
-import { migrate, openStore, type Store } from '../../src/store/database.js';
+import { migrate, type Store } from '../../src/store/database.js';
+import { openStore, type NodeStore } from '../../src/editions/node/open-store.js';
 import type { NewProject, ProjectRow } from '../../src/store/schema.js';
 import { createTestDatabase, type DialectName, type TestDatabase } from '../helpers/server.js';
 
@@ -115,7 +116,7 @@ export async function createProject(store: Store, overrides: Partial<NewProject>
 }
 
 export interface TestStore {
-  store: Store;
+  store: NodeStore;
   database: TestDatabase;
   close(): Promise<void>;
 }

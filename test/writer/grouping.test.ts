@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hourBucket, utcDay } from '../../src/clock.js';
 import type { Level, NormalizedEvent } from '../../src/ingest/types.js';
-import { storedPayload } from '../../src/store/payloads.js';
+import { storedPayload } from '../../src/editions/node/payloads.js';
 import { dialects } from '../helpers/server.js';
 import { createProject, fp, makeEvent, makeWork, newWriter, openTestStore, type TestStore } from './factory.js';
 

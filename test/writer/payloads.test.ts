@@ -4,7 +4,8 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decompress } from '../../src/editions/node/codec.js';
-import { packPayloads, PAYLOAD_CHUNK_MAX_BYTES, storedPayload } from '../../src/store/payloads.js';
+import { packPayloads, storedPayload } from '../../src/editions/node/payloads.js';
+import { PAYLOAD_CHUNK_MAX_BYTES } from '../../src/store/payloads.js';
 import { dialects } from '../helpers/server.js';
 import { createProject, makeEvent, makeWork, newWriter, openTestStore, sequence, type TestStore } from './factory.js';
 

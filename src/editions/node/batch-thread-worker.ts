@@ -4,8 +4,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
-import { openStore, type Store } from '../../store/database.js';
+import { openStore } from './open-store.js';
+import type { Store } from '../../store/database.js';
 import { commitIngestBatch, IssueCache, type BatchResult } from '../../store/ingest-batch.js';
+import { compress } from './codec.js';
 import { CommitTally, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 const port = parentPort!;
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
   // This connection writes nothing but ingest batches: the issue rows it wrote stay
   // valid until another connection commits (IssueCache checks).
   const issueCache = new IssueCache();
-  const options = { random: Math.random, issueCache };
+  const options = { random: Math.random, compress, issueCache };
   let running = false;
   let closing = false;
 

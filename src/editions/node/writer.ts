@@ -6,14 +6,15 @@
 import type { Logger } from '../../logger.js';
 import type { Clock } from '../../clock.js';
 import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from './batch-thread.js';
-import type { Store } from '../../store/database.js';
+import type { NodeStore } from './open-store.js';
 import { commitIngestBatch } from '../../store/ingest-batch.js';
+import { compress } from './codec.js';
 import { prepareWork, type PreparedWork } from '../../ingest/prepare.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from '../../ingest/types.js';
 
 export interface WriterDeps {
-  store: Store;
+  store: NodeStore;
   clock: Clock;
   logger: Logger;
 }
@@ -68,7 +69,7 @@ class BatchOutcomeUnknownError extends Error {
 }
 
 /** The SQLite file behind the store, as a DATABASE_URL; null for :memory: and PostgreSQL. */
-function sqliteFileUrl(store: Store): string | null {
+function sqliteFileUrl(store: NodeStore): string | null {
   if (store.dialect !== 'sqlite' || store.description === 'sqlite::memory:') return null;
   return store.description;
 }
@@ -165,7 +166,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       threadFailureLogged = true;
       deps.logger.error({ reason: thread.failure }, 'the ingest batch thread stopped; batches now commit on the main thread');
     }
-    return commitIngestBatch(deps.store, works, { random });
+    return commitIngestBatch(deps.store, works, { random, compress });
   }
 
   async function runBatch(batch: Pending[]): Promise<void> {
