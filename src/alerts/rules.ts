@@ -2,15 +2,13 @@
 // (DECISIONS "Alerts"). Pure: the routes in src/http/alerts.ts call these and map
 // AlertInputError to 400, AlertNotFoundError to 404.
 import { z } from 'zod';
+import { MAX_COOLDOWN_MINUTES, MAX_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH } from '../limits.js';
 
 export const ALERT_TYPES = ['new_issue', 'regression', 'crash_spike'] as const;
 export type AlertType = (typeof ALERT_TYPES)[number];
 export type IssueAlertType = Exclude<AlertType, 'crash_spike'>;
 
 export const RULE_DEFAULTS = { enabled: true, cooldown_minutes: 60 };
-export const MAX_COOLDOWN_MINUTES = 43_200;
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
-export const MAX_SECRET_LENGTH = 256;
 
 export class AlertInputError extends Error {}
 export class AlertNotFoundError extends Error {}

@@ -9,6 +9,7 @@ import type { Dialect, Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { OUTBOX_PENDING } from './outbox.js';
 import { ALERT_TYPES, RULE_DEFAULTS, type AlertType, type ChannelInput, type RulePatch } from './rules.js';
+import { DELIVERY_LIST_LIMIT } from '../limits.js';
 
 type Db = Kysely<Database>;
 
@@ -101,8 +102,6 @@ export async function deleteChannel(db: Db, projectId: number, id: number): Prom
 // ---------------------------------------------------------------------------
 // Deliveries
 // ---------------------------------------------------------------------------
-
-export const DELIVERY_LIST_LIMIT = 100;
 
 export async function listDeliveries(db: Db, projectId: number) {
   const rows = await db

@@ -4,6 +4,7 @@
 // answer that changes between check and connection cannot slip through). The
 // fallback here uses fetch and can only check literal hosts.
 import { forbiddenHostReason } from './addresses.js';
+import { MAX_ALERT_RESPONSE } from '../limits.js';
 
 export interface HttpPostRequest {
   url: string;
@@ -35,8 +36,6 @@ export interface AlertRuntime {
   resolveHost?: (hostname: string) => Promise<string[]>;
 }
 
-const MAX_RESPONSE_TEXT = 64 * 1024;
-
 /** The Web API fallback: fetch with redirects left alone and a timeout; literal hosts checked. */
 export const fetchPost: HttpPost = async (request) => {
   if (request.guardAddresses) {
@@ -50,7 +49,7 @@ export const fetchPost: HttpPost = async (request) => {
     redirect: 'manual',
     signal: AbortSignal.timeout(request.timeoutMs),
   });
-  const text = (await response.text()).slice(0, MAX_RESPONSE_TEXT);
+  const text = (await response.text()).slice(0, MAX_ALERT_RESPONSE);
   return { status: response.status, body: text };
 };
 

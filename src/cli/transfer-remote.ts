@@ -10,10 +10,8 @@ import { readLines } from '../transfer/import.js';
 import type { ImportSummary } from '../transfer/import.js';
 import { CliError } from './context.js';
 import { progressReporter } from './progress.js';
+import { IMPORT_REQUEST_BYTES, IMPORT_REQUEST_LINES } from '../limits.js';
 
-/** Lines and bytes per import request: well under the serverless edition's request limits. */
-export const IMPORT_REQUEST_LINES = 2000;
-export const IMPORT_REQUEST_BYTES = 8 * 1024 * 1024;
 const ATTEMPTS = 5;
 
 export interface RemoteOptions {

@@ -11,7 +11,8 @@ import { ExportInputError, prepareExport } from '../transfer/export.js';
 import { BATCH_LINES, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
 import { CliError, type CliContext, firstApiKey, VERSION } from './context.js';
 import { progressReporter } from './progress.js';
-import { exportFromRemote, IMPORT_REQUEST_LINES, importToRemote } from './transfer-remote.js';
+import { exportFromRemote, importToRemote } from './transfer-remote.js';
+import { IMPORT_REQUEST_LINES } from '../limits.js';
 
 export interface ExportCommandOptions {
   store: Store;

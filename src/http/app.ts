@@ -19,9 +19,7 @@ import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
 import { uploadRoutes } from './uploads.js';
 import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
-
-/** Request bodies on management routes; ingest and uploader routes set their own limits. */
-export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
+import { MANAGEMENT_BODY_LIMIT } from '../limits.js';
 
 /** Routes that take large bodies and enforce their own limits. */
 function hasOwnBodyLimit(path: string): boolean {

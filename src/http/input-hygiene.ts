@@ -6,7 +6,8 @@
 // another resource's path (`/api/projects/a/%2e%2e/b` is `/api/projects/b` to WHATWG
 // URL parsing).
 import type { MiddlewareHandler } from 'hono';
-import { hasUnsafeText, MAX_JSON_DEPTH } from '../ingest/hygiene.js';
+import { hasUnsafeText } from '../ingest/hygiene.js';
+import { MAX_JSON_DEPTH } from '../limits.js';
 import { errorResponse } from './errors.js';
 
 /** A `.` or `..` segment, raw or percent-encoded, or a backslash (a separator to URL parsers). */

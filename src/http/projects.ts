@@ -21,8 +21,7 @@ import {
 } from '../store/projects.js';
 import { HttpError, badRequest, notFound, readJsonObject, zodMessage } from './errors.js';
 import { buildDsn, publicBaseUrl } from './public-url.js';
-
-export const NAME_MAX_LENGTH = 200;
+import { NAME_MAX_LENGTH } from '../limits.js';
 
 const MESSAGES = {
   slug: 'slug is required: a string of 1 to 64 characters (lowercase letters, digits, ".", "_" or "-")',

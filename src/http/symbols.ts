@@ -9,6 +9,7 @@ import { SymbolInputError } from '../symbols/kinds.js';
 import { MultipartError, multipartBoundary, parseMultipart } from '../symbols/multipart.js';
 import { SYMBOL_KINDS, symbolFileJson, listSymbolFiles, type SymbolFileRow, type SymbolKind } from '../symbols/storage.js';
 import { HttpError, badRequest, notFound } from './errors.js';
+import { MAX_SYMBOL_DIST, MAX_SYMBOL_FIELD, MAX_SYMBOL_RELEASE, REFUSED_UPLOAD_DRAIN_BYTES } from '../limits.js';
 
 const SYMBOLS_PATH = /^\/api\/projects\/[^/]+\/symbols$/;
 
@@ -17,18 +18,11 @@ export function isSymbolUploadPath(path: string): boolean {
   return SYMBOLS_PATH.test(path);
 }
 
-const MAX_FIELD = 1024;
-const MAX_RELEASE = 200;
-const MAX_DIST = 64;
-
-/** Bytes of a refused upload read and dropped, so the client gets to read the 400 before the connection ends. */
-const DRAIN_LIMIT = 32 * 1024 * 1024;
-
 async function drainBody(body: ReadableStream<Uint8Array>): Promise<void> {
   try {
     const reader = body.getReader();
     let read = 0;
-    while (read <= DRAIN_LIMIT) {
+    while (read <= REFUSED_UPLOAD_DRAIN_BYTES) {
       const { done, value } = await reader.read();
       if (done) return;
       read += value?.byteLength ?? 0;
@@ -63,7 +57,7 @@ export async function receiveSymbolUpload(
   try {
     for await (const part of parseMultipart(body, boundary)) {
       if (part.name !== 'file' && part.filename === null) {
-        fields[part.name] = (await part.text(MAX_FIELD)).trim();
+        fields[part.name] = (await part.text(MAX_SYMBOL_FIELD)).trim();
         continue;
       }
       if (part.name !== 'file') throw badRequest(`unexpected file field ${JSON.stringify(part.name)}; the file goes in "file"`);
@@ -72,8 +66,8 @@ export async function receiveSymbolUpload(
       if (!SYMBOL_KINDS.includes(kind as (typeof SYMBOL_KINDS)[number])) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
       const release = fields.release ?? '';
       const dist = fields.dist ?? '';
-      if (release.length > MAX_RELEASE) throw badRequest(`release must be at most ${MAX_RELEASE} characters`);
-      if (dist.length > MAX_DIST) throw badRequest(`dist must be at most ${MAX_DIST} characters`);
+      if (release.length > MAX_SYMBOL_RELEASE) throw badRequest(`release must be at most ${MAX_SYMBOL_RELEASE} characters`);
+      if (dist.length > MAX_SYMBOL_DIST) throw badRequest(`dist must be at most ${MAX_SYMBOL_DIST} characters`);
       if (release.includes('\0') || dist.includes('\0')) throw badRequest('release and dist must not contain NUL');
       const filename = (part.filename ?? '').replace(/\0/g, '').slice(0, 1024) || 'upload';
       files++;

@@ -32,11 +32,7 @@ import type { AssembleContext } from '../uploads/assemble.js';
 import { bytesSource } from '../uploads/zip.js';
 import { errorResponse, handleError } from './errors.js';
 import { publicBaseUrl } from './public-url.js';
-
-/** JSON bodies of these routes (an assemble request lists every chunk of up to 1000 files). */
-export const UPLOAD_JSON_LIMIT = 8 * 1024 * 1024;
-/** The legacy `files/dsyms/` ZIP (sentry-cli 2.x batches its ZIPs at 35 MiB). */
-export const LEGACY_ZIP_LIMIT = 40 * 1024 * 1024;
+import { LEGACY_ZIP_LIMIT, UPLOAD_JSON_LIMIT } from '../limits.js';
 
 /** The one organization every `{org}` stands for. */
 const ORGANIZATION = { id: '1', slug: 'faultline', name: 'Faultline' };

@@ -3,6 +3,7 @@
 // never an out-of-memory). Web APIs only: the decompressor itself is injected by
 // the edition (Node: zlib, src/editions/node-runtime.ts).
 import { BadPayloadError, ClientAbortedError, PayloadTooLargeError } from './errors.js';
+import { MAX_BODY_BYTES } from '../limits.js';
 
 /** Compression formats, named as the Web's DecompressionStream names them (plus brotli). */
 export type CompressionFormat = 'gzip' | 'deflate' | 'deflate-raw' | 'br';
@@ -22,9 +23,6 @@ export class DecodedTooLargeError extends Error {
     this.name = 'DecodedTooLargeError';
   }
 }
-
-/** 20 MB, counted as 20 × 1024 × 1024 bytes = 20 971 520 bytes, for received and for decoded bytes. */
-export const MAX_BODY_BYTES = 20 * 1024 * 1024;
 
 const EMPTY = new Uint8Array(0);
 

@@ -1,7 +1,8 @@
 // Envelope grammar (protocol notes §2) and the legacy /store/ body decoding
 // (§3.9). Pure byte handling: payloads are views into the request buffer,
 // never copies, and each item header is parsed once.
-import { decodeContent, MAX_BODY_BYTES, type Decompress } from './decode.js';
+import { decodeContent, type Decompress } from './decode.js';
+import { MAX_BODY_BYTES } from '../limits.js';
 import { BadPayloadError } from './errors.js';
 
 export interface EnvelopeItem {

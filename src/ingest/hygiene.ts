@@ -4,9 +4,8 @@
 // NUL in text), and nesting deeper than MAX_JSON_DEPTH is cut there, so every stored
 // event can be serialised and read back. Nothing here recurses: the depth of the input
 // never decides the depth of the call stack.
+import { MAX_JSON_DEPTH } from '../limits.js';
 
-/** Containers nested deeper than this (the payload object itself is level 1) are cut. */
-export const MAX_JSON_DEPTH = 64;
 /** What a container below MAX_JSON_DEPTH is replaced with. */
 export const DEPTH_LIMIT_MARK = '[depth limit]';
 

@@ -8,6 +8,7 @@ import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
+import { MAX_BREADCRUMBS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
 
 export interface NormalizeContext {
   /** Receive time, epoch ms. */
@@ -28,13 +29,6 @@ export interface NormalizeContext {
    */
   symbolicate?: EventSymbolicator;
 }
-
-const MAX_TITLE = 100;
-const MAX_MESSAGE = 8192;
-const MAX_TAGS = 100;
-const MAX_TAG_KEY = 200;
-const MAX_TAG_VALUE = 200;
-const MAX_BREADCRUMBS = 100;
 
 const utf8 = new TextDecoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });

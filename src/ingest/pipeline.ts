@@ -16,7 +16,7 @@ import {
   projectIdFromEnvelopeDsn,
   type Credential,
 } from './auth.js';
-import { decodeContent, MAX_BODY_BYTES, type Decompress } from './decode.js';
+import { decodeContent, type Decompress } from './decode.js';
 import { decodeStoreBody, parseEnvelope, type ParsedEnvelope } from './envelope.js';
 import {
   BadPayloadError,
@@ -32,9 +32,7 @@ import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type { EventSymbolicator, IngestSink, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
-
-/** More event items than this in one envelope is refused whole (413). */
-export const MAX_EVENTS_PER_ENVELOPE = 100;
+import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 

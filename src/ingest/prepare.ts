@@ -3,13 +3,7 @@
 // accepts the row, tags as a de-duplicated list. The planner (plan.ts) and the store's
 // batch (src/store/ingest-batch.ts) take works in this shape.
 import { LEVELS, type IngestWork, type NormalizedEvent, type SessionUpdate } from './types.js';
-
-// Indexed text columns are clamped so that no single event can fail a whole batch
-// with PostgreSQL's btree row-size limit (about 2.7 KB per index entry).
-const MAX_RELEASE = 250;
-const MAX_TAG_KEY = 200;
-const MAX_TAG_VALUE = 200;
-const MAX_KEY_ID = 200; // event_id, fingerprint, sid, user id and user key
+import { MAX_EVENT_RELEASE, MAX_KEY_ID, MAX_TAG_KEY, MAX_TAG_VALUE } from '../limits.js';
 
 /** An event in the shape of its row, checked so that the database accepts it. */
 export type EventInput = Omit<NormalizedEvent, 'tags' | 'raw' | 'symbolicated'> & {
@@ -78,7 +72,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
       timestamp: time(e.timestamp, receivedAt),
       level: LEVELS.includes(e.level) ? e.level : 'info',
       platform: text(e.platform),
-      release: text(e.release, MAX_RELEASE),
+      release: text(e.release, MAX_EVENT_RELEASE),
       dist: text(e.dist),
       environment: text(e.environment),
       userId: e.userId == null ? null : text(e.userId, MAX_KEY_ID),
@@ -110,7 +104,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
     timestamp: time(s.timestamp, receivedAt),
     status: s.status,
     errors: count(s.errors),
-    release: text(s.release, MAX_RELEASE),
+    release: text(s.release, MAX_EVENT_RELEASE),
     environment: text(s.environment),
   }));
   const aggregates = work.aggregates.map((a) => {
@@ -119,7 +113,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
     const errored = count(a.errored) + count(a.abnormal);
     return {
       started: time(a.started, receivedAt),
-      release: text(a.release, MAX_RELEASE),
+      release: text(a.release, MAX_EVENT_RELEASE),
       total: count(a.exited) + errored + crashed,
       crashed,
       errored,

@@ -6,9 +6,7 @@ import { InvalidItemError } from './errors.js';
 import { parseCleanJson } from './hygiene.js';
 import { cleanUuid, parseTimestamp, randomId } from './normalize.js';
 import type { SessionAggregate, SessionStatus, SessionUpdate } from './types.js';
-
-/** Counts are stored in 32-bit integer columns. */
-const MAX_COUNT = 2_147_483_647;
+import { MAX_SESSION_COUNT } from '../limits.js';
 
 const STATUSES = new Set<string>(['ok', 'exited', 'crashed', 'abnormal', 'errored', 'unhandled']);
 
@@ -39,7 +37,7 @@ function str(v: unknown, max: number): string | null {
 
 function count(v: unknown): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return 0;
-  return Math.min(Math.floor(v), MAX_COUNT);
+  return Math.min(Math.floor(v), MAX_SESSION_COUNT);
 }
 
 /** A time no later than one hour after receipt (later is the receive time, as for events). */

@@ -6,6 +6,7 @@
 // server SDK's `os` is the server's, the header's is its client's); a device is added
 // only when the header names one (desktop browsers name none).
 import UAParser from 'ua-parser-js';
+import { MAX_USER_AGENT } from '../limits.js';
 
 type Obj = Record<string, unknown>;
 
@@ -18,8 +19,6 @@ export interface UserAgentContexts {
 /** Parsed user agents by header value: the same few values arrive again and again. */
 const parsed = new Map<string, UserAgentContexts>();
 const MAX_REMEMBERED = 1000;
-/** Longer headers are not parsed (ua-parser-js caps at 500 characters itself). */
-const MAX_USER_AGENT = 512;
 
 function isObject(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

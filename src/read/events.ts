@@ -11,6 +11,7 @@ import type { Database, EventRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
 import { containsText, parseLimit } from './params.js';
 import { parseWindow, type QueryParams, type TimeWindow } from './window.js';
+import { MAX_TAG_FILTERS } from '../limits.js';
 
 type Db = Kysely<Database>;
 
@@ -29,9 +30,6 @@ export const EXACT_FILTERS = [
   'error_location',
 ] as const;
 type ExactFilter = (typeof EXACT_FILTERS)[number];
-
-/** Most `tag.<key>` filters one request may combine. */
-export const MAX_TAG_FILTERS = 10;
 
 /** Every column of an event row except the large blobs. */
 const SUMMARY_COLUMNS = [

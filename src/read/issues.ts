@@ -19,6 +19,7 @@ import {
 import { scanFloor } from './events.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
+import { MAX_BULK } from '../limits.js';
 
 type Db = Kysely<Database>;
 type IssueQuery = SelectQueryBuilder<Database, 'issues', {}>;
@@ -31,8 +32,6 @@ export const BREAKDOWN_TOP = 10;
 export const BREAKDOWN_EVENTS = 10_000;
 /** The breakdown walks at most this many times BREAKDOWN_EVENTS of the issue's newest events. */
 export const BREAKDOWN_SCAN_FACTOR = 2;
-/** Most fingerprints one bulk request may name. */
-export const MAX_BULK = 10_000;
 
 /**
  * Sparklines for many issues in one query over issue_hourly's primary key:

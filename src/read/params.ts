@@ -2,10 +2,7 @@
 // size, offset, enumerations. Limits come from DECISIONS "Names and shapes".
 import { sql, type RawBuilder } from 'kysely';
 import { ReadInputError } from './errors.js';
-
-export const DEFAULT_LIMIT = 50;
-export const MAX_LIMIT = 500;
-export const MAX_OFFSET = 10_000;
+import { DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET } from '../limits.js';
 
 export const ISSUE_STATUSES = ['unresolved', 'triaged', 'resolved', 'regression', 'ignored'] as const;
 export type IssueStatus = (typeof ISSUE_STATUSES)[number];

@@ -9,11 +9,9 @@ import { ReadNotFoundError } from './errors.js';
 import { issuesWithSparklines } from './issues.js';
 import { compareText, crashFreeRate, type IssueJson } from './serialize.js';
 import { bucketList, dayList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
+import { RELEASE_ISSUES_LIMIT } from '../limits.js';
 
 type Db = Kysely<Database>;
-
-/** Most issues listed in each of issues_introduced and issues_present (highest event_count first). */
-export const RELEASE_ISSUES_LIMIT = 500;
 
 export interface SessionCounts {
   total: number;

@@ -2,9 +2,8 @@
 // "Windows and aggregates"), and how a window maps onto the hourly aggregates.
 import { DAY_MS, HOUR_MS, utcDay } from '../clock.js';
 import { ReadInputError } from './errors.js';
+import { DEFAULT_DAYS, MAX_DAYS } from '../limits.js';
 
-export const DEFAULT_DAYS = 7;
-export const MAX_DAYS = 90;
 export const MAX_SPAN_MS = MAX_DAYS * DAY_MS;
 
 /** A half-open interval [from, to) of epoch milliseconds. */

@@ -15,7 +15,7 @@ import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
-import { DELIVERY_LIST_LIMIT } from '../alerts/store.js';
+import { DELIVERY_LIST_LIMIT } from '../limits.js';
 
 type Db = Kysely<Database>;
 

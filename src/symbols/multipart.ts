@@ -6,6 +6,7 @@
 // project: symbol uploads (src/http/symbols.ts) and sentry-cli's chunk and debug-file
 // uploads (src/uploads/chunks.ts, src/http/uploads.ts).
 import { iterateBytes } from './storage.js';
+import { MAX_MULTIPART_HEADER_BYTES } from '../limits.js';
 
 /** The body is not well-formed multipart: 400. */
 export class MultipartError extends Error {
@@ -43,7 +44,6 @@ export interface MultipartPart {
   bytes(max: number): Promise<Uint8Array>;
 }
 
-const MAX_HEADER_BYTES = 16 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -145,7 +145,7 @@ export async function* parseMultipart(
     // Headers up to the blank line.
     let end: number;
     while ((end = indexOfSeq(buf, encoder.encode('\r\n\r\n'), 0)) < 0 && !(buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a)) {
-      if (buf.length > MAX_HEADER_BYTES) throw new MultipartError(`a multipart part's headers are longer than ${MAX_HEADER_BYTES} bytes`);
+      if (buf.length > MAX_MULTIPART_HEADER_BYTES) throw new MultipartError(`a multipart part's headers are longer than ${MAX_MULTIPART_HEADER_BYTES} bytes`);
       if (!(await more())) throw new MultipartError('the multipart body ends inside part headers');
     }
     let headerText = '';

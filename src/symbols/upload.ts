@@ -25,10 +25,8 @@ import {
   type SymbolFileMeta,
   type SymbolFileRow,
 } from './storage.js';
+import { MAX_SYMBOL_FILE_BYTES, MAX_ZIP_ENTRIES, MAX_ZIP_UNPACKED_BYTES } from '../limits.js';
 
-export const MAX_SYMBOL_FILE_BYTES = 256 * 1024 * 1024;
-export const MAX_ZIP_ENTRIES = 1000;
-export const MAX_ZIP_UNPACKED_BYTES = 1024 * 1024 * 1024;
 /** Compressed bytes handed to the inflater per step (bounds what one step can produce). */
 const ZIP_STEP_BYTES = 16 * 1024;
 /** Bytes of an entry looked at to recognise its kind. */

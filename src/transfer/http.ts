@@ -11,6 +11,7 @@ import type { Store } from '../store/database.js';
 import { decodePosition, encodePosition, ExportInputError, prepareExport } from './export.js';
 import { ImportRefusedError, importNdjson } from './import.js';
 import type { TransferRuntime } from './line-type.js';
+import { EXPORT_PART_LINES, MAX_EXPORT_PART_LINES } from '../limits.js';
 
 export interface TransferHttpDeps {
   store: Store;
@@ -19,10 +20,6 @@ export interface TransferHttpDeps {
   /** Whether an export reads in one read transaction (see ExportOptions.snapshot). */
   snapshot?: boolean;
 }
-
-/** Lines per export answer unless the request asks for fewer. */
-export const EXPORT_PART_LINES = 5000;
-export const MAX_EXPORT_PART_LINES = 100_000;
 
 function jsonError(status: number, error: string): Response {
   return new Response(JSON.stringify({ error }), { status, headers: { 'content-type': 'application/json' } });

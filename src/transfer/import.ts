@@ -20,6 +20,7 @@ import type { Store } from '../store/database.js';
 import { FORMAT_VERSION, metaSchema } from './format.js';
 import type { BatchItem, BatchOutcome, ImportContext, LineType, Problem, TransferRuntime } from './line-type.js';
 import { LINE_TYPES, lineTypeNamed } from './line-types.js';
+import { MAX_LINE_CHARS } from '../limits.js';
 
 /** The file cannot be imported at all (not an export, newer format). Nothing was written. */
 export class ImportRefusedError extends Error {}
@@ -28,8 +29,6 @@ export class ImportRefusedError extends Error {}
 export const BATCH_LINES = 500;
 /** Characters of line text per transaction (payloads and symbol chunks are large). */
 export const BATCH_CHARS = 16 * 1024 * 1024;
-/** A longer line is a problem, not a reason to run out of memory. */
-export const MAX_LINE_CHARS = 64 * 1024 * 1024;
 /** Problems kept for the summary; the rest are only counted. */
 const KEPT_PROBLEMS = 100;
 

@@ -9,6 +9,7 @@ import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkL
 import { UploadError } from './errors.js';
 import type { SymbolFileToStore } from './symbol-port.js';
 import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ByteRangeSource, type ZipEntry } from './zip.js';
+import { MAX_MANIFEST_BYTES } from '../limits.js';
 
 export interface BundleAssembleRequest {
   checksum: string;
@@ -17,9 +18,6 @@ export interface BundleAssembleRequest {
   version: string;
   dist: string;
 }
-
-/** Largest manifest read (it lists every file of the bundle, with headers). */
-export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
 
 export function parseBundleAssembleBody(body: unknown): BundleAssembleRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object');

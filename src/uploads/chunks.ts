@@ -9,28 +9,15 @@ import { HOUR_MS } from '../clock.js';
 import { DecodedTooLargeError, type Decompress } from '../ingest/decode.js';
 import type { Database } from '../store/schema.js';
 import { UploadError } from './errors.js';
+import { CHUNKS_PER_REQUEST, CHUNK_SIZE, MAX_FILE_SIZE, MAX_REQUEST_SIZE, MAX_WAIT_SECONDS } from '../limits.js';
 
 type Db = Kysely<Database>;
 
-/**
- * Bytes per chunk (a power of two: sentry-cli up to 2.39 requires one). Sentry offers
- * 8 MiB; 1 MiB keeps what a request and an assembly hold at once small (a chunk is read
- * whole), at the cost of more rows: a 500 MB file is 500 chunks in 8 requests.
- */
-export const CHUNK_SIZE = 1024 * 1024;
-/** Most parts in one chunk-upload request. */
-export const CHUNKS_PER_REQUEST = 64;
-/** Most bytes of part contents in one chunk-upload request. */
-export const MAX_REQUEST_SIZE = 32 * 1024 * 1024;
-/** Largest file assembled from chunks. */
-export const MAX_FILE_SIZE = 2 * 1024 * 1024 * 1024;
 /**
  * Parallel chunk requests the CLI makes. Each request holds one chunk (compressed and
  * plain) at a time, so this bounds the memory uploads take.
  */
 export const UPLOAD_CONCURRENCY = 2;
-/** Longest a `--wait` polls (seconds). */
-export const MAX_WAIT_SECONDS = 600;
 /** Chunks not assembled within this time are gone. */
 export const CHUNK_TTL_MS = HOUR_MS;
 

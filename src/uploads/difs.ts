@@ -10,6 +10,7 @@ import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type 
 import { UploadError } from './errors.js';
 import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
 import { isSafeArchivePath, readZipDirectory, readZipEntry, type ByteRangeSource } from './zip.js';
+import { MAX_DIFS_PER_REQUEST } from '../limits.js';
 
 export interface DifRequestFile {
   checksum: string;
@@ -17,9 +18,6 @@ export interface DifRequestFile {
   debugId?: string;
   chunks: string[];
 }
-
-/** Most files in one difs/assemble request. */
-export const MAX_DIFS_PER_REQUEST = 1000;
 
 /** The body of `difs/assemble/`: `{"<sha1>": {"name", "debug_id"?, "chunks": [...]}}`. */
 export function parseDifAssembleBody(body: unknown): DifRequestFile[] {

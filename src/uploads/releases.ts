@@ -6,12 +6,9 @@ import type { Kysely } from 'kysely';
 import { iso } from '../clock.js';
 import type { CliReleaseTable, Database, ProjectRow } from '../store/schema.js';
 import { UploadError } from './errors.js';
+import { MAX_VERSION_LENGTH, RELEASE_LIST_LIMIT } from '../limits.js';
 
 type Db = Kysely<Database>;
-
-export const MAX_VERSION_LENGTH = 200;
-/** Most releases a list answers (newest first), as Sentry caps its default page. */
-export const RELEASE_LIST_LIMIT = 100;
 
 export interface ReleaseChange {
   version?: string;

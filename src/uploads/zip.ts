@@ -5,6 +5,7 @@
 // central directory is and where the archive says it is, as unzip does.
 import { Inflate } from 'fflate';
 import { UploadError } from './errors.js';
+import { MAX_ARCHIVE_ENTRIES } from '../limits.js';
 
 /** Random access to the bytes of an archive. */
 export interface ByteRangeSource {
@@ -30,8 +31,6 @@ const CENTRAL_SIGNATURE = 0x02014b50;
 const LOCAL_SIGNATURE = 0x04034b50;
 /** Bytes read per step of an entry. */
 const READ_STEP = 1024 * 1024;
-/** More entries than this is not an archive any uploader makes. */
-const MAX_ENTRIES = 100_000;
 
 const invalid = (why: string) => new UploadError(400, `not a valid ZIP archive: ${why}`);
 
@@ -80,7 +79,7 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
     cdOffset = u64(rv, 48);
     cdEnd = tailStart + locator - 56;
   }
-  if (entries > MAX_ENTRIES) throw invalid(`more than ${MAX_ENTRIES} entries`);
+  if (entries > MAX_ARCHIVE_ENTRIES) throw invalid(`more than ${MAX_ARCHIVE_ENTRIES} entries`);
   const cdStart = cdEnd - cdSize;
   if (cdStart < 0) throw invalid('central directory out of bounds');
   const shift = cdStart - cdOffset;

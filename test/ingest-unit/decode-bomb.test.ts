@@ -3,7 +3,8 @@
 // process's peak memory here reflects this test only.
 import { gzipSync } from 'node:zlib';
 import { expect, it } from 'vitest';
-import { decodeContent, MAX_BODY_BYTES } from '../../src/ingest/decode.js';
+import { decodeContent } from '../../src/ingest/decode.js';
+import { MAX_BODY_BYTES } from '../../src/limits.js';
 import { PayloadTooLargeError } from '../../src/ingest/errors.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 

@@ -1,7 +1,8 @@
 // Body reading and Content-Encoding decoding: limits on received and decoded bytes.
 import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeContent, MAX_BODY_BYTES, readBody } from '../../src/ingest/decode.js';
+import { decodeContent, readBody } from '../../src/ingest/decode.js';
+import { MAX_BODY_BYTES } from '../../src/limits.js';
 import { BadPayloadError, PayloadTooLargeError } from '../../src/ingest/errors.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 

@@ -2,7 +2,8 @@
 // through the request-side ingest path: decode, envelope / store body, normalise,
 // sessions. Also checks the fixture reader other ingest tests reuse.
 import { describe, expect, it } from 'vitest';
-import { decodeContent, MAX_BODY_BYTES } from '../../src/ingest/decode.js';
+import { decodeContent } from '../../src/ingest/decode.js';
+import { MAX_BODY_BYTES } from '../../src/limits.js';
 import { decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
 import { normalizeEvent, parseTimestamp } from '../../src/ingest/normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from '../../src/ingest/sessions.js';

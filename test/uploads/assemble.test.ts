@@ -9,7 +9,7 @@ import { zipSync, strToU8 } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { symbolKindsOf } from '../../src/symbols/storage.js';
-import { CHUNK_SIZE } from '../../src/uploads/chunks.js';
+import { CHUNK_SIZE } from '../../src/limits.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
 const KEY = 'assemble-test-key-0123456789abcdef';

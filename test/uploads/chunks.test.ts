@@ -6,8 +6,8 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { runRetention } from '../../src/store/retention.js';
-import { LEGACY_ZIP_LIMIT } from '../../src/http/uploads.js';
-import { CHUNK_SIZE, CHUNKS_PER_REQUEST, CHUNK_TTL_MS, MAX_REQUEST_SIZE } from '../../src/uploads/chunks.js';
+import { CHUNK_SIZE, CHUNKS_PER_REQUEST, LEGACY_ZIP_LIMIT, MAX_REQUEST_SIZE } from '../../src/limits.js';
+import { CHUNK_TTL_MS } from '../../src/uploads/chunks.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
 const KEY = 'chunk-test-key-0123456789abcdef';

@@ -9,8 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { forbiddenAddressReason, forbiddenHostReason } from '../../alerts/addresses.js';
 import { ForbiddenAddressError, type AlertRuntime, type HttpPost } from '../../alerts/transport.js';
-
-const MAX_RESPONSE_BYTES = 64 * 1024;
+import { MAX_ALERT_RESPONSE } from '../../limits.js';
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
@@ -56,12 +55,12 @@ export const nodeHttpPost: HttpPost = (request) =>
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
-        if (size < MAX_RESPONSE_BYTES) chunks.push(chunk);
+        if (size < MAX_ALERT_RESPONSE) chunks.push(chunk);
         size += chunk.length;
       });
       res.on('end', () => {
         clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8') });
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).subarray(0, MAX_ALERT_RESPONSE).toString('utf8') });
       });
       res.on('error', (err) => {
         clearTimeout(timer);

@@ -1,0 +1,152 @@
+// Every protocol and request limit, named once with its reason (as Relay's `Limits`).
+// A limit here bounds what a client can make the server read, hold, store or answer;
+// the modules that enforce them import them from here. Bounds that are internal to a
+// parser (Mach-O load commands, ProGuard lines) or tuning of a cache stay with their
+// code. Web APIs only: every edition imports this.
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+
+// ---------------------------------------------------------------------------
+// Ingest (SDK envelopes and /store/ bodies)
+// ---------------------------------------------------------------------------
+
+/**
+ * Bytes of an ingest body, received and again after Content-Encoding: 20 MB, counted as
+ * 20 × 1024 × 1024 = 20 971 520 bytes (Sentry's envelope limit); past it a 413, and a
+ * gzip bomb stops there without allocating more.
+ */
+export const MAX_BODY_BYTES = 20 * MiB;
+/** Event items in one envelope; more refuse the envelope whole (413), before any is normalised. */
+export const MAX_EVENTS_PER_ENVELOPE = 100;
+/** Containers nested deeper than this (the payload object itself is level 1) are cut, so every stored event can be serialised and read back. */
+export const MAX_JSON_DEPTH = 64;
+/** Longer User-Agent headers are not parsed (ua-parser-js caps at 500 characters itself). */
+export const MAX_USER_AGENT = 512;
+
+// What normalisation keeps of an event (the raw payload is stored whole).
+/** Characters of an issue or event title. */
+export const MAX_TITLE = 100;
+/** Characters of an event's message. */
+export const MAX_MESSAGE = 8192;
+/** Tags kept per event. */
+export const MAX_TAGS = 100;
+/** Characters of a tag key and of a tag value (also an indexed column, see below). */
+export const MAX_TAG_KEY = 200;
+export const MAX_TAG_VALUE = 200;
+/** Breadcrumbs kept per event (the newest). */
+export const MAX_BREADCRUMBS = 100;
+
+// Indexed text columns are clamped so that no single event can fail a whole batch with
+// PostgreSQL's btree row-size limit (about 2.7 KB per index entry).
+/** Characters of an event's release. */
+export const MAX_EVENT_RELEASE = 250;
+/** Characters of an event_id, fingerprint, sid, user id and user key. */
+export const MAX_KEY_ID = 200;
+/** Session counts are stored in 32-bit integer columns. */
+export const MAX_SESSION_COUNT = 2_147_483_647;
+
+// ---------------------------------------------------------------------------
+// The management and read API
+// ---------------------------------------------------------------------------
+
+/** Request bodies on management routes; ingest and uploader routes set their own limits. */
+export const MANAGEMENT_BODY_LIMIT = 1 * MiB;
+/** Characters of a project's name. */
+export const NAME_MAX_LENGTH = 200;
+
+// Lists (DECISIONS "Names and shapes").
+/** A list's page size unless `limit` asks for another. */
+export const DEFAULT_LIMIT = 50;
+/** Largest page a list answers. */
+export const MAX_LIMIT = 500;
+/** Largest `offset`: deeper pages would make the database skip that many rows. */
+export const MAX_OFFSET = 10_000;
+/** A window's length in days unless asked. */
+export const DEFAULT_DAYS = 7;
+/** Longest window in days: the hourly aggregates a route reads stay bounded. */
+export const MAX_DAYS = 90;
+/** Fingerprints one bulk status change may name. */
+export const MAX_BULK = 10_000;
+/** `tag.<key>` filters one event search may combine (each is one more index probe per event). */
+export const MAX_TAG_FILTERS = 10;
+/** Issues listed in each of a release's issues_introduced and issues_present (highest event_count first). */
+export const RELEASE_ISSUES_LIMIT = 500;
+/** Alert deliveries a project's list answers (newest first). */
+export const DELIVERY_LIST_LIMIT = 100;
+
+// Alert rules and channels.
+/** Longest cooldown between alerts of one rule: 30 days, in minutes. */
+export const MAX_COOLDOWN_MINUTES = 43_200;
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+export const MAX_SECRET_LENGTH = 256;
+/** What is kept of a channel's answer (bytes as read on Node, characters through fetch), for the delivery's error text. */
+export const MAX_ALERT_RESPONSE = 64 * KiB;
+
+// ---------------------------------------------------------------------------
+// Symbol uploads (POST /api/{project}/symbols)
+// ---------------------------------------------------------------------------
+
+/** Largest symbol file (a dSYM's DWARF can be hundreds of MB). */
+export const MAX_SYMBOL_FILE_BYTES = 256 * MiB;
+/** Entries of an uploaded ZIP of symbol files. */
+export const MAX_ZIP_ENTRIES = 1000;
+/** Bytes an uploaded ZIP unpacks to, all entries together (a ZIP bomb stops there). */
+export const MAX_ZIP_UNPACKED_BYTES = 1 * GiB;
+/** Characters of an upload's text form fields. */
+export const MAX_SYMBOL_FIELD = 1024;
+/** Characters of an upload's release and dist. */
+export const MAX_SYMBOL_RELEASE = 200;
+export const MAX_SYMBOL_DIST = 64;
+/** Bytes of a multipart part's headers. */
+export const MAX_MULTIPART_HEADER_BYTES = 16 * KiB;
+/** Bytes of a refused upload read and dropped, so the client gets to read the 400 before the connection ends. */
+export const REFUSED_UPLOAD_DRAIN_BYTES = 32 * MiB;
+
+// ---------------------------------------------------------------------------
+// sentry-cli's routes under /api/0/
+// ---------------------------------------------------------------------------
+
+/** JSON bodies of these routes (an assemble request lists every chunk of up to 1000 files). */
+export const UPLOAD_JSON_LIMIT = 8 * MiB;
+/** The legacy `files/dsyms/` ZIP (sentry-cli 2.x batches its ZIPs at 35 MiB). */
+export const LEGACY_ZIP_LIMIT = 40 * MiB;
+/**
+ * Bytes per chunk (a power of two: sentry-cli up to 2.39 requires one). Sentry offers
+ * 8 MiB; 1 MiB keeps what a request and an assembly hold at once small (a chunk is read
+ * whole), at the cost of more rows: a 500 MB file is 500 chunks in 8 requests.
+ */
+export const CHUNK_SIZE = 1 * MiB;
+/** Most parts in one chunk-upload request. */
+export const CHUNKS_PER_REQUEST = 64;
+/** Most bytes of part contents in one chunk-upload request. */
+export const MAX_REQUEST_SIZE = 32 * MiB;
+/** Largest file assembled from chunks. */
+export const MAX_FILE_SIZE = 2 * GiB;
+/** Longest a `--wait` polls (seconds). */
+export const MAX_WAIT_SECONDS = 600;
+/** Most files in one difs/assemble request. */
+export const MAX_DIFS_PER_REQUEST = 1000;
+/** Largest artifact-bundle manifest read (it lists every file of the bundle, with headers). */
+export const MAX_MANIFEST_BYTES = 16 * MiB;
+/** Entries of a ZIP sentry-cli uploads: more is not an archive any uploader makes. */
+export const MAX_ARCHIVE_ENTRIES = 100_000;
+/** Characters of a release version. */
+export const MAX_VERSION_LENGTH = 200;
+/** Most releases a list answers (newest first), as Sentry caps its default page. */
+export const RELEASE_LIST_LIMIT = 100;
+
+// ---------------------------------------------------------------------------
+// Export and import
+// ---------------------------------------------------------------------------
+
+/** A longer line is a problem, not a reason to run out of memory. */
+export const MAX_LINE_CHARS = 64 * MiB;
+/** Lines per export answer unless the request asks for fewer. */
+export const EXPORT_PART_LINES = 5000;
+/** Most lines per export answer a request may ask for. */
+export const MAX_EXPORT_PART_LINES = 100_000;
+/** Lines and bytes per import request the CLI sends: well under the serverless edition's request limits. */
+export const IMPORT_REQUEST_LINES = 2000;
+export const IMPORT_REQUEST_BYTES = 8 * MiB;
