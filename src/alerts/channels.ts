@@ -2,6 +2,7 @@
 // "Alerts": fields that do not apply are omitted), its headers and HMAC signature,
 // the Telegram message, and one attempt at sending either. The bot token is part of
 // the Bot API's URL only: it is cut out of every error text this file produces.
+import { HOUR_MS } from '../clock.js';
 import type { AlertType } from './rules.js';
 import type { TelegramConfig, WebhookConfig } from './rules.js';
 import { ForbiddenAddressError, type AlertRuntime } from './transport.js';
@@ -151,7 +152,7 @@ export async function sendWebhook(config: WebhookConfig, content: AlertContent, 
 }
 
 /** Longest wait a Telegram 429 may ask for before the next attempt. */
-const MAX_RETRY_AFTER_MS = 3_600_000;
+const MAX_RETRY_AFTER_MS = HOUR_MS;
 
 export async function sendTelegram(config: TelegramConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
   const token = ctx.telegramBotToken;

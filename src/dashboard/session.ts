@@ -8,10 +8,11 @@
 // a key out of API_KEYS ends every session signed in with it. The CSRF token of a
 // session is an HMAC under the same key of the session's nonce, so it is tied to
 // that session and forged by nobody who lacks the key. Web Crypto only.
+import { DAY_MS } from '../clock.js';
 import { equalBytes, sha256 } from '../http/auth.js';
 
 /** How long a session lasts after signing in. */
-export const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;
+export const SESSION_TTL_MS = 7 * DAY_MS;
 
 export interface SessionKeys {
   /** The configured API keys, each with its id and HMAC key. */

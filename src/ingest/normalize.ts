@@ -189,7 +189,8 @@ export function parseTimestamp(value: unknown): number | null {
   return fromEpochNumber(t);
 }
 
-const LEVELS = new Map<string, Level>([
+/** Level names SDKs send, lowercased, with the level each stands for. */
+const LEVEL_NAMES = new Map<string, Level>([
   ['fatal', 'fatal'],
   ['critical', 'fatal'],
   ['error', 'error'],
@@ -210,9 +211,9 @@ const LEVELS = new Map<string, Level>([
 /** DECISIONS levels: lowercased; warn → warning, critical → fatal, empty/missing → error, unknown → info. */
 export function normalizeLevel(v: unknown): Level {
   if (v === undefined || v === null) return 'error';
-  if (typeof v === 'number') return LEVELS.get(String(v)) ?? 'info';
+  if (typeof v === 'number') return LEVEL_NAMES.get(String(v)) ?? 'info';
   if (typeof v !== 'string') return 'info';
-  return LEVELS.get(v.trim().toLowerCase()) ?? 'info';
+  return LEVEL_NAMES.get(v.trim().toLowerCase()) ?? 'info';
 }
 
 // ---------------------------------------------------------------- tags, breadcrumbs

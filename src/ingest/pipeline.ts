@@ -3,10 +3,7 @@
 // → envelope or legacy store body → normalised events and sessions → the
 // group-commit writer → status, JSON body and rate-limit headers. The route module
 // only adapts Hono to this; nothing here knows about HTTP frameworks.
-import type { Logger } from '../logger.js';
-import type { Clock } from '../clock.js';
-import type { IngestRuntime, RateLimiter } from '../context.js';
-import type { Store } from '../store/database.js';
+import type { AppDeps } from '../context.js';
 import type { ProjectRow } from '../store/schema.js';
 import { findProjectForIngest } from '../store/projects.js';
 import {
@@ -63,17 +60,11 @@ export interface IngestResponse {
   headers: Record<string, string>;
 }
 
-export interface PipelineDeps {
-  store: Store;
-  clock: Clock;
-  logger: Logger;
-  rateLimiter: RateLimiter;
-  ingest: IngestSink;
-  /** Decompression and MD5, injected so this path needs only Web APIs. */
-  ingestRuntime: IngestRuntime;
+/** What the ingest path takes of the app's dependencies; symbolication only as ingest uses it. */
+export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime'> & {
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
-}
+};
 
 function reply(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): IngestResponse {
   return { status, body, headers };

@@ -6,13 +6,14 @@
 // row pending, and the next start (of this or another instance) goes on from the cursor.
 // An instance holds a run through a lease renewed with every batch, so two instances
 // on one PostgreSQL database never run the same job.
+import { DAY_MS, HOUR_MS } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
 import { parseEventPayload, symbolicationInputOf } from '../ingest/normalize.js';
 import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
 
-export const RESYMBOLICATE_WINDOW_MS = 48 * 3_600_000;
+export const RESYMBOLICATE_WINDOW_MS = 48 * HOUR_MS;
 const BATCH_EVENTS = 500;
 const LEASE_MS = 30_000;
 
@@ -34,7 +35,7 @@ export interface ResymbolicationDeps {
 /** Records a run for the release ('' = every release) over the events of the last 48 hours. */
 export async function scheduleResymbolication(store: Store, projectId: number, release: string, now: number): Promise<number> {
   // Finished runs are kept a week, to be looked at; then they go.
-  await store.db.deleteFrom('symbol_jobs').where('state', '=', 'done').where('created_at', '<', now - 7 * 86_400_000).execute();
+  await store.db.deleteFrom('symbol_jobs').where('state', '=', 'done').where('created_at', '<', now - 7 * DAY_MS).execute();
   const row = await store.db
     .insertInto('symbol_jobs')
     .values({ project_id: projectId, release, since: now - RESYMBOLICATE_WINDOW_MS, cursor: -1, state: 'pending', done: 0, lease_until: 0, created_at: now })

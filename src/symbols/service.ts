@@ -7,7 +7,7 @@
 // call the rest. Uploads and deletes through this process forget the cached facts at
 // once; another instance on the same PostgreSQL database sees them within FACTS_TTL_MS.
 import type { Logger } from '../logger.js';
-import type { Clock } from '../clock.js';
+import { HOUR_MS, type Clock } from '../clock.js';
 import type { EventSymbolicator, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
 import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
@@ -81,7 +81,7 @@ export class SymbolService {
    */
   start(): void {
     this.jobs?.kick();
-    sweepAbandonedWrites(this.db, this.options.clock.now() - 3_600_000).catch((err) =>
+    sweepAbandonedWrites(this.db, this.options.clock.now() - HOUR_MS).catch((err) =>
       this.options.logger.warn({ err }, 'could not remove half-written symbol files'),
     );
   }
