@@ -1,8 +1,9 @@
 // The ingest rules of one group-commit batch, as pure functions: from what the
 // database holds for the batch (a snapshot, read under the projects' locks), the
 // batch's prepared works and a random source, to a write set of plain rows and
-// counters. No SQL and no I/O: src/store/ingest-batch.ts reads the snapshot, calls
-// planBatch, and writes the write set in the same transaction.
+// counters. No SQL and no I/O: the store's dialect modules (src/store/sqlite.ts,
+// postgres.ts) read the snapshot, call planBatch, and write the write set in the same
+// transaction.
 //
 // The rules, per project and in submit order (docs/architecture.md, "Per event"):
 // dedupe by event_id (against the snapshot and within the batch); the daily quota per

@@ -32,6 +32,7 @@ import {
   type TableMetadata,
 } from 'kysely';
 import type { Store } from './database.js';
+import type { DialectCapabilities } from './dialect.js';
 import type { Database } from './schema.js';
 
 /** The part of Cloudflare's D1 binding this module uses (workers-types' D1Database). */
@@ -62,9 +63,18 @@ function bindable(value: unknown): unknown {
   return value;
 }
 
-/** D1's limits per statement (developers.cloudflare.com/d1/platform/limits). */
-export const D1_MAX_BOUND_PARAMETERS = 100;
-export const D1_MAX_STATEMENT_BYTES = 100 * 1024;
+/** D1's limits (developers.cloudflare.com/d1/platform/limits); no BEGIN, only atomic batches. */
+export const D1_CAPABILITIES: DialectCapabilities = {
+  name: 'd1',
+  supportsInteractiveTransactions: false,
+  supportsPipelining: false,
+  maxBoundParameters: 100,
+  maxStatementBytes: 100 * 1024,
+  // The largest string, BLOB or row
+  maxValueBytes: 2_000_000,
+};
+export const D1_MAX_BOUND_PARAMETERS = D1_CAPABILITIES.maxBoundParameters;
+export const D1_MAX_STATEMENT_BYTES = D1_CAPABILITIES.maxStatementBytes;
 
 export class D1LimitError extends Error {
   override name = 'D1LimitError';
@@ -271,6 +281,7 @@ export function openD1Store(binding: D1Binding, name = 'DB'): Store {
   return {
     db,
     dialect: 'sqlite',
+    capabilities: D1_CAPABILITIES,
     description: `d1:${name}`,
     async batch(queries) {
       if (queries.length === 0) return [];

@@ -3,13 +3,17 @@
 // code only sees `Kysely<Database>` and `store.dialect`. Web APIs only: the shared app
 // imports this module.
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
+import type { DialectCapabilities } from './dialect.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Store {
   db: Kysely<Database>;
+  /** The SQL the queries speak (D1 speaks SQLite's). */
   dialect: Dialect;
+  /** What the database can do and its limits per statement. */
+  capabilities: DialectCapabilities;
   /** Human-readable target for logs, without credentials. */
   description: string;
   /**

@@ -6,7 +6,8 @@ import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore } from './open-store.js';
 import type { Store } from '../../store/database.js';
-import { commitIngestBatch, IssueCache, type BatchResult } from '../../store/ingest-batch.js';
+import { commitIngestBatch, type BatchResult } from '../../store/ingest-batch.js';
+import { IssueCache } from '../../store/sqlite.js';
 import { compress } from './codec.js';
 import { CommitTally, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 

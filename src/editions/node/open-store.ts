@@ -9,7 +9,9 @@ import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import { DatabaseConfigError, parseDatabaseUrl, redact, type Store } from '../../store/database.js';
 import { namedStatement } from '../../store/pg-statements.js';
+import { POSTGRES_CAPABILITIES } from '../../store/postgres.js';
 import type { Database } from '../../store/schema.js';
+import { SQLITE_CAPABILITIES } from '../../store/sqlite.js';
 import { CommitTally, startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
 
 /** A Store opened on Node. */
@@ -86,6 +88,7 @@ function openSqlite(file: string, options: OpenStoreOptions): NodeStore {
   return {
     db,
     dialect: 'sqlite',
+    capabilities: SQLITE_CAPABILITIES,
     description: `sqlite:${memory ? file : path.resolve(file)}`,
     commitTally,
     async ping() {
@@ -176,6 +179,7 @@ async function openPostgres(url: string): Promise<Store> {
   return {
     db,
     dialect: 'postgres',
+    capabilities: POSTGRES_CAPABILITIES,
     description,
     async ping(timeoutMs = 2000) {
       const query = sql`select 1`.execute(db).then(

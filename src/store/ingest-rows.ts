@@ -1,0 +1,390 @@
+// What the SQLite and PostgreSQL ingest batches (sqlite.ts, postgres.ts) share: the
+// options and answer of a batch, the column lists of the tables a batch writes, the
+// rows built from the planner's write set (src/ingest/plan.ts), and the writes that
+// are the same on every database as data (aggregateWrites), which each dialect module
+// turns into its own statements. Web APIs only.
+import type { CompiledQuery, Compilable, Insertable, OnConflictBuilder, OnConflictDoNothingBuilder, OnConflictUpdateBuilder } from 'kysely';
+import {
+  alertOutboxRows,
+  issueChangeRows,
+  issueHourlyRows,
+  issueReleaseRows,
+  type PlannedEvent,
+  type PlannedIssueRow,
+  type Random,
+  type WriteCounts,
+  type WriteSet,
+} from '../ingest/plan.js';
+import { rawSource } from '../ingest/prepare.js';
+import { LEVELS, type IngestOutcome } from '../ingest/types.js';
+import { packPayloads, type CompressBlob, type PackedChunk, type PackedPayloads, type PayloadSlot } from './payloads.js';
+import type { Database, EventTable } from './schema.js';
+
+/**
+ * What new rows hold in `events.detail`: nothing. The detail is rebuilt from the raw
+ * payload when asked for (src/read/events.ts), which spares ingest a JSON encoding and a
+ * second compression per event and halves what each event writes. Rows written before
+ * keep their encoded detail.
+ */
+const NO_DETAIL = new Uint8Array(0);
+/** What new rows hold in `events.raw`: nothing; the payload is in `payload_chunk` (src/store/payloads.ts). */
+const NO_RAW = NO_DETAIL;
+
+export interface BatchOptions {
+  /** Uniform draws in [0, 1) for sampling. */
+  random: Random;
+  /** The edition's blob codec, for the payload chunks (Node: src/editions/node/codec.ts). */
+  compress: CompressBlob;
+}
+
+/** A transaction's answer: the planner's outcomes and counts, and the events stored. */
+export interface BatchResult extends WriteCounts {
+  /** One per work, in order. */
+  outcomes: IngestOutcome[];
+  stored: number;
+  /**
+   * Set on the answer of a request the batch thread merged into another request's
+   * transaction: that request's answer carries the transaction's counts.
+   */
+  merged?: boolean;
+}
+
+/** The answer of a batch the planner planned as `plan`. */
+export function batchResult(plan: WriteSet): BatchResult {
+  return { outcomes: plan.outcomes, ...plan.counts, stored: plan.stored.length };
+}
+
+/** Runs a compiled query on the batch's connection; resolves to its rows. */
+export type Send = (query: CompiledQuery) => Promise<Record<string, unknown>[]>;
+
+export function num(value: unknown): number {
+  return Number(value);
+}
+
+/** The stored events' payloads compressed into chunks (src/store/payloads.ts); `members` index plan.stored. */
+export function packStoredPayloads(plan: WriteSet, compress: CompressBlob): PackedPayloads {
+  return packPayloads(
+    plan.stored.map((s) => ({ projectId: s.projectId, receivedAt: s.receivedAt, payload: rawSource(s.input) })),
+    compress,
+  );
+}
+
+/**
+ * Compiles a statement kept as a text for reuse (sqliteInsertText, pgWriteTemplate):
+ * it must take exactly the row values as parameters, so its conflict clause takes none.
+ */
+export function compileTakingOnly(query: Compilable, parameters: number, what: string): CompiledQuery {
+  const compiled = query.compile();
+  if (compiled.parameters.length !== parameters) throw new Error(`${what}: takes ${compiled.parameters.length} parameters, not ${parameters} (the conflict clause must take none)`);
+  return compiled;
+}
+
+/** Column names with their PostgreSQL array element type, in insert order. */
+export type ColumnSpec = readonly (readonly [string, 'int8' | 'text' | 'bytea'])[];
+
+/** An ON CONFLICT clause a write takes (it binds no parameters: see compileTakingOnly). */
+export type Conflict = (oc: OnConflictBuilder<any, any>) => OnConflictUpdateBuilder<any, any> | OnConflictDoNothingBuilder<any, any>;
+
+/** Rows to insert into one table, with what to do on a conflict. */
+export interface TableWrite {
+  table: keyof Database;
+  spec: ColumnSpec;
+  rows: Record<string, unknown>[];
+  conflict?: Conflict;
+}
+
+/** An issue row written back: ingest's columns take the batch's final values. */
+export function issueUpsert(oc: OnConflictBuilder<any, any>) {
+  return oc.columns(['project_id', 'fingerprint']).doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)])));
+}
+
+export const ISSUE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['fingerprint', 'text'],
+  ['title', 'text'],
+  ['level', 'text'],
+  ['error_type', 'text'],
+  ['screen', 'text'],
+  ['location', 'text'],
+  ['platform', 'text'],
+  ['status', 'text'],
+  ['event_count', 'int8'],
+  ['stored_count', 'int8'],
+  ['users', 'int8'],
+  ['first_seen', 'int8'],
+  ['last_seen', 'int8'],
+  ['first_seen_id', 'int8'],
+  ['last_seen_id', 'int8'],
+  ['first_release', 'text'],
+  ['last_release', 'text'],
+  ['resolved_release', 'text'],
+  ['resolved_at', 'int8'],
+  ['regressed_at', 'int8'],
+  ['created_at', 'int8'],
+  ['updated_at', 'int8'],
+];
+
+/** What ingest owns in an issue row; resolved_release/resolved_at and created_at are left alone. */
+export const ISSUE_UPDATED = [
+  'title',
+  'level',
+  'error_type',
+  'screen',
+  'location',
+  'platform',
+  'status',
+  'event_count',
+  'stored_count',
+  'users',
+  'first_seen',
+  'last_seen',
+  'first_seen_id',
+  'last_seen_id',
+  'first_release',
+  'last_release',
+  'regressed_at',
+  'updated_at',
+] as const;
+
+export const EVENT_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['issue_id', 'int8'],
+  ['event_id', 'text'],
+  ['fingerprint', 'text'],
+  ['timestamp', 'int8'],
+  ['received_at', 'int8'],
+  ['level', 'text'],
+  ['platform', 'text'],
+  ['release', 'text'],
+  ['dist', 'text'],
+  ['environment', 'text'],
+  ['user_id', 'text'],
+  ['user_email', 'text'],
+  ['user_username', 'text'],
+  ['user_ip', 'text'],
+  ['device_id', 'text'],
+  ['device_model', 'text'],
+  ['os_name', 'text'],
+  ['os_version', 'text'],
+  ['screen', 'text'],
+  ['error_type', 'text'],
+  ['error_location', 'text'],
+  ['title', 'text'],
+  ['message', 'text'],
+  ['is_crash', 'int8'],
+  ['sdk_name', 'text'],
+  ['tags', 'text'],
+  ['detail', 'bytea'],
+  ['raw', 'bytea'],
+  ['payload_chunk', 'int8'],
+  ['payload_start', 'int8'],
+  ['payload_length', 'int8'],
+  ['symbolicated', 'text'],
+];
+export const CHUNK_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['received_at', 'int8'],
+  ['data', 'bytea'],
+];
+export const CHUNK_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...CHUNK_COLUMNS];
+
+export const EVENT_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...EVENT_COLUMNS];
+export const ISSUE_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...ISSUE_COLUMNS];
+
+export const TAG_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['event_id', 'int8'],
+  ['key', 'text'],
+  ['value', 'text'],
+];
+export const USER_COLUMNS: ColumnSpec = [
+  ['issue_id', 'int8'],
+  ['user_key', 'text'],
+];
+export const ISSUE_RELEASE_COLUMNS: ColumnSpec = [
+  ['issue_id', 'int8'],
+  ['release', 'text'],
+  ['first_seen', 'int8'],
+];
+export const ISSUE_HOURLY_COLUMNS: ColumnSpec = [
+  ['issue_id', 'int8'],
+  ['bucket', 'int8'],
+  ['events', 'int8'],
+];
+export const CHANGE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['issue_id', 'int8'],
+  ['kind', 'text'],
+  ['at', 'int8'],
+  ['release', 'text'],
+];
+export const OUTBOX_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['type', 'text'],
+  ['issue_id', 'int8'],
+  ['payload', 'text'],
+  ['state', 'text'],
+  ['created_at', 'int8'],
+];
+/** project_hourly's counters: events, crashes, errors and one per level. */
+const PROJECT_HOURLY_COUNTERS = ['events', 'crashes', 'errors', ...LEVELS];
+export const PROJECT_HOURLY_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['bucket', 'int8'],
+  ['release', 'text'],
+  ...PROJECT_HOURLY_COUNTERS.map((c) => [c, 'int8'] as const),
+];
+export const RELEASE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['release', 'text'],
+  ['first_seen', 'int8'],
+  ['last_seen', 'int8'],
+  ['platforms', 'text'],
+];
+export const USAGE_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['day', 'int8'],
+  ['events', 'int8'],
+];
+export const SEEN_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['event_id', 'text'],
+  ['received_at', 'int8'],
+  ['stored_id', 'int8'],
+];
+export const SESSION_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['sid', 'text'],
+  ['did', 'text'],
+  ['release', 'text'],
+  ['environment', 'text'],
+  ['started', 'int8'],
+  ['status', 'text'],
+  ['errors', 'int8'],
+  ['updated_at', 'int8'],
+];
+export const SESSION_HOURLY_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['release', 'text'],
+  ['bucket', 'int8'],
+  ['total', 'int8'],
+  ['crashed', 'int8'],
+  ['errored', 'int8'],
+];
+
+/** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
+export function additive(table: string, key: string[], counters: string[]) {
+  return (oc: OnConflictBuilder<any, any>) =>
+    oc.columns(key).doUpdateSet(Object.fromEntries(counters.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))])));
+}
+
+export function issueColumns(row: PlannedIssueRow): Record<string, unknown> {
+  const { id: _id, ...values } = row;
+  return values;
+}
+
+export function chunkRow(c: PackedChunk): Record<string, unknown> {
+  return { project_id: c.projectId, received_at: c.receivedAt, data: c.data };
+}
+
+/** An event's row; its payload is at `slot` of the chunk whose id is `chunkIds[slot.chunk]`. */
+export function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSlot): Insertable<EventTable> & Record<string, unknown> {
+  const e = s.input;
+  return {
+    project_id: s.projectId,
+    issue_id: s.issue.row.id!,
+    event_id: e.eventId,
+    fingerprint: e.fingerprint,
+    timestamp: e.timestamp,
+    received_at: s.receivedAt,
+    level: e.level,
+    platform: e.platform,
+    release: e.release,
+    dist: e.dist,
+    environment: e.environment,
+    user_id: e.userId,
+    user_email: e.userEmail,
+    user_username: e.userUsername,
+    user_ip: e.userIp,
+    device_id: e.deviceId,
+    device_model: e.deviceModel,
+    os_name: e.osName,
+    os_version: e.osVersion,
+    screen: e.screen,
+    error_type: e.errorType,
+    error_location: e.location,
+    title: e.title,
+    message: e.message,
+    is_crash: e.isCrash ? 1 : 0,
+    sdk_name: e.sdkName,
+    tags: e.tagsJson,
+    detail: NO_DETAIL,
+    raw: NO_RAW,
+    payload_chunk: chunkIds[slot.chunk],
+    payload_start: slot.start,
+    payload_length: slot.length,
+    symbolicated: e.symbolicated,
+  };
+}
+
+/**
+ * Everything a batch writes after its events and issues, in order: the same rows and
+ * conflict clauses on every database.
+ */
+export function aggregateWrites(plan: WriteSet): TableWrite[] {
+  return [
+    // Only an earlier first time rewrites a known (issue, release) row: nearly every batch
+    // names releases its issues already had, and an update that keeps the value still
+    // writes a row version and its WAL on PostgreSQL (one per issue and release a batch).
+    {
+      table: 'issue_releases',
+      spec: ISSUE_RELEASE_COLUMNS,
+      rows: issueReleaseRows(plan),
+      conflict: (oc) =>
+        oc
+          .columns(['issue_id', 'release'])
+          .doUpdateSet({ first_seen: (eb: any) => eb.ref('excluded.first_seen') })
+          .where((eb: any) => eb('excluded.first_seen', '<', eb.ref('issue_releases.first_seen'))),
+    },
+    { table: 'issue_hourly', spec: ISSUE_HOURLY_COLUMNS, rows: issueHourlyRows(plan), conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) },
+    { table: 'issue_changes', spec: CHANGE_COLUMNS, rows: issueChangeRows(plan) },
+    { table: 'alert_outbox', spec: OUTBOX_COLUMNS, rows: alertOutboxRows(plan) },
+    {
+      table: 'project_hourly',
+      spec: PROJECT_HOURLY_COLUMNS,
+      rows: plan.projectHourly as unknown as Record<string, unknown>[],
+      conflict: additive('project_hourly', ['project_id', 'bucket', 'release'], PROJECT_HOURLY_COUNTERS),
+    },
+    {
+      table: 'releases',
+      spec: RELEASE_COLUMNS,
+      rows: plan.releases as unknown as Record<string, unknown>[],
+      conflict: (oc) =>
+        oc.columns(['project_id', 'release']).doUpdateSet({
+          first_seen: (eb: any) => eb.ref('excluded.first_seen'),
+          last_seen: (eb: any) => eb.ref('excluded.last_seen'),
+          platforms: (eb: any) => eb.ref('excluded.platforms'),
+        }),
+    },
+    { table: 'daily_usage', spec: USAGE_COLUMNS, rows: plan.usage as unknown as Record<string, unknown>[], conflict: additive('daily_usage', ['project_id', 'day'], ['events']) },
+    { table: 'seen_events', spec: SEEN_COLUMNS, rows: plan.seen as unknown as Record<string, unknown>[], conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() },
+    {
+      table: 'sessions',
+      spec: SESSION_COLUMNS,
+      rows: plan.sessions as unknown as Record<string, unknown>[],
+      conflict: (oc) =>
+        oc.columns(['project_id', 'sid']).doUpdateSet({
+          did: (eb: any) => eb.ref('excluded.did'),
+          status: (eb: any) => eb.ref('excluded.status'),
+          errors: (eb: any) => eb.ref('excluded.errors'),
+          updated_at: (eb: any) => eb.ref('excluded.updated_at'),
+        }),
+    },
+    {
+      table: 'session_hourly',
+      spec: SESSION_HOURLY_COLUMNS,
+      rows: plan.sessionHourly as unknown as Record<string, unknown>[],
+      conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
+    },
+  ];
+}
