@@ -101,7 +101,7 @@ async function measure(file, lookups) {
   const { inspectMachO } = await import(path.join(root, 'dist/symbols/dsym.js'));
   const { NativeIndex } = await import(path.join(root, 'dist/symbols/native/lookup-index.js'));
   const { readMachO } = await import(path.join(root, 'dist/symbols/native/macho.js'));
-  const { loadNodeDemangler } = await import(path.join(root, 'dist/editions/node-demangle.js'));
+  const { loadNodeDemangler } = await import(path.join(root, 'dist/editions/node/demangle.js'));
   const bytes = new Uint8Array(fs.readFileSync(file));
   const demangle = await loadNodeDemangler();
   globalThis.gc?.();

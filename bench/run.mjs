@@ -136,7 +136,7 @@ function newestMtime(dir) {
 }
 
 function ensureBuilt() {
-  const marker = path.join(root, 'dist', 'editions', 'node.js');
+  const marker = path.join(root, 'dist', 'editions', 'node', 'server.js');
   const built = fs.existsSync(marker) ? fs.statSync(marker).mtimeMs : 0;
   if (argv['no-build'] && built) return;
   if (built && newestMtime(path.join(root, 'src')) <= built) return;
