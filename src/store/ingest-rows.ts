@@ -70,8 +70,9 @@ export function packStoredPayloads(plan: WriteSet, compress: CompressBlob): Pack
 }
 
 /**
- * Compiles a statement kept as a text for reuse (sqliteInsertText, pgWriteTemplate):
- * it must take exactly the row values as parameters, so its conflict clause takes none.
+ * Compiles a statement kept as a text for reuse (insertText in sqlite.ts,
+ * pgWriteTemplate in postgres.ts): it must take exactly the row values as parameters,
+ * so its conflict clause takes none.
  */
 export function compileTakingOnly(query: Compilable, parameters: number, what: string): CompiledQuery {
   const compiled = query.compile();

@@ -334,7 +334,6 @@ class PostgresBatch {
     for (const w of aggregateWrites(plan)) this.insertRows(w.table, w.spec, w.rows, w.conflict);
     await this.flushDeferred();
   }
-
 }
 
 /** The array parameters of `unnest(...)` on PostgreSQL for these rows: one literal per column. */
@@ -354,8 +353,8 @@ const pgWriteTemplates = new Map<string, string[]>();
  * The text of one of the batch's PostgreSQL writes, compiled by Kysely once per process
  * and kept cut at its parameters, so that flushDeferred can number them within the
  * batch's statement. Building and compiling the write with Kysely for every batch
- * cost about 0.5 ms of this thread per batch, in the chain of a project's batches
- * (BENCHMARKS.md). `parameters` is how many the statement takes: $1 … $n, in order.
+ * cost about 0.5 ms of this thread per batch, in the chain of a project's batches.
+ * `parameters` is how many the statement takes: $1 … $n, in order.
  */
 function pgWriteTemplate(key: string, parameters: number, build: () => Compilable): string[] {
   let template = pgWriteTemplates.get(key);
