@@ -1,7 +1,7 @@
 // Preparation of a request's ingest work for the group-commit writer, at submit time
 // (outside the transaction): every field checked and clamped so that the database
 // accepts the row, tags as a de-duplicated list. The planner (plan.ts) and the store's
-// batch (src/store/ingest-batch.ts) take works in this shape.
+// batches (src/store/sqlite.ts, postgres.ts) take works in this shape.
 import { LEVELS, type IngestWork, type NormalizedEvent, type SessionUpdate } from './types.js';
 import { MAX_EVENT_RELEASE, MAX_KEY_ID, MAX_TAG_KEY, MAX_TAG_VALUE } from '../limits.js';
 

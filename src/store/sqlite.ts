@@ -204,16 +204,15 @@ class SqliteBatch {
   }
 
   // -------------------------------------------------------------------------
-  // Reads: everything the plan needs, before it starts. On PostgreSQL they go out
-  // together behind `begin`, in this order, and are awaited once.
+  // Reads: everything the plan needs, before it starts.
   // -------------------------------------------------------------------------
 
-  /** SQLite: fresh sample/quota settings (the transaction holds the write lock already; PostgreSQL: PG_LOCK_PROJECTS). */
+  /** Fresh sample/quota settings (the transaction holds the write lock already). */
   private projectSettings(ids: number[]) {
     return this.db.selectFrom('projects').select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota']).where('id', 'in', ids).orderBy('id');
   }
 
-  /** SQLite: the project's issues with the event times behind first/last_seen_id (readPostgres has its own, locking). */
+  /** The project's issues with the event times behind first/last_seen_id. */
   private issuesQuery(projectId: number) {
     return this.db
       .selectFrom('issues')

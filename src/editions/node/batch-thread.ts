@@ -2,7 +2,7 @@
 // connection. better-sqlite3 is synchronous: on the main thread every batch stopped
 // HTTP, parsing and normalising for as long as its statements ran. The thread also
 // compresses the payloads it stores (src/store/payloads.ts). The main thread keeps
-// the queue, the answers and the failure handling (src/ingest/writer.ts). Only for
+// the queue, the answers and the failure handling (writer.ts). Only for
 // compiled code (dist/): the thread loads batch-thread-worker.js, which does not
 // exist when the sources run under vitest; there the batch runs on the calling
 // thread, as it does on PostgreSQL (whose driver does not block).

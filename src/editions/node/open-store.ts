@@ -141,7 +141,7 @@ async function openPostgres(url: string): Promise<Store> {
     connectionString: url,
     // Statements sent before the previous one answered go out at once instead of
     // waiting their turn: the ingest batch pipelines its reads and its commit
-    // (src/store/ingest-batch.ts). Code that awaits each statement is unaffected.
+    // (src/store/postgres.ts). Code that awaits each statement is unaffected.
     pipeline: true,
     max: 10,
     connectionTimeoutMillis: 5000,

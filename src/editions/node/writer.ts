@@ -1,7 +1,7 @@
 // Group-commit writer: turns queued IngestWork from concurrent requests into
 // shared database transactions, answering each request after its commit. The
-// queries themselves live in src/store/ingest-batch.ts; this file owns the queue,
-// batching, failure handling and counters. docs/architecture.md ("The ingest
+// transactions are src/store/ingest-batch.ts's (one module per database); this file
+// owns the queue, batching, failure handling and counters. docs/architecture.md ("The ingest
 // writer (group commit)") describes the design.
 import type { Logger } from '../../logger.js';
 import type { Clock } from '../../clock.js';
