@@ -52,7 +52,7 @@ import { PayloadTooLargeError } from '../ingest/errors.js';
 import { secondsToNextUtcMidnight, type Random } from '../ingest/plan.js';
 import { rawSource, type EventInput, type PreparedWork } from '../ingest/prepare.js';
 import type { IngestOutcome } from '../ingest/types.js';
-import { packPayloads } from './payloads.js';
+import { packPayloadsWith } from './payload-packing.js';
 
 /** D1's largest string or BLOB value (and row): 2 MB (developers.cloudflare.com/d1/platform/limits). */
 export const D1_MAX_VALUE_BYTES = 2_000_000;
@@ -372,12 +372,16 @@ function maxParameter(text: string): number {
   return max;
 }
 
-/**
- * The statements that commit `work` (see the header), for one `db.batch()`. `random`
- * gives the marker and the sampling draws (one per event, used only when sampling
- * needs a draw).
- */
-export function buildD1IngestCommit(work: PreparedWork, random: Random = Math.random): D1IngestCommit {
+export interface D1IngestOptions {
+  /** The marker and the sampling draws (one per event, used only when sampling needs a draw). */
+  random: Random;
+  /** The edition's blob codec for payload chunks (Workers: zlib through fflate). */
+  compress: (bytes: Uint8Array) => Uint8Array;
+}
+
+/** The statements that commit `work` (see the header), for one `db.batch()`. */
+export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions): D1IngestCommit {
+  const { random } = options;
   const marker = randomMarker(random);
   const pid = work.projectId;
   const at = work.receivedAt;
@@ -440,15 +444,17 @@ export function buildD1IngestCommit(work: PreparedWork, random: Random = Math.ra
     if (hasRelease) add(SQL.releases);
     add(SQL.sample);
 
-    const { chunks, slots } = packPayloads(events.map((e) => ({ projectId: pid, receivedAt: at, payload: rawSource(e) })));
+    const { chunks, slots } = packPayloadsWith(
+      events.map((e) => ({ projectId: pid, receivedAt: at, payload: rawSource(e) })),
+      options.compress,
+    );
     for (const [k, chunk] of chunks.entries()) {
       if (chunk.data.byteLength > D1_MAX_VALUE_BYTES) {
         throw new PayloadTooLargeError(
           `an event's payload is ${chunk.data.byteLength} bytes compressed; the serverless edition stores at most ${D1_MAX_VALUE_BYTES} bytes (D1's value limit)`,
         );
       }
-      const data = new Uint8Array(chunk.data.buffer, chunk.data.byteOffset, chunk.data.byteLength);
-      add(SQL.chunk, [k, data, JSON.stringify(chunk.members.map((m) => events[m].eventId))]);
+      add(SQL.chunk, [k, chunk.data, JSON.stringify(chunk.members.map((m) => events[m].eventId))]);
     }
     const rows = events.map((e, i) => JSON.stringify({ i, row: eventRow(e, at, slots[i]) }));
     for (const part of jsonParts(rows, JSON_PART_BYTES, 'an event')) add(SQL.events, [part]);

@@ -11,6 +11,7 @@ import { prepareWork } from '../../ingest/prepare.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';
 import type { Store } from '../../store/database.js';
 import { buildD1IngestCommit } from '../../store/d1-ingest.js';
+import { compressBlob } from './runtime.js';
 
 /** What the sink counted since the isolate started (for logs and the benchmark). */
 export interface D1IngestCounts {
@@ -28,7 +29,7 @@ export class D1IngestSink implements IngestSink {
   ) {}
 
   async submit(work: IngestWork): Promise<IngestOutcome> {
-    const commit = buildD1IngestCommit(prepareWork(work), this.random);
+    const commit = buildD1IngestCommit(prepareWork(work), { random: this.random, compress: compressBlob });
     if (commit.statements.length === 0) return { kind: 'ok' };
     if (!this.store.batch) throw new Error('the D1 ingest sink needs a store with batch()');
     let results;
