@@ -205,6 +205,26 @@ describe('D1 ingest inside workerd', () => {
     expect(await count('issue_changes', p)).toBe(2);
   });
 
+  it('takes an envelope of 100 events and an event of 1.5 MB (split over chunks and statements within D1 limits)', async () => {
+    const p = await project();
+    const header = JSON.stringify({ sent_at: new Date().toISOString() });
+    const items = Array.from({ length: 100 }, (_, i) => eventEnvelope(hex32(i, '9')).split('\n').slice(1).join('\n'));
+    const many = await send(p, [header, ...items].join('\n'));
+    expect(many.status, await many.clone().text()).toBe(200);
+    let noise = '';
+    for (let i = 0; noise.length < 1_500_000; i++) noise += Math.random().toString(36).slice(2);
+    const big = eventEnvelope(hex32(1000, '9')).replace('"in_app":false', `"in_app":false,"vars":{"noise":"${noise}"}`);
+    expect(big.length).toBeGreaterThan(1_500_000);
+    const bigAnswer = await send(p, big);
+    expect(bigAnswer.status, await bigAnswer.clone().text()).toBe(200);
+    const [issue] = await issuesOf(p);
+    expect(issue).toMatchObject({ event_count: 101, stored_count: 101 });
+    expect(await count('events', p)).toBe(101);
+    const detail = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/events/${hex32(1000, '9')}`));
+    expect(detail.status).toBe(200);
+    expect(await detail.text()).toContain(noise.slice(0, 1000));
+  });
+
   it('records sessions and aggregates as release health', async () => {
     const p = await project();
     for (const body of [nodeSessionUpdate, nodeSessionCrashed, nodeAggregates]) expect((await send(p, body)).status).toBe(200);
