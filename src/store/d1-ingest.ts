@@ -82,8 +82,14 @@ export function randomMarker(random: Random = Math.random): number {
 
 const FACT_FIELDS = ['i', 'id', 'fp', 'ts', 'b', 'lv', 'rel', 'pf', 'uk', 'cr', 'dr', 't', 'et', 'sc', 'loc'] as const;
 
-/** The work's events that this batch inserted into seen_events and still marks. */
-const FRESH = `f AS (SELECT ${FACT_FIELDS.map((k) => `json_extract(j.value, '$.${k}') AS "${k}"`).join(', ')}
+type Fact = (typeof FACT_FIELDS)[number];
+
+/**
+ * The work's events that this batch inserted into seen_events and still marks, with the
+ * facts a statement uses (each json_extract is compiled per statement: D1 prepares every
+ * statement of a batch).
+ */
+const fresh = (...fields: Fact[]) => `f AS (SELECT ${fields.map((k) => `json_extract(j.value, '$.${k}') AS "${k}"`).join(', ')}
   FROM json_each(?6) j JOIN seen_events s ON s.project_id = ?1 AND s.event_id = json_extract(j.value, '$.id') AND s.stored_id = ?3)`;
 
 /** plan.ts's regresses(): an event `f` against the issue `i`. */
@@ -101,6 +107,13 @@ const ACCEPTED = `EXISTS (SELECT 1 FROM projects WHERE id = ?1)
 const STORED = `st AS (SELECT e.id, e.timestamp AS ts, e.issue_id FROM seen_events s
   JOIN events e ON e.id = (SELECT max(x.id) FROM events x WHERE x.project_id = ?1 AND x.event_id = s.event_id)
   WHERE s.project_id = ?1 AND s.event_id IN (SELECT value FROM json_each(?5)) AND s.stored_id = ?3)`;
+
+/** The `events` columns taken from an event's row as JSON (eventRow), in insert order. */
+const EVENT_ROW_FIELDS = [
+  'event_id', 'fingerprint', 'timestamp', 'received_at', 'level', 'platform', 'release', 'dist', 'environment',
+  'user_id', 'user_email', 'user_username', 'user_ip', 'device_id', 'device_model', 'os_name', 'os_version', 'screen', 'error_type', 'error_location',
+  'title', 'message', 'is_crash', 'sdk_name', 'tags',
+];
 
 const sessionClass = (status: string, errors: string) =>
   `(CASE WHEN ${status} IN ('crashed', 'unhandled') THEN 'crashed' WHEN ${status} IN ('errored', 'abnormal') OR ${errors} > 0 THEN 'errored' ELSE 'ok' END)`;
@@ -127,7 +140,7 @@ const SQL = {
     SELECT ?1, ?4, n FROM (SELECT count(*) AS n FROM seen_events s WHERE s.project_id = ?1 AND s.event_id IN (SELECT value FROM json_each(?5)) AND s.stored_id = ?3) WHERE n > 0
     ON CONFLICT (project_id, day) DO UPDATE SET events = daily_usage.events + excluded.events`,
 
-  issues: `WITH ${FRESH},
+  issues: `WITH ${fresh('i', 'fp', 'ts', 'rel', 't', 'lv', 'et', 'sc', 'loc', 'pf')},
     a AS (SELECT f.*, row_number() OVER (PARTITION BY f.fp ORDER BY f.i) AS k, count(*) OVER w AS n, min(f.ts) OVER w AS fs, max(f.ts) OVER w AS ls,
         first_value(f.rel) OVER (PARTITION BY f.fp ORDER BY f.ts, f.i) AS frel,
         first_value(f.rel) OVER l AS lrel, first_value(f.t) OVER l AS lt, first_value(f.lv) OVER l AS llv, first_value(f.et) OVER l AS let,
@@ -156,34 +169,34 @@ const SQL = {
       updated_at = max(issues.updated_at, excluded.updated_at)`,
 
   /** The issues this batch created or flipped, with the release of the event that did it. */
-  changed: `WITH ${FRESH},
+  changed: `WITH ${fresh('i', 'fp', 'ts', 'rel')},
     c AS (SELECT i.id, i.title, i.fingerprint, i.level, i.event_count, CASE WHEN i.last_seen_id = ?3 THEN 'new_issue' ELSE 'regression' END AS kind,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.rel FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
           ELSE (SELECT f.rel FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS rel,
         (SELECT min(f.i) FROM f WHERE f.fp = i.fingerprint) AS ord
       FROM issues i WHERE i.project_id = ?1 AND i.fingerprint IN (SELECT json_extract(value, '$.fp') FROM json_each(?6)) AND (i.last_seen_id = ?3 OR i.regressed_at = ?3))`,
 
-  issueUsersCount: `WITH ${FRESH}, k AS (SELECT DISTINCT f.fp, f.uk FROM f WHERE f.uk IS NOT NULL)
+  issueUsersCount: `WITH ${fresh('fp', 'uk')}, k AS (SELECT DISTINCT f.fp, f.uk FROM f WHERE f.uk IS NOT NULL)
     UPDATE issues SET users = users + (SELECT count(*) FROM k WHERE k.fp = issues.fingerprint
       AND NOT EXISTS (SELECT 1 FROM issue_users u WHERE u.issue_id = issues.id AND u.user_key = k.uk))
     WHERE project_id = ?1 AND fingerprint IN (SELECT fp FROM k)`,
 
-  issueUsers: `WITH ${FRESH}
+  issueUsers: `WITH ${fresh('fp', 'uk')}
     INSERT INTO issue_users (issue_id, user_key)
     SELECT DISTINCT i.id, f.uk FROM f JOIN issues i ON i.project_id = ?1 AND i.fingerprint = f.fp WHERE f.uk IS NOT NULL
     ON CONFLICT DO NOTHING`,
 
-  issueReleases: `WITH ${FRESH}
+  issueReleases: `WITH ${fresh('fp', 'rel', 'ts')}
     INSERT INTO issue_releases (issue_id, release, first_seen)
     SELECT i.id, f.rel, min(f.ts) FROM f JOIN issues i ON i.project_id = ?1 AND i.fingerprint = f.fp WHERE f.rel <> '' GROUP BY i.id, f.rel
     ON CONFLICT (issue_id, release) DO UPDATE SET first_seen = excluded.first_seen WHERE excluded.first_seen < issue_releases.first_seen`,
 
-  issueHourly: `WITH ${FRESH}
+  issueHourly: `WITH ${fresh('fp', 'b')}
     INSERT INTO issue_hourly (issue_id, bucket, events)
     SELECT i.id, f.b, count(*) FROM f JOIN issues i ON i.project_id = ?1 AND i.fingerprint = f.fp WHERE true GROUP BY i.id, f.b
     ON CONFLICT (issue_id, bucket) DO UPDATE SET events = issue_hourly.events + excluded.events`,
 
-  projectHourly: `WITH ${FRESH}
+  projectHourly: `WITH ${fresh('b', 'rel', 'cr', 'lv')}
     INSERT INTO project_hourly (project_id, bucket, release, events, crashes, errors, fatal, error, warning, info, debug)
     SELECT ?1, f.b, f.rel, count(*), sum(f.cr), sum(f.cr = 0 AND f.lv = 'error'), sum(f.lv = 'fatal'), sum(f.lv = 'error'), sum(f.lv = 'warning'),
       sum(f.lv = 'info'), sum(f.lv = 'debug')
@@ -193,7 +206,7 @@ const SQL = {
       fatal = project_hourly.fatal + excluded.fatal, error = project_hourly.error + excluded.error,
       warning = project_hourly.warning + excluded.warning, info = project_hourly.info + excluded.info, debug = project_hourly.debug + excluded.debug`,
 
-  releases: `WITH ${FRESH}
+  releases: `WITH ${fresh('rel', 'ts', 'pf')}
     INSERT INTO releases (project_id, release, first_seen, last_seen, platforms)
     SELECT ?1, f.rel, min(f.ts), max(f.ts),
       (SELECT json_group_array(p) FROM (SELECT DISTINCT g.pf AS p FROM f g WHERE g.rel = f.rel AND g.pf <> '' ORDER BY 1))
@@ -206,7 +219,7 @@ const SQL = {
         UNION SELECT value FROM json_each(excluded.platforms) ORDER BY 1))`,
 
   /** plan.ts's keepsEvent: the rank of the event in its issue's event_count (already counted). */
-  sample: `WITH ${FRESH},
+  sample: `WITH ${fresh('i', 'id', 'fp', 'cr', 'dr')},
     r AS (SELECT f.id, f.cr, f.dr, i.event_count - count(*) OVER (PARTITION BY f.fp) + row_number() OVER (PARTITION BY f.fp ORDER BY f.i) AS n
       FROM f JOIN issues i ON i.project_id = ?1 AND i.fingerprint = f.fp)
     UPDATE seen_events SET stored_id = NULL
@@ -222,7 +235,7 @@ const SQL = {
     INSERT INTO events (project_id, issue_id, event_id, fingerprint, timestamp, received_at, level, platform, release, dist, environment,
       user_id, user_email, user_username, user_ip, device_id, device_model, os_name, os_version, screen, error_type, error_location,
       title, message, is_crash, sdk_name, tags, detail, raw, payload_chunk, payload_start, payload_length, symbolicated)
-    SELECT ?1, i.id, ${EVENT_ROW_FIELDS().map((k) => `json_extract(r.row, '$.${k}')`).join(', ')}, X'', X'',
+    SELECT ?1, i.id, ${EVENT_ROW_FIELDS.map((k) => `json_extract(r.row, '$.${k}')`).join(', ')}, X'', X'',
       (SELECT c.id FROM payload_chunks c WHERE c.received_at = ?3 - json_extract(r.row, '$.chunk')),
       json_extract(r.row, '$.start'), json_extract(r.row, '$.length'), json_extract(r.row, '$.symbolicated')
     FROM r JOIN seen_events s ON s.project_id = ?1 AND s.event_id = json_extract(r.row, '$.event_id') AND s.stored_id = ?3
@@ -278,14 +291,6 @@ const SQL = {
       errors = excluded.errors, updated_at = excluded.updated_at
     WHERE excluded.updated_at >= sessions.updated_at`,
 };
-
-function EVENT_ROW_FIELDS(): string[] {
-  return [
-    'event_id', 'fingerprint', 'timestamp', 'received_at', 'level', 'platform', 'release', 'dist', 'environment',
-    'user_id', 'user_email', 'user_username', 'user_ip', 'device_id', 'device_model', 'os_name', 'os_version', 'screen', 'error_type', 'error_location',
-    'title', 'message', 'is_crash', 'sdk_name', 'tags',
-  ];
-}
 
 const CHANGES_SQL = `${SQL.changed}
   INSERT INTO issue_changes (project_id, issue_id, kind, at, release) SELECT ?1, c.id, c.kind, ?2, coalesce(c.rel, '') FROM c WHERE true ORDER BY c.ord`;

@@ -4,8 +4,9 @@
 // atomic `db.batch()` built by src/store/d1-ingest.ts, whose header says how every rule
 // stays right under concurrent requests without interactive transactions. The request
 // is answered only once the batch has committed; a batch D1 fails is answered 503
-// (nothing was written), so the SDK resends.
-import { DATABASE_UNAVAILABLE, IngestUnavailableError, PayloadTooLargeError } from '../../ingest/errors.js';
+// (nothing was written), so the SDK resends. A work that cannot fit D1's limits is
+// refused with 413 before anything is sent.
+import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
 import type { Random } from '../../ingest/plan.js';
 import { prepareWork } from '../../ingest/prepare.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';
@@ -37,7 +38,6 @@ export class D1IngestSink implements IngestSink {
       results = await this.store.batch(commit.statements);
     } catch (err) {
       this.counts.failed++;
-      if (err instanceof PayloadTooLargeError) throw err;
       throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
     }
     this.counts.batches++;
