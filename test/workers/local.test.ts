@@ -60,5 +60,6 @@ describe('npm run worker', () => {
     } finally {
       await again.close();
     }
-  });
+    // Two workerd starts and a wrangler bundle: over 30 s on a loaded 2-core machine.
+  }, 120_000);
 });
