@@ -75,6 +75,7 @@ export const D1_CAPABILITIES: DialectCapabilities = {
 };
 export const D1_MAX_BOUND_PARAMETERS = D1_CAPABILITIES.maxBoundParameters;
 export const D1_MAX_STATEMENT_BYTES = D1_CAPABILITIES.maxStatementBytes;
+export const D1_MAX_VALUE_BYTES = D1_CAPABILITIES.maxValueBytes;
 
 export class D1LimitError extends Error {
   override name = 'D1LimitError';

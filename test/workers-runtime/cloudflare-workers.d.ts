@@ -3,3 +3,9 @@
 declare module 'cloudflare:workers' {
   export const env: Record<string, unknown>;
 }
+
+// Fixtures imported as text by Vite (`?raw`): the Workers runtime has no file system.
+declare module '*?raw' {
+  const text: string;
+  export default text;
+}

@@ -1,18 +1,17 @@
-// The HTTP contract of the serverless edition that does not need ingest, against the
-// Worker in workerd with a real local D1: health, API-key auth, projects CRUD and
-// rotate-key, the rate limit kept in D1, 404/405, and ingest's 503 until the D1
-// commit exists. The same answers the Node server gives (test/foundation).
+// The HTTP contract of the serverless edition against the Worker in workerd with a
+// real local D1: health, API-key auth, projects CRUD and rotate-key, the rate limit
+// kept in D1, 404/405, and ingest's keys and encodings. The same answers the Node
+// server gives (test/foundation); ingest's tables: test/workers-runtime/d1-ingest.test.ts.
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALERTS_CRON } from '../../src/editions/workers/crons.js';
-import { INGEST_NOT_AVAILABLE } from '../../src/editions/workers/ingest-sink.js';
 import { startTestWorker, type TestWorker } from './harness.js';
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const dsnKey = (dsn: string) => new URL(dsn).username;
 
-function envelopeWithEvent(): string {
-  const event = { event_id: 'a'.repeat(32), timestamp: Date.now() / 1000, level: 'error', message: 'boom', platform: 'node' };
+function envelopeWithEvent(eventId = 'a'.repeat(32)): string {
+  const event = { event_id: eventId, timestamp: Date.now() / 1000, level: 'error', message: 'boom', platform: 'node' };
   return [JSON.stringify({ event_id: event.event_id }), JSON.stringify({ type: 'event' }), JSON.stringify(event)].join('\n');
 }
 
@@ -89,7 +88,7 @@ describe('the Worker with API keys', () => {
     expect((await w.api('/api/projects', { method: 'POST', json: { slug: 'web' } })).status).toBe(201);
   });
 
-  it('answers ingest with the right key 503 (not yet on D1), with a rotated-out key 401', async () => {
+  it('answers ingest with the right key 200 and the event id, with a rotated-out key 401', async () => {
     const created = await (await w.api('/api/projects', { method: 'POST', json: { slug: 'mobile' } })).json();
     const oldKey = dsnKey(created.dsn);
     const send = (key: string) =>
@@ -98,15 +97,16 @@ describe('the Worker with API keys', () => {
         headers: { 'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${key}`, 'content-type': 'application/x-sentry-envelope' },
         body: envelopeWithEvent(),
       });
-    const unavailable = await send(oldKey);
-    expect(unavailable.status).toBe(503);
-    expect(await unavailable.json()).toEqual({ error: INGEST_NOT_AVAILABLE });
-    expect(unavailable.headers.get('x-sentry-error')).toBe(INGEST_NOT_AVAILABLE);
-    expect(unavailable.headers.get('access-control-allow-origin')).toBe('*');
+    const accepted = await send(oldKey);
+    expect(accepted.status).toBe(200);
+    expect(await accepted.json()).toEqual({ id: 'a'.repeat(32) });
+    expect(accepted.headers.get('access-control-allow-origin')).toBe('*');
 
     const rotated = await (await w.api('/api/projects/mobile/rotate-key', { method: 'POST' })).json();
     expect((await send(oldKey)).status).toBe(401);
-    expect((await send(dsnKey(rotated.dsn))).status).toBe(503);
+    expect((await send(dsnKey(rotated.dsn))).status).toBe(200);
+    const issues = await (await w.api('/api/projects/mobile/issues')).json();
+    expect(issues.issues ?? issues).toHaveLength(1);
   });
 
   it('decodes compressed ingest bodies in workerd: gzip, deflate and br reach the sink, broken ones are 400', async () => {
@@ -117,17 +117,19 @@ describe('the Worker with API keys', () => {
         headers: { 'content-encoding': encoding, 'content-type': 'application/x-sentry-envelope' },
         body: new Uint8Array(body),
       });
-    const plain = Buffer.from(envelopeWithEvent());
-    for (const [encoding, packed] of [
-      ['gzip', zlib.gzipSync(plain)],
-      ['deflate', zlib.deflateSync(plain)],
-      ['br', zlib.brotliCompressSync(plain)],
+    const plain = (id: string) => Buffer.from(envelopeWithEvent(id.repeat(32)));
+    for (const [encoding, packed, id] of [
+      ['gzip', zlib.gzipSync(plain('1')), '1'],
+      ['deflate', zlib.deflateSync(plain('2')), '2'],
+      ['br', zlib.brotliCompressSync(plain('3')), '3'],
     ] as const) {
       const res = await send(encoding, packed);
-      expect(res.status, encoding).toBe(503);
-      expect(await res.json()).toEqual({ error: INGEST_NOT_AVAILABLE });
+      expect(res.status, encoding).toBe(200);
+      expect(await res.json()).toEqual({ id: id.repeat(32) });
     }
-    const broken = await send('gzip', zlib.gzipSync(plain).subarray(0, 20));
+    const events = await (await w.api('/api/projects/encodings/events')).json();
+    expect((events.events ?? events).length).toBe(3);
+    const broken = await send('gzip', zlib.gzipSync(plain('4')).subarray(0, 20));
     expect(broken.status).toBe(400);
     expect((await broken.json()).error).toMatch(/not valid gzip data/);
   });

@@ -19,6 +19,7 @@ describe('npm run worker', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
+  // Two workerd starts and a wrangler bundle: over 30 s on a loaded 2-core machine.
   it('serves on 127.0.0.1 with the environment settings, stops on SIGTERM, keeps its D1', async () => {
     const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/editions/workers/local.js')], {
       cwd: REPO_ROOT,
@@ -60,5 +61,5 @@ describe('npm run worker', () => {
     } finally {
       await again.close();
     }
-  });
+  }, 120_000);
 });

@@ -1,25 +1,48 @@
 // Where the serverless edition commits ingest work to D1: the IngestSink the pipeline
 // hands each request's normalised events and sessions to (src/ingest/pipeline.ts).
-//
-// Not built yet: every submit answers 503 (the pipeline turns IngestUnavailableError
-// into `{"error": "..."}` with CORS and X-Sentry-Error), so SDKs keep their events
-// and resend. The commit will be one atomic `db.batch()` per request
-// (Store.batch, src/store/d1.ts), planned by the pure ingest planner shared with the
-// Node writer, within D1's limits: 100 bound parameters and 100 KB per statement,
-// about 2 MB per value (payload chunks split to fit), and no interactive transaction,
-// so counts, dedupe, quota and regression flips are conditional upserts that stay
-// right under any interleaving of concurrent requests.
+// Each work is prepared as on the server (src/ingest/prepare.ts) and committed as one
+// atomic `db.batch()` built by src/store/d1-ingest.ts, whose header says how every rule
+// stays right under concurrent requests without interactive transactions. The request
+// is answered only once the batch has committed; a batch D1 fails is answered 503
+// (nothing was written), so the SDK resends. A work that cannot fit D1's limits is
+// refused with 413 before anything is sent.
+import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
+import type { Random } from '../../ingest/plan.js';
+import { prepareWork } from '../../ingest/prepare.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';
-import { IngestUnavailableError } from '../../ingest/errors.js';
 import type { Store } from '../../store/database.js';
+import { buildD1IngestCommit } from '../../store/d1-ingest.js';
+import { compressBlob } from './runtime.js';
 
-export const INGEST_NOT_AVAILABLE = 'ingest is not available on this edition yet';
+/** What the sink counted since the isolate started (for logs and the benchmark). */
+export interface D1IngestCounts {
+  batches: number;
+  statements: number;
+  failed: number;
+}
 
 export class D1IngestSink implements IngestSink {
-  constructor(readonly store: Store) {}
+  readonly counts: D1IngestCounts = { batches: 0, statements: 0, failed: 0 };
 
-  async submit(_work: IngestWork): Promise<IngestOutcome> {
-    throw new IngestUnavailableError(INGEST_NOT_AVAILABLE);
+  constructor(
+    readonly store: Store,
+    private readonly random: Random = Math.random,
+  ) {}
+
+  async submit(work: IngestWork): Promise<IngestOutcome> {
+    const commit = buildD1IngestCommit(prepareWork(work), { random: this.random, compress: compressBlob });
+    if (commit.statements.length === 0) return { kind: 'ok' };
+    if (!this.store.batch) throw new Error('the D1 ingest sink needs a store with batch()');
+    let results;
+    try {
+      results = await this.store.batch(commit.statements);
+    } catch (err) {
+      this.counts.failed++;
+      throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
+    }
+    this.counts.batches++;
+    this.counts.statements += commit.statements.length;
+    return commit.outcome(results as { rows: Record<string, unknown>[] }[]);
   }
 
   async close(): Promise<void> {}

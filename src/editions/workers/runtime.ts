@@ -5,7 +5,7 @@
 // (the format src/store/codec.ts writes: a tag byte 0x01 and a Brotli stream, or a
 // zlib stream for older rows). All synchronous, as IngestRuntime and DecompressBlob
 // ask: Web DecompressionStream is asynchronous.
-import { Gunzip, Inflate, Unzlib, gunzipSync, inflateSync, unzlibSync, type FlateStreamHandler } from 'fflate';
+import { Gunzip, Inflate, Unzlib, gunzipSync, inflateSync, unzlibSync, zlibSync, type FlateStreamHandler } from 'fflate';
 import { decompress as brotliDecompress } from 'brotli/decompress';
 import { md5 } from '@noble/hashes/legacy.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -87,3 +87,10 @@ export const decompressBlob: DecompressBlob = (blob) => {
   if (blob[0] === 0x78) return unzlibSync(blob);
   throw new Error(`stored blob has an unknown format (first byte ${blob[0] ?? 'none'})`);
 };
+
+/**
+ * The blob codec for what the Worker stores (payload chunks): a zlib stream, which
+ * decompressBlob here and src/store/codec.ts on the server both read. fflate has no
+ * Brotli encoder, and Workers have no synchronous one.
+ */
+export const compressBlob = (bytes: Uint8Array): Uint8Array => zlibSync(bytes, { level: 6 });
