@@ -12,71 +12,18 @@ import type { Kysely } from 'kysely';
 import { compress, decompress } from './codec.js';
 import type { Database, EventRow } from './schema.js';
 import { readStoredPayload } from './stored-payload.js';
+import { packPayloadsWith, type PackedChunk as PackedChunkOf, type PayloadSlot, type PayloadToPack } from './payload-packing.js';
 
-/** Uncompressed bytes a chunk holds at most; a larger payload gets a chunk of its own. */
-export const PAYLOAD_CHUNK_MAX_BYTES = 256 * 1024;
+export { PAYLOAD_CHUNK_MAX_BYTES, type PayloadSlot, type PayloadToPack } from './payload-packing.js';
 
-export interface PayloadToPack {
-  projectId: number;
-  receivedAt: number;
-  payload: Uint8Array;
-}
-
-export interface PackedChunk {
-  projectId: number;
-  /** The newest receive time of its events: retention deletes the chunk after them. */
-  receivedAt: number;
-  /** Codec blob of the payloads one after another. */
-  data: Buffer;
-  /** Indexes (into the packed list) of the payloads it holds, in order. */
-  members: number[];
-}
-
-export interface PayloadSlot {
-  /** Index into the chunk list. */
-  chunk: number;
-  start: number;
-  length: number;
-}
+export type PackedChunk = PackedChunkOf<Buffer>;
 
 /**
  * Packs payloads into compressed chunks, one project per chunk, keeping each project's
  * payloads in the given order. Returns the chunks and, per payload, where it went.
  */
 export function packPayloads(items: PayloadToPack[]): { chunks: PackedChunk[]; slots: PayloadSlot[] } {
-  const byProject = new Map<number, number[]>();
-  items.forEach((item, i) => {
-    const list = byProject.get(item.projectId);
-    if (list) list.push(i);
-    else byProject.set(item.projectId, [i]);
-  });
-  const chunks: PackedChunk[] = [];
-  const slots: PayloadSlot[] = new Array(items.length);
-  for (const [projectId, indexes] of byProject) {
-    let members: number[] = [];
-    let bytes = 0;
-    const close = () => {
-      if (members.length === 0) return;
-      const parts = members.map((i) => items[i].payload);
-      chunks.push({
-        projectId,
-        receivedAt: Math.max(...members.map((i) => items[i].receivedAt)),
-        data: compress(parts.length === 1 ? parts[0] : Buffer.concat(parts, bytes)),
-        members,
-      });
-      members = [];
-      bytes = 0;
-    };
-    for (const i of indexes) {
-      const length = items[i].payload.byteLength;
-      if (members.length > 0 && bytes + length > PAYLOAD_CHUNK_MAX_BYTES) close();
-      slots[i] = { chunk: chunks.length, start: bytes, length };
-      members.push(i);
-      bytes += length;
-    }
-    close();
-  }
-  return { chunks, slots };
+  return packPayloadsWith(items, compress);
 }
 
 /** readStoredPayload with this process's codec, as a Buffer, for Node-side callers. */
