@@ -19,13 +19,14 @@ import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
 import { uploadRoutes } from './uploads.js';
 import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
+import { IMPORT_PATH, transferRoutes } from './transfer.js';
 
 /** Request bodies on management routes; ingest and uploader routes set their own limits. */
 export const MANAGEMENT_BODY_LIMIT = 1024 * 1024;
 
 /** Routes that take large bodies and enforce their own limits. */
 function hasOwnBodyLimit(path: string): boolean {
-  return isIngestPath(path) || path.startsWith('/api/0/') || isSymbolUploadPath(path);
+  return isIngestPath(path) || path.startsWith('/api/0/') || isSymbolUploadPath(path) || path === IMPORT_PATH;
 }
 
 export function createApp(deps: AppDeps): Hono {
@@ -63,6 +64,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', alertRoutes(deps));
   app.route('/', uploadRoutes(deps));
   app.route('/', symbolRoutes(deps));
+  app.route('/', transferRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));
   app.onError((err, c) => handleError(err, c, logger));
