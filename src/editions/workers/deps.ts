@@ -16,6 +16,7 @@ import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
 import { decompressBlob, workersIngestRuntime } from './runtime.js';
 import { SymbolService } from '../../symbols/service.js';
+import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
 import packageJson from '../../../package.json' with { type: 'json' };
 
@@ -34,6 +35,16 @@ export function settingsOf(env: WorkerEnv): Record<string, string> {
 
 /** Parsed symbol files an isolate keeps (an isolate has 128 MB). */
 const SYMBOL_CACHE_BYTES = 32 * 1024 * 1024;
+/**
+ * The largest symbol files: what an isolate (128 MB) can hold parsed beside its other
+ * work. A parsed source map takes about ten times its size, a ProGuard mapping about
+ * one and a half (measured with the Node edition's parsers, which the Worker shares).
+ */
+export const SYMBOL_UPLOAD_LIMITS: UploadLimits = {
+  ...UPLOAD_LIMITS,
+  maxFileBytes: 32 * 1024 * 1024,
+  maxFileBytesByKind: { sourcemap: 8 * 1024 * 1024 },
+};
 /** Lines per export answer: a part reads and encodes within a request's CPU time. */
 const EXPORT_PART_LINES = 2000;
 /**
@@ -61,7 +72,7 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // No background re-symbolication of stored events: an isolate lives only while it
     // serves. Without the Node-loaded demangler, native (dSYM) names stay mangled.
-    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES }),
+    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS }),
     transfer: {
       runtime: workersTransferRuntime,
       version: packageJson.version,
