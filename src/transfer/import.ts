@@ -1,8 +1,8 @@
 // Import of an export file (see export.ts for the domain). Lines are read one at a
 // time from any byte or text stream and gathered into batches of one line type, each
-// written in one transaction (on D1, which has none, one atomic batch: d1-write.ts)
-// (at most BATCH_LINES lines or BATCH_CHARS characters), so
-// memory is bounded and an interrupted import leaves whole batches only; running it
+// written in one transaction (at most BATCH_LINES lines or BATCH_CHARS characters; on D1,
+// which has no transactions, one atomic batch: d1-write.ts), so memory is bounded and
+// an interrupted import leaves whole batches only; running it
 // again finishes it, since every line type inserts only what is missing.
 //
 // Safe beside ingest: on SQLite a batch takes the write lock up front (BEGIN
