@@ -108,4 +108,27 @@ describe('import on D1', () => {
     const lines = await exported('atomic');
     expect(lines).toEqual(file.split('\n').filter((l) => l !== '').slice(1).map((l) => JSON.stringify(JSON.parse(l))));
   });
+
+  it('stores an event another writer stored between the batch\'s reads and its commit once', async () => {
+    const file = exportFile('racing', 30);
+    let interfered = false;
+    const racing: Store = {
+      ...store,
+      async batch(queries) {
+        if (!interfered && queries.some((q) => q.sql.startsWith('insert into "events"'))) {
+          interfered = true;
+          // As ingest would: the SDK resent event 5 to the new instance meanwhile.
+          const project = await binding.prepare("select id from projects where slug = 'racing'").all();
+          const projectId = (project.results?.[0] as { id: number }).id;
+          await binding.prepare('insert into seen_events (project_id, event_id, received_at, stored_id) values (?, ?, 0, null)').bind(projectId, (5).toString(16).padStart(32, 'e')).all();
+        }
+        return store.batch!(queries);
+      },
+    };
+    const summary = await importNdjson(racing, workersTransferRuntime, bytesOf(file), { batchLines: 100 });
+    expect(interfered).toBe(true);
+    expect(summary.types.event).toEqual({ added: 29, kept: 1, failed: 0 });
+    const { results } = await binding.prepare("select count(*) as n from events e join projects p on p.id = e.project_id where p.slug = 'racing'").all();
+    expect((results?.[0] as { n: number }).n).toBe(29);
+  });
 });

@@ -55,4 +55,15 @@ describe('symbol routes on the Worker', () => {
     const d1 = await w.d1();
     expect((await d1.prepare("select count(*) as n from symbol_files where filename = 'big.min.js.map'").first<{ n: number }>())?.n).toBe(0);
   });
+
+  it('removes uploads left half-written (older than an hour) in the daily cron', async () => {
+    const d1 = await w.d1();
+    const insert = `insert into symbol_files (project_id, kind, release, dist, debug_id, filename, serves, serves_basename, meta, uploaded_at, state, size, index_size)
+      values (1, 'sourcemap', 'web@3.0', '', '', ?, '', '', '{}', ?, 'writing', 0, 0)`;
+    await d1.prepare(insert).bind('abandoned.js.map', Date.now() - 2 * 3_600_000).run();
+    await d1.prepare(insert).bind('in-progress.js.map', Date.now()).run();
+    await w.runCron('17 3 * * *');
+    const { results } = await d1.prepare("select filename from symbol_files where state = 'writing'").all<{ filename: string }>();
+    expect(results.map((r) => r.filename)).toEqual(['in-progress.js.map']);
+  });
 });

@@ -4,6 +4,8 @@
 // export → import → export gives the same lines, whatever the edition on either side).
 // Every statement the import sends to D1 passes the D1 store's limit checks (100 bound
 // parameters, 100 KB), which throw otherwise.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';
 import type { TestServer } from '../helpers/server.js';
@@ -11,6 +13,7 @@ import { bodyLines, emptyStore, exportText, filledSource, importText, typeCounts
 import { startTestWorker, type TestWorker } from './harness.js';
 
 const KEY = 'worker-transfer-key';
+const packageJson = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
 
 /** Follows a Worker export's cursors with `limit` lines per request; the parts joined. */
 async function exportInParts(w: TestWorker, limit: number, project?: string): Promise<{ text: string; requests: number }> {
@@ -57,6 +60,8 @@ describe('export and import on the serverless edition', () => {
 
       const exported = await runCli(['export', '--from', w.url, '--api-key', KEY]);
       expect(exported.code, exported.stderr).toBe(0);
+      const meta = JSON.parse(exported.stdout.slice(0, exported.stdout.indexOf('\n')));
+      expect(meta.source).toEqual({ faultline: packageJson.version, database: 'sqlite', project: null });
       expect(bodyLines(exported.stdout)).toEqual(bodyLines(file));
       expect(typeCounts(exported.stdout)).toEqual(typeCounts(file));
 

@@ -18,7 +18,7 @@ import { decompressBlob, workersIngestRuntime } from './runtime.js';
 import { SymbolService } from '../../symbols/service.js';
 import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
-import packageJson from '../../../package.json' with { type: 'json' };
+import { VERSION } from '../../version.js';
 
 /** What the Worker is bound to: the D1 database `DB`, and the settings as vars and secrets. */
 export interface WorkerEnv {
@@ -75,7 +75,7 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
     symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS }),
     transfer: {
       runtime: workersTransferRuntime,
-      version: packageJson.version,
+      version: VERSION,
       // D1 has no read transaction across statements: an export's parts are as
       // consistent as their reads (DECISIONS "Serverless edition").
       snapshot: false,
