@@ -12,6 +12,7 @@ import type { IngestSink } from './ingest/types.js';
 import type { AlertRuntime } from './alerts/transport.js';
 import type { CreateSha1 } from './uploads/assemble.js';
 import type { SymbolService } from './symbols/service.js';
+import type { TransferHttpDeps } from './transfer/http.js';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -79,4 +80,9 @@ export interface AppDeps {
   createSha1?: CreateSha1;
   /** Symbol files and symbolication (src/symbols): upload, matching, the parsed-file cache, re-symbolication. */
   symbols?: SymbolService;
+  /**
+   * Export and import over HTTP (`GET /api/export`, `POST /api/import`), on editions that
+   * serve them (the serverless edition; the server edition has the CLI).
+   */
+  transfer?: Omit<TransferHttpDeps, 'store'>;
 }

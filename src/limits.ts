@@ -53,6 +53,8 @@ export const MAX_SESSION_COUNT = 2_147_483_647;
 
 /** Request bodies on management routes; ingest and uploader routes set their own limits. */
 export const MANAGEMENT_BODY_LIMIT = 1 * MiB;
+/** A `POST /api/import` body (serverless edition): `faultline import --to` sends parts well under it. */
+export const IMPORT_BODY_LIMIT = 32 * MiB;
 /** Characters of a project's name. */
 export const NAME_MAX_LENGTH = 200;
 
@@ -103,6 +105,13 @@ export const MAX_SYMBOL_DIST = 64;
 export const MAX_MULTIPART_HEADER_BYTES = 16 * KiB;
 /** Bytes of a refused upload read and dropped, so the client gets to read the 400 before the connection ends. */
 export const REFUSED_UPLOAD_DRAIN_BYTES = 32 * MiB;
+/**
+ * The serverless edition's largest symbol files: what an isolate (128 MB) can hold parsed
+ * beside its other work. A parsed source map takes about ten times its size, a ProGuard
+ * mapping about one and a half (measured with the parsers both editions share).
+ */
+export const WORKER_MAX_SYMBOL_FILE_BYTES = 32 * MiB;
+export const WORKER_MAX_SOURCE_MAP_BYTES = 8 * MiB;
 
 // ---------------------------------------------------------------------------
 // sentry-cli's routes under /api/0/

@@ -20,10 +20,11 @@ import { requestMeta } from './request-meta.js';
 import { uploadRoutes } from './uploads.js';
 import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
 import { MANAGEMENT_BODY_LIMIT } from '../limits.js';
+import { IMPORT_PATH, transferRoutes } from './transfer.js';
 
 /** Routes that take large bodies and enforce their own limits. */
 function hasOwnBodyLimit(path: string): boolean {
-  return isIngestPath(path) || path.startsWith('/api/0/') || isSymbolUploadPath(path);
+  return isIngestPath(path) || path.startsWith('/api/0/') || isSymbolUploadPath(path) || path === IMPORT_PATH;
 }
 
 export function createApp(deps: AppDeps): Hono {
@@ -61,6 +62,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', alertRoutes(deps));
   app.route('/', uploadRoutes(deps));
   app.route('/', symbolRoutes(deps));
+  app.route('/', transferRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));
   app.onError((err, c) => handleError(err, c, logger));

@@ -27,7 +27,7 @@ import {
   type SymbolFileRow,
   type SymbolKind,
 } from './storage.js';
-import { StagedUpload, type UploadTarget } from './upload.js';
+import { StagedUpload, type UploadLimits, type UploadTarget } from './upload.js';
 import './register.js';
 
 /** How long a project's "has symbols" flag and a lookup's answer are reused. */
@@ -42,6 +42,8 @@ export interface SymbolServiceOptions {
   cacheBytes?: number;
   /** Reads stored events' payloads for re-symbolication; without it uploads re-symbolicate nothing. */
   readPayloads?: ReadPayloads;
+  /** Limits of an upload instead of UPLOAD_LIMITS. */
+  uploadLimits?: UploadLimits;
 }
 
 export interface SymbolServiceStats {
@@ -107,7 +109,7 @@ export class SymbolService {
    * `commit`, which also forgets cached facts and starts the re-symbolication runs; or `abort`.
    */
   beginUpload(): { add(target: UploadTarget, source: ByteSource): Promise<void>; commit(): Promise<SymbolFileRow[]>; abort(): Promise<void> } {
-    const staged = new StagedUpload(this.db, this.options.clock.now());
+    const staged = new StagedUpload(this.db, this.options.clock.now(), this.options.uploadLimits);
     const targets: UploadTarget[] = [];
     return {
       add: async (target, source) => {

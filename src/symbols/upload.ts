@@ -24,6 +24,7 @@ import {
   type PendingWriter,
   type SymbolFileMeta,
   type SymbolFileRow,
+  type SymbolKind,
 } from './storage.js';
 import { MAX_SYMBOL_FILE_BYTES, MAX_ZIP_ENTRIES, MAX_ZIP_UNPACKED_BYTES } from '../limits.js';
 
@@ -44,6 +45,8 @@ type Db = Kysely<Database>;
 /** The limits of one upload (DECISIONS' values unless a caller, e.g. a test, lowers them). */
 export interface UploadLimits {
   maxFileBytes: number;
+  /** A lower limit for some kinds (the serverless edition: what an isolate can parse). */
+  maxFileBytesByKind?: Partial<Record<SymbolKind, number>>;
   maxZipEntries: number;
   maxZipUnpackedBytes: number;
 }
@@ -81,7 +84,8 @@ class FileIntake {
   async push(chunk: Uint8Array): Promise<void> {
     if (this.skipped || chunk.byteLength === 0) return;
     this.size += chunk.byteLength;
-    if (this.size > this.limits.maxFileBytes) throw new SymbolInputError(`${this.name} is larger than ${this.limits.maxFileBytes} bytes (${mb(this.limits.maxFileBytes)} per file)`);
+    const max = this.limits.maxFileBytesByKind?.[this.target.kind] ?? this.limits.maxFileBytes;
+    if (this.size > max) throw new SymbolInputError(`${this.name} is larger than ${max} bytes (${mb(max)} per file)`);
     if (this.head) {
       this.head.push(chunk);
       this.headBytes += chunk.byteLength;

@@ -241,7 +241,9 @@ export const eventLineType: LineType<EventValue> = {
       ctx.dialect,
       'seen_events',
       fresh.map((f, i) => ({ project_id: f.projectId, event_id: f.value.row.event_id, received_at: f.value.row.received_at, stored_id: ids[i] })),
-      ['project_id', 'event_id'],
+      // Where the batch commits after its reads (D1), an event another writer stored
+      // meanwhile must fail the batch, which is then planned again, not be stored twice.
+      ctx.afterCommit ? undefined : ['project_id', 'event_id'],
     );
     for (let i = 0; i < fresh.length; i++) {
       const f = fresh[i];

@@ -19,6 +19,10 @@ export interface TransferHttpDeps {
   version: string;
   /** Whether an export reads in one read transaction (see ExportOptions.snapshot). */
   snapshot?: boolean;
+  /** Lines per export answer unless the request asks for fewer (default EXPORT_PART_LINES). */
+  partLines?: number;
+  /** Batch sizes of an import (the serverless edition keeps them small: see its deps). */
+  importBatch?: { lines?: number; chars?: number };
 }
 
 function jsonError(status: number, error: string): Response {
@@ -30,7 +34,7 @@ export async function exportResponse(deps: TransferHttpDeps, url: URL): Promise<
   const project = url.searchParams.get('project') ?? undefined;
   const cursor = url.searchParams.get('cursor');
   const limitText = url.searchParams.get('limit');
-  const limit = limitText === null ? EXPORT_PART_LINES : Number(limitText);
+  const limit = limitText === null ? (deps.partLines ?? EXPORT_PART_LINES) : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_EXPORT_PART_LINES) {
     return jsonError(400, `limit must be an integer between 1 and ${MAX_EXPORT_PART_LINES}`);
   }
@@ -71,6 +75,8 @@ export async function importResponse(deps: TransferHttpDeps, request: Request): 
   try {
     const summary = await importNdjson(deps.store, deps.runtime, request.body as unknown as AsyncIterable<Uint8Array>, {
       notice: (message) => notices.push(message),
+      batchLines: deps.importBatch?.lines,
+      batchChars: deps.importBatch?.chars,
     });
     return new Response(JSON.stringify({ ...summary, notices }), { headers: { 'content-type': 'application/json' } });
   } catch (err) {

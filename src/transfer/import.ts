@@ -1,7 +1,8 @@
 // Import of an export file (see export.ts for the domain). Lines are read one at a
 // time from any byte or text stream and gathered into batches of one line type, each
-// written in one transaction (at most BATCH_LINES lines or BATCH_CHARS characters), so
-// memory is bounded and an interrupted import leaves whole batches only; running it
+// written in one transaction (at most BATCH_LINES lines or BATCH_CHARS characters; on D1,
+// which has no transactions, one atomic batch: d1-write.ts), so memory is bounded and
+// an interrupted import leaves whole batches only; running it
 // again finishes it, since every line type inserts only what is missing.
 //
 // Safe beside ingest: on SQLite a batch takes the write lock up front (BEGIN
@@ -17,6 +18,7 @@
 // format, is refused before anything is written.
 import { type Kysely, sql } from 'kysely';
 import type { Store } from '../store/database.js';
+import { writeBatchAtomically } from './d1-write.js';
 import { FORMAT_VERSION, metaSchema } from './format.js';
 import type { BatchItem, BatchOutcome, ImportContext, LineType, Problem, TransferRuntime } from './line-type.js';
 import { LINE_TYPES, lineTypeNamed } from './line-types.js';
@@ -64,6 +66,8 @@ export interface ImportOptions {
   /** Messages for the person running the import (a project given a new id, ...). */
   notice?: (message: string) => void;
   batchLines?: number;
+  /** Characters of line text per batch instead of BATCH_CHARS. */
+  batchChars?: number;
 }
 
 interface Line {
@@ -111,6 +115,7 @@ export async function importNdjson(
     if (type) summary.types[type].failed++;
   };
   const maxLines = options.batchLines ?? BATCH_LINES;
+  const maxChars = options.batchChars ?? BATCH_CHARS;
   let expected = 0;
   let batchType: LineType | null = null;
   let batch: BatchItem<unknown>[] = [];
@@ -179,7 +184,7 @@ export async function importNdjson(
       problem({ line: line.number, message: `${typeName}: ${checked.message}` }, typeName);
       continue;
     }
-    if (type !== batchType || batch.length >= maxLines || batchChars >= BATCH_CHARS) {
+    if (type !== batchType || batch.length >= maxLines || batchChars >= maxChars) {
       await flush();
       batchType = type;
     }
@@ -201,6 +206,8 @@ export async function importNdjson(
 async function writeBatch(store: Store, runtime: TransferRuntime, type: LineType, items: BatchItem<unknown>[], notice: (m: string) => void): Promise<BatchOutcome> {
   for (let attempt = 1; ; attempt++) {
     try {
+      // Without interactive transactions (D1), one atomic batch of recorded statements.
+      if (store.batch) return await writeBatchAtomically(store, type, items, (db, afterCommit) => importContext(store, runtime, db, notice, afterCommit));
       return await inTransaction(store, (db) => type.write(importContext(store, runtime, db, notice), items));
     } catch (err) {
       // Another writer held the database too long, or PostgreSQL chose this transaction to
@@ -229,16 +236,20 @@ const TRANSIENT_ATTEMPTS = 5;
 
 /** SQLite busy or locked; PostgreSQL serialization failure, deadlock, lock not available. */
 function isTransient(err: unknown): boolean {
+  // D1: another writer took an id or key between a batch's reads and its commit; the
+  // batch, planned again from fresh reads, goes through.
+  if (/D1_ERROR.*(UNIQUE constraint failed|SQLITE_BUSY)/s.test(String((err as Error)?.message ?? ''))) return true;
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') || ['40001', '40P01', '55P03'].includes(code));
 }
 
-function importContext(store: Store, runtime: TransferRuntime, db: Kysely<any>, notice: (m: string) => void): ImportContext {
+function importContext(store: Store, runtime: TransferRuntime, db: Kysely<any>, notice: (m: string) => void, afterCommit?: ImportContext['afterCommit']): ImportContext {
   return {
     db,
     dialect: store.dialect,
     runtime,
     notice,
+    afterCommit,
     async projectIds(slugs) {
       const wanted = [...new Set(slugs)];
       const ids = new Map<string, number>();

@@ -48,6 +48,12 @@ export interface ImportContext {
   projectIds(slugs: Iterable<string>): Promise<Map<string, number>>;
   /** A message for the person running the import (stderr). */
   notice(message: string): void;
+  /**
+   * Present where a batch's writes are recorded and committed together after `write`
+   * returns (D1, d1-write.ts): work that must read the batch's own rows runs through it,
+   * after they are committed, with a context of its own.
+   */
+  afterCommit?(fn: (ctx: ImportContext) => Promise<void>): void;
 }
 
 /** A line that failed: its number in the file and why. */

@@ -44,7 +44,7 @@ export interface TableLineSpec {
   existing?: 'constraint' | 'lookup';
   /** A row under a parent that also names its project (`project_id` column). */
   withProjectId?: boolean;
-  /** Runs in the batch's transaction after its rows are written, with the parent ids it wrote under. */
+  /** Runs in the batch's transaction after its rows are written (or, on D1, after they are committed), with the parent ids it wrote under. */
   afterWrite?: (ctx: ImportContext, parentIds: number[]) => Promise<void>;
 }
 
@@ -80,6 +80,13 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
   const from = parent
     ? sql`${sql.table(spec.table)} t join ${sql.table(parent.table)} p on p.id = ${sql.ref(`t.${parent.column}`)}`
     : sql`${sql.table(spec.table)} t`;
+
+  async function afterWrite(ctx: ImportContext, ids: number[]): Promise<void> {
+    const run = spec.afterWrite;
+    if (!run) return;
+    if (ctx.afterCommit) ctx.afterCommit((committed) => run(committed, ids));
+    else await run(ctx, ids);
+  }
 
   return {
     type: spec.type,
@@ -163,11 +170,11 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           return true;
         });
         const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows);
-        await spec.afterWrite?.(ctx, [...new Set(placed.map((p) => p.parentId))]);
+        await afterWrite(ctx, [...new Set(placed.map((p) => p.parentId))]);
         return { added, kept: total - added, problems };
       }
       const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows, keyColumns);
-      await spec.afterWrite?.(ctx, [...new Set(placed.map((p) => p.parentId))]);
+      await afterWrite(ctx, [...new Set(placed.map((p) => p.parentId))]);
       return { added, kept: total - added, problems };
     },
   };

@@ -61,5 +61,6 @@ describe('npm run worker', () => {
     } finally {
       await again.close();
     }
+    // Two bundles built by wrangler and two Miniflare starts: on a loaded machine, over 30 s.
   }, 120_000);
 });

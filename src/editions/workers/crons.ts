@@ -4,8 +4,9 @@ import { runAlertsOnce } from '../../alerts/dispatcher.js';
 import { webAlertRuntime } from '../../alerts/transport.js';
 import type { AppDeps } from '../../context.js';
 import { formatSummary, runRetention } from '../../store/retention.js';
+import { sweepAbandonedWrites } from '../../symbols/storage.js';
 
-/** Daily at 03:17 UTC: retention. */
+/** Daily at 03:17 UTC: retention, and the removal of symbol uploads left half-written. */
 export const RETENTION_CRON = '17 3 * * *';
 /** Every 10 minutes: the crash-spike check and one pass over the alert outbox and pending deliveries (as `faultline alerts`). */
 export const ALERTS_CRON = '*/10 * * * *';
@@ -15,6 +16,9 @@ export const ALERTS_CRON = '*/10 * * * *';
  * a statement after 30 s; smaller batches also let ingest in between.
  */
 export const D1_RETENTION_BATCH = 1000;
+
+/** A symbol upload still writing after this long was abandoned (as on the server). */
+const ABANDONED_UPLOAD_MS = 3_600_000;
 
 export async function runCron(cron: string, deps: AppDeps): Promise<void> {
   switch (cron) {
@@ -26,6 +30,9 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       });
       if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
       else deps.logger.info('retention skipped: another run holds the lease');
+      // An upload whose request ended mid-way (the isolate stopped) leaves invisible rows.
+      const swept = await sweepAbandonedWrites(deps.store.db, deps.clock.now() - ABANDONED_UPLOAD_MS);
+      if (swept > 0) deps.logger.info({ symbol_files: swept }, 'half-written symbol uploads removed');
       return;
     }
     case ALERTS_CRON: {

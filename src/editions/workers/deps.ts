@@ -1,9 +1,10 @@
 // Builds the AppDeps of the serverless edition from a Worker's env: settings from its
 // vars and secrets (the same names as the server's environment, parsed by
 // src/config.ts), the store on the D1 binding `DB`, the console JSON logger, a rate
-// limiter shared by every isolate through D1, the ingest sink on D1 and the pure-JS
-// codecs. Built once per isolate; the schema is migrated before the first request
-// is served.
+// limiter shared by every isolate through D1, the ingest sink on D1, symbol files and
+// symbolication, export and import routes, and the pure-JS codecs. Built once per
+// isolate; the schema is migrated before the first request is served.
+import { WORKER_MAX_SOURCE_MAP_BYTES, WORKER_MAX_SYMBOL_FILE_BYTES } from '../../limits.js';
 import type { Hono } from 'hono';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
@@ -15,6 +16,10 @@ import { SharedRateLimiter } from '../../store/rate-limits.js';
 import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
 import { decompressBlob, workersIngestRuntime } from './runtime.js';
+import { SymbolService } from '../../symbols/service.js';
+import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
+import { workersTransferRuntime } from './transfer-runtime.js';
+import { VERSION } from '../../version.js';
 
 /** What the Worker is bound to: the D1 database `DB`, and the settings as vars and secrets. */
 export interface WorkerEnv {
@@ -28,6 +33,23 @@ export function settingsOf(env: WorkerEnv): Record<string, string> {
   for (const [name, value] of Object.entries(env)) if (typeof value === 'string') out[name] = value;
   return out;
 }
+
+/** Parsed symbol files an isolate keeps (an isolate has 128 MB). */
+const SYMBOL_CACHE_BYTES = 32 * 1024 * 1024;
+/** The largest symbol files an isolate can parse (src/limits.ts). */
+export const SYMBOL_UPLOAD_LIMITS: UploadLimits = {
+  ...UPLOAD_LIMITS,
+  maxFileBytes: WORKER_MAX_SYMBOL_FILE_BYTES,
+  maxFileBytesByKind: { sourcemap: WORKER_MAX_SOURCE_MAP_BYTES },
+};
+/** Lines per export answer: a part reads and encodes within a request's CPU time. */
+const EXPORT_PART_LINES = 2000;
+/**
+ * An import batch (one atomic D1 batch): 100 lines or 4 MB of line text, so a batch of
+ * events is a few hundred statements and one of symbol chunks (base64 lines of 700 KB)
+ * a handful of 512 KiB values.
+ */
+const IMPORT_BATCH = { lines: 100, chars: 4 * 1024 * 1024 };
 
 export function buildWorkerDeps(env: WorkerEnv): AppDeps {
   const config = loadConfig(settingsOf(env));
@@ -44,6 +66,19 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
     ingestRuntime: workersIngestRuntime,
     decompressBlob,
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
+    // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
+    // No background re-symbolication of stored events: an isolate lives only while it
+    // serves. Without the Node-loaded demangler, native (dSYM) names stay mangled.
+    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS }),
+    transfer: {
+      runtime: workersTransferRuntime,
+      version: VERSION,
+      // D1 has no read transaction across statements: an export's parts are as
+      // consistent as their reads (DECISIONS "Serverless edition").
+      snapshot: false,
+      partLines: EXPORT_PART_LINES,
+      importBatch: IMPORT_BATCH,
+    },
   };
 }
 

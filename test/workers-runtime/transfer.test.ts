@@ -1,0 +1,134 @@
+// Import on D1 from inside workerd: each batch of lines is one atomic db.batch()
+// (src/transfer/d1-write.ts). When another writer takes an id between a batch's reads
+// and its commit, the batch fails whole (no event without its payload, tags or
+// seen_events row) and is planned again; the import ends with every row exactly once.
+import { env } from 'cloudflare:workers';
+import { CompiledQuery } from 'kysely';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { workersTransferRuntime } from '../../src/editions/workers/transfer-runtime.js';
+import { openD1Store, type D1Binding } from '../../src/store/d1.js';
+import type { Store } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { splitInsert } from '../../src/transfer/d1-write.js';
+import { prepareExport } from '../../src/transfer/export.js';
+import { importNdjson } from '../../src/transfer/import.js';
+
+const binding = (env as unknown as { DB: D1Binding }).DB;
+let store: Store;
+
+beforeAll(async () => {
+  store = openD1Store(binding);
+  await migrate(store);
+});
+
+const T0 = Date.parse('2026-11-20T10:00:00.000Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** An export file: a project, an issue and `n` events with tags, each with its payload. */
+function exportFile(slug: string, n: number): string {
+  const lines: Record<string, unknown>[] = [
+    { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
+    { type: 'project', slug, id: 900 + slug.length, dsn_key: `${slug}`.padEnd(32, '0'), name: slug, platform: 'node', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0) },
+    {
+      type: 'issue', project: slug, fingerprint: 'f'.repeat(32), status: 'unresolved', title: 'TypeError: boom', level: 'error', error_type: 'TypeError', screen: '', location: 'app.js',
+      platform: 'node', event_count: n, stored_count: n, users: 1, first_seen: iso(T0), last_seen: iso(T0 + n), first_release: 'r1', last_release: 'r1',
+      resolved_release: null, resolved_at: null, regressed_at: null, created_at: iso(T0), updated_at: iso(T0 + n),
+    },
+  ];
+  for (let i = 0; i < n; i++) {
+    const eventId = (i + 1).toString(16).padStart(32, 'e');
+    lines.push({
+      type: 'event', project: slug, event_id: eventId, fingerprint: 'f'.repeat(32), timestamp: iso(T0 + i), received_at: iso(T0 + i), level: 'error', platform: 'node',
+      release: 'r1', dist: '', environment: 'production', user_id: 'u1', user_email: null, user_username: null, user_ip: null, device_id: null, device_model: null,
+      os_name: null, os_version: null, screen: '', error_type: 'TypeError', error_location: 'app.js', title: 'TypeError: boom', message: 'boom', is_crash: false,
+      sdk_name: 'sentry.javascript.node', tags: { release: 'r1', n: String(i) }, symbolicated: null,
+      payload: JSON.stringify({ event_id: eventId, message: `boom ${i}`, padding: 'p'.repeat(500) }),
+      ...(i === 0 ? { first_of_issue: true } : {}),
+      ...(i === n - 1 ? { last_of_issue: true } : {}),
+    });
+  }
+  return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+}
+
+async function* bytesOf(text: string) {
+  yield new TextEncoder().encode(text);
+}
+
+async function exported(project: string): Promise<string[]> {
+  const prepared = await prepareExport(store, workersTransferRuntime, { version: 'test', project, snapshot: false });
+  let text = '';
+  for await (const chunk of prepared.chunks()) text += chunk;
+  return text.split('\n').filter((l) => l !== '').slice(1);
+}
+
+describe('import on D1', () => {
+  it('splits a many-row INSERT within 100 bound parameters, keeping its conflict clause', () => {
+    const params = Array.from({ length: 7 * 40 }, (_, i) => i);
+    const text = `insert into "t" ("a", "b", "c", "d", "e", "f", "g") values ${new Array(40).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')} on conflict ("a") do nothing returning 1 as one`;
+    const parts = splitInsert(CompiledQuery.raw(text, params));
+    expect(parts.map((p) => p.parameters.length)).toEqual([98, 98, 84]);
+    expect(parts.every((p) => p.sql.endsWith('on conflict ("a") do nothing returning 1 as one'))).toBe(true);
+    expect(parts.flatMap((p) => p.parameters)).toEqual(params);
+  });
+
+  it('writes a batch whole or not at all, plans it again after another writer took its ids, and counts nothing twice', async () => {
+    const file = exportFile('atomic', 60);
+    // Another writer takes the payload chunk id the first event batch planned, between
+    // that batch's reads and its commit.
+    let interfered = false;
+    const racing: Store = {
+      ...store,
+      async batch(queries) {
+        if (!interfered && queries.some((q) => q.sql.startsWith('insert into "events"'))) {
+          interfered = true;
+          const top = await binding.prepare('select max(id) as m from payload_chunks').all();
+          const next = Number((top.results?.[0] as { m: number | null }).m ?? 0) + 1;
+          await binding.prepare('insert into payload_chunks (id, project_id, received_at, data) values (?, ?, 0, ?)').bind(next, 1, new Uint8Array([0x78, 0x9c]).buffer).all();
+          const failed = store.batch!(queries);
+          await expect(failed).rejects.toThrow(/UNIQUE constraint failed/);
+          // Nothing of the failed batch is there: no event, tag or seen_events row.
+          for (const table of ['events', 'event_tags', 'seen_events']) {
+            const { results } = await binding.prepare(`select count(*) as n from ${table}`).all();
+            expect((results?.[0] as { n: number }).n, table).toBe(0);
+          }
+          return failed;
+        }
+        return store.batch!(queries);
+      },
+    };
+    const summary = await importNdjson(racing, workersTransferRuntime, bytesOf(file), { batchLines: 25 });
+    expect(interfered).toBe(true);
+    expect(summary.problems).toEqual([]);
+    expect(summary.types.event).toEqual({ added: 60, kept: 0, failed: 0 });
+    expect(summary.types.issue).toEqual({ added: 1, kept: 0, failed: 0 });
+
+    const again = await importNdjson(store, workersTransferRuntime, bytesOf(file), { batchLines: 25 });
+    expect(again.types.event).toEqual({ added: 0, kept: 60, failed: 0 });
+    expect(again.types.issue).toEqual({ added: 0, kept: 1, failed: 0 });
+    const lines = await exported('atomic');
+    expect(lines).toEqual(file.split('\n').filter((l) => l !== '').slice(1).map((l) => JSON.stringify(JSON.parse(l))));
+  });
+
+  it('stores an event another writer stored between the batch\'s reads and its commit once', async () => {
+    const file = exportFile('racing', 30);
+    let interfered = false;
+    const racing: Store = {
+      ...store,
+      async batch(queries) {
+        if (!interfered && queries.some((q) => q.sql.startsWith('insert into "events"'))) {
+          interfered = true;
+          // As ingest would: the SDK resent event 5 to the new instance meanwhile.
+          const project = await binding.prepare("select id from projects where slug = 'racing'").all();
+          const projectId = (project.results?.[0] as { id: number }).id;
+          await binding.prepare('insert into seen_events (project_id, event_id, received_at, stored_id) values (?, ?, 0, null)').bind(projectId, (5).toString(16).padStart(32, 'e')).all();
+        }
+        return store.batch!(queries);
+      },
+    };
+    const summary = await importNdjson(racing, workersTransferRuntime, bytesOf(file), { batchLines: 100 });
+    expect(interfered).toBe(true);
+    expect(summary.types.event).toEqual({ added: 29, kept: 1, failed: 0 });
+    const { results } = await binding.prepare("select count(*) as n from events e join projects p on p.id = e.project_id where p.slug = 'racing'").all();
+    expect((results?.[0] as { n: number }).n).toBe(29);
+  });
+});

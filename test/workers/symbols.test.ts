@@ -1,0 +1,69 @@
+// The Symbols routes on the serverless edition (the Worker as deployed, on a local D1):
+// upload, list and delete answer as on the server edition; a source map larger than the
+// edition parses within an isolate's memory is refused with 400 and nothing stored.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestWorker, type TestWorker } from './harness.js';
+
+const KEY = 'worker-symbols-key';
+
+function form(kind: string, release: string, name: string, content: string | Uint8Array): FormData {
+  const body = new FormData();
+  body.set('kind', kind);
+  body.set('release', release);
+  body.set('file', new Blob([content as BlobPart]), name);
+  return body;
+}
+
+describe('symbol routes on the Worker', () => {
+  let w: TestWorker;
+  beforeAll(async () => {
+    w = await startTestWorker({ API_KEYS: KEY });
+    expect((await w.api('/api/projects', { method: 'POST', json: { slug: 'web' } })).status).toBe(201);
+  }, 120_000);
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('uploads a source map and a ProGuard mapping, lists them, and deletes one', async () => {
+    const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
+    const uploaded = await w.api('/api/projects/web/symbols', { method: 'POST', body: form('sourcemap', 'web@1.0', 'app.min.js.map', JSON.stringify(map)) });
+    expect(uploaded.status, await uploaded.clone().text()).toBe(201);
+    const [sourcemap] = ((await uploaded.json()) as { symbols: { id: number; kind: string; release: string; filename: string; size: number }[] }).symbols;
+    expect(sourcemap).toMatchObject({ kind: 'sourcemap', release: 'web@1.0', filename: 'app.min.js.map', size: JSON.stringify(map).length });
+
+    const mapping = 'com.example.Checkout -> a.b:\n    void pay(int) -> c\n';
+    const proguard = await w.api('/api/projects/web/symbols', { method: 'POST', body: form('proguard', 'android@2.0', 'mapping.txt', mapping) });
+    expect(proguard.status, await proguard.clone().text()).toBe(201);
+
+    const list = (await (await w.api('/api/projects/web/symbols')).json()) as { symbols: { id: number; kind: string }[] };
+    expect(list.symbols.map((s) => s.kind)).toEqual(['proguard', 'sourcemap']); // newest first
+
+    expect((await w.api(`/api/projects/web/symbols/${sourcemap.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await w.api(`/api/projects/web/symbols/${sourcemap.id}`, { method: 'DELETE' })).status).toBe(404);
+    const after = (await (await w.api('/api/projects/web/symbols')).json()) as { symbols: { kind: string }[] };
+    expect(after.symbols.map((s) => s.kind)).toEqual(['proguard']);
+    expect((await fetch(`${w.url}/api/projects/web/symbols`)).status).toBe(401);
+  });
+
+  it('refuses a source map over 8 MB with 400 and stores nothing of it', async () => {
+    const big = JSON.stringify({ version: 3, file: 'big.min.js', sources: ['a.ts'], names: [], mappings: 'AAAA', sourcesContent: ['x'.repeat(8 * 1024 * 1024 + 10)] });
+    const res = await w.api('/api/projects/web/symbols', { method: 'POST', body: form('sourcemap', 'web@2.0', 'big.min.js.map', big) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(/larger than 8388608 bytes \(8 MB per file\)/);
+    const list = (await (await w.api('/api/projects/web/symbols')).json()) as { symbols: { filename: string }[] };
+    expect(list.symbols.map((s) => s.filename)).not.toContain('big.min.js.map');
+    const d1 = await w.d1();
+    expect((await d1.prepare("select count(*) as n from symbol_files where filename = 'big.min.js.map'").first<{ n: number }>())?.n).toBe(0);
+  });
+
+  it('removes uploads left half-written (older than an hour) in the daily cron', async () => {
+    const d1 = await w.d1();
+    const insert = `insert into symbol_files (project_id, kind, release, dist, debug_id, filename, serves, serves_basename, meta, uploaded_at, state, size, index_size)
+      values (1, 'sourcemap', 'web@3.0', '', '', ?, '', '', '{}', ?, 'writing', 0, 0)`;
+    await d1.prepare(insert).bind('abandoned.js.map', Date.now() - 2 * 3_600_000).run();
+    await d1.prepare(insert).bind('in-progress.js.map', Date.now()).run();
+    await w.runCron('17 3 * * *');
+    const { results } = await d1.prepare("select filename from symbol_files where state = 'writing'").all<{ filename: string }>();
+    expect(results.map((r) => r.filename)).toEqual(['in-progress.js.map']);
+  });
+});
