@@ -17,7 +17,7 @@
 // format, is refused before anything is written.
 import { type Kysely, sql } from 'kysely';
 import type { Store } from '../store/database.js';
-import { FORMAT_VERSION, metaSchema, textBytes } from './format.js';
+import { FORMAT_VERSION, metaSchema } from './format.js';
 import type { BatchItem, BatchOutcome, ImportContext, LineType, Problem, TransferRuntime } from './line-type.js';
 import { LINE_TYPES, lineTypeNamed } from './line-types.js';
 
@@ -28,7 +28,7 @@ export class ImportRefusedError extends Error {}
 export const BATCH_LINES = 500;
 /** Characters of line text per transaction (payloads and symbol chunks are large). */
 export const BATCH_CHARS = 16 * 1024 * 1024;
-/** A longer line (in characters, or bytes of a byte stream) is a problem, not a reason to run out of memory. */
+/** A longer line is a problem, not a reason to run out of memory. */
 export const MAX_LINE_CHARS = 64 * 1024 * 1024;
 /** Problems kept for the summary; the rest are only counted. */
 const KEPT_PROBLEMS = 100;
@@ -72,81 +72,30 @@ interface Line {
   text: string;
 }
 
-/**
- * Splits a byte or text stream into lines, numbered from 1; the last may lack its newline.
- * Byte chunks are cut at their newline bytes (0x0A never occurs inside a multi-byte UTF-8
- * character) and each line is decoded on its own, so the text is copied once, not decoded
- * chunk by chunk and then cut out of the joined text.
- */
+/** Splits a byte or text stream into lines, numbered from 1; the last may lack its newline. */
 export async function* readLines(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<Line | { number: number; tooLong: true }> {
   const decoder = new TextDecoder('utf-8');
-  // The start of the next line: its text (text chunks) or its bytes (byte chunks).
   let pending = '';
-  let held: Uint8Array[] = [];
-  let heldBytes = 0;
   let number = 0;
   let skipping = false;
-  const heldText = (tail: Uint8Array): string => {
-    if (heldBytes === 0) return decoder.decode(tail);
-    const joined = new Uint8Array(heldBytes + tail.byteLength);
-    let at = 0;
-    for (const part of held) {
-      joined.set(part, at);
-      at += part.byteLength;
-    }
-    joined.set(tail, at);
-    held = [];
-    heldBytes = 0;
-    return decoder.decode(joined);
-  };
   for await (const chunk of source) {
-    if (typeof chunk === 'string') {
-      if (heldBytes > 0) pending = heldText(new Uint8Array(0));
-      pending += chunk;
-      let start = 0;
-      for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n', start)) {
-        number++;
-        if (skipping) skipping = false;
-        else yield { number, text: pending.slice(start, end) };
-        start = end + 1;
-      }
-      pending = pending.slice(start);
-      if (pending.length > MAX_LINE_CHARS) {
-        if (!skipping) yield { number: number + 1, tooLong: true };
-        skipping = true;
-        pending = '';
-      }
-      continue;
-    }
-    if (pending !== '') {
-      held = [textBytes(pending)];
-      heldBytes = held[0].byteLength;
-      pending = '';
-    }
+    pending += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
     let start = 0;
-    for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
+    for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n', start)) {
       number++;
-      if (skipping) {
-        skipping = false;
-        held = [];
-        heldBytes = 0;
-      } else yield { number, text: heldText(chunk.subarray(start, end)) };
+      if (skipping) skipping = false;
+      else yield { number, text: pending.slice(start, end) };
       start = end + 1;
     }
-    if (start < chunk.byteLength && !skipping) {
-      // A copy: the source may reuse its buffer for the next chunk.
-      held.push(chunk.slice(start));
-      heldBytes += chunk.byteLength - start;
-    }
-    if (heldBytes > MAX_LINE_CHARS) {
+    pending = pending.slice(start);
+    if (pending.length > MAX_LINE_CHARS) {
       if (!skipping) yield { number: number + 1, tooLong: true };
       skipping = true;
-      held = [];
-      heldBytes = 0;
+      pending = '';
     }
   }
-  const rest = heldBytes > 0 ? heldText(new Uint8Array(0)) : pending;
-  if (rest.length > 0 && !skipping) yield { number: number + 1, text: rest };
+  pending += decoder.decode();
+  if (pending.length > 0 && !skipping) yield { number: number + 1, text: pending };
 }
 
 export async function importNdjson(
