@@ -41,7 +41,7 @@ import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath
 import type { PageContext } from './layout.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
 import { issueListPage, issuePage } from './pages/issues.js';
-import { overviewPage, releaseListPage, releasePage } from './pages/overview.js';
+import { overviewPage, RELEASE_PAGE_ISSUES, releaseListPage, releasePage } from './pages/overview.js';
 import { errorPage, loginPage, projectListPage, settingsPage } from './pages/projects.js';
 import { issueSession, matchApiKey, randomToken, sameOrigin, sameToken, SESSION_TTL_MS, sessionKeys, verifySession } from './session.js';
 
@@ -333,7 +333,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   app.get('/:slug/releases/:version{.+}', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, releasePage(pageCtx(c), p, q, await releaseDetail(db, p.id, c.req.param('version'), q, now())));
+    return render(c, releasePage(pageCtx(c), p, q, await releaseDetail(db, p.id, c.req.param('version'), q, now(), RELEASE_PAGE_ISSUES + 1)));
   });
 
   app.get('/:slug/settings', async (c) => {
