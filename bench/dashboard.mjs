@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { createBenchDatabase, postgresBaseUrl } from './lib/db.mjs';
 import { startLoad } from './lib/generators.mjs';
 import { RELEASES, writeTemplateFile } from './lib/payloads.mjs';
-import { freePort, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
+import { freePort, procStats, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
 import { percentiles, round } from './lib/stats.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -30,7 +30,10 @@ const HELP = `usage: node bench/dashboard.mjs [options]
   --events N      events loaded into the measured project (default 100000; bench/run.mjs's query set is 1000000)
   --issues N      distinct fingerprints among them (default 2000)
   --samples N     timed requests per page (default 30)
-  --keep-data     do not delete the databases afterwards
+  --keep-data     do not delete the databases afterwards (their URLs are printed)
+  --reuse LIST    kind=URL,...: measure databases a --keep-data run loaded instead of
+                  loading new ones (the server migrates them first), e.g.
+                  sqlite=sqlite:/tmp/x/faultline.db,postgres=postgres://.../faultline_bench_ab12
 `;
 
 const { values: argv } = parseArgs({
@@ -40,6 +43,7 @@ const { values: argv } = parseArgs({
     issues: { type: 'string', default: '2000' },
     samples: { type: 'string', default: '30' },
     'keep-data': { type: 'boolean', default: false },
+    reuse: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -53,6 +57,12 @@ const opts = {
   issues: Number(argv.issues),
   samples: Number(argv.samples),
 };
+const reuse = new Map(
+  (argv.reuse ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+);
 const API_KEY = `bench-${randomBytes(8).toString('hex')}`;
 const log = (...a) => console.log(...a);
 
@@ -115,11 +125,13 @@ async function loadEvents(base, counter, slug) {
   return { id: project.id, seconds: round((performance.now() - started) / 1000), failed: result.failed };
 }
 
-async function timePage(base, cookie, p, samples, headers = {}) {
+async function timePage(base, cookie, p, samples, headers = {}, serverPid = null) {
   const times = [];
   const serverTimes = [];
   let bytes = 0;
+  let cpuBefore = null;
   for (let i = 0; i < samples + 3; i++) {
+    if (i === 3 && serverPid) cpuBefore = procStats(serverPid)?.cpu ?? null;
     const t = performance.now();
     const r = await fetch(base + p, { headers: { cookie, ...headers }, redirect: 'manual' });
     const body = await r.arrayBuffer();
@@ -132,9 +144,13 @@ async function timePage(base, cookie, p, samples, headers = {}) {
       if (server) serverTimes.push(Number(server[1]));
     }
   }
+  // The server process's CPU per request (all its threads; 10 ms ticks, so a mean over the
+  // samples): less bent by other work on a shared machine than the times are.
+  const cpuAfter = cpuBefore === null ? null : (procStats(serverPid)?.cpu ?? null);
+  const cpuMs = cpuAfter === null ? null : round(((cpuAfter - cpuBefore) * 1000) / samples);
   const [p50, p95] = percentiles(times, [50, 95]);
   const [s50, s95] = serverTimes.length ? percentiles(serverTimes, [50, 95]) : [null, null];
-  return { page: p, p50_ms: round(p50), p95_ms: round(p95), server_p50_ms: s50 === null ? null : round(s50), server_p95_ms: s95 === null ? null : round(s95), html_bytes: bytes };
+  return { page: p, p50_ms: round(p50), p95_ms: round(p95), server_p50_ms: s50 === null ? null : round(s50), server_p95_ms: s95 === null ? null : round(s95), server_cpu_ms: cpuMs, html_bytes: bytes };
 }
 
 async function bytesOf(base, cookie, p) {
@@ -144,15 +160,21 @@ async function bytesOf(base, cookie, p) {
 }
 
 async function benchDatabase(kind, runDir) {
-  const db = await createBenchDatabase(kind);
+  const reused = reuse.get(kind);
+  const db = reused ? { url: reused, counter: async () => ({}), drop: async () => {} } : await createBenchDatabase(kind);
+  log(`[${kind}] database ${db.url}`);
   const server = await startServer(db.url, path.join(runDir, `server-${kind}.log`));
   const counter = await db.counter();
   try {
-    log(`[${kind}] loading ${opts.events} events over ${opts.issues} fingerprints ...`);
-    const loaded = await loadEvents(server.url, counter, 'query');
-    log(`[${kind}] loaded in ${loaded.seconds} s${loaded.failed ? ` (${loaded.failed} failed requests)` : ''}`);
-    if (kind === 'postgres') await counter.vacuumIfAutovacuumOff();
-    await api(server.url, 'POST', '/api/projects', { slug: 'empty', name: 'Empty', platform: 'web' });
+    let loaded = { seconds: null };
+    if (!reused) {
+      log(`[${kind}] loading ${opts.events} events over ${opts.issues} fingerprints ...`);
+      loaded = await loadEvents(server.url, counter, 'query');
+      log(`[${kind}] loaded in ${loaded.seconds} s${loaded.failed ? ` (${loaded.failed} failed requests)` : ''}`);
+      if (kind === 'postgres') await counter.vacuumIfAutovacuumOff();
+    }
+    const projects = await api(server.url, 'GET', '/api/projects');
+    if (!(projects.projects ?? projects).some((p) => p.slug === 'empty')) await api(server.url, 'POST', '/api/projects', { slug: 'empty', name: 'Empty', platform: 'web' });
     const cookie = await signIn(server.url);
 
     const assets = { css: await bytesOf(server.url, cookie, '/static/dashboard.css'), js: await bytesOf(server.url, cookie, '/static/dashboard.js') };
@@ -186,10 +208,10 @@ async function benchDatabase(kind, runDir) {
     ];
     const latency = [];
     for (const [p, apiPath] of pages) {
-      const r = await timePage(server.url, cookie, p, opts.samples);
+      const r = await timePage(server.url, cookie, p, opts.samples, {}, server.proc.pid);
       const j = await timePage(server.url, `x=1`, apiPath, opts.samples, { authorization: `Bearer ${API_KEY}` });
       r.api = { path: apiPath, p50_ms: j.p50_ms, p95_ms: j.p95_ms };
-      log(`[${kind}] ${p}: p50 ${r.p50_ms} ms, p95 ${r.p95_ms} ms (in the dashboard: p50 ${r.server_p50_ms}, p95 ${r.server_p95_ms}), ${r.html_bytes} B; JSON route: p50 ${j.p50_ms} ms, p95 ${j.p95_ms} ms`);
+      log(`[${kind}] ${p}: p50 ${r.p50_ms} ms, p95 ${r.p95_ms} ms (in the dashboard: p50 ${r.server_p50_ms}, p95 ${r.server_p95_ms}; server CPU ${r.server_cpu_ms} ms per request), ${r.html_bytes} B; JSON route: p50 ${j.p50_ms} ms, p95 ${j.p95_ms} ms`);
       latency.push(r);
     }
     for (const w of weight) log(`[${kind}] empty ${w.page}: ${w.html_bytes} B HTML, ${w.with_assets_bytes} B with CSS and JS`);

@@ -10,7 +10,9 @@
 // import reads them as it would read a file, and its database ends up holding what the
 // query set holds, which the export then reads.
 //
-//   node bench/transfer.mjs [--events 1000000] [--issues 10000] [--db sqlite,postgres]
+//   node bench/transfer.mjs [--events 1000000] [--issues 10000] [--db sqlite,postgres] [--cpu-prof DIR]
+//
+// --cpu-prof DIR writes a V8 CPU profile of each import and export process into DIR.
 //
 // PostgreSQL needs BENCH_DATABASE_URL or TEST_DATABASE_URL. Run `npm run build` first.
 import { spawn } from 'node:child_process';
@@ -25,10 +27,11 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(REPO, 'dist/cli/main.js');
 
 const { values } = parseArgs({
-  options: { events: { type: 'string', default: '1000000' }, issues: { type: 'string', default: '10000' }, db: { type: 'string' } },
+  options: { events: { type: 'string', default: '1000000' }, issues: { type: 'string', default: '10000' }, db: { type: 'string' }, 'cpu-prof': { type: 'string' } },
 });
 const EVENTS = Number(values.events);
 const ISSUES = Number(values.issues);
+const profileDir = values['cpu-prof'] ? path.resolve(values['cpu-prof']) : null;
 const kinds = (values.db ?? (postgresBaseUrl() ? 'sqlite,postgres' : 'sqlite')).split(',');
 const log = (line) => process.stderr.write(line + '\n');
 const mb = (bytes) => Math.round(bytes / 2 ** 20);
@@ -83,7 +86,8 @@ function* queryLines() {
 function run(args, env, { input, countOutput } = {}) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['--max-old-space-size=1536', CLI, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${args[0]}-${Date.now()}.cpuprofile`] : [];
+    const child = spawn(process.execPath, ['--max-old-space-size=1536', ...profile, CLI, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['pipe', 'pipe', 'pipe'] });
     const memory = sampler(child.pid, 100);
     let stderr = '';
     let stdout = '';

@@ -18,6 +18,29 @@ export function href(path: string, params: Params = {}): string {
   return text ? `${path}?${text}` : path;
 }
 
+const ROOT_RELATIVE_ATTRIBUTE = /\b(href|action|src)="\/(?![/\\])/g;
+
+/**
+ * A page written for the server's root, moved under `basePath` (PUBLIC_URL's path): every
+ * link, form action and asset URL that starts at the root gets the prefix. Only markup
+ * the templates wrote can hold `href="/`: an interpolated value has its quotes escaped.
+ */
+export function underBasePath(page: string, basePath: string): string {
+  return basePath === '' ? page : page.replace(ROOT_RELATIVE_ATTRIBUTE, `$1="${basePath}/`);
+}
+
+/** A redirect target written for the server's root, moved under `basePath`. */
+export function locationUnderBasePath(location: string, basePath: string): string {
+  return basePath !== '' && /^\/(?![/\\])/.test(location) ? basePath + location : location;
+}
+
+/** A path as the browser saw it (under `basePath`) as this server's routes see it. */
+export function pathWithoutBasePath(path: string, basePath: string): string {
+  if (basePath === '' || !path.startsWith(basePath)) return path;
+  const rest = path.slice(basePath.length);
+  return rest === '' ? '/' : rest.startsWith('/') ? rest : path;
+}
+
 /** The path of a project page. */
 export function projectPath(slug: string, ...rest: string[]): string {
   return ['', encodeURIComponent(slug), ...rest.map(encodeURIComponent)].join('/');

@@ -18,7 +18,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { createSchema, patchSchema, projectJson, withDefaults } from '../http/projects.js';
-import { publicBaseUrl } from '../http/public-url.js';
+import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
@@ -37,11 +37,11 @@ import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
-import { href, nonEmpty, projectPath, type Html } from './html.js';
+import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
 import { issueListPage, issuePage } from './pages/issues.js';
-import { overviewPage, releaseListPage, releasePage } from './pages/overview.js';
+import { overviewPage, RELEASE_PAGE_ISSUES, releaseListPage, releasePage } from './pages/overview.js';
 import { errorPage, loginPage, projectListPage, settingsPage } from './pages/projects.js';
 import { issueSession, matchApiKey, randomToken, sameOrigin, sameToken, SESSION_TTL_MS, sessionKeys, verifySession } from './session.js';
 
@@ -93,11 +93,18 @@ function numberField(v: string | string[] | undefined): number | undefined {
  */
 export function dashboard(deps: AppDeps): MiddlewareHandler {
   const app = dashboardApp(deps);
+  const basePath = publicBasePath(deps.config);
   return async (c, next) => {
     if (!isDashboardPath(c.req.path)) return next();
     const res = await app.fetch(c.req.raw, c.env);
+    // Pages and redirects are written for the root; behind a proxy that strips
+    // PUBLIC_URL's path, the browser must be sent under it.
+    const isPage = (res.headers.get('content-type') ?? '').startsWith('text/html');
+    const out = new Response(basePath !== '' && isPage ? underBasePath(await res.text(), basePath) : res.body, res);
+    if (basePath !== '' && isPage) out.headers.delete('content-length');
+    const location = out.headers.get('location');
+    if (location) out.headers.set('location', locationUnderBasePath(location, basePath));
     // Headers set on the outer context before this point (the request id) belong on the answer too.
-    const out = new Response(res.body, res);
     const requestId = c.get('requestId') as string | undefined;
     if (requestId) out.headers.set(REQUEST_ID_HEADER, requestId);
     return out;
@@ -185,7 +192,9 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
       const session = await verifySession(await keys, getCookie(c, SESSION_COOKIE), now());
       if (!session) {
         if (c.req.method === 'GET' || c.req.method === 'HEAD') return c.redirect(href('/login', { next: c.req.path === '/' ? undefined : pathWithQuery(c) }), 303);
-        return c.html(loginPage(safeNext(c.req.header('referer') ? new URL(c.req.header('referer')!, c.req.url).pathname : '/'), 'Sign in first.'), 401);
+        const referer = c.req.header('referer');
+        const back = referer ? pathWithoutBasePath(new URL(referer, c.req.url).pathname, publicBasePath(deps.config)) : '/';
+        return c.html(loginPage(safeNext(back), 'Sign in first.'), 401);
       }
       csrf = session.csrf;
     } else {
@@ -324,7 +333,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   app.get('/:slug/releases/:version{.+}', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, releasePage(pageCtx(c), p, q, await releaseDetail(db, p.id, c.req.param('version'), q, now())));
+    return render(c, releasePage(pageCtx(c), p, q, await releaseDetail(db, p.id, c.req.param('version'), q, now(), RELEASE_PAGE_ISSUES + 1)));
   });
 
   app.get('/:slug/settings', async (c) => {

@@ -26,6 +26,15 @@ export function publicBaseUrl(c: Context, config: Config): string {
   return `${protocol}//${host}`;
 }
 
+/**
+ * The path PUBLIC_URL puts before every route (`/faultline`), or '' at the root: a
+ * reverse proxy that strips it hands this server paths without it, so whatever this
+ * server writes for the browser to follow must put it back.
+ */
+export function publicBasePath(config: Pick<Config, 'publicUrl'>): string {
+  return config.publicUrl ? new URL(config.publicUrl).pathname.replace(/\/+$/, '') : '';
+}
+
 /** `<scheme>://<key>@<host[:port]><path prefix>/<project id>` */
 export function buildDsn(baseUrl: string, dsnKey: string, projectId: number): string {
   const u = new URL(baseUrl);

@@ -114,7 +114,7 @@ interface SessionCandidate {
 /**
  * The release whose latest session is newest in the window. The hourly
  * aggregate finds the newest hour; when several releases have sessions in it,
- * their sessions' exact start times decide (sessions_project_release_started),
+ * their sessions' exact start times decide (sessions_project_release_started, newest first),
  * and when those cannot (aggregate-only sessions), the newest release by
  * first_seen, then the greater version string.
  */
@@ -123,19 +123,27 @@ async function newestSessionRelease(db: Db, projectId: number, candidates: Sessi
   const tied = candidates.filter((c) => c.newest === newestHour);
   if (tied.length === 1) return tied[0];
   const names = tied.map((c) => c.release);
+  // One index seek per release for its latest start: a grouped max() would read every
+  // session of the hour.
   const [starts, releases] = await Promise.all([
-    db
-      .selectFrom('sessions')
-      .select((eb) => ['release', eb.fn.max<number>('started').as('latest')])
-      .where('project_id', '=', projectId)
-      .where('release', 'in', names)
-      .where('started', '>=', newestHour)
-      .where('started', '<', newestHour + HOUR_MS)
-      .groupBy('release')
-      .execute(),
+    Promise.all(
+      names.map((release) =>
+        db
+          .selectFrom('sessions')
+          .select('started')
+          .where('project_id', '=', projectId)
+          .where('release', '=', release)
+          .where('started', '>=', newestHour)
+          .where('started', '<', newestHour + HOUR_MS)
+          .orderBy('started', 'desc')
+          .limit(1)
+          .executeTakeFirst()
+          .then((row) => [release, row] as const),
+      ),
+    ),
     db.selectFrom('releases').select(['release', 'first_seen']).where('project_id', '=', projectId).where('release', 'in', names).execute(),
   ]);
-  const latest = new Map(starts.map((s) => [s.release, Number(s.latest)]));
+  const latest = new Map(starts.filter(([, row]) => row !== undefined).map(([release, row]) => [release, Number(row!.started)]));
   const firstSeen = new Map(releases.map((r) => [r.release, Number(r.first_seen)]));
   const key = (c: SessionCandidate) => [latest.get(c.release) ?? -1, firstSeen.get(c.release) ?? -1];
   return [...tied].sort((x, y) => {

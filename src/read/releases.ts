@@ -180,7 +180,7 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
   return { releases };
 }
 
-async function issuesBy(db: Db, projectId: number, column: 'first_release' | 'last_release', release: string, now: number): Promise<IssueJson[]> {
+async function issuesBy(db: Db, projectId: number, column: 'first_release' | 'last_release', release: string, now: number, limit: number): Promise<IssueJson[]> {
   const rows: IssueRow[] = await db
     .selectFrom('issues')
     .selectAll()
@@ -188,12 +188,16 @@ async function issuesBy(db: Db, projectId: number, column: 'first_release' | 'la
     .where(column, '=', release)
     .orderBy('event_count', 'desc')
     .orderBy('id', 'desc')
-    .limit(RELEASE_ISSUES_LIMIT)
+    .limit(limit)
     .execute();
   return issuesWithSparklines(db, rows, now);
 }
 
-export async function releaseDetail(db: Db, projectId: number, version: string, query: QueryParams, now: number) {
+/**
+ * A release's health and issues. `issueLimit`: issues listed per list (introduced,
+ * present), busiest first; a page that shows fewer asks for fewer, and their sparklines.
+ */
+export async function releaseDetail(db: Db, projectId: number, version: string, query: QueryParams, now: number, issueLimit = RELEASE_ISSUES_LIMIT) {
   const w = parseWindow(query, now);
   const row = await db
     .selectFrom('releases')
@@ -234,8 +238,8 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
           .where('bucket', '<=', b.last)
           .execute()
       : [],
-    issuesBy(db, projectId, 'first_release', version, now),
-    issuesBy(db, projectId, 'last_release', version, now),
+    issuesBy(db, projectId, 'first_release', version, now, issueLimit),
+    issuesBy(db, projectId, 'last_release', version, now, issueLimit),
   ]);
 
   const perBucket = new Map(hourly.map((r) => [Number(r.bucket), { events: Number(r.events), crashes: Number(r.crashes) }]));

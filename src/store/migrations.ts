@@ -673,6 +673,22 @@ function m014(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * A release's new issues in a window (release detail) through one index on release and
+ * first_seen: with `first_release` alone the planner walked every issue first seen in the
+ * window. Both columns are set once, when ingest creates the issue, so the index costs
+ * ingest's issue updates nothing. It starts with the old index's columns, which it
+ * replaces.
+ */
+function m018(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.createIndex('issues_project_first_release_seen').on('issues').columns(['project_id', 'first_release', 'first_seen']).execute();
+      await db.schema.dropIndex('issues_project_first_release').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -689,6 +705,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '012_alerts': m012(dialect),
     '013_symbols': m013(dialect),
     '014_uploads': m014(dialect),
+    '018_issues_by_release_and_first_seen': m018(),
   };
 }
 

@@ -73,6 +73,29 @@ describe.each(dialects)('issues list by the minute of last_seen on %s', (dialect
     expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(expected(NOW - 7 * DAY, NOW, 0, 5).fingerprints);
   });
 
+  it('gives the pages and the total of a filtered list (search, level, status), a page past the end included', async () => {
+    const w = { from: NOW - 5 * HOUR - 17 * MINUTE - 250, to: NOW - 2 * HOUR - 23 * MINUTE - 12_345 };
+    // Titles are "SeededError: bulk <i>"; "bulk 1" matches i = 1, 10-19, 100-199, 1000-1999.
+    const titled = new Map((await t.deps.store.db.selectFrom('issues').select(['id', 'title']).where('project_id', '=', p.id).execute()).map((r) => [Number(r.id), r.title]));
+    const matching = rows
+      .filter((r) => r.last_seen >= w.from && r.last_seen < w.to && titled.get(r.id)!.toLowerCase().includes('bulk 1'))
+      .sort((a, b) => b.last_seen - a.last_seen || b.id - a.id);
+    expect(matching.length).toBeGreaterThan(100);
+    for (const [offset, limit] of [
+      [0, 25],
+      [60, 50],
+      [matching.length + 10, 20],
+    ]) {
+      const url = `/api/projects/${p.slug}/issues?from=${iso(w.from)}&to=${iso(w.to)}&q=BULK%201&level=error&status=unresolved&offset=${offset}&limit=${limit}`;
+      const { status, body } = await getJson(t, url);
+      expect(status).toBe(200);
+      expect(body.total, url).toBe(matching.length);
+      expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(matching.slice(offset, offset + limit).map((r) => r.fingerprint));
+    }
+    const none = await getJson(t, `/api/projects/${p.slug}/issues?q=no%20such%20title`);
+    expect(none.body).toMatchObject({ issues: [], total: 0 });
+  });
+
   it('reads the newest minutes of the window for the first page, not every issue in it', async () => {
     const { queries } = await rec.record((db) => listIssues(db, p.id, parseIssueListQuery({ limit: '25' }, NOW), NOW));
     const page = queries.find((q) => /order by/i.test(q.sql))!;

@@ -2,6 +2,7 @@
 // field says must survive a round trip exactly, and a wrong field must be refused.
 import { describe, expect, it } from 'vitest';
 import { type ColumnKind, fieldSchema, toField } from '../../src/transfer/format.js';
+import { readLines } from '../../src/transfer/import.js';
 
 const roundTrips: [ColumnKind, unknown][] = [
   ['int', 9_007_199_254_740_991],
@@ -43,5 +44,46 @@ describe('column values in export lines', () => {
     ['json', undefined],
   ])('refuses %s %j', (kind, field) => {
     expect(fieldSchema(kind).safeParse(field).success).toBe(false);
+  });
+});
+
+describe('reading an import stream as lines', () => {
+  const text = '{"type":"meta"}\r\n{"a":"caf\u00e9 \u{1F600} \u4e2d"}\n\n{"b":"\u00fc"}\n{"last":"no newline \u{1F600}"}';
+  const expected = text.split('\n').map((line, i) => ({ number: i + 1, text: line }));
+  const collect = async (chunks: (Uint8Array | string)[]) => {
+    const out = [];
+    for await (const line of readLines((async function* () {
+      yield* chunks;
+    })())) out.push(line);
+    return out;
+  };
+
+  it('gives the same numbered lines for bytes cut at every offset, multi-byte characters included', async () => {
+    const bytes = new TextEncoder().encode(text);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      expect(await collect([bytes.slice(0, cut), bytes.slice(cut)]), `cut at byte ${cut}`).toEqual(expected);
+    }
+    const oneByOne = Array.from(bytes, (b) => new Uint8Array([b]));
+    expect(await collect(oneByOne)).toEqual(expected);
+    expect(await collect([text])).toEqual(expected);
+    expect(await collect([text.slice(0, 20), bytes.slice(new TextEncoder().encode(text.slice(0, 20)).length)])).toEqual(expected);
+  });
+
+  it('does not see a chunk change after it was read (a source may reuse its buffer)', async () => {
+    const reused = new Uint8Array(8);
+    const source = async function* () {
+      for (const part of ['{"x":', '1}\n{"y"', ':2}\n']) {
+        reused.fill(32);
+        const b = new TextEncoder().encode(part);
+        reused.set(b);
+        yield reused.subarray(0, b.length);
+      }
+    };
+    const out = [];
+    for await (const line of readLines(source())) out.push(line);
+    expect(out).toEqual([
+      { number: 1, text: '{"x":1}' },
+      { number: 2, text: '{"y":2}' },
+    ]);
   });
 });
