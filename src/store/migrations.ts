@@ -680,7 +680,7 @@ function m014(dialect: Dialect): Migration {
  * ingest's issue updates nothing. It starts with the old index's columns, which it
  * replaces.
  */
-function m018(): Migration {
+function m015(): Migration {
   return {
     async up(db: Db) {
       await db.schema.createIndex('issues_project_first_release_seen').on('issues').columns(['project_id', 'first_release', 'first_seen']).execute();
@@ -705,7 +705,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '012_alerts': m012(dialect),
     '013_symbols': m013(dialect),
     '014_uploads': m014(dialect),
-    '018_issues_by_release_and_first_seen': m018(),
+    '015_issues_by_release_and_first_seen': m015(),
   };
 }
 

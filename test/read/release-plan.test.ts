@@ -1,5 +1,5 @@
 // Release detail counts the release's new issues of the window through
-// issues_project_first_release_seen (migration 018): the issues of that release first
+// issues_project_first_release_seen (migration 015): the issues of that release first
 // seen in the window, not every issue of the project first seen in it.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
