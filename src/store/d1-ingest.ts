@@ -53,6 +53,7 @@ import { secondsToNextUtcMidnight, type Random } from '../ingest/plan.js';
 import { rawSource, type EventInput, type PreparedWork } from '../ingest/prepare.js';
 import type { IngestOutcome } from '../ingest/types.js';
 import { D1_MAX_VALUE_BYTES } from './d1.js';
+import { eventFields } from './ingest-rows.js';
 import { packPayloads } from './payloads.js';
 
 
@@ -320,31 +321,7 @@ function jsonParts(items: string[], max: number, what: string): string[] {
 
 function eventRow(e: EventInput, receivedAt: number, slot: { chunk: number; start: number; length: number }): Record<string, unknown> {
   return {
-    event_id: e.eventId,
-    fingerprint: e.fingerprint,
-    timestamp: e.timestamp,
-    received_at: receivedAt,
-    level: e.level,
-    platform: e.platform,
-    release: e.release,
-    dist: e.dist,
-    environment: e.environment,
-    user_id: e.userId,
-    user_email: e.userEmail,
-    user_username: e.userUsername,
-    user_ip: e.userIp,
-    device_id: e.deviceId,
-    device_model: e.deviceModel,
-    os_name: e.osName,
-    os_version: e.osVersion,
-    screen: e.screen,
-    error_type: e.errorType,
-    error_location: e.location,
-    title: e.title,
-    message: e.message,
-    is_crash: e.isCrash ? 1 : 0,
-    sdk_name: e.sdkName,
-    tags: e.tagsJson,
+    ...eventFields(e, receivedAt),
     chunk: slot.chunk,
     start: slot.start,
     length: slot.length,

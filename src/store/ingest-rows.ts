@@ -15,7 +15,7 @@ import {
   type WriteCounts,
   type WriteSet,
 } from '../ingest/plan.js';
-import { rawSource } from '../ingest/prepare.js';
+import { rawSource, type EventInput } from '../ingest/prepare.js';
 import { LEVELS, type IngestOutcome } from '../ingest/types.js';
 import { packPayloads, type CompressBlob, type PackedChunk, type PackedPayloads, type PayloadSlot } from './payloads.js';
 import type { Database, EventTable } from './schema.js';
@@ -288,16 +288,13 @@ export function chunkRow(c: PackedChunk): Record<string, unknown> {
   return { project_id: c.projectId, received_at: c.receivedAt, data: c.data };
 }
 
-/** An event's row; its payload is at `slot` of the chunk whose id is `chunkIds[slot.chunk]`. */
-export function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSlot): Insertable<EventTable> & Record<string, unknown> {
-  const e = s.input;
+/** The columns an event's row takes from its input, in column order: every store writes these. */
+export function eventFields(e: EventInput, receivedAt: number) {
   return {
-    project_id: s.projectId,
-    issue_id: s.issue.row.id!,
     event_id: e.eventId,
     fingerprint: e.fingerprint,
     timestamp: e.timestamp,
-    received_at: s.receivedAt,
+    received_at: receivedAt,
     level: e.level,
     platform: e.platform,
     release: e.release,
@@ -319,6 +316,16 @@ export function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSl
     is_crash: e.isCrash ? 1 : 0,
     sdk_name: e.sdkName,
     tags: e.tagsJson,
+  };
+}
+
+/** An event's row; its payload is at `slot` of the chunk whose id is `chunkIds[slot.chunk]`. */
+export function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSlot): Insertable<EventTable> & Record<string, unknown> {
+  const e = s.input;
+  return {
+    project_id: s.projectId,
+    issue_id: s.issue.row.id!,
+    ...eventFields(e, s.receivedAt),
     detail: NO_DETAIL,
     raw: NO_RAW,
     payload_chunk: chunkIds[slot.chunk],
