@@ -2,10 +2,10 @@
 // spec "Export and import"; the server edition has the CLI instead): `GET /api/export`
 // and `POST /api/import`, thin over src/transfer/http.ts. Behind the API key like every
 // management route; the import body has its own limit (IMPORT_BODY_LIMIT).
-import { IMPORT_BODY_LIMIT } from '../limits.js';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppDeps } from '../context.js';
+import { IMPORT_BODY_LIMIT } from '../limits.js';
 import { exportResponse, importResponse } from '../transfer/http.js';
 import { errorResponse } from './errors.js';
 

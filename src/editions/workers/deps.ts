@@ -4,12 +4,12 @@
 // limiter shared by every isolate through D1, the ingest sink on D1, symbol files and
 // symbolication, export and import routes, and the pure-JS codecs. Built once per
 // isolate; the schema is migrated before the first request is served.
-import { WORKER_MAX_SOURCE_MAP_BYTES, WORKER_MAX_SYMBOL_FILE_BYTES } from '../../limits.js';
 import type { Hono } from 'hono';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
 import type { AppDeps } from '../../context.js';
 import { createApp } from '../../http/app.js';
+import { WORKER_MAX_SOURCE_MAP_BYTES, WORKER_MAX_SYMBOL_FILE_BYTES } from '../../limits.js';
 import { openD1Store, type D1Binding } from '../../store/d1.js';
 import { migrate } from '../../store/migrate.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
