@@ -8,7 +8,7 @@
 // following lines (no meta line). An import can be split anywhere between lines, since
 // it is idempotent; each request's body starts with the file's meta line.
 import type { Store } from '../store/database.js';
-import { decodePosition, encodePosition, ExportInputError, prepareExport } from './export.js';
+import { decodePosition, encodeLines, encodePosition, ExportInputError, prepareExport } from './export.js';
 import { ImportRefusedError, importNdjson } from './import.js';
 import type { TransferRuntime } from './line-type.js';
 import { EXPORT_PART_LINES, MAX_EXPORT_PART_LINES } from '../limits.js';
@@ -48,17 +48,16 @@ export async function exportResponse(deps: TransferHttpDeps, url: URL): Promise<
     if (err instanceof ExportInputError) return jsonError(err.message.startsWith('no project') ? 404 : 400, err.message);
     throw err;
   }
-  const encoder = new TextEncoder();
   const chunks = prepared.chunks({ start, maxLines: limit });
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const item = await chunks.next();
       if (!item.done) {
-        controller.enqueue(encoder.encode(item.value));
+        controller.enqueue(item.value);
         return;
       }
       const next = prepared.next();
-      if (next) controller.enqueue(encoder.encode(JSON.stringify({ type: 'continue', cursor: encodePosition(next) }) + '\n'));
+      if (next) controller.enqueue(encodeLines([{ type: 'continue', cursor: encodePosition(next) }]));
       controller.close();
     },
     async cancel() {

@@ -2,6 +2,7 @@
 // field says must survive a round trip exactly, and a wrong field must be refused.
 import { describe, expect, it } from 'vitest';
 import { type ColumnKind, fieldSchema, toField } from '../../src/transfer/format.js';
+import { encodeLines } from '../../src/transfer/export.js';
 import { readLines } from '../../src/transfer/import.js';
 
 const roundTrips: [ColumnKind, unknown][] = [
@@ -85,5 +86,38 @@ describe('reading an import stream as lines', () => {
       { number: 1, text: '{"x":1}' },
       { number: 2, text: '{"y":2}' },
     ]);
+  });
+});
+
+describe('encodeLines', () => {
+  const decode = (bytes: Uint8Array) => new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  const expected = (lines: unknown[]) => lines.map((l) => JSON.stringify(l) + '\n').join('');
+
+  it('writes each line as JSON.stringify does, one per line, whatever the characters', () => {
+    const lines = [
+      { type: 'event', payload: '{"message":"tab\\there","quote":"\\""}\n\u0000\u001f' },
+      { type: 'event', payload: 'caf\u00e9 \u{1F600} \u6f22\u5b57 \u2028' },
+      {},
+      'ascii',
+    ];
+    expect(decode(encodeLines(lines))).toBe(expected(lines));
+  });
+
+  it('grows its buffer for lines that take three or four bytes a character', () => {
+    // The first guess of the size counts a byte a character: these lines need 3-4 times that.
+    const lines = [{ cjk: '\u6f22'.repeat(10_000) }, { emoji: '\u{1F600}'.repeat(5_000) }, { ascii: 'x'.repeat(100) }];
+    expect(decode(encodeLines(lines))).toBe(expected(lines));
+  });
+
+  it('ends with the newline when the line fills the first buffer exactly', () => {
+    // 71 characters of JSON, 140 bytes: the first buffer's size (72 + 4 + 64).
+    const lines = ['\u00e9'.repeat(69)];
+    const bytes = encodeLines(lines);
+    expect(bytes.length).toBe(141);
+    expect(decode(bytes)).toBe(expected(lines));
+  });
+
+  it('writes nothing for no lines', () => {
+    expect(encodeLines([]).length).toBe(0);
   });
 });

@@ -144,8 +144,9 @@ export async function filledSource(dialect: DialectName): Promise<{ t: TestServe
 /** The export file's text, in-process. */
 export async function exportText(store: Store, options: { project?: string; pageRows?: number } = {}): Promise<string> {
   const prepared = await prepareExport(store, nodeTransferRuntime, { version: 'test', ...options });
+  const decoder = new TextDecoder();
   let text = '';
-  for await (const chunk of prepared.chunks()) text += chunk;
+  for await (const chunk of prepared.chunks()) text += decoder.decode(chunk, { stream: true });
   return text;
 }
 

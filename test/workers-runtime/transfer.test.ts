@@ -56,8 +56,9 @@ async function* bytesOf(text: string) {
 
 async function exported(project: string): Promise<string[]> {
   const prepared = await prepareExport(store, workersTransferRuntime, { version: 'test', project, snapshot: false });
+  const decoder = new TextDecoder();
   let text = '';
-  for await (const chunk of prepared.chunks()) text += chunk;
+  for await (const chunk of prepared.chunks()) text += decoder.decode(chunk, { stream: true });
   return text.split('\n').filter((l) => l !== '').slice(1);
 }
 
