@@ -5,17 +5,25 @@
 //
 // The events are the query set's (bench/run.mjs): the bench's payload templates filled
 // the same way (bench/lib/payloads.mjs), 10 000 fingerprints, a session every tenth
-// item. They are written as an export file's lines straight into the import's standard
-// input (the file of 1 000 000 such events is about 9 GB, so it is never kept): the
-// import reads them as it would read a file, and its database ends up holding what the
+// item. They are written as an export file's lines into a file in the temporary folder
+// (about 9.3 GB for 1 000 000 events; deleted at the end), which becomes the import's
+// standard input, as in `faultline import < file`. Piping the generator straight into
+// the import measured the generator instead: while the import writes a batch it reads
+// nothing, the pipe fills, and the generator waits; then the import waits for it (30 %
+// of the import's time idle at 100 000 events). Its database ends up holding what the
 // query set holds, which the export then reads.
 //
-//   node bench/transfer.mjs [--events 1000000] [--issues 10000] [--db sqlite,postgres] [--cpu-prof DIR]
+//   node bench/transfer.mjs [--events 1000000] [--issues 10000] [--db sqlite,postgres] [--cpu-prof DIR] [--keep]
+//   node bench/transfer.mjs --export-only DATABASE_URL [--events N]
 //
 // --cpu-prof DIR writes a V8 CPU profile of each import and export process into DIR.
+// --keep leaves the imported database in place and prints its URL; --export-only then
+// measures the export alone from it (N: the events it holds, for the rate).
 //
 // PostgreSQL needs BENCH_DATABASE_URL or TEST_DATABASE_URL. Run `npm run build` first.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -27,7 +35,7 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(REPO, 'dist/cli/main.js');
 
 const { values } = parseArgs({
-  options: { events: { type: 'string', default: '1000000' }, issues: { type: 'string', default: '10000' }, db: { type: 'string' }, 'cpu-prof': { type: 'string' } },
+  options: { events: { type: 'string', default: '1000000' }, issues: { type: 'string', default: '10000' }, db: { type: 'string' }, 'cpu-prof': { type: 'string' }, keep: { type: 'boolean' }, 'export-only': { type: 'string' } },
 });
 const EVENTS = Number(values.events);
 const ISSUES = Number(values.issues);
@@ -83,11 +91,27 @@ function* queryLines() {
   }
 }
 
-function run(args, env, { input, countOutput } = {}) {
+/** Writes the lines into a file, one per line. */
+async function writeLines(file, lines) {
+  const out = fs.createWriteStream(file);
+  let buffer = '';
+  for (const line of lines) {
+    buffer += line + '\n';
+    if (buffer.length > 1 << 20) {
+      if (!out.write(buffer)) await new Promise((r) => out.once('drain', r));
+      buffer = '';
+    }
+  }
+  await new Promise((resolve, reject) => out.end(buffer, (err) => (err ? reject(err) : resolve())));
+}
+
+function run(args, env, { inputFile, countOutput } = {}) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${args[0]}-${Date.now()}.cpuprofile`] : [];
-    const child = spawn(process.execPath, ['--max-old-space-size=1536', ...profile, CLI, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const stdin = inputFile ? fs.openSync(inputFile, 'r') : 'ignore';
+    const child = spawn(process.execPath, ['--max-old-space-size=1536', ...profile, CLI, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: [stdin, 'pipe', 'pipe'] });
+    if (typeof stdin === 'number') fs.closeSync(stdin);
     const memory = sampler(child.pid, 100);
     let stderr = '';
     let stdout = '';
@@ -109,46 +133,51 @@ function run(args, env, { input, countOutput } = {}) {
       memory.stop();
       resolve({ code, seconds, peak, cpu, stderr, stdout, bytes, lines });
     });
-    if (input) {
-      (async () => {
-        let buffer = '';
-        for (const line of input) {
-          buffer += line + '\n';
-          if (buffer.length > 1 << 20) {
-            if (!child.stdin.write(buffer)) await new Promise((r) => child.stdin.once('drain', r));
-            buffer = '';
-          }
-        }
-        child.stdin.end(buffer);
-      })().catch(reject);
-    } else child.stdin.end();
   });
 }
 
 /** Events per CPU second of the CLI process (on a shared machine closer to what it can do than the wall clock). */
 const perCpu = (r) => (r.cpu ? Math.round(EVENTS / r.cpu) : null);
 
+const exportFigures = (r) => ({ seconds: +r.seconds.toFixed(1), events_per_s: Math.round(EVENTS / r.seconds), cpu_s: r.cpu, events_per_cpu_s: perCpu(r), peak_rss_mb: mb(r.peak), lines: r.lines, file_mb: mb(r.bytes) });
+const describeExport = (e) => `export ${e.events_per_s} events/s (${e.seconds} s; ${e.events_per_cpu_s} events per CPU second; peak RSS ${e.peak_rss_mb} MB, ${e.lines} lines, ${e.file_mb} MB)`;
+
+async function exportFrom(url) {
+  const exported = await run(['export'], { DATABASE_URL: url }, { countOutput: true });
+  if (exported.code !== 0) throw new Error(`export failed (${exported.code}):\n${exported.stderr}`);
+  return exportFigures(exported);
+}
+
 const results = {};
-for (const kind of kinds) {
-  const db = await createBenchDatabase(kind);
-  try {
-    log(`${kind}: importing ${EVENTS} events over ${ISSUES} issues ...`);
-    const imported = await run(['import'], { DATABASE_URL: db.url }, { input: queryLines() });
-    if (imported.code !== 0) throw new Error(`import failed (${imported.code}):\n${imported.stderr}\n${imported.stdout}`);
-    log(imported.stdout.trim());
-    log(`${kind}: exporting ...`);
-    const exported = await run(['export'], { DATABASE_URL: db.url }, { countOutput: true });
-    if (exported.code !== 0) throw new Error(`export failed (${exported.code}):\n${exported.stderr}`);
-    results[kind] = {
-      events: EVENTS,
-      import: { seconds: +imported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / imported.seconds), cpu_s: imported.cpu, events_per_cpu_s: perCpu(imported), peak_rss_mb: mb(imported.peak) },
-      export: { seconds: +exported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / exported.seconds), cpu_s: exported.cpu, events_per_cpu_s: perCpu(exported), peak_rss_mb: mb(exported.peak), lines: exported.lines, file_mb: mb(exported.bytes) },
-    };
-    const r = results[kind];
-    log(`${kind}: import ${r.import.events_per_s} events/s (${r.import.seconds} s; ${r.import.events_per_cpu_s} events per CPU second of the CLI; peak RSS ${r.import.peak_rss_mb} MB); ` +
-      `export ${r.export.events_per_s} events/s (${r.export.seconds} s; ${r.export.events_per_cpu_s} events per CPU second; peak RSS ${r.export.peak_rss_mb} MB, ${r.export.lines} lines, ${r.export.file_mb} MB)`);
-  } finally {
-    await db.drop();
+if (values['export-only']) {
+  results.export = await exportFrom(values['export-only']);
+  log(describeExport(results.export));
+} else {
+  const fileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-transfer-'));
+  const file = path.join(fileDir, 'export.ndjson');
+  const generating = Date.now();
+  await writeLines(file, queryLines());
+  log(`wrote ${mb(fs.statSync(file).size)} MB of lines in ${((Date.now() - generating) / 1000).toFixed(1)} s`);
+  for (const kind of kinds) {
+    const db = await createBenchDatabase(kind);
+    try {
+      log(`${kind}: importing ${EVENTS} events over ${ISSUES} issues ...`);
+      const imported = await run(['import'], { DATABASE_URL: db.url }, { inputFile: file });
+      if (imported.code !== 0) throw new Error(`import failed (${imported.code}):\n${imported.stderr}\n${imported.stdout}`);
+      log(imported.stdout.trim());
+      log(`${kind}: exporting ...`);
+      results[kind] = {
+        events: EVENTS,
+        import: { seconds: +imported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / imported.seconds), cpu_s: imported.cpu, events_per_cpu_s: perCpu(imported), peak_rss_mb: mb(imported.peak) },
+        export: await exportFrom(db.url),
+      };
+      const r = results[kind];
+      log(`${kind}: import ${r.import.events_per_s} events/s (${r.import.seconds} s; ${r.import.events_per_cpu_s} events per CPU second of the CLI; peak RSS ${r.import.peak_rss_mb} MB); ${describeExport(r.export)}`);
+    } finally {
+      if (values.keep) log(`${kind}: kept ${db.url}`);
+      else await db.drop();
+    }
   }
+  fs.rmSync(fileDir, { recursive: true, force: true });
 }
 process.stdout.write(JSON.stringify(results, null, 2) + '\n');
