@@ -27,7 +27,7 @@ export interface RateLimiter {
 
 /**
  * What the ingest path needs beyond Web APIs, supplied by the edition (Node:
- * src/editions/node-runtime.ts). Both run synchronously: decompression once per
+ * src/editions/node/runtime.ts). Both run synchronously: decompression once per
  * request, MD5 once per event on the hot path.
  */
 export interface IngestRuntime {
@@ -52,7 +52,7 @@ export interface AppDeps {
   rateLimiter: RateLimiter;
   ingest: IngestSink;
   ingestRuntime: IngestRuntime;
-  /** Decodes the store's compressed blobs (event payloads) for the read API (Node: src/store/codec.ts). */
+  /** Decodes the store's compressed blobs (event payloads) for the read API (Node: src/editions/node/codec.ts). */
   decompressBlob: DecompressBlob;
   /**
    * Reads a request's body straight from the edition's own request object, when it
@@ -68,7 +68,7 @@ export interface AppDeps {
    */
   clientAddress?: (request: Request, env: unknown) => string | undefined;
   /**
-   * How alerts reach channels (Node: src/editions/node-alerts.ts, which checks the
+   * How alerts reach channels (Node: src/editions/node/alerts.ts, which checks the
    * addresses a webhook's name resolves to as it connects). Default: fetch, literal
    * hosts checked only.
    */

@@ -4,7 +4,7 @@
 // SQLite batch thread runs it too.
 import type { IssueAlertType } from './rules.js';
 
-/** The fields of an issue alert (the webhook payload's issue part; src/alerts/message.ts). */
+/** The fields of an issue alert (the webhook payload's issue part; src/alerts/channels.ts). */
 export interface IssueAlertFields {
   title: string;
   fingerprint: string;

@@ -1,6 +1,6 @@
 // How alerts leave the process: one HTTP POST, supplied by the edition so that the
 // SSRF guard can check the addresses a name resolves to at the moment of connecting
-// (Node: src/editions/node-alerts.ts connects to the address it checked, so a DNS
+// (Node: src/editions/node/alerts.ts connects to the address it checked, so a DNS
 // answer that changes between check and connection cannot slip through). The
 // fallback here uses fetch and can only check literal hosts.
 import { forbiddenHostReason } from './addresses.js';

@@ -3,7 +3,7 @@
 // (ingestCors, installed app-wide so answers made outside these routes, such as
 // 405 or 500, carry them too). The work is src/ingest/pipeline.ts; this adapts
 // Hono's request to it. The Node edition answers these POSTs without Hono
-// (src/editions/node-ingest.ts) through the helpers exported here.
+// (src/editions/node/ingest.ts) through the helpers exported here.
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { AppDeps } from '../context.js';
 import type { Config } from '../config.js';

@@ -1,7 +1,7 @@
 // Request body reading and Content-Encoding decoding, with a hard size cap on
 // both the bytes received and the bytes decoded (a small gzip bomb is a 413,
 // never an out-of-memory). Web APIs only: the decompressor itself is injected by
-// the edition (Node: zlib, src/editions/node-runtime.ts).
+// the edition (Node: zlib, src/editions/node/runtime.ts).
 import { BadPayloadError, ClientAbortedError, PayloadTooLargeError } from './errors.js';
 import { MAX_BODY_BYTES } from '../limits.js';
 

@@ -1,7 +1,7 @@
 // Grouping (DECISIONS "Grouping"): turns an event's facts into the input of its
 // fingerprint and hashes it. Pure and deterministic: the same facts always give
 // the same 32-hex fingerprint, on any instance and across restarts. The MD5 itself
-// is injected (Node: node:crypto, src/editions/node-runtime.ts): Web Crypto has no
+// is injected (Node: node:crypto, src/editions/node/runtime.ts): Web Crypto has no
 // MD5 and is asynchronous, and hashing runs once per event on the hot path.
 import type { NormalizedException, NormalizedFrame } from './types.js';
 

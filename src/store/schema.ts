@@ -106,7 +106,7 @@ export interface PayloadChunkTable {
   project_id: number;
   /** The newest `received_at` of the events whose payloads it holds. */
   received_at: number;
-  /** A codec blob (src/store/codec.ts) of the payloads one after another. */
+  /** A codec blob (src/editions/node/codec.ts) of the payloads one after another. */
   data: Uint8Array;
 }
 

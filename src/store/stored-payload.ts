@@ -1,7 +1,7 @@
 // Reading a stored event's raw payload back: from its payload chunk (src/store/payloads.ts
 // says how ingest packs them) or from its own blob in `events.raw` (rows written before
 // chunks). The shared app reaches this module, so it uses Web APIs only: the blob codec
-// is the edition's, passed in (AppDeps.decompressBlob; Node: src/store/codec.ts).
+// is the edition's, passed in (AppDeps.decompressBlob; Node: src/editions/node/codec.ts).
 import type { Kysely } from 'kysely';
 import type { Database, EventRow } from './schema.js';
 

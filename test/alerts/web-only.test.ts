@@ -1,5 +1,5 @@
 // src/alerts is domain code every edition runs: Web APIs only (fetch, Web Crypto,
-// timers). DNS and node:http come from the edition (src/editions/node-alerts.ts).
+// timers). DNS and node:http come from the edition (src/editions/node/alerts.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

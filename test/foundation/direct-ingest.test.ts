@@ -1,4 +1,4 @@
-// The Node edition answers SDK ingest POSTs without Hono (src/editions/node-ingest.ts).
+// The Node edition answers SDK ingest POSTs without Hono (src/editions/node/ingest.ts).
 // Each request here goes once to the real server (that listener) and once to the Hono
 // app the other editions serve, on the same database: status, body and headers must be
 // the same. Also the request id, the log line and the hand-over of everything else

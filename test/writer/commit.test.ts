@@ -70,7 +70,7 @@ async function failOnEventId(store: Store, eventId: string): Promise<void> {
 }
 
 /**
- * On SQLite the server commits batches on a worker thread (src/store/batch-thread.ts);
+ * On SQLite the server commits batches on a worker thread (src/editions/node/batch-thread.ts);
  * its program exists only compiled, so these runs use dist/'s, built from these sources.
  */
 const DIST_BATCH_THREAD = new URL('../../dist/editions/node/batch-thread-worker.js', import.meta.url);

@@ -1,5 +1,5 @@
 // Node server edition: wires better-sqlite3/pg, pino and @hono/node-server
-// around the shared app, with the direct ingest listener (node-ingest.ts) in front.
+// around the shared app, with the direct ingest listener (src/editions/node/ingest.ts) in front.
 import { createHash } from 'node:crypto';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -107,7 +107,7 @@ export async function startServer(
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
   const app = createApp(deps);
-  // SDK ingest skips Hono on this edition (src/editions/node-ingest.ts); the rest is the app.
+  // SDK ingest skips Hono on this edition (src/editions/node/ingest.ts); the rest is the app.
   const server = await new Promise<HttpServer>((resolve, reject) => {
     const s = createServer(directIngestListener(deps, getRequestListener(app.fetch, { hostname: host })));
     s.once('error', reject);

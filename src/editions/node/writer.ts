@@ -34,7 +34,7 @@ export interface WriterOptions {
   batchDeadlineMs?: number;
   /**
    * SQLite: run each batch's transaction on a worker thread with its own connection
-   * (src/store/batch-thread.ts). Default: on for a SQLite file when the compiled thread
+   * (src/editions/node/batch-thread.ts). Default: on for a SQLite file when the compiled thread
    * program exists and no `random` is injected.
    */
   batchThread?: boolean;

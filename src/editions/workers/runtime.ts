@@ -2,7 +2,7 @@
 // Node: Content-Encoding decompression (fflate for gzip and deflate, the `brotli`
 // package's decoder for br), the fingerprint MD5 (@noble/hashes, byte for byte the
 // digest node:crypto gives), and the store's blob codec for reading payloads back
-// (the format src/store/codec.ts writes: a tag byte 0x01 and a Brotli stream, or a
+// (the format src/editions/node/codec.ts writes: a tag byte 0x01 and a Brotli stream, or a
 // zlib stream for older rows). All synchronous, as IngestRuntime and DecompressBlob
 // ask: Web DecompressionStream is asynchronous.
 import { Gunzip, Inflate, Unzlib, gunzipSync, inflateSync, unzlibSync, zlibSync, type FlateStreamHandler } from 'fflate';
@@ -81,7 +81,7 @@ export const workersIngestRuntime: IngestRuntime = { decompress, md5Hex };
 /** The largest stored blob the read path inflates: a Worker has 128 MB of memory. */
 const MAX_BLOB_BYTES = 64 * 1024 * 1024;
 
-/** src/store/codec.ts's formats, decoded without Node. */
+/** src/editions/node/codec.ts's formats, decoded without Node. */
 export const decompressBlob: DecompressBlob = (blob) => {
   if (blob[0] === 0x01) return brotliCapped(blob.subarray(1), MAX_BLOB_BYTES);
   if (blob[0] === 0x78) return unzlibSync(blob);
@@ -90,7 +90,7 @@ export const decompressBlob: DecompressBlob = (blob) => {
 
 /**
  * The blob codec for what the Worker stores (payload chunks): a zlib stream, which
- * decompressBlob here and src/store/codec.ts on the server both read. fflate has no
+ * decompressBlob here and src/editions/node/codec.ts on the server both read. fflate has no
  * Brotli encoder, and Workers have no synchronous one.
  */
 export const compressBlob = (bytes: Uint8Array): Uint8Array => zlibSync(bytes, { level: 6 });
