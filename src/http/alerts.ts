@@ -46,7 +46,9 @@ export function alertRoutes(deps: AppDeps): Hono {
     return c.json({ deliveries: await listDeliveries(db, project.id) });
   });
 
-  app.patch('/api/projects/:slug/alerts/:type', async (c) => {
+  // Not the sibling paths: PATCH on /alerts/channels or /alerts/deliveries is a wrong
+  // method there (405 with their Allow), not an unknown alert type.
+  app.patch('/api/projects/:slug/alerts/:type{(?!channels$|deliveries$)[^/]+}', async (c) => {
     const project = await projectOr404(c.req.param('slug'));
     const type = c.req.param('type');
     if (!isAlertType(type)) throw notFound(`alert type "${type}" (types are new_issue, regression, crash_spike)`);

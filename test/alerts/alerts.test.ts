@@ -530,6 +530,16 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
       expect(Object.keys(answer), label).toEqual(['error']);
       expect(answer.error.length, label).toBeGreaterThan(5);
     }
+    // PATCH on the paths beside the rule types is a wrong method, not an unknown type.
+    for (const [path, allow] of [
+      ['channels', 'POST'],
+      ['deliveries', 'GET, HEAD'],
+    ]) {
+      const res = await t.api(`${base}/${path}`, { method: 'PATCH', json: { enabled: true } });
+      expect(res.status, path).toBe(405);
+      expect(res.headers.get('allow'), path).toBe(allow);
+      expect((await res.json()).error).toContain('method PATCH is not allowed');
+    }
     const telegram = await t.api(`${base}/channels`, { method: 'POST', json: { kind: 'telegram', config: { chat_id: 42 } } });
     expect((await telegram.json()).error).toMatch(/TELEGRAM_BOT_TOKEN/);
     expect(await stored(p.id)).toEqual(before);
