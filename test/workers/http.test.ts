@@ -226,3 +226,24 @@ describe('the Worker with an invalid setting', () => {
     }
   });
 });
+
+describe('the Worker when its D1 schema cannot be migrated', () => {
+  let w: TestWorker;
+  beforeAll(async () => {
+    w = await startTestWorker({ API_KEYS: 'secret' });
+    // A table in the way of the first migration, before the Worker's first request.
+    await (await w.d1()).exec('CREATE TABLE projects (unrelated TEXT)');
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('answers /health with 503 {"status":"db unavailable"} and every other route with a 503 error', async () => {
+    const health = await fetch(w.url + '/health');
+    expect(health.status).toBe(503);
+    expect(await health.json()).toEqual({ status: 'db unavailable' });
+    const projects = await w.api('/api/projects');
+    expect(projects.status).toBe(503);
+    expect((await projects.json()).error).toMatch(/database is unavailable/);
+  });
+});

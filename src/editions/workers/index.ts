@@ -10,6 +10,8 @@ interface ScheduledController {
 }
 
 const UNAVAILABLE = JSON.stringify({ error: 'the database is unavailable; try again later' });
+/** What /health answers whenever the database cannot serve (src/http/health.ts). */
+const HEALTH_UNAVAILABLE = JSON.stringify({ status: 'db unavailable' });
 
 export default {
   async fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Promise<Response> {
@@ -25,7 +27,8 @@ export default {
       await instance.ready;
     } catch (err) {
       instance.deps.logger.error({ err }, 'the D1 schema could not be migrated; answering 503');
-      return new Response(UNAVAILABLE, { status: 503, headers: { 'content-type': 'application/json' } });
+      const health = new URL(request.url).pathname === '/health';
+      return new Response(health ? HEALTH_UNAVAILABLE : UNAVAILABLE, { status: 503, headers: { 'content-type': 'application/json' } });
     }
     return instance.app.fetch(request, env, ctx);
   },
