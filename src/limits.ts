@@ -18,6 +18,12 @@ const GiB = 1024 * MiB;
  * gzip bomb stops there without allocating more.
  */
 export const MAX_BODY_BYTES = 20 * MiB;
+/**
+ * How far past its arrival an event's own timestamp may lie (device clocks run ahead):
+ * one hour; a later timestamp is replaced by the arrival time. Reads whose window ends
+ * "now" reach this far ahead, so such an event's issue is listed.
+ */
+export const MAX_EVENT_CLOCK_AHEAD_MS = 60 * 60 * 1000;
 /** Event items in one envelope; more refuse the envelope whole (413), before any is normalised. */
 export const MAX_EVENTS_PER_ENVELOPE = 100;
 /** Containers nested deeper than this (the payload object itself is level 1) are cut, so every stored event can be serialised and read back. */

@@ -2,13 +2,12 @@
 // body) into the NormalizedEvent row shape, following DECISIONS "Ingest" and
 // "Grouping". One JSON.parse per payload; sub-objects of the parsed event are
 // referenced, not copied, unless they need repair.
-import { HOUR_MS } from '../clock.js';
 import { InvalidItemError } from './errors.js';
 import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
-import { MAX_BREADCRUMBS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
+import { MAX_BREADCRUMBS, MAX_EVENT_CLOCK_AHEAD_MS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
 
 export interface NormalizeContext {
   /** Receive time, epoch ms. */
@@ -504,7 +503,7 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
 
   let timestamp = parseTimestamp(ev.timestamp) ?? ctx.sentAt ?? ctx.receivedAt;
-  if (timestamp > ctx.receivedAt + HOUR_MS) timestamp = ctx.receivedAt;
+  if (timestamp > ctx.receivedAt + MAX_EVENT_CLOCK_AHEAD_MS) timestamp = ctx.receivedAt;
 
   const level = normalizeLevel(ev.level);
   const platform = text(ev.platform, 64)?.toLowerCase() ?? 'other';

@@ -19,7 +19,7 @@ import {
 import { scanFloor } from './events.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
-import { MAX_BULK } from '../limits.js';
+import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
 
 type Db = Kysely<Database>;
 type IssueQuery = SelectQueryBuilder<Database, 'issues', {}>;
@@ -89,8 +89,18 @@ export function parseIssueListQuery(query: QueryParams, now: number): IssueListQ
     sort: parseEnum('sort', query.sort, ISSUE_SORTS) ?? 'last_seen',
     limit: parseLimit(query.limit),
     offset: parseOffset(query.offset),
-    window: parseWindow(query, now),
+    window: listWindow(query, now),
   };
+}
+
+/**
+ * The list's window on last_seen. Without `to` it reaches as far past now as an event's
+ * timestamp may lie (MAX_EVENT_CLOCK_AHEAD_MS): an issue whose latest event came from a
+ * device whose clock runs ahead is listed at once, not only once that time has come.
+ */
+function listWindow(query: QueryParams, now: number): TimeWindow {
+  const window = parseWindow(query, now);
+  return query.to === undefined ? { from: window.from, to: window.to + MAX_EVENT_CLOCK_AHEAD_MS } : window;
 }
 
 /**

@@ -38,6 +38,15 @@ describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
     expect(events.find((e) => e.event_id === crash)?.is_crash).toBe(1);
   });
 
+  it('gives an issue none of whose events was stored no first or last event id, through the API too', async () => {
+    const p = await makeProject(t, { sample_keep_first: 0, sample_rate: 0 });
+    for (let i = 0; i < 2; i++) {
+      expect((await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now(), fn: 'never-stored' }) }]))).status).toBe(200);
+    }
+    const [issue] = (await (await t.api(`/api/projects/${p.slug}/issues`)).json()).issues;
+    expect(issue).toMatchObject({ event_count: 2, stored_count: 0, first_seen_id: null, last_seen_id: null });
+  });
+
   it('stores every event with sample_rate 1 past keep-first', async () => {
     const p = await makeProject(t, { sample_keep_first: 0, sample_rate: 1 });
     for (let i = 0; i < 3; i++) {
