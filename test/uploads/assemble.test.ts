@@ -172,6 +172,11 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect((await assoc({ release_name: 'com.example@1.0+1', proguard_uuid: uuid })).status).toBe(409);
     expect((await assoc({ release_name: 'com.example@1.0+1', proguard_uuid: '99999999-2222-5333-8444-555555555555' })).status).toBe(400);
     expect((await assoc({ release_name: 'x' })).status).toBe(400);
+    // sentry-cli 1.x's dSYM association (--app-id): nothing to associate here, the answer it expects.
+    const dsyms = await t.api('/api/0/projects/o/app/files/dsyms/associate/', { method: 'POST', json: { checksums: [checksum], platform: 'ios', name: 'App', appId: 'com.example', version: '1.0', build: '1' } });
+    expect(dsyms.status).toBe(200);
+    expect(await dsyms.json()).toEqual({ associatedDsymFiles: [] });
+    expect((await t.api('/api/0/projects/o/nope-missing/files/dsyms/associate/', { method: 'POST', json: {} })).status).toBe(404);
     // Once the file is deleted through the symbols API, the same upload is new again.
     expect((await t.api(`/api/projects/app/symbols/${answer.dif.id}`, { method: 'DELETE' })).status).toBe(204);
     expect(await assembleDif(checksum, { name: `/proguard/${uuid}.txt`, chunks })).toEqual({ state: 'not_found', missingChunks: chunks, detail: null });

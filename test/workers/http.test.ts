@@ -109,6 +109,32 @@ describe('the Worker with API keys', () => {
     expect(issues.issues ?? issues).toHaveLength(1);
   });
 
+  it('answers the CORS preflight on the ingest routes and takes an event on the legacy /store/ route', async () => {
+    for (const path of ['/api/1/envelope/', '/api/1/store/']) {
+      const res = await fetch(w.url + path, {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'x-sentry-auth, content-type' },
+      });
+      expect(res.status, path).toBe(204);
+      expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(res.headers.get('access-control-allow-methods'), path).toBe('POST, OPTIONS');
+      const allowed = (res.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim());
+      expect(allowed, path).toEqual(expect.arrayContaining(['x-sentry-auth', 'content-type', 'content-encoding']));
+    }
+    const created = await (await w.api('/api/projects', { method: 'POST', json: { slug: 'legacy' } })).json();
+    const event = { event_id: 'b'.repeat(32), timestamp: Date.now() / 1000, level: 'error', platform: 'python', exception: { values: [{ type: 'LegacyError', value: 'from /store/' }] } };
+    const res = await fetch(`${w.url}/api/${created.id}/store/?sentry_key=${dsnKey(created.dsn)}&sentry_version=7`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', Origin: 'https://app.example.com' },
+      body: JSON.stringify(event),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: 'b'.repeat(32) });
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    const issues = (await (await w.api('/api/projects/legacy/issues')).json()).issues;
+    expect(issues.map((i: { title: string }) => i.title)).toEqual(['LegacyError: from /store/']);
+  });
+
   it('decodes compressed ingest bodies in workerd: gzip, deflate and br reach the sink, broken ones are 400', async () => {
     const created = await (await w.api('/api/projects', { method: 'POST', json: { slug: 'encodings' } })).json();
     const send = (encoding: string, body: Uint8Array) =>
