@@ -60,6 +60,11 @@ export const UPLOAD_LIMITS: UploadLimits = {
 const mb = (n: number) =>
   n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
 
+/** Why a file over the per-file limit is refused (every upload route says it alike). */
+export function tooLargeMessage(name: string, max: number): string {
+  return `${name} is larger than ${max} bytes (${mb(max)} per file)`;
+}
+
 /** One file going into storage: written as pending while its kind's inspector checks it. */
 class FileIntake {
   private head: Uint8Array[] | null = [];
@@ -85,7 +90,7 @@ class FileIntake {
     if (this.skipped || chunk.byteLength === 0) return;
     this.size += chunk.byteLength;
     const max = this.limits.maxFileBytesByKind?.[this.target.kind] ?? this.limits.maxFileBytes;
-    if (this.size > max) throw new SymbolInputError(`${this.name} is larger than ${max} bytes (${mb(max)} per file)`);
+    if (this.size > max) throw new SymbolInputError(tooLargeMessage(this.name, max));
     if (this.head) {
       this.head.push(chunk);
       this.headBytes += chunk.byteLength;

@@ -68,8 +68,10 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // No background re-symbolication of stored events: an isolate lives only while it
-    // serves. Without the Node-loaded demangler, native (dSYM) names stay mangled.
-    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS }),
+    // serves. Without the Node-loaded demangler, native (dSYM) names stay mangled. Files
+    // the sentry-cli routes store have the same limits as the Symbols routes' (what an
+    // isolate can parse).
+    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS, limitUploaderFiles: true }),
     transfer: {
       runtime: workersTransferRuntime,
       version: VERSION,
