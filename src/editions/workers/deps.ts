@@ -72,6 +72,10 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
     // the sentry-cli routes store have the same limits as the Symbols routes' (what an
     // isolate can parse).
     symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS, limitUploaderFiles: true }),
+    // Promises still pending when a Worker has answered are cancelled (only waitUntil keeps
+    // them, for 30 s): an assembly is answered when it is done, never `created` and left
+    // to finish, so a large one is bounded by the request's CPU time only.
+    assembleWaitMs: Number.POSITIVE_INFINITY,
     transfer: {
       runtime: workersTransferRuntime,
       version: VERSION,
