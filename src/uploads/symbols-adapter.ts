@@ -114,6 +114,11 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
       }
     },
 
+    sizeRefusal(kind: string, filename: string, size: number) {
+      const max = deps.symbols?.uploaderFileLimit(kind as SymbolKind);
+      return max !== undefined && size > max ? tooLargeMessage(filename, max) : null;
+    },
+
     async allStored(ids: number[]) {
       const unique = [...new Set(ids)];
       for (let i = 0; i < unique.length; i += 500) {
