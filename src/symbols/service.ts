@@ -115,7 +115,7 @@ export class SymbolService {
    * `commit`, which also forgets cached facts and starts the re-symbolication runs; or `abort`.
    */
   beginUpload(): { add(target: UploadTarget, source: ByteSource): Promise<void>; commit(): Promise<SymbolFileRow[]>; abort(): Promise<void> } {
-    const staged = new StagedUpload(this.db, this.options.clock.now(), this.options.uploadLimits);
+    const staged = new StagedUpload(this.db, this.options.clock.now(), this.options.uploadLimits, this.options.store);
     const targets: UploadTarget[] = [];
     return {
       add: async (target, source) => {

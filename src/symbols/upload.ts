@@ -21,6 +21,7 @@ import {
   saveDerivedIndex,
   SymbolTooLargeError,
   type ByteSource,
+  type CommitTarget,
   type PendingWriter,
   type SymbolFileMeta,
   type SymbolFileRow,
@@ -201,6 +202,8 @@ export class StagedUpload {
     private readonly db: Db,
     private readonly now: number,
     private readonly limits: UploadLimits = UPLOAD_LIMITS,
+    /** The store, so the commit is atomic on D1 too (see commitSymbolFiles). */
+    private readonly commitTarget: CommitTarget = db,
   ) {}
 
   /** Streams one upload into pending files; SymbolInputError (400) when it is refused (then everything staged is removed). */
@@ -233,7 +236,7 @@ export class StagedUpload {
   async commit(): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
     const replaced: number[] = [];
     try {
-      const rows = await commitSymbolFiles(this.db, this.commits, (ids) => replaced.push(...ids));
+      const rows = await commitSymbolFiles(this.commitTarget, this.commits, (ids) => replaced.push(...ids));
       this.closed = true;
       return { rows, replaced };
     } catch (err) {

@@ -1,11 +1,11 @@
 // The uploader's SymbolPort on symbol storage (src/symbols): each file streams into a
 // pending row while its kind's inspector checks it (the checks a management-API upload
 // gets), an inspector's several files (a fat Mach-O's slices) become ranges of it, and
-// every file of one upload is committed in one transaction, or all are discarded. Then
-// the symbol service forgets what it cached of the project and re-symbolicates recent
-// events of the releases uploaded to, as after a management-API upload. Where the edition
-// bounds the files it can parse (the serverless edition), a larger file is refused with
-// the Symbols routes' message and nothing of the upload is stored.
+// every file of one upload is committed at once (one transaction; on D1 one batch), or
+// all are discarded. Then the symbol service forgets what it cached of the project and
+// re-symbolicates recent events of the releases uploaded to, as after a management-API
+// upload. Where the edition bounds the files it can parse (the serverless edition), a
+// larger file is refused with the Symbols routes' message and nothing of it is stored.
 import type { AppDeps } from '../context.js';
 import { SymbolInputError, symbolKindHandler, symbolKindHandlers } from '../symbols/kinds.js';
 import '../symbols/register.js';
@@ -99,7 +99,7 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
           }
         }
         const replaced: number[] = [];
-        const rows = await commitSymbolFiles(db, commits, (ids) => replaced.push(...ids));
+        const rows = await commitSymbolFiles(deps.store, commits, (ids) => replaced.push(...ids));
         const kept = new Set(commits.map((c) => c.id));
         await discardSymbolFiles(db, written.filter((id) => !kept.has(id)));
         deps.symbols?.invalidate(projectId, replaced);
