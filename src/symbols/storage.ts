@@ -373,12 +373,16 @@ async function commitInBatch(
     const set = finalSet(final);
     const after = { ...row, ...(set as Partial<SymbolFileRow>) };
     queries.push(db.updateTable('symbol_files').set(set as any).where('id', '=', id).returningAll().compile());
-    queries.push(replacedBy(db, after, id).returning('id').compile());
+    // Only once the file is ready: a file gone since it was read replaces nothing.
+    const replaced = replacedBy(db, after, id).where((eb) => eb.exists(eb.selectFrom('symbol_files as f').select('f.id').where('f.id', '=', id).where('f.state', '=', 'ready')));
+    queries.push(replaced.returning('id').compile());
   }
   const results = await batch(queries);
   const out: SymbolFileRow[] = [];
   for (let i = 0; i < files.length; i++) {
-    out.push(results[2 * i].rows[0] as SymbolFileRow);
+    const row = results[2 * i].rows[0] as SymbolFileRow | undefined;
+    if (!row) throw new Error(`symbol file ${files[i].id} to commit is gone`);
+    out.push(row);
     const gone = results[2 * i + 1].rows as { id: number }[];
     if (gone.length > 0) onReplaced?.(gone.map((g) => Number(g.id)));
   }
