@@ -78,6 +78,13 @@ export interface AppDeps {
    * times faster than the portable one in src/uploads/assemble.ts used without it).
    */
   createSha1?: CreateSha1;
+  /**
+   * How long a sentry-cli assemble request waits for its assembly before answering
+   * `created` and letting it finish after the answer (default 20 s, DEFAULT_ASSEMBLE_WAIT_MS).
+   * The serverless edition waits for the end (Infinity): a Worker's work stops once it
+   * has answered.
+   */
+  assembleWaitMs?: number;
   /** Symbol files and symbolication (src/symbols): upload, matching, the parsed-file cache, re-symbolication. */
   symbols?: SymbolService;
   /**

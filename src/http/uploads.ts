@@ -74,7 +74,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const db = deps.store.db;
   const symbols = symbolPortFor(deps);
-  const assembleContext = (): AssembleContext => ({ db, symbols, now: () => deps.clock.now(), createSha1: deps.createSha1 });
+  const assembleContext = (): AssembleContext => ({ db, symbols, now: () => deps.clock.now(), createSha1: deps.createSha1, waitMs: deps.assembleWaitMs });
 
   app.onError((err, c) => {
     // The rest of a refused body is not read: the connection closes after the answer, so a

@@ -6,8 +6,8 @@
 // - D1 refuses BEGIN: there are no interactive transactions. A Kysely transaction on
 //   this dialect runs its statements one by one, each atomic on its own. Work whose
 //   statements must commit together goes through `Store.batch` (D1's `db.batch()`,
-//   one atomic unit) instead: retention (src/store/retention.ts) and issue status
-//   changes (src/read/issues.ts) do.
+//   one atomic unit) instead: retention (src/store/retention.ts), issue status
+//   changes (src/read/issues.ts) and symbol file commits (src/symbols/storage.ts) do.
 // - Blobs come back from D1 as arrays of byte values; they are turned into Uint8Array.
 // - D1 binds at most 100 parameters per statement and takes statements up to 100 KB
 //   (local D1 under Miniflare enforces neither). Shared queries bind more (a page of

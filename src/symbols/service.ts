@@ -27,7 +27,7 @@ import {
   type SymbolFileRow,
   type SymbolKind,
 } from './storage.js';
-import { StagedUpload, type UploadLimits, type UploadTarget } from './upload.js';
+import { StagedUpload, UPLOAD_LIMITS, type UploadLimits, type UploadTarget } from './upload.js';
 import './register.js';
 
 /** How long a project's "has symbols" flag and a lookup's answer are reused. */
@@ -44,6 +44,12 @@ export interface SymbolServiceOptions {
   readPayloads?: ReadPayloads;
   /** Limits of an upload instead of UPLOAD_LIMITS. */
   uploadLimits?: UploadLimits;
+  /**
+   * The file limits of `uploadLimits` bound the sentry-cli routes' files too (the
+   * serverless edition: what an isolate can parse). Without it those routes keep their
+   * own limit (src/uploads, MAX_FILE_SIZE).
+   */
+  limitUploaderFiles?: boolean;
 }
 
 export interface SymbolServiceStats {
@@ -109,7 +115,7 @@ export class SymbolService {
    * `commit`, which also forgets cached facts and starts the re-symbolication runs; or `abort`.
    */
   beginUpload(): { add(target: UploadTarget, source: ByteSource): Promise<void>; commit(): Promise<SymbolFileRow[]>; abort(): Promise<void> } {
-    const staged = new StagedUpload(this.db, this.options.clock.now(), this.options.uploadLimits);
+    const staged = new StagedUpload(this.db, this.options.clock.now(), this.options.uploadLimits, this.options.store);
     const targets: UploadTarget[] = [];
     return {
       add: async (target, source) => {
@@ -130,6 +136,16 @@ export class SymbolService {
       },
       abort: () => staged.abort(),
     };
+  }
+
+  /**
+   * The largest file of a kind the sentry-cli routes may store, when this edition bounds
+   * them (`limitUploaderFiles`); undefined otherwise.
+   */
+  uploaderFileLimit(kind: SymbolKind): number | undefined {
+    if (!this.options.limitUploaderFiles) return undefined;
+    const limits = this.options.uploadLimits ?? UPLOAD_LIMITS;
+    return limits.maxFileBytesByKind?.[kind] ?? limits.maxFileBytes;
   }
 
   /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */

@@ -9,7 +9,7 @@
 //   writePendingFile(db, meta, bytes, now)      stream → invisible `writing` row (several files of one upload)
 //   openPendingFile(db, meta, now)              the same, filled by pushes (write/close)
 //   copyPendingRange(db, from, meta, start, end, now)  a byte range of a pending file as a new pending file
-//   commitSymbolFiles(db, [{id, final}])        one transaction: replacement rule, rows become `ready`
+//   commitSymbolFiles(db|store, [{id, final}])  atomically (transaction; D1: one batch): replacement rule, rows become `ready`
 //   discardSymbolFiles(db, ids)                 drops pending rows (an upload that failed)
 //   listSymbolFiles / getSymbolFile / deleteSymbolFile
 //   readSymbolFile(db, id, part?)               ReadableStream of the bytes, chunk by chunk
@@ -19,9 +19,9 @@
 //
 // Replacement rule (DECISIONS "Symbols"): a file with the same kind and debug id, or,
 // without a debug id, the same kind, release and filename, replaces the existing one.
-import type { Kysely } from 'kysely';
+import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
+import type { Store } from '../store/database.js';
 import type { Database, SymbolFileTable } from '../store/schema.js';
-import type { Selectable } from 'kysely';
 
 type Db = Kysely<Database>;
 
@@ -300,44 +300,93 @@ export interface FinalFacts {
 }
 
 /**
- * Makes pending files visible in one transaction, applying the replacement rule: an
- * existing ready file with the same kind and debug id (or, without one, the same kind,
- * release and filename) is deleted (`onReplaced` hears their ids). Returns the committed
- * rows in the given order.
+ * Where a commit runs: the database, or the store, whose atomic batch is used where it
+ * has no interactive transactions (D1, where a Kysely transaction runs its statements
+ * one by one, each on its own).
+ */
+export type CommitTarget = Db | Pick<Store, 'db' | 'batch' | 'capabilities'>;
+
+/** The columns a pending file's final facts set, with `ready`. */
+function finalSet(final: FinalFacts | undefined): Partial<Record<keyof SymbolFileTable, unknown>> {
+  const set: Partial<Record<keyof SymbolFileTable, unknown>> = { state: 'ready' };
+  if (final?.debugId !== undefined) set.debug_id = final.debugId.toLowerCase();
+  if (final?.serves !== undefined) {
+    set.serves = final.serves;
+    set.serves_basename = basenameOf(final.serves);
+  }
+  if (final?.filename !== undefined) set.filename = final.filename;
+  if (final?.meta !== undefined) set.meta = JSON.stringify(final.meta);
+  return set;
+}
+
+/** The delete of the ready files `row` (now ready as `id`) replaces (DECISIONS "Symbols"). */
+function replacedBy(db: Db, row: Pick<SymbolFileRow, 'project_id' | 'kind' | 'debug_id' | 'release' | 'filename'>, id: number) {
+  const q = db.deleteFrom('symbol_files').where('project_id', '=', row.project_id).where('kind', '=', row.kind).where('state', '=', 'ready').where('id', '!=', id);
+  return row.debug_id !== '' ? q.where('debug_id', '=', row.debug_id) : q.where('debug_id', '=', '').where('release', '=', row.release).where('filename', '=', row.filename);
+}
+
+/**
+ * Makes pending files visible atomically, applying the replacement rule: an existing
+ * ready file with the same kind and debug id (or, without one, the same kind, release
+ * and filename) is deleted (`onReplaced` hears their ids). Returns the committed rows in
+ * the given order. One transaction, or on D1 one `db.batch()` built from the pending
+ * rows read first (nothing but their commit changes them).
  */
 export async function commitSymbolFiles(
-  db: Db,
+  target: CommitTarget,
   files: { id: number; final?: FinalFacts }[],
   onReplaced?: (ids: number[]) => void,
 ): Promise<SymbolFileRow[]> {
+  if (!(target instanceof Kysely) && target.batch && !target.capabilities.supportsInteractiveTransactions) {
+    return commitInBatch(target.db, target.batch.bind(target), files, onReplaced);
+  }
+  const db = target instanceof Kysely ? target : target.db;
   return db.transaction().execute(async (trx) => {
     const out: SymbolFileRow[] = [];
     for (const { id, final } of files) {
-      const set: Partial<Record<keyof SymbolFileTable, unknown>> = { state: 'ready' };
-      if (final?.debugId !== undefined) set.debug_id = final.debugId.toLowerCase();
-      if (final?.serves !== undefined) {
-        set.serves = final.serves;
-        set.serves_basename = basenameOf(final.serves);
-      }
-      if (final?.filename !== undefined) set.filename = final.filename;
-      if (final?.meta !== undefined) set.meta = JSON.stringify(final.meta);
-      const row = await trx.updateTable('symbol_files').set(set as any).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
-      let replaced = trx
-        .deleteFrom('symbol_files')
-        .where('project_id', '=', row.project_id)
-        .where('kind', '=', row.kind)
-        .where('state', '=', 'ready')
-        .where('id', '!=', id);
-      replaced =
-        row.debug_id !== ''
-          ? replaced.where('debug_id', '=', row.debug_id)
-          : replaced.where('debug_id', '=', '').where('release', '=', row.release).where('filename', '=', row.filename);
-      const gone = await replaced.returning('id').execute();
+      const row = await trx.updateTable('symbol_files').set(finalSet(final) as any).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      const gone = await replacedBy(trx, row, id).returning('id').execute();
       if (gone.length > 0) onReplaced?.(gone.map((g) => Number(g.id)));
       out.push(row);
     }
     return out;
   });
+}
+
+async function commitInBatch(
+  db: Db,
+  batch: NonNullable<Store['batch']>,
+  files: { id: number; final?: FinalFacts }[],
+  onReplaced?: (ids: number[]) => void,
+): Promise<SymbolFileRow[]> {
+  if (files.length === 0) return [];
+  const pending = new Map<number, SymbolFileRow>();
+  const ids = [...new Set(files.map((f) => f.id))];
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await db.selectFrom('symbol_files').selectAll().where('id', 'in', ids.slice(i, i + 500)).execute();
+    for (const row of rows) pending.set(Number(row.id), row);
+  }
+  const queries: CompiledQuery[] = [];
+  for (const { id, final } of files) {
+    const row = pending.get(id);
+    if (!row) throw new Error(`symbol file ${id} to commit is gone`);
+    const set = finalSet(final);
+    const after = { ...row, ...(set as Partial<SymbolFileRow>) };
+    queries.push(db.updateTable('symbol_files').set(set as any).where('id', '=', id).returningAll().compile());
+    // Only once the file is ready: a file gone since it was read replaces nothing.
+    const replaced = replacedBy(db, after, id).where((eb) => eb.exists(eb.selectFrom('symbol_files as f').select('f.id').where('f.id', '=', id).where('f.state', '=', 'ready')));
+    queries.push(replaced.returning('id').compile());
+  }
+  const results = await batch(queries);
+  const out: SymbolFileRow[] = [];
+  for (let i = 0; i < files.length; i++) {
+    const row = results[2 * i].rows[0] as SymbolFileRow | undefined;
+    if (!row) throw new Error(`symbol file ${files[i].id} to commit is gone`);
+    out.push(row);
+    const gone = results[2 * i + 1].rows as { id: number }[];
+    if (gone.length > 0) onReplaced?.(gone.map((g) => Number(g.id)));
+  }
+  return out;
 }
 
 /** Drops files (pending or not) and their chunks. */

@@ -21,6 +21,7 @@ import {
   saveDerivedIndex,
   SymbolTooLargeError,
   type ByteSource,
+  type CommitTarget,
   type PendingWriter,
   type SymbolFileMeta,
   type SymbolFileRow,
@@ -60,6 +61,11 @@ export const UPLOAD_LIMITS: UploadLimits = {
 const mb = (n: number) =>
   n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
 
+/** Why a file over the per-file limit is refused (every upload route says it alike). */
+export function tooLargeMessage(name: string, max: number): string {
+  return `${name} is larger than ${max} bytes (${mb(max)} per file)`;
+}
+
 /** One file going into storage: written as pending while its kind's inspector checks it. */
 class FileIntake {
   private head: Uint8Array[] | null = [];
@@ -85,7 +91,7 @@ class FileIntake {
     if (this.skipped || chunk.byteLength === 0) return;
     this.size += chunk.byteLength;
     const max = this.limits.maxFileBytesByKind?.[this.target.kind] ?? this.limits.maxFileBytes;
-    if (this.size > max) throw new SymbolInputError(`${this.name} is larger than ${max} bytes (${mb(max)} per file)`);
+    if (this.size > max) throw new SymbolInputError(tooLargeMessage(this.name, max));
     if (this.head) {
       this.head.push(chunk);
       this.headBytes += chunk.byteLength;
@@ -196,6 +202,8 @@ export class StagedUpload {
     private readonly db: Db,
     private readonly now: number,
     private readonly limits: UploadLimits = UPLOAD_LIMITS,
+    /** The store, so the commit is atomic on D1 too (see commitSymbolFiles). */
+    private readonly commitTarget: CommitTarget = db,
   ) {}
 
   /** Streams one upload into pending files; SymbolInputError (400) when it is refused (then everything staged is removed). */
@@ -228,7 +236,7 @@ export class StagedUpload {
   async commit(): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
     const replaced: number[] = [];
     try {
-      const rows = await commitSymbolFiles(this.db, this.commits, (ids) => replaced.push(...ids));
+      const rows = await commitSymbolFiles(this.commitTarget, this.commits, (ids) => replaced.push(...ids));
       this.closed = true;
       return { rows, replaced };
     } catch (err) {

@@ -47,7 +47,9 @@ export interface AssembleContext {
   createSha1?: CreateSha1;
   /**
    * How long an assemble request waits for the assembly it started before answering
-   * `created` (the work goes on; sentry-cli polls with --wait).
+   * `created` (the work goes on; sentry-cli polls with --wait). Infinity waits for the
+   * end: an edition that stops work once it answered (the serverless edition) never
+   * answers `created`.
    */
   waitMs?: number;
 }
@@ -265,8 +267,10 @@ export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promi
       return { state: 'error', missingChunks: [], detail };
     }
   })();
+  const waitMs = ctx.waitMs ?? DEFAULT_ASSEMBLE_WAIT_MS;
+  if (!Number.isFinite(waitMs)) return work;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<null>((resolve) => (timer = setTimeout(resolve, ctx.waitMs ?? DEFAULT_ASSEMBLE_WAIT_MS, null)));
+  const timeout = new Promise<null>((resolve) => (timer = setTimeout(resolve, waitMs, null)));
   const waited = await Promise.race([work, timeout]).finally(() => clearTimeout(timer));
   if (waited) return waited;
   // Still running: the outcome lands in the record; a failure there is already recorded.

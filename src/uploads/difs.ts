@@ -73,9 +73,13 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
       kind: 'dif',
       checksum: file.checksum,
       chunks: file.chunks,
-      run: async () => {
+      run: async (sizes) => {
         const head = (await readChunk(ctx.db, file.chunks[0])) ?? new Uint8Array(0);
         const kind = kindForDif(file.name, head.subarray(0, 64), ctx.symbols);
+        let size = 0;
+        for (const c of file.chunks) size += sizes.get(c) ?? 0;
+        const refusal = ctx.symbols.sizeRefusal(kind, file.name, size);
+        if (refusal) throw new UploadError(400, refusal);
         const debugId = kind === 'proguard' ? proguardUuidOf(file.name)! : file.debugId;
         const stored = await ctx.symbols.storeAll(
           projectId,

@@ -36,6 +36,11 @@ export interface SymbolPort {
    * One upload may yield several stored files (a fat Mach-O's slices).
    */
   storeAll(projectId: number, files: SymbolFileToStore[], now: number): Promise<StoredSymbolFile[]>;
+  /**
+   * Why a file of this kind and size would be refused for its size (the message the
+   * client prints), or null; lets an assembly refuse before reading its chunks.
+   */
+  sizeRefusal(kind: string, filename: string, size: number): string | null;
   /** True when every one of these files is still stored (none deleted since). */
   allStored(ids: number[]): Promise<boolean>;
   /** Stored files of the project with this debug id, newest first. */

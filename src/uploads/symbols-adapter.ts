@@ -1,18 +1,22 @@
 // The uploader's SymbolPort on symbol storage (src/symbols): each file streams into a
 // pending row while its kind's inspector checks it (the checks a management-API upload
 // gets), an inspector's several files (a fat Mach-O's slices) become ranges of it, and
-// every file of one upload is committed in one transaction, or all are discarded. Then
-// the symbol service forgets what it cached of the project and re-symbolicates recent
-// events of the releases uploaded to, as after a management-API upload.
+// every file of one upload is committed at once (one transaction; on D1 one batch), or
+// all are discarded. Then the symbol service forgets what it cached of the project and
+// re-symbolicates recent events of the releases uploaded to, as after a management-API
+// upload. Where the edition bounds the files it can parse (the serverless edition), a
+// larger file is refused with the Symbols routes' message and nothing of it is stored.
 import type { AppDeps } from '../context.js';
 import { SymbolInputError, symbolKindHandler, symbolKindHandlers } from '../symbols/kinds.js';
 import '../symbols/register.js';
+import { tooLargeMessage } from '../symbols/upload.js';
 import {
   commitSymbolFiles,
   copyPendingRange,
   discardSymbolFiles,
   isKeptKind,
   saveDerivedIndex,
+  SymbolTooLargeError,
   writePendingFile,
   type FinalFacts,
   type SymbolFileMeta,
@@ -70,7 +74,11 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
             debugId: file.debugId,
             serves: file.serves,
           };
-          const whole = await writePendingFile(db, meta, tapped(file.source, (chunk) => inspector.push(chunk)), now);
+          const max = deps.symbols?.uploaderFileLimit(meta.kind);
+          const whole = await writePendingFile(db, meta, tapped(file.source, (chunk) => inspector.push(chunk)), now, max).catch((err: unknown) => {
+            if (err instanceof SymbolTooLargeError && max !== undefined) throw new UploadError(400, tooLargeMessage(file.filename, max));
+            throw err;
+          });
           written.push(whole.id);
           const inspected = await inspector.finish();
           for (const found of inspected) {
@@ -91,7 +99,7 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
           }
         }
         const replaced: number[] = [];
-        const rows = await commitSymbolFiles(db, commits, (ids) => replaced.push(...ids));
+        const rows = await commitSymbolFiles(deps.store, commits, (ids) => replaced.push(...ids));
         const kept = new Set(commits.map((c) => c.id));
         await discardSymbolFiles(db, written.filter((id) => !kept.has(id)));
         deps.symbols?.invalidate(projectId, replaced);
@@ -104,6 +112,11 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
         if (err instanceof SymbolInputError) throw new UploadError(400, err.message);
         throw err;
       }
+    },
+
+    sizeRefusal(kind: string, filename: string, size: number) {
+      const max = deps.symbols?.uploaderFileLimit(kind as SymbolKind);
+      return max !== undefined && size > max ? tooLargeMessage(filename, max) : null;
     },
 
     async allStored(ids: number[]) {

@@ -1,7 +1,10 @@
 // The Symbols routes on the serverless edition (the Worker as deployed, on a local D1):
 // upload, list and delete answer as on the server edition; a source map larger than the
-// edition parses within an isolate's memory is refused with 400 and nothing stored.
+// edition parses within an isolate's memory is refused with 400 and nothing stored; an
+// upload's files become ready together on D1 too (no interactive transactions there).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openD1Store, type D1Binding } from '../../src/store/d1.js';
+import { commitSymbolFiles, listSymbolFiles, saveSymbolFile, writePendingFile } from '../../src/symbols/storage.js';
 import { startTestWorker, type TestWorker } from './harness.js';
 
 const KEY = 'worker-symbols-key';
@@ -65,5 +68,27 @@ describe('symbol routes on the Worker', () => {
     await w.runCron('17 3 * * *');
     const { results } = await d1.prepare("select filename from symbol_files where state = 'writing'").all<{ filename: string }>();
     expect(results.map((r) => r.filename)).toEqual(['in-progress.js.map']);
+  });
+
+  it('commits the files of one upload together on D1: when one cannot be committed, none is and nothing is replaced', async () => {
+    // The store the Worker builds, on the same D1 (its statements run in workerd).
+    const store = openD1Store((await w.d1()) as unknown as D1Binding);
+    const meta = { projectId: 1, kind: 'proguard' as const, release: 'android@9', filename: 'mapping.txt', debugId: 'abcdef00-0000-0000-0000-000000000001' };
+    const mapping = new TextEncoder().encode('com.example.A -> a:\n');
+    const old = await saveSymbolFile(store.db, meta, [mapping], 1);
+    const pending = await writePendingFile(store.db, meta, [mapping], 2);
+    // A second file of the upload that is gone by the commit (a sweep, a delete).
+    await expect(commitSymbolFiles(store, [{ id: pending.id }, { id: pending.id + 1000 }])).rejects.toThrow();
+    const ready = await listSymbolFiles(store.db, 1);
+    expect(ready.filter((r) => r.release === 'android@9').map((r) => Number(r.id))).toEqual([Number(old.id)]);
+    const d1 = await w.d1();
+    expect(await d1.prepare('select state from symbol_files where id = ?').bind(pending.id).first()).toEqual({ state: 'writing' });
+
+    // Committed alone, it replaces the old file in the same batch.
+    const replaced: number[] = [];
+    const [row] = await commitSymbolFiles(store, [{ id: pending.id }], (ids) => replaced.push(...ids));
+    expect(row).toMatchObject({ id: pending.id, state: 'ready', debug_id: meta.debugId });
+    expect(replaced).toEqual([Number(old.id)]);
+    expect((await listSymbolFiles(store.db, 1)).filter((r) => r.release === 'android@9').map((r) => Number(r.id))).toEqual([pending.id]);
   });
 });

@@ -68,8 +68,14 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // No background re-symbolication of stored events: an isolate lives only while it
-    // serves. Without the Node-loaded demangler, native (dSYM) names stay mangled.
-    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS }),
+    // serves. Without the Node-loaded demangler, native (dSYM) names stay mangled. Files
+    // the sentry-cli routes store have the same limits as the Symbols routes' (what an
+    // isolate can parse).
+    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS, limitUploaderFiles: true }),
+    // Promises still pending when a Worker has answered are cancelled (only waitUntil keeps
+    // them, for 30 s): an assembly is answered when it is done, never `created` and left
+    // to finish, so a large one is bounded by the request's CPU time only.
+    assembleWaitMs: Number.POSITIVE_INFINITY,
     transfer: {
       runtime: workersTransferRuntime,
       version: VERSION,

@@ -1,0 +1,59 @@
+// How long an assemble request waits for its assembly: up to `waitMs`, then `created`
+// while the work goes on (the server edition, 20 s); with Infinity until the end, which
+// is what the serverless edition uses, since a Worker's pending work is cancelled once it
+// has answered (test/workers/sentry-cli.test.ts runs the real uploads there). SQLite and
+// PostgreSQL.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
+import { assembleOne, type AssembleContext, type AssembleJob } from '../../src/uploads/assemble.js';
+import { symbolPortFor } from '../../src/uploads/symbols-adapter.js';
+import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(dialects)('assemble wait (%s)', (dialect) => {
+  let t: TestServer;
+  let projectId: number;
+  beforeAll(async () => {
+    t = await startTestServer(dialect);
+    projectId = Number((await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'app', name: 'App' }, t.clock.now())).id);
+  });
+  afterAll(async () => t?.close());
+
+  /** A stored chunk and a job over it whose work takes `ms`. */
+  async function slowJob(name: string, ms: number): Promise<AssembleJob> {
+    const data = new TextEncoder().encode(name);
+    const sha1 = createHash('sha1').update(data).digest('hex');
+    await t.deps.store.db.insertInto('upload_chunks').values({ sha1, size: data.byteLength, data, created_at: t.clock.now(), batch: null }).execute();
+    return {
+      projectIds: [projectId],
+      kind: 'dif',
+      checksum: sha1,
+      chunks: [sha1],
+      async run() {
+        await sleep(ms);
+        return { result: { name }, fileIds: [] };
+      },
+    };
+  }
+  const context = (waitMs: number): AssembleContext => ({ db: t.deps.store.db, symbols: symbolPortFor(t.deps), now: () => t.clock.now(), waitMs });
+
+  it('answers created after waitMs and records the outcome when the work ends', async () => {
+    const job = await slowJob('slow-a', 300);
+    expect((await assembleOne(context(20), job)).state).toBe('created');
+    await sleep(500);
+    expect(await assembleOne(context(20), job)).toMatchObject({ state: 'ok', result: { name: 'slow-a' } });
+  });
+
+  it('with Infinity answers the outcome, however long the work takes', async () => {
+    const job = await slowJob('slow-b', 300);
+    expect(await assembleOne(context(Number.POSITIVE_INFINITY), job)).toMatchObject({ state: 'ok', result: { name: 'slow-b' } });
+  });
+
+  it('the Worker waits for the end of every assembly', () => {
+    const deps = buildWorkerDeps({ DB: { prepare: () => ({}), batch: async () => [] } } as unknown as WorkerEnv);
+    expect(deps.assembleWaitMs).toBe(Number.POSITIVE_INFINITY);
+  });
+});
