@@ -119,7 +119,9 @@ export function uploadRoutes(deps: AppDeps): Hono {
   app.on('GET', paths('/api/0/organizations/:org/repos/'), (c) => c.json([]));
 
   app.on('GET', paths('/api/0/organizations/:org/chunk-upload/'), (c) =>
-    c.json(chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`)),
+    c.json(
+      chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`, deps.symbols?.uploaderMaxFileBytes()),
+    ),
   );
   app.on('POST', paths('/api/0/organizations/:org/chunk-upload/'), async (c) => {
     const boundary = multipartBoundary(c);

@@ -148,6 +148,17 @@ export class SymbolService {
     return limits.maxFileBytesByKind?.[kind] ?? limits.maxFileBytes;
   }
 
+  /**
+   * The largest file of any kind the sentry-cli routes may store, when this edition bounds
+   * them: what `chunk-upload/` advertises as `maxFileSize`, so sentry-cli skips a larger
+   * file with a warning instead of uploading its chunks to have it refused.
+   */
+  uploaderMaxFileBytes(): number | undefined {
+    if (!this.options.limitUploaderFiles) return undefined;
+    const limits = this.options.uploadLimits ?? UPLOAD_LIMITS;
+    return Math.max(limits.maxFileBytes, ...Object.values(limits.maxFileBytesByKind ?? {}));
+  }
+
   /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */
   async resymbolicate(projectId: number, release: string): Promise<void> {
     if (!this.jobs) return;

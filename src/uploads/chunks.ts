@@ -26,13 +26,13 @@ export const ACCEPTED_CAPABILITIES = ['debug_files', 'release_files', 'artifact_
 
 export const SHA1_PATTERN = /^[0-9a-f]{40}$/;
 
-/** The body of `GET chunk-upload/` (sentry-protocol.md §6.3). */
-export function chunkUploadOptions(uploadUrl: string) {
+/** The body of `GET chunk-upload/` (sentry-protocol.md §6.3); `maxFileSize` lower where the edition stores less. */
+export function chunkUploadOptions(uploadUrl: string, maxFileSize: number = MAX_FILE_SIZE) {
   return {
     url: uploadUrl,
     chunkSize: CHUNK_SIZE,
     chunksPerRequest: CHUNKS_PER_REQUEST,
-    maxFileSize: MAX_FILE_SIZE,
+    maxFileSize: Math.min(maxFileSize, MAX_FILE_SIZE),
     maxRequestSize: MAX_REQUEST_SIZE,
     concurrency: UPLOAD_CONCURRENCY,
     maxWait: MAX_WAIT_SECONDS,

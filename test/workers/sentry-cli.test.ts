@@ -235,6 +235,8 @@ describe('sentry-cli against the Worker', () => {
   });
 
   it('refuses through sentry-cli what the Symbols routes refuse: a source map over 8 MB, a mapping over 32 MB (3.x, 2.x)', async () => {
+    // Advertised, so that sentry-cli can skip a larger file before uploading it.
+    expect((await (await w.api('/api/0/organizations/o/chunk-upload/')).json()).maxFileSize).toBe(32 * 1024 * 1024);
     const dir = path.join(work, 'big-map');
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'app.min.js'), 'x();\n//# sourceMappingURL=app.min.js.map\n');
