@@ -1,5 +1,7 @@
 // The serverless edition's Worker entry (wrangler.jsonc `main`): the shared Hono app
-// for requests, once the isolate's D1 schema is current, and the cron housekeeping.
+// for requests, once the isolate's D1 schema is current, then the work requests left
+// (alerts to send, a re-symbolication step) kept alive past the answer by waitUntil
+// (background.ts); and the cron housekeeping.
 import type { ExecutionContext } from 'hono';
 import { runCron } from './crons.js';
 import { workerInstance, type WorkerEnv } from './deps.js';
@@ -27,7 +29,10 @@ export default {
       instance.deps.logger.error({ err }, 'the D1 schema could not be migrated; answering 503');
       return new Response(UNAVAILABLE, { status: 503, headers: { 'content-type': 'application/json' } });
     }
-    return instance.app.fetch(request, env, ctx);
+    const response = await instance.app.fetch(request, env, ctx);
+    const after = instance.afterAnswer.take(instance.deps);
+    if (after) ctx.waitUntil(after);
+    return response;
   },
 
   async scheduled(controller: ScheduledController, env: WorkerEnv, _ctx: ExecutionContext): Promise<void> {
