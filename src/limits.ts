@@ -130,7 +130,7 @@ export const WORKER_MAX_SOURCE_MAP_BYTES = 8 * MiB;
  * milliseconds of CPU for typical events plus the first parse of a symbol file, well within
  * the 30 s a paid invocation has by default (the free plan's 10 ms fits no step). It makes
  * about five D1 queries beside reading the symbol files' 512 KiB chunks, far from the
- * 1 000 subrequests an invocation may make.
+ * 1 000 D1 queries a paid invocation may make.
  */
 export const WORKER_RESYMBOLICATE_STEP_EVENTS = 100;
 /**
