@@ -89,6 +89,14 @@ export const DELIVERY_LIST_LIMIT = 100;
 export const MAX_COOLDOWN_MINUTES = 43_200;
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const MAX_SECRET_LENGTH = 256;
+/**
+ * How long the serverless edition's alert pass after an ingest answer waits for retries
+ * falling due (the second attempt about 2 s, the third about 10 s after a failure):
+ * waitUntil keeps an invocation about 30 s past its answer. A delivery still pending
+ * then, or whose attempt was cut short (its 60 s lease runs out), is sent by the
+ * 10-minute cron.
+ */
+export const WORKER_ALERT_PASS_WAIT_MS = 15_000;
 /** What is kept of a channel's answer (bytes as read on Node, characters through fetch), for the delivery's error text. */
 export const MAX_ALERT_RESPONSE = 64 * KiB;
 
@@ -118,6 +126,24 @@ export const REFUSED_UPLOAD_DRAIN_BYTES = 32 * MiB;
  */
 export const WORKER_MAX_SYMBOL_FILE_BYTES = 32 * MiB;
 export const WORKER_MAX_SOURCE_MAP_BYTES = 8 * MiB;
+
+/**
+ * Events one re-symbolication step of the serverless edition goes over, committed as one
+ * atomic D1 batch: a step runs after an upload's answer (waitUntil) and then by the
+ * every-minute cron, within one invocation's limits. A step holds the events' payload
+ * chunks unpacked (up to 256 KiB each, so about 25 MB at most beside the parsed symbol
+ * file in the isolate's 128 MB), parses each payload and maps its frames: tens of
+ * milliseconds of CPU for typical events plus the first parse of a symbol file, well within
+ * the 30 s a paid invocation has by default (the free plan's 10 ms fits no step). It makes
+ * about five D1 queries beside reading the symbol files' 512 KiB chunks, far from the
+ * 1 000 D1 queries a paid invocation may make.
+ */
+export const WORKER_RESYMBOLICATE_STEP_EVENTS = 100;
+/**
+ * Steps one run of the every-minute cron takes (1 000 events a minute, 60 000 an hour):
+ * ten steps' queries and CPU stay within one invocation's limits as one step's do.
+ */
+export const WORKER_RESYMBOLICATE_CRON_STEPS = 10;
 
 // ---------------------------------------------------------------------------
 // sentry-cli's routes under /api/0/

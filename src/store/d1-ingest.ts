@@ -68,6 +68,8 @@ export interface D1IngestCommit {
   statements: CompiledQuery[];
   /** The outcome from the batch's results (one per statement). */
   outcome(results: { rows: Record<string, unknown>[] }[]): IngestOutcome;
+  /** Alerts (new_issue, regression) the batch recorded in the outbox, from its results. */
+  alertsRecorded(results: { numAffectedRows?: bigint }[]): number;
 }
 
 /** A random marker: negative, so no real id, time or count equals it. */
@@ -407,13 +409,14 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
 
   let report = -1;
   let seen = -1;
+  let outbox = -1;
   if (events.length > 0) {
     report = add(SQL.report);
     seen = add(SQL.seen);
     add(SQL.usage);
     add(SQL.issues);
     add(CHANGES_SQL);
-    add(OUTBOX_SQL);
+    outbox = add(OUTBOX_SQL);
     if (events.some((e) => e.userKey !== null)) {
       add(SQL.issueUsersCount);
       add(SQL.issueUsers);
@@ -475,6 +478,9 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
         return { kind: 'quota_exceeded', retryAfterSeconds: secondsToNextUtcMidnight(at) };
       }
       return { kind: 'ok' };
+    },
+    alertsRecorded(results) {
+      return outbox < 0 ? 0 : Number(results[outbox]?.numAffectedRows ?? 0);
     },
   };
 }

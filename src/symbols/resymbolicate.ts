@@ -5,7 +5,12 @@
 // event id done), advanced after every batch: a process that stops mid-way leaves the
 // row pending, and the next start (of this or another instance) goes on from the cursor.
 // An instance holds a run through a lease renewed with every batch, so two instances
-// on one PostgreSQL database never run the same job.
+// on one PostgreSQL database never run the same job. A batch's frames and the cursor
+// commit together: in one transaction, or on D1 (no interactive transactions) in one
+// atomic `Store.batch`. The server works through runs in a loop (`kick`); the serverless
+// edition, whose isolates live only while they serve, in bounded steps (`step`) that
+// it runs after an upload's answer and from a cron.
+import { CompiledQuery } from 'kysely';
 import { DAY_MS, HOUR_MS } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/database.js';
@@ -14,10 +19,37 @@ import { parseEventPayload, symbolicationInputOf } from '../ingest/normalize.js'
 import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
 
 export const RESYMBOLICATE_WINDOW_MS = 48 * HOUR_MS;
+/** Events per batch of the server's loop: one transaction each. */
 const BATCH_EVENTS = 500;
 const LEASE_MS = 30_000;
 
 type PayloadRow = Pick<EventRow, 'id' | 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>;
+
+interface JobRow {
+  id: number;
+  project_id: number;
+  release: string;
+  since: number;
+  cursor: number;
+  done: number;
+}
+
+/** Where a run stands between batches. */
+interface RunState {
+  id: number;
+  projectId: number;
+  release: string;
+  since: number;
+  cursor: number;
+  done: number;
+}
+
+/** What a step did: whether it took a run, the events it went over, and whether any run is still pending. */
+export interface StepResult {
+  ran: boolean;
+  events: number;
+  pending: boolean;
+}
 
 /** Reads stored events' raw payloads (Node: src/store/payloads.ts storedPayloads). */
 export type ReadPayloads = (db: Store['db'], rows: PayloadRow[]) => Promise<Map<number, Uint8Array>>;
@@ -28,6 +60,8 @@ export interface ResymbolicationDeps {
   readPayloads: ReadPayloads;
   /** Loads the symbol files these events need; a synchronous symbolicator (SymbolService.prepare). */
   prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
+  /** Events per batch (default 500); the serverless edition's steps take smaller ones. */
+  batchEvents?: number;
   /** Called after every batch (tests pause here). */
   onBatch?: (jobId: number, done: number) => Promise<void> | void;
 }
@@ -51,6 +85,10 @@ export class ResymbolicationRunner {
   private retry: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly deps: ResymbolicationDeps) {}
+
+  private get batchEvents(): number {
+    return this.deps.batchEvents ?? BATCH_EVENTS;
+  }
 
   /** Starts working through pending runs unless already doing so. */
   kick(): void {
@@ -82,6 +120,38 @@ export class ResymbolicationRunner {
     await this.idle();
   }
 
+  /**
+   * One bounded step: claims a pending run and goes over at most `maxEvents` of its events
+   * (whole batches), then finishes the run or gives its lease back, so the next step (of
+   * this or another isolate) goes on from the cursor at once. For editions without a
+   * process that outlives requests; the server runs `kick`'s loop instead.
+   */
+  async step(maxEvents: number): Promise<StepResult> {
+    const job = await this.claim();
+    if (!job) return { ran: false, events: 0, pending: await this.anyPending() };
+    const state = await this.begin(job);
+    let events = 0;
+    for (;;) {
+      const limit = Math.min(this.batchEvents, maxEvents - events);
+      const went = limit > 0 ? await this.batch(state, limit, () => false) : -1;
+      if (went > 0) events += went;
+      // Fewer than asked: none is left after the cursor (later events were symbolicated at ingest).
+      if (went >= 0 && went < limit) {
+        await this.finish(state);
+        return { ran: true, events, pending: await this.anyPending() };
+      }
+      if (went < 0 || events >= maxEvents) {
+        await this.deps.store.db.updateTable('symbol_jobs').set({ lease_until: 0 }).where('id', '=', state.id).execute();
+        return { ran: true, events, pending: true };
+      }
+    }
+  }
+
+  private async anyPending(): Promise<boolean> {
+    const row = await this.deps.store.db.selectFrom('symbol_jobs').select('id').where('state', '=', 'pending').limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
   private async loop(): Promise<void> {
     for (;;) {
       if (this.stopped) return;
@@ -108,7 +178,7 @@ export class ResymbolicationRunner {
     }, wait);
   }
 
-  private async claim() {
+  private async claim(): Promise<JobRow | null> {
     const db = this.deps.store.db;
     const now = Date.now();
     const candidates = await db
@@ -132,69 +202,155 @@ export class ResymbolicationRunner {
     return null;
   }
 
-  private async run(job: { id: number; project_id: number; release: string; since: number; cursor: number; done: number }): Promise<void> {
-    const { store, logger } = this.deps;
-    const db = store.db;
-    const id = Number(job.id);
-    const projectId = Number(job.project_id);
-    const since = Number(job.since);
-    let cursor = Number(job.cursor);
-    let done = Number(job.done);
-    if (cursor < 0) {
+  /** The run's state, its cursor placed before the window's first event on a fresh run. */
+  private async begin(job: JobRow): Promise<RunState> {
+    const state: RunState = {
+      id: Number(job.id),
+      projectId: Number(job.project_id),
+      release: job.release,
+      since: Number(job.since),
+      cursor: Number(job.cursor),
+      done: Number(job.done),
+    };
+    if (state.cursor < 0) {
       // The first event received in the window: ids grow with receive order.
-      const first = await db.selectFrom('events').select('id').where('received_at', '>=', since).orderBy('received_at').limit(1).executeTakeFirst();
-      cursor = first ? Number(first.id) - 1 : Number.MAX_SAFE_INTEGER;
+      const first = await this.deps.store.db
+        .selectFrom('events')
+        .select('id')
+        .where('received_at', '>=', state.since)
+        .orderBy('received_at')
+        .limit(1)
+        .executeTakeFirst();
+      state.cursor = first ? Number(first.id) - 1 : Number.MAX_SAFE_INTEGER;
     }
-    logger.info({ job: id, project: projectId, release: job.release, resumedAt: done }, 're-symbolicating the events of the last 48 hours');
+    this.deps.logger.info(
+      { job: state.id, project: state.projectId, release: state.release, resumedAt: state.done },
+      're-symbolicating the events of the last 48 hours',
+    );
+    return state;
+  }
+
+  private async run(job: JobRow): Promise<void> {
+    const state = await this.begin(job);
     let batches = 0;
     for (;;) {
-      let q = db
-        .selectFrom('events')
-        .select(['id', 'raw', 'payload_chunk', 'payload_start', 'payload_length', 'received_at'])
-        .where('project_id', '=', projectId)
-        .where('id', '>', cursor);
-      if (job.release !== '') q = q.where('release', '=', job.release);
-      const rows = cursor === Number.MAX_SAFE_INTEGER ? [] : await q.orderBy('id').limit(BATCH_EVENTS).execute();
-      if (rows.length === 0) break;
-      const payloads = await this.deps.readPayloads(db, rows);
-      const inputs: { id: number; input: SymbolicationInput }[] = [];
-      for (const row of rows) {
-        if (Number(row.received_at) < since) continue;
-        const raw = payloads.get(Number(row.id));
-        if (!raw || raw.byteLength === 0) continue;
-        try {
-          inputs.push({ id: Number(row.id), input: symbolicationInputOf(parseEventPayload(raw).ev) });
-        } catch {
-          // A payload that no longer parses stays as it is.
-        }
-      }
-      // One load for the batch: the files are read (or found in the cache) once, then each event is mapped.
-      const symbolicate = await this.deps.prepare(
-        projectId,
-        inputs.map((i) => i.input),
-      );
-      const updates: { id: number; symbolicated: string }[] = [];
-      for (const { id: eventId, input } of inputs) {
-        const out = symbolicate(input);
-        if (out) updates.push({ id: eventId, symbolicated: JSON.stringify(out.frames) });
-      }
-      cursor = Number(rows[rows.length - 1].id);
-      done += updates.length;
-      await db.transaction().execute(async (trx) => {
-        for (const u of updates) await trx.updateTable('events').set({ symbolicated: u.symbolicated }).where('id', '=', u.id).execute();
-        await trx
-          .updateTable('symbol_jobs')
-          .set({ cursor, done, lease_until: this.stopped ? 0 : Date.now() + LEASE_MS })
-          .where('id', '=', id)
-          .execute();
-      });
+      if ((await this.batch(state, this.batchEvents, () => this.stopped)) === 0) break;
       batches++;
       // A line every ten batches (5 000 events): long runs show they are moving.
-      if (batches % 10 === 0) logger.info({ job: id, cursor, symbolicated: done }, 're-symbolication progress');
-      await this.deps.onBatch?.(id, done);
+      if (batches % 10 === 0) this.deps.logger.info({ job: state.id, cursor: state.cursor, symbolicated: state.done }, 're-symbolication progress');
+      await this.deps.onBatch?.(state.id, state.done);
       if (this.stopped) return;
     }
-    await db.updateTable('symbol_jobs').set({ state: 'done', cursor, done, lease_until: 0 }).where('id', '=', id).execute();
-    logger.info({ job: id, project: projectId, release: job.release, symbolicated: done }, 're-symbolication finished');
+    await this.finish(state);
   }
+
+  private async finish(state: RunState): Promise<void> {
+    await this.deps.store.db
+      .updateTable('symbol_jobs')
+      .set({ state: 'done', cursor: state.cursor, done: state.done, lease_until: 0 })
+      .where('id', '=', state.id)
+      .execute();
+    this.deps.logger.info({ job: state.id, project: state.projectId, release: state.release, symbolicated: state.done }, 're-symbolication finished');
+  }
+
+  /**
+   * Symbolicates the next `limit` events after the cursor and stores their frames with the
+   * advanced cursor, together. The events gone over (0: the run is at its end). When
+   * `release` says so, the lease is given back with the cursor (a stopping server).
+   */
+  private async batch(state: RunState, limit: number, release: () => boolean): Promise<number> {
+    const { store } = this.deps;
+    const db = store.db;
+    if (state.cursor === Number.MAX_SAFE_INTEGER) return 0;
+    let q = db
+      .selectFrom('events')
+      .select(['id', 'raw', 'payload_chunk', 'payload_start', 'payload_length', 'received_at'])
+      .where('project_id', '=', state.projectId)
+      .where('id', '>', state.cursor);
+    if (state.release !== '') q = q.where('release', '=', state.release);
+    const rows = await q.orderBy('id').limit(limit).execute();
+    if (rows.length === 0) return 0;
+    const payloads = await this.deps.readPayloads(db, rows);
+    const inputs: { id: number; input: SymbolicationInput }[] = [];
+    for (const row of rows) {
+      if (Number(row.received_at) < state.since) continue;
+      const raw = payloads.get(Number(row.id));
+      if (!raw || raw.byteLength === 0) continue;
+      try {
+        inputs.push({ id: Number(row.id), input: symbolicationInputOf(parseEventPayload(raw).ev) });
+      } catch {
+        // A payload that no longer parses stays as it is.
+      }
+    }
+    // One load for the batch: the files are read (or found in the cache) once, then each event is mapped.
+    const symbolicate = await this.deps.prepare(
+      state.projectId,
+      inputs.map((i) => i.input),
+    );
+    const updates: { id: number; symbolicated: string }[] = [];
+    for (const { id: eventId, input } of inputs) {
+      const out = symbolicate(input);
+      if (out) updates.push({ id: eventId, symbolicated: JSON.stringify(out.frames) });
+    }
+    const cursor = Number(rows[rows.length - 1].id);
+    const done = state.done + updates.length;
+    const jobUpdate = () =>
+      db
+        .updateTable('symbol_jobs')
+        .set({ cursor, done, lease_until: release() ? 0 : Date.now() + LEASE_MS })
+        .where('id', '=', state.id)
+        .compile();
+    if (store.batch && !store.capabilities.supportsInteractiveTransactions) {
+      await store.batch([...frameUpdatesForBatch(updates, store.capabilities.maxValueBytes, this.deps.logger), jobUpdate()]);
+    } else {
+      await db.transaction().execute(async (trx) => {
+        for (const u of updates) await trx.updateTable('events').set({ symbolicated: u.symbolicated }).where('id', '=', u.id).execute();
+        await trx.executeQuery(jobUpdate());
+      });
+    }
+    state.cursor = cursor;
+    state.done = done;
+    return rows.length;
+  }
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * The frame updates of a batch as a few statements for an atomic batch (D1): the events'
+ * ids and frames travel as one JSON parameter per statement, each under the value limit
+ * (D1 binds 100 parameters per statement, and each statement of a batch counts against
+ * an invocation's queries). An event whose frames alone pass the limit keeps what it had.
+ */
+export function frameUpdatesForBatch(updates: { id: number; symbolicated: string }[], maxValueBytes: number, logger?: Logger): CompiledQuery[] {
+  const statements: CompiledQuery[] = [];
+  const max = maxValueBytes - 1024;
+  let part: string[] = [];
+  let bytes = 2;
+  const flush = () => {
+    if (part.length === 0) return;
+    statements.push(
+      CompiledQuery.raw(
+        `UPDATE events SET symbolicated = u.s
+         FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.s') AS s FROM json_each(?)) AS u
+         WHERE events.id = u.id`,
+        [`[${part.join(',')}]`],
+      ),
+    );
+    part = [];
+    bytes = 2;
+  };
+  for (const u of updates) {
+    const item = JSON.stringify({ id: u.id, s: u.symbolicated });
+    const size = utf8.encode(item).byteLength + 1;
+    if (size + 2 > max) {
+      logger?.warn({ event: u.id, bytes: size }, 'symbolicated frames too large to store on this database; the event keeps its frames');
+      continue;
+    }
+    if (bytes + size > max) flush();
+    part.push(item);
+    bytes += size;
+  }
+  flush();
+  return statements;
 }

@@ -13,7 +13,7 @@ import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
 import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolicationState, type SymbolLookup } from './kinds.js';
 import { servesRank } from './sourcemap.js';
-import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads } from './resymbolicate.js';
+import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads, type StepResult } from './resymbolicate.js';
 import {
   basenameOf,
   deleteSymbolFile,
@@ -50,6 +50,12 @@ export interface SymbolServiceOptions {
    * own limit (src/uploads, MAX_FILE_SIZE).
    */
   limitUploaderFiles?: boolean;
+  /**
+   * Re-symbolication in bounded steps the edition runs (`resymbolicationStep`) instead of
+   * a loop in this process: the serverless edition, whose isolates live only while they
+   * serve. Called when an upload recorded a run, so the edition can start a step.
+   */
+  steps?: { batchEvents: number; scheduled(): void };
 }
 
 export interface SymbolServiceStats {
@@ -78,6 +84,7 @@ export class SymbolService {
           store: options.store,
           logger: options.logger,
           readPayloads,
+          batchEvents: options.steps?.batchEvents,
           prepare: (projectId, inputs) => this.prepare(projectId, inputs),
         })
       : null;
@@ -88,7 +95,7 @@ export class SymbolService {
    * the half-written files of uploads a stopped process left (older than an hour).
    */
   start(): void {
-    this.jobs?.kick();
+    if (!this.options.steps) this.jobs?.kick();
     sweepAbandonedWrites(this.db, this.options.clock.now() - HOUR_MS).catch((err) =>
       this.options.logger.warn({ err }, 'could not remove half-written symbol files'),
     );
@@ -163,7 +170,14 @@ export class SymbolService {
   async resymbolicate(projectId: number, release: string): Promise<void> {
     if (!this.jobs) return;
     await scheduleResymbolication(this.options.store, projectId, release, this.options.clock.now());
-    this.jobs.kick();
+    if (this.options.steps) this.options.steps.scheduled();
+    else this.jobs.kick();
+  }
+
+  /** One bounded step of the pending re-symbolication runs (editions built with `steps`). */
+  async resymbolicationStep(maxEvents: number): Promise<StepResult> {
+    if (!this.jobs) return { ran: false, events: 0, pending: false };
+    return this.jobs.step(maxEvents);
   }
 
   /** Deletes a file of the project; false when there is none. */

@@ -1,10 +1,13 @@
-// Alerts on the serverless edition: the 10-minute cron runs the crash-spike check and one
-// pass over the outbox and the deliveries (the code of `faultline alerts`), sending with
-// fetch from inside workerd to a real local webhook receiver. Ingest is not on Workers
-// yet, so the crashes are written into D1's hourly aggregate directly.
+// Alerts on the serverless edition, sent with fetch from inside workerd to a real local
+// webhook receiver: the new_issue alert an ingest request records is sent right after its
+// answer (the Worker keeps the pass alive with waitUntil), without the cron; the 10-minute
+// cron runs the crash-spike check and one pass over the outbox and the deliveries (the
+// code of `faultline alerts`). The spike's crashes are written into D1's hourly aggregate
+// directly, as ten minutes of ingest would leave them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALERTS_CRON } from '../../src/editions/workers/crons.js';
-import { Receiver } from '../alerts/support.js';
+import { Receiver, type Received } from '../alerts/support.js';
+import { envelope, errorEvent } from '../ingest/helpers.js';
 import { startTestWorker, type TestWorker } from './harness.js';
 
 const HOUR = 3_600_000;
@@ -58,5 +61,32 @@ describe('alerts on the Workers edition', () => {
     // The rule is in cooldown now: the next run finds nothing to send.
     await w.runCron(ALERTS_CRON);
     expect(hook.requests).toHaveLength(1);
+  });
+
+  it('sends the new_issue alert an ingest request recorded right after answering it, without the cron', async () => {
+    const created = await w.api('/api/projects', { method: 'POST', json: { name: 'Checkout', slug: 'checkout' } });
+    expect(created.status).toBe(201);
+    const project = (await created.json()) as { id: number; dsn: string };
+    const channel = await w.api('/api/projects/checkout/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: hook.url + '/ingest-hook' } } });
+    expect(channel.status).toBe(201);
+
+    const body = envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: Date.now(), type: 'PaymentError', value: 'card declined', release: 'shop@2.0' }) }]);
+    const res = await fetch(`${w.url}/api/${project.id}/envelope/?sentry_key=${new URL(project.dsn).username}`, { method: 'POST', body: new Uint8Array(body) });
+    expect(res.status, await res.clone().text()).toBe(200);
+
+    const arrived = (): Received[] => hook.requests.filter((r) => r.path === '/ingest-hook');
+    const deadline = Date.now() + 5_000;
+    while (arrived().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(arrived()).toHaveLength(1);
+    expect(arrived()[0].json).toMatchObject({ type: 'new_issue', project: { slug: 'checkout' }, title: 'PaymentError: card declined', release: 'shop@2.0', event_count: 1 });
+    const log = await (await w.api('/api/projects/checkout/alerts/deliveries')).json();
+    expect(log.deliveries).toHaveLength(1);
+    expect(log.deliveries[0]).toMatchObject({ type: 'new_issue', state: 'sent', attempts: 1 });
+
+    // A second event of the issue records no alert, and the cron finds nothing left to send.
+    const again = envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: Date.now(), type: 'PaymentError', value: 'card declined', release: 'shop@2.0' }) }]);
+    expect((await fetch(`${w.url}/api/${project.id}/envelope/?sentry_key=${new URL(project.dsn).username}`, { method: 'POST', body: new Uint8Array(again) })).status).toBe(200);
+    await w.runCron(ALERTS_CRON);
+    expect(arrived()).toHaveLength(1);
   });
 });

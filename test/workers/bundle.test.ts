@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { unstable_readConfig } from 'wrangler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALERTS_CRON, RETENTION_CRON } from '../../src/editions/workers/crons.js';
+import { WORKER_CRONS } from '../../src/editions/workers/crons.js';
 import { BUNDLE_BUDGET_GZIP_BYTES, WRANGLER_CONFIG, buildWorkerBundle, type WorkerBundle } from '../../src/editions/workers/local.js';
 
 describe('the Worker bundle', () => {
@@ -34,7 +34,8 @@ describe('the Worker bundle', () => {
 
   it('wrangler.jsonc schedules exactly the crons the scheduled handler runs', () => {
     const config = unstable_readConfig({ config: WRANGLER_CONFIG });
-    expect([...(config.triggers?.crons ?? [])].sort()).toEqual([ALERTS_CRON, RETENTION_CRON].sort());
+    expect([...(config.triggers?.crons ?? [])].sort()).toEqual([...WORKER_CRONS].sort());
+    expect(WORKER_CRONS).toHaveLength(3);
     expect(config.d1_databases.map((d: { binding: string }) => d.binding)).toEqual(['DB']);
   });
 });

@@ -1,10 +1,15 @@
 // The Symbols routes on the serverless edition (the Worker as deployed, on a local D1):
 // upload, list and delete answer as on the server edition; a source map larger than the
 // edition parses within an isolate's memory is refused with 400 and nothing stored; an
-// upload's files become ready together on D1 too (no interactive transactions there).
+// upload's files become ready together on D1 too (no interactive transactions there); an
+// upload re-symbolicates the release's stored events in bounded steps, the first after
+// the upload's answer, the rest by the every-minute cron.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RESYMBOLICATE_CRON } from '../../src/editions/workers/crons.js';
+import { WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../src/limits.js';
 import { openD1Store, type D1Binding } from '../../src/store/d1.js';
 import { commitSymbolFiles, listSymbolFiles, saveSymbolFile, writePendingFile } from '../../src/symbols/storage.js';
+import { envelope, errorEvent, eventId } from '../ingest/helpers.js';
 import { startTestWorker, type TestWorker } from './harness.js';
 
 const KEY = 'worker-symbols-key';
@@ -90,5 +95,58 @@ describe('symbol routes on the Worker', () => {
     expect(row).toMatchObject({ id: pending.id, state: 'ready', debug_id: meta.debugId });
     expect(replaced).toEqual([Number(old.id)]);
     expect((await listSymbolFiles(store.db, 1)).filter((r) => r.release === 'android@9').map((r) => Number(r.id))).toEqual([pending.id]);
+  });
+
+  it('re-symbolicates the release stored events after an upload: one step after its answer, the rest by the cron', async () => {
+    const { dsn, id: projectId } = (await (await w.api('/api/projects/web')).json()) as { dsn: string; id: number };
+    const key = new URL(dsn).username;
+    // Obfuscated frames of a release with no mapping yet: stored as they came.
+    const javaEvent = (): Record<string, unknown> => ({
+      ...errorEvent({ id: eventId(), timestamp: Date.now(), type: 'IllegalStateException', value: 'declined', release: 'android@5.0' }),
+      platform: 'java',
+      exception: { values: [{ type: 'IllegalStateException', value: 'declined', module: 'java.lang', stacktrace: { frames: [{ module: 'a.b', function: 'c', filename: 'SourceFile', in_app: true }] } }] },
+    });
+    const total = WORKER_RESYMBOLICATE_STEP_EVENTS + 1;
+    const ids: string[] = [];
+    for (let sent = 0; sent < total; ) {
+      const events = Array.from({ length: Math.min(100, total - sent) }, javaEvent);
+      ids.push(...events.map((e) => e.event_id as string));
+      const res = await fetch(`${w.url}/api/${projectId}/envelope/?sentry_key=${key}`, {
+        method: 'POST',
+        body: new Uint8Array(envelope({}, events.map((payload) => ({ type: 'event', payload })))),
+      });
+      expect(res.status, await res.clone().text()).toBe(200);
+      sent += events.length;
+    }
+    const d1 = await w.d1();
+    const symbolicated = async () =>
+      (await d1.prepare("select count(*) as n from events where release = 'android@5.0' and symbolicated is not null").first<{ n: number }>())!.n;
+    expect(await symbolicated()).toBe(0);
+
+    const mapping = 'com.example.Checkout -> a.b:\n    void pay(int) -> c\n';
+    const uploaded = await w.api('/api/projects/web/symbols', { method: 'POST', body: form('proguard', 'android@5.0', 'mapping.txt', mapping) });
+    expect(uploaded.status, await uploaded.clone().text()).toBe(201);
+
+    // The step after the answer: one step's events, then the run waits for the cron, its lease given back.
+    const job = async () => (await d1.prepare("select state, done, lease_until from symbol_jobs where release = 'android@5.0'").first<{ state: string; done: number; lease_until: number }>())!;
+    const deadline = Date.now() + 10_000;
+    while ((await job()).done < WORKER_RESYMBOLICATE_STEP_EVENTS && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await job()).toEqual({ state: 'pending', done: WORKER_RESYMBOLICATE_STEP_EVENTS, lease_until: 0 });
+    expect(await symbolicated()).toBe(WORKER_RESYMBOLICATE_STEP_EVENTS);
+
+    await w.runCron(RESYMBOLICATE_CRON);
+    expect(await job()).toMatchObject({ state: 'done', done: total });
+    expect(await symbolicated()).toBe(total);
+    const detail = (await (await w.api(`/api/projects/web/events/${ids[total - 1]}`)).json()) as {
+      symbolicated: boolean;
+      exceptions: { frames: { module: string; function: string }[]; symbolicated_frames: { module: string; function: string }[] | null }[];
+    };
+    expect(detail.symbolicated).toBe(true);
+    expect(detail.exceptions[0].frames[0]).toMatchObject({ module: 'a.b', function: 'c' });
+    expect(detail.exceptions[0].symbolicated_frames?.[0]).toMatchObject({ module: 'com.example.Checkout', function: 'pay' });
+
+    // Nothing is pending now: the next run of the cron does nothing.
+    await w.runCron(RESYMBOLICATE_CRON);
+    expect(await job()).toMatchObject({ state: 'done', done: total });
   });
 });

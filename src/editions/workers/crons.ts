@@ -3,6 +3,7 @@
 import { runAlertsOnce } from '../../alerts/dispatcher.js';
 import { webAlertRuntime } from '../../alerts/transport.js';
 import type { AppDeps } from '../../context.js';
+import { WORKER_RESYMBOLICATE_CRON_STEPS, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
 import { formatSummary, runRetention } from '../../store/retention.js';
 import { sweepAbandonedWrites } from '../../symbols/storage.js';
 
@@ -10,6 +11,13 @@ import { sweepAbandonedWrites } from '../../symbols/storage.js';
 export const RETENTION_CRON = '17 3 * * *';
 /** Every 10 minutes: the crash-spike check and one pass over the alert outbox and pending deliveries (as `faultline alerts`). */
 export const ALERTS_CRON = '*/10 * * * *';
+/**
+ * Every minute: bounded steps of the re-symbolication runs uploads recorded (the first
+ * step ran after the upload's answer), until none is pending or the cron's steps are done.
+ */
+export const RESYMBOLICATE_CRON = '* * * * *';
+/** Every cron wrangler.jsonc must schedule. */
+export const WORKER_CRONS = [RETENTION_CRON, ALERTS_CRON, RESYMBOLICATE_CRON];
 
 /**
  * Rows per retention batch on D1: each batch is one atomic `db.batch()`, and D1 stops
@@ -48,6 +56,18 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
         { crash_spikes: spikes.spikes.length, alerts: pass.alerts, deliveries_sent: pass.sent, deliveries_failed: pass.failed, deliveries_retried: pass.retried },
         'alerts checked and sent',
       );
+      return;
+    }
+    case RESYMBOLICATE_CRON: {
+      if (!deps.symbols) return;
+      let events = 0;
+      for (let step = 0; step < WORKER_RESYMBOLICATE_CRON_STEPS; step++) {
+        const done = await deps.symbols.resymbolicationStep(WORKER_RESYMBOLICATE_STEP_EVENTS);
+        events += done.events;
+        // Nothing pending, or only runs another isolate holds (their lease runs out by the next minute).
+        if (!done.pending || !done.ran) break;
+      }
+      if (events > 0) deps.logger.info({ events }, 're-symbolication steps done');
       return;
     }
     default:

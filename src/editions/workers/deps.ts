@@ -2,17 +2,22 @@
 // vars and secrets (the same names as the server's environment, parsed by
 // src/config.ts), the store on the D1 binding `DB`, the console JSON logger, a rate
 // limiter shared by every isolate through D1, the ingest sink on D1, symbol files and
-// symbolication, export and import routes, and the pure-JS codecs. Built once per
-// isolate; the schema is migrated before the first request is served.
+// symbolication (re-symbolication in bounded steps), export and import routes, and the
+// pure-JS codecs. The sink and the symbol service report the work they leave in D1 (alerts
+// recorded, re-symbolication runs) to the isolate's AfterAnswer, which the entry runs after
+// the answer (background.ts). Built once per isolate; the schema is migrated before the
+// first request is served.
 import type { Hono } from 'hono';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
 import type { AppDeps } from '../../context.js';
 import { createApp } from '../../http/app.js';
-import { WORKER_MAX_SOURCE_MAP_BYTES, WORKER_MAX_SYMBOL_FILE_BYTES } from '../../limits.js';
+import { WORKER_MAX_SOURCE_MAP_BYTES, WORKER_MAX_SYMBOL_FILE_BYTES, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
+import { readStoredPayloads } from '../../store/payloads.js';
 import { openD1Store, type D1Binding } from '../../store/d1.js';
 import { migrate } from '../../store/migrate.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
+import { AfterAnswer } from './background.js';
 import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
 import { decompressBlob, workersIngestRuntime } from './runtime.js';
@@ -51,7 +56,7 @@ const EXPORT_PART_LINES = 2000;
  */
 const IMPORT_BATCH = { lines: 100, chars: 4 * 1024 * 1024 };
 
-export function buildWorkerDeps(env: WorkerEnv): AppDeps {
+export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new AfterAnswer()): AppDeps {
   const config = loadConfig(settingsOf(env));
   const logger = createWorkerLogger(config.logLevel);
   const store = openD1Store(env.DB);
@@ -62,16 +67,25 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
     logger,
     // Isolates come and go and serve in parallel: the limit lives in D1 (rate_limit_windows).
     rateLimiter: new SharedRateLimiter(store, config.rateLimit, logger),
-    ingest: new D1IngestSink(store),
+    ingest: new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded),
     ingestRuntime: workersIngestRuntime,
     decompressBlob,
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
-    // No background re-symbolication of stored events: an isolate lives only while it
-    // serves. Without the Node-loaded demangler, native (dSYM) names stay mangled. Files
-    // the sentry-cli routes store have the same limits as the Symbols routes' (what an
-    // isolate can parse).
-    symbols: new SymbolService({ store, clock: systemClock, logger, cacheBytes: SYMBOL_CACHE_BYTES, uploadLimits: SYMBOL_UPLOAD_LIMITS, limitUploaderFiles: true }),
+    // Re-symbolication of stored events goes in bounded steps (an isolate lives only
+    // while it serves): one after the upload's answer, the rest by cron. Without the
+    // Node-loaded demangler, native (dSYM) names stay mangled. Files the sentry-cli
+    // routes store have the same limits as the Symbols routes' (what an isolate can parse).
+    symbols: new SymbolService({
+      store,
+      clock: systemClock,
+      logger,
+      cacheBytes: SYMBOL_CACHE_BYTES,
+      uploadLimits: SYMBOL_UPLOAD_LIMITS,
+      limitUploaderFiles: true,
+      readPayloads: (db, rows) => readStoredPayloads(db, rows, decompressBlob),
+      steps: { batchEvents: WORKER_RESYMBOLICATE_STEP_EVENTS, scheduled: afterAnswer.resymbolicationScheduled },
+    }),
     // Promises still pending when a Worker has answered are cancelled (only waitUntil keeps
     // them, for 30 s): an assembly is answered when it is done, never `created` and left
     // to finish, so a large one is bounded by the request's CPU time only.
@@ -91,6 +105,8 @@ export function buildWorkerDeps(env: WorkerEnv): AppDeps {
 export interface WorkerInstance {
   deps: AppDeps;
   app: Hono;
+  /** Work the isolate's requests left, run after an answer (background.ts). */
+  afterAnswer: AfterAnswer;
   /** Settles once the schema is current; rejects when migrating failed (retried by the next request). */
   ready: Promise<void>;
 }
@@ -105,8 +121,9 @@ let current: { env: WorkerEnv; instance: WorkerInstance } | null = null;
  */
 export function workerInstance(env: WorkerEnv): WorkerInstance {
   if (current && current.env === env) return current.instance;
-  const deps = buildWorkerDeps(env);
-  const instance: WorkerInstance = { deps, app: createApp(deps), ready: migrateOnce(deps) };
+  const afterAnswer = new AfterAnswer();
+  const deps = buildWorkerDeps(env, afterAnswer);
+  const instance: WorkerInstance = { deps, app: createApp(deps), afterAnswer, ready: migrateOnce(deps) };
   instance.ready.catch(() => {
     if (current?.instance === instance) current = null;
   });

@@ -1,5 +1,7 @@
 // The serverless edition's Worker entry (wrangler.jsonc `main`): the shared Hono app
-// for requests, once the isolate's D1 schema is current, and the cron housekeeping.
+// for requests, once the isolate's D1 schema is current, then the work requests left
+// (alerts to send, a re-symbolication step) kept alive past the answer by waitUntil
+// (background.ts); and the cron housekeeping.
 import type { ExecutionContext } from 'hono';
 import { runCron } from './crons.js';
 import { workerInstance, type WorkerEnv } from './deps.js';
@@ -30,7 +32,10 @@ export default {
       const health = new URL(request.url).pathname === '/health';
       return new Response(health ? HEALTH_UNAVAILABLE : UNAVAILABLE, { status: 503, headers: { 'content-type': 'application/json' } });
     }
-    return instance.app.fetch(request, env, ctx);
+    const response = await instance.app.fetch(request, env, ctx);
+    const after = instance.afterAnswer.take(instance.deps);
+    if (after) ctx.waitUntil(after);
+    return response;
   },
 
   async scheduled(controller: ScheduledController, env: WorkerEnv, _ctx: ExecutionContext): Promise<void> {

@@ -5,7 +5,8 @@
 // stays right under concurrent requests without interactive transactions. The request
 // is answered only once the batch has committed; a batch D1 fails is answered 503
 // (nothing was written), so the SDK resends. A work that cannot fit D1's limits is
-// refused with 413 before anything is sent.
+// refused with 413 before anything is sent. A batch that recorded alerts says so
+// (`onAlertsRecorded`): the Worker sends them after the answer (deps.ts).
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
 import type { Random } from '../../ingest/plan.js';
 import { prepareWork } from '../../ingest/prepare.js';
@@ -27,6 +28,7 @@ export class D1IngestSink implements IngestSink {
   constructor(
     readonly store: Store,
     private readonly random: Random = Math.random,
+    private readonly onAlertsRecorded?: () => void,
   ) {}
 
   async submit(work: IngestWork): Promise<IngestOutcome> {
@@ -42,6 +44,7 @@ export class D1IngestSink implements IngestSink {
     }
     this.counts.batches++;
     this.counts.statements += commit.statements.length;
+    if (this.onAlertsRecorded && commit.alertsRecorded(results) > 0) this.onAlertsRecorded();
     return commit.outcome(results as { rows: Record<string, unknown>[] }[]);
   }
 

@@ -15,7 +15,7 @@ import { gzipSync } from 'node:zlib';
 import { Log, LogLevel, Miniflare } from 'miniflare';
 import { unstable_getMiniflareWorkerOptions } from 'wrangler';
 import { loadConfig } from '../../config.js';
-import { ALERTS_CRON, RETENTION_CRON } from './crons.js';
+import { ALERTS_CRON, RESYMBOLICATE_CRON, RETENTION_CRON } from './crons.js';
 
 /** The repository root (this file is src/editions/workers/local.ts, or its build in dist/). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -127,11 +127,13 @@ async function main(): Promise<void> {
 
   const cron = (expression: string) => () =>
     void worker.runCron(expression).catch((err) => process.stderr.write(`cron ${expression} failed: ${(err as Error).message}\n`));
-  // The crons of wrangler.jsonc: retention a minute after start and then daily, alerts every 10 minutes.
+  // The crons of wrangler.jsonc: retention a minute after start and then daily, alerts
+  // every 10 minutes, re-symbolication steps every minute.
   const timers = [
     setTimeout(cron(RETENTION_CRON), MINUTE_MS),
     setInterval(cron(RETENTION_CRON), 24 * 60 * MINUTE_MS),
     setInterval(cron(ALERTS_CRON), 10 * MINUTE_MS),
+    setInterval(cron(RESYMBOLICATE_CRON), MINUTE_MS),
   ];
 
   let stopping = false;
