@@ -5,7 +5,7 @@
 // upload` and `sourcemaps upload --release` (no debug ids). Each upload is listed by
 // GET /api/projects/{slug}/symbols, and a real event of the built program sent through
 // ingest comes out symbolicated as after a management-API upload. SQLite and PostgreSQL.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { dialects, startTestServer, type TestServer } from '../helpers/server.js
 import { eventDetail, eventually, sendEvent } from '../symbols/helpers.js';
 import { buildJavaFixture, javaEvent, type JavaFixture } from '../symbols/java-fixture.js';
 import { CLIS, ok, runCli, type CliTarget, type CliVersion } from './cli.js';
+import { buildBundle, bundleCopy, jsEvent, throwSite, type ThrowSite } from './js-bundle.js';
 
 const KEY = 'symbols-upload-key-0123456789abcdef';
 let work: string;
@@ -23,30 +24,15 @@ let java: JavaFixture;
 let mapping: string;
 let mappingUuid: string;
 /** Where the minified bundle threw: line and column of `validate`'s throw, from node's stack. */
-let thrownAt: { line: number; column: number };
-
-/** An esbuild bundle with its source map in `dir/dist` (app.min.js, app.min.js.map). */
-async function buildBundle(dir: string): Promise<string> {
-  const { build } = await import('esbuild');
-  fs.mkdirSync(path.join(dir, 'src'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'src/cart.js'), 'export function validateCart(items) {\n  if (items.length === 0) {\n    throw new Error("cart is empty");\n  }\n  return items.length;\n}\n');
-  fs.writeFileSync(path.join(dir, 'src/app.js'), 'import { validateCart } from "./cart.js";\n\nexport function checkout(items) {\n  return validateCart(items);\n}\n\ncheckout([]);\n');
-  const dist = path.join(dir, 'dist');
-  await build({ entryPoints: [path.join(dir, 'src/app.js')], bundle: true, minify: true, sourcemap: true, outfile: path.join(dist, 'app.min.js'), logLevel: 'silent' });
-  return dist;
-}
+let thrownAt: ThrowSite;
 
 beforeAll(async () => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-uploads-'));
   java = buildJavaFixture();
   mapping = path.join(java.dir, 'mapping.txt');
   mappingUuid = execFileSync(CLIS['3'], ['proguard', 'uuid', mapping], { encoding: 'utf8' }).trim();
-  const dist = await buildBundle(path.join(work, 'web'));
   // The real stack of the minified program: where the bundle throws.
-  const run = spawnSync(process.execPath, [path.join(dist, 'app.min.js')], { encoding: 'utf8' });
-  const m = /app\.min\.js:(\d+):(\d+)/.exec(run.stderr);
-  if (!m) throw new Error(`the bundle did not throw as expected: ${run.stderr}`);
-  thrownAt = { line: Number(m[1]), column: Number(m[2]) };
+  thrownAt = throwSite(path.join(await buildBundle(path.join(work, 'web')), 'app.min.js'));
 }, 60_000);
 
 afterAll(() => {
@@ -55,26 +41,13 @@ afterAll(() => {
 });
 
 /** A fresh copy of the built bundle (inject rewrites files in place). */
-function bundleCopy(name: string): string {
-  const to = path.join(work, name);
-  fs.cpSync(path.join(work, 'web/dist'), to, { recursive: true });
-  return to;
+function copyOfBundle(name: string): string {
+  return bundleCopy(path.join(work, 'web/dist'), path.join(work, name));
 }
 
 /** The symbolicated frames innermost first, in the fields retrace prints. */
 function innermostFirst(frames: any[]) {
   return [...frames].reverse().map((f) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }));
-}
-
-/** A browser-SDK-shaped event for the bundle's real throw at `line`:`column` of `url`. */
-function jsEvent(url: string, line: number, column: number, opts: { release?: string; debugId?: string }): Record<string, unknown> {
-  return {
-    platform: 'javascript',
-    level: 'error',
-    ...(opts.release ? { release: opts.release } : {}),
-    exception: { values: [{ type: 'Error', value: 'cart is empty', stacktrace: { frames: [{ filename: url, abs_path: url, function: 'e', lineno: line, colno: column, in_app: true }] } }] },
-    ...(opts.debugId ? { debug_meta: { images: [{ type: 'sourcemap', code_file: url, debug_id: opts.debugId }] } } : {}),
-  };
 }
 
 describe.each(dialects)('sentry-cli uploads of real symbol files (%s)', (dialect) => {
@@ -122,7 +95,7 @@ describe.each(dialects)('sentry-cli uploads of real symbol files (%s)', (dialect
 
   it.each(['3', '2'] as const)('sourcemaps inject + upload stores the map under its debug id and a real event is mapped (%s.x)', async (v) => {
     const slug = `web-${v}`;
-    const dir = bundleCopy(`inject-${v}-${dialect}`);
+    const dir = copyOfBundle(`inject-${v}-${dialect}`);
     ok(await runCli(v, target(slug), ['sourcemaps', 'inject', dir]));
     const injected = fs.readFileSync(path.join(dir, 'app.min.js'), 'utf8');
     const debugId = /\/\/# debugId=([0-9a-f-]{36})/.exec(injected)![1];
@@ -131,10 +104,8 @@ describe.each(dialects)('sentry-cli uploads of real symbol files (%s)', (dialect
     expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.filename])).toEqual([['sourcemap', debugId, '~/app.min.js.map']]);
 
     // The injected snippet shifts the code: the real throw of the injected file.
-    const run = spawnSync(process.execPath, [path.join(dir, 'app.min.js')], { encoding: 'utf8' });
-    const [, line, column] = /app\.min\.js:(\d+):(\d+)/.exec(run.stderr)!;
     const url = 'https://shop.example.com/assets/app.min.js';
-    const detail = await eventDetail(t, projects[slug], await sendEvent(t, projects[slug], jsEvent(url, Number(line), Number(column), { debugId })));
+    const detail = await eventDetail(t, projects[slug], await sendEvent(t, projects[slug], jsEvent(url, throwSite(path.join(dir, 'app.min.js')), { debugId })));
     expect(detail.symbolicated).toBe(true);
     const [frame] = detail.exceptions[0].symbolicated_frames;
     expect(frame.lineno).toBe(3);
@@ -146,16 +117,16 @@ describe.each(dialects)('sentry-cli uploads of real symbol files (%s)', (dialect
     const release = `shop@${v}.1.0`;
     ok(await runCli(v, target(slug), ['releases', 'new', release]));
     // An event that arrives before its maps is symbolicated again after the upload.
-    const early = await sendEvent(t, projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt.line, thrownAt.column, { release }));
+    const early = await sendEvent(t, projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt, { release }));
     expect((await eventDetail(t, projects[slug], early)).symbolicated).toBe(false);
-    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--release', release, bundleCopy(`release-${v}-${dialect}`)]));
+    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--release', release, copyOfBundle(`release-${v}-${dialect}`)]));
     const resymbolicated = await eventually(async () => {
       const d = await eventDetail(t, projects[slug], early);
       return d.symbolicated ? d : null;
     });
     expect(resymbolicated.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
     expect((await files(slug)).map((f) => [f.kind, f.release, f.debug_id, f.filename])).toEqual([['sourcemap', release, '', '~/app.min.js.map']]);
-    const detail = await eventDetail(t, projects[slug], await sendEvent(t, projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt.line, thrownAt.column, { release })));
+    const detail = await eventDetail(t, projects[slug], await sendEvent(t, projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt, { release })));
     expect(detail.symbolicated).toBe(true);
     expect(detail.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
   });

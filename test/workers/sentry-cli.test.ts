@@ -6,7 +6,7 @@
 // (2.x), and `debug-files upload` of a real fat dSYM. What was stored is read back through
 // the Worker's API (symbol files, releases), and real events sent afterwards come out
 // symbolicated. One Worker for the file.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,7 @@ import { symbolize } from '../symbols-native/build-dsym.js';
 import { eventDetail, sendEvent } from '../symbols/helpers.js';
 import { buildJavaFixture, javaEvent, type JavaFixture } from '../symbols/java-fixture.js';
 import { CLIS, ok, runCli, type CliTarget, type CliVersion } from '../uploads/cli.js';
+import { buildBundle, bundleCopy, jsEvent, throwSite, type ThrowSite } from '../uploads/js-bundle.js';
 import { startTestWorker, type TestWorker } from './harness.js';
 
 const KEY = 'worker-cli-key-0123456789abcdef';
@@ -27,41 +28,11 @@ let mapping: string;
 let mappingUuid: string;
 let ios: IosFixture;
 let dsymDir: string;
-let thrownAt: { line: number; column: number };
+let thrownAt: ThrowSite;
 
-/** An esbuild bundle with its source map in `dir/dist`, as test/uploads/symbols.test.ts builds it. */
-async function buildBundle(dir: string): Promise<string> {
-  const { build } = await import('esbuild');
-  fs.mkdirSync(path.join(dir, 'src'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'src/cart.js'), 'export function validateCart(items) {\n  if (items.length === 0) {\n    throw new Error("cart is empty");\n  }\n  return items.length;\n}\n');
-  fs.writeFileSync(path.join(dir, 'src/app.js'), 'import { validateCart } from "./cart.js";\n\nexport function checkout(items) {\n  return validateCart(items);\n}\n\ncheckout([]);\n');
-  const dist = path.join(dir, 'dist');
-  await build({ entryPoints: [path.join(dir, 'src/app.js')], bundle: true, minify: true, sourcemap: true, outfile: path.join(dist, 'app.min.js'), logLevel: 'silent' });
-  return dist;
-}
-
-/** Where a built bundle throws, from node's stack. */
-function throwSite(file: string): { line: number; column: number } {
-  const run = spawnSync(process.execPath, [file], { encoding: 'utf8' });
-  const m = /app\.min\.js:(\d+):(\d+)/.exec(run.stderr);
-  if (!m) throw new Error(`the bundle did not throw as expected: ${run.stderr}`);
-  return { line: Number(m[1]), column: Number(m[2]) };
-}
-
-function bundleCopy(name: string): string {
-  const to = path.join(work, name);
-  fs.cpSync(path.join(work, 'web/dist'), to, { recursive: true });
-  return to;
-}
-
-function jsEvent(url: string, at: { line: number; column: number }, opts: { release?: string; debugId?: string }): Record<string, unknown> {
-  return {
-    platform: 'javascript',
-    level: 'error',
-    ...(opts.release ? { release: opts.release } : {}),
-    exception: { values: [{ type: 'Error', value: 'cart is empty', stacktrace: { frames: [{ filename: url, abs_path: url, function: 'e', lineno: at.line, colno: at.column, in_app: true }] } }] },
-    ...(opts.debugId ? { debug_meta: { images: [{ type: 'sourcemap', code_file: url, debug_id: opts.debugId }] } } : {}),
-  };
+/** A fresh copy of the built bundle (inject rewrites files in place). */
+function copyOfBundle(name: string): string {
+  return bundleCopy(path.join(work, 'web/dist'), path.join(work, name));
 }
 
 beforeAll(async () => {
@@ -183,7 +154,7 @@ describe('sentry-cli against the Worker', () => {
 
   it.each(['3', '2'] as const)('sourcemaps inject + upload stores the map under its debug id and a real event is mapped (%s.x)', async (v) => {
     const slug = `web-${v}`;
-    const dir = bundleCopy(`inject-${v}`);
+    const dir = copyOfBundle(`inject-${v}`);
     ok(await runCli(v, target(slug), ['sourcemaps', 'inject', dir]));
     const debugId = /\/\/# debugId=([0-9a-f-]{36})/.exec(fs.readFileSync(path.join(dir, 'app.min.js'), 'utf8'))![1];
     ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--wait', dir]));
@@ -201,7 +172,7 @@ describe('sentry-cli against the Worker', () => {
     const slug = `web-release-${v}`;
     const release = `shop@${v}.1.0`;
     ok(await runCli(v, target(slug), ['releases', 'new', release]));
-    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--release', release, bundleCopy(`release-${v}`)]));
+    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--release', release, copyOfBundle(`release-${v}`)]));
     expect((await files(slug)).map((f) => [f.kind, f.release, f.debug_id, f.filename])).toEqual([['sourcemap', release, '', '~/app.min.js.map']]);
     const releases = (await (await w.api(`/api/0/projects/acme/${slug}/releases/`)).json()) as { version: string }[];
     expect(releases.map((r) => r.version)).toEqual([release]);
