@@ -129,7 +129,7 @@ export class ResymbolicationRunner {
   async step(maxEvents: number): Promise<StepResult> {
     const job = await this.claim();
     if (!job) return { ran: false, events: 0, pending: await this.anyPending() };
-    const state = await this.begin(job);
+    const state = await this.begin(job, true);
     let events = 0;
     for (;;) {
       const limit = Math.min(this.batchEvents, maxEvents - events);
@@ -202,8 +202,12 @@ export class ResymbolicationRunner {
     return null;
   }
 
-  /** The run's state, its cursor placed before the window's first event on a fresh run. */
-  private async begin(job: JobRow): Promise<RunState> {
+  /**
+   * The run's state, its cursor placed before the window's first event on a fresh run.
+   * A run taken up again is logged at info when a process resumes it after a restart;
+   * the steps that carry a run forward in pieces log that at debug (one line a step).
+   */
+  private async begin(job: JobRow, steps = false): Promise<RunState> {
     const state: RunState = {
       id: Number(job.id),
       projectId: Number(job.project_id),
@@ -223,7 +227,8 @@ export class ResymbolicationRunner {
         .executeTakeFirst();
       state.cursor = first ? Number(first.id) - 1 : Number.MAX_SAFE_INTEGER;
     }
-    this.deps.logger.info(
+    const fresh = Number(job.cursor) < 0;
+    this.deps.logger[fresh || !steps ? 'info' : 'debug'](
       { job: state.id, project: state.projectId, release: state.release, resumedAt: state.done },
       're-symbolicating the events of the last 48 hours',
     );

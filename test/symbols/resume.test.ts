@@ -10,6 +10,7 @@ import { SymbolService } from '../../src/symbols/service.js';
 import { storedPayloads } from '../../src/editions/node/payloads.js';
 import { createTestDatabase, dialects, startTestServer, type TestDatabase } from '../helpers/server.js';
 import { makeProject } from '../ingest/helpers.js';
+import { captureLogger } from '../helpers/log-capture.js';
 import { buildJavaFixture, javaEvent, type JavaFixture } from './java-fixture.js';
 import { eventDetail, eventually, sendEvent } from './helpers.js';
 
@@ -67,10 +68,11 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
       await saveSymbolFile(t.deps.store.db, { projectId: project.id, kind: 'proguard', release: 'r-steps', filename: 'mapping.txt' }, [fx.mapping], now);
       // Recorded directly: the server's own service would work through it in its loop.
       const jobId = await scheduleResymbolication(t.deps.store, project.id, 'r-steps', now);
+      const log = captureLogger('info');
       const service = new SymbolService({
         store: t.deps.store,
         clock: t.clock,
-        logger: t.deps.logger,
+        logger: log.logger,
         readPayloads: storedPayloads,
         steps: { batchEvents: 2, scheduled: () => undefined },
       });
@@ -88,6 +90,8 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
       details = await Promise.all(ids.map((id) => eventDetail(t, project, id)));
       expect(details.map((d) => d.symbolicated)).toEqual([true, true, true]);
       expect(await service.resymbolicationStep(2)).toEqual({ ran: false, events: 0, pending: false });
+      // The run's start is one info line; the step that took it up again logs at debug.
+      expect(log.lines.filter((l) => l.msg === 're-symbolicating the events of the last 48 hours').map((l) => l.resumedAt)).toEqual([0]);
     } finally {
       await t.close();
     }
