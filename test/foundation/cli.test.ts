@@ -127,8 +127,19 @@ describe('npm start with DATABASE_URL unset', () => {
       const journal = new Database(file, { readonly: true });
       expect(journal.pragma('journal_mode', { simple: true })).toBe('wal');
       journal.close();
+
+      // SIGTERM to npm alone, as a service manager or `kill <pid>` sends it: npm passes it
+      // on, and the server itself must get it (not a shell between them) and stop cleanly.
+      serve.child.kill('SIGTERM');
+      const ended = await Promise.race([serve.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000))]);
+      expect(ended, 'the server outlived npm').toBe(true);
+      expect(serve.lines.some((l) => l.msg === 'stopped')).toBe(true);
     } finally {
-      serve.signal('SIGTERM');
+      try {
+        serve.signal('SIGKILL');
+      } catch {
+        // Every process of the group has ended.
+      }
       await serve.exited;
     }
   });
