@@ -1,8 +1,8 @@
-// The dashboard's only two assets, served from this app (/static/…): one small
+// The dashboard's only assets, served from this app (/static/…): one small
 // stylesheet (phone and desktop, visible focus, relative units so 200 % zoom
-// reflows) and one small script that only adds conveniences (copy the DSN,
-// select every issue, confirm before a destructive action); every page works
-// without it.
+// reflows), one small script that only adds conveniences (copy the DSN,
+// select every issue, confirm before a destructive action; every page works
+// without it), and the tab icon.
 export const CSS = `
 :root{--fg:#1d2330;--muted:#5b6475;--line:#d5dae3;--bg:#f6f7f9;--card:#fff;--accent:#2f5fc4;--bad:#b3261e;--ok:#1e7a4c;--warn:#9a6700;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);line-height:1.45}
 *{box-sizing:border-box}body{margin:0}
@@ -67,3 +67,6 @@ document.addEventListener('change', function (e) {
   }
 });
 `;
+
+/** The tab icon: a fault line across a square, so browsers do not ask for a missing /favicon.ico. */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#b3261e"/><path d="M3 4l4 4-2 2 4 3 4-5" fill="none" stroke="#fff" stroke-width="1.6" stroke-linejoin="round"/></svg>`;

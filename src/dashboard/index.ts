@@ -32,7 +32,7 @@ import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
 import { AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
 import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
 import { webAlertRuntime } from '../alerts/transport.js';
-import { CSS, JS } from './assets.js';
+import { CSS, FAVICON_SVG, JS } from './assets.js';
 import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
@@ -151,6 +151,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
 
   app.get('/static/dashboard.css', (c) => c.body(CSS, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }));
   app.get('/static/dashboard.js', (c) => c.body(JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }));
+  app.get('/static/favicon.svg', (c) => c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400' }));
 
   app.get('/login', async (c) => {
     if (!signInRequired) return c.redirect('/', 303);

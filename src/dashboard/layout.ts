@@ -49,6 +49,7 @@ export function page(
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${o.title} · Faultline</title>
 <link rel="stylesheet" href="/static/dashboard.css">
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
 <script src="/static/dashboard.js" defer></script>
 </head>
 <body>

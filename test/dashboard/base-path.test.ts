@@ -46,6 +46,12 @@ describe('dashboard under a PUBLIC_URL path', () => {
     expect(form).toContain(`action="${PREFIX}/login"`);
     expect(form).toContain(`href="${PREFIX}/static/dashboard.css"`);
     expect(form).toContain(`src="${PREFIX}/static/dashboard.js"`);
+    expect(form).toContain(`href="${PREFIX}/static/favicon.svg"`);
+    // The icon is served without a session, as the stylesheet is (the sign-in page shows it).
+    const icon = await visitor.request('/static/favicon.svg');
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await icon.text()).toMatch(/^<svg /);
 
     const signedIn = await visitor.post('/login', { key: API_KEY, next: '/demo' });
     expect(signedIn.status).toBe(303);

@@ -181,6 +181,31 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     for (const payload of XSS) expect(page, payload).toContain(escapeHtml(payload));
   });
 
+  it('shows an exception without a type (a message with its stack) by its value alone', async () => {
+    const eventId = 'c'.repeat(32);
+    const event = {
+      event_id: eventId,
+      timestamp: Date.now() / 1000,
+      level: 'warning',
+      platform: 'node',
+      message: 'Payment provider slow',
+      exception: { values: [{ value: 'Payment provider slow', stacktrace: { frames: [{ function: 'pay', filename: 'pay.js', lineno: 3, in_app: true }] } }] },
+    };
+    const project = (await findProjectBySlug(t.deps.store.db, 'demo'))!;
+    const res = await fetch(`${t.url}/api/${project.id}/store/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${project.dsn_key}` },
+      body: JSON.stringify(event),
+    });
+    expect(res.status).toBe(200);
+    const detail = await (await t.api(`/api/projects/demo/events/${eventId}`)).json();
+    const c = new Client(t.url);
+    await c.signIn(API_KEY);
+    const page = await (await c.request(`/demo/events/${detail.id}`)).text();
+    expect(page).toContain('<p>Payment provider slow');
+    expect(page).not.toContain('<strong></strong>');
+  });
+
   it('runs the actions through the same domain code as the API', async () => {
     const c = new Client(t.url);
     await c.signIn(API_KEY);

@@ -127,7 +127,7 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext): H
     ${exceptions.length === 0 ? html`<p class="sub">No exception (a message event).</p>` : ''}
     ${exceptions.map(
       (x) => html`<div class="exception">
-        <p><strong>${x.type}</strong>: ${x.value} ${x.mechanism ? html`<span class="badge">${text(x.mechanism.type)}${x.mechanism.handled === false ? ' · unhandled' : ''}</span>` : ''}</p>
+        <p>${x.type ? html`<strong>${x.type}</strong>: ` : ''}${x.value} ${x.mechanism ? html`<span class="badge">${text(x.mechanism.type)}${x.mechanism.handled === false ? ' · unhandled' : ''}</span>` : ''}</p>
         ${x.symbolicated_frames
           ? html`<div class="frames pair">${stack(x.symbolicated_frames as NormalizedFrame[], 'Symbolicated')}${stack(x.frames, 'As received')}</div>`
           : html`<div class="frames">${stack(x.frames, 'Stack trace (most recent call first)')}</div>`}

@@ -44,7 +44,7 @@ export function overviewPage(ctx: PageContext, project: Project, query: Record<s
     ${stat(count(o.regressions), 'regressions', href(issues, { status: 'regression', days: query.days }))}
     ${stat(
       o.crash_free ? percent(o.crash_free.rate) : '–',
-      o.crash_free ? html`crash-free sessions of <a href="${projectPath(project.slug, 'releases', o.crash_free.release)}">${o.crash_free.release}</a> (${count(o.crash_free.sessions)} sessions)` : 'crash-free: no sessions',
+      o.crash_free ? html`crash-free sessions of <a href="${projectPath(project.slug, 'releases', o.crash_free.release)}">${o.crash_free.release}</a> (${count(o.crash_free.sessions)} ${o.crash_free.sessions === 1 ? 'session' : 'sessions'})` : 'crash-free: no sessions',
     )}
   </div>
   <section class="card" aria-labelledby="levels"><h2 id="levels">Levels</h2>
