@@ -4,9 +4,10 @@
 import { Hono, type Context } from 'hono';
 import type { AppDeps } from '../context.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
-import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
+import { EVENT_LIST_PARAMETERS, eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import {
   bulkSetStatus,
+  ISSUE_LIST_PARAMETERS,
   issueDetail,
   listIssues,
   parseBulkBody,
@@ -15,12 +16,16 @@ import {
   setIssueStatus,
 } from '../read/issues.js';
 import { overview } from '../read/overview.js';
+import { checkParameters, WINDOW_PARAMETERS, type RouteParameters } from '../read/params.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
 import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { HttpError, readJson } from './errors.js';
 
 const P = '/api/projects/:slug';
+/** The routes that take only a time window (overview, issue detail, releases). */
+const WINDOW_ONLY: RouteParameters = { names: WINDOW_PARAMETERS };
+const NONE: RouteParameters = { names: [] };
 
 export function readRoutes(deps: AppDeps): Hono {
   const app = new Hono();
@@ -32,6 +37,13 @@ export function readRoutes(deps: AppDeps): Hono {
     const row = await findProjectBySlug(db, slug);
     if (!row) throw new HttpError(404, `project ${JSON.stringify(slug)} not found`);
     return row;
+  }
+
+  /** The request's query parameters, refused when one is not among those the route takes. */
+  function query(c: Context, allowed: RouteParameters): Record<string, string> {
+    const params = c.req.query();
+    checkParameters(params, allowed);
+    return params;
   }
 
   /** Runs a handler, turning the read domain's errors into HTTP errors. */
@@ -48,14 +60,14 @@ export function readRoutes(deps: AppDeps): Hono {
 
   app.get(
     `${P}/overview`,
-    handle(async (c) => c.json(await overview(db, (await project(c)).id, c.req.query(), now()))),
+    handle(async (c) => c.json(await overview(db, (await project(c)).id, query(c, WINDOW_ONLY), now()))),
   );
 
   app.get(
     `${P}/issues`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await listIssues(db, p.id, parseIssueListQuery(c.req.query(), now()), now()));
+      return c.json(await listIssues(db, p.id, parseIssueListQuery(query(c, ISSUE_LIST_PARAMETERS), now()), now()));
     }),
   );
 
@@ -78,7 +90,7 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/:fingerprint`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await issueDetail(db, p.id, c.req.param('fingerprint') ?? '', c.req.query(), now()));
+      return c.json(await issueDetail(db, p.id, c.req.param('fingerprint') ?? '', query(c, WINDOW_ONLY), now()));
     }),
   );
 
@@ -95,7 +107,7 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/events`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await listEvents(db, p.id, parseEventListQuery(c.req.query(), now())));
+      return c.json(await listEvents(db, p.id, parseEventListQuery(query(c, EVENT_LIST_PARAMETERS), now())));
     }),
   );
 
@@ -103,13 +115,14 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/events/:id`,
     handle(async (c) => {
       const p = await project(c);
+      query(c, NONE);
       return c.json(await eventDetail(db, p.id, c.req.param('id') ?? '', deps.decompressBlob));
     }),
   );
 
   app.get(
     `${P}/releases`,
-    handle(async (c) => c.json(await listReleases(db, (await project(c)).id, c.req.query(), now()))),
+    handle(async (c) => c.json(await listReleases(db, (await project(c)).id, query(c, WINDOW_ONLY), now()))),
   );
 
   // A version may hold "/" (sent raw or as %2F), "@" and "+": the parameter takes the rest of the path.
@@ -117,7 +130,7 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/releases/:version{.+}`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await releaseDetail(db, p.id, c.req.param('version') ?? '', c.req.query(), now()));
+      return c.json(await releaseDetail(db, p.id, c.req.param('version') ?? '', query(c, WINDOW_ONLY), now()));
     }),
   );
 

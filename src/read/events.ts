@@ -9,7 +9,7 @@ import { eventDetailFromRaw } from '../ingest/normalize.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
-import { containsText, parseLimit } from './params.js';
+import { containsText, parseLimit, WINDOW_PARAMETERS, type RouteParameters } from './params.js';
 import { parseWindow, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_TAG_FILTERS } from '../limits.js';
 
@@ -74,6 +74,12 @@ export interface EventListQuery {
   limit: number;
   window: TimeWindow | null;
 }
+
+/** The events list's parameters (checkParameters). */
+export const EVENT_LIST_PARAMETERS: RouteParameters = {
+  names: [...EXACT_FILTERS, 'fingerprint', 'q', 'crash', 'before', 'limit', ...WINDOW_PARAMETERS],
+  prefixes: ['tag.'],
+};
 
 export function parseEventListQuery(query: QueryParams, now: number): EventListQuery {
   const exact: EventListQuery['exact'] = {};

@@ -14,7 +14,9 @@ import {
   parseEnum,
   parseLimit,
   parseOffset,
+  WINDOW_PARAMETERS,
   type IssueStatus,
+  type RouteParameters,
 } from './params.js';
 import { scanFloor } from './events.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
@@ -79,6 +81,9 @@ export interface IssueListQuery {
   offset: number;
   window: TimeWindow;
 }
+
+/** The issues list's parameters (checkParameters). */
+export const ISSUE_LIST_PARAMETERS: RouteParameters = { names: ['status', 'level', 'release', 'q', 'sort', 'limit', 'offset', ...WINDOW_PARAMETERS] };
 
 export function parseIssueListQuery(query: QueryParams, now: number): IssueListQuery {
   return {

@@ -54,3 +54,27 @@ function containsPattern(text: string): string {
 export function containsText(column: string, text: string): RawBuilder<boolean> {
   return sql<boolean>`lower(${sql.ref(column)}) like lower(cast(${containsPattern(text)} as text)) escape '\\'`;
 }
+
+/** The time window's parameters (window.ts), taken by every route with a window. */
+export const WINDOW_PARAMETERS = ['days', 'from', 'to'] as const;
+
+/** What each read route takes: names, and name prefixes (`tag.` for the events list's tag filters). */
+export interface RouteParameters {
+  names: readonly string[];
+  prefixes?: readonly string[];
+}
+
+/**
+ * Refuses a parameter the route does not take, naming those it does, as an unknown body
+ * field is refused: a misspelt filter (`?issue=` for `?fingerprint=`) would otherwise
+ * answer the unfiltered list as if it were the filtered one.
+ */
+export function checkParameters(query: Record<string, string | undefined>, allowed: RouteParameters): void {
+  for (const name of Object.keys(query)) {
+    if (allowed.names.includes(name) || allowed.prefixes?.some((p) => name.startsWith(p))) continue;
+    const taken = [...allowed.names, ...(allowed.prefixes ?? []).map((p) => `${p}<key>`)];
+    throw new ReadInputError(
+      taken.length === 0 ? `unknown parameter ${JSON.stringify(name)}; this route takes none` : `unknown parameter ${JSON.stringify(name)}; allowed: ${taken.join(', ')}`,
+    );
+  }
+}

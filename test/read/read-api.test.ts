@@ -215,6 +215,28 @@ describe.each(dialects)('read API on %s', (dialect) => {
     expect((await getJson(t, '/api/projects/no-such-project/issues')).status).toBe(404);
   });
 
+  it('refuses a parameter a route does not take with 400 naming those it does', async () => {
+    const someIssue = (await getJson(t, url('/issues?limit=1'))).body.issues[0].fingerprint;
+    const someEvent = (await getJson(t, url('/events?limit=1'))).body.events[0].id;
+    const cases: [string, RegExp][] = [
+      // A misspelt filter would otherwise answer the whole list as if filtered.
+      ['/events?issue=abc', /unknown parameter "issue"; allowed: level, release, .*fingerprint, q, crash, before, limit, days, from, to, tag\.<key>/],
+      ['/issues?page=2', /unknown parameter "page"; allowed: status, level, release, q, sort, limit, offset, days, from, to/],
+      ['/overview?limit=5', /unknown parameter "limit"; allowed: days, from, to/],
+      [`/issues/${someIssue}?status=resolved`, /unknown parameter "status"; allowed: days, from, to/],
+      ['/releases?sort=crash_free', /unknown parameter "sort"/],
+      [`/releases/${encodeURIComponent('shop@1.0.0')}?limit=1`, /unknown parameter "limit"/],
+      [`/events/${someEvent}?full=1`, /unknown parameter "full"; this route takes none/],
+    ];
+    for (const [path, message] of cases) {
+      const res = await t.api(url(path));
+      expect(res.status, path).toBe(400);
+      expect((await res.json()).error, path).toMatch(message);
+    }
+    // What the routes take still passes, tag filters included.
+    expect((await getJson(t, url('/events?tag.region=eu&days=7&limit=5'))).status).toBe(200);
+  });
+
   it('caps limit at 500 on the issues and events lists', async () => {
     // A project of its own with 501 issues and 501 events (rows written directly: cheap).
     const big = await createProject(t);
