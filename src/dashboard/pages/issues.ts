@@ -138,6 +138,6 @@ export function issuePage(
       </nav>
       ${eventView(project, event, ctx)}`
     : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`}
-  <section><h2>Recent events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>`;
+  <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>`;
   return page(ctx, { title: `${issue.title} · ${project.name}`, project, section: 'issues', body });
 }
