@@ -16,7 +16,10 @@ export function createProgram(): Command {
     .description('Self-hosted crash and error reporting, compatible with Sentry SDKs and sentry-cli')
     .version(VERSION, '-v, --version', 'print the version')
     .helpOption('-h, --help', 'show help')
-    .showHelpAfterError()
+    // A usage error is one `faultline:` line like every other failure, and a pointer to
+    // the help rather than the whole of it.
+    .configureOutput({ outputError: (text, write) => write(`faultline: ${text.replace(/^error: /, '')}`) })
+    .showHelpAfterError('(add --help to see the commands and options)')
     .enablePositionalOptions();
   registerServe(program, cliContext);
   registerMigrate(program, cliContext);

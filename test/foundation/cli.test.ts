@@ -69,10 +69,15 @@ describe('faultline --help and --version', () => {
     expect(res.stdout.trim()).toBe(pkg.version);
   });
 
-  it('an unknown command fails with exit code 1', async () => {
-    const res = await runCli(['frobnicate']);
-    expect(res.code).toBe(1);
-    expect(res.stderr).toContain("unknown command 'frobnicate'");
+  it('an unknown command or option fails with exit code 1 and one faultline: line pointing at --help', async () => {
+    for (const [args, message] of [
+      [['frobnicate'], "faultline: unknown command 'frobnicate'"],
+      [['serve', '--frobnicate'], "faultline: unknown option '--frobnicate'"],
+    ] as [string[], string][]) {
+      const res = await runCli(args);
+      expect(res.code, args.join(' ')).toBe(1);
+      expect(res.stderr.split('\n').filter((l) => l !== ''), args.join(' ')).toEqual([message, '(add --help to see the commands and options)']);
+    }
   });
 
   it('a bad setting stops serve with a message naming it', async () => {
