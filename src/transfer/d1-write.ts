@@ -6,9 +6,14 @@
 // its payload chunk, tags and seen_events row).
 //
 // The recorded writes are the line types' idempotent statements (INSERT … ON CONFLICT DO
-// NOTHING, conditional UPDATEs) or plain INSERTs with ids read just before; when another
-// writer got in between the reads and the batch, the batch fails on a unique key as a
-// whole and import runs it again from fresh reads (import.ts). Multi-row INSERTs are
+// NOTHING; for a table without a unique key, INSERT … SELECT … WHERE NOT EXISTS:
+// insertMissingRows; conditional UPDATEs and DELETEs) or plain INSERTs with ids read just
+// before; when another writer got in between the reads and the batch, the idempotent
+// statements find its rows and add nothing, and a plain INSERT fails the batch on a
+// unique key as a whole, which import runs again from fresh reads (import.ts). So two
+// imports of the same file at once (a resent `faultline import --to`, two people) add
+// each row once, without a lease that a request cut short by the Workers runtime could
+// leave held. Multi-row INSERTs are
 // split into statements within D1's 100 bound parameters (values stay bound, so a
 // statement's text stays small; a symbol chunk or payload chunk is one bound value well
 // under D1's 2 MB). An INSERT's `returning 1 as one` rows (insertRows with a conflict
@@ -87,30 +92,34 @@ function recordingDb(store: Store, recorded: Recorded[]): Kysely<any> {
   });
 }
 
-/** Value tuples of an INSERT as insertRows builds it (`… values (?, ?), (?, ?)…`). */
+/** Value tuples of an INSERT as insertRows or insertMissingRows builds it (`… values (?, ?), (?, ?)…`). */
 function tuplesOf(query: CompiledQuery): number {
-  const columns = columnCount(query.sql);
-  return columns > 0 ? query.parameters.length / columns : 1;
-}
-
-function columnCount(text: string): number {
-  const open = text.indexOf('(');
-  const values = text.indexOf(') values (');
-  if (!/^insert into /i.test(text) || open < 0 || values < open) return 0;
-  return text.slice(open + 1, values).split(',').length;
+  const shape = insertShape(query.sql);
+  return shape ? query.parameters.length / shape.columns : 1;
 }
 
 /**
- * An INSERT of many rows (insertRows' shape) as several within D1's bound-parameter
+ * The columns of an INSERT whose values are bound tuples, and where the tuples start:
+ * `insert into "t" (…) values (?, …), …` (insertRows) or
+ * `insert into "t" (…) select * from (values (?, …), …) as v where …` (insertMissingRows).
+ */
+function insertShape(text: string): { columns: number; head: string } | null {
+  const match = /^insert into "(?:[^"]|"")*" \(([^)]*)\) (?:select \* from \()?values /i.exec(text);
+  return match ? { columns: match[1].split(',').length, head: match[0] } : null;
+}
+
+/**
+ * An INSERT of many rows (insertShape) as several within D1's bound-parameter
  * limit; any other statement as it is (the D1 store inlines or refuses it).
  */
 export function splitInsert(query: CompiledQuery): CompiledQuery[] {
   if (query.parameters.length <= D1_MAX_BOUND_PARAMETERS) return [query];
   const text = query.sql;
-  const columns = columnCount(text);
-  if (columns === 0 || columns > D1_MAX_BOUND_PARAMETERS || query.parameters.length % columns !== 0) return [query];
+  const shape = insertShape(text);
+  if (!shape) return [query];
+  const { columns, head } = shape;
+  if (columns > D1_MAX_BOUND_PARAMETERS || query.parameters.length % columns !== 0) return [query];
   const tuple = `(${new Array(columns).fill('?').join(', ')})`;
-  const head = text.slice(0, text.indexOf(') values (') + ') values '.length);
   const rows = query.parameters.length / columns;
   const body = new Array(rows).fill(tuple).join(', ');
   if (text.slice(head.length, head.length + body.length) !== body) return [query];

@@ -132,6 +132,41 @@ export async function insertRows(
   return inserted;
 }
 
+/**
+ * Inserts the rows that no row of the table matches on `key` (null equal to null), for a
+ * table without a unique key on it. The caller reads the existing rows first (to count
+ * and to drop repeats within the batch); on SQLite, D1 included, the check is repeated in
+ * the INSERT itself (`insert … select … where not exists`), so it holds at the moment the
+ * row is written: on D1 a batch's reads and its commit are apart, and another import may
+ * have added the row in between. On PostgreSQL the batch's transaction holds its
+ * projects' rows locked (ImportContext.projectIds), so the read still holds when it writes,
+ * and a plain INSERT keeps its parameters typed by the columns. Returns how many rows were
+ * really inserted.
+ */
+export async function insertMissingRows(db: Kysely<any>, dialect: Dialect, table: string, rows: Record<string, unknown>[], key: string[]): Promise<number> {
+  if (dialect === 'postgres' || rows.length === 0) return insertRows(db, dialect, table, rows);
+  const columns = Object.keys(rows[0]);
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / columns.length));
+  const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+  const tuple = `(${columns.map(() => '?').join(', ')})`;
+  const match = key
+    .map((k) => {
+      if (!columns.includes(k)) throw new Error(`insertMissingRows: key column ${k} is not among the rows' columns`);
+      return `e.${quote(k)} is v.column${columns.indexOf(k) + 1}`;
+    })
+    .join(' and ');
+  let inserted = 0;
+  for (let i = 0; i < rows.length; i += perStatement) {
+    const part = rows.slice(i, i + perStatement);
+    const params = part.flatMap((row) => columns.map((c) => (row[c] === undefined ? null : row[c])));
+    const text =
+      `insert into ${quote(table)} (${columns.map(quote).join(', ')}) select * from (values ${part.map(() => tuple).join(', ')}) as v` +
+      ` where not exists (select 1 from ${quote(table)} e where ${match}) returning 1 as one`;
+    inserted += (await db.executeQuery(CompiledQuery.raw(text, params))).rows.length;
+  }
+  return inserted;
+}
+
 /** Splits a list into parts of at most `size` (for `in (…)` lists). */
 export function partsOf<T>(items: T[], size = 500): T[][] {
   const parts: T[][] = [];

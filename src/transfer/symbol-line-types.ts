@@ -68,19 +68,24 @@ async function finishImportedFiles(ctx: ImportContext, fileIds: number[]): Promi
       select part, sum(length(data)) as bytes from symbol_chunks where file_id = ${id} group by part`.execute(ctx.db);
     const bytes = (part: number) => Number(rows.find((r) => Number(r.part) === part)?.bytes ?? 0);
     if (bytes(0) !== Number(file.size) || bytes(1) !== Number(file.index_size)) continue;
+    // Another import of the same file may be finishing it too (on D1, between this
+    // plan's reads and its commit): the file itself is no equal, and the writes apply only
+    // while it is still importing, so neither import drops a file the other made ready.
     let equal = ctx.db
       .selectFrom('symbol_files')
       .select('id')
       .where('project_id', '=', file.project_id)
       .where('kind', '=', file.kind)
-      .where('state', '=', 'ready');
+      .where('state', '=', 'ready')
+      .where('id', '!=', id);
     equal = file.debug_id !== '' ? equal.where('debug_id', '=', file.debug_id) : equal.where('debug_id', '=', '').where('release', '=', file.release).where('filename', '=', file.filename);
     if (await equal.executeTakeFirst()) {
-      await ctx.db.deleteFrom('symbol_chunks').where('file_id', '=', id).execute();
-      await ctx.db.deleteFrom('symbol_files').where('id', '=', id).execute();
+      const stillImporting = ctx.db.selectFrom('symbol_files').select('id').where('id', '=', id).where('state', '=', IMPORTING);
+      await ctx.db.deleteFrom('symbol_chunks').where('file_id', 'in', stillImporting).execute();
+      await ctx.db.deleteFrom('symbol_files').where('id', '=', id).where('state', '=', IMPORTING).execute();
       ctx.notice(`symbol file ${file.filename} (${file.kind}, release ${file.release || 'none'}): an equal file is already here, kept instead`);
     } else {
-      await ctx.db.updateTable('symbol_files').set({ state: 'ready' }).where('id', '=', id).execute();
+      await ctx.db.updateTable('symbol_files').set({ state: 'ready' }).where('id', '=', id).where('state', '=', IMPORTING).execute();
     }
   }
 }

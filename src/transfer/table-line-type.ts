@@ -5,7 +5,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { z } from 'zod';
 import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
-import { type BatchItem, type BatchOutcome, type Cursor, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
+import { type BatchItem, type BatchOutcome, type Cursor, type ExportContext, type ImportContext, insertMissingRows, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
 
 /** A row of a project that other rows hang under, found by its natural key within the project. */
 export interface ParentSpec {
@@ -39,7 +39,7 @@ export interface TableLineSpec {
   /**
    * How an existing row is recognised: by the table's unique constraint on parent and
    * key (`constraint`, default), or by reading the parents' rows first (`lookup`, for a
-   * table without one).
+   * table without one; the INSERT checks again as it writes: insertMissingRows).
    */
   existing?: 'constraint' | 'lookup';
   /** A row under a parent that also names its project (`project_id` column). */
@@ -169,7 +169,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           seen.add(key);
           return true;
         });
-        const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows);
+        const added = await insertMissingRows(ctx.db, ctx.dialect, spec.table, rows, keyColumns);
         await afterWrite(ctx, [...new Set(placed.map((p) => p.parentId))]);
         return { added, kept: total - added, problems };
       }

@@ -2,6 +2,8 @@
 // (src/transfer/d1-write.ts). When another writer takes an id between a batch's reads
 // and its commit, the batch fails whole (no event without its payload, tags or
 // seen_events row) and is planned again; the import ends with every row exactly once.
+// Two imports of the same file at once add a row without a unique key (alert channel,
+// issue change, symbol file) once: its INSERT checks again as it commits.
 import { env } from 'cloudflare:workers';
 import { CompiledQuery } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -63,13 +65,20 @@ async function exported(project: string): Promise<string[]> {
 }
 
 describe('import on D1', () => {
-  it('splits a many-row INSERT within 100 bound parameters, keeping its conflict clause', () => {
+  it('splits a many-row INSERT within 100 bound parameters, keeping its conflict clause or its where not exists', () => {
     const params = Array.from({ length: 7 * 40 }, (_, i) => i);
     const text = `insert into "t" ("a", "b", "c", "d", "e", "f", "g") values ${new Array(40).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')} on conflict ("a") do nothing returning 1 as one`;
     const parts = splitInsert(CompiledQuery.raw(text, params));
     expect(parts.map((p) => p.parameters.length)).toEqual([98, 98, 84]);
     expect(parts.every((p) => p.sql.endsWith('on conflict ("a") do nothing returning 1 as one'))).toBe(true);
     expect(parts.flatMap((p) => p.parameters)).toEqual(params);
+
+    const guarded = `insert into "t" ("a", "b", "c", "d", "e", "f", "g") select * from (values ${new Array(40).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')}) as v where not exists (select 1 from "t" e where e."a" is v.column1) returning 1 as one`;
+    const guardedParts = splitInsert(CompiledQuery.raw(guarded, params));
+    expect(guardedParts.map((p) => p.parameters.length)).toEqual([98, 98, 84]);
+    expect(guardedParts.every((p) => p.sql.startsWith('insert into "t" ("a", "b", "c", "d", "e", "f", "g") select * from (values (?, ?, ?, ?, ?, ?, ?), '))).toBe(true);
+    expect(guardedParts.every((p) => p.sql.endsWith(') as v where not exists (select 1 from "t" e where e."a" is v.column1) returning 1 as one'))).toBe(true);
+    expect(guardedParts.flatMap((p) => p.parameters)).toEqual(params);
   });
 
   it('writes a batch whole or not at all, plans it again after another writer took its ids, and counts nothing twice', async () => {
@@ -131,5 +140,116 @@ describe('import on D1', () => {
     expect(summary.types.event).toEqual({ added: 29, kept: 1, failed: 0 });
     const { results } = await binding.prepare("select count(*) as n from events e join projects p on p.id = e.project_id where p.slug = 'racing'").all();
     expect((results?.[0] as { n: number }).n).toBe(29);
+  });
+});
+
+/**
+ * An export file of the rows import finds by reading rather than by a unique key: an
+ * alert channel, an issue's history and a symbol file with its chunk.
+ */
+function keylessFile(slug: string): string {
+  const map = JSON.stringify({ version: 3, sources: ['app.ts'], names: [], mappings: 'AAAA' });
+  const fingerprint = 'c'.repeat(32);
+  const symbolKey = { kind: 'sourcemap', release: 'r1', dist: '', debug_id: '', filename: '~/app.js.map' };
+  const lines: Record<string, unknown>[] = [
+    { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
+    { type: 'project', slug, id: 950 + slug.length, dsn_key: `${slug}`.padEnd(32, '1'), name: slug, platform: 'node', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0) },
+    { type: 'alert_channel', project: slug, kind: 'webhook', config: { url: 'https://hooks.example.com/x', secret: 's3cret' }, created_at: iso(T0) },
+    {
+      type: 'symbol', project: slug, ...symbolKey, serves: '~/app.js', serves_basename: 'app.js', size: map.length, index_size: 0, meta: {}, uploaded_at: iso(T0),
+    },
+    { type: 'symbol_chunk', project: slug, ...symbolKey, part: 0, seq: 0, data: btoa(map) },
+    {
+      type: 'issue', project: slug, fingerprint, status: 'unresolved', title: 'TypeError: boom', level: 'error', error_type: 'TypeError', screen: '', location: 'app.js',
+      platform: 'node', event_count: 2, stored_count: 0, users: 1, first_seen: iso(T0), last_seen: iso(T0 + 5), first_release: 'r1', last_release: 'r1',
+      resolved_release: null, resolved_at: null, regressed_at: iso(T0 + 5), created_at: iso(T0), updated_at: iso(T0 + 5),
+    },
+    { type: 'issue_change', project: slug, fingerprint, kind: 'new', at: iso(T0), release: 'r1' },
+    { type: 'issue_change', project: slug, fingerprint, kind: 'regressed', at: iso(T0 + 5), release: 'r1' },
+  ];
+  return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+}
+
+/** The file up to and including its last line of `type`. */
+function prefixThrough(file: string, type: string): string {
+  const lines = file.split('\n');
+  let last = 0;
+  lines.forEach((l, i) => {
+    if (l.startsWith(`{"type":"${type}"`)) last = i;
+  });
+  return lines.slice(0, last + 1).join('\n') + '\n';
+}
+
+async function countOf(table: string, slug: string): Promise<number> {
+  const { results } = await binding.prepare(`select count(*) as n from ${table} t join projects p on p.id = t.project_id where p.slug = ?`).bind(slug).all();
+  return (results?.[0] as { n: number }).n;
+}
+
+describe('two imports of the same file at once on D1', () => {
+  it('adds an alert channel, an issue change and a symbol file once when another import wrote it between a batch\'s reads and its commit', async () => {
+    const file = keylessFile('twice');
+    // Another import of the same file (`faultline import --to` resent, or a second person)
+    // commits the same rows while this import's batch is planned but not yet committed.
+    const raced = new Map<string, string>([
+      ['insert into "alert_channels"', 'alert_channel'],
+      ['insert into "symbol_files"', 'symbol'],
+      ['insert into "issue_changes"', 'issue_change'],
+    ]);
+    const racing: Store = {
+      ...store,
+      async batch(queries) {
+        for (const [statement, type] of raced) {
+          if (!queries.some((q) => q.sql.startsWith(statement))) continue;
+          raced.delete(statement);
+          await importNdjson(store, workersTransferRuntime, bytesOf(prefixThrough(file, type)));
+        }
+        return store.batch!(queries);
+      },
+    };
+    const summary = await importNdjson(racing, workersTransferRuntime, bytesOf(file));
+    expect(raced.size).toBe(0);
+    expect(summary.problems).toEqual([]);
+    expect.soft(summary.types.alert_channel).toEqual({ added: 0, kept: 1, failed: 0 });
+    expect.soft(summary.types.issue_change).toEqual({ added: 0, kept: 2, failed: 0 });
+    expect.soft(summary.types.symbol).toEqual({ added: 0, kept: 1, failed: 0 });
+
+    expect.soft(await countOf('alert_channels', 'twice')).toBe(1);
+    expect.soft(await countOf('issue_changes', 'twice')).toBe(2);
+    expect.soft(await countOf('symbol_files', 'twice')).toBe(1);
+    const { results } = await binding.prepare("select state from symbol_files t join projects p on p.id = t.project_id where p.slug = 'twice'").all();
+    expect(results).toEqual([{ state: 'ready' }]);
+    expect(await exported('twice')).toEqual(file.split('\n').filter((l) => l !== '').slice(1).map((l) => JSON.stringify(JSON.parse(l))));
+  });
+
+  it('keeps a symbol file another import made ready while this one was finishing it', async () => {
+    const file = keylessFile('finish');
+    const withoutChunk = file.split('\n').filter((l) => !l.startsWith('{"type":"symbol_chunk"')).join('\n');
+    await importNdjson(store, workersTransferRuntime, bytesOf(withoutChunk));
+    expect.soft(await countOf('symbol_files', 'finish')).toBe(1);
+    // This import reads the file as importing with all its chunks; then, before it looks
+    // for a ready equal, another import of the same file makes it ready.
+    const real = store.db;
+    let raced = false;
+    const db = new Proxy(real, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (name !== 'executeQuery') return typeof value === 'function' ? value.bind(target) : value;
+        return async (query: CompiledQuery) => {
+          if (!raced && /^select "id" from "symbol_files"/.test(query.sql)) {
+            raced = true;
+            await importNdjson(store, workersTransferRuntime, bytesOf(file));
+            const { results } = await binding.prepare("select state from symbol_files t join projects p on p.id = t.project_id where p.slug = 'finish'").all();
+            expect(results).toEqual([{ state: 'ready' }]);
+          }
+          return target.executeQuery(query);
+        };
+      },
+    });
+    await importNdjson({ ...store, db } as Store, workersTransferRuntime, bytesOf(file));
+    expect(raced).toBe(true);
+    const { results } = await binding.prepare("select state from symbol_files t join projects p on p.id = t.project_id where p.slug = 'finish'").all();
+    expect(results).toEqual([{ state: 'ready' }]);
+    const chunks = await binding.prepare("select count(*) as n from symbol_chunks c join symbol_files t on t.id = c.file_id join projects p on p.id = t.project_id where p.slug = 'finish'").all();
+    expect((chunks.results?.[0] as { n: number }).n).toBe(1);
   });
 });
