@@ -9,9 +9,10 @@
 // IMMEDIATE), as ingest's batches do; on PostgreSQL it locks the rows of the projects it
 // writes (FOR NO KEY UPDATE), the lock ingest batches take, so the two never interleave
 // within a project. On D1, which has neither, a batch is planned by reads and committed
-// as one atomic batch (d1-write.ts): every write in it is a statement that checks again as
-// it commits (a unique key with ON CONFLICT, or WHERE NOT EXISTS for the tables without
-// one), so two imports of the same file at once still add each row once.
+// as one atomic batch (d1-write.ts): each write in it checks again as it commits (ON
+// CONFLICT on a unique key, WHERE NOT EXISTS for a table without one) or fails the whole
+// batch on a unique key, which is then planned again, so two imports of the same file at
+// once still add each row once.
 //
 // What is not imported is reported, never fatal: a line that is not JSON, is truncated
 // or lacks fields is a problem with its line number; a row whose project or issue is
