@@ -1,7 +1,8 @@
 // An iOS-shaped crash over the real arm64 build: a fat dSYM (arm64 + x86_64) in a .dSYM
 // bundle, the event an SDK sends for it (debug_meta.images of type macho, addresses slid by
 // ASLR: callers are return addresses right after `bl` instructions, the crashing frame sits
-// in code inlined three deep), and the frames llvm-symbolizer says it should become.
+// in C code inlined three deep, or in C++ code with an inlined template for the
+// demangler), and the frames llvm-symbolizer says it should become.
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
@@ -19,6 +20,8 @@ export interface IosFixture {
   arm64Dwarf: string;
   callerAddrs: number[];
   crashAddr: number;
+  /** A crash address in C++ (geo::total with geo::scale<int> inlined): mangled names to demangle. */
+  cxxCrashAddr: number;
 }
 
 export function buildIosFixture(): IosFixture {
@@ -39,14 +42,16 @@ export function buildIosFixture(): IosFixture {
   const text = disasm.filter((l) => /^\s*1[0-9a-f]+:/.test(l)).map((l) => parseInt(l.trim().split(':')[0], 16));
   const answers = symbolize(arm64.dwarfFile, text);
   const crashAddr = text[answers.findIndex((a) => a.length >= 3)];
-  return { dir, bundle, debugIds, arm64Dwarf: arm64.dwarfFile, callerAddrs: callerAddrs.slice(0, 4), crashAddr };
+  const cxxCrashAddr = text[answers.findIndex((a) => a.length >= 2 && a.every((f) => f.FunctionName.includes('geo::')))];
+  expect(cxxCrashAddr).toBeDefined();
+  return { dir, bundle, debugIds, arm64Dwarf: arm64.dwarfFile, callerAddrs: callerAddrs.slice(0, 4), crashAddr, cxxCrashAddr };
 }
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
 export const slid = (addr: number): string => hex(addr - VMADDR + IMAGE_ADDR);
 
-/** The event a Cocoa SDK sends for the crash (frames oldest call first). */
-export function iosEvent(fx: IosFixture, release: string): Record<string, unknown> {
+/** The event a Cocoa SDK sends for the crash at `crashAddr` (frames oldest call first). */
+export function iosEvent(fx: IosFixture, release: string, crashAddr = fx.crashAddr): Record<string, unknown> {
   return {
     platform: 'cocoa',
     release,
@@ -58,7 +63,7 @@ export function iosEvent(fx: IosFixture, release: string): Record<string, unknow
         stacktrace: {
           frames: [
             ...fx.callerAddrs.map((a) => ({ instruction_addr: slid(a), image_addr: hex(IMAGE_ADDR), package: CODE_FILE, in_app: true })),
-            { instruction_addr: slid(fx.crashAddr), image_addr: hex(IMAGE_ADDR), package: CODE_FILE, function: '<redacted>', in_app: true },
+            { instruction_addr: slid(crashAddr), image_addr: hex(IMAGE_ADDR), package: CODE_FILE, function: '<redacted>', in_app: true },
           ],
         },
       }],
@@ -81,10 +86,10 @@ function sentryOrder(chain: SymbolizerFrame[]) {
  * order and fields, checked against `got`. LLVM prints template functions' return types;
  * the demangler, like Sentry's, leaves them out, so that alone is not a difference.
  */
-export function expectLlvmFrames(fx: IosFixture, got: Array<Record<string, unknown>>): void {
+export function expectLlvmFrames(fx: IosFixture, got: Array<Record<string, unknown>>, crashAddr = fx.crashAddr): void {
   const callers = symbolize(fx.arm64Dwarf, fx.callerAddrs.map((a) => a - 1));
-  const [crash] = symbolize(fx.arm64Dwarf, [fx.crashAddr]);
-  expect(crash.length).toBeGreaterThanOrEqual(3);
+  const [crash] = symbolize(fx.arm64Dwarf, [crashAddr]);
+  expect(crash.length).toBeGreaterThanOrEqual(2);
   const expected = [...callers.flatMap(sentryOrder), ...sentryOrder(crash)];
   const ours = got.map((f) => ({ function: f.function, filename: f.filename, abs_path: f.abs_path, lineno: f.lineno }));
   expected.forEach((e, i) => {

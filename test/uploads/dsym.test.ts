@@ -2,8 +2,8 @@
 // (arm64 + x86_64) dSYM bundle built with clang, ld64.lld and dsymutil
 // (test/symbols-native/ios-fixture.ts). sentry-cli splits it into one upload per slice
 // through chunk-upload + difs/assemble; each slice is listed by the symbols API under
-// its debug id, and a real iOS crash sent through ingest comes out symbolicated as
-// llvm-symbolizer answers. SQLite and PostgreSQL.
+// its debug id, and real iOS crashes sent through ingest (in C and in C++ code) come out
+// symbolicated as llvm-symbolizer answers, C++ names demangled. SQLite and PostgreSQL.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,8 +55,11 @@ describe.each(dialects)('debug-files upload of a real dSYM (%s)', (dialect) => {
     expect(again.stdout + again.stderr).toMatch(/Nothing to upload|already|OK/i);
     expect(((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols).toHaveLength(2);
 
-    const detail = await eventDetail(t, project, await sendEvent(t, project, iosEvent(fx, 'app@1.0')));
-    expect(detail.symbolicated).toBe(true);
-    expectLlvmFrames(fx, detail.exceptions[0].symbolicated_frames);
+    // A crash in C code, and one in C++ code whose names are demangled (the Worker's test expects the same).
+    for (const crashAddr of [fx.crashAddr, fx.cxxCrashAddr]) {
+      const detail = await eventDetail(t, project, await sendEvent(t, project, iosEvent(fx, 'app@1.0', crashAddr)));
+      expect(detail.symbolicated).toBe(true);
+      expectLlvmFrames(fx, detail.exceptions[0].symbolicated_frames, crashAddr);
+    }
   });
 });

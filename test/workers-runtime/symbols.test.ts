@@ -1,10 +1,12 @@
 // Symbol files on the serverless edition, inside workerd on D1: the SymbolService the
 // Worker builds (src/editions/workers/deps.ts) stores uploads in D1 (chunks of 512 KiB,
 // each one bound value well under D1's 2 MB) and symbolicates events with them, as
-// ingest does before its sink: source maps and ProGuard. Native (dSYM) frames keep their
-// mangled names there: the demangler's WebAssembly is loaded by the Node edition only.
+// ingest does before its sink: source maps and ProGuard. And the C++/Rust demangler the
+// Worker loads for native (dSYM) frames, its WebAssembly imported as a module, running in
+// workerd (the dSYM upload and its frames: test/workers/sentry-cli.test.ts).
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadWorkerDemangler } from '../../src/editions/workers/demangle.js';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
 import type { AppDeps } from '../../src/context.js';
 import { symbolicationInputOf } from '../../src/ingest/normalize.js';
@@ -63,5 +65,16 @@ describe('symbol files on D1', () => {
     expect(out?.frames[0]?.[0]).toMatchObject({ module: 'com.example.shop.Checkout', function: 'pay' });
     expect(out?.types[0]).toMatchObject({ type: 'PaymentFailed', module: 'com.example.shop' });
     expect((await listSymbolFiles(deps.store.db, projectId)).map((r) => r.kind).sort()).toEqual(['proguard', 'sourcemap']);
+  });
+});
+
+describe('the Worker demangler', () => {
+  it('demangles C++ and Rust names in workerd and keeps what it does not understand', async () => {
+    const demangle = await loadWorkerDemangler();
+    expect(demangle('_ZN3geo5totalERKNS_5ShapeEi')).toBe('geo::total(geo::Shape const&, int)');
+    expect(demangle('__ZN3geo5totalERKNS_5ShapeEi')).toBe('geo::total(geo::Shape const&, int)');
+    expect(demangle('_RNvCs1234_7mycrate3foo')).toBe('mycrate::foo');
+    expect(demangle('$s4main3FooV3baryyF')).toBe('$s4main3FooV3baryyF');
+    expect(demangle('main')).toBe('main');
   });
 });

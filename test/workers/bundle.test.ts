@@ -1,7 +1,7 @@
 // The Worker as `wrangler deploy --minify` uploads it: within the size budget (well
-// under the free plan's 3 MB compressed), with no Node built-in left in it (the
-// edition runs without the nodejs_compat flag), and with the crons the scheduled
-// handler knows.
+// under the free plan's 3 MB compressed), the demangler's WebAssembly counted, with no
+// Node built-in left in it (the edition runs without the nodejs_compat flag), and with
+// the crons the scheduled handler knows.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +23,9 @@ describe('the Worker bundle', () => {
 
   it(`stays under ${BUNDLE_BUDGET_GZIP_BYTES / 1024} KiB gzipped`, () => {
     expect(bundle.bytes).toBeGreaterThan(100 * 1024); // really the app, not an empty shell
+    // The demangler's WebAssembly is uploaded beside the script and counts in the size.
+    expect(bundle.modules.map((f) => path.basename(f))).toEqual([expect.stringMatching(/index_bg\.wasm$/)]);
+    expect(bundle.bytes).toBe(fs.statSync(bundle.file).size + fs.statSync(bundle.modules[0]).size);
     expect(bundle.gzipBytes).toBeLessThan(BUNDLE_BUDGET_GZIP_BYTES);
   });
 

@@ -54,7 +54,7 @@ describe('npm run worker', () => {
     // The same D1, served again from the bundle that run built.
     const bundleDir = path.join(REPO_ROOT, 'dist/worker');
     const file = path.join(bundleDir, 'index.js');
-    const again = await startLocalWorker({ bundle: { dir: bundleDir, file, bytes: 0, gzipBytes: 0 }, dataDir, port: 0, settings: { API_KEYS: 'local-key', LOG_LEVEL: 'silent' } });
+    const again = await startLocalWorker({ bundle: { dir: bundleDir, file, modules: [], bytes: 0, gzipBytes: 0 }, dataDir, port: 0, settings: { API_KEYS: 'local-key', LOG_LEVEL: 'silent' } });
     try {
       const list = await fetch(again.url + '/api/projects', { headers: { authorization: 'Bearer local-key' } });
       expect((await list.json()).map((p: { slug: string }) => p.slug)).toEqual(['kept']);

@@ -5,7 +5,7 @@
 // obfuscated Java program through `proguard upload` (3.x, chunked) and `upload-proguard`
 // (2.x), and `debug-files upload` of a real fat dSYM. What was stored is read back through
 // the Worker's API (symbol files, releases), and real events sent afterwards come out
-// symbolicated. One Worker for the file.
+// symbolicated, native frames with the Node server's demangled names. One Worker for the file.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,8 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
 import type { TestServer } from '../helpers/server.js';
-import { buildIosFixture, iosEvent, type IosFixture } from '../symbols-native/ios-fixture.js';
-import { symbolize } from '../symbols-native/build-dsym.js';
+import { buildIosFixture, expectLlvmFrames, iosEvent, type IosFixture } from '../symbols-native/ios-fixture.js';
 import { eventDetail, sendEvent } from '../symbols/helpers.js';
 import { buildJavaFixture, javaEvent, type JavaFixture } from '../symbols/java-fixture.js';
 import { CLIS, ok, runCli, type CliTarget, type CliVersion } from '../uploads/cli.js';
@@ -195,14 +194,12 @@ describe('sentry-cli against the Worker', () => {
     expect(again.stdout + again.stderr).toMatch(/Nothing to upload|already|OK/i);
     expect(await files(slug)).toHaveLength(2);
 
-    const detail = await eventDetail(server(), projects[slug], await sendEvent(server(), projects[slug], iosEvent(ios, 'app@1.0')));
-    expect(detail.symbolicated).toBe(true);
-    // llvm-symbolizer's frames, names not demangled: the Worker has no demangler.
-    const callers = symbolize(ios.arm64Dwarf, ios.callerAddrs.map((a) => a - 1), { demangle: false });
-    const [crash] = symbolize(ios.arm64Dwarf, [ios.crashAddr], { demangle: false });
-    expect(crash.length).toBeGreaterThanOrEqual(3);
-    const expected = [...callers, crash].flatMap((chain) => [...chain].reverse().map((f) => ({ function: f.FunctionName, filename: f.FileName.split('/').pop(), lineno: f.Line })));
-    expect(detail.exceptions[0].symbolicated_frames.map((f: any) => ({ function: f.function, filename: f.filename, lineno: f.lineno }))).toEqual(expected);
+    // llvm-symbolizer's frames, C++ names demangled, as the Node server gives them (test/uploads/dsym.test.ts).
+    for (const crashAddr of [ios.crashAddr, ios.cxxCrashAddr]) {
+      const detail = await eventDetail(server(), projects[slug], await sendEvent(server(), projects[slug], iosEvent(ios, 'app@1.0', crashAddr)));
+      expect(detail.symbolicated).toBe(true);
+      expectLlvmFrames(ios, detail.exceptions[0].symbolicated_frames, crashAddr);
+    }
   });
 
   it('refuses through sentry-cli what the Symbols routes refuse: a source map over 8 MB, a mapping over 32 MB (3.x, 2.x)', async () => {

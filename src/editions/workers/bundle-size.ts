@@ -1,6 +1,7 @@
 // `npm run worker:size`: builds the Worker as `wrangler deploy --minify` would upload
-// it and prints its size, raw and gzipped (Cloudflare's limits count the compressed
-// size: 3 MB on the free plan, 10 MB paid). Exits 1 past BUNDLE_BUDGET_GZIP_BYTES.
+// it and prints the upload's size (the script and its WebAssembly module), raw and
+// gzipped (Cloudflare's limits count the compressed size: 3 MB on the free plan, 10 MB
+// paid). Exits 1 past BUNDLE_BUDGET_GZIP_BYTES.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

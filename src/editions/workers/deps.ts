@@ -5,8 +5,8 @@
 // symbolication (re-symbolication in bounded steps), export and import routes, and the
 // pure-JS codecs. The sink and the symbol service report the work they leave in D1 (alerts
 // recorded, re-symbolication runs) to the isolate's AfterAnswer, which the entry runs after
-// the answer (background.ts). Built once per isolate; the schema is migrated before the
-// first request is served.
+// the answer (background.ts). Built once per isolate; the schema is migrated and the
+// C++/Rust demangler (demangle.ts) loaded before the first request is served.
 import type { Hono } from 'hono';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
@@ -18,6 +18,7 @@ import { openD1Store, type D1Binding } from '../../store/d1.js';
 import { migrate } from '../../store/migrate.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
 import { AfterAnswer } from './background.js';
+import { loadWorkerDemangler } from './demangle.js';
 import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
 import { decompressBlob, workersIngestRuntime } from './runtime.js';
@@ -73,9 +74,10 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // Re-symbolication of stored events goes in bounded steps (an isolate lives only
-    // while it serves): one after the upload's answer, the rest by cron. Without the
-    // Node-loaded demangler, native (dSYM) names stay mangled. Files the sentry-cli
-    // routes store have the same limits as the Symbols routes' (what an isolate can parse).
+    // while it serves): one after the upload's answer, the rest by cron. Native (dSYM)
+    // names are demangled once the isolate's demangler is loaded (workerInstance). Files
+    // the sentry-cli routes store have the same limits as the Symbols routes' (what an
+    // isolate can parse).
     symbols: new SymbolService({
       store,
       clock: systemClock,
@@ -107,7 +109,7 @@ export interface WorkerInstance {
   app: Hono;
   /** Work the isolate's requests left, run after an answer (background.ts). */
   afterAnswer: AfterAnswer;
-  /** Settles once the schema is current; rejects when migrating failed (retried by the next request). */
+  /** Settles once the schema is current and the demangler loaded; rejects when migrating failed (retried by the next request). */
   ready: Promise<void>;
 }
 
@@ -123,12 +125,21 @@ export function workerInstance(env: WorkerEnv): WorkerInstance {
   if (current && current.env === env) return current.instance;
   const afterAnswer = new AfterAnswer();
   const deps = buildWorkerDeps(env, afterAnswer);
-  const instance: WorkerInstance = { deps, app: createApp(deps), afterAnswer, ready: migrateOnce(deps) };
+  const instance: WorkerInstance = { deps, app: createApp(deps), afterAnswer, ready: prepare(deps) };
   instance.ready.catch(() => {
     if (current?.instance === instance) current = null;
   });
   current = { env, instance };
   return instance;
+}
+
+/**
+ * What the isolate needs before it serves: a current schema, and the C++/Rust demangler
+ * (native frames read as on the Node server; without it they keep mangled names).
+ */
+async function prepare(deps: AppDeps): Promise<void> {
+  const demangler = loadWorkerDemangler().catch((err) => deps.logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
+  await Promise.all([migrateOnce(deps), demangler]);
 }
 
 async function migrateOnce(deps: AppDeps): Promise<void> {

@@ -27,7 +27,11 @@ export const BUNDLE_BUDGET_GZIP_BYTES = 1024 * 1024;
 
 export interface WorkerBundle {
   dir: string;
+  /** The script (the main module). */
   file: string;
+  /** The other modules it imports, uploaded beside it (the demangler's WebAssembly). */
+  modules: string[];
+  /** The upload's size, script and modules, raw and gzipped as wrangler reports it ("Total Upload"). */
   bytes: number;
   gzipBytes: number;
 }
@@ -45,8 +49,10 @@ export async function buildWorkerBundle(outdir: string, options: { minify?: bool
     maxBuffer: 16 * 1024 * 1024,
   });
   const file = path.join(outdir, 'index.js');
-  const code = fs.readFileSync(file);
-  return { dir: outdir, file, bytes: code.length, gzipBytes: gzipSync(code).length };
+  // Besides the script, the outdir holds wrangler's README and the source map, which a deploy does not upload.
+  const modules = fs.readdirSync(outdir).filter((name) => name.endsWith('.wasm')).map((name) => path.join(outdir, name));
+  const upload = Buffer.concat([file, ...modules].map((f) => fs.readFileSync(f)));
+  return { dir: outdir, file, modules, bytes: upload.length, gzipBytes: gzipSync(upload).length };
 }
 
 export interface LocalWorkerOptions {

@@ -2,8 +2,11 @@
 // gecko-profiler-demangle, the Firefox profiler's build of the cpp_demangle and rustc-demangle
 // crates as WebAssembly, so it runs the same in Node and in Workers. Swift names are kept as
 // they are: no maintained JavaScript or WebAssembly Swift demangler exists on npm.
-// The wasm module is compiled by the edition (Node reads the file, Workers import it) and
-// handed in here, because only editions may touch files.
+// The edition hands in the compiled wasm module, because only editions read files or rely
+// on a bundler: Node compiles the package's file (src/editions/node/demangle.ts), the
+// Worker imports it as a module that wrangler uploads beside the script
+// (src/editions/workers/demangle.ts). The first createDemangler call installs it for the
+// whole process (or isolate); symbolication reads it through currentDemangler().
 
 import * as glue from 'gecko-profiler-demangle/index_bg.js';
 
@@ -13,7 +16,7 @@ let ready: Promise<Demangler> | null = null;
 let installed: Demangler | null = null;
 
 /**
- * Instantiates the demangler once per process (later calls get the same one) and makes it
+ * Instantiates the demangler once per process or isolate (later calls get the same one) and makes it
  * the one native symbolication uses.
  */
 export function createDemangler(module: WebAssembly.Module): Promise<Demangler> {
