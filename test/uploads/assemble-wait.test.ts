@@ -1,11 +1,10 @@
 // How long an assemble request waits for its assembly: up to `waitMs`, then `created`
 // while the work goes on (the server edition, 20 s); with Infinity until the end, which
 // is what the serverless edition uses, since a Worker's pending work is cancelled once it
-// has answered (test/workers/sentry-cli.test.ts runs the real uploads there). SQLite and
-// PostgreSQL.
+// has answered (test/workers/sentry-cli.test.ts runs the real uploads there, and
+// test/workers-runtime/symbols.test.ts checks the Worker's setting). SQLite and PostgreSQL.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { assembleOne, type AssembleContext, type AssembleJob } from '../../src/uploads/assemble.js';
 import { symbolPortFor } from '../../src/uploads/symbols-adapter.js';
@@ -50,10 +49,5 @@ describe.each(dialects)('assemble wait (%s)', (dialect) => {
   it('with Infinity answers the outcome, however long the work takes', async () => {
     const job = await slowJob('slow-b', 300);
     expect(await assembleOne(context(Number.POSITIVE_INFINITY), job)).toMatchObject({ state: 'ok', result: { name: 'slow-b' } });
-  });
-
-  it('the Worker waits for the end of every assembly', () => {
-    const deps = buildWorkerDeps({ DB: { prepare: () => ({}), batch: async () => [] } } as unknown as WorkerEnv);
-    expect(deps.assembleWaitMs).toBe(Number.POSITIVE_INFINITY);
   });
 });

@@ -26,6 +26,10 @@ beforeAll(async () => {
 const encoder = new TextEncoder();
 
 describe('symbol files on D1', () => {
+  it('waits for the end of every sentry-cli assembly (a Worker cancels what is left once it answered)', () => {
+    expect(deps.assembleWaitMs).toBe(Number.POSITIVE_INFINITY);
+  });
+
   it('stores a source map larger than a chunk and symbolicates a minified frame with it', async () => {
     // A map of about 1.5 MB (three chunks): the sources' text carries the bulk.
     const map = {
