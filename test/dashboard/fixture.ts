@@ -58,13 +58,18 @@ export async function sendXssEvent(t: TestServer, project: ProjectRow): Promise<
       ],
     },
   };
+  await sendStoreEvent(t, project, event);
+  return eventId;
+}
+
+/** Sends one event through the legacy /store/ route, as an SDK would; throws unless it is accepted. */
+export async function sendStoreEvent(t: TestServer, project: ProjectRow, event: Record<string, unknown>): Promise<void> {
   const res = await fetch(`${t.url}/api/${project.id}/store/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${project.dsn_key}` },
     body: JSON.stringify(event),
   });
-  if (res.status !== 200) throw new Error(`ingest refused the XSS event: ${res.status} ${await res.text()}`);
-  return eventId;
+  if (res.status !== 200) throw new Error(`ingest refused the event: ${res.status} ${await res.text()}`);
 }
 
 /**

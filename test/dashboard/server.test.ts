@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProjectBySlug } from '../../src/store/projects.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, type TestServer } from '../helpers/server.js';
-import { API_KEY, Client, OTHER_KEY, XSS, seedDemo, sendXssEvent, startDashboardServer } from './fixture.js';
+import { API_KEY, Client, OTHER_KEY, XSS, seedDemo, sendStoreEvent, sendXssEvent, startDashboardServer } from './fixture.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -191,13 +191,7 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
       message: 'Payment provider slow',
       exception: { values: [{ value: 'Payment provider slow', stacktrace: { frames: [{ function: 'pay', filename: 'pay.js', lineno: 3, in_app: true }] } }] },
     };
-    const project = (await findProjectBySlug(t.deps.store.db, 'demo'))!;
-    const res = await fetch(`${t.url}/api/${project.id}/store/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${project.dsn_key}` },
-      body: JSON.stringify(event),
-    });
-    expect(res.status).toBe(200);
+    await sendStoreEvent(t, (await findProjectBySlug(t.deps.store.db, 'demo'))!, event);
     const detail = await (await t.api(`/api/projects/demo/events/${eventId}`)).json();
     const c = new Client(t.url);
     await c.signIn(API_KEY);
