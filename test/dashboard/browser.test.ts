@@ -209,7 +209,8 @@ describe.each(dialects)('dashboard in Chromium on %s', (dialect) => {
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
     await page.keyboard.press('Enter');
-    expect(new URL(page.url()).hash).toBe('#main');
+    // The fragment navigation lands a moment after the key press (seen on a loaded machine).
+    await expect.poll(() => new URL(page.url()).hash, { timeout: 5000 }).toBe('#main');
     const storage = await context.storageState();
     for (const viewport of [{ width: 390, height: 844 }, { width: 640, height: 450 }]) {
       const small = await browser.newContext({ viewport, storageState: storage, isMobile: viewport.width < 500, hasTouch: viewport.width < 500 });
