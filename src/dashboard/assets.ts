@@ -29,7 +29,7 @@ button.secondary,.button.secondary{background:#fff;color:var(--accent)}button.da
 .actions{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin:.5rem 0}
 .badge{display:inline-block;padding:0 .4rem;border-radius:.8rem;font-size:.78rem;border:1px solid var(--line);background:#eef1f6;white-space:nowrap}
 .l-fatal,.l-error{color:var(--bad)}.l-warning{color:var(--warn)}.s-resolved{color:var(--ok)}.s-regression{color:var(--bad)}
-.spark{color:var(--accent);vertical-align:middle}.meter{width:min(8rem,20vw);height:.5rem;vertical-align:middle}table.breakdown td:first-child{overflow-wrap:anywhere;width:100%}
+.spark{color:var(--accent);vertical-align:middle}.meter{width:min(8rem,20vw);height:.5rem;vertical-align:middle}table.breakdown td:first-child{overflow-wrap:anywhere;width:100%}table.breakdown .meter{width:min(4.5rem,15vw)}
 figure.chart{margin:0}figure.chart svg{width:100%;height:10rem;display:block;color:var(--muted)}figure.chart figcaption{display:flex;justify-content:space-between;font-size:.78rem;color:var(--muted)}
 .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.2rem 1rem;font-size:.85rem}
 pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f0f2f6;padding:.6rem;border-radius:.3rem;max-height:40rem;overflow:auto}

@@ -51,6 +51,16 @@ export function nonEmpty(query: Record<string, string>): Record<string, string> 
   return Object.fromEntries(Object.entries(query).filter(([, v]) => v.trim() !== ''));
 }
 
+/**
+ * Text that may wrap after `.`, `@`, `+`, `/`, `:` and `_` (a `<wbr>` after each), so
+ * a release like `com.example.shop@1.0.0+100` breaks at its parts in a narrow column
+ * rather than at any letter. Every piece is escaped.
+ */
+export function breakable(text: string): Html {
+  const pieces = text.split(/(?<=[.@+/:_])/);
+  return html`${pieces.map((piece, i) => (i === 0 ? html`${piece}` : html`${raw('<wbr>')}${piece}`))}`;
+}
+
 const numberFormat = new Intl.NumberFormat('en-US');
 export const count = (n: number): string => numberFormat.format(n);
 

@@ -6,7 +6,7 @@ import type { IssueDetailJson } from '../../read/issues.js';
 import { ISSUE_STATUSES, LEVELS } from '../../read/params.js';
 import type { IssueJson } from '../../read/serialize.js';
 import { bars, meter, sparkline } from '../charts.js';
-import { count, href, html, options, projectPath, utc, when, type Html } from '../html.js';
+import { breakable, count, href, html, options, projectPath, utc, when, type Html } from '../html.js';
 import { csrfField, flash, page, type PageContext } from '../layout.js';
 import { eventRows, eventView, type EventDetail } from './events.js';
 
@@ -90,7 +90,7 @@ function breakdownTable(title: string, items: { value: string; count: number }[]
   return html`<div><h3>${title}</h3>${items.length === 0
     ? html`<p class="sub">No values.</p>`
     : html`<table class="breakdown"><tbody>${items.map(
-        (i) => html`<tr><td>${i.value}</td><td class="num">${count(i.count)}</td><td>${meter(i.count, max, `${i.count} of ${max}`)}</td></tr>`,
+        (i) => html`<tr><td>${breakable(i.value)}</td><td class="num">${count(i.count)}</td><td>${meter(i.count, max, `${i.count} of ${max}`)}</td></tr>`,
       )}</tbody></table>`}</div>`;
 }
 

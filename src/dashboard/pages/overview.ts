@@ -120,7 +120,7 @@ export function releasePage(
   </section>
   <section class="card"><h2>Events per hour</h2>${bars(d.timeline.map((t) => t.bucket), d.timeline.map((t) => t.events), 'Events of this release per hour')}</section>
   <section class="card"><h2>Crashes per hour</h2>${bars(d.timeline.map((t) => t.bucket), d.timeline.map((t) => t.crashes), 'Crashes of this release per hour')}</section>
-  <h2>Issues introduced in this release</h2>${issueTable(project, d.issues_introduced, ctx, { href: href(projectPath(project.slug, 'issues'), { sort: 'events', days: '90' }), label: 'All issues' })}
-  <h2>Issues last seen in this release</h2>${issueTable(project, d.issues_present, ctx, { href: href(projectPath(project.slug, 'issues'), { release: r.release, sort: 'events', days: '90' }), label: 'All issues last seen in this release' })}`;
+  <h2>Issues introduced in this release <span class="sub">most events first</span></h2>${issueTable(project, d.issues_introduced, ctx, { href: href(projectPath(project.slug, 'issues'), { sort: 'events', days: '90' }), label: 'All issues' })}
+  <h2>Issues last seen in this release <span class="sub">most events first</span></h2>${issueTable(project, d.issues_present, ctx, { href: href(projectPath(project.slug, 'issues'), { release: r.release, sort: 'events', days: '90' }), label: 'All issues last seen in this release' })}`;
   return page(ctx, { title: `${r.release} · ${project.name}`, project, section: 'releases', body });
 }
