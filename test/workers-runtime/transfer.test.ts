@@ -5,7 +5,7 @@
 // Two imports of the same file at once add a row without a unique key (alert channel,
 // issue change, symbol file) once: its INSERT checks again as it commits.
 import { env } from 'cloudflare:workers';
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, type QueryResult } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { workersTransferRuntime } from '../../src/editions/workers/transfer-runtime.js';
 import { openD1Store, type D1Binding } from '../../src/store/d1.js';
@@ -56,6 +56,39 @@ async function* bytesOf(text: string) {
   yield new TextEncoder().encode(text);
 }
 
+/** The file's lines after the meta line, as an export writes them. */
+function bodyOf(file: string): string[] {
+  return file.split('\n').filter((l) => l !== '').slice(1).map((l) => JSON.stringify(JSON.parse(l)));
+}
+
+/**
+ * The D1 store, with another writer acting between a batch's reads and its commit:
+ * `interfere` runs once before the first batch holding a statement that starts with each
+ * of `statements` (those left in `pending` never came). What it returns or throws, if
+ * anything, stands for the batch's result.
+ */
+function interferingStore(
+  statements: string[],
+  interfere: (statement: string, queries: CompiledQuery[]) => Promise<QueryResult<unknown>[] | void>,
+): { store: Store; pending: Set<string> } {
+  const pending = new Set(statements);
+  return {
+    pending,
+    store: {
+      ...store,
+      async batch(queries) {
+        for (const statement of [...pending]) {
+          if (!queries.some((q) => q.sql.startsWith(statement))) continue;
+          pending.delete(statement);
+          const result = await interfere(statement, queries);
+          if (result) return result;
+        }
+        return store.batch!(queries);
+      },
+    },
+  };
+}
+
 async function exported(project: string): Promise<string[]> {
   const prepared = await prepareExport(store, workersTransferRuntime, { version: 'test', project, snapshot: false });
   const decoder = new TextDecoder();
@@ -85,29 +118,21 @@ describe('import on D1', () => {
     const file = exportFile('atomic', 60);
     // Another writer takes the payload chunk id the first event batch planned, between
     // that batch's reads and its commit.
-    let interfered = false;
-    const racing: Store = {
-      ...store,
-      async batch(queries) {
-        if (!interfered && queries.some((q) => q.sql.startsWith('insert into "events"'))) {
-          interfered = true;
-          const top = await binding.prepare('select max(id) as m from payload_chunks').all();
-          const next = Number((top.results?.[0] as { m: number | null }).m ?? 0) + 1;
-          await binding.prepare('insert into payload_chunks (id, project_id, received_at, data) values (?, ?, 0, ?)').bind(next, 1, new Uint8Array([0x78, 0x9c]).buffer).all();
-          const failed = store.batch!(queries);
-          await expect(failed).rejects.toThrow(/UNIQUE constraint failed/);
-          // Nothing of the failed batch is there: no event, tag or seen_events row.
-          for (const table of ['events', 'event_tags', 'seen_events']) {
-            const { results } = await binding.prepare(`select count(*) as n from ${table}`).all();
-            expect((results?.[0] as { n: number }).n, table).toBe(0);
-          }
-          return failed;
-        }
-        return store.batch!(queries);
-      },
-    };
-    const summary = await importNdjson(racing, workersTransferRuntime, bytesOf(file), { batchLines: 25 });
-    expect(interfered).toBe(true);
+    const racing = interferingStore(['insert into "events"'], async (_statement, queries) => {
+      const top = await binding.prepare('select max(id) as m from payload_chunks').all();
+      const next = Number((top.results?.[0] as { m: number | null }).m ?? 0) + 1;
+      await binding.prepare('insert into payload_chunks (id, project_id, received_at, data) values (?, ?, 0, ?)').bind(next, 1, new Uint8Array([0x78, 0x9c]).buffer).all();
+      const failed = store.batch!(queries);
+      await expect(failed).rejects.toThrow(/UNIQUE constraint failed/);
+      // Nothing of the failed batch is there: no event, tag or seen_events row.
+      for (const table of ['events', 'event_tags', 'seen_events']) {
+        const { results } = await binding.prepare(`select count(*) as n from ${table}`).all();
+        expect((results?.[0] as { n: number }).n, table).toBe(0);
+      }
+      return failed;
+    });
+    const summary = await importNdjson(racing.store, workersTransferRuntime, bytesOf(file), { batchLines: 25 });
+    expect(racing.pending.size).toBe(0);
     expect(summary.problems).toEqual([]);
     expect(summary.types.event).toEqual({ added: 60, kept: 0, failed: 0 });
     expect(summary.types.issue).toEqual({ added: 1, kept: 0, failed: 0 });
@@ -116,27 +141,19 @@ describe('import on D1', () => {
     expect(again.types.event).toEqual({ added: 0, kept: 60, failed: 0 });
     expect(again.types.issue).toEqual({ added: 0, kept: 1, failed: 0 });
     const lines = await exported('atomic');
-    expect(lines).toEqual(file.split('\n').filter((l) => l !== '').slice(1).map((l) => JSON.stringify(JSON.parse(l))));
+    expect(lines).toEqual(bodyOf(file));
   });
 
   it('stores an event another writer stored between the batch\'s reads and its commit once', async () => {
     const file = exportFile('racing', 30);
-    let interfered = false;
-    const racing: Store = {
-      ...store,
-      async batch(queries) {
-        if (!interfered && queries.some((q) => q.sql.startsWith('insert into "events"'))) {
-          interfered = true;
-          // As ingest would: the SDK resent event 5 to the new instance meanwhile.
-          const project = await binding.prepare("select id from projects where slug = 'racing'").all();
-          const projectId = (project.results?.[0] as { id: number }).id;
-          await binding.prepare('insert into seen_events (project_id, event_id, received_at, stored_id) values (?, ?, 0, null)').bind(projectId, (5).toString(16).padStart(32, 'e')).all();
-        }
-        return store.batch!(queries);
-      },
-    };
-    const summary = await importNdjson(racing, workersTransferRuntime, bytesOf(file), { batchLines: 100 });
-    expect(interfered).toBe(true);
+    const racing = interferingStore(['insert into "events"'], async () => {
+      // As ingest would: the SDK resent event 5 to the new instance meanwhile.
+      const project = await binding.prepare("select id from projects where slug = 'racing'").all();
+      const projectId = (project.results?.[0] as { id: number }).id;
+      await binding.prepare('insert into seen_events (project_id, event_id, received_at, stored_id) values (?, ?, 0, null)').bind(projectId, (5).toString(16).padStart(32, 'e')).all();
+    });
+    const summary = await importNdjson(racing.store, workersTransferRuntime, bytesOf(file), { batchLines: 100 });
+    expect(racing.pending.size).toBe(0);
     expect(summary.types.event).toEqual({ added: 29, kept: 1, failed: 0 });
     const { results } = await binding.prepare("select count(*) as n from events e join projects p on p.id = e.project_id where p.slug = 'racing'").all();
     expect((results?.[0] as { n: number }).n).toBe(29);
@@ -180,6 +197,11 @@ function prefixThrough(file: string, type: string): string {
   return lines.slice(0, last + 1).join('\n') + '\n';
 }
 
+async function symbolStates(slug: string): Promise<unknown[]> {
+  const { results } = await binding.prepare('select state from symbol_files t join projects p on p.id = t.project_id where p.slug = ?').bind(slug).all();
+  return results ?? [];
+}
+
 async function countOf(table: string, slug: string): Promise<number> {
   const { results } = await binding.prepare(`select count(*) as n from ${table} t join projects p on p.id = t.project_id where p.slug = ?`).bind(slug).all();
   return (results?.[0] as { n: number }).n;
@@ -190,24 +212,16 @@ describe('two imports of the same file at once on D1', () => {
     const file = keylessFile('twice');
     // Another import of the same file (`faultline import --to` resent, or a second person)
     // commits the same rows while this import's batch is planned but not yet committed.
-    const raced = new Map<string, string>([
-      ['insert into "alert_channels"', 'alert_channel'],
-      ['insert into "symbol_files"', 'symbol'],
-      ['insert into "issue_changes"', 'issue_change'],
-    ]);
-    const racing: Store = {
-      ...store,
-      async batch(queries) {
-        for (const [statement, type] of raced) {
-          if (!queries.some((q) => q.sql.startsWith(statement))) continue;
-          raced.delete(statement);
-          await importNdjson(store, workersTransferRuntime, bytesOf(prefixThrough(file, type)));
-        }
-        return store.batch!(queries);
-      },
+    const typeOf: Record<string, string> = {
+      'insert into "alert_channels"': 'alert_channel',
+      'insert into "symbol_files"': 'symbol',
+      'insert into "issue_changes"': 'issue_change',
     };
-    const summary = await importNdjson(racing, workersTransferRuntime, bytesOf(file));
-    expect(raced.size).toBe(0);
+    const racing = interferingStore(Object.keys(typeOf), async (statement) => {
+      await importNdjson(store, workersTransferRuntime, bytesOf(prefixThrough(file, typeOf[statement])));
+    });
+    const summary = await importNdjson(racing.store, workersTransferRuntime, bytesOf(file));
+    expect(racing.pending.size).toBe(0);
     expect(summary.problems).toEqual([]);
     expect.soft(summary.types.alert_channel).toEqual({ added: 0, kept: 1, failed: 0 });
     expect.soft(summary.types.issue_change).toEqual({ added: 0, kept: 2, failed: 0 });
@@ -216,9 +230,8 @@ describe('two imports of the same file at once on D1', () => {
     expect.soft(await countOf('alert_channels', 'twice')).toBe(1);
     expect.soft(await countOf('issue_changes', 'twice')).toBe(2);
     expect.soft(await countOf('symbol_files', 'twice')).toBe(1);
-    const { results } = await binding.prepare("select state from symbol_files t join projects p on p.id = t.project_id where p.slug = 'twice'").all();
-    expect(results).toEqual([{ state: 'ready' }]);
-    expect(await exported('twice')).toEqual(file.split('\n').filter((l) => l !== '').slice(1).map((l) => JSON.stringify(JSON.parse(l))));
+    expect(await symbolStates('twice')).toEqual([{ state: 'ready' }]);
+    expect(await exported('twice')).toEqual(bodyOf(file));
   });
 
   it('keeps a symbol file another import made ready while this one was finishing it', async () => {
@@ -238,8 +251,7 @@ describe('two imports of the same file at once on D1', () => {
           if (!raced && /^select "id" from "symbol_files"/.test(query.sql)) {
             raced = true;
             await importNdjson(store, workersTransferRuntime, bytesOf(file));
-            const { results } = await binding.prepare("select state from symbol_files t join projects p on p.id = t.project_id where p.slug = 'finish'").all();
-            expect(results).toEqual([{ state: 'ready' }]);
+            expect(await symbolStates('finish')).toEqual([{ state: 'ready' }]);
           }
           return target.executeQuery(query);
         };
@@ -247,8 +259,7 @@ describe('two imports of the same file at once on D1', () => {
     });
     await importNdjson({ ...store, db } as Store, workersTransferRuntime, bytesOf(file));
     expect(raced).toBe(true);
-    const { results } = await binding.prepare("select state from symbol_files t join projects p on p.id = t.project_id where p.slug = 'finish'").all();
-    expect(results).toEqual([{ state: 'ready' }]);
+    expect(await symbolStates('finish')).toEqual([{ state: 'ready' }]);
     const chunks = await binding.prepare("select count(*) as n from symbol_chunks c join symbol_files t on t.id = c.file_id join projects p on p.id = t.project_id where p.slug = 'finish'").all();
     expect((chunks.results?.[0] as { n: number }).n).toBe(1);
   });
