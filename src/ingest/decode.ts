@@ -4,6 +4,7 @@
 // the edition (Node: zlib, src/editions/node/runtime.ts).
 import { BadPayloadError, ClientAbortedError, PayloadTooLargeError } from './errors.js';
 import { MAX_BODY_BYTES } from '../limits.js';
+import { concatBytes } from '../bytes.js';
 
 /** Compression formats, named as the Web's DecompressionStream names them (plus brotli). */
 export type CompressionFormat = 'gzip' | 'deflate' | 'deflate-raw' | 'br';
@@ -60,14 +61,7 @@ export async function readBody(body: ReadableStream<Uint8Array> | null, limit: n
     reader.releaseLock();
   }
   if (chunks.length === 0) return EMPTY;
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return concatBytes(chunks, total);
 }
 
 /**

@@ -13,6 +13,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, EventRow } from './schema.js';
 import type { DecompressBlob } from './stored-payload.js';
+import { concatBytes } from '../bytes.js';
 
 /** Compresses bytes into a stored blob (the inverse of DecompressBlob). */
 export type CompressBlob = (bytes: Uint8Array) => Uint8Array;
@@ -71,7 +72,7 @@ export function packPayloads(items: PayloadToPack[], compress: CompressBlob): Pa
       chunks.push({
         projectId,
         receivedAt: Math.max(...members.map((i) => items[i].receivedAt)),
-        data: compress(parts.length === 1 ? parts[0] : concat(parts, bytes)),
+        data: compress(concatBytes(parts, bytes)),
         members,
       });
       members = [];
@@ -87,16 +88,6 @@ export function packPayloads(items: PayloadToPack[], compress: CompressBlob): Pa
     close();
   }
   return { chunks, slots };
-}
-
-function concat(parts: Uint8Array[], bytes: number): Uint8Array {
-  const out = new Uint8Array(bytes);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }
 
 /**

@@ -10,6 +10,7 @@ import { currentDemangler } from './native/demangle.js';
 import { imageForFrame, machoImages, symbolicateNativeFrame, type JsonObject } from './native/frames.js';
 import { buildNativeIndex, buildNativeIndexAsync, NativeIndex } from './native/lookup-index.js';
 import { looksLikeMachO, readMachO, type MachSlice } from './native/macho.js';
+import { concatBytes } from '../bytes.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
 
 export class LoadedDsym implements LoadedSymbols {
@@ -67,12 +68,7 @@ function inspectDsym(name: string): FileInspector {
       size += chunk.byteLength;
     },
     async finish() {
-      const bytes = new Uint8Array(size);
-      let at = 0;
-      for (const c of chunks) {
-        bytes.set(c, at);
-        at += c.byteLength;
-      }
+      const bytes = concatBytes(chunks, size);
       chunks.length = 0;
       if (!looksLikeMachO(bytes)) {
         throw new SymbolInputError(`${basenameOf(name)} is not a dSYM: expected a Mach-O file, thin or fat, or a zip of a .dSYM bundle holding one`);

@@ -7,6 +7,7 @@
 // uploads (src/uploads/chunks.ts, src/http/uploads.ts).
 import { iterateBytes } from './storage.js';
 import { MAX_MULTIPART_HEADER_BYTES } from '../limits.js';
+import { concatBytes } from '../bytes.js';
 
 /** The body is not well-formed multipart: 400. */
 export class MultipartError extends Error {
@@ -65,13 +66,6 @@ function indexOfSeq(hay: Uint8Array, needle: Uint8Array, from: number): number {
   return -1;
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b;
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
-}
 
 function headerParam(value: string, param: string): string | null {
   const re = new RegExp(`;\\s*${param}\\*?=(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, 'i');
@@ -113,7 +107,7 @@ export async function* parseMultipart(
       await source.return(undefined);
       throw new MultipartLimitError('body', `the multipart body is larger than ${limits.maxBytes} bytes`);
     }
-    buf = concat(buf, next.value);
+    buf = buf.length === 0 ? next.value : concatBytes([buf, next.value]);
     return true;
   };
 
@@ -211,14 +205,7 @@ export async function* parseMultipart(
           if (size > max) throw new MultipartLimitError('part', `the part ${JSON.stringify(name)} is larger than ${max} bytes`);
           chunks.push(c);
         }
-        if (chunks.length === 1) return chunks[0];
-        const all = new Uint8Array(size);
-        let at = 0;
-        for (const c of chunks) {
-          all.set(c, at);
-          at += c.length;
-        }
-        return all;
+        return concatBytes(chunks, size);
       },
     };
     yield part;

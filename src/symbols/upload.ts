@@ -28,6 +28,7 @@ import {
   type SymbolKind,
 } from './storage.js';
 import { MAX_SYMBOL_FILE_BYTES, MAX_ZIP_ENTRIES, MAX_ZIP_UNPACKED_BYTES } from '../limits.js';
+import { concatBytes } from '../bytes.js';
 
 /** Compressed bytes handed to the inflater per step (bounds what one step can produce). */
 const ZIP_STEP_BYTES = 16 * 1024;
@@ -392,19 +393,12 @@ async function readZip(
       await drain();
     }
     const keep = 65_557;
-    tail = tail.length + chunk.length <= keep ? concatBytes(tail, chunk) : concatBytes(tail, chunk).slice(-keep);
+    tail = tail.length + chunk.length <= keep ? concatBytes([tail, chunk]) : concatBytes([tail, chunk]).slice(-keep);
   }
   push(new Uint8Array(0), true);
   await drain();
   if (open.size > 0) throw new SymbolInputError('the zip is truncated: an entry ends before its data does');
   if (!hasEndOfCentralDirectory(tail)) throw new SymbolInputError('the zip is truncated: it has no end of central directory record');
-}
-
-function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
 }
 
 function hasEndOfCentralDirectory(tail: Uint8Array): boolean {
