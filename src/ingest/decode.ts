@@ -3,7 +3,6 @@
 // never an out-of-memory). Web APIs only: the decompressor itself is injected by
 // the edition (Node: zlib, src/editions/node/runtime.ts).
 import { BadPayloadError, ClientAbortedError, PayloadTooLargeError } from './errors.js';
-import { MAX_BODY_BYTES } from '../limits.js';
 import { concatBytes } from '../bytes.js';
 
 /** Compression formats, named as the Web's DecompressionStream names them (plus brotli). */

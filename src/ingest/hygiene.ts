@@ -10,7 +10,6 @@ import { MAX_JSON_DEPTH } from '../limits.js';
 export const DEPTH_LIMIT_MARK = '[depth limit]';
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const LOWER_U = 0x75;
 
 function isHexSurrogateLead(json: string, at: number): boolean {
