@@ -8,7 +8,7 @@ import { depthOf } from '../helpers/json.js';
 import { DEPTH_LIMIT_MARK } from '../../src/ingest/hygiene.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { errorEvent, eventId, eventsOf, makeProject, sessionUpdate } from './helpers.js';
+import { errorEvent, eventsOf, makeProject, sessionUpdate } from './helpers.js';
 
 const DEEP = 5000;
 const deepArray = (inner = '"x"') => '['.repeat(DEEP) + inner + ']'.repeat(DEEP);

@@ -22,7 +22,6 @@ import {
   createProject,
   getJson,
   hourOf,
-  iso,
   makeDataset,
   makeSessions,
   sendEvents,

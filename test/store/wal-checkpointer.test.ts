@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore, type NodeStore } from '../../src/editions/node/open-store.js';
-import { type Store } from '../../src/store/database.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/server.js';
 
 const PAGE = 4096;
