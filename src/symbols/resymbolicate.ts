@@ -131,20 +131,18 @@ export class ResymbolicationRunner {
     if (!job) return { ran: false, events: 0, pending: await this.anyPending() };
     const state = await this.begin(job, true);
     let events = 0;
-    for (;;) {
+    while (events < maxEvents) {
       const limit = Math.min(this.batchEvents, maxEvents - events);
-      const went = limit > 0 ? await this.batch(state, limit, () => false) : -1;
-      if (went > 0) events += went;
+      const went = await this.batch(state, limit, () => false);
+      events += went;
       // Fewer than asked: none is left after the cursor (later events were symbolicated at ingest).
-      if (went >= 0 && went < limit) {
+      if (went < limit) {
         await this.finish(state);
         return { ran: true, events, pending: await this.anyPending() };
       }
-      if (went < 0 || events >= maxEvents) {
-        await this.deps.store.db.updateTable('symbol_jobs').set({ lease_until: 0 }).where('id', '=', state.id).execute();
-        return { ran: true, events, pending: true };
-      }
     }
+    await this.deps.store.db.updateTable('symbol_jobs').set({ lease_until: 0 }).where('id', '=', state.id).execute();
+    return { ran: true, events, pending: true };
   }
 
   private async anyPending(): Promise<boolean> {
