@@ -150,9 +150,8 @@ export class SymbolService {
    * them (`limitUploaderFiles`); undefined otherwise.
    */
   uploaderFileLimit(kind: SymbolKind): number | undefined {
-    if (!this.options.limitUploaderFiles) return undefined;
-    const limits = this.options.uploadLimits ?? UPLOAD_LIMITS;
-    return limits.maxFileBytesByKind?.[kind] ?? limits.maxFileBytes;
+    const limits = this.uploaderLimits;
+    return limits && (limits.maxFileBytesByKind?.[kind] ?? limits.maxFileBytes);
   }
 
   /**
@@ -161,9 +160,13 @@ export class SymbolService {
    * file with a warning instead of uploading its chunks to have it refused.
    */
   uploaderMaxFileBytes(): number | undefined {
-    if (!this.options.limitUploaderFiles) return undefined;
-    const limits = this.options.uploadLimits ?? UPLOAD_LIMITS;
-    return Math.max(limits.maxFileBytes, ...Object.values(limits.maxFileBytesByKind ?? {}));
+    const limits = this.uploaderLimits;
+    return limits && Math.max(limits.maxFileBytes, ...Object.values(limits.maxFileBytesByKind ?? {}));
+  }
+
+  /** The upload limits that bound the sentry-cli routes' files, when this edition bounds them. */
+  private get uploaderLimits(): UploadLimits | undefined {
+    return this.options.limitUploaderFiles ? (this.options.uploadLimits ?? UPLOAD_LIMITS) : undefined;
   }
 
   /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */
