@@ -28,9 +28,11 @@ interface NativeAnswers {
 /** The answers of a fixture tree: the committed one, or a fresh build's (`build.mjs --out`). */
 const loaded = new Map<string, NativeAnswers>();
 export function nativeAnswers(root = NATIVE_FIXTURES): NativeAnswers {
-  let a = loaded.get(root);
-  if (!a) loaded.set(root, (a = JSON.parse(fs.readFileSync(path.join(root, 'answers.json'), 'utf8')) as NativeAnswers));
-  return a;
+  const known = loaded.get(root);
+  if (known) return known;
+  const read = JSON.parse(fs.readFileSync(path.join(root, 'answers.json'), 'utf8')) as NativeAnswers;
+  loaded.set(root, read);
+  return read;
 }
 
 export type DsymTag = 'arm64' | 'x86_64' | 'arm64-gdwarf-2' | 'x86_64-gdwarf-2' | 'arm64_32';
