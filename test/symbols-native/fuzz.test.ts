@@ -290,7 +290,9 @@ describe('work stays proportional to the file', () => {
     clearInterval(timer);
     expect(file.debugId).toBe('abababab-abab-abab-abab-abababababab');
     const elapsed = performance.now() - started;
-    expect(elapsed).toBeLessThan(5_000);
+    // A guard against quadratic work (50 000² abbreviation reads take hours), not a speed
+    // goal: linear work takes well under a second, and over 10 s on a loaded 2-core machine.
+    expect(elapsed).toBeLessThan(25_000);
     if (elapsed > 200) expect(ticks).toBeGreaterThan(2);
   });
 });
