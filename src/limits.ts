@@ -50,6 +50,11 @@ export const MAX_BREADCRUMBS = 100;
 export const MAX_EVENT_RELEASE = 250;
 /** Characters of an event_id, fingerprint, sid, user id and user key. */
 export const MAX_KEY_ID = 200;
+/**
+ * Characters of a source map's served basename kept in the `serves_basename` index
+ * (a map's `file` may be any length); lookups compare the full name afterwards.
+ */
+export const MAX_INDEXED_BASENAME = 200;
 /** Session counts are stored in 32-bit integer columns. */
 export const MAX_SESSION_COUNT = 2_147_483_647;
 
