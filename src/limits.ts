@@ -66,6 +66,14 @@ export const MAX_SESSION_COUNT = 2_147_483_647;
 export const MANAGEMENT_BODY_LIMIT = 1 * MiB;
 /** A `POST /api/import` body (serverless edition): `faultline import --to` sends parts well under it. */
 export const IMPORT_BODY_LIMIT = 32 * MiB;
+/**
+ * Failed dashboard sign-ins allowed per client address and per account within
+ * SIGN_IN_WINDOW_MS; the next attempt is a 429 with Retry-After, counted across
+ * instances in the database (src/store/rate-limits.ts).
+ */
+export const SIGN_IN_FAILURES = 10;
+/** The sign-in throttle's window: 15 minutes (counted in whole minutes, never less). */
+export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000;
 /** Characters of a project's name. */
 export const NAME_MAX_LENGTH = 200;
 

@@ -19,7 +19,10 @@ import type { AppDeps } from '../context.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema } from '../store/project-input.js';
+import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
+import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
+import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
@@ -47,6 +50,8 @@ import { errorPage, loginPage, projectListPage, settingsPage } from './pages/pro
 import { issueSession, matchApiKey, randomToken, sameOrigin, sameToken, SESSION_TTL_MS, sessionKeys, verifySession } from './session.js';
 
 export const SESSION_COOKIE = 'faultline_session';
+/** The account an API-key sign-in counts its failures against (docs/api.md, "Dashboard sign-in"). */
+const API_KEY_ACCOUNT = 'api-keys';
 export const CSRF_COOKIE = 'faultline_csrf';
 
 /** Paths the dashboard answers: everything except the JSON API and the health check. */
@@ -118,6 +123,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   const now = () => deps.clock.now();
   const signInRequired = deps.config.apiKeys.length > 0;
   const keys = sessionKeys(deps.config.apiKeys);
+  const signInThrottle = new SignInThrottle(deps.store, SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS, deps.logger);
 
   const base = (c: Context) => publicBaseUrl(c, deps.config);
   const secure = (c: Context) => base(c).startsWith('https:');
@@ -165,18 +171,26 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     if (!signInRequired) return c.redirect('/', 303);
     // Sign-in has no session yet, so only the origin check guards it against cross-site posts.
     if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return c.text('cross-site request refused', 403);
+    const address = clientAddressOf(deps, c.req.raw, c.env);
     if (deps.config.rateLimit > 0) {
-      const address = deps.clientAddress?.(c.req.raw, c.env) ?? 'unknown';
       const decision = await deps.rateLimiter.hit(`login:${address}`, now());
       if (!decision.allowed) return c.html(loginPage('/', 'Too many sign-in attempts; wait a minute.'), 429, { 'Retry-After': String(decision.retryAfterSeconds) });
     }
     const f = await form(c);
     const next = safeNext(one(f.next));
+    // The instance's API keys are one account: wrong keys from every address count against it too.
+    const throttle = await signInThrottle.begin(address, API_KEY_ACCOUNT, now());
+    if (!throttle.allowed) {
+      deps.logger.warn({ event: 'dashboard_sign_in_throttled', retry_after: throttle.retryAfterSeconds }, 'dashboard sign-in refused: too many failed attempts');
+      const minutes = Math.ceil(throttle.retryAfterSeconds / 60);
+      return c.html(loginPage(next, `Too many failed sign-ins; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`), 429, { 'Retry-After': String(throttle.retryAfterSeconds) });
+    }
     const key = await matchApiKey(await keys, one(f.key));
     if (!key) {
       deps.logger.info({ event: 'dashboard_sign_in_refused' }, 'dashboard sign-in with a wrong API key');
       return render(c, loginPage(next, 'That is not one of this server’s API keys.'), 401);
     }
+    await throttle.attempt.succeeded();
     setCookie(c, SESSION_COOKIE, await issueSession(key, now()), {
       httpOnly: true,
       sameSite: 'Strict',
