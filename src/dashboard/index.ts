@@ -17,6 +17,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
 import { HttpError, zodMessage } from '../http/errors.js';
+import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema } from '../store/project-input.js';
 import { clientAddressOf } from '../http/forwarded.js';
@@ -74,13 +75,18 @@ function safeNext(next: string | undefined, fallback = '/'): string {
   return next && /^\/(?![/\\])/.test(next) ? next : fallback;
 }
 
-/** Form fields as strings; repeated fields (checkboxes) as arrays. */
+/**
+ * Form fields as strings; repeated fields (checkboxes) as arrays. A NUL (or lone
+ * surrogate) in any field is a 400, as in the API's JSON bodies: no database stores it as sent.
+ */
 async function form(c: Context): Promise<Record<string, string | string[]>> {
   const body = await c.req.parseBody({ all: true });
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(body)) {
     if (Array.isArray(v)) out[k] = v.filter((x): x is string => typeof x === 'string');
     else if (typeof v === 'string') out[k] = v;
+    const values = out[k] === undefined ? [] : Array.isArray(out[k]) ? out[k] : [out[k]];
+    if (hasUnsafeText(k) || values.some(hasUnsafeText)) throw new HttpError(400, 'The form holds a NUL character, which is not allowed.');
   }
   return out;
 }
