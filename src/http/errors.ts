@@ -11,7 +11,7 @@ import type { ZodError } from 'zod';
 import { readBody } from '../ingest/decode.js';
 import { CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, isClientAbort, PayloadTooLargeError } from '../ingest/errors.js';
 import { MANAGEMENT_BODY_LIMIT } from '../limits.js';
-import { unsafeJsonProblem } from './input-hygiene.js';
+import { unsafeJsonProblem } from '../ingest/hygiene.js';
 
 export class HttpError extends Error {
   constructor(
