@@ -96,6 +96,12 @@ describe('input checks on the Worker', () => {
     expect(new URL(proxied.dsn).host).toBe('evil.example');
     const evilOrigin = { ...forged, origin: 'https://evil.example', 'cf-connecting-ip': '198.51.100.7' };
     expect((await new Client(w.url).post('/login', { key: KEY, next: '/' }, evilOrigin)).status).toBe(403);
+    // A request with a body arrives whole once its forwarding headers are removed.
+    const created = await w.api('/api/projects', { method: 'POST', json: { slug: 'fwd', name: 'Forwarded' }, headers: { ...forged, 'cf-connecting-ip': '198.51.100.7' } });
+    expect(created.status).toBe(201);
+    const body = (await created.json()) as { name: string; dsn: string };
+    expect(body.name).toBe('Forwarded');
+    expect(new URL(body.dsn).host).toBe(new URL(w.url).host);
   });
 
   it('throttles dashboard sign-in after 10 failures', async () => {
