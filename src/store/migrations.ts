@@ -689,6 +689,20 @@ function m015(): Migration {
   };
 }
 
+/**
+ * A source map's served basename is indexed (symbol_files_release_name) cut to its first
+ * 200 characters (MAX_INDEXED_BASENAME, written out here: a migration never changes):
+ * a longer one went past PostgreSQL's btree row limit, and rows SQLite took whole are cut
+ * as new rows are, so their lookups, which cut the name the same way, still find them.
+ */
+function m016(): Migration {
+  return {
+    async up(db: Db) {
+      await sql`update symbol_files set serves_basename = substr(serves_basename, 1, 200) where length(serves_basename) > 200`.execute(db);
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -706,6 +720,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '013_symbols': m013(dialect),
     '014_uploads': m014(dialect),
     '015_issues_by_release_and_first_seen': m015(),
+    '016_symbol_basenames_cut_for_the_index': m016(),
   };
 }
 
