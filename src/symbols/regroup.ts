@@ -1,10 +1,11 @@
-// What re-symbolication changes about issues (docs/api.md "Re-symbolication"): an issue
-// whose title, type and location came from frames symbolicated only now takes the
-// symbolicated ones; and when the symbolicated frames group an event under another
-// fingerprint, that fingerprint joins the event's issue: mapped to it when no issue has
-// it, or, when one does (the issue the next crash opened once symbols were there), the
-// two issues are merged, the younger into the older. Events stay in their issue; the
-// one crash ends as one issue whatever came first, the upload or the next crash.
+// What re-symbolication changes about issues (docs/api.md "Symbols", "Re-symbolication
+// and issues"): an issue whose title, type and location came from frames symbolicated
+// only now takes the symbolicated ones; and when the symbolicated frames group an event
+// under another fingerprint, that fingerprint joins the event's issue: mapped to it when
+// no issue has it, or, when one does (the issue the next crash opened once symbols were
+// there), the two issues are merged, the younger into the older. Events stay in their
+// issue; the one crash ends as one issue whatever came first, the upload or the next
+// crash.
 import type { CompiledQuery, Kysely } from 'kysely';
 import { mapFingerprint, mergedChange, mergedIssueId, mergeStatements } from '../store/issue-merges.js';
 import type { Database } from '../store/schema.js';

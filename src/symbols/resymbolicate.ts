@@ -1,17 +1,19 @@
-// Re-symbolication after an upload (docs/api.md "Re-symbolication"): the events of the
-// upload's release received in the last 48 hours are symbolicated in the background and
-// their `symbolicated` frames stored, with the title, type and location those frames
-// give. No event moves to another issue; the issues catch up with their events
-// (regroup.ts): their title and location, and the fingerprint the symbolicated frames
-// give, mapped to the issue or, when another issue has it, merged with it. Each run is a `symbol_jobs` row with a cursor (the last
-// event id done), advanced after every batch: a process that stops mid-way leaves the
-// row pending, and the next start (of this or another instance) goes on from the cursor.
+// Re-symbolication after an upload (docs/api.md "Symbols", "Re-symbolication and
+// issues"): the events of the upload's release received in the last 48 hours are
+// symbolicated in the background and their `symbolicated` frames stored, with the
+// title, type and location those frames give. No event moves to another issue; the
+// issues catch up with their events (regroup.ts): their title and location, and the
+// fingerprint the symbolicated frames give, mapped to the issue or, when another issue
+// has it, merged with it. Each run is a `symbol_jobs` row with a cursor (the last event
+// id done), advanced after every batch: a process that stops mid-way leaves the row
+// pending, and the next start (of this or another instance) goes on from the cursor.
 // An instance holds a run through a lease renewed with every batch, so two instances
 // on one PostgreSQL database never run the same job. A batch's frames and the cursor
 // commit together with what the batch changes about issues: in one transaction, or on
-// D1 (no interactive transactions) in one atomic `Store.batch`. The server works through runs in a loop (`kick`); the serverless
-// edition, whose isolates live only while they serve, in bounded steps (`step`) that
-// it runs after an upload's answer and from a cron.
+// D1 (no interactive transactions) in one atomic `Store.batch`. The server works
+// through runs in a loop (`kick`); the serverless edition, whose isolates live only
+// while they serve, in bounded steps (`step`) that it runs after an upload's answer
+// and from a cron.
 import { CompiledQuery } from 'kysely';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
