@@ -7,6 +7,7 @@
 // issue; the one crash ends as one issue whatever came first, the upload or the next
 // crash.
 import type { CompiledQuery, Kysely } from 'kysely';
+import { chunks } from '../store/dialect.js';
 import { mapFingerprint, mergedChange, mergedIssueId, mergeStatements } from '../store/issue-merges.js';
 import type { Database } from '../store/schema.js';
 
@@ -59,7 +60,10 @@ export async function regroupStatements(reader: Db, projectId: number, events: R
   if (events.length === 0) return [];
   const issues = new Map<number, IssueFacts>();
   const ids = [...new Set(events.map((e) => e.issueId))];
-  for (const row of await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('id', 'in', ids).execute()) issues.set(Number(row.id), facts(row));
+  // Parts within D1's 100 parameters a statement.
+  for (const part of chunks(ids, 90)) {
+    for (const row of await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('id', 'in', part).execute()) issues.set(Number(row.id), facts(row));
+  }
   const statements: CompiledQuery[] = [];
 
   // 1. An issue that shows what one of these events showed before shows what the latest such event shows now.
@@ -92,28 +96,39 @@ export async function regroupStatements(reader: Db, projectId: number, events: R
     while (mergedInto.has(id)) id = mergedInto.get(id)!;
     return issues.get(id)!;
   };
-  const done = new Set<string>();
+  // Fingerprints this plan gave an issue already (mapped or merged), with that issue.
+  const planned = new Map<string, number>();
   for (const e of events) {
     const fingerprint = e.after.fingerprint;
-    if (done.has(fingerprint) || !issues.has(e.issueId)) continue;
+    if (!issues.has(e.issueId)) continue;
     const own = survivor(e.issueId);
     if (own.fingerprint === fingerprint) continue;
-    done.add(fingerprint);
-    let other = await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('project_id', '=', projectId).where('fingerprint', '=', fingerprint).executeTakeFirst();
-    if (!other) {
-      const id = await mergedIssueId(reader, projectId, fingerprint);
-      if (id !== undefined) other = await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('id', '=', id).executeTakeFirst();
+    let found: IssueFacts | undefined;
+    const known = planned.get(fingerprint);
+    if (known !== undefined) {
+      found = survivor(known);
+    } else {
+      let other = await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('project_id', '=', projectId).where('fingerprint', '=', fingerprint).executeTakeFirst();
+      if (!other) {
+        const id = await mergedIssueId(reader, projectId, fingerprint);
+        if (id !== undefined) other = await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('id', '=', id).executeTakeFirst();
+      }
+      if (other) {
+        if (!issues.has(Number(other.id))) issues.set(Number(other.id), facts(other));
+        found = survivor(Number(other.id));
+      }
     }
-    if (!other) {
+    if (!found) {
       statements.push(mapFingerprint(reader, projectId, fingerprint, own.id, now));
+      planned.set(fingerprint, own.id);
       continue;
     }
-    if (!issues.has(Number(other.id))) issues.set(Number(other.id), facts(other));
-    const found = survivor(Number(other.id));
+    planned.set(fingerprint, found.id);
     if (found.id === own.id) continue;
     const [target, source] = older(own, found) ? [own, found] : [found, own];
     statements.push(...mergeStatements(reader, projectId, target, source, now), mergedChange(reader, projectId, target.id, now));
     mergedInto.set(source.id, target.id);
+    planned.set(fingerprint, target.id);
   }
   return statements;
 }
