@@ -32,7 +32,8 @@ describe.each(dialects)('issue merge on %s', (dialect) => {
   it('adds counts, users, aggregates and events of the others to the target, and routes later events there', async () => {
     const project = await makeProject(t);
     const now = t.clock.now();
-    const base = now - 5 * HOUR;
+    // Ten minutes into an hour five hours ago, so the events fall into the hours named below.
+    const base = Math.floor(now / HOUR) * HOUR - 5 * HOUR + 600_000;
     // Three issues (different functions): a in hours 0 and 1, b in hours 1 and 2, c in hour 3.
     await send(t, project, [
       errorEvent({ timestamp: base, fn: 'a', user: 'u1', release: 'r1' }),
