@@ -1,7 +1,9 @@
 // Source maps end to end on both databases: an esbuild-minified bundle with
 // @sentry/browser, thrown in real Chromium, symbolicated to the original source lines
-// (upload before the event, after it, by release and file name, by debug id), and the
-// bad inputs of issue 28 refused with a 400 or left unsymbolicated.
+// (upload before the event, after it, by release and file name, by debug id), the issue
+// of a crash sent before its map taking the symbolicated location and the next crash
+// (merged when it came first), and the bad inputs of issue 28 refused with a 400 or
+// left unsymbolicated.
 import { deflateRawSync } from 'node:zlib';
 import { zipSync, strToU8 } from 'fflate';
 import type { Browser } from 'playwright-core';
