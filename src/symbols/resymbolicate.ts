@@ -278,7 +278,7 @@ export class ResymbolicationRunner {
     if (state.cursor === Number.MAX_SAFE_INTEGER) return 0;
     let q = db
       .selectFrom('events')
-      .select(['id', 'raw', 'payload_chunk', 'payload_start', 'payload_length', 'received_at', 'issue_id', 'timestamp', 'title', 'error_type', 'error_location'])
+      .select(['id', 'raw', 'payload_chunk', 'payload_start', 'payload_length', 'received_at', 'issue_id', 'fingerprint', 'timestamp', 'title', 'error_type', 'error_location'])
       .where('project_id', '=', state.projectId)
       .where('id', '>', state.cursor);
     if (state.release !== '') q = q.where('release', '=', state.release);
@@ -317,6 +317,8 @@ export class ResymbolicationRunner {
         continue; // the frames alone, as for a payload that no longer parses
       }
       Object.assign(update, { title: n.title, errorType: n.errorType, location: n.location });
+      // An event stored under its issue's fingerprint that the frames leave as it was changes nothing about issues.
+      if (n.fingerprint === row.fingerprint && n.title === row.title && n.errorType === row.error_type && n.location === row.error_location) continue;
       regrouped.push({
         issueId: Number(row.issue_id),
         timestamp: Number(row.timestamp),
