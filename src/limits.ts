@@ -90,6 +90,11 @@ export const DEFAULT_DAYS = 7;
 export const MAX_DAYS = 90;
 /** Fingerprints one bulk status change may name. */
 export const MAX_BULK = 10_000;
+/**
+ * Issues one merge request may merge into its target: each is a dozen statements, and on
+ * D1 every statement of a batch counts against an invocation's queries.
+ */
+export const MAX_MERGE = 20;
 /** `tag.<key>` filters one event search may combine (each is one more index probe per event). */
 export const MAX_TAG_FILTERS = 10;
 /** Issues listed in each of a release's issues_introduced and issues_present (highest event_count first). */

@@ -309,6 +309,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     const fingerprint = c.req.param('fingerprint');
     const { set, ...q } = nonEmpty(c.req.query());
     const issue = await issueDetail(db, p.id, fingerprint, q, now());
+    // A merged issue's page is the page of the issue it was merged into (links sent before the merge).
+    if (issue.merged_into !== undefined) return c.redirect(href(projectPath(p.slug, 'issues', issue.merged_into), { ...q, set }), 302);
     let event: EventDetail | null = null;
     const wanted = q.event ?? (issue.latest_event_id !== null ? String(issue.latest_event_id) : undefined);
     if (wanted !== undefined) {

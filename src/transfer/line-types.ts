@@ -120,6 +120,20 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'first_seen', kind: 'time' },
     ],
   }),
+  // Fingerprints merged into an issue (or mapped to it by re-symbolication): later events
+  // with them go to that issue. The line names the issue by its fingerprint as `into`.
+  tableLineType({
+    type: 'issue_merge',
+    table: 'issue_merges',
+    parent: { ...ISSUE_PARENT, key: [{ column: 'fingerprint', field: 'into', kind: 'text' }] },
+    key: ['fingerprint'],
+    order: ['issue_id', 'fingerprint'],
+    withProjectId: true,
+    columns: [
+      { column: 'fingerprint', kind: 'text' },
+      { column: 'merged_at', kind: 'time' },
+    ],
+  }),
   // The distinct users behind an issue's `users`, so later events count exactly.
   tableLineType({
     type: 'issue_user',
