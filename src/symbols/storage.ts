@@ -490,14 +490,17 @@ export async function symbolKindsOf(db: Db, projectId: number): Promise<Set<Symb
   return new Set(rows.map((r) => r.kind as SymbolKind));
 }
 
-/** Removes `writing` rows older than `olderThan` (an upload whose process died mid-way). */
+/** Rows one sweepAbandonedWrites removes at most. */
+export const SWEEP_BATCH = 1000;
+
+/** Removes up to SWEEP_BATCH `writing` rows begun before `olderThan` (an upload whose process died mid-way). */
 export async function sweepAbandonedWrites(db: Db, olderThan: number): Promise<number> {
   const rows = await db
     .selectFrom('symbol_files')
     .select('id')
     .where('state', '=', 'writing')
     .where('uploaded_at', '<', olderThan)
-    .limit(1000)
+    .limit(SWEEP_BATCH)
     .execute();
   await discardSymbolFiles(db, rows.map((r) => Number(r.id)));
   return rows.length;
