@@ -65,47 +65,66 @@ interface MapPart {
   nameBase: number;
 }
 
+/** Strings as UTF-8 in one buffer: string i is `bytes[offsets[i], offsets[i + 1])`. */
+interface PackedStrings {
+  bytes: Uint8Array;
+  offsets: Uint32Array;
+}
+
 /**
- * A parsed map as plain data (built on a worker thread on Node, then transferred): the
- * mappings' lookup indexes, the sources, names and sources' contents with the offsets of
- * their lines, and what it all holds in memory.
+ * A parsed map as plain data, nothing but typed arrays and a few numbers, so a thread
+ * that builds it hands it over without a copy (Node: the parse thread) and its memory is
+ * what its arrays hold: the mappings' lookup indexes; sources, names and sources'
+ * contents as UTF-8; the offsets of every line of every content.
  */
 export interface SourceMapData {
   parts: MapPart[];
-  sources: string[];
-  names: (string | null)[];
-  contents: (string | null)[];
-  contentLines: (Uint32Array | null)[];
+  sources: PackedStrings;
+  names: PackedStrings;
+  contents: PackedStrings;
+  /** 1 where the source has content (else it has none, not an empty one). */
+  hasContent: Uint8Array;
+  /** Byte offsets (into contents.bytes) where lines start; source i's are `lineIndex[i]` to `lineIndex[i + 1]`. */
+  lineStarts: Uint32Array;
+  lineIndex: Uint32Array;
   memoryBytes: number;
 }
 
-/**
- * What the parse cache charges for a held string and a list slot, measured (BENCHMARKS.md
- * "Source maps"): a V8 string is a header plus one byte per character (two when any is
- * above U+00FF); a list slot is a pointer.
- */
-const STRING_OVERHEAD = 24;
-const SLOT_BYTES = 8;
-/** What every loaded map holds besides its lists and arrays (objects, the caches' entries). */
+/** What a loaded map holds besides its arrays (the objects around them, measured: BENCHMARKS.md "Source maps"). */
 const MAP_OVERHEAD = 4096;
+const PART_OVERHEAD = 128;
 
-function stringBytes(s: string | null): number {
-  if (s === null) return SLOT_BYTES;
-  return SLOT_BYTES + STRING_OVERHEAD + s.length * (/[^\u0000-\u00ff]/.test(s) ? 2 : 1);
+/** Packs strings (null and non-strings as '') as UTF-8, growing the buffer as needed. */
+function packStrings(list: readonly unknown[], encoder: TextEncoder): PackedStrings {
+  let bytes: Uint8Array = new Uint8Array(1024);
+  const offsets = new Uint32Array(list.length + 1);
+  let at = 0;
+  for (let i = 0; i < list.length; i++) {
+    let rest = typeof list[i] === 'string' ? (list[i] as string) : '';
+    while (rest.length > 0) {
+      const { read, written } = encoder.encodeInto(rest, bytes.subarray(at));
+      at += written;
+      rest = read < rest.length ? rest.slice(read) : '';
+      // Full: twice the size, or what the rest needs at most (bounded, so one huge string grows in steps).
+      if (rest.length > 0) bytes = growTo(bytes, at, Math.max(bytes.length * 2, at + Math.min(rest.length * 3, 64 * 1024 * 1024)));
+    }
+    offsets[i + 1] = at;
+  }
+  return { bytes: at < bytes.length ? bytes.slice(0, at) : bytes, offsets };
 }
 
-/** Offsets of the lines of a text (split at \r\n, \r and \n). */
-function lineStarts(text: string): Uint32Array {
-  const starts: number[] = [0];
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 10) starts.push(i + 1);
-    else if (c === 13) {
-      if (text.charCodeAt(i + 1) === 10) i++;
-      starts.push(i + 1);
-    }
-  }
-  return Uint32Array.from(starts);
+function growTo(bytes: Uint8Array, used: number, size: number): Uint8Array {
+  const grown = new Uint8Array(size);
+  grown.set(bytes.subarray(0, used));
+  return grown;
+}
+
+const utf8 = new TextDecoder();
+
+function unpack(p: PackedStrings, i: number, maxBytes = Number.MAX_SAFE_INTEGER): string {
+  if (!(i >= 0 && i + 1 < p.offsets.length)) return '';
+  const from = p.offsets[i];
+  return utf8.decode(p.bytes.subarray(from, Math.min(p.offsets[i + 1], from + maxBytes)));
 }
 
 /**
@@ -121,31 +140,32 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
     throw new SymbolInputError(`${name} is not a source map: it is not JSON`);
   }
   if (!isObject(json) || json.version !== 3) throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
-  const data: SourceMapData = { parts: [], sources: [], names: [], contents: [], contentLines: [], memoryBytes: MAP_OVERHEAD };
+  const parts: MapPart[] = [];
+  const sources: unknown[] = [];
+  const names: unknown[] = [];
+  const contents: unknown[] = [];
   const counted = { segments: 0, lines: 0 };
   const encoder = new TextEncoder();
   const addPart = (map: Json, line: number, column: number, sectioned: boolean) => {
     if (map.version !== 3) throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
     if (typeof map.mappings !== 'string') throw new SymbolInputError(`${name} is not a source map: it has no "mappings" string`);
     if (!Array.isArray(map.sources)) throw new SymbolInputError(`${name} is not a source map: it has no "sources" list`);
-    const names: unknown[] = Array.isArray(map.names) ? map.names : [];
+    const partNames: unknown[] = Array.isArray(map.names) ? map.names : [];
     const { index, decoder } = indexMappings(encoder.encode(map.mappings), name, limits, counted);
-    decoder.checkIndexes(map.sources.length, names.length);
+    decoder.checkIndexes(map.sources.length, partNames.length);
     counted.segments += index.segments;
     counted.lines += index.lines;
     // An indexed map's sources are resolved against their sourceRoot (as trace-mapping flattens them).
-    const sources: unknown[] = sectioned
+    const partSources: unknown[] = sectioned
       ? new TraceMap({ version: 3, sources: map.sources, sourceRoot: map.sourceRoot, names: [], mappings: '' } as unknown as SourceMapInput).resolvedSources
       : map.sources;
-    data.parts.push({ line, column, index, sourceBase: data.sources.length, nameBase: data.names.length });
-    const contents: unknown[] = Array.isArray(map.sourcesContent) ? map.sourcesContent : [];
-    for (let i = 0; i < sources.length; i++) {
-      data.sources.push(typeof sources[i] === 'string' ? (sources[i] as string) : '');
-      const content = typeof contents[i] === 'string' ? (contents[i] as string) : null;
-      data.contents.push(content);
-      data.contentLines.push(content === null ? null : lineStarts(content));
+    parts.push({ line, column, index, sourceBase: sources.length, nameBase: names.length });
+    const partContents: unknown[] = Array.isArray(map.sourcesContent) ? map.sourcesContent : [];
+    for (let i = 0; i < partSources.length; i++) {
+      sources.push(partSources[i]);
+      contents.push(partContents[i] ?? null);
     }
-    for (const n of names) data.names.push(typeof n === 'string' ? n : null);
+    for (const n of partNames) names.push(n);
   };
   if (Array.isArray(json.sections)) {
     if (json.sections.length > limits.maxSections) throw new SymbolInputError(`${name} has more than ${limits.maxSections} sections (the limit of a source map)`);
@@ -157,13 +177,47 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
       addPart((section as Json).map as Json, offset.line as number, offset.column as number, true);
     }
   } else addPart(json, 0, 0, false);
-  for (const part of data.parts) data.memoryBytes += indexBytes(part.index) + 64;
-  for (const s of data.sources) data.memoryBytes += stringBytes(s);
-  for (const n of data.names) data.memoryBytes += stringBytes(n);
-  for (const c of data.contents) data.memoryBytes += stringBytes(c);
-  for (const l of data.contentLines) data.memoryBytes += SLOT_BYTES + (l ? l.byteLength + 64 : 0);
+  json = null;
+  const packedContents = packStrings(contents, encoder);
+  const hasContent = Uint8Array.from(contents, (c) => (typeof c === 'string' ? 1 : 0));
+  contents.length = 0;
+  // Lines split at \r\n, \r and \n: bytes that never occur inside a UTF-8 sequence.
+  const starts: number[] = [];
+  const lineIndex = new Uint32Array(hasContent.length + 1);
+  const b = packedContents.bytes;
+  for (let i = 0; i < hasContent.length; i++) {
+    lineIndex[i] = starts.length;
+    if (!hasContent[i]) continue;
+    const end = packedContents.offsets[i + 1];
+    starts.push(packedContents.offsets[i]);
+    for (let k = packedContents.offsets[i]; k < end; k++) {
+      const c = b[k];
+      if (c === 10) starts.push(k + 1);
+      else if (c === 13) {
+        if (k + 1 < end && b[k + 1] === 10) k++;
+        starts.push(k + 1);
+      }
+    }
+  }
+  lineIndex[hasContent.length] = starts.length;
+  const data: SourceMapData = {
+    parts,
+    sources: packStrings(sources, encoder),
+    names: packStrings(names, encoder),
+    contents: packedContents,
+    hasContent,
+    lineStarts: Uint32Array.from(starts),
+    lineIndex,
+    memoryBytes: 0,
+  };
+  const arrays = [data.sources, data.names, data.contents].reduce((n, p) => n + p.bytes.byteLength + p.offsets.byteLength, 0);
+  data.memoryBytes =
+    MAP_OVERHEAD + arrays + hasContent.byteLength + data.lineStarts.byteLength + lineIndex.byteLength + parts.reduce((n, p) => n + PART_OVERHEAD + indexBytes(p.index), 0);
   return data;
 }
+
+/** Bytes of a context line decoded at most: MAX_CONTEXT_LINE characters of up to 4 bytes. */
+const MAX_CONTEXT_BYTES = MAX_CONTEXT_LINE * 4;
 
 export class LoadedSourceMap implements LoadedSymbols {
   readonly memoryBytes: number;
@@ -205,7 +259,7 @@ export class LoadedSourceMap implements LoadedSymbols {
       const seg = lookupSegment(part.index, l - part.line, part.line === l ? c - part.column : c);
       if (seg) {
         if (seg.fields === 1) return null;
-        const name = seg.fields === 5 ? (this.data.names[part.nameBase + seg.name] ?? null) : null;
+        const name = seg.fields === 5 ? unpack(this.data.names, part.nameBase + seg.name) || null : null;
         return { source: part.sourceBase + seg.src, line: seg.line + 1, column: seg.column + 1, name };
       }
       if (part.line !== l || part.column === 0) return null;
@@ -215,27 +269,29 @@ export class LoadedSourceMap implements LoadedSymbols {
   }
 
   sourcePath(source: number): string {
-    return this.data.sources[source] ?? '';
+    return unpack(this.data.sources, source);
   }
 
   context(source: number, line: number): Pick<NormalizedFrame, 'pre_context' | 'context_line' | 'post_context'> | null {
-    const text = this.data.contents[source];
-    const starts = this.data.contentLines[source];
-    if (text === null || text === undefined || !starts || line < 1 || line > starts.length) return null;
+    const { hasContent, lineIndex, lineStarts, contents } = this.data;
+    if (!(source >= 0 && source < hasContent.length) || !hasContent[source]) return null;
+    const first = lineIndex[source];
+    const count = lineIndex[source + 1] - first;
+    if (line < 1 || line > count) return null;
     // Line k without its line break, cut at MAX_CONTEXT_LINE (minified sources would otherwise fill the event).
     const at = (k: number) => {
-      const from = starts[k];
-      let to = text.length;
-      if (k + 1 < starts.length) {
-        to = starts[k + 1];
-        if (text.charCodeAt(to - 1) === 10) to--;
-        if (to > from && text.charCodeAt(to - 1) === 13) to--;
+      const from = lineStarts[first + k];
+      let to = contents.offsets[source + 1];
+      if (k + 1 < count) {
+        to = lineStarts[first + k + 1];
+        if (contents.bytes[to - 1] === 10) to--;
+        if (to > from && contents.bytes[to - 1] === 13) to--;
       }
-      return text.slice(from, Math.min(to, from + MAX_CONTEXT_LINE));
+      return utf8.decode(contents.bytes.subarray(from, Math.min(to, from + MAX_CONTEXT_BYTES))).slice(0, MAX_CONTEXT_LINE);
     };
     const range = (from: number, to: number) => {
       const out: string[] = [];
-      for (let k = Math.max(0, from); k < Math.min(to, starts.length); k++) out.push(at(k));
+      for (let k = Math.max(0, from); k < Math.min(to, count); k++) out.push(at(k));
       return out;
     };
     return {

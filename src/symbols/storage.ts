@@ -274,8 +274,16 @@ export async function readSymbolBytes(db: Db, fileId: number, part = FILE_PART):
     if (at + chunk.byteLength > size) break;
     out.set(chunk, at);
     at += chunk.byteLength;
+    // SQLite answers without ever leaving the microtask queue: a 50 MB file read in one go
+    // would hold every other request for most of a second (BENCHMARKS.md "Source maps").
+    await yieldToEventLoop();
   }
   return at === size ? out : out.subarray(0, at);
+}
+
+/** Lets timers and I/O callbacks run (a macrotask turn), in every edition. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** A byte range of one pending file as a new pending file (a fat Mach-O's slice). */

@@ -181,6 +181,21 @@ describe('source map scan and index, fuzzed', () => {
     );
   });
 
+  it('gives the context lines a split of the source at \\r\\n, \\r and \\n gives, cut at 300 characters', () => {
+    const text = fc.array(fc.oneof(fc.constantFrom('\n', '\r', '\r\n', 'é', '😀', 'x'.repeat(310)), fc.string({ maxLength: 8 })), { maxLength: 40 }).map((p) => p.join(''));
+    fc.assert(
+      fc.property(text, (content) => {
+        const loaded = new LoadedSourceMap(parseSourceMap(utf8(JSON.stringify({ version: 3, sources: ['a.js'], sourcesContent: [content], mappings: 'AAAA' })), 'x.map'));
+        const lines = content.split(/\r\n|\r|\n/).map((l) => l.slice(0, 300));
+        for (let line = 0; line <= lines.length + 1; line++) {
+          const want = line < 1 || line > lines.length ? null : { pre_context: lines.slice(Math.max(0, line - 6), line - 1), context_line: lines[line - 1], post_context: lines.slice(line, line + 5) };
+          expect(loaded.context(0, line)).toEqual(want);
+        }
+      }),
+      FUZZ,
+    );
+  });
+
   it('counts segments and lines against the limits while they stream', () => {
     const scanner = new SourceMapScanner('big.map', { maxSegments: 1000, maxLines: 100, maxSections: 2 });
     scanner.push(utf8('{"version":3,"sources":["a"],"mappings":"AAAA'));
