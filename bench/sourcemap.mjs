@@ -11,7 +11,9 @@
 //      (first use: read, parse on the parse thread, symbolicate), /health p50/p99/max
 //      polled every 5 ms from the upload's end to that point, and the server's peak RSS.
 //
-//   node bench/sourcemap.mjs [--quick] [--skip-largest]
+//   node bench/sourcemap.mjs [--quick] [--skip-largest] [--server-only]
+//
+// (--server-only: part 2 alone, e.g. against an older build for comparison.)
 //
 // The machine is shared: times vary with what else runs; memory is steadier.
 import { randomBytes } from 'node:crypto';
@@ -43,8 +45,10 @@ if (typeof globalThis.gc !== 'function') {
   process.exit(r.status ?? 1);
 }
 
+const SERVER_ONLY = process.argv.includes('--server-only');
 const { parseSourceMap, LoadedSourceMap } = await import('../dist/symbols/sourcemap.js');
-const { SOURCE_MAP_LIMITS } = await import('../dist/symbols/sourcemap-index.js');
+// The limits (a build from before them has none: the same sizes then, for comparison).
+const { SOURCE_MAP_LIMITS } = await import('../dist/symbols/sourcemap-index.js').catch(() => ({ SOURCE_MAP_LIMITS: { maxSegments: 10_000_000, maxLines: 2_000_000 } }));
 
 const scale = QUICK ? 0.1 : 1;
 
@@ -131,13 +135,15 @@ const shapes = [
   ['500 000 names, 1 M segments', { segments: Math.round(1_000_000 * scale), lines: 2000, contentBytes: 0, files: 100, names: Math.round(500_000 * scale) }],
 ];
 const rows = [];
-for (const [label, shape] of shapes) {
+for (const [label, shape] of SERVER_ONLY ? [] : shapes) {
   const bytes = buildMap(shape);
   rows.push(measureLoaded(label, bytes));
   if (shape === realistic) rows.push(measureTraceMapping('the same map in trace-mapping (old loader), decoded', bytes));
 }
-console.log('\n1. memory a loaded map holds (heap + ArrayBuffers, after GC) against the cache charge');
-console.table(rows);
+if (!SERVER_ONLY) {
+  console.log('\n1. memory a loaded map holds (heap + ArrayBuffers, after GC) against the cache charge');
+  console.table(rows);
+}
 
 // ---------------------------------------------------------------- 2. the server
 async function serverRun(label, bytes) {
