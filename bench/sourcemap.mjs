@@ -62,13 +62,22 @@ function buildMap({ segments, lines, contentBytes, files = 2000, names = 50_000 
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
     return seed % n;
   };
+  // As a bundler writes them: columns a few apart, the source changing now and then, the
+  // original line moving a little, a name on some segments (about 5 bytes a segment).
+  let src = 0;
+  let oLine = 0;
+  let oCol = 0;
+  let name = 0;
   for (let l = 0; l < lines; l++) {
     const line = [];
     let col = 0;
     for (let s = 0; s < perLine && made < segments; s++, made++) {
-      col += 1 + rnd(12);
-      const src = rnd(files);
-      line.push(rnd(4) === 0 ? [col, src, rnd(600), rnd(80), rnd(names)] : [col, src, rnd(600), rnd(80)]);
+      col += 1 + rnd(8);
+      if (rnd(40) === 0) src = rnd(files);
+      oLine = Math.max(0, oLine + rnd(4) - 1);
+      oCol = Math.max(0, oCol + rnd(15) - 7);
+      if (rnd(6) === 0) name = Math.min(names - 1, Math.max(0, name + rnd(30) - 14));
+      line.push(rnd(6) === 0 ? [col, src, oLine, oCol, name] : [col, src, oLine, oCol]);
     }
     decoded.push(line);
   }
