@@ -283,6 +283,12 @@ export class SourceMapScanner {
       return j + 1;
     }
     while (i < n) {
+      // Plain bytes of a string nothing keeps (sourcesContent): skipped in a tight loop.
+      if (s.escape === 0 && !s.kept) {
+        let b = chunk[i];
+        while (b !== 0x22 && b !== 0x5c && b >= 0x20 && ++i < n) b = chunk[i];
+        if (i === n) break;
+      }
       const b = chunk[i++];
       if (s.escape === 1) {
         if (b === 0x75) {

@@ -47,8 +47,7 @@ export function inspectSourceMap(name: string, limits: SourceMapLimits = SOURCE_
     push: (chunk) => scanner.push(chunk),
     finish() {
       const facts = scanner.finish();
-      const file = facts.file !== null && facts.file.trim() !== '' ? facts.file.trim() : name.replace(/\.map$/i, '');
-      return [{ debugId: dashedUuid(facts.debugId), serves: file }];
+      return [{ debugId: dashedUuid(facts.debugId), serves: servedFileOf({ file: facts.file }, name) }];
     },
   };
 }
