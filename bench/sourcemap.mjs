@@ -9,7 +9,8 @@
 //      `faultline serve` on SQLite, the upload, then the first event that needs the map:
 //      its ingest answer time and the time until the event shows symbolicated frames
 //      (first use: read, parse on the parse thread, symbolicate), /health p50/p99/max
-//      polled every 5 ms from the upload's end to that point, and the server's peak RSS.
+//      polled every 5 ms from the upload's end to that point (and, as the control, for
+//      3 s on the idle server before the upload), and the server's peak RSS.
 //
 //   node bench/sourcemap.mjs [--quick] [--skip-largest] [--server-only]
 //
@@ -155,6 +156,17 @@ if (!SERVER_ONLY) {
 }
 
 // ---------------------------------------------------------------- 2. the server
+/** GET /health every 5 ms while `go()`, each answer's time into `out`. */
+async function pollHealth(url, out, go) {
+  while (go()) {
+    const t = performance.now();
+    const r = await fetch(`${url}/health`);
+    await r.arrayBuffer();
+    out.push(performance.now() - t);
+    await sleep(5);
+  }
+}
+
 async function serverRun(label, bytes) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-bench-sm-'));
   const port = await freePort();
@@ -168,6 +180,10 @@ async function serverRun(label, bytes) {
     const created = await (await fetch(`${url}/api/projects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'bench' }) })).json();
     const key = new URL(created.dsn).username;
     const idleRss = procStats(server.pid).rss;
+    // The control: /health on the idle server for 3 s (the machine's own noise).
+    const idle = [];
+    const idleUntil = performance.now() + 3000;
+    await pollHealth(url, idle, () => performance.now() < idleUntil);
     const form = new FormData();
     form.append('kind', 'sourcemap');
     form.append('release', '1.0');
@@ -180,15 +196,7 @@ async function serverRun(label, bytes) {
     // /health polled from here until the first event is symbolicated.
     let polling = true;
     const health = [];
-    const poller = (async () => {
-      while (polling) {
-        const t = performance.now();
-        const r = await fetch(`${url}/health`);
-        await r.arrayBuffer();
-        health.push(performance.now() - t);
-        await sleep(5);
-      }
-    })();
+    const poller = pollHealth(url, health, () => polling);
     let peak = 0;
     const rssTimer = setInterval(() => (peak = Math.max(peak, procStats(server.pid)?.rss ?? 0)), 50);
     const id = randomBytes(16).toString('hex');
@@ -215,12 +223,14 @@ async function serverRun(label, bytes) {
     clearInterval(rssTimer);
     const stats = procStats(server.pid);
     const [p50, p99] = percentiles(health, [50, 99]);
+    const [idleP50, idleP99] = percentiles(idle, [50, 99]);
     return {
       label,
       fileMB: round(bytes.length / MB, 1),
       uploadS: round(uploadMs / 1000, 2),
       ingestAnswerMs: round(ingestMs, 0),
       firstUseMs: symbolicatedMs === null ? 'never' : round(symbolicatedMs, 0),
+      idleHealthP50P99MaxMs: `${round(idleP50, 1)} / ${round(idleP99, 1)} / ${round(Math.max(...idle), 1)}`,
       healthSamples: health.length,
       healthP50Ms: round(p50, 1),
       healthP99Ms: round(p99, 1),

@@ -63,7 +63,7 @@ export class MappingsDecoder {
   private readonly deltas = [0, 0, 0, 0, 0];
   private fields = 0;
   private value = 0;
-  private shift = 0;
+  private mult = 1;
   private inValue = false;
   private segStart = 0;
   private segmentsInLine = 0;
@@ -86,36 +86,46 @@ export class MappingsDecoder {
   }
 
   push(bytes: Uint8Array, start = 0, end = bytes.length): void {
+    // The state in locals while bytes run (fields of `this` holding a double cost a box each).
+    let value = this.value;
+    let mult = this.mult;
+    let inValue = this.inValue;
+    let fields = this.fields;
+    const deltas = this.deltas;
     for (let i = start; i < end; i++) {
       const b = bytes[i];
       const d = DIGIT[b];
       if (d >= 0) {
-        if (!this.inValue) {
-          if (this.fields === 0) this.segStart = this.offset + i - start;
-          if (this.fields === 5) this.fail('a mapping has more than 5 fields');
-          this.inValue = true;
-          this.value = 0;
-          this.shift = 0;
+        if (!inValue) {
+          if (fields === 0) this.segStart = this.offset + i - start;
+          if (fields === 5) this.fail('a mapping has more than 5 fields');
+          inValue = true;
+          value = 0;
+          mult = 1;
         }
-        if (this.shift > 25) this.fail('a mapping value is too large');
-        this.value += (d & 31) * 2 ** this.shift;
-        this.shift += 5;
+        // Six digits hold 30 bits: a seventh is a value no map needs.
+        if (mult > 0x2000000) this.fail('a mapping value is too large');
+        value += (d & 31) * mult;
+        mult *= 32;
         if ((d & 32) === 0) {
-          this.inValue = false;
-          const v = this.value;
+          inValue = false;
           // Bit 0 is the sign; "-0" (1) is what no encoder writes.
-          if (v === 1) this.fail('a mapping value is "-0"');
-          this.deltas[this.fields++] = v & 1 ? -Math.floor(v / 2) : v / 2;
+          if (value === 1) this.fail('a mapping value is "-0"');
+          deltas[fields++] = value & 1 ? -(value - 1) / 2 : value / 2;
         }
-      } else if (b === COMMA) {
-        this.endSegment(true);
-      } else if (b === SEMI) {
-        this.endSegment(false);
-        this.endLine(this.offset + i - start + 1);
-      } else {
-        this.fail(`the mappings hold the character ${JSON.stringify(String.fromCharCode(b))}`);
+        continue;
       }
+      if (b !== COMMA && b !== SEMI) this.fail(`the mappings hold the character ${JSON.stringify(String.fromCharCode(b))}`);
+      if (inValue) this.fail('a mapping value is cut short');
+      this.fields = fields;
+      this.endSegment(b === COMMA);
+      fields = 0;
+      if (b === SEMI) this.endLine(this.offset + i - start + 1);
     }
+    this.value = value;
+    this.mult = mult;
+    this.inValue = inValue;
+    this.fields = fields;
     this.offset += end - start;
   }
 
