@@ -118,6 +118,7 @@ export class MappingsDecoder {
       if (b !== COMMA && b !== SEMI) this.fail(`the mappings hold the character ${JSON.stringify(String.fromCharCode(b))}`);
       if (inValue) this.fail('a mapping value is cut short');
       this.fields = fields;
+      this.inValue = false;
       this.endSegment(b === COMMA);
       fields = 0;
       if (b === SEMI) this.endLine(this.offset + i - start + 1);
@@ -355,14 +356,14 @@ export function lookupSegment(index: MappingsIndex, line: number, col: number): 
     let fields = 0;
     while (i < n && bytes[i] !== COMMA && bytes[i] !== SEMI) {
       let value = 0;
-      let shift = 0;
+      let mult = 1;
       let d: number;
       do {
         d = DIGIT[bytes[i++]];
-        value += (d & 31) * 2 ** shift;
-        shift += 5;
+        value += (d & 31) * mult;
+        mult *= 32;
       } while (d & 32);
-      vals[fields++] = value & 1 ? -Math.floor(value / 2) : value / 2;
+      vals[fields++] = value & 1 ? -(value - 1) / 2 : value / 2;
     }
     c += vals[0];
     if (fields >= 4) {

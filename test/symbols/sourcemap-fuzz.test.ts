@@ -80,8 +80,11 @@ function agrees(map: Record<string, unknown>, trace: TraceMap): void {
 describe('source map scan and index, fuzzed', () => {
   it('answers every lookup as trace-mapping does, on maps of any segment order', () => {
     fc.assert(
-      fc.property(mapArb, (map) => {
-        expect(scan(utf8(JSON.stringify(map)))).toEqual({ ok: true });
+      fc.property(mapArb, fc.array(fc.nat(), { maxLength: 8 }), (map, cuts) => {
+        const bytes = utf8(JSON.stringify(map));
+        expect(scan(bytes)).toEqual({ ok: true });
+        // Pieces cut anywhere, inside values of several digits too.
+        expect(scan(bytes, cuts.map((c) => c % bytes.length))).toEqual({ ok: true });
         agrees(map, new TraceMap(map));
       }),
       { ...FUZZ, numRuns: 150 },
@@ -194,6 +197,14 @@ describe('source map scan and index, fuzzed', () => {
       }),
       FUZZ,
     );
+  });
+
+  it('scans a map cut in two anywhere, or pushed a byte at a time, as it scans it whole', () => {
+    // Values of up to six digits, so pieces end inside them.
+    const lines = [[[0, 0, 0, 0], [1_000_000, 1, 70_000, 900_000, 1], [1_000_001, 0, 5, 3]], [], [[7, 1, 2, 3, 0]]] as SourceMapSegment[][];
+    const bytes = utf8(JSON.stringify({ version: 3, sources: ['a', 'b'], names: ['x', 'y'], sourcesContent: ['a\\nb', null], mappings: encode(lines) }));
+    expect(scan(bytes, Array.from({ length: bytes.length }, (_, i) => i))).toEqual({ ok: true });
+    for (let cut = 1; cut < bytes.length; cut++) expect(scan(bytes, [cut]), `cut at ${cut}`).toEqual({ ok: true });
   });
 
   it('counts segments and lines against the limits while they stream', () => {
