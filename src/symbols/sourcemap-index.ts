@@ -75,14 +75,14 @@ export class MappingsDecoder {
   atLineEnd: ((line: number, sorted: boolean) => void) | null = null;
 
   constructor(
-    private readonly name_: string,
+    private readonly fileName: string,
     private readonly limits: SourceMapLimits = SOURCE_MAP_LIMITS,
     /** Segments and lines other parts of the map (earlier sections) already counted. */
     private readonly counted: { segments: number; lines: number } = { segments: 0, lines: 0 },
   ) {}
 
   private fail(why: string): never {
-    throw new SymbolInputError(`${this.name_} is not a usable source map: ${why} (generated line ${this.line + 1})`);
+    throw new SymbolInputError(`${this.fileName} is not a usable source map: ${why} (generated line ${this.line + 1})`);
   }
 
   push(bytes: Uint8Array, start = 0, end = bytes.length): void {
@@ -145,7 +145,7 @@ export class MappingsDecoder {
     if (this.atLineEnd) this.atLineEnd(this.line, this.lineSorted);
     this.line++;
     if (this.counted.lines + this.line + 1 > this.limits.maxLines) {
-      throw new SymbolInputError(`${this.name_} has more than ${this.limits.maxLines} generated lines (the limit of a source map)`);
+      throw new SymbolInputError(`${this.fileName} has more than ${this.limits.maxLines} generated lines (the limit of a source map)`);
     }
     this.col = 0;
     this.lineSorted = true;
@@ -189,14 +189,14 @@ export class MappingsDecoder {
     this.segments++;
     this.segmentsInLine++;
     if (this.counted.segments + this.segments > this.limits.maxSegments) {
-      throw new SymbolInputError(`${this.name_} has more than ${this.limits.maxSegments} mappings (the limit of a source map)`);
+      throw new SymbolInputError(`${this.fileName} has more than ${this.limits.maxSegments} mappings (the limit of a source map)`);
     }
   }
 
   /** Checks the largest source and name index against the map's lists. */
   checkIndexes(sources: number, names: number): void {
-    if (this.maxSrc >= sources) throw new SymbolInputError(`${this.name_}: a mapping points to source ${this.maxSrc}, but the map has ${sources} sources`);
-    if (this.maxName >= names) throw new SymbolInputError(`${this.name_}: a mapping names name ${this.maxName}, but the map has ${names} names`);
+    if (this.maxSrc >= sources) throw new SymbolInputError(`${this.fileName}: a mapping points to source ${this.maxSrc}, but the map has ${sources} sources`);
+    if (this.maxName >= names) throw new SymbolInputError(`${this.fileName}: a mapping names name ${this.maxName}, but the map has ${names} names`);
   }
 }
 

@@ -33,6 +33,8 @@ export function symbolParseThreadAvailable(file: URL = SYMBOL_PARSE_THREAD_FILE)
 }
 
 const MB = 1024 * 1024;
+/** An idle parse thread ends after this long (see stopWhenIdle). */
+const IDLE_THREAD_MS = 5_000;
 
 /** The process's V8 heap limit (`--max-old-space-size`, else V8's default for the machine). */
 function heapLimitBytes(): number {
@@ -74,6 +76,7 @@ export class SymbolParseThread implements SymbolParser {
   private worker: Worker | null = null;
   private readonly pending = new Map<number, { resolve(data: unknown): void; reject(err: Error): void }>();
   private nextId = 1;
+  private idleTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly file: URL = SYMBOL_PARSE_THREAD_FILE,
@@ -100,7 +103,10 @@ export class SymbolParseThread implements SymbolParser {
       const waiting = this.pending.get(reply.id);
       if (!waiting) return;
       this.pending.delete(reply.id);
-      if (this.pending.size === 0) worker.unref();
+      if (this.pending.size === 0) {
+        worker.unref();
+        this.stopWhenIdle(worker);
+      }
       if ('error' in reply) waiting.reject(new SymbolParseError(reply.error.message, reply.error.name));
       else waiting.resolve(reply.data);
     });
@@ -118,7 +124,24 @@ export class SymbolParseThread implements SymbolParser {
     return worker;
   }
 
+  /**
+   * Ends an idle thread after IDLE_THREAD_MS: what a parse left in its heap (hundreds of MB
+   * after a big map, collected only when V8 needs room) goes back to the system, and the
+   * next parse starts a thread again (tens of ms against seconds of parsing).
+   */
+  private stopWhenIdle(worker: Worker): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.worker !== worker || this.pending.size > 0) return;
+      this.worker = null;
+      void worker.terminate();
+    }, IDLE_THREAD_MS);
+    this.idleTimer.unref();
+  }
+
   async close(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     const worker = this.worker;
     this.worker = null;
     if (worker) await worker.terminate();
