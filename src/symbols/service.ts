@@ -55,6 +55,8 @@ export interface SymbolServiceOptions {
    * SQLite): a `writing` row found at start belongs to an upload that died with it.
    */
   soleWriter?: boolean;
+  /** How often abandoned uploads are looked for after the start (SWEEP_INTERVAL_MS; tests shorten it). */
+  sweepIntervalMs?: number;
   /** Limits of an upload instead of UPLOAD_LIMITS. */
   uploadLimits?: UploadLimits;
   /**
@@ -119,7 +121,7 @@ export class SymbolService {
     this.sweeping = sweep(this.options.soleWriter === true);
     this.sweepTimer ??= setInterval(() => {
       this.sweeping = sweep(false);
-    }, SWEEP_INTERVAL_MS);
+    }, this.options.sweepIntervalMs ?? SWEEP_INTERVAL_MS);
     (this.sweepTimer as { unref?: () => void }).unref?.();
   }
 

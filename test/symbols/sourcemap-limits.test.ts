@@ -2,14 +2,19 @@
 // database: a map over the segment, line or section limit is a 400 that names the limit,
 // and nothing of it stays stored (no row in any state, no chunk). And the half-written
 // rows of an upload whose server was killed are gone once the server is back (SQLite: at
-// the start; PostgreSQL, where other instances may be writing: once an hour old).
+// the start; PostgreSQL, where other instances may be writing: once an hour old), and
+// those of another instance once an hour old while the server runs.
 import http from 'node:http';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/editions/node/open-store.js';
 import type { Store } from '../../src/store/database.js';
 import type { ProjectRow } from '../../src/store/schema.js';
+import pino from 'pino';
+import { ManualClock } from '../../src/clock.js';
+import { SymbolService } from '../../src/symbols/service.js';
 import { SOURCE_MAP_LIMITS } from '../../src/symbols/sourcemap-index.js';
+import { openPendingFile } from '../../src/symbols/storage.js';
 import { CLI, ensureBuilt, startServe, type ServeProcess } from '../foundation/cli-helpers.js';
 import { createTestDatabase, dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { makeProject } from '../ingest/helpers.js';
@@ -62,6 +67,33 @@ describe.each(dialects)('source map limits on %s', (dialect) => {
     const lines = `{"version":3,"sources":[],"names":[],"mappings":"${';'.repeat(SOURCE_MAP_LIMITS.maxLines - 1)}"}`;
     const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: '1.0', files: [{ name: 'ok.js.map', data: lines }] });
     expect(res.status).toBe(201);
+  });
+});
+
+describe.each(dialects)('half-written uploads of another instance on %s', (dialect) => {
+  it('stay while they may be written, and go once an hour old, without a restart', async () => {
+    const t = await startTestServer(dialect);
+    const clock = new ManualClock(1_790_000_000_000);
+    const service = new SymbolService({ store: t.deps.store, clock, logger: pino({ level: 'silent' }), sweepIntervalMs: 50 });
+    try {
+      const project = await makeProject(t);
+      // Another instance's upload, half-written (PostgreSQL: several instances share the database).
+      const writer = await openPendingFile(t.deps.store.db, { projectId: project.id, kind: 'sourcemap', release: '1', filename: 'a.js.map' }, clock.now());
+      await writer.write(new Uint8Array(600 * 1024));
+      const writing = async () => (await t.deps.store.db.selectFrom('symbol_files').select('id').where('state', '=', 'writing').execute()).length;
+      service.start();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await writing()).toBe(1);
+      clock.advance(2 * 3_600_000);
+      const until = Date.now() + 5_000;
+      while ((await writing()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(await writing()).toBe(0);
+      const chunks = await t.deps.store.db.selectFrom('symbol_chunks').select('file_id').where('file_id', '=', writer.id).execute();
+      expect(chunks).toEqual([]);
+    } finally {
+      await service.close();
+      await t.close();
+    }
   });
 });
 
