@@ -15,9 +15,11 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
-# better-sqlite3 is compiled from source against the image's own Node headers.
+# better-sqlite3 is compiled from source against the image's own Node headers, its
+# files in parallel (JOBS, read by node-gyp).
 ENV npm_config_nodedir=/usr/local \
     npm_config_build_from_source=true \
+    JOBS=max \
     npm_config_fund=false \
     npm_config_audit=false \
     npm_config_update_notifier=false
