@@ -1,7 +1,7 @@
 # Faultline's container image: `faultline serve` on port 8080, data in the /data volume.
 #
 #   docker build -t faultline .
-#   docker run -d --name faultline -p 8080:8080 -v faultline-data:/data faultline
+#   docker run -d --name faultline -p 8080:8080 -v faultline-data:/data -e API_KEYS=<a long random key> faultline
 #
 # BASE is any Debian-based image with Node.js 20 and npm under /usr/local, as the
 # official node images have them; .ci/image builds one from a Debian mirror where no
