@@ -159,6 +159,16 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('upload_assemblies')
     .values({ project_id: projectId, kind: 'dif', checksum: 'a'.repeat(40), state: 'error', detail: 'x', result: null, updated_at: now })
     .execute();
+  // A CLI release's commits and deploys exist from migration 016 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'release_deploys')) return;
+  await db
+    .insertInto('release_commits')
+    .values({ project_id: projectId, version: '1.0', repository: 'acme/app', commit_id: 'f'.repeat(40), position: 0, message: 'm', author_name: null, author_email: null, date: now })
+    .execute();
+  await db
+    .insertInto('release_deploys')
+    .values({ project_id: projectId, deploy_id: 'd1', version: '1.0', environment: 'production', name: null, url: null, date_started: null, date_finished: now })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */

@@ -76,7 +76,7 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
 
   // Alert rules and channels, symbol files (a source map with its derived index, a
   // ProGuard mapping tied to a release by the build plugins' route, an ELF file kept
-  // through difs/assemble), a sentry-cli release.
+  // through difs/assemble), a sentry-cli release with commits and a deploy.
   expect((await t.api('/api/projects/demo/alerts/new_issue', { method: 'PATCH', json: { enabled: false, cooldown_minutes: 45 } })).status).toBe(200);
   expect((await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } })).status).toBe(201);
   const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
@@ -108,6 +108,17 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   expect(((await elfAssemble.json()) as Record<string, { state: string }>)[elfSha1].state).toBe('ok');
   const release = await t.api('/api/0/organizations/org/releases/', { method: 'POST', json: { version: 'com.example.shop@1.3.0+130', projects: ['demo'], url: 'https://example.com/1.3' } });
   expect(release.status, await release.clone().text()).toBe(201);
+  // Its commits (set-commits from local git: two, the newest first) and a deploy.
+  const commits = [
+    { id: 'c'.repeat(40), repository: 'acme/shop', message: 'Fix checkout\n\nLonger text', author_name: 'Dev One', author_email: 'one@example.com', timestamp: '2026-11-20T09:30:00+01:00', patch_set: [{ path: 'a.ts', type: 'M' }] },
+    { id: 'b'.repeat(40), repository: 'acme/shop', message: null, author_email: 'two@example.com', timestamp: '2026-11-19T08:00:00Z', patch_set: [] },
+  ];
+  expect((await t.api('/api/0/organizations/org/releases/com.example.shop@1.3.0+130/', { method: 'PUT', json: { commits } })).status).toBe(200);
+  const deploy = await t.api('/api/0/organizations/org/releases/com.example.shop@1.3.0+130/deploys/', {
+    method: 'POST',
+    json: { environment: 'production', name: 'shop-7', url: 'https://example.com/deploys/7', dateStarted: '2026-11-20T10:00:00Z', dateFinished: '2026-11-20T10:05:00Z' },
+  });
+  expect(deploy.status, await deploy.clone().text()).toBe(201);
 
   // People change issues; symbolication fills frames; old rows keep their own blobs.
   const issues = (await (await t.api('/api/projects/demo/issues?days=30')).json()) as { issues: { fingerprint: string }[] };
