@@ -2,7 +2,10 @@
 // kept per project in `cli_releases` (version, url, dates), with their commits
 // (release-commits.ts) and deploys (deploys.ts), and answered in Sentry's shape
 // (`version`, `dateCreated` required by the CLI). Faultline's own releases API shows
-// these rows beside the releases events reveal (src/read/releases.ts).
+// these rows beside the releases events reveal (src/read/releases.ts). They stay a table
+// of their own, apart from `releases`: ingest upserts that one in every batch on all
+// three databases (D1 in its own statements) with first and last event times a CLI
+// release does not have, while these rows hold what only the CLI says (url, dates).
 import type { Kysely } from 'kysely';
 import { iso } from '../clock.js';
 import { chunks } from '../store/dialect.js';
