@@ -1,6 +1,6 @@
 // Source bundles from the real sentry-cli (3.x and 2.x): `debug-files upload
-// --include-sources` of a small ELF (test/fixtures/source-bundle, rebuilt by its
-// build.sh) uploads the executable and a source bundle of crash.c; `debug-files
+// --include-sources` of a small ELF (test/fixtures/source-bundle, its source in
+// test/fixtures/elf/src; `npm run fixtures` rebuilds it) uploads the executable and a source bundle of crash.c; `debug-files
 // bundle-jvm` + `debug-files upload --type jvm` (what the Android Gradle plugin runs for
 // source context) uploads a bundle of .java files. Both assemble `ok` and are kept as
 // kind `sourcebundle` under the debug id the bundle's manifest names: listed, found by
@@ -13,12 +13,12 @@ import { strToU8, zipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+import { fixtureDebugId } from './build-id.js';
 import { ok, runCli, type CliTarget, type CliVersion } from './cli.js';
 
 const KEY = 'source-bundle-key-0123456789abcdef';
-const FIXTURE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/source-bundle');
-/** The debug id of the fixture's GNU build id 3827696fc4c27c7e74e61c7438f7ac7ec8b1b8ad. */
-const ELF_DEBUG_ID = '6f692738-c2c4-7e7c-74e6-1c7438f7ac7e';
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
+const ELF_DEBUG_ID = fixtureDebugId(path.join(FIXTURES, 'source-bundle/build-id.txt'));
 const JVM_DEBUG_ID = '7f8e3c52-1d4b-4e2a-9b1c-0a1b2c3d4e5f';
 
 let work: string;
@@ -34,7 +34,8 @@ afterAll(() => {
 function nativeBuild(name: string): string {
   const dir = path.join(work, name);
   fs.mkdirSync(dir);
-  for (const file of ['crash', 'crash.c']) fs.copyFileSync(path.join(FIXTURE, file), path.join(dir, file));
+  fs.copyFileSync(path.join(FIXTURES, 'source-bundle/crash'), path.join(dir, 'crash'));
+  fs.copyFileSync(path.join(FIXTURES, 'elf/src/crash.c'), path.join(dir, 'crash.c'));
   return dir;
 }
 

@@ -10,12 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureDebugId } from '../uploads/build-id.js';
 import { ok, runCli, type CliTarget, type CliVersion } from '../uploads/cli.js';
 import { startTestWorker, type TestWorker } from './harness.js';
 
 const KEY = 'worker-releases-key-0123456789abcdef';
-const FIXTURE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/source-bundle');
-const ELF_DEBUG_ID = '6f692738-c2c4-7e7c-74e6-1c7438f7ac7e';
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
+const ELF_DEBUG_ID = fixtureDebugId(path.join(FIXTURES, 'source-bundle/build-id.txt'));
 const JVM_DEBUG_ID = '2c9d6e1a-8b7f-4c3d-a2e1-f0e9d8c7b6a5';
 let work: string;
 let shas: string[];
@@ -30,7 +31,7 @@ beforeAll(() => {
   git('-c', 'user.name=Bo Dev', '-c', 'user.email=bo@example.com', 'commit', '-q', '--allow-empty', '-m', 'Second', '--date', '2026-11-02T10:00:00Z');
   git('remote', 'add', 'origin', 'https://github.com/acme/web.git');
   shas = git('log', '--format=%H').trim().split('\n');
-});
+}, 60_000);
 afterAll(() => {
   if (work) fs.rmSync(work, { recursive: true, force: true });
 });
@@ -84,7 +85,8 @@ describe('sentry-cli releases, deploys and source bundles against the Worker', (
     const slug = `native-${v}`;
     const build = path.join(work, `build-${v}`);
     fs.mkdirSync(build);
-    for (const file of ['crash', 'crash.c']) fs.copyFileSync(path.join(FIXTURE, file), path.join(build, file));
+    fs.copyFileSync(path.join(FIXTURES, 'source-bundle/crash'), path.join(build, 'crash'));
+    fs.copyFileSync(path.join(FIXTURES, 'elf/src/crash.c'), path.join(build, 'crash.c'));
     ok(await runCli(v, target(slug), ['debug-files', 'upload', '--include-sources', '--wait', '.'], { cwd: build }));
 
     const sources = path.join(work, `java-${v}`, 'src/main/java/com/acme');
