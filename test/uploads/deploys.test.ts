@@ -1,12 +1,14 @@
 // A CI pipeline's release steps with the real sentry-cli (3.x and 2.x): `deploys new|list`
 // (2.x `releases deploys`), and `releases new` + `set-commits` (from a git checkout made
 // here) + `finalize` + a deploy, then the release as our releases API and the dashboard
-// show it before any event arrives: zero counts, its dates, commits and deploys. An
-// unknown release is 404 on the deploy routes. SQLite and PostgreSQL.
+// show it before any event arrives: zero counts, its dates, commits and deploys; the
+// @sentry/cli JS API's `newDeploy` that the bundler plugins call. An unknown release is
+// 404 on the deploy routes. SQLite and PostgreSQL.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { SentryCli } from '@sentry/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/clock.js';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
@@ -160,6 +162,17 @@ describe.each(dialects)('sentry-cli deploys and CI releases (%s)', (dialect) => 
     for (const table of ['release_commits', 'release_deploys'] as const) {
       expect(await t.deps.store.db.selectFrom(table).selectAll().where('version', '=', version).execute()).toEqual([]);
     }
+  });
+
+  it("the @sentry/cli JS API's newDeploy with projects, as the bundler plugins' release.deploy calls it", async () => {
+    const version = 'plugin@1.0';
+    ok(await runCli('3', target('3'), ['releases', 'new', version]));
+    const cli = new SentryCli(null, { url: t.url, authToken: KEY, org: 'acme', project: 'web-3', silent: true });
+    await cli.releases.newDeploy(version, { env: 'production', name: 'vite-build', projects: ['web-3'] });
+    const deploys = await json(`/api/0/organizations/acme/releases/${encodeURIComponent(version)}/deploys/`);
+    expect(deploys.map((d: any) => [d.environment, d.name])).toEqual([['production', 'vite-build']]);
+    // A project that does not have the release is refused, as Sentry refuses it.
+    await expect(cli.releases.newDeploy(version, { env: 'production', projects: ['web-2'] })).rejects.toThrow();
   });
 
   it('deploy routes: 404 for an unknown release, 400 for a body sentry-cli never sends', async () => {
