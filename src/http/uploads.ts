@@ -93,7 +93,8 @@ export function uploadRoutes(deps: AppDeps): Hono {
 
   /** Sentry's JSON of releases (rows of one version each), with their commits and deploys. */
   async function releasesJson(groups: CliReleaseTable[][]) {
-    const [map, activity] = await Promise.all([projectMap(), releaseActivity(db, [...new Set(groups.flat().map((r) => Number(r.project_id)))], groups.map((g) => g[0].version), 1)]);
+    const projectIds = [...new Set(groups.flat().map((r) => Number(r.project_id)))];
+    const [map, activity] = await Promise.all([projectMap(), releaseActivity(db, projectIds, groups.map((g) => g[0].version), 1)]);
     return groups.map((rows) => releaseJson(rows, map, activity.get(rows[0].version)));
   }
   const oneReleaseJson = async (rows: CliReleaseTable[]) => (await releasesJson([rows]))[0];

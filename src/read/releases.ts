@@ -289,7 +289,10 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     .where('project_id', '=', projectId)
     .where('release', '=', version)
     .executeTakeFirst();
-  const cli = version === '' ? undefined : await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
+  const cli =
+    version === ''
+      ? undefined
+      : await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
   let base: ReleaseBase;
   if (row) {
     base = { release: row.release, platforms: releasePlatforms(row.platforms), first_seen: Number(row.first_seen), last_seen: Number(row.last_seen) };

@@ -194,5 +194,13 @@ describe.each(dialects)('sentry-cli deploys and CI releases (%s)', (dialect) => 
     const detail = await json('/api/projects/web-3/releases/bodies@1');
     expect(detail.release.commits).toEqual([{ id: 'abc123', repository: 'acme/web', message: null, author_name: null, author_email: null, date: null }]);
     expect(await json(`${base}/bodies@1/deploys/`)).toEqual([]);
+    // A deploy URL that is no web address is shown as text on the dashboard, never as a link.
+    const script = await t.api(`${base}/bodies@1/deploys/`, { method: 'POST', json: { environment: 'production', name: 'x', url: 'javascript:alert(1)' } });
+    expect(script.status).toBe(201);
+    const browser = new Client(t.url);
+    await browser.signIn(KEY);
+    const page = await (await browser.request('/web-3/releases/bodies@1')).text();
+    expect(page).toContain('production');
+    expect(page).not.toContain('javascript:');
   });
 });

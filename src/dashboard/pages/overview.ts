@@ -95,7 +95,9 @@ function commitsCard(r: ReleaseJson): Html {
   return html`<section class="card"><h2>Commits <span class="sub">${count(r.commit_count)}, as set by sentry-cli</span></h2>
     <div class="scroll"><table><thead><tr><th>Commit</th><th>Message</th><th>Author</th><th class="opt">Repository</th></tr></thead><tbody>
     ${r.commits.map(
-      (c) => html`<tr><td><code>${c.id.slice(0, 12)}</code></td><td>${(c.message ?? '').split('\n')[0]}</td><td>${c.author_name ?? c.author_email ?? '–'}</td><td class="opt">${c.repository}</td></tr>`,
+      (c) =>
+        html`<tr><td><code>${c.id.slice(0, 12)}</code></td><td>${(c.message ?? '').split('\n')[0]}</td><td>${c.author_name ?? c.author_email ?? '–'}</td>
+          <td class="opt">${c.repository}</td></tr>`,
     )}</tbody></table></div></section>`;
 }
 
@@ -104,7 +106,11 @@ function deploysCard(r: ReleaseJson): Html {
   return html`<section class="card"><h2>Deploys</h2>
     <div class="scroll"><table><thead><tr><th>Environment</th><th>Name</th><th>Started</th><th>Finished</th></tr></thead><tbody>
     ${r.deploys.map(
-      (d) => html`<tr><td>${d.environment}</td><td>${d.url && /^https?:\/\//i.test(d.url) ? html`<a href="${d.url}" rel="noreferrer">${d.name ?? d.url}</a>` : (d.name ?? '–')}</td><td>${utc(d.date_started)}</td><td>${utc(d.date_finished)}</td></tr>`,
+      (d) => {
+        // Only a web address becomes a link (a `javascript:` URL sent with a deploy stays text).
+        const name = d.url && /^https?:\/\//i.test(d.url) ? html`<a href="${d.url}" rel="noreferrer">${d.name ?? d.url}</a>` : html`${d.name ?? '–'}`;
+        return html`<tr><td>${d.environment}</td><td>${name}</td><td>${utc(d.date_started)}</td><td>${utc(d.date_finished)}</td></tr>`;
+      },
     )}</tbody></table></div></section>`;
 }
 
