@@ -159,7 +159,9 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('upload_assemblies')
     .values({ project_id: projectId, kind: 'dif', checksum: 'a'.repeat(40), state: 'error', detail: 'x', result: null, updated_at: now })
     .execute();
-  // A CLI release's commits and deploys exist from migration 016 on.
+  // Issue merges exist from migration 017 on, a CLI release's commits and deploys from 018 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'issue_merges')) return;
+  await db.insertInto('issue_merges').values({ project_id: projectId, fingerprint: `merged-${fp}`, issue_id: issue.id, merged_at: now }).execute();
   if (!(await db.introspection.getTables()).some((t) => t.name === 'release_deploys')) return;
   await db
     .insertInto('release_commits')
