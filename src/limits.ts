@@ -195,6 +195,20 @@ export const MAX_ARCHIVE_ENTRIES = 100_000;
 export const MAX_VERSION_LENGTH = 200;
 /** Most releases a list answers (newest first), as Sentry caps its default page. */
 export const RELEASE_LIST_LIMIT = 100;
+/** Commits kept per release (`set-commits --auto` sends 20 by default). */
+export const MAX_RELEASE_COMMITS = 1000;
+/** Characters of a commit id, as sentry-cli bounds a SHA. */
+export const MAX_COMMIT_ID_LENGTH = 64;
+/** Characters of a commit message kept; a longer one is cut, never refused. */
+export const MAX_COMMIT_MESSAGE_LENGTH = 10_000;
+/** Characters of a deploy's environment and name (as Sentry bounds them), and of other short release texts. */
+export const MAX_DEPLOY_NAME_LENGTH = 64;
+/** Characters of a URL, repository or author name sent with a release. */
+export const MAX_RELEASE_TEXT_LENGTH = 1000;
+/** Commits and deploys each item of our releases list shows (the detail shows all). */
+export const RELEASE_LIST_ACTIVITY = 10;
+/** Most deploys a release's deploy list answers (newest first). */
+export const DEPLOY_LIST_LIMIT = 1000;
 
 // ---------------------------------------------------------------------------
 // Export and import

@@ -1,6 +1,7 @@
 // Uploader-compatibility routes under /api/0/ (sentry-cli 2.x and 3.x, and the build
 // plugins that run it): auth check, organization and project lookups, chunk upload,
-// assemble, legacy debug-file routes and releases in both URL forms. `{org}` is
+// assemble, legacy debug-file routes, releases in both URL forms with their commits and
+// deploys. `{org}` is
 // ignored; `{project}` is a slug or a numeric id. Thin: parsing and answers here, the
 // work in src/uploads. Bodies are streamed (this prefix is exempt from the app's 1 MB
 // limit); JSON bodies get their own limit here.
@@ -14,17 +15,22 @@ import { chunkUploadOptions, receiveChunks } from '../uploads/chunks.js';
 import { difJson } from '../uploads/dif.js';
 import { assembleDifs, parseDifAssembleBody, storeDifZip } from '../uploads/difs.js';
 import { UploadError } from '../uploads/errors.js';
+import { createDeploy, deployJson, listDeploys, parseDeployBody } from '../uploads/deploys.js';
+import { commitJson, listCommits, setReleaseCommits } from '../uploads/release-commits.js';
 import {
   associateProguardRelease,
   deleteRelease,
   findRelease,
   listReleases,
   parseReleaseBody,
+  releaseActivity,
   releaseJson,
   updateRelease,
   upsertRelease,
   versionProblem,
+  type ReleaseChange,
 } from '../uploads/releases.js';
+import type { CliReleaseTable } from '../store/schema.js';
 import { symbolPortFor } from '../uploads/symbols-adapter.js';
 import type { AssembleContext } from '../uploads/assemble.js';
 import { bytesSource } from '../uploads/zip.js';
@@ -84,6 +90,26 @@ export function uploadRoutes(deps: AppDeps): Hono {
   }
 
   const projectMap = async () => new Map((await listProjects(db)).map((p) => [Number(p.id), p]));
+
+  /** Sentry's JSON of releases (rows of one version each), with their commits and deploys. */
+  async function releasesJson(groups: CliReleaseTable[][]) {
+    const projectIds = [...new Set(groups.flat().map((r) => Number(r.project_id)))];
+    const [map, activity] = await Promise.all([projectMap(), releaseActivity(db, projectIds, groups.map((g) => g[0].version), 1)]);
+    return groups.map((rows) => releaseJson(rows, map, activity.get(rows[0].version)));
+  }
+  const oneReleaseJson = async (rows: CliReleaseTable[]) => (await releasesJson([rows]))[0];
+
+  /** The commits a release body sets, on the release rows of these projects. */
+  async function applyCommits(projectIds: number[], version: string, change: ReleaseChange) {
+    if (change.commits !== undefined && projectIds.length > 0) await setReleaseCommits(deps.store, projectIds, version, change.commits);
+  }
+
+  /** The release rows of `{version}` (404 as Sentry answers an unknown release). */
+  async function existingRelease(c: Context): Promise<CliReleaseTable[]> {
+    const rows = await findRelease(db, null, version(c));
+    if (rows.length === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    return rows;
+  }
 
   function version(c: Context): string {
     const v = c.req.param('version') ?? '';
@@ -187,8 +213,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
   app.on('GET', paths('/api/0/organizations/:org/releases/'), async (c) => {
     const projectFilter = c.req.queries('project');
     const ids = projectFilter && projectFilter.length > 0 ? (await projectsNamed(projectFilter)).map((p) => Number(p.id)) : null;
-    const map = await projectMap();
-    return c.json((await listReleases(db, ids)).map((rows) => releaseJson(rows, map)));
+    return c.json(await releasesJson(await listReleases(db, ids)));
   });
   app.on('POST', paths('/api/0/organizations/:org/releases/'), async (c) => {
     const change = parseReleaseBody(await readJsonBody(c));
@@ -197,21 +222,20 @@ export function uploadRoutes(deps: AppDeps): Hono {
     const targets = await projectsNamed(change.projects);
     const ids = targets.map((p) => Number(p.id));
     const created = await upsertRelease(db, ids, change.version, change, deps.clock.now());
-    return c.json(releaseJson(await findRelease(db, ids, change.version), await projectMap()), created ? 201 : 200);
+    await applyCommits(ids, change.version, change);
+    return c.json(await oneReleaseJson(await findRelease(db, ids, change.version)), created ? 201 : 200);
   });
-  app.on('GET', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
-    const rows = await findRelease(db, null, version(c));
-    if (rows.length === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
-    return c.json(releaseJson(rows, await projectMap()));
-  });
+  app.on('GET', paths('/api/0/organizations/:org/releases/:version/'), async (c) => c.json(await oneReleaseJson(await existingRelease(c))));
   app.on('PUT', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
     const v = version(c);
     const change = parseReleaseBody(await readJsonBody(c));
     const ids = change.projects && change.projects.length > 0 ? (await projectsNamed(change.projects)).map((p) => Number(p.id)) : null;
     const existing = await findRelease(db, ids, v);
     if (existing.length === 0) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
-    await updateRelease(db, existing.map((r) => Number(r.project_id)), v, change);
-    return c.json(releaseJson(await findRelease(db, ids, v), await projectMap()));
+    const existingIds = existing.map((r) => Number(r.project_id));
+    await updateRelease(db, existingIds, v, change);
+    await applyCommits(existingIds, v, change);
+    return c.json(await oneReleaseJson(await findRelease(db, ids, v)));
   });
   app.on('DELETE', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
     const removed = await deleteRelease(db, null, version(c));
@@ -219,33 +243,54 @@ export function uploadRoutes(deps: AppDeps): Hono {
     return c.body(null, 204);
   });
   app.on('GET', paths('/api/0/organizations/:org/releases/:version/previous-with-commits/'), (c) => c.json({}));
-  app.on('GET', paths('/api/0/organizations/:org/releases/:version/commits/'), (c) => c.json([]));
+  app.on('GET', paths('/api/0/organizations/:org/releases/:version/commits/'), async (c) => {
+    const rows = await existingRelease(c);
+    return c.json((await listCommits(db, Number(rows[0].project_id), rows[0].version)).map(commitJson));
+  });
+  // Deploys (3.x `deploys new|list`, 2.x `releases deploys`, the build plugins' `release.deploy`).
+  app.on('GET', paths('/api/0/organizations/:org/releases/:version/deploys/'), async (c) => {
+    const rows = await existingRelease(c);
+    return c.json((await listDeploys(db, rows.map((r) => Number(r.project_id)), rows[0].version)).map(deployJson));
+  });
+  app.on('POST', paths('/api/0/organizations/:org/releases/:version/deploys/'), async (c) => {
+    const rows = await existingRelease(c);
+    const input = parseDeployBody(await readJsonBody(c));
+    let ids = rows.map((r) => Number(r.project_id));
+    if (input.projects) {
+      const named = (await projectsNamed(input.projects)).map((p) => Number(p.id));
+      const outside = named.filter((id) => !ids.includes(id));
+      if (outside.length > 0) throw new UploadError(400, `release ${JSON.stringify(rows[0].version)} is not in every project named`);
+      ids = named;
+    }
+    return c.json(deployJson(await createDeploy(deps.store, ids, rows[0].version, input, deps.clock.now())), 201);
+  });
 
   // Releases, project form (2.x with one project).
   app.on('GET', paths('/api/0/projects/:org/:project/releases/'), async (c) => {
     const p = await project(c);
-    const map = await projectMap();
-    return c.json((await listReleases(db, [Number(p.id)])).map((rows) => releaseJson(rows, map)));
+    return c.json(await releasesJson(await listReleases(db, [Number(p.id)])));
   });
   app.on('POST', paths('/api/0/projects/:org/:project/releases/'), async (c) => {
     const p = await project(c);
     const change = parseReleaseBody(await readJsonBody(c));
     if (!change.version) throw new UploadError(400, 'version is required');
     const created = await upsertRelease(db, [Number(p.id)], change.version, change, deps.clock.now());
-    return c.json(releaseJson(await findRelease(db, [Number(p.id)], change.version), await projectMap()), created ? 201 : 200);
+    await applyCommits([Number(p.id)], change.version, change);
+    return c.json(await oneReleaseJson(await findRelease(db, [Number(p.id)], change.version)), created ? 201 : 200);
   });
   app.on('GET', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
     const p = await project(c);
     const rows = await findRelease(db, [Number(p.id)], version(c));
     if (rows.length === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
-    return c.json(releaseJson(rows, await projectMap()));
+    return c.json(await oneReleaseJson(rows));
   });
   app.on('PUT', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
     const p = await project(c);
     const v = version(c);
     const change = parseReleaseBody(await readJsonBody(c));
     if ((await updateRelease(db, [Number(p.id)], v, change)) === 0) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
-    return c.json(releaseJson(await findRelease(db, [Number(p.id)], v), await projectMap()));
+    await applyCommits([Number(p.id)], v, change);
+    return c.json(await oneReleaseJson(await findRelease(db, [Number(p.id)], v)));
   });
   app.on('DELETE', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
     const p = await project(c);

@@ -1,15 +1,22 @@
 // Release queries: the list and the detail with release health. Counts come from
 // the hourly aggregates (project_hourly for events, session_hourly for sessions)
-// and the issues table's indexes, never from the events themselves.
+// and the issues table's indexes, never from the events themselves. Releases
+// sentry-cli created (src/uploads) are listed too, before any event arrives, with
+// their dates, commits and deploys.
 import type { Kysely } from 'kysely';
 import { iso, utcDay } from '../clock.js';
 import { releasePlatforms } from '../ingest/records.js';
-import type { Database, IssueRow } from '../store/schema.js';
+import { chunks } from '../store/dialect.js';
+import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
+import type { CliReleaseTable, Database, IssueRow } from '../store/schema.js';
+import type { DeployRow } from '../uploads/deploys.js';
+import type { CommitRow } from '../uploads/release-commits.js';
+import { releaseActivity, type ReleaseActivity } from '../uploads/releases.js';
 import { ReadNotFoundError } from './errors.js';
 import { issuesWithSparklines } from './issues.js';
 import { compareText, crashFreeRate, type IssueJson } from './serialize.js';
 import { bucketList, dayList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
-import { RELEASE_ISSUES_LIMIT } from '../limits.js';
+import { DEPLOY_LIST_LIMIT, MAX_RELEASE_COMMITS, RELEASE_ISSUES_LIMIT, RELEASE_LIST_ACTIVITY } from '../limits.js';
 
 type Db = Kysely<Database>;
 
@@ -30,6 +37,31 @@ export interface ReleaseJson {
   sessions: SessionCounts;
   crash_free_rate: number | null;
   new_issues: number;
+  /** When sentry-cli created the release; null for a release only events revealed. */
+  date_created: string | null;
+  date_released: string | null;
+  commit_count: number;
+  commits: ReleaseCommitJson[];
+  deploy_count: number;
+  deploys: ReleaseDeployJson[];
+}
+
+export interface ReleaseCommitJson {
+  id: string;
+  repository: string;
+  message: string | null;
+  author_name: string | null;
+  author_email: string | null;
+  date: string | null;
+}
+
+export interface ReleaseDeployJson {
+  id: string;
+  environment: string;
+  name: string | null;
+  url: string | null;
+  date_started: string | null;
+  date_finished: string;
 }
 
 interface ReleaseBase {
@@ -41,11 +73,23 @@ interface ReleaseBase {
 
 const zeroSessions = (): SessionCounts => ({ total: 0, crashed: 0, errored: 0 });
 
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(Number(ms)));
+
+function commitJson(c: CommitRow): ReleaseCommitJson {
+  return { id: c.commit_id, repository: c.repository, message: c.message, author_name: c.author_name, author_email: c.author_email, date: isoOrNull(c.date) };
+}
+
+function deployJson(d: DeployRow): ReleaseDeployJson {
+  return { id: d.deploy_id, environment: d.environment, name: d.name, url: d.url, date_started: isoOrNull(d.date_started), date_finished: iso(Number(d.date_finished)) };
+}
+
 function releaseJson(
   base: ReleaseBase,
   counts: { events: number; crashes: number; errors: number } | undefined,
   sessions: SessionCounts | undefined,
   newIssues: number,
+  cli: CliReleaseTable | undefined,
+  activity: ReleaseActivity | undefined,
 ): ReleaseJson {
   const s = sessions ?? zeroSessions();
   return {
@@ -59,7 +103,38 @@ function releaseJson(
     sessions: s,
     crash_free_rate: crashFreeRate(s.total, s.crashed),
     new_issues: newIssues,
+    date_created: cli ? iso(Number(cli.date_created)) : null,
+    date_released: cli ? isoOrNull(cli.date_released) : null,
+    commit_count: activity?.commitCount ?? 0,
+    commits: (activity?.commits ?? []).map(commitJson),
+    deploy_count: activity?.deployCount ?? 0,
+    deploys: (activity?.deploys ?? []).map(deployJson),
   };
+}
+
+/**
+ * The project's CLI releases created or released in the window, and those among
+ * `versions` (releases the window shows for their events or sessions).
+ */
+async function cliReleases(db: Db, projectId: number, w: TimeWindow, versions: string[]): Promise<Map<string, CliReleaseTable>> {
+  const inWindow = await db
+    .selectFrom('cli_releases')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('date_created', '>=', w.from), eb('date_created', '<', w.to)]),
+        eb.and([eb('date_released', '>=', w.from), eb('date_released', '<', w.to)]),
+      ]),
+    )
+    .execute();
+  const out = new Map(inWindow.map((r) => [r.version, r]));
+  const others = versions.filter((v) => !out.has(v));
+  // Versions per query: within what every database binds in one statement (D1 the fewest).
+  for (const part of chunks(others, D1_MAX_BOUND_PARAMETERS - 1)) {
+    for (const r of await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', 'in', part).execute()) out.set(r.version, r);
+  }
+  return out;
 }
 
 /** Event counts per release over the window's buckets (project_hourly primary key). */
@@ -174,9 +249,18 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
     }
   }
   bases.delete('');
+  const cli = await cliReleases(db, projectId, w, [...bases.keys()]);
+  for (const version of cli.keys()) {
+    if (!bases.has(version)) bases.set(version, { release: version, platforms: [], first_seen: null, last_seen: null });
+  }
+  const activity = cli.size > 0 ? await releaseActivity(db, [projectId], [...cli.keys()], RELEASE_LIST_ACTIVITY) : new Map<string, ReleaseActivity>();
+  // A release the CLI created before any event sorts by its creation.
+  const since = (base: ReleaseBase) => base.first_seen ?? Number(cli.get(base.release)?.date_created ?? 0);
   const releases = [...bases.values()]
-    .sort((a, b) => (b.first_seen ?? 0) - (a.first_seen ?? 0) || compareText(b.release, a.release))
-    .map((base) => releaseJson(base, counts.get(base.release), sessions.get(base.release), newIssues.get(base.release) ?? 0));
+    .sort((a, b) => since(b) - since(a) || compareText(b.release, a.release))
+    .map((base) =>
+      releaseJson(base, counts.get(base.release), sessions.get(base.release), newIssues.get(base.release) ?? 0, cli.get(base.release), activity.get(base.release)),
+    );
   return { releases };
 }
 
@@ -205,14 +289,19 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     .where('project_id', '=', projectId)
     .where('release', '=', version)
     .executeTakeFirst();
+  const cli =
+    version === ''
+      ? undefined
+      : await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
   let base: ReleaseBase;
   if (row) {
     base = { release: row.release, platforms: releasePlatforms(row.platforms), first_seen: Number(row.first_seen), last_seen: Number(row.last_seen) };
   } else {
     const span = version === '' ? null : await sessionSpan(db, projectId, version);
-    if (!span) throw new ReadNotFoundError(`release ${JSON.stringify(version)} not found in this project`);
-    base = { release: version, platforms: [], first_seen: span.first, last_seen: span.last };
+    if (!span && !cli) throw new ReadNotFoundError(`release ${JSON.stringify(version)} not found in this project`);
+    base = { release: version, platforms: [], first_seen: span?.first ?? null, last_seen: span?.last ?? null };
   }
+  const activity = cli ? (await releaseActivity(db, [projectId], [version], Math.max(MAX_RELEASE_COMMITS, DEPLOY_LIST_LIMIT))).get(version) : undefined;
   const b = windowBuckets(w);
   const [counts, sessions, newIssues, hourly, sessionHourly, introduced, present] = await Promise.all([
     eventCounts(db, projectId, w, version),
@@ -260,7 +349,7 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
   });
 
   return {
-    release: releaseJson(base, counts.get(version), sessions.get(version), newIssues.get(version) ?? 0),
+    release: releaseJson(base, counts.get(version), sessions.get(version), newIssues.get(version) ?? 0, cli, activity),
     from: iso(w.from),
     to: iso(w.to),
     daily_health,

@@ -56,3 +56,18 @@ export function redact(url: string): string {
 
 // Migrating lives in ./migrate.ts, which every edition can import (D1 too).
 export { migrate, SchemaTooNewError } from './migrate.js';
+
+/**
+ * Runs the statements in order so that they commit together: one transaction, or on a
+ * database without interactive transactions (D1) one batch.
+ */
+export async function executeAtomically(store: Store, queries: CompiledQuery[]): Promise<void> {
+  if (queries.length === 0) return;
+  if (store.batch && !store.capabilities.supportsInteractiveTransactions) {
+    await store.batch(queries);
+    return;
+  }
+  await store.db.transaction().execute(async (trx) => {
+    for (const q of queries) await trx.executeQuery(q);
+  });
+}

@@ -725,6 +725,46 @@ function m017(): Migration {
   };
 }
 
+/**
+ * What sentry-cli says about a release besides its dates (src/uploads/releases.ts): the
+ * commits `releases set-commits` sends, in the order sent, and the deploys of `deploys
+ * new`, each under the project rows of `cli_releases` it belongs to.
+ */
+function m018(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('release_commits')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('version', 'text', (c) => c.notNull())
+        .addColumn('repository', 'text', (c) => c.notNull())
+        .addColumn('commit_id', 'text', (c) => c.notNull())
+        .addColumn('position', big, (c) => c.notNull())
+        .addColumn('message', 'text')
+        .addColumn('author_name', 'text')
+        .addColumn('author_email', 'text')
+        .addColumn('date', big)
+        .addPrimaryKeyConstraint('release_commits_pk', ['project_id', 'version', 'repository', 'commit_id'])
+        .execute();
+      await db.schema.createIndex('release_commits_position').on('release_commits').columns(['project_id', 'version', 'position']).execute();
+
+      await db.schema
+        .createTable('release_deploys')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('deploy_id', 'text', (c) => c.notNull())
+        .addColumn('version', 'text', (c) => c.notNull())
+        .addColumn('environment', 'text', (c) => c.notNull())
+        .addColumn('name', 'text')
+        .addColumn('url', 'text')
+        .addColumn('date_started', big)
+        .addColumn('date_finished', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('release_deploys_pk', ['project_id', 'deploy_id'])
+        .execute();
+      await db.schema.createIndex('release_deploys_version').on('release_deploys').columns(['project_id', 'version', 'date_finished']).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -744,6 +784,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '015_issues_by_release_and_first_seen': m015(),
     '016_symbol_basenames_cut_for_the_index': m016(),
     '017_issue_merges': m017(),
+    '018_release_commits_and_deploys': m018(),
   };
 }
 

@@ -308,6 +308,32 @@ export interface CliReleaseTable {
   date_released: number | null;
 }
 
+/** A commit of a CLI release (`releases set-commits`), kept in the order sent (`position`). */
+export interface ReleaseCommitTable {
+  project_id: number;
+  version: string;
+  repository: string;
+  commit_id: string;
+  position: number;
+  message: string | null;
+  author_name: string | null;
+  author_email: string | null;
+  /** The commit's time, epoch ms, when sent. */
+  date: number | null;
+}
+
+/** A deploy of a CLI release (`deploys new`); one id for every project row of the deploy. */
+export interface ReleaseDeployTable {
+  project_id: number;
+  deploy_id: string;
+  version: string;
+  environment: string;
+  name: string | null;
+  url: string | null;
+  date_started: number | null;
+  date_finished: number;
+}
+
 /** A ProGuard mapping associated with a release by the build plugins. */
 export interface ProguardReleaseTable {
   project_id: number;
@@ -343,6 +369,8 @@ export interface Database {
   upload_assemblies: UploadAssemblyTable;
   cli_releases: CliReleaseTable;
   proguard_releases: ProguardReleaseTable;
+  release_commits: ReleaseCommitTable;
+  release_deploys: ReleaseDeployTable;
   symbol_files: SymbolFileTable;
   symbol_chunks: SymbolChunkTable;
   symbol_jobs: SymbolJobTable;

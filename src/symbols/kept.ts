@@ -1,5 +1,6 @@
 // Kept-only symbol kinds: ELF, PE, PDB, Breakpad and WebAssembly debug files that
-// sentry-cli uploads with the rest of a build folder. Faultline stores them (with the
+// sentry-cli uploads with the rest of a build folder, and the source bundles of
+// `--include-sources` and `bundle-jvm` (a ZIP after a `SYSB` header). Faultline stores them (with the
 // debug id the client names them by), lists, finds, deletes and exports them like any
 // symbol file, and symbolicates nothing with them: their handlers look nothing up. A
 // file is of its kind when its first bytes carry the format's magic.
@@ -15,6 +16,7 @@ const FORMAT_NAMES: Record<KeptSymbolKind, string> = {
   pdb: 'PDB',
   breakpad: 'Breakpad',
   wasm: 'WebAssembly',
+  sourcebundle: 'source bundle',
 };
 
 function startsWith(head: Uint8Array, magic: string): boolean {
@@ -30,6 +32,7 @@ export function keptKindOf(head: Uint8Array): KeptSymbolKind | null {
   if (startsWith(head, '\0asm')) return 'wasm';
   if (startsWith(head, 'Microsoft C/C++ MSF 7.00')) return 'pdb';
   if (startsWith(head, 'MODULE ')) return 'breakpad';
+  if (startsWith(head, 'SYSB')) return 'sourcebundle';
   return null;
 }
 

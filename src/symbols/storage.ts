@@ -37,10 +37,11 @@ export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym'] as const;
 /**
  * Debug files sentry-cli uploads that Faultline keeps but does not symbolicate with (a
  * CI step uploading a whole build folder succeeds): one kind per format, so an
- * executable and its separate debug file with the same debug id (a PE and its PDB) are
- * both kept. Stored, listed, found by debug id, deleted and exported like the others.
+ * executable and its separate debug file with the same debug id (a PE and its PDB, an
+ * ELF and its source bundle) are all kept. Stored, listed, found by debug id, deleted
+ * and exported like the others.
  */
-export const KEPT_SYMBOL_KINDS = ['elf', 'pe', 'pdb', 'breakpad', 'wasm'] as const;
+export const KEPT_SYMBOL_KINDS = ['elf', 'pe', 'pdb', 'breakpad', 'wasm', 'sourcebundle'] as const;
 export type KeptSymbolKind = (typeof KEPT_SYMBOL_KINDS)[number];
 export type SymbolKind = (typeof SYMBOL_KINDS)[number] | KeptSymbolKind;
 

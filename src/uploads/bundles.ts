@@ -4,7 +4,9 @@
 // chunks without being assembled in memory: the manifest and directory are checked
 // first (a bundle without a manifest, or with a path leaving the archive, stores
 // nothing), then each source map streams into symbol storage with its debug id, the
-// URL it serves, and the release and dist of the request or the manifest.
+// URL it serves, and the release and dist of the request or the manifest. Debug-file
+// source bundles (`--include-sources`, `bundle-jvm`) share the format: their manifest
+// names the debug id of the object whose sources they hold.
 import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
 import { UploadError } from './errors.js';
 import type { SymbolFileToStore } from './symbol-port.js';
@@ -87,6 +89,26 @@ export function parseManifest(bytes: Uint8Array): BundleManifest {
   if (release.length > MAX_SYMBOL_RELEASE) throw new UploadError(400, `artifact bundle: manifest.json release must be at most ${MAX_SYMBOL_RELEASE} characters`);
   if (dist.length > MAX_SYMBOL_DIST) throw new UploadError(400, `artifact bundle: manifest.json dist must be at most ${MAX_SYMBOL_DIST} characters`);
   return { files, release, dist, debugId: str(m.debug_id) };
+}
+
+/** A native debug id: a UUID, with an age appendix on some platforms (`…-1`). */
+const SOURCE_BUNDLE_DEBUG_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-[0-9a-f]{1,8})?$/i;
+
+/**
+ * The debug id a debug-file source bundle's manifest names (its `debug_id` attribute),
+ * lowercase; undefined when the bundle has no readable manifest or none is named. Never
+ * throws: a source bundle is kept whatever its manifest says.
+ */
+export async function sourceBundleDebugId(zip: ByteRangeSource): Promise<string | undefined> {
+  try {
+    const manifestEntry = (await readZipDirectory(zip)).find((e) => e.name === 'manifest.json');
+    if (!manifestEntry) return undefined;
+    const manifest: unknown = JSON.parse(new TextDecoder().decode(await readZipEntryBytes(zip, manifestEntry, MAX_MANIFEST_BYTES)));
+    const id = manifest !== null && typeof manifest === 'object' ? (manifest as Record<string, unknown>).debug_id : undefined;
+    return typeof id === 'string' && SOURCE_BUNDLE_DEBUG_ID.test(id) ? id.toLowerCase() : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Resolves a `Sourcemap` header against the URL of the file that names it. */

@@ -42,8 +42,8 @@ export function difFormat(name: string, head: Uint8Array): DifFormat {
 
 /**
  * The symbol kind a format is stored as: ProGuard and Mach-O symbolicate; ELF, PE, PDB,
- * Breakpad and WebAssembly are kept-only kinds of their own name; null for the rest
- * (source bundles, unknown files), which are refused.
+ * Breakpad, WebAssembly and source bundles are kept-only kinds of their own name; null
+ * for unknown files, which are refused.
  */
 export function symbolKindOf(format: DifFormat): string | null {
   if (format === 'proguard') return 'proguard';
@@ -73,7 +73,7 @@ export function difJson(file: StoredSymbolFile, checksum: string, objectName: st
     size: file.size,
     sha1: checksum,
     dateCreated: iso(file.uploadedAt),
-    data: { features: file.kind === 'proguard' ? ['mapping'] : ['debug', 'symtab'] },
+    data: { features: file.kind === 'proguard' ? ['mapping'] : file.kind === 'sourcebundle' ? ['sources'] : ['debug', 'symtab'] },
   };
 }
 

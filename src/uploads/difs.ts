@@ -1,16 +1,18 @@
 // Debug information files from sentry-cli: `difs/assemble/` (chunked: dSYM slices,
 // ProGuard mappings as `/proguard/<uuid>.txt`, ELF/PE/PDB/Breakpad/wasm files) and the
 // legacy `files/dsyms/` ZIP upload of sentry-cli 2.x (`proguard/<uuid>.txt` entries,
-// Mach-O files). Each file becomes a symbol file of its kind (ELF, PE, PDB, Breakpad and
-// wasm kept-only kinds, symbolicating nothing); other formats (source bundles, unknown
-// files) are refused with a detail sentry-cli prints, never stored half.
-import { assembleOne, chunkBytes, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
+// Mach-O files). Each file becomes a symbol file of its kind (ELF, PE, PDB, Breakpad,
+// wasm and source bundles are kept-only kinds, symbolicating nothing; a source bundle
+// under the debug id its manifest names); unknown files are refused with a detail
+// sentry-cli prints, never stored half.
+import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
+import { sourceBundleDebugId } from './bundles.js';
 import { readChunk } from './chunks.js';
 import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type DifJson } from './dif.js';
 import { UploadError } from './errors.js';
 import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, type ByteRangeSource } from './zip.js';
-import { MAX_DIFS_PER_REQUEST } from '../limits.js';
+import { bytesSource, isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ByteRangeSource } from './zip.js';
+import { LEGACY_ZIP_LIMIT, MAX_DIFS_PER_REQUEST } from '../limits.js';
 
 export interface DifRequestFile {
   checksum: string;
@@ -54,7 +56,7 @@ export function kindForDif(name: string, head: Uint8Array, symbols: SymbolPort):
   if (!kind || !symbols.kinds().has(kind)) {
     throw new UploadError(
       400,
-      `${FORMAT_NAMES[format]} debug files are not supported: Faultline accepts ProGuard mappings, Mach-O (dSYM), ELF, PE, PDB, Breakpad and WebAssembly files (file ${JSON.stringify(name)})`,
+      `${FORMAT_NAMES[format]} debug files are not supported: Faultline accepts ProGuard mappings, Mach-O (dSYM), ELF, PE, PDB, Breakpad and WebAssembly files, and source bundles (file ${JSON.stringify(name)})`,
     );
   }
   return kind;
@@ -80,7 +82,8 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
         for (const c of file.chunks) size += sizes.get(c) ?? 0;
         const refusal = ctx.symbols.sizeRefusal(kind, file.name, size);
         if (refusal) throw new UploadError(400, refusal);
-        const debugId = kind === 'proguard' ? proguardUuidOf(file.name)! : file.debugId;
+        const debugId =
+          kind === 'proguard' ? proguardUuidOf(file.name)! : kind === 'sourcebundle' ? ((await sourceBundleDebugId(chunkRangeSource(ctx.db, file.chunks, sizes))) ?? file.debugId) : file.debugId;
         const stored = await ctx.symbols.storeAll(
           projectId,
           [{ kind, filename: file.name, release: '', dist: '', debugId, source: chunkBytes(ctx.db, file.chunks, file.checksum, ctx.createSha1 ?? portableSha1) }],
@@ -99,8 +102,8 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
 /**
  * The legacy upload: a ZIP of debug files. Entries named `proguard/<uuid>.txt` are
  * mappings; Mach-O entries are dSYMs; ELF, PE, PDB, Breakpad and wasm entries are kept
- * (without a debug id: the ZIP names none); entries of no debug format (Info.plist) are
- * skipped; a source bundle refuses the upload. All entries
+ * (without a debug id: the ZIP names none), source bundles under their manifest's debug
+ * id; entries of no debug format (Info.plist) are skipped. All entries
  * are stored or none. Answers the stored files' `dif` objects.
  */
 export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: ByteRangeSource, now: number): Promise<DifJson[]> {
@@ -112,7 +115,8 @@ export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: B
     const format = difFormat(entry.name, head);
     if (format === 'unknown' || basename(entry.name).startsWith('.')) continue;
     const kind = kindForDif(entry.name, head, symbols);
-    const debugId = kind === 'proguard' ? proguardUuidOf(entry.name)! : undefined;
+    const debugId =
+      kind === 'proguard' ? proguardUuidOf(entry.name)! : kind === 'sourcebundle' ? await sourceBundleDebugId(bytesSource(await readZipEntryBytes(zip, entry, LEGACY_ZIP_LIMIT))) : undefined;
     files.push({ kind, filename: entry.name, release: '', dist: '', debugId, source: readZipEntry(zip, entry) });
   }
   if (files.length === 0) return [];

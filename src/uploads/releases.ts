@@ -1,11 +1,19 @@
 // Releases as sentry-cli manages them (`releases new|finalize|list|info|set-commits`):
-// kept per project in `cli_releases` (version, url, dates) and answered in Sentry's
-// shape (`version`, `dateCreated` required by the CLI). Commits and refs are accepted
-// and ignored. Faultline's own releases API keeps deriving releases from events.
+// kept per project in `cli_releases` (version, url, dates), with their commits
+// (release-commits.ts) and deploys (deploys.ts), and answered in Sentry's shape
+// (`version`, `dateCreated` required by the CLI). Faultline's own releases API shows
+// these rows beside the releases events reveal (src/read/releases.ts). They stay a table
+// of their own, apart from `releases`: ingest upserts that one in every batch on all
+// three databases (D1 in its own statements) with first and last event times a CLI
+// release does not have, while these rows hold what only the CLI says (url, dates).
 import type { Kysely } from 'kysely';
 import { iso } from '../clock.js';
+import { chunks } from '../store/dialect.js';
+import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
 import type { CliReleaseTable, Database, ProjectRow } from '../store/schema.js';
+import { deployJson, type DeployRow } from './deploys.js';
 import { UploadError } from './errors.js';
+import { commitJson, parseReleaseCommits, type CommitInput, type CommitRow } from './release-commits.js';
 import { MAX_VERSION_LENGTH, RELEASE_LIST_LIMIT } from '../limits.js';
 
 type Db = Kysely<Database>;
@@ -16,6 +24,8 @@ export interface ReleaseChange {
   dateStarted?: number | null;
   dateReleased?: number | null;
   projects?: string[];
+  /** Replaces the release's commits when present (`set-commits`; empty clears them). */
+  commits?: CommitInput[];
 }
 
 /** A release version as Sentry allows it: non-empty, no slashes or newlines, not `.`/`..`/`latest`. */
@@ -36,7 +46,7 @@ function dateField(value: unknown, name: string): number | null | undefined {
   return ms;
 }
 
-/** The fields of a release body sentry-cli sends (others, e.g. refs and commits, are ignored). */
+/** The fields of a release body sentry-cli sends (others, e.g. `status`, are ignored). */
 export function parseReleaseBody(body: unknown): ReleaseChange {
   if (body === undefined) return {};
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object');
@@ -58,13 +68,78 @@ export function parseReleaseBody(body: unknown): ReleaseChange {
     if (!Array.isArray(b.projects) || b.projects.some((p) => typeof p !== 'string')) throw new UploadError(400, 'projects must be a list of project slugs');
     out.projects = b.projects as string[];
   }
+  out.commits = parseReleaseCommits(b);
   return out;
 }
 
 type CliRelease = CliReleaseTable;
 
+/** What sentry-cli added to a release besides its dates: its commits and deploys. */
+export interface ReleaseActivity {
+  commitCount: number;
+  /** The first commits, in the order sent (git: the newest first). */
+  commits: CommitRow[];
+  deployCount: number;
+  /** The newest deploys first. */
+  deploys: DeployRow[];
+}
+
+const NO_ACTIVITY: ReleaseActivity = { commitCount: 0, commits: [], deployCount: 0, deploys: [] };
+
+/** Projects a release-activity query names itself (its parameters count against D1's limit). */
+const ACTIVITY_PROJECTS_PER_QUERY = 8;
+
+/**
+ * The commits and deploys of these versions in these projects (all when null), at most
+ * `perRelease` of each listed. A version's commits are those of its first project that has
+ * any (set-commits gives every project of the release the same list).
+ */
+export async function releaseActivity(db: Db, projectIds: number[] | null, versions: string[], perRelease: number): Promise<Map<string, ReleaseActivity>> {
+  const out = new Map<string, ReleaseActivity>();
+  const inProjects = (id: number) => projectIds === null || projectIds.includes(Number(id));
+  // The tables' keys start with the project: a few projects are named in the query, so
+  // their indexes serve it; more are filtered here.
+  const named = projectIds !== null && projectIds.length <= ACTIVITY_PROJECTS_PER_QUERY ? projectIds : null;
+  // Versions per query: within what every database binds in one statement (D1 the fewest).
+  for (const part of chunks([...new Set(versions)], D1_MAX_BOUND_PARAMETERS - 1 - ACTIVITY_PROJECTS_PER_QUERY)) {
+    const commitRows = () => {
+      const q = db.selectFrom('release_commits').where('version', 'in', part);
+      return named ? q.where('project_id', 'in', named) : q;
+    };
+    const deployRows = named ? db.selectFrom('release_deploys').where('project_id', 'in', named) : db.selectFrom('release_deploys');
+    const [counts, firstCommits, deploys] = await Promise.all([
+      commitRows()
+        .select((eb) => ['project_id', 'version', eb.fn.countAll<number>().as('n')])
+        .groupBy(['project_id', 'version'])
+        .orderBy('project_id')
+        .execute(),
+      commitRows().selectAll().where('position', '<', perRelease).orderBy('project_id').orderBy('position').execute(),
+      deployRows.selectAll().where('version', 'in', part).orderBy('date_finished', 'desc').orderBy('deploy_id').execute(),
+    ]);
+    const commitProject = new Map<string, number>();
+    for (const c of counts) {
+      if (!inProjects(c.project_id) || commitProject.has(c.version)) continue;
+      commitProject.set(c.version, Number(c.project_id));
+      out.set(c.version, { ...NO_ACTIVITY, commitCount: Number(c.n), commits: [], deploys: [] });
+    }
+    for (const c of firstCommits) {
+      if (commitProject.get(c.version) === Number(c.project_id)) out.get(c.version)!.commits.push(c);
+    }
+    const seen = new Set<string>();
+    for (const d of deploys) {
+      if (!inProjects(d.project_id) || seen.has(d.deploy_id)) continue;
+      seen.add(d.deploy_id);
+      let a = out.get(d.version);
+      if (!a) out.set(d.version, (a = { ...NO_ACTIVITY, commits: [], deploys: [] }));
+      a.deployCount++;
+      if (a.deploys.length < perRelease) a.deploys.push(d);
+    }
+  }
+  return out;
+}
+
 /** Sentry's release JSON for rows of one version (one row per project). */
-export function releaseJson(rows: CliRelease[], projects: ReadonlyMap<number, ProjectRow>) {
+export function releaseJson(rows: CliRelease[], projects: ReadonlyMap<number, ProjectRow>, activity: ReleaseActivity = NO_ACTIVITY) {
   const first = rows[0];
   const created = Math.min(...rows.map((r) => Number(r.date_created)));
   const released = rows.map((r) => (r.date_released === null ? null : Number(r.date_released))).find((d) => d !== null) ?? null;
@@ -79,11 +154,11 @@ export function releaseJson(rows: CliRelease[], projects: ReadonlyMap<number, Pr
     dateReleased: released === null ? null : iso(released),
     lastEvent: null,
     newGroups: 0,
-    commitCount: 0,
-    deployCount: 0,
-    lastCommit: null,
-    lastDeploy: null,
-    authors: [],
+    commitCount: activity.commitCount,
+    deployCount: activity.deployCount,
+    lastCommit: activity.commits.length > 0 ? commitJson(activity.commits[0]) : null,
+    lastDeploy: activity.deploys.length > 0 ? deployJson(activity.deploys[0]) : null,
+    authors: authorsOf(activity.commits),
     owner: null,
     data: {},
     projects: rows.flatMap((r) => {
@@ -94,6 +169,16 @@ export function releaseJson(rows: CliRelease[], projects: ReadonlyMap<number, Pr
 }
 
 export type ReleaseJson = ReturnType<typeof releaseJson>;
+
+function authorsOf(commits: CommitRow[]): { name: string | null; email: string | null }[] {
+  const seen = new Map<string, { name: string | null; email: string | null }>();
+  for (const c of commits) {
+    if (c.author_name === null && c.author_email === null) continue;
+    const key = c.author_email ?? c.author_name ?? '';
+    if (!seen.has(key)) seen.set(key, { name: c.author_name, email: c.author_email });
+  }
+  return [...seen.values()];
+}
 
 /**
  * Creates the release in each project, or updates it where it exists (sentry-cli's
@@ -162,10 +247,16 @@ export async function listReleases(db: Db, projectIds: number[] | null): Promise
   return [...byVersion.values()].slice(0, RELEASE_LIST_LIMIT);
 }
 
+/** Removes the release rows of these projects (all when null), with their commits and deploys. */
 export async function deleteRelease(db: Db, projectIds: number[] | null, version: string): Promise<number> {
   let q = db.deleteFrom('cli_releases').where('version', '=', version);
   if (projectIds) q = q.where('project_id', 'in', projectIds);
   const res = await q.executeTakeFirst();
+  for (const table of ['release_commits', 'release_deploys'] as const) {
+    let d = db.deleteFrom(table).where('version', '=', version);
+    if (projectIds) d = d.where('project_id', 'in', projectIds);
+    await d.execute();
+  }
   return Number(res.numDeletedRows);
 }
 

@@ -159,6 +159,18 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('upload_assemblies')
     .values({ project_id: projectId, kind: 'dif', checksum: 'a'.repeat(40), state: 'error', detail: 'x', result: null, updated_at: now })
     .execute();
+  // Issue merges exist from migration 017 on, a CLI release's commits and deploys from 018 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'issue_merges')) return;
+  await db.insertInto('issue_merges').values({ project_id: projectId, fingerprint: `merged-${fp}`, issue_id: issue.id, merged_at: now }).execute();
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'release_deploys')) return;
+  await db
+    .insertInto('release_commits')
+    .values({ project_id: projectId, version: '1.0', repository: 'acme/app', commit_id: 'f'.repeat(40), position: 0, message: 'm', author_name: null, author_email: null, date: now })
+    .execute();
+  await db
+    .insertInto('release_deploys')
+    .values({ project_id: projectId, deploy_id: 'd1', version: '1.0', environment: 'production', name: null, url: null, date_started: null, date_finished: now })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */

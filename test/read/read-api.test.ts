@@ -468,6 +468,13 @@ describe.each(dialects)('read API on %s', (dialect) => {
       sessions: s,
       crash_free_rate: rate(s),
       new_issues: introduced.length,
+      // Releases only events reveal: nothing sentry-cli recorded.
+      date_created: null,
+      date_released: null,
+      commit_count: 0,
+      commits: [],
+      deploy_count: 0,
+      deploys: [],
     };
   }
 

@@ -23,11 +23,11 @@ describe.each(dialects)('round trip from %s', (source) => {
 
   it('exports every kind of row, with natural keys only', () => {
     const counts = typeCounts(file);
-    for (const type of ['project', 'alert_rule', 'alert_channel', 'symbol', 'symbol_chunk', 'cli_release', 'proguard_release', 'issue', 'issue_merge', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'usage_day', 'event', 'seen_event', 'session']) {
+    for (const type of ['project', 'alert_rule', 'alert_channel', 'symbol', 'symbol_chunk', 'cli_release', 'release_commit', 'release_deploy', 'proguard_release', 'issue', 'issue_merge', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'usage_day', 'event', 'seen_event', 'session']) {
       expect(counts[type], type).toBeGreaterThan(0);
     }
     const lines = bodyLines(file).map((l) => JSON.parse(l));
-    expect(lines.filter((l) => l.type === 'symbol').map((l) => l.kind).sort()).toEqual(['elf', 'proguard', 'sourcemap']);
+    expect(lines.filter((l) => l.type === 'symbol').map((l) => l.kind).sort()).toEqual(['elf', 'proguard', 'sourcebundle', 'sourcemap']);
     const events = lines.filter((l) => l.type === 'event');
     expect(events.filter((e) => e.payload === '' || e.payload_base64 === '')).toEqual([]);
     expect(events.some((e) => e.payload_base64 !== undefined)).toBe(true);
@@ -72,10 +72,10 @@ describe.each(dialects)('round trip from %s', (source) => {
       expect(firstChunk).toBeGreaterThan(0);
       await importText(target.store, lines.slice(0, firstChunk).join('\n') + '\n');
       const states = async () => (await target.store.db.selectFrom('symbol_files').select('state').orderBy('id').execute()).map((r) => r.state);
-      expect(await states()).toEqual(['importing', 'importing', 'importing']);
+      expect(await states()).toEqual(['importing', 'importing', 'importing', 'importing']);
       const summary = await importText(target.store, file);
-      expect(summary.types.symbol).toEqual({ added: 0, kept: 3, failed: 0 });
-      expect(await states()).toEqual(['ready', 'ready', 'ready']);
+      expect(summary.types.symbol).toEqual({ added: 0, kept: 4, failed: 0 });
+      expect(await states()).toEqual(['ready', 'ready', 'ready', 'ready']);
       expect(bodyLines(await exportText(target.store))).toEqual(bodyLines(file));
     } finally {
       await target.close();

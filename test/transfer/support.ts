@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { strToU8, zipSync } from 'fflate';
 import { expect } from 'vitest';
 import { runSeed } from '../../src/cli/seed.js';
 import { nodeTransferRuntime } from '../../src/editions/node/transfer.js';
@@ -75,8 +76,8 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   for (const s of sessions) expect((await post(t, web, envelope({}, [{ type: 'session', payload: s }]))).status).toBe(200);
 
   // Alert rules and channels, symbol files (a source map with its derived index, a
-  // ProGuard mapping tied to a release by the build plugins' route, an ELF file kept
-  // through difs/assemble), a sentry-cli release.
+  // ProGuard mapping tied to a release by the build plugins' route, an ELF file and a
+  // source bundle kept through difs/assemble), a sentry-cli release with commits and a deploy.
   expect((await t.api('/api/projects/demo/alerts/new_issue', { method: 'PATCH', json: { enabled: false, cooldown_minutes: 45 } })).status).toBe(200);
   expect((await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } })).status).toBe(201);
   const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
@@ -95,19 +96,34 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   const uuid = ((await proguard.json()) as { symbols: { debug_id: string }[] }).symbols[0].debug_id;
   const tied = await t.api('/api/0/projects/org/demo/files/proguard-artifact-releases/', { method: 'POST', json: { release_name: 'com.example.shop@1.2.0+120', proguard_uuid: uuid } });
   expect(tied.status, await tied.clone().text()).toBe(201);
-  // An ELF debug file through sentry-cli's routes: a kept-only kind, moved like the others.
+  // An ELF debug file and a source bundle through sentry-cli's routes: kept-only kinds, moved like the others.
   const elf = new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(7)]);
-  const elfSha1 = createHash('sha1').update(elf).digest('hex');
-  const chunkForm = new FormData();
-  chunkForm.append('file_gzip', new Blob([gzipSync(elf) as Uint8Array<ArrayBuffer>]), elfSha1);
-  expect((await t.api('/api/0/organizations/org/chunk-upload/', { method: 'POST', body: chunkForm })).status).toBe(200);
-  const elfAssemble = await t.api('/api/0/projects/org/demo/files/difs/assemble/', {
-    method: 'POST',
-    json: { [elfSha1]: { name: 'libapp.so', debug_id: 'fd63e528-8d34-a2de-d635-5af05fcbea86', chunks: [elfSha1] } },
-  });
-  expect(((await elfAssemble.json()) as Record<string, { state: string }>)[elfSha1].state).toBe('ok');
+  const sourceZip = zipSync({ 'files/app.c': strToU8('int main(void) { return 0; }\n'), 'manifest.json': strToU8(JSON.stringify({ files: { 'files/app.c': { type: 'source', path: 'app.c' } }, debug_id: 'fd63e528-8d34-a2de-d635-5af05fcbea86' })) });
+  const sourceBundle = new Uint8Array([...strToU8('SYSB'), 2, 0, 0, 0, ...sourceZip]);
+  for (const [name, bytes] of [['libapp.so', elf], ['libapp.src.zip', sourceBundle]] as const) {
+    const sha1 = createHash('sha1').update(bytes).digest('hex');
+    const chunkForm = new FormData();
+    chunkForm.append('file_gzip', new Blob([gzipSync(bytes) as Uint8Array<ArrayBuffer>]), sha1);
+    expect((await t.api('/api/0/organizations/org/chunk-upload/', { method: 'POST', body: chunkForm })).status).toBe(200);
+    const assembled = await t.api('/api/0/projects/org/demo/files/difs/assemble/', {
+      method: 'POST',
+      json: { [sha1]: { name, debug_id: 'fd63e528-8d34-a2de-d635-5af05fcbea86', chunks: [sha1] } },
+    });
+    expect(((await assembled.json()) as Record<string, { state: string }>)[sha1].state).toBe('ok');
+  }
   const release = await t.api('/api/0/organizations/org/releases/', { method: 'POST', json: { version: 'com.example.shop@1.3.0+130', projects: ['demo'], url: 'https://example.com/1.3' } });
   expect(release.status, await release.clone().text()).toBe(201);
+  // Its commits (set-commits from local git: two, the newest first) and a deploy.
+  const commits = [
+    { id: 'c'.repeat(40), repository: 'acme/shop', message: 'Fix checkout\n\nLonger text', author_name: 'Dev One', author_email: 'one@example.com', timestamp: '2026-11-20T09:30:00+01:00', patch_set: [{ path: 'a.ts', type: 'M' }] },
+    { id: 'b'.repeat(40), repository: 'acme/shop', message: null, author_email: 'two@example.com', timestamp: '2026-11-19T08:00:00Z', patch_set: [] },
+  ];
+  expect((await t.api('/api/0/organizations/org/releases/com.example.shop@1.3.0+130/', { method: 'PUT', json: { commits } })).status).toBe(200);
+  const deploy = await t.api('/api/0/organizations/org/releases/com.example.shop@1.3.0+130/deploys/', {
+    method: 'POST',
+    json: { environment: 'production', name: 'shop-7', url: 'https://example.com/deploys/7', dateStarted: '2026-11-20T10:00:00Z', dateFinished: '2026-11-20T10:05:00Z' },
+  });
+  expect(deploy.status, await deploy.clone().text()).toBe(201);
 
   // People change issues; symbolication fills frames; old rows keep their own blobs.
   const issues = (await (await t.api('/api/projects/demo/issues?days=30')).json()) as { issues: { fingerprint: string }[] };

@@ -111,14 +111,11 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect(await assembleDif('f'.repeat(40), { name: 'App', chunks: unknown })).toEqual({ state: 'not_found', missingChunks: unknown, detail: null });
   });
 
-  it('a ProGuard name over a file that is no mapping, and a source bundle, are errors with details', async () => {
+  it('a ProGuard name over a file that is no mapping, and a file of no debug format, are errors with details', async () => {
     const notMapping = strToU8('this is not a mapping\n');
     const a = await upload(notMapping);
     const answer = await assembleDif(a.checksum, { name: '/proguard/94c27f7d-8662-5067-8afb-ee462e1c9b7a.txt', chunks: a.chunks });
     expect(answer).toEqual({ state: 'error', missingChunks: [], detail: expect.stringContaining('not a ProGuard mapping') });
-    const sourceBundle = strToU8('SYSB\x02\0\0\0 not supported');
-    const b = await upload(sourceBundle);
-    expect(await assembleDif(b.checksum, { name: 'app.src.zip', chunks: b.chunks })).toEqual({ state: 'error', missingChunks: [], detail: expect.stringContaining('source bundle debug files are not supported') });
     const c = await upload(strToU8('neither a debug file nor anything else'));
     expect((await assembleDif(c.checksum, { name: 'README', chunks: c.chunks })).state).toBe('error');
     expect(await symbolCount()).toBe(0);
@@ -130,6 +127,8 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     ['pdb', 'app.pdb', strToU8('Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0')],
     ['breakpad', 'app.sym', strToU8('MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 app\n')],
     ['wasm', 'app.wasm', new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])],
+    // A source bundle whose manifest cannot be read is kept under the debug id sent.
+    ['sourcebundle', 'app.src.zip', strToU8('SYSB\x02\0\0\0 no ZIP after the header')],
   ])('a %s file is kept under the debug id sent, listed, found and deletable', async (kind, name, bytes) => {
     const jobs = () => t.deps.store.db.selectFrom('symbol_jobs').selectAll().where('project_id', '=', projectId).execute();
     const jobsBefore = await jobs();

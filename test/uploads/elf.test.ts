@@ -10,24 +10,18 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+import { fixtureDebugId } from './build-id.js';
 import { ok, runCli } from './cli.js';
 
 const KEY = 'elf-upload-key-0123456789abcdef';
 let dir: string;
 let debugId: string;
 
-/** The debug id of an ELF build id: its first 16 bytes as a GUID (first three fields little-endian). */
-function debugIdOfBuildId(hex: string): string {
-  const b = hex.slice(0, 32).match(/../g)!;
-  const swapped = [...b.slice(0, 4).reverse(), ...b.slice(4, 6).reverse(), ...b.slice(6, 8).reverse(), ...b.slice(8)].join('');
-  return `${swapped.slice(0, 8)}-${swapped.slice(8, 12)}-${swapped.slice(12, 16)}-${swapped.slice(16, 20)}-${swapped.slice(20)}`;
-}
-
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-elf-'));
   fs.mkdirSync(path.join(dir, 'build'));
   fs.copyFileSync(path.resolve('test/fixtures/elf/build/crash'), path.join(dir, 'build', 'crash'));
-  debugId = debugIdOfBuildId(fs.readFileSync(path.resolve('test/fixtures/elf/build-id.txt'), 'utf8').trim());
+  debugId = fixtureDebugId(path.resolve('test/fixtures/elf/build-id.txt'));
 });
 
 afterAll(() => {

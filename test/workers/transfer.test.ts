@@ -81,7 +81,7 @@ describe('export and import on the serverless edition', () => {
       expect(demo.id).toBe(source.id);
       expect(new URL(demo.dsn).username).toBe(new URL(source.dsn).username);
       const symbols = (await (await w.api('/api/projects/demo/symbols')).json()) as { symbols: { kind: string }[] };
-      expect(symbols.symbols.map((s) => s.kind).sort()).toEqual(['elf', 'proguard', 'sourcemap']);
+      expect(symbols.symbols.map((s) => s.kind).sort()).toEqual(['elf', 'proguard', 'sourcebundle', 'sourcemap']);
 
       const again = await runCli(['import', '--to', w.url, '--api-key', KEY], {}, REPO, file);
       expect(again.code, again.stderr).toBe(0);

@@ -1,7 +1,7 @@
 // The project overview (events and crashes per hour stacked by release, level
 // counts, the crash-free rate of the latest release, new issues, regressions)
 // and the releases pages (list with crash-free rates; one release with its daily
-// health, timeline and issues).
+// health, timeline, issues, and the commits and deploys sentry-cli recorded).
 import type { OverviewJson } from '../../read/overview.js';
 import type { ReleaseJson } from '../../read/releases.js';
 import type { releaseDetail } from '../../read/releases.js';
@@ -62,12 +62,12 @@ export function releaseListPage(ctx: PageContext, project: Project, query: Recor
   const body = html`<h1>Releases</h1>
   ${windowForm(projectPath(project.slug, 'releases'), query.days)}
   ${releases.length === 0
-    ? html`<p>No release has events or sessions in this window.</p>`
+    ? html`<p>No release has events or sessions in this window, and none was created by sentry-cli in it.</p>`
     : html`<div class="scroll"><table>
     <thead><tr><th>Release</th><th>Crash-free sessions</th><th class="num">Sessions</th><th class="num">Events</th><th class="num">Crashes</th><th class="num opt">New issues</th><th class="opt">First seen</th></tr></thead>
     <tbody>${releases.map(
       (r) => html`<tr>
-        <td><a class="title" href="${href(projectPath(project.slug, 'releases', r.release), { days: query.days })}">${r.release || '(no release)'}</a><div class="sub">${r.platforms.join(', ')}</div></td>
+        <td><a class="title" href="${href(projectPath(project.slug, 'releases', r.release), { days: query.days })}">${r.release || '(no release)'}</a><div class="sub">${releaseFacts(r, ctx.now)}</div></td>
         <td>${percent(r.crash_free_rate)} ${r.crash_free_rate !== null ? meter(r.crash_free_rate, 1, `crash-free ${percent(r.crash_free_rate)}`) : ''}</td>
         <td class="num">${count(r.sessions.total)}</td>
         <td class="num">${count(r.events)}</td>
@@ -77,6 +77,41 @@ export function releaseListPage(ctx: PageContext, project: Project, query: Recor
       </tr>`,
     )}</tbody></table></div>`}`;
   return page(ctx, { title: `Releases · ${project.name}`, project, section: 'releases', body });
+}
+
+/** The platforms of a release, and what sentry-cli said of it: released when, last deployed where. */
+function releaseFacts(r: ReleaseJson, now: number): Html {
+  const parts: Html[] = [];
+  if (r.platforms.length > 0) parts.push(html`${r.platforms.join(', ')}`);
+  if (r.date_released) parts.push(html`released ${when(r.date_released, now)}`);
+  else if (r.date_created) parts.push(html`created ${when(r.date_created, now)}`);
+  if (r.deploys.length > 0) parts.push(html`deployed to ${r.deploys[0].environment} ${when(r.deploys[0].date_finished, now)}`);
+  if (r.commit_count > 0) parts.push(html`${count(r.commit_count)} ${r.commit_count === 1 ? 'commit' : 'commits'}`);
+  return html`${parts.map((p, i) => (i === 0 ? p : html` · ${p}`))}`;
+}
+
+function commitsCard(r: ReleaseJson): Html {
+  if (r.commits.length === 0) return html``;
+  return html`<section class="card"><h2>Commits <span class="sub">${count(r.commit_count)}, as set by sentry-cli</span></h2>
+    <div class="scroll"><table><thead><tr><th>Commit</th><th>Message</th><th>Author</th><th class="opt">Repository</th></tr></thead><tbody>
+    ${r.commits.map(
+      (c) =>
+        html`<tr><td><code>${c.id.slice(0, 12)}</code></td><td>${(c.message ?? '').split('\n')[0]}</td><td>${c.author_name ?? c.author_email ?? '–'}</td>
+          <td class="opt">${c.repository}</td></tr>`,
+    )}</tbody></table></div></section>`;
+}
+
+function deploysCard(r: ReleaseJson): Html {
+  if (r.deploys.length === 0) return html``;
+  return html`<section class="card"><h2>Deploys</h2>
+    <div class="scroll"><table><thead><tr><th>Environment</th><th>Name</th><th>Started</th><th>Finished</th></tr></thead><tbody>
+    ${r.deploys.map(
+      (d) => {
+        // Only a web address becomes a link (a `javascript:` URL sent with a deploy stays text).
+        const name = d.url && /^https?:\/\//i.test(d.url) ? html`<a href="${d.url}" rel="noreferrer">${d.name ?? d.url}</a>` : html`${d.name ?? '–'}`;
+        return html`<tr><td>${d.environment}</td><td>${name}</td><td>${utc(d.date_started)}</td><td>${utc(d.date_finished)}</td></tr>`;
+      },
+    )}</tbody></table></div></section>`;
 }
 
 /** Issues shown per list on the release page; the rest are a link away. */
@@ -111,6 +146,9 @@ export function releasePage(
     <div class="stat"><b>${count(r.crashes)}</b><span>crashes</span></div>
     <div class="stat"><b>${count(r.new_issues)}</b><span>new issues</span></div>
   </div>
+  ${r.date_created ? html`<p class="sub">Created by sentry-cli ${utc(r.date_created)} · ${r.date_released ? html`released ${utc(r.date_released)}` : 'not released yet'}</p>` : ''}
+  ${deploysCard(r)}
+  ${commitsCard(r)}
   <section class="card"><h2>Daily health</h2>
     <div class="scroll"><table><thead><tr><th>Day (UTC)</th><th class="num">Sessions</th><th class="num">Crashed</th><th class="num">Errored</th><th>Crash-free</th></tr></thead><tbody>
     ${days.map(
