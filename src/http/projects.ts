@@ -2,7 +2,7 @@
 // Each field is validated by the schemas of src/store/project-input.ts;
 // unknown fields are refused so a typo never passes silently.
 import { Hono, type Context } from 'hono';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { iso } from '../clock.js';
 import type { AppDeps } from '../context.js';
 import type { ProjectRow } from '../store/schema.js';

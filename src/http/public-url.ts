@@ -6,7 +6,7 @@
 import type { Context } from 'hono';
 import type { Config } from '../config.js';
 
-const HOST_PATTERN = /^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/;
+const HOST_PATTERN = /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/;
 
 function firstValue(header: string | undefined): string | undefined {
   const v = header?.split(',')[0]?.trim();

@@ -25,6 +25,7 @@ import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWind
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
 
 type Db = Kysely<Database>;
+// biome-ignore lint/complexity/noBannedTypes: Kysely's type for a query that selects nothing yet
 type IssueQuery = SelectQueryBuilder<Database, 'issues', {}>;
 
 export const SPARKLINE_HOURS = 24;

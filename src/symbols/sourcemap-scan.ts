@@ -146,7 +146,10 @@ export class SourceMapScanner {
       switch (f.state) {
         case 'start':
         case 'key':
-          if (b === 0x7d && f.state === 'start') return this.close(f);
+          if (b === 0x7d && f.state === 'start') {
+            this.close(f);
+            return;
+          }
           if (b !== 0x22) this.fail('an object key is not a string');
           this.str = { role: 'key', kept: [], escape: 0, hex: 0 };
           return;
@@ -156,7 +159,10 @@ export class SourceMapScanner {
           this.pending = this.roleOf(f);
           return;
         case 'after':
-          if (b === 0x7d) return this.close(f);
+          if (b === 0x7d) {
+            this.close(f);
+            return;
+          }
           if (b !== 0x2c) this.fail('a "," or "}" is missing');
           f.state = 'key';
           return;
@@ -164,12 +170,18 @@ export class SourceMapScanner {
     }
     if (f && f.kind === 'array') {
       if (f.state === 'after') {
-        if (b === 0x5d) return this.close(f);
+        if (b === 0x5d) {
+          this.close(f);
+          return;
+        }
         if (b !== 0x2c) this.fail('a "," or "]" is missing');
         f.state = 'value';
         return;
       }
-      if (b === 0x5d && f.state === 'start') return this.close(f);
+      if (b === 0x5d && f.state === 'start') {
+        this.close(f);
+        return;
+      }
       f.state = 'value';
       this.pending = f.role === 'sections' ? 'section' : f.role === 'sources' || f.role === 'names' ? 'count' : 'skip';
     }
