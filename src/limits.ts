@@ -163,8 +163,6 @@ export const CHUNK_SIZE = 1 * MiB;
 export const CHUNKS_PER_REQUEST = 64;
 /** Most bytes of part contents in one chunk-upload request. */
 export const MAX_REQUEST_SIZE = 32 * MiB;
-/** Largest file assembled from chunks. */
-export const MAX_FILE_SIZE = 2 * GiB;
 /** Longest a `--wait` polls (seconds). */
 export const MAX_WAIT_SECONDS = 600;
 /** Most files in one difs/assemble request. */

@@ -120,7 +120,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
 
   app.on('GET', paths('/api/0/organizations/:org/chunk-upload/'), (c) =>
     c.json(
-      chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`, deps.symbols?.uploaderMaxFileBytes()),
+      chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`, symbols.maxFileBytes()),
     ),
   );
   app.on('POST', paths('/api/0/organizations/:org/chunk-upload/'), async (c) => {

@@ -42,14 +42,11 @@ export interface SymbolServiceOptions {
   cacheBytes?: number;
   /** Reads stored events' payloads for re-symbolication; without it uploads re-symbolicate nothing. */
   readPayloads?: ReadPayloads;
-  /** Limits of an upload instead of UPLOAD_LIMITS. */
-  uploadLimits?: UploadLimits;
   /**
-   * The file limits of `uploadLimits` bound the sentry-cli routes' files too (the
-   * serverless edition: what an isolate can parse). Without it those routes keep their
-   * own limit (src/uploads, MAX_FILE_SIZE).
+   * Limits of an upload instead of UPLOAD_LIMITS (the serverless edition: what an isolate
+   * can parse). They bound the sentry-cli routes' files too.
    */
-  limitUploaderFiles?: boolean;
+  uploadLimits?: UploadLimits;
   /**
    * Re-symbolication in bounded steps the edition runs (`resymbolicationStep`) instead of
    * a loop in this process: the serverless edition, whose isolates live only while they
@@ -145,28 +142,9 @@ export class SymbolService {
     };
   }
 
-  /**
-   * The largest file of a kind the sentry-cli routes may store, when this edition bounds
-   * them (`limitUploaderFiles`); undefined otherwise.
-   */
-  uploaderFileLimit(kind: SymbolKind): number | undefined {
-    const limits = this.uploaderLimits;
-    return limits && (limits.maxFileBytesByKind?.[kind] ?? limits.maxFileBytes);
-  }
-
-  /**
-   * The largest file of any kind the sentry-cli routes may store, when this edition bounds
-   * them: what `chunk-upload/` advertises as `maxFileSize`, so sentry-cli skips a larger
-   * file with a warning instead of uploading its chunks to have it refused.
-   */
-  uploaderMaxFileBytes(): number | undefined {
-    const limits = this.uploaderLimits;
-    return limits && Math.max(limits.maxFileBytes, ...Object.values(limits.maxFileBytesByKind ?? {}));
-  }
-
-  /** The upload limits that bound the sentry-cli routes' files, when this edition bounds them. */
-  private get uploaderLimits(): UploadLimits | undefined {
-    return this.options.limitUploaderFiles ? (this.options.uploadLimits ?? UPLOAD_LIMITS) : undefined;
+  /** The upload limits: they bound the sentry-cli routes' files and archives as the Symbols routes'. */
+  get uploaderLimits(): UploadLimits {
+    return this.options.uploadLimits ?? UPLOAD_LIMITS;
   }
 
   /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */

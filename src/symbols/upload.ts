@@ -62,6 +62,16 @@ export const UPLOAD_LIMITS: UploadLimits = {
 const mb = (n: number) =>
   n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
 
+/** Why a zip past the unpacked limit is refused (every upload route says it alike); `what`: "the zip", "source maps". */
+export function unpackedTooLargeMessage(what: string, max: number): string {
+  return `${what} unpack${what.endsWith('s') ? '' : 's'} to more than ${max} bytes (${mb(max)})`;
+}
+
+/** Why a zip with too many entries is refused. */
+export function tooManyEntriesMessage(max: number): string {
+  return `the zip has more than ${max} entries`;
+}
+
 /** Why a file over the per-file limit is refused (every upload route says it alike). */
 export function tooLargeMessage(name: string, max: number): string {
   return `${name} is larger than ${max} bytes (${mb(max)} per file)`;
@@ -315,7 +325,7 @@ async function readZip(
 ) {
   const { maxFileBytes, maxZipEntries, maxZipUnpackedBytes } = limits;
   const tooBig = (name: string) => new SymbolInputError(`the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${mb(maxFileBytes)} per file)`);
-  const tooMuch = () => new SymbolInputError(`the zip unpacks to more than ${maxZipUnpackedBytes} bytes (${mb(maxZipUnpackedBytes)})`);
+  const tooMuch = () => new SymbolInputError(unpackedTooLargeMessage('the zip', maxZipUnpackedBytes));
   const events: ZipEvent[] = [];
   const unzip = new Unzip((file) => {
     events.push({ kind: 'file', file });
@@ -337,7 +347,7 @@ async function readZip(
       if (ev.kind === 'file') {
         const file = ev.file;
         entries++;
-        if (entries > maxZipEntries) throw new SymbolInputError(`the zip has more than ${maxZipEntries} entries`);
+        if (entries > maxZipEntries) throw new SymbolInputError(tooManyEntriesMessage(maxZipEntries));
         if (unsafeEntryName(file.name)) throw new SymbolInputError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
         // Sizes the local header declares refuse a bomb before a byte is inflated; the bytes
         // actually inflated are counted too, for zips written without sizes (or lying).

@@ -9,7 +9,7 @@ import type { Kysely } from 'kysely';
 import { sha1 as nobleSha1 } from '@noble/hashes/legacy.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Database } from '../store/schema.js';
-import { MAX_FILE_SIZE } from '../limits.js';
+import { tooLargeMessage } from '../symbols/upload.js';
 import { SHA1_PATTERN, deleteChunks, presentChunks, readChunk } from './chunks.js';
 import { UploadError } from './errors.js';
 import type { SymbolPort } from './symbol-port.js';
@@ -211,6 +211,8 @@ export interface AssembleJob {
   kind: AssemblyKind;
   checksum: string;
   chunks: string[];
+  /** What the file is called in a refusal (the debug file's name, "the artifact bundle"). */
+  name: string;
   /**
    * Does the work once every chunk is present: the answer's extra (`dif`) and the symbol
    * files stored, recorded with `ok`.
@@ -245,11 +247,15 @@ export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promi
   }
   if (job.chunks.length === 0) return { state: 'not_found', missingChunks: [], detail: null };
   const sizes = await presentChunks(ctx.db, job.chunks, now);
+  // The file is as large as its chunk list says, a chunk listed twice counting twice: a
+  // list past the per-file limit is refused before a byte is stored, even while some of
+  // its chunks are still to be uploaded.
+  const max = ctx.symbols.maxFileBytes();
+  let listed = 0;
+  for (const c of job.chunks) listed += sizes.get(c) ?? 0;
+  if (listed > max) return { state: 'error', missingChunks: [], detail: tooLargeMessage(job.name, max) };
   const missing = [...new Set(job.chunks.filter((c) => !sizes.has(c)))];
   if (missing.length > 0) return { state: 'not_found', missingChunks: missing, detail: null };
-  let total = 0;
-  for (const c of job.chunks) total += sizes.get(c) ?? 0;
-  if (total > MAX_FILE_SIZE) return { state: 'error', missingChunks: [], detail: `the file is larger than ${MAX_FILE_SIZE} bytes` };
   if (!(await claim(ctx.db, job.projectIds, job.kind, job.checksum, now))) {
     const again = await readRecord(ctx.db, job.projectIds[0], job.kind, job.checksum);
     return (again && answerOf(again, now, Number(again.updated_at))) ?? { state: 'assembling', missingChunks: [], detail: null };

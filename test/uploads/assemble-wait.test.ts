@@ -31,6 +31,7 @@ describe.each(dialects)('assemble wait (%s)', (dialect) => {
       kind: 'dif',
       checksum: sha1,
       chunks: [sha1],
+      name,
       async run() {
         await sleep(ms);
         return { result: { name }, fileIds: [] };

@@ -21,6 +21,7 @@ import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from
 import { nodeAlertRuntime } from './alerts.js';
 import { storedPayloads } from './payloads.js';
 import { SymbolService } from '../../symbols/service.js';
+import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
 import { loadNodeDemangler } from './demangle.js';
@@ -29,6 +30,8 @@ import { nodeIngestRuntime, postgresNodeIngestRuntime } from './runtime.js';
 export interface NodeDepsOptions {
   clock?: Clock;
   logger?: Logger;
+  /** Symbol upload limits lower than src/limits.ts's (tests reach them with small files). */
+  symbolUploadLimits?: UploadLimits;
 }
 
 export function createLogger(config: Config): Logger {
@@ -73,7 +76,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
       const hash = createHash('sha1');
       return { update: (bytes) => void hash.update(bytes), digestHex: () => hash.digest('hex') };
     },
-    symbols: new SymbolService({ store, clock, logger, readPayloads: storedPayloads }),
+    symbols: new SymbolService({ store, clock, logger, readPayloads: storedPayloads, uploadLimits: options.symbolUploadLimits }),
   };
 }
 
