@@ -5,7 +5,7 @@
 // work in src/uploads. Bodies are streamed (this prefix is exempt from the app's 1 MB
 // limit); JSON bodies get their own limit here.
 import { Hono, type Context } from 'hono';
-import { MultipartError, MultipartLimitError, parseMultipart } from '../symbols/multipart.js';
+import { MultipartError, MultipartLimitError, multipartBoundary, parseMultipart } from '../symbols/multipart.js';
 import type { AppDeps } from '../context.js';
 import { readBody } from '../ingest/decode.js';
 import { PayloadTooLargeError } from '../ingest/errors.js';
@@ -29,7 +29,7 @@ import {
 } from '../uploads/releases.js';
 import { symbolPortFor } from '../uploads/symbols-adapter.js';
 import type { AssembleContext } from '../uploads/assemble.js';
-import { bytesSource } from '../uploads/zip.js';
+import { bytesSource, ZipError } from '../symbols/zip.js';
 import { errorResponse, handleError } from './errors.js';
 import { publicBaseUrl } from './public-url.js';
 import { LEGACY_ZIP_LIMIT, UPLOAD_JSON_LIMIT } from '../limits.js';
@@ -59,11 +59,10 @@ async function readJsonBody(c: Context): Promise<unknown> {
   }
 }
 
-function multipartBoundary(c: Context): string {
-  const type = c.req.header('content-type') ?? '';
-  const m = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(type);
-  if (!m) throw new UploadError(400, 'expected a multipart/form-data body with a boundary');
-  return m[1] ?? m[2];
+function boundaryOf(c: Context): string {
+  const boundary = multipartBoundary(c.req.header('content-type') ?? null);
+  if (!boundary) throw new UploadError(400, 'expected a multipart/form-data body with a boundary');
+  return boundary;
 }
 
 function projectSummary(p: ProjectRow) {
@@ -79,7 +78,9 @@ export function uploadRoutes(deps: AppDeps): Hono {
   app.onError((err, c) => {
     // The rest of a refused body is not read: the connection closes after the answer, so a
     // client never sends its next request into the remains of this one.
-    if (err instanceof UploadError) return errorResponse(c, err.status, err.message, c.req.raw.body ? { Connection: 'close' } : {});
+    if (err instanceof UploadError || err instanceof ZipError) {
+      return errorResponse(c, err instanceof UploadError ? err.status : 400, err.message, c.req.raw.body ? { Connection: 'close' } : {});
+    }
     return handleError(err, c, deps.logger);
   });
 
@@ -124,7 +125,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
     ),
   );
   app.on('POST', paths('/api/0/organizations/:org/chunk-upload/'), async (c) => {
-    const boundary = multipartBoundary(c);
+    const boundary = boundaryOf(c);
     const body = c.req.raw.body;
     if (!body) return c.body(null, 200);
     await receiveChunks(db, body, { boundary, now: deps.clock.now(), decompress: deps.ingestRuntime.decompress });
@@ -158,7 +159,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
   });
   app.on('POST', paths('/api/0/projects/:org/:project/files/dsyms/'), async (c) => {
     const p = await project(c);
-    const boundary = multipartBoundary(c);
+    const boundary = boundaryOf(c);
     const body = c.req.raw.body;
     if (!body) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
     let zip: Uint8Array | null = null;

@@ -8,7 +8,7 @@
 import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
 import { UploadError } from './errors.js';
 import type { SymbolFileToStore } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ByteRangeSource, type ZipEntry } from './zip.js';
+import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ByteRangeSource, type ZipEntry } from '../symbols/zip.js';
 import { tooLargeMessage, unpackedTooLargeMessage } from '../symbols/upload.js';
 import { MAX_MANIFEST_BYTES } from '../limits.js';
 
