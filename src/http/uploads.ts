@@ -29,7 +29,8 @@ import {
 } from '../uploads/releases.js';
 import { symbolPortFor } from '../uploads/symbols-adapter.js';
 import type { AssembleContext } from '../uploads/assemble.js';
-import { bytesSource, ZipError } from '../symbols/zip.js';
+import { ZipError } from '../symbols/zip.js';
+import { bytesSource } from '../bytes.js';
 import { errorResponse, handleError } from './errors.js';
 import { publicBaseUrl } from './public-url.js';
 import { LEGACY_ZIP_LIMIT, UPLOAD_JSON_LIMIT } from '../limits.js';

@@ -240,9 +240,9 @@ export class SymbolService {
         const handler = symbolKindHandler(row.kind as SymbolKind);
         if (!handler) return null;
         try {
-          const bytes = await readSymbolBytes(this.db, id);
-          if (!bytes) return null;
           const index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
+          const bytes = index && handler.loadsFromIndex ? new Uint8Array(0) : await readSymbolBytes(this.db, id);
+          if (!bytes) return null;
           const loaded = handler.load(row, bytes, index);
           this.loads++;
           this.parsed.set(id, loaded);

@@ -22,6 +22,7 @@ import {
   iterateBytes,
   openPendingFile,
   saveDerivedIndex,
+  storedFileSource,
   SymbolTooLargeError,
   type ByteSource,
   type CommitTarget,
@@ -31,8 +32,8 @@ import {
   type SymbolKind,
 } from './storage.js';
 import { MAX_SYMBOL_FILE_BYTES, MAX_ZIP_ENTRIES, MAX_ZIP_UNPACKED_BYTES } from '../limits.js';
-import { concatBytes } from '../bytes.js';
-import { bytesSource, crc32, crcMismatch, entryProblem, readZipDirectory, ZipError } from './zip.js';
+import { bytesSource, concatBytes } from '../bytes.js';
+import { crc32, crcMismatch, entryProblem, readZipDirectory, ZipError } from './zip.js';
 
 /** Compressed bytes handed to the inflater per step (bounds what one step can produce). */
 const ZIP_STEP_BYTES = 16 * 1024;
@@ -154,9 +155,9 @@ class FileIntake {
   async end(): Promise<{ id: number; size: number; files: InspectedFile[] } | null> {
     if (this.head) await this.start();
     if (this.skipped) return null;
-    const files = await this.inspector!.finish();
-    if (files.length === 0) throw new SymbolInputError(`${this.name} holds no ${this.target.kind} symbols`);
     const { id, size } = await this.writer!.close();
+    const files = await this.inspector!.finish(storedFileSource(this.db, id, size));
+    if (files.length === 0) throw new SymbolInputError(`${this.name} holds no ${this.target.kind} symbols`);
     return { id, size, files };
   }
 }

@@ -11,16 +11,11 @@
 import { Inflate } from 'fflate';
 import { SymbolInputError } from './kinds.js';
 import { MAX_ARCHIVE_ENTRIES } from '../limits.js';
+import type { ByteRangeSource } from '../bytes.js';
 
 /** An archive that is not a readable ZIP, or an entry that cannot be read: 400, nothing stored. */
 export class ZipError extends SymbolInputError {}
 
-/** Random access to the bytes of an archive. */
-export interface ByteRangeSource {
-  size: number;
-  /** Exactly `length` bytes from `offset` (fewer only at the end). */
-  read(offset: number, length: number): Promise<Uint8Array>;
-}
 
 export interface ZipEntry {
   name: string;
@@ -92,11 +87,6 @@ function u64(v: DataView, at: number): number {
   const n = v.getBigUint64(at, true);
   if (n > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('a size or offset is too large');
   return Number(n);
-}
-
-/** A source over bytes already in memory. */
-export function bytesSource(bytes: Uint8Array): ByteRangeSource {
-  return { size: bytes.byteLength, read: async (offset, length) => bytes.subarray(offset, Math.min(bytes.byteLength, offset + length)) };
 }
 
 /** Lists the archive's entries (directories left out). */

@@ -13,7 +13,7 @@ import { tooLargeMessage } from '../symbols/upload.js';
 import { SHA1_PATTERN, deleteChunks, presentChunks, readChunk } from './chunks.js';
 import { UploadError } from './errors.js';
 import type { SymbolPort } from './symbol-port.js';
-import type { ByteRangeSource } from '../symbols/zip.js';
+import type { ByteRangeSource } from '../bytes.js';
 
 type Db = Kysely<Database>;
 

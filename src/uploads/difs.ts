@@ -9,7 +9,8 @@ import { readChunk } from './chunks.js';
 import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type DifJson } from './dif.js';
 import { UploadError } from './errors.js';
 import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, type ByteRangeSource } from '../symbols/zip.js';
+import { isSafeArchivePath, readZipDirectory, readZipEntry } from '../symbols/zip.js';
+import type { ByteRangeSource } from '../bytes.js';
 import { tooManyEntriesMessage, unpackedTooLargeMessage } from '../symbols/upload.js';
 import { MAX_DIFS_PER_REQUEST } from '../limits.js';
 

@@ -17,6 +17,7 @@ import {
   discardSymbolFiles,
   isKeptKind,
   saveDerivedIndex,
+  storedFileSource,
   SymbolTooLargeError,
   writePendingFile,
   type FinalFacts,
@@ -83,7 +84,7 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
             throw err;
           });
           written.push(whole.id);
-          const inspected = await inspector.finish();
+          const inspected = await inspector.finish(storedFileSource(db, whole.id, whole.size));
           for (const found of inspected) {
             let id = whole.id;
             if (found.range && !(found.range[0] === 0 && found.range[1] === whole.size)) {
