@@ -22,7 +22,7 @@
 import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
 import type { Store } from '../store/database.js';
 import type { Database, SymbolFileTable } from '../store/schema.js';
-import type { ByteRangeSource } from '../bytes.js';
+import { piecesSource, type ByteRangeSource } from '../bytes.js';
 
 type Db = Kysely<Database>;
 
@@ -258,39 +258,13 @@ export function readSymbolRange(db: Db, fileId: number, start: number, end: numb
   });
 }
 
-/**
- * Random access to a file's part of `size` bytes (pending or committed), read chunk by
- * chunk: a read holds its answer and one chunk; the last chunk read is kept, as headers
- * are read in small steps.
- */
+/** Random access to a file's part of `size` bytes (pending or committed), read chunk by chunk. */
 export function storedFileSource(db: Db, fileId: number, size: number, part = FILE_PART): ByteRangeSource {
-  let cached: { seq: number; data: Uint8Array } | null = null;
-  const chunk = async (seq: number): Promise<Uint8Array> => {
-    if (cached?.seq === seq) return cached.data;
+  const starts = Array.from({ length: Math.ceil(size / SYMBOL_CHUNK_BYTES) }, (_, seq) => seq * SYMBOL_CHUNK_BYTES);
+  return piecesSource(starts, size, async (seq) => {
     const row = await db.selectFrom('symbol_chunks').select('data').where('file_id', '=', fileId).where('part', '=', part).where('seq', '=', seq).executeTakeFirst();
-    const data = row?.data ?? new Uint8Array(0);
-    cached = { seq, data };
-    return data;
-  };
-  return {
-    size,
-    async read(offset, length) {
-      const end = Math.min(size, offset + length);
-      if (offset >= end) return new Uint8Array(0);
-      const out = new Uint8Array(end - offset);
-      let at = offset;
-      while (at < end) {
-        const seq = Math.floor(at / SYMBOL_CHUNK_BYTES);
-        const data = await chunk(seq);
-        const from = at - seq * SYMBOL_CHUNK_BYTES;
-        const n = Math.min(data.byteLength - from, end - at);
-        if (n <= 0) return out.subarray(0, at - offset);
-        out.set(data.subarray(from, from + n), at - offset);
-        at += n;
-      }
-      return out;
-    },
-  };
+    return row?.data ?? new Uint8Array(0);
+  });
 }
 
 /** The whole part as a stream, chunk by chunk. */

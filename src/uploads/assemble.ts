@@ -13,7 +13,7 @@ import { tooLargeMessage } from '../symbols/upload.js';
 import { SHA1_PATTERN, deleteChunks, presentChunks, readChunk } from './chunks.js';
 import { UploadError } from './errors.js';
 import type { SymbolPort } from './symbol-port.js';
-import type { ByteRangeSource } from '../bytes.js';
+import { piecesSource, type ByteRangeSource } from '../bytes.js';
 
 type Db = Kysely<Database>;
 
@@ -157,45 +157,11 @@ export function chunkRangeSource(db: Db, chunks: readonly string[], sizes: Reado
     starts.push(size);
     size += sizes.get(sha1) ?? 0;
   }
-  // The last chunk read is kept: an entry is read in steps smaller than a chunk.
-  let cached: { index: number; data: Uint8Array } | null = null;
-  const load = async (index: number) => {
-    if (cached?.index === index) return cached.data;
+  return piecesSource(starts, size, async (index) => {
     const data = await readChunk(db, chunks[index]);
     if (!data) throw new UploadError(400, `chunk ${chunks[index]} is no longer on the server; upload again`);
-    cached = { index, data };
     return data;
-  };
-  return {
-    size,
-    async read(offset, length) {
-      const end = Math.min(size, offset + length);
-      if (offset >= end) return new Uint8Array(0);
-      const out = new Uint8Array(end - offset);
-      let index = Math.max(0, upperBound(starts, offset) - 1);
-      let at = offset;
-      while (at < end) {
-        const data = await load(index);
-        const from = at - starts[index];
-        const n = Math.min(data.byteLength - from, end - at);
-        out.set(data.subarray(from, from + n), at - offset);
-        at += n;
-        index++;
-      }
-      return out;
-    },
-  };
-}
-
-function upperBound(sorted: number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] <= value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  });
 }
 
 /** Turns a failure of an assembly into the `detail` sentry-cli prints. */

@@ -47,6 +47,15 @@ export function buildIosFixture(): IosFixture {
   return { dir, bundle, debugIds, arm64Dwarf: arm64.dwarfFile, callerAddrs: callerAddrs.slice(0, 4), crashAddr, cxxCrashAddr };
 }
 
+/** Writes the fixture's .dSYM bundle under `dir` (as sentry-cli finds it in a build folder); returns `dir`. */
+export function writeIosBundle(fx: IosFixture, dir: string): string {
+  for (const [name, bytes] of Object.entries(fx.bundle)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), bytes);
+  }
+  return dir;
+}
+
 const hex = (n: number): string => `0x${n.toString(16)}`;
 export const slid = (addr: number): string => hex(addr - VMADDR + IMAGE_ADDR);
 

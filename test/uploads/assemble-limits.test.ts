@@ -15,7 +15,7 @@ import { CHUNK_SIZE, MAX_SYMBOL_FILE_BYTES } from '../../src/limits.js';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import type { UploadLimits } from '../../src/symbols/upload.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { buildIosFixture, type IosFixture } from '../symbols-native/ios-fixture.js';
+import { buildIosFixture, writeIosBundle, type IosFixture } from '../symbols-native/ios-fixture.js';
 import { runCli } from './cli.js';
 
 const KEY = 'assemble-limits-key-0123456789abcdef';
@@ -30,11 +30,7 @@ let bundleDir: string;
 beforeAll(() => {
   fx = buildIosFixture();
   dsym = fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'];
-  bundleDir = path.join(fx.dir, 'upload');
-  for (const [name, bytes] of Object.entries(fx.bundle)) {
-    fs.mkdirSync(path.dirname(path.join(bundleDir, name)), { recursive: true });
-    fs.writeFileSync(path.join(bundleDir, name), bytes);
-  }
+  bundleDir = writeIosBundle(fx, path.join(fx.dir, 'upload'));
 }, 120_000);
 
 afterAll(() => {
