@@ -19,6 +19,8 @@ export default defineConfig({
           // Store tests create their own databases, so files can run in parallel safely.
           fileParallelism: true,
           pool: 'forks',
+          // Collects the tests skipped for a missing machine tool into one line at the end.
+          globalSetup: ['test/helpers/tools-setup.ts'],
         },
       },
       // The serverless edition's tests inside workerd (@cloudflare/vitest-pool-workers).

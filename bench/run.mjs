@@ -416,7 +416,7 @@ async function fixedRatePhase(target, ingestPath, { ctxSampler, kind } = {}) {
 }
 
 /** Sends `n` events to a new project and times until the issues list and overview show them all. */
-async function backlogPhase(ctx, generator) {
+async function backlogPhase(ctx) {
   const project = await createProject(ctx.server.url, 'backlog');
   const n = opts.backlog;
   const load = startLoad({
@@ -647,7 +647,7 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     out.peak_rss_under_load_mb = Math.max(out.saturation.server_peak_rss_mb, out.fixed_rate.server_peak_rss_mb);
 
     log(`  backlog: ${opts.backlog} events, then poll the read API`);
-    out.backlog = await backlogPhase(ctx, generator);
+    out.backlog = await backlogPhase(ctx);
     log(`    issues visible after ${out.backlog.issues_visible_after_s} s, overview after ${out.backlog.overview_visible_after_s} s (sent in ${out.backlog.send_seconds} s)`);
 
     if (opts.queryEvents > 0) {

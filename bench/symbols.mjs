@@ -92,11 +92,9 @@ function sourceMap(bytes) {
     // Generated line per source: a segment every 40 columns mapping to consecutive source lines.
     for (let block = 0; block < perSource / 100; block++) {
       const segs = [];
-      let genCol = 0;
       for (let i = 0; i < 100; i++) {
         const line = block * 100 + i;
         segs.push(vlq(i === 0 ? 0 : 40) + vlq(s - prevSource) + vlq(line - prevLine) + vlq(2 - prevCol) + vlq(0 - prevName));
-        genCol += 40;
         prevSource = s;
         prevLine = line;
         prevCol = 2;

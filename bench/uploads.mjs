@@ -8,7 +8,7 @@
 // database as they arrive and the file is assembled from them one chunk at a time.
 // Never asserts on speed; the machine is shared, numbers are noisy.
 import { createHash } from 'node:crypto';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -19,7 +19,7 @@ import { createBenchDatabase } from './lib/db.mjs';
 import { startLoad } from './lib/generators.mjs';
 import { createFiller, readTemplateFile, writeTemplateFile } from './lib/payloads.mjs';
 import { freePort, procStats, startProcess, waitForHealth } from './lib/proc.mjs';
-import { percentiles, round } from './lib/stats.mjs';
+import { round } from './lib/stats.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');

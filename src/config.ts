@@ -1,5 +1,7 @@
 // Settings from the environment (README lists them). Parsed once at start; a bad
 // value stops the server with a message naming the setting.
+import { type AddressRange, LOOPBACK_RANGES, parseAddressRanges } from './ip-ranges.js';
+
 export interface Config {
   port: number;
   host: string;
@@ -15,6 +17,11 @@ export interface Config {
   webhookAllowPrivate: boolean;
   databaseUrl: string | undefined;
   logLevel: string;
+  /**
+   * Peers whose X-Forwarded-Host, -Proto and -For are believed (TRUSTED_PROXIES; loopback
+   * unless set). Anyone else's are ignored.
+   */
+  trustedProxies: AddressRange[];
 }
 
 export class ConfigError extends Error {}
@@ -55,6 +62,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (apiKeys.some((k) => /\s/.test(k))) {
     throw new ConfigError('API_KEYS must be a comma-separated list of keys without spaces inside a key');
   }
+  let trustedProxies: AddressRange[];
+  try {
+    trustedProxies = parseAddressRanges((env.TRUSTED_PROXIES ?? '').trim() || LOOPBACK_RANGES);
+  } catch (err) {
+    throw new ConfigError(`TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": ${(err as Error).message}`);
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: (env.HOST ?? '0.0.0.0').trim() || '0.0.0.0',
@@ -68,5 +81,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowPrivate: (env.WEBHOOK_ALLOW_PRIVATE ?? '').trim().toLowerCase() === 'true',
     databaseUrl: env.DATABASE_URL,
     logLevel,
+    trustedProxies,
   };
 }

@@ -50,6 +50,11 @@ export const MAX_BREADCRUMBS = 100;
 export const MAX_EVENT_RELEASE = 250;
 /** Characters of an event_id, fingerprint, sid, user id and user key. */
 export const MAX_KEY_ID = 200;
+/**
+ * Characters of a source map's served basename kept in the `serves_basename` index
+ * (a map's `file` may be any length); lookups compare the full name afterwards.
+ */
+export const MAX_INDEXED_BASENAME = 200;
 /** Session counts are stored in 32-bit integer columns. */
 export const MAX_SESSION_COUNT = 2_147_483_647;
 
@@ -61,6 +66,14 @@ export const MAX_SESSION_COUNT = 2_147_483_647;
 export const MANAGEMENT_BODY_LIMIT = 1 * MiB;
 /** A `POST /api/import` body (serverless edition): `faultline import --to` sends parts well under it. */
 export const IMPORT_BODY_LIMIT = 32 * MiB;
+/**
+ * Failed dashboard sign-ins allowed per client address and per account within
+ * SIGN_IN_WINDOW_MS; the next attempt is a 429 with Retry-After, counted across
+ * instances in the database (src/store/rate-limits.ts).
+ */
+export const SIGN_IN_FAILURES = 10;
+/** The sign-in throttle's window: 15 minutes (counted in whole minutes, never less). */
+export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000;
 /** Characters of a project's name. */
 export const NAME_MAX_LENGTH = 200;
 
@@ -77,6 +90,11 @@ export const DEFAULT_DAYS = 7;
 export const MAX_DAYS = 90;
 /** Fingerprints one bulk status change may name. */
 export const MAX_BULK = 10_000;
+/**
+ * Issues one merge request may merge into its target: each is a dozen statements, and on
+ * D1 every statement of a batch counts against an invocation's queries.
+ */
+export const MAX_MERGE = 20;
 /** `tag.<key>` filters one event search may combine (each is one more index probe per event). */
 export const MAX_TAG_FILTERS = 10;
 /** Issues listed in each of a release's issues_introduced and issues_present (highest event_count first). */

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 
 function shortFile(url) {
   if (!url) return '(native/V8)';
-  let u = url.replace(/^file:\/\//, '');
+  const u = url.replace(/^file:\/\//, '');
   const nm = u.lastIndexOf('/node_modules/');
   if (nm >= 0) {
     const rest = u.slice(nm + '/node_modules/'.length).split('/');

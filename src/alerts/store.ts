@@ -415,7 +415,7 @@ async function giveBackIfUndelivered(tx: Transaction<Database>, alertId: number)
     .select(['project_id', 'type', 'state', 'triggered_at', 'prev_triggered'])
     .where('id', '=', alertId)
     .executeTakeFirst();
-  if (!alert || alert.state !== 'sent' || alert.triggered_at === null) return false;
+  if (alert?.state !== 'sent' || alert.triggered_at === null) return false;
   await tx
     .updateTable('alert_rules')
     .set({ last_triggered: alert.prev_triggered })

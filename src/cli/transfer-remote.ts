@@ -6,7 +6,7 @@
 // part is fetched again from its cursor and the lines already written are skipped), so
 // a network hiccup does not end the move.
 import { once } from 'node:events';
-import { readLines } from '../transfer/import.js';
+import { readLines, tallyByName } from '../transfer/import.js';
 import type { ImportSummary } from '../transfer/import.js';
 import { CliError } from './context.js';
 import { progressReporter } from './progress.js';
@@ -109,7 +109,7 @@ export async function exportFromRemote(options: RemoteOptions & { project?: stri
 export async function importToRemote(options: RemoteOptions & { input: AsyncIterable<Uint8Array | string>; requestLines?: number }): Promise<ImportSummary> {
   const maxLines = options.requestLines ?? IMPORT_REQUEST_LINES;
   const bar = progressReporter('import', 'lines', options.err);
-  const total: ImportSummary = { lines: 0, format: 0, types: {}, unknown: {}, problems: [], problemCount: 0 };
+  const total: ImportSummary = { lines: 0, format: 0, types: {}, unknown: tallyByName(), problems: [], problemCount: 0 };
   let meta: string | null = null;
   let expected = 0;
   let part: string[] = [];

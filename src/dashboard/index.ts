@@ -17,8 +17,13 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
 import { HttpError, zodMessage } from '../http/errors.js';
-import { createSchema, patchSchema, projectJson, withDefaults } from '../http/projects.js';
+import { hasUnsafeText } from '../ingest/hygiene.js';
+import { projectJson, withDefaults } from '../http/projects.js';
+import { createSchema, patchSchema } from '../store/project-input.js';
+import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
+import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
+import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
@@ -46,6 +51,8 @@ import { errorPage, loginPage, projectListPage, settingsPage } from './pages/pro
 import { issueSession, matchApiKey, randomToken, sameOrigin, sameToken, SESSION_TTL_MS, sessionKeys, verifySession } from './session.js';
 
 export const SESSION_COOKIE = 'faultline_session';
+/** The account an API-key sign-in counts its failures against (docs/api.md, "Dashboard sign-in"). */
+const API_KEY_ACCOUNT = 'api-keys';
 export const CSRF_COOKIE = 'faultline_csrf';
 
 /** Paths the dashboard answers: everything except the JSON API and the health check. */
@@ -68,13 +75,18 @@ function safeNext(next: string | undefined, fallback = '/'): string {
   return next && /^\/(?![/\\])/.test(next) ? next : fallback;
 }
 
-/** Form fields as strings; repeated fields (checkboxes) as arrays. */
+/**
+ * Form fields as strings; repeated fields (checkboxes) as arrays. A NUL (or lone
+ * surrogate) in any field is a 400, as in the API's JSON bodies: no database stores it as sent.
+ */
 async function form(c: Context): Promise<Record<string, string | string[]>> {
   const body = await c.req.parseBody({ all: true });
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(body)) {
     if (Array.isArray(v)) out[k] = v.filter((x): x is string => typeof x === 'string');
     else if (typeof v === 'string') out[k] = v;
+    const values = out[k] === undefined ? [] : Array.isArray(out[k]) ? out[k] : [out[k]];
+    if (hasUnsafeText(k) || values.some(hasUnsafeText)) throw new HttpError(400, 'The form holds a NUL character, which is not allowed.');
   }
   return out;
 }
@@ -117,6 +129,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   const now = () => deps.clock.now();
   const signInRequired = deps.config.apiKeys.length > 0;
   const keys = sessionKeys(deps.config.apiKeys);
+  const signInThrottle = new SignInThrottle(deps.store, SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS, deps.logger);
 
   const base = (c: Context) => publicBaseUrl(c, deps.config);
   const secure = (c: Context) => base(c).startsWith('https:');
@@ -164,18 +177,26 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     if (!signInRequired) return c.redirect('/', 303);
     // Sign-in has no session yet, so only the origin check guards it against cross-site posts.
     if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return c.text('cross-site request refused', 403);
+    const address = clientAddressOf(deps, c.req.raw, c.env);
     if (deps.config.rateLimit > 0) {
-      const address = deps.clientAddress?.(c.req.raw, c.env) ?? 'unknown';
       const decision = await deps.rateLimiter.hit(`login:${address}`, now());
       if (!decision.allowed) return c.html(loginPage('/', 'Too many sign-in attempts; wait a minute.'), 429, { 'Retry-After': String(decision.retryAfterSeconds) });
     }
     const f = await form(c);
     const next = safeNext(one(f.next));
+    // The instance's API keys are one account: wrong keys from every address count against it too.
+    const throttle = await signInThrottle.begin(address, API_KEY_ACCOUNT, now());
+    if (!throttle.allowed) {
+      deps.logger.warn({ event: 'dashboard_sign_in_throttled', retry_after: throttle.retryAfterSeconds }, 'dashboard sign-in refused: too many failed attempts');
+      const minutes = Math.ceil(throttle.retryAfterSeconds / 60);
+      return c.html(loginPage(next, `Too many failed sign-ins; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`), 429, { 'Retry-After': String(throttle.retryAfterSeconds) });
+    }
     const key = await matchApiKey(await keys, one(f.key));
     if (!key) {
       deps.logger.info({ event: 'dashboard_sign_in_refused' }, 'dashboard sign-in with a wrong API key');
       return render(c, loginPage(next, 'That is not one of this server’s API keys.'), 401);
     }
+    await throttle.attempt.succeeded();
     setCookie(c, SESSION_COOKIE, await issueSession(key, now()), {
       httpOnly: true,
       sameSite: 'Strict',
@@ -288,6 +309,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     const fingerprint = c.req.param('fingerprint');
     const { set, ...q } = nonEmpty(c.req.query());
     const issue = await issueDetail(db, p.id, fingerprint, q, now());
+    // A merged issue's page is the page of the issue it was merged into (links sent before the merge).
+    if (issue.merged_into !== undefined) return c.redirect(href(projectPath(p.slug, 'issues', issue.merged_into), { ...q, set }), 302);
     let event: EventDetail | null = null;
     const wanted = q.event ?? (issue.latest_event_id !== null ? String(issue.latest_event_id) : undefined);
     if (wanted !== undefined) {

@@ -10,6 +10,7 @@ import { dashboard } from '../dashboard/index.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
+import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
 import { ingestCors, ingestRoutes } from './ingest.js';
@@ -32,6 +33,7 @@ export function createApp(deps: AppDeps): Hono {
   const { logger } = deps;
 
   app.use(requestMeta(logger));
+  app.use(ignoreUntrustedForwarding(deps));
 
   app.use(ingestCors(deps.config));
   app.use(refuseNulInUrl(isIngestPath));

@@ -1,14 +1,17 @@
 // HTTP error shapes: every failure leaves the app as `{"error": "..."}`. Route
 // code throws HttpError (or answers with errorResponse); the app's error
 // handler turns anything else into a 500 without internals, logged with the
-// request id. Also home of the shared JSON body reader (400 on malformed JSON).
+// request id. Also home of the one JSON body reader of every route (400 on malformed
+// JSON and on text a database cannot store, see input-hygiene.ts).
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from '../logger.js';
 import type { ZodError } from 'zod';
-import { CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, isClientAbort } from '../ingest/errors.js';
-import { unsafeJsonProblem } from './input-hygiene.js';
+import { readBody } from '../ingest/decode.js';
+import { CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, isClientAbort, PayloadTooLargeError } from '../ingest/errors.js';
+import { MANAGEMENT_BODY_LIMIT } from '../limits.js';
+import { unsafeJsonProblem } from '../ingest/hygiene.js';
 
 export class HttpError extends Error {
   constructor(
@@ -28,12 +31,22 @@ export const notFound = (what: string) => new HttpError(404, `${what} not found`
 export const badRequest = (message: string) => new HttpError(400, message);
 
 /**
- * Reads the request body as JSON. Malformed JSON is a 400 saying so; an empty
- * body reads as `undefined` so callers decide whether that is allowed. Content-Type
- * is not required (curl -d sends a form type).
+ * Reads the request body as JSON: the one reader of every JSON route, management and
+ * /api/0/ alike. Past `limit` bytes a 413 (the rest of the body is not read, so the
+ * connection closes after the answer); malformed JSON, a NUL or lone surrogate in any
+ * string or key, or nesting past MAX_JSON_DEPTH is a 400 saying so. An empty body reads
+ * as `undefined` so callers decide whether that is allowed. Content-Type is not
+ * required (curl -d sends a form type).
  */
-export async function readJson(c: Context): Promise<unknown> {
-  const text = await c.req.text();
+export async function readJson(c: Context, limit: number = MANAGEMENT_BODY_LIMIT): Promise<unknown> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readBody(c.req.raw.body, limit);
+  } catch (err) {
+    if (err instanceof PayloadTooLargeError) throw new HttpError(413, `request body is larger than ${limit} bytes`, { Connection: 'close' });
+    throw err;
+  }
+  const text = new TextDecoder().decode(bytes);
   if (text.trim() === '') return undefined;
   let value: unknown;
   try {

@@ -1,13 +1,12 @@
 // Input hygiene of the management API (DECISIONS "Input hygiene"): NUL in the path,
 // the query or a JSON body is a 400 on both databases (PostgreSQL refuses NUL in text,
 // SQLite would store it), and so is a lone surrogate in a JSON body (SQLite would
-// store it as invalid UTF-8). Request targets with dot segments, raw or
+// store it as invalid UTF-8); bodies are checked by the JSON reader (errors.ts, with
+// unsafeJsonProblem of src/ingest/hygiene.ts). Request targets with dot segments, raw or
 // percent-encoded, are refused (404) before a URL parser can resolve them into
 // another resource's path (`/api/projects/a/%2e%2e/b` is `/api/projects/b` to WHATWG
 // URL parsing).
 import type { MiddlewareHandler } from 'hono';
-import { hasUnsafeText } from '../ingest/hygiene.js';
-import { MAX_JSON_DEPTH } from '../limits.js';
 import { errorResponse } from './errors.js';
 
 /** A `.` or `..` segment, raw or percent-encoded, or a backslash (a separator to URL parsers). */
@@ -34,25 +33,4 @@ export function refuseNulInUrl(isExempt: (path: string) => boolean): MiddlewareH
     }
     return next();
   };
-}
-
-/**
- * Why a parsed management JSON body cannot be stored as sent, or null: a string or
- * key with NUL or a lone surrogate, or nesting deeper than MAX_JSON_DEPTH. Iterative.
- */
-export function unsafeJsonProblem(root: unknown): string | null {
-  const stack: Array<[unknown, number]> = [[root, 0]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (typeof value === 'string') {
-      if (hasUnsafeText(value)) return 'request body holds a NUL character or a lone surrogate, which is not allowed';
-    } else if (typeof value === 'object' && value !== null) {
-      if (depth >= MAX_JSON_DEPTH) return `request body is nested deeper than ${MAX_JSON_DEPTH} levels`;
-      for (const key of Object.keys(value)) {
-        if (hasUnsafeText(key)) return 'request body holds a NUL character or a lone surrogate, which is not allowed';
-        stack.push([(value as Record<string, unknown>)[key], depth + 1]);
-      }
-    }
-  }
-  return null;
 }

@@ -1,13 +1,13 @@
 // Projects API (/api/projects): list, create, get, patch, delete, rotate-key.
-// Validates each field with a message naming the field and what is allowed;
+// Each field is validated by the schemas of src/store/project-input.ts;
 // unknown fields are refused so a typo never passes silently.
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { iso } from '../clock.js';
 import type { AppDeps } from '../context.js';
 import type { ProjectRow } from '../store/schema.js';
+import { createSchema, patchSchema } from '../store/project-input.js';
 import {
-  PLATFORMS,
   PROJECT_DEFAULTS,
   SlugTakenError,
   type NewProjectInput,
@@ -16,56 +16,10 @@ import {
   findProjectBySlug,
   listProjects,
   rotateProjectKey,
-  slugProblem,
   updateProject,
 } from '../store/projects.js';
 import { HttpError, badRequest, notFound, readJsonObject, zodMessage } from './errors.js';
 import { buildDsn, publicBaseUrl } from './public-url.js';
-import { NAME_MAX_LENGTH } from '../limits.js';
-
-const MESSAGES = {
-  slug: 'slug is required: a string of 1 to 64 characters (lowercase letters, digits, ".", "_" or "-")',
-  name: `name must be a non-empty string of at most ${NAME_MAX_LENGTH} characters`,
-  platform: `platform must be one of ${PLATFORMS.join(', ')}`,
-  sample_keep_first: 'sample_keep_first must be an integer >= 0',
-  sample_rate: 'sample_rate must be between 0 and 1',
-  daily_quota: 'daily_quota must be an integer >= 0 (0 means unlimited)',
-};
-
-const PATCHABLE = ['name', 'platform', 'sample_keep_first', 'sample_rate', 'daily_quota'] as const;
-
-const fields = {
-  name: z
-    .string({ error: MESSAGES.name })
-    .trim()
-    .min(1, { error: MESSAGES.name })
-    .max(NAME_MAX_LENGTH, { error: MESSAGES.name })
-    .optional(),
-  platform: z.enum(PLATFORMS, { error: MESSAGES.platform }).optional(),
-  sample_keep_first: z.int({ error: MESSAGES.sample_keep_first }).min(0, { error: MESSAGES.sample_keep_first }).optional(),
-  sample_rate: z.number({ error: MESSAGES.sample_rate }).min(0, { error: MESSAGES.sample_rate }).max(1, { error: MESSAGES.sample_rate }).optional(),
-  daily_quota: z.int({ error: MESSAGES.daily_quota }).min(0, { error: MESSAGES.daily_quota }).optional(),
-};
-
-function unknownFields(allowed: readonly string[]) {
-  return (issue: { code?: string; keys?: string[] }) =>
-    issue.code === 'unrecognized_keys'
-      ? `unknown field${issue.keys!.length > 1 ? 's' : ''} ${issue.keys!.map((k) => `"${k}"`).join(', ')}; allowed fields are ${allowed.join(', ')}`
-      : undefined;
-}
-
-export const createSchema = z.strictObject(
-  {
-    slug: z.string({ error: MESSAGES.slug }).superRefine((slug, ctx) => {
-      const problem = slugProblem(slug);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    }),
-    ...fields,
-  },
-  { error: unknownFields(['slug', ...PATCHABLE]) },
-);
-
-export const patchSchema = z.strictObject(fields, { error: unknownFields(PATCHABLE) });
 
 /** Validates a project body; a failure is a 400 naming each bad field. */
 export function parse<T>(schema: z.ZodType<T>, body: unknown): T {

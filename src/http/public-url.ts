@@ -1,7 +1,8 @@
 // The service's public base address, for everything handed to clients that
 // must point back at this server (DSNs, upload URLs): PUBLIC_URL when set (its
 // path prefix kept), else the address the request came in on, honouring the
-// X-Forwarded-Proto / X-Forwarded-Host headers a reverse proxy adds.
+// X-Forwarded-Proto / X-Forwarded-Host headers a reverse proxy adds (those reach here
+// only from a trusted proxy: src/http/forwarded.ts removes anyone else's).
 import type { Context } from 'hono';
 import type { Config } from '../config.js';
 

@@ -5,6 +5,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { AppDeps, RateLimitDecision, RateLimiter } from '../context.js';
 import { API_KEY_ID, isAuthExempt } from './auth.js';
 import { errorResponse } from './errors.js';
+import { clientAddressOf } from './forwarded.js';
 import { rateLimitWindow } from '../store/rate-limits.js';
 
 /** Per-process limiter: for one instance (SQLite); PostgreSQL uses SharedRateLimiter. */
@@ -49,14 +50,13 @@ export function rateLimit(deps: AppDeps, keyOf: (c: Context) => string | null): 
 
 /**
  * The management API's key: the API key used (a digest prefix, never the key),
- * or with API_KEYS empty the client's address as the edition reports it.
+ * or with API_KEYS empty the client's address (src/http/forwarded.ts).
  */
 export function managementRateLimitKey(deps: AppDeps): (c: Context) => string | null {
   return (c) => {
     if (isAuthExempt(c.req.path)) return null;
     const keyId = c.get(API_KEY_ID) as string | undefined;
     if (keyId) return `api:${keyId}`;
-    const address = deps.clientAddress?.(c.req.raw, c.env) ?? 'unknown';
-    return `addr:${address}`;
+    return `addr:${clientAddressOf(deps, c.req.raw, c.env)}`;
   };
 }

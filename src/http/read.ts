@@ -1,4 +1,4 @@
-// Read API routes: overview, issues (list, detail, status, bulk status), events
+// Read API routes: overview, issues (list, detail, status, bulk status, merge), events
 // (list, detail), releases (list, detail). Thin: parse the path, find the
 // project, call src/read, map its errors to HTTP errors.
 import { Hono, type Context } from 'hono';
@@ -15,6 +15,7 @@ import {
   parseStatusBody,
   setIssueStatus,
 } from '../read/issues.js';
+import { mergeIssues, parseMergeBody } from '../read/merge.js';
 import { overview } from '../read/overview.js';
 import { checkParameters, WINDOW_PARAMETERS, type RouteParameters } from '../read/params.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
@@ -83,6 +84,19 @@ export function readRoutes(deps: AppDeps): Hono {
 
   // Any other method on /issues/bulk is a wrong method on a known path, not a fingerprint lookup.
   app.all(`${P}/issues/bulk`, (c) =>
+    c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path}; allowed: POST` }, 405, { Allow: 'POST' }),
+  );
+
+  // Like bulk, registered before /issues/:fingerprint.
+  app.post(
+    `${P}/issues/merge`,
+    handle(async (c) => {
+      const p = await project(c);
+      return c.json(await mergeIssues(deps.store, p.id, parseMergeBody(await readJson(c)), now()));
+    }),
+  );
+
+  app.all(`${P}/issues/merge`, (c) =>
     c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path}; allowed: POST` }, 405, { Allow: 'POST' }),
   );
 

@@ -7,8 +7,6 @@
 import { Hono, type Context } from 'hono';
 import { MultipartError, MultipartLimitError, multipartBoundary, parseMultipart } from '../symbols/multipart.js';
 import type { AppDeps } from '../context.js';
-import { readBody } from '../ingest/decode.js';
-import { PayloadTooLargeError } from '../ingest/errors.js';
 import type { ProjectRow } from '../store/schema.js';
 import { findProjectByIdOrSlug, listProjects } from '../store/projects.js';
 import { assembleBundle, parseBundleAssembleBody } from '../uploads/bundles.js';
@@ -31,7 +29,7 @@ import { symbolPortFor } from '../uploads/symbols-adapter.js';
 import type { AssembleContext } from '../uploads/assemble.js';
 import { ZipError } from '../symbols/zip.js';
 import { bytesSource } from '../bytes.js';
-import { errorResponse, handleError } from './errors.js';
+import { errorResponse, handleError, readJson } from './errors.js';
 import { publicBaseUrl } from './public-url.js';
 import { LEGACY_ZIP_LIMIT, UPLOAD_JSON_LIMIT } from '../limits.js';
 
@@ -43,22 +41,8 @@ function paths(path: string): string[] {
   return [path, path.replace(/\/$/, '')];
 }
 
-async function readJsonBody(c: Context): Promise<unknown> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await readBody(c.req.raw.body, UPLOAD_JSON_LIMIT);
-  } catch (err) {
-    if (err instanceof PayloadTooLargeError) throw new UploadError(413, `request body is larger than ${UPLOAD_JSON_LIMIT} bytes`);
-    throw err;
-  }
-  const text = new TextDecoder().decode(bytes);
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new UploadError(400, 'request body is not valid JSON');
-  }
-}
+/** Every JSON body here goes through the app's one reader, with the uploader routes' larger limit. */
+const readJsonBody = (c: Context): Promise<unknown> => readJson(c, UPLOAD_JSON_LIMIT);
 
 function boundaryOf(c: Context): string {
   const boundary = multipartBoundary(c.req.header('content-type') ?? null);

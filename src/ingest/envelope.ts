@@ -86,7 +86,7 @@ export function parseEnvelope(bytes: Uint8Array): ParsedEnvelope {
     let headerEnd = bytes.indexOf(NL, pos);
     if (headerEnd < 0) headerEnd = len;
     const itemHeaders = headerObject(bytes, pos, headerEnd);
-    const payloadStart = headerEnd + 1 < len ? headerEnd + 1 : len;
+    const payloadStart = Math.min(headerEnd + 1, len);
     if (!itemHeaders) {
       malformed++;
       pos = afterNextNewline(bytes, payloadStart);

@@ -182,3 +182,25 @@ export function parseCleanJson(json: string): CleanParse {
   const out = cleanJson(value);
   return out.cleaned ? out : { value, cleaned: false };
 }
+
+/**
+ * Why parsed JSON (a management body, an artifact bundle's manifest: `what` names it)
+ * cannot be stored as sent, or null: a string or key with NUL or a lone surrogate, or
+ * nesting deeper than MAX_JSON_DEPTH. Iterative.
+ */
+export function unsafeJsonProblem(root: unknown, what = 'request body'): string | null {
+  const stack: Array<[unknown, number]> = [[root, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (hasUnsafeText(value)) return `${what} holds a NUL character or a lone surrogate, which is not allowed`;
+    } else if (typeof value === 'object' && value !== null) {
+      if (depth >= MAX_JSON_DEPTH) return `${what} is nested deeper than ${MAX_JSON_DEPTH} levels`;
+      for (const key of Object.keys(value)) {
+        if (hasUnsafeText(key)) return `${what} holds a NUL character or a lone surrogate, which is not allowed`;
+        stack.push([(value as Record<string, unknown>)[key], depth + 1]);
+      }
+    }
+  }
+  return null;
+}

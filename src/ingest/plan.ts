@@ -64,6 +64,11 @@ export interface ProjectSnapshot {
   /** Events counted per UTC day (the daily quota). */
   used: Map<number, number>;
   issues: IssueWithTimes[];
+  /**
+   * Fingerprints no issue has that were merged into (or mapped to) an issue, with that
+   * issue's id; the issue is among `issues` (docs/api.md "Merging issues").
+   */
+  aliases: Map<string, number>;
   /** The releases (and when each was first seen) of the issues that are resolved. */
   resolvedReleases: { issue_id: number; release: string; first_seen: number }[];
   /** PostgreSQL: an id taken from the issues sequence for each fingerprint without an issue. */
@@ -74,7 +79,7 @@ export interface ProjectSnapshot {
 
 /** A snapshot with nothing in it, for a project whose keys are not read. */
 export function emptySnapshot(): ProjectSnapshot {
-  return { seen: new Set(), eventIds: null, used: new Map(), issues: [], resolvedReleases: [], newIssueIds: null, releases: [], sessions: [] };
+  return { seen: new Set(), eventIds: null, used: new Map(), issues: [], aliases: new Map(), resolvedReleases: [], newIssueIds: null, releases: [], sessions: [] };
 }
 
 export interface BatchSnapshot {
@@ -371,7 +376,12 @@ class Planner {
       byFingerprint.set(row.fingerprint, state);
       byId.set(num(row.id), state);
     }
-    for (const s of byFingerprint.values()) if (s.row.status === 'resolved') s.knownReleases = new Map();
+    // A merged fingerprint's events count in the issue it was merged into.
+    for (const [fingerprint, id] of snap.aliases) {
+      const target = byId.get(id);
+      if (target && !byFingerprint.has(fingerprint)) byFingerprint.set(fingerprint, target);
+    }
+    for (const s of byId.values()) if (s.row.status === 'resolved') s.knownReleases = new Map();
     for (const r of snap.resolvedReleases) byId.get(num(r.issue_id))?.knownReleases?.set(r.release, num(r.first_seen));
     // Only the issues an accepted event reaches are written back.
     const touched = new Set<PlannedIssue>();

@@ -61,7 +61,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
     for (const [k, v] of Object.entries(e.tags ?? {})) {
       const key = text(k, MAX_TAG_KEY);
       const value = text(v, MAX_TAG_VALUE);
-      if (key === '' || Object.prototype.hasOwnProperty.call(tagObject, key)) continue;
+      if (key === '' || Object.hasOwn(tagObject, key)) continue;
       tagObject[key] = value;
       tags.push([key, value]);
     }

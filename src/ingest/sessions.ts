@@ -10,6 +10,11 @@ import { MAX_SESSION_COUNT } from '../limits.js';
 
 const STATUSES = new Set<string>(['ok', 'exited', 'crashed', 'abnormal', 'errored', 'unhandled']);
 
+/** Whether `value` is a status a stored session can have. */
+export function isSessionStatus(value: unknown): value is SessionStatus {
+  return typeof value === 'string' && STATUSES.has(value);
+}
+
 const utf8 = new TextDecoder();
 
 type Obj = Record<string, unknown>;

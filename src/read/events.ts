@@ -6,6 +6,7 @@ import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, iso } from '../clock.js';
 import { decodeJsonBlob, readStoredPayload, type DecompressBlob } from '../store/stored-payload.js';
 import { eventDetailFromRaw } from '../ingest/normalize.js';
+import { findIssueOrMerged } from './merge.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
@@ -275,15 +276,11 @@ export async function listEvents(
 ): Promise<{ events: EventSummaryJson[]; more: boolean; next_before: number | null }> {
   let issueId: number | undefined;
   if (q.fingerprint !== undefined) {
-    // The issue's id drives the events(issue_id, id) index; an unknown fingerprint matches nothing.
-    const issue = await db
-      .selectFrom('issues')
-      .select('id')
-      .where('project_id', '=', projectId)
-      .where('fingerprint', '=', q.fingerprint)
-      .executeTakeFirst();
+    // The issue's id drives the events(issue_id, id) index; an unknown fingerprint matches
+    // nothing, a merged one the events of the issue it was merged into.
+    const issue = await findIssueOrMerged(db, projectId, q.fingerprint);
     if (!issue) return { events: [], more: false, next_before: null };
-    issueId = Number(issue.id);
+    issueId = Number(issue.row.id);
   }
   const driver = chooseDriver(q, issueId);
 

@@ -19,6 +19,7 @@ import {
   type RouteParameters,
 } from './params.js';
 import { scanFloor } from './events.js';
+import { findIssueOrMerged } from './merge.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
@@ -170,15 +171,11 @@ export async function listIssues(
   return { issues: await issuesWithSparklines(db, rows, now), total: Number(inner.n) + Number(atEdges.n) };
 }
 
-export async function findIssue(db: Db, projectId: number, fingerprint: string): Promise<IssueRow> {
-  const row = await db
-    .selectFrom('issues')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('fingerprint', '=', fingerprint)
-    .executeTakeFirst();
-  if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
-  return row;
+/** The issue of `fingerprint`, or for a merged fingerprint the issue it was merged into (`mergedInto`). */
+export async function findIssue(db: Db, projectId: number, fingerprint: string): Promise<{ row: IssueRow; mergedInto?: string }> {
+  const found = await findIssueOrMerged(db, projectId, fingerprint);
+  if (!found) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
+  return found;
 }
 
 export interface BreakdownItem {
@@ -193,6 +190,8 @@ export interface IssueDetailJson extends IssueJson {
   breakdown: Record<(typeof BREAKDOWN_KEYS)[number], BreakdownItem[]>;
   latest_event_id: number | null;
   oldest_event_id: number | null;
+  /** Set when the fingerprint asked for was merged into this issue: this issue's fingerprint. */
+  merged_into?: string;
 }
 
 export async function issueDetail(
@@ -204,7 +203,7 @@ export async function issueDetail(
   options: { breakdownEvents?: number } = {},
 ): Promise<IssueDetailJson> {
   const window = parseWindow(query, now);
-  const issue = await findIssue(db, projectId, fingerprint);
+  const { row: issue, mergedInto } = await findIssue(db, projectId, fingerprint);
   const issueId = Number(issue.id);
   const buckets = windowBuckets(window);
 
@@ -267,6 +266,7 @@ export async function issueDetail(
     breakdown,
     latest_event_id: latest,
     oldest_event_id: oldest,
+    ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}),
   };
 }
 

@@ -87,11 +87,18 @@ const FACT_FIELDS = ['i', 'id', 'fp', 'ts', 'b', 'lv', 'rel', 'pf', 'uk', 'cr', 
 type Fact = (typeof FACT_FIELDS)[number];
 
 /**
+ * The fingerprint of the issue an event of fingerprint `fp` goes to: the issue a merged
+ * fingerprint was merged into (issue_merges, docs/api.md "Merging issues"), else its own.
+ */
+const issueFingerprint = (fp: string) =>
+  `coalesce((SELECT t.fingerprint FROM issue_merges m JOIN issues t ON t.id = m.issue_id WHERE m.project_id = ?1 AND m.fingerprint = ${fp}), ${fp})`;
+
+/**
  * The work's events that this batch inserted into seen_events and still marks, with the
  * facts a statement uses (each json_extract is compiled per statement: D1 prepares every
  * statement of a batch).
  */
-const fresh = (...fields: Fact[]) => `f AS (SELECT ${fields.map((k) => `json_extract(j.value, '$.${k}') AS "${k}"`).join(', ')}
+const fresh = (...fields: Fact[]) => `f AS (SELECT ${fields.map((k) => `${k === 'fp' ? issueFingerprint(`json_extract(j.value, '$.fp')`) : `json_extract(j.value, '$.${k}')`} AS "${k}"`).join(', ')}
   FROM json_each(?6) j JOIN seen_events s ON s.project_id = ?1 AND s.event_id = json_extract(j.value, '$.id') AND s.stored_id = ?3)`;
 
 /** plan.ts's regresses(): an event `f` against the issue `i`. */
@@ -99,7 +106,7 @@ const REGRESSES = `(CASE WHEN f.rel <> '' THEN NOT EXISTS (SELECT 1 FROM issue_r
   ELSE f.ts > coalesce(i.resolved_at, 0) END)`;
 
 /** The issues of the work's fingerprints (the unique index). */
-const WORK_ISSUES = `project_id = ?1 AND fingerprint IN (SELECT json_extract(value, '$.fp') FROM json_each(?6))`;
+const WORK_ISSUES = `project_id = ?1 AND fingerprint IN (SELECT ${issueFingerprint(`json_extract(value, '$.fp')`)} FROM json_each(?6))`;
 
 /** The project exists and every event id of the work is now seen: the work was not refused. */
 const ACCEPTED = `EXISTS (SELECT 1 FROM projects WHERE id = ?1)
@@ -176,7 +183,7 @@ const SQL = {
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.rel FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
           ELSE (SELECT f.rel FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS rel,
         (SELECT min(f.i) FROM f WHERE f.fp = i.fingerprint) AS ord
-      FROM issues i WHERE i.project_id = ?1 AND i.fingerprint IN (SELECT json_extract(value, '$.fp') FROM json_each(?6)) AND (i.last_seen_id = ?3 OR i.regressed_at = ?3))`,
+      FROM issues i WHERE i.project_id = ?1 AND i.fingerprint IN (SELECT ${issueFingerprint(`json_extract(value, '$.fp')`)} FROM json_each(?6)) AND (i.last_seen_id = ?3 OR i.regressed_at = ?3))`,
 
   issueUsersCount: `WITH ${fresh('fp', 'uk')}, k AS (SELECT DISTINCT f.fp, f.uk FROM f WHERE f.uk IS NOT NULL)
     UPDATE issues SET users = users + (SELECT count(*) FROM k WHERE k.fp = issues.fingerprint
@@ -237,11 +244,11 @@ const SQL = {
     INSERT INTO events (project_id, issue_id, event_id, fingerprint, timestamp, received_at, level, platform, release, dist, environment,
       user_id, user_email, user_username, user_ip, device_id, device_model, os_name, os_version, screen, error_type, error_location,
       title, message, is_crash, sdk_name, tags, detail, raw, payload_chunk, payload_start, payload_length, symbolicated)
-    SELECT ?1, i.id, ${EVENT_ROW_FIELDS.map((k) => `json_extract(r.row, '$.${k}')`).join(', ')}, X'', X'',
+    SELECT ?1, i.id, ${EVENT_ROW_FIELDS.map((k) => (k === 'fingerprint' ? 'i.fingerprint' : `json_extract(r.row, '$.${k}')`)).join(', ')}, X'', X'',
       (SELECT c.id FROM payload_chunks c WHERE c.received_at = ?3 - json_extract(r.row, '$.chunk')),
       json_extract(r.row, '$.start'), json_extract(r.row, '$.length'), json_extract(r.row, '$.symbolicated')
     FROM r JOIN seen_events s ON s.project_id = ?1 AND s.event_id = json_extract(r.row, '$.event_id') AND s.stored_id = ?3
-    JOIN issues i ON i.project_id = ?1 AND i.fingerprint = json_extract(r.row, '$.fingerprint')
+    JOIN issues i ON i.project_id = ?1 AND i.fingerprint = ${issueFingerprint(`json_extract(r.row, '$.fingerprint')`)}
     ORDER BY r.i`,
 
   tags: `WITH ${STORED}

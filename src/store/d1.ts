@@ -16,7 +16,7 @@
 //   does not fit fails here, naming the limit, locally as it would on Cloudflare.
 // Web APIs only.
 import {
-  CompiledQuery,
+  type CompiledQuery,
   Kysely,
   SqliteAdapter,
   SqliteQueryCompiler,
@@ -184,7 +184,7 @@ class D1Connection implements DatabaseConnection {
     return toQueryResult<R>(await prepare(this.binding, query).all());
   }
 
-  // eslint-disable-next-line require-yield
+  // biome-ignore lint/correctness/useYield: D1 cannot stream, so this generator only throws
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('D1 does not stream query results');
   }

@@ -326,6 +326,8 @@ export function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSl
     project_id: s.projectId,
     issue_id: s.issue.row.id!,
     ...eventFields(e, s.receivedAt),
+    // The issue's: an event of a merged fingerprint is stored under the issue it went to.
+    fingerprint: s.issue.row.fingerprint,
     detail: NO_DETAIL,
     raw: NO_RAW,
     payload_chunk: chunkIds[slot.chunk],

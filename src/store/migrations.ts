@@ -689,6 +689,42 @@ function m015(): Migration {
   };
 }
 
+/**
+ * A source map's served basename is indexed (symbol_files_release_name) cut to its first
+ * 200 characters (MAX_INDEXED_BASENAME, written out here: a migration never changes):
+ * a longer one went past PostgreSQL's btree row limit, and rows SQLite took whole are cut
+ * as new rows are, so their lookups, which cut the name the same way, still find them.
+ */
+function m016(): Migration {
+  return {
+    async up(db: Db) {
+      await sql`update symbol_files set serves_basename = substr(serves_basename, 1, 200) where length(serves_basename) > 200`.execute(db);
+    },
+  };
+}
+
+/**
+ * Issue merges (docs/api.md "Merging issues"): each fingerprint merged into another issue,
+ * or mapped to an issue by re-symbolication, names the issue its events go to. Looked up
+ * by fingerprint at ingest (only for fingerprints no issue has), and by issue when a
+ * later merge moves an issue's mappings on to its target.
+ */
+function m017(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('issue_merges')
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('fingerprint', 'text', (c) => c.notNull())
+        .addColumn('issue_id', big, (c) => c.notNull().references('issues.id').onDelete('cascade'))
+        .addColumn('merged_at', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('issue_merges_pk', ['project_id', 'fingerprint'])
+        .execute();
+      await db.schema.createIndex('issue_merges_issue').unique().on('issue_merges').columns(['issue_id', 'fingerprint']).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -706,6 +742,8 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '013_symbols': m013(dialect),
     '014_uploads': m014(dialect),
     '015_issues_by_release_and_first_seen': m015(),
+    '016_symbol_basenames_cut_for_the_index': m016(),
+    '017_issue_merges': m017(),
   };
 }
 

@@ -136,16 +136,21 @@ const PG_READ_EVENT_IDS = `select e.event_id, case when s.event_id is null then 
   from unnest($1::text[]) as e(event_id)
   left join lateral (select event_id from seen_events where project_id = $2 and event_id = e.event_id offset 0) s on true`;
 
+// A fingerprint merged into another issue (issue_merges) reads, and locks, that issue.
+const PG_MERGED_INTO = `left join lateral (select t.fingerprint from issue_merges m join issues t on t.id = m.issue_id
+    where m.project_id = $2 and m.fingerprint = f.fingerprint offset 0) mt on true`;
+
 const PG_READ_ISSUES = `select f.fingerprint as key, i.*, fe.timestamp as first_ts, le.timestamp as last_ts,
     case when i.id is null then nextval('issues_id_seq') end as new_id
   from unnest($1::text[]) with ordinality as f(fingerprint, n)
-  left join lateral (select * from issues where project_id = $2 and fingerprint = f.fingerprint for update) i on true
+  ${PG_MERGED_INTO}
+  left join lateral (select * from issues where project_id = $2 and fingerprint = coalesce(mt.fingerprint, f.fingerprint) for update) i on true
   left join events fe on fe.id = i.first_seen_id
   left join events le on le.id = i.last_seen_id
   order by f.n`;
 
 const PG_READ_RESOLVED_RELEASES = `select r.issue_id, r.release, r.first_seen
-  from unnest($1::text[]) as f(fingerprint)
+  from (select distinct coalesce(mt.fingerprint, f.fingerprint) as fingerprint from unnest($1::text[]) as f(fingerprint) ${PG_MERGED_INTO}) f
   cross join lateral (select id from issues where project_id = $2 and fingerprint = f.fingerprint and status = 'resolved' offset 0) i
   cross join lateral (select issue_id, release, first_seen from issue_releases where issue_id = i.id offset 0) r`;
 
@@ -210,16 +215,23 @@ class PostgresBatch {
         else eventIds.set(r.event_id, num(r.id));
       }
       const newIssueIds = new Map<string, number>();
-      const found: IssueWithTimes[] = [];
+      const found = new Map<number, IssueWithTimes>();
+      const aliases = new Map<string, number>();
       for (const { key, new_id, ...row } of issues) {
-        if (new_id !== null) newIssueIds.set(key, num(new_id));
-        else found.push(row);
+        if (new_id !== null) {
+          newIssueIds.set(key, num(new_id));
+          continue;
+        }
+        // The issue a merged fingerprint reads comes once, whatever else names it.
+        found.set(num(row.id), row);
+        if (row.fingerprint !== key) aliases.set(key, num(row.id));
       }
       snapshots.set(keys[k].projectId, {
         seen,
         eventIds,
         used: new Map(used.map((r) => [num(r.day), num(r.events)])),
-        issues: found,
+        issues: [...found.values()],
+        aliases,
         resolvedReleases,
         newIssueIds,
         releases,

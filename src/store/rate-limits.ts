@@ -48,9 +48,12 @@ export async function claimRateLimit(
   return Math.max(0, Math.min(want, limit - before));
 }
 
-/** Deletes windows that ended before `before` (each instance does it once a minute). */
+/**
+ * Deletes one-minute windows that ended before `before` (each instance does it once a
+ * minute). The sign-in throttle's rows outlive a minute and are swept by it.
+ */
 export async function deleteRateLimitWindowsBefore(store: Store, before: number): Promise<void> {
-  await store.db.deleteFrom('rate_limit_windows').where('window_start', '<', before).execute();
+  await store.db.deleteFrom('rate_limit_windows').where('window_start', '<', before).where('key', 'not like', `${SIGN_IN_KEY_PREFIX}%`).execute();
 }
 
 interface KeyState {
@@ -122,5 +125,112 @@ export class SharedRateLimiter implements RateLimiter {
     deleteRateLimitWindowsBefore(this.store, start - RATE_LIMIT_WINDOW_MS).catch((err) =>
       this.logger?.warn({ err }, 'deleting old rate limit windows failed'),
     );
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The sign-in throttle
+// ---------------------------------------------------------------------------
+
+/** Keys of the sign-in throttle's rows: one row per key and minute, `claimed` counting failures. */
+const SIGN_IN_KEY_PREFIX = 'signin:';
+
+/** One minute's failures of one key. */
+export interface FailureBucket {
+  start: number;
+  failures: number;
+}
+
+/**
+ * Seconds until one more attempt fits: a minute's failures stop counting a whole window
+ * after the end of that minute, so the oldest buckets leave first until fewer than
+ * `limit` remain. At least 1.
+ */
+export function signInRetryAfterSeconds(buckets: FailureBucket[], now: number, limit: number, windowMs: number): number {
+  let remaining = buckets.reduce((n, b) => n + b.failures, 0);
+  let at = now;
+  for (const b of [...buckets].sort((x, y) => x.start - y.start)) {
+    if (remaining < limit) break;
+    remaining -= b.failures;
+    at = b.start + RATE_LIMIT_WINDOW_MS + windowMs;
+  }
+  return Math.max(1, Math.ceil((at - now) / 1000));
+}
+
+export type SignInDecision =
+  | { allowed: true; attempt: SignInAttempt }
+  | { allowed: false; retryAfterSeconds: number };
+
+/** An attempt let through: it counts as a failure unless it is reported a success. */
+export interface SignInAttempt {
+  succeeded(): Promise<void>;
+}
+
+/**
+ * Failed sign-ins per client address and per account, held in `rate_limit_windows` so
+ * the limit holds across instances (docs/api.md, "Dashboard sign-in": SIGN_IN_FAILURES
+ * in SIGN_IN_WINDOW_MS, then 429). An attempt is counted before its credentials are checked and taken
+ * back when they were right, so concurrent guesses cannot all pass one check: at most
+ * `limit` wrong ones are tried per window, however many arrive at once.
+ */
+export class SignInThrottle {
+  private lastSweep = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** Counts an attempt by the client `address` on `account`; refused while either is over the limit. */
+  async begin(address: string, account: string, now: number): Promise<SignInDecision> {
+    const keys = [`${SIGN_IN_KEY_PREFIX}address:${address}`, `${SIGN_IN_KEY_PREFIX}account:${account}`];
+    const minute = rateLimitWindow(now).start;
+    if (minute !== this.lastSweep) this.sweep(minute);
+    for (const key of keys) await this.add(key, minute, 1);
+    const rows = await this.store.db
+      .selectFrom('rate_limit_windows')
+      .select(['key', 'window_start', 'claimed'])
+      .where('key', 'in', keys)
+      .where('window_start', '>', now - this.windowMs - RATE_LIMIT_WINDOW_MS)
+      .execute();
+    let retryAfterSeconds = 0;
+    for (const key of keys) {
+      // This attempt is among the rows: the earlier ones are what it is checked against.
+      const buckets = rows.filter((r) => r.key === key).map((r) => ({ start: Number(r.window_start), failures: Number(r.claimed) }));
+      const own = buckets.find((b) => b.start === minute);
+      if (own) own.failures -= 1;
+      if (buckets.reduce((n, b) => n + b.failures, 0) >= this.limit) {
+        retryAfterSeconds = Math.max(retryAfterSeconds, signInRetryAfterSeconds(buckets, now, this.limit, this.windowMs));
+      }
+    }
+    const undo = async () => {
+      for (const key of keys) await this.add(key, minute, -1);
+    };
+    if (retryAfterSeconds > 0) {
+      await undo();
+      return { allowed: false, retryAfterSeconds };
+    }
+    return { allowed: true, attempt: { succeeded: undo } };
+  }
+
+  private async add(key: string, windowStart: number, delta: number): Promise<void> {
+    await this.store.db
+      .insertInto('rate_limit_windows')
+      .values({ key, window_start: windowStart, claimed: delta })
+      .onConflict((oc) => oc.columns(['key', 'window_start']).doUpdateSet({ claimed: sql<number>`rate_limit_windows.claimed + ${delta}` }))
+      .execute();
+  }
+
+  /** A new minute: forget failures older than the window. */
+  private sweep(minute: number): void {
+    this.lastSweep = minute;
+    this.store.db
+      .deleteFrom('rate_limit_windows')
+      .where('key', 'like', `${SIGN_IN_KEY_PREFIX}%`)
+      .where('window_start', '<=', minute - this.windowMs - RATE_LIMIT_WINDOW_MS)
+      .execute()
+      .catch((err) => this.logger?.warn({ err }, 'deleting old sign-in failures failed'));
   }
 }

@@ -55,6 +55,17 @@ export interface IssueChangeTable {
   release: string;
 }
 
+/**
+ * A fingerprint whose events go to another issue: merged into it (its own issue is gone),
+ * or mapped to it by re-symbolication. Never the fingerprint of an existing issue.
+ */
+export interface IssueMergeTable {
+  project_id: number;
+  fingerprint: string;
+  issue_id: number;
+  merged_at: number;
+}
+
 export interface EventTable {
   id: Generated<number>;
   project_id: number;
@@ -312,6 +323,7 @@ export interface Database {
   issue_users: IssueUserTable;
   issue_hourly: IssueHourlyTable;
   issue_changes: IssueChangeTable;
+  issue_merges: IssueMergeTable;
   events: EventTable;
   event_tags: EventTagTable;
   payload_chunks: PayloadChunkTable;

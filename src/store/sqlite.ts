@@ -257,6 +257,20 @@ class SqliteBatch {
       for (const part of chunks(unknown, IN_LIST)) {
         snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.fingerprint', 'in', part))));
       }
+      // Fingerprints no issue has: merged into another issue, or new.
+      const known = new Set(snap.issues.map((i) => i.fingerprint));
+      const missing = unknown.filter((f) => !known.has(f));
+      for (const part of chunks(missing, IN_LIST)) {
+        const rows = await this.rows<{ fingerprint: string; issue_id: number }>(
+          db.selectFrom('issue_merges').select(['fingerprint', 'issue_id']).where('project_id', '=', pid).where('fingerprint', 'in', part),
+        );
+        for (const r of rows) snap.aliases.set(r.fingerprint, num(r.issue_id));
+      }
+      const have = new Set(snap.issues.map((i) => num(i.id)));
+      const targets = [...new Set(snap.aliases.values())].filter((id) => !have.has(id));
+      for (const part of chunks(targets, IN_LIST)) {
+        snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.id', 'in', part))));
+      }
       const resolved = snap.issues.filter((i) => i.status === 'resolved').map((i) => num(i.id));
       for (const part of chunks(resolved, IN_LIST)) {
         snap.resolvedReleases.push(

@@ -1,22 +1,29 @@
-// Re-symbolication after an upload (DECISIONS "Symbols"): the events of the upload's
-// release received in the last 48 hours are symbolicated in the background and their
-// `symbolicated` frames stored. Issues, fingerprints and titles are never touched, so no
-// event moves to another issue. Each run is a `symbol_jobs` row with a cursor (the last
-// event id done), advanced after every batch: a process that stops mid-way leaves the
-// row pending, and the next start (of this or another instance) goes on from the cursor.
+// Re-symbolication after an upload (docs/api.md "Symbols", "Re-symbolication and
+// issues"): the events of the upload's release received in the last 48 hours are
+// symbolicated in the background and their `symbolicated` frames stored, with the
+// title, type and location those frames give. No event moves to another issue; the
+// issues catch up with their events (regroup.ts): their title and location, and the
+// fingerprint the symbolicated frames give, mapped to the issue or, when another issue
+// has it, merged with it. Each run is a `symbol_jobs` row with a cursor (the last event
+// id done), advanced after every batch: a process that stops mid-way leaves the row
+// pending, and the next start (of this or another instance) goes on from the cursor.
 // An instance holds a run through a lease renewed with every batch, so two instances
 // on one PostgreSQL database never run the same job. A batch's frames and the cursor
-// commit together: in one transaction, or on D1 (no interactive transactions) in one
-// atomic `Store.batch`. The server works through runs in a loop (`kick`); the serverless
-// edition, whose isolates live only while they serve, in bounded steps (`step`) that
-// it runs after an upload's answer and from a cron.
+// commit together with what the batch changes about issues: in one transaction, or on
+// D1 (no interactive transactions) in one atomic `Store.batch`. The server works
+// through runs in a loop (`kick`); the serverless edition, whose isolates live only
+// while they serve, in bounded steps (`step`) that it runs after an upload's answer
+// and from a cron.
 import { CompiledQuery } from 'kysely';
-import { DAY_MS, HOUR_MS } from '../clock.js';
+import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
-import { parseEventPayload, symbolicationInputOf } from '../ingest/normalize.js';
+import type { Md5Hex } from '../ingest/grouping.js';
+import { normalizeEvent, parseEventPayload, symbolicationInputOf, type ParsedEventPayload } from '../ingest/normalize.js';
 import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
+import { lockProject } from '../store/issue-merges.js';
+import { regroupStatements, type RegroupedEvent } from './regroup.js';
 
 export const RESYMBOLICATE_WINDOW_MS = 48 * HOUR_MS;
 /** Events per batch of the server's loop: one transaction each. */
@@ -58,6 +65,10 @@ export interface ResymbolicationDeps {
   store: Store;
   logger: Logger;
   readPayloads: ReadPayloads;
+  /** The time merges and mappings are recorded at. */
+  clock: Clock;
+  /** The fingerprint hash ingest uses, so the symbolicated frames group as they would at ingest. */
+  md5Hex: Md5Hex;
   /** Loads the symbol files these events need; a synchronous symbolicator (SymbolService.prepare). */
   prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
   /** Events per batch (default 500); the serverless edition's steps take smaller ones. */
@@ -267,20 +278,21 @@ export class ResymbolicationRunner {
     if (state.cursor === Number.MAX_SAFE_INTEGER) return 0;
     let q = db
       .selectFrom('events')
-      .select(['id', 'raw', 'payload_chunk', 'payload_start', 'payload_length', 'received_at'])
+      .select(['id', 'raw', 'payload_chunk', 'payload_start', 'payload_length', 'received_at', 'issue_id', 'fingerprint', 'timestamp', 'title', 'error_type', 'error_location'])
       .where('project_id', '=', state.projectId)
       .where('id', '>', state.cursor);
     if (state.release !== '') q = q.where('release', '=', state.release);
     const rows = await q.orderBy('id').limit(limit).execute();
     if (rows.length === 0) return 0;
     const payloads = await this.deps.readPayloads(db, rows);
-    const inputs: { id: number; input: SymbolicationInput }[] = [];
+    const inputs: { row: (typeof rows)[number]; raw: Uint8Array; parsed: ParsedEventPayload; input: SymbolicationInput }[] = [];
     for (const row of rows) {
       if (Number(row.received_at) < state.since) continue;
       const raw = payloads.get(Number(row.id));
       if (!raw || raw.byteLength === 0) continue;
       try {
-        inputs.push({ id: Number(row.id), input: symbolicationInputOf(parseEventPayload(raw).ev) });
+        const parsed = parseEventPayload(raw);
+        inputs.push({ row, raw, parsed, input: symbolicationInputOf(parsed.ev) });
       } catch {
         // A payload that no longer parses stays as it is.
       }
@@ -290,10 +302,29 @@ export class ResymbolicationRunner {
       state.projectId,
       inputs.map((i) => i.input),
     );
-    const updates: { id: number; symbolicated: string }[] = [];
-    for (const { id: eventId, input } of inputs) {
+    const updates: EventFrameUpdate[] = [];
+    const regrouped: RegroupedEvent[] = [];
+    for (const { row, raw, parsed, input } of inputs) {
       const out = symbolicate(input);
-      if (out) updates.push({ id: eventId, symbolicated: JSON.stringify(out.frames) });
+      if (!out) continue;
+      const update: EventFrameUpdate = { id: Number(row.id), symbolicated: JSON.stringify(out.frames) };
+      updates.push(update);
+      // Grouping, title, type and location from the symbolicated frames, by ingest's own rules.
+      let n: ReturnType<typeof normalizeEvent>;
+      try {
+        n = normalizeEvent(raw, { receivedAt: Number(row.received_at), sentAt: null, envelopeEventId: null, clientIp: null, md5Hex: this.deps.md5Hex, parsed, symbolicate: () => out });
+      } catch {
+        continue; // the frames alone, as for a payload that no longer parses
+      }
+      Object.assign(update, { title: n.title, errorType: n.errorType, location: n.location });
+      // An event stored under its issue's fingerprint that the frames leave as it was changes nothing about issues.
+      if (n.fingerprint === row.fingerprint && n.title === row.title && n.errorType === row.error_type && n.location === row.error_location) continue;
+      regrouped.push({
+        issueId: Number(row.issue_id),
+        timestamp: Number(row.timestamp),
+        before: { title: row.title, errorType: row.error_type, location: row.error_location },
+        after: { title: n.title, errorType: n.errorType, location: n.location, fingerprint: n.fingerprint },
+      });
     }
     const cursor = Number(rows[rows.length - 1].id);
     const done = state.done + updates.length;
@@ -303,11 +334,22 @@ export class ResymbolicationRunner {
         .set({ cursor, done, lease_until: release() ? 0 : Date.now() + LEASE_MS })
         .where('id', '=', state.id)
         .compile();
+    const now = this.deps.clock.now();
     if (store.batch && !store.capabilities.supportsInteractiveTransactions) {
-      await store.batch([...frameUpdatesForBatch(updates, store.capabilities.maxValueBytes, this.deps.logger), jobUpdate()]);
+      const issues = await regroupStatements(db, state.projectId, regrouped, now);
+      await store.batch([...frameUpdatesForBatch(updates, store.capabilities.maxValueBytes, this.deps.logger), ...issues, jobUpdate()]);
     } else {
       await db.transaction().execute(async (trx) => {
-        for (const u of updates) await trx.updateTable('events').set({ symbolicated: u.symbolicated }).where('id', '=', u.id).execute();
+        // Issues may be merged: the project's ingest lock first (src/store/issue-merges.ts).
+        if (regrouped.length > 0) await lockProject(store, trx, state.projectId);
+        for (const u of updates) {
+          await trx
+            .updateTable('events')
+            .set({ symbolicated: u.symbolicated, ...(u.title !== undefined ? { title: u.title, error_type: u.errorType, error_location: u.location } : {}) })
+            .where('id', '=', u.id)
+            .execute();
+        }
+        for (const q of await regroupStatements(trx, state.projectId, regrouped, now)) await trx.executeQuery(q);
         await trx.executeQuery(jobUpdate());
       });
     }
@@ -319,13 +361,22 @@ export class ResymbolicationRunner {
 
 const utf8 = new TextEncoder();
 
+/** An event's symbolicated frames, with the title, type and location they give. */
+export interface EventFrameUpdate {
+  id: number;
+  symbolicated: string;
+  title?: string;
+  errorType?: string;
+  location?: string;
+}
+
 /**
  * The frame updates of a batch as a few statements for an atomic batch (D1): the events'
  * ids and frames travel as one JSON parameter per statement, each under the value limit
  * (D1 binds 100 parameters per statement, and each statement of a batch counts against
  * an invocation's queries). An event whose frames alone pass the limit keeps what it had.
  */
-export function frameUpdatesForBatch(updates: { id: number; symbolicated: string }[], maxValueBytes: number, logger?: Logger): CompiledQuery[] {
+export function frameUpdatesForBatch(updates: EventFrameUpdate[], maxValueBytes: number, logger?: Logger): CompiledQuery[] {
   const statements: CompiledQuery[] = [];
   const max = maxValueBytes - 1024;
   let part: string[] = [];
@@ -334,8 +385,10 @@ export function frameUpdatesForBatch(updates: { id: number; symbolicated: string
     if (part.length === 0) return;
     statements.push(
       CompiledQuery.raw(
-        `UPDATE events SET symbolicated = u.s
-         FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.s') AS s FROM json_each(?)) AS u
+        `UPDATE events SET symbolicated = u.s, title = coalesce(u.t, events.title), error_type = coalesce(u.et, events.error_type),
+           error_location = coalesce(u.loc, events.error_location)
+         FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.s') AS s, json_extract(value, '$.t') AS t,
+           json_extract(value, '$.et') AS et, json_extract(value, '$.loc') AS loc FROM json_each(?)) AS u
          WHERE events.id = u.id`,
         [`[${part.join(',')}]`],
       ),
@@ -344,7 +397,7 @@ export function frameUpdatesForBatch(updates: { id: number; symbolicated: string
     bytes = 2;
   };
   for (const u of updates) {
-    const item = JSON.stringify({ id: u.id, s: u.symbolicated });
+    const item = JSON.stringify({ id: u.id, s: u.symbolicated, t: u.title, et: u.errorType, loc: u.location });
     const size = utf8.encode(item).byteLength + 1;
     if (size + 2 > max) {
       logger?.warn({ event: u.id, bytes: size }, 'symbolicated frames too large to store on this database; the event keeps its frames');

@@ -8,6 +8,7 @@
 // once; another instance on the same PostgreSQL database sees them within FACTS_TTL_MS.
 import type { Logger } from '../logger.js';
 import { HOUR_MS, type Clock } from '../clock.js';
+import type { Md5Hex } from '../ingest/grouping.js';
 import type { EventSymbolicator, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
 import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
@@ -40,6 +41,8 @@ export interface SymbolServiceOptions {
   clock: Clock;
   logger: Logger;
   cacheBytes?: number;
+  /** The fingerprint hash ingest uses: re-symbolication groups the symbolicated frames with it. */
+  md5Hex: Md5Hex;
   /** Reads stored events' payloads for re-symbolication; without it uploads re-symbolicate nothing. */
   readPayloads?: ReadPayloads;
   /**
@@ -81,6 +84,8 @@ export class SymbolService {
           store: options.store,
           logger: options.logger,
           readPayloads,
+          clock: options.clock,
+          md5Hex: options.md5Hex,
           batchEvents: options.steps?.batchEvents,
           prepare: (projectId, inputs) => this.prepare(projectId, inputs),
         })

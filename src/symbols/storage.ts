@@ -23,6 +23,7 @@ import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
 import type { Store } from '../store/database.js';
 import type { Database, SymbolFileTable } from '../store/schema.js';
 import { piecesSource, type ByteRangeSource } from '../bytes.js';
+import { MAX_INDEXED_BASENAME } from '../limits.js';
 
 type Db = Kysely<Database>;
 
@@ -114,6 +115,20 @@ export function basenameOf(name: string): string {
   return i >= 0 ? clean.slice(i + 1) : clean;
 }
 
+/**
+ * What `serves_basename` holds for a served name: its basename, cut to its first
+ * MAX_INDEXED_BASENAME characters (code points, as the databases count them), so the
+ * index entry stays under PostgreSQL's btree row limit whatever the map's `file` says. A
+ * lookup cuts its name the same way and then compares the full served name
+ * (servesRank), so a longer basename still finds its map.
+ */
+export function indexedBasename(name: string): string {
+  const base = basenameOf(name);
+  if (base.length <= MAX_INDEXED_BASENAME) return base;
+  const points = Array.from(base);
+  return points.length <= MAX_INDEXED_BASENAME ? base : points.slice(0, MAX_INDEXED_BASENAME).join('');
+}
+
 /** Appends bytes to a part of a file in chunks of SYMBOL_CHUNK_BYTES; holds at most one chunk. */
 export class ChunkWriter {
   private buffer = new Uint8Array(SYMBOL_CHUNK_BYTES);
@@ -176,7 +191,7 @@ function rowValues(meta: SymbolFileMeta, now: number) {
     debug_id: (meta.debugId ?? '').toLowerCase(),
     filename: meta.filename,
     serves,
-    serves_basename: basenameOf(serves),
+    serves_basename: indexedBasename(serves),
     meta: JSON.stringify(meta.meta ?? {}),
     uploaded_at: now,
   };
@@ -322,7 +337,7 @@ function finalSet(final: FinalFacts | undefined): Partial<Record<keyof SymbolFil
   if (final?.debugId !== undefined) set.debug_id = final.debugId.toLowerCase();
   if (final?.serves !== undefined) {
     set.serves = final.serves;
-    set.serves_basename = basenameOf(final.serves);
+    set.serves_basename = indexedBasename(final.serves);
   }
   if (final?.filename !== undefined) set.filename = final.filename;
   if (final?.meta !== undefined) set.meta = JSON.stringify(final.meta);
@@ -479,7 +494,7 @@ export async function findByRelease(
     .where('kind', '=', kind)
     .where('release', '=', release)
     .where('state', '=', 'ready');
-  if (options.servesBasename !== undefined) q = q.where('serves_basename', '=', options.servesBasename);
+  if (options.servesBasename !== undefined) q = q.where('serves_basename', '=', indexedBasename(options.servesBasename));
   if (options.dist !== undefined) q = q.where('dist', '=', options.dist);
   return q.orderBy('id', 'desc').limit(50).execute();
 }

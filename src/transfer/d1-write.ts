@@ -66,7 +66,7 @@ function recordingDb(store: Store, recorded: Recorded[]): Kysely<any> {
       }
       return { rows: rows as R[], numAffectedRows: 0n };
     },
-    // eslint-disable-next-line require-yield
+    // biome-ignore lint/correctness/useYield: a batch cannot stream, so this generator only throws
     async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
       throw new Error('an import batch does not stream');
     },

@@ -12,6 +12,7 @@ import { decodeJsonBlob } from '../store/stored-payload.js';
 import { z } from 'zod';
 import { type ColumnSpec, describeZodError, fieldSchema, fromBase64, textBytes, toBase64, toField, utf8OrNull } from './format.js';
 import { type BatchOutcome, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
+import { levelProblem } from './line-checks.js';
 import { issueIds, issueKey, missingIssue, missingProject } from './table-line-type.js';
 
 /** Columns copied as they are, in line order (after `project`). */
@@ -159,6 +160,8 @@ export const eventLineType: LineType<EventValue> = {
   parse(line): Parsed<EventValue> {
     const result = schema.safeParse(line);
     if (!result.success) return { ok: false, message: describeZodError(result.error) };
+    const problem = levelProblem(line);
+    if (problem) return { ok: false, message: problem };
     const data = result.data as Record<string, any>;
     const row: Record<string, unknown> = {};
     for (const c of COLUMNS) row[c.column] = data[c.column];

@@ -4,6 +4,7 @@
 // field and back (times as RFC 3339, 0/1 as booleans, JSON text as JSON), and the
 // text/bytes helpers. Web APIs only: the serverless edition serves the same format.
 import { z } from 'zod';
+import { hasUnsafeText } from '../ingest/hygiene.js';
 
 /** The format this build writes and the newest it reads. A file with a higher number is refused. */
 export const FORMAT_VERSION = 1;
@@ -31,8 +32,10 @@ export const metaSchema = z.object({
 
 /** What a column holds and how it travels in a line. */
 export type ColumnKind =
-  /** An integer (counters, ids). */
+  /** An integer (ids, times of day). */
   | 'int'
+  /** A non-negative integer (counters, sizes, sequence numbers). */
+  | 'count'
   /** Any finite number (sample_rate). */
   | 'number'
   | 'text'
@@ -73,11 +76,17 @@ const time = z.string().transform((s, ctx) => {
 
 const json = z.unknown().refine((v) => v !== undefined, 'required');
 
+/** Text a database stores as sent: no NUL (PostgreSQL refuses it) and no lone surrogate (SQLite would store invalid UTF-8). */
+const text = z.string().refine((s) => !hasUnsafeText(s), 'holds a NUL character or a lone surrogate');
+
+const int = z.number().int().refine(Number.isSafeInteger, 'must be below 2^53');
+
 const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
-  int: z.number().int().refine(Number.isSafeInteger, 'must be below 2^53'),
+  int,
+  count: int.refine((n) => n >= 0, 'must not be negative'),
   number: z.number(),
-  text: z.string(),
-  'text?': z.string().nullable(),
+  text,
+  'text?': text.nullable(),
   time,
   'time?': time.nullable(),
   bool: z.boolean(),
@@ -105,6 +114,7 @@ export function fieldSchema(kind: ColumnKind): z.ZodType {
 export function toField(kind: ColumnKind, value: unknown): unknown {
   switch (kind) {
     case 'int':
+    case 'count':
     case 'number':
       return Number(value);
     case 'time':

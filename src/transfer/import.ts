@@ -58,6 +58,14 @@ export interface ImportSummary {
   problemCount: number;
 }
 
+/**
+ * An empty tally keyed by names from the file: without a prototype, so a type named
+ * `constructor` or `__proto__` is counted like any other.
+ */
+export function tallyByName(): Record<string, number> {
+  return Object.create(null) as Record<string, number>;
+}
+
 export interface ImportProgress {
   lines: number;
   /** Lines the file's meta line announced (0 when it did not). */
@@ -111,7 +119,7 @@ export async function importNdjson(
   source: AsyncIterable<Uint8Array | string>,
   options: ImportOptions = {},
 ): Promise<ImportSummary> {
-  const summary: ImportSummary = { lines: 0, format: 0, types: {}, unknown: {}, problems: [], problemCount: 0 };
+  const summary: ImportSummary = { lines: 0, format: 0, types: {}, unknown: tallyByName(), problems: [], problemCount: 0 };
   for (const t of LINE_TYPES) summary.types[t.type] = { added: 0, kept: 0, failed: 0 };
   const problem = (p: Problem, type?: string) => {
     summary.problemCount++;

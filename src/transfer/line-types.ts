@@ -6,6 +6,7 @@ import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
 import { symbolChunkLineType, symbolLineType } from './symbol-line-types.js';
+import { alertChannelProblem, alertRuleProblem, allOf, issueStatusProblem, levelProblem, sessionStatusProblem, versionFieldProblem } from './line-checks.js';
 import { ISSUE_PARENT, tableLineType } from './table-line-type.js';
 
 export const issueLineType = tableLineType({
@@ -14,6 +15,7 @@ export const issueLineType = tableLineType({
   parent: 'project',
   key: ['fingerprint'],
   order: ['id'],
+  check: allOf(issueStatusProblem, levelProblem),
   // first_seen_id / last_seen_id are database ids: the event lines carry them instead
   // (first_of_issue / last_of_issue).
   columns: [
@@ -25,9 +27,9 @@ export const issueLineType = tableLineType({
     { column: 'screen', kind: 'text' },
     { column: 'location', kind: 'text' },
     { column: 'platform', kind: 'text' },
-    { column: 'event_count', kind: 'int' },
-    { column: 'stored_count', kind: 'int' },
-    { column: 'users', kind: 'int' },
+    { column: 'event_count', kind: 'count' },
+    { column: 'stored_count', kind: 'count' },
+    { column: 'users', kind: 'count' },
     { column: 'first_seen', kind: 'time' },
     { column: 'last_seen', kind: 'time' },
     { column: 'first_release', kind: 'text' },
@@ -51,6 +53,7 @@ export const LINE_TYPES: readonly LineType[] = [
     parent: 'project',
     key: ['type'],
     order: ['project_id', 'type'],
+    check: alertRuleProblem,
     // `type` names the line type, so the rule's type travels as `alert`.
     columns: [
       { column: 'type', field: 'alert', kind: 'text' },
@@ -66,6 +69,7 @@ export const LINE_TYPES: readonly LineType[] = [
     key: ['kind', 'config'],
     order: ['id'],
     existing: 'lookup',
+    check: alertChannelProblem,
     columns: [
       { column: 'kind', kind: 'text' },
       { column: 'config', kind: 'json' },
@@ -82,6 +86,7 @@ export const LINE_TYPES: readonly LineType[] = [
     parent: 'project',
     key: ['version'],
     order: ['project_id', 'version'],
+    check: versionFieldProblem('version'),
     columns: [
       { column: 'version', kind: 'text' },
       { column: 'url', kind: 'text?' },
@@ -113,6 +118,20 @@ export const LINE_TYPES: readonly LineType[] = [
     columns: [
       { column: 'release', kind: 'text' },
       { column: 'first_seen', kind: 'time' },
+    ],
+  }),
+  // Fingerprints merged into an issue (or mapped to it by re-symbolication): later events
+  // with them go to that issue. The line names the issue by its fingerprint as `into`.
+  tableLineType({
+    type: 'issue_merge',
+    table: 'issue_merges',
+    parent: { ...ISSUE_PARENT, key: [{ column: 'fingerprint', field: 'into', kind: 'text' }] },
+    key: ['fingerprint'],
+    order: ['issue_id', 'fingerprint'],
+    withProjectId: true,
+    columns: [
+      { column: 'fingerprint', kind: 'text' },
+      { column: 'merged_at', kind: 'time' },
     ],
   }),
   // The distinct users behind an issue's `users`, so later events count exactly.
@@ -147,7 +166,7 @@ export const LINE_TYPES: readonly LineType[] = [
     order: ['issue_id', 'bucket'],
     columns: [
       { column: 'bucket', field: 'hour', kind: 'time' },
-      { column: 'events', kind: 'int' },
+      { column: 'events', kind: 'count' },
     ],
   }),
   tableLineType({
@@ -159,14 +178,14 @@ export const LINE_TYPES: readonly LineType[] = [
     columns: [
       { column: 'bucket', field: 'hour', kind: 'time' },
       { column: 'release', kind: 'text' },
-      { column: 'events', kind: 'int' },
-      { column: 'crashes', kind: 'int' },
-      { column: 'errors', kind: 'int' },
-      { column: 'fatal', kind: 'int' },
-      { column: 'error', kind: 'int' },
-      { column: 'warning', kind: 'int' },
-      { column: 'info', kind: 'int' },
-      { column: 'debug', kind: 'int' },
+      { column: 'events', kind: 'count' },
+      { column: 'crashes', kind: 'count' },
+      { column: 'errors', kind: 'count' },
+      { column: 'fatal', kind: 'count' },
+      { column: 'error', kind: 'count' },
+      { column: 'warning', kind: 'count' },
+      { column: 'info', kind: 'count' },
+      { column: 'debug', kind: 'count' },
     ],
   }),
   tableLineType({
@@ -192,9 +211,9 @@ export const LINE_TYPES: readonly LineType[] = [
     columns: [
       { column: 'release', kind: 'text' },
       { column: 'bucket', field: 'hour', kind: 'time' },
-      { column: 'total', kind: 'int' },
-      { column: 'crashed', kind: 'int' },
-      { column: 'errored', kind: 'int' },
+      { column: 'total', kind: 'count' },
+      { column: 'crashed', kind: 'count' },
+      { column: 'errored', kind: 'count' },
     ],
   }),
   // Events accepted per day: the daily quota.
@@ -206,7 +225,7 @@ export const LINE_TYPES: readonly LineType[] = [
     order: ['project_id', 'day'],
     columns: [
       { column: 'day', kind: 'time' },
-      { column: 'events', kind: 'int' },
+      { column: 'events', kind: 'count' },
     ],
   }),
   eventLineType,
@@ -230,6 +249,7 @@ export const LINE_TYPES: readonly LineType[] = [
     parent: 'project',
     key: ['sid'],
     order: ['project_id', 'sid'],
+    check: sessionStatusProblem,
     columns: [
       { column: 'sid', kind: 'text' },
       { column: 'did', kind: 'text?' },
@@ -237,7 +257,7 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'environment', kind: 'text' },
       { column: 'started', kind: 'time' },
       { column: 'status', kind: 'text' },
-      { column: 'errors', kind: 'int' },
+      { column: 'errors', kind: 'count' },
       { column: 'updated_at', kind: 'time' },
     ],
   }),

@@ -4,7 +4,8 @@
 // with a new id or key, which the import names on standard error.
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { generateDsnKey, slugProblem } from '../store/projects.js';
+import { generateDsnKey } from '../store/projects.js';
+import { projectProblem } from './line-checks.js';
 import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
 import type { BatchOutcome, LineType, Parsed, Problem } from './line-type.js';
 
@@ -48,7 +49,7 @@ export const projectLineType: LineType<ProjectValue> = {
     const result = schema.safeParse(line);
     if (!result.success) return { ok: false, message: describeZodError(result.error) };
     const value = result.data as ProjectValue;
-    const problem = slugProblem(value.slug);
+    const problem = projectProblem(line);
     if (problem) return { ok: false, message: problem };
     if (value.id <= 0) return { ok: false, message: 'id: must be positive' };
     return { ok: true, value };

@@ -9,6 +9,7 @@
 import { sql } from 'kysely';
 import type { ColumnSpec } from './format.js';
 import type { ImportContext } from './line-type.js';
+import { symbolKindProblem, symbolPartProblem } from './line-checks.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
 const SYMBOL_KEY: ColumnSpec[] = [
@@ -33,12 +34,13 @@ export const symbolLineType = tableLineType({
   where: sql`t.state = 'ready'`,
   existing: 'lookup',
   fixed: { state: IMPORTING },
+  check: symbolKindProblem,
   columns: [
     ...SYMBOL_KEY,
     { column: 'serves', kind: 'text' },
     { column: 'serves_basename', kind: 'text' },
-    { column: 'size', kind: 'int' },
-    { column: 'index_size', kind: 'int' },
+    { column: 'size', kind: 'count' },
+    { column: 'index_size', kind: 'count' },
     { column: 'meta', kind: 'json' },
     { column: 'uploaded_at', kind: 'time' },
   ],
@@ -51,9 +53,10 @@ export const symbolChunkLineType = tableLineType({
   key: ['part', 'seq'],
   order: ['file_id', 'part', 'seq'],
   where: sql`p.state = 'ready'`,
+  check: symbolPartProblem,
   columns: [
     { column: 'part', kind: 'int' },
-    { column: 'seq', kind: 'int' },
+    { column: 'seq', kind: 'count' },
     { column: 'data', kind: 'bytes' },
   ],
   afterWrite: finishImportedFiles,

@@ -44,6 +44,12 @@ export interface TableLineSpec {
   existing?: 'constraint' | 'lookup';
   /** A row under a parent that also names its project (`project_id` column). */
   withProjectId?: boolean;
+  /**
+   * What the API would refuse in a line whose fields have the right types (an unknown
+   * alert type, a channel config no channel takes, ...): a message saying why, or null.
+   * Checked with the API's own validation, so an import stores only what the API could have.
+   */
+  check?: (line: Record<string, unknown>) => string | null;
   /** Runs in the batch's transaction after its rows are written (or, on D1, after they are committed), with the parent ids it wrote under. */
   afterWrite?: (ctx: ImportContext, parentIds: number[]) => Promise<void>;
 }
@@ -125,6 +131,8 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
     parse(line): Parsed<TableValue> {
       const result = schema.safeParse(line);
       if (!result.success) return { ok: false, message: describeZodError(result.error) };
+      const problem = spec.check?.(line) ?? null;
+      if (problem) return { ok: false, message: problem };
       const data = result.data as Record<string, unknown>;
       const row: Record<string, unknown> = {};
       for (const c of spec.columns) row[c.column] = data[c.field ?? c.column];

@@ -11,7 +11,8 @@ import type { SymbolFileToStore } from './symbol-port.js';
 import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ZipEntry } from '../symbols/zip.js';
 import type { ByteRangeSource } from '../bytes.js';
 import { tooLargeMessage, unpackedTooLargeMessage } from '../symbols/upload.js';
-import { MAX_MANIFEST_BYTES } from '../limits.js';
+import { MAX_MANIFEST_BYTES, MAX_SYMBOL_DIST, MAX_SYMBOL_RELEASE } from '../limits.js';
+import { unsafeJsonProblem } from '../ingest/hygiene.js';
 
 export interface BundleAssembleRequest {
   checksum: string;
@@ -28,12 +29,19 @@ export function parseBundleAssembleBody(body: unknown): BundleAssembleRequest {
   if (!Array.isArray(v.projects) || v.projects.length === 0 || v.projects.some((p) => typeof p !== 'string' || p === '')) {
     throw new UploadError(400, 'projects must be a non-empty list of project slugs or ids');
   }
-  const text = (value: unknown, name: string) => {
+  const text = (value: unknown, name: string, max: number) => {
     if (value === undefined || value === null) return '';
     if (typeof value !== 'string') throw new UploadError(400, `${name} must be a string`);
+    if (value.length > max) throw new UploadError(400, `${name} must be at most ${max} characters`);
     return value;
   };
-  return { checksum, chunks, projects: [...new Set(v.projects as string[])], version: text(v.version, 'version'), dist: text(v.dist, 'dist') };
+  return {
+    checksum,
+    chunks,
+    projects: [...new Set(v.projects as string[])],
+    version: text(v.version, 'version', MAX_SYMBOL_RELEASE),
+    dist: text(v.dist, 'dist', MAX_SYMBOL_DIST),
+  };
 }
 
 interface ManifestFile {
@@ -58,6 +66,9 @@ export function parseManifest(bytes: Uint8Array): BundleManifest {
     throw new UploadError(400, 'artifact bundle: manifest.json is not valid JSON');
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new UploadError(400, 'artifact bundle: manifest.json must be an object');
+  // Its text is stored (release, dist, URLs): what the API's JSON bodies may not hold, it may not either.
+  const unsafe = unsafeJsonProblem(json, 'manifest.json');
+  if (unsafe) throw new UploadError(400, `artifact bundle: ${unsafe}`);
   const m = json as Record<string, unknown>;
   const filesRaw = m.files ?? {};
   if (filesRaw === null || typeof filesRaw !== 'object' || Array.isArray(filesRaw)) throw new UploadError(400, 'artifact bundle: manifest.json "files" must be an object');
@@ -73,7 +84,11 @@ export function parseManifest(bytes: Uint8Array): BundleManifest {
     files.set(path, { type: typeof i.type === 'string' ? i.type : '', url: typeof i.url === 'string' ? i.url : '', headers });
   }
   const str = (v: unknown) => (typeof v === 'string' ? v : '');
-  return { files, release: str(m.release), dist: str(m.dist), debugId: str(m.debug_id) };
+  const release = str(m.release);
+  const dist = str(m.dist);
+  if (release.length > MAX_SYMBOL_RELEASE) throw new UploadError(400, `artifact bundle: manifest.json release must be at most ${MAX_SYMBOL_RELEASE} characters`);
+  if (dist.length > MAX_SYMBOL_DIST) throw new UploadError(400, `artifact bundle: manifest.json dist must be at most ${MAX_SYMBOL_DIST} characters`);
+  return { files, release, dist, debugId: str(m.debug_id) };
 }
 
 /** Resolves a `Sourcemap` header against the URL of the file that names it. */

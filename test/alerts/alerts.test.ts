@@ -8,7 +8,7 @@ import dns from 'node:dns';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/clock.js';
 import { nodeHttpPost } from '../../src/editions/node/alerts.js';
 import { forbiddenAddressReason } from '../../src/alerts/addresses.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';

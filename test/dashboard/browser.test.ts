@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { createProject, findProjectBySlug, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { dialects, type TestServer } from '../helpers/server.js';
+import { CHROMIUM, lacks } from '../helpers/tools.js';
 import { API_KEY, XSS, seedDemo, sendXssEvent, startDashboardServer, symbolicateLatest } from './fixture.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SHOTS = process.env.FAULTLINE_SCREENSHOTS === '1' ? path.join(root, 'docs/screenshots') : fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-shots-'));
 
@@ -45,7 +45,7 @@ async function overflows(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
 }
 
-describe.each(dialects)('dashboard in Chromium on %s', (dialect) => {
+describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s', (dialect) => {
   let t: TestServer;
   let demo: ProjectRow;
   let context: BrowserContext;

@@ -310,4 +310,15 @@ describe('dashboard without API_KEYS (open, like the API)', () => {
     expect((await c.post('/demo/rotate-key', { _csrf: csrf })).status).toBe(303);
     expect((await findProjectBySlug(t.deps.store.db, 'demo'))!.dsn_key).not.toBe(key);
   });
+
+  it('sends the page of a merged issue to the page of the issue it was merged into', async () => {
+    const list = (await (await t.api('/api/projects/demo/issues?limit=2')).json()) as { issues: { fingerprint: string }[] };
+    const [into, merged] = list.issues.map((i) => i.fingerprint);
+    expect((await t.api('/api/projects/demo/issues/merge', { method: 'POST', json: { fingerprints: [merged], into } })).status).toBe(200);
+    const c = new Client(t.url);
+    const res = await c.request(`/demo/issues/${merged}?days=14`);
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe(`/demo/issues/${into}?days=14`);
+    expect((await c.request(`/demo/issues/${into}?days=14`)).status).toBe(200);
+  });
 });

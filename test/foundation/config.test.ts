@@ -2,6 +2,7 @@
 // the setting for every bad value. Also how DATABASE_URL picks the database.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { parseAddressRanges } from '../../src/ip-ranges.js';
 import { DEFAULT_SQLITE_PATH, DatabaseConfigError, parseDatabaseUrl, redact } from '../../src/store/database.js';
 
 describe('loadConfig', () => {
@@ -19,6 +20,7 @@ describe('loadConfig', () => {
       webhookAllowPrivate: false,
       databaseUrl: undefined,
       logLevel: 'info',
+      trustedProxies: parseAddressRanges('127.0.0.0/8,::1'),
     });
   });
 
@@ -36,6 +38,7 @@ describe('loadConfig', () => {
       WEBHOOK_ALLOW_PRIVATE: 'TRUE',
       DATABASE_URL: 'postgres://u@h/db',
       LOG_LEVEL: 'warn',
+      TRUSTED_PROXIES: '10.0.0.0/8, 2001:db8::1',
     });
     expect(c).toEqual({
       port: 9000,
@@ -50,6 +53,7 @@ describe('loadConfig', () => {
       webhookAllowPrivate: true,
       databaseUrl: 'postgres://u@h/db',
       logLevel: 'warn',
+      trustedProxies: parseAddressRanges('10.0.0.0/8,2001:db8::1'),
     });
   });
 
@@ -63,6 +67,7 @@ describe('loadConfig', () => {
     [{ PUBLIC_URL: 'ftp://errors.example.com' }, 'PUBLIC_URL must use http or https'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ API_KEYS: 'good,has space' }, 'API_KEYS must be a comma-separated list of keys without spaces inside a key'],
+    [{ TRUSTED_PROXIES: '10.0.0.0/8,proxy' }, 'TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": "proxy" is not'],
   ])('refuses %j', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

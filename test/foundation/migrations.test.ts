@@ -211,7 +211,7 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
   it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
     await onMigratedPostgres(async (store) => {
       const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
-      // Alert (012), symbol (013) and uploader (014) tables keep theirs: ingest writes only alert_outbox, and only for new issues and regressions.
+      // Alert (012), symbol (013), uploader (014) and issue merge (017) tables keep theirs: ingest writes only alert_outbox, and only for new issues and regressions.
       expect(keys.rows.map((r) => r.table)).toEqual([
         'alert_channels',
         'alert_deliveries',
@@ -221,6 +221,8 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'events',
         'issue_changes',
         'issue_changes',
+        'issue_merges',
+        'issue_merges',
         'proguard_releases',
         'symbol_chunks',
         'symbol_files',

@@ -2,9 +2,10 @@
 // hygiene"): NUL in a path segment, a query parameter, a project name or a bulk
 // fingerprint is 400, as is a lone surrogate in a JSON body; percent-encoded (or raw)
 // dot segments never select another project (404); nothing is changed by any of
-// these requests.
+// these requests. The dashboard's forms refuse a NUL the same way.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '../dashboard/fixture.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** A request with its target sent byte for byte (fetch would resolve dot segments itself). */
@@ -74,6 +75,19 @@ describe.each(dialects)('management input on %s', (dialect) => {
     expect(res.status).toBe(404);
     expect(await projects()).toEqual(before);
     expect(((await (await t.api('/api/projects/b')).json()) as { dsn: string }).dsn).toBe(beforeKey.dsn);
+  });
+
+  it.each([
+    ['/new', { slug: 'c', name: 'x\u0000y' }],
+    ['/b/settings', { name: 'n\u0000' }],
+    ['/b/issues/bulk', { fingerprints: 'f\u0000', status: 'resolved' }],
+  ])('the dashboard form %s with a NUL is 400 and changes nothing', async (path, fields) => {
+    const before = await projects();
+    const client = new Client(t.url);
+    const res = await client.post(path, { ...fields, _csrf: await client.csrf('/') });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('NUL character');
+    expect(await projects()).toEqual(before);
   });
 
   it('an encoded slash stays part of one segment', async () => {

@@ -142,6 +142,25 @@ describe('regression', () => {
   });
 });
 
+describe('merged fingerprints', () => {
+  const MERGED = 'a'.repeat(32);
+
+  it('counts an event of a merged fingerprint in the issue it was merged into, with that fingerprint', () => {
+    const out = plan([work([event({ fingerprint: MERGED }), event()])], settings(), snapshot({ issues: [issue()], aliases: new Map([[MERGED, 41]]) }));
+    expect(out.issues).toHaveLength(1);
+    expect(out.issues[0].row).toMatchObject({ id: 41, fingerprint: FP, event_count: 12 });
+    expect(out.changes).toEqual([]);
+    expect(out.stored.map((s) => s.issue.row.fingerprint)).toEqual([FP, FP]);
+  });
+
+  it('regresses the issue a merged fingerprint goes to by that issue\'s releases', () => {
+    const snap = resolvedSnapshot();
+    snap.aliases.set(MERGED, 41);
+    expect(plan([work([event({ fingerprint: MERGED, release: '1.0' })])], settings(), snap).issues[0].row.status).toBe('resolved');
+    expect(plan([work([event({ fingerprint: MERGED, release: '2.0' })])], settings(), snap).issues[0].row.status).toBe('regression');
+  });
+});
+
 describe('daily quota', () => {
   const day = Date.UTC(2026, 10, 25);
   const quota = (used: number, limit = 3) => [settings({ daily_quota: limit }), snapshot({ used: new Map([[day, used]]) })] as const;

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/editions/node/open-store.js';
-import { type Store } from '../../src/store/database.js';
+import type { Store } from '../../src/store/database.js';
 import { pgArrayLiteral } from '../../src/store/pg-arrays.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
 

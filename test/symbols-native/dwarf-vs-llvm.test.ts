@@ -1,23 +1,22 @@
 // The native reader against LLVM: for every instruction address of real programs (C and
 // C++, several compile units, always_inline functions nested two deep), the index answers
-// the same function, file, line and inline chain as llvm-symbolizer on the same file.
+// the same function, file, line and inline chain as llvm-symbolizer on the same file (the
+// committed builds and answers of test/symbols-native/native-fixture.ts).
 import fs from 'node:fs';
-import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadNodeDemangler } from '../../src/editions/node/demangle.js';
 import { inspectMachO } from '../../src/symbols/dsym.js';
 import { SymbolInputError } from '../../src/symbols/kinds.js';
 import { BadNativeFile } from '../../src/symbols/native/bytes.js';
 import type { Demangler } from '../../src/symbols/native/demangle.js';
 import { buildNativeIndex, NativeIndex } from '../../src/symbols/native/lookup-index.js';
-import { readMachO, type MachSlice } from '../../src/symbols/native/macho.js';
-import { buildDsym, buildObject, fat64, lipo, run, sourceDir, symbolize, type BuiltDsym } from './build-dsym.js';
+import { readMachO } from '../../src/symbols/native/macho.js';
+import { ARM64_EXECUTABLE, compareWithLlvm, dsym, dwarfUuids, dwarfVersion, fat64, object, textAddresses, textSymbols, universal, type NativeDsym } from './native-fixture.js';
 
-let dir: string;
-let arm64: BuiltDsym;
-let x86: BuiltDsym;
-let arm64Dwarf2: BuiltDsym;
-let arm64_32: BuiltDsym;
+const arm64: NativeDsym = dsym('arm64');
+const x86: NativeDsym = dsym('x86_64');
+const arm64Dwarf2: NativeDsym = dsym('arm64-gdwarf-2');
+const arm64_32: NativeDsym = dsym('arm64_32');
 let demangle: Demangler;
 
 /** What an upload of `bytes` stores: one symbol file per slice, with its index. */
@@ -30,57 +29,6 @@ async function uploadSlices(bytes: Uint8Array, name: string) {
     bytes: f.range ? bytes.slice(f.range[0], f.range[1]) : bytes,
     index: new NativeIndex(f.index!),
   }));
-}
-
-beforeAll(() => {
-  dir = sourceDir();
-  arm64 = buildDsym(dir, 'arm64-apple-macos11', 'arm64', ['macos', '11.0', '11.0']);
-  x86 = buildDsym(dir, 'x86_64-apple-macos11', 'x86_64', ['macos', '11.0', '11.0']);
-  arm64Dwarf2 = buildDsym(dir, 'arm64-apple-macos11', 'arm64', ['macos', '11.0', '11.0'], ['-gdwarf-2']);
-  // arm64_32 (watchOS) is a 32-bit Mach-O that ld64.lld and dsymutil both handle.
-  arm64_32 = buildDsym(dir, 'arm64_32-apple-watchos5', 'arm64_32', ['watchos', '5.0', '5.0']);
-});
-
-function textAddresses(slice: MachSlice): number[] {
-  const text = slice.sections.find((s) => s.segment === '__TEXT' && s.name === '__text');
-  if (!text) throw new Error('no __text');
-  return Array.from({ length: text.size }, (_, i) => text.addr + i);
-}
-
-function llvmChain(frames: Array<{ FunctionName: string; FileName: string; Line: number }>, ours: string[] = []): string {
-  return frames
-    .filter((f) => f.FunctionName !== '??' || f.Line)
-    // LLVM prints template functions' return types ("int geo::scale<int>(int, int)"); the
-    // demangler, like Sentry's, leaves them out: that difference alone is not a mismatch.
-    .map((f, i) => (ours[i] && f.FunctionName.endsWith(` ${ours[i]}`) ? { ...f, FunctionName: ours[i] } : f))
-    .map((f) => `${f.FunctionName}|${f.FileName}|${f.Line}`)
-    .join(' <- ');
-}
-
-function ourChain(index: NativeIndex, addr: number, names: (n: string) => string = (n) => n): string {
-  return index.lookup(addr).map((f) => `${f.function ? names(f.function) : '??'}|${f.file}|${f.line}`).join(' <- ');
-}
-
-/** Compares every __text address of each slice of `file`; returns the deepest chain seen. */
-function compareWithLlvm(file: string, opts: { demangled?: boolean } = {}): number {
-  const bytes = new Uint8Array(fs.readFileSync(file));
-  const slices = readMachO(bytes);
-  let deepest = 0;
-  for (const slice of slices) {
-    const index = new NativeIndex(buildNativeIndex(bytes, slice));
-    const addrs = textAddresses(slice);
-    expect(addrs.length).toBeGreaterThan(80);
-    const expected = symbolize(file, addrs, { arch: slices.length > 1 ? slice.arch : undefined, demangle: opts.demangled === true });
-    const mismatches: string[] = [];
-    addrs.forEach((addr, k) => {
-      const got = ourChain(index, addr, opts.demangled ? demangle : undefined);
-      const want = llvmChain(expected[k], opts.demangled ? index.lookup(addr).map((f) => demangle(f.function)) : []);
-      if (want !== got) mismatches.push(`${slice.arch} 0x${addr.toString(16)}\n  llvm: ${want}\n  ours: ${got}`);
-      deepest = Math.max(deepest, expected[k].length);
-    });
-    expect(mismatches.slice(0, 5)).toEqual([]);
-  }
-  return deepest;
 }
 
 describe('native symbolication equals llvm-symbolizer', () => {
@@ -120,26 +68,25 @@ describe('native symbolication equals llvm-symbolizer', () => {
   it('DWARF 5 (strx, addrx, rnglistx, .debug_line_str, v5 file tables) read straight from objects', async () => {
     // dsymutil 14 cannot link DWARF 5, so DWARF 5 is checked on the compilers' own objects.
     for (const [target, file] of [['x86_64-apple-macos11', 'main.c'], ['arm64-apple-macos11', 'shapes.cpp'], ['arm64-apple-macos11', 'compute.c']]) {
-      const obj = buildObject(dir, target, file, ['-gdwarf-5']);
-      const dump = run('llvm-dwarfdump', ['--debug-info', obj], dir);
-      expect(dump).toContain('version = 0x0005');
+      const obj = object(target, file, ['-gdwarf-5']);
+      expect(dwarfVersion(obj)).toBe(5);
       compareWithLlvm(obj);
     }
   });
 
   it('32-bit objects (armv7, i386)', async () => {
-    for (const target of ['armv7-apple-ios9', 'i386-apple-macos10.13']) compareWithLlvm(buildObject(dir, target, 'compute.c', []));
+    for (const target of ['armv7-apple-ios9', 'i386-apple-macos10.13']) compareWithLlvm(object(target, 'compute.c'));
   });
 
   it('universal file from llvm-lipo: each slice answers with its own DWARF', async () => {
-    const fat = lipo(dir, [arm64.dwarfFile, x86.dwarfFile], 'fat-dsym');
+    const fat = universal('App');
     expect(readMachO(new Uint8Array(fs.readFileSync(fat))).map((s) => s.arch).sort()).toEqual(['arm64', 'x86_64']);
     compareWithLlvm(fat);
   });
 
   it('C++ names demangled as llvm-symbolizer demangles them', async () => {
     demangle = await loadNodeDemangler();
-    compareWithLlvm(arm64.dwarfFile, { demangled: true });
+    compareWithLlvm(arm64.dwarfFile, { demangle });
     const [{ index }] = await uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'App');
     const names = new Set<string>();
     for (const slice of readMachO(new Uint8Array(fs.readFileSync(arm64.dwarfFile)))) {
@@ -153,20 +100,10 @@ describe('native symbolication equals llvm-symbolizer', () => {
 });
 
 describe('dSYM uploads', () => {
-  const uuids = (file: string): Map<string, string> => {
-    const out = new Map<string, string>();
-    for (const line of run('llvm-dwarfdump', ['--uuid', file], dir).split('\n')) {
-      const m = /^UUID: ([0-9A-F-]+) \(([\w]+)\)/.exec(line);
-      if (m) out.set(m[2], m[1].toLowerCase());
-    }
-    return out;
-  };
-
   it('one symbol file per slice, each named by its LC_UUID as a lowercase dashed debug id', async () => {
-    const fat = lipo(dir, [arm64.dwarfFile, x86.dwarfFile, arm64_32.dwarfFile], 'fat3');
+    const fat = universal('fat3');
     const slices = await uploadSlices(new Uint8Array(fs.readFileSync(fat)), 'fat3');
-    const expected = uuids(fat);
-    expect(slices.map((s) => [s.arch, s.debugId]).sort()).toEqual([...expected.entries()].sort());
+    expect(slices.map((s) => [s.arch, s.debugId]).sort()).toEqual(Object.entries(dwarfUuids(fat)).sort());
     for (const s of slices) {
       expect(s.debugId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       expect(s.filename).toBe(`fat3 (${s.arch})`);
@@ -188,9 +125,7 @@ describe('dSYM uploads', () => {
       const [s] = readMachO(bytes);
       return { bytes, cpuType: s.cpuType, cpuSubtype: s.cpuSubtype };
     });
-    const file = path.join(dir, 'fat64-dsym');
-    fs.writeFileSync(file, fat64(parts));
-    const slices = await uploadSlices(new Uint8Array(fs.readFileSync(file)), 'fat64-dsym');
+    const slices = await uploadSlices(fat64(parts), 'fat64-dsym');
     expect(slices.map((s) => s.arch)).toEqual(['arm64', 'x86_64']);
     const [thin] = await uploadSlices(new Uint8Array(fs.readFileSync(arm64.dwarfFile)), 'x');
     expect(thin.filename).toBeUndefined();
@@ -202,16 +137,15 @@ describe('dSYM uploads', () => {
 
   it('refuses what is not a dSYM (400): text, a Mach-O without LC_UUID', async () => {
     await expect(inspectMachO('x', new TextEncoder().encode('not a dsym'))).rejects.toThrow(SymbolInputError);
-    const obj = buildObject(dir, 'arm64-apple-macos11', 'compute.c', []);
+    const obj = object('arm64-apple-macos11', 'compute.c');
     await expect(inspectMachO('compute.o', new Uint8Array(fs.readFileSync(obj)))).rejects.toThrow(/LC_UUID/);
   });
 
   it('falls back to the symbol table where there is no DWARF (the linked executable)', async () => {
-    const exe = arm64.dwarfFile.replace(/\.dSYM\/.*$/, '');
-    const bytes = new Uint8Array(fs.readFileSync(exe));
+    const bytes = new Uint8Array(fs.readFileSync(ARM64_EXECUTABLE));
     const [slice] = readMachO(bytes);
     const index = new NativeIndex(buildNativeIndex(bytes, slice));
-    const nm = run('llvm-nm', ['--defined-only', exe], dir).split('\n').filter((l) => / [Tt] /.test(l));
+    const nm = textSymbols();
     expect(nm.length).toBeGreaterThanOrEqual(4);
     for (const line of nm) {
       const [addr, , name] = line.trim().split(/\s+/);

@@ -1,12 +1,14 @@
-// An iOS-shaped crash over the real arm64 build: a fat dSYM (arm64 + x86_64) in a .dSYM
-// bundle, the event an SDK sends for it (debug_meta.images of type macho, addresses slid by
-// ASLR: callers are return addresses right after `bl` instructions, the crashing frame sits
-// in C code inlined three deep, or in C++ code with an inlined template for the
-// demangler), and the frames llvm-symbolizer says it should become.
+// An iOS-shaped crash over the committed arm64 build (test/symbols-native/native-fixture.ts):
+// a fat dSYM (arm64 + x86_64) in a .dSYM bundle, the event an SDK sends for it
+// (debug_meta.images of type macho, addresses slid by ASLR: callers are return addresses
+// right after `bl` instructions, the crashing frame sits in C code inlined three deep, or in
+// C++ code with an inlined template for the demangler), and the frames llvm-symbolizer says
+// it should become.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { buildDsym, lipo, run, sourceDir, symbolize, type SymbolizerFrame } from './build-dsym.js';
+import { DSYM_INFO_PLIST, dsym, nativeAnswers, symbolize, universal, type SymbolizerFrame } from './native-fixture.js';
 
 export const IMAGE_ADDR = 0x1_0460_0000;
 export const VMADDR = 0x1_0000_0000;
@@ -24,27 +26,24 @@ export interface IosFixture {
   cxxCrashAddr: number;
 }
 
+/** The fixture, with `dir` a fresh temporary folder the caller may write in and remove. */
 export function buildIosFixture(): IosFixture {
-  const dir = sourceDir();
-  const arm64 = buildDsym(dir, 'arm64-apple-macos11', 'arm64', ['macos', '11.0', '11.0']);
-  const x86 = buildDsym(dir, 'x86_64-apple-macos11', 'x86_64', ['macos', '11.0', '11.0']);
-  const fat = lipo(dir, [arm64.dwarfFile, x86.dwarfFile], 'App');
-  const debugIds: Record<string, string> = {};
-  for (const m of run('llvm-dwarfdump', ['--uuid', fat], dir).matchAll(/UUID: ([0-9A-F-]+) \((\w+)\)/g)) debugIds[m[2]] = m[1].toLowerCase();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-ios-'));
+  const fat = universal('App');
+  const { ios, uuids } = nativeAnswers();
   const bundle = {
-    'App.app.dSYM/Contents/Info.plist': new Uint8Array(fs.readFileSync(path.join(arm64.bundle, 'Contents/Info.plist'))),
+    'App.app.dSYM/Contents/Info.plist': new Uint8Array(fs.readFileSync(DSYM_INFO_PLIST)),
     'App.app.dSYM/Contents/Resources/DWARF/App': new Uint8Array(fs.readFileSync(fat)),
   };
-  const exe = arm64.dwarfFile.replace(/\.dSYM\/.*$/, '');
-  const disasm = run('llvm-objdump', ['-d', exe], dir).split('\n');
-  const callerAddrs = disasm.filter((l) => /\tbl\t/.test(l)).map((l) => parseInt(l.trim().split(':')[0], 16) + 4);
-  expect(callerAddrs.length).toBeGreaterThanOrEqual(4);
-  const text = disasm.filter((l) => /^\s*1[0-9a-f]+:/.test(l)).map((l) => parseInt(l.trim().split(':')[0], 16));
-  const answers = symbolize(arm64.dwarfFile, text);
-  const crashAddr = text[answers.findIndex((a) => a.length >= 3)];
-  const cxxCrashAddr = text[answers.findIndex((a) => a.length >= 2 && a.every((f) => f.FunctionName.includes('geo::')))];
-  expect(cxxCrashAddr).toBeDefined();
-  return { dir, bundle, debugIds, arm64Dwarf: arm64.dwarfFile, callerAddrs: callerAddrs.slice(0, 4), crashAddr, cxxCrashAddr };
+  return {
+    dir,
+    bundle,
+    debugIds: uuids['fat/App'],
+    arm64Dwarf: dsym('arm64').dwarfFile,
+    callerAddrs: ios.callerAddrs.map(Number),
+    crashAddr: Number(ios.crashAddr),
+    cxxCrashAddr: Number(ios.cxxCrashAddr),
+  };
 }
 
 /** Writes the fixture's .dSYM bundle under `dir` (as sentry-cli finds it in a build folder); returns `dir`. */

@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { buildSync } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
+import { CHROMIUM } from '../helpers/tools.js';
 
 const PARSER = `export function parseOrder(text) {
   const fields = text.split(',');
@@ -103,7 +104,7 @@ export async function serveApp(root: string, dsn: string, release: string): Prom
 }
 
 export async function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }
 
 /** Opens the page; the app throws once the SDK is set up, and the SDK sends the event. */

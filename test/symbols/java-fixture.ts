@@ -1,67 +1,13 @@
-// A real obfuscated Java program: compiled with `javac --release 8`, obfuscated by
-// ProGuard 6 (with optimisation, so methods get inlined), run to get its real stack
-// trace, and that trace retraced by ProGuard's own retrace.jar for comparison.
-import { execFileSync, spawnSync } from 'node:child_process';
+// A real obfuscated Java program, committed under test/fixtures/java (`npm run fixtures`
+// rebuilds it): src/Main.java compiled with `javac --release 8`, obfuscated by ProGuard 6
+// (with optimisation, so methods get inlined; rules.pro), run to get its real stack trace
+// (trace.txt), and that trace retraced by ProGuard's own retrace.jar (retraced.txt).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const SOURCE = `package com.example.app;
-
-public class Main {
-    public static void main(String[] args) {
-        new Main().run(args.length);
-    }
-
-    void run(int n) {
-        Repository repository = new Repository();
-        repository.load(n + 1);
-    }
-}
-
-class Repository {
-    private final Parser parser = new Parser();
-
-    void load(int n) {
-        String input = "item-" + n;
-        parser.parse(input);
-    }
-
-    void unused() {
-        System.out.println("never called");
-    }
-}
-
-class Parser {
-    int parse(String s) {
-        return validate(s) ? 1 : 0;
-    }
-
-    boolean validate(String s) {
-        if (s.length() > 3) {
-            throw new InvalidInputException("bad input: " + s);
-        }
-        return true;
-    }
-}
-
-class InvalidInputException extends RuntimeException {
-    InvalidInputException(String message) {
-        super(message);
-    }
-}
-`;
-
-// ProGuard 6 cannot read the JDK 17 runtime's class files, so it runs without library
-// jars (warnings ignored); the program only uses java.lang.
-const RULES = `-injars in.jar
--outjars out.jar
--ignorewarnings
--printmapping mapping.txt
--keep public class com.example.app.Main { public static void main(java.lang.String[]); }
--keepattributes SourceFile,LineNumberTable
--renamesourcefileattribute SourceFile
-`;
+export const JAVA_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/java');
 
 export interface JavaFrame {
   module: string;
@@ -97,20 +43,16 @@ function parseTrace(text: string): { type: string; value: string; frames: JavaFr
   return { type: head[1], value: head[2], frames };
 }
 
-export function buildJavaFixture(): JavaFixture {
+/**
+ * The fixture read from `root` (the committed one, or a fresh build's), copied into a
+ * temporary `dir` the caller may write in and remove.
+ */
+export function buildJavaFixture(root = JAVA_FIXTURES): JavaFixture {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-java-'));
-  fs.mkdirSync(path.join(dir, 'src'));
-  fs.writeFileSync(path.join(dir, 'src', 'Main.java'), SOURCE);
-  execFileSync('javac', ['--release', '8', '-d', 'classes', 'src/Main.java'], { cwd: dir, stdio: 'pipe' });
-  execFileSync('jar', ['cf', 'in.jar', '-C', 'classes', '.'], { cwd: dir, stdio: 'pipe' });
-  fs.writeFileSync(path.join(dir, 'rules.pro'), RULES);
-  execFileSync('proguard', ['@rules.pro'], { cwd: dir, stdio: 'pipe' });
-  const run = spawnSync('java', ['-cp', 'out.jar', 'com.example.app.Main'], { cwd: dir, encoding: 'utf8' });
-  const trace = run.stderr;
-  fs.writeFileSync(path.join(dir, 'trace.txt'), trace);
-  const retraced = execFileSync('java', ['-jar', '/usr/share/java/retrace.jar', 'mapping.txt', 'trace.txt'], { cwd: dir, encoding: 'utf8' });
+  for (const name of ['mapping.txt', 'trace.txt', 'retraced.txt', 'out.jar']) fs.copyFileSync(path.join(root, name), path.join(dir, name));
+  const trace = fs.readFileSync(path.join(dir, 'trace.txt'), 'utf8');
   const obf = parseTrace(trace);
-  const orig = parseTrace(retraced);
+  const orig = parseTrace(fs.readFileSync(path.join(dir, 'retraced.txt'), 'utf8'));
   return {
     dir,
     mapping: fs.readFileSync(path.join(dir, 'mapping.txt')),

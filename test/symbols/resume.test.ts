@@ -8,6 +8,7 @@ import { saveSymbolFile } from '../../src/symbols/storage.js';
 import { RESYMBOLICATE_WINDOW_MS, scheduleResymbolication } from '../../src/symbols/resymbolicate.js';
 import { SymbolService } from '../../src/symbols/service.js';
 import { storedPayloads } from '../../src/editions/node/payloads.js';
+import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { createTestDatabase, dialects, startTestServer, type TestDatabase } from '../helpers/server.js';
 import { makeProject } from '../ingest/helpers.js';
 import { captureLogger } from '../helpers/log-capture.js';
@@ -73,6 +74,7 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
         store: t.deps.store,
         clock: t.clock,
         logger: log.logger,
+        md5Hex: nodeIngestRuntime.md5Hex,
         readPayloads: storedPayloads,
         steps: { batchEvents: 2, scheduled: () => undefined },
       });

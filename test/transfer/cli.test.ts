@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/editions/node/open-store.js';
-import { type Store } from '../../src/store/database.js';
+import type { Store } from '../../src/store/database.js';
 import { childEnv, CLI, ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { generateDsnKey } from '../../src/store/projects.js';
@@ -59,8 +59,8 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
       const bad = [lines[0], lines[1], '{"type":"session","project":"demo"}', '{"type":"later_thing"}', ...lines.slice(2)].join('\n');
       const partly = await runCli(['import'], { DATABASE_URL: empty.database.url }, REPO, bad);
       expect(partly.code).toBe(1);
-      expect(partly.stdout).toMatch(/^  later_thing +1 skipped \(unknown type\)$/m);
-      expect(partly.stdout).toMatch(/^  line 3: session: sid: /m);
+      expect(partly.stdout).toMatch(/^ {2}later_thing +1 skipped \(unknown type\)$/m);
+      expect(partly.stdout).toMatch(/^ {2}line 3: session: sid: /m);
       expect(partly.stderr).toMatch(/faultline: 1 line was not imported \(first at line 3\); the other lines were imported/);
 
       const newer = await runCli(['import'], { DATABASE_URL: empty.database.url }, REPO, '{"type":"meta","format":9}\n');

@@ -116,6 +116,9 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
     const res = await t.api(`/api/projects/demo/issues/${issues.issues[i].fingerprint}`, { method: 'PATCH', json: { status } });
     expect(res.status).toBe(200);
   }
+  // Two issues that are one bug: merged, so the file carries the merged fingerprint.
+  const merge = await t.api('/api/projects/demo/issues/merge', { method: 'POST', json: { fingerprints: [issues.issues[3].fingerprint], into: issues.issues[0].fingerprint } });
+  expect(merge.status, await merge.clone().text()).toBe(200);
   const db = t.deps.store.db;
   const first = await db.selectFrom('events').select(['id']).where('project_id', '=', demo.id).orderBy('id').executeTakeFirstOrThrow();
   await db.updateTable('events').set({ symbolicated: JSON.stringify([[{ function: 'main', filename: 'src/main.ts', lineno: 3 }]]) }).where('id', '=', first.id).execute();

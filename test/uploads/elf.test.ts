@@ -1,9 +1,9 @@
 // `debug-files upload` of a real ELF with the real sentry-cli (3.x and the 2.x alias): an
-// executable built with clang -g and a GNU build id goes through chunk-upload +
+// executable built with clang -g and a GNU build id (test/fixtures/elf, with readelf's
+// build id; `npm run fixtures` rebuilds it) goes through chunk-upload +
 // difs/assemble, assembles `ok` (not `error`), and is kept as an `elf` symbol file under
 // the debug id sentry-cli derives from the build id: listed by the symbols API and found
 // by the legacy debug_id lookup. SQLite and PostgreSQL.
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,11 +26,9 @@ function debugIdOfBuildId(hex: string): string {
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-elf-'));
   fs.mkdirSync(path.join(dir, 'build'));
-  fs.writeFileSync(path.join(dir, 'crash.c'), 'int crash(int x) { return 10 / x; }\nint main(int argc, char **argv) { return crash(argc - 1); }\n');
-  execFileSync('clang', ['-g', '-O0', '-Wl,--build-id=sha1', '-o', path.join(dir, 'build', 'crash'), path.join(dir, 'crash.c')]);
-  const notes = execFileSync('readelf', ['-n', path.join(dir, 'build', 'crash')], { encoding: 'utf8' });
-  debugId = debugIdOfBuildId(/Build ID: ([0-9a-f]+)/.exec(notes)![1]);
-}, 60_000);
+  fs.copyFileSync(path.resolve('test/fixtures/elf/build/crash'), path.join(dir, 'build', 'crash'));
+  debugId = debugIdOfBuildId(fs.readFileSync(path.resolve('test/fixtures/elf/build-id.txt'), 'utf8').trim());
+});
 
 afterAll(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
-import { D1IngestSink } from '../../src/editions/workers/ingest-sink.js';
+import type { D1IngestSink } from '../../src/editions/workers/ingest-sink.js';
 import { createApp } from '../../src/http/app.js';
 import type { Store } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -212,7 +212,7 @@ describe('D1 ingest inside workerd', () => {
     const many = await send(p, [header, ...items].join('\n'));
     expect(many.status, await many.clone().text()).toBe(200);
     let noise = '';
-    for (let i = 0; noise.length < 1_500_000; i++) noise += Math.random().toString(36).slice(2);
+    while (noise.length < 1_500_000) noise += Math.random().toString(36).slice(2);
     const big = eventEnvelope(hex32(1000, '9')).replace('"in_app":false', `"in_app":false,"vars":{"noise":"${noise}"}`);
     expect(big.length).toBeGreaterThan(1_500_000);
     const bigAnswer = await send(p, big);

@@ -12,7 +12,7 @@ import { compress } from '../../src/editions/node/codec.js';
 import { commitIngestBatch } from '../../src/store/ingest-batch.js';
 import { IssueCache } from '../../src/store/sqlite.js';
 import { openStore } from '../../src/editions/node/open-store.js';
-import { type Store } from '../../src/store/database.js';
+import type { Store } from '../../src/store/database.js';
 import { dialects } from '../helpers/server.js';
 import { recordingDb, type RecordingDb } from '../read/plan.js';
 import { createProject, fp, hex32, makeEvent, makeSession, makeWork, openTestStore, type TestStore } from './factory.js';

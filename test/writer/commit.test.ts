@@ -15,7 +15,7 @@ import { ManualClock } from '../../src/clock.js';
 import { IngestUnavailableError } from '../../src/ingest/errors.js';
 import { BatchThread } from '../../src/editions/node/batch-thread.js';
 import { openStore } from '../../src/editions/node/open-store.js';
-import { type Store } from '../../src/store/database.js';
+import type { Store } from '../../src/store/database.js';
 import type { Database } from '../../src/store/schema.js';
 import { createIngestWriter, THREAD_HANDOVER_ITEMS, type WriterOptions } from '../../src/editions/node/writer.js';
 import { storedPayload } from '../../src/editions/node/payloads.js';

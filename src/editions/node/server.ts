@@ -54,6 +54,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     throw err;
   }
   const ingest = createIngestWriter({ store, clock, logger });
+  const ingestRuntime = store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime;
   // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
   await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
   return {
@@ -67,7 +68,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
         ? new SharedRateLimiter(store, config.rateLimit, logger)
         : new MemoryRateLimiter(config.rateLimit),
     ingest,
-    ingestRuntime: store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime,
+    ingestRuntime,
     decompressBlob: decompress,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
@@ -76,7 +77,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
       const hash = createHash('sha1');
       return { update: (bytes) => void hash.update(bytes), digestHex: () => hash.digest('hex') };
     },
-    symbols: new SymbolService({ store, clock, logger, readPayloads: storedPayloads, uploadLimits: options.symbolUploadLimits }),
+    symbols: new SymbolService({ store, clock, logger, md5Hex: ingestRuntime.md5Hex, readPayloads: storedPayloads, uploadLimits: options.symbolUploadLimits }),
   };
 }
 

@@ -84,6 +84,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
       logger,
       cacheBytes: SYMBOL_CACHE_BYTES,
       uploadLimits: SYMBOL_UPLOAD_LIMITS,
+      md5Hex: workersIngestRuntime.md5Hex,
       readPayloads: (db, rows) => readStoredPayloads(db, rows, decompressBlob),
       steps: { batchEvents: WORKER_RESYMBOLICATE_STEP_EVENTS, scheduled: afterAnswer.resymbolicationScheduled },
     }),

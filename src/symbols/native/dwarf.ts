@@ -576,7 +576,8 @@ class DwarfReader {
     const s = this.s;
     const r = new ByteReader(s.bytes, s.ranges.start, s.ranges.end);
     r.seek(s.ranges.start + u.rangesBase + offset);
-    const max = u.addrSize === 8 ? 0xffff_ffff_ffff_ffff : 0xffff_ffff;
+    // The all-ones address: 2 ** 64 is what a double makes of 0xffff_ffff_ffff_ffff.
+    const max = u.addrSize === 8 ? 2 ** 64 : 0xffff_ffff;
     let base = u.baseAddr;
     for (;;) {
       this.spendRangeEntry();
