@@ -107,9 +107,12 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
   let cdSize = tv.getUint32(eocd + 12, true);
   let cdOffset = tv.getUint32(eocd + 16, true);
   let cdEnd = tailStart + eocd;
-  if (entries === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) {
-    const locator = eocd - 20;
-    if (locator < 0 || tv.getUint32(locator, true) !== ZIP64_LOCATOR_SIGNATURE) throw invalid('missing ZIP64 locator');
+  // A ZIP64 record is used whenever one is there: writers that stream (Info-ZIP reading
+  // stdin) add one beside an ordinary record, and the directory then ends before it.
+  const locator = eocd - 20;
+  const zip64 = locator >= 0 && tv.getUint32(locator, true) === ZIP64_LOCATOR_SIGNATURE;
+  if (zip64 || entries === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) {
+    if (!zip64) throw invalid('missing ZIP64 locator');
     // The ZIP64 record sits right before its locator; its own recorded offset may be unprefixed.
     const record = await source.read(tailStart + locator - 56, 56);
     const rv = view(record);

@@ -5,12 +5,17 @@
 // (artifact bundles and legacy ZIPs read from their end): 400 or an assemble `error`
 // with a detail, nothing stored. SQLite and PostgreSQL.
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { strToU8, zipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import type { ProjectRow } from '../../src/store/schema.js';
+import { bytesSource } from '../../src/bytes.js';
 import { MultipartError, parseMultipart } from '../../src/symbols/multipart.js';
+import { readZipDirectory, readZipEntryBytes } from '../../src/symbols/zip.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { uploadSymbols } from './helpers.js';
 
@@ -68,6 +73,22 @@ function longHeaderBody(boundary: string, fields: Record<string, string>, file: 
   return Buffer.concat(parts) as Uint8Array<ArrayBuffer>;
 }
 
+/**
+ * A source map zipped by Info-ZIP from stdin (`cat a.map | zip out.zip -`): a ZIP64 end
+ * record beside the ordinary one, whose fields are not saturated.
+ */
+const STDIN_ZIP64 = new Uint8Array(fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/zip/stdin-zip64.zip')));
+const STDIN_MAP = '{"version":3,"sources":["a.js"],"names":[],"mappings":"AAAA"}';
+
+describe('the ZIP directory reader', () => {
+  it('finds the directory of a zip with a ZIP64 end record beside an ordinary one', async () => {
+    const source = bytesSource(STDIN_ZIP64);
+    const entries = await readZipDirectory(source);
+    expect(entries.map((e) => [e.name, e.size, e.crc32])).toEqual([['-', STDIN_MAP.length, 0xc72a4ca8]]);
+    expect(new TextDecoder().decode(await readZipEntryBytes(source, entries[0], 1024))).toBe(STDIN_MAP);
+  });
+});
+
 describe('the multipart reader', () => {
   it('refuses part headers past 16 KB that arrive in one read', async () => {
     const body = longHeaderBody('b0undary', {}, { field: 'file', name: 'a.map', data: strToU8(MAP) });
@@ -94,6 +115,12 @@ describe.each(dialects)('ZIP and multipart rules on every upload route (%s)', (d
       const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: 'ok', files: [{ name: 'maps.zip', data: zip }] });
       expect(res.status).toBe(201);
     }
+    await t.deps.store.db.deleteFrom('symbol_files').execute();
+  });
+
+  it('the Symbols route takes a zip with a ZIP64 end record (Info-ZIP from stdin)', async () => {
+    const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: 'zip64', files: [{ name: 'maps.zip', data: STDIN_ZIP64 }] });
+    expect(res.status).toBe(201);
     await t.deps.store.db.deleteFrom('symbol_files').execute();
   });
 
