@@ -84,3 +84,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustedProxies,
   };
 }
+
+/** Whether `host` accepts connections from this machine only (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = h.startsWith('::ffff:') ? h.slice('::ffff:'.length) : h;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
+/**
+ * The warning `serve` logs when anyone who reaches its address can use the management
+ * API and the dashboard: a non-loopback address and no API_KEYS. Null otherwise.
+ */
+export function openAccessWarning(config: Pick<Config, 'host' | 'apiKeys'>): string | null {
+  if (config.apiKeys.length > 0 || isLoopbackHost(config.host)) return null;
+  return (
+    `listening on ${config.host} with no API_KEYS: anyone who can reach this address can read every event, ` +
+    'create and delete projects and use the dashboard; set API_KEYS, or HOST=127.0.0.1 behind a proxy that checks access'
+  );
+}

@@ -1,9 +1,11 @@
 // `faultline serve`: migrates the database, serves the HTTP API, logs one line
-// saying where, and on SIGTERM/SIGINT stops accepting, finishes in-flight
+// saying where (after a warning when the address is open to the network without
+// API keys), and on SIGTERM/SIGINT stops accepting, finishes in-flight
 // requests and closes the database before exiting 0.
 import { getHeapStatistics } from 'node:v8';
 import type { Command } from 'commander';
 import type { RunningServer } from '../editions/node/server.js';
+import { openAccessWarning } from '../config.js';
 import { CliError, type CliContext } from './context.js';
 
 /** How long in-flight requests get after a stop signal before the process exits anyway. */
@@ -31,6 +33,9 @@ export function register(program: Command, cli: CliContext): void {
         if (code === 'EADDRNOTAVAIL') throw new CliError(`cannot listen on ${where}: no such local address (check HOST)`);
         throw err;
       }
+      // Before the startup line, so it is the last thing read before "listening on".
+      const openWarning = openAccessWarning(config);
+      if (openWarning) logger.warn({ host: config.host }, openWarning);
       logger.info(
         {
           url: server.url,

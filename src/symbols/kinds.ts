@@ -89,6 +89,13 @@ export interface SymbolKindHandler<L extends LoadedSymbols = LoadedSymbols> {
   loadsFromIndex?: boolean;
   /** Parses a stored file (and its derived index) for symbolication. Throws on a corrupt file. */
   load(file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null): L;
+  /**
+   * `load` in two halves, for kinds whose parse is long (source maps): `parse` builds plain
+   * data (typed arrays, strings, lists) that an edition may build on another thread and
+   * transfer (SymbolParser), `fromParsed` wraps it.
+   */
+  parse?(file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null): unknown;
+  fromParsed?(data: unknown): L;
   /** The symbol files this event would use, in order of preference. Pure; no I/O. */
   lookups(event: EventView): SymbolLookup[];
   /**
@@ -96,6 +103,15 @@ export interface SymbolKindHandler<L extends LoadedSymbols = LoadedSymbols> {
    * files found, best first). Never throws on odd frames: a frame it cannot map stays as it is.
    */
   symbolicate(event: EventView, state: SymbolicationState, resolve: (lookup: SymbolLookup) => L[]): void;
+}
+
+/**
+ * Runs a kind's `parse` off the caller's event loop (the Node edition: a worker thread,
+ * src/editions/node/symbol-parse-thread.ts); rejects with the parse's error.
+ */
+export interface SymbolParser {
+  parse(kind: SymbolKind, file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null): Promise<unknown>;
+  close(): Promise<void>;
 }
 
 const handlers = new Map<SymbolKind, SymbolKindHandler>();

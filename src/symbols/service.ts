@@ -12,7 +12,7 @@ import type { Md5Hex } from '../ingest/grouping.js';
 import type { EventSymbolicator, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
 import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
-import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolicationState, type SymbolLookup } from './kinds.js';
+import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolParser, type SymbolicationState, type SymbolLookup } from './kinds.js';
 import { servesRank } from './sourcemap.js';
 import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads, type StepResult } from './resymbolicate.js';
 import {
@@ -24,6 +24,7 @@ import {
   readSymbolBytes,
   symbolKindsOf,
   sweepAbandonedWrites,
+  SWEEP_BATCH,
   type ByteSource,
   type SymbolFileRow,
   type SymbolKind,
@@ -33,6 +34,8 @@ import './register.js';
 
 /** How long a project's "has symbols" flag and a lookup's answer are reused. */
 export const FACTS_TTL_MS = 5_000;
+/** How often abandoned uploads are looked for after the start. */
+export const SWEEP_INTERVAL_MS = 10 * 60_000;
 /** Default bound of the parsed-file cache. */
 export const DEFAULT_SYMBOL_CACHE_BYTES = 256 * 1024 * 1024;
 
@@ -45,6 +48,18 @@ export interface SymbolServiceOptions {
   md5Hex: Md5Hex;
   /** Reads stored events' payloads for re-symbolication; without it uploads re-symbolicate nothing. */
   readPayloads?: ReadPayloads;
+  /**
+   * Where long parses (source maps) run: the Node edition's worker thread, so a 50 MB map
+   * does not stop every request while it is parsed. Without it they run inline.
+   */
+  parser?: SymbolParser;
+  /**
+   * This process is the only one writing symbol files to the database (the Node server on
+   * SQLite): a `writing` row found at start belongs to an upload that died with it.
+   */
+  soleWriter?: boolean;
+  /** How often abandoned uploads are looked for after the start (SWEEP_INTERVAL_MS; tests shorten it). */
+  sweepIntervalMs?: number;
   /**
    * Limits of an upload instead of UPLOAD_LIMITS (the serverless edition: what an isolate
    * can parse). They bound the sentry-cli routes' files too.
@@ -73,6 +88,8 @@ export class SymbolService {
   /** Files that failed to parse (corrupt), not retried for a while. */
   private readonly broken = new TtlMap<number, true>(60_000);
   private loads = 0;
+  private sweepTimer: ReturnType<typeof setInterval> | null = null;
+  private sweeping: Promise<unknown> = Promise.resolve();
   /** Background re-symbolication (null when the edition cannot read stored payloads). */
   readonly jobs: ResymbolicationRunner | null;
 
@@ -94,18 +111,42 @@ export class SymbolService {
 
   /**
    * Resumes re-symbolication runs left pending (a restart in the middle of one) and removes
-   * the half-written files of uploads a stopped process left (older than an hour).
+   * the half-written files of uploads a stopped process left: with `soleWriter` (the Node
+   * server on SQLite) every `writing` row there is at start; else (PostgreSQL, where other
+   * instances may be writing) those begun over an hour ago, at start and every
+   * SWEEP_INTERVAL_MS after (docs/architecture.md "Symbolication").
    */
   start(): void {
     if (!this.options.steps) this.jobs?.kick();
-    sweepAbandonedWrites(this.db, this.options.clock.now() - HOUR_MS).catch((err) =>
-      this.options.logger.warn({ err }, 'could not remove half-written symbol files'),
-    );
+    const sweep = (everything: boolean) =>
+      this.sweepAbandoned(everything).catch((err) => this.options.logger.warn({ err }, 'could not remove half-written symbol files'));
+    this.sweeping = sweep(this.options.soleWriter === true);
+    this.sweepTimer ??= setInterval(() => {
+      this.sweeping = sweep(false);
+    }, this.options.sweepIntervalMs ?? SWEEP_INTERVAL_MS);
+    (this.sweepTimer as { unref?: () => void }).unref?.();
+  }
+
+  /** Removes abandoned `writing` rows and their chunks; how many. */
+  async sweepAbandoned(everything: boolean): Promise<number> {
+    const cutoff = everything ? Number.MAX_SAFE_INTEGER : this.options.clock.now() - HOUR_MS;
+    let swept = 0;
+    for (;;) {
+      const n = await sweepAbandonedWrites(this.db, cutoff);
+      swept += n;
+      if (n < SWEEP_BATCH) break;
+    }
+    if (swept > 0) this.options.logger.info({ symbol_files: swept }, 'half-written symbol uploads removed');
+    return swept;
   }
 
   /** Stops background work after its current batch. */
   async close(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+    await this.sweeping;
     await this.jobs?.stop();
+    await this.options.parser?.close();
   }
 
   /**
@@ -248,7 +289,11 @@ export class SymbolService {
           const index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
           const bytes = index && handler.loadsFromIndex ? new Uint8Array(0) : await readSymbolBytes(this.db, id);
           if (!bytes) return null;
-          const loaded = handler.load(row, bytes, index);
+          const parser = this.options.parser;
+          const loaded =
+            parser && handler.parse && handler.fromParsed
+              ? handler.fromParsed(await parser.parse(handler.kind, row, bytes, index))
+              : handler.load(row, bytes, index);
           this.loads++;
           this.parsed.set(id, loaded);
           return loaded;

@@ -1,5 +1,6 @@
-// Source maps (JavaScript): checking one at upload, loading it with
-// @jridgewell/trace-mapping (indexed maps with `sections` included) and mapping
+// Source maps (JavaScript): checking one at upload (a scan of the streaming bytes,
+// sourcemap-scan.ts), loading it into a lookup index whose memory is about the size of
+// its mappings (sourcemap-index.ts; indexed maps with `sections` included) and mapping
 // minified frames to original file, line, column, function name and context lines.
 //
 // Matching (DECISIONS "Symbols"): a frame's debug id (`debug_meta.images[type=sourcemap]`
@@ -7,10 +8,12 @@
 // the frame's file name against the minified file the map serves: its `file` field, or
 // the uploaded name without `.map`, compared as a full URL, as `~/path`, or by basename
 // (in that order of preference).
-import { AnyMap, decodedMappings, traceSegment, TraceMap, type SourceMapInput } from '@jridgewell/trace-mapping';
+import { TraceMap, type SourceMapInput } from '@jridgewell/trace-mapping';
 import type { NormalizedFrame } from '../ingest/types.js';
 import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup, type SymbolicationState } from './kinds.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
+import { indexBytes, indexMappings, lookupSegment, SOURCE_MAP_LIMITS, type MappingsIndex, type SourceMapLimits } from './sourcemap-index.js';
+import { SourceMapScanner } from './sourcemap-scan.js';
 
 /** Lines of context on each side of the frame's line (Sentry shows 5 + 1 + 5). */
 export const CONTEXT_LINES = 5;
@@ -37,135 +40,263 @@ export function servedFileOf(map: Json, uploadedName: string): string {
   return uploadedName.replace(/\.map$/i, '');
 }
 
-/** Builds the TraceMap and checks every segment's source and name index; throws SymbolInputError. */
-function checkedTraceMap(json: Json, name: string): TraceMap {
-  let map: TraceMap;
-  try {
-    map = Array.isArray(json.sections) ? new AnyMap(json as unknown as SourceMapInput) : new TraceMap(json as unknown as SourceMapInput);
-  } catch (err) {
-    throw new SymbolInputError(`${name} is not a usable source map: ${(err as Error).message}`);
-  }
-  const sources = map.sources.length;
-  const names = map.names.length;
-  let lines: ReturnType<typeof decodedMappings>;
-  try {
-    lines = decodedMappings(map);
-  } catch (err) {
-    throw new SymbolInputError(`${name} is not a usable source map: its mappings do not decode (${(err as Error).message})`);
-  }
-  for (let l = 0; l < lines.length; l++) {
-    for (const seg of lines[l] as readonly number[][]) {
-      if (seg.length === 1) continue;
-      if (seg.length !== 4 && seg.length !== 5) throw new SymbolInputError(`${name}: a mapping on generated line ${l + 1} has ${seg.length} fields`);
-      if (seg[1]! < 0 || seg[1]! >= sources || seg[2]! < 0 || seg[3]! < 0) {
-        throw new SymbolInputError(`${name}: a mapping on generated line ${l + 1} points to source ${seg[1]}, but the map has ${sources} sources`);
-      }
-      if (seg.length === 5 && (seg[4]! < 0 || seg[4]! >= names)) {
-        throw new SymbolInputError(`${name}: a mapping on generated line ${l + 1} names name ${seg[4]}, but the map has ${names} names`);
-      }
-    }
-  }
-  return map;
-}
-
-function parseMapJson(text: string, name: string): Json {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new SymbolInputError(`${name} is not a source map: it is not JSON`);
-  }
-  if (!isObject(json) || json.version !== 3) throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
-  const indexed = Array.isArray(json.sections);
-  if (!indexed && typeof json.mappings !== 'string') throw new SymbolInputError(`${name} is not a source map: it has no "mappings" string`);
-  if (!indexed && !Array.isArray(json.sources)) throw new SymbolInputError(`${name} is not a source map: it has no "sources" list`);
-  return json;
-}
-
-/**
- * Collects the map's text as it streams in (JSON must be parsed whole; the text is the one
- * copy held) and, at the end, parses and checks it: version 3, mappings that decode, every
- * segment's source and name inside the map.
- */
-export function inspectSourceMap(name: string): FileInspector {
-  const decoder = new TextDecoder('utf-8', { fatal: true });
-  const parts: string[] = [];
-  const decode = (chunk?: Uint8Array) => {
-    try {
-      return chunk ? decoder.decode(chunk, { stream: true }) : decoder.decode();
-    } catch {
-      throw new SymbolInputError(`${name} is not a source map: it is not UTF-8 text`);
-    }
-  };
+/** Scans an upload as it streams in (sourcemap-scan.ts): nothing of the map is built. */
+export function inspectSourceMap(name: string, limits: SourceMapLimits = SOURCE_MAP_LIMITS): FileInspector {
+  const scanner = new SourceMapScanner(name, limits);
   return {
-    push(chunk) {
-      if (parts.length === 0 && chunk.byteLength > 0) {
-        const first = chunk.find((b) => b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09 && b !== 0xef && b !== 0xbb && b !== 0xbf);
-        if (first !== undefined && first !== 0x7b) throw new SymbolInputError(`${name} is not a source map: it does not start with a JSON object`);
-      }
-      parts.push(decode(chunk));
-    },
+    push: (chunk) => scanner.push(chunk),
     finish() {
-      parts.push(decode());
-      const json = parseMapJson(parts.join('').replace(/^\uFEFF/, ''), name);
-      parts.length = 0;
-      checkedTraceMap(json, name);
-      return [{ debugId: dashedUuid(json.debugId ?? json.debug_id), serves: servedFileOf(json, name) }];
+      const facts = scanner.finish();
+      return [{ debugId: dashedUuid(facts.debugId), serves: servedFileOf({ file: facts.file }, name) }];
     },
   };
 }
 
 // ---------------------------------------------------------------- the loaded map
 
+/** One plain map, or one section of an indexed map, where it starts in the generated file. */
+interface MapPart {
+  line: number;
+  column: number;
+  index: MappingsIndex;
+  /** Where the part's sources and names start in the map's lists. */
+  sourceBase: number;
+  nameBase: number;
+}
+
+/** Strings as UTF-8 in one buffer: string i is `bytes[offsets[i], offsets[i + 1])`. */
+interface PackedStrings {
+  bytes: Uint8Array;
+  offsets: Uint32Array;
+}
+
+/**
+ * A parsed map as plain data, nothing but typed arrays and a few numbers, so a thread
+ * that builds it hands it over without a copy (Node: the parse thread) and its memory is
+ * what its arrays hold: the mappings' lookup indexes; sources, names and sources'
+ * contents as UTF-8; the offsets of every line of every content.
+ */
+export interface SourceMapData {
+  parts: MapPart[];
+  sources: PackedStrings;
+  names: PackedStrings;
+  contents: PackedStrings;
+  /** 1 where the source has content (else it has none, not an empty one). */
+  hasContent: Uint8Array;
+  /** Byte offsets (into contents.bytes) where lines start; source i's are `lineIndex[i]` to `lineIndex[i + 1]`. */
+  lineStarts: Uint32Array;
+  lineIndex: Uint32Array;
+  memoryBytes: number;
+}
+
+/** What a loaded map holds besides its arrays (the objects around them, measured: BENCHMARKS.md "Source maps"). */
+const MAP_OVERHEAD = 4096;
+const PART_OVERHEAD = 128;
+
+/** Packs strings (null and non-strings as '') as UTF-8, growing the buffer as needed. */
+function packStrings(list: readonly unknown[], encoder: TextEncoder): PackedStrings {
+  let bytes: Uint8Array = new Uint8Array(1024);
+  const offsets = new Uint32Array(list.length + 1);
+  let at = 0;
+  for (let i = 0; i < list.length; i++) {
+    let rest = typeof list[i] === 'string' ? (list[i] as string) : '';
+    while (rest.length > 0) {
+      const { read, written } = encoder.encodeInto(rest, bytes.subarray(at));
+      at += written;
+      rest = read < rest.length ? rest.slice(read) : '';
+      // Full: twice the size, or what the rest needs at most (bounded, so one huge string grows in steps).
+      if (rest.length > 0) bytes = growTo(bytes, at, Math.max(bytes.length * 2, at + Math.min(rest.length * 3, 64 * 1024 * 1024)));
+    }
+    offsets[i + 1] = at;
+  }
+  return { bytes: at < bytes.length ? bytes.slice(0, at) : bytes, offsets };
+}
+
+function growTo(bytes: Uint8Array, used: number, size: number): Uint8Array {
+  const grown = new Uint8Array(size);
+  grown.set(bytes.subarray(0, used));
+  return grown;
+}
+
+const utf8 = new TextDecoder();
+
+function unpack(p: PackedStrings, i: number, maxBytes = Number.MAX_SAFE_INTEGER): string {
+  if (!(i >= 0 && i + 1 < p.offsets.length)) return '';
+  const from = p.offsets[i];
+  return utf8.decode(p.bytes.subarray(from, Math.min(p.offsets[i + 1], from + maxBytes)));
+}
+
+/**
+ * Parses a stored map into SourceMapData: the JSON, then each part's mappings indexed
+ * (checked again, within `limits`: a file stored before they existed may exceed them).
+ * Throws SymbolInputError on a map that is not usable.
+ */
+export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMapLimits = SOURCE_MAP_LIMITS): SourceMapData {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder().decode(bytes).replace(/^\uFEFF/, ''));
+  } catch {
+    throw new SymbolInputError(`${name} is not a source map: it is not JSON`);
+  }
+  if (!isObject(json) || json.version !== 3) throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
+  const parts: MapPart[] = [];
+  const sources: unknown[] = [];
+  const names: unknown[] = [];
+  const contents: unknown[] = [];
+  const counted = { segments: 0, lines: 0 };
+  const encoder = new TextEncoder();
+  const addPart = (map: Json, line: number, column: number, sectioned: boolean) => {
+    if (map.version !== 3) throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
+    if (typeof map.mappings !== 'string') throw new SymbolInputError(`${name} is not a source map: it has no "mappings" string`);
+    if (!Array.isArray(map.sources)) throw new SymbolInputError(`${name} is not a source map: it has no "sources" list`);
+    const partNames: unknown[] = Array.isArray(map.names) ? map.names : [];
+    const { index, decoder } = indexMappings(encoder.encode(map.mappings), name, limits, counted);
+    decoder.checkIndexes(map.sources.length, partNames.length);
+    counted.segments += index.segments;
+    counted.lines += index.lines;
+    // An indexed map's sources are resolved against their sourceRoot (as trace-mapping flattens them).
+    const partSources: unknown[] = sectioned
+      ? new TraceMap({ version: 3, sources: map.sources, sourceRoot: map.sourceRoot, names: [], mappings: '' } as unknown as SourceMapInput).resolvedSources
+      : map.sources;
+    parts.push({ line, column, index, sourceBase: sources.length, nameBase: names.length });
+    const partContents: unknown[] = Array.isArray(map.sourcesContent) ? map.sourcesContent : [];
+    for (let i = 0; i < partSources.length; i++) {
+      sources.push(partSources[i]);
+      contents.push(partContents[i] ?? null);
+    }
+    for (const n of partNames) names.push(n);
+  };
+  if (Array.isArray(json.sections)) {
+    if (json.sections.length > limits.maxSections) throw new SymbolInputError(`${name} has more than ${limits.maxSections} sections (the limit of a source map)`);
+    for (const section of json.sections as unknown[]) {
+      const offset = isObject(section) && isObject(section.offset) ? section.offset : null;
+      if (!offset || !isObject((section as Json).map) || !Number.isInteger(offset.line) || !Number.isInteger(offset.column)) {
+        throw new SymbolInputError(`${name} is not a source map: a section has no "offset" or "map"`);
+      }
+      addPart((section as Json).map as Json, offset.line as number, offset.column as number, true);
+    }
+  } else addPart(json, 0, 0, false);
+  json = null;
+  const packedContents = packStrings(contents, encoder);
+  const hasContent = Uint8Array.from(contents, (c) => (typeof c === 'string' ? 1 : 0));
+  contents.length = 0;
+  // Lines split at \r\n, \r and \n: bytes that never occur inside a UTF-8 sequence.
+  const starts: number[] = [];
+  const lineIndex = new Uint32Array(hasContent.length + 1);
+  const b = packedContents.bytes;
+  for (let i = 0; i < hasContent.length; i++) {
+    lineIndex[i] = starts.length;
+    if (!hasContent[i]) continue;
+    const end = packedContents.offsets[i + 1];
+    starts.push(packedContents.offsets[i]);
+    for (let k = packedContents.offsets[i]; k < end; k++) {
+      const c = b[k];
+      if (c === 10) starts.push(k + 1);
+      else if (c === 13) {
+        if (k + 1 < end && b[k + 1] === 10) k++;
+        starts.push(k + 1);
+      }
+    }
+  }
+  lineIndex[hasContent.length] = starts.length;
+  const data: SourceMapData = {
+    parts,
+    sources: packStrings(sources, encoder),
+    names: packStrings(names, encoder),
+    contents: packedContents,
+    hasContent,
+    lineStarts: Uint32Array.from(starts),
+    lineIndex,
+    memoryBytes: 0,
+  };
+  const arrays = [data.sources, data.names, data.contents].reduce((n, p) => n + p.bytes.byteLength + p.offsets.byteLength, 0);
+  data.memoryBytes =
+    MAP_OVERHEAD + arrays + hasContent.byteLength + data.lineStarts.byteLength + lineIndex.byteLength + parts.reduce((n, p) => n + PART_OVERHEAD + indexBytes(p.index), 0);
+  return data;
+}
+
+/** Bytes of a context line decoded at most: MAX_CONTEXT_LINE characters of up to 4 bytes. */
+const MAX_CONTEXT_BYTES = MAX_CONTEXT_LINE * 4;
+
 export class LoadedSourceMap implements LoadedSymbols {
   readonly memoryBytes: number;
-  readonly map: TraceMap;
-  private readonly contentLines = new Map<number, string[] | null>();
 
-  constructor(bytes: Uint8Array, name: string) {
-    this.map = checkedTraceMap(parseMapJson(new TextDecoder().decode(bytes), name), name);
-    // The parsed map (decoded segments, sources content) is a few times its text.
-    this.memoryBytes = bytes.byteLength * 3 + 4096;
+  constructor(private readonly data: SourceMapData) {
+    this.memoryBytes = data.memoryBytes;
   }
 
-  private lines(source: number): string[] | null {
-    let lines = this.contentLines.get(source);
-    if (lines === undefined) {
-      const content = this.map.sourcesContent?.[source];
-      lines = typeof content === 'string' ? content.split(/\r\n|\r|\n/) : null;
-      this.contentLines.set(source, lines);
+  /** Parses on the calling thread (editions without a parse thread, tests). */
+  static fromBytes(bytes: Uint8Array, name: string): LoadedSourceMap {
+    return new LoadedSourceMap(parseSourceMap(bytes, name));
+  }
+
+  /** The part (section) that holds a 0-based generated position: the last that starts at or before it. */
+  private partAt(line: number, column: number): number {
+    const parts = this.data.parts;
+    let lo = 0;
+    let hi = parts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const p = parts[mid];
+      if (p.line < line || (p.line === line && p.column <= column)) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
     }
-    return lines;
+    return found;
   }
 
   /** The original position of a 1-based line and column of the minified file; null when unmapped. */
   lookup(line: number, column: number): { source: number; line: number; column: number; name: string | null } | null {
-    if (!(line >= 1) || !(column >= 1)) return null;
-    let seg: ReturnType<typeof traceSegment>;
-    try {
-      seg = traceSegment(this.map, line - 1, column - 1);
-    } catch {
-      return null;
+    if (!(line >= 1) || !(column >= 1) || !Number.isFinite(line) || !Number.isFinite(column)) return null;
+    const l = Math.floor(line) - 1;
+    let c = Math.floor(column) - 1;
+    // A section with nothing at or before the column on its first line leaves it to the section before.
+    for (let k = this.partAt(l, c); k >= 0; k--) {
+      const part = this.data.parts[k];
+      const seg = lookupSegment(part.index, l - part.line, part.line === l ? c - part.column : c);
+      if (seg) {
+        if (seg.fields === 1) return null;
+        const name = seg.fields === 5 ? unpack(this.data.names, part.nameBase + seg.name) || null : null;
+        return { source: part.sourceBase + seg.src, line: seg.line + 1, column: seg.column + 1, name };
+      }
+      if (part.line !== l || part.column === 0) return null;
+      c = part.column - 1;
     }
-    if (!seg || seg.length === 1) return null;
-    const source = seg[1]!;
-    if (source >= this.map.sources.length) return null;
-    const name = seg.length === 5 ? (this.map.names[seg[4]!] ?? null) : null;
-    return { source, line: seg[2]! + 1, column: seg[3]! + 1, name };
+    return null;
   }
 
   sourcePath(source: number): string {
-    return this.map.sources[source] ?? '';
+    return unpack(this.data.sources, source);
   }
 
   context(source: number, line: number): Pick<NormalizedFrame, 'pre_context' | 'context_line' | 'post_context'> | null {
-    const lines = this.lines(source);
-    if (!lines || line < 1 || line > lines.length) return null;
-    const cut = (s: string) => (s.length > MAX_CONTEXT_LINE ? s.slice(0, MAX_CONTEXT_LINE) : s);
+    const { hasContent, lineIndex, lineStarts, contents } = this.data;
+    if (!(source >= 0 && source < hasContent.length) || !hasContent[source]) return null;
+    const first = lineIndex[source];
+    const count = lineIndex[source + 1] - first;
+    if (line < 1 || line > count) return null;
+    // Line k without its line break, cut at MAX_CONTEXT_LINE (minified sources would otherwise fill the event).
+    const at = (k: number) => {
+      const from = lineStarts[first + k];
+      let to = contents.offsets[source + 1];
+      if (k + 1 < count) {
+        to = lineStarts[first + k + 1];
+        if (contents.bytes[to - 1] === 10) to--;
+        if (to > from && contents.bytes[to - 1] === 13) to--;
+      }
+      return utf8.decode(contents.bytes.subarray(from, Math.min(to, from + MAX_CONTEXT_BYTES))).slice(0, MAX_CONTEXT_LINE);
+    };
+    const range = (from: number, to: number) => {
+      const out: string[] = [];
+      for (let k = Math.max(0, from); k < Math.min(to, count); k++) out.push(at(k));
+      return out;
+    };
     return {
-      pre_context: lines.slice(Math.max(0, line - 1 - CONTEXT_LINES), line - 1).map(cut),
-      context_line: cut(lines[line - 1]),
-      post_context: lines.slice(line, line + CONTEXT_LINES).map(cut),
+      pre_context: range(line - 1 - CONTEXT_LINES, line - 1),
+      context_line: at(line - 1),
+      post_context: range(line, line + CONTEXT_LINES),
     };
   }
 }
@@ -238,7 +369,13 @@ export const sourceMapHandler: SymbolKindHandler<LoadedSourceMap> = {
   },
   inspect: inspectSourceMap,
   load(file: SymbolFileRow, bytes: Uint8Array) {
-    return new LoadedSourceMap(bytes, file.filename);
+    return LoadedSourceMap.fromBytes(bytes, file.filename);
+  },
+  parse(file: SymbolFileRow, bytes: Uint8Array) {
+    return parseSourceMap(bytes, file.filename);
+  },
+  fromParsed(data) {
+    return new LoadedSourceMap(data as SourceMapData);
   },
   lookups(event) {
     const out: SymbolLookup[] = [];

@@ -299,8 +299,16 @@ export async function readSymbolBytes(db: Db, fileId: number, part = FILE_PART):
     if (at + chunk.byteLength > size) break;
     out.set(chunk, at);
     at += chunk.byteLength;
+    // SQLite answers without ever leaving the microtask queue: a 50 MB file read in one go
+    // would hold every other request for most of a second (BENCHMARKS.md "Source maps").
+    await yieldToEventLoop();
   }
   return at === size ? out : out.subarray(0, at);
+}
+
+/** Lets timers and I/O callbacks run (a macrotask turn), in every edition. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** A byte range of one pending file as a new pending file (a fat Mach-O's slice). */
@@ -515,14 +523,17 @@ export async function symbolKindsOf(db: Db, projectId: number): Promise<Set<Symb
   return new Set(rows.map((r) => r.kind as SymbolKind));
 }
 
-/** Removes `writing` rows older than `olderThan` (an upload whose process died mid-way). */
+/** Rows one sweepAbandonedWrites removes at most. */
+export const SWEEP_BATCH = 1000;
+
+/** Removes up to SWEEP_BATCH `writing` rows begun before `olderThan` (an upload whose process died mid-way). */
 export async function sweepAbandonedWrites(db: Db, olderThan: number): Promise<number> {
   const rows = await db
     .selectFrom('symbol_files')
     .select('id')
     .where('state', '=', 'writing')
     .where('uploaded_at', '<', olderThan)
-    .limit(1000)
+    .limit(SWEEP_BATCH)
     .execute();
   await discardSymbolFiles(db, rows.map((r) => Number(r.id)));
   return rows.length;

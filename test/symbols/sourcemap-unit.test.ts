@@ -18,7 +18,7 @@ const INDEXED = {
 
 describe('source maps', () => {
   it('maps through an indexed map, with context where sourcesContent has it', () => {
-    const map = new LoadedSourceMap(encode(INDEXED), 'bundle.min.js.map');
+    const map = LoadedSourceMap.fromBytes(encode(INDEXED), 'bundle.min.js.map');
     const a = mapJsFrame(map, { abs_path: 'https://x/bundle.min.js', function: 'o', lineno: 1, colno: 1 }, null)!;
     expect(a).toMatchObject({ abs_path: 'src/a.js', filename: 'src/a.js', lineno: 2, colno: 3, context_line: '  throw new Error("a");', pre_context: ['function foo() {'], post_context: ['}'] });
     const b = mapJsFrame(map, { abs_path: 'https://x/bundle.min.js', function: 'o', lineno: 3, colno: 5 }, 'caller')!;
@@ -53,8 +53,10 @@ describe('source maps', () => {
     ];
     for (const map of bad) {
       const i = inspectSourceMap('x.map');
-      i.push(encode(map));
-      expect(() => i.finish(), JSON.stringify(map)).toThrow(SymbolInputError);
+      expect(() => {
+        i.push(encode(map));
+        i.finish();
+      }, JSON.stringify(map)).toThrow(SymbolInputError);
     }
     expect(() => inspectSourceMap('x.map').push(new Uint8Array([0xff, 0xfe, 0x00]))).toThrow(SymbolInputError);
   });

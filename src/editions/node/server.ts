@@ -26,6 +26,7 @@ import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
 import { loadNodeDemangler } from './demangle.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './runtime.js';
+import { SymbolParseThread, symbolCacheBytesForHeap, symbolParseThreadAvailable } from './symbol-parse-thread.js';
 
 export interface NodeDepsOptions {
   clock?: Clock;
@@ -77,7 +78,19 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
       const hash = createHash('sha1');
       return { update: (bytes) => void hash.update(bytes), digestHex: () => hash.digest('hex') };
     },
-    symbols: new SymbolService({ store, clock, logger, md5Hex: ingestRuntime.md5Hex, readPayloads: storedPayloads, uploadLimits: options.symbolUploadLimits }),
+    symbols: new SymbolService({
+      store,
+      clock,
+      logger,
+      md5Hex: ingestRuntime.md5Hex,
+      readPayloads: storedPayloads,
+      uploadLimits: options.symbolUploadLimits,
+      cacheBytes: symbolCacheBytesForHeap(),
+      // A SQLite database serves one process: half-written uploads there at start are a dead one's.
+      soleWriter: store.dialect === 'sqlite',
+      // Source maps parse on a thread (dist/ only), so a big one does not stop every request.
+      parser: symbolParseThreadAvailable() ? new SymbolParseThread() : undefined,
+    }),
   };
 }
 
