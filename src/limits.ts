@@ -174,22 +174,26 @@ export const LEGACY_ZIP_LIMIT = 40 * MiB;
 /**
  * Bytes per chunk (a power of two: sentry-cli up to 2.39 requires one). Sentry offers
  * 8 MiB; 1 MiB keeps what a request and an assembly hold at once small (a chunk is read
- * whole), at the cost of more rows: a 500 MB file is 500 chunks in 8 requests.
+ * whole), at the cost of more rows: a 256 MB file (the per-file limit these routes share
+ * with the Symbols routes, MAX_SYMBOL_FILE_BYTES) is 256 chunks in 4 requests.
  */
 export const CHUNK_SIZE = 1 * MiB;
 /** Most parts in one chunk-upload request. */
 export const CHUNKS_PER_REQUEST = 64;
 /** Most bytes of part contents in one chunk-upload request. */
 export const MAX_REQUEST_SIZE = 32 * MiB;
-/** Largest file assembled from chunks. */
-export const MAX_FILE_SIZE = 2 * GiB;
 /** Longest a `--wait` polls (seconds). */
 export const MAX_WAIT_SECONDS = 600;
 /** Most files in one difs/assemble request. */
 export const MAX_DIFS_PER_REQUEST = 1000;
 /** Largest artifact-bundle manifest read (it lists every file of the bundle, with headers). */
 export const MAX_MANIFEST_BYTES = 16 * MiB;
-/** Entries of a ZIP sentry-cli uploads: more is not an archive any uploader makes. */
+/**
+ * Entries a ZIP's directory may list (an artifact bundle): a bundle carries every minified
+ * file beside its maps and only the maps are unpacked, so it may list more entries than a
+ * zip of symbol files (MAX_ZIP_ENTRIES, which the legacy ZIP keeps); more is not an archive
+ * any uploader makes.
+ */
 export const MAX_ARCHIVE_ENTRIES = 100_000;
 /** Characters of a release version. */
 export const MAX_VERSION_LENGTH = 200;

@@ -6,7 +6,7 @@
 // work in src/uploads. Bodies are streamed (this prefix is exempt from the app's 1 MB
 // limit); JSON bodies get their own limit here.
 import { Hono, type Context } from 'hono';
-import { MultipartError, MultipartLimitError, parseMultipart } from '../symbols/multipart.js';
+import { MultipartError, MultipartLimitError, multipartBoundary, parseMultipart } from '../symbols/multipart.js';
 import type { AppDeps } from '../context.js';
 import type { ProjectRow } from '../store/schema.js';
 import { findProjectByIdOrSlug, listProjects } from '../store/projects.js';
@@ -33,7 +33,8 @@ import {
 import type { CliReleaseTable } from '../store/schema.js';
 import { symbolPortFor } from '../uploads/symbols-adapter.js';
 import type { AssembleContext } from '../uploads/assemble.js';
-import { bytesSource } from '../uploads/zip.js';
+import { ZipError } from '../symbols/zip.js';
+import { bytesSource } from '../bytes.js';
 import { errorResponse, handleError, readJson } from './errors.js';
 import { publicBaseUrl } from './public-url.js';
 import { LEGACY_ZIP_LIMIT, UPLOAD_JSON_LIMIT } from '../limits.js';
@@ -49,11 +50,10 @@ function paths(path: string): string[] {
 /** Every JSON body here goes through the app's one reader, with the uploader routes' larger limit. */
 const readJsonBody = (c: Context): Promise<unknown> => readJson(c, UPLOAD_JSON_LIMIT);
 
-function multipartBoundary(c: Context): string {
-  const type = c.req.header('content-type') ?? '';
-  const m = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(type);
-  if (!m) throw new UploadError(400, 'expected a multipart/form-data body with a boundary');
-  return m[1] ?? m[2];
+function boundaryOf(c: Context): string {
+  const boundary = multipartBoundary(c.req.header('content-type') ?? null);
+  if (!boundary) throw new UploadError(400, 'expected a multipart/form-data body with a boundary');
+  return boundary;
 }
 
 function projectSummary(p: ProjectRow) {
@@ -69,7 +69,9 @@ export function uploadRoutes(deps: AppDeps): Hono {
   app.onError((err, c) => {
     // The rest of a refused body is not read: the connection closes after the answer, so a
     // client never sends its next request into the remains of this one.
-    if (err instanceof UploadError) return errorResponse(c, err.status, err.message, c.req.raw.body ? { Connection: 'close' } : {});
+    if (err instanceof UploadError || err instanceof ZipError) {
+      return errorResponse(c, err instanceof UploadError ? err.status : 400, err.message, c.req.raw.body ? { Connection: 'close' } : {});
+    }
     return handleError(err, c, deps.logger);
   });
 
@@ -130,11 +132,11 @@ export function uploadRoutes(deps: AppDeps): Hono {
 
   app.on('GET', paths('/api/0/organizations/:org/chunk-upload/'), (c) =>
     c.json(
-      chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`, deps.symbols?.uploaderMaxFileBytes()),
+      chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`, symbols.maxFileBytes()),
     ),
   );
   app.on('POST', paths('/api/0/organizations/:org/chunk-upload/'), async (c) => {
-    const boundary = multipartBoundary(c);
+    const boundary = boundaryOf(c);
     const body = c.req.raw.body;
     if (!body) return c.body(null, 200);
     await receiveChunks(db, body, { boundary, now: deps.clock.now(), decompress: deps.ingestRuntime.decompress });
@@ -168,7 +170,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
   });
   app.on('POST', paths('/api/0/projects/:org/:project/files/dsyms/'), async (c) => {
     const p = await project(c);
-    const boundary = multipartBoundary(c);
+    const boundary = boundaryOf(c);
     const body = c.req.raw.body;
     if (!body) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
     let zip: Uint8Array | null = null;

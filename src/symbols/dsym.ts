@@ -8,9 +8,9 @@ import { SymbolInputError, type EventView, type FileInspector, type InspectedFil
 import { BadNativeFile } from './native/bytes.js';
 import { currentDemangler } from './native/demangle.js';
 import { imageForFrame, machoImages, symbolicateNativeFrame, type JsonObject } from './native/frames.js';
-import { buildNativeIndex, buildNativeIndexAsync, NativeIndex } from './native/lookup-index.js';
-import { looksLikeMachO, readMachO, type MachSlice } from './native/macho.js';
-import { concatBytes } from '../bytes.js';
+import { buildNativeIndex, buildNativeIndexFrom, NativeIndex } from './native/lookup-index.js';
+import { looksLikeMachO, readMachO, readMachOFrom, type MachSlice } from './native/macho.js';
+import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
 
 export class LoadedDsym implements LoadedSymbols {
@@ -32,11 +32,14 @@ function describeSlice(slice: MachSlice): Record<string, unknown> {
 
 /**
  * Splits a Mach-O into its slices, each with its debug id and prebuilt index. Every slice
- * is checked before any index is built, so a bad slice is refused at once.
+ * is checked before any index is built, so a bad slice is refused at once. The file is
+ * read by ranges (headers, load commands, then each slice's DWARF sections and symbol
+ * table), never whole.
  */
-export async function inspectMachO(name: string, bytes: Uint8Array): Promise<InspectedFile[]> {
+export async function inspectMachO(name: string, file: Uint8Array | ByteRangeSource): Promise<InspectedFile[]> {
+  const source = file instanceof Uint8Array ? bytesSource(file) : file;
   try {
-    const slices = readMachO(bytes);
+    const slices = await readMachOFrom(source);
     const fat = slices.length > 1 || slices[0].start !== 0;
     for (const slice of slices) {
       if (slice.debugId === '') throw new BadNativeFile(`${basenameOf(name)} (${slice.arch}) has no LC_UUID, so no debug id`);
@@ -47,7 +50,7 @@ export async function inspectMachO(name: string, bytes: Uint8Array): Promise<Ins
         ...(fat ? { range: [slice.start, slice.end] as [number, number], filename: `${basenameOf(name)} (${slice.arch})` } : {}),
         debugId: slice.debugId,
         meta: describeSlice(slice),
-        index: await buildNativeIndexAsync(bytes, slice),
+        index: await buildNativeIndexFrom(source, slice),
       });
     }
     return files;
@@ -58,22 +61,20 @@ export async function inspectMachO(name: string, bytes: Uint8Array): Promise<Ins
 }
 
 function inspectDsym(name: string): FileInspector {
-  // Mach-O is read at random offsets (load commands point anywhere), so the file is held
-  // whole until its end; the upload limit (256 MB) bounds it.
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  // Mach-O is read at random offsets (load commands point anywhere): the bytes are read
+  // back from where they were stored once the file is whole. Only its first bytes are
+  // kept here, to tell a Mach-O from anything else.
+  let head: Uint8Array = new Uint8Array(0);
   return {
     push(chunk) {
-      chunks.push(chunk.slice());
-      size += chunk.byteLength;
+      if (head.byteLength < 4) head = concatBytes([head, chunk.subarray(0, 4 - head.byteLength)]);
     },
-    async finish() {
-      const bytes = concatBytes(chunks, size);
-      chunks.length = 0;
-      if (!looksLikeMachO(bytes)) {
+    async finish(stored) {
+      if (!looksLikeMachO(head)) {
         throw new SymbolInputError(`${basenameOf(name)} is not a dSYM: expected a Mach-O file, thin or fat, or a zip of a .dSYM bundle holding one`);
       }
-      return inspectMachO(name, bytes);
+      if (!stored) throw new Error('a dSYM is inspected from where it was stored');
+      return inspectMachO(name, stored);
     },
   };
 }
@@ -98,6 +99,8 @@ export const dsymHandler: SymbolKindHandler<LoadedDsym> = {
     return looksLikeMachO(head);
   },
   inspect: inspectDsym,
+  // The stored index is all symbolication reads: the file's bytes stay in the database.
+  loadsFromIndex: true,
   load(_file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null) {
     if (index) return new LoadedDsym(new NativeIndex(index), index.byteLength);
     // A file stored without its index (none was built): build it now, once per load.

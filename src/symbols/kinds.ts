@@ -7,6 +7,7 @@
 // kind-agnostic: a new kind is one handler registered here.
 import type { NormalizedException, NormalizedFrame } from '../ingest/types.js';
 import type { SymbolFileRow, SymbolKind } from './storage.js';
+import type { ByteRangeSource } from '../bytes.js';
 
 /** A file (or an upload) that is not what it claims to be, or is too big: 400, nothing stored. */
 export class SymbolInputError extends Error {
@@ -30,8 +31,12 @@ export interface InspectedFile {
 /** Sees a file's bytes as they are stored; throws SymbolInputError when they are not of the kind. */
 export interface FileInspector {
   push(chunk: Uint8Array): void;
-  /** At the end of the file: the symbol files it yields (at least one), or SymbolInputError. */
-  finish(): Promise<InspectedFile[]> | InspectedFile[];
+  /**
+   * At the end of the file: the symbol files it yields (at least one), or SymbolInputError.
+   * `stored` reads the file back by ranges from where it was stored (for formats read at
+   * random offsets, which need not hold the file while it streams in).
+   */
+  finish(stored?: ByteRangeSource): Promise<InspectedFile[]> | InspectedFile[];
 }
 
 /** What `load` returns: anything, with an estimate of its memory for the cache's byte bound. */
@@ -77,6 +82,11 @@ export interface SymbolKindHandler<L extends LoadedSymbols = LoadedSymbols> {
   recognises(name: string, head: Uint8Array): boolean;
   /** A checker for one file named `name` (its path in a zip, or the uploaded file name). */
   inspect(name: string): FileInspector;
+  /**
+   * True when `load` needs only the derived index of a file that has one (its bytes are
+   * then not read: `load` gets an empty array).
+   */
+  loadsFromIndex?: boolean;
   /** Parses a stored file (and its derived index) for symbolication. Throws on a corrupt file. */
   load(file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null): L;
   /**

@@ -142,6 +142,8 @@ export async function* parseMultipart(
       if (buf.length > MAX_MULTIPART_HEADER_BYTES) throw new MultipartError(`a multipart part's headers are longer than ${MAX_MULTIPART_HEADER_BYTES} bytes`);
       if (!(await more())) throw new MultipartError('the multipart body ends inside part headers');
     }
+    // Headers that arrived in one read are held to the same limit as those that did not.
+    if (end > MAX_MULTIPART_HEADER_BYTES) throw new MultipartError(`a multipart part's headers are longer than ${MAX_MULTIPART_HEADER_BYTES} bytes`);
     let headerText = '';
     if (buf[0] === 0x0d && buf[1] === 0x0a && (end < 0 || end > 0)) {
       buf = buf.subarray(2);

@@ -60,14 +60,11 @@ export interface SymbolServiceOptions {
   soleWriter?: boolean;
   /** How often abandoned uploads are looked for after the start (SWEEP_INTERVAL_MS; tests shorten it). */
   sweepIntervalMs?: number;
-  /** Limits of an upload instead of UPLOAD_LIMITS. */
-  uploadLimits?: UploadLimits;
   /**
-   * The file limits of `uploadLimits` bound the sentry-cli routes' files too (the
-   * serverless edition: what an isolate can parse). Without it those routes keep their
-   * own limit (src/uploads, MAX_FILE_SIZE).
+   * Limits of an upload instead of UPLOAD_LIMITS (the serverless edition: what an isolate
+   * can parse). They bound the sentry-cli routes' files too.
    */
-  limitUploaderFiles?: boolean;
+  uploadLimits?: UploadLimits;
   /**
    * Re-symbolication in bounded steps the edition runs (`resymbolicationStep`) instead of
    * a loop in this process: the serverless edition, whose isolates live only while they
@@ -191,28 +188,9 @@ export class SymbolService {
     };
   }
 
-  /**
-   * The largest file of a kind the sentry-cli routes may store, when this edition bounds
-   * them (`limitUploaderFiles`); undefined otherwise.
-   */
-  uploaderFileLimit(kind: SymbolKind): number | undefined {
-    const limits = this.uploaderLimits;
-    return limits && (limits.maxFileBytesByKind?.[kind] ?? limits.maxFileBytes);
-  }
-
-  /**
-   * The largest file of any kind the sentry-cli routes may store, when this edition bounds
-   * them: what `chunk-upload/` advertises as `maxFileSize`, so sentry-cli skips a larger
-   * file with a warning instead of uploading its chunks to have it refused.
-   */
-  uploaderMaxFileBytes(): number | undefined {
-    const limits = this.uploaderLimits;
-    return limits && Math.max(limits.maxFileBytes, ...Object.values(limits.maxFileBytesByKind ?? {}));
-  }
-
-  /** The upload limits that bound the sentry-cli routes' files, when this edition bounds them. */
-  private get uploaderLimits(): UploadLimits | undefined {
-    return this.options.limitUploaderFiles ? (this.options.uploadLimits ?? UPLOAD_LIMITS) : undefined;
+  /** The upload limits: they bound the sentry-cli routes' files and archives as the Symbols routes'. */
+  get uploaderLimits(): UploadLimits {
+    return this.options.uploadLimits ?? UPLOAD_LIMITS;
   }
 
   /** Schedules (and starts) a re-symbolication run; for files stored by other routes too. */
@@ -308,9 +286,9 @@ export class SymbolService {
         const handler = symbolKindHandler(row.kind as SymbolKind);
         if (!handler) return null;
         try {
-          const bytes = await readSymbolBytes(this.db, id);
-          if (!bytes) return null;
           const index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
+          const bytes = index && handler.loadsFromIndex ? new Uint8Array(0) : await readSymbolBytes(this.db, id);
+          if (!bytes) return null;
           const parser = this.options.parser;
           const loaded =
             parser && handler.parse && handler.fromParsed

@@ -22,6 +22,7 @@
 import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
 import type { Store } from '../store/database.js';
 import type { Database, SymbolFileTable } from '../store/schema.js';
+import { piecesSource, type ByteRangeSource } from '../bytes.js';
 import { MAX_INDEXED_BASENAME } from '../limits.js';
 
 type Db = Kysely<Database>;
@@ -270,6 +271,15 @@ export function readSymbolRange(db: Db, fileId: number, start: number, end: numb
       if (to > from) controller.enqueue(data.subarray(from, to));
       if (data.byteLength === 0) controller.close();
     },
+  });
+}
+
+/** Random access to a file's part of `size` bytes (pending or committed), read chunk by chunk. */
+export function storedFileSource(db: Db, fileId: number, size: number, part = FILE_PART): ByteRangeSource {
+  const starts = Array.from({ length: Math.ceil(size / SYMBOL_CHUNK_BYTES) }, (_, seq) => seq * SYMBOL_CHUNK_BYTES);
+  return piecesSource(starts, size, async (seq) => {
+    const row = await db.selectFrom('symbol_chunks').select('data').where('file_id', '=', fileId).where('part', '=', part).where('seq', '=', seq).executeTakeFirst();
+    return row?.data ?? new Uint8Array(0);
   });
 }
 

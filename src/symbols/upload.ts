@@ -5,9 +5,12 @@
 // a path escaping the zip) refuses the whole upload with a SymbolInputError and removes
 // what was written: nothing is stored.
 //
-// Limits (DECISIONS "Symbols"): 256 MB per file; a zip holds at most 1 000 entries and
+// Limits (docs/api.md "Symbols"): 256 MB per file; a zip holds at most 1 000 entries and
 // 1 GB unpacked. Zip data is inflated 16 KB of input at a time, so one step never
-// produces more than about 16 MB, and the upload stops as soon as a limit is passed.
+// produces more than about 16 MB, and the upload stops as soon as a limit is passed. A
+// zip is read as it streams in, so its central directory (at its end) is checked last:
+// each entry's CRC-32, its encryption flag and the list of entries must match what was
+// read (src/symbols/zip.ts holds the ZIP rules every route applies).
 import { Unzip, UnzipInflate, type UnzipFile } from 'fflate';
 import type { Kysely } from 'kysely';
 import type { Database } from '../store/schema.js';
@@ -19,6 +22,7 @@ import {
   iterateBytes,
   openPendingFile,
   saveDerivedIndex,
+  storedFileSource,
   SymbolTooLargeError,
   type ByteSource,
   type CommitTarget,
@@ -28,10 +32,16 @@ import {
   type SymbolKind,
 } from './storage.js';
 import { MAX_SYMBOL_FILE_BYTES, MAX_ZIP_ENTRIES, MAX_ZIP_UNPACKED_BYTES } from '../limits.js';
-import { concatBytes } from '../bytes.js';
+import { bytesSource, concatBytes } from '../bytes.js';
+import { crc32, crcMismatch, entryProblem, readZipDirectory, ZipError } from './zip.js';
 
 /** Compressed bytes handed to the inflater per step (bounds what one step can produce). */
 const ZIP_STEP_BYTES = 16 * 1024;
+/**
+ * Bytes of a zip's end kept to check its central directory: a directory of 1 000 entries
+ * with names of a few hundred bytes is well under it.
+ */
+const ZIP_DIRECTORY_BYTES = 4 * 1024 * 1024;
 /** Bytes of an entry looked at to recognise its kind. */
 const HEAD_BYTES = 4096;
 
@@ -61,6 +71,16 @@ export const UPLOAD_LIMITS: UploadLimits = {
 
 const mb = (n: number) =>
   n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
+
+/** Why a zip past the unpacked limit is refused (every upload route says it alike); `what`: "the zip", "source maps". */
+export function unpackedTooLargeMessage(what: string, max: number): string {
+  return `${what} unpack${what.endsWith('s') ? '' : 's'} to more than ${max} bytes (${mb(max)})`;
+}
+
+/** Why a zip with too many entries is refused. */
+export function tooManyEntriesMessage(max: number): string {
+  return `the zip has more than ${max} entries`;
+}
 
 /** Why a file over the per-file limit is refused (every upload route says it alike). */
 export function tooLargeMessage(name: string, max: number): string {
@@ -135,9 +155,9 @@ class FileIntake {
   async end(): Promise<{ id: number; size: number; files: InspectedFile[] } | null> {
     if (this.head) await this.start();
     if (this.skipped) return null;
-    const files = await this.inspector!.finish();
-    if (files.length === 0) throw new SymbolInputError(`${this.name} holds no ${this.target.kind} symbols`);
     const { id, size } = await this.writer!.close();
+    const files = await this.inspector!.finish(storedFileSource(this.db, id, size));
+    if (files.length === 0) throw new SymbolInputError(`${this.name} holds no ${this.target.kind} symbols`);
     return { id, size, files };
   }
 }
@@ -315,7 +335,7 @@ async function readZip(
 ) {
   const { maxFileBytes, maxZipEntries, maxZipUnpackedBytes } = limits;
   const tooBig = (name: string) => new SymbolInputError(`the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${mb(maxFileBytes)} per file)`);
-  const tooMuch = () => new SymbolInputError(`the zip unpacks to more than ${maxZipUnpackedBytes} bytes (${mb(maxZipUnpackedBytes)})`);
+  const tooMuch = () => new SymbolInputError(unpackedTooLargeMessage('the zip', maxZipUnpackedBytes));
   const events: ZipEvent[] = [];
   const unzip = new Unzip((file) => {
     events.push({ kind: 'file', file });
@@ -327,8 +347,14 @@ async function readZip(
   let unpacked = 0;
   let declaredTotal = 0;
   const entrySizes = new Map<UnzipFile, number>();
-  // The end of central directory record must be in the last 64 KiB + 22 bytes: a zip cut short lacks it.
-  let tail: Uint8Array = new Uint8Array(0);
+  const entryCrcs = new Map<UnzipFile, number>();
+  /** Entries as read (directories left out), to be matched against the central directory. */
+  const read: { name: string; size: number; crc: number }[] = [];
+  // The zip's end, for its central directory: the end of central directory record must be
+  // in the last 64 KiB + 22 bytes (a zip cut short lacks it), the directory right before.
+  const tail: Uint8Array[] = [];
+  let tailBytes = 0;
+  let totalBytes = 0;
 
   const drain = async () => {
     while (events.length > 0) {
@@ -337,7 +363,7 @@ async function readZip(
       if (ev.kind === 'file') {
         const file = ev.file;
         entries++;
-        if (entries > maxZipEntries) throw new SymbolInputError(`the zip has more than ${maxZipEntries} entries`);
+        if (entries > maxZipEntries) throw new SymbolInputError(tooManyEntriesMessage(maxZipEntries));
         if (unsafeEntryName(file.name)) throw new SymbolInputError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
         // Sizes the local header declares refuse a bomb before a byte is inflated; the bytes
         // actually inflated are counted too, for zips written without sizes (or lying).
@@ -345,19 +371,16 @@ async function readZip(
         if (declared > maxFileBytes) throw tooBig(file.name);
         declaredTotal += declared;
         if (declaredTotal > maxZipUnpackedBytes) throw tooMuch();
-        const isDir = file.name.endsWith('/') || file.name.endsWith('\\');
-        const ignored = isDir || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
+        const ignored = isDirectory(file.name) || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
         intakes.set(file, ignored ? null : new FileIntake(db, handler, target, file.name, true, now, pendingIds, limits));
         open.add(file);
+        const problem = entryProblem(file.name, file.compression, 0);
+        if (problem) throw new SymbolInputError(problem);
         file.ondata = (err, data, final) => {
           if (err) events.push({ kind: 'error', message: err.message });
           else events.push({ kind: 'data', file, data, final });
         };
-        try {
-          file.start();
-        } catch (err) {
-          throw new SymbolInputError(`the zip entry ${JSON.stringify(file.name)} uses an unsupported compression (${file.compression}): ${(err as Error).message}`);
-        }
+        file.start();
         continue;
       }
       const intake = intakes.get(ev.file);
@@ -366,8 +389,12 @@ async function readZip(
       if (entrySize > maxFileBytes) throw tooBig(ev.file.name);
       unpacked += ev.data.byteLength;
       if (unpacked > maxZipUnpackedBytes) throw tooMuch();
+      const crc = crc32(ev.data, entryCrcs.get(ev.file) ?? 0);
+      entryCrcs.set(ev.file, crc);
       if (intake) await intake.push(ev.data);
       if (ev.final) {
+        if (!isDirectory(ev.file.name)) read.push({ name: ev.file.name, size: entrySize, crc });
+        entryCrcs.delete(ev.file);
         open.delete(ev.file);
         if (intake) {
           const r = await intake.end();
@@ -392,13 +419,46 @@ async function readZip(
       push(chunk.subarray(at, at + ZIP_STEP_BYTES), false);
       await drain();
     }
-    const keep = 65_557;
-    tail = tail.length + chunk.length <= keep ? concatBytes([tail, chunk]) : concatBytes([tail, chunk]).slice(-keep);
+    tail.push(chunk);
+    tailBytes += chunk.byteLength;
+    totalBytes += chunk.byteLength;
+    while (tailBytes - tail[0].byteLength >= ZIP_DIRECTORY_BYTES) tailBytes -= tail.shift()!.byteLength;
   }
   push(new Uint8Array(0), true);
   await drain();
   if (open.size > 0) throw new SymbolInputError('the zip is truncated: an entry ends before its data does');
-  if (!hasEndOfCentralDirectory(tail)) throw new SymbolInputError('the zip is truncated: it has no end of central directory record');
+  const end = concatBytes(tail, tailBytes);
+  if (!hasEndOfCentralDirectory(end.subarray(Math.max(0, end.byteLength - 65_557)))) throw new SymbolInputError('the zip is truncated: it has no end of central directory record');
+  checkCentralDirectory(await centralDirectory(end, totalBytes > end.byteLength), read);
+}
+
+function isDirectory(name: string): boolean {
+  return name.endsWith('/') || name.endsWith('\\');
+}
+
+/** The entries the zip's central directory lists (encrypted ones or unknown methods refused). */
+async function centralDirectory(end: Uint8Array, cut: boolean) {
+  try {
+    return await readZipDirectory(bytesSource(end));
+  } catch (err) {
+    if (cut && err instanceof ZipError && /out of bounds/.test(err.message)) {
+      throw new SymbolInputError(`the zip's central directory is larger than ${ZIP_DIRECTORY_BYTES} bytes`);
+    }
+    throw err;
+  }
+}
+
+/** The entries read must be those the directory lists, in order, with its sizes and CRC-32s. */
+function checkCentralDirectory(listed: { name: string; size: number; crc32: number }[], read: { name: string; size: number; crc: number }[]): void {
+  const files = listed.filter((e) => !isDirectory(e.name));
+  for (let i = 0; i < Math.max(files.length, read.length); i++) {
+    const a = files[i];
+    const b = read[i];
+    if (!a || !b || a.name !== b.name || a.size !== b.size) {
+      throw new SymbolInputError(`the zip's central directory does not list the entries it holds (entry ${JSON.stringify((b ?? a).name)})`);
+    }
+    if (a.crc32 !== b.crc) throw new SymbolInputError(crcMismatch(a.name));
+  }
 }
 
 function hasEndOfCentralDirectory(tail: Uint8Array): boolean {

@@ -9,11 +9,11 @@ import type { Kysely } from 'kysely';
 import { sha1 as nobleSha1 } from '@noble/hashes/legacy.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Database } from '../store/schema.js';
-import { MAX_FILE_SIZE } from '../limits.js';
+import { tooLargeMessage } from '../symbols/upload.js';
 import { SHA1_PATTERN, deleteChunks, presentChunks, readChunk } from './chunks.js';
 import { UploadError } from './errors.js';
 import type { SymbolPort } from './symbol-port.js';
-import type { ByteRangeSource } from './zip.js';
+import { piecesSource, type ByteRangeSource } from '../bytes.js';
 
 type Db = Kysely<Database>;
 
@@ -157,45 +157,11 @@ export function chunkRangeSource(db: Db, chunks: readonly string[], sizes: Reado
     starts.push(size);
     size += sizes.get(sha1) ?? 0;
   }
-  // The last chunk read is kept: an entry is read in steps smaller than a chunk.
-  let cached: { index: number; data: Uint8Array } | null = null;
-  const load = async (index: number) => {
-    if (cached?.index === index) return cached.data;
+  return piecesSource(starts, size, async (index) => {
     const data = await readChunk(db, chunks[index]);
     if (!data) throw new UploadError(400, `chunk ${chunks[index]} is no longer on the server; upload again`);
-    cached = { index, data };
     return data;
-  };
-  return {
-    size,
-    async read(offset, length) {
-      const end = Math.min(size, offset + length);
-      if (offset >= end) return new Uint8Array(0);
-      const out = new Uint8Array(end - offset);
-      let index = Math.max(0, upperBound(starts, offset) - 1);
-      let at = offset;
-      while (at < end) {
-        const data = await load(index);
-        const from = at - starts[index];
-        const n = Math.min(data.byteLength - from, end - at);
-        out.set(data.subarray(from, from + n), at - offset);
-        at += n;
-        index++;
-      }
-      return out;
-    },
-  };
-}
-
-function upperBound(sorted: number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] <= value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  });
 }
 
 /** Turns a failure of an assembly into the `detail` sentry-cli prints. */
@@ -211,6 +177,8 @@ export interface AssembleJob {
   kind: AssemblyKind;
   checksum: string;
   chunks: string[];
+  /** What the file is called in a refusal (the debug file's name, "the artifact bundle"). */
+  name: string;
   /**
    * Does the work once every chunk is present: the answer's extra (`dif`) and the symbol
    * files stored, recorded with `ok`.
@@ -245,11 +213,15 @@ export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promi
   }
   if (job.chunks.length === 0) return { state: 'not_found', missingChunks: [], detail: null };
   const sizes = await presentChunks(ctx.db, job.chunks, now);
+  // The file is as large as its chunk list says, a chunk listed twice counting twice: a
+  // list past the per-file limit is refused before a byte is stored, even while some of
+  // its chunks are still to be uploaded.
+  const max = ctx.symbols.maxFileBytes();
+  let listed = 0;
+  for (const c of job.chunks) listed += sizes.get(c) ?? 0;
+  if (listed > max) return { state: 'error', missingChunks: [], detail: tooLargeMessage(job.name, max) };
   const missing = [...new Set(job.chunks.filter((c) => !sizes.has(c)))];
   if (missing.length > 0) return { state: 'not_found', missingChunks: missing, detail: null };
-  let total = 0;
-  for (const c of job.chunks) total += sizes.get(c) ?? 0;
-  if (total > MAX_FILE_SIZE) return { state: 'error', missingChunks: [], detail: `the file is larger than ${MAX_FILE_SIZE} bytes` };
   if (!(await claim(ctx.db, job.projectIds, job.kind, job.checksum, now))) {
     const again = await readRecord(ctx.db, job.projectIds[0], job.kind, job.checksum);
     return (again && answerOf(again, now, Number(again.updated_at))) ?? { state: 'assembling', missingChunks: [], detail: null };

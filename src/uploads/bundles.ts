@@ -10,7 +10,9 @@
 import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
 import { UploadError } from './errors.js';
 import type { SymbolFileToStore } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ByteRangeSource, type ZipEntry } from './zip.js';
+import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ZipEntry } from '../symbols/zip.js';
+import type { ByteRangeSource } from '../bytes.js';
+import { tooLargeMessage, unpackedTooLargeMessage } from '../symbols/upload.js';
 import { MAX_MANIFEST_BYTES, MAX_SYMBOL_DIST, MAX_SYMBOL_RELEASE } from '../limits.js';
 import { unsafeJsonProblem } from '../ingest/hygiene.js';
 
@@ -131,11 +133,19 @@ function normalizeDebugId(value: string | undefined): string | undefined {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** What a bundle may unpack to: each source map, and all of them together. */
+export interface BundleLimits {
+  maxMapBytes: number;
+  maxUnpackedBytes: number;
+}
+
 /**
  * The source maps of a bundle as files to store, after checking the whole bundle: a
- * manifest, no unsafe path anywhere, every manifest file present in the archive.
+ * manifest, no unsafe path anywhere, every manifest file present in the archive, no map
+ * (by the size the archive records, which its reading holds it to) past the per-file
+ * limit and all maps together within the unpacked limit.
  */
-export async function bundleSourceMaps(zip: ByteRangeSource, release: string, dist: string): Promise<SymbolFileToStore[]> {
+export async function bundleSourceMaps(zip: ByteRangeSource, release: string, dist: string, limits: BundleLimits): Promise<SymbolFileToStore[]> {
   const entries = await readZipDirectory(zip);
   const byName = new Map<string, ZipEntry>();
   for (const entry of entries) {
@@ -157,9 +167,14 @@ export async function bundleSourceMaps(zip: ByteRangeSource, release: string, di
   const effectiveRelease = release || manifest.release;
   const effectiveDist = dist || manifest.dist;
   const out: SymbolFileToStore[] = [];
+  let unpacked = 0;
   for (const [path, file] of manifest.files) {
     if (file.type !== 'source_map') continue;
     const url = file.url || `~/${path.replace(/^files\/_\/_\//, '')}`;
+    const entry = byName.get(path)!;
+    if (entry.size > limits.maxMapBytes) throw new UploadError(400, `artifact bundle: ${tooLargeMessage(url, limits.maxMapBytes)}`);
+    unpacked += entry.size;
+    if (unpacked > limits.maxUnpackedBytes) throw new UploadError(400, `artifact bundle: ${unpackedTooLargeMessage('source maps', limits.maxUnpackedBytes)}`);
     const minified = servedBy.get(url);
     out.push({
       kind: 'sourcemap',
@@ -168,7 +183,7 @@ export async function bundleSourceMaps(zip: ByteRangeSource, release: string, di
       dist: effectiveDist,
       debugId: normalizeDebugId(file.headers['debug-id']) ?? minified?.debugId,
       serves: minified?.url,
-      source: readZipEntry(zip, byName.get(path)!),
+      source: readZipEntry(zip, entry, limits.maxMapBytes),
     });
   }
   return out;
@@ -185,6 +200,7 @@ export async function assembleBundle(ctx: AssembleContext, projectIds: number[],
     kind: 'artifact_bundle',
     checksum: request.checksum,
     chunks: request.chunks,
+    name: 'the artifact bundle',
     run: async (sizes) => {
       // The bundle's SHA-1 is checked before anything of it is stored.
       for await (const _ of chunkBytes(ctx.db, request.chunks, request.checksum, ctx.createSha1 ?? portableSha1));
@@ -192,7 +208,10 @@ export async function assembleBundle(ctx: AssembleContext, projectIds: number[],
       const fileIds: number[] = [];
       for (const projectId of projectIds) {
         // Each project reads the maps again from the chunks: nothing is held between them.
-        const maps = await bundleSourceMaps(zip, request.version, request.dist);
+        const maps = await bundleSourceMaps(zip, request.version, request.dist, {
+          maxMapBytes: ctx.symbols.fileLimit('sourcemap'),
+          maxUnpackedBytes: ctx.symbols.archiveLimits().maxUnpackedBytes,
+        });
         if (maps.length > 0) fileIds.push(...(await ctx.symbols.storeAll(projectId, maps, ctx.now())).map((f) => f.id));
       }
       return { result: { files: fileIds.length } satisfies BundleResult, fileIds };

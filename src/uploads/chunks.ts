@@ -9,7 +9,7 @@ import { HOUR_MS } from '../clock.js';
 import { DecodedTooLargeError, type Decompress } from '../ingest/decode.js';
 import type { Database } from '../store/schema.js';
 import { UploadError } from './errors.js';
-import { CHUNKS_PER_REQUEST, CHUNK_SIZE, MAX_FILE_SIZE, MAX_REQUEST_SIZE, MAX_WAIT_SECONDS } from '../limits.js';
+import { CHUNKS_PER_REQUEST, CHUNK_SIZE, MAX_REQUEST_SIZE, MAX_WAIT_SECONDS } from '../limits.js';
 
 type Db = Kysely<Database>;
 
@@ -26,13 +26,13 @@ export const ACCEPTED_CAPABILITIES = ['debug_files', 'release_files', 'artifact_
 
 export const SHA1_PATTERN = /^[0-9a-f]{40}$/;
 
-/** The body of `GET chunk-upload/` (sentry-protocol.md §6.3); `maxFileSize` lower where the edition stores less. */
-export function chunkUploadOptions(uploadUrl: string, maxFileSize: number = MAX_FILE_SIZE) {
+/** The body of `GET chunk-upload/` (sentry-protocol.md §6.3); `maxFileSize` is the edition's per-file limit. */
+export function chunkUploadOptions(uploadUrl: string, maxFileSize: number) {
   return {
     url: uploadUrl,
     chunkSize: CHUNK_SIZE,
     chunksPerRequest: CHUNKS_PER_REQUEST,
-    maxFileSize: Math.min(maxFileSize, MAX_FILE_SIZE),
+    maxFileSize,
     maxRequestSize: MAX_REQUEST_SIZE,
     concurrency: UPLOAD_CONCURRENCY,
     maxWait: MAX_WAIT_SECONDS,

@@ -11,8 +11,10 @@ import { readChunk } from './chunks.js';
 import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type DifJson } from './dif.js';
 import { UploadError } from './errors.js';
 import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
-import { bytesSource, isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ByteRangeSource } from './zip.js';
-import { LEGACY_ZIP_LIMIT, MAX_DIFS_PER_REQUEST } from '../limits.js';
+import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes } from '../symbols/zip.js';
+import { bytesSource, type ByteRangeSource } from '../bytes.js';
+import { tooManyEntriesMessage, unpackedTooLargeMessage } from '../symbols/upload.js';
+import { MAX_DIFS_PER_REQUEST } from '../limits.js';
 
 export interface DifRequestFile {
   checksum: string;
@@ -75,6 +77,7 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
       kind: 'dif',
       checksum: file.checksum,
       chunks: file.chunks,
+      name: file.name,
       run: async (sizes) => {
         const head = (await readChunk(ctx.db, file.chunks[0])) ?? new Uint8Array(0);
         const kind = kindForDif(file.name, head.subarray(0, 64), ctx.symbols);
@@ -108,16 +111,29 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
  */
 export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: ByteRangeSource, now: number): Promise<DifJson[]> {
   const entries = await readZipDirectory(zip);
+  const { maxEntries, maxUnpackedBytes } = symbols.archiveLimits();
+  if (entries.length > maxEntries) throw new UploadError(400, tooManyEntriesMessage(maxEntries));
   const files: SymbolFileToStore[] = [];
+  let unpacked = 0;
   for (const entry of entries) {
     if (!isSafeArchivePath(entry.name)) throw new UploadError(400, `ZIP entry ${JSON.stringify(entry.name)} has an unsafe path`);
     const head = await firstBytes(zip, entry);
     const format = difFormat(entry.name, head);
     if (format === 'unknown' || basename(entry.name).startsWith('.')) continue;
     const kind = kindForDif(entry.name, head, symbols);
+    // The sizes the directory records (reading holds each entry to its own) refuse a bomb
+    // before anything is stored.
+    const refusal = symbols.sizeRefusal(kind, `the zip entry ${JSON.stringify(entry.name)}`, entry.size);
+    if (refusal) throw new UploadError(400, refusal);
+    unpacked += entry.size;
+    if (unpacked > maxUnpackedBytes) throw new UploadError(400, unpackedTooLargeMessage('the zip', maxUnpackedBytes));
     const debugId =
-      kind === 'proguard' ? proguardUuidOf(entry.name)! : kind === 'sourcebundle' ? await sourceBundleDebugId(bytesSource(await readZipEntryBytes(zip, entry, LEGACY_ZIP_LIMIT))) : undefined;
-    files.push({ kind, filename: entry.name, release: '', dist: '', debugId, source: readZipEntry(zip, entry) });
+      kind === 'proguard'
+        ? proguardUuidOf(entry.name)!
+        : kind === 'sourcebundle'
+          ? await sourceBundleDebugId(bytesSource(await readZipEntryBytes(zip, entry, symbols.fileLimit(kind))))
+          : undefined;
+    files.push({ kind, filename: entry.name, release: '', dist: '', debugId, source: readZipEntry(zip, entry, symbols.fileLimit(kind)) });
   }
   if (files.length === 0) return [];
   const stored: StoredSymbolFile[] = await symbols.storeAll(projectId, files, now);

@@ -41,6 +41,15 @@ export interface SymbolPort {
    * client prints), or null; lets an assembly refuse before reading its chunks.
    */
   sizeRefusal(kind: string, filename: string, size: number): string | null;
+  /**
+   * The largest file of any kind these routes store (the Symbols routes' per-file limit):
+   * what `chunk-upload/` advertises and what an assembly may add up to.
+   */
+  maxFileBytes(): number;
+  /** The largest file of a kind these routes store. */
+  fileLimit(kind: string): number;
+  /** Entries and unpacked bytes of a ZIP whose files are stored (the Symbols routes' zip limits). */
+  archiveLimits(): { maxEntries: number; maxUnpackedBytes: number };
   /** True when every one of these files is still stored (none deleted since). */
   allStored(ids: number[]): Promise<boolean>;
   /** Stored files of the project with this debug id, newest first. */

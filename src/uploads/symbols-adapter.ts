@@ -4,18 +4,20 @@
 // every file of one upload is committed at once (one transaction; on D1 one batch), or
 // all are discarded. Then the symbol service forgets what it cached of the project and
 // re-symbolicates recent events of the releases uploaded to, as after a management-API
-// upload. Where the edition bounds the files it can parse (the serverless edition), a
-// larger file is refused with the Symbols routes' message and nothing of it is stored.
+// upload. Files have the Symbols routes' limits (256 MB per file; on the serverless
+// edition what an isolate can parse): a larger file is refused with the Symbols routes'
+// message and nothing of it is stored.
 import type { AppDeps } from '../context.js';
 import { SymbolInputError, symbolKindHandler, symbolKindHandlers } from '../symbols/kinds.js';
 import '../symbols/register.js';
-import { tooLargeMessage } from '../symbols/upload.js';
+import { tooLargeMessage, UPLOAD_LIMITS } from '../symbols/upload.js';
 import {
   commitSymbolFiles,
   copyPendingRange,
   discardSymbolFiles,
   isKeptKind,
   saveDerivedIndex,
+  storedFileSource,
   SymbolTooLargeError,
   writePendingFile,
   type FinalFacts,
@@ -54,6 +56,8 @@ async function* tapped(source: AsyncIterable<Uint8Array>, push: (chunk: Uint8Arr
 
 export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolPort {
   const db = deps.store.db;
+  const limits = () => deps.symbols?.uploaderLimits ?? UPLOAD_LIMITS;
+  const fileLimit = (kind: string) => limits().maxFileBytesByKind?.[kind as SymbolKind] ?? limits().maxFileBytes;
   return {
     kinds: () => new Set(symbolKindHandlers().map((h) => h.kind)),
 
@@ -74,13 +78,13 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
             debugId: file.debugId,
             serves: file.serves,
           };
-          const max = deps.symbols?.uploaderFileLimit(meta.kind);
+          const max = fileLimit(meta.kind);
           const whole = await writePendingFile(db, meta, tapped(file.source, (chunk) => inspector.push(chunk)), now, max).catch((err: unknown) => {
-            if (err instanceof SymbolTooLargeError && max !== undefined) throw new UploadError(400, tooLargeMessage(file.filename, max));
+            if (err instanceof SymbolTooLargeError) throw new UploadError(400, tooLargeMessage(file.filename, max));
             throw err;
           });
           written.push(whole.id);
-          const inspected = await inspector.finish();
+          const inspected = await inspector.finish(storedFileSource(db, whole.id, whole.size));
           for (const found of inspected) {
             let id = whole.id;
             if (found.range && !(found.range[0] === 0 && found.range[1] === whole.size)) {
@@ -115,9 +119,13 @@ export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolP
     },
 
     sizeRefusal(kind: string, filename: string, size: number) {
-      const max = deps.symbols?.uploaderFileLimit(kind as SymbolKind);
-      return max !== undefined && size > max ? tooLargeMessage(filename, max) : null;
+      const max = fileLimit(kind);
+      return size > max ? tooLargeMessage(filename, max) : null;
     },
+
+    maxFileBytes: () => Math.max(limits().maxFileBytes, ...Object.values(limits().maxFileBytesByKind ?? {})),
+    fileLimit,
+    archiveLimits: () => ({ maxEntries: limits().maxZipEntries, maxUnpackedBytes: limits().maxZipUnpackedBytes }),
 
     async allStored(ids: number[]) {
       const unique = [...new Set(ids)];

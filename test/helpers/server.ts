@@ -10,6 +10,7 @@ import { ManualClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { AppDeps } from '../../src/context.js';
 import { buildNodeDeps, startServer, type RunningServer, type StartServerOptions } from '../../src/editions/node/server.js';
+import type { UploadLimits } from '../../src/symbols/upload.js';
 import pino, { type Logger } from 'pino';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -80,6 +81,8 @@ export interface TestServerOptions {
   logger?: Logger;
   /** Options of startServer (e.g. the alert dispatcher's). */
   serverOptions?: StartServerOptions;
+  /** Symbol upload limits lower than the real ones, so a test reaches them with small files. */
+  symbolUploadLimits?: UploadLimits;
 }
 
 export async function startTestServer(dialect: DialectName, options: TestServerOptions = {}): Promise<TestServer> {
@@ -88,7 +91,7 @@ export async function startTestServer(dialect: DialectName, options: TestServerO
   const config = loadConfig(env);
   const clock = options.clock ?? new ManualClock(Date.now());
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const deps = await buildNodeDeps(config, { clock, logger });
+  const deps = await buildNodeDeps(config, { clock, logger, symbolUploadLimits: options.symbolUploadLimits });
   const server = await startServer(deps, 0, '127.0.0.1', options.serverOptions);
   const apiKey = config.apiKeys[0];
   return {

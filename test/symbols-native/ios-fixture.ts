@@ -46,6 +46,15 @@ export function buildIosFixture(): IosFixture {
   };
 }
 
+/** Writes the fixture's .dSYM bundle under `dir` (as sentry-cli finds it in a build folder); returns `dir`. */
+export function writeIosBundle(fx: IosFixture, dir: string): string {
+  for (const [name, bytes] of Object.entries(fx.bundle)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), bytes);
+  }
+  return dir;
+}
+
 const hex = (n: number): string => `0x${n.toString(16)}`;
 export const slid = (addr: number): string => hex(addr - VMADDR + IMAGE_ADDR);
 

@@ -33,6 +33,7 @@ describe.each(dialects)('assemble wait (%s)', (dialect) => {
       kind: 'dif',
       checksum: sha1,
       chunks: [sha1],
+      name,
       async run() {
         await finished;
         return { result: { name }, fileIds: [] };

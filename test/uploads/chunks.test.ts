@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { runRetention } from '../../src/store/retention.js';
-import { CHUNK_SIZE, CHUNKS_PER_REQUEST, LEGACY_ZIP_LIMIT, MAX_FILE_SIZE, MAX_REQUEST_SIZE } from '../../src/limits.js';
+import { CHUNK_SIZE, CHUNKS_PER_REQUEST, LEGACY_ZIP_LIMIT, MAX_REQUEST_SIZE, MAX_SYMBOL_FILE_BYTES } from '../../src/limits.js';
 import { CHUNK_TTL_MS } from '../../src/uploads/chunks.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -39,7 +39,7 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const body = await res.json();
-    expect(body).toMatchObject({ url: 'https://crash.example.com/api/0/organizations/acme/chunk-upload/', chunkSize: CHUNK_SIZE, maxFileSize: MAX_FILE_SIZE, hashAlgorithm: 'sha1', compression: ['gzip'] });
+    expect(body).toMatchObject({ url: 'https://crash.example.com/api/0/organizations/acme/chunk-upload/', chunkSize: CHUNK_SIZE, maxFileSize: MAX_SYMBOL_FILE_BYTES, hashAlgorithm: 'sha1', compression: ['gzip'] });
     expect((await fetch(`${t.url}/api/0/organizations/acme/chunk-upload/`)).status).toBe(401);
   });
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { buildIosFixture, expectLlvmFrames, iosEvent, type IosFixture } from '../symbols-native/ios-fixture.js';
+import { buildIosFixture, expectLlvmFrames, iosEvent, writeIosBundle, type IosFixture } from '../symbols-native/ios-fixture.js';
 import { eventDetail, sendEvent } from '../symbols/helpers.js';
 import { ok, runCli } from './cli.js';
 
@@ -19,11 +19,7 @@ let bundleDir: string;
 
 beforeAll(() => {
   fx = buildIosFixture();
-  bundleDir = path.join(fx.dir, 'upload');
-  for (const [name, bytes] of Object.entries(fx.bundle)) {
-    fs.mkdirSync(path.dirname(path.join(bundleDir, name)), { recursive: true });
-    fs.writeFileSync(path.join(bundleDir, name), bytes);
-  }
+  bundleDir = writeIosBundle(fx, path.join(fx.dir, 'upload'));
 }, 120_000);
 
 afterAll(() => {

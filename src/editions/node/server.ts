@@ -21,6 +21,7 @@ import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from
 import { nodeAlertRuntime } from './alerts.js';
 import { storedPayloads } from './payloads.js';
 import { SymbolService } from '../../symbols/service.js';
+import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
 import { loadNodeDemangler } from './demangle.js';
@@ -30,6 +31,8 @@ import { SymbolParseThread, symbolCacheBytesForHeap, symbolParseThreadAvailable 
 export interface NodeDepsOptions {
   clock?: Clock;
   logger?: Logger;
+  /** Symbol upload limits lower than src/limits.ts's (tests reach them with small files). */
+  symbolUploadLimits?: UploadLimits;
 }
 
 export function createLogger(config: Config): Logger {
@@ -81,6 +84,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
       logger,
       md5Hex: ingestRuntime.md5Hex,
       readPayloads: storedPayloads,
+      uploadLimits: options.symbolUploadLimits,
       cacheBytes: symbolCacheBytesForHeap(),
       // A SQLite database serves one process: half-written uploads there at start are a dead one's.
       soleWriter: store.dialect === 'sqlite',

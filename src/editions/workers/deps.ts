@@ -84,7 +84,6 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
       logger,
       cacheBytes: SYMBOL_CACHE_BYTES,
       uploadLimits: SYMBOL_UPLOAD_LIMITS,
-      limitUploaderFiles: true,
       md5Hex: workersIngestRuntime.md5Hex,
       readPayloads: (db, rows) => readStoredPayloads(db, rows, decompressBlob),
       steps: { batchEvents: WORKER_RESYMBOLICATE_STEP_EVENTS, scheduled: afterAnswer.resymbolicationScheduled },

@@ -8,6 +8,7 @@
 //   rows: start address → file (-1 = gap), line
 //   symbols: start address → name (-1 = gap), the fallback when DWARF names nothing
 
+import type { ByteRangeSource } from '../../bytes.js';
 import { BadNativeFile, cString } from './bytes.js';
 import { readDwarf, readDwarfAsync, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
@@ -50,19 +51,84 @@ function window(slice: MachSlice, name: string): Window {
   return { start: 0, end: 0 };
 }
 
+/** The __DWARF sections the index is built from (Mach-O names are cut at 16 characters). */
+const DWARF_SECTION_NAMES = {
+  info: '__debug_info',
+  abbrev: '__debug_abbrev',
+  line: '__debug_line',
+  str: '__debug_str',
+  lineStr: '__debug_line_str',
+  strOffsets: '__debug_str_offs',
+  addr: '__debug_addr',
+  ranges: '__debug_ranges',
+  rngLists: '__debug_rnglists',
+} as const;
+
 export function dwarfSections(bytes: Uint8Array, slice: MachSlice): DwarfSections {
-  return {
-    bytes,
-    info: window(slice, '__debug_info'),
-    abbrev: window(slice, '__debug_abbrev'),
-    line: window(slice, '__debug_line'),
-    str: window(slice, '__debug_str'),
-    lineStr: window(slice, '__debug_line_str'),
-    strOffsets: window(slice, '__debug_str_offs'),
-    addr: window(slice, '__debug_addr'),
-    ranges: window(slice, '__debug_ranges'),
-    rngLists: window(slice, '__debug_rnglists'),
+  const sections = { bytes } as DwarfSections;
+  for (const [key, name] of Object.entries(DWARF_SECTION_NAMES)) sections[key as keyof typeof DWARF_SECTION_NAMES] = window(slice, name);
+  return sections;
+}
+
+/** Bytes copied from a stored file per read while its sections are gathered. */
+const GATHER_STEP = 4 * 1024 * 1024;
+
+/**
+ * What the index of a slice reads, gathered from `source` into one buffer: the __DWARF
+ * sections of DWARF_SECTION_NAMES, the symbol table and its strings, each range read once
+ * (overlapping ones merged, so a lying file gets no more than its own size). Returns the
+ * buffer and the slice with those offsets moved into it (other sections without bytes).
+ * The rest of the file (accelerator tables, location lists, __TEXT copies, other slices)
+ * is never read.
+ */
+export async function gatherSlice(source: ByteRangeSource, slice: MachSlice): Promise<{ bytes: Uint8Array; slice: MachSlice }> {
+  const wanted: [number, number][] = [];
+  const names = new Set(Object.values(DWARF_SECTION_NAMES));
+  for (const name of names) {
+    const w = window(slice, name);
+    if (w.end > w.start) wanted.push([w.start, w.end]);
+  }
+  const st = slice.symtab;
+  if (st) {
+    if (st.nsyms > 0) wanted.push([st.symoff, st.symoff + st.nsyms * (slice.is64 ? 16 : 12)]);
+    if (st.strsize > 0) wanted.push([st.stroff, st.stroff + st.strsize]);
+  }
+  wanted.sort((a, b) => a[0] - b[0]);
+  const merged: { start: number; end: number; at: number }[] = [];
+  let total = 0;
+  for (const [start, end] of wanted) {
+    const last = merged[merged.length - 1];
+    if (last && start <= last.end) {
+      if (end > last.end) {
+        total += end - last.end;
+        last.end = end;
+      }
+      continue;
+    }
+    merged.push({ start, end, at: total });
+    total += end - start;
+  }
+  const bytes = new Uint8Array(total);
+  for (const m of merged) {
+    for (let at = m.start; at < m.end; at += GATHER_STEP) {
+      const piece = await source.read(at, Math.min(GATHER_STEP, m.end - at));
+      if (piece.byteLength !== Math.min(GATHER_STEP, m.end - at)) throw new BadNativeFile('a section runs past the end of the file');
+      bytes.set(piece, m.at + (at - m.start));
+    }
+  }
+  const moved = (offset: number): number => {
+    const m = merged.find((x) => offset >= x.start && offset < x.end);
+    return m ? m.at + (offset - m.start) : -1;
   };
+  const sections = slice.sections.map((s) => ({ ...s, fileOffset: s.segment === '__DWARF' && names.has(s.name as never) && s.fileOffset >= 0 && s.size > 0 ? moved(s.fileOffset) : -1 }));
+  const symtab = st && { ...st, symoff: st.nsyms > 0 ? moved(st.symoff) : 0, stroff: st.strsize > 0 ? moved(st.stroff) : 0 };
+  return { bytes, slice: { ...slice, sections, symtab, start: 0, end: total } };
+}
+
+/** Builds the index of one slice of a stored file, reading only what the index needs. */
+export async function buildNativeIndexFrom(source: ByteRangeSource, slice: MachSlice): Promise<Uint8Array> {
+  const gathered = await gatherSlice(source, slice);
+  return buildNativeIndexAsync(gathered.bytes, gathered.slice);
 }
 
 /** Builds the index of one slice. `bytes` is the whole uploaded file the slice lies in. */

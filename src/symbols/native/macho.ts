@@ -1,8 +1,10 @@
 // Mach-O reading: thin files (32/64-bit, either byte order), fat/universal files (fat32 and
 // fat64), the slice's LC_UUID (its debug id), __TEXT vmaddr, sections (the __DWARF ones feed
 // the DWARF reader) and the LC_SYMTAB symbol table. Every count and offset is checked
-// against the file before use, so a lying header costs one clean BadNativeFile.
+// against the file before use, so a lying header costs one clean BadNativeFile. A stored
+// file is read by ranges (readMachOFrom): headers and load commands only.
 
+import type { ByteRangeSource } from '../../bytes.js';
 import { BadNativeFile, ByteReader, cString } from './bytes.js';
 
 const MH_MAGIC = 0xfeedface;
@@ -20,6 +22,8 @@ const LC_UUID = 0x1b;
 /** Real universal files hold a handful of slices; more is a corrupt or hostile header. */
 export const MAX_FAT_SLICES = 32;
 const MAX_LOAD_COMMANDS = 65_536;
+/** Bytes of one slice's load commands: real files have tens of KB; more is a hostile header. */
+const MAX_LOAD_COMMAND_BYTES = 16 * 1024 * 1024;
 
 const CPU_ARCH_ABI64 = 0x0100_0000;
 const CPU_ARCH_ABI64_32 = 0x0200_0000;
@@ -97,33 +101,69 @@ export function looksLikeMachO(bytes: Uint8Array): boolean {
   return m === FAT_MAGIC || m === FAT_MAGIC_64 || m === MH_MAGIC || m === MH_MAGIC_64 || m === MH_CIGAM || m === MH_CIGAM_64;
 }
 
-/** Every slice of a thin or fat Mach-O file. Throws BadNativeFile when the file is not one. */
+/** Every slice of a thin or fat Mach-O file in memory. Throws BadNativeFile when the file is not one. */
 export function readMachO(bytes: Uint8Array): MachSlice[] {
   const magic = magicAt(bytes, 0);
-  if (magic === FAT_MAGIC || magic === FAT_MAGIC_64) return readFat(bytes, magic === FAT_MAGIC_64);
-  return [readThin(bytes, 0, bytes.length)];
+  if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) return [readThin(bytes, 0, bytes.length)];
+  const slices = fatEntries(bytes, bytes.length, magic === FAT_MAGIC_64).map(({ offset, size }) => readThin(bytes.subarray(offset, offset + size), offset, offset + size));
+  return checkedSlices(slices);
 }
 
-function readFat(bytes: Uint8Array, is64: boolean): MachSlice[] {
-  const r = new ByteReader(bytes, 0, bytes.length, false);
+/**
+ * The same, reading only the fat header and each slice's header and load commands from
+ * `source` (a stored file's chunks): what a large dSYM holds besides is never read here.
+ */
+export async function readMachOFrom(source: ByteRangeSource): Promise<MachSlice[]> {
+  const head = await source.read(0, Math.min(source.size, 8));
+  const magic = magicAt(head, 0);
+  if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) return [await readThinFrom(source, 0, source.size)];
+  const is64 = magic === FAT_MAGIC_64;
+  const count = head.byteLength >= 8 ? new DataView(head.buffer, head.byteOffset, 8).getUint32(4, false) : 0;
+  const header = await source.read(0, Math.min(source.size, 8 + Math.min(count, MAX_FAT_SLICES + 1) * (is64 ? 32 : 20)));
+  const slices: MachSlice[] = [];
+  for (const { offset, size } of fatEntries(header, source.size, is64)) slices.push(await readThinFrom(source, offset, offset + size));
+  return checkedSlices(slices);
+}
+
+/** A thin slice from its header and load commands, read from `source`. */
+async function readThinFrom(source: ByteRangeSource, start: number, end: number): Promise<MachSlice> {
+  const header = await source.read(start, Math.min(end - start, 32));
+  const magic = magicAt(header, 0);
+  const littleEndian = magic === MH_CIGAM || magic === MH_CIGAM_64;
+  const is64 = magic === MH_MAGIC_64 || magic === MH_CIGAM_64;
+  if (!littleEndian && magic !== MH_MAGIC && magic !== MH_MAGIC_64) throw new BadNativeFile('not a Mach-O file');
+  const headerSize = is64 ? 32 : 28;
+  if (header.byteLength < headerSize) throw new BadNativeFile('the Mach-O header runs past the file');
+  const sizeofcmds = new DataView(header.buffer, header.byteOffset, header.byteLength).getUint32(20, littleEndian);
+  if (sizeofcmds > MAX_LOAD_COMMAND_BYTES) throw new BadNativeFile(`load commands of ${sizeofcmds} bytes (at most ${MAX_LOAD_COMMAND_BYTES})`);
+  return readThin(await source.read(start, Math.min(end - start, headerSize + sizeofcmds)), start, end);
+}
+
+/** The slices a fat header names, checked against the file's size; `head` holds the header. */
+function fatEntries(head: Uint8Array, fileSize: number, is64: boolean): { offset: number; size: number }[] {
+  const r = new ByteReader(head, 0, head.length, false);
   r.skip(4);
   const count = r.u32();
   const entrySize = is64 ? 32 : 20;
   if (count === 0) throw new BadNativeFile('fat file with no slices');
   if (count > MAX_FAT_SLICES) throw new BadNativeFile(`fat header names ${count} slices (at most ${MAX_FAT_SLICES})`);
   r.need(count * entrySize);
-  const slices: MachSlice[] = [];
+  const out: { offset: number; size: number }[] = [];
   for (let i = 0; i < count; i++) {
     r.skip(8); // cputype, cpusubtype: the slice's own header is authoritative
     const offset = is64 ? r.u64() : r.u32();
     const size = is64 ? r.u64() : r.u32();
     r.skip(is64 ? 8 : 4);
-    if (offset < 8 + count * entrySize || offset + size > bytes.length || size === 0) {
+    if (offset < 8 + count * entrySize || offset + size > fileSize || size === 0) {
       throw new BadNativeFile(`fat slice ${i} lies outside the file`);
     }
-    slices.push(readThin(bytes, offset, offset + size));
+    out.push({ offset, size });
   }
-  // Overlapping slices would make one file's bytes count (and be indexed) several times.
+  return out;
+}
+
+/** Overlapping slices would make one file's bytes count (and be indexed) several times. */
+function checkedSlices(slices: MachSlice[]): MachSlice[] {
   const ordered = [...slices].sort((a, b) => a.start - b.start);
   for (let i = 1; i < ordered.length; i++) {
     if (ordered[i].start < ordered[i - 1].end) throw new BadNativeFile('fat slices overlap');
@@ -131,16 +171,20 @@ function readFat(bytes: Uint8Array, is64: boolean): MachSlice[] {
   return slices;
 }
 
+/**
+ * One thin slice: `bytes` starts at the slice's start (the slice's bytes, or at least its
+ * header and load commands); `start`/`end` are its absolute window in the whole file.
+ */
 function readThin(bytes: Uint8Array, start: number, end: number): MachSlice {
-  const magic = magicAt(bytes, start);
+  const magic = magicAt(bytes, 0);
   let littleEndian: boolean;
   let is64: boolean;
-  if (magic === 0xcefaedfe) { littleEndian = true; is64 = false; } // 0xfeedface stored little-endian
-  else if (magic === 0xcffaedfe) { littleEndian = true; is64 = true; }
+  if (magic === MH_CIGAM) { littleEndian = true; is64 = false; } // 0xfeedface stored little-endian
+  else if (magic === MH_CIGAM_64) { littleEndian = true; is64 = true; }
   else if (magic === MH_MAGIC) { littleEndian = false; is64 = false; }
   else if (magic === MH_MAGIC_64) { littleEndian = false; is64 = true; }
   else throw new BadNativeFile('not a Mach-O file');
-  const r = new ByteReader(bytes, start, end, littleEndian);
+  const r = new ByteReader(bytes, 0, bytes.length, littleEndian);
   r.skip(4);
   const cpuType = r.u32();
   const cpuSubtype = r.u32();

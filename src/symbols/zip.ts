@@ -1,25 +1,30 @@
-// Reading ZIP archives (artifact bundles, the legacy debug-file ZIPs) without holding
-// them whole: the central directory is read from the end, each entry's bytes are read
-// in ranges and inflated as a stream. The archive may be prefixed (an artifact bundle
-// starts with `SYSB` + version): offsets are corrected by the distance between where the
-// central directory is and where the archive says it is, as unzip does.
+// The ZIP rules every upload route applies, and the reader of archives that can be read
+// at random (artifact bundles and legacy debug-file ZIPs, from their chunks or a buffer)
+// without holding them whole: the central directory is read from the end, each entry's
+// bytes are read in ranges and inflated as a stream, its size and CRC-32 checked against
+// the directory. The archive may be prefixed (an artifact bundle starts with `SYSB` +
+// version): offsets are corrected by the distance between where the central directory
+// is and where the archive says it is, as unzip does. The Symbols routes read their zip
+// as it streams in (src/symbols/upload.ts) and check it against the same directory
+// reader at its end. Only stored and deflated entries without encryption are read; any
+// other entry refuses the upload (ZipError, 400) naming its method or its encryption.
 import { Inflate } from 'fflate';
-import { UploadError } from './errors.js';
+import { SymbolInputError } from './kinds.js';
 import { MAX_ARCHIVE_ENTRIES } from '../limits.js';
+import type { ByteRangeSource } from '../bytes.js';
 
-/** Random access to the bytes of an archive. */
-export interface ByteRangeSource {
-  size: number;
-  /** Exactly `length` bytes from `offset` (fewer only at the end). */
-  read(offset: number, length: number): Promise<Uint8Array>;
-}
+/** An archive that is not a readable ZIP, or an entry that cannot be read: 400, nothing stored. */
+export class ZipError extends SymbolInputError {}
+
 
 export interface ZipEntry {
   name: string;
-  /** 0 stored, 8 deflated. */
+  /** 0 stored, 8 deflated (others are refused when the entry is read). */
   method: number;
   compressedSize: number;
   size: number;
+  /** The CRC-32 of the entry's bytes, as the directory records it. */
+  crc32: number;
   /** Absolute offset of the local header in the source. */
   localHeaderOffset: number;
 }
@@ -32,7 +37,47 @@ const LOCAL_SIGNATURE = 0x04034b50;
 /** Bytes read per step of an entry. */
 const READ_STEP = 1024 * 1024;
 
-const invalid = (why: string) => new UploadError(400, `not a valid ZIP archive: ${why}`);
+const invalid = (why: string) => new ZipError(`not a valid ZIP archive: ${why}`);
+
+/** Names of the compression methods of APPNOTE 4.4.5 an uploader may meet. */
+const METHOD_NAMES: Record<number, string> = {
+  1: 'shrunk', 6: 'imploded', 9: 'deflate64', 12: 'bzip2', 14: 'LZMA', 19: 'LZ77', 93: 'zstd', 95: 'xz', 96: 'JPEG', 97: 'WavPack', 98: 'PPMd', 99: 'AES encryption',
+};
+
+/**
+ * Why an entry cannot be read (its compression method or its encryption), or null. Every
+ * zip reader asks before reading an entry's bytes.
+ */
+export function entryProblem(name: string, method: number, flags: number): string | null {
+  if (flags & 1 || method === 99) return `the zip entry ${JSON.stringify(name)} is encrypted; upload it unencrypted`;
+  if (method !== 0 && method !== 8) {
+    const known = METHOD_NAMES[method];
+    return `the zip entry ${JSON.stringify(name)} uses compression method ${method}${known ? ` (${known})` : ''}; only stored (0) and deflated (8) entries are supported`;
+  }
+  return null;
+}
+
+/** Why an entry whose bytes do not hash to the directory's CRC-32 is refused. */
+export function crcMismatch(name: string): string {
+  return `the zip entry ${JSON.stringify(name)} is corrupt: its bytes do not match its CRC-32`;
+}
+
+const CRC_TABLE = (() => {
+  const table = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c;
+  }
+  return table;
+})();
+
+/** CRC-32 (ZIP's, IEEE 802.3) over bytes given in pieces: `update` with the previous value, starting at 0. */
+export function crc32(bytes: Uint8Array, previous = 0): number {
+  let c = ~previous;
+  for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
+  return ~c >>> 0;
+}
 
 function view(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -42,11 +87,6 @@ function u64(v: DataView, at: number): number {
   const n = v.getBigUint64(at, true);
   if (n > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('a size or offset is too large');
   return Number(n);
-}
-
-/** A source over bytes already in memory. */
-export function bytesSource(bytes: Uint8Array): ByteRangeSource {
-  return { size: bytes.byteLength, read: async (offset, length) => bytes.subarray(offset, Math.min(bytes.byteLength, offset + length)) };
 }
 
 /** Lists the archive's entries (directories left out). */
@@ -67,9 +107,12 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
   let cdSize = tv.getUint32(eocd + 12, true);
   let cdOffset = tv.getUint32(eocd + 16, true);
   let cdEnd = tailStart + eocd;
-  if (entries === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) {
-    const locator = eocd - 20;
-    if (locator < 0 || tv.getUint32(locator, true) !== ZIP64_LOCATOR_SIGNATURE) throw invalid('missing ZIP64 locator');
+  // A ZIP64 record is used whenever one is there: writers that stream (Info-ZIP reading
+  // stdin) add one beside an ordinary record, and the directory then ends before it.
+  const locator = eocd - 20;
+  const zip64 = locator >= 0 && tv.getUint32(locator, true) === ZIP64_LOCATOR_SIGNATURE;
+  if (zip64 || entries === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) {
+    if (!zip64) throw invalid('missing ZIP64 locator');
     // The ZIP64 record sits right before its locator; its own recorded offset may be unprefixed.
     const record = await source.read(tailStart + locator - 56, 56);
     const rv = view(record);
@@ -92,6 +135,7 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
     if (at + 46 > cd.byteLength || cv.getUint32(at, true) !== CENTRAL_SIGNATURE) throw invalid('damaged central directory');
     const flags = cv.getUint16(at + 8, true);
     const method = cv.getUint16(at + 10, true);
+    const crc = cv.getUint32(at + 16, true);
     let compressedSize = cv.getUint32(at + 20, true);
     let size = cv.getUint32(at + 24, true);
     const nameLength = cv.getUint16(at + 28, true);
@@ -117,19 +161,22 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
     }
     at = extraEnd + commentLength;
     if (name.endsWith('/')) continue;
-    if (flags & 1) throw new UploadError(400, `ZIP entry ${JSON.stringify(name)} is encrypted`);
-    out.push({ name, method, compressedSize, size, localHeaderOffset: localHeaderOffset + shift });
+    const problem = entryProblem(name, method, flags);
+    if (problem) throw new ZipError(problem);
+    out.push({ name, method, compressedSize, size, crc32: crc, localHeaderOffset: localHeaderOffset + shift });
   }
   return out;
 }
 
 /**
- * The bytes of one entry, inflated as they are read. Stops with an UploadError when the
- * entry yields more than `maxSize` bytes or more than its directory says.
+ * The bytes of one entry, inflated as they are read. Stops with a ZipError when the entry
+ * yields more than `maxSize` bytes or more than its directory says, and at its end when
+ * its bytes do not match the directory's CRC-32.
  */
 export async function* readZipEntry(source: ByteRangeSource, entry: ZipEntry, maxSize = Number.MAX_SAFE_INTEGER): AsyncGenerator<Uint8Array> {
-  if (entry.method !== 0 && entry.method !== 8) throw new UploadError(400, `ZIP entry ${JSON.stringify(entry.name)} uses compression method ${entry.method}; only stored and deflated entries are supported`);
-  if (entry.size > maxSize) throw new UploadError(400, `ZIP entry ${JSON.stringify(entry.name)} is larger than ${maxSize} bytes`);
+  const problem = entryProblem(entry.name, entry.method, 0);
+  if (problem) throw new ZipError(problem);
+  if (entry.size > maxSize) throw new ZipError(`the zip entry ${JSON.stringify(entry.name)} is larger than ${maxSize} bytes`);
   const header = await source.read(entry.localHeaderOffset, 30);
   const hv = view(header);
   if (header.byteLength < 30 || hv.getUint32(0, true) !== LOCAL_SIGNATURE) throw invalid(`damaged local header of ${JSON.stringify(entry.name)}`);
@@ -138,36 +185,44 @@ export async function* readZipEntry(source: ByteRangeSource, entry: ZipEntry, ma
   if (dataEnd > source.size) throw invalid(`entry ${JSON.stringify(entry.name)} runs past the end`);
   const limit = Math.min(maxSize, entry.size);
   let produced = 0;
-  const overflow = () => new UploadError(400, `ZIP entry ${JSON.stringify(entry.name)} inflates to more than its recorded size`);
+  let crc = 0;
+  const overflow = () => new ZipError(`the zip entry ${JSON.stringify(entry.name)} inflates to more than its recorded size`);
   if (entry.method === 0) {
     for (let at = dataStart; at < dataEnd; at += READ_STEP) {
       const piece = await source.read(at, Math.min(READ_STEP, dataEnd - at));
       produced += piece.byteLength;
       if (produced > limit) throw overflow();
+      crc = crc32(piece, crc);
+      // The last piece only once its CRC is known good: nothing of a corrupt entry is complete.
+      if (at + READ_STEP >= dataEnd && crc !== entry.crc32) throw new ZipError(crcMismatch(entry.name));
       yield piece;
     }
+    if (dataEnd === dataStart && entry.crc32 !== 0) throw new ZipError(crcMismatch(entry.name));
     return;
   }
   let pending: Uint8Array[] = [];
   const inflate = new Inflate((data) => {
     produced += data.byteLength;
     if (produced > limit) throw overflow();
+    crc = crc32(data, crc);
     pending.push(data);
   });
   for (let at = dataStart; at < dataEnd || at === dataStart; at += READ_STEP) {
     const piece = await source.read(at, Math.min(READ_STEP, dataEnd - at));
+    const last = at + READ_STEP >= dataEnd;
     try {
-      inflate.push(piece, at + READ_STEP >= dataEnd);
+      inflate.push(piece, last);
     } catch (err) {
-      if (err instanceof UploadError) throw err;
+      if (err instanceof ZipError) throw err;
       throw invalid(`entry ${JSON.stringify(entry.name)} is not valid deflate data`);
     }
+    if (last && produced !== entry.size) throw invalid(`entry ${JSON.stringify(entry.name)} is truncated`);
+    if (last && crc !== entry.crc32) throw new ZipError(crcMismatch(entry.name));
     const out = pending;
     pending = [];
     for (const chunk of out) yield chunk;
     if (dataEnd === dataStart) break;
   }
-  if (produced !== entry.size) throw invalid(`entry ${JSON.stringify(entry.name)} is truncated`);
 }
 
 /** An entry read whole (small entries only: manifests). */
