@@ -17,6 +17,7 @@ import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
 import { parseEventPayload, symbolicationInputOf } from '../ingest/normalize.js';
 import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
+import { encodeSymbolicated } from '../ingest/symbolicated.js';
 
 export const RESYMBOLICATE_WINDOW_MS = 48 * HOUR_MS;
 /** Events per batch of the server's loop: one transaction each. */
@@ -293,7 +294,7 @@ export class ResymbolicationRunner {
     const updates: { id: number; symbolicated: string }[] = [];
     for (const { id: eventId, input } of inputs) {
       const out = symbolicate(input);
-      if (out) updates.push({ id: eventId, symbolicated: JSON.stringify(out.frames) });
+      if (out) updates.push({ id: eventId, symbolicated: encodeSymbolicated(out) });
     }
     const cursor = Number(rows[rows.length - 1].id);
     const done = state.done + updates.length;

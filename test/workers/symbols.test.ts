@@ -97,6 +97,25 @@ describe('symbol routes on the Worker', () => {
     expect((await listSymbolFiles(store.db, 1)).filter((r) => r.release === 'android@9').map((r) => Number(r.id))).toEqual([pending.id]);
   });
 
+  it('symbolicates an obfuscated exception type at ingest: the event detail reads the original type and module', async () => {
+    const { dsn, id: projectId } = (await (await w.api('/api/projects/web')).json()) as { dsn: string; id: number };
+    const key = new URL(dsn).username;
+    const mapping = 'com.example.DeclinedException -> a.d:\ncom.example.Checkout -> a.b:\n    void pay(int) -> c\n';
+    const uploaded = await w.api('/api/projects/web/symbols', { method: 'POST', body: form('proguard', 'android@6.0', 'mapping.txt', mapping) });
+    expect(uploaded.status, await uploaded.clone().text()).toBe(201);
+    const id = eventId();
+    const event = {
+      ...errorEvent({ id, timestamp: Date.now(), type: 'd', value: 'declined', release: 'android@6.0' }),
+      platform: 'java',
+      exception: { values: [{ type: 'd', value: 'declined', module: 'a', stacktrace: { frames: [{ module: 'a.b', function: 'c', filename: 'SourceFile', in_app: true }] } }] },
+    };
+    const res = await fetch(`${w.url}/api/${projectId}/envelope/?sentry_key=${key}`, { method: 'POST', body: new Uint8Array(envelope({}, [{ type: 'event', payload: event }])) });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const detail = (await (await w.api(`/api/projects/web/events/${id}`)).json()) as { title: string; exceptions: { type: string; module: string }[] };
+    expect(detail.title).toBe('DeclinedException: declined');
+    expect(detail.exceptions[0]).toMatchObject({ type: 'DeclinedException', module: 'com.example' });
+  });
+
   it('re-symbolicates the release stored events after an upload: one step after its answer, the rest by the cron', async () => {
     const { dsn, id: projectId } = (await (await w.api('/api/projects/web')).json()) as { dsn: string; id: number };
     const key = new URL(dsn).username;
