@@ -1,0 +1,67 @@
+// Source-map fidelity with a real webpack production bundle thrown in Chromium through
+// @sentry/browser, on both databases: webpack's `webpack:///./src/x.js` sources read as
+// `src/x.js` (abs_path as the map writes it), and each frame is named after the function
+// that encloses it in the original source, as Sentry's symbolicator names it, not after
+// the caller's call-site token (`apply` for a click handler the SDK wraps).
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+import { dsnOf, makeProject } from '../ingest/helpers.js';
+import { launchChromium, runApp, serveApp } from './browser-fixture.js';
+import { eventDetail, eventually, uploadOk } from './helpers.js';
+import { buildWebpackFixture, type WebpackFixture } from './webpack-fixture.js';
+
+let fx: WebpackFixture;
+let browser: Browser;
+
+beforeAll(async () => {
+  fx = await buildWebpackFixture();
+  browser = await launchChromium();
+}, 180_000);
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe.each(dialects)('webpack bundle symbolicated on %s', (dialect) => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer(dialect);
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('names files and functions as Sentry shows them', async () => {
+    const project = await makeProject(t);
+    await uploadOk(t, project, { kind: 'sourcemap', release: 'shop@1', files: [{ name: '~/static/app.min.js.map', data: fx.map }] });
+    const app = await serveApp(fx.dir, dsnOf(t, project), 'shop@1');
+    let detail: any;
+    try {
+      await runApp(browser, `${app.url}/`);
+      const list = await eventually(async () => {
+        const body = (await (await t.api(`/api/projects/${project.slug}/events`)).json()) as any;
+        return body.events?.length > 0 ? body.events : null;
+      });
+      detail = await eventDetail(t, project, list[0].event_id);
+    } finally {
+      await app.close();
+    }
+    expect(detail.symbolicated).toBe(true);
+    const frames = detail.exceptions.at(-1).symbolicated_frames as any[];
+    const ours = [...frames].reverse().filter((f) => f.filename?.startsWith('src/'));
+    // Innermost first, as Sentry shows the same bundle: parseLine throws; the map callback
+    // is anonymous (the SDK's `?` stays); checkout is inlined into onBuyClick by terser, so
+    // its line belongs to onBuyClick's minified function; the setTimeout callback.
+    expect(ours.map((f) => [f.function, f.filename, f.abs_path, f.lineno])).toEqual([
+      ['parseLine', 'src/cart.js', 'webpack:///./src/cart.js', fx.throwLine],
+      ['?', 'src/cart.js', 'webpack:///./src/cart.js', 2],
+      ['onBuyClick', 'src/cart.js', 'webpack:///./src/cart.js', 2],
+      ['?', 'src/app.js', 'webpack:///./src/app.js', 17],
+    ]);
+    expect(frames.map((f) => f.function)).not.toContain('apply');
+    // The SDK's own wrapper keeps its name from its source.
+    expect(frames.some((f) => f.function === 'sentryWrapped' && f.in_app === false)).toBe(true);
+    expect(ours[0].context_line).toContain("throw new Error('item is missing fields: '");
+    expect(detail.error_location).toBe(`cart.js:${fx.throwLine}`);
+  });
+});
