@@ -22,8 +22,15 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const WRANGLER_CONFIG = path.join(REPO_ROOT, 'wrangler.jsonc');
 const WRANGLER_BIN = path.join(REPO_ROOT, 'node_modules/wrangler/bin/wrangler.js');
 
-/** The compressed size the bundle stays under: well below the free plan's 3 MB, so the domains still to come fit. */
+/**
+ * The compressed upload size this project keeps the Worker under: its own cap, a third of
+ * the 3 MiB Cloudflare takes on the free plan (10 MiB on paid plans), so the domains
+ * still to come fit.
+ */
 export const BUNDLE_BUDGET_GZIP_BYTES = 1024 * 1024;
+/** Cloudflare's limits on a Worker's compressed upload. */
+export const CLOUDFLARE_FREE_GZIP_BYTES = 3 * 1024 * 1024;
+export const CLOUDFLARE_PAID_GZIP_BYTES = 10 * 1024 * 1024;
 
 export interface WorkerBundle {
   dir: string;
@@ -51,7 +58,8 @@ export async function buildWorkerBundle(outdir: string, options: { minify?: bool
   const file = path.join(outdir, 'index.js');
   // Besides the script, the outdir holds wrangler's README and the source map, which a deploy does not upload.
   const modules = fs.readdirSync(outdir).filter((name) => name.endsWith('.wasm')).map((name) => path.join(outdir, name));
-  const upload = Buffer.concat([file, ...modules].map((f) => fs.readFileSync(f)));
+  // Measured as wrangler measures its "Total Upload": the modules, then the script, as one gzip stream.
+  const upload = Buffer.concat([...modules, file].map((f) => fs.readFileSync(f)));
   return { dir: outdir, file, modules, bytes: upload.length, gzipBytes: gzipSync(upload).length };
 }
 
