@@ -107,11 +107,15 @@ export interface NamedMapping {
   name: string;
 }
 
+/** Columns a definition's name token may be followed by before the next mapping (`(){`). */
+const MAX_GAP_AFTER_NAME = 3;
+
 /**
  * The original name of the function that encloses a frame: walks the mappings of the
  * frame's minified line backwards from the frame (`mappingsBefore`, nearest first) to the
- * first named one that is the definition of a function in the original source and is wide
- * enough to be the frame's minified name token. null when none is found.
+ * first named one that is the definition of a function in the original source and is as
+ * wide as the frame's minified name token (plus at most MAX_GAP_AFTER_NAME). null when none
+ * is found.
  */
 export function enclosingFunctionName(
   sdkFunction: string | undefined,
@@ -121,7 +125,10 @@ export function enclosingFunctionName(
   const minified = minifiedName(sdkFunction);
   if (minified === '') return null;
   for (const m of mappingsBefore) {
-    if (m.width < minified.length) continue;
+    // A minifier maps each name token on its own, and the next mapping starts right after
+    // it (at a parameter, `(`, `=` or the body): a width far from the name's length is
+    // another token, not the minified name.
+    if (m.width < minified.length || m.width > minified.length + MAX_GAP_AFTER_NAME) continue;
     const content = sourceContent(m.source);
     if (content === null) continue;
     if (definesFunctionAt(content, m.line, m.originalColumn, m.name)) return m.name;
@@ -137,12 +144,15 @@ export function mappedFunctionName(sdkFunction: string | undefined, enclosing: s
 /** An original position a minified position maps to, as the loaded map looks it up. */
 export type MapLookup = (line: number, column: number) => { source: number; line: number; column: number; name: string | null } | null;
 
+/** How far back (columns of the minified line) the enclosing function's name is looked for, so a frame costs a bounded number of lookups; a longer function keeps the SDK's name. */
+export const MAX_SCAN_COLUMNS = 4000;
+
 /**
  * The named mappings of a minified line before a 1-based column, nearest first, found by
  * looking up each column backwards (at most `maxColumns` of them): a mapping starts where
  * the lookup's answer changes.
  */
-export function* namedMappingsBefore(lookup: MapLookup, line: number, column: number, maxColumns = 20_000): Generator<NamedMapping> {
+export function* namedMappingsBefore(lookup: MapLookup, line: number, column: number, maxColumns = MAX_SCAN_COLUMNS): Generator<NamedMapping> {
   let current = lookup(line, column);
   let nextStart = column + 1;
   const stop = Math.max(1, column - maxColumns);
