@@ -2,7 +2,8 @@
 // with @sentry/browser: a button's click handler calls into a cart module that throws.
 // The SDK wraps event listeners and calls the handler through `fn.apply(...)`, so the
 // caller's call-site token at the handler's frame is `apply`: the name a caller-based
-// rule gives the handler, where Sentry shows `onBuyClick`.
+// rule gives the handler, where Sentry shows `onBuyClick`. A timer then parses a
+// broken JSON setting: V8's `JSON.parse` frame, without a file, is the innermost.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +45,12 @@ for (const items of ['apple:2:3,pear:1', 'plum:1:2']) {
   document.documentElement.append(button);
 }
 setTimeout(() => document.querySelector('button').click(), 0);
+
+function loadPrefs() {
+  const saved = localStorage.getItem('prefs') || '{"theme":';
+  return JSON.parse(saved);
+}
+setTimeout(() => document.title = String(loadPrefs().theme), 20);
 `;
 
 export interface WebpackFixture {
@@ -53,6 +60,8 @@ export interface WebpackFixture {
   map: Buffer;
   /** 1-based line of the throw in src/cart.js. */
   throwLine: number;
+  /** 1-based line of the JSON.parse call in src/app.js (a built-in's frame, without a file, above it). */
+  parseLine: number;
 }
 
 /** Builds the app with webpack in production mode into a temporary folder. */
@@ -82,5 +91,6 @@ export async function buildWebpackFixture(): Promise<WebpackFixture> {
     js: fs.readFileSync(path.join(out, 'app.min.js')),
     map: fs.readFileSync(path.join(out, 'app.min.js.map')),
     throwLine: CART.split('\n').findIndex((l) => l.includes('throw new Error')) + 1,
+    parseLine: APP.split('\n').findIndex((l) => l.includes('return JSON.parse(saved)')) + 1,
   };
 }

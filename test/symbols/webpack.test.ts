@@ -2,7 +2,8 @@
 // @sentry/browser, on both databases: webpack's `webpack:///./src/x.js` sources read as
 // `src/x.js` (abs_path as the map writes it), and each frame is named after the function
 // that encloses it in the original source, as Sentry's symbolicator names it, not after
-// the caller's call-site token (`apply` for a click handler the SDK wraps).
+// the caller's call-site token (`apply` for a click handler the SDK wraps); a built-in's
+// frame without a file (`JSON.parse`) never makes the issue's location.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -31,18 +32,21 @@ describe.each(dialects)('webpack bundle symbolicated on %s', (dialect) => {
     await t?.close();
   });
 
-  it('names files and functions as Sentry shows them', async () => {
+  it('names files and functions as Sentry shows them, and locates a JSON.parse error at the app line that called it', async () => {
     const project = await makeProject(t);
     await uploadOk(t, project, { kind: 'sourcemap', release: 'shop@1', files: [{ name: '~/static/app.min.js.map', data: fx.map }] });
     const app = await serveApp(fx.dir, dsnOf(t, project), 'shop@1');
     let detail: any;
+    let parseEvents: any[] = [];
     try {
       await runApp(browser, `${app.url}/`);
       const list = await eventually(async () => {
         const body = (await (await t.api(`/api/projects/${project.slug}/events`)).json()) as any;
-        return body.events?.length > 0 ? body.events : null;
+        return body.events?.length >= 2 ? body.events : null;
       });
-      detail = await eventDetail(t, project, list[0].event_id);
+      const thrown = list.find((e: any) => e.title.startsWith('Error: item is missing fields'));
+      detail = await eventDetail(t, project, thrown.event_id);
+      parseEvents = list.filter((e: any) => e.title.startsWith('SyntaxError'));
     } finally {
       await app.close();
     }
@@ -63,5 +67,15 @@ describe.each(dialects)('webpack bundle symbolicated on %s', (dialect) => {
     expect(frames.some((f) => f.function === 'sentryWrapped' && f.in_app === false)).toBe(true);
     expect(ours[0].context_line).toContain("throw new Error('item is missing fields: '");
     expect(detail.error_location).toBe(`cart.js:${fx.throwLine}`);
+
+    // Chrome's `at JSON.parse (<anonymous>)` frame, in-app for the browser SDK, is passed
+    // over: the location is the app's line that called it, not `:JSON.parse`.
+    expect(parseEvents).toHaveLength(1);
+    const parse = await eventDetail(t, project, parseEvents[0].event_id);
+    const received = parse.exceptions.at(-1).frames as any[];
+    expect(received.at(-1)).toMatchObject({ function: 'JSON.parse', in_app: true });
+    expect(parse.error_location).toBe(`app.js:${fx.parseLine}`);
+    const issue = (await (await t.api(`/api/projects/${project.slug}/issues/${parse.fingerprint}`)).json()) as any;
+    expect(issue.location).toBe(`app.js:${fx.parseLine}`);
   });
 });
