@@ -83,6 +83,7 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
       return d.symbolicated ? d : null;
     });
     expect(innermostFirst(after.exceptions[0].symbolicated_frames)).toEqual(fx.retracedFrames);
+    expect(`${after.exceptions[0].module}.${after.exceptions[0].type}`).toBe(fx.retracedType);
     expect(after.fingerprint).toBe(before.fingerprint);
     expect(after.title).toBe(before.title);
     // Event time does not matter, receive time does: both were received just now.
