@@ -11,6 +11,19 @@ import { CliError, type CliContext } from './context.js';
 /** How long in-flight requests get after a stop signal before the process exits anyway. */
 const SHUTDOWN_GRACE_MS = 30_000;
 
+/** A listen error as one line naming the setting to change. */
+function throwListenFailure(err: unknown, host: string, port: number): never {
+  const code = (err as NodeJS.ErrnoException).code;
+  const where = `${host}:${port}`;
+  if (code === 'EADDRINUSE') throw new CliError(`cannot listen on ${where}: the port is already in use (stop the other process or set PORT)`);
+  if (code === 'EACCES') throw new CliError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT)`);
+  if (code === 'EADDRNOTAVAIL') throw new CliError(`cannot listen on ${where}: no such local address (check HOST)`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'EINVAL') {
+    throw new CliError(`cannot listen on ${where}: HOST ${JSON.stringify(host)} is not an address or host name of this machine (check HOST)`);
+  }
+  throw err;
+}
+
 export function register(program: Command, cli: CliContext): void {
   program
     .command('serve')
@@ -18,6 +31,9 @@ export function register(program: Command, cli: CliContext): void {
     .action(async () => {
       const config = cli.config();
       const { buildNodeDeps, createLogger, startServer } = await import('../editions/node/server.js');
+      const { checkListen } = await import('../editions/node/listen-check.js');
+      // The port and HOST first: a taken port or a bad HOST leaves the database untouched.
+      await checkListen(config.port, config.host).catch((err) => throwListenFailure(err, config.host, config.port));
       const logger = createLogger(config);
       const deps = await buildNodeDeps(config, { logger });
       let server: RunningServer;
@@ -26,12 +42,7 @@ export function register(program: Command, cli: CliContext): void {
       } catch (err) {
         await deps.ingest.close().catch(() => {});
         await deps.store.close().catch(() => {});
-        const code = (err as NodeJS.ErrnoException).code;
-        const where = `${config.host}:${config.port}`;
-        if (code === 'EADDRINUSE') throw new CliError(`cannot listen on ${where}: the port is already in use (stop the other process or set PORT)`);
-        if (code === 'EACCES') throw new CliError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT)`);
-        if (code === 'EADDRNOTAVAIL') throw new CliError(`cannot listen on ${where}: no such local address (check HOST)`);
-        throw err;
+        throwListenFailure(err, config.host, config.port);
       }
       // Before the startup line, so it is the last thing read before "listening on".
       const openWarning = openAccessWarning(config);

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { nodeTransferRuntime } from '../editions/node/transfer.js';
 import type { Store } from '../store/database.js';
 import { ExportInputError, prepareExport } from '../transfer/export.js';
-import { BATCH_LINES, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
+import { BATCH_LINES, endsEarlyMessage, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
 import { CliError, type CliContext, firstApiKey, VERSION } from './context.js';
 import { progressReporter } from './progress.js';
 import { exportFromRemote, importToRemote } from './transfer-remote.js';
@@ -146,6 +146,7 @@ export function register(program: Command, cli: CliContext): void {
 }
 
 function failOnProblems(summary: ImportSummary): void {
+  if (summary.endsEarly) throw new CliError(`${endsEarlyMessage(summary.endsEarly)}; the lines before it were imported`);
   if (summary.problemCount > 0) {
     throw new CliError(`${summary.problemCount} line${summary.problemCount === 1 ? ' was' : 's were'} not imported (first at line ${summary.problems[0].line}); the other lines were imported`);
   }

@@ -267,23 +267,34 @@ export function mainExceptionIndex(exceptions: NormalizedException[]): number {
   return Math.max(...topLevel);
 }
 
+/** The file, module or package a frame names for a location; '' when it has none. */
+function frameLocationBase(f: NormalizedFrame): string {
+  return frameFileBasename(f) || (hasName(f.module) ? f.module! : '') || (f.package ? basename(f.package) : '');
+}
+
 /**
- * error_location: the innermost in-app usable frame (the innermost usable frame
- * when none is in-app) as `basename:lineno`, or `basename:function` without a line.
+ * error_location: the innermost in-app usable frame that names a file (module or
+ * package) as `basename:lineno`, or `basename:function` without a line; the
+ * innermost usable frame with a file when no in-app one has it. Built-ins without
+ * a file (`JSON.parse`, `<anonymous>`) are passed over as Sentry's culprit does;
+ * when no frame has a file at all, the innermost in-app (else innermost) frame's
+ * function alone.
  */
 export function locationOf(main: NormalizedException | null): string {
   if (!main || main.frames.length === 0) return '';
   const usable = usableFrames(main.frames);
-  let f: NormalizedFrame | undefined;
-  for (let i = usable.length - 1; i >= 0; i--) {
-    if (usable[i].in_app === true) {
-      f = usable[i];
-      break;
-    }
+  const innermost = (pick: (f: NormalizedFrame) => boolean): NormalizedFrame | undefined => {
+    for (let i = usable.length - 1; i >= 0; i--) if (pick(usable[i])) return usable[i];
+    return undefined;
+  };
+  const f =
+    innermost((x) => x.in_app === true && frameLocationBase(x) !== '') ?? innermost((x) => frameLocationBase(x) !== '');
+  let loc: string;
+  if (f) {
+    const base = frameLocationBase(f);
+    loc = f.lineno !== undefined ? `${base}:${f.lineno}` : `${base}:${f.function ?? ''}`;
+  } else {
+    loc = (innermost((x) => x.in_app === true) ?? usable[usable.length - 1])?.function ?? '';
   }
-  f ??= usable[usable.length - 1];
-  if (!f) return '';
-  const base = frameFileBasename(f) || f.module || (f.package ? basename(f.package) : '');
-  const loc = f.lineno !== undefined ? `${base}:${f.lineno}` : `${base}:${f.function ?? ''}`;
   return loc.length > 200 ? loc.slice(0, 200) : loc;
 }

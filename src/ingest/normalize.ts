@@ -5,6 +5,7 @@
 import { InvalidItemError } from './errors.js';
 import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
+import { encodeSymbolicated } from './symbolicated.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
 import { MAX_BREADCRUMBS, MAX_EVENT_CLOCK_AHEAD_MS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
@@ -527,7 +528,7 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   if (ctx.symbolicate && !detailOnly && exceptions.length > 0) {
     const out = ctx.symbolicate({ platform, release, dist, images, exceptions });
     if (out) {
-      symbolicated = JSON.stringify(out.frames);
+      symbolicated = encodeSymbolicated(out);
       const i = main ? exceptions.indexOf(main) : -1;
       if (main && i >= 0) main = { ...main, frames: out.frames[i] ?? main.frames, ...out.types[i] };
     }

@@ -15,7 +15,7 @@ const ROLLOUT: Record<Release, { startDaysAgo: number; weight: number }> = {
   'com.example.shop@1.2.0+120': { startDaysAgo: 1.5, weight: 8 },
 };
 
-/** Crash rate of sessions per release: 1.2.0 ships a regression. */
+/** Crash rate of sessions per release: 1.2.0 crashes most (the lowest crash-free rate). */
 const SESSION_CRASH_RATE: Record<Release, number> = {
   'com.example.shop@1.0.0+100': 0.015,
   'com.example.shop@1.1.0+110': 0.008,
@@ -235,7 +235,7 @@ const TEMPLATES: IssueTemplate[] = [
     platform: 'java',
     level: 'fatal',
     crash: true,
-    // The regression 1.2.0 ships.
+    // The new crash 1.2.0 brings (a new issue of that release; nothing is resolved, so no regression).
     releases: ['com.example.shop@1.2.0+120'],
     screen: 'ProfileScreen',
     build: () => ({

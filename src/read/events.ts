@@ -4,6 +4,7 @@
 // by id, so new events (always higher ids) never shift a page a reader is on.
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, iso } from '../clock.js';
+import { decodeSymbolicated } from '../ingest/symbolicated.js';
 import { decodeJsonBlob, readStoredPayload, type DecompressBlob } from '../store/stored-payload.js';
 import { eventDetailFromRaw } from '../ingest/normalize.js';
 import { findIssueOrMerged } from './merge.js';
@@ -443,18 +444,19 @@ export async function eventDetail(db: Db, projectId: number, idOrEventId: string
   const detail: Partial<EventDetailData> =
     row.detail.byteLength > 0 ? (decodeJsonBlob<Partial<EventDetailData>>(row.detail, decompressBlob) ?? {}) : detailOrNothing(raw, row.user_ip);
   const summary = eventSummaryJson(row);
-  const symbolicated = parseJsonOrNull(row.symbolicated);
   const exceptions = Array.isArray(detail.exceptions) ? detail.exceptions : [];
-  // Symbolicated frames are stored per exception, in the chain's order; they go beside the originals.
-  const perException = Array.isArray(symbolicated) && symbolicated.length === exceptions.length ? (symbolicated as unknown[]) : null;
+  // Symbolicated frames are stored per exception, in the chain's order; they go beside the
+  // originals. A type symbolication remapped (ProGuard) replaces the obfuscated one.
+  const perException = decodeSymbolicated(parseJsonOrNull(row.symbolicated), exceptions.length);
   return {
     ...summary,
     // The user object as sent (geo, extra keys), with the normalised identity fields on top.
     user: summary.user ? { ...(detail.user ?? {}), ...summary.user } : (detail.user ?? null),
     sdk: detail.sdk ?? (row.sdk_name ? { name: row.sdk_name } : null),
     exceptions: exceptions.map((e, i) => {
-      const frames = perException?.[i];
-      return { ...e, symbolicated_frames: Array.isArray(frames) ? frames : null };
+      const s = perException?.[i];
+      const remapped = s?.type !== undefined ? { type: s.type, ...(s.module !== undefined ? { module: s.module } : {}) } : {};
+      return { ...e, ...remapped, symbolicated_frames: s?.frames ?? null };
     }),
     symbolicated: row.symbolicated !== null,
     breadcrumbs: detail.breadcrumbs ?? [],

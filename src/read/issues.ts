@@ -195,6 +195,18 @@ export interface IssueDetailJson extends IssueJson {
   merged_into?: string;
 }
 
+/**
+ * An OS version as readers name it: with the OS name (`iOS 17.4`, `Windows 10`), as a
+ * bare `10` says nothing when an issue spans platforms. A version that already starts
+ * with the name is kept as it is; without a name, the version alone.
+ */
+export function osVersionLabel(osName: string | null, osVersion: string | null): string | null {
+  if (osVersion === null || osVersion === '') return osVersion;
+  const name = osName?.trim() ?? '';
+  if (name === '' || osVersion.toLowerCase().startsWith(name.toLowerCase())) return osVersion;
+  return `${name} ${osVersion}`;
+}
+
 export async function issueDetail(
   db: Db,
   projectId: number,
@@ -229,7 +241,7 @@ export async function issueDetail(
   const floor = await scanFloor(db, projectId, { kind: 'issue', issueId }, undefined, undefined, limit * BREAKDOWN_SCAN_FACTOR);
   const newest = db
     .selectFrom('events')
-    .select([...BREAKDOWN_KEYS])
+    .select([...BREAKDOWN_KEYS, 'os_name'])
     .where('issue_id', '=', issueId)
     // The floor as a row value over events_issue_id's columns: as `id >= floor`,
     // PostgreSQL walked the primary key backwards from the newest event of any issue.
@@ -241,14 +253,14 @@ export async function issueDetail(
     .as('newest');
   const combos = await db
     .selectFrom(newest)
-    .select((eb) => [...BREAKDOWN_KEYS, eb.fn.countAll<number>().as('n')])
-    .groupBy([...BREAKDOWN_KEYS])
+    .select((eb) => [...BREAKDOWN_KEYS, 'os_name', eb.fn.countAll<number>().as('n')])
+    .groupBy([...BREAKDOWN_KEYS, 'os_name'])
     .execute();
   const breakdown = {} as IssueDetailJson['breakdown'];
   for (const key of BREAKDOWN_KEYS) {
     const counts = new Map<string, number>();
     for (const row of combos) {
-      const value = row[key];
+      const value = key === 'os_version' ? osVersionLabel(row.os_name, row.os_version) : row[key];
       if (value === null || value === '') continue;
       counts.set(value, (counts.get(value) ?? 0) + Number(row.n));
     }

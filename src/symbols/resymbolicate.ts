@@ -24,6 +24,7 @@ import { normalizeEvent, parseEventPayload, symbolicationInputOf, type ParsedEve
 import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
 import { lockProject } from '../store/issue-merges.js';
 import { regroupStatements, type RegroupedEvent } from './regroup.js';
+import { encodeSymbolicated } from '../ingest/symbolicated.js';
 
 export const RESYMBOLICATE_WINDOW_MS = 48 * HOUR_MS;
 /** Events per batch of the server's loop: one transaction each. */
@@ -307,7 +308,7 @@ export class ResymbolicationRunner {
     for (const { row, raw, parsed, input } of inputs) {
       const out = symbolicate(input);
       if (!out) continue;
-      const update: EventFrameUpdate = { id: Number(row.id), symbolicated: JSON.stringify(out.frames) };
+      const update: EventFrameUpdate = { id: Number(row.id), symbolicated: encodeSymbolicated(out) };
       updates.push(update);
       // Grouping, title, type and location from the symbolicated frames, by ingest's own rules.
       let n: ReturnType<typeof normalizeEvent>;

@@ -14,6 +14,7 @@ import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbol
 import { basenameOf, type SymbolFileRow } from './storage.js';
 import { indexBytes, indexMappings, lookupSegment, SOURCE_MAP_LIMITS, type MappingsIndex, type SourceMapLimits } from './sourcemap-index.js';
 import { SourceMapScanner } from './sourcemap-scan.js';
+import { enclosingFunctionName, frameFiles, mappedFunctionName, namedMappingsBefore } from './sourcemap-frames.js';
 
 /** Lines of context on each side of the frame's line (Sentry shows 5 + 1 + 5). */
 export const CONTEXT_LINES = 5;
@@ -267,6 +268,12 @@ export class LoadedSourceMap implements LoadedSymbols {
     return null;
   }
 
+  /** The original source's text as the map embeds it; null when it does not. */
+  sourceContent(source: number): string | null {
+    const { hasContent, contents } = this.data;
+    return source >= 0 && source < hasContent.length && hasContent[source] ? unpack(contents, source) : null;
+  }
+
   sourcePath(source: number): string {
     return unpack(this.data.sources, source);
   }
@@ -301,13 +308,7 @@ export class LoadedSourceMap implements LoadedSymbols {
   }
 }
 
-/** A source path as people read it: `webpack://app/./src/a.js` → `src/a.js`. */
-export function displayPath(source: string): string {
-  return source
-    .replace(/^webpack:\/\/[^/]*\//, '')
-    .replace(/^[a-z]+:\/\/\/?/i, '')
-    .replace(/^(\.\.?\/)+/, '');
-}
+export { displayPath } from './sourcemap-frames.js';
 
 // ---------------------------------------------------------------- the handler
 
@@ -343,14 +344,15 @@ export function servesRank(serves: string, frameFileName: string): number {
   return -1;
 }
 
-/** Maps one minified frame; null when the map has nothing for it. `callerName` is the caller's call-site name. */
-export function mapJsFrame(map: LoadedSourceMap, frame: NormalizedFrame, calleeNameAtCaller: string | null): NormalizedFrame | null {
+/** Maps one minified frame; null when the map has nothing for it. File and function names: sourcemap-frames.ts. */
+export function mapJsFrame(map: LoadedSourceMap, frame: NormalizedFrame): NormalizedFrame | null {
   const pos = map.lookup(frame.lineno as number, frame.colno as number);
   if (!pos) return null;
   const source = map.sourcePath(pos.source);
-  const out: NormalizedFrame = { ...frame, abs_path: source, filename: displayPath(source), lineno: pos.line, colno: pos.column };
-  // The function's original name is the name the caller's call site uses (Sentry's rule); else the minified name stays.
-  if (calleeNameAtCaller) out.function = calleeNameAtCaller;
+  const out: NormalizedFrame = { ...frame, ...frameFiles(source), lineno: pos.line, colno: pos.column };
+  const enclosing = enclosingFunctionName(frame.function, namedMappingsBefore((l, c) => map.lookup(l, c), frame.lineno as number, frame.colno as number), (s) => map.sourceContent(s));
+  const name = mappedFunctionName(frame.function, enclosing);
+  if (name !== undefined) out.function = name;
   delete out.pre_context;
   delete out.context_line;
   delete out.post_context;
@@ -397,12 +399,9 @@ export const sourceMapHandler: SymbolKindHandler<LoadedSourceMap> = {
     for (let i = 0; i < state.frames.length; i++) {
       const frames = state.frames[i];
       let out: NormalizedFrame[] | null = null;
-      // Frames are oldest call first: frame j's call site names frame j+1's function.
-      let callerName: string | null = null;
       for (let j = 0; j < frames.length; j++) {
         const f = frames[j];
         let mapped: NormalizedFrame | null = null;
-        let siteName: string | null = null;
         if (isJsFrame(f)) {
           const file = frameFile(f);
           const debugId = debugIdFor(event, file);
@@ -412,12 +411,8 @@ export const sourceMapHandler: SymbolKindHandler<LoadedSourceMap> = {
               ? { kind: 'sourcemap', by: 'release', release: event.release, dist: event.dist, name: file }
               : null;
           const map = lookup ? resolve(lookup)[0] : undefined;
-          if (map) {
-            mapped = mapJsFrame(map, f, callerName);
-            siteName = map.lookup(f.lineno as number, f.colno as number)?.name ?? null;
-          }
+          if (map) mapped = mapJsFrame(map, f);
         }
-        callerName = siteName;
         if (mapped) {
           out ??= frames.slice(0, j);
           out.push(mapped);

@@ -56,6 +56,8 @@ export interface ImportSummary {
   /** The first problems, with line numbers. */
   problems: Problem[];
   problemCount: number;
+  /** Set when the file has fewer lines than its meta line announced: it was cut short. */
+  endsEarly?: { line: number; expected: number };
 }
 
 /**
@@ -205,6 +207,7 @@ export async function importNdjson(
   }
   if (!sawMeta) throw new ImportRefusedError('the input is empty: no export meta line');
   await flush();
+  if (expected > 0 && summary.lines < expected) summary.endsEarly = { line: summary.lines, expected };
   // A batch reports its problems when it is written, after later lines were read.
   summary.problems.sort((a, b) => a.line - b.line);
   options.onProgress?.({ lines: summary.lines, expected, summary });
@@ -295,6 +298,11 @@ async function inTransaction<T>(store: Store, fn: (db: Kysely<any>) => Promise<T
   });
 }
 
+/** What a file cut short is told: where it ends, and where its meta line said it would. */
+export function endsEarlyMessage(e: { line: number; expected: number }): string {
+  return `the file ends at line ${e.line} of the ${e.expected} its meta line announced (cut short: copy or download it again)`;
+}
+
 /** The summary as lines for a person: one per type with rows, then unknown types and problems. */
 export function formatImportSummary(summary: ImportSummary): string[] {
   const out: string[] = [];
@@ -304,6 +312,7 @@ export function formatImportSummary(summary: ImportSummary): string[] {
     out.push(`  ${type.padEnd(width)}  ${c.added} added, ${c.kept} kept${c.failed > 0 ? `, ${c.failed} not imported` : ''}`);
   }
   for (const [type, n] of Object.entries(summary.unknown)) out.push(`  ${type.padEnd(width)}  ${n} skipped (unknown type)`);
+  if (summary.endsEarly) out.push(`${endsEarlyMessage(summary.endsEarly)}: the rest of it is missing`);
   if (summary.problemCount > 0) {
     out.push(`${summary.problemCount} line${summary.problemCount === 1 ? '' : 's'} not imported:`);
     for (const p of summary.problems) out.push(`  line ${p.line}: ${p.message}`);

@@ -41,6 +41,27 @@ async function migrationNames(url: string): Promise<string[]> {
   }
 }
 
+/** Whether the database holds faultline's schema (any migration applied). */
+async function isMigrated(url: string): Promise<boolean> {
+  if (url.startsWith('sqlite:')) {
+    const file = url.slice('sqlite:'.length);
+    if (!fs.existsSync(file)) return false;
+    const db = new Database(file);
+    try {
+      return db.prepare("select name from sqlite_master where name = 'kysely_migration'").get() !== undefined;
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query("select to_regclass('kysely_migration') as t")).rows[0].t !== null;
+  } finally {
+    await client.end();
+  }
+}
+
 async function addFutureMigration(url: string): Promise<void> {
   if (url.startsWith('sqlite:')) {
     const db = new Database(url.slice('sqlite:'.length));
@@ -100,6 +121,12 @@ describe('faultline --help and --version', () => {
       const sqlite = await runCli([command], { DATABASE_URL: `sqlite:${path.join(dir, 'not-a-dir', 'x.db')}` });
       expect(sqlite.code, command).toBe(1);
       expect(sqlite.stderr).toMatch(/^faultline: /);
+      // A folder the kernel will not create fails at once (recursive mkdir looped for ever there).
+      const started = Date.now();
+      const proc = await runCli([command], { DATABASE_URL: 'sqlite:/proc/faultline-test/f.db' });
+      expect(proc.code, command).toBe(1);
+      expect(proc.stderr).toContain('faultline: DATABASE_URL: cannot create the folder /proc/faultline-test for SQLite database /proc/faultline-test/f.db');
+      expect(Date.now() - started).toBeLessThan(10_000);
     }
   });
 });
@@ -284,8 +311,22 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
       const res = await runCli(['serve'], { DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' });
       expect(res.code).toBe(1);
       expect(res.stderr).toBe(`faultline: cannot listen on 127.0.0.1:${port}: the port is already in use (stop the other process or set PORT)\n`);
+      // Found before the database is touched: nothing migrated.
+      expect(await isMigrated(db.url)).toBe(false);
     } finally {
       blocker.close();
+      await db.drop();
+    }
+  });
+
+  it('names HOST, not the database, when HOST is not an address of this machine, and migrates nothing', async () => {
+    const db = await createTestDatabase(dialect);
+    try {
+      const res = await runCli(['serve'], { DATABASE_URL: db.url, PORT: '0', HOST: '999.1.1.1', LOG_LEVEL: 'silent' });
+      expect(res.code).toBe(1);
+      expect(res.stderr).toBe('faultline: cannot listen on 999.1.1.1:0: HOST "999.1.1.1" is not an address or host name of this machine (check HOST)\n');
+      expect(await isMigrated(db.url)).toBe(false);
+    } finally {
       await db.drop();
     }
   });

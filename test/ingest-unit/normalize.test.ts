@@ -391,6 +391,30 @@ describe('main exception, title, error_type, location', () => {
     const e = norm({ exception: [{ type: 'E', stacktrace: { frames: [frame('a.c', 'main', 1, false), frame('b.c', 'crash', 2, false)] } }] });
     expect(e.location).toBe('b.c:2');
   });
+  it('passes over in-app built-ins without a file (JSON.parse, <anonymous>) to the next frame with one', () => {
+    // The frames @sentry/node sends for `JSON.parse('{')` thrown from app code.
+    const e = norm({
+      exception: [
+        {
+          type: 'SyntaxError',
+          stacktrace: {
+            frames: [
+              frame('src/routes.js', 'handle', 12),
+              frame('src/config.js', 'loadConfig', 31),
+              { filename: '<anonymous>', function: 'JSON.parse', in_app: true },
+            ],
+          },
+        },
+      ],
+    });
+    expect(e.location).toBe('config.js:31');
+    const builtinOnly = norm({ exception: [{ type: 'E', stacktrace: { frames: [{ function: 'JSON.parse', in_app: true }, { abs_path: '<anonymous>', function: 'eval', in_app: true }] } }] });
+    expect(builtinOnly.location).toBe('eval');
+    const libraryFile = norm({
+      exception: [{ type: 'E', stacktrace: { frames: [frame('node_modules/lib/index.js', 'parse', 5, false), { function: 'JSON.parse', in_app: true }] } }],
+    });
+    expect(libraryFile.location).toBe('index.js:5');
+  });
   it('has an empty location without frames', () => {
     expect(norm({ exception: [{ type: 'E', value: 'v' }] }).location).toBe('');
     expect(norm({ message: 'm' }).location).toBe('');

@@ -80,6 +80,17 @@ describe.each(dialects)('faultline seed on %s', (dialect) => {
     expect(totals.total).toBe(result.plan.sessions);
     expect(totals.crashed).toBe(result.plan.crashedSessions);
     expect(totals.errored).toBeGreaterThan(0);
+
+    // What the docs say of the seeded releases: 1.2.0 brings a new crash and the lowest
+    // crash-free rate; nothing is resolved, so the overview counts no regressions.
+    const releases = (await (await t.api('/api/projects/demo/releases?days=30')).json()).releases as any[];
+    const byVersion = new Map(releases.map((r) => [r.version ?? r.release, r]));
+    const latest = byVersion.get('com.example.shop@1.2.0+120');
+    expect(latest.new_issues).toBeGreaterThanOrEqual(1);
+    for (const other of ['com.example.shop@1.0.0+100', 'com.example.shop@1.1.0+110']) {
+      expect(latest.crash_free_rate).toBeLessThan(byVersion.get(other).crash_free_rate);
+    }
+    expect((await (await t.api('/api/projects/demo/overview?days=30')).json()).regressions).toBe(0);
   });
 
   it('without --url sends to the server that PORT and HOST describe (127.0.0.1 for a wildcard HOST)', async () => {

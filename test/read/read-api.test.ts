@@ -288,7 +288,8 @@ describe.each(dialects)('read API on %s', (dialect) => {
         expect(breakdown).toEqual({
           release: top(inWin.map((e) => e.release)),
           device_model: top(inWin.map((e) => e.deviceModel)),
-          os_version: top(inWin.map((e) => e.osVersion)),
+          // With the OS name: a bare `14` says nothing when an issue spans platforms.
+          os_version: top(inWin.map((e) => `${e.osName} ${e.osVersion}`)),
           environment: top(inWin.map((e) => e.environment)),
         });
         const sorted = byTime(list);

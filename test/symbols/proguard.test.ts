@@ -48,6 +48,12 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
     // The originals stay beside them.
     expect(innermostFirst(exc.stacktrace?.frames ?? exc.frames)).toEqual(fx.frames);
     expect(detail.title).toBe(`InvalidInputException: ${fx.exceptionValue}`);
+    // The exception itself reads the original type, not only the title.
+    expect(`${exc.module}.${exc.type}`).toBe(fx.retracedType);
+    // The dashboard's event page: the original type on the Exceptions line, each frame with its class.
+    const html = await (await t.api(`/${project.slug}/events/${detail.id}`)).text();
+    expect(html).toContain('<strong>InvalidInputException</strong>');
+    for (const f of fx.retracedFrames) expect(html).toContain(`<code>${f.module}.${f.function}</code>`);
     const issue = (await (await t.api(`/api/projects/${project.slug}/issues/${detail.fingerprint}`)).json()) as any;
     expect(issue.title).toBe(`InvalidInputException: ${fx.exceptionValue}`);
     expect(issue.location).toBe('Parser.java:34');
@@ -77,6 +83,7 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
       return d.symbolicated ? d : null;
     });
     expect(innermostFirst(after.exceptions[0].symbolicated_frames)).toEqual(fx.retracedFrames);
+    expect(`${after.exceptions[0].module}.${after.exceptions[0].type}`).toBe(fx.retracedType);
     expect(after.fingerprint).toBe(before.fingerprint);
     expect(before.title).toMatch(/^a: /);
     expect(after.title).toBe(before.title.replace(/^a: /, 'InvalidInputException: '));

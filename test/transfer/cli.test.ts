@@ -71,6 +71,23 @@ describe.each(dialects)('faultline export and import on %s', (dialect) => {
     }
   }, 60_000);
 
+  it('a file cut short is reported as where it ends against what its meta line announced', async () => {
+    const empty = await emptyStore(dialect);
+    try {
+      const expected = JSON.parse(file.slice(0, file.indexOf('\n'))).expected_lines as number;
+      const cut = file.slice(0, Math.floor(file.length * 0.6)); // mid-line, as a download that stopped
+      const endsAt = cut.split('\n').length;
+      expect(endsAt).toBeLessThan(expected);
+      const res = await runCli(['import'], { DATABASE_URL: empty.database.url }, REPO, cut);
+      expect(res.code).toBe(1);
+      const message = `the file ends at line ${endsAt} of the ${expected} its meta line announced (cut short: copy or download it again)`;
+      expect(res.stderr).toContain(`faultline: ${message}; the lines before it were imported`);
+      expect(res.stdout).toContain(`${message}: the rest of it is missing`);
+    } finally {
+      await empty.close();
+    }
+  }, 60_000);
+
   it('an import killed mid-way keeps whole batches, and run again completes the copy', async () => {
     const empty = await emptyStore(dialect);
     const watcher = await openStore(empty.database.url);

@@ -1,7 +1,8 @@
 // `npm run worker` as a user runs it: a real process serving the edition on 127.0.0.1
 // with settings from the environment and a local D1 under WORKER_DATA_DIR, stopping
-// cleanly on SIGTERM; what it stored is there when the edition starts again.
-import { spawn } from 'node:child_process';
+// cleanly on SIGTERM (to it, or to `npm run worker`: no node or workerd left behind);
+// what it stored is there when the edition starts again.
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,5 +63,51 @@ describe('npm run worker', () => {
       await again.close();
     }
     // Two bundles built by wrangler and two Miniflare starts: on a loaded machine, over 30 s.
+  }, 120_000);
+
+  it('SIGTERM to `npm run worker` ends its node process and workerd too', async () => {
+    const npm = spawn('npm', ['run', 'worker'], {
+      cwd: REPO_ROOT,
+      env: childEnv({ PORT: '0', API_KEYS: 'local-key', LOG_LEVEL: 'silent', WORKER_DATA_DIR: dataDir }),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    const exited = new Promise<void>((resolve) => npm.on('exit', () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      npm.stderr.on('data', (d) => {
+        stderr += d;
+        if (/listening on http:\/\/127\.0\.0\.1:\d+/.test(stderr)) resolve();
+      });
+      exited.then(() => reject(new Error(`npm exited before listening:\n${stderr}`)));
+    });
+    /** Every process below `pid`. */
+    const descendants = (pid: number): number[] => {
+      let children: number[] = [];
+      try {
+        children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() !== '').map(Number);
+      } catch {
+        // ps exits 1 when there are none
+      }
+      return children.flatMap((c) => [c, ...descendants(c)]);
+    };
+    const below = descendants(npm.pid!);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const names = below.map((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '));
+    expect(names.some((n) => n.includes('workers/local.js'))).toBe(true);
+    expect(names.some((n) => n.includes('workerd'))).toBe(true);
+    npm.kill('SIGTERM');
+    await exited;
+    const deadline = Date.now() + 15_000;
+    while (below.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    const left = below.filter(alive);
+    for (const pid of left) process.kill(pid, 'SIGKILL');
+    expect(left).toEqual([]);
   }, 120_000);
 });

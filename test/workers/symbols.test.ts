@@ -4,6 +4,7 @@
 // upload's files become ready together on D1 too (no interactive transactions there); an
 // upload re-symbolicates the release's stored events in bounded steps, the first after
 // the upload's answer, the rest by the every-minute cron.
+import { transformSync } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESYMBOLICATE_CRON } from '../../src/editions/workers/crons.js';
 import { WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../src/limits.js';
@@ -95,6 +96,55 @@ describe('symbol routes on the Worker', () => {
     expect(row).toMatchObject({ id: pending.id, state: 'ready', debug_id: meta.debugId });
     expect(replaced).toEqual([Number(old.id)]);
     expect((await listSymbolFiles(store.db, 1)).filter((r) => r.release === 'android@9').map((r) => Number(r.id))).toEqual([pending.id]);
+  });
+
+  it('symbolicates an obfuscated exception type at ingest: the event detail reads the original type and module', async () => {
+    const { dsn, id: projectId } = (await (await w.api('/api/projects/web')).json()) as { dsn: string; id: number };
+    const key = new URL(dsn).username;
+    const mapping = 'com.example.DeclinedException -> a.d:\ncom.example.Checkout -> a.b:\n    void pay(int) -> c\n';
+    const uploaded = await w.api('/api/projects/web/symbols', { method: 'POST', body: form('proguard', 'android@6.0', 'mapping.txt', mapping) });
+    expect(uploaded.status, await uploaded.clone().text()).toBe(201);
+    const id = eventId();
+    const event = {
+      ...errorEvent({ id, timestamp: Date.now(), type: 'd', value: 'declined', release: 'android@6.0' }),
+      platform: 'java',
+      exception: { values: [{ type: 'd', value: 'declined', module: 'a', stacktrace: { frames: [{ module: 'a.b', function: 'c', filename: 'SourceFile', in_app: true }] } }] },
+    };
+    const res = await fetch(`${w.url}/api/${projectId}/envelope/?sentry_key=${key}`, { method: 'POST', body: new Uint8Array(envelope({}, [{ type: 'event', payload: event }])) });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const detail = (await (await w.api(`/api/projects/web/events/${id}`)).json()) as { title: string; exceptions: { type: string; module: string }[] };
+    expect(detail.title).toBe('DeclinedException: declined');
+    expect(detail.exceptions[0]).toMatchObject({ type: 'DeclinedException', module: 'com.example' });
+  });
+
+  it('maps a minified frame to `filename` src/…, `abs_path` as the map writes it, and its enclosing function\'s name, not the call site\'s', async () => {
+    const { dsn, id: projectId } = (await (await w.api('/api/projects/web')).json()) as { dsn: string; id: number };
+    const key = new URL(dsn).username;
+    const source = 'export function checkout(items) {\n  return run(parseItems, items);\n}\n\nfunction run(fn, input) {\n  return fn.call(null, input);\n}\n\nfunction parseItems(text) {\n  if (!text.includes(":")) throw new Error("bad items");\n  return text.split(",");\n}\n';
+    const built = transformSync(source, { loader: 'js', format: 'esm', minify: true, sourcemap: 'external', sourcefile: 'webpack:///./src/cart.js' });
+    const uploaded = await w.api('/api/projects/web/symbols', { method: 'POST', body: form('sourcemap', 'web@7.0', 'cart.min.js.map', built.map) });
+    expect(uploaded.status, await uploaded.clone().text()).toBe(201);
+    const col = (needle: string) => built.code.indexOf(needle) + 1;
+    const id = eventId();
+    // As a browser reports it: parseItems (minified `u`) called through `fn.call`.
+    const frames = [
+      { abs_path: 'https://shop.example/cart.min.js', filename: 'https://shop.example/cart.min.js', function: 'e', lineno: 1, colno: col('return t(') + 7, in_app: true },
+      { abs_path: 'https://shop.example/cart.min.js', filename: 'https://shop.example/cart.min.js', function: 't', lineno: 1, colno: col('n.call(') + 2, in_app: true },
+      { abs_path: 'https://shop.example/cart.min.js', filename: 'https://shop.example/cart.min.js', function: 'u', lineno: 1, colno: col('throw new'), in_app: true },
+    ];
+    const event = {
+      ...errorEvent({ id, timestamp: Date.now(), type: 'Error', value: 'bad items', release: 'web@7.0' }),
+      platform: 'javascript',
+      exception: { values: [{ type: 'Error', value: 'bad items', stacktrace: { frames } }] },
+    };
+    const res = await fetch(`${w.url}/api/${projectId}/envelope/?sentry_key=${key}`, { method: 'POST', body: new Uint8Array(envelope({}, [{ type: 'event', payload: event }])) });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const detail = (await (await w.api(`/api/projects/web/events/${id}`)).json()) as { exceptions: { symbolicated_frames: { function: string; filename: string; abs_path: string; lineno: number }[] }[] };
+    expect(detail.exceptions[0].symbolicated_frames.map((f) => [f.function, f.filename, f.abs_path, f.lineno])).toEqual([
+      ['checkout', 'src/cart.js', 'webpack:///./src/cart.js', 2],
+      ['run', 'src/cart.js', 'webpack:///./src/cart.js', 6],
+      ['parseItems', 'src/cart.js', 'webpack:///./src/cart.js', 10],
+    ]);
   });
 
   it('re-symbolicates the release stored events after an upload: one step after its answer, the rest by the cron', async () => {

@@ -89,16 +89,22 @@ export function eventListPage(
   return page(ctx, { title: `Events · ${project.name}`, project, section: 'events', body });
 }
 
-function frameLine(f: NormalizedFrame): Html {
+/** A JVM frame names its method with its class (`com.example.Parser.parse`), as the JVM prints it. */
+function frameFunction(f: NormalizedFrame, jvm: boolean): string {
+  const fn = f.function ?? '?';
+  return jvm && f.module && f.function ? `${f.module}.${fn}` : fn;
+}
+
+function frameLine(f: NormalizedFrame, jvm: boolean): Html {
   const where = [f.filename ?? f.abs_path ?? f.module ?? f.package ?? '', f.lineno !== undefined ? `:${f.lineno}` : '', f.colno !== undefined ? `:${f.colno}` : ''].join('');
-  return html`<li class="${f.in_app ? 'app' : ''}"><code>${f.function ?? '?'}</code> <span class="sub">${where}${f.instruction_addr ? ` ${f.instruction_addr}` : ''}</span>
+  return html`<li class="${f.in_app ? 'app' : ''}"><code>${frameFunction(f, jvm)}</code> <span class="sub">${where}${f.instruction_addr ? ` ${f.instruction_addr}` : ''}</span>
     ${f.context_line ? html`<pre>${f.context_line}</pre>` : ''}</li>`;
 }
 
 /** Frames crashing frame first (the API lists them caller first). */
-function stack(frames: NormalizedFrame[], label: string): Html {
+function stack(frames: NormalizedFrame[], label: string, jvm: boolean): Html {
   const list = [...frames].reverse();
-  return html`<div><h4>${label}</h4>${list.length === 0 ? html`<p class="sub">No frames.</p>` : html`<ol class="stack">${list.map(frameLine)}</ol>`}</div>`;
+  return html`<div><h4>${label}</h4>${list.length === 0 ? html`<p class="sub">No frames.</p>` : html`<ol class="stack">${list.map((f) => frameLine(f, jvm))}</ol>`}</div>`;
 }
 
 function kvList(entries: [string, unknown][]): Html {
@@ -109,6 +115,7 @@ function kvList(entries: [string, unknown][]): Html {
 /** The full view of one event. */
 export function eventView(project: Project, e: EventDetail, ctx: PageContext): Html {
   const exceptions = [...e.exceptions].reverse(); // main exception first
+  const jvm = e.platform === 'java';
   const raw_ = prettyJson(e.raw);
   const apiPath = `/api/projects/${encodeURIComponent(project.slug)}/events/${e.id}`;
   return html`<section class="card" aria-labelledby="event-${e.id}">
@@ -129,8 +136,8 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext): H
       (x) => html`<div class="exception">
         <p>${x.type ? html`<strong>${x.type}</strong>: ` : ''}${x.value} ${x.mechanism ? html`<span class="badge">${text(x.mechanism.type)}${x.mechanism.handled === false ? ' · unhandled' : ''}</span>` : ''}</p>
         ${x.symbolicated_frames
-          ? html`<div class="frames pair">${stack(x.symbolicated_frames as NormalizedFrame[], 'Symbolicated')}${stack(x.frames, 'As received')}</div>`
-          : html`<div class="frames">${stack(x.frames, 'Stack trace (most recent call first)')}</div>`}
+          ? html`<div class="frames pair">${stack(x.symbolicated_frames as NormalizedFrame[], 'Symbolicated', jvm)}${stack(x.frames, 'As received', jvm)}</div>`
+          : html`<div class="frames">${stack(x.frames, 'Stack trace (most recent call first)', jvm)}</div>`}
       </div>`,
     )}
     <h3>Breadcrumbs</h3>

@@ -51,9 +51,30 @@ export async function openStore(url: string | undefined, options: OpenStoreOptio
   return target.dialect === 'sqlite' ? openSqlite(target.path, options) : openPostgres(target.url);
 }
 
+/**
+ * Creates the missing folders above a SQLite file one at a time, outermost first.
+ * Node's recursive mkdir loops for ever where the kernel answers ENOENT for a folder it
+ * will not create (`/proc/x`); one level at a time, that answer is a clear error.
+ */
+function makeParentFolders(file: string): void {
+  const missing: string[] = [];
+  for (let dir = path.dirname(path.resolve(file)); !fs.existsSync(dir); dir = path.dirname(dir)) {
+    missing.unshift(dir);
+    if (path.dirname(dir) === dir) break;
+  }
+  for (const dir of missing) {
+    try {
+      fs.mkdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw new DatabaseConfigError(`DATABASE_URL: cannot create the folder ${dir} for SQLite database ${file}: ${(err as Error).message}`);
+    }
+  }
+}
+
 function openSqlite(file: string, options: OpenStoreOptions): NodeStore {
   const memory = file === ':memory:';
-  if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (!memory) makeParentFolders(file);
   let raw: BetterSqlite3.Database;
   try {
     raw = new BetterSqlite3(file);
