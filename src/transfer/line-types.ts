@@ -60,6 +60,9 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'enabled', kind: 'bool' },
       { column: 'cooldown_minutes', kind: 'int' },
       { column: 'last_triggered', kind: 'time?' },
+      // The rule's channel list stays behind: it names channel ids of this instance.
+      { column: 'environments', kind: 'list' },
+      { column: 'min_level', kind: 'text-added' },
     ],
   }),
   tableLineType({

@@ -34,6 +34,11 @@ describe.each(dialects)('round trip from %s', (source) => {
     expect(events.some((e) => Array.isArray(e.symbolicated))).toBe(true);
     expect(events.some((e) => e.detail !== undefined)).toBe(true);
     expect(events.filter((e) => e.first_of_issue).length).toBe(counts.issue);
+    expect(lines.filter((l) => l.type === 'alert_rule' && l.project === 'demo').map((l) => [l.alert, l.environments, l.min_level])).toEqual([
+      ['crash_spike', [], null],
+      ['new_issue', [], null],
+      ['regression', ['production', 'eu-prod'], 'warning'],
+    ]);
     expect(new Set(lines.filter((l) => l.type === 'issue').map((l) => l.status))).toEqual(new Set(['resolved', 'ignored', 'triaged', 'unresolved']));
     // Only projects carry an id; nothing else names a database id.
     for (const l of lines) {
