@@ -119,10 +119,25 @@ export async function createChannel(db: Db, projectId: number, input: ChannelInp
     .executeTakeFirstOrThrow();
 }
 
+/** Deletes a channel and takes it out of the rules limited to it (docs/api.md "Alerts"). */
 export async function deleteChannel(db: Db, projectId: number, id: number): Promise<boolean> {
   if (!Number.isSafeInteger(id) || id <= 0) return false;
-  const result = await db.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+  return db.transaction().execute(async (tx) => {
+    const result = await tx.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) return false;
+    const rules = await tx.selectFrom('alert_rules').select(['type', 'channels']).where('project_id', '=', projectId).where('channels', '<>', '[]').execute();
+    for (const rule of rules) {
+      const channels = storedRuleFilters(rule).channels;
+      if (!channels.includes(id)) continue;
+      await tx
+        .updateTable('alert_rules')
+        .set({ channels: JSON.stringify(channels.filter((c) => c !== id)) })
+        .where('project_id', '=', projectId)
+        .where('type', '=', rule.type)
+        .execute();
+    }
+    return true;
+  });
 }
 
 // ---------------------------------------------------------------------------

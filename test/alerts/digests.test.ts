@@ -156,6 +156,13 @@ describe.each(dialects)('alert digests and rule filters (%s)', (dialect) => {
       expect((await t.api(`/api/projects/${p.slug}/alerts/new_issue`, { method: 'PATCH', json: { environments: [], channels: [] } })).status).toBe(200);
       await sendEvents(t, p, [{ ...errorEvent({ timestamp: ts, fn: 'fatal_one', level: 'fatal' }), environment: 'staging' }]);
       await until(() => one.requests.length === 2 && two.requests.length === 1);
+
+      // A deleted channel leaves the rules limited to it.
+      const twoId = (await (await t.api(`/api/projects/${p.slug}/alerts`)).json()).channels[1].id;
+      expect((await t.api(`/api/projects/${p.slug}/alerts/regression`, { method: 'PATCH', json: { channels: [oneId, twoId] } })).status).toBe(200);
+      expect((await t.api(`/api/projects/${p.slug}/alerts/channels/${oneId}`, { method: 'DELETE' })).status).toBe(204);
+      const after = await (await t.api(`/api/projects/${p.slug}/alerts`)).json();
+      expect(after.rules.find((r: any) => r.type === 'regression').channels).toEqual([twoId]);
     } finally {
       await t.close();
       await one.stop();
