@@ -348,24 +348,20 @@ export async function dispatchAlert(db: Db, alertId: number, now: number, wallNo
   });
 }
 
-/** The rules with alerts held back whose cooldown is over at `now` (at most `limit`). */
+/**
+ * The rules with alerts held back whose cooldown is over at `now` (at most `limit`). Read
+ * from the held rows (a partial index keeps them apart), as every dispatcher pass asks.
+ */
 export async function dueDigests(db: Db, now: number, limit: number): Promise<{ project_id: number; type: string }[]> {
   const rows = await db
-    .selectFrom('alert_rules as r')
-    .select(['r.project_id', 'r.type'])
+    .selectFrom('alert_outbox as o')
+    .innerJoin('alert_rules as r', (join) => join.onRef('r.project_id', '=', 'o.project_id').onRef('r.type', '=', 'o.type'))
+    .select(['o.project_id', 'o.type'])
+    .distinct()
+    .where('o.state', '=', OUTBOX_HELD)
     .where((eb) => eb.or([eb('r.last_triggered', 'is', null), eb(sql<number>`r.last_triggered + r.cooldown_minutes * 60000`, '<=', now)]))
-    .where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('alert_outbox as o')
-          .select('o.id')
-          .whereRef('o.project_id', '=', 'r.project_id')
-          .whereRef('o.type', '=', 'r.type')
-          .where('o.state', '=', OUTBOX_HELD),
-      ),
-    )
-    .orderBy('r.project_id')
-    .orderBy('r.type')
+    .orderBy('o.project_id')
+    .orderBy('o.type')
     .limit(limit)
     .execute();
   return rows.map((r) => ({ project_id: Number(r.project_id), type: r.type }));
