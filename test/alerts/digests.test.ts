@@ -5,6 +5,7 @@
 // where. Time is the injected clock's: no test waits for a cooldown.
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { runRetention } from '../../src/store/retention.js';
 import { createTestDatabase, dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { errorEvent } from '../ingest/helpers.js';
 import { FakeBotApi, Receiver, addWebhook, apiProject, deliveries, pendingOutbox, sendEvents, sleep, until } from './support.js';
@@ -106,6 +107,9 @@ describe.each(dialects)('alert digests and rule filters (%s)', (dialect) => {
       await until(() => hook.requests.length === 1);
       await settled(a);
       expect(await outboxStates(a, p.id)).toEqual(['sent', 'held', 'held']);
+      // Retention takes the alerts that are done with, never the held ones.
+      await runRetention(a.deps.store, { now: clock.now() + 10 * 24 * 60 * MINUTE, retentionDays: 1 });
+      expect(await outboxStates(a, p.id)).toEqual(['held', 'held']);
       await a.close();
 
       clock.advance(61 * MINUTE);
