@@ -5,6 +5,7 @@
 import { HOUR_MS } from '../clock.js';
 import type { AlertType } from './rules.js';
 import type { TelegramConfig, WebhookConfig } from './rules.js';
+import type { DigestFields } from './outbox.js';
 import { ForbiddenAddressError, type AlertRuntime } from './transport.js';
 
 export const WEBHOOK_TIMEOUT_MS = 10_000;
@@ -23,6 +24,9 @@ export interface AlertContent {
   /** crash_spike: crashes in the last 60 minutes, and the hourly average of the 24 hours before. */
   recent?: number;
   baseline?: number;
+  environment?: string;
+  /** Set when this is the digest of the alerts a cooldown held back. */
+  digest?: DigestFields;
   triggered_at: number;
 }
 
@@ -42,8 +46,34 @@ export interface WebhookPayload {
   url?: string;
   recent?: number;
   baseline?: number;
+  environment?: string;
+  /** The digest form (docs/api.md "Webhook payload"). */
+  digest?: true;
+  count?: number;
+  since?: string;
+  issues?: DigestItem[];
+  more?: number;
   triggered_at: string;
 }
+
+/** One alert a digest lists: its issue (or, for crash spikes, its counts). */
+export interface DigestItem {
+  title?: string;
+  fingerprint?: string;
+  level?: string;
+  event_count?: number;
+  release?: string;
+  environment?: string;
+  url?: string;
+  recent?: number;
+  baseline?: number;
+}
+
+const DIGEST_NOUNS: Record<AlertType, [string, string]> = {
+  new_issue: ['new issue', 'new issues'],
+  regression: ['regression', 'regressions'],
+  crash_spike: ['crash spike', 'crash spikes'],
+};
 
 const TITLES: Record<AlertContent['type'], string> = {
   new_issue: 'New issue',
@@ -62,7 +92,40 @@ export function alertLink(publicUrl: string | null, project: AlertProject, conte
   return content.fingerprint ? `${base}/issues/${encodeURIComponent(content.fingerprint)}` : base;
 }
 
+/** The fields of one listed alert of a digest that apply to it. */
+function digestItem(raw: Record<string, unknown>, project: AlertProject, publicUrl: string | null): DigestItem {
+  const item: DigestItem = {};
+  for (const k of ['title', 'fingerprint', 'level', 'release', 'environment'] as const) {
+    if (typeof raw[k] === 'string' && raw[k] !== '') item[k] = raw[k] as string;
+  }
+  for (const k of ['event_count', 'recent', 'baseline'] as const) {
+    if (typeof raw[k] === 'number') item[k] = raw[k] as number;
+  }
+  if (item.fingerprint !== undefined) {
+    const url = alertLink(publicUrl, project, { type: 'new_issue', fingerprint: item.fingerprint, triggered_at: 0 });
+    if (url !== undefined) item.url = url;
+  }
+  return item;
+}
+
+function digestPayload(content: AlertContent, digest: DigestFields, project: AlertProject, publicUrl: string | null): WebhookPayload {
+  const payload: WebhookPayload = {
+    type: content.type,
+    digest: true,
+    project: { slug: project.slug, name: project.name },
+    count: digest.count,
+    since: new Date(digest.since).toISOString(),
+    issues: digest.items.map((i) => digestItem(i, project, publicUrl)),
+    more: Math.max(0, digest.count - digest.items.length),
+    triggered_at: new Date(content.triggered_at).toISOString(),
+  };
+  const url = alertLink(publicUrl, project, { type: content.type, triggered_at: content.triggered_at });
+  if (url !== undefined) payload.url = url;
+  return payload;
+}
+
 export function webhookPayload(content: AlertContent, project: AlertProject, publicUrl: string | null): WebhookPayload {
+  if (content.digest && content.type !== 'test') return digestPayload(content, content.digest, project, publicUrl);
   const payload = { type: content.type, project: { slug: project.slug, name: project.name } } as WebhookPayload;
   if (content.title !== undefined) payload.title = content.title;
   if (content.fingerprint !== undefined) payload.fingerprint = content.fingerprint;
@@ -73,12 +136,14 @@ export function webhookPayload(content: AlertContent, project: AlertProject, pub
   if (url !== undefined) payload.url = url;
   if (content.recent !== undefined) payload.recent = content.recent;
   if (content.baseline !== undefined) payload.baseline = content.baseline;
+  if (content.environment) payload.environment = content.environment;
   payload.triggered_at = new Date(content.triggered_at).toISOString();
   return payload;
 }
 
 /** The short plain-text Telegram message: type, project, title, counts, link. */
 export function telegramText(content: AlertContent, project: AlertProject, publicUrl: string | null): string {
+  if (content.digest && content.type !== 'test') return telegramDigestText(content.type, content.digest, project, publicUrl);
   const lines = [`${TITLES[content.type]} in ${project.name} (${project.slug})`];
   if (content.type === 'crash_spike') {
     lines.push(`${content.recent} crashes in the last 60 minutes; hourly average of the 24 hours before: ${content.baseline}`);
@@ -92,6 +157,29 @@ export function telegramText(content: AlertContent, project: AlertProject, publi
     lines.push(facts.join(', '));
   }
   const url = alertLink(publicUrl, project, content);
+  if (url) lines.push(url);
+  return lines.join('\n');
+}
+
+/** "3 new issues in Shop app (shop-app) since 10:02 UTC", one line per listed alert, "and N more", the link. */
+function telegramDigestText(type: AlertType, digest: DigestFields, project: AlertProject, publicUrl: string | null): string {
+  const since = new Date(digest.since).toISOString();
+  const [one, many] = DIGEST_NOUNS[type];
+  const lines = [`${digest.count} ${digest.count === 1 ? one : many} in ${project.name} (${project.slug}) since ${since.slice(0, 10)} ${since.slice(11, 16)} UTC`];
+  for (const raw of digest.items) {
+    const item = digestItem(raw, project, null);
+    if (type === 'crash_spike') {
+      lines.push(`- ${item.recent} crashes in 60 minutes (hourly average before: ${item.baseline})`);
+      continue;
+    }
+    const facts = [item.level, item.event_count !== undefined ? `${item.event_count} event${item.event_count === 1 ? '' : 's'}` : undefined, item.release && `release ${item.release}`]
+      .filter(Boolean)
+      .join(', ');
+    lines.push(`- ${(item.title ?? item.fingerprint ?? '').slice(0, 150)}${facts ? ` (${facts})` : ''}`);
+  }
+  const more = digest.count - digest.items.length;
+  if (more > 0) lines.push(`and ${more} more`);
+  const url = alertLink(publicUrl, project, { type, triggered_at: 0 });
   if (url) lines.push(url);
   return lines.join('\n');
 }

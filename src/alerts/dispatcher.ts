@@ -20,6 +20,8 @@ import {
   claimDeliveries,
   deliveryContext,
   dispatchAlert,
+  dueDigests,
+  sendDigest,
   markDelivered,
   markFailed,
   nextDeliveryDue,
@@ -73,13 +75,15 @@ export const SPIKE_CHECK_INTERVAL_MS = 10 * 60_000;
 
 export interface PassSummary {
   alerts: Record<AlertOutcome, number>;
+  /** Digests of held-back alerts sent out. */
+  digests: number;
   sent: number;
   failed: number;
   retried: number;
 }
 
 function emptySummary(): PassSummary {
-  return { alerts: { sent: 0, taken: 0, disabled: 0, no_channel: 0, cooldown: 0 }, sent: 0, failed: 0, retried: 0 };
+  return { alerts: { sent: 0, taken: 0, disabled: 0, no_channel: 0, held: 0, filtered: 0 }, digests: 0, sent: 0, failed: 0, retried: 0 };
 }
 
 function randomHolder(): string {
@@ -206,8 +210,13 @@ export class AlertDispatcher {
     }
   }
 
-  /** Every recorded alert: cooldown claimed and deliveries created, or set aside. */
+  /**
+   * The digests whose cooldown is over first (so an alert recorded after the cooldown
+   * ended goes out on its own rather than joining a late digest), then every recorded
+   * alert: cooldown claimed and deliveries created, held for a digest, or set aside.
+   */
   private async takeAlerts(): Promise<void> {
+    await this.sendDigests();
     for (;;) {
       const ids = await pendingAlertIds(this.deps.store.db, 100);
       if (ids.length === 0) return;
@@ -218,6 +227,16 @@ export class AlertDispatcher {
         if (outcome !== 'taken') this.deps.logger.debug({ alert_id: id, outcome }, 'alert taken from the outbox');
       }
       if (ids.length < 100) return;
+    }
+  }
+
+  private async sendDigests(): Promise<void> {
+    const due = await dueDigests(this.deps.store.db, this.deps.clock.now(), 100);
+    for (const { project_id, type } of due) {
+      if (this.stopped) return;
+      const outcome = await sendDigest(this.deps.store.db, project_id, type, this.deps.clock.now(), this.options.wallClock());
+      if (outcome === 'sent') this.summary.digests += 1;
+      if (outcome !== 'taken') this.deps.logger.debug({ project_id, type, outcome }, 'digest of held-back alerts');
     }
   }
 

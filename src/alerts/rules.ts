@@ -17,12 +17,78 @@ export function isAlertType(value: string): value is AlertType {
   return (ALERT_TYPES as readonly string[]).includes(value);
 }
 
-export interface RulePatch {
+/** Event levels, lowest first: a rule's `min_level` lets through that level and those after it. */
+export const ALERT_LEVELS = ['debug', 'info', 'warning', 'error', 'fatal'] as const;
+export type AlertLevel = (typeof ALERT_LEVELS)[number];
+
+/** At most this many environments in one rule, each at most MAX_ENVIRONMENT_LENGTH characters. */
+export const MAX_RULE_ENVIRONMENTS = 50;
+export const MAX_ENVIRONMENT_LENGTH = 64;
+export const MAX_RULE_CHANNELS = 50;
+
+/**
+ * What a rule lets through (docs/api.md "Alerts"): events of these environments (empty:
+ * all), at or above this level (null: all), sent to these channels (empty: all).
+ */
+export interface RuleFilters {
+  environments: string[];
+  min_level: AlertLevel | null;
+  channels: number[];
+}
+
+export const NO_FILTERS: RuleFilters = { environments: [], min_level: null, channels: [] };
+
+export interface RulePatch extends Partial<RuleFilters> {
   enabled?: boolean;
   cooldown_minutes?: number;
 }
 
+/** What an alert tells a rule about its cause (the outbox payload's fields). */
+export interface AlertCause {
+  environment?: string;
+  level?: string;
+}
+
+/**
+ * Whether a rule's filters let an alert through. An alert that says nothing about an
+ * environment or level (a crash spike) is not held back by that filter.
+ */
+export function ruleLetsThrough(filters: RuleFilters, cause: AlertCause): boolean {
+  if (filters.environments.length > 0 && cause.environment !== undefined && !filters.environments.includes(cause.environment)) return false;
+  if (filters.min_level !== null && cause.level !== undefined) {
+    const at = ALERT_LEVELS.indexOf(cause.level as AlertLevel);
+    if (at < ALERT_LEVELS.indexOf(filters.min_level)) return false;
+  }
+  return true;
+}
+
+/** The channels a rule sends to, of the project's `channelIds` (in their order). */
+export function ruleChannels(filters: RuleFilters, channelIds: number[]): number[] {
+  return filters.channels.length === 0 ? channelIds : channelIds.filter((id) => filters.channels.includes(id));
+}
+
+/** The filters as stored (alert_rules columns), read back leniently: anything unreadable is "all". */
+export function storedRuleFilters(row: { environments?: string | null; min_level?: string | null; channels?: string | null }): RuleFilters {
+  const list = (text: string | null | undefined): unknown[] => {
+    try {
+      const v = text ? JSON.parse(text) : [];
+      return Array.isArray(v) ? v : [];
+    } catch {
+      return [];
+    }
+  };
+  return {
+    environments: list(row.environments).filter((e): e is string => typeof e === 'string'),
+    min_level: (ALERT_LEVELS as readonly string[]).includes(row.min_level ?? '') ? (row.min_level as AlertLevel) : null,
+    channels: list(row.channels).filter((c): c is number => Number.isSafeInteger(c)),
+  };
+}
+
 const COOLDOWN_MESSAGE = `cooldown_minutes must be an integer between 0 and ${MAX_COOLDOWN_MINUTES}`;
+const ENVIRONMENTS_MESSAGE = `environments must be a list of at most ${MAX_RULE_ENVIRONMENTS} environment names of 1 to ${MAX_ENVIRONMENT_LENGTH} characters (empty: all)`;
+const LEVEL_MESSAGE = `min_level must be one of ${ALERT_LEVELS.join(', ')}, or null for all levels`;
+const CHANNELS_MESSAGE = `channels must be a list of at most ${MAX_RULE_CHANNELS} channel ids of this project (empty: all channels)`;
+const RULE_FIELDS = ['enabled', 'cooldown_minutes', 'environments', 'min_level', 'channels'];
 
 const rulePatchSchema = z.strictObject(
   {
@@ -32,8 +98,20 @@ const rulePatchSchema = z.strictObject(
       .min(0, { error: COOLDOWN_MESSAGE })
       .max(MAX_COOLDOWN_MINUTES, { error: COOLDOWN_MESSAGE })
       .optional(),
+    environments: z
+      .array(
+        z.string({ error: ENVIRONMENTS_MESSAGE }).min(1, { error: ENVIRONMENTS_MESSAGE }).max(MAX_ENVIRONMENT_LENGTH, { error: ENVIRONMENTS_MESSAGE }),
+        { error: ENVIRONMENTS_MESSAGE },
+      )
+      .max(MAX_RULE_ENVIRONMENTS, { error: ENVIRONMENTS_MESSAGE })
+      .optional(),
+    min_level: z.enum(ALERT_LEVELS, { error: LEVEL_MESSAGE }).nullable().optional(),
+    channels: z
+      .array(z.int({ error: CHANNELS_MESSAGE }).positive({ error: CHANNELS_MESSAGE }).max(Number.MAX_SAFE_INTEGER, { error: CHANNELS_MESSAGE }), { error: CHANNELS_MESSAGE })
+      .max(MAX_RULE_CHANNELS, { error: CHANNELS_MESSAGE })
+      .optional(),
   },
-  { error: unknownFields(['enabled', 'cooldown_minutes']) },
+  { error: unknownFields(RULE_FIELDS) },
 );
 
 function unknownFields(allowed: string[]) {
@@ -47,14 +125,17 @@ function firstMessage(error: z.ZodError): string {
   return [...new Set(error.issues.map((i) => i.message))].join('; ');
 }
 
-/** A PATCH body: at least one of the two fields, each valid. */
+/** A PATCH body: at least one field, each valid (channel ids are checked against the project by the store). */
 export function parseRulePatch(body: unknown): RulePatch {
   const result = rulePatchSchema.safeParse(body);
   if (!result.success) throw new AlertInputError(firstMessage(result.error));
-  if (result.data.enabled === undefined && result.data.cooldown_minutes === undefined) {
-    throw new AlertInputError('send enabled (boolean), cooldown_minutes (integer 0..43200) or both');
+  if (Object.values(result.data).every((v) => v === undefined)) {
+    throw new AlertInputError(`send at least one of ${RULE_FIELDS.join(', ')}`);
   }
-  return result.data;
+  const patch: RulePatch = { ...result.data };
+  if (patch.environments) patch.environments = [...new Set(patch.environments)];
+  if (patch.channels) patch.channels = [...new Set(patch.channels)];
+  return patch;
 }
 
 export interface WebhookConfig {

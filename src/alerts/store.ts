@@ -7,8 +7,21 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Dialect, Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
-import { OUTBOX_PENDING } from './outbox.js';
-import { ALERT_TYPES, RULE_DEFAULTS, type AlertType, type ChannelInput, type RulePatch } from './rules.js';
+import { digestFields, namedIssues, OUTBOX_HELD, OUTBOX_PENDING } from './outbox.js';
+import {
+  ALERT_TYPES,
+  AlertInputError,
+  NO_FILTERS,
+  RULE_DEFAULTS,
+  ruleChannels,
+  ruleLetsThrough,
+  storedRuleFilters,
+  type AlertCause,
+  type AlertLevel,
+  type AlertType,
+  type ChannelInput,
+  type RulePatch,
+} from './rules.js';
 import { DELIVERY_LIST_LIMIT } from '../limits.js';
 
 type Db = Kysely<Database>;
@@ -19,6 +32,9 @@ export interface AlertRuleJson {
   enabled: boolean;
   cooldown_minutes: number;
   last_triggered: string | null;
+  environments: string[];
+  min_level: AlertLevel | null;
+  channels: number[];
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
@@ -43,15 +59,25 @@ export async function listRules(db: Db, projectId: number): Promise<AlertRuleJso
       enabled: row ? Number(row.enabled) === 1 : RULE_DEFAULTS.enabled,
       cooldown_minutes: row ? Number(row.cooldown_minutes) : RULE_DEFAULTS.cooldown_minutes,
       last_triggered: row ? iso(row.last_triggered) : null,
+      ...(row ? storedRuleFilters(row) : NO_FILTERS),
     };
   });
 }
 
+/** Changes a rule; a channel id that is not one of the project's is an AlertInputError. */
 export async function updateRule(db: Db, projectId: number, type: AlertType, patch: RulePatch): Promise<AlertRuleJson> {
+  if (patch.channels && patch.channels.length > 0) {
+    const known = new Set((await listChannels(db, projectId)).map((c) => Number(c.id)));
+    const unknown = patch.channels.filter((id) => !known.has(id));
+    if (unknown.length > 0) throw new AlertInputError(`channels: ${unknown.join(', ')} ${unknown.length > 1 ? 'are not channels' : 'is not a channel'} of this project`);
+  }
   await insertDefaultRules(db, projectId);
-  const set: { enabled?: number; cooldown_minutes?: number } = {};
+  const set: { enabled?: number; cooldown_minutes?: number; environments?: string; min_level?: string | null; channels?: string } = {};
   if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
   if (patch.cooldown_minutes !== undefined) set.cooldown_minutes = patch.cooldown_minutes;
+  if (patch.environments !== undefined) set.environments = JSON.stringify(patch.environments);
+  if (patch.min_level !== undefined) set.min_level = patch.min_level;
+  if (patch.channels !== undefined) set.channels = JSON.stringify(patch.channels);
   await db.updateTable('alert_rules').set(set).where('project_id', '=', projectId).where('type', '=', type).execute();
   return (await listRules(db, projectId)).find((r) => r.type === type)!;
 }
@@ -93,22 +119,39 @@ export async function createChannel(db: Db, projectId: number, input: ChannelInp
     .executeTakeFirstOrThrow();
 }
 
+/** Deletes a channel and takes it out of the rules limited to it (docs/api.md "Alerts"). */
 export async function deleteChannel(db: Db, projectId: number, id: number): Promise<boolean> {
   if (!Number.isSafeInteger(id) || id <= 0) return false;
-  const result = await db.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
+  return db.transaction().execute(async (tx) => {
+    const result = await tx.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) return false;
+    const rules = await tx.selectFrom('alert_rules').select(['type', 'channels']).where('project_id', '=', projectId).where('channels', '<>', '[]').execute();
+    for (const rule of rules) {
+      const channels = storedRuleFilters(rule).channels;
+      if (!channels.includes(id)) continue;
+      await tx
+        .updateTable('alert_rules')
+        .set({ channels: JSON.stringify(channels.filter((c) => c !== id)) })
+        .where('project_id', '=', projectId)
+        .where('type', '=', rule.type)
+        .execute();
+    }
+    return true;
+  });
 }
 
 // ---------------------------------------------------------------------------
 // Deliveries
 // ---------------------------------------------------------------------------
 
+/** The latest deliveries, newest first, each naming the issue(s) its alert is about. */
 export async function listDeliveries(db: Db, projectId: number) {
   const rows = await db
-    .selectFrom('alert_deliveries')
-    .select(['id', 'type', 'channel_id', 'state', 'attempts', 'last_error', 'created_at', 'sent_at'])
-    .where('project_id', '=', projectId)
-    .orderBy('id', 'desc')
+    .selectFrom('alert_deliveries as d')
+    .leftJoin('alert_outbox as o', 'o.id', 'd.alert_id')
+    .select(['d.id', 'd.type', 'd.channel_id', 'd.state', 'd.attempts', 'd.last_error', 'd.created_at', 'd.sent_at', 'o.payload'])
+    .where('d.project_id', '=', projectId)
+    .orderBy('d.id', 'desc')
     .limit(DELIVERY_LIST_LIMIT)
     .execute();
   return rows.map((r) => ({
@@ -120,7 +163,20 @@ export async function listDeliveries(db: Db, projectId: number) {
     last_error: r.last_error,
     created_at: iso(r.created_at),
     sent_at: iso(r.sent_at),
+    ...deliveryIssues(r.payload),
   }));
+}
+
+function deliveryIssues(payload: string | null): { digest: boolean; issue_count: number; issues: { fingerprint: string; title: string }[] } {
+  const issues = namedIssues(payload);
+  let digest: { count?: unknown } | undefined;
+  try {
+    digest = payload ? (JSON.parse(payload) as { digest?: { count?: unknown } }).digest : undefined;
+  } catch {
+    digest = undefined;
+  }
+  const count = digest && Number.isSafeInteger(digest.count) ? Number(digest.count) : issues.length;
+  return { digest: digest !== undefined, issue_count: count, issues };
 }
 
 /** A test delivery, recorded once its one attempt is over. */
@@ -169,11 +225,86 @@ export async function pendingAlertIds(db: Db, limit: number): Promise<number[]> 
   return rows.map((r) => Number(r.id));
 }
 
-export type AlertOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel' | 'cooldown';
+export type AlertOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel' | 'held' | 'filtered';
+
+/** The rule of a type with its filters, read inside the dispatching transaction. */
+async function ruleFor(tx: Db, projectId: number, type: string) {
+  await insertDefaultRules(tx, projectId);
+  const rule = await tx
+    .selectFrom('alert_rules')
+    .select(['enabled', 'cooldown_minutes', 'last_triggered', 'environments', 'min_level', 'channels'])
+    .where('project_id', '=', projectId)
+    .where('type', '=', type)
+    .executeTakeFirstOrThrow();
+  return { ...rule, filters: storedRuleFilters(rule), prev: rule.last_triggered === null ? null : Number(rule.last_triggered) };
+}
+
+/** The channels a rule sends to, of those the project has now. */
+async function channelsFor(tx: Db, projectId: number, rule: { filters: Parameters<typeof ruleChannels>[0] }): Promise<number[]> {
+  const all = await tx.selectFrom('alert_channels').select('id').where('project_id', '=', projectId).orderBy('id').execute();
+  return ruleChannels(rule.filters, all.map((c) => Number(c.id)));
+}
 
 /**
- * Takes one recorded alert: claims its rule's cooldown and creates one pending delivery
- * per channel, in one transaction. `taken` when another process got it first.
+ * Compare-and-set of a rule's cooldown: the cooldown is over and nobody moved
+ * last_triggered since it was read. Of two processes, one wins.
+ */
+async function claimCooldown(tx: Db, projectId: number, type: string, prev: number | null, now: number): Promise<boolean> {
+  const claimed = await tx
+    .updateTable('alert_rules')
+    .set({ last_triggered: now })
+    .where('project_id', '=', projectId)
+    .where('type', '=', type)
+    .where('enabled', '=', 1)
+    .where((eb) =>
+      prev === null
+        ? eb('last_triggered', 'is', null)
+        : eb.and([eb('last_triggered', '=', prev), eb(sql<number>`last_triggered + cooldown_minutes * 60000`, '<=', now)]),
+    )
+    .executeTakeFirst();
+  return Number(claimed.numUpdatedRows) > 0;
+}
+
+async function insertDeliveries(tx: Db, projectId: number, alertId: number, type: string, channelIds: number[], now: number, wallNow: number): Promise<void> {
+  await tx
+    .insertInto('alert_deliveries')
+    .values(
+      channelIds.map((id) => ({
+        project_id: projectId,
+        alert_id: alertId,
+        channel_id: id,
+        type,
+        state: 'pending',
+        attempts: 0,
+        last_error: null,
+        status: null,
+        created_at: now,
+        sent_at: null,
+        next_attempt_at: wallNow,
+        lease_until: null,
+        claimed_by: null,
+      })),
+    )
+    .execute();
+}
+
+function alertCause(payload: string): AlertCause {
+  try {
+    const v = JSON.parse(payload) as { environment?: unknown; level?: unknown };
+    return {
+      environment: typeof v.environment === 'string' ? v.environment : undefined,
+      level: typeof v.level === 'string' ? v.level : undefined,
+    };
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Takes one recorded alert: checks its rule's filters, claims the rule's cooldown and
+ * creates one pending delivery per channel of the rule, in one transaction. Inside the
+ * cooldown the alert is held for the rule's next digest (sendDueDigests). `taken` when
+ * another process got it first.
  */
 export async function dispatchAlert(db: Db, alertId: number, now: number, wallNow: number): Promise<AlertOutcome> {
   return db.transaction().execute(async (tx) => {
@@ -182,7 +313,7 @@ export async function dispatchAlert(db: Db, alertId: number, now: number, wallNo
       .set({ state: 'claimed' })
       .where('id', '=', alertId)
       .where('state', '=', OUTBOX_PENDING)
-      .returning(['project_id', 'type'])
+      .returning(['project_id', 'type', 'payload'])
       .executeTakeFirst();
     if (!taken) return 'taken';
     const projectId = Number(taken.project_id);
@@ -193,61 +324,105 @@ export async function dispatchAlert(db: Db, alertId: number, now: number, wallNo
         .where('id', '=', alertId)
         .execute();
     };
-    await insertDefaultRules(tx, projectId);
-    const rule = await tx
-      .selectFrom('alert_rules')
-      .select(['enabled', 'cooldown_minutes', 'last_triggered'])
-      .where('project_id', '=', projectId)
-      .where('type', '=', taken.type)
-      .executeTakeFirstOrThrow();
+    const rule = await ruleFor(tx, projectId, taken.type);
     if (Number(rule.enabled) !== 1) {
       await finish('disabled');
       return 'disabled';
     }
-    const channels = await tx.selectFrom('alert_channels').select('id').where('project_id', '=', projectId).orderBy('id').execute();
+    if (!ruleLetsThrough(rule.filters, alertCause(taken.payload))) {
+      await finish('filtered');
+      return 'filtered';
+    }
+    const channels = await channelsFor(tx, projectId, rule);
     if (channels.length === 0) {
       await finish('no_channel');
       return 'no_channel';
     }
-    const prev = rule.last_triggered === null ? null : Number(rule.last_triggered);
-    // Compare-and-set: the cooldown is over and nobody moved last_triggered since it was read.
-    const claimed = await tx
-      .updateTable('alert_rules')
-      .set({ last_triggered: now })
-      .where('project_id', '=', projectId)
-      .where('type', '=', taken.type)
-      .where('enabled', '=', 1)
-      .where((eb) =>
-        prev === null
-          ? eb('last_triggered', 'is', null)
-          : eb.and([eb('last_triggered', '=', prev), eb(sql<number>`last_triggered + cooldown_minutes * 60000`, '<=', now)]),
-      )
-      .executeTakeFirst();
-    if (Number(claimed.numUpdatedRows) === 0) {
-      await finish('cooldown');
-      return 'cooldown';
+    if (!(await claimCooldown(tx, projectId, taken.type, rule.prev, now))) {
+      await finish(OUTBOX_HELD);
+      return 'held';
     }
-    await tx
-      .insertInto('alert_deliveries')
-      .values(
-        channels.map((c) => ({
-          project_id: projectId,
-          alert_id: alertId,
-          channel_id: Number(c.id),
-          type: taken.type,
-          state: 'pending',
-          attempts: 0,
-          last_error: null,
-          status: null,
-          created_at: now,
-          sent_at: null,
-          next_attempt_at: wallNow,
-          lease_until: null,
-          claimed_by: null,
-        })),
-      )
+    await insertDeliveries(tx, projectId, alertId, taken.type, channels, now, wallNow);
+    await finish('sent', { triggered: now, prev: rule.prev });
+    return 'sent';
+  });
+}
+
+/**
+ * The rules with alerts held back whose cooldown is over at `now` (at most `limit`). Read
+ * from the held rows (a partial index keeps them apart), as every dispatcher pass asks.
+ */
+export async function dueDigests(db: Db, now: number, limit: number): Promise<{ project_id: number; type: string }[]> {
+  const rows = await db
+    .selectFrom('alert_outbox as o')
+    .innerJoin('alert_rules as r', (join) => join.onRef('r.project_id', '=', 'o.project_id').onRef('r.type', '=', 'o.type'))
+    .select(['o.project_id', 'o.type'])
+    .distinct()
+    .where('o.state', '=', OUTBOX_HELD)
+    .where((eb) => eb.or([eb('r.last_triggered', 'is', null), eb(sql<number>`r.last_triggered + r.cooldown_minutes * 60000`, '<=', now)]))
+    .orderBy('o.project_id')
+    .orderBy('o.type')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ project_id: Number(r.project_id), type: r.type }));
+}
+
+export type DigestOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel';
+
+/**
+ * Sends one rule's digest: claims the rule's cooldown (the same compare-and-set as a
+ * single alert, so of two processes one sends it), records the digest as an outbox row
+ * naming the alerts it stands for, marks those `digested`, and creates its deliveries,
+ * in one transaction. A rule switched off or left without channels meanwhile sets its
+ * held alerts aside as a single alert would be.
+ */
+export async function sendDigest(db: Db, projectId: number, type: string, now: number, wallNow: number): Promise<DigestOutcome> {
+  return db.transaction().execute(async (tx) => {
+    const rule = await ruleFor(tx, projectId, type);
+    const held = () => tx.updateTable('alert_outbox').where('project_id', '=', projectId).where('type', '=', type).where('state', '=', OUTBOX_HELD);
+    if (Number(rule.enabled) !== 1) {
+      await held().set({ state: 'disabled' }).execute();
+      return 'disabled';
+    }
+    const channels = await channelsFor(tx, projectId, rule);
+    if (channels.length === 0) {
+      await held().set({ state: 'no_channel' }).execute();
+      return 'no_channel';
+    }
+    if (!(await claimCooldown(tx, projectId, type, rule.prev, now))) return 'taken';
+    const rows = await tx
+      .selectFrom('alert_outbox')
+      .select(['id', 'payload', 'created_at'])
+      .where('project_id', '=', projectId)
+      .where('type', '=', type)
+      .where('state', '=', OUTBOX_HELD)
+      .orderBy('id')
       .execute();
-    await finish('sent', { triggered: now, prev });
+    if (rows.length === 0) {
+      // Another process sent them between the look and the claim: give the cooldown back.
+      await tx.updateTable('alert_rules').set({ last_triggered: rule.prev }).where('project_id', '=', projectId).where('type', '=', type).where('last_triggered', '=', now).execute();
+      return 'taken';
+    }
+    const digest = await tx
+      .insertInto('alert_outbox')
+      .values({
+        project_id: projectId,
+        type,
+        issue_id: null,
+        payload: JSON.stringify({ digest: digestFields(rows.map((r) => ({ payload: r.payload, created_at: Number(r.created_at) }))) }),
+        state: 'sent',
+        created_at: now,
+        triggered_at: now,
+        prev_triggered: rule.prev,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const digestId = Number(digest.id);
+    const ids = rows.map((r) => Number(r.id));
+    for (let i = 0; i < ids.length; i += 500) {
+      await tx.updateTable('alert_outbox').set({ state: 'digested', digest_id: digestId }).where('id', 'in', ids.slice(i, i + 500)).where('state', '=', OUTBOX_HELD).execute();
+    }
+    await insertDeliveries(tx, projectId, digestId, type, channels, now, wallNow);
     return 'sent';
   });
 }
@@ -424,5 +599,7 @@ async function giveBackIfUndelivered(tx: Transaction<Database>, alertId: number)
     .where('last_triggered', '=', alert.triggered_at)
     .execute();
   await tx.updateTable('alert_outbox').set({ state: 'undelivered' }).where('id', '=', alertId).execute();
+  // The alerts an undelivered digest stood for wait for the next one.
+  await tx.updateTable('alert_outbox').set({ state: OUTBOX_HELD, digest_id: null }).where('digest_id', '=', alertId).where('state', '=', 'digested').execute();
   return true;
 }

@@ -27,7 +27,7 @@ const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 
 
 export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary): string {
   const a = pass.alerts;
-  const set = [a.cooldown && `${a.cooldown} in cooldown`, a.disabled && `${a.disabled} of disabled rules`, a.no_channel && `${a.no_channel} without a channel`]
+  const set = [a.held && `${a.held} held for a digest`, a.filtered && `${a.filtered} outside the rule's filters`, a.disabled && `${a.disabled} of disabled rules`, a.no_channel && `${a.no_channel} without a channel`]
     .filter(Boolean)
     .join(', ');
   return (

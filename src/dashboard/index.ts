@@ -100,6 +100,22 @@ function numberField(v: string | string[] | undefined): number | undefined {
 }
 
 /**
+ * A rule form's filter fields, as the API's JSON would carry them: environments
+ * comma-separated, a blank lowest level for all, the ticked channels (none: all). A
+ * field the form did not show is left as it is.
+ */
+function ruleFilterFields(f: Record<string, string | string[]>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (f.environments !== undefined) out.environments = one(f.environments).split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (f.min_level !== undefined) out.min_level = one(f.min_level) === '' ? null : one(f.min_level);
+  if (f.channels_shown !== undefined) {
+    const ticked = f.channels === undefined ? [] : Array.isArray(f.channels) ? f.channels : [f.channels];
+    out.channels = ticked.map((v) => (/^[0-9]{1,15}$/.test(v) ? Number(v) : v));
+  }
+  return out;
+}
+
+/**
  * The dashboard as middleware for the app: requests to dashboard paths are
  * answered here (before the API's bearer-key check), the rest go on to the API.
  */
@@ -426,7 +442,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are new_issue, regression, crash_spike).`);
     const f = await form(c);
     try {
-      await updateRule(db, p.id, type, parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes) }));
+      await updateRule(db, p.id, type, parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes), ...ruleFilterFields(f) }));
     } catch (err) {
       if (err instanceof AlertInputError) return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { error: err.message }), 400);
       throw err;

@@ -54,7 +54,7 @@ export function alertRoutes(deps: AppDeps): Hono {
     if (!isAlertType(type)) throw notFound(`alert type "${type}" (types are new_issue, regression, crash_spike)`);
     const body = await readJson(c);
     const patch = await input(() => parseRulePatch(body));
-    return c.json(await updateRule(db, project.id, type, patch));
+    return c.json(await input(() => updateRule(db, project.id, type, patch)));
   });
 
   app.post('/api/projects/:slug/alerts/channels', async (c) => {

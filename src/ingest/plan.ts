@@ -155,6 +155,8 @@ export interface PlannedChange {
   kind: 'new_issue' | 'regression';
   at: number;
   release: string;
+  /** The environment of the event that caused it. */
+  environment: string;
 }
 
 export interface WriteCounts {
@@ -420,7 +422,7 @@ class Planner {
             updated_at: at,
           });
           byFingerprint.set(e.fingerprint, issue);
-          this.changes.push({ issue, kind: 'new_issue', at, release: e.release });
+          this.changes.push({ issue, kind: 'new_issue', at, release: e.release, environment: e.environment });
         }
         if (!touched.has(issue)) {
           touched.add(issue);
@@ -432,7 +434,7 @@ class Planner {
         if (row.status === 'resolved' && regresses(e.release, e.timestamp, row.resolved_at ?? 0, issue.knownReleases)) {
           row.status = 'regression';
           row.regressed_at = at;
-          this.changes.push({ issue, kind: 'regression', at, release: e.release });
+          this.changes.push({ issue, kind: 'regression', at, release: e.release, environment: e.environment });
         }
 
         row.event_count += 1;
@@ -646,5 +648,5 @@ export function issueChangeRows(plan: WriteSet): { project_id: number; issue_id:
 
 /** Alerts are recorded with what caused them (src/alerts/outbox.ts); a dispatcher sends them. */
 export function alertOutboxRows(plan: WriteSet): Record<string, unknown>[] {
-  return plan.changes.map((c) => issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release }));
+  return plan.changes.map((c) => issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release, environment: c.environment }));
 }

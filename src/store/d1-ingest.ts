@@ -82,7 +82,7 @@ export function randomMarker(random: Random = Math.random): number {
 // ids (JSON array, in order, distinct), ?6 the events' facts (JSON array of objects),
 // ?7 and on: what a statement takes of its own.
 
-const FACT_FIELDS = ['i', 'id', 'fp', 'ts', 'b', 'lv', 'rel', 'pf', 'uk', 'cr', 'dr', 't', 'et', 'sc', 'loc'] as const;
+const FACT_FIELDS = ['i', 'id', 'fp', 'ts', 'b', 'lv', 'rel', 'env', 'pf', 'uk', 'cr', 'dr', 't', 'et', 'sc', 'loc'] as const;
 
 type Fact = (typeof FACT_FIELDS)[number];
 
@@ -178,10 +178,12 @@ const SQL = {
       updated_at = max(issues.updated_at, excluded.updated_at)`,
 
   /** The issues this batch created or flipped, with the release of the event that did it. */
-  changed: `WITH ${fresh('i', 'fp', 'ts', 'rel')},
+  changed: `WITH ${fresh('i', 'fp', 'ts', 'rel', 'env')},
     c AS (SELECT i.id, i.title, i.fingerprint, i.level, i.event_count, CASE WHEN i.last_seen_id = ?3 THEN 'new_issue' ELSE 'regression' END AS kind,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.rel FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
           ELSE (SELECT f.rel FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS rel,
+        CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.env FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
+          ELSE (SELECT f.env FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS env,
         (SELECT min(f.i) FROM f WHERE f.fp = i.fingerprint) AS ord
       FROM issues i WHERE i.project_id = ?1 AND i.fingerprint IN (SELECT ${issueFingerprint(`json_extract(value, '$.fp')`)} FROM json_each(?6)) AND (i.last_seen_id = ?3 OR i.regressed_at = ?3))`,
 
@@ -305,7 +307,7 @@ const CHANGES_SQL = `${SQL.changed}
   INSERT INTO issue_changes (project_id, issue_id, kind, at, release) SELECT ?1, c.id, c.kind, ?2, coalesce(c.rel, '') FROM c WHERE true ORDER BY c.ord`;
 const OUTBOX_SQL = `${SQL.changed}
   INSERT INTO alert_outbox (project_id, type, issue_id, payload, state, created_at)
-  SELECT ?1, c.kind, c.id, json_object('title', c.title, 'fingerprint', c.fingerprint, 'level', c.level, 'event_count', c.event_count, 'release', coalesce(c.rel, '')),
+  SELECT ?1, c.kind, c.id, json_object('title', c.title, 'fingerprint', c.fingerprint, 'level', c.level, 'event_count', c.event_count, 'release', coalesce(c.rel, ''), 'environment', coalesce(c.env, '')),
     '${OUTBOX_PENDING}', ?2 FROM c WHERE true ORDER BY c.ord`;
 
 /** Splits JSON items into arrays whose text stays within `max` bytes; one item past it is refused. */
@@ -393,6 +395,7 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
       b: hourBucket(e.timestamp),
       lv: e.level,
       rel: e.release,
+      env: e.environment,
       pf: e.platform,
       uk: e.userKey,
       cr: e.isCrash ? 1 : 0,

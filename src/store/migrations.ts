@@ -765,6 +765,23 @@ function m018(): Migration {
   };
 }
 
+/**
+ * Alert rule filters and digests (docs/api.md "Alerts"): a rule's environments, lowest
+ * level and channels (JSON lists, empty for all), and on each alert a cooldown held back
+ * the digest that sent it.
+ */
+function m019(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('alert_rules').addColumn('environments', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema.alterTable('alert_rules').addColumn('min_level', 'text').execute();
+      await db.schema.alterTable('alert_rules').addColumn('channels', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema.alterTable('alert_outbox').addColumn('digest_id', big).execute();
+      await db.schema.createIndex('alert_outbox_held').on('alert_outbox').columns(['project_id', 'type', 'id']).where(sql.ref('state'), '=', 'held').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -785,6 +802,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '016_symbol_basenames_cut_for_the_index': m016(),
     '017_issue_merges': m017(),
     '018_release_commits_and_deploys': m018(),
+    '019_alert_filters_and_digests': m019(),
   };
 }
 

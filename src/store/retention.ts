@@ -247,7 +247,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
     await keyed(
       'alert_outbox',
       ['id'],
-      sql`project_id = ${projectId} and state <> 'pending' and created_at < ${rawCutoff}
+      sql`project_id = ${projectId} and state not in ('pending', 'held') and created_at < ${rawCutoff}
           and not exists (select 1 from alert_deliveries d where d.alert_id = alert_outbox.id and d.state = 'pending')`,
     );
   };

@@ -165,6 +165,12 @@ export interface AlertRuleTable {
   cooldown_minutes: number;
   /** When the last alert of this type was claimed (the cooldown's start); null before the first. */
   last_triggered: number | null;
+  /** JSON list of environments the rule fires for; empty for all. */
+  environments: Generated<string>;
+  /** The lowest event level the rule fires for; null for all. */
+  min_level: string | null;
+  /** JSON list of the channel ids the rule sends to; empty for all of the project's. */
+  channels: Generated<string>;
 }
 
 export interface AlertChannelTable {
@@ -180,8 +186,10 @@ export interface AlertChannelTable {
 /**
  * Alerts recorded before they are sent: by the ingest batch (new_issue, regression) and
  * the crash-spike check, in the transaction that found them. `state` pending until a
- * dispatcher takes it: sent (deliveries made, cooldown claimed), cooldown, disabled,
- * no_channel, undelivered (no channel accepted it; the cooldown was given back).
+ * dispatcher takes it: sent (deliveries made, cooldown claimed), held (inside the
+ * cooldown, waiting for the digest), digested (sent in the digest `digest_id`), filtered
+ * (the rule's filters let it not through), disabled, no_channel, undelivered (no channel
+ * accepted it; the cooldown was given back).
  */
 export interface AlertOutboxTable {
   id: Generated<number>;
@@ -195,6 +203,8 @@ export interface AlertOutboxTable {
   /** The cooldown claimed for this alert, and the value it replaced (to give it back). */
   triggered_at: number | null;
   prev_triggered: number | null;
+  /** The digest (an outbox row of the same type) that sent this held-back alert. */
+  digest_id: Generated<number | null>;
 }
 
 /** One alert (or test) sent to one channel. */

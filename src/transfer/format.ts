@@ -48,6 +48,10 @@ export type ColumnKind =
   /** JSON text in the database, the JSON value itself in the file. */
   | 'json'
   | 'json?'
+  /** A JSON array (text) in the database, the array in the file; a file without the field means []. */
+  | 'list'
+  /** Nullable text that files written before the column existed leave out (read as null). */
+  | 'text-added'
   /** A blob in the database, base64 in the file. */
   | 'bytes';
 
@@ -92,6 +96,8 @@ const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   bool: z.boolean(),
   json,
   'json?': z.unknown().transform((v) => (v === undefined ? null : v)),
+  list: z.array(z.unknown()).optional().transform((v) => v ?? []),
+  'text-added': text.nullish().transform((v) => v ?? null),
   bytes: z.string().transform((text, ctx) => {
     try {
       return fromBase64(text);
@@ -107,6 +113,7 @@ export function fieldSchema(kind: ColumnKind): z.ZodType {
   if (kind === 'bool') return z.boolean().transform((b) => (b ? 1 : 0));
   if (kind === 'json') return json.transform((v) => JSON.stringify(v));
   if (kind === 'json?') return FIELD_SCHEMAS['json?'].transform((v) => (v === null ? null : JSON.stringify(v)));
+  if (kind === 'list') return FIELD_SCHEMAS.list.transform((v) => JSON.stringify(v));
   return FIELD_SCHEMAS[kind];
 }
 
@@ -124,10 +131,12 @@ export function toField(kind: ColumnKind, value: unknown): unknown {
     case 'bool':
       return Number(value) !== 0;
     case 'json':
+    case 'list':
       return JSON.parse(value as string);
     case 'json?':
       return value === null || value === undefined ? null : JSON.parse(value as string);
     case 'text?':
+    case 'text-added':
       return value ?? null;
     case 'bytes':
       return toBase64(value as Uint8Array);

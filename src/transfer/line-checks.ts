@@ -48,7 +48,15 @@ export const projectProblem: Check = (line) => {
 
 export const alertRuleProblem: Check = allOf(
   oneOf('alert', ALERT_TYPES, (v) => typeof v === 'string' && isAlertType(v)),
-  (line) => alertInputProblem(() => parseRulePatch({ enabled: line.enabled, cooldown_minutes: line.cooldown_minutes })),
+  (line) =>
+    alertInputProblem(() =>
+      parseRulePatch({
+        enabled: line.enabled,
+        cooldown_minutes: line.cooldown_minutes,
+        ...(line.environments !== undefined ? { environments: line.environments } : {}),
+        ...(line.min_level !== undefined ? { min_level: line.min_level } : {}),
+      }),
+    ),
 );
 
 export const alertChannelProblem: Check = (line) => alertInputProblem(() => parseChannelInput({ kind: line.kind, config: line.config }));

@@ -2,6 +2,7 @@
 // parents come before it (project → issue → the issue's rows → events), so a file
 // imports in one pass. Adding a table to export and import is one entry here.
 import { sql } from 'kysely';
+import { alertRuleChannelLineType } from './alert-rule-channel-line-type.js';
 import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
@@ -60,6 +61,9 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'enabled', kind: 'bool' },
       { column: 'cooldown_minutes', kind: 'int' },
       { column: 'last_triggered', kind: 'time?' },
+      // The rule's channel list names this instance's ids: alert_rule_channel lines carry it.
+      { column: 'environments', kind: 'list' },
+      { column: 'min_level', kind: 'text-added' },
     ],
   }),
   tableLineType({
@@ -76,6 +80,7 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'created_at', kind: 'time' },
     ],
   }),
+  alertRuleChannelLineType,
   symbolLineType,
   symbolChunkLineType,
   // Releases sentry-cli created or finalised (src/uploads), and the ProGuard mappings the

@@ -83,7 +83,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
 
     const listed = await (await t.api(`/api/projects/${p.slug}/alerts`)).json();
     expect(listed.rules).toEqual(
-      ['new_issue', 'regression', 'crash_spike'].map((type) => ({ project_id: p.id, type, enabled: true, cooldown_minutes: 60, last_triggered: null })),
+      ['new_issue', 'regression', 'crash_spike'].map((type) => ({ project_id: p.id, type, enabled: true, cooldown_minutes: 60, last_triggered: null, environments: [], min_level: null, channels: [] })),
     );
     expect(listed.channels[0]).toMatchObject({ kind: 'webhook', config: { url: `${hook.url}/hook`, has_secret: true } });
     expect(listed.channels[0].created_at).toMatch(/Z$/);
@@ -107,6 +107,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
       level: 'error',
       event_count: 1,
       release: 'app@1.0.0',
+      environment: 'test',
       url: `https://faultline.example/${p.slug}/issues/${issue.fingerprint}`,
       triggered_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
@@ -162,7 +163,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     await hook.stop();
   });
 
-  it('cooldown holds per project and type, and ends after cooldown_minutes', async () => {
+  it('cooldown holds per project and type; what it holds back goes out as a digest when it ends', async () => {
     const p = await apiProject(t);
     const hook = await Receiver.start();
     await addWebhook(t, p, hook.url);
@@ -173,16 +174,18 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     await settled();
     expect(hook.requests).toHaveLength(1);
     const states = await t.deps.store.db.selectFrom('alert_outbox').select('state').where('project_id', '=', p.id).orderBy('id').execute();
-    expect(states.map((s) => s.state)).toEqual(['sent', 'cooldown']);
+    expect(states.map((s) => s.state)).toEqual(['sent', 'held']);
 
     (t.clock as ManualClock).advance(61 * 60_000);
     try {
-      await sendEvents(t, p, [errorEvent({ timestamp: ts, fn: 'third' })]);
       await until(() => hook.requests.length === 2);
+      await sendEvents(t, p, [errorEvent({ timestamp: ts, fn: 'third' })]);
+      await settled();
     } finally {
       (t.clock as ManualClock).advance(-61 * 60_000);
     }
-    expect(hook.requests[1].json.title).toBe('TypeError: boom');
+    expect(hook.requests).toHaveLength(2);
+    expect(hook.requests[1].json).toMatchObject({ digest: true, count: 1, issues: [{ title: 'TypeError: boom' }] });
     await hook.stop();
   });
 
@@ -555,7 +558,16 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
     const p = await apiProject(t);
     const res = await t.api(`/api/projects/${p.slug}/alerts/crash_spike`, { method: 'PATCH', json: { cooldown_minutes: 43_200 } });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ project_id: p.id, type: 'crash_spike', enabled: true, cooldown_minutes: 43_200, last_triggered: null });
+    expect(await res.json()).toEqual({
+      project_id: p.id,
+      type: 'crash_spike',
+      enabled: true,
+      cooldown_minutes: 43_200,
+      last_triggered: null,
+      environments: [],
+      min_level: null,
+      channels: [],
+    });
     const off = await t.api(`/api/projects/${p.slug}/alerts/crash_spike`, { method: 'PATCH', json: { enabled: false } });
     expect(await off.json()).toMatchObject({ enabled: false, cooldown_minutes: 43_200 });
     const rules = (await (await t.api(`/api/projects/${p.slug}/alerts`)).json()).rules;

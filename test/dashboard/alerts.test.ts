@@ -93,6 +93,36 @@ describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
     expect((await c.post('/demo/alerts/channels/999/test', { _csrf: csrf })).status).toBe(404);
   });
 
+  it('shows and saves a rule’s filters: environments, lowest level and channels', async () => {
+    const c = new Client(t.url);
+    await c.signIn(API_KEY);
+    const made = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: receiverUrl } } });
+    const other = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: `${receiverUrl}/2` } } });
+    const [one, two] = [(await made.json()).id, (await other.json()).id];
+    const csrf = await c.csrf('/demo/alerts');
+    const fields = { _csrf: csrf, enabled: 'true', cooldown_minutes: '30', environments: ' production, eu-prod ,', min_level: 'error', channels: [String(two)], channels_shown: '1' };
+    expect((await c.post('/demo/alerts/rules/new_issue', fields)).status).toBe(303);
+    const rule = (await (await t.api('/api/projects/demo/alerts')).json()).rules.find((r: { type: string }) => r.type === 'new_issue');
+    expect(rule).toMatchObject({ environments: ['production', 'eu-prod'], min_level: 'error', channels: [two] });
+    const shown = await (await c.request('/demo/alerts')).text();
+    expect(shown).toContain('value="production, eu-prod"');
+    expect(shown).toMatch(/<option value="error" selected>/);
+    expect(shown).toMatch(new RegExp(`name="channels" value="${two}" checked`));
+    expect(shown).not.toMatch(new RegExp(`name="channels" value="${one}" checked`));
+
+    const badLevel = await c.post('/demo/alerts/rules/new_issue', { ...fields, min_level: 'loud' });
+    expect(badLevel.status).toBe(400);
+    expect(await badLevel.text()).toContain('min_level must be one of debug, info, warning, error, fatal');
+    const badChannel = await c.post('/demo/alerts/rules/new_issue', { ...fields, channels: ['99999'] });
+    expect(badChannel.status).toBe(400);
+    expect(await badChannel.text()).toContain('99999 is not a channel of this project');
+
+    // No channel ticked: all channels again.
+    expect((await c.post('/demo/alerts/rules/new_issue', { ...fields, channels: [] })).status).toBe(303);
+    expect((await (await t.api('/api/projects/demo/alerts')).json()).rules.find((r: { type: string }) => r.type === 'new_issue').channels).toEqual([]);
+    for (const id of [one, two]) await t.api(`/api/projects/demo/alerts/channels/${id}`, { method: 'DELETE' });
+  });
+
   it('refuses alerts actions without a session or without the CSRF token', async () => {
     const anonymous = new Client(t.url);
     expect((await anonymous.request('/demo/alerts')).status).toBe(303);

@@ -307,7 +307,7 @@ describe('outbox', () => {
         project_id: PID,
         type: 'new_issue',
         issue_id: 99,
-        payload: JSON.stringify({ title: 'first', fingerprint: 'a'.repeat(32), level: 'warning', event_count: 2, release: '3.0' }),
+        payload: JSON.stringify({ title: 'first', fingerprint: 'a'.repeat(32), level: 'warning', event_count: 2, release: '3.0', environment: 'production' }),
         state: 'pending',
         created_at: NOW,
       },

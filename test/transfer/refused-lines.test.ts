@@ -22,7 +22,9 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
     t = await startTestServer(dialect, { env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
     expect((await t.api('/api/projects', { method: 'POST', json: { slug: 'demo' } })).status).toBe(201);
     expect((await t.api('/api/projects/demo/alerts/new_issue', { method: 'PATCH', json: { cooldown_minutes: 45 } })).status).toBe(200);
-    expect((await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook' } } })).status).toBe(201);
+    const hook = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook' } } });
+    expect(hook.status).toBe(201);
+    expect((await t.api('/api/projects/demo/alerts/regression', { method: 'PATCH', json: { channels: [(await hook.json()).id] } })).status).toBe(200);
     const form = new FormData();
     form.set('kind', 'sourcemap');
     form.set('release', 'demo@1');
@@ -54,6 +56,8 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
     const bad: Array<[Line, RegExp]> = [
       [{ ...first('alert_rule'), alert: 'bogus' }, /^alert_rule: alert: must be one of new_issue, regression, crash_spike$/],
       [{ ...first('alert_rule'), alert: 'crash_spike', cooldown_minutes: -5 }, /^alert_rule: cooldown_minutes must be an integer between 0 and/],
+      [{ ...first('alert_rule'), alert: 'crash_spike', min_level: 'loud' }, /^alert_rule: min_level must be one of debug, info, warning, error, fatal/],
+      [{ ...first('alert_rule'), alert: 'crash_spike', environments: [''] }, /^alert_rule: environments must be a list/],
       [{ ...first('alert_channel'), kind: 'smtp' }, /^alert_channel: kind must be "webhook" or "telegram"$/],
       [{ ...first('alert_channel'), config: 'x' }, /^alert_channel: config must be an object/],
       [{ ...first('alert_channel'), config: { url: 'ftp://example.com/' } }, /^alert_channel: config\.url must be an absolute http or https URL/],
@@ -71,6 +75,8 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
       [{ ...first('event'), event_id: 'a'.repeat(32), level: 'bogus' }, /^event: level: must be one of fatal, error/],
       [{ ...first('release'), release: 'x\ud800' }, /: release: holds a NUL character or a lone surrogate$/],
       [{ ...first('usage_day'), day: '2020-01-01T00:00:00.000Z', events: -3 }, /^usage_day: events: must not be negative$/],
+      [{ ...first('alert_rule_channel'), alert: 'bogus' }, /^alert_rule_channel: alert: /],
+      [{ ...first('alert_rule_channel'), config: { url: 'http://127.0.0.1:9/elsewhere' } }, /^the webhook channel it names is not a channel of project "demo"/],
     ];
     const meta = JSON.stringify({ type: 'meta', format: 1, exported_at: new Date(t.clock.now()).toISOString(), source: {} });
     const good = source.map((l) => JSON.stringify(l));

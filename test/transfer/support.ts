@@ -79,7 +79,10 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   // ProGuard mapping tied to a release by the build plugins' route, an ELF file and a
   // source bundle kept through difs/assemble), a sentry-cli release with commits and a deploy.
   expect((await t.api('/api/projects/demo/alerts/new_issue', { method: 'PATCH', json: { enabled: false, cooldown_minutes: 45 } })).status).toBe(200);
-  expect((await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } })).status).toBe(201);
+  expect((await t.api('/api/projects/demo/alerts/regression', { method: 'PATCH', json: { environments: ['production', 'eu-prod'], min_level: 'warning' } })).status).toBe(200);
+  const hook = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } });
+  expect(hook.status).toBe(201);
+  expect((await t.api('/api/projects/demo/alerts/regression', { method: 'PATCH', json: { channels: [(await hook.json()).id] } })).status).toBe(200);
   const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
   const mapForm = new FormData();
   mapForm.set('kind', 'sourcemap');

@@ -89,4 +89,37 @@ describe('alerts on the Workers edition', () => {
     await w.runCron(ALERTS_CRON);
     expect(arrived()).toHaveLength(1);
   });
+
+  it('new issues inside the cooldown are held in D1 and the cron sends them as one digest, once', async () => {
+    const created = await w.api('/api/projects', { method: 'POST', json: { name: 'Digest app', slug: 'digest-app' } });
+    const project = (await created.json()) as { id: number; dsn: string };
+    expect((await w.api('/api/projects/digest-app/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: hook.url + '/digest' } } })).status).toBe(201);
+    const events = ['alpha', 'beta', 'gamma'].map((fn) => ({ type: 'event', payload: errorEvent({ timestamp: Date.now(), fn, value: `boom in ${fn}` }) }));
+    const res = await fetch(`${w.url}/api/${project.id}/envelope/?sentry_key=${new URL(project.dsn).username}`, { method: 'POST', body: new Uint8Array(envelope({}, events)) });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const arrived = (): Received[] => hook.requests.filter((r) => r.path === '/digest');
+    const deadline = Date.now() + 5_000;
+    while (arrived().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(arrived()).toHaveLength(1);
+    expect(arrived()[0].json).toMatchObject({ type: 'new_issue', title: 'TypeError: boom in alpha' });
+
+    // Inside the cooldown the cron sends nothing; held alerts wait in D1.
+    await w.runCron(ALERTS_CRON);
+    expect(arrived()).toHaveLength(1);
+    const d1 = await w.d1();
+    // The cooldown ends: its start moves an hour and a minute into the past (the Worker's clock is the system's).
+    await d1.prepare(`update alert_rules set last_triggered = last_triggered - ? where project_id = ? and type = 'new_issue'`).bind(61 * 60_000, project.id).run();
+    await w.runCron(ALERTS_CRON);
+    expect(arrived()).toHaveLength(2);
+    expect(arrived()[1].json).toMatchObject({ type: 'new_issue', digest: true, count: 2, more: 0, project: { slug: 'digest-app' } });
+    expect(arrived()[1].json.issues.map((i: { title: string }) => i.title)).toEqual(['TypeError: boom in beta', 'TypeError: boom in gamma']);
+    const log = await (await w.api('/api/projects/digest-app/alerts/deliveries')).json();
+    expect(log.deliveries.map((d: { digest: boolean; issues: { title: string }[] }) => [d.digest, d.issues.map((i) => i.title)])).toEqual([
+      [true, ['TypeError: boom in beta', 'TypeError: boom in gamma']],
+      [false, ['TypeError: boom in alpha']],
+    ]);
+
+    await w.runCron(ALERTS_CRON);
+    expect(arrived()).toHaveLength(2);
+  });
 });

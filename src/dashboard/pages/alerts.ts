@@ -1,6 +1,8 @@
-// The alerts page: the three rules (on/off, cooldown), the channels (webhook,
+// The alerts page: the three rules (on/off, cooldown, filters: environments, lowest
+// level, channels), the channels (webhook,
 // Telegram) with "send test" and delete, the form adding a channel, and the
 // delivery log. Built on src/alerts, as the alerts API is.
+import { ALERT_LEVELS } from '../../alerts/rules.js';
 import type { AlertRuleJson, channelJson, listDeliveries } from '../../alerts/store.js';
 import { html, raw, utc, type Html } from '../html.js';
 import { csrfField, flash, page, type PageContext } from '../layout.js';
@@ -21,6 +23,13 @@ function channelTarget(ch: Channel): string {
   return `chat ${String(c.chat_id)}`;
 }
 
+/** The issue titles a delivery names; a digest says how many more it stood for. */
+function deliveryIssues(d: Delivery): string {
+  const titles = d.issues.map((i) => i.title || i.fingerprint).join('; ');
+  const more = d.issue_count - d.issues.length;
+  return more > 0 ? `${titles} and ${more} more` : titles;
+}
+
 export function alertsPage(
   ctx: PageContext,
   project: Project,
@@ -32,12 +41,23 @@ export function alertsPage(
   const body = html`<h1>Alerts</h1>
   ${flash(o.message)}${flash(o.error, 'error')}
   <section class="card" aria-labelledby="rules-h"><h2 id="rules-h">Rules</h2>
-    <div class="scroll"><table><thead><tr><th>Alert</th><th>On</th><th>Cooldown (minutes)</th><th class="opt">Last sent</th><th></th></tr></thead><tbody>
+    <p class="sub">Alerts inside a rule's cooldown are sent together as one digest when it ends. Empty environments, no lowest level and no channel ticked mean all.</p>
+    <div class="scroll"><table><thead><tr><th>Alert</th><th>On</th><th>Cooldown (minutes)</th><th>Environments</th><th>Lowest level</th><th>Channels</th><th class="opt">Last sent</th><th></th></tr></thead><tbody>
     ${data.rules.map(
       (r) => html`<tr>
         <td>${RULE_NAMES[r.type] ?? r.type}</td>
         <td><input type="checkbox" form="rule-${r.type}" name="enabled" value="true" ${r.enabled ? raw('checked') : ''} aria-label="${RULE_NAMES[r.type] ?? r.type} on"></td>
         <td><input type="number" form="rule-${r.type}" name="cooldown_minutes" min="0" max="43200" step="1" value="${r.cooldown_minutes}" aria-label="Cooldown of ${RULE_NAMES[r.type] ?? r.type} in minutes"></td>
+        <td><input form="rule-${r.type}" name="environments" value="${r.environments.join(', ')}" placeholder="all" aria-label="Environments of ${RULE_NAMES[r.type] ?? r.type}, comma-separated"></td>
+        <td><select form="rule-${r.type}" name="min_level" aria-label="Lowest level of ${RULE_NAMES[r.type] ?? r.type}">
+          <option value="" ${r.min_level === null ? raw('selected') : ''}>all</option>
+          ${ALERT_LEVELS.map((l) => html`<option value="${l}" ${r.min_level === l ? raw('selected') : ''}>${l}</option>`)}
+        </select></td>
+        <td>${data.channels.length === 0
+          ? html`<span class="sub">all</span>`
+          : data.channels.map(
+              (ch) => html`<label><input type="checkbox" form="rule-${r.type}" name="channels" value="${ch.id}" ${r.channels.includes(ch.id) ? raw('checked') : ''}> #${ch.id} ${ch.kind}</label> `,
+            )}<input type="hidden" form="rule-${r.type}" name="channels_shown" value="1"></td>
         <td class="opt">${utc(r.last_triggered)}</td>
         <td><form id="rule-${r.type}" method="post" action="${base}/rules/${r.type}">${csrfField(ctx)}<button type="submit" class="secondary">Save</button></form></td>
       </tr>`,
@@ -67,9 +87,9 @@ export function alertsPage(
   <section aria-labelledby="deliveries-h"><h2 id="deliveries-h">Deliveries <span class="sub">latest 100</span></h2>
     ${data.deliveries.length === 0
       ? html`<p class="sub">None yet.</p>`
-      : html`<div class="scroll"><table><thead><tr><th>Alert</th><th>Channel</th><th>State</th><th class="num">Attempts</th><th>Created</th><th class="opt">Sent</th><th class="opt">Last error</th></tr></thead><tbody>
+      : html`<div class="scroll"><table><thead><tr><th>Alert</th><th>Issues</th><th>Channel</th><th>State</th><th class="num">Attempts</th><th>Created</th><th class="opt">Sent</th><th class="opt">Last error</th></tr></thead><tbody>
       ${data.deliveries.map(
-        (d) => html`<tr><td>${d.type}</td><td>${d.channel_id}</td><td>${d.state}</td><td class="num">${d.attempts}</td><td>${utc(d.created_at)}</td><td class="opt">${utc(d.sent_at)}</td><td class="opt">${d.last_error ?? ''}</td></tr>`,
+        (d) => html`<tr><td>${d.type}${d.digest ? ' (digest)' : ''}</td><td class="title">${deliveryIssues(d)}</td><td>${d.channel_id}</td><td>${d.state}</td><td class="num">${d.attempts}</td><td>${utc(d.created_at)}</td><td class="opt">${utc(d.sent_at)}</td><td class="opt">${d.last_error ?? ''}</td></tr>`,
       )}</tbody></table></div>`}
   </section>`;
   return page(ctx, { title: `Alerts · ${project.name}`, project, section: 'alerts', body });
