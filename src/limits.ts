@@ -77,7 +77,7 @@ export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000;
 /** Characters of a project's name. */
 export const NAME_MAX_LENGTH = 200;
 
-// Lists (DECISIONS "Names and shapes").
+// Lists (docs/api.md "Conventions").
 /** A list's page size unless `limit` asks for another. */
 export const DEFAULT_LIMIT = 50;
 /** Largest page a list answers. */

@@ -1,5 +1,5 @@
-// What an alert says and how it reaches a channel: the webhook payload (DECISIONS
-// "Alerts": fields that do not apply are omitted), its headers and HMAC signature,
+// What an alert says and how it reaches a channel: the webhook payload (docs/api.md
+// "Webhook payload": fields that do not apply are omitted), its headers and HMAC signature,
 // the Telegram message, and one attempt at sending either. The bot token is part of
 // the Bot API's URL only: it is cut out of every error text this file produces.
 import { HOUR_MS } from '../clock.js';

@@ -43,7 +43,7 @@ export interface DispatcherDeps {
 export interface DispatcherOptions {
   /** How often the outbox and the deliveries are looked at (ms). */
   pollMs: number;
-  /** Waits before the second and third attempts (ms): DECISIONS says about 2 s and 10 s. */
+  /** Waits before the second and third attempts (ms): about 2 s and 10 s (docs/api.md "Alerts"). */
   retryDelaysMs: number[];
   /** Deliveries under way at once, in all. */
   concurrency: number;
@@ -70,7 +70,7 @@ export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = {
   wallClock: () => Date.now(),
 };
 
-/** `serve` checks crash spikes this often (DECISIONS "Alerts"). */
+/** `serve` checks crash spikes this often (docs/api.md "Alerts"). */
 export const SPIKE_CHECK_INTERVAL_MS = 10 * 60_000;
 
 export interface PassSummary {

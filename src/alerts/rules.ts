@@ -1,5 +1,5 @@
 // Alert types, rule defaults and the validation of what the alerts API accepts
-// (DECISIONS "Alerts"). Pure: the routes in src/http/alerts.ts call these and map
+// (docs/api.md "Alerts"). Pure: the routes in src/http/alerts.ts call these and map
 // AlertInputError to 400, AlertNotFoundError to 404.
 import { z } from 'zod';
 import { MAX_COOLDOWN_MINUTES, MAX_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH } from '../limits.js';

@@ -1,4 +1,4 @@
-// The crash-spike rule (DECISIONS "Alerts"): crashes in the last 60 minutes are at
+// The crash-spike rule (docs/api.md "Alerts"): crashes in the last 60 minutes are at
 // least 10 and at least 3 × the hourly average of the 24 hours before. Read from the
 // hourly aggregates (project_hourly), never from events. An hour bucket that the
 // window covers only in part counts in proportion (the check runs every 10 minutes,

@@ -1,4 +1,4 @@
-// Input hygiene of the management API (DECISIONS "Input hygiene"): NUL in the path,
+// Input hygiene of the management API (docs/api.md "Conventions"): NUL in the path,
 // the query or a JSON body is a 400 on both databases (PostgreSQL refuses NUL in text,
 // SQLite would store it), and so is a lone surrogate in a JSON body (SQLite would
 // store it as invalid UTF-8); bodies are checked by the JSON reader (errors.ts, with

@@ -28,7 +28,7 @@ export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   return result.data;
 }
 
-/** A validated create body with the defaults of DECISIONS "Names and shapes" filled in. */
+/** A validated create body with the defaults of docs/api.md "The project object" filled in. */
 export function withDefaults(input: z.infer<typeof createSchema>): NewProjectInput {
   return {
     slug: input.slug,

@@ -1,4 +1,4 @@
-// Grouping (DECISIONS "Grouping"): turns an event's facts into the input of its
+// Grouping (docs/ingest-normalisation.md "Grouping"): turns an event's facts into the input of its
 // fingerprint and hashes it. Pure and deterministic: the same facts always give
 // the same 32-hex fingerprint, on any instance and across restarts. The MD5 itself
 // is injected (Node: node:crypto, src/editions/node/runtime.ts): Web Crypto has no
@@ -156,7 +156,7 @@ function isSynthetic(e: NormalizedException): boolean {
 }
 
 /**
- * The default grouping input, in DECISIONS order: (1) the main exception's
+ * The default grouping input (docs/ingest-normalisation.md "Grouping"): (1) the main exception's
  * stack, (2) the main exception's type and normalized value, (3) the message.
  * A synthetic exception (what SDKs attach to captureMessage, often without a
  * type) is grouped by the message, like a message sent without a stack.

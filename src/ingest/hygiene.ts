@@ -1,4 +1,4 @@
-// Input hygiene for JSON that ingest stores (DECISIONS "Input hygiene"): text is kept
+// Input hygiene for JSON that ingest stores (docs/ingest-normalisation.md "Input hygiene"): text is kept
 // as well-formed UTF-8 (NUL and lone surrogates become U+FFFD, identically on SQLite,
 // which would store a lone surrogate as invalid UTF-8, and PostgreSQL, which refuses
 // NUL in text), and nesting deeper than MAX_JSON_DEPTH is cut there, so every stored

@@ -1,6 +1,6 @@
 // Event normalisation: one raw event payload (envelope `event` item or /store/
-// body) into the NormalizedEvent row shape, following DECISIONS "Ingest" and
-// "Grouping". One JSON.parse per payload; sub-objects of the parsed event are
+// body) into the NormalizedEvent row shape, following docs/ingest-normalisation.md
+// "Event normalisation". One JSON.parse per payload; sub-objects of the parsed event are
 // referenced, not copied, unless they need repair.
 import { InvalidItemError } from './errors.js';
 import { parseCleanJson, type CleanParse } from './hygiene.js';
@@ -208,7 +208,7 @@ const LEVEL_NAMES = new Map<string, Level>([
   ['50', 'fatal'],
 ]);
 
-/** DECISIONS levels: lowercased; warn → warning, critical → fatal, empty/missing → error, unknown → info. */
+/** Levels (docs/ingest-normalisation.md "Event normalisation"): lowercased; warn → warning, critical → fatal, empty/missing → error, unknown → info. */
 export function normalizeLevel(v: unknown): Level {
   if (v === undefined || v === null) return 'error';
   if (typeof v === 'number') return LEVEL_NAMES.get(String(v)) ?? 'info';

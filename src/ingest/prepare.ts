@@ -108,7 +108,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
     environment: text(s.environment),
   }));
   const aggregates = work.aggregates.map((a) => {
-    // `unhandled` (browser SDKs' status for an unhandled error) counts as crashed (DECISIONS).
+    // `unhandled` counts as crashed (docs/ingest-normalisation.md "Release health").
     const crashed = count(a.crashed) + count(a.unhandled);
     const errored = count(a.errored) + count(a.abnormal);
     return {

@@ -1,4 +1,4 @@
-// Release-health items (protocol notes §3.3, §3.4; DECISIONS "Release health"):
+// Release-health items (docs/ingest-normalisation.md "Sessions" and "Release health"):
 // `session` updates and `sessions` aggregates, parsed and validated into the
 // shapes the writer stores.
 import { HOUR_MS } from '../clock.js';

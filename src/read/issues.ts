@@ -312,7 +312,7 @@ function statusProblem(status: unknown): string {
   return `status must be one of ${ISSUE_STATUSES.join(', ')} (got ${JSON.stringify(status ?? null)})`;
 }
 
-/** The columns a status change writes (DECISIONS "Issue lifecycle"). */
+/** The columns a status change writes (docs/api.md "PATCH /api/projects/{slug}/issues/{fingerprint}"). */
 function statusChange(status: IssueStatus, now: number) {
   return (eb: any) => {
     const set: Record<string, unknown> = { status, updated_at: now };

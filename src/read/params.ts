@@ -1,5 +1,5 @@
 // Parsing of the read routes' query parameters shared by several lists: page
-// size, offset, enumerations. Limits come from DECISIONS "Names and shapes".
+// size, offset, enumerations. The limits are in docs/api.md "Conventions".
 import { sql, type RawBuilder } from 'kysely';
 import { ReadInputError } from './errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET } from '../limits.js';

@@ -1,6 +1,6 @@
-// Rate limits that hold across every server instance on one database (DECISIONS:
-// "with several server instances on one Postgres database, the limit holds across
-// them"). Each instance leases part of a key's per-minute budget from the
+// Rate limits that hold across every server instance on one database (docs/api.md
+// "Rate limits": with several instances on one PostgreSQL database, the limit holds
+// across them). Each instance leases part of a key's per-minute budget from the
 // `rate_limit_windows` row with one atomic upsert and spends the lease in memory,
 // so a busy key costs one database round trip per lease, not per request. The
 // budget handed out never exceeds the limit; the cost is that requests leased by

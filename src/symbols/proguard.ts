@@ -413,7 +413,7 @@ export const proguardHandler: SymbolKindHandler<ProguardMapping> = {
   lookups(event) {
     if (!hasJavaFrames(event) && !event.exceptions.some((e) => e.type !== '')) return [];
     const images = proguardImages(event);
-    // DECISIONS: by the event's proguard image uuid, else by release.
+    // By the event's proguard image uuid, else by release (docs/api.md "What matching looks for").
     if (images.length > 0) return images.map((debugId) => ({ kind: 'proguard', by: 'debug_id', debugId }) satisfies SymbolLookup);
     if (event.release === '') return [];
     return [{ kind: 'proguard', by: 'release', release: event.release, dist: event.dist }];

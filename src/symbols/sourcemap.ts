@@ -3,7 +3,7 @@
 // its mappings (sourcemap-index.ts; indexed maps with `sections` included) and mapping
 // minified frames to original file, line, column, function name and context lines.
 //
-// Matching (DECISIONS "Symbols"): a frame's debug id (`debug_meta.images[type=sourcemap]`
+// Matching (docs/api.md "What matching looks for"): a frame's debug id (`debug_meta.images[type=sourcemap]`
 // whose `code_file` is the frame's `abs_path`), else the event's release and dist and
 // the frame's file name against the minified file the map serves: its `file` field, or
 // the uploaded name without `.map`, compared as a full URL, as `~/path`, or by basename

@@ -15,9 +15,9 @@
 //   readSymbolFile(db, id, part?)               ReadableStream of the bytes, chunk by chunk
 //   readSymbolBytes(db, id, part?)              the whole part as one Uint8Array (parsing into the cache)
 //   saveDerivedIndex(db, id, bytes)             part 1, built once at upload by a kind
-//   findByDebugId / findByRelease               matching (DECISIONS "Symbols")
+//   findByDebugId / findByRelease               matching (docs/api.md "What matching looks for")
 //
-// Replacement rule (DECISIONS "Symbols"): a file with the same kind and debug id, or,
+// Replacement rule (docs/api.md "Symbol routes"): a file with the same kind and debug id, or,
 // without a debug id, the same kind, release and filename, replaces the existing one.
 import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
 import type { Store } from '../store/database.js';
@@ -353,7 +353,7 @@ function finalSet(final: FinalFacts | undefined): Partial<Record<keyof SymbolFil
   return set;
 }
 
-/** The delete of the ready files `row` (now ready as `id`) replaces (DECISIONS "Symbols"). */
+/** The delete of the ready files `row` (now ready as `id`) replaces (docs/api.md "Symbol routes"). */
 function replacedBy(db: Db, row: Pick<SymbolFileRow, 'project_id' | 'kind' | 'debug_id' | 'release' | 'filename'>, id: number) {
   const q = db.deleteFrom('symbol_files').where('project_id', '=', row.project_id).where('kind', '=', row.kind).where('state', '=', 'ready').where('id', '!=', id);
   return row.debug_id !== '' ? q.where('debug_id', '=', row.debug_id) : q.where('debug_id', '=', '').where('release', '=', row.release).where('filename', '=', row.filename);

@@ -54,7 +54,7 @@ export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release'
 
 type Db = Kysely<Database>;
 
-/** The limits of one upload (DECISIONS' values unless a caller, e.g. a test, lowers them). */
+/** The limits of one upload (docs/api.md "Symbol routes") unless a caller, e.g. a test, lowers them. */
 export interface UploadLimits {
   maxFileBytes: number;
   /** A lower limit for some kinds (the serverless edition: what an isolate can parse). */

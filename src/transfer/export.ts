@@ -1,5 +1,5 @@
 // Export and import of a whole instance or one project as newline-delimited JSON
-// (DECISIONS "Export format"; spec "Export and import"). This domain owns the file
+// (docs/api.md "Export file format"). This domain owns the file
 // format (format.ts), one descriptor per line type (line-types.ts: how its rows are read
 // in key order, written as lines, checked and inserted if missing), the export reader
 // (this file) and the importer (import.ts). It uses Web APIs only and takes plain

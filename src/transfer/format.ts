@@ -1,4 +1,4 @@
-// The export file's format (DECISIONS "Export format"): newline-delimited JSON, a meta
+// The export file's format (docs/api.md "Export file format"): newline-delimited JSON, a meta
 // line first, then one line per row under a `type`. This module holds what every line
 // type shares: the format number, the meta line, how a column's value becomes a JSON
 // field and back (times as RFC 3339, 0/1 as booleans, JSON text as JSON), and the

@@ -1,5 +1,5 @@
 // The `project` line: a project with its id and DSN key, so SDKs keep working after a
-// move (DECISIONS "Export format"). Import keeps a project that exists (by slug) as it
+// move (docs/api.md "Export file format"). Import keeps a project that exists (by slug) as it
 // is; a missing one is created with its DSN key and id when they are free here, else
 // with a new id or key, which the import names on standard error.
 import { sql } from 'kysely';

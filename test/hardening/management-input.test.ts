@@ -1,5 +1,5 @@
-// Management input hygiene over real HTTP on both databases (DECISIONS "Input
-// hygiene"): NUL in a path segment, a query parameter, a project name or a bulk
+// Management input hygiene over real HTTP on both databases (docs/api.md
+// "Conventions"): NUL in a path segment, a query parameter, a project name or a bulk
 // fingerprint is 400, as is a lone surrogate in a JSON body; percent-encoded (or raw)
 // dot segments never select another project (404); nothing is changed by any of
 // these requests. The dashboard's forms refuse a NUL the same way.

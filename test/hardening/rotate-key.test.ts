@@ -1,4 +1,4 @@
-// rotate-key with two server instances on one database (DECISIONS "Input hygiene"):
+// rotate-key with two server instances on one database (docs/api.md "POST /api/projects/{slug}/rotate-key"):
 // after the rotation on one, the new key works at once on the other, which had the
 // project row in its ingest cache with the old key, and the old key stops there
 // within one second.

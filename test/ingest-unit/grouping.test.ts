@@ -1,4 +1,4 @@
-// Grouping (DECISIONS "Grouping"): fingerprint stability and what splits issues.
+// Grouping (docs/ingest-normalisation.md "Grouping"): fingerprint stability and what splits issues.
 import { describe, expect, it } from 'vitest';
 import {
   computeFingerprint,

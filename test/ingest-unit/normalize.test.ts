@@ -1,4 +1,4 @@
-// Event normalisation rules (DECISIONS "Ingest" and "Grouping": title, location, error_type).
+// Event normalisation rules (docs/ingest-normalisation.md "Event normalisation": title, location, error_type).
 import { describe, expect, it } from 'vitest';
 import { InvalidItemError } from '../../src/ingest/errors.js';
 import { normalizeEvent, parseTimestamp, type NormalizeContext } from '../../src/ingest/normalize.js';

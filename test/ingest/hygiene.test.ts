@@ -1,4 +1,4 @@
-// Input hygiene at ingest (DECISIONS "Input hygiene"), on both databases: nesting
+// Input hygiene at ingest (docs/ingest-normalisation.md "Input hygiene"), on both databases: nesting
 // 5 000 levels deep anywhere in an event is cut at 64 levels (the valid events
 // beside it are kept, and every stored event's detail reads back), and NUL or lone
 // surrogates in any text are stored as U+FFFD, so the same release, tag or message

@@ -112,7 +112,7 @@ function collect(into: Carried, body: Uint8Array, envelope: boolean) {
   }
 }
 
-/** Release-health totals as DECISIONS defines them, from what the bodies carried. */
+/** Release-health totals by docs/ingest-normalisation.md "Release health", from what the bodies carried. */
 function expectedTotals(c: Carried) {
   const started = [...c.sessions.values()].filter((s) => s.init);
   return {

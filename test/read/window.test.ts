@@ -1,4 +1,4 @@
-// Time windows: the parsing rules of DECISIONS (days 1..90, RFC 3339 from/to,
+// Time windows: the parsing rules of docs/api.md "Time window" (days 1..90, RFC 3339 from/to,
 // to exclusive, span at most 90 days, from before to), the same 400s on every
 // route that takes a window, and `to` being exclusive on real stored data.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

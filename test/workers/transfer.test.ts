@@ -1,6 +1,6 @@
 // Export and import on the serverless edition: the Worker (bundled as deployed, run by
 // Miniflare on a local D1) serves GET /api/export and POST /api/import, and the CLI
-// moves a filled server edition (SQLite) to it and back (DECISIONS "Export format":
+// moves a filled server edition (SQLite) to it and back (docs/api.md "Export file format":
 // export → import → export gives the same lines, whatever the edition on either side).
 // Every statement the import sends to D1 passes the D1 store's limit checks (100 bound
 // parameters, 100 KB), which throw otherwise.

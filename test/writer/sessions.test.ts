@@ -24,7 +24,7 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
     const rows = await t.store.db.selectFrom('session_hourly').selectAll().where('project_id', '=', project.id).orderBy('release').orderBy('bucket').execute();
     return rows.map((r) => [r.release, Number(r.bucket), Number(r.total), Number(r.crashed), Number(r.errored)]);
   }
-  /** session_hourly as DECISIONS defines it, counted from the session rows. */
+  /** session_hourly by docs/ingest-normalisation.md "Release health", counted from the session rows. */
   async function countedFromRows(project: ProjectRow) {
     const rows = await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).execute();
     const m = new Map<string, [string, number, number, number, number]>();

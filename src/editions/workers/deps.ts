@@ -96,7 +96,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
       runtime: workersTransferRuntime,
       version: VERSION,
       // D1 has no read transaction across statements: an export's parts are as
-      // consistent as their reads (DECISIONS "Serverless edition").
+      // consistent as their reads (docs/architecture.md "Export and import").
       snapshot: false,
       partLines: EXPORT_PART_LINES,
       importBatch: IMPORT_BATCH,

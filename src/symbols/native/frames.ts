@@ -1,4 +1,4 @@
-// Native frame symbolication (DECISIONS "Symbols"): a frame's image is found among the
+// Native frame symbolication (docs/api.md "How an address is resolved"): a frame's image is found among the
 // event's `debug_meta.images` of type `macho`, its address becomes
 // `instruction_addr - image_addr + the slice's __TEXT vmaddr`, every frame but the innermost
 // of a stacktrace (the one that was executing) goes one byte back into its call instruction,
