@@ -44,24 +44,6 @@ export function register(program: Command, cli: CliContext): void {
         await deps.store.close().catch(() => {});
         throwListenFailure(err, config.host, config.port);
       }
-      // Before the startup line, so it is the last thing read before "listening on".
-      const openWarning = openAccessWarning(config);
-      if (openWarning) logger.warn({ host: config.host }, openWarning);
-      logger.info(
-        {
-          url: server.url,
-          database: deps.store.description,
-          version: cli.version,
-          public_url: config.publicUrl ?? undefined,
-          // Whether the process runs with the node options `npm start` gives it (README, Node options).
-          node_options: process.execArgv.join(' '),
-          heap_limit_mb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
-          // glibc's allocator setting `npm start` gives it (README, Node options); null when unset.
-          malloc_mmap_threshold: process.env.MALLOC_MMAP_THRESHOLD_ ?? null,
-        },
-        `faultline ${cli.version} listening on ${server.url} (database ${deps.store.description})`,
-      );
-
       let stopping = false;
       const stop = (signal: NodeJS.Signals) => {
         if (stopping) {
@@ -87,7 +69,26 @@ export function register(program: Command, cli: CliContext): void {
           },
         );
       };
+      // Before the startup line: a supervisor may signal as soon as it reads it, and the
+      // write can wake it before this process runs on (without a handler, SIGTERM kills).
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
+      // Before the startup line, so it is the last thing read before "listening on".
+      const openWarning = openAccessWarning(config);
+      if (openWarning) logger.warn({ host: config.host }, openWarning);
+      logger.info(
+        {
+          url: server.url,
+          database: deps.store.description,
+          version: cli.version,
+          public_url: config.publicUrl ?? undefined,
+          // Whether the process runs with the node options `npm start` gives it (README, Node options).
+          node_options: process.execArgv.join(' '),
+          heap_limit_mb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
+          // glibc's allocator setting `npm start` gives it (README, Node options); null when unset.
+          malloc_mmap_threshold: process.env.MALLOC_MMAP_THRESHOLD_ ?? null,
+        },
+        `faultline ${cli.version} listening on ${server.url} (database ${deps.store.description})`,
+      );
     });
 }
