@@ -142,7 +142,10 @@ export function mappedFunctionName(sdkFunction: string | undefined, enclosing: s
 }
 
 /** An original position a minified position maps to, as the loaded map looks it up. */
-export type MapLookup = (line: number, column: number) => { source: number; line: number; column: number; name: string | null } | null;
+export type MapLookup = (
+  line: number,
+  column: number,
+) => { source: number; line: number; column: number; name: string | null; /** 1-based column where the segment starts, when known. */ generatedColumn?: number } | null;
 
 /** How far back (columns of the minified line) the enclosing function's name is looked for, so a frame costs a bounded number of lookups; a longer function keeps the SDK's name. */
 export const MAX_SCAN_COLUMNS = 4000;
@@ -159,8 +162,15 @@ export function* namedMappingsBefore(lookup: MapLookup, line: number, column: nu
   const same = (a: ReturnType<MapLookup>, b: ReturnType<MapLookup>) =>
     a === b || (a !== null && b !== null && a.source === b.source && a.line === b.line && a.column === b.column && a.name === b.name);
   for (let c = column - 1; c >= stop - 1; c--) {
+    // Every column from where the current segment starts maps as it does: skip to the one before.
+    const starts = current?.generatedColumn;
+    if (starts !== undefined && starts - 1 < c) c = Math.max(starts - 1, stop - 1);
     const here = c >= 1 ? lookup(line, c) : null;
-    if (c >= 1 && same(here, current)) continue;
+    if (c >= 1 && same(here, current)) {
+      // The same original position: one mapping, which may start further back.
+      current = here;
+      continue;
+    }
     // `current` starts at c + 1.
     if (current !== null && current.name !== null && c + 1 < column) {
       yield { column: c + 1, width: nextStart - (c + 1), source: current.source, line: current.line, originalColumn: current.column, name: current.name };

@@ -249,7 +249,7 @@ export class LoadedSourceMap implements LoadedSymbols {
   }
 
   /** The original position of a 1-based line and column of the minified file; null when unmapped. */
-  lookup(line: number, column: number): { source: number; line: number; column: number; name: string | null } | null {
+  lookup(line: number, column: number): { source: number; line: number; column: number; name: string | null; generatedColumn: number } | null {
     if (!(line >= 1) || !(column >= 1) || !Number.isFinite(line) || !Number.isFinite(column)) return null;
     const l = Math.floor(line) - 1;
     let c = Math.floor(column) - 1;
@@ -260,7 +260,9 @@ export class LoadedSourceMap implements LoadedSymbols {
       if (seg) {
         if (seg.fields === 1) return null;
         const name = seg.fields === 5 ? unpack(this.data.names, part.nameBase + seg.name) || null : null;
-        return { source: part.sourceBase + seg.src, line: seg.line + 1, column: seg.column + 1, name };
+        // Where the segment starts in the minified line (1-based), so a walk along the line can skip to the one before.
+        const generatedColumn = seg.col + (part.line === l ? part.column : 0) + 1;
+        return { source: part.sourceBase + seg.src, line: seg.line + 1, column: seg.column + 1, name, generatedColumn };
       }
       if (part.line !== l || part.column === 0) return null;
       c = part.column - 1;
@@ -350,7 +352,13 @@ export function mapJsFrame(map: LoadedSourceMap, frame: NormalizedFrame): Normal
   if (!pos) return null;
   const source = map.sourcePath(pos.source);
   const out: NormalizedFrame = { ...frame, ...frameFiles(source), lineno: pos.line, colno: pos.column };
-  const enclosing = enclosingFunctionName(frame.function, namedMappingsBefore((l, c) => map.lookup(l, c), frame.lineno as number, frame.colno as number), (s) => map.sourceContent(s));
+  // Each source's text is decoded once per frame, however many candidates it is checked for.
+  const contents = new Map<number, string | null>();
+  const contentOf = (s: number): string | null => {
+    if (!contents.has(s)) contents.set(s, map.sourceContent(s));
+    return contents.get(s) ?? null;
+  };
+  const enclosing = enclosingFunctionName(frame.function, namedMappingsBefore((l, c) => map.lookup(l, c), frame.lineno as number, frame.colno as number), contentOf);
   const name = mappedFunctionName(frame.function, enclosing);
   if (name !== undefined) out.function = name;
   delete out.pre_context;

@@ -93,6 +93,25 @@ describe('function names', () => {
     ]);
   });
 
+  it('skips to where each segment starts when the lookup says so, with the same mappings and fewer lookups', () => {
+    let calls = 0;
+    const counted: MapLookup = (line, column) => {
+      calls++;
+      return lookup(line, column);
+    };
+    const stepped = [...namedMappingsBefore(counted, 1, 55)];
+    const steppedCalls = calls;
+    calls = 0;
+    const jumping: MapLookup = (line, column) => {
+      calls++;
+      const found = lookup(line, column);
+      const starts = MAPPINGS.filter((m) => m.column <= column).at(-1)?.column;
+      return found && { ...found, generatedColumn: starts };
+    };
+    expect([...namedMappingsBefore(jumping, 1, 55)]).toEqual(stepped);
+    expect(calls).toBeLessThan(steppedCalls / 4);
+  });
+
   it('names a frame after the function that encloses it, never after a call site', () => {
     const name = (sdk: string | undefined, column: number, content: (string | null)[] = contents) =>
       mappedFunctionName(sdk, enclosingFunctionName(sdk, namedMappingsBefore(lookup, 1, column), (s) => content[s] ?? null));
