@@ -47,17 +47,20 @@ export function minifiedName(sdkFunction: string | undefined): string {
 
 const KEYWORDS = new Set(['if', 'for', 'while', 'switch', 'catch', 'with', 'return', 'typeof', 'new', 'await', 'yield', 'super', 'function']);
 
-/** Offset of a 1-based line and column in a text; -1 when outside it. */
-function offsetOf(content: string, line: number, column: number): number {
-  let offset = 0;
-  for (let l = 1; l < line; l++) {
-    const next = content.indexOf('\n', offset);
-    if (next < 0) return -1;
-    offset = next + 1;
-  }
-  const end = content.indexOf('\n', offset);
+/** Offsets where the lines of a text start. */
+export function lineStartsOf(content: string): number[] {
+  const starts = [0];
+  for (let i = content.indexOf('\n'); i >= 0; i = content.indexOf('\n', i + 1)) starts.push(i + 1);
+  return starts;
+}
+
+/** Offset of a 1-based line and column in a text (its line starts given, or found); -1 when outside it. */
+function offsetOf(content: string, line: number, column: number, starts: readonly number[] = lineStartsOf(content)): number {
+  if (!(line >= 1 && line <= starts.length)) return -1;
+  const offset = starts[line - 1];
+  const end = line < starts.length ? starts[line] - 1 : content.length;
   const at = offset + column - 1;
-  return column >= 1 && (end < 0 ? at <= content.length : at <= end) ? at : -1;
+  return column >= 1 && at <= end ? at : -1;
 }
 
 /** Index just after the `)` that closes the `(` at `open`; -1 when it does not close soon. */
@@ -77,9 +80,9 @@ function closeParen(text: string, open: number): number {
  * (`name(…) {`), or a function assigned to a name or property (`name = (…) =>`,
  * `name: function`).
  */
-export function definesFunctionAt(content: string, line: number, column: number, name: string): boolean {
+export function definesFunctionAt(content: string, line: number, column: number, name: string, lineStarts?: readonly number[]): boolean {
   if (!/^[A-Za-z_$][\w$]*$/.test(name)) return false;
-  const at = offsetOf(content, line, column);
+  const at = offsetOf(content, line, column, lineStarts);
   if (at < 0 || content.slice(at, at + name.length) !== name) return false;
   if (/[\w$]/.test(content[at + name.length] ?? '') || /[\w$]/.test(content[at - 1] ?? '')) return false;
   const before = content.slice(Math.max(0, at - 40), at);
@@ -124,6 +127,8 @@ export function enclosingFunctionName(
 ): string | null {
   const minified = minifiedName(sdkFunction);
   if (minified === '') return null;
+  // Each source's lines are found once, however many of its mappings are checked.
+  const lineStarts = new Map<number, number[]>();
   for (const m of mappingsBefore) {
     // A minifier maps each name token on its own, and the next mapping starts right after
     // it (at a parameter, `(`, `=` or the body): a width far from the name's length is
@@ -131,7 +136,9 @@ export function enclosingFunctionName(
     if (m.width < minified.length || m.width > minified.length + MAX_GAP_AFTER_NAME) continue;
     const content = sourceContent(m.source);
     if (content === null) continue;
-    if (definesFunctionAt(content, m.line, m.originalColumn, m.name)) return m.name;
+    let starts = lineStarts.get(m.source);
+    if (!starts) lineStarts.set(m.source, (starts = lineStartsOf(content)));
+    if (definesFunctionAt(content, m.line, m.originalColumn, m.name, starts)) return m.name;
   }
   return null;
 }
