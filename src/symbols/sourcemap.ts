@@ -216,11 +216,20 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
   return data;
 }
 
+/** Enclosing-function names a loaded map keeps (see LoadedSourceMap.enclosingName). */
+const MAX_ENCLOSING_NAMES = 4096;
+
 /** Bytes of a context line decoded at most: MAX_CONTEXT_LINE characters of up to 4 bytes. */
 const MAX_CONTEXT_BYTES = MAX_CONTEXT_LINE * 4;
 
 export class LoadedSourceMap implements LoadedSymbols {
   readonly memoryBytes: number;
+  /**
+   * The enclosing function's original name by minified position and name: the frames of
+   * one crash come back with every event, and finding the name walks the line. Bounded
+   * (cleared when full), so it stays a few hundred KB beside the map's charge.
+   */
+  private readonly enclosingNames = new Map<string, string | null>();
 
   constructor(private readonly data: SourceMapData) {
     this.memoryBytes = data.memoryBytes;
@@ -268,6 +277,17 @@ export class LoadedSourceMap implements LoadedSymbols {
       c = part.column - 1;
     }
     return null;
+  }
+
+  /** `find()` once per minified position and name; later frames at it read the answer kept. */
+  enclosingName(line: number, column: number, minifiedName: string | undefined, find: () => string | null): string | null {
+    const key = `${line}:${column}:${minifiedName ?? ''}`;
+    const known = this.enclosingNames.get(key);
+    if (known !== undefined) return known;
+    const found = find();
+    if (this.enclosingNames.size >= MAX_ENCLOSING_NAMES) this.enclosingNames.clear();
+    this.enclosingNames.set(key, found);
+    return found;
   }
 
   /** The original source's text as the map embeds it; null when it does not. */
@@ -352,13 +372,17 @@ export function mapJsFrame(map: LoadedSourceMap, frame: NormalizedFrame): Normal
   if (!pos) return null;
   const source = map.sourcePath(pos.source);
   const out: NormalizedFrame = { ...frame, ...frameFiles(source), lineno: pos.line, colno: pos.column };
-  // Each source's text is decoded once per frame, however many candidates it is checked for.
-  const contents = new Map<number, string | null>();
-  const contentOf = (s: number): string | null => {
-    if (!contents.has(s)) contents.set(s, map.sourceContent(s));
-    return contents.get(s) ?? null;
-  };
-  const enclosing = enclosingFunctionName(frame.function, namedMappingsBefore((l, c) => map.lookup(l, c), frame.lineno as number, frame.colno as number), contentOf);
+  const line = frame.lineno as number;
+  const column = frame.colno as number;
+  const enclosing = map.enclosingName(line, column, frame.function, () => {
+    // Each source's text is decoded once per frame, however many candidates it is checked for.
+    const contents = new Map<number, string | null>();
+    const contentOf = (s: number): string | null => {
+      if (!contents.has(s)) contents.set(s, map.sourceContent(s));
+      return contents.get(s) ?? null;
+    };
+    return enclosingFunctionName(frame.function, namedMappingsBefore((l, c) => map.lookup(l, c), line, column), contentOf);
+  });
   const name = mappedFunctionName(frame.function, enclosing);
   if (name !== undefined) out.function = name;
   delete out.pre_context;
