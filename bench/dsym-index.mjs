@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { COMMON_H, unitNamespace } from './lib/cpp-units.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -29,23 +30,11 @@ const { values: args } = parseArgs({
   },
 });
 
-const COMMON_H = `#pragma once
-template <typename T> struct Box { T value; __attribute__((always_inline)) T get() const { return value; } };
-template <typename T> __attribute__((always_inline)) inline T mix(T a, T b) { return a * 31 + (b ^ (a >> 3)); }
-template <typename A, typename B> struct Pair {
-  __attribute__((always_inline)) static A combine(A x, const B &b) { return mix<A>(x, (A)b.a) + (A)b.c; }
-};
-static inline __attribute__((always_inline)) long fold(int a, int k) { long s = 0; for (int i = 0; i < k; i++) s += mix<long>(a, i); return s; }
-`;
 
 /** One compile unit: many functions, each with its own record type and inlined templates. */
 function unitSource(unit, functions) {
-  const out = ['#include "common.h"', `namespace mod${unit} {`, 'struct Rec0 { int a; long b; double c; Box<int> box; };'];
-  for (let k = 0; k < functions; k++) {
-    if (k > 0) out.push(`struct Rec${k} { int a; long b; double c; Box<int> box; Box<Rec${k - 1}*> link; };`);
-    out.push(`__attribute__((noinline)) long fn${k}(long x) { Rec${k} r{}; r.a = (int)x; long s = mix<long>(x, ${k}); s += Pair<long, Rec${k}>::combine(s, r); return s + fold(r.a, ${k % 7}); }`);
-  }
-  out.push('}', `long entry${unit}(long v) { long s = 0;`);
+  const out = unitNamespace(unit, functions);
+  out.push(`long entry${unit}(long v) { long s = 0;`);
   for (let k = 0; k < functions; k += 8) out.push(`  s += mod${unit}::fn${k}(v + s);`);
   out.push('  return s; }');
   return out.join('\n');

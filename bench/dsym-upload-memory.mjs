@@ -21,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, procStats, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
+import { COMMON_H, unitNamespace } from './lib/cpp-units.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -34,22 +35,10 @@ const { values: args } = parseArgs({
 const KEY = 'bench-dsym-upload-key-0123456789abcdef';
 const CLI = path.join(root, 'node_modules/@sentry/cli/bin/sentry-cli');
 
-const COMMON_H = `#pragma once
-template <typename T> struct Box { T value; __attribute__((always_inline)) T get() const { return value; } };
-template <typename T> __attribute__((always_inline)) inline T mix(T a, T b) { return a * 31 + (b ^ (a >> 3)); }
-template <typename A, typename B> struct Pair {
-  __attribute__((always_inline)) static A combine(A x, const B &b) { return mix<A>(x, (A)b.a) + (A)b.c; }
-};
-static inline __attribute__((always_inline)) long fold(int a, int k) { long s = 0; for (int i = 0; i < k; i++) s += mix<long>(a, i); return s; }
-`;
 
 function unitSource(functions) {
-  const out = ['#include "common.h"', 'namespace mod0 {', 'struct Rec0 { int a; long b; double c; Box<int> box; };'];
-  for (let k = 0; k < functions; k++) {
-    if (k > 0) out.push(`struct Rec${k} { int a; long b; double c; Box<int> box; Box<Rec${k - 1}*> link; };`);
-    out.push(`__attribute__((noinline)) long fn${k}(long x) { Rec${k} r{}; r.a = (int)x; long s = mix<long>(x, ${k}); s += Pair<long, Rec${k}>::combine(s, r); return s + fold(r.a, ${k % 7}); }`);
-  }
-  out.push('}', 'int main(int argc, char**) { long s = argc;');
+  const out = unitNamespace(0, functions);
+  out.push('int main(int argc, char**) { long s = argc;');
   for (let k = 0; k < functions; k += 8) out.push(`  s += mod0::fn${k}(s);`);
   out.push('  return (int)s; }');
   return out.join('\n');
