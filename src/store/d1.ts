@@ -279,16 +279,18 @@ export class D1Dialect implements Dialect {
 /** The Store over a D1 binding; `name` is for logs. */
 export function openD1Store(binding: D1Binding, name = 'DB'): Store {
   const db = new Kysely<Database>({ dialect: new D1Dialect(binding) });
+  const atomic = async (queries: CompiledQuery[]): Promise<QueryResult<unknown>[]> => {
+    if (queries.length === 0) return [];
+    const results = await binding.batch(queries.map((q) => prepare(binding, q)));
+    return results.map((r) => toQueryResult(r));
+  };
   return {
     db,
     dialect: 'sqlite',
     capabilities: D1_CAPABILITIES,
     description: `d1:${name}`,
-    async batch(queries) {
-      if (queries.length === 0) return [];
-      const results = await binding.batch(queries.map((q) => prepare(binding, q)));
-      return results.map((r) => toQueryResult(r));
-    },
+    batch: atomic,
+    atomic,
     async ping() {
       try {
         await sql`select 1`.execute(db);

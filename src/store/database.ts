@@ -23,6 +23,13 @@ export interface Store {
    * when it is present.
    */
   batch?(queries: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
+  /**
+   * The one write path every domain uses for statements that commit together: in
+   * order, in one transaction (SQLite, PostgreSQL) or one atomic batch (D1), giving
+   * each statement's result. Statements are built beforehand (D1's batch is the lowest
+   * common denominator: no statement can depend on an earlier one's answer in code).
+   */
+  atomic(queries: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
   /** True when the database answers a trivial query within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -62,12 +69,17 @@ export { migrate, SchemaTooNewError } from './migrate.js';
  * database without interactive transactions (D1) one batch.
  */
 export async function executeAtomically(store: Store, queries: CompiledQuery[]): Promise<void> {
-  if (queries.length === 0) return;
-  if (store.batch && !store.capabilities.supportsInteractiveTransactions) {
-    await store.batch(queries);
-    return;
-  }
-  await store.db.transaction().execute(async (trx) => {
-    for (const q of queries) await trx.executeQuery(q);
-  });
+  await store.atomic(queries);
+}
+
+/** `Store.atomic` for a database with interactive transactions. */
+export function transactionalAtomic(db: Kysely<Database>): Store['atomic'] {
+  return async (queries) => {
+    if (queries.length === 0) return [];
+    return db.transaction().execute(async (trx) => {
+      const results: QueryResult<unknown>[] = [];
+      for (const q of queries) results.push(await trx.executeQuery(q));
+      return results;
+    });
+  };
 }

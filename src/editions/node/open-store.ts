@@ -7,7 +7,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
-import { DatabaseConfigError, parseDatabaseUrl, redact, type Store } from '../../store/database.js';
+import { DatabaseConfigError, parseDatabaseUrl, redact, type Store, transactionalAtomic } from '../../store/database.js';
 import { namedStatement } from '../../store/pg-statements.js';
 import { POSTGRES_CAPABILITIES } from '../../store/postgres.js';
 import type { Database } from '../../store/schema.js';
@@ -110,6 +110,7 @@ function openSqlite(file: string, options: OpenStoreOptions): NodeStore {
     db,
     dialect: 'sqlite',
     capabilities: SQLITE_CAPABILITIES,
+    atomic: transactionalAtomic(db),
     description: `sqlite:${memory ? file : path.resolve(file)}`,
     commitTally,
     async ping() {
@@ -201,6 +202,7 @@ async function openPostgres(url: string): Promise<Store> {
     db,
     dialect: 'postgres',
     capabilities: POSTGRES_CAPABILITIES,
+    atomic: transactionalAtomic(db),
     description,
     async ping(timeoutMs = 2000) {
       const query = sql`select 1`.execute(db).then(
