@@ -163,6 +163,12 @@ export const WORKER_RESYMBOLICATE_STEP_EVENTS = 100;
  */
 export const WORKER_RESYMBOLICATE_CRON_STEPS = 10;
 
+/**
+ * The largest ingest work the serverless edition enqueues (estimated; Cloudflare Queues
+ * take messages of at most 128 KB): larger ones are committed directly.
+ */
+export const WORKER_QUEUE_MESSAGE_BYTES = 112 * 1024;
+
 // ---------------------------------------------------------------------------
 // sentry-cli's routes under /api/0/
 // ---------------------------------------------------------------------------

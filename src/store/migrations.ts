@@ -782,6 +782,24 @@ function m019(): Migration {
   };
 }
 
+/**
+ * The serverless edition's queue consumer records each committed queue message here in
+ * the same D1 batch as its rows, so a redelivered message is recognised and acknowledged
+ * (src/editions/workers/ingest-queue.ts). The other editions never write it.
+ */
+function m020(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('ingest_receipts')
+        .addColumn('message_id', 'text', (c) => c.primaryKey())
+        .addColumn('committed_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('ingest_receipts_committed_at').on('ingest_receipts').column('committed_at').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -803,6 +821,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '017_issue_merges': m017(),
     '018_release_commits_and_deploys': m018(),
     '019_alert_filters_and_digests': m019(),
+    '020_ingest_receipts': m020(),
   };
 }
 

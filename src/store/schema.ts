@@ -352,6 +352,12 @@ export interface ProguardReleaseTable {
   created_at: number;
 }
 
+/** A queue message the serverless edition's consumer committed (migration 020). */
+export interface IngestReceiptTable {
+  message_id: string;
+  committed_at: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -384,6 +390,7 @@ export interface Database {
   symbol_files: SymbolFileTable;
   symbol_chunks: SymbolChunkTable;
   symbol_jobs: SymbolJobTable;
+  ingest_receipts: IngestReceiptTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;
