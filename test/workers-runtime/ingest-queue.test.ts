@@ -199,6 +199,16 @@ describe('ingest through the queue inside workerd', () => {
     expect((await snapshot(direct.store, direct1)).sessionHourly).toEqual((await snapshot(queued.store, p)).sessionHourly);
   });
 
+  it('keeps the daily quota exact per request: a project with a quota is not merged', async () => {
+    const p = await createProject(direct.store.db, { ...PROJECT_DEFAULTS, slug: `quota-${Date.now()}`, name: 'quota', daily_quota: 7 }, Date.now());
+    const before = queued.queue.bodies.length;
+    for (let i = 0; i < 20; i++) expect(await send(queued.app, p, eventEnvelope(hex32(i, 'f')))).toBe(200);
+    const bodies = queued.queue.bodies.slice(before);
+    const summary = await consumeIngestBatch(batchOf(bodies, bodies.map((_, i) => `quota-${i}`)), consumerOptions());
+    expect(summary).toMatchObject({ committed: 20, refused: 13, oneBatch: true });
+    expect((await snapshot(queued.store, p)).seen).toHaveLength(7);
+  });
+
   it('answers an envelope too large for a message by committing it directly', async () => {
     const p = await project();
     const before = queued.sink.counts.direct;
