@@ -68,8 +68,11 @@ export function routeClass(method: string, path: string): RouteClass {
   if (path === '/api/users/me' || path === '/api/tokens' || path.startsWith('/api/tokens/')) return 'self';
   if (path === '/api/users' || path.startsWith('/api/users/')) {
     if (read) return 'read';
-    // A user changes their own name or password; the route asks for admin for anyone else.
-    return m === 'PATCH' && /^\/api\/users\/[^/]+$/.test(path) ? 'self' : 'users';
+    // A user changes their own name or password, or ends their own sessions; the route
+    // asks for admin when another user is named.
+    if (m === 'PATCH' && /^\/api\/users\/[^/]+$/.test(path)) return 'self';
+    if (m === 'DELETE' && /^\/api\/users\/[^/]+\/sessions$/.test(path)) return 'self';
+    return 'users';
   }
   if (read) return 'read';
   if (path.startsWith('/api/0/')) return 'uploads';

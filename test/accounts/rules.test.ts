@@ -50,6 +50,7 @@ describe('roles', () => {
       ['POST', '/api/users', 'users'],
       ['PATCH', '/api/users/3', 'self'],
       ['DELETE', '/api/users/3', 'users'],
+      ['DELETE', '/api/users/3/sessions', 'self'],
       ['GET', '/api/users/me', 'self'],
       ['POST', '/api/tokens', 'self'],
       ['DELETE', '/api/tokens/4', 'self'],
