@@ -16,6 +16,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
+import { UserPresence } from '../accounts/presence.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
@@ -119,8 +120,8 @@ function ruleFilterFields(f: Record<string, string | string[]>): Record<string, 
  * The dashboard as middleware for the app: requests to dashboard paths are
  * answered here (before the API's bearer-key check), the rest go on to the API.
  */
-export function dashboard(deps: AppDeps): MiddlewareHandler {
-  const app = dashboardApp(deps);
+export function dashboard(deps: AppDeps, presence: UserPresence = new UserPresence(deps.store.db)): MiddlewareHandler {
+  const app = dashboardApp(deps, presence);
   const basePath = publicBasePath(deps.config);
   return async (c, next) => {
     if (!isDashboardPath(c.req.path)) return next();
@@ -139,7 +140,7 @@ export function dashboard(deps: AppDeps): MiddlewareHandler {
   };
 }
 
-export function dashboardApp(deps: AppDeps): Hono<Env> {
+export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPresence(deps.store.db)): Hono<Env> {
   const app = new Hono<Env>();
   const db = deps.store.db;
   const now = () => deps.clock.now();

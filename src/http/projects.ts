@@ -20,6 +20,7 @@ import {
 } from '../store/projects.js';
 import { HttpError, badRequest, notFound, readJsonObject, zodMessage } from './errors.js';
 import { buildDsn, publicBaseUrl } from './public-url.js';
+import { audit } from './audit.js';
 
 /** Validates a project body; a failure is a 400 naming each bad field. */
 export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -77,6 +78,7 @@ export function projectRoutes(deps: AppDeps): Hono {
     try {
       const project = await createProject(db, withDefaults(input), deps.clock.now());
       deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
+      await audit(deps, c, 'project.create', project.slug);
       return c.json(json(c, project), 201, { Location: `/api/projects/${project.slug}` });
     } catch (err) {
       if (err instanceof SlugTakenError) throw new HttpError(409, err.message);
@@ -91,6 +93,7 @@ export function projectRoutes(deps: AppDeps): Hono {
     const patch = parse(patchSchema, await readJsonObject(c));
     const updated = await updateProject(db, project.id, patch);
     if (!updated) throw notFound(`project "${project.slug}"`);
+    await audit(deps, c, 'project.update', project.slug, patch as Record<string, unknown>);
     return c.json(json(c, updated));
   });
 
@@ -98,6 +101,7 @@ export function projectRoutes(deps: AppDeps): Hono {
     const project = await projectOr404(c.req.param('slug'));
     if (!(await deleteProject(db, project.id))) throw notFound(`project "${project.slug}"`);
     deps.logger.info({ project: project.slug, project_id: project.id }, 'project deleted');
+    await audit(deps, c, 'project.delete', project.slug);
     return c.body(null, 204);
   });
 
@@ -106,6 +110,7 @@ export function projectRoutes(deps: AppDeps): Hono {
     const rotated = await rotateProjectKey(db, project.id);
     if (!rotated) throw notFound(`project "${project.slug}"`);
     deps.logger.info({ project: project.slug, project_id: project.id }, 'project DSN key rotated');
+    await audit(deps, c, 'project.rotate_key', project.slug);
     return c.json(json(c, rotated));
   });
 

@@ -22,6 +22,7 @@ import { listReleases, releaseDetail } from '../read/releases.js';
 import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { HttpError, readJson } from './errors.js';
+import { audit } from './audit.js';
 
 const P = '/api/projects/:slug';
 /** The routes that take only a time window (overview, issue detail, releases). */
@@ -78,7 +79,9 @@ export function readRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const p = await project(c);
       const { fingerprints, status } = parseBulkBody(await readJson(c));
-      return c.json(await bulkSetStatus(db, p.id, fingerprints, status, now(), deps.store.batch));
+      const result = await bulkSetStatus(db, p.id, fingerprints, status, now(), deps.store.batch);
+      await audit(deps, c, 'issue.bulk_status', p.slug, { status, fingerprints });
+      return c.json(result);
     }),
   );
 
@@ -92,7 +95,10 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/merge`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await mergeIssues(deps.store, p.id, parseMergeBody(await readJson(c)), now()));
+      const body = parseMergeBody(await readJson(c));
+      const result = await mergeIssues(deps.store, p.id, body, now());
+      await audit(deps, c, 'issue.merge', p.slug, body as unknown as Record<string, unknown>);
+      return c.json(result);
     }),
   );
 
@@ -113,7 +119,10 @@ export function readRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const p = await project(c);
       const status = parseStatusBody(await readJson(c));
-      return c.json(await setIssueStatus(db, p.id, c.req.param('fingerprint') ?? '', status, now(), deps.store.batch));
+      const fingerprint = c.req.param('fingerprint') ?? '';
+      const result = await setIssueStatus(db, p.id, fingerprint, status, now(), deps.store.batch);
+      await audit(deps, c, 'issue.status', `${p.slug}/${fingerprint}`, { status });
+      return c.json(result);
     }),
   );
 

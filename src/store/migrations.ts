@@ -800,6 +800,82 @@ function m020(): Migration {
   };
 }
 
+/**
+ * Accounts (docs/api.md "Accounts"): users and their roles, personal tokens and
+ * dashboard sessions (both stored only as SHA-256 hashes), invites and the one-time
+ * setup token (hashes too), and the audit log.
+ */
+function m021Accounts(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('users')
+        .addColumn('id', id, auto)
+        .addColumn('email', 'text', (c) => c.notNull().unique())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('disabled', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('password_hash', 'text')
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('last_login_at', big)
+        .execute();
+
+      await db.schema
+        .createTable('personal_tokens')
+        .addColumn('id', id, auto)
+        .addColumn('user_id', big, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big)
+        .addColumn('last_used_at', big)
+        .execute();
+      await db.schema.createIndex('personal_tokens_user').on('personal_tokens').column('user_id').execute();
+
+      await db.schema
+        .createTable('user_sessions')
+        .addColumn('id_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', big, (c) => c.references('users.id').onDelete('cascade'))
+        .addColumn('api_key_id', 'text')
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('last_seen_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big, (c) => c.notNull())
+        .addColumn('ip', 'text')
+        .addColumn('user_agent', 'text')
+        .execute();
+      await db.schema.createIndex('user_sessions_user').on('user_sessions').column('user_id').execute();
+
+      await db.schema
+        .createTable('user_invites')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', big, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big, (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('setup_tokens')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('audit_log')
+        .addColumn('id', id, auto)
+        .addColumn('at', big, (c) => c.notNull())
+        .addColumn('actor', 'text', (c) => c.notNull())
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('target', 'text')
+        .addColumn('details', 'text', (c) => c.notNull())
+        .addColumn('ip', 'text')
+        .execute();
+      await db.schema.createIndex('audit_log_at').on('audit_log').column('at').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -822,6 +898,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '018_release_commits_and_deploys': m018(),
     '019_alert_filters_and_digests': m019(),
     '020_ingest_receipts': m020(),
+    '021_accounts': m021Accounts(dialect),
   };
 }
 
