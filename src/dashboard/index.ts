@@ -458,7 +458,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const body =
       f.kind === 'telegram'
         ? { kind: 'telegram', config: { chat_id: /^-?[0-9]{1,16}$/.test(chat) ? Number(chat) : chat } }
-        : { kind: f.kind, config: { url: f.url ?? '', ...(f.secret ? { secret: f.secret } : {}) } };
+        : f.kind === 'email'
+          ? { kind: 'email', config: { to: (f.to ?? '').split(/[\s,;]+/).filter((a) => a !== '') } }
+          : f.kind === 'webhook'
+            ? { kind: f.kind, config: { url: f.url ?? '', ...(f.secret ? { secret: f.secret } : {}) } }
+            : { kind: f.kind, config: { url: f.url ?? '' } };
     try {
       const channel = await addChannel(db, p.id, body, deps.config, alertRuntime, now());
       deps.logger.info({ project: p.slug, channel_id: Number(channel.id), kind: channel.kind }, 'alert channel created (dashboard)');
