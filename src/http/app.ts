@@ -10,6 +10,7 @@ import { dashboard } from '../dashboard/index.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
+import { attachmentRoutes } from './attachments.js';
 import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
@@ -60,6 +61,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', healthRoutes(deps));
   app.route('/', projectRoutes(deps));
   app.route('/', ingestRoutes(deps));
+  app.route('/', attachmentRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', alertRoutes(deps));
   app.route('/', uploadRoutes(deps));
