@@ -15,7 +15,9 @@ import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import type { Dialect, Store } from '../store/database.js';
 import type { AttachmentTable, Database } from '../store/schema.js';
 import { SYMBOL_CHUNK_BYTES } from '../symbols/storage.js';
-import type { PendingAttachment } from './rules.js';
+import { SNIFF_BYTES, sniffImage, type PendingAttachment } from './rules.js';
+import { readViewHierarchy, type ViewHierarchy } from './view-hierarchy.js';
+import { MAX_VIEW_HIERARCHY_RENDER_BYTES } from '../limits.js';
 
 type Db = Kysely<Database>;
 export type AttachmentRow = Selectable<AttachmentTable>;
@@ -172,6 +174,18 @@ export async function readAttachmentHead(db: Db, id: number, blobs: AttachmentBl
   return first.done ? new Uint8Array(0) : first.value;
 }
 
+/** The first bytes of the file (at most `n`), read without loading its first chunk whole. */
+export async function attachmentPrefix(db: Db, id: number, n: number): Promise<Uint8Array> {
+  const row = await db
+    .selectFrom('attachment_chunks')
+    .select(sql<Uint8Array>`substr(data, 1, ${sql.lit(n)})`.as('head'))
+    .where('attachment_id', '=', id)
+    .where('seq', '=', 0)
+    .executeTakeFirst();
+  if (!row) return new Uint8Array(0);
+  return row.head instanceof Uint8Array ? row.head : new Uint8Array(row.head as ArrayBuffer);
+}
+
 /** The whole file, for a caller that bounded its size beforehand. */
 export async function readAttachmentBytes(db: Db, row: AttachmentRow, blobs: AttachmentBlobs = chunkBlobs): Promise<Uint8Array> {
   const out = new Uint8Array(Number(row.size));
@@ -191,4 +205,26 @@ export async function attachmentUsage(db: Db, projectId: number): Promise<{ coun
     .where('project_id', '=', projectId)
     .executeTakeFirst();
   return { count: Number(row?.count ?? 0), bytes: Number(row?.bytes ?? 0) };
+}
+
+/** An event's file as its page shows it: a raster image by its bytes, a view hierarchy read for drawing. */
+export interface EventFile {
+  row: AttachmentRow;
+  image: boolean;
+  hierarchy: ViewHierarchy | null;
+}
+
+/** The event's files for its page: each sniffed from its first bytes, small view hierarchies read. */
+export async function eventFiles(db: Db, projectId: number, eventId: string): Promise<EventFile[]> {
+  const rows = await listAttachments(db, projectId, eventId);
+  return Promise.all(
+    rows.map(async (row): Promise<EventFile> => {
+      const id = Number(row.id);
+      if (row.attachment_type === 'event.view_hierarchy') {
+        const small = Number(row.size) <= MAX_VIEW_HIERARCHY_RENDER_BYTES;
+        return { row, image: false, hierarchy: small ? readViewHierarchy(await readAttachmentBytes(db, row)) : null };
+      }
+      return { row, image: sniffImage(await attachmentPrefix(db, id, SNIFF_BYTES)) !== null, hierarchy: null };
+    }),
+  );
 }

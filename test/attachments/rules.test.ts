@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { cleanAttachmentName, cleanContentType, collectAttachments, contentDisposition, servedContentType, sniffImage } from '../../src/attachments/rules.js';
 import { PayloadTooLargeError } from '../../src/ingest/errors.js';
-import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_PER_EVENT, MAX_MINIDUMP_BYTES } from '../../src/limits.js';
+import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_PER_EVENT, MAX_MINIDUMP_BYTES, MAX_VIEW_HIERARCHY_RENDER_BYTES } from '../../src/limits.js';
+import { readViewHierarchy } from '../../src/attachments/view-hierarchy.js';
 
 const ID = 'a'.repeat(32);
 const item = (headers: Record<string, unknown>, size = 3) => ({ headers: { type: 'attachment', ...headers }, payload: new Uint8Array(size) });
@@ -75,5 +76,31 @@ describe('sniffImage', () => {
     expect(servedContentType('image/png', true)).toBe('image/png');
     expect(servedContentType('image/png', false)).toBe('application/octet-stream');
     expect(servedContentType(null, true)).toBe('application/octet-stream');
+  });
+});
+
+describe('readViewHierarchy', () => {
+  const doc = (windows: unknown) => new TextEncoder().encode(JSON.stringify({ rendering_system: 'apple_uikit', windows }));
+  const chain = (depth: number): Record<string, unknown> => (depth === 0 ? { type: 'UILabel' } : { type: 'UIView', children: [chain(depth - 1)] });
+
+  it('reads types, identifiers, geometry, visibility and other scalar attributes', () => {
+    const vh = readViewHierarchy(doc([{ type: 'UIWindow', identifier: 'main', x: 0, y: 0, width: 390, height: 844, alpha: 1, visible: true, children: [{ type: 'UIButton', visibility: 'gone', tag: 7 }] }]))!;
+    expect(vh.renderingSystem).toBe('apple_uikit');
+    expect(vh.windows[0]).toMatchObject({ type: 'UIWindow', identifier: 'main', frame: '0,0 390×844', visible: true, attributes: [['alpha', '1']] });
+    expect(vh.windows[0].children[0]).toMatchObject({ type: 'UIButton', visible: false, attributes: [['tag', '7']], children: [] });
+    expect([vh.nodes, vh.cut]).toEqual([2, false]);
+  });
+
+  it('cuts the tree at the node limit and at a deep nesting', () => {
+    const wide = readViewHierarchy(doc([{ type: 'Root', children: Array.from({ length: 50 }, () => ({ type: 'Cell' })) }]), 10)!;
+    expect([wide.nodes, wide.cut, wide.windows[0].children.length]).toEqual([10, true, 9]);
+    expect(readViewHierarchy(doc([chain(500)]))!.cut).toBe(true);
+  });
+
+  it('is null for what is not a view hierarchy or too large to draw', () => {
+    expect(readViewHierarchy(new TextEncoder().encode('not json'))).toBeNull();
+    expect(readViewHierarchy(new TextEncoder().encode('{"windows": 3}'))).toBeNull();
+    expect(readViewHierarchy(new Uint8Array([0xff, 0xfe]))).toBeNull();
+    expect(readViewHierarchy(new Uint8Array(MAX_VIEW_HIERARCHY_RENDER_BYTES + 1))).toBeNull();
   });
 });
