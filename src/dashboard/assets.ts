@@ -18,6 +18,8 @@ h1{font-size:1.45rem;margin:.3rem 0 .8rem;overflow-wrap:anywhere}h2{font-size:1.
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
 .stat{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.6rem .8rem;min-width:0;overflow-wrap:anywhere}.stat b{display:block;font-size:1.4rem}.stat span{color:var(--muted);font-size:.85rem}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
+.screenshots{display:flex;flex-wrap:wrap;gap:1rem}.screenshot{margin:0}.screenshot img{display:block;max-width:100%;max-height:32rem;border:1px solid var(--line);border-radius:.3rem}.screenshot figcaption{font-size:.85rem}
+ul.vh,ul.vh ul{list-style:none;margin:0;padding-left:1rem;border-left:1px dotted var(--line)}ul.vh{padding-left:0;border:0;overflow-wrap:anywhere}.vh-id{color:var(--accent)}
 table{border-collapse:collapse;width:100%;background:var(--card)}th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.82rem;color:var(--muted);font-weight:600}td.num,th.num{text-align:right;white-space:nowrap}
 .title{overflow-wrap:anywhere;font-weight:600}.sub{color:var(--muted);font-size:.85rem;overflow-wrap:anywhere}

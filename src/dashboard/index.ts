@@ -41,6 +41,8 @@ import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, FAVICON_SVG, JS } from './assets.js';
 import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
+import { attachmentDownload } from '../http/attachments.js';
+import { eventFiles, getAttachment } from '../attachments/storage.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
@@ -165,7 +167,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     await next();
     // The time spent on the page, for the browser's developer tools and bench/dashboard.mjs.
     c.header('Server-Timing', `page;dur=${(performance.now() - started).toFixed(1)}`);
-    c.header('Content-Security-Policy', CSP);
+    // Downloads bring their own, stricter policy (a sandbox).
+    if (!c.res.headers.has('Content-Security-Policy')) c.header('Content-Security-Policy', CSP);
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Referrer-Policy', 'same-origin');
     c.header('X-Frame-Options', 'DENY');
@@ -342,7 +345,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message));
+    const files = event ? await eventFiles(db, p.id, event.event_id) : [];
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
@@ -362,8 +366,20 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/:slug/events/:id', async (c) => {
     const p = await projectOr404(c);
-    return render(c, eventPage(pageCtx(c), p, await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob)));
+    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob);
+    return render(c, eventPage(pageCtx(c), p, event, await eventFiles(db, p.id, event.event_id)));
   });
+
+  // Attachment downloads (docs/api.md "Attachments"): always `attachment`, except the
+  // image route, which serves a file inline only when its bytes are a raster image.
+  const attachmentOr404 = async (c: Context<Env>) => {
+    const p = await projectOr404(c);
+    const row = await getAttachment(db, p.id, c.req.param('aid') ?? '');
+    if (!row) throw new HttpError(404, 'There is no such attachment in this project.');
+    return row;
+  };
+  app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false));
+  app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true));
 
   app.get('/:slug/releases', async (c) => {
     const p = await projectOr404(c);

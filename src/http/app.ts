@@ -12,6 +12,7 @@ import { UserPresence } from '../accounts/presence.js';
 import { userRoutes } from './users.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
+import { attachmentRoutes } from './attachments.js';
 import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
@@ -63,6 +64,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', healthRoutes(deps));
   app.route('/', projectRoutes(deps));
   app.route('/', ingestRoutes(deps));
+  app.route('/', attachmentRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', alertRoutes(deps));
   app.route('/', uploadRoutes(deps));

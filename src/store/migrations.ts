@@ -876,6 +876,45 @@ function m021Accounts(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Event attachments (src/attachments): screenshots, view hierarchies, minidumps and
+ * other files sent with an event, one row each, its bytes in `attachment_chunks` of at
+ * most ATTACHMENT_CHUNK_BYTES (a D1 value and an export line hold one). Keyed by the
+ * event's `event_id` and the file's digest, so an SDK's resend stores nothing twice;
+ * `received_at` is the event's, so retention removes them with it. Foreign keys remove
+ * them with their project.
+ */
+function m022Attachments(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('attachments')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('content_type', 'text', (c) => c.notNull())
+        .addColumn('attachment_type', 'text', (c) => c.notNull())
+        .addColumn('size', big, (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .addUniqueConstraint('attachments_event_digest', ['project_id', 'event_id', 'digest'])
+        .execute();
+      await db.schema.createIndex('attachments_received').on('attachments').column('received_at').execute();
+      await db.schema
+        .createTable('attachment_chunks')
+        .addColumn('attachment_id', big, (c) => c.notNull().references('attachments.id').onDelete('cascade'))
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addPrimaryKeyConstraint('attachment_chunks_pk', ['attachment_id', 'seq'])
+        .execute();
+      if (dialect === 'postgres') await sql`alter table attachment_chunks alter column data set storage external`.execute(db);
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -899,6 +938,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '019_alert_filters_and_digests': m019(),
     '020_ingest_receipts': m020(),
     '021_accounts': m021Accounts(dialect),
+    '022_attachments': m022Attachments(dialect),
   };
 }
 

@@ -423,6 +423,29 @@ export interface AuditLogTable {
   ip: string | null;
 }
 
+/** A file sent with an event (src/attachments); its bytes are in `attachment_chunks`. */
+export interface AttachmentTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The event's `event_id` (32 lowercase hex). */
+  event_id: string;
+  /** MD5 of the name and bytes: a resent file is stored once. */
+  digest: string;
+  name: string;
+  content_type: string;
+  /** `event.attachment`, `event.view_hierarchy`, `event.minidump`, `event.applecrashreport`. */
+  attachment_type: string;
+  size: number;
+  /** The event's receive time (retention removes both together). */
+  received_at: number;
+}
+
+export interface AttachmentChunkTable {
+  attachment_id: number;
+  seq: number;
+  data: Uint8Array;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -462,6 +485,8 @@ export interface Database {
   user_invites: UserInviteTable;
   setup_tokens: SetupTokenTable;
   audit_log: AuditLogTable;
+  attachments: AttachmentTable;
+  attachment_chunks: AttachmentChunkTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -217,6 +217,8 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'alert_deliveries',
         'alert_outbox',
         'alert_rules',
+        'attachment_chunks',
+        'attachments',
         'cli_releases',
         'events',
         'issue_changes',

@@ -18,7 +18,8 @@ import { prepareExport } from '../../src/transfer/export.js';
 import { importNdjson, type ImportOptions, type ImportSummary } from '../../src/transfer/import.js';
 import { ManualClock } from '../../src/clock.js';
 import { type DialectName, startTestServer, type TestServer } from '../helpers/server.js';
-import { envelope, errorEvent, eventId, post, sessionUpdate } from '../ingest/helpers.js';
+import { dsnOf, envelope, errorEvent, eventId, post, sessionUpdate } from '../ingest/helpers.js';
+import { androidCrashEnvelope, newEventId } from '../attachments/mobile-envelopes.js';
 import { openTestStore, type TestStore } from '../writer/factory.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/transfer');
@@ -49,6 +50,10 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
     const res = await post(t, demoRow, fixture(name));
     expect(res.status, name).toBe(200);
   }
+
+  // A mobile crash with a screenshot and a view hierarchy (attachment lines).
+  const mobileId = newEventId();
+  expect((await post(t, demoRow, androidCrashEnvelope(mobileId, now - 30_000, dsnOf(t, demoRow)))).status).toBe(200);
 
   // Events sent one per request each get a payload chunk of their own: an export page
   // then needs many chunks at once.

@@ -7,6 +7,8 @@ import { LEVELS } from '../../read/params.js';
 import type { NormalizedFrame } from '../../ingest/types.js';
 import { count, href, html, nonEmpty, options, prettyJson, projectPath, raw, text, utc, when, type Html } from '../html.js';
 import { page, type PageContext } from '../layout.js';
+import type { EventFile } from '../../attachments/storage.js';
+import { attachmentsView } from './attachments.js';
 
 export type EventDetail = Awaited<ReturnType<typeof eventDetail>>;
 type Project = { slug: string; name: string };
@@ -113,7 +115,7 @@ function kvList(entries: [string, unknown][]): Html {
 }
 
 /** The full view of one event. */
-export function eventView(project: Project, e: EventDetail, ctx: PageContext): Html {
+export function eventView(project: Project, e: EventDetail, ctx: PageContext, files: EventFile[] = []): Html {
   const exceptions = [...e.exceptions].reverse(); // main exception first
   const jvm = e.platform === 'java';
   const raw_ = prettyJson(e.raw);
@@ -140,6 +142,7 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext): H
           : html`<div class="frames">${stack(x.frames, 'Stack trace (most recent call first)', jvm)}</div>`}
       </div>`,
     )}
+    ${attachmentsView(project, files)}
     <h3>Breadcrumbs</h3>
     ${e.breadcrumbs.length === 0
       ? html`<p class="sub">None.</p>`
@@ -167,9 +170,9 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext): H
   </section>`;
 }
 
-export function eventPage(ctx: PageContext, project: Project, e: EventDetail): Html {
+export function eventPage(ctx: PageContext, project: Project, e: EventDetail, files: EventFile[] = []): Html {
   const body = html`<p class="sub"><a href="${projectPath(project.slug, 'events')}">Events</a> · <a href="${projectPath(project.slug, 'issues', e.fingerprint)}">Issue</a></p>
     <h1>${e.title || e.message || e.event_id}</h1>
-    ${eventView(project, e, ctx)}`;
+    ${eventView(project, e, ctx, files)}`;
   return page(ctx, { title: `Event ${count(e.id)} · ${project.name}`, project, section: 'events', body });
 }
