@@ -30,6 +30,7 @@ import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolica
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
+import { scrubberFor } from '../privacy/scrub.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -261,6 +262,9 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   const events: NormalizedEvent[] = [];
   const sessions: SessionUpdate[] = [];
   const aggregates: SessionAggregate[] = [];
+  // Scrubbing (docs/privacy.md) runs inside normalisation, before grouping and storage.
+  const scrub = scrubberFor(project);
+  const clientIp = project.scrub_ip_addresses ? null : ctx.clientIp;
 
   if (parsed.kind === 'store') {
     try {
@@ -269,10 +273,11 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
           receivedAt: ctx.receivedAt,
           sentAt: null,
           envelopeEventId: null,
-          clientIp: ctx.clientIp,
+          clientIp,
           md5Hex: ctx.md5Hex,
           parsed: ctx.symbolication?.parsed.get(parsed.payload),
           symbolicate: ctx.symbolication?.symbolicate,
+          scrub,
         }),
       );
     } catch (err) {
@@ -302,10 +307,11 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
             receivedAt: ctx.receivedAt,
             sentAt,
             envelopeEventId,
-            clientIp: ctx.clientIp,
+            clientIp,
             md5Hex: ctx.md5Hex,
             parsed: ctx.symbolication?.parsed.get(item.payload),
             symbolicate: ctx.symbolication?.symbolicate,
+            scrub,
           });
           if (event.eventId === envelopeEventId) envelopeEventId = null;
           // The same event twice in one envelope counts once, as a resend would.
