@@ -12,7 +12,9 @@
 // - key/value pairs inside strings shaped as query strings, form bodies and cookie
 //   headers (`request.query_string`, `request.data`, `request.cookies`, the query of
 //   `request.url`), and pair lists (`[["Authorization", "…"], …]`, as SDKs send headers);
-// - in any string: Luhn-valid card numbers, bearer tokens and PEM private keys.
+// - in any string of the event's data: Luhn-valid card numbers, bearer tokens and PEM
+//   private keys. Stack frames are code, not data: only their `vars` are walked; `sdk`,
+//   `modules` and `debug_meta` describe the program and are not walked at all.
 // With `scrub_ip_addresses`, `user.ip_address` and `request.env.REMOTE_ADDR` are removed
 // (and `{{auto}}` is never resolved).
 
@@ -84,8 +86,24 @@ function escapeRegExp(s: string): string {
 const CARD = /\b(?:3[47]\d|4\d{3}|5[1-5]\d\d|6011|65\d\d)(?:[- ]?\d){11,12}\b/g;
 const BEARER = /\b(bearer\s+)[^\s"',;]+/gi;
 const PEM = /(-----BEGIN[A-Z ]*PRIVATE KEY-----)[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----)/g;
-// One cheap test per string decides whether any value rule can apply to it.
-const MAYBE_SENSITIVE = /\d{4}[- ]?\d|bearer\s|PRIVATE KEY-----/i;
+/**
+ * One cheap pass per string decides whether a value rule can apply to it: 13 digits with
+ * at most spaces or dashes between them, `bearer` (any case), or a PEM line. A plain loop
+ * and `includes`: a regular expression testing for the same costs several times more on
+ * the long strings of stack frames (measured, BENCHMARKS.md "Scrubbing").
+ */
+export function maybeSensitive(s: string): boolean {
+  let digits = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (++digits >= 13) return true;
+    } else if (c !== 32 && c !== 45) digits = 0;
+  }
+  return s.includes('earer') || s.includes('EARER') || s.includes('PRIVATE KEY');
+}
+/** Shorter strings hold none of those (a card has 15 digits; `Bearer ` and a token of 3). */
+const MIN_VALUE_RULE_LENGTH = 10;
 
 /** Luhn's checksum over the digits of `s` (other characters ignored). */
 export function luhnValid(s: string): boolean {
@@ -121,7 +139,7 @@ function cardDigits(match: string): number {
  * count per rule; the same string object when nothing matched.
  */
 export function scrubString(s: string, counts?: Partial<Record<ScrubRule, number>>): string {
-  if (s.length < 10 || !MAYBE_SENSITIVE.test(s)) return s;
+  if (s.length < MIN_VALUE_RULE_LENGTH || !maybeSensitive(s)) return s;
   let out = s;
   const bump = (rule: ScrubRule) => {
     if (counts) counts[rule] = (counts[rule] ?? 0) + 1;
@@ -152,6 +170,8 @@ interface Compiled {
   keyRule: RegExp | null;
   safe: Set<string>;
   ip: boolean;
+  /** Each key's answer, remembered (bounded by KEY_CACHE_MAX). */
+  keys: Map<string, boolean>;
 }
 
 /** Compiles a project's settings into its scrubber (done once per settings, not per event). */
@@ -164,19 +184,35 @@ export function compileScrubber(settings: ScrubSettings): Scrubber {
     keyRule: words.length > 0 ? new RegExp([...new Set(words)].map((w) => escapeRegExp(w).replace(/_/g, '[-_]')).join('|'), 'i') : null,
     safe: new Set(settings.safe_fields.map((f) => f.trim().toLowerCase())),
     ip: settings.scrub_ip_addresses,
+    keys: new Map(),
   };
   const valueRules = settings.scrub_defaults;
   return (event) => scrubEvent(event, compiled, valueRules);
 }
 
+/**
+ * Parts of an event that describe the program, not its data (the SDK, loaded modules and
+ * their versions, debug images): not walked.
+ */
+const OPAQUE_KEYS = new Set(['sdk', 'modules', 'debug_meta']);
+
+/** Keys seen per compiled scrubber and whether they match: SDK events repeat the same few hundred keys. */
+const KEY_CACHE_MAX = 4096;
+
 class Walk {
   total = 0;
   rules: Partial<Record<ScrubRule, number>> = {};
   paths: string[] = [];
+  /** The keys from the event's root to the value being walked. */
+  private readonly stack: (string | number)[] = [];
   constructor(
     readonly c: Compiled,
     readonly valueRules: boolean,
   ) {}
+
+  private path(last?: string | number): string {
+    return (last === undefined ? this.stack : [...this.stack, last]).join('.');
+  }
 
   note(rule: ScrubRule, path: string, n = 1): void {
     this.total += n;
@@ -185,66 +221,101 @@ class Walk {
   }
 
   keyMatches(key: string): boolean {
-    const { keyRule, safe } = this.c;
-    if (keyRule === null || !keyRule.test(key)) return false;
-    return safe.size === 0 || !safe.has(key.toLowerCase());
+    const { keyRule, keys } = this.c;
+    if (keyRule === null) return false;
+    let hit = keys.get(key);
+    if (hit === undefined) {
+      hit = keyRule.test(key) && !this.c.safe.has(key.toLowerCase());
+      if (keys.size >= KEY_CACHE_MAX) keys.clear();
+      keys.set(key, hit);
+    }
+    return hit;
   }
 
-  /** The value scrubbed (containers in place); `path` is only built when something is reported. */
-  value(v: unknown, path: () => string, depth: number): unknown {
-    if (typeof v === 'string') return this.string(v, path);
-    if (depth >= MAX_DEPTH || typeof v !== 'object' || v === null) return v;
+  /** Walks a container in place. */
+  container(v: object, depth: number): void {
+    if (depth >= MAX_DEPTH) return;
+    const stack = this.stack;
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
-        const item = v[i];
-        if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string') {
-          // A pair list entry: [key, value] as SDKs send headers, cookies and query strings.
-          const key = item[0];
-          if (this.keyMatches(key)) {
-            if (item[1] !== FILTERED) {
-              item[1] = FILTERED;
-              this.note('key', `${path()}.${key}`);
-            }
-            continue;
-          }
-          item[1] = this.value(item[1], () => `${path()}.${key}`, depth + 2);
-          continue;
-        }
+        const item: unknown = v[i];
         if (typeof item === 'string') {
-          const s = this.string(item, () => `${path()}.${i}`);
-          if (s !== item) v[i] = s;
+          if (this.valueRules && item.length >= MIN_VALUE_RULE_LENGTH) {
+            const s = this.string(item, i);
+            if (s !== item) v[i] = s;
+          }
         } else if (typeof item === 'object' && item !== null) {
-          this.value(item, () => `${path()}.${i}`, depth + 1);
+          if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string') {
+            // A pair list entry: [key, value] as SDKs send headers, cookies and query strings.
+            const key = item[0];
+            stack.push(i);
+            this.entry(item, 1, key, depth + 1);
+            stack.pop();
+          } else {
+            stack.push(i);
+            this.container(item, depth + 1);
+            stack.pop();
+          }
         }
       }
-      return v;
+      return;
     }
     const o = v as Obj;
-    for (const key of Object.keys(o)) {
-      const x = o[key];
-      if (this.keyMatches(key)) {
-        if (x !== FILTERED && x !== null && x !== undefined && x !== '') {
-          o[key] = FILTERED;
-          this.note('key', `${path()}.${key}`);
-        }
-        continue;
-      }
-      if (typeof x === 'string') {
-        const s = this.string(x, () => `${path()}.${key}`);
-        if (s !== x) o[key] = s;
-      } else if (typeof x === 'object' && x !== null) {
-        this.value(x, () => `${path()}.${key}`, depth + 1);
-      }
-    }
-    return v;
+    // Parsed JSON has only own, enumerable, plain properties: for-in walks them without
+    // the array Object.keys would allocate for every object.
+    for (const key in o) this.entry(o, key, key, depth);
   }
 
-  string(s: string, path: () => string): string {
-    if (!this.valueRules) return s;
+  /** The value at holder[slot], whose key is `key`. */
+  private entry(holder: Obj | unknown[], slot: string | number, key: string, depth: number): void {
+    const h = holder as Record<string | number, unknown>;
+    const x = h[slot];
+    if (this.keyMatches(key)) {
+      if (x !== FILTERED && x !== null && x !== undefined && x !== '') {
+        h[slot] = FILTERED;
+        this.note('key', this.path(key));
+      }
+      return;
+    }
+    if (typeof x === 'string') {
+      if (this.valueRules && x.length >= MIN_VALUE_RULE_LENGTH) {
+        const s = this.string(x, key);
+        if (s !== x) h[slot] = s;
+      }
+    } else if (typeof x === 'object' && x !== null) {
+      this.stack.push(key);
+      if (key === 'stacktrace' || key === 'raw_stacktrace') this.frameVars(x, depth + 1);
+      else if (!OPAQUE_KEYS.has(key)) this.container(x, depth + 1);
+      this.stack.pop();
+    }
+  }
+
+  /**
+   * A stack trace: only its frames' `vars` (local variables) hold application data; the
+   * rest is code and addresses (file names, functions, source lines), which Relay does not
+   * scrub by default either, and which is most of an event's strings.
+   */
+  private frameVars(stacktrace: object, depth: number): void {
+    const frames = (stacktrace as Obj).frames;
+    if (!Array.isArray(frames)) return;
+    const stack = this.stack;
+    stack.push('frames');
+    for (let i = 0; i < frames.length; i++) {
+      const frame: unknown = frames[i];
+      if (!isObject(frame) || frame.vars === undefined) continue;
+      stack.push(i);
+      this.entry(frame, 'vars', 'vars', depth + 2);
+      stack.pop();
+    }
+    stack.pop();
+  }
+
+  private string(s: string, last: string | number): string {
+    if (!maybeSensitive(s)) return s;
     const counts: Partial<Record<ScrubRule, number>> = {};
     const out = scrubString(s, counts);
     if (out === s) return s;
-    const p = path();
+    const p = this.path(last);
     for (const [rule, n] of Object.entries(counts) as [ScrubRule, number][]) this.note(rule, p, n);
     return out;
   }
@@ -333,10 +404,9 @@ function scrubEvent(event: Obj, c: Compiled, valueRules: boolean): ScrubReport |
   const w = new Walk(c, valueRules);
   if (c.ip) removeIps(w, event);
   if (isObject(event.request)) scrubRequest(w, event.request);
-  w.value(event, () => '', 0);
+  w.container(event, 0);
   if (w.total === 0) return claimed ? { total: 0, rules: {}, paths: [] } : null;
-  const paths = w.paths.map((p) => (p.startsWith('.') ? p.slice(1) : p));
-  const report: ScrubReport = { total: w.total, rules: w.rules, paths };
+  const report: ScrubReport = { total: w.total, rules: w.rules, paths: w.paths };
   event[REPORT_KEY] = report;
   return report;
 }

@@ -104,6 +104,21 @@ describe('value rules in any string', () => {
   });
 });
 
+describe('stack frames', () => {
+  it('scrubs frame variables, not code', () => {
+    const frame = { function: 'charge', context_line: 'charge("4111111111111111")', vars: { password: 'p', card: '4111111111111111', n: 1 } };
+    const { event, report } = scrub({ exception: { values: [{ stacktrace: { frames: [frame] } }] }, threads: { values: [{ stacktrace: { frames: [frame] } }] } });
+    const expected = { ...frame, vars: { password: FILTERED, card: FILTERED, n: 1 } };
+    expect((event.exception as { values: { stacktrace: { frames: unknown[] } }[] }).values[0].stacktrace.frames[0]).toEqual(expected);
+    expect((event.threads as { values: { stacktrace: { frames: unknown[] } }[] }).values[0].stacktrace.frames[0]).toEqual(expected);
+    expect(report?.paths).toContain('exception.values.0.stacktrace.frames.0.vars.password');
+  });
+  it('leaves sdk, modules and debug_meta alone', () => {
+    const ev = { sdk: { name: 'x', integrations: ['SessionTiming'] }, modules: { 'express-session': '1.17.3' }, debug_meta: { images: [{ code_file: 'auth.so' }] } };
+    expect(scrub(ev).event).toEqual(ev);
+  });
+});
+
 describe('request parts', () => {
   it('headers as an object and as a pair list', () => {
     const { event, report } = scrub({
