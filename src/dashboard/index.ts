@@ -20,7 +20,7 @@ import { UserPresence } from '../accounts/presence.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
-import { createSchema, patchSchema } from '../store/project-input.js';
+import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
 import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
@@ -415,7 +415,32 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       const entered = Object.fromEntries(Object.entries(f).map(([k, v]) => [k, one(v)]));
       return render(c, settingsPage(pageCtx(c), views(c, p), { error: zodMessage(parsed.error), form: entered }), 400);
     }
-    const updated = await updateProject(db, p.id, parsed.data);
+    const updated = await updateProject(db, p.id, { ...parsed.data, ...privacyColumns(parsed.data) });
+    if (!updated) throw new HttpError(404, `There is no project "${p.slug}".`);
+    return c.redirect(`${projectPath(p.slug, 'settings')}?saved=1`, 303);
+  });
+
+  app.post('/:slug/privacy', async (c) => {
+    const p = await projectOr404(c);
+    const f = await form(c);
+    const lines = (v: string | string[] | undefined) =>
+      one(v)
+        .split(/[\r\n,]+/)
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+    const input = {
+      scrub_defaults: one(f.scrub_defaults) === '1',
+      scrub_ip_addresses: one(f.scrub_ip_addresses) === '1',
+      scrub_fields: lines(f.scrub_fields),
+      safe_fields: lines(f.safe_fields),
+      storage_budget_mb: numberField(f.storage_budget_mb),
+    };
+    const parsed = patchSchema.safeParse(input);
+    if (!parsed.success) {
+      const entered = Object.fromEntries(Object.entries(f).map(([k, v]) => [k, one(v)]));
+      return render(c, settingsPage(pageCtx(c), views(c, p), { error: zodMessage(parsed.error), form: entered }), 400);
+    }
+    const updated = await updateProject(db, p.id, privacyColumns(parsed.data));
     if (!updated) throw new HttpError(404, `There is no project "${p.slug}".`);
     return c.redirect(`${projectPath(p.slug, 'settings')}?saved=1`, 303);
   });

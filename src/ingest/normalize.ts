@@ -8,6 +8,7 @@ import { withUserAgentContexts } from './user-agent.js';
 import { encodeSymbolicated } from './symbolicated.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
+import { REPORT_KEY, storedReport, type Scrubber } from '../privacy/scrub.js';
 import { MAX_BREADCRUMBS, MAX_EVENT_CLOCK_AHEAD_MS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
 
 export interface NormalizeContext {
@@ -28,6 +29,12 @@ export interface NormalizeContext {
    * then drive grouping, title, error type and location, and are stored beside the originals.
    */
   symbolicate?: EventSymbolicator;
+  /**
+   * The project's scrubber (src/privacy/scrub.ts), run on the parsed event before
+   * anything else reads it, so grouping, the row's columns and the stored raw payload
+   * only ever see the scrubbed values.
+   */
+  scrub?: Scrubber | null;
 }
 
 const utf8 = new TextDecoder();
@@ -499,7 +506,18 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: false): NormalizedEvent;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: true): EventDetailData;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boolean): NormalizedEvent | EventDetailData {
-  const { ev, cleaned } = ctx.parsed ?? parsePayload(payload);
+  const parsedPayload = ctx.parsed ?? parsePayload(payload);
+  const ev = parsedPayload.ev;
+  let cleaned = parsedPayload.cleaned;
+  if (!detailOnly) {
+    if (ctx.scrub) {
+      if (ctx.scrub(ev) !== null) cleaned = true;
+    } else if (Object.hasOwn(ev, REPORT_KEY)) {
+      // Only the server says what it filtered.
+      delete ev[REPORT_KEY];
+      cleaned = true;
+    }
+  }
 
   const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
 
@@ -556,6 +574,7 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
       fingerprint_input: input,
       logger: text(ev.logger, 128),
       server_name: text(ev.server_name, 256),
+      scrubbed: storedReport(ev),
     };
   }
 

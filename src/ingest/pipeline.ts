@@ -32,6 +32,7 @@ import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEven
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
 import { storeAttachment } from '../attachments/storage.js';
+import { scrubberFor } from '../privacy/scrub.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -280,6 +281,9 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   const events: NormalizedEvent[] = [];
   const sessions: SessionUpdate[] = [];
   const aggregates: SessionAggregate[] = [];
+  // Scrubbing (docs/privacy.md) runs inside normalisation, before grouping and storage.
+  const scrub = scrubberFor(project);
+  const clientIp = project.scrub_ip_addresses ? null : ctx.clientIp;
 
   if (parsed.kind === 'store') {
     try {
@@ -288,10 +292,11 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
           receivedAt: ctx.receivedAt,
           sentAt: null,
           envelopeEventId: null,
-          clientIp: ctx.clientIp,
+          clientIp,
           md5Hex: ctx.md5Hex,
           parsed: ctx.symbolication?.parsed.get(parsed.payload),
           symbolicate: ctx.symbolication?.symbolicate,
+          scrub,
         }),
       );
     } catch (err) {
@@ -323,10 +328,11 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
             receivedAt: ctx.receivedAt,
             sentAt,
             envelopeEventId,
-            clientIp: ctx.clientIp,
+            clientIp,
             md5Hex: ctx.md5Hex,
             parsed: ctx.symbolication?.parsed.get(item.payload),
             symbolicate: ctx.symbolication?.symbolicate,
+            scrub,
           });
           if (event.eventId === envelopeEventId) envelopeEventId = null;
           // The same event twice in one envelope counts once, as a resend would.

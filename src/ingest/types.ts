@@ -1,5 +1,7 @@
 // The normalised shapes that flow from the envelope parser and normaliser
 // (request side, pure CPU) to the group-commit writer (database side).
+import type { ScrubReport } from '../privacy/scrub.js';
+
 export const LEVELS = ['fatal', 'error', 'warning', 'info', 'debug'] as const;
 export type Level = (typeof LEVELS)[number];
 
@@ -41,6 +43,8 @@ export interface EventDetailData {
   fingerprint_input: string[] | null;
   logger: string | null;
   server_name: string | null;
+  /** What server-side scrubbing replaced in this event (src/privacy/scrub.ts); null when nothing. */
+  scrubbed: ScrubReport | null;
 }
 
 export interface NormalizedEvent {

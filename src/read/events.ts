@@ -467,6 +467,8 @@ export async function eventDetail(db: Db, projectId: number, idOrEventId: string
     fingerprint_input: detail.fingerprint_input ?? null,
     logger: detail.logger ?? null,
     server_name: detail.server_name ?? null,
+    // What server-side scrubbing replaced (docs/privacy.md), like Sentry's `_meta` remarks.
+    scrubbed: detail.scrubbed ?? null,
     ...presentRaw(raw),
   };
 }

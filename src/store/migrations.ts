@@ -915,6 +915,23 @@ function m022Attachments(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Privacy and storage settings per project (docs/privacy.md): server-side scrubbing
+ * (defaults on, IP removal off, extra and exempt key lists as JSON text) and a storage
+ * budget in MB (0 = none); and the index end-user deletion finds a user's events by.
+ */
+function m023PrivacyAndStorage(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('projects').addColumn('scrub_defaults', big, (c) => c.notNull().defaultTo(1)).execute();
+      await db.schema.alterTable('projects').addColumn('scrub_ip_addresses', big, (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('projects').addColumn('scrub_fields', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema.alterTable('projects').addColumn('safe_fields', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema.alterTable('projects').addColumn('storage_budget_mb', big, (c) => c.notNull().defaultTo(0)).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -939,6 +956,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '020_ingest_receipts': m020(),
     '021_accounts': m021Accounts(dialect),
     '022_attachments': m022Attachments(dialect),
+    '023_privacy_and_storage_settings': m023PrivacyAndStorage(),
   };
 }
 

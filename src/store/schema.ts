@@ -13,8 +13,15 @@ import type {
   SessionRecord,
 } from '../ingest/records.js';
 
-export interface ProjectTable extends Omit<ProjectRecord, 'id'> {
+type ProjectDefaults = 'scrub_defaults' | 'scrub_ip_addresses' | 'scrub_fields' | 'safe_fields' | 'storage_budget_mb';
+
+export interface ProjectTable extends Omit<ProjectRecord, 'id' | ProjectDefaults> {
   id: Generated<number>;
+  scrub_defaults: Generated<number>;
+  scrub_ip_addresses: Generated<number>;
+  scrub_fields: Generated<string>;
+  safe_fields: Generated<string>;
+  storage_budget_mb: Generated<number>;
 }
 
 /** The step of issues.last_seen_minute (migration 010 computes it in SQL with this value). */

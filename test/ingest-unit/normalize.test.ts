@@ -515,6 +515,7 @@ describe('detail', () => {
       fingerprint_input: ['message', 'other', ''],
       logger: null,
       server_name: null,
+      scrubbed: null,
     });
   });
 });

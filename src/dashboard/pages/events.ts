@@ -163,6 +163,10 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext, fi
         )}</div>`}
     ${e.request ? html`<h3>Request</h3><pre>${prettyJson(e.request).text}</pre>` : ''}
     ${e.extra ? html`<h3>Extra</h3><pre>${prettyJson(e.extra).text}</pre>` : ''}
+    ${e.scrubbed
+      ? html`<p class="sub" data-scrubbed="${String(e.scrubbed.total)}">Filtered by scrubbing: ${String(e.scrubbed.total)} value${e.scrubbed.total === 1 ? '' : 's'}
+          (${Object.entries(e.scrubbed.rules).map(([rule, n]) => `${rule} ${n}`).join(', ')})${e.scrubbed.paths.length > 0 ? html` at <code>${e.scrubbed.paths.join(', ')}</code>` : ''}.</p>`
+      : ''}
     <details><summary>Raw payload (${e.raw_encoding})</summary>
       <pre>${raw_.text}</pre>
       ${raw_.cut ? html`<p class="sub">Cut for display; the whole payload is at <code>${apiPath}</code>.</p>` : ''}
