@@ -7,7 +7,7 @@ import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
 import { encodeSymbolicated } from './symbolicated.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
-import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
+import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, NormalizedThread, SymbolicationInput } from './types.js';
 import { REPORT_KEY, storedReport, type Scrubber } from '../privacy/scrub.js';
 import { MAX_BREADCRUMBS, MAX_EVENT_CLOCK_AHEAD_MS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
 
@@ -336,6 +336,26 @@ function threadList(v: unknown): Obj[] {
   return list.filter(isObject);
 }
 
+/**
+ * `threads` for the event detail: the crashed thread first (a reader opens an event to
+ * see the crash), the others in the order sent. Ids may be numbers or strings on the wire.
+ */
+export function normalizeThreads(v: unknown): NormalizedThread[] {
+  const out = threadList(v).map(
+    (t): NormalizedThread => ({
+      id: text(t.id, 64),
+      name: text(t.name, 256),
+      crashed: t.crashed === true,
+      current: t.current === true,
+      main: t.main === true,
+      state: text(t.state, 64),
+      frames: stackFrames(t.stacktrace),
+    }),
+  );
+  // Array.prototype.sort is stable: the others keep their order.
+  return out.sort((a, b) => Number(b.crashed) - Number(a.crashed));
+}
+
 function valueText(v: unknown): string {
   if (typeof v === 'string') return clip(v, MAX_MESSAGE);
   if (v === undefined || v === null) return '';
@@ -571,6 +591,7 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
       extra: isObject(ev.extra) ? ev.extra : null,
       sdk,
       debug_images: images,
+      threads: normalizeThreads(ev.threads),
       fingerprint_input: input,
       logger: text(ev.logger, 128),
       server_name: text(ev.server_name, 256),

@@ -29,6 +29,17 @@ export interface NormalizedException {
   frames: NormalizedFrame[];
 }
 
+/** One thread of `threads` as the event detail shows it (frames oldest call first). */
+export interface NormalizedThread {
+  id: string | null;
+  name: string | null;
+  crashed: boolean;
+  current: boolean;
+  main: boolean;
+  state: string | null;
+  frames: NormalizedFrame[];
+}
+
 /** What the event detail route returns (beside the row's summary fields). */
 export interface EventDetailData {
   message: string;
@@ -40,6 +51,8 @@ export interface EventDetailData {
   extra: Record<string, unknown> | null;
   sdk: Record<string, unknown> | null;
   debug_images: Record<string, unknown>[];
+  /** The event's threads, the crashed one first. */
+  threads: NormalizedThread[];
   fingerprint_input: string[] | null;
   logger: string | null;
   server_name: string | null;
