@@ -58,7 +58,7 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
       [{ ...first('alert_rule'), alert: 'crash_spike', cooldown_minutes: -5 }, /^alert_rule: cooldown_minutes must be an integer between 0 and/],
       [{ ...first('alert_rule'), alert: 'crash_spike', min_level: 'loud' }, /^alert_rule: min_level must be one of debug, info, warning, error, fatal/],
       [{ ...first('alert_rule'), alert: 'crash_spike', environments: [''] }, /^alert_rule: environments must be a list/],
-      [{ ...first('alert_channel'), kind: 'smtp' }, /^alert_channel: kind must be "webhook" or "telegram"$/],
+      [{ ...first('alert_channel'), kind: 'smtp' }, /^alert_channel: kind must be one of "webhook", "telegram", "email", "slack", "discord", "teams"$/],
       [{ ...first('alert_channel'), config: 'x' }, /^alert_channel: config must be an object/],
       [{ ...first('alert_channel'), config: { url: 'ftp://example.com/' } }, /^alert_channel: config\.url must be an absolute http or https URL/],
       [{ ...first('issue'), fingerprint: 'f'.repeat(32), status: 'bogus' }, /^issue: status: must be one of unresolved, triaged/],
