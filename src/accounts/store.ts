@@ -448,3 +448,8 @@ export async function setupTokenValid(db: Db, token: string): Promise<boolean> {
   if (!/^[A-Za-z0-9]{32}$/.test(token)) return false;
   return (await db.selectFrom('setup_tokens').select('token_hash').where('token_hash', '=', await secretHash(token)).executeTakeFirst()) !== undefined;
 }
+
+/** The stored form of a session id (to tell the current session in a list). */
+export function secretHashOf(id: string): Promise<string> {
+  return secretHash(id);
+}

@@ -49,7 +49,7 @@ describe.each(dialects)('accounts API on %s', (dialect) => {
     const res = await s.api('/api/users', { method: 'POST', json: { email: 'bo@example.com', role: 'member' } });
     expect(res.status).toBe(201);
     const bo = await res.json();
-    expect(bo.invite_url).toMatch(/^https:\/\/errors\.example\.com\/invite\/[A-Za-z0-9]{40}$/);
+    expect(bo.invite_url).toMatch(/^https:\/\/errors\.example\.com\/login\/invite\/[A-Za-z0-9]{40}$/);
     expect(bo.invite_expires_at).toBe(new Date(NOW + 7 * 86_400_000).toISOString());
     expect(JSON.stringify(await (await s.api(`/api/users/${bo.id}`)).json())).not.toContain('invite');
   });
