@@ -75,6 +75,7 @@ export function auditQuery(db: Db, entry: AuditEntry, at: number): CompiledQuery
   return db
     .insertInto('audit_log')
     .values({
+      uid: randomText(20),
       at,
       actor: typeof entry.actor === 'string' ? entry.actor : entry.actor.label,
       action: entry.action,

@@ -846,6 +846,8 @@ function m020Accounts(dialect: Dialect): Migration {
       await db.schema
         .createTable('audit_log')
         .addColumn('id', id, auto)
+        // A random key of its own: identical entries (same actor, action and millisecond) are still two, and export/import keeps each once.
+        .addColumn('uid', 'text', (c) => c.notNull().unique())
         .addColumn('at', big, (c) => c.notNull())
         .addColumn('actor', 'text', (c) => c.notNull())
         .addColumn('action', 'text', (c) => c.notNull())

@@ -408,6 +408,8 @@ export interface SetupTokenTable {
 
 export interface AuditLogTable {
   id: Generated<number>;
+  /** Random, unique: the entry's key in export files. */
+  uid: string;
   at: number;
   actor: string;
   action: string;
