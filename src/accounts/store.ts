@@ -23,7 +23,6 @@ export const SESSION_IDLE_MS = 7 * DAY_MS;
 /** A session's last_seen_at is written at most this often (idle expiry is this coarse). */
 export const SESSION_TOUCH_MS = 60 * 60 * 1000;
 export const INVITE_TTL_MS = 7 * DAY_MS;
-export const AUDIT_RETENTION_MS = 400 * DAY_MS;
 
 export function userJson(u: UserRow) {
   return {
@@ -106,10 +105,6 @@ export async function listAudit(db: Db, f: AuditFilter): Promise<AuditRow[]> {
   if (f.action) q = q.where('action', '=', f.action);
   if (f.target) q = q.where('target', '=', f.target);
   return q.execute();
-}
-
-export async function deleteAuditBefore(db: Db, before: number): Promise<void> {
-  await db.deleteFrom('audit_log').where('at', '<', before).execute();
 }
 
 // ---------------------------------------------------------------------------
@@ -401,10 +396,6 @@ export async function endSessions(store: Store, user: UserRow, now: number, audi
     db.deleteFrom('user_sessions').where('user_id', '=', Number(user.id)).compile(),
     auditQuery(db, { ...audit, action: 'user.end_sessions', target: user.email }, now),
   ]);
-}
-
-export async function deleteExpiredSessions(db: Db, now: number): Promise<void> {
-  await db.deleteFrom('user_sessions').where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', now - SESSION_IDLE_MS)])).execute();
 }
 
 // ---------------------------------------------------------------------------
