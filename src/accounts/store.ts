@@ -223,7 +223,7 @@ export async function recordSignIn(store: Store, user: UserRow, now: number, reh
   if (rehash) set.password_hash = rehash;
   await store.atomic([
     db.updateTable('users').set(set).where('id', '=', Number(user.id)).compile(),
-    auditQuery(db, { ...audit, action: 'user.sign_in', target: user.email }, now),
+    auditQuery(db, { ...audit, action: 'user.sign_in', target: user.email, details: audit.details }, now),
   ]);
 }
 

@@ -56,9 +56,10 @@ import { accountPage, auditPage, invitePage, loginPage, setupPage, usersPage } f
 import { csrfTokenOf, randomToken, sameOrigin, sameToken, SESSION_TTL_MS } from './session.js';
 import { apiKeyDigests, matchApiKeyDigest, setRequestActor, userActor } from '../http/auth.js';
 import { audit, auditFrom } from '../http/audit.js';
-import { AccountInputError, type Actor, apiKeyActor, checkPassword, dashboardRouteRole, normaliseEmail, roleRefusal, SYSTEM_ACTOR } from '../accounts/rules.js';
+import { AccountInputError, type Actor, type Role, apiKeyActor, checkPassword, dashboardRouteRole, normaliseEmail, roleRefusal, SYSTEM_ACTOR } from '../accounts/rules.js';
 import { hashPassword, verifyPassword } from '../accounts/password.js';
 import { parseRole, parseUserCreate } from '../accounts/input.js';
+import { SsoClient, SsoRefusal, ssoRole } from '../accounts/oidc.js';
 import {
   acceptInvite,
   auditJson,
@@ -196,7 +197,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   const signInThrottle = new SignInThrottle(deps.store, SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS, deps.logger);
   /** Sign-in is on while API_KEYS is set or any user exists (the open-API rule). */
   const signInRequired = async () => deps.config.apiKeys.length > 0 || (await presence.exists());
-  const ssoConfigured = false;
+  const sso = deps.config.oidc ? new SsoClient(deps.config.oidc, db) : null;
 
   /** The request's live session, or null: ended, expired, idle, its user disabled, or an API-key session once users exist. */
   async function currentSession(c: Context): Promise<Signed | null> {
@@ -222,7 +223,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   async function loginOptions(email?: string) {
     const users = await presence.exists();
-    return { passwords: users, sso: users && ssoConfigured, setup: !users, email };
+    return { passwords: users, sso: sso !== null, setup: !users, email };
   }
 
   const base = (c: Context) => publicBaseUrl(c, deps.config);
@@ -319,6 +320,48 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     await audit(deps, c, 'api_key.sign_in', null, { key: apiKeyActor(keyId).label });
     await startSession(c, { userId: null, apiKeyId: keyId });
     return c.redirect(next, 303);
+  });
+
+  // Single sign-on (src/accounts/oidc.ts): to the provider and back.
+  app.get('/login/sso', async (c) => {
+    if (!sso) throw new HttpError(404, 'Single sign-on is not configured on this server (OIDC_ISSUER).');
+    return c.redirect(await sso.start(`${base(c)}/login/sso/callback`, safeNext(c.req.query('next')), now()), 303);
+  });
+
+  app.get('/login/sso/callback', async (c) => {
+    if (!sso) throw new HttpError(404, 'Single sign-on is not configured on this server (OIDC_ISSUER).');
+    const callback = new URL(`${base(c)}/login/sso/callback${new URL(c.req.url).search}`);
+    const refused = async (why: string, status: ContentfulStatusCode) => {
+      deps.logger.info({ event: 'sso_sign_in_refused', reason: why }, 'SSO sign-in refused');
+      await audit(deps, c, 'user.sign_in_failed', null, { via: 'sso', reason: why });
+      return c.html(loginPage('/', `SSO sign-in refused: ${why}.`, await loginOptions()), status);
+    };
+    let result: Awaited<ReturnType<SsoClient['finish']>>;
+    try {
+      result = await sso.finish(callback, now());
+    } catch (err) {
+      if (err instanceof SsoRefusal) return refused(err.message, 400);
+      throw err;
+    }
+    const { identity } = result;
+    const address = clientAddressOf(deps, c.req.raw, c.env);
+    const ip = address === 'unknown' ? null : address;
+    let user = await findUserByEmail(db, identity.email);
+    if (user && Number(user.disabled) === 1) return refused(`${identity.email} is disabled here`, 403);
+    const role = ssoRole(identity, user ? (user.role as Role) : null, sso.settings.defaultRole);
+    if (!user) {
+      // A first SSO sign-in creates the user; an existing one with that email is the same person.
+      user = await createUser(deps.store, { email: identity.email, name: identity.name ?? identity.email.slice(0, identity.email.indexOf('@')), role, passwordHash: null }, now(), {
+        actor: 'system',
+        ip,
+        details: { via: 'sso' },
+      });
+    } else if (role !== user.role) {
+      user = await updateUser(deps.store, user, { role }, now(), { actor: 'system', ip, details: { via: 'sso', groups: 'admin' } });
+    }
+    await recordSignIn(deps.store, user, now(), null, { actor: user.email, ip, details: { via: 'sso' } });
+    await startSession(c, { userId: Number(user.id), apiKeyId: null });
+    return c.redirect(safeNext(result.next), 303);
   });
 
   // The first admin: only while no user exists, with the setup token `serve` logs.

@@ -843,6 +843,16 @@ function m020Accounts(dialect: Dialect): Migration {
         .addColumn('created_at', big, (c) => c.notNull())
         .execute();
 
+      // An SSO sign-in under way: the state's hash, its nonce and PKCE verifier (minutes).
+      await db.schema
+        .createTable('sso_states')
+        .addColumn('state_hash', 'text', (c) => c.primaryKey())
+        .addColumn('nonce', 'text', (c) => c.notNull())
+        .addColumn('code_verifier', 'text', (c) => c.notNull())
+        .addColumn('next', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+
       await db.schema
         .createTable('audit_log')
         .addColumn('id', id, auto)

@@ -406,6 +406,16 @@ export interface SetupTokenTable {
   created_at: number;
 }
 
+/** SSO sign-ins under way (src/accounts/oidc.ts): one row per state, used once. */
+export interface SsoStateTable {
+  state_hash: string;
+  nonce: string;
+  code_verifier: string;
+  /** Where to go after signing in. */
+  next: string;
+  created_at: number;
+}
+
 export interface AuditLogTable {
   id: Generated<number>;
   /** Random, unique: the entry's key in export files. */
@@ -457,6 +467,7 @@ export interface Database {
   user_invites: UserInviteTable;
   setup_tokens: SetupTokenTable;
   audit_log: AuditLogTable;
+  sso_states: SsoStateTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;
