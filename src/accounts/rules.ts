@@ -83,6 +83,19 @@ export function routeClass(method: string, path: string): RouteClass {
   return 'projects';
 }
 
+/**
+ * The role a dashboard request needs: admin pages and project administration need admin;
+ * issue, alert and symbol actions member; reading and your own account any role.
+ */
+export function dashboardRouteRole(method: string, path: string): Role {
+  if (path === '/admin' || path.startsWith('/admin/')) return 'admin';
+  const m = method.toUpperCase();
+  if (m === 'GET' || m === 'HEAD') return 'viewer';
+  if (path === '/logout' || path === '/settings' || path.startsWith('/settings/')) return 'viewer';
+  if (/^\/[^/]+\/(issues|alerts|symbols)(\/|$)/.test(path)) return 'member';
+  return 'admin';
+}
+
 /** The 403 message when `role` is below what `needed` requires, or null when allowed. */
 export function roleRefusal(role: Role, needed: Role, what = 'this action'): string | null {
   if (roleAtLeast(role, needed)) return null;

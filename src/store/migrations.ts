@@ -861,9 +861,21 @@ function m021Accounts(dialect: Dialect): Migration {
         .addColumn('created_at', big, (c) => c.notNull())
         .execute();
 
+      // An SSO sign-in under way: the state's hash, its nonce and PKCE verifier (minutes).
+      await db.schema
+        .createTable('sso_states')
+        .addColumn('state_hash', 'text', (c) => c.primaryKey())
+        .addColumn('nonce', 'text', (c) => c.notNull())
+        .addColumn('code_verifier', 'text', (c) => c.notNull())
+        .addColumn('next', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+
       await db.schema
         .createTable('audit_log')
         .addColumn('id', id, auto)
+        // A random key of its own: identical entries (same actor, action and millisecond) are still two, and export/import keeps each once.
+        .addColumn('uid', 'text', (c) => c.notNull().unique())
         .addColumn('at', big, (c) => c.notNull())
         .addColumn('actor', 'text', (c) => c.notNull())
         .addColumn('action', 'text', (c) => c.notNull())

@@ -268,7 +268,23 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   await keyed('upload_assemblies', ['project_id', 'kind', 'checksum'], sql`updated_at < ${rawCutoff}`);
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
   if (!stopped()) await deleteExpiredChunks(db, options.now);
+  if (!stopped()) await deleteAccountLeftovers(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
+}
+
+/** Audit entries are kept this long, whatever RETENTION_DAYS says (docs/api.md "Audit log"). */
+export const AUDIT_RETENTION_DAYS = 400;
+/** Dashboard sessions end 7 days idle (src/accounts/store.ts SESSION_IDLE_MS). */
+const SESSION_IDLE_DAYS = 7;
+
+/** Audit entries past 400 days, sessions past their end, invites past theirs. */
+async function deleteAccountLeftovers(db: Db, now: number): Promise<void> {
+  await db.deleteFrom('audit_log').where('at', '<', now - AUDIT_RETENTION_DAYS * DAY_MS).execute();
+  await db
+    .deleteFrom('user_sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', now - SESSION_IDLE_DAYS * DAY_MS)]))
+    .execute();
+  await db.deleteFrom('user_invites').where('expires_at', '<=', now).execute();
 }
 
 /**

@@ -421,6 +421,8 @@ export interface SetupTokenTable {
 
 export interface AuditLogTable {
   id: Generated<number>;
+  /** Random, unique: the entry's key in export files. */
+  uid: string;
   at: number;
   actor: string;
   action: string;
@@ -451,6 +453,16 @@ export interface AttachmentChunkTable {
   attachment_id: number;
   seq: number;
   data: Uint8Array;
+}
+
+/** SSO sign-ins under way (src/accounts/oidc.ts): one row per state, used once. */
+export interface SsoStateTable {
+  state_hash: string;
+  nonce: string;
+  code_verifier: string;
+  /** Where to go after signing in. */
+  next: string;
+  created_at: number;
 }
 
 export interface Database {
@@ -494,6 +506,7 @@ export interface Database {
   audit_log: AuditLogTable;
   attachments: AttachmentTable;
   attachment_chunks: AttachmentChunkTable;
+  sso_states: SsoStateTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -1,6 +1,7 @@
 // Every line type of the export file, in the order an export writes them: a row's
 // parents come before it (project → issue → the issue's rows → events), so a file
 // imports in one pass. Adding a table to export and import is one entry here.
+import { ACCOUNT_LINE_TYPES } from './account-line-types.js';
 import { sql } from 'kysely';
 import { alertRuleChannelLineType } from './alert-rule-channel-line-type.js';
 import { attachmentChunkLineType, attachmentLineType } from './attachment-line-types.js';
@@ -303,6 +304,8 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'updated_at', kind: 'time' },
     ],
   }),
+  // Users, personal tokens and the audit log of the instance (never sessions).
+  ...ACCOUNT_LINE_TYPES,
 ];
 
 export function lineTypeNamed(type: string): LineType | undefined {

@@ -1,6 +1,6 @@
 // Project-level pages: the project list with the creation form, a project's
 // settings (sampling, quota, DSN with copy, rotate key, delete with
-// confirmation), the sign-in page and the error page.
+// confirmation) and the error page.
 import type { projectJson } from '../../http/projects.js';
 import { PLATFORMS } from '../../store/projects.js';
 import { html, options, projectPath, utc, type Html } from '../html.js';
@@ -81,19 +81,6 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
     </form>
   </section>`;
   return page(ctx, { title: `Settings · ${p.name}`, project: p, section: 'settings', body });
-}
-
-export function loginPage(next: string, error?: string): Html {
-  const ctx: PageContext = { csrf: '', signedIn: false, now: 0 };
-  const body = html`<h1>Sign in</h1>
-  ${flash(error, 'error')}
-  <form method="post" action="/login" class="card">
-    <input type="hidden" name="next" value="${next}">
-    <p>This Faultline server asks for one of its API keys (the <code>API_KEYS</code> setting).</p>
-    <p><label>API key<input name="key" type="password" autocomplete="current-password" required autofocus></label></p>
-    <button type="submit">Sign in</button>
-  </form>`;
-  return page(ctx, { title: 'Sign in', body });
 }
 
 export function errorPage(ctx: PageContext, status: number, message: string, project?: { slug: string; name: string }): Html {
