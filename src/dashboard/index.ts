@@ -16,7 +16,9 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
+import { API_KEY_ID } from '../http/auth.js';
 import { HttpError, zodMessage } from '../http/errors.js';
+import { actorOf } from '../http/triage.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema } from '../store/project-input.js';
@@ -68,7 +70,7 @@ function isUploadPath(path: string): boolean {
 /** Content-Security-Policy of every page: nothing from another host, no inline script or style. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-type Env = { Variables: { page: PageContext } };
+type Env = { Variables: { page: PageContext; [API_KEY_ID]: string } };
 
 /** A local path to return to after signing in (never another host). */
 function safeNext(next: string | undefined, fallback = '/'): string {
@@ -235,6 +237,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
         return c.html(loginPage(safeNext(back), 'Sign in first.'), 401);
       }
       csrf = session.csrf;
+      // The activity names the key the session signed in with (requestActor).
+      c.set(API_KEY_ID, session.keyId);
     } else {
       csrf = getCookie(c, CSRF_COOKIE) ?? '';
       if (!/^[A-Za-z0-9_-]{32}$/.test(csrf)) {
@@ -309,8 +313,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     const p = await projectOr404(c);
     const f = await form(c);
     const fingerprints = Array.isArray(f.fingerprints) ? f.fingerprints : f.fingerprints ? [f.fingerprints] : [];
-    const { status } = parseBulkBody({ fingerprints, status: one(f.status) });
-    const result = await bulkSetStatus(db, p.id, fingerprints, status, now());
+    const { status, snooze } = parseBulkBody({ fingerprints, status: one(f.status) }, now());
+    const result = await bulkSetStatus(deps.store, p.id, fingerprints, { status, snooze }, now(), actorOf(c));
     const list = projectPath(p.slug, 'issues');
     const back = safeNext(one(f.back), list);
     const target = back === list || back.startsWith(`${list}?`) ? back : list;
@@ -347,8 +351,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
     const p = await projectOr404(c);
     const fingerprint = c.req.param('fingerprint');
-    const { status } = parseBulkBody({ fingerprints: [], status: one((await form(c)).status) });
-    await setIssueStatus(db, p.id, fingerprint, status, now());
+    const { status, snooze } = parseBulkBody({ fingerprints: [], status: one((await form(c)).status) }, now());
+    await setIssueStatus(deps.store, p.id, fingerprint, { status, snooze }, now(), actorOf(c));
     return c.redirect(href(projectPath(p.slug, 'issues', fingerprint), { set: status }), 303);
   });
 

@@ -71,3 +71,11 @@ export function apiKeyAuth(apiKeys: string[]): MiddlewareHandler {
     return errorResponse(c, 401, 'unauthorized', { 'WWW-Authenticate': 'Bearer' });
   };
 }
+
+/** Who a management request acts as (the activity's actor): the API key it used, or nobody while the API is open. */
+export type RequestActor = { kind: 'key'; label: string } | { kind: 'open'; label: string };
+
+export function requestActor(c: Context): RequestActor {
+  const id = c.get(API_KEY_ID) as string | undefined;
+  return id ? { kind: 'key', label: `api key ${id.slice(0, 8)}` } : { kind: 'open', label: 'anonymous' };
+}

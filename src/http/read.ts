@@ -22,6 +22,7 @@ import { listReleases, releaseDetail } from '../read/releases.js';
 import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { HttpError, readJson } from './errors.js';
+import { actorOf } from './triage.js';
 
 const P = '/api/projects/:slug';
 /** The routes that take only a time window (overview, issue detail, releases). */
@@ -77,8 +78,8 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/bulk`,
     handle(async (c) => {
       const p = await project(c);
-      const { fingerprints, status } = parseBulkBody(await readJson(c));
-      return c.json(await bulkSetStatus(db, p.id, fingerprints, status, now(), deps.store.batch));
+      const { fingerprints, ...change } = parseBulkBody(await readJson(c), now());
+      return c.json(await bulkSetStatus(deps.store, p.id, fingerprints, change, now(), actorOf(c)));
     }),
   );
 
@@ -92,7 +93,7 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/merge`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await mergeIssues(deps.store, p.id, parseMergeBody(await readJson(c)), now()));
+      return c.json(await mergeIssues(deps.store, p.id, parseMergeBody(await readJson(c)), now(), actorOf(c)));
     }),
   );
 
@@ -112,8 +113,8 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/:fingerprint`,
     handle(async (c) => {
       const p = await project(c);
-      const status = parseStatusBody(await readJson(c));
-      return c.json(await setIssueStatus(db, p.id, c.req.param('fingerprint') ?? '', status, now(), deps.store.batch));
+      const change = parseStatusBody(await readJson(c), now());
+      return c.json(await setIssueStatus(deps.store, p.id, c.req.param('fingerprint') ?? '', change, now(), actorOf(c)));
     }),
   );
 

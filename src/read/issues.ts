@@ -2,7 +2,7 @@
 // timeline, breakdown over the newest stored events, newest/oldest stored event), and the
 // status workflow (single and bulk). Every query is served by an index on
 // issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
-import { sql, type CompiledQuery, type Kysely, type QueryResult, type SelectQueryBuilder } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, hourBucket, iso } from '../clock.js';
 import { LAST_SEEN_MINUTE_MS, type Database, type IssueRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
@@ -23,6 +23,9 @@ import { findIssueOrMerged } from './merge.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
+import type { Store } from '../store/database.js';
+import { statusChangeStatement, type Actor } from '../triage/activity.js';
+import { parseSnooze, snoozeData, type Snooze } from '../triage/snooze.js';
 
 type Db = Kysely<Database>;
 // biome-ignore lint/complexity/noBannedTypes: Kysely's type for a query that selects nothing yet
@@ -312,8 +315,15 @@ function statusProblem(status: unknown): string {
   return `status must be one of ${ISSUE_STATUSES.join(', ')} (got ${JSON.stringify(status ?? null)})`;
 }
 
+/** A status to set, with the snooze `ignored` may take. */
+export interface StatusChange {
+  status: IssueStatus;
+  snooze: Snooze | null;
+}
+
 /** The columns a status change writes (docs/api.md "PATCH /api/projects/{slug}/issues/{fingerprint}"). */
-function statusChange(status: IssueStatus, now: number) {
+function statusColumns(change: StatusChange, now: number) {
+  const { status, snooze } = change;
   return (eb: any) => {
     const set: Record<string, unknown> = { status, updated_at: now };
     if (status === 'resolved') {
@@ -323,86 +333,66 @@ function statusChange(status: IssueStatus, now: number) {
       set.resolved_release = null;
       set.resolved_at = null;
     }
+    // A snooze starts from the counts the issue has now; any other change ends it.
+    set.ignore_until = snooze && 'until' in snooze ? snooze.until : null;
+    set.ignore_count = snooze && 'count' in snooze ? snooze.count : null;
+    set.ignore_users = snooze && 'users' in snooze ? snooze.users : null;
+    set.ignored_event_count = snooze ? eb.ref('event_count') : null;
+    set.ignored_users = snooze ? eb.ref('users') : null;
     return set;
   };
 }
 
-export function parseStatusBody(body: unknown): IssueStatus {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ReadInputError('request body must be a JSON object {"status": "<status>"}');
-  }
-  const status = (body as Record<string, unknown>).status;
+function bodyObject(body: unknown, shape: string): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ReadInputError(`request body must be a JSON object ${shape}`);
+  return body as Record<string, unknown>;
+}
+
+function parseChange(fields: Record<string, unknown>, now: number): StatusChange {
+  const status = fields.status;
   if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
-  return status;
+  return { status, snooze: parseSnooze(fields, status, now) };
+}
+
+export function parseStatusBody(body: unknown, now: number): StatusChange {
+  return parseChange(bodyObject(body, '{"status": "<status>"}'), now);
+}
+
+function updateStatus(db: Db, projectId: number, fingerprints: string[], change: StatusChange, now: number) {
+  return db.updateTable('issues').set(statusColumns(change, now)).where('project_id', '=', projectId).where('fingerprint', 'in', fingerprints);
 }
 
 /**
- * Records the change in issue_changes (kind = the new status, `at` = now, release = the
- * issue's last_release) for each listed issue whose status differs from `status`; run
- * before the update, in its transaction. Overview `regressions` counts the `regression`
- * rows, so an issue set to regression by hand counts like one ingest flipped.
+ * Sets one issue's status (a merged fingerprint: the issue it was merged into, answered
+ * with `merged_into`), recording the change in its activity, in one transaction.
  */
-function recordStatusChanges(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number) {
-  return tx
-    .insertInto('issue_changes')
-    .columns(['project_id', 'issue_id', 'kind', 'at', 'release'])
-    .expression(
-      tx
-        .selectFrom('issues')
-        .select(['project_id', 'id', sql<string>`cast(${status} as text)`.as('kind'), sql<number>`cast(${now} as bigint)`.as('at'), 'last_release'])
-        .where('project_id', '=', projectId)
-        .where('fingerprint', 'in', fingerprints)
-        .where('status', '<>', status)
-        .orderBy('id'),
-    );
-}
-
-function updateStatus(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number) {
-  return tx.updateTable('issues').set(statusChange(status, now)).where('project_id', '=', projectId).where('fingerprint', 'in', fingerprints);
-}
-
-/**
- * Where the store has no interactive transactions (D1), the statements of a status
- * change go as one atomic batch instead (Store.batch).
- */
-export type AtomicBatch = (queries: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
-
 export async function setIssueStatus(
-  db: Db,
+  store: Store,
   projectId: number,
   fingerprint: string,
-  status: IssueStatus,
+  change: StatusChange,
   now: number,
-  batch?: AtomicBatch,
-): Promise<IssueJson> {
-  let row: IssueRow | undefined;
-  if (batch) {
-    const [, updated] = await batch([
-      recordStatusChanges(db, projectId, [fingerprint], status, now).compile(),
-      updateStatus(db, projectId, [fingerprint], status, now).returningAll().compile(),
-    ]);
-    row = updated.rows[0] as IssueRow | undefined;
-  } else {
-    row = await db.transaction().execute(async (tx) => {
-      await recordStatusChanges(tx, projectId, [fingerprint], status, now).execute();
-      return updateStatus(tx, projectId, [fingerprint], status, now).returningAll().executeTakeFirst();
-    });
-  }
+  actor: Actor | null,
+): Promise<IssueJson & { merged_into?: string }> {
+  const { row: found, mergedInto } = await findIssue(store.db, projectId, fingerprint);
+  const target = [found.fingerprint];
+  const [, updated] = await store.atomic([
+    statusChangeStatement(store.db, projectId, target, change.status, now, actor, snoozeData(change.snooze)),
+    updateStatus(store.db, projectId, target, change, now).returningAll().compile(),
+  ]);
+  const row = updated.rows[0] as IssueRow | undefined;
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
-  return issueJson(row);
+  return { ...issueJson(row), ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}) };
 }
 
-export function parseBulkBody(body: unknown): { fingerprints: string[]; status: IssueStatus } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ReadInputError('request body must be a JSON object {"fingerprints": [..], "status": "<status>"}');
-  }
-  const { fingerprints, status } = body as Record<string, unknown>;
+export function parseBulkBody(body: unknown, now: number): { fingerprints: string[] } & StatusChange {
+  const fields = bodyObject(body, '{"fingerprints": [..], "status": "<status>"}');
+  const { fingerprints } = fields;
   if (!Array.isArray(fingerprints) || !fingerprints.every((f) => typeof f === 'string')) {
     throw new ReadInputError('fingerprints must be an array of strings');
   }
   if (fingerprints.length > MAX_BULK) throw new ReadInputError(`fingerprints may list at most ${MAX_BULK} issues`);
-  if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
-  return { fingerprints: [...new Set(fingerprints as string[])], status };
+  return { fingerprints: [...new Set(fingerprints as string[])], ...parseChange(fields, now) };
 }
 
 /**
@@ -410,32 +400,22 @@ export function parseBulkBody(body: unknown): { fingerprints: string[]; status: 
  * unknown fingerprints are skipped.
  */
 export async function bulkSetStatus(
-  db: Db,
+  store: Store,
   projectId: number,
   fingerprints: string[],
-  status: IssueStatus,
+  change: StatusChange,
   now: number,
-  batch?: AtomicBatch,
+  actor: Actor | null,
 ): Promise<{ updated: number; status: IssueStatus }> {
-  const chunks: string[][] = [];
-  for (let i = 0; i < fingerprints.length; i += 500) chunks.push(fingerprints.slice(i, i + 500));
+  const parts: string[][] = [];
+  for (let i = 0; i < fingerprints.length; i += 500) parts.push(fingerprints.slice(i, i + 500));
+  const results = await store.atomic(
+    parts.flatMap((part) => [
+      statusChangeStatement(store.db, projectId, part, change.status, now, actor, snoozeData(change.snooze)),
+      updateStatus(store.db, projectId, part, change, now).compile(),
+    ]),
+  );
   let updated = 0;
-  if (batch) {
-    const results = await batch(
-      chunks.flatMap((chunk) => [
-        recordStatusChanges(db, projectId, chunk, status, now).compile(),
-        updateStatus(db, projectId, chunk, status, now).compile(),
-      ]),
-    );
-    for (let i = 1; i < results.length; i += 2) updated += Number(results[i].numAffectedRows ?? 0);
-    return { updated, status };
-  }
-  await db.transaction().execute(async (tx) => {
-    for (const chunk of chunks) {
-      await recordStatusChanges(tx, projectId, chunk, status, now).execute();
-      const res = await updateStatus(tx, projectId, chunk, status, now).executeTakeFirst();
-      updated += Number(res.numUpdatedRows);
-    }
-  });
-  return { updated, status };
+  for (let i = 1; i < results.length; i += 2) updated += Number(results[i].numAffectedRows ?? 0);
+  return { updated, status: change.status };
 }

@@ -6,6 +6,7 @@ import { MAX_MERGE } from '../limits.js';
 import { mergedChange, mergedIssueId, mergeStatements, runLocked } from '../store/issue-merges.js';
 import type { Store } from '../store/database.js';
 import type { Database, IssueRow } from '../store/schema.js';
+import type { Actor } from '../triage/activity.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
 import { issueJson, type IssueJson } from './serialize.js';
 
@@ -35,7 +36,7 @@ export function parseMergeBody(body: unknown): MergeRequest {
  * batch on D1); 404 naming the fingerprints that are no issue of the project. The target
  * as it is afterwards, with the fingerprints merged.
  */
-export async function mergeIssues(store: Store, projectId: number, request: MergeRequest, now: number): Promise<IssueJson & { merged: string[] }> {
+export async function mergeIssues(store: Store, projectId: number, request: MergeRequest, now: number, actor: Actor | null = null): Promise<IssueJson & { merged: string[] }> {
   await runLocked(store, projectId, async (reader) => {
     const wanted = [request.into, ...request.fingerprints];
     const rows = await reader
@@ -46,10 +47,14 @@ export async function mergeIssues(store: Store, projectId: number, request: Merg
       .execute();
     const byFingerprint = new Map(rows.map((r) => [r.fingerprint, { id: Number(r.id), fingerprint: r.fingerprint }]));
     const unknown = wanted.filter((f) => !byFingerprint.has(f));
+    if (unknown.length > 0) {
+      const elsewhere = await reader.selectFrom('issues').select('fingerprint').where('project_id', '<>', projectId).where('fingerprint', 'in', unknown).limit(1).executeTakeFirst();
+      if (elsewhere) throw new ReadInputError(`issues merge only within one project: ${JSON.stringify(elsewhere.fingerprint)} is an issue of another project`);
+    }
     if (unknown.length > 0) throw new ReadNotFoundError(`no issue of this project has the fingerprint ${unknown.map((f) => JSON.stringify(f)).join(', ')}`);
     const target = byFingerprint.get(request.into)!;
     const statements = request.fingerprints.flatMap((f) => mergeStatements(reader, projectId, target, byFingerprint.get(f)!, now));
-    statements.push(mergedChange(reader, projectId, target.id, now));
+    statements.push(mergedChange(reader, projectId, target.id, now, { actor: actor?.label ?? null, actorUserId: actor?.userId ?? null, fingerprints: request.fingerprints }));
     return { statements, result: undefined };
   });
   const row = await store.db.selectFrom('issues').selectAll().where('project_id', '=', projectId).where('fingerprint', '=', request.into).executeTakeFirst();

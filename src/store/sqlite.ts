@@ -271,6 +271,7 @@ class SqliteBatch {
       for (const part of chunks(targets, IN_LIST)) {
         snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.id', 'in', part))));
       }
+      await this.readKnownUsers(snap, k.userKeys);
       const resolved = snap.issues.filter((i) => i.status === 'resolved').map((i) => num(i.id));
       for (const part of chunks(resolved, IN_LIST)) {
         snap.resolvedReleases.push(
@@ -285,6 +286,21 @@ class SqliteBatch {
       }
     }
     return { projects, snapshots };
+  }
+
+  /** The snooze rule's reads: for issues snoozed until a number of users, which of the batch's users they have. */
+  private async readKnownUsers(snap: ProjectSnapshot, userKeys: string[]): Promise<void> {
+    if (userKeys.length === 0) return;
+    for (const issue of snap.issues) {
+      if (issue.status !== 'ignored' || issue.ignore_users === null) continue;
+      const id = num(issue.id);
+      const known = new Set<string>();
+      for (const part of chunks(userKeys, IN_LIST)) {
+        const rows = await this.rows<{ user_key: string }>(this.db.selectFrom('issue_users').select('user_key').where('issue_id', '=', id).where('user_key', 'in', part));
+        for (const r of rows) known.add(r.user_key);
+      }
+      snap.knownUsers.set(id, known);
+    }
   }
 
   /**
