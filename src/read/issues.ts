@@ -20,6 +20,7 @@ import {
 } from './params.js';
 import { scanFloor } from './events.js';
 import { findIssueOrMerged } from './merge.js';
+import { isEmptySearch, parseIssueSearch, SearchSyntaxError, type IssueSearch } from './search-query.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
@@ -32,7 +33,7 @@ type Db = Kysely<Database>;
 type IssueQuery = SelectQueryBuilder<Database, 'issues', {}>;
 
 export const SPARKLINE_HOURS = 24;
-export const ISSUE_SORTS = ['last_seen', 'first_seen', 'events'] as const;
+export const ISSUE_SORTS = ['last_seen', 'first_seen', 'events', 'users'] as const;
 export const BREAKDOWN_KEYS = ['release', 'device_model', 'os_version', 'environment'] as const;
 export const BREAKDOWN_TOP = 10;
 /** The breakdown counts over at most this many of the issue's newest stored events in the window. */
@@ -80,6 +81,12 @@ export interface IssueListQuery {
   status?: IssueStatus;
   level?: string;
   release?: string;
+  /** Issues with an event in this environment within the window. */
+  environment?: string;
+  /** `me`, `none` or a user's email. */
+  assignee?: string;
+  /** `q` parsed (src/read/search-query.ts). */
+  search?: IssueSearch;
   q?: string;
   sort: (typeof ISSUE_SORTS)[number];
   limit: number;
@@ -88,14 +95,35 @@ export interface IssueListQuery {
 }
 
 /** The issues list's parameters (checkParameters). */
-export const ISSUE_LIST_PARAMETERS: RouteParameters = { names: ['status', 'level', 'release', 'q', 'sort', 'limit', 'offset', ...WINDOW_PARAMETERS] };
+export const ISSUE_LIST_PARAMETERS: RouteParameters = {
+  names: ['status', 'level', 'release', 'environment', 'assignee', 'q', 'sort', 'limit', 'offset', ...WINDOW_PARAMETERS],
+};
+
+function parseSearch(q: string | undefined): { q?: string; search?: IssueSearch } {
+  if (q === undefined || q.trim() === '') return {};
+  try {
+    const search = parseIssueSearch(q);
+    return isEmptySearch(search) ? {} : { q, search };
+  } catch (err) {
+    if (err instanceof SearchSyntaxError) throw new ReadInputError(err.message);
+    throw err;
+  }
+}
+
+function parseAssignee(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'me' || raw === 'none' || /^[^\s@]+@[^\s@]+$/.test(raw)) return raw;
+  throw new ReadInputError(`assignee must be me, none or a user's email (got ${JSON.stringify(raw)})`);
+}
 
 export function parseIssueListQuery(query: QueryParams, now: number): IssueListQuery {
   return {
     status: parseEnum('status', query.status, ISSUE_STATUSES),
     level: parseEnum('level', query.level, LEVELS),
     release: query.release,
-    q: query.q === undefined || query.q === '' ? undefined : query.q,
+    environment: query.environment === '' ? undefined : query.environment,
+    assignee: parseAssignee(query.assignee),
+    ...parseSearch(query.q),
     sort: parseEnum('sort', query.sort, ISSUE_SORTS) ?? 'last_seen',
     limit: parseLimit(query.limit),
     offset: parseOffset(query.offset),
@@ -122,11 +150,78 @@ function lastSeenMinute(ms: number): number {
   return ms - (ms % LAST_SEEN_MINUTE_MS);
 }
 
+/**
+ * Issues with an event in `environment` within the window, from issue_environment_hourly
+ * (its primary key: issue, environment, hour): hours overlapping the window.
+ */
+function inEnvironment(query: IssueQuery, environment: string, window: TimeWindow): IssueQuery {
+  const first = hourBucket(window.from);
+  return query.where((eb) =>
+    eb.exists(
+      eb
+        .selectFrom('issue_environment_hourly as env')
+        .select(sql`1`.as('one'))
+        .whereRef('env.issue_id', '=', 'issues.id')
+        .where('env.environment', '=', environment)
+        .where('env.bucket', '>=', first)
+        .where('env.bucket', '<', window.to),
+    ),
+  );
+}
+
+/**
+ * The assignee filter: `none`, `me` (the signed-in user; an API key is nobody) or an
+ * email. Until users exist (docs/api.md "Issue search"), no issue has an assignee.
+ */
+function assignedTo(query: IssueQuery, assignee: string, viewer: number | null): IssueQuery {
+  if (assignee === 'none') return query.where('assignee_id', 'is', null);
+  if (assignee === 'me') return viewer === null ? query.where(sql<boolean>`1 = 0`) : query.where('assignee_id', '=', viewer);
+  return query.where(sql<boolean>`1 = 0`);
+}
+
+/** The search syntax's filters (src/read/search-query.ts), each on an index or a primary key. */
+function searched(query: IssueQuery, projectId: number, s: IssueSearch, window: TimeWindow, viewer: number | null): IssueQuery {
+  for (const status of s.statuses) query = query.where('status', '=', status);
+  if (s.assigned !== null) query = query.where('assignee_id', s.assigned ? 'is not' : 'is', null);
+  for (const a of s.assignees) query = assignedTo(query, a, viewer);
+  for (const level of s.levels) query = query.where('level', '=', level);
+  for (const release of s.firstReleases) query = query.where('first_release', '=', release);
+  for (const release of s.releases) {
+    query = query.where((eb) =>
+      eb.exists(eb.selectFrom('issue_releases as ir').select(sql`1`.as('one')).whereRef('ir.issue_id', '=', 'issues.id').where('ir.release', '=', release)),
+    );
+  }
+  for (const env of s.environments) query = inEnvironment(query, env, window);
+  for (const user of s.users) {
+    // The distinct-user keys ingest keeps: an SDK user id, else an email (src/ingest/normalize.ts).
+    const keys = [`id:${user}`, `email:${user}`];
+    query = query.where((eb) =>
+      eb.exists(eb.selectFrom('issue_users as iu').select(sql`1`.as('one')).whereRef('iu.issue_id', '=', 'issues.id').where('iu.user_key', 'in', keys)),
+    );
+  }
+  for (const tag of s.tags) {
+    // The issues of the stored events with that tag (event_tags_lookup), read once.
+    query = query.where('id', 'in', (eb) =>
+      eb
+        .selectFrom('event_tags as t')
+        .innerJoin('events as e', 'e.id', 't.event_id')
+        .select('e.issue_id')
+        .where('t.project_id', '=', projectId)
+        .where('t.key', '=', tag.key)
+        .where('t.value', '=', tag.value),
+    );
+  }
+  for (const text of s.text) query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
+  return query;
+}
+
 export async function listIssues(
   db: Db,
   projectId: number,
   q: IssueListQuery,
   now: number,
+  /** The signed-in user (`me`); null for an API key or an open API. */
+  viewer: number | null = null,
 ): Promise<{ issues: IssueJson[]; total: number }> {
   const first = lastSeenMinute(q.window.from);
   const last = lastSeenMinute(q.window.to - 1);
@@ -136,10 +231,9 @@ export async function listIssues(
     if (q.status) query = query.where('status', '=', q.status);
     if (q.level) query = query.where('level', '=', q.level);
     if (q.release !== undefined) query = query.where('last_release', '=', q.release);
-    if (q.q !== undefined) {
-      const text = q.q;
-      query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
-    }
+    if (q.environment !== undefined) query = inEnvironment(query, q.environment, q.window);
+    if (q.assignee !== undefined) query = assignedTo(query, q.assignee, viewer);
+    if (q.search) query = searched(query, projectId, q.search, q.window, viewer);
     return query;
   };
   /** The window itself, on last_seen: needed only where a minute straddles its bounds. */
@@ -148,11 +242,18 @@ export async function listIssues(
   const inWindow = filtered((query) => exactly(query.where('last_seen_minute', '>=', first).where('last_seen_minute', '<=', last)));
   // Newest first walks issues_project_last_seen_minute backwards and sorts each minute's
   // rows by last_seen: the same order as last_seen alone, since the minute follows it.
-  const order = q.sort === 'events' ? ['event_count' as const] : q.sort === 'first_seen' ? ['first_seen' as const] : ['last_seen_minute' as const, 'last_seen' as const];
+  const order =
+    q.sort === 'events'
+      ? ['event_count' as const]
+      : q.sort === 'users'
+        ? ['users' as const, 'event_count' as const]
+        : q.sort === 'first_seen'
+          ? ['first_seen' as const]
+          : ['last_seen_minute' as const, 'last_seen' as const];
   let listed = inWindow.selectAll();
   for (const column of order) listed = listed.orderBy(column, 'desc');
   const count = (query: IssueQuery) => query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  if (q.status || q.level || q.release !== undefined || q.q !== undefined) {
+  if (q.status || q.level || q.release !== undefined || q.environment !== undefined || q.assignee !== undefined || q.search) {
     // A filter on the rows' own columns reads every issue of the window to count them, so
     // the total comes with the page from that one pass (a page past the end counts apart).
     const page = await listed

@@ -30,7 +30,7 @@ describe.each(dialects)('triage on %s', (dialect) => {
 
   /** Sends events of function `fn` (one issue per function), from the given users, at the clock's time. */
   async function send(project: ProjectRow, fn: string, users: (string | undefined)[], release = 'app@1.0.0'): Promise<void> {
-    const events = users.map((user) => errorEvent({ timestamp: clock.now() - 1000 + n++, fn, user, release }));
+    const events = users.map((user) => errorEvent({ timestamp: clock.now() - 1000 + n++, fn, value: fn, user, release }));
     const res = await post(t, project, envelope({}, events.map((payload) => ({ type: 'event', payload }))));
     expect(res.status, await res.clone().text()).toBe(200);
   }
@@ -40,8 +40,9 @@ describe.each(dialects)('triage on %s', (dialect) => {
   }
   async function issueOf(project: ProjectRow, fn: string): Promise<any> {
     const list = (await json(`/api/projects/${project.slug}/issues?days=1`)).body.issues as any[];
-    const found = list.find((i) => i.location.includes(fn) || i.title.includes(fn));
-    return found ?? list[0];
+    const found = list.find((i) => i.title === `TypeError: ${fn}`);
+    expect(found, fn).toBeDefined();
+    return found;
   }
   const issueUrl = (project: ProjectRow, fp: string, rest = '') => `/api/projects/${project.slug}/issues/${fp}${rest}`;
   const activity = async (project: ProjectRow, fp: string) => (await json(issueUrl(project, fp, '/activity'))).body.activity as any[];
@@ -209,5 +210,65 @@ describe.each(dialects)('triage on %s', (dialect) => {
     expect(res.status).toBe(400);
     expect(res.body.error).toMatch(/another project/);
     expect((await json(issueUrl(b, ib.fingerprint))).body.event_count).toBe(1);
+  });
+  it('filters the list by environment within the window, searches with q, sorts by users; bad tokens are 400 naming them', async () => {
+    const project = await makeProject(t);
+    const at = clock.now();
+    const event = (fn: string, environment: string, user: string, extra: Record<string, unknown> = {}, timestamp = at - 1000) => ({
+      ...errorEvent({ timestamp: timestamp + n++, fn, value: fn, user, release: 'app@1.0.0' }),
+      environment,
+      ...extra,
+    });
+    const events = [
+      event('one', 'production', 'u1', { tags: { region: 'eu' } }),
+      event('one', 'production', 'u2'),
+      event('one', 'production', 'u3'),
+      event('two', 'staging', 'u1', { level: 'warning' }),
+      event('two', 'staging', 'u1', { release: 'app@2.0.0' }),
+      // Three days old: outside a one-day window.
+      event('three', 'production', 'u1', {}, at - 3 * 86_400_000),
+      event('three', 'staging', 'ana@example.com', { user: { email: 'ana@example.com' } }),
+    ];
+    const res = await post(t, project, envelope({}, events.map((payload) => ({ type: 'event', payload }))));
+    expect(res.status).toBe(200);
+    const list = async (query: string) => {
+      const r = await json(`/api/projects/${project.slug}/issues?${query}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return (r.body.issues as any[]).map((i) => i.title.replace('TypeError: ', ''));
+    };
+    expect(await list('days=1&environment=production')).toEqual(['one']);
+    expect(await list('days=7&environment=production&sort=events')).toEqual(['one', 'three']);
+    expect(await list('days=1&environment=staging&sort=first_seen')).toEqual(['two', 'three']);
+    expect(await list('days=1&environment=nowhere')).toEqual([]);
+    expect((await json(`/api/projects/${project.slug}/issues?days=1&environment=production`)).body.total).toBe(1);
+    expect(await list('days=7&sort=users')).toEqual(['one', 'three', 'two']);
+    const q = (text: string, extra = 'days=7') => list(`${extra}&q=${encodeURIComponent(text)}&sort=users`);
+    expect(await q('env:staging is:unresolved')).toEqual(['three', 'two']);
+    expect(await q('environment:production level:error')).toEqual(['one', 'three']);
+    expect(await q('release:app@2.0.0')).toEqual(['two']);
+    expect(await q('first-release:app@1.0.0 user:u2')).toEqual(['one']);
+    expect(await q('user:ana@example.com')).toEqual(['three']);
+    expect(await q('region:eu')).toEqual(['one']);
+    expect(await q('region:us')).toEqual([]);
+    expect(await q('is:unassigned env:production')).toEqual(['one', 'three']);
+    expect(await q('is:assigned')).toEqual([]);
+    expect(await q('is:resolved')).toEqual([]);
+    // Bare words are one text in the title or location.
+    expect(await q('is:unresolved level:error "two"')).toEqual(['two']);
+    expect(await list('days=7&assignee=none&sort=users')).toEqual(['one', 'three', 'two']);
+    expect(await list('days=7&assignee=me')).toEqual([]);
+
+    for (const [query, message] of [
+      ['q=is:open', /unknown search token "is:open"/],
+      ['q=level:loud', /unknown search token "level:loud"/],
+      ['q=release:', /malformed search token "release:"/],
+      ['q=%22open', /unterminated quote/],
+      ['assignee=someone', /assignee must be me, none or a user's email/],
+      ['sort=popularity', /sort/],
+    ] as const) {
+      const r = await json(`/api/projects/${project.slug}/issues?${query}`);
+      expect(r.status, query).toBe(400);
+      expect(r.body.error).toMatch(message);
+    }
   });
 });
