@@ -29,7 +29,8 @@ import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
-import { bulkSetStatus, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, setIssueStatus } from '../read/issues.js';
+import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, setIssueStatus } from '../read/issues.js';
+import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
 import { overview } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
 import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
@@ -341,19 +342,41 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
       event ? listEvents(db, p.id, parseEventListQuery({ fingerprint, before: String(event.id), limit: '1' }, now())) : null,
       listEvents(db, p.id, parseEventListQuery({ fingerprint, limit: '10' }, now())),
     ]);
-    const message = isIssueStatus(set) ? `Status set to ${set}.` : undefined;
+    const message = isIssueStatus(set) ? `Status set to ${set}.` : set === 'comment' ? 'Comment added.' : set === 'uncomment' ? 'Comment deleted.' : undefined;
+    const activity = await listActivity(db, Number((await findIssue(db, p.id, issue.fingerprint)).row.id));
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message));
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, activity));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
     const p = await projectOr404(c);
     const fingerprint = c.req.param('fingerprint');
-    const { status, snooze } = parseBulkBody({ fingerprints: [], status: one((await form(c)).status) }, now());
+    const f = await form(c);
+    const { status, snooze } = parseBulkBody({ fingerprints: [], status: one(f.status), ...snoozeFields(one(f.snooze), now()) }, now());
     await setIssueStatus(deps.store, p.id, fingerprint, { status, snooze }, now(), actorOf(c));
     return c.redirect(href(projectPath(p.slug, 'issues', fingerprint), { set: status }), 303);
+  });
+
+  app.post('/:slug/issues/:fingerprint/comments', async (c) => {
+    const p = await projectOr404(c);
+    const { row } = await findIssue(db, p.id, c.req.param('fingerprint'));
+    const text = parseCommentBody({ text: one((await form(c)).text) });
+    await addComment(deps.store, p.id, { id: Number(row.id), last_release: row.last_release }, text, actorOf(c), now());
+    return c.redirect(`${href(projectPath(p.slug, 'issues', row.fingerprint), { set: 'comment' })}#activity`, 303);
+  });
+
+  app.post('/:slug/issues/:fingerprint/comments/:id/delete', async (c) => {
+    const p = await projectOr404(c);
+    const { row } = await findIssue(db, p.id, c.req.param('fingerprint'));
+    try {
+      await deleteComment(deps.store, Number(row.id), c.req.param('id'), actorOf(c));
+    } catch (err) {
+      if (err instanceof ForbiddenError) throw new HttpError(403, err.message);
+      throw err;
+    }
+    return c.redirect(`${href(projectPath(p.slug, 'issues', row.fingerprint), { set: 'uncomment' })}#activity`, 303);
   });
 
   app.get('/:slug/events', async (c) => {
@@ -551,4 +574,13 @@ function pathWithQuery(c: Context): string {
 
 function originHeaders(c: Context) {
   return { origin: c.req.header('origin'), referer: c.req.header('referer'), fetchSite: c.req.header('sec-fetch-site') };
+}
+
+/** The issue page's snooze choice (pages/issues.ts SNOOZES, `<kind>:<amount>`) as the API's fields. */
+function snoozeFields(choice: string | undefined, now: number): Record<string, unknown> {
+  const m = /^(hours|count|users):([0-9]{1,6})$/.exec(choice ?? '');
+  if (!m) return {};
+  const amount = Number(m[2]);
+  if (m[1] === 'hours') return { ignore_until: new Date(now + amount * 3_600_000).toISOString() };
+  return m[1] === 'count' ? { ignore_count: amount } : { ignore_users: amount };
 }

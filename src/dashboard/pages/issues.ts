@@ -9,6 +9,8 @@ import { bars, meter, sparkline } from '../charts.js';
 import { breakable, count, href, html, options, projectPath, utc, when, type Html } from '../html.js';
 import { csrfField, flash, page, type PageContext } from '../layout.js';
 import { eventRows, eventView, type EventDetail } from './events.js';
+import { activitySection } from './activity.js';
+import type { ActivityJson } from '../../triage/activity.js';
 
 type Project = { slug: string; name: string };
 
@@ -26,6 +28,16 @@ const ACTIONS: [string, string][] = [
   ['ignored', 'Ignore'],
   ['triaged', 'Triage'],
   ['unresolved', 'Unresolve'],
+];
+
+/** The snoozes the issue page offers (docs/api.md "Snoozing"): `<kind>:<amount>`. */
+export const SNOOZES: [string, string][] = [
+  ['hours:1', 'for 1 hour'],
+  ['hours:24', 'for 24 hours'],
+  ['hours:168', 'for 7 days'],
+  ['count:10', 'until 10 more events'],
+  ['count:100', 'until 100 more events'],
+  ['users:10', 'until 10 more users'],
 ];
 
 function statusBadge(status: string): Html {
@@ -46,12 +58,13 @@ export function issueListPage(
   const body = html`<h1>Issues <span class="sub">${count(list.total)} in the window</span></h1>
   ${flash(message)}
   <form class="filters" method="get" action="${base}" role="search">
-    <label>Search title or location<input type="search" name="q" value="${query.q ?? ''}"></label>
+    <label>Search <span class="sub">(words, "phrases", is:, level:, release:, env:, user:, tag:value)</span><input type="search" name="q" value="${query.q ?? ''}" placeholder="is:unresolved level:error timeout"></label>
     <label>Status<select name="status">${options([['', 'any'], ...ISSUE_STATUSES], query.status)}</select></label>
     <label>Level<select name="level">${options([['', 'any'], ...LEVELS], query.level)}</select></label>
     <label>Release<input name="release" value="${query.release ?? ''}"></label>
+    <label>Environment<input name="environment" value="${query.environment ?? ''}"></label>
     <label>Last seen within<select name="days">${options(WINDOWS, query.days ?? '7')}</select></label>
-    <label>Sort<select name="sort">${options([['last_seen', 'last seen'], ['first_seen', 'first seen'], ['events', 'events']], query.sort)}</select></label>
+    <label>Sort<select name="sort">${options([['last_seen', 'last seen'], ['first_seen', 'first seen'], ['events', 'events'], ['users', 'users']], query.sort)}</select></label>
     <button type="submit">Apply</button> <a href="${base}">Clear</a>
   </form>
   <form method="post" action="${projectPath(project.slug, 'issues', 'bulk')}">
@@ -103,6 +116,7 @@ export function issuePage(
   recent: EventSummaryJson[],
   paging: { older: number | null; newer: number | null },
   message?: string,
+  activity: ActivityJson[] = [],
 ): Html {
   const base = projectPath(project.slug, 'issues', issue.fingerprint);
   const b = issue.breakdown;
@@ -114,6 +128,13 @@ export function issuePage(
   <form method="post" action="${base}/status" class="actions">
     ${csrfField(ctx)}
     ${ACTIONS.filter(([s]) => s !== issue.status).map(([status, label]) => html`<button type="submit" name="status" value="${status}" class="secondary">${label}</button>`)}
+  </form>
+  <form method="post" action="${base}/status" class="actions">
+    ${csrfField(ctx)}<input type="hidden" name="status" value="ignored">
+    <label>Snooze<select name="snooze">${options(SNOOZES, undefined)}</select></label><button type="submit" class="secondary">Snooze</button>
+    ${issue.status === 'ignored' && (issue.ignore_until || issue.ignore_count || issue.ignore_users)
+      ? html`<span class="sub">Snoozed ${issue.ignore_until ? `until ${utc(issue.ignore_until)}` : issue.ignore_count ? `until ${issue.ignore_count} more events` : `until ${issue.ignore_users} more users`}</span>`
+      : ''}
   </form>
   <div class="stats">
     <div class="stat"><b>${count(issue.event_count)}</b><span>events (${count(issue.stored_count)} stored)</span></div>
@@ -138,6 +159,7 @@ export function issuePage(
       </nav>
       ${eventView(project, event, ctx)}`
     : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`}
-  <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>`;
+  <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>
+  ${activitySection(ctx, base, activity)}`;
   return page(ctx, { title: `${issue.title} · ${project.name}`, project, section: 'issues', body });
 }
