@@ -15,6 +15,8 @@ export interface Config {
   telegramBotToken: string | null;
   telegramApiUrl: string;
   webhookAllowPrivate: boolean;
+  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/alerts.md "Email"). */
+  smtp: SmtpConfig | null;
   databaseUrl: string | undefined;
   logLevel: string;
   /**
@@ -24,7 +26,35 @@ export interface Config {
   trustedProxies: AddressRange[];
 }
 
+export interface SmtpConfig {
+  /** `smtp://` (STARTTLS when offered) or `smtps://`, with user:password@ when the server wants them. */
+  url: string;
+  from: string;
+}
+
 export class ConfigError extends Error {}
+
+/** SMTP_URL and SMTP_FROM: both or neither. The URL's password never appears in a message. */
+function smtpConfig(env: Record<string, string | undefined>): SmtpConfig | null {
+  const raw = (env.SMTP_URL ?? '').trim();
+  const from = (env.SMTP_FROM ?? '').trim();
+  if (raw === '') {
+    if (from !== '') throw new ConfigError('SMTP_FROM is set but SMTP_URL is not: set both to send email alerts');
+    return null;
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('SMTP_URL must look like smtp://user:password@host:587 or smtps://user:password@host:465');
+  }
+  if ((url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || url.hostname === '') {
+    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "${url.protocol.replace(/:$/, '')}")`);
+  }
+  if (from === '') throw new ConfigError('SMTP_URL is set but SMTP_FROM is not: set the sender address, e.g. SMTP_FROM="Faultline <alerts@example.com>"');
+  if (/[\r\n]/.test(from) || !from.includes('@')) throw new ConfigError(`SMTP_FROM must be one email address, optionally with a name (got ${JSON.stringify(from)})`);
+  return { url: raw, from };
+}
 
 function integer(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -79,6 +109,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     telegramBotToken: (env.TELEGRAM_BOT_TOKEN ?? '').trim() || null,
     telegramApiUrl: ((env.TELEGRAM_API_URL ?? '').trim() || 'https://api.telegram.org').replace(/\/+$/, ''),
     webhookAllowPrivate: (env.WEBHOOK_ALLOW_PRIVATE ?? '').trim().toLowerCase() === 'true',
+    smtp: smtpConfig(env),
     databaseUrl: env.DATABASE_URL,
     logLevel,
     trustedProxies,

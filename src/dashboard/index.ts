@@ -16,12 +16,14 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
-import { API_KEY_ID } from '../http/auth.js';
+import { UserPresence } from '../accounts/presence.js';
+import { apiKeyActor } from '../accounts/rules.js';
+import { setRequestActor } from '../http/auth.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { actorOf } from '../http/triage.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
-import { createSchema, patchSchema } from '../store/project-input.js';
+import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
 import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
@@ -43,6 +45,8 @@ import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, FAVICON_SVG, JS } from './assets.js';
 import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
+import { attachmentDownload } from '../http/attachments.js';
+import { eventFiles, getAttachment } from '../attachments/storage.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
@@ -71,7 +75,7 @@ function isUploadPath(path: string): boolean {
 /** Content-Security-Policy of every page: nothing from another host, no inline script or style. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-type Env = { Variables: { page: PageContext; [API_KEY_ID]: string } };
+type Env = { Variables: { page: PageContext } };
 
 /** A local path to return to after signing in (never another host). */
 function safeNext(next: string | undefined, fallback = '/'): string {
@@ -122,8 +126,8 @@ function ruleFilterFields(f: Record<string, string | string[]>): Record<string, 
  * The dashboard as middleware for the app: requests to dashboard paths are
  * answered here (before the API's bearer-key check), the rest go on to the API.
  */
-export function dashboard(deps: AppDeps): MiddlewareHandler {
-  const app = dashboardApp(deps);
+export function dashboard(deps: AppDeps, presence: UserPresence = new UserPresence(deps.store.db)): MiddlewareHandler {
+  const app = dashboardApp(deps, presence);
   const basePath = publicBasePath(deps.config);
   return async (c, next) => {
     if (!isDashboardPath(c.req.path)) return next();
@@ -142,7 +146,7 @@ export function dashboard(deps: AppDeps): MiddlewareHandler {
   };
 }
 
-export function dashboardApp(deps: AppDeps): Hono<Env> {
+export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPresence(deps.store.db)): Hono<Env> {
   const app = new Hono<Env>();
   const db = deps.store.db;
   const now = () => deps.clock.now();
@@ -167,7 +171,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     await next();
     // The time spent on the page, for the browser's developer tools and bench/dashboard.mjs.
     c.header('Server-Timing', `page;dur=${(performance.now() - started).toFixed(1)}`);
-    c.header('Content-Security-Policy', CSP);
+    // Downloads bring their own, stricter policy (a sandbox).
+    if (!c.res.headers.has('Content-Security-Policy')) c.header('Content-Security-Policy', CSP);
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Referrer-Policy', 'same-origin');
     c.header('X-Frame-Options', 'DENY');
@@ -238,8 +243,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
         return c.html(loginPage(safeNext(back), 'Sign in first.'), 401);
       }
       csrf = session.csrf;
-      // The activity names the key the session signed in with (requestActor).
-      c.set(API_KEY_ID, session.keyId);
+      // The activity and the audit log name the key the session signed in with.
+      setRequestActor(c, apiKeyActor(session.keyId));
     } else {
       csrf = getCookie(c, CSRF_COOKIE) ?? '';
       if (!/^[A-Za-z0-9_-]{32}$/.test(csrf)) {
@@ -347,7 +352,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, activity));
+    const files = event ? await eventFiles(db, p.id, event.event_id) : [];
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
@@ -388,8 +394,20 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
 
   app.get('/:slug/events/:id', async (c) => {
     const p = await projectOr404(c);
-    return render(c, eventPage(pageCtx(c), p, await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob)));
+    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob);
+    return render(c, eventPage(pageCtx(c), p, event, await eventFiles(db, p.id, event.event_id)));
   });
+
+  // Attachment downloads (docs/api.md "Attachments"): always `attachment`, except the
+  // image route, which serves a file inline only when its bytes are a raster image.
+  const attachmentOr404 = async (c: Context<Env>) => {
+    const p = await projectOr404(c);
+    const row = await getAttachment(db, p.id, c.req.param('aid') ?? '');
+    if (!row) throw new HttpError(404, 'There is no such attachment in this project.');
+    return row;
+  };
+  app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false));
+  app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true));
 
   app.get('/:slug/releases', async (c) => {
     const p = await projectOr404(c);
@@ -425,7 +443,32 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
       const entered = Object.fromEntries(Object.entries(f).map(([k, v]) => [k, one(v)]));
       return render(c, settingsPage(pageCtx(c), views(c, p), { error: zodMessage(parsed.error), form: entered }), 400);
     }
-    const updated = await updateProject(db, p.id, parsed.data);
+    const updated = await updateProject(db, p.id, { ...parsed.data, ...privacyColumns(parsed.data) });
+    if (!updated) throw new HttpError(404, `There is no project "${p.slug}".`);
+    return c.redirect(`${projectPath(p.slug, 'settings')}?saved=1`, 303);
+  });
+
+  app.post('/:slug/privacy', async (c) => {
+    const p = await projectOr404(c);
+    const f = await form(c);
+    const lines = (v: string | string[] | undefined) =>
+      one(v)
+        .split(/[\r\n,]+/)
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+    const input = {
+      scrub_defaults: one(f.scrub_defaults) === '1',
+      scrub_ip_addresses: one(f.scrub_ip_addresses) === '1',
+      scrub_fields: lines(f.scrub_fields),
+      safe_fields: lines(f.safe_fields),
+      storage_budget_mb: numberField(f.storage_budget_mb),
+    };
+    const parsed = patchSchema.safeParse(input);
+    if (!parsed.success) {
+      const entered = Object.fromEntries(Object.entries(f).map(([k, v]) => [k, one(v)]));
+      return render(c, settingsPage(pageCtx(c), views(c, p), { error: zodMessage(parsed.error), form: entered }), 400);
+    }
+    const updated = await updateProject(db, p.id, privacyColumns(parsed.data));
     if (!updated) throw new HttpError(404, `There is no project "${p.slug}".`);
     return c.redirect(`${projectPath(p.slug, 'settings')}?saved=1`, 303);
   });
@@ -484,7 +527,11 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     const body =
       f.kind === 'telegram'
         ? { kind: 'telegram', config: { chat_id: /^-?[0-9]{1,16}$/.test(chat) ? Number(chat) : chat } }
-        : { kind: f.kind, config: { url: f.url ?? '', ...(f.secret ? { secret: f.secret } : {}) } };
+        : f.kind === 'email'
+          ? { kind: 'email', config: { to: (f.to ?? '').split(/[\s,;]+/).filter((a) => a !== '') } }
+          : f.kind === 'webhook'
+            ? { kind: f.kind, config: { url: f.url ?? '', ...(f.secret ? { secret: f.secret } : {}) } }
+            : { kind: f.kind, config: { url: f.url ?? '' } };
     try {
       const channel = await addChannel(db, p.id, body, deps.config, alertRuntime, now());
       deps.logger.info({ project: p.slug, channel_id: Number(channel.id), kind: channel.kind }, 'alert channel created (dashboard)');

@@ -23,6 +23,7 @@ import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { HttpError, readJson } from './errors.js';
 import { actorOf } from './triage.js';
+import { audit } from './audit.js';
 
 const P = '/api/projects/:slug';
 /** The routes that take only a time window (overview, issue detail, releases). */
@@ -79,7 +80,9 @@ export function readRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const p = await project(c);
       const { fingerprints, ...change } = parseBulkBody(await readJson(c), now());
-      return c.json(await bulkSetStatus(deps.store, p.id, fingerprints, change, now(), actorOf(c)));
+      const result = await bulkSetStatus(deps.store, p.id, fingerprints, change, now(), actorOf(c));
+      await audit(deps, c, 'issue.bulk_status', p.slug, { status: change.status, fingerprints });
+      return c.json(result);
     }),
   );
 
@@ -93,7 +96,10 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/merge`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await mergeIssues(deps.store, p.id, parseMergeBody(await readJson(c)), now(), actorOf(c)));
+      const body = parseMergeBody(await readJson(c));
+      const result = await mergeIssues(deps.store, p.id, body, now(), actorOf(c));
+      await audit(deps, c, 'issue.merge', p.slug, body as unknown as Record<string, unknown>);
+      return c.json(result);
     }),
   );
 
@@ -114,7 +120,10 @@ export function readRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const p = await project(c);
       const change = parseStatusBody(await readJson(c), now());
-      return c.json(await setIssueStatus(deps.store, p.id, c.req.param('fingerprint') ?? '', change, now(), actorOf(c)));
+      const fingerprint = c.req.param('fingerprint') ?? '';
+      const result = await setIssueStatus(deps.store, p.id, fingerprint, change, now(), actorOf(c));
+      await audit(deps, c, 'issue.status', `${p.slug}/${fingerprint}`, { status: change.status });
+      return c.json(result);
     }),
   );
 

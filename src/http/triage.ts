@@ -9,13 +9,15 @@ import { checkParameters } from '../read/params.js';
 import { findProjectBySlug } from '../store/projects.js';
 import { addComment, deleteComment, editComment, ForbiddenError, listActivity, parseCommentBody, type Actor } from '../triage/activity.js';
 import { requestActor } from './auth.js';
+import { audit } from './audit.js';
 import { HttpError, readJson } from './errors.js';
 
 const ISSUE = '/api/projects/:slug/issues/:fingerprint';
 
-/** The actor of a management request: an API key, or anyone while the API is open, acts as an admin. */
+/** The request's actor (src/http/auth.ts requestActor) as triage records it. */
 export function actorOf(c: Context): Actor {
-  return { label: requestActor(c).label, userId: null, admin: true };
+  const actor = requestActor(c);
+  return { label: actor.label, userId: actor.userId ?? null, admin: actor.role === 'admin' };
 }
 
 export function triageRoutes(deps: AppDeps): Hono {
@@ -72,8 +74,10 @@ export function triageRoutes(deps: AppDeps): Hono {
   app.delete(
     `${ISSUE}/comments/:id`,
     handle(async (c) => {
-      const { row } = await issue(c);
-      await deleteComment(deps.store, Number(row.id), c.req.param('id') ?? '', actorOf(c));
+      const { project, row } = await issue(c);
+      const id = c.req.param('id') ?? '';
+      await deleteComment(deps.store, Number(row.id), id, actorOf(c));
+      await audit(deps, c, 'issue.comment_delete', `${project.slug}/${row.fingerprint}`, { comment: id });
       return c.body(null, 204);
     }),
   );

@@ -14,6 +14,13 @@ export interface ProjectRecord {
   sample_rate: number;
   daily_quota: number;
   created_at: number;
+  /** Scrubbing (src/privacy/scrub.ts): 0/1 flags, JSON lists of key names. */
+  scrub_defaults: number;
+  scrub_ip_addresses: number;
+  scrub_fields: string;
+  safe_fields: string;
+  /** Past this many MB of stored data, retention removes the oldest events; 0 = no budget. */
+  storage_budget_mb: number;
 }
 
 /** An issue row as read (the database fills `id`; `last_seen_minute` is the store's own column). */

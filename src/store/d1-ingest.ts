@@ -181,7 +181,7 @@ const SQL = {
 
   /** The issues this batch created or flipped, with the release of the event that did it. */
   changed: `WITH ${fresh('i', 'fp', 'ts', 'rel', 'env')},
-    c AS (SELECT i.id, i.title, i.fingerprint, i.level, i.event_count, CASE WHEN i.last_seen_id = ?3 THEN 'new_issue' ELSE 'regression' END AS kind,
+    c AS (SELECT i.id, i.title, i.fingerprint, i.level, i.event_count, i.first_seen, CASE WHEN i.last_seen_id = ?3 THEN 'new_issue' ELSE 'regression' END AS kind,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.rel FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
           ELSE (SELECT f.rel FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS rel,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.env FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
@@ -319,7 +319,7 @@ const CHANGES_SQL = `${SQL.changed}
   INSERT INTO issue_changes (project_id, issue_id, kind, at, release) SELECT ?1, c.id, c.kind, ?2, coalesce(c.rel, '') FROM c WHERE true ORDER BY c.ord`;
 const OUTBOX_SQL = `${SQL.changed}
   INSERT INTO alert_outbox (project_id, type, issue_id, payload, state, created_at)
-  SELECT ?1, c.kind, c.id, json_object('title', c.title, 'fingerprint', c.fingerprint, 'level', c.level, 'event_count', c.event_count, 'release', coalesce(c.rel, ''), 'environment', coalesce(c.env, '')),
+  SELECT ?1, c.kind, c.id, json_object('title', c.title, 'fingerprint', c.fingerprint, 'level', c.level, 'event_count', c.event_count, 'release', coalesce(c.rel, ''), 'environment', coalesce(c.env, ''), 'first_seen', c.first_seen),
     '${OUTBOX_PENDING}', ?2 FROM c WHERE true ORDER BY c.ord`;
 
 /** Splits JSON items into arrays whose text stays within `max` bytes; one item past it is refused. */

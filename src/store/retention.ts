@@ -1,4 +1,4 @@
-// Retention: deletes raw events (with their tags and payload chunks), seen event
+// Retention: deletes raw events (with their tags, payload chunks and attachments), seen event
 // ids and sessions older than RETENTION_DAYS, the alert deliveries and recorded alerts
 // done with and the upload assembly records that old (keeping the deliveries the API
 // lists), and hourly/daily aggregates older than 400 days, in small batches so ingest
@@ -35,6 +35,7 @@ export type RetentionTable =
   | 'events'
   | 'event_tags'
   | 'payload_chunks'
+  | 'attachments'
   | 'seen_events'
   | 'sessions'
   | 'issue_hourly'
@@ -50,6 +51,7 @@ export const RETENTION_TABLES: readonly RetentionTable[] = [
   'events',
   'event_tags',
   'payload_chunks',
+  'attachments',
   'seen_events',
   'sessions',
   'issue_hourly',
@@ -222,6 +224,9 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // A chunk's received_at is its newest event's, so once the events are gone (the loop
   // above ran to its end; a stopped run stops here too) none of its events is left.
   await keyed('payload_chunks', ['id'], sql`received_at < ${rawCutoff}`);
+  // An attachment carries its event's received_at, so it goes with the event; its
+  // chunks go with it (foreign key).
+  await keyed('attachments', ['id'], sql`received_at < ${rawCutoff}`);
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
   await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);
@@ -369,7 +374,7 @@ export function formatSummary(s: RetentionSummary): string {
   if (!s.ran) return 'retention: skipped, another instance is running it';
   const d = s.deleted;
   return (
-    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks), ${d.seen_events} seen event ids, ` +
+    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments), ${d.seen_events} seen event ids, ` +
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
     `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +

@@ -13,8 +13,15 @@ import type {
   SessionRecord,
 } from '../ingest/records.js';
 
-export interface ProjectTable extends Omit<ProjectRecord, 'id'> {
+type ProjectDefaults = 'scrub_defaults' | 'scrub_ip_addresses' | 'scrub_fields' | 'safe_fields' | 'storage_budget_mb';
+
+export interface ProjectTable extends Omit<ProjectRecord, 'id' | ProjectDefaults> {
   id: Generated<number>;
+  scrub_defaults: Generated<number>;
+  scrub_ip_addresses: Generated<number>;
+  scrub_fields: Generated<string>;
+  safe_fields: Generated<string>;
+  storage_budget_mb: Generated<number>;
 }
 
 /** The step of issues.last_seen_minute (migration 010 computes it in SQL with this value). */
@@ -369,6 +376,100 @@ export interface ProguardReleaseTable {
   created_at: number;
 }
 
+/** A queue message the serverless edition's consumer committed (migration 020). */
+export interface IngestReceiptTable {
+  message_id: string;
+  committed_at: number;
+}
+
+/** Accounts (src/accounts). Emails are stored normalised (trimmed, lower case). */
+export interface UserTable {
+  id: Generated<number>;
+  email: string;
+  name: string;
+  /** viewer, member or admin. */
+  role: string;
+  /** 1 when disabled: no sign-in, tokens and sessions refused. */
+  disabled: Generated<number>;
+  /** The KDF's self-describing hash (src/accounts/password.ts); null until a password is set. */
+  password_hash: string | null;
+  created_at: number;
+  last_login_at: number | null;
+}
+
+/** Personal API tokens: only the SHA-256 of the token is kept. */
+export interface PersonalTokenTable {
+  id: Generated<number>;
+  user_id: number;
+  name: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+}
+
+/** Dashboard sessions, keyed by the SHA-256 of the cookie's session id. */
+export interface UserSessionTable {
+  id_hash: string;
+  /** The signed-in user, or null for an API-key sign-in (allowed while no user exists). */
+  user_id: number | null;
+  /** For an API-key sign-in: the first 16 hex digits of the key's SHA-256. */
+  api_key_id: string | null;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+/** One-time links that let an invited user set a password. */
+export interface UserInviteTable {
+  token_hash: string;
+  user_id: number;
+  created_at: number;
+  expires_at: number;
+}
+
+/** Setup tokens `serve` logs while no user exists; any instance accepts them. */
+export interface SetupTokenTable {
+  token_hash: string;
+  created_at: number;
+}
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: number;
+  actor: string;
+  action: string;
+  target: string | null;
+  /** JSON object. */
+  details: string;
+  ip: string | null;
+}
+
+/** A file sent with an event (src/attachments); its bytes are in `attachment_chunks`. */
+export interface AttachmentTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The event's `event_id` (32 lowercase hex). */
+  event_id: string;
+  /** MD5 of the name and bytes: a resent file is stored once. */
+  digest: string;
+  name: string;
+  content_type: string;
+  /** `event.attachment`, `event.view_hierarchy`, `event.minidump`, `event.applecrashreport`. */
+  attachment_type: string;
+  size: number;
+  /** The event's receive time (retention removes both together). */
+  received_at: number;
+}
+
+export interface AttachmentChunkTable {
+  attachment_id: number;
+  seq: number;
+  data: Uint8Array;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -402,6 +503,15 @@ export interface Database {
   symbol_files: SymbolFileTable;
   symbol_chunks: SymbolChunkTable;
   symbol_jobs: SymbolJobTable;
+  ingest_receipts: IngestReceiptTable;
+  users: UserTable;
+  personal_tokens: PersonalTokenTable;
+  user_sessions: UserSessionTable;
+  user_invites: UserInviteTable;
+  setup_tokens: SetupTokenTable;
+  audit_log: AuditLogTable;
+  attachments: AttachmentTable;
+  attachment_chunks: AttachmentChunkTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       telegramBotToken: null,
       telegramApiUrl: 'https://api.telegram.org',
       webhookAllowPrivate: false,
+      smtp: null,
       databaseUrl: undefined,
       logLevel: 'info',
       trustedProxies: parseAddressRanges('127.0.0.0/8,::1'),
@@ -36,6 +37,8 @@ describe('loadConfig', () => {
       TELEGRAM_BOT_TOKEN: '123:abc',
       TELEGRAM_API_URL: 'http://127.0.0.1:9999/',
       WEBHOOK_ALLOW_PRIVATE: 'TRUE',
+      SMTP_URL: 'smtps://alerts%40example.com:p%40ss@mail.example.com:465',
+      SMTP_FROM: 'Faultline <alerts@example.com>',
       DATABASE_URL: 'postgres://u@h/db',
       LOG_LEVEL: 'warn',
       TRUSTED_PROXIES: '10.0.0.0/8, 2001:db8::1',
@@ -51,6 +54,7 @@ describe('loadConfig', () => {
       telegramBotToken: '123:abc',
       telegramApiUrl: 'http://127.0.0.1:9999',
       webhookAllowPrivate: true,
+      smtp: { url: 'smtps://alerts%40example.com:p%40ss@mail.example.com:465', from: 'Faultline <alerts@example.com>' },
       databaseUrl: 'postgres://u@h/db',
       logLevel: 'warn',
       trustedProxies: parseAddressRanges('10.0.0.0/8,2001:db8::1'),
@@ -68,9 +72,16 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ API_KEYS: 'good,has space' }, 'API_KEYS must be a comma-separated list of keys without spaces inside a key'],
     [{ TRUSTED_PROXIES: '10.0.0.0/8,proxy' }, 'TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": "proxy" is not'],
+    [{ SMTP_URL: 'https://u:hunter2@mail.example.com' }, 'SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "https")'],
+    [{ SMTP_URL: 'mail.example.com:587', SMTP_FROM: 'a@example.com' }, 'SMTP_URL must start with smtp:// or smtps://'],
+    [{ SMTP_URL: 'smtp://u:hunter2@mail.example.com:587' }, 'SMTP_URL is set but SMTP_FROM is not'],
+    [{ SMTP_FROM: 'a@example.com' }, 'SMTP_FROM is set but SMTP_URL is not'],
+    [{ SMTP_URL: 'smtp://mail.example.com', SMTP_FROM: 'nobody' }, 'SMTP_FROM must be one email address'],
   ])('refuses %j', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+    // The SMTP password never appears in the message.
+    expect(() => loadConfig(env)).not.toThrow('hunter2');
   });
 });
 

@@ -568,16 +568,18 @@ describe.each(dialects)('read API on %s', (dialect) => {
         if (isCrash(e.group)) item.crashes += 1;
         timeline.set(k, item);
       }
-      // crash_free: the release whose newest session hour is latest in the window.
-      const starts = [...sessions.map((s) => ({ release: s.release, started: s.started })), ...aggregates.map((a) => ({ release: a.release, started: a.started }))].filter(
-        (s) => inBuckets(w, s.started),
-      );
+      // crash_free: among releases with sessions in the window, the one first seen last (its
+      // first event or first session hour, whichever came first), ties to the greater version.
+      const allStarts = [...sessions.map((s) => ({ release: s.release, started: s.started })), ...aggregates.map((a) => ({ release: a.release, started: a.started }))];
+      const inWindowReleases = new Set(allStarts.filter((s) => inBuckets(w, s.started)).map((s) => s.release));
       let crashFree: any = null;
-      if (starts.length > 0) {
-        const newestHour = Math.max(...starts.map((s) => hourOf(s.started)));
-        const releasesInHour = new Set(starts.filter((s) => hourOf(s.started) === newestHour).map((s) => s.release));
-        expect(releasesInHour.size, 'the data set has one release in the newest session hour').toBe(1);
-        const release = [...releasesInHour][0];
+      if (inWindowReleases.size > 0) {
+        const firstSeen = (release: string) =>
+          Math.min(
+            ...events.filter((e) => e.release === release).map((e) => e.timestamp),
+            ...allStarts.filter((s) => s.release === release).map((s) => hourOf(s.started)),
+          );
+        const release = [...inWindowReleases].sort((a, b) => firstSeen(b) - firstSeen(a) || (b < a ? -1 : b > a ? 1 : 0))[0];
         const s = sessionTotals(w, sessions, aggregates, release);
         crashFree = { release, rate: rate(s), sessions: s.total };
       }

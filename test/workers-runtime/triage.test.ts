@@ -12,6 +12,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { endTimeSnoozes } from '../../src/triage/snooze.js';
 import nodeEvent from '../fixtures/sdk-captures/node-event.envelope?raw';
+import { withoutQueue } from './direct-path.js';
 
 const FIXTURE_EVENT_ID = '53581e2b976e4b7c89e8cf789073fd8e';
 
@@ -19,7 +20,7 @@ let app: Hono;
 let store: Store;
 
 beforeAll(async () => {
-  const deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent', API_KEYS: '' });
+  const deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent', API_KEYS: '' });
   store = deps.store;
   app = createApp(deps);
   await migrate(store);
@@ -63,8 +64,8 @@ describe('triage on D1 inside workerd', () => {
     const { activity } = (await api(`${url}/activity`)).body;
     expect(activity.map((a: any) => [a.type, a.actor, a.data])).toEqual([
       ['first_seen', null, { release: 'app@1.0.0' }],
-      ['status', 'anonymous', { from: 'unresolved', to: 'ignored', ignore_count: 3 }],
-      ['comment', 'anonymous', { text: 'snoozed <until> it gets worse' }],
+      ['status', 'system', { from: 'unresolved', to: 'ignored', ignore_count: 3 }],
+      ['comment', 'system', { text: 'snoozed <until> it gets worse' }],
       ['status', null, { from: 'ignored', to: 'unresolved', reason: 'snooze_ended' }],
     ]);
   });

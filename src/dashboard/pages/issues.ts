@@ -11,6 +11,7 @@ import { csrfField, flash, page, type PageContext } from '../layout.js';
 import { eventRows, eventView, type EventDetail } from './events.js';
 import { activitySection } from './activity.js';
 import type { ActivityJson } from '../../triage/activity.js';
+import type { EventFile } from '../../attachments/storage.js';
 
 type Project = { slug: string; name: string };
 
@@ -116,6 +117,7 @@ export function issuePage(
   recent: EventSummaryJson[],
   paging: { older: number | null; newer: number | null },
   message?: string,
+  files: EventFile[] = [],
   activity: ActivityJson[] = [],
 ): Html {
   const base = projectPath(project.slug, 'issues', issue.fingerprint);
@@ -157,7 +159,7 @@ export function issuePage(
         ${issue.oldest_event_id !== null && event.id !== issue.oldest_event_id ? html`<a href="${href(base, { ...query, event: issue.oldest_event_id })}">Oldest event</a>` : ''}
         <a href="${href(projectPath(project.slug, 'events'), { fingerprint: issue.fingerprint })}">All events of this issue</a>
       </nav>
-      ${eventView(project, event, ctx)}`
+      ${eventView(project, event, ctx, files)}`
     : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`}
   <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>
   ${activitySection(ctx, base, activity)}`;

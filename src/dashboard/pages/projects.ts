@@ -36,6 +36,8 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
   const f = o.form ?? {};
   const value = (name: keyof ProjectView) => f[name] ?? String(p[name]);
   const base = projectPath(p.slug);
+  const checked = (name: 'scrub_defaults' | 'scrub_ip_addresses') => ((o.form ? f[name] === '1' : p[name]) ? html` checked` : '');
+  const list = (name: 'scrub_fields' | 'safe_fields') => f[name] ?? p[name].join('\n');
   const body = html`<h1>Settings</h1>
   ${flash(o.message)}${flash(o.error, 'error')}
   <section class="card" aria-labelledby="dsn-h"><h2 id="dsn-h">DSN</h2>
@@ -55,6 +57,18 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
       <label>Keep the first N events of each issue<input name="sample_keep_first" type="number" min="0" step="1" value="${value('sample_keep_first')}"></label>
       <label>Then keep this share (0 to 1)<input name="sample_rate" type="number" min="0" max="1" step="any" value="${value('sample_rate')}"></label>
       <label>Daily quota of events (0 = unlimited)<input name="daily_quota" type="number" min="0" step="1" value="${value('daily_quota')}"></label>
+      <button type="submit">Save</button>
+    </form>
+  </section>
+  <section class="card" aria-labelledby="privacy-h"><h2 id="privacy-h">Privacy and storage</h2>
+    <p class="sub">Scrubbing runs before an event is grouped or stored (the raw payload too); see docs/privacy.md.</p>
+    <form method="post" action="${base}/privacy">
+      ${csrfField(ctx)}
+      <p><label><input type="checkbox" name="scrub_defaults" value="1"${checked('scrub_defaults')}> Scrub by the default rules (passwords, secrets, tokens, auth headers, cookies, sessions, card numbers, bearer tokens, private keys)</label></p>
+      <p><label><input type="checkbox" name="scrub_ip_addresses" value="1"${checked('scrub_ip_addresses')}> Remove IP addresses (the user's and the request's)</label></p>
+      <p><label>Also scrub keys containing (one a line)<br><textarea name="scrub_fields" rows="3" cols="40">${list('scrub_fields')}</textarea></label></p>
+      <p><label>Never scrub these keys (one a line)<br><textarea name="safe_fields" rows="3" cols="40">${list('safe_fields')}</textarea></label></p>
+      <p><label>Storage budget in MB (0 = none; past it the oldest events go)<input name="storage_budget_mb" type="number" min="0" step="1" value="${value('storage_budget_mb')}"></label></p>
       <button type="submit">Save</button>
     </form>
   </section>

@@ -26,6 +26,9 @@ export const WORKER_CRONS = [RETENTION_CRON, ALERTS_CRON, RESYMBOLICATE_CRON];
  */
 export const D1_RETENTION_BATCH = 1000;
 
+/** How long the ingest queue's receipts are kept (ingest-queue.ts): past the queue's longest retention. */
+export const INGEST_RECEIPT_KEEP_MS = 15 * 24 * 3_600_000;
+
 /** A symbol upload still writing after this long was abandoned (as on the server). */
 const ABANDONED_UPLOAD_MS = 3_600_000;
 
@@ -42,6 +45,8 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       // An upload whose request ended mid-way (the isolate stopped) leaves invisible rows.
       const swept = await sweepAbandonedWrites(deps.store.db, deps.clock.now() - ABANDONED_UPLOAD_MS);
       if (swept > 0) deps.logger.info({ symbol_files: swept }, 'half-written symbol uploads removed');
+      // A queue keeps a message at most 14 days: an older receipt can meet no redelivery.
+      await deps.store.db.deleteFrom('ingest_receipts').where('committed_at', '<', deps.clock.now() - INGEST_RECEIPT_KEEP_MS).execute();
       return;
     }
     case ALERTS_CRON: {
