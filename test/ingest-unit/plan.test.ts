@@ -313,7 +313,16 @@ describe('outbox', () => {
         project_id: PID,
         type: 'new_issue',
         issue_id: 99,
-        payload: JSON.stringify({ title: 'first', fingerprint: 'a'.repeat(32), level: 'warning', event_count: 2, release: '3.0', environment: 'production' }),
+        payload: JSON.stringify({
+          title: 'first',
+          fingerprint: 'a'.repeat(32),
+          level: 'warning',
+          event_count: 2,
+          release: '3.0',
+          environment: 'production',
+          // The issue's first seen: the older of the two events.
+          first_seen: first.timestamp - 1,
+        }),
         state: 'pending',
         created_at: NOW,
       },

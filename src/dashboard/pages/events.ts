@@ -223,7 +223,7 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext, fi
       ${e.message ? html`<dt>Message</dt><dd>${e.message}</dd>` : ''}
       ${e.release ? html`<dt>Release</dt><dd><a href="${projectPath(project.slug, 'releases', e.release)}">${e.release}</a> ${e.dist ? `(dist ${e.dist})` : ''}</dd>` : ''}
       ${e.environment ? html`<dt>Environment</dt><dd>${e.environment}</dd>` : ''}
-      <dt>Platform</dt><dd>${e.platform}${sdk && sdk.name ? ` · ${valueText(sdk.name)} ${valueText(sdk.version)}` : ''}</dd>
+      <dt>Platform</dt><dd>${e.platform}${sdk?.name ? ` · ${valueText(sdk.name)} ${valueText(sdk.version)}` : ''}</dd>
       ${device ? html`<dt>Device / OS</dt><dd>${device}</dd>` : ''}
       ${e.screen ? html`<dt>Screen</dt><dd>${e.screen}</dd>` : ''}
     </dl>
