@@ -31,7 +31,7 @@ import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
-import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, setIssueStatus } from '../read/issues.js';
+import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
 import { overview } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
@@ -310,7 +310,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
-    const list = await listIssues(db, p.id, parsed, now());
+    const list = await listIssues(db, p.id, parsed, now(), actorOf(c).userId);
     const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
     return render(c, issueListPage(pageCtx(c), p, q, list, parsed.limit, message));
   });
@@ -326,7 +326,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const target = back === list || back.startsWith(`${list}?`) ? back : list;
     const url = new URL(target, 'http://x');
     url.searchParams.set('updated', String(result.updated));
-    url.searchParams.set('updated_to', status);
+    if (status !== null) url.searchParams.set('updated_to', status);
     return c.redirect(url.pathname + url.search, 303);
   });
 
@@ -347,7 +347,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       event ? listEvents(db, p.id, parseEventListQuery({ fingerprint, before: String(event.id), limit: '1' }, now())) : null,
       listEvents(db, p.id, parseEventListQuery({ fingerprint, limit: '10' }, now())),
     ]);
-    const message = isIssueStatus(set) ? `Status set to ${set}.` : set === 'comment' ? 'Comment added.' : set === 'uncomment' ? 'Comment deleted.' : undefined;
+    const message = isIssueStatus(set) ? `Status set to ${set}.` : set === 'comment' ? 'Comment added.' : set === 'uncomment' ? 'Comment deleted.' : set === 'assigned' ? 'Assigned.' : set === 'unassigned' ? 'Unassigned.' : undefined;
     const activity = await listActivity(db, Number((await findIssue(db, p.id, issue.fingerprint)).row.id));
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
@@ -363,6 +363,15 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const { status, snooze } = parseBulkBody({ fingerprints: [], status: one(f.status), ...snoozeFields(one(f.snooze), now()) }, now());
     await setIssueStatus(deps.store, p.id, fingerprint, { status, snooze }, now(), actorOf(c));
     return c.redirect(href(projectPath(p.slug, 'issues', fingerprint), { set: status }), 303);
+  });
+
+  app.post('/:slug/issues/:fingerprint/assign', async (c) => {
+    const p = await projectOr404(c);
+    const fingerprint = c.req.param('fingerprint');
+    const email = one((await form(c)).assignee)?.trim() ?? '';
+    const change = parseStatusBody({ assignee: email === '' ? null : email }, now());
+    const issue = await setIssueStatus(deps.store, p.id, fingerprint, change, now(), actorOf(c));
+    return c.redirect(href(projectPath(p.slug, 'issues', issue.fingerprint), { set: issue.assignee ? 'assigned' : 'unassigned' }), 303);
   });
 
   app.post('/:slug/issues/:fingerprint/comments', async (c) => {

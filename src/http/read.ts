@@ -70,7 +70,7 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await listIssues(db, p.id, parseIssueListQuery(query(c, ISSUE_LIST_PARAMETERS), now()), now()));
+      return c.json(await listIssues(db, p.id, parseIssueListQuery(query(c, ISSUE_LIST_PARAMETERS), now()), now(), actorOf(c).userId));
     }),
   );
 
@@ -81,7 +81,7 @@ export function readRoutes(deps: AppDeps): Hono {
       const p = await project(c);
       const { fingerprints, ...change } = parseBulkBody(await readJson(c), now());
       const result = await bulkSetStatus(deps.store, p.id, fingerprints, change, now(), actorOf(c));
-      await audit(deps, c, 'issue.bulk_status', p.slug, { status: change.status, fingerprints });
+      await audit(deps, c, 'issue.bulk_status', p.slug, { status: change.status, ...(change.assignee !== undefined ? { assignee: change.assignee } : {}), fingerprints });
       return c.json(result);
     }),
   );
@@ -122,7 +122,7 @@ export function readRoutes(deps: AppDeps): Hono {
       const change = parseStatusBody(await readJson(c), now());
       const fingerprint = c.req.param('fingerprint') ?? '';
       const result = await setIssueStatus(deps.store, p.id, fingerprint, change, now(), actorOf(c));
-      await audit(deps, c, 'issue.status', `${p.slug}/${fingerprint}`, { status: change.status });
+      await audit(deps, c, change.status !== null ? 'issue.status' : 'issue.assign', `${p.slug}/${fingerprint}`, { status: change.status, ...(change.assignee !== undefined ? { assignee: change.assignee } : {}) });
       return c.json(result);
     }),
   );

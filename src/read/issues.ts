@@ -2,7 +2,7 @@
 // timeline, breakdown over the newest stored events, newest/oldest stored event), and the
 // status workflow (single and bulk). Every query is served by an index on
 // issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, hourBucket, iso } from '../clock.js';
 import { LAST_SEEN_MINUTE_MS, type Database, type IssueRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
@@ -26,7 +26,8 @@ import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWind
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
 import type { Store } from '../store/database.js';
 import { statusChangeStatement, type Actor } from '../triage/activity.js';
-import { parseSnooze, snoozeData, type Snooze } from '../triage/snooze.js';
+import { parseSnooze, SNOOZE_FIELDS, snoozeData, type Snooze } from '../triage/snooze.js';
+import { assignedChangeStatement, assigneesOf, parseAssigneeRef, resolveAssignee, type AssigneeJson, type AssigneeRef } from '../triage/assignee.js';
 
 type Db = Kysely<Database>;
 // biome-ignore lint/complexity/noBannedTypes: Kysely's type for a query that selects nothing yet
@@ -74,7 +75,7 @@ export async function issuesWithSparklines(db: Db, rows: IssueRow[], now: number
     rows.map((r) => Number(r.id)),
     now,
   );
-  return rows.map((r) => issueJson(r, lines.get(Number(r.id))));
+  return issuesJson(db, rows, lines);
 }
 
 export interface IssueListQuery {
@@ -169,14 +170,12 @@ function inEnvironment(query: IssueQuery, environment: string, window: TimeWindo
   );
 }
 
-/**
- * The assignee filter: `none`, `me` (the signed-in user; an API key is nobody) or an
- * email. Until users exist (docs/api.md "Issue search"), no issue has an assignee.
- */
+/** The assignee filter: `none`, `me` (the signed-in user; an API key is nobody) or a user's email. */
 function assignedTo(query: IssueQuery, assignee: string, viewer: number | null): IssueQuery {
   if (assignee === 'none') return query.where('assignee_id', 'is', null);
   if (assignee === 'me') return viewer === null ? query.where(sql<boolean>`1 = 0`) : query.where('assignee_id', '=', viewer);
-  return query.where(sql<boolean>`1 = 0`);
+  // Emails are stored lower case (src/accounts/rules.ts).
+  return query.where('assignee_id', 'in', (eb) => eb.selectFrom('users').select('id').where('email', '=', assignee.trim().toLowerCase()));
 }
 
 /** The search syntax's filters (src/read/search-query.ts), each on an index or a primary key. */
@@ -376,7 +375,7 @@ export async function issueDetail(
 
   const { latest, oldest } = await newestAndOldestStored(db, issue);
   return {
-    ...issueJson(issue),
+    ...(await issuesJson(db, [issue]))[0],
     from: iso(window.from),
     to: iso(window.to),
     timeline,
@@ -416,15 +415,18 @@ function statusProblem(status: unknown): string {
   return `status must be one of ${ISSUE_STATUSES.join(', ')} (got ${JSON.stringify(status ?? null)})`;
 }
 
-/** A status to set, with the snooze `ignored` may take. */
+/**
+ * What a PATCH or bulk request changes: a status (with the snooze `ignored` may take)
+ * and/or the assignee (undefined: not asked).
+ */
 export interface StatusChange {
-  status: IssueStatus;
+  status: IssueStatus | null;
   snooze: Snooze | null;
+  assignee?: AssigneeRef;
 }
 
 /** The columns a status change writes (docs/api.md "PATCH /api/projects/{slug}/issues/{fingerprint}"). */
-function statusColumns(change: StatusChange, now: number) {
-  const { status, snooze } = change;
+function statusColumns(status: IssueStatus, snooze: Snooze | null, now: number) {
   return (eb: any) => {
     const set: Record<string, unknown> = { status, updated_at: now };
     if (status === 'resolved') {
@@ -451,21 +453,54 @@ function bodyObject(body: unknown, shape: string): Record<string, unknown> {
 
 function parseChange(fields: Record<string, unknown>, now: number): StatusChange {
   const status = fields.status;
+  const assignee = 'assignee' in fields ? parseAssigneeRef(fields.assignee) : undefined;
+  // The assignee alone may change; otherwise a status is required.
+  if (status === undefined && assignee !== undefined) {
+    if (SNOOZE_FIELDS.some((f) => fields[f] !== undefined && fields[f] !== null)) throw new ReadInputError('a snooze needs status "ignored"');
+    return { status: null, snooze: null, assignee };
+  }
   if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
-  return { status, snooze: parseSnooze(fields, status, now) };
+  return { status, snooze: parseSnooze(fields, status, now), ...(assignee !== undefined ? { assignee } : {}) };
 }
 
 export function parseStatusBody(body: unknown, now: number): StatusChange {
-  return parseChange(bodyObject(body, '{"status": "<status>"}'), now);
+  return parseChange(bodyObject(body, '{"status": "<status>"} or {"assignee": <user id, email or null>}'), now);
 }
 
-function updateStatus(db: Db, projectId: number, fingerprints: string[], change: StatusChange, now: number) {
-  return db.updateTable('issues').set(statusColumns(change, now)).where('project_id', '=', projectId).where('fingerprint', 'in', fingerprints);
+/** The statements of a change to the listed issues: each change's activity first, then the update. */
+async function changeStatements(store: Store, projectId: number, fingerprints: string[], change: StatusChange, now: number, actor: Actor | null) {
+  const db = store.db;
+  const assignee = change.assignee === undefined ? undefined : await resolveAssignee(db, change.assignee);
+  const statements: CompiledQuery[] = [];
+  const set: Record<string, unknown> = {};
+  if (change.status !== null) statements.push(statusChangeStatement(db, projectId, fingerprints, change.status, now, actor, snoozeData(change.snooze)));
+  if (assignee !== undefined) {
+    statements.push(assignedChangeStatement(db, projectId, fingerprints, assignee, now, actor));
+    set.assignee_id = assignee?.id ?? null;
+    set.updated_at = now;
+  }
+  const columns = change.status !== null ? statusColumns(change.status, change.snooze, now) : () => ({});
+  const update = db
+    .updateTable('issues')
+    .set((eb: any) => ({ ...columns(eb), ...set }))
+    .where('project_id', '=', projectId)
+    .where('fingerprint', 'in', fingerprints);
+  return { statements, update };
+}
+
+/** Issue rows as the API shows them, each with its assignee (one query for all). */
+export async function issuesJson(db: Db, rows: IssueRow[], sparklines?: Map<number, number[]>): Promise<IssueJson[]> {
+  const assignees = await assigneesOf(
+    db,
+    rows.map((r) => (r.assignee_id === null ? null : Number(r.assignee_id))),
+  );
+  return rows.map((r) => issueJson(r, sparklines?.get(Number(r.id)), r.assignee_id === null ? null : (assignees.get(Number(r.assignee_id)) ?? null)));
 }
 
 /**
- * Sets one issue's status (a merged fingerprint: the issue it was merged into, answered
- * with `merged_into`), recording the change in its activity, in one transaction.
+ * Changes one issue's status and/or assignee (a merged fingerprint: the issue it was
+ * merged into, answered with `merged_into`), recording each change in its activity, in
+ * one transaction.
  */
 export async function setIssueStatus(
   store: Store,
@@ -476,14 +511,12 @@ export async function setIssueStatus(
   actor: Actor | null,
 ): Promise<IssueJson & { merged_into?: string }> {
   const { row: found, mergedInto } = await findIssue(store.db, projectId, fingerprint);
-  const target = [found.fingerprint];
-  const [, updated] = await store.atomic([
-    statusChangeStatement(store.db, projectId, target, change.status, now, actor, snoozeData(change.snooze)),
-    updateStatus(store.db, projectId, target, change, now).returningAll().compile(),
-  ]);
-  const row = updated.rows[0] as IssueRow | undefined;
+  const { statements, update } = await changeStatements(store, projectId, [found.fingerprint], change, now, actor);
+  const results = await store.atomic([...statements, update.returningAll().compile()]);
+  const row = results[results.length - 1].rows[0] as IssueRow | undefined;
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
-  return { ...issueJson(row), ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}) };
+  const [json] = await issuesJson(store.db, [row]);
+  return { ...json, ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}) };
 }
 
 export function parseBulkBody(body: unknown, now: number): { fingerprints: string[] } & StatusChange {
@@ -497,8 +530,8 @@ export function parseBulkBody(body: unknown, now: number): { fingerprints: strin
 }
 
 /**
- * Sets the status of every listed issue of the project, recording each change;
- * unknown fingerprints are skipped.
+ * Changes the status and/or assignee of every listed issue of the project, recording
+ * each change; unknown fingerprints are skipped.
  */
 export async function bulkSetStatus(
   store: Store,
@@ -507,16 +540,19 @@ export async function bulkSetStatus(
   change: StatusChange,
   now: number,
   actor: Actor | null,
-): Promise<{ updated: number; status: IssueStatus }> {
-  const parts: string[][] = [];
-  for (let i = 0; i < fingerprints.length; i += 500) parts.push(fingerprints.slice(i, i + 500));
-  const results = await store.atomic(
-    parts.flatMap((part) => [
-      statusChangeStatement(store.db, projectId, part, change.status, now, actor, snoozeData(change.snooze)),
-      updateStatus(store.db, projectId, part, change, now).compile(),
-    ]),
-  );
+): Promise<{ updated: number; status: IssueStatus | null; assignee?: AssigneeJson | null }> {
+  const statements: CompiledQuery[] = [];
+  const updates: number[] = [];
+  let assignee: AssigneeJson | null | undefined;
+  for (let i = 0; i < fingerprints.length; i += 500) {
+    const part = fingerprints.slice(i, i + 500);
+    const built = await changeStatements(store, projectId, part, change, now, actor);
+    statements.push(...built.statements, built.update.compile());
+    updates.push(statements.length - 1);
+  }
+  if (change.assignee !== undefined) assignee = await resolveAssignee(store.db, change.assignee);
+  const results = await store.atomic(statements);
   let updated = 0;
-  for (let i = 1; i < results.length; i += 2) updated += Number(results[i].numAffectedRows ?? 0);
-  return { updated, status: change.status };
+  for (const i of updates) updated += Number(results[i].numAffectedRows ?? 0);
+  return { updated, status: change.status, ...(assignee !== undefined ? { assignee } : {}) };
 }

@@ -8,7 +8,8 @@ import type { Store } from '../store/database.js';
 import type { Database, IssueRow } from '../store/schema.js';
 import type { Actor } from '../triage/activity.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
-import { issueJson, type IssueJson } from './serialize.js';
+import type { IssueJson } from './serialize.js';
+import { issuesJson } from './issues.js';
 
 type Db = Kysely<Database>;
 
@@ -59,7 +60,7 @@ export async function mergeIssues(store: Store, projectId: number, request: Merg
   });
   const row = await store.db.selectFrom('issues').selectAll().where('project_id', '=', projectId).where('fingerprint', '=', request.into).executeTakeFirst();
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(request.into)} not found in this project`);
-  return { ...issueJson(row), merged: request.fingerprints };
+  return { ...(await issuesJson(store.db, [row]))[0], merged: request.fingerprints };
 }
 
 /** The issue of `fingerprint`: its own, or the one it was merged into (with `mergedInto`), or undefined. */

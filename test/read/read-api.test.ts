@@ -121,6 +121,7 @@ describe.each(dialects)('read API on %s', (dialect) => {
       ignore_until: null,
       ignore_count: null,
       ignore_users: null,
+      assignee: null,
     };
   }
 

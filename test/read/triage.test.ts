@@ -271,4 +271,57 @@ describe.each(dialects)('triage on %s', (dialect) => {
       expect(r.body.error).toMatch(message);
     }
   });
+  it('assigns enabled users by id or email (PATCH and bulk), filters by assignee, and refuses unknown or disabled users', async () => {
+    const project = await makeProject(t);
+    await send(project, 'kappa', ['u1']);
+    await send(project, 'lambda', ['u1']);
+    const k = await issueOf(project, 'kappa');
+    const l = await issueOf(project, 'lambda');
+    const ana = (await json('/api/users', { method: 'POST', json: { email: `ana-${project.slug}@example.com`, name: 'Ana', role: 'member', password: 'correct horse battery' } })).body;
+    const bo = (await json('/api/users', { method: 'POST', json: { email: `bo-${project.slug}@example.com`, name: 'Bo', role: 'member', password: 'correct horse battery' } })).body;
+    expect(ana.id).toBeGreaterThan(0);
+    expect((await json(`/api/users/${bo.id}`, { method: 'PATCH', json: { disabled: true } })).status).toBe(200);
+
+    const assigned = await json(issueUrl(project, k.fingerprint), { method: 'PATCH', json: { assignee: ana.email.toUpperCase() } });
+    expect(assigned.status, JSON.stringify(assigned.body)).toBe(200);
+    expect(assigned.body).toMatchObject({ status: 'unresolved', assignee: { id: ana.id, email: ana.email, name: 'Ana' } });
+    const label = await keyLabel();
+    expect((await activity(project, k.fingerprint)).at(-1)).toMatchObject({ type: 'assigned', actor: label, data: { assignee: { id: ana.id, email: ana.email, name: 'Ana' } } });
+
+    const before = (await json(issueUrl(project, l.fingerprint))).body;
+    for (const [body, message] of [
+      [{ assignee: bo.id }, /disabled/],
+      [{ assignee: 'nobody@example.com' }, /is no user/],
+      [{ assignee: 999_999_999 }, /is no user/],
+      [{ assignee: { id: 1 } }, /user id, a user’s email or null/],
+      [{ assignee: ana.id, ignore_count: 3 }, /needs status "ignored"/],
+    ] as const) {
+      const res = await json(issueUrl(project, l.fingerprint), { method: 'PATCH', json: body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toMatch(message);
+      expect((await json(`/api/projects/${project.slug}/issues/bulk`, { method: 'POST', json: { fingerprints: [l.fingerprint], ...body } })).status).toBe(400);
+    }
+    expect((await json(issueUrl(project, l.fingerprint))).body).toEqual(before);
+
+    const bulk = await json(`/api/projects/${project.slug}/issues/bulk`, { method: 'POST', json: { fingerprints: [k.fingerprint, l.fingerprint], assignee: ana.id, status: 'triaged' } });
+    expect(bulk.body).toMatchObject({ updated: 2, status: 'triaged', assignee: { id: ana.id } });
+    // k had Ana already: only l records an assignment.
+    expect((await activity(project, k.fingerprint)).filter((e) => e.type === 'assigned')).toHaveLength(1);
+    expect((await activity(project, l.fingerprint)).filter((e) => e.type === 'assigned')).toHaveLength(1);
+
+    const titles = async (query: string, init?: Parameters<TestServer['api']>[1]) =>
+      ((await json(`/api/projects/${project.slug}/issues?days=1&sort=first_seen&${query}`, init)).body.issues as any[]).map((i) => i.title.replace('TypeError: ', ''));
+    expect(await titles(`assignee=${encodeURIComponent(ana.email)}`)).toEqual(['lambda', 'kappa']);
+    expect(await titles(`q=${encodeURIComponent(`assigned:${ana.email} is:triaged`)}`)).toEqual(['lambda', 'kappa']);
+    expect((await json(issueUrl(project, k.fingerprint), { method: 'PATCH', json: { assignee: null } })).body.assignee).toBeNull();
+    expect((await activity(project, k.fingerprint)).at(-1)).toMatchObject({ type: 'assigned', data: { assignee: null } });
+    expect(await titles('assignee=none')).toEqual(['kappa']);
+    expect(await titles('q=is:assigned')).toEqual(['lambda']);
+    expect(await titles('q=is:unassigned')).toEqual(['kappa']);
+    // "me" is the user a personal token belongs to; an API key is nobody.
+    const token = (await json('/api/tokens', { method: 'POST', json: { name: 'cli', user_id: ana.id } })).body.token;
+    expect(await titles('assignee=me', { headers: { authorization: `Bearer ${token}` } })).toEqual(['lambda']);
+    expect(await titles('q=assigned:me', { headers: { authorization: `Bearer ${token}` } })).toEqual(['lambda']);
+    expect(await titles('assignee=me')).toEqual([]);
+  });
 });

@@ -58,6 +58,7 @@ export function issueListPage(
   const back = href(base, query);
   const body = html`<h1>Issues <span class="sub">${count(list.total)} in the window</span></h1>
   ${flash(message)}
+  <p class="actions"><a href="${href(base, { assignee: 'me' })}">Assigned to me</a> · <a href="${href(base, { assignee: 'none' })}">Unassigned</a></p>
   <form class="filters" method="get" action="${base}" role="search">
     <label>Search <span class="sub">(words, "phrases", is:, level:, release:, env:, user:, tag:value)</span><input type="search" name="q" value="${query.q ?? ''}" placeholder="is:unresolved level:error timeout"></label>
     <label>Status<select name="status">${options([['', 'any'], ...ISSUE_STATUSES], query.status)}</select></label>
@@ -83,7 +84,7 @@ export function issueListPage(
         (i) => html`<tr>
           <td><input type="checkbox" name="fingerprints" value="${i.fingerprint}" aria-label="Select ${i.title}"></td>
           <td><a class="title" href="${projectPath(project.slug, 'issues', i.fingerprint)}">${i.title}</a>
-            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} ${[i.location || i.screen, i.last_release].filter(Boolean).map((x) => `· ${x}`).join(' ')}</div></td>
+            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} ${[i.location || i.screen, i.last_release, i.assignee ? `→ ${i.assignee.name || i.assignee.email}` : ''].filter(Boolean).map((x) => `· ${x}`).join(' ')}</div></td>
           <td class="opt">${sparkline(i.sparkline)}</td>
           <td class="num">${count(i.event_count)}</td>
           <td class="num opt">${count(i.users)}</td>
@@ -131,6 +132,12 @@ export function issuePage(
     ${csrfField(ctx)}
     ${ACTIONS.filter(([s]) => s !== issue.status).map(([status, label]) => html`<button type="submit" name="status" value="${status}" class="secondary">${label}</button>`)}
   </form>
+  <form method="post" action="${base}/assign" class="actions">
+    ${csrfField(ctx)}
+    <span>${issue.assignee ? html`Assigned to <b>${issue.assignee.name || issue.assignee.email}</b> (${issue.assignee.email})` : 'Unassigned'}</span>
+    <label>Assign to<input type="email" name="assignee" placeholder="user@example.com" required></label><button type="submit" class="secondary">Assign</button>
+  </form>
+  ${issue.assignee ? html`<form method="post" action="${base}/assign" class="actions">${csrfField(ctx)}<input type="hidden" name="assignee" value=""><button type="submit" class="secondary">Unassign</button></form>` : ''}
   <form method="post" action="${base}/status" class="actions">
     ${csrfField(ctx)}<input type="hidden" name="status" value="ignored">
     <label>Snooze<select name="snooze">${options(SNOOZES, undefined)}</select></label><button type="submit" class="secondary">Snooze</button>
