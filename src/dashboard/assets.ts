@@ -15,6 +15,9 @@ header.top form{margin:0}header.top button{background:none;border:1px solid #8a9
 main{max-width:80rem;margin:0 auto;padding:1rem}
 h1{font-size:1.45rem;margin:.3rem 0 .8rem;overflow-wrap:anywhere}h2{font-size:1.15rem;margin:1.4rem 0 .6rem}h3{font-size:1rem;margin:1rem 0 .4rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.8rem 1rem;margin-bottom:1rem}
+.timeline{list-style:none;padding:0;margin:0 0 .8rem}.timeline li{border-left:2px solid var(--line);padding:.25rem .7rem;margin:.2rem 0}
+.comment{white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0;padding:.4rem .6rem;border-left:3px solid var(--accent);background:#f6f8fb}
+form.inline{display:inline}textarea{width:100%;display:block}
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
 .stat{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.6rem .8rem;min-width:0;overflow-wrap:anywhere}.stat b{display:block;font-size:1.4rem}.stat span{color:var(--muted);font-size:.85rem}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}

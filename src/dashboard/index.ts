@@ -21,6 +21,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
 import { UserPresence } from '../accounts/presence.js';
 import { HttpError, zodMessage } from '../http/errors.js';
+import { actorOf } from '../http/triage.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
@@ -31,7 +32,8 @@ import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
-import { bulkSetStatus, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, setIssueStatus } from '../read/issues.js';
+import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
+import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
 import { overview } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
 import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
@@ -660,7 +662,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
-    const list = await listIssues(db, p.id, parsed, now());
+    const list = await listIssues(db, p.id, parsed, now(), actorOf(c).userId);
     const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
     return render(c, issueListPage(pageCtx(c), p, q, list, parsed.limit, message));
   });
@@ -669,15 +671,15 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const f = await form(c);
     const fingerprints = Array.isArray(f.fingerprints) ? f.fingerprints : f.fingerprints ? [f.fingerprints] : [];
-    const { status } = parseBulkBody({ fingerprints, status: one(f.status) });
-    const result = await bulkSetStatus(db, p.id, fingerprints, status, now());
+    const { status, snooze } = parseBulkBody({ fingerprints, status: one(f.status) }, now());
+    const result = await bulkSetStatus(deps.store, p.id, fingerprints, { status, snooze }, now(), actorOf(c));
     await audit(deps, c, 'issue.bulk_status', p.slug, { status, fingerprints });
     const list = projectPath(p.slug, 'issues');
     const back = safeNext(one(f.back), list);
     const target = back === list || back.startsWith(`${list}?`) ? back : list;
     const url = new URL(target, 'http://x');
     url.searchParams.set('updated', String(result.updated));
-    url.searchParams.set('updated_to', status);
+    if (status !== null) url.searchParams.set('updated_to', status);
     return c.redirect(url.pathname + url.search, 303);
   });
 
@@ -698,21 +700,52 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       event ? listEvents(db, p.id, parseEventListQuery({ fingerprint, before: String(event.id), limit: '1' }, now())) : null,
       listEvents(db, p.id, parseEventListQuery({ fingerprint, limit: '10' }, now())),
     ]);
-    const message = isIssueStatus(set) ? `Status set to ${set}.` : undefined;
+    const message = isIssueStatus(set) ? `Status set to ${set}.` : set === 'comment' ? 'Comment added.' : set === 'uncomment' ? 'Comment deleted.' : set === 'assigned' ? 'Assigned.' : set === 'unassigned' ? 'Unassigned.' : undefined;
+    const activity = await listActivity(db, Number((await findIssue(db, p.id, issue.fingerprint)).row.id));
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
     const files = event ? await eventFiles(db, p.id, event.event_id) : [];
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files));
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
     const p = await projectOr404(c);
     const fingerprint = c.req.param('fingerprint');
-    const { status } = parseBulkBody({ fingerprints: [], status: one((await form(c)).status) });
-    await setIssueStatus(db, p.id, fingerprint, status, now());
+    const f = await form(c);
+    const { status, snooze } = parseBulkBody({ fingerprints: [], status: one(f.status), ...snoozeFields(one(f.snooze), now()) }, now());
+    await setIssueStatus(deps.store, p.id, fingerprint, { status, snooze }, now(), actorOf(c));
     await audit(deps, c, 'issue.status', `${p.slug}/${fingerprint}`, { status });
     return c.redirect(href(projectPath(p.slug, 'issues', fingerprint), { set: status }), 303);
+  });
+
+  app.post('/:slug/issues/:fingerprint/assign', async (c) => {
+    const p = await projectOr404(c);
+    const fingerprint = c.req.param('fingerprint');
+    const email = one((await form(c)).assignee)?.trim() ?? '';
+    const change = parseStatusBody({ assignee: email === '' ? null : email }, now());
+    const issue = await setIssueStatus(deps.store, p.id, fingerprint, change, now(), actorOf(c));
+    return c.redirect(href(projectPath(p.slug, 'issues', issue.fingerprint), { set: issue.assignee ? 'assigned' : 'unassigned' }), 303);
+  });
+
+  app.post('/:slug/issues/:fingerprint/comments', async (c) => {
+    const p = await projectOr404(c);
+    const { row } = await findIssue(db, p.id, c.req.param('fingerprint'));
+    const text = parseCommentBody({ text: one((await form(c)).text) });
+    await addComment(deps.store, p.id, { id: Number(row.id), last_release: row.last_release }, text, actorOf(c), now());
+    return c.redirect(`${href(projectPath(p.slug, 'issues', row.fingerprint), { set: 'comment' })}#activity`, 303);
+  });
+
+  app.post('/:slug/issues/:fingerprint/comments/:id/delete', async (c) => {
+    const p = await projectOr404(c);
+    const { row } = await findIssue(db, p.id, c.req.param('fingerprint'));
+    try {
+      await deleteComment(deps.store, Number(row.id), c.req.param('id'), actorOf(c));
+    } catch (err) {
+      if (err instanceof ForbiddenError) throw new HttpError(403, err.message);
+      throw err;
+    }
+    return c.redirect(`${href(projectPath(p.slug, 'issues', row.fingerprint), { set: 'uncomment' })}#activity`, 303);
   });
 
   app.get('/:slug/events', async (c) => {
@@ -964,4 +997,13 @@ function pathWithQuery(c: Context): string {
 
 function originHeaders(c: Context) {
   return { origin: c.req.header('origin'), referer: c.req.header('referer'), fetchSite: c.req.header('sec-fetch-site') };
+}
+
+/** The issue page's snooze choice (pages/issues.ts SNOOZES, `<kind>:<amount>`) as the API's fields. */
+function snoozeFields(choice: string | undefined, now: number): Record<string, unknown> {
+  const m = /^(hours|count|users):([0-9]{1,6})$/.exec(choice ?? '');
+  if (!m) return {};
+  const amount = Number(m[2]);
+  if (m[1] === 'hours') return { ignore_until: new Date(now + amount * 3_600_000).toISOString() };
+  return m[1] === 'count' ? { ignore_count: amount } : { ignore_users: amount };
 }

@@ -20,6 +20,7 @@ import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
+import { triageRoutes } from './triage.js';
 import { requestMeta } from './request-meta.js';
 import { uploadRoutes } from './uploads.js';
 import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', ingestRoutes(deps));
   app.route('/', attachmentRoutes(deps));
   app.route('/', readRoutes(deps));
+  app.route('/', triageRoutes(deps));
   app.route('/', alertRoutes(deps));
   app.route('/', uploadRoutes(deps));
   app.route('/', symbolRoutes(deps));

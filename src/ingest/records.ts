@@ -49,6 +49,17 @@ export interface IssueRecord {
   regressed_at: number | null;
   created_at: number;
   updated_at: number;
+  /**
+   * A snooze (status `ignored`, docs/api.md "Snoozing"): until a time, or until this
+   * many more events or users than `ignored_event_count` / `ignored_users`, the counts
+   * when it began. They count only while the status is `ignored`.
+   */
+  ignore_until: number | null;
+  ignore_count: number | null;
+  ignore_users: number | null;
+  ignored_event_count: number | null;
+  ignored_users: number | null;
+  assignee_id: number | null;
 }
 
 /**

@@ -944,6 +944,43 @@ function m023PrivacyAndStorage(): Migration {
   };
 }
 
+/**
+ * Triage (docs/api.md "Issue activity", "Snoozing", "Issues"): issue_changes becomes the
+ * issue's activity (who did it, and what: JSON `data`; ingest's own rows leave both
+ * null), issues gain a snooze (ignore_until, or a number of events or users more than
+ * they had when snoozed: ignored_event_count / ignored_users) and an assignee, and
+ * issue_environment_hourly counts each issue's events per environment and hour, for the
+ * list's environment filter.
+ */
+function m024Triage(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('issue_changes').addColumn('actor', 'text').execute();
+      await db.schema.alterTable('issue_changes').addColumn('actor_user_id', big).execute();
+      await db.schema.alterTable('issue_changes').addColumn('data', 'text').execute();
+      for (const column of ['ignore_until', 'ignore_count', 'ignore_users', 'ignored_event_count', 'ignored_users', 'assignee_id']) {
+        await db.schema.alterTable('issues').addColumn(column, big).execute();
+      }
+      await db.schema
+        .createTable('issue_environment_hourly')
+        // PostgreSQL: no foreign key, as for issue_hourly (migration 009); the issues' delete trigger removes the rows.
+        .addColumn('issue_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('issues.id').onDelete('cascade')))
+        .addColumn('environment', 'text', (c) => c.notNull())
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('events', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('issue_environment_hourly_pk', ['issue_id', 'environment', 'bucket'])
+        .execute();
+      if (dialect === 'postgres') {
+        const children = ['issue_releases', 'issue_users', 'issue_hourly', 'issue_environment_hourly'];
+        const deletes = children.map((child) => `  delete from ${child} where issue_id in (select id from gone);`).join('\n');
+        await sql.raw(`create or replace function faultline_delete_issues_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`).execute(db);
+      }
+      // The time snoozes the periodic job ends.
+      await db.schema.createIndex('issues_snoozed_until').on('issues').column('ignore_until').where(sql.ref('ignore_until'), 'is not', null).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -969,6 +1006,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '021_accounts': m021Accounts(dialect),
     '022_attachments': m022Attachments(dialect),
     '023_privacy_and_storage_settings': m023PrivacyAndStorage(),
+    '024_triage': m024Triage(dialect),
   };
 }
 

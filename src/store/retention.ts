@@ -39,6 +39,7 @@ export type RetentionTable =
   | 'seen_events'
   | 'sessions'
   | 'issue_hourly'
+  | 'issue_environment_hourly'
   | 'project_hourly'
   | 'session_hourly'
   | 'daily_usage'
@@ -54,6 +55,7 @@ export const RETENTION_TABLES: readonly RetentionTable[] = [
   'seen_events',
   'sessions',
   'issue_hourly',
+  'issue_environment_hourly',
   'project_hourly',
   'session_hourly',
   'daily_usage',
@@ -228,6 +230,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
   await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);
+  await keyed('issue_environment_hourly', ['issue_id', 'environment', 'bucket'], sql`bucket < ${aggregateCutoff}`);
   /**
    * A project's sent and failed deliveries older than the raw data, except its latest
    * DELIVERY_LIST_LIMIT (what `GET …/alerts/deliveries` lists), and its recorded alerts
@@ -389,7 +392,7 @@ export function formatSummary(s: RetentionSummary): string {
   return (
     `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments), ${d.seen_events} seen event ids, ` +
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
-    `${d.issue_hourly} issue_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
+    `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +
     `${d.alert_deliveries} alert deliveries, ${d.alert_outbox} recorded alerts and ${d.upload_assemblies} upload assemblies done with; ` +
     `stored_count lowered on ${s.issuesUpdated} issues` +

@@ -52,7 +52,11 @@ export interface IssueHourlyTable {
   events: number;
 }
 
-/** What ingest changed about issues (new issue, regression): read by overview and alerts. */
+/**
+ * An issue's activity (src/triage/activity.ts): what ingest changed (new issue,
+ * regression, snooze ended: no actor, no data), status changes, comments, merges.
+ * Overview and alerts read the regressions.
+ */
 export interface IssueChangeTable {
   id: Generated<number>;
   project_id: number;
@@ -60,6 +64,19 @@ export interface IssueChangeTable {
   kind: string;
   at: number;
   release: string;
+  /** Who did it (a user's email, "api key <8 hex>", "anonymous"); null for the service. */
+  actor: string | null;
+  actor_user_id: number | null;
+  /** JSON: a status change's from/to, a comment's text, the fingerprints merged. */
+  data: string | null;
+}
+
+/** Events per issue, environment and hour: the issues list's environment filter. */
+export interface IssueEnvironmentHourlyTable {
+  issue_id: number;
+  environment: string;
+  bucket: number;
+  events: number;
 }
 
 /**
@@ -472,6 +489,7 @@ export interface Database {
   issue_users: IssueUserTable;
   issue_hourly: IssueHourlyTable;
   issue_changes: IssueChangeTable;
+  issue_environment_hourly: IssueEnvironmentHourlyTable;
   issue_merges: IssueMergeTable;
   events: EventTable;
   event_tags: EventTagTable;

@@ -78,6 +78,12 @@ function issue(overrides: Partial<IssueWithTimes> = {}): IssueWithTimes {
     updated_at: NOW - 2 * DAY_MS,
     first_ts: NOW - 10 * DAY_MS,
     last_ts: NOW - 2 * DAY_MS,
+    ignore_until: null,
+    ignore_count: null,
+    ignore_users: null,
+    ignored_event_count: null,
+    ignored_users: null,
+    assignee_id: null,
     ...overrides,
   };
 }

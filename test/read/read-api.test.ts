@@ -118,6 +118,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
       resolved_release: null,
       created_at: iso(NOW),
       updated_at: iso(NOW),
+      ignore_until: null,
+      ignore_count: null,
+      ignore_users: null,
+      assignee: null,
     };
   }
 
@@ -164,11 +168,11 @@ describe.each(dialects)('read API on %s', (dialect) => {
       expect(body.total).toBe(want.length);
       expect(new Set(fps(body))).toEqual(new Set(want.map((i) => i.fingerprint)));
     }
-    // q: case-insensitive substring of the title or the location; LIKE wildcards are literal.
+    // q: case-insensitive substring of the title or the location (a `key:value` text quoted); LIKE wildcards are literal.
     for (const [q, keys] of [
       ['cannot READ', ['cart']],
       ['pool.js', ['db']],
-      ['checkout.js:17', ['checkout-crash']],
+      ['"checkout.js:17"', ['checkout-crash']],
       ['%', []],
       ['_', []],
       ['payment provider', ['payment-warning']],
@@ -221,7 +225,7 @@ describe.each(dialects)('read API on %s', (dialect) => {
     const cases: [string, RegExp][] = [
       // A misspelt filter would otherwise answer the whole list as if filtered.
       ['/events?issue=abc', /unknown parameter "issue"; allowed: level, release, .*fingerprint, q, crash, before, limit, days, from, to, tag\.<key>/],
-      ['/issues?page=2', /unknown parameter "page"; allowed: status, level, release, q, sort, limit, offset, days, from, to/],
+      ['/issues?page=2', /unknown parameter "page"; allowed: status, level, release, environment, assignee, q, sort, limit, offset, days, from, to/],
       ['/overview?limit=5', /unknown parameter "limit"; allowed: days, from, to/],
       [`/issues/${someIssue}?status=resolved`, /unknown parameter "status"; allowed: days, from, to/],
       ['/releases?sort=crash_free', /unknown parameter "sort"/],

@@ -159,6 +159,7 @@ describe.each(dialects)('retention on %s', (dialect) => {
       seen_events: expired.size,
       sessions: oldSessions.length,
       issue_hourly: 1, // the ancient events: one issue, one hour
+      issue_environment_hourly: 1, // and one environment
       project_hourly: 1, // one hour, one release
       session_hourly: 0,
       daily_usage: 0,

@@ -6,13 +6,14 @@ import type { AppDeps } from '../../context.js';
 import { WORKER_RESYMBOLICATE_CRON_STEPS, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
 import { formatSummary, runRetention } from '../../store/retention.js';
 import { sweepAbandonedWrites } from '../../symbols/storage.js';
+import { endTimeSnoozes } from '../../triage/snooze.js';
 
 /** Daily at 03:17 UTC: retention, and the removal of symbol uploads left half-written. */
 export const RETENTION_CRON = '17 3 * * *';
 /** Every 10 minutes: the crash-spike check and one pass over the alert outbox and pending deliveries (as `faultline alerts`). */
 export const ALERTS_CRON = '*/10 * * * *';
 /**
- * Every minute: bounded steps of the re-symbolication runs uploads recorded (the first
+ * Every minute: time snoozes that are over end, and bounded steps of the re-symbolication runs uploads recorded (the first
  * step ran after the upload's answer), until none is pending or the cron's steps are done.
  */
 export const RESYMBOLICATE_CRON = '* * * * *';
@@ -64,6 +65,9 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       return;
     }
     case RESYMBOLICATE_CRON: {
+      // Time snoozes end within a minute (docs/api.md "Snoozing").
+      const ended = await endTimeSnoozes(deps.store, deps.clock.now());
+      if (ended > 0) deps.logger.info({ issues: ended }, 'snoozes ended');
       if (!deps.symbols) return;
       let events = 0;
       for (let step = 0; step < WORKER_RESYMBOLICATE_CRON_STEPS; step++) {
