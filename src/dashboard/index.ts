@@ -34,7 +34,7 @@ import { createProject, deleteProject, findProjectBySlug, listProjects, rotatePr
 import { isIssueStatus } from '../read/params.js';
 import type { ProjectRow } from '../store/schema.js';
 import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
-import { AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
+import { ALERT_TYPES, AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
 import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
 import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, FAVICON_SVG, JS } from './assets.js';
@@ -439,7 +439,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   app.post('/:slug/alerts/rules/:type', async (c) => {
     const p = await projectOr404(c);
     const type = c.req.param('type');
-    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are new_issue, regression, crash_spike).`);
+    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are ${ALERT_TYPES.join(', ')}).`);
     const f = await form(c);
     try {
       await updateRule(db, p.id, type, parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes), ...ruleFilterFields(f) }));

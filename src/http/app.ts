@@ -10,6 +10,7 @@ import { dashboard } from '../dashboard/index.js';
 import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
+import { monitorRoutes } from './monitors.js';
 import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', ingestRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', alertRoutes(deps));
+  app.route('/', monitorRoutes(deps));
   app.route('/', uploadRoutes(deps));
   app.route('/', symbolRoutes(deps));
   app.route('/', transferRoutes(deps));

@@ -54,7 +54,7 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
     // Each bad line differs from the source's rows in its key too, so that without the
     // check it would be a new row rather than one the target already has.
     const bad: Array<[Line, RegExp]> = [
-      [{ ...first('alert_rule'), alert: 'bogus' }, /^alert_rule: alert: must be one of new_issue, regression, crash_spike$/],
+      [{ ...first('alert_rule'), alert: 'bogus' }, /^alert_rule: alert: must be one of new_issue, regression, crash_spike, monitor$/],
       [{ ...first('alert_rule'), alert: 'crash_spike', cooldown_minutes: -5 }, /^alert_rule: cooldown_minutes must be an integer between 0 and/],
       [{ ...first('alert_rule'), alert: 'crash_spike', min_level: 'loud' }, /^alert_rule: min_level must be one of debug, info, warning, error, fatal/],
       [{ ...first('alert_rule'), alert: 'crash_spike', environments: [''] }, /^alert_rule: environments must be a list/],

@@ -36,6 +36,7 @@ describe.each(dialects)('round trip from %s', (source) => {
     expect(events.filter((e) => e.first_of_issue).length).toBe(counts.issue);
     expect(lines.filter((l) => l.type === 'alert_rule' && l.project === 'demo').map((l) => [l.alert, l.environments, l.min_level])).toEqual([
       ['crash_spike', [], null],
+      ['monitor', [], null],
       ['new_issue', [], null],
       ['regression', ['production', 'eu-prod'], 'warning'],
     ]);
