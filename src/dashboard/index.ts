@@ -42,6 +42,8 @@ import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
+import { monitorListPage, monitorPage } from './pages/monitors.js';
+import { checkinJson, findMonitor, listMonitors, monitorJson, recentCheckins, recentCheckinsOf } from '../monitors/store.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
@@ -491,6 +493,21 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     await deleteChannel(db, p.id, Number(channel.id));
     deps.logger.info({ project: p.slug, channel_id: Number(channel.id) }, 'alert channel deleted (dashboard)');
     return c.redirect(`${projectPath(p.slug, 'alerts')}?deleted=1`, 303);
+  });
+
+  // Cron monitors: the list with status strips, one monitor's check-ins.
+  app.get('/:slug/monitors', async (c) => {
+    const p = await projectOr404(c);
+    const monitors = await listMonitors(db, p.id);
+    const checkins = await recentCheckinsOf(db, monitors.map((m) => m.id), 30);
+    return render(c, monitorListPage(pageCtx(c), p, monitors.map((m) => ({ monitor: monitorJson(m), checkins: (checkins.get(m.id) ?? []).map(checkinJson) }))));
+  });
+
+  app.get('/:slug/monitors/:monitor', async (c) => {
+    const p = await projectOr404(c);
+    const m = await findMonitor(db, p.id, c.req.param('monitor'));
+    if (!m) throw new HttpError(404, `There is no monitor "${c.req.param('monitor')}" in this project.`);
+    return render(c, monitorPage(pageCtx(c), p, monitorJson(m), (await recentCheckins(db, m.id)).map(checkinJson)));
   });
 
   // Symbols: list, upload (streamed through the symbols API's reader), delete.

@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openStore } from '../../src/editions/node/open-store.js';
 import { runMonitorCheck } from '../../src/monitors/store.js';
+import { startMonitorJob } from '../../src/monitors/job.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { Receiver, addWebhook, apiProject, until } from '../alerts/support.js';
 import { HOURLY, checkinRows, legacyUrl, monitorAlerts, monitorRows, sendCheckIns } from './support.js';
@@ -259,5 +260,43 @@ describe.each(dialects)('cron monitors (%s)', (dialect) => {
     expect((await t.api(base, { method: 'DELETE' })).status).toBe(204);
     expect((await t.api(base)).status).toBe(404);
     expect(await checkinRows(t, p)).toEqual([]);
+  });
+
+  it('serve\'s minutely job records the miss at the app\'s clock and wakes the dispatcher', async () => {
+    clock.set(T0);
+    const p = await alertingProject();
+    expect(await sendCheckIns(t, p, [{ check_in_id: id(), monitor_slug: 'job', status: 'ok', monitor_config: HOURLY }])).toBe(200);
+    clock.set(Date.parse('2030-06-03T10:05:00Z'));
+    let woken = 0;
+    const job = startMonitorJob({ store: t.deps.store, clock, logger: t.deps.logger, onAlerts: () => woken++ }, { intervalMs: 20 });
+    try {
+      await until(() => woken > 0, 8000, 'the job\'s first check');
+    } finally {
+      await job.stop();
+    }
+    expect((await checkinRows(t, p)).map((c) => c.status)).toEqual(['ok', 'missed']);
+    expect(woken).toBe(1);
+  });
+
+  it('the dashboard lists each monitor with a status strip, and shows one monitor\'s check-ins', async () => {
+    clock.set(T0);
+    const p = await alertingProject();
+    expect(await sendCheckIns(t, p, [{ check_in_id: id(), monitor_slug: 'shown', status: 'error', monitor_config: HOURLY }])).toBe(200);
+    clock.set(Date.parse('2030-06-03T10:30:00Z'));
+    await runMonitorCheck(t.deps.store, clock.now());
+    expect(await sendCheckIns(t, p, [{ check_in_id: id(), monitor_slug: 'shown', status: 'ok' }])).toBe(200);
+    const list = await fetch(`${t.url}/${p.slug}/monitors`);
+    expect(list.status).toBe(200);
+    const page = await list.text();
+    expect(page).toContain(`href="/${p.slug}/monitors/shown"`);
+    // Oldest first: failed, missed, ok.
+    expect([...page.matchAll(/<li class="c-([a-z_]+)"/g)].map((m) => m[1])).toEqual(['error', 'missed', 'ok']);
+    expect(page).toContain('0 * * * * (UTC)');
+    const one = await fetch(`${t.url}/${p.slug}/monitors/shown`);
+    expect(one.status).toBe(200);
+    const detail = await one.text();
+    expect(detail).toContain('>missed</td>');
+    expect(detail).toMatch(/<td class="l-error">failed<\/td><td>2030-06-03 09:59/);
+    expect((await fetch(`${t.url}/${p.slug}/monitors/nope`)).status).toBe(404);
   });
 });
