@@ -20,6 +20,8 @@ export class InvalidCheckInError extends Error {}
 /** What a client may report; `missed` and `timeout` are only ever recorded by the check. */
 export const CLIENT_STATUSES = ['ok', 'error', 'in_progress'] as const;
 export type ClientStatus = (typeof CLIENT_STATUSES)[number];
+/** Every status a stored check-in may have. */
+export const CHECKIN_STATUSES = ['ok', 'error', 'in_progress', 'missed', 'timeout'] as const;
 
 /** Sentry's defaults for the fields a config leaves out. */
 export const CONFIG_DEFAULTS = { checkin_margin: 1, max_runtime: 30, timezone: 'UTC', failure_issue_threshold: 1, recovery_threshold: 1 };

@@ -129,6 +129,27 @@ const affected = (r: { numAffectedRows?: bigint } | undefined) => Number(r?.numA
 
 export type CheckInOutcome = 'stored' | 'unknown_monitor' | 'disabled' | 'duplicate' | 'conflict';
 
+/** How long a run's closing check-in waits for the in-progress one that creates its monitor. */
+export const CLOSING_CHECK_IN_WAIT_MS = 2000;
+const CLOSING_CHECK_IN_POLL_MS = 100;
+
+/**
+ * The check-in's monitor. SDKs send a run's two check-ins as two requests at once, and
+ * only the first carries the config: the closing one (ok or error, naming its run) may
+ * arrive first and would find no monitor on the run's very first time. It waits a
+ * little for the in-progress one to create it (an unknown monitor is dropped after that).
+ */
+async function findOrAwaitMonitor(db: Db, projectId: number, ci: CheckInInput): Promise<MonitorRow | undefined> {
+  const find = () => db.selectFrom('monitors').selectAll().where('project_id', '=', projectId).where('slug', '=', ci.slug).executeTakeFirst();
+  let m = await find();
+  if (m || ci.config || ci.checkInId === null || ci.status === 'in_progress') return m;
+  for (let waited = 0; !m && waited < CLOSING_CHECK_IN_WAIT_MS; waited += CLOSING_CHECK_IN_POLL_MS) {
+    await new Promise((resolve) => setTimeout(resolve, CLOSING_CHECK_IN_POLL_MS));
+    m = await find();
+  }
+  return m;
+}
+
 /**
  * Records one check-in at `now`: creates or updates the monitor from its config, adds the
  * check-in or closes the in-progress one it names, moves the schedule and the health, and
@@ -138,7 +159,7 @@ export type CheckInOutcome = 'stored' | 'unknown_monitor' | 'disabled' | 'duplic
 export async function recordCheckIn(store: Store, projectId: number, ci: CheckInInput, now: number, schedules = new Schedules()): Promise<CheckInOutcome> {
   const db = store.db;
   for (let attempt = 0; attempt < CHECK_IN_ATTEMPTS; attempt++) {
-    const m = await db.selectFrom('monitors').selectAll().where('project_id', '=', projectId).where('slug', '=', ci.slug).executeTakeFirst();
+    const m = await findOrAwaitMonitor(db, projectId, ci);
     if (!m && !ci.config) return 'unknown_monitor';
     if (m && Number(m.enabled) !== 1) return 'disabled';
     const config = ci.config ?? configOf(m!);

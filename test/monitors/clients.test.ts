@@ -85,5 +85,5 @@ describe.each(dialects)('real clients\' check-ins (%s)', (dialect) => {
       ['ok', 'staging', 'cron@2.0.0'],
     ]);
     for (const c of checkins) expect(Number(c.duration_ms)).toBeGreaterThanOrEqual(40);
-  });
+  }, 60_000);
 });

@@ -83,6 +83,18 @@ describe.each(dialects)('cron monitors (%s)', (dialect) => {
     expect(await monitorAlerts(t, p)).toEqual([]);
   });
 
+  it('a run\'s closing check-in that arrives before its first in-progress one still closes it', async () => {
+    clock.set(T0);
+    const p = await alertingProject();
+    const run = id();
+    // SDKs send both at once; only the in-progress one carries the config that creates the monitor.
+    const closing = sendCheckIns(t, p, [{ check_in_id: run, monitor_slug: 'racy', status: 'ok', duration: 1 }]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await sendCheckIns(t, p, [{ check_in_id: run, monitor_slug: 'racy', status: 'in_progress', monitor_config: HOURLY }])).toBe(200);
+    expect(await closing).toBe(200);
+    expect((await checkinRows(t, p)).map((c) => [c.check_in_id, c.status, Number(c.duration_ms)])).toEqual([[run, 'ok', 1000]]);
+  });
+
   it('what Sentry answers for a wrong key, an unknown monitor without config, a malformed config: nothing stored', async () => {
     clock.set(T0);
     const p = await alertingProject();

@@ -52,5 +52,5 @@ describe.each(dialects)('faultline alerts checks cron monitors (%s)', (dialect) 
     } finally {
       await database.drop();
     }
-  });
+  }, 90_000);
 });
