@@ -56,9 +56,17 @@ function addMonths(ms: number, months: number): number {
   return d.getTime();
 }
 
-/** Next expected times of many monitors; parsed crontabs are kept for the object's life. */
+/** At most this many answers are remembered (monitors due together share their schedule's next tick). */
+const MEMO_SIZE = 10_000;
+
+/**
+ * Next expected times of many monitors; parsed crontabs, and the answers for a crontab
+ * and a time (a crontab's next tick costs tens of microseconds; monitors due in the same
+ * minute ask the same question), are kept for the object's life.
+ */
 export class Schedules {
   private readonly parsed = new Map<string, CronExpression>();
+  private readonly answers = new Map<string, number>();
 
   /** The first time after `after` (strictly) the schedule expects a check-in. */
   next(schedule: Schedule, after: number): number {
@@ -70,12 +78,18 @@ export class Schedules {
       return after + n * UNIT_MS[unit]!;
     }
     const key = `${schedule.timezone}\u0000${schedule.value}`;
+    const question = `${key}\u0000${after}`;
+    const known = this.answers.get(question);
+    if (known !== undefined) return known;
     let expression = this.parsed.get(key);
     if (!expression) {
       expression = CronExpressionParser.parse(schedule.value, { tz: schedule.timezone, strict: false });
       this.parsed.set(key, expression);
     }
     expression.reset(new Date(after));
-    return expression.next().getTime();
+    const answer = expression.next().getTime();
+    if (this.answers.size >= MEMO_SIZE) this.answers.clear();
+    this.answers.set(question, answer);
+    return answer;
   }
 }

@@ -261,6 +261,49 @@ export async function recordCheckIn(store: Store, projectId: number, ci: CheckIn
 // The minutely check
 // ---------------------------------------------------------------------------
 
+/** Bound parameters per monitor in the missed update's VALUES list. */
+const MISSED_ROW_PARAMETERS = 7;
+
+interface MissedUpdate {
+  id: number;
+  version: number;
+  health: Health;
+  next: number;
+  deadline: number;
+  expected: number;
+}
+
+const values = (rows: RawBuilder<unknown>[][]) => sql.join(rows.map((r) => sql`(${sql.join(r)})`));
+
+/**
+ * A chunk's misses as three statements: the monitors whose version still matches take the
+ * chunk's claim (RETURNING their ids); the missed check-ins and the alerts are written
+ * for those monitors only.
+ */
+function missedStatements(db: Db, updates: MissedUpdate[], alerts: { id: number; payload: string }[], claim: string, now: number) {
+  const rows = updates.map((u) => [bigint(u.id), bigint(u.version), text(u.health.health), bigint(u.health.failures), bigint(u.health.successes), bigint(u.next), bigint(u.deadline)]);
+  const statements = [
+    sql`with v(id, version, health, failures, successes, next_expected_at, deadline_at) as (values ${values(rows)})
+      update monitors set health = v.health, failures = v.failures, successes = v.successes, last_status = 'missed',
+        next_expected_at = v.next_expected_at, deadline_at = v.deadline_at, version = monitors.version + 1, claim = ${text(claim)}, updated_at = ${bigint(now)}
+      from v where monitors.id = v.id and monitors.version = v.version
+      returning monitors.id`.compile(db),
+    sql`with v(id, check_in_id, created_at) as (values ${values(updates.map((u) => [bigint(u.id), text(randomCheckInId()), bigint(u.expected)]))})
+      insert into monitor_checkins (project_id, monitor_id, check_in_id, status, environment, release, duration_ms, created_at, updated_at, timeout_at)
+      select m.project_id, m.id, v.check_in_id, 'missed', null, null, null, v.created_at, ${bigint(now)}, null
+      from v join monitors m on m.id = v.id and m.claim = ${text(claim)}`.compile(db),
+  ];
+  if (alerts.length > 0) {
+    statements.push(
+      sql`with v(id, payload) as (values ${values(alerts.map((a) => [bigint(a.id), text(a.payload)]))})
+        insert into alert_outbox (project_id, type, issue_id, payload, state, created_at)
+        select m.project_id, 'monitor', null, v.payload, 'pending', ${bigint(now)}
+        from v join monitors m on m.id = v.id and m.claim = ${text(claim)}`.compile(db),
+    );
+  }
+  return statements;
+}
+
 export interface MonitorCheckResult {
   /** Monitors whose deadline had passed. */
   missed: number;
@@ -293,63 +336,29 @@ export async function runMonitorCheck(store: Store, now: number, options: Monito
   const result: MonitorCheckResult = { missed: 0, timed_out: 0, incidents: 0, recoveries: 0, conflicts: 0 };
 
   const due = await db.selectFrom('monitors').selectAll().where('deadline_at', '<=', now).where('enabled', '=', 1).orderBy('deadline_at').limit(limit).execute();
-  for (let i = 0; i < due.length; i += CHECK_CHUNK) {
-    const chunk = due.slice(i, i + CHECK_CHUNK);
-    const queries = [];
-    const firsts: number[] = [];
-    const transitions: Transition[] = [];
+  // Three statements per chunk of monitors (their rows as a VALUES list), so a minute in
+  // which thousands are missed costs a few statements, not a few per monitor.
+  const perChunk = Math.max(1, Math.min(CHECK_CHUNK, Math.floor((store.capabilities.maxBoundParameters - 4) / MISSED_ROW_PARAMETERS)));
+  for (let i = 0; i < due.length; i += perChunk) {
+    const chunk = due.slice(i, i + perChunk);
+    const claim = token();
+    const updates: MissedUpdate[] = [];
+    const alerts: { id: number; payload: string }[] = [];
+    const transitions = new Map<number, Transition>();
     for (const m of chunk) {
-      const claim = token();
       const config = configOf(m);
       const expected = Number(m.next_expected_at);
       const step = applyOutcome(healthOf(m), 'missed', config);
       const next = nextAfterMiss(schedules, config.schedule, expected, config.checkin_margin, now);
-      firsts.push(queries.length);
-      transitions.push(step.transition);
-      queries.push(
-        db
-          .updateTable('monitors')
-          .set({
-            health: step.next.health,
-            failures: step.next.failures,
-            successes: step.next.successes,
-            last_status: 'missed',
-            next_expected_at: next,
-            deadline_at: deadlineOf(next, config.checkin_margin),
-            version: Number(m.version) + 1,
-            claim,
-            updated_at: now,
-          })
-          .where('id', '=', m.id)
-          .where('version', '=', m.version)
-          .compile(),
-      );
-      queries.push(
-        insertCheckinStatement(db, { projectId: Number(m.project_id), slug: m.slug }, claim, {
-          checkInId: randomCheckInId(),
-          status: 'missed',
-          environment: null,
-          release: null,
-          durationMs: null,
-          createdAt: expected,
-          updatedAt: now,
-          timeoutAt: null,
-        }),
-      );
-      if (step.transition) {
-        const payload = monitorAlertPayload(m.slug, step.transition, 'missed', { failures: step.next.failures, expectedAt: expected });
-        queries.push(alertStatement(db, { id: m.id, projectId: Number(m.project_id), slug: m.slug }, claim, payload, now));
-      }
+      updates.push({ id: Number(m.id), version: Number(m.version), health: step.next, next, deadline: deadlineOf(next, config.checkin_margin), expected });
+      transitions.set(Number(m.id), step.transition);
+      if (step.transition) alerts.push({ id: Number(m.id), payload: JSON.stringify(monitorAlertPayload(m.slug, step.transition, 'missed', { failures: step.next.failures, expectedAt: expected })) });
     }
-    const results = await store.atomic(queries);
-    firsts.forEach((at, k) => {
-      if (!affected(results[at])) {
-        result.conflicts++;
-        return;
-      }
-      result.missed++;
-      if (transitions[k] === 'incident') result.incidents++;
-    });
+    const results = await store.atomic(missedStatements(db, updates, alerts, claim, now));
+    const won = (results[0].rows as { id: number }[]).map((r) => Number(r.id));
+    result.missed += won.length;
+    result.conflicts += chunk.length - won.length;
+    for (const id of won) if (transitions.get(id) === 'incident') result.incidents++;
   }
 
   // In-progress check-ins past max_runtime, grouped by monitor: one write per monitor.
