@@ -575,6 +575,7 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
       ['new_issue', true, 60],
       ['regression', true, 60],
       ['crash_spike', false, 43_200],
+      ['monitor', true, 60],
     ]);
     void eventId;
   });
