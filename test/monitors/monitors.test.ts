@@ -145,6 +145,15 @@ describe.each(dialects)('cron monitors (%s)', (dialect) => {
     const [m] = await monitorRows(t, p);
     expect(m).toMatchObject({ slug: 'backup', schedule_type: 'interval', schedule: '2', schedule_unit: 'hour', last_status: 'ok', next_expected_at: T0 + 120 * MIN });
     expect((await checkinRows(t, p)).map((c) => [c.status, Number(c.duration_ms)])).toEqual([['ok', 300_000]]);
+    // A later check-in's config updates the monitor (upsert), and the schedule is recomputed.
+    clock.advance(MIN);
+    const updated = await fetch(legacyUrl(t, p, 'backup'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'ok', monitor_config: { schedule: { type: 'crontab', value: '30 4 * * *' }, timezone: 'Asia/Tokyo', failure_issue_threshold: 3 } }),
+    });
+    expect(updated.status).toBe(202);
+    expect((await monitorRows(t, p))[0]).toMatchObject({ schedule_type: 'crontab', schedule: '30 4 * * *', schedule_unit: null, timezone: 'Asia/Tokyo', failure_issue_threshold: 3, max_runtime: 30, next_expected_at: Date.parse('2030-06-03T19:30:00Z') });
   });
 
   it('missed: one missed check-in and one alert per miss, then recovery on the next ok', async () => {
