@@ -53,6 +53,7 @@ summary{min-height:1.75rem;display:list-item;padding:.2rem 0}.pager a,header.top
 .pager{display:flex;gap:.8rem;align-items:center;margin:.8rem 0;flex-wrap:wrap}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(18rem,100%),1fr));gap:1rem}.grid2>*,.frames>*{min-width:0}
 details>summary{cursor:pointer;margin:.4rem 0}
+.strip{display:flex;gap:2px;align-items:stretch;height:1.1rem;list-style:none;padding:0;margin:0}.strip li{width:.55rem;border-radius:2px;background:var(--line)}.strip .c-ok{background:var(--ok)}.strip .c-error,.strip .c-timeout{background:var(--bad)}.strip .c-missed{background:var(--warn)}.strip .c-in_progress{background:var(--accent)}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 @media (max-width:40rem){main{padding:.6rem}.kv{grid-template-columns:minmax(0,1fr)}.kv dd{margin-bottom:.3rem}header.top nav{flex-basis:100%;order:3}th.opt,td.opt{display:none}h1{font-size:1.2rem}}
 `;
 

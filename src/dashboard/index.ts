@@ -40,7 +40,7 @@ import { createProject, deleteProject, findProjectBySlug, listProjects, rotatePr
 import { isIssueStatus } from '../read/params.js';
 import type { ProjectRow } from '../store/schema.js';
 import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
-import { AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
+import { ALERT_TYPES, AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
 import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
 import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, FAVICON_SVG, JS } from './assets.js';
@@ -50,6 +50,8 @@ import { attachmentDownload } from '../http/attachments.js';
 import { eventFiles, getAttachment } from '../attachments/storage.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
+import { monitorListPage, monitorPage } from './pages/monitors.js';
+import { checkinJson, findMonitor, listMonitors, monitorJson, recentCheckins, recentCheckinsOf } from '../monitors/store.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
@@ -875,7 +877,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.post('/:slug/alerts/rules/:type', async (c) => {
     const p = await projectOr404(c);
     const type = c.req.param('type');
-    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are new_issue, regression, crash_spike).`);
+    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are ${ALERT_TYPES.join(', ')}).`);
     const f = await form(c);
     try {
       const patch = parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes), ...ruleFilterFields(f) });
@@ -935,6 +937,21 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     deps.logger.info({ project: p.slug, channel_id: Number(channel.id) }, 'alert channel deleted (dashboard)');
     await audit(deps, c, 'alert_channel.delete', p.slug, { id: Number(channel.id) });
     return c.redirect(`${projectPath(p.slug, 'alerts')}?deleted=1`, 303);
+  });
+
+  // Cron monitors: the list with status strips, one monitor's check-ins.
+  app.get('/:slug/monitors', async (c) => {
+    const p = await projectOr404(c);
+    const monitors = await listMonitors(db, p.id);
+    const checkins = await recentCheckinsOf(db, monitors.map((m) => m.id), 30);
+    return render(c, monitorListPage(pageCtx(c), p, monitors.map((m) => ({ monitor: monitorJson(m), checkins: (checkins.get(m.id) ?? []).map(checkinJson) }))));
+  });
+
+  app.get('/:slug/monitors/:monitor', async (c) => {
+    const p = await projectOr404(c);
+    const m = await findMonitor(db, p.id, c.req.param('monitor'));
+    if (!m) throw new HttpError(404, `There is no monitor "${c.req.param('monitor')}" in this project.`);
+    return render(c, monitorPage(pageCtx(c), p, monitorJson(m), (await recentCheckins(db, m.id)).map(checkinJson)));
   });
 
   // Symbols: list, upload (streamed through the symbols API's reader), delete.

@@ -20,6 +20,7 @@ export const SECTIONS = [
   ['issues', 'Issues'],
   ['events', 'Events'],
   ['releases', 'Releases'],
+  ['monitors', 'Monitors'],
   ['alerts', 'Alerts'],
   ['symbols', 'Symbols'],
   ['settings', 'Settings'],

@@ -13,6 +13,7 @@ import { userRoutes } from './users.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
 import { attachmentRoutes } from './attachments.js';
+import { monitorRoutes } from './monitors.js';
 import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
@@ -69,6 +70,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', readRoutes(deps));
   app.route('/', triageRoutes(deps));
   app.route('/', alertRoutes(deps));
+  app.route('/', monitorRoutes(deps));
   app.route('/', uploadRoutes(deps));
   app.route('/', symbolRoutes(deps));
   app.route('/', transferRoutes(deps));

@@ -21,13 +21,20 @@ export function matchIngestPath(path: string): { projectId: string; endpoint: 'e
   return m ? { projectId: m[1], endpoint: m[2] as 'envelope' | 'store' } : null;
 }
 
-/** Paths that never need an API key: health and the SDK ingest endpoints. */
+/** The legacy cron check-in route (docs/api.md "Cron monitors"), with or without the key in the path. */
+const CRON_PATH = /^\/api\/[0-9]+\/cron\/[^/]+(\/[^/]+)?\/?$/;
+
+/** Paths that never need an API key: health and the SDK ingest endpoints (cron check-ins too). */
 export function isAuthExempt(path: string): boolean {
-  return path === '/health' || INGEST_PATH.test(path);
+  return path === '/health' || INGEST_PATH.test(path) || CRON_PATH.test(path);
 }
 
 export function isIngestPath(path: string): boolean {
   return INGEST_PATH.test(path);
+}
+
+export function isCronPath(path: string): boolean {
+  return CRON_PATH.test(path);
 }
 
 export async function sha256(text: string): Promise<Uint8Array> {

@@ -7,7 +7,8 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { AppDeps } from '../context.js';
 import type { Config } from '../config.js';
-import { isIngestPath } from './auth.js';
+import { isCronPath, isIngestPath } from './auth.js';
+import { handleCronCheckIn } from '../ingest/cron.js';
 import { readBody } from '../ingest/decode.js';
 import { handleIngest, type IngestEndpoint, type IngestResponse } from '../ingest/pipeline.js';
 
@@ -32,7 +33,7 @@ export function ingestCors(config: Config): MiddlewareHandler {
   const headers = Object.entries(ingestCorsHeaders(config));
   return async (c, next) => {
     await next();
-    if (!isIngestPath(c.req.path)) return;
+    if (!isIngestPath(c.req.path) && !isCronPath(c.req.path)) return;
     for (const [name, value] of headers) c.res.headers.set(name, value);
   };
 }
@@ -76,6 +77,22 @@ export function ingestRoutes(deps: AppDeps): Hono {
         return new Response(body, { status: result.status, headers });
       });
     }
+  }
+  // Legacy cron check-ins (src/ingest/cron.ts): GET or POST, the key in the path or as for envelopes.
+  for (const path of ['/api/:projectId{[0-9]+}/cron/:slug/:key', '/api/:projectId{[0-9]+}/cron/:slug/:key/', '/api/:projectId{[0-9]+}/cron/:slug', '/api/:projectId{[0-9]+}/cron/:slug/']) {
+    app.on(['GET', 'POST'], path, async (c) => {
+      const result = await handleCronCheckIn(deps, {
+        projectId: c.req.param('projectId') ?? '',
+        monitorSlug: c.req.param('slug') ?? '',
+        pathKey: c.req.param('key') ?? null,
+        headers: c.req.raw.headers,
+        query: new URL(c.req.url).searchParams,
+        readBody: (limit) => readBody(c.req.raw.body, limit),
+      });
+      if (result.status === 202) return new Response(null, { status: 202 });
+      const { body, headers } = ingestAnswer(result);
+      return new Response(body, { status: result.status, headers });
+    });
   }
   return app;
 }

@@ -29,10 +29,12 @@ import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
-import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
+import { MAX_BODY_BYTES, MAX_CHECK_INS_PER_ENVELOPE, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
 import { storeAttachment } from '../attachments/storage.js';
 import { scrubberFor } from '../privacy/scrub.js';
+import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
+import { recordCheckIns } from '../monitors/check-ins.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -73,7 +75,7 @@ function reply(status: number, body: Record<string, unknown>, headers: Record<st
   return { status, body, headers };
 }
 
-function errorReply(status: number, message: string, headers: Record<string, string> = {}): IngestResponse {
+export function errorReply(status: number, message: string, headers: Record<string, string> = {}): IngestResponse {
   // X-Sentry-Error carries the same text: SDKs log it, and browsers can read it (CORS exposes it).
   // Header values must be visible ASCII; the JSON body keeps the exact text.
   const headerText = message.replace(/[^\x20-\x7e]/g, '?').slice(0, 500);
@@ -147,10 +149,13 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     }
 
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
-    const { work, skipped, attachments } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
+    const { work, skipped, attachments, checkIns } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
+    // Cron check-ins (src/monitors) are written apart from the group-commit writer: few, and
+    // each a conditional write of its monitor. Answered as Sentry does: 200 whatever became of them.
+    if (checkIns.length > 0) await storeCheckIns(deps, project.id, checkIns, receivedAt);
     if (work.events.length === 0 && work.sessions.length === 0 && work.aggregates.length === 0) {
       await commitAttachments(deps, project.id, attachments);
       return reply(200, okBody);
@@ -195,7 +200,17 @@ async function commitAttachments(deps: PipelineDeps, projectId: number, attachme
   }
 }
 
-async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
+/** Records check-ins; a failing database is a 503, as for events, so the client sends them again. */
+export async function storeCheckIns(deps: PipelineDeps, projectId: number, checkIns: CheckInInput[], receivedAt: number): Promise<void> {
+  try {
+    await recordCheckIns(deps, projectId, checkIns, receivedAt);
+  } catch (err) {
+    deps.logger.error({ err, project: projectId }, 'recording check-ins failed; answering 503');
+    throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
+  }
+}
+
+export async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
   let project: ProjectRow | undefined;
   try {
     project = await findProjectForIngest(deps.store.db, pathProjectId, credential.key);
@@ -212,7 +227,7 @@ async function authorize(deps: PipelineDeps, credential: Credential, pathProject
   return project;
 }
 
-async function rateLimit(deps: PipelineDeps, key: string): Promise<IngestResponse | null> {
+export async function rateLimit(deps: PipelineDeps, key: string): Promise<IngestResponse | null> {
   const decision = await deps.rateLimiter.hit(`dsn:${key}`, deps.clock.now());
   if (decision.allowed) return null;
   const seconds = Math.max(1, Math.ceil(decision.retryAfterSeconds));
@@ -277,8 +292,9 @@ interface BuildContext {
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
-export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[] } {
+export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[]; checkIns: CheckInInput[] } {
   const events: NormalizedEvent[] = [];
+  const checkIns: CheckInInput[] = [];
   const sessions: SessionUpdate[] = [];
   const aggregates: SessionAggregate[] = [];
   // Scrubbing (docs/privacy.md) runs inside normalisation, before grouping and storage.
@@ -304,7 +320,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
       if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
       throw err;
     }
-    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [] };
+    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [], checkIns };
   }
 
   const { headers, items } = parsed.envelope;
@@ -312,6 +328,10 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   const eventItems = items.filter((item) => item.type === 'event').length;
   if (eventItems > MAX_EVENTS_PER_ENVELOPE) {
     throw new PayloadTooLargeError(`the envelope has ${eventItems} event items; at most ${MAX_EVENTS_PER_ENVELOPE} are accepted in one envelope`);
+  }
+  const checkInItems = items.filter((item) => item.type === 'check_in').length;
+  if (checkInItems > MAX_CHECK_INS_PER_ENVELOPE) {
+    throw new PayloadTooLargeError(`the envelope has ${checkInItems} check_in items; at most ${MAX_CHECK_INS_PER_ENVELOPE} are accepted in one envelope`);
   }
   const sentAt = parseTimestamp(headers.sent_at);
   // The envelope's event_id names one event: only the first event without an id of its
@@ -350,6 +370,9 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
         case 'attachment':
           attachmentItems.push(item);
           break;
+        case 'check_in':
+          checkIns.push(checkInOf(item.payload));
+          break;
         default:
           // transaction, client_report, profile, replay_*, …: accepted, dropped.
           break;
@@ -362,5 +385,25 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   // Attachments belong to the envelope's event: the header's event_id, else its one event.
   const attachmentEvent = headerEventId ?? (events.length === 1 ? events[0].eventId : null);
   const { attachments, dropped } = collectAttachments(attachmentItems, attachmentEvent);
-  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments };
+  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments, checkIns };
+}
+
+/**
+ * A check_in item → CheckInInput. An unusable one is skipped like any bad item; a
+ * malformed monitor_config refuses the envelope (400), so a typo in a crontab is seen.
+ */
+function checkInOf(payload: Uint8Array): CheckInInput {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(new TextDecoder().decode(payload));
+  } catch {
+    throw new InvalidItemError('a check_in item is not JSON');
+  }
+  try {
+    return parseCheckIn(raw);
+  } catch (err) {
+    if (err instanceof MonitorConfigError) throw new BadPayloadError(err.message);
+    if (err instanceof InvalidCheckInError) throw new InvalidItemError(err.message);
+    throw err;
+  }
 }

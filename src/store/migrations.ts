@@ -981,6 +981,73 @@ function m024Triage(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Cron monitors (docs/api.md "Cron monitors"): one row per monitor with its schedule
+ * and health, and its check-ins. `deadline_at` (the expected time plus the margin) and
+ * the in-progress check-ins' `timeout_at` are indexed so the minutely check reads only
+ * what is due.
+ */
+function m025Monitors(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('monitors')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('slug', 'text', (c) => c.notNull())
+        .addColumn('schedule_type', 'text', (c) => c.notNull())
+        .addColumn('schedule', 'text', (c) => c.notNull())
+        .addColumn('schedule_unit', 'text')
+        .addColumn('timezone', 'text', (c) => c.notNull())
+        .addColumn('checkin_margin', big, (c) => c.notNull())
+        .addColumn('max_runtime', big, (c) => c.notNull())
+        .addColumn('failure_issue_threshold', big, (c) => c.notNull())
+        .addColumn('recovery_threshold', big, (c) => c.notNull())
+        .addColumn('enabled', big, (c) => c.notNull())
+        .addColumn('health', 'text', (c) => c.notNull())
+        .addColumn('failures', big, (c) => c.notNull())
+        .addColumn('successes', big, (c) => c.notNull())
+        .addColumn('last_status', 'text')
+        .addColumn('last_checkin_at', big)
+        .addColumn('next_expected_at', big)
+        .addColumn('deadline_at', big)
+        .addColumn('version', big, (c) => c.notNull())
+        .addColumn('claim', 'text')
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('monitors_project_slug').unique().on('monitors').columns(['project_id', 'slug']).execute();
+      await db.schema.createIndex('monitors_deadline').on('monitors').column('deadline_at').execute();
+
+      await db.schema
+        .createTable('monitor_checkins')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('monitor_id', big, (c) => c.notNull().references('monitors.id').onDelete('cascade'))
+        .addColumn('check_in_id', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('environment', 'text')
+        .addColumn('release', 'text')
+        .addColumn('duration_ms', big)
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .addColumn('timeout_at', big)
+        .execute();
+      await db.schema.createIndex('monitor_checkins_monitor').on('monitor_checkins').columns(['monitor_id', 'id']).execute();
+      await db.schema.createIndex('monitor_checkins_check_in_id').on('monitor_checkins').columns(['monitor_id', 'check_in_id']).execute();
+      await db.schema.createIndex('monitor_checkins_created').on('monitor_checkins').column('created_at').execute();
+      await db.schema
+        .createIndex('monitor_checkins_open')
+        .on('monitor_checkins')
+        .column('timeout_at')
+        .where(sql.ref('status'), '=', 'in_progress')
+        .execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1007,6 +1074,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '022_attachments': m022Attachments(dialect),
     '023_privacy_and_storage_settings': m023PrivacyAndStorage(),
     '024_triage': m024Triage(dialect),
+    '025_cron_monitors': m025Monitors(dialect),
   };
 }
 

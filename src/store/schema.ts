@@ -482,6 +482,61 @@ export interface SsoStateTable {
   created_at: number;
 }
 
+/** A cron monitor (src/monitors), created or updated by a check-in's monitor_config. */
+export interface MonitorTable {
+  id: Generated<number>;
+  project_id: number;
+  slug: string;
+  /** crontab or interval */
+  schedule_type: string;
+  /** The crontab, or the interval's number of units. */
+  schedule: string;
+  /** The interval's unit (minute, hour, day, week, month, year); null for a crontab. */
+  schedule_unit: string | null;
+  timezone: string;
+  /** Minutes. */
+  checkin_margin: number;
+  /** Minutes. */
+  max_runtime: number;
+  failure_issue_threshold: number;
+  recovery_threshold: number;
+  enabled: number;
+  /** ok or failing */
+  health: string;
+  /** Failures in a row; check-ins ok in a row while failing. */
+  failures: number;
+  successes: number;
+  /** The last check-in's status (ok, error, in_progress, missed, timeout). */
+  last_status: string | null;
+  last_checkin_at: number | null;
+  next_expected_at: number | null;
+  /** next_expected_at plus the margin: a monitor is missed once this passes. */
+  deadline_at: number | null;
+  /** Every state change adds one; writes are conditional on it. */
+  version: number;
+  /** The token of the write that last changed the row (what its other statements check). */
+  claim: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One check-in of a monitor, as received or as the check recorded it (missed, timeout). */
+export interface MonitorCheckinTable {
+  id: Generated<number>;
+  project_id: number;
+  monitor_id: number;
+  check_in_id: string;
+  /** ok, error, in_progress, missed, timeout */
+  status: string;
+  environment: string | null;
+  release: string | null;
+  duration_ms: number | null;
+  created_at: number;
+  updated_at: number;
+  /** For an in-progress check-in: when it times out. */
+  timeout_at: number | null;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -525,6 +580,8 @@ export interface Database {
   attachments: AttachmentTable;
   attachment_chunks: AttachmentChunkTable;
   sso_states: SsoStateTable;
+  monitors: MonitorTable;
+  monitor_checkins: MonitorCheckinTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -36,6 +36,8 @@ export type ColumnKind =
   | 'int'
   /** A non-negative integer (counters, sizes, sequence numbers). */
   | 'count'
+  /** A count or null (a check-in's duration). */
+  | 'count?'
   /** Any finite number (sample_rate). */
   | 'number'
   | 'text'
@@ -91,6 +93,7 @@ const int = z.number().int().refine(Number.isSafeInteger, 'must be below 2^53');
 const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   int,
   count: int.refine((n) => n >= 0, 'must not be negative'),
+  'count?': int.refine((n) => n >= 0, 'must not be negative').nullable(),
   number: z.number(),
   text,
   'text?': text.nullable(),
@@ -132,6 +135,8 @@ export function toField(kind: ColumnKind, value: unknown): unknown {
     case 'count':
     case 'number':
       return Number(value);
+    case 'count?':
+      return value === null || value === undefined ? null : Number(value);
     case 'time':
       return toTime(value as number);
     case 'time?':

@@ -211,7 +211,7 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
   it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
     await onMigratedPostgres(async (store) => {
       const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
-      // Alert (012), symbol (013), uploader (014, 018) and issue merge (017) and account (020) tables keep theirs: ingest writes only alert_outbox, and only for new issues and regressions.
+      // Alert (012), symbol (013), uploader (014, 018), issue merge (017), account (021) and cron monitor (025) tables keep theirs: the ingest batch writes only alert_outbox, and only for new issues and regressions (check-ins are written apart, a few rows each).
       expect(keys.rows.map((r) => r.table)).toEqual([
         'alert_channels',
         'alert_deliveries',
@@ -225,6 +225,9 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'issue_changes',
         'issue_merges',
         'issue_merges',
+        'monitor_checkins',
+        'monitor_checkins',
+        'monitors',
         'personal_tokens',
         'proguard_releases',
         'release_commits',

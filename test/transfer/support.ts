@@ -133,6 +133,16 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   });
   expect(deploy.status, await deploy.clone().text()).toBe(201);
 
+  // Cron monitors from check-ins: a run that closed, one that failed, one still running.
+  const run = eventId();
+  const checkIns = [
+    { check_in_id: run, monitor_slug: 'nightly', status: 'in_progress', environment: 'production', monitor_config: { schedule: { type: 'crontab', value: '0 3 * * *' }, timezone: 'Europe/Vienna', checkin_margin: 5 } },
+    { check_in_id: run, monitor_slug: 'nightly', status: 'ok', duration: 12.5 },
+    { check_in_id: eventId(), monitor_slug: 'sync', status: 'error', release: 'web@1.1', monitor_config: { schedule: { type: 'interval', value: 15, unit: 'minute' }, failure_issue_threshold: 2 } },
+    { check_in_id: eventId(), monitor_slug: 'sync', status: 'in_progress' },
+  ];
+  expect((await post(t, demoRow, envelope({}, checkIns.map((payload) => ({ type: 'check_in', payload }))))).status).toBe(200);
+
   // People change issues; symbolication fills frames; old rows keep their own blobs.
   const issues = (await (await t.api('/api/projects/demo/issues?days=30')).json()) as { issues: { fingerprint: string }[] };
   expect(issues.issues.length).toBeGreaterThan(3);

@@ -17,6 +17,7 @@ import { migrate } from '../../store/database.js';
 import { openStore } from './open-store.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
 import { startRetentionJob } from '../../store/retention.js';
+import { startMonitorJob } from '../../monitors/job.js';
 import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../../alerts/dispatcher.js';
 import { nodeAlertRuntimeFor } from './alerts.js';
 import { storedPayloads } from './payloads.js';
@@ -107,7 +108,7 @@ export interface RunningServer {
 }
 
 export interface StartServerOptions {
-  /** Run the housekeeping `serve` does (hourly retention). Off for embedded and test servers. */
+  /** Run the housekeeping `serve` does (hourly retention, the minutely cron monitor check). Off for embedded and test servers. */
   background?: boolean;
   /**
    * The alert dispatcher (src/alerts/dispatcher.ts): on unless false; options override
@@ -152,6 +153,8 @@ export async function startServer(
           { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntimeFor(deps.config) },
           { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
         ).start();
+  // Cron monitors are checked every minute (missed and timed-out runs); the dispatcher sends their alerts.
+  const monitors = options.background ? startMonitorJob({ store: deps.store, clock: deps.clock, logger: deps.logger, onAlerts: () => alerts?.wake() }) : null;
   return {
     url,
     port: address.port,
@@ -159,12 +162,14 @@ export async function startServer(
     close() {
       closing ??= (async () => {
         const retentionStopped = retention?.stop();
+        const monitorsStopped = monitors?.stop();
         const alertsStopped = alerts?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
         await retentionStopped;
+        await monitorsStopped;
         await alertsStopped;
         await deps.symbols?.close();
         await deps.ingest.close();
