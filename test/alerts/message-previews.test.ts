@@ -53,7 +53,7 @@ describe.skipIf(noChromium)('alert messages rendered (Chromium)', () => {
       await page.setContent(html);
       const shot = page.locator('#shot');
       const frame = name === 'alert-email' ? page.frameLocator('iframe').locator('body') : shot;
-      const shown = (await frame.innerText()) + (await shot.innerText());
+      const shown = ((await frame.textContent()) ?? '') + ((await shot.textContent()) ?? '');
       for (const text of texts) expect(shown, `${name}: ${text}`).toContain(text);
       expect(await (name === 'alert-email' ? page.frameLocator('iframe') : page).locator(`a[href="${expectLink}"]`).count(), name).toBeGreaterThan(0);
       await shot.screenshot({ path: path.join(SHOTS, `${name}.png`) });
