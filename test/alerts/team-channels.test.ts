@@ -10,6 +10,7 @@ import { dialects, startTestServer, type TestServer } from '../helpers/server.js
 import { errorEvent } from '../ingest/helpers.js';
 import { discordSchema, expectValid, slackSchema, teamsSchema } from './provider-schemas.js';
 import { SmtpSink } from './smtp.js';
+import { smtpTransportOptions } from '../../src/editions/node/mail.js';
 import { Receiver, apiProject, deliveries, pendingOutbox, sendEvents, sleep, until } from './support.js';
 
 const MINUTE = 60_000;
@@ -238,5 +239,22 @@ describe.each(dialects)('team channels: address rules and missing SMTP (%s)', (d
       const ok = await t.api(`/api/projects/${p.slug}/alerts/channels`, { method: 'POST', json: { kind, config: { url: 'https://93.184.216.34/hook' } } });
       expect(ok.status, kind).toBe(201);
     }
+  });
+});
+
+describe('SMTP_URL', () => {
+  it('becomes nodemailer options: TLS by scheme, default ports, decoded login, the query options', () => {
+    const from = 'a@example.com';
+    expect(smtpTransportOptions({ url: 'smtp://mail.example.com', from })).toMatchObject({ host: 'mail.example.com', port: 587, secure: false });
+    expect(smtpTransportOptions({ url: 'smtp://mail.example.com', from })).not.toHaveProperty('auth');
+    expect(smtpTransportOptions({ url: 'smtps://alerts%40example.com:p%40ss%2Fw@[2001:db8::25]', from })).toMatchObject({
+      host: '2001:db8::25',
+      port: 465,
+      secure: true,
+      auth: { user: 'alerts@example.com', pass: 'p@ss/w' },
+    });
+    const strict = smtpTransportOptions({ url: 'smtp://mail.example.com:2525/?requireTLS=true&tls.rejectUnauthorized=false&pool=true', from });
+    expect(strict).toMatchObject({ port: 2525, requireTLS: true, tls: { rejectUnauthorized: false } });
+    expect(strict).not.toHaveProperty('pool');
   });
 });
