@@ -161,6 +161,24 @@ describe.each(dialects)('team channels (%s)', (dialect) => {
     expect(text).not.toContain(smtp.password);
   });
 
+  it("Discord's 429: its retry_after sets the wait, then the alert is delivered once", async () => {
+    const p = await apiProject(t);
+    await addChannel(p.slug, 'discord', { url: `${chat.url}/limited/T0SECRET/B0SECRET` });
+    chat.script.push({ status: 429, body: JSON.stringify({ message: 'You are being rate limited.', retry_after: 0.4, global: false }) });
+    await sendEvents(t, p, [errorEvent({ timestamp: clock.now() - 1000, fn: 'limited' })]);
+    const hits = () => chat.requests.filter((r) => r.path === '/limited/T0SECRET/B0SECRET');
+    await until(() => hits().length === 1, 8000, 'the first attempt');
+    const first = Date.now();
+    await until(() => hits().length === 2, 8000, 'the retry');
+    // The retry schedule of this server is 100 ms: the wait came from Discord's answer.
+    expect(Date.now() - first).toBeGreaterThanOrEqual(300);
+    await until(async () => (await deliveries(t, p)).some((d) => d.state === 'sent'));
+    const [d] = await deliveries(t, p);
+    expect(d).toMatchObject({ state: 'sent', attempts: 2 });
+    await sleep(300);
+    expect(hits()).toHaveLength(2);
+  });
+
   it('a wrong SMTP password: the answer says the login failed and never shows the password', async () => {
     const wrong = 'wrong-pass-9d3f';
     const other = await startTestServer(dialect, { env: { SMTP_URL: smtp.url(wrong), SMTP_FROM: FROM }, serverOptions: { alerts: false } });
