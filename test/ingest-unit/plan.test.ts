@@ -307,7 +307,15 @@ describe('outbox', () => {
         project_id: PID,
         type: 'new_issue',
         issue_id: 99,
-        payload: JSON.stringify({ title: 'first', fingerprint: 'a'.repeat(32), level: 'warning', event_count: 2, release: '3.0', environment: 'production' }),
+        payload: JSON.stringify({
+          title: 'first',
+          fingerprint: 'a'.repeat(32),
+          level: 'warning',
+          event_count: 2,
+          release: '3.0',
+          environment: 'production',
+          first_seen: out.issues[0].row.first_seen,
+        }),
         state: 'pending',
         created_at: NOW,
       },
@@ -323,7 +331,7 @@ describe('outbox', () => {
     const out = plan([work([event({ release: '2.0' })])], settings(), resolvedSnapshot());
     const [row] = alertOutboxRows(out);
     expect(row).toMatchObject({ type: 'regression', issue_id: 41, created_at: NOW });
-    expect(JSON.parse(String(row.payload))).toMatchObject({ release: '2.0', event_count: 11 });
+    expect(JSON.parse(String(row.payload))).toMatchObject({ release: '2.0', event_count: 11, first_seen: NOW - 10 * DAY_MS });
   });
 
   it('records nothing for events of a known unresolved issue', () => {
