@@ -774,17 +774,27 @@ async function profileRun(runDir, generator, kind) {
   let server;
   let counter;
   let sat;
+  let smtp;
+  let alertReceiver;
   try {
-    server = await startFaultline(database.url, path.join(runDir, `server-profile-${kind}.log`), profDir);
+    if (opts.alertChannels > 0 && opts.alertKinds.includes('email')) smtp = await startSlowSmtp(2000);
+    server = await startFaultline(database.url, path.join(runDir, `server-profile-${kind}.log`), profDir, smtp?.env);
     counter = await database.counter();
     const ctx = { kind, server, counter, templatesFile: ctxTemplates, sampler: sampler(server.pid) };
     const project = await createProject(server.url, 'bench');
+    if (opts.alertChannels > 0) {
+      alertReceiver = await startSlowReceiver(2000);
+      await addAlertChannels(server.url, project, alertReceiver, opts.alertChannels);
+      log(`  ${opts.alertChannels} channels (${opts.alertKinds.join(', ')}) on the project, cooldowns 0`);
+    }
     sat = await ingestPhase(ctx, project, { generator, duration: opts.profileDuration, fingerprints: opts.fingerprints, connections: opts.connections });
     ctx.sampler.stop();
     log(`  ${sat.accepted_requests_per_s} requests/s accepted, ${sat.processed_events_per_s} events/s processed (profiler on)`);
   } finally {
     await counter?.close().catch(() => {});
     const exit = server ? await server.proc.stop('SIGTERM', 60_000) : null;
+    await alertReceiver?.close();
+    await smtp?.close();
     if (exit && exit.code !== 0) log(`  ! server exited with ${JSON.stringify(exit)}; the profile is written only on a clean exit`);
     if (!argv['keep-data']) await database.drop().catch(() => {});
   }
