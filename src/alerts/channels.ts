@@ -285,6 +285,10 @@ const PROVIDER_NAMES: Record<ProviderKind, string> = { slack: 'Slack', discord: 
  * error text names it.
  */
 export async function sendProvider(kind: ProviderKind, config: ProviderConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  // Checked again here: an imported channel never went through creation's checks.
+  if (!ctx.webhookAllowPrivate && !config.url.startsWith('https:')) {
+    return { delivered: false, status: null, error: `${PROVIDER_NAMES[kind]} hooks must be https URLs (WEBHOOK_ALLOW_PRIVATE=true also allows http)` };
+  }
   const body = JSON.stringify(PROVIDER_MESSAGES[kind](content, project, ctx.publicUrl));
   const hide = (text: string) => text.split(config.url).join('<webhook url>');
   try {

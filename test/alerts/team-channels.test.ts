@@ -257,6 +257,14 @@ describe.each(dialects)('team channels: address rules and missing SMTP (%s)', (d
       const ok = await t.api(`/api/projects/${p.slug}/alerts/channels`, { method: 'POST', json: { kind, config: { url: 'https://93.184.216.34/hook' } } });
       expect(ok.status, kind).toBe(201);
     }
+    // A channel that skipped creation's checks (an import) is checked again when sent to.
+    const imported = await t.deps.store.db
+      .insertInto('alert_channels')
+      .values({ project_id: p.id, kind: 'teams', config: JSON.stringify({ url: 'http://93.184.216.34/hook' }), created_at: Date.now() })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const tested = await (await t.api(`/api/projects/${p.slug}/alerts/channels/${imported.id}/test`, { method: 'POST' })).json();
+    expect(tested).toEqual({ delivered: false, status: null, error: 'Teams hooks must be https URLs (WEBHOOK_ALLOW_PRIVATE=true also allows http)' });
   });
 });
 
