@@ -15,7 +15,7 @@ export interface Config {
   telegramBotToken: string | null;
   telegramApiUrl: string;
   webhookAllowPrivate: boolean;
-  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/alerts.md "Email"). */
+  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/api.md "Email channels"). */
   smtp: SmtpConfig | null;
   databaseUrl: string | undefined;
   logLevel: string;

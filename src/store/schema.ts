@@ -200,7 +200,7 @@ export interface AlertRuleTable {
 export interface AlertChannelTable {
   id: Generated<number>;
   project_id: number;
-  /** webhook or telegram. */
+  /** webhook, telegram, email, slack, discord or teams (src/alerts/rules.ts CHANNEL_KINDS). */
   kind: string;
   /** JSON: webhook {url, secret?}, telegram {chat_id}. */
   config: string;

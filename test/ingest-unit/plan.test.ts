@@ -338,7 +338,7 @@ describe('outbox', () => {
     const out = plan([work([event({ release: '2.0' })])], settings(), resolvedSnapshot());
     const [row] = alertOutboxRows(out);
     expect(row).toMatchObject({ type: 'regression', issue_id: 41, created_at: NOW });
-    expect(JSON.parse(String(row.payload))).toMatchObject({ release: '2.0', event_count: 11 });
+    expect(JSON.parse(String(row.payload))).toMatchObject({ release: '2.0', event_count: 11, first_seen: NOW - 10 * DAY_MS });
   });
 
   it('records nothing for events of a known unresolved issue', () => {

@@ -40,6 +40,7 @@ describe.each(dialects)('round trip from %s', (source) => {
       ['new_issue', [], null],
       ['regression', ['production', 'eu-prod'], 'warning'],
     ]);
+    expect(lines.filter((l) => l.type === 'alert_channel' && l.kind === 'slack').map((l) => l.config)).toEqual([{ url: 'https://93.184.216.34/services/T0/B0/XXXX' }]);
     expect(lines.filter((l) => l.type === 'alert_rule_channel')).toEqual([
       { type: 'alert_rule_channel', project: 'demo', alert: 'regression', kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } },
     ]);
