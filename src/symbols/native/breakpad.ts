@@ -120,14 +120,13 @@ export class BreakpadReader {
     this.module = { os: parts[1], arch: archName(parts[2]), debugId, name: parts.slice(4).join(' '), codeId: '' };
   }
 
-  private bad(): void {
-    this.badLines++;
-  }
-
   private fileRecord(line: string): void {
     const sp = line.indexOf(' ', 5);
     const n = line.slice(5, sp);
-    if (sp < 0 || !DEC.test(n)) return this.bad();
+    if (sp < 0 || !DEC.test(n)) {
+      this.badLines++;
+      return;
+    }
     const path = line.slice(sp + 1);
     this.fileIds.set(Number(n), this.t.files.length);
     this.t.files.push(path);
@@ -136,7 +135,10 @@ export class BreakpadReader {
   private originRecord(line: string): void {
     const sp = line.indexOf(' ', 14);
     const id = line.slice(14, sp);
-    if (sp < 0 || !DEC.test(id)) return this.bad();
+    if (sp < 0 || !DEC.test(id)) {
+      this.badLines++;
+      return;
+    }
     this.origins.set(Number(id), line.slice(sp + 1));
   }
 
@@ -183,7 +185,10 @@ export class BreakpadReader {
 
   private funcRecord(line: string): void {
     const f = this.fields(line, 5, 3);
-    if (!f || !HEX.test(f.fields[0]) || !HEX.test(f.fields[1])) return this.bad();
+    if (!f || !HEX.test(f.fields[0]) || !HEX.test(f.fields[1])) {
+      this.badLines++;
+      return;
+    }
     const addr = parseInt(f.fields[0], 16);
     const size = parseInt(f.fields[1], 16);
     this.names.push(f.rest);
@@ -194,9 +199,15 @@ export class BreakpadReader {
   }
 
   private lineRecord(line: string): void {
-    if (this.func < 0) return this.bad();
+    if (this.func < 0) {
+      this.badLines++;
+      return;
+    }
     const parts = line.split(' ');
-    if (parts.length !== 4 || !HEX.test(parts[0]) || !HEX.test(parts[1]) || !/^-?[0-9]{1,10}$/.test(parts[2]) || !DEC.test(parts[3])) return this.bad();
+    if (parts.length !== 4 || !HEX.test(parts[0]) || !HEX.test(parts[1]) || !/^-?[0-9]{1,10}$/.test(parts[2]) || !DEC.test(parts[3])) {
+      this.badLines++;
+      return;
+    }
     this.lineAddr.push(parseInt(parts[0], 16));
     this.lineSize.push(parseInt(parts[1], 16));
     this.lineLine.push(Math.max(0, Number(parts[2])));
@@ -204,12 +215,21 @@ export class BreakpadReader {
   }
 
   private inlineRecord(line: string): void {
-    if (this.func < 0) return this.bad();
+    if (this.func < 0) {
+      this.badLines++;
+      return;
+    }
     const parts = line.slice(7).split(' ');
-    if (parts.length < 6 || parts.length % 2 !== 0 || !parts.every((p) => HEX.test(p))) return this.bad();
+    if (parts.length < 6 || parts.length % 2 !== 0 || !parts.every((p) => HEX.test(p))) {
+      this.badLines++;
+      return;
+    }
     const depth = Number(parts[0]);
     const parent = depth === 0 ? this.func : this.inlineAt[depth - 1];
-    if (parent === undefined || depth > 1024) return this.bad();
+    if (parent === undefined || depth > 1024) {
+      this.badLines++;
+      return;
+    }
     const callFile = this.fileIds.get(Number(parts[2])) ?? -1;
     const scope = this.newScope(-1, Number(parts[3]), parent, callFile, Number(parts[1]));
     this.inlineAt[depth] = scope;
@@ -219,7 +239,10 @@ export class BreakpadReader {
 
   private publicRecord(line: string): void {
     const f = this.fields(line, 7, 2);
-    if (!f || !HEX.test(f.fields[0])) return this.bad();
+    if (!f || !HEX.test(f.fields[0])) {
+      this.badLines++;
+      return;
+    }
     this.publics.push({ name: f.rest, addr: parseInt(f.fields[0], 16) });
   }
 
@@ -228,14 +251,20 @@ export class BreakpadReader {
     const cfi = this.cfi;
     if (line.startsWith('STACK CFI INIT ')) {
       const parts = line.slice(15).split(' ');
-      if (parts.length < 3 || !HEX.test(parts[0]) || !HEX.test(parts[1])) return this.bad();
+      if (parts.length < 3 || !HEX.test(parts[0]) || !HEX.test(parts[1])) {
+      this.badLines++;
+      return;
+    }
       cfi.initAddr.push(parseInt(parts[0], 16));
       cfi.initSize.push(parseInt(parts[1], 16));
       cfi.initRules.push(parts.slice(2).join(' '));
     } else {
       const sp = line.indexOf(' ', 10);
       const addr = line.slice(10, sp);
-      if (sp < 0 || !HEX.test(addr)) return this.bad();
+      if (sp < 0 || !HEX.test(addr)) {
+      this.badLines++;
+      return;
+    }
       cfi.deltaAddr.push(parseInt(addr, 16));
       cfi.deltaRules.push(line.slice(sp + 1));
     }
