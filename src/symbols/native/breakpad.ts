@@ -27,6 +27,8 @@ export interface BreakpadModule {
 
 /** STACK CFI records: INIT ranges with their rules, and the address-keyed rule changes. */
 export interface BreakpadCfi {
+  /** Per INIT record: where its address-keyed changes start in the delta lists. */
+  initFirstDelta: number[];
   initAddr: number[];
   initSize: number[];
   initRules: string[];
@@ -53,7 +55,7 @@ export function debugIdOfBreakpadId(id: string): string | null {
 export class BreakpadReader {
   module: BreakpadModule | null = null;
   readonly t: DwarfTables = emptyTables();
-  readonly cfi: BreakpadCfi = { initAddr: [], initSize: [], initRules: [], deltaAddr: [], deltaRules: [] };
+  readonly cfi: BreakpadCfi = { initFirstDelta: [], initAddr: [], initSize: [], initRules: [], deltaAddr: [], deltaRules: [] };
   private readonly fileIds = new Map<number, number>();
   private readonly origins = new Map<number, string>();
   /** Per scope: the INLINE_ORIGIN id (-1 for FUNC scopes, named directly). */
@@ -255,10 +257,15 @@ export class BreakpadReader {
       this.badLines++;
       return;
     }
+      cfi.initFirstDelta.push(cfi.deltaAddr.length);
       cfi.initAddr.push(parseInt(parts[0], 16));
       cfi.initSize.push(parseInt(parts[1], 16));
       cfi.initRules.push(parts.slice(2).join(' '));
     } else {
+      if (cfi.initAddr.length === 0) {
+        this.badLines++;
+        return;
+      }
       const sp = line.indexOf(' ', 10);
       const addr = line.slice(10, sp);
       if (sp < 0 || !HEX.test(addr)) {
@@ -333,9 +340,12 @@ export class BreakpadReader {
     }
     const empty = { start: 0, end: 0 };
     const sections: DwarfSections = { bytes, info: empty, abbrev: empty, line: empty, str: empty, lineStr: empty, strOffsets: empty, addr: empty, ranges: empty, rngLists: empty };
-    const publics = [...this.publics].sort((a, b) => a.addr - b.addr);
-    // A PUBLIC symbol runs to the next one (Breakpad's rule); FUNC records win where they are.
-    const symbols = publics.map((p) => ({ name: p.name, addr: p.addr, end: Infinity }));
+    // A PUBLIC symbol names addresses up to the next PUBLIC or FUNC record (Breakpad's
+    // rule): FUNC records are symbols too, ending where they end.
+    const symbols = [
+      ...this.publics.map((p) => ({ name: p.name, addr: p.addr, end: Infinity })),
+      ...this.funcs.map((f) => ({ name: f.name, addr: f.addr, end: f.addr + Math.max(f.size, 1) })),
+    ].sort((a, b) => a.addr - b.addr || (a.end === Infinity ? 1 : 0) - (b.end === Infinity ? 1 : 0));
     return { source: { arch: module.arch, debugId: module.debugId, textVmaddr: 0, sections, symbols }, tables: t };
   }
 }
