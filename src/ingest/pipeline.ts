@@ -30,6 +30,7 @@ import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolica
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
+import { expandMinidumpEnvelope, MINIDUMP_ATTACHMENT_TYPE, type KeepAttachment, type MinidumpAttachment } from '../minidump/ingest.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -64,6 +65,11 @@ export interface IngestResponse {
 export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime'> & {
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
+  /**
+   * Keeps a minidump as its event's attachment (the attachment store), once the event
+   * is accepted; without it the minidump is read and not kept.
+   */
+  keepAttachment?: KeepAttachment;
 };
 
 function reply(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): IngestResponse {
@@ -116,7 +122,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     await deps.ingestRuntime.yieldToIo?.();
     const { decompress, md5Hex } = deps.ingestRuntime;
     const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES, decompress);
-    const parsed = parseBody(req, body, decompress);
+    let parsed = parseBody(req, body, decompress);
 
     if (parsed.kind === 'envelope') {
       const dsn = parsed.envelope.headers.dsn;
@@ -143,6 +149,14 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       );
     }
 
+    // A minidump attachment becomes the envelope's event (src/minidump), before symbolication.
+    let attachments: MinidumpAttachment[] = [];
+    if (parsed.kind === 'envelope' && parsed.envelope.items.some((i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE)) {
+      const expanded = await expandMinidumpEnvelope(deps.store.db, project.id, parsed.envelope);
+      parsed = { kind: 'envelope', envelope: expanded.envelope };
+      attachments = expanded.attachments;
+    }
+
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
     const { work, skipped } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
@@ -160,6 +174,10 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
         'Retry-After': String(seconds),
         'X-Sentry-Rate-Limits': `${seconds}:error;default:project:quota`,
       });
+    }
+    for (const attachment of attachments) {
+      if (!deps.keepAttachment || !work.events.some((e) => e.eventId === attachment.eventId)) continue;
+      await deps.keepAttachment(attachment).catch((err: unknown) => deps.logger.warn({ err, project: project.id }, 'the minidump could not be kept with its event'));
     }
     return reply(200, okBody);
   } catch (err) {
