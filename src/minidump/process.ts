@@ -8,7 +8,7 @@
 
 import { BreakpadReader } from '../symbols/native/breakpad.js';
 import type { NativeIndex } from '../symbols/native/lookup-index.js';
-import { contextRegisters, walkThread, type ModuleUnwindInfo, type WalkedFrame } from './unwind.js';
+import { contextRegisters, MAX_DUMP_STEPS, walkThread, type ModuleUnwindInfo, type WalkedFrame } from './unwind.js';
 import { readMinidump, type Minidump, type MinidumpException, type MinidumpModule } from './reader.js';
 
 /** The largest minidump accepted (the ingest body limit). */
@@ -120,10 +120,18 @@ export function processMinidump(bytes: Uint8Array, unwind: (m: MinidumpModule) =
   const arch = dump.system?.arch ?? 'unknown';
   const os = dump.system?.os ?? 'unknown';
   const crashedId = dump.exception?.threadId;
+  const budget = { steps: MAX_DUMP_STEPS };
+  // The crashed thread first: a dump that runs out of budget still has its crash.
+  const order = [...dump.threads].sort((a, b) => Number(b.id === crashedId) - Number(a.id === crashedId));
+  const walks = new Map<(typeof order)[number], WalkedFrame[]>();
+  for (const t of order) {
+    const context = t.id === crashedId && dump.exception?.context ? dump.exception.context : t.context;
+    walks.set(t, context ? walkThread(dump, arch, context, unwind, budget) : []);
+  }
   const threads = dump.threads.map((t) => {
     const crashed = t.id === crashedId;
     const context = crashed && dump.exception?.context ? dump.exception.context : t.context;
-    const walked = context ? walkThread(dump, arch, context, unwind) : [];
+    const walked = walks.get(t)!;
     return { id: t.id, crashed, walked, context };
   });
   const crashed = threads.find((t) => t.crashed);

@@ -27,6 +27,16 @@ export interface ModuleUnwindInfo {
 }
 
 export const MAX_FRAMES = 256;
+/**
+ * Frames and scanned words one dump's walks may take together: a hostile dump of
+ * thousands of threads, each scanning its whole stack, stops here instead of running on.
+ */
+export const MAX_DUMP_STEPS = 2_000_000;
+
+/** The work left to a dump's walks (shared by its threads). */
+export interface WalkBudget {
+  steps: number;
+}
 /** Words scanned for a return address (as the reference minidump_stackwalk scans: 40, four times as many above the context frame). */
 const SCAN_WORDS = 40;
 const CONTEXT_SCAN_WORDS = 160;
@@ -194,13 +204,20 @@ function seemsCode(dump: Minidump, addr: number, unwind: (m: MinidumpModule) => 
  * Walks one thread from its context. `unwind` gives a module's CFI (null without an
  * uploaded .sym); `first` is the context (the exception's for the crashed thread).
  */
-export function walkThread(dump: Minidump, arch: CpuArch, context: Uint8Array, unwind: (m: MinidumpModule) => ModuleUnwindInfo | null): WalkedFrame[] {
+export function walkThread(
+  dump: Minidump,
+  arch: CpuArch,
+  context: Uint8Array,
+  unwind: (m: MinidumpModule) => ModuleUnwindInfo | null,
+  budget: WalkBudget = { steps: MAX_DUMP_STEPS },
+): WalkedFrame[] {
   const spec = ARCHS[arch];
   const start = spec?.read(context);
   if (!spec || !start) return [];
   let regs = start;
   const frames: WalkedFrame[] = [{ pc: regs.get(spec.pc)!, trust: 'context', module: moduleAt(dump, regs.get(spec.pc)!), registers: Object.fromEntries(regs) }];
-  while (frames.length < MAX_FRAMES) {
+  while (frames.length < MAX_FRAMES && budget.steps > 0) {
+    budget.steps--;
     const last = frames[frames.length - 1];
     const sp = regs.get(spec.sp)!;
     let caller: Registers | null = null;
@@ -233,7 +250,7 @@ export function walkThread(dump: Minidump, arch: CpuArch, context: Uint8Array, u
     if (!caller) {
       trust = 'scan';
       const words = frames.length === 1 ? CONTEXT_SCAN_WORDS : SCAN_WORDS;
-      for (let i = 0; i <= words; i++) {
+      for (let i = 0; i <= words && budget.steps > 0; i++, budget.steps--) {
         const at = sp + i * spec.word;
         const v = word(dump, spec, at);
         if (v === null) break;
