@@ -35,6 +35,7 @@ import { storeAttachment } from '../attachments/storage.js';
 import { scrubberFor } from '../privacy/scrub.js';
 import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
 import { recordCheckIns } from '../monitors/check-ins.js';
+import { expandMinidumpEnvelope, MINIDUMP_ATTACHMENT_TYPE } from '../minidump/ingest.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -121,7 +122,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     await deps.ingestRuntime.yieldToIo?.();
     const { decompress, md5Hex } = deps.ingestRuntime;
     const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES, decompress);
-    const parsed = parseBody(req, body, decompress);
+    let parsed = parseBody(req, body, decompress);
 
     if (parsed.kind === 'envelope') {
       const dsn = parsed.envelope.headers.dsn;
@@ -146,6 +147,14 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       throw new AuthError(
         'missing DSN key: send it in the X-Sentry-Auth header (Sentry sentry_key=<key>), the sentry_key query parameter, or the envelope header "dsn"',
       );
+    }
+
+    // A minidump attachment becomes the envelope's event (src/minidump), before
+    // symbolication; the minidump item stays in the envelope and is kept with that event
+    // like the other attachments (src/attachments).
+    if (parsed.kind === 'envelope' && parsed.envelope.items.some((i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE)) {
+      const expanded = await expandMinidumpEnvelope(deps.store.db, project.id, parsed.envelope);
+      parsed = { kind: 'envelope', envelope: expanded.envelope };
     }
 
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
