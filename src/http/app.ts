@@ -15,6 +15,7 @@ import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
 import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
+import { privacyRoutes } from './privacy.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
@@ -59,6 +60,7 @@ export function createApp(deps: AppDeps): Hono {
 
   app.route('/', healthRoutes(deps));
   app.route('/', projectRoutes(deps));
+  app.route('/', privacyRoutes(deps));
   app.route('/', ingestRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', alertRoutes(deps));

@@ -12,7 +12,7 @@ import { createApp } from '../../http/app.js';
 import { localBaseUrl } from '../../http/public-url.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import { createIngestWriter } from './writer.js';
-import { decompress } from './codec.js';
+import { compress, decompress } from './codec.js';
 import { migrate } from '../../store/database.js';
 import { openStore } from './open-store.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
@@ -71,6 +71,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     ingest,
     ingestRuntime,
     decompressBlob: decompress,
+    compressBlob: compress,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
     alertRuntime: nodeAlertRuntime,

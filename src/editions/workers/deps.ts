@@ -21,7 +21,7 @@ import { AfterAnswer } from './background.js';
 import { loadWorkerDemangler } from './demangle.js';
 import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
-import { decompressBlob, workersIngestRuntime } from './runtime.js';
+import { compressBlob, decompressBlob, workersIngestRuntime } from './runtime.js';
 import { SymbolService } from '../../symbols/service.js';
 import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
@@ -71,6 +71,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     ingest: new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded),
     ingestRuntime: workersIngestRuntime,
     decompressBlob,
+    compressBlob,
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // Re-symbolication of stored events goes in bounded steps (an isolate lives only
