@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import type { Store } from './store/database.js';
 import type { DecompressBlob } from './store/stored-payload.js';
 import type { CompressBlob } from './store/payloads.js';
+import type { DiskGuard } from './privacy/disk.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
@@ -60,6 +61,8 @@ export interface AppDeps {
    * user's payloads inside shared chunks). Editions without it cannot erase end users.
    */
   compressBlob?: CompressBlob;
+  /** Free disk space against MIN_FREE_DISK_MB (src/privacy/disk.ts; Node with SQLite). */
+  diskGuard?: DiskGuard;
   /**
    * Reads a request's body straight from the edition's own request object, when it
    * has a cheaper way than the Web stream (Node: the IncomingMessage; creating the

@@ -31,6 +31,7 @@ import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { scrubberFor } from '../privacy/scrub.js';
+import { DISK_LOW_MESSAGE, DISK_RETRY_AFTER_SECONDS } from '../privacy/disk.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -62,7 +63,7 @@ export interface IngestResponse {
 }
 
 /** What the ingest path takes of the app's dependencies; symbolication only as ingest uses it. */
-export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime'> & {
+export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard'> & {
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
 };
@@ -90,6 +91,13 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       authorization: req.headers.get('authorization'),
       query: req.query,
     });
+
+    // Low on disk: 503 with Retry-After, before the body is read. SDKs that keep events
+    // on disk (sentry-java/Android) send them again; a 429 would make them drop the
+    // following ones (docs/privacy.md "Disk guard").
+    if (deps.diskGuard && (await deps.diskGuard()).low) {
+      return errorReply(503, DISK_LOW_MESSAGE, { 'Retry-After': String(DISK_RETRY_AFTER_SECONDS) });
+    }
 
     const declaredLength = Number(req.headers.get('content-length') ?? '');
     if (Number.isFinite(declaredLength) && declaredLength > MAX_BODY_BYTES) {

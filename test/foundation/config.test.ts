@@ -21,6 +21,8 @@ describe('loadConfig', () => {
       databaseUrl: undefined,
       logLevel: 'info',
       trustedProxies: parseAddressRanges('127.0.0.0/8,::1'),
+      minFreeDiskMb: 0,
+      metricsToken: null,
     });
   });
 
@@ -39,6 +41,8 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgres://u@h/db',
       LOG_LEVEL: 'warn',
       TRUSTED_PROXIES: '10.0.0.0/8, 2001:db8::1',
+      MIN_FREE_DISK_MB: '512',
+      METRICS_TOKEN: 'metrics-secret',
     });
     expect(c).toEqual({
       port: 9000,
@@ -54,6 +58,8 @@ describe('loadConfig', () => {
       databaseUrl: 'postgres://u@h/db',
       logLevel: 'warn',
       trustedProxies: parseAddressRanges('10.0.0.0/8,2001:db8::1'),
+      minFreeDiskMb: 512,
+      metricsToken: 'metrics-secret',
     });
   });
 

@@ -25,6 +25,7 @@ import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
 import { loadNodeDemangler } from './demangle.js';
+import { nodeDiskGuard } from './disk.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './runtime.js';
 import { SymbolParseThread, symbolCacheBytesForHeap, symbolParseThreadAvailable } from './symbol-parse-thread.js';
 
@@ -72,6 +73,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     ingestRuntime,
     decompressBlob: decompress,
     compressBlob: compress,
+    diskGuard: nodeDiskGuard(config),
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
     alertRuntime: nodeAlertRuntime,
