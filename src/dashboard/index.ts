@@ -20,6 +20,7 @@ import { HttpError, zodMessage } from '../http/errors.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
+import { projectUsage } from '../privacy/usage.js';
 import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
@@ -380,7 +381,7 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     const p = await projectOr404(c);
     const q = c.req.query();
     const message = q.created ? 'Project created. Give this DSN to your app’s Sentry SDK.' : q.rotated ? 'A new key was made; the old DSN no longer works.' : q.saved ? 'Settings saved.' : undefined;
-    return render(c, settingsPage(pageCtx(c), views(c, p), { message }));
+    return render(c, settingsPage(pageCtx(c), views(c, p), { message, usage: await projectUsage(db, p, now()) }));
   });
 
   app.post('/:slug/settings', async (c) => {

@@ -359,6 +359,18 @@ export interface ProguardReleaseTable {
   created_at: number;
 }
 
+/**
+ * Stored bytes per project, kind and hour, kept by triggers (migration 021): `payloads`
+ * counts payload chunks and their compressed bytes by the chunk's `received_at`.
+ */
+export interface StorageUsageTable {
+  project_id: number;
+  kind: string;
+  bucket: number;
+  count: number;
+  bytes: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -391,6 +403,7 @@ export interface Database {
   symbol_files: SymbolFileTable;
   symbol_chunks: SymbolChunkTable;
   symbol_jobs: SymbolJobTable;
+  storage_usage: StorageUsageTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;
