@@ -8,6 +8,7 @@ import type { Store } from './store/database.js';
 import type { DecompressBlob } from './store/stored-payload.js';
 import type { CompressBlob } from './store/payloads.js';
 import type { DiskGuard } from './privacy/disk.js';
+import type { AppMetrics } from './metrics.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
@@ -61,6 +62,8 @@ export interface AppDeps {
    * user's payloads inside shared chunks). Editions without it cannot erase end users.
    */
   compressBlob?: CompressBlob;
+  /** Prometheus metrics (`GET /metrics`; Node: prom-client, a registry per app). */
+  metrics?: AppMetrics;
   /** Free disk space against MIN_FREE_DISK_MB (src/privacy/disk.ts; Node with SQLite). */
   diskGuard?: DiskGuard;
   /**

@@ -56,9 +56,9 @@ export const SESSION_COOKIE = 'faultline_session';
 const API_KEY_ACCOUNT = 'api-keys';
 export const CSRF_COOKIE = 'faultline_csrf';
 
-/** Paths the dashboard answers: everything except the JSON API and the health check. */
+/** Paths the dashboard answers: everything except the JSON API, the health check and the metrics. */
 export function isDashboardPath(path: string): boolean {
-  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/'));
+  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/') || path === '/metrics');
 }
 
 /** The symbol upload form's target: its body streams, past the 1 MB form limit. */

@@ -16,6 +16,7 @@ import { healthRoutes } from './health.js';
 import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
 import { privacyRoutes } from './privacy.js';
+import { metricsRoutes } from './metrics.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
 import { requestMeta } from './request-meta.js';
@@ -59,6 +60,7 @@ export function createApp(deps: AppDeps): Hono {
   );
 
   app.route('/', healthRoutes(deps));
+  app.route('/', metricsRoutes(deps));
   app.route('/', projectRoutes(deps));
   app.route('/', privacyRoutes(deps));
   app.route('/', ingestRoutes(deps));

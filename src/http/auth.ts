@@ -18,7 +18,8 @@ export function matchIngestPath(path: string): { projectId: string; endpoint: 'e
 
 /** Paths that never need an API key: health and the SDK ingest endpoints. */
 export function isAuthExempt(path: string): boolean {
-  return path === '/health' || INGEST_PATH.test(path);
+  // /metrics checks its own token (src/http/metrics.ts).
+  return path === '/health' || path === '/metrics' || INGEST_PATH.test(path);
 }
 
 export function isIngestPath(path: string): boolean {

@@ -32,6 +32,7 @@ import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEven
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { scrubberFor } from '../privacy/scrub.js';
 import { DISK_LOW_MESSAGE, DISK_RETRY_AFTER_SECONDS } from '../privacy/disk.js';
+import { ingestReasonOf } from '../metrics.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -63,7 +64,7 @@ export interface IngestResponse {
 }
 
 /** What the ingest path takes of the app's dependencies; symbolication only as ingest uses it. */
-export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard'> & {
+export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard' | 'metrics'> & {
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
 };
@@ -83,6 +84,13 @@ function errorReply(status: number, message: string, headers: Record<string, str
 type Parsed = { kind: 'envelope'; envelope: ParsedEnvelope } | { kind: 'store'; payload: Uint8Array };
 
 export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Promise<IngestResponse> {
+  const counted = { events: 0 };
+  const res = await answerIngest(deps, req, counted);
+  deps.metrics?.ingestOutcome(ingestReasonOf(res.status, res.body.error), counted.events);
+  return res;
+}
+
+async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { events: number }): Promise<IngestResponse> {
   const receivedAt = deps.clock.now();
   const pathProjectId = Number(req.projectId);
   try {
@@ -155,6 +163,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
     const { work, skipped } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
+    counted.events = work.events.length;
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
     if (work.events.length === 0 && work.sessions.length === 0 && work.aggregates.length === 0) {
@@ -239,6 +248,7 @@ async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolica
     let has = symbols.projectHasSymbols(projectId);
     if (typeof has !== 'boolean') has = await has;
     if (!has) return null;
+    const started = performance.now();
     const events = new Map<Uint8Array, ParsedEventPayload>();
     const inputs: SymbolicationInput[] = [];
     for (const payload of payloads) {
@@ -251,7 +261,9 @@ async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolica
       }
     }
     if (inputs.length === 0) return null;
-    return { parsed: events, symbolicate: await symbols.prepare(projectId, inputs) };
+    const symbolicate = await symbols.prepare(projectId, inputs);
+    deps.metrics?.observeSymbolication((performance.now() - started) / 1000);
+    return { parsed: events, symbolicate };
   } catch (err) {
     deps.logger.warn({ err, project: projectId }, 'symbolication failed; the events are stored unsymbolicated');
     return null;

@@ -26,6 +26,7 @@ import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
 import { loadNodeDemangler } from './demangle.js';
 import { nodeDiskGuard } from './disk.js';
+import { createNodeMetrics } from './metrics.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './runtime.js';
 import { SymbolParseThread, symbolCacheBytesForHeap, symbolParseThreadAvailable } from './symbol-parse-thread.js';
 
@@ -55,7 +56,11 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     await store.close();
     throw err;
   }
-  const ingest = createIngestWriter({ store, clock, logger });
+  // The metrics read the writer's queue once it exists.
+  let writer: ReturnType<typeof createIngestWriter> | undefined;
+  const metrics = createNodeMetrics({ store, ingestStats: () => writer?.stats() });
+  const ingest = createIngestWriter({ store, clock, logger, onCommit: (seconds) => metrics.observeCommit(seconds) });
+  writer = ingest;
   const ingestRuntime = store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime;
   // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
   await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
@@ -74,6 +79,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     decompressBlob: decompress,
     compressBlob: compress,
     diskGuard: nodeDiskGuard(config),
+    metrics,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
     alertRuntime: nodeAlertRuntime,
