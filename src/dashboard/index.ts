@@ -25,6 +25,7 @@ import { actorOf } from '../http/triage.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
+import { projectUsage } from '../privacy/usage.js';
 import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
@@ -102,9 +103,9 @@ export const SESSION_COOKIE = 'faultline_session';
 const API_KEY_ACCOUNT = 'api-keys';
 export const CSRF_COOKIE = 'faultline_csrf';
 
-/** Paths the dashboard answers: everything except the JSON API and the health check. */
+/** Paths the dashboard answers: everything except the JSON API, the health check and the metrics. */
 export function isDashboardPath(path: string): boolean {
-  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/'));
+  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/') || path === '/metrics');
 }
 
 /** The symbol upload form's target: its body streams, past the 1 MB form limit. */
@@ -790,7 +791,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const q = c.req.query();
     const message = q.created ? 'Project created. Give this DSN to your app’s Sentry SDK.' : q.rotated ? 'A new key was made; the old DSN no longer works.' : q.saved ? 'Settings saved.' : undefined;
-    return render(c, settingsPage(pageCtx(c), views(c, p), { message }));
+    return render(c, settingsPage(pageCtx(c), views(c, p), { message, usage: await projectUsage(db, p, now()) }));
   });
 
   app.post('/:slug/settings', async (c) => {

@@ -19,6 +19,8 @@ import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
 import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
+import { privacyRoutes } from './privacy.js';
+import { metricsRoutes } from './metrics.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
 import { triageRoutes } from './triage.js';
@@ -64,7 +66,9 @@ export function createApp(deps: AppDeps): Hono {
   );
 
   app.route('/', healthRoutes(deps));
+  app.route('/', metricsRoutes(deps));
   app.route('/', projectRoutes(deps));
+  app.route('/', privacyRoutes(deps));
   app.route('/', ingestRoutes(deps));
   app.route('/', attachmentRoutes(deps));
   app.route('/', readRoutes(deps));

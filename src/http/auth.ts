@@ -28,7 +28,8 @@ const CRON_PATH = /^\/api\/[0-9]+\/cron\/[^/]+(\/[^/]+)?\/?$/;
 
 /** Paths that never need an API key: health and the SDK ingest endpoints (cron check-ins too). */
 export function isAuthExempt(path: string): boolean {
-  return path === '/health' || isIngestPath(path) || CRON_PATH.test(path);
+  // /metrics checks its own token (src/http/metrics.ts).
+  return path === '/health' || path === '/metrics' || isIngestPath(path) || CRON_PATH.test(path);
 }
 
 export function isIngestPath(path: string): boolean {

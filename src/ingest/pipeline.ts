@@ -36,6 +36,8 @@ import { scrubberFor } from '../privacy/scrub.js';
 import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
 import { recordCheckIns } from '../monitors/check-ins.js';
 import { expandMinidumpEnvelope, MINIDUMP_ATTACHMENT_TYPE } from '../minidump/ingest.js';
+import { DISK_LOW_MESSAGE, DISK_RETRY_AFTER_SECONDS } from '../privacy/disk.js';
+import { ingestReasonOf } from '../metrics.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -67,7 +69,7 @@ export interface IngestResponse {
 }
 
 /** What the ingest path takes of the app's dependencies; symbolication only as ingest uses it. */
-export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime'> & {
+export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard' | 'metrics'> & {
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
 };
@@ -87,6 +89,13 @@ export function errorReply(status: number, message: string, headers: Record<stri
 type Parsed = { kind: 'envelope'; envelope: ParsedEnvelope } | { kind: 'store'; payload: Uint8Array };
 
 export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Promise<IngestResponse> {
+  const counted = { events: 0 };
+  const res = await answerIngest(deps, req, counted);
+  deps.metrics?.ingestOutcome(ingestReasonOf(res.status, res.body.error), counted.events);
+  return res;
+}
+
+async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { events: number }): Promise<IngestResponse> {
   const receivedAt = deps.clock.now();
   const pathProjectId = Number(req.projectId);
   try {
@@ -95,6 +104,13 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       authorization: req.headers.get('authorization'),
       query: req.query,
     });
+
+    // Low on disk: 503 with Retry-After, before the body is read. SDKs that keep events
+    // on disk (sentry-java/Android) send them again; a 429 would make them drop the
+    // following ones (docs/privacy.md "Disk guard").
+    if (deps.diskGuard && (await deps.diskGuard()).low) {
+      return errorReply(503, DISK_LOW_MESSAGE, { 'Retry-After': String(DISK_RETRY_AFTER_SECONDS) });
+    }
 
     const declaredLength = Number(req.headers.get('content-length') ?? '');
     if (Number.isFinite(declaredLength) && declaredLength > MAX_BODY_BYTES) {
@@ -160,6 +176,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
     const { work, skipped, attachments, checkIns } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
+    counted.events = work.events.length;
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
     // Cron check-ins (src/monitors) are written apart from the group-commit writer: few, and
@@ -274,6 +291,7 @@ async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolica
     let has = symbols.projectHasSymbols(projectId);
     if (typeof has !== 'boolean') has = await has;
     if (!has) return null;
+    const started = performance.now();
     const events = new Map<Uint8Array, ParsedEventPayload>();
     const inputs: SymbolicationInput[] = [];
     for (const payload of payloads) {
@@ -286,7 +304,9 @@ async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolica
       }
     }
     if (inputs.length === 0) return null;
-    return { parsed: events, symbolicate: await symbols.prepare(projectId, inputs) };
+    const symbolicate = await symbols.prepare(projectId, inputs);
+    deps.metrics?.observeSymbolication((performance.now() - started) / 1000);
+    return { parsed: events, symbolicate };
   } catch (err) {
     deps.logger.warn({ err, project: projectId }, 'symbolication failed; the events are stored unsymbolicated');
     return null;

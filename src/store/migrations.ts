@@ -1048,6 +1048,96 @@ function m025Monitors(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Storage usage per project, kept by the database itself (docs/privacy.md "Storage"):
+ * triggers on `payload_chunks` add each chunk's bytes to its project's hour when it is
+ * written and take them off when it is rewritten or deleted, whoever does it (ingest on
+ * any of the three databases, retention, end-user deletion), so usage and the storage
+ * budget read a few aggregate rows, never the chunks. Existing chunks are counted once.
+ */
+function m026StorageUsage(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      // On PostgreSQL no foreign key (ingest's triggers would check it with every chunk;
+      // migration 009): a delete trigger on projects removes the rows instead.
+      await db.schema
+        .createTable('storage_usage')
+        .addColumn('project_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade')))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('count', big, (c) => c.notNull())
+        .addColumn('bytes', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('storage_usage_pk', ['project_id', 'kind', 'bucket'])
+        .execute();
+      const hour = (t: string) => `${t}.received_at - ${t}.received_at % 3600000`;
+      if (dialect === 'postgres') {
+        await sql
+          .raw(
+            `create or replace function faultline_storage_usage_chunks() returns trigger language plpgsql as $$
+begin
+  if tg_op <> 'DELETE' then
+    insert into storage_usage (project_id, kind, bucket, count, bytes)
+    values (new.project_id, 'payloads', ${hour('new')}, case when tg_op = 'INSERT' then 1 else 0 end, octet_length(new.data))
+    on conflict (project_id, kind, bucket) do update set count = storage_usage.count + excluded.count, bytes = storage_usage.bytes + excluded.bytes;
+  end if;
+  if tg_op <> 'INSERT' then
+    update storage_usage set count = count - case when tg_op = 'DELETE' then 1 else 0 end, bytes = bytes - octet_length(old.data)
+    where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+  end if;
+  return null;
+end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw('create trigger payload_chunks_storage_usage after insert or delete or update of data on payload_chunks for each row execute function faultline_storage_usage_chunks()')
+          .execute(db);
+        await sql
+          .raw(
+            `create or replace function faultline_delete_storage_usage_rows() returns trigger language plpgsql as $$
+begin
+  delete from storage_usage where project_id in (select id from gone);
+  return null;
+end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw('create trigger projects_delete_storage_usage after delete on projects referencing old table as gone for each statement execute function faultline_delete_storage_usage_rows()')
+          .execute(db);
+      } else {
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_insert after insert on payload_chunks begin
+  insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'payloads', ${hour('new')}, 1, length(new.data))
+  on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;
+end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_delete after delete on payload_chunks begin
+  update storage_usage set count = count - 1, bytes = bytes - length(old.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_update after update of data on payload_chunks begin
+  update storage_usage set bytes = bytes - length(old.data) + length(new.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+end`,
+          )
+          .execute(db);
+      }
+      const length = dialect === 'postgres' ? 'octet_length' : 'length';
+      await sql
+        .raw(
+          `insert into storage_usage (project_id, kind, bucket, count, bytes)
+           select project_id, 'payloads', received_at - received_at % 3600000, count(*), sum(${length}(data)) from payload_chunks group by project_id, received_at - received_at % 3600000`,
+        )
+        .execute(db);
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1075,6 +1165,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '023_privacy_and_storage_settings': m023PrivacyAndStorage(),
     '024_triage': m024Triage(dialect),
     '025_cron_monitors': m025Monitors(dialect),
+    '026_storage_usage': m026StorageUsage(dialect),
   };
 }
 

@@ -16,6 +16,7 @@ import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
 import { DELIVERY_LIST_LIMIT } from '../limits.js';
+import { budgetCutoff, MB, payloadHours } from '../privacy/usage.js';
 
 type Db = Kysely<Database>;
 
@@ -132,8 +133,15 @@ type EventBatchResult = { events: number; tags: number; issues: number[] };
  * in one atomic batch, each picking the same events by the same subquery (the first
  * two leave `events` unchanged, so the third deletes exactly what they counted).
  */
-async function deleteEventBatchAtomically(db: Db, batch: NonNullable<Store['batch']>, cutoff: number, batchSize: number): Promise<EventBatchResult> {
-  const picked = sql`select id from events where received_at < ${cutoff} order by id limit ${batchSize}`;
+async function deleteEventBatchAtomically(
+  db: Db,
+  batch: NonNullable<Store['batch']>,
+  cutoff: number,
+  batchSize: number,
+  projectId?: number,
+): Promise<EventBatchResult> {
+  const inProject = projectId === undefined ? sql`` : sql` and project_id = ${projectId}`;
+  const picked = sql`select id from events where received_at < ${cutoff}${inProject} order by id limit ${batchSize}`;
   const [, tags, gone] = await batch([
     sql`update issues set stored_count = max(0, stored_count - (select count(*) from events e where e.issue_id = issues.id and e.id in (${picked})))
         where id in (select issue_id from events where id in (${picked}))`.compile(db),
@@ -146,11 +154,13 @@ async function deleteEventBatchAtomically(db: Db, batch: NonNullable<Store['batc
 }
 
 /** One batch of expired events: their tags, the rows, and the issues' stored_count. */
-async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['batch']): Promise<EventBatchResult> {
-  if (batch) return deleteEventBatchAtomically(db, batch, cutoff, batchSize);
+async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['batch'], projectId?: number): Promise<EventBatchResult> {
+  if (batch) return deleteEventBatchAtomically(db, batch, cutoff, batchSize, projectId);
   return withRetry(() =>
     db.transaction().execute(async (tx) => {
-      const picked = await tx.selectFrom('events').select('id').where('received_at', '<', cutoff).limit(batchSize).execute();
+      let pick = tx.selectFrom('events').select('id').where('received_at', '<', cutoff);
+      if (projectId !== undefined) pick = pick.where('project_id', '=', projectId);
+      const picked = await pick.limit(batchSize).execute();
       if (picked.length === 0) return { events: 0, tags: 0, issues: [] };
       const ids = picked.map((r) => Number(r.id));
       const tags = await tx.deleteFrom('event_tags').where('event_id', 'in', ids).executeTakeFirst();
@@ -227,6 +237,26 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // An attachment carries its event's received_at, so it goes with the event; its
   // chunks go with it (foreign key).
   await keyed('attachments', ['id'], sql`received_at < ${rawCutoff}`);
+
+  // Storage budgets (docs/privacy.md "Storage"): a project past its budget loses its
+  // oldest hours of events, the same way as expired ones, until it fits. The hours and
+  // their bytes come from storage_usage (kept by triggers), not from reading the chunks.
+  // (Attachments, once stored, go before events.)
+  const budgeted = await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute();
+  for (const project of budgeted) {
+    if (stopped()) break;
+    const cutoff = budgetCutoff(await payloadHours(db, project.id), Number(project.storage_budget_mb) * MB);
+    if (cutoff === null) continue;
+    while (!stopped()) {
+      const b = await deleteEventBatch(db, cutoff, batchSize, options.batch, project.id);
+      deleted.event_tags += b.tags;
+      for (const id of b.issues) issuesUpdated.add(id);
+      await report('events', b.events);
+      if (b.events < batchSize) break;
+      await yieldToOthers();
+    }
+    await keyed('payload_chunks', ['id'], sql`project_id = ${project.id} and received_at < ${cutoff}`);
+  }
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
   await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);

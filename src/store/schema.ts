@@ -537,6 +537,18 @@ export interface MonitorCheckinTable {
   timeout_at: number | null;
 }
 
+/**
+ * Stored bytes per project, kind and hour, kept by triggers (migration 021): `payloads`
+ * counts payload chunks and their compressed bytes by the chunk's `received_at`.
+ */
+export interface StorageUsageTable {
+  project_id: number;
+  kind: string;
+  bucket: number;
+  count: number;
+  bytes: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -582,6 +594,7 @@ export interface Database {
   sso_states: SsoStateTable;
   monitors: MonitorTable;
   monitor_checkins: MonitorCheckinTable;
+  storage_usage: StorageUsageTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -240,7 +240,14 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'user_sessions',
       ]);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
-      expect(triggers.rows.map((r) => r.name)).toEqual(['events_delete_rows', 'issues_delete_rows', 'projects_delete_rows']);
+      // 021 adds storage usage: a row trigger on payload_chunks and its own delete trigger on projects.
+      expect(triggers.rows.map((r) => r.name)).toEqual([
+        'events_delete_rows',
+        'issues_delete_rows',
+        'payload_chunks_storage_usage',
+        'projects_delete_rows',
+        'projects_delete_storage_usage',
+      ]);
     });
   });
 });
