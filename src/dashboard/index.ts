@@ -28,7 +28,7 @@ import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, setIssueStatus } from '../read/issues.js';
-import { overview } from '../read/overview.js';
+import { overview, projectIsEmpty } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
 import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
 import { isIssueStatus } from '../read/params.js';
@@ -44,6 +44,7 @@ import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
+import { setupCard } from './setup.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
 import { issueListPage, issuePage } from './pages/issues.js';
 import { overviewPage, RELEASE_PAGE_ISSUES, releaseListPage, releasePage } from './pages/overview.js';
@@ -290,19 +291,26 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
     }
   });
 
+  /** The page context, with the set-up card when the project has received nothing yet. */
+  const projectCtx = async (c: Context, p: ProjectRow): Promise<{ ctx: PageContext; empty: boolean }> => {
+    const empty = await projectIsEmpty(db, p.id);
+    return { ctx: empty ? { ...pageCtx(c), notice: setupCard({ dsn: views(c, p).dsn, platform: p.platform }) } : pageCtx(c), empty };
+  };
+
   app.get('/:slug', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, overviewPage(pageCtx(c), p, q, await overview(db, p.id, q, now())));
+    const [o, { ctx, empty }] = await Promise.all([overview(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, overviewPage(ctx, p, q, o, empty));
   });
 
   app.get('/:slug/issues', async (c) => {
     const p = await projectOr404(c);
     const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
-    const list = await listIssues(db, p.id, parsed, now());
+    const [list, { ctx }] = await Promise.all([listIssues(db, p.id, parsed, now()), projectCtx(c, p)]);
     const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
-    return render(c, issueListPage(pageCtx(c), p, q, list, parsed.limit, message));
+    return render(c, issueListPage(ctx, p, q, list, parsed.limit, message));
   });
 
   app.post('/:slug/issues/bulk', async (c) => {
@@ -355,8 +363,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   app.get('/:slug/events', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    const list = await listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now()));
-    return render(c, eventListPage(pageCtx(c), p, q, list));
+    const [list, { ctx }] = await Promise.all([listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now())), projectCtx(c, p)]);
+    return render(c, eventListPage(ctx, p, q, list));
   });
 
   app.get('/:slug/events/:id', async (c) => {
@@ -367,7 +375,8 @@ export function dashboardApp(deps: AppDeps): Hono<Env> {
   app.get('/:slug/releases', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, releaseListPage(pageCtx(c), p, q, (await listReleases(db, p.id, q, now())).releases));
+    const [list, { ctx }] = await Promise.all([listReleases(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, releaseListPage(ctx, p, q, list.releases));
   });
 
   app.get('/:slug/releases/:version{.+}', async (c) => {

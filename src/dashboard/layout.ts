@@ -10,6 +10,8 @@ export interface PageContext {
   /** Whether sign-in is on (API_KEYS set), so a sign-out button is shown. */
   signedIn: boolean;
   now: number;
+  /** Shown above the page's own content (an empty project's set-up card). */
+  notice?: Html;
 }
 
 export const SECTIONS = [
@@ -61,6 +63,7 @@ export function page(
   ${ctx.signedIn ? html`<form method="post" action="/logout">${csrfField(ctx)}<button type="submit">Sign out</button></form>` : ''}
 </header>
 <main id="main">
+${ctx.notice ?? ''}
 ${o.body}
 </main>
 </body>

@@ -23,7 +23,9 @@ function stat(value: Html | string, label: Html | string, link?: string): Html {
   return html`<div class="stat"><b>${link ? html`<a href="${link}">${value}</a>` : value}</b><span>${label}</span></div>`;
 }
 
-export function overviewPage(ctx: PageContext, project: Project, query: Record<string, string>, o: OverviewJson): Html {
+export function overviewPage(ctx: PageContext, project: Project, query: Record<string, string>, o: OverviewJson, empty = false): Html {
+  // A project that has received nothing has nothing to chart: the set-up card (ctx.notice) stands alone.
+  if (empty) return page(ctx, { title: `Overview · ${project.name}`, project, section: 'overview', body: html`<h1>${project.name} <span class="sub">overview</span></h1>` });
   const buckets = bucketList({ from: Date.parse(o.from), to: Date.parse(o.to) }).map(iso);
   const releases = [...new Set(o.timeline.map((t) => t.release))];
   const events = new Map<string, Map<string, number>>();
