@@ -35,7 +35,7 @@ import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
-import { overview } from '../read/overview.js';
+import { overview, projectIsEmpty } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
 import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
 import { isIssueStatus } from '../read/params.js';
@@ -55,6 +55,7 @@ import { monitorListPage, monitorPage } from './pages/monitors.js';
 import { checkinJson, findMonitor, listMonitors, monitorJson, recentCheckins, recentCheckinsOf } from '../monitors/store.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
+import { setupCard } from './setup.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
 import { issueListPage, issuePage } from './pages/issues.js';
 import { overviewPage, RELEASE_PAGE_ISSUES, releaseListPage, releasePage } from './pages/overview.js';
@@ -655,19 +656,26 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     }
   });
 
+  /** The page context, with the set-up card when the project has received nothing yet. */
+  const projectCtx = async (c: Context, p: ProjectRow): Promise<{ ctx: PageContext; empty: boolean }> => {
+    const empty = await projectIsEmpty(db, p.id);
+    return { ctx: empty ? { ...pageCtx(c), notice: setupCard({ dsn: views(c, p).dsn, platform: p.platform }) } : pageCtx(c), empty };
+  };
+
   app.get('/:slug', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, overviewPage(pageCtx(c), p, q, await overview(db, p.id, q, now())));
+    const [o, { ctx, empty }] = await Promise.all([overview(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, overviewPage(ctx, p, q, o, empty));
   });
 
   app.get('/:slug/issues', async (c) => {
     const p = await projectOr404(c);
     const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
-    const list = await listIssues(db, p.id, parsed, now(), actorOf(c).userId);
+    const [list, { ctx }] = await Promise.all([listIssues(db, p.id, parsed, now(), actorOf(c).userId), projectCtx(c, p)]);
     const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
-    return render(c, issueListPage(pageCtx(c), p, q, list, parsed.limit, message));
+    return render(c, issueListPage(ctx, p, q, list, parsed.limit, message));
   });
 
   app.post('/:slug/issues/bulk', async (c) => {
@@ -754,8 +762,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/events', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    const list = await listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now()));
-    return render(c, eventListPage(pageCtx(c), p, q, list));
+    const [list, { ctx }] = await Promise.all([listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now())), projectCtx(c, p)]);
+    return render(c, eventListPage(ctx, p, q, list));
   });
 
   app.get('/:slug/events/:id', async (c) => {
@@ -778,7 +786,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/releases', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, releaseListPage(pageCtx(c), p, q, (await listReleases(db, p.id, q, now())).releases));
+    const [list, { ctx }] = await Promise.all([listReleases(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, releaseListPage(ctx, p, q, list.releases));
   });
 
   app.get('/:slug/releases/:version{.+}', async (c) => {

@@ -1138,6 +1138,23 @@ end`,
   };
 }
 
+/**
+ * Crash-free users per release (docs/api.md "Releases"): a release's sessions by start
+ * time with their device id and status in the index itself, so counting the distinct
+ * users (and those with a crashed session) of a window reads only the index. It starts
+ * with the columns of sessions_project_release_started, which nothing else reads any
+ * more (the overview's crash_free no longer compares session start times), so that one
+ * goes and a session write still updates one index for release reads.
+ */
+function m027CrashFreeUsers(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.createIndex('sessions_release_users').on('sessions').columns(['project_id', 'release', 'started', 'did', 'status']).execute();
+      await db.schema.dropIndex('sessions_project_release_started').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1166,6 +1183,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '024_triage': m024Triage(dialect),
     '025_cron_monitors': m025Monitors(dialect),
     '026_storage_usage': m026StorageUsage(dialect),
+    '027_crash_free_users': m027CrashFreeUsers(),
   };
 }
 
