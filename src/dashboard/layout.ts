@@ -17,6 +17,7 @@ export const SECTIONS = [
   ['issues', 'Issues'],
   ['events', 'Events'],
   ['releases', 'Releases'],
+  ['feedback', 'Feedback'],
   ['alerts', 'Alerts'],
   ['symbols', 'Symbols'],
   ['settings', 'Settings'],

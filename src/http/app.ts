@@ -11,6 +11,7 @@ import { apiKeyAuth, isIngestPath } from './auth.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
 import { attachmentRoutes } from './attachments.js';
+import { feedbackRoutes } from './feedback.js';
 import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', projectRoutes(deps));
   app.route('/', ingestRoutes(deps));
   app.route('/', attachmentRoutes(deps));
+  app.route('/', feedbackRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', alertRoutes(deps));
   app.route('/', uploadRoutes(deps));

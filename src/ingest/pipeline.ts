@@ -32,6 +32,8 @@ import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEven
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
 import { storeAttachment } from '../attachments/storage.js';
+import { parseFeedbackItem, parseUserReport, type FeedbackInput } from '../feedback/rules.js';
+import { storeFeedback } from '../feedback/storage.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -146,12 +148,12 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     }
 
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
-    const { work, skipped, attachments } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
+    const { work, skipped, attachments, feedback } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
     if (work.events.length === 0 && work.sessions.length === 0 && work.aggregates.length === 0) {
-      await commitAttachments(deps, project.id, attachments);
+      await commitAfterEvents(deps, project.id, attachments, feedback, receivedAt);
       return reply(200, okBody);
     }
 
@@ -164,7 +166,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
         'X-Sentry-Rate-Limits': `${seconds}:error;default:project:quota`,
       });
     }
-    await commitAttachments(deps, project.id, attachments);
+    await commitAfterEvents(deps, project.id, attachments, feedback, receivedAt);
     return reply(200, okBody);
   } catch (err) {
     if (err instanceof AuthError) return errorReply(err.status, err.message);
@@ -180,16 +182,18 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
 }
 
 /**
- * Stores an envelope's attachments once their event is committed, before the answer:
- * a plain event never waits for this, and an SDK that gets 503 here sends the whole
- * envelope again (the event is then a duplicate; the files are stored once).
+ * Stores an envelope's attachments and user feedback once its event is committed,
+ * before the answer: a plain event never waits for this, and an SDK that gets 503 here
+ * sends the whole envelope again (the event is then a duplicate; files and feedback are
+ * stored once).
  */
-async function commitAttachments(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[]): Promise<void> {
-  if (attachments.length === 0) return;
+async function commitAfterEvents(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[], feedback: FeedbackInput[], receivedAt: number): Promise<void> {
+  if (attachments.length === 0 && feedback.length === 0) return;
   try {
     await storeAttachment(deps.store, projectId, attachments);
+    await storeFeedback(deps.store, projectId, feedback, receivedAt);
   } catch (err) {
-    deps.logger.error({ err, project: projectId }, 'storing attachments failed; answering 503');
+    deps.logger.error({ err, project: projectId }, 'storing attachments or feedback failed; answering 503');
     throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
   }
 }
@@ -276,7 +280,7 @@ interface BuildContext {
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
-export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[] } {
+export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[]; feedback: FeedbackInput[] } {
   const events: NormalizedEvent[] = [];
   const sessions: SessionUpdate[] = [];
   const aggregates: SessionAggregate[] = [];
@@ -299,7 +303,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
       if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
       throw err;
     }
-    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [] };
+    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [], feedback: [] };
   }
 
   const { headers, items } = parsed.envelope;
@@ -315,6 +319,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   const headerEventId = envelopeEventId;
   const seen = new Set<string>();
   const attachmentItems: AttachmentItem[] = [];
+  const feedback: FeedbackInput[] = [];
   for (const item of items) {
     try {
       switch (item.type) {
@@ -344,6 +349,12 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
         case 'attachment':
           attachmentItems.push(item);
           break;
+        case 'user_report':
+          feedback.push(parseUserReport(item.payload, ctx.receivedAt));
+          break;
+        case 'feedback':
+          feedback.push(parseFeedbackItem(item.payload, ctx.receivedAt));
+          break;
         default:
           // transaction, client_report, profile, replay_*, …: accepted, dropped.
           break;
@@ -356,5 +367,5 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   // Attachments belong to the envelope's event: the header's event_id, else its one event.
   const attachmentEvent = headerEventId ?? (events.length === 1 ? events[0].eventId : null);
   const { attachments, dropped } = collectAttachments(attachmentItems, attachmentEvent);
-  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments };
+  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments, feedback };
 }

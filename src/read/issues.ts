@@ -21,6 +21,7 @@ import {
 import { scanFloor } from './events.js';
 import { findIssueOrMerged } from './merge.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
+import { feedbackCounts } from '../feedback/storage.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
 
@@ -65,12 +66,9 @@ export async function sparklines(db: Db, issueIds: number[], now: number): Promi
 
 /** Issue rows with their sparklines, in the rows' order. */
 export async function issuesWithSparklines(db: Db, rows: IssueRow[], now: number): Promise<IssueJson[]> {
-  const lines = await sparklines(
-    db,
-    rows.map((r) => Number(r.id)),
-    now,
-  );
-  return rows.map((r) => issueJson(r, lines.get(Number(r.id))));
+  const ids = rows.map((r) => Number(r.id));
+  const [lines, feedback] = await Promise.all([sparklines(db, ids, now), rows.length > 0 ? feedbackCounts(db, Number(rows[0].project_id), ids) : new Map<number, number>()]);
+  return rows.map((r) => ({ ...issueJson(r, lines.get(Number(r.id))), feedback_count: feedback.get(Number(r.id)) ?? 0 }));
 }
 
 export interface IssueListQuery {
@@ -270,9 +268,10 @@ export async function issueDetail(
       .slice(0, BREAKDOWN_TOP);
   }
 
-  const { latest, oldest } = await newestAndOldestStored(db, issue);
+  const [{ latest, oldest }, feedback] = await Promise.all([newestAndOldestStored(db, issue), feedbackCounts(db, projectId, [issueId])]);
   return {
     ...issueJson(issue),
+    feedback_count: feedback.get(issueId) ?? 0,
     from: iso(window.from),
     to: iso(window.to),
     timeline,
@@ -389,7 +388,7 @@ export async function setIssueStatus(
     });
   }
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
-  return issueJson(row);
+  return { ...issueJson(row), feedback_count: (await feedbackCounts(db, projectId, [Number(row.id)])).get(Number(row.id)) ?? 0 };
 }
 
 export function parseBulkBody(body: unknown): { fingerprints: string[]; status: IssueStatus } {

@@ -8,6 +8,7 @@ import type { Store } from '../store/database.js';
 import type { Database, IssueRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
 import { issueJson, type IssueJson } from './serialize.js';
+import { feedbackCounts } from '../feedback/storage.js';
 
 type Db = Kysely<Database>;
 
@@ -54,7 +55,8 @@ export async function mergeIssues(store: Store, projectId: number, request: Merg
   });
   const row = await store.db.selectFrom('issues').selectAll().where('project_id', '=', projectId).where('fingerprint', '=', request.into).executeTakeFirst();
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(request.into)} not found in this project`);
-  return { ...issueJson(row), merged: request.fingerprints };
+  const feedback = await feedbackCounts(store.db, projectId, [Number(row.id)]);
+  return { ...issueJson(row), feedback_count: feedback.get(Number(row.id)) ?? 0, merged: request.fingerprints };
 }
 
 /** The issue of `fingerprint`: its own, or the one it was merged into (with `mergedInto`), or undefined. */

@@ -7,7 +7,7 @@ import type { IssueRow } from '../store/schema.js';
 /** An issue as the API shows it: the stored record without ids and resolution times, times as RFC 3339. */
 type IssueTime = 'first_seen' | 'last_seen' | 'created_at' | 'updated_at';
 export type IssueJson = Omit<IssueRecord, 'id' | 'project_id' | 'resolved_at' | 'regressed_at' | IssueTime> &
-  Record<IssueTime, string> & { sparkline?: number[] };
+  Record<IssueTime, string> & { sparkline?: number[]; feedback_count?: number };
 
 export function issueJson(row: IssueRow, sparkline?: number[]): IssueJson {
   const out: IssueJson = {

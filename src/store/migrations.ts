@@ -821,6 +821,39 @@ function m020_attachments(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * User feedback (src/feedback): one row per message, keyed by its digest so a resend is
+ * stored once. It names its event by `event_id` only: the event (and so its issue) is
+ * found through `seen_events` when it is read, so feedback sent before its event links
+ * once the event arrives. Foreign key: removed with its project.
+ */
+function m021_user_feedback(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('user_feedback')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('email', 'text', (c) => c.notNull())
+        .addColumn('comments', 'text', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .addUniqueConstraint('user_feedback_digest', ['project_id', 'digest'])
+        .execute();
+      await db.schema.createIndex('user_feedback_event').on('user_feedback').columns(['project_id', 'event_id']).execute();
+      await db.schema.createIndex('user_feedback_list').on('user_feedback').columns(['project_id', 'id']).execute();
+      await db.schema.createIndex('user_feedback_received').on('user_feedback').column('received_at').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -843,6 +876,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '018_release_commits_and_deploys': m018(),
     '019_alert_filters_and_digests': m019(),
     '020_attachments': m020_attachments(dialect),
+    '021_user_feedback': m021_user_feedback(dialect),
   };
 }
 

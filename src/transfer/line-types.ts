@@ -3,7 +3,7 @@
 // imports in one pass. Adding a table to export and import is one entry here.
 import { sql } from 'kysely';
 import { alertRuleChannelLineType } from './alert-rule-channel-line-type.js';
-import { attachmentChunkLineType, attachmentLineType } from './attachment-line-types.js';
+import { attachmentChunkLineType, attachmentLineType, userFeedbackLineType } from './attachment-line-types.js';
 import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
@@ -271,6 +271,7 @@ export const LINE_TYPES: readonly LineType[] = [
   eventLineType,
   attachmentLineType,
   attachmentChunkLineType,
+  userFeedbackLineType,
   // Event ids accepted but not stored (sampled out): a resend after the move stays a duplicate.
   tableLineType({
     type: 'seen_event',

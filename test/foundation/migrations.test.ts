@@ -232,6 +232,7 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'symbol_files',
         'symbol_jobs',
         'upload_assemblies',
+        'user_feedback',
       ]);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
       expect(triggers.rows.map((r) => r.name)).toEqual(['events_delete_rows', 'issues_delete_rows', 'projects_delete_rows']);

@@ -179,6 +179,11 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .returning('id')
     .executeTakeFirstOrThrow();
   await db.insertInto('attachment_chunks').values({ attachment_id: Number(attachment.id), seq: 0, data: new Uint8Array([1, 2, 3]) }).execute();
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'user_feedback')) return;
+  await db
+    .insertInto('user_feedback')
+    .values({ project_id: projectId, digest: 'd'.repeat(40), event_id: 'b'.repeat(32), name: 'n', email: 'e', comments: 'c', url: '', source: 'api', created_at: now, received_at: now })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */

@@ -118,6 +118,7 @@ describe.each(dialects)('read API on %s', (dialect) => {
       resolved_release: null,
       created_at: iso(NOW),
       updated_at: iso(NOW),
+      feedback_count: 0,
     };
   }
 

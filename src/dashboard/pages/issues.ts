@@ -10,6 +10,8 @@ import { breakable, count, href, html, options, projectPath, utc, when, type Htm
 import { csrfField, flash, page, type PageContext } from '../layout.js';
 import { eventRows, eventView, type EventDetail } from './events.js';
 import type { EventFile } from '../../attachments/storage.js';
+import type { FeedbackJson } from '../../feedback/storage.js';
+import { feedbackList } from './feedback.js';
 
 type Project = { slug: string; name: string };
 
@@ -105,6 +107,7 @@ export function issuePage(
   paging: { older: number | null; newer: number | null },
   message?: string,
   files: EventFile[] = [],
+  feedback: FeedbackJson[] = [],
 ): Html {
   const base = projectPath(project.slug, 'issues', issue.fingerprint);
   const b = issue.breakdown;
@@ -140,6 +143,8 @@ export function issuePage(
       </nav>
       ${eventView(project, event, ctx, files)}`
     : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`}
+  <section><h2>User feedback <span class="sub">${count(issue.feedback_count ?? 0)}</span></h2>${feedbackList(project, feedback, ctx, { showIssue: false })}
+    ${(issue.feedback_count ?? 0) > feedback.length ? html`<p class="sub">The newest ${feedback.length}; <a href="${projectPath(project.slug, 'feedback')}">all feedback of the project</a>.</p>` : ''}</section>
   <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>`;
   return page(ctx, { title: `${issue.title} · ${project.name}`, project, section: 'issues', body });
 }
