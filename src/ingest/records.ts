@@ -105,6 +105,8 @@ export interface SessionRecord {
   status: string;
   errors: number;
   updated_at: number;
+  /** 1 when the session ended in an ANR (`abnormal_mechanism` `anr_…`); the column's default is 0. */
+  anr?: number;
 }
 
 export interface SessionHourlyRecord {
@@ -114,4 +116,6 @@ export interface SessionHourlyRecord {
   total: number;
   crashed: number;
   errored: number;
+  /** Sessions that ended in an ANR (the ANR rate's numerator); the column's default is 0. */
+  anr?: number;
 }

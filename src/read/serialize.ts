@@ -36,6 +36,12 @@ export function issueJson(row: IssueRow, sparkline?: number[]): IssueJson {
   return out;
 }
 
+/** ANR sessions ÷ sessions (docs/api.md "Releases"), or null without sessions. */
+export function anrRate(total: number, anr: number): number | null {
+  if (total <= 0) return null;
+  return Math.min(1, Math.max(0, anr / total));
+}
+
 /** 1 − crashed ÷ total, or null without sessions. */
 export function crashFreeRate(total: number, crashed: number): number | null {
   if (total <= 0) return null;

@@ -854,6 +854,20 @@ function m021_user_feedback(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * The ANR rate (docs/api.md "Releases"): a session whose `abnormal_mechanism` starts with
+ * `anr_` is marked on its row, and `session_hourly` counts such sessions per release and
+ * hour beside crashed and errored ones. Rows written before count none.
+ */
+function m022_anr_sessions(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('sessions').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('session_hourly').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -877,6 +891,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '019_alert_filters_and_digests': m019(),
     '020_attachments': m020_attachments(dialect),
     '021_user_feedback': m021_user_feedback(dialect),
+    '022_anr_sessions': m022_anr_sessions(),
   };
 }
 

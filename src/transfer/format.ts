@@ -36,6 +36,8 @@ export type ColumnKind =
   | 'int'
   /** A non-negative integer (counters, sizes, sequence numbers). */
   | 'count'
+  /** A counter that files written before the column existed leave out (read as 0). */
+  | 'count-added'
   /** Any finite number (sample_rate). */
   | 'number'
   | 'text'
@@ -88,6 +90,10 @@ const int = z.number().int().refine(Number.isSafeInteger, 'must be below 2^53');
 const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   int,
   count: int.refine((n) => n >= 0, 'must not be negative'),
+  'count-added': int
+    .refine((n) => n >= 0, 'must not be negative')
+    .optional()
+    .transform((n) => n ?? 0),
   number: z.number(),
   text,
   'text?': text.nullable(),
@@ -122,6 +128,7 @@ export function toField(kind: ColumnKind, value: unknown): unknown {
   switch (kind) {
     case 'int':
     case 'count':
+    case 'count-added':
     case 'number':
       return Number(value);
     case 'time':

@@ -254,6 +254,7 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'total', kind: 'count' },
       { column: 'crashed', kind: 'count' },
       { column: 'errored', kind: 'count' },
+      { column: 'anr', kind: 'count-added' },
     ],
   }),
   // Events accepted per day: the daily quota.
@@ -302,6 +303,7 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'status', kind: 'text' },
       { column: 'errors', kind: 'count' },
       { column: 'updated_at', kind: 'time' },
+      { column: 'anr', kind: 'count-added' },
     ],
   }),
 ];
