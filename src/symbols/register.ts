@@ -1,5 +1,6 @@
-// The kinds this build knows: ProGuard, source maps and dSYM (Mach-O/DWARF), which
+// The kinds this build knows: ProGuard, source maps, dSYM (Mach-O/DWARF) and Dart symbol maps, which
 // symbolicate, and the kept-only debug formats (ELF, PE, PDB, Breakpad, WebAssembly).
+import { dartSymbolMapHandler } from './dart.js';
 import { dsymHandler } from './dsym.js';
 import { keptHandlers } from './kept.js';
 import { registerSymbolKind } from './kinds.js';
@@ -10,4 +11,5 @@ import { sourceMapHandler } from './sourcemap.js';
 registerSymbolKind(proguardHandler);
 registerSymbolKind(sourceMapHandler);
 registerSymbolKind(dsymHandler);
+registerSymbolKind(dartSymbolMapHandler);
 for (const handler of keptHandlers) registerSymbolKind(handler);
