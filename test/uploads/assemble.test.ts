@@ -153,7 +153,7 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     form.append('file', new Blob([new Uint8Array([0x7f, 0x45, 0x4c, 0x46])]), 'libapp.so');
     const res = await t.api('/api/projects/app/symbols', { method: 'POST', body: form });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym' });
+    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, dartsymbolmap' });
     expect(await symbolCount()).toBe(0);
   });
 
