@@ -49,6 +49,8 @@ import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
 import { attachmentDownload } from '../http/attachments.js';
 import { eventFiles, getAttachment } from '../attachments/storage.js';
+import { listFeedback } from '../feedback/storage.js';
+import { feedbackPage } from './pages/feedback.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
 import { monitorListPage, monitorPage } from './pages/monitors.js';
@@ -716,8 +718,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    const files = event ? await eventFiles(db, p.id, event.event_id) : [];
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity));
+    const [files, feedback] = await Promise.all([
+      event ? eventFiles(db, p.id, event.event_id) : [],
+      listFeedback(db, p.id, { issueId: Number((await findIssue(db, p.id, issue.fingerprint)).row.id), limit: 20 }),
+    ]);
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity, feedback.feedback));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
@@ -782,6 +787,13 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   };
   app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false));
   app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true));
+
+  app.get('/:slug/feedback', async (c) => {
+    const p = await projectOr404(c);
+    const cursor = c.req.query('cursor');
+    if (cursor !== undefined && !/^[0-9]{1,15}$/.test(cursor)) throw new HttpError(400, 'That page of feedback does not exist.');
+    return render(c, feedbackPage(pageCtx(c), p, await listFeedback(db, p.id, { limit: 50, before: cursor === undefined ? undefined : Number(cursor) }), cursor));
+  });
 
   app.get('/:slug/releases', async (c) => {
     const p = await projectOr404(c);

@@ -23,6 +23,7 @@ export const SECTIONS = [
   ['events', 'Events'],
   ['releases', 'Releases'],
   ['monitors', 'Monitors'],
+  ['feedback', 'Feedback'],
   ['alerts', 'Alerts'],
   ['symbols', 'Symbols'],
   ['settings', 'Settings'],

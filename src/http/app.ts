@@ -14,6 +14,7 @@ import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
 import { attachmentRoutes } from './attachments.js';
 import { monitorRoutes } from './monitors.js';
+import { feedbackRoutes } from './feedback.js';
 import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
@@ -71,6 +72,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', privacyRoutes(deps));
   app.route('/', ingestRoutes(deps));
   app.route('/', attachmentRoutes(deps));
+  app.route('/', feedbackRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', triageRoutes(deps));
   app.route('/', alertRoutes(deps));

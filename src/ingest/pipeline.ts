@@ -38,6 +38,8 @@ import { recordCheckIns } from '../monitors/check-ins.js';
 import { expandMinidumpEnvelope, MINIDUMP_ATTACHMENT_TYPE } from '../minidump/ingest.js';
 import { DISK_LOW_MESSAGE, DISK_RETRY_AFTER_SECONDS } from '../privacy/disk.js';
 import { ingestReasonOf } from '../metrics.js';
+import { parseFeedbackItem, parseUserReport, type FeedbackInput } from '../feedback/rules.js';
+import { storeFeedback } from '../feedback/storage.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -174,7 +176,7 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
     }
 
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
-    const { work, skipped, attachments, checkIns } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
+    const { work, skipped, attachments, checkIns, feedback } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
     counted.events = work.events.length;
     const firstEventId = work.events[0]?.eventId;
@@ -183,7 +185,7 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
     // each a conditional write of its monitor. Answered as Sentry does: 200 whatever became of them.
     if (checkIns.length > 0) await storeCheckIns(deps, project.id, checkIns, receivedAt);
     if (work.events.length === 0 && work.sessions.length === 0 && work.aggregates.length === 0) {
-      await commitAttachments(deps, project.id, attachments);
+      await commitAfterEvents(deps, project.id, attachments, feedback, receivedAt);
       return reply(200, okBody);
     }
 
@@ -196,7 +198,7 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
         'X-Sentry-Rate-Limits': `${seconds}:error;default:project:quota`,
       });
     }
-    await commitAttachments(deps, project.id, attachments);
+    await commitAfterEvents(deps, project.id, attachments, feedback, receivedAt);
     return reply(200, okBody);
   } catch (err) {
     if (err instanceof AuthError) return errorReply(err.status, err.message);
@@ -212,16 +214,18 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
 }
 
 /**
- * Stores an envelope's attachments once their event is committed, before the answer:
- * a plain event never waits for this, and an SDK that gets 503 here sends the whole
- * envelope again (the event is then a duplicate; the files are stored once).
+ * Stores an envelope's attachments and user feedback once its event is committed,
+ * before the answer: a plain event never waits for this, and an SDK that gets 503 here
+ * sends the whole envelope again (the event is then a duplicate; files and feedback are
+ * stored once).
  */
-async function commitAttachments(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[]): Promise<void> {
-  if (attachments.length === 0) return;
+async function commitAfterEvents(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[], feedback: FeedbackInput[], receivedAt: number): Promise<void> {
+  if (attachments.length === 0 && feedback.length === 0) return;
   try {
     await storeAttachment(deps.store, projectId, attachments);
+    await storeFeedback(deps.store, projectId, feedback, receivedAt);
   } catch (err) {
-    deps.logger.error({ err, project: projectId }, 'storing attachments failed; answering 503');
+    deps.logger.error({ err, project: projectId }, 'storing attachments or feedback failed; answering 503');
     throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
   }
 }
@@ -321,7 +325,7 @@ interface BuildContext {
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
-export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[]; checkIns: CheckInInput[] } {
+export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[]; checkIns: CheckInInput[]; feedback: FeedbackInput[] } {
   const events: NormalizedEvent[] = [];
   const checkIns: CheckInInput[] = [];
   const sessions: SessionUpdate[] = [];
@@ -349,7 +353,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
       if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
       throw err;
     }
-    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [], checkIns };
+    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [], checkIns, feedback: [] };
   }
 
   const { headers, items } = parsed.envelope;
@@ -369,6 +373,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   const headerEventId = envelopeEventId;
   const seen = new Set<string>();
   const attachmentItems: AttachmentItem[] = [];
+  const feedback: FeedbackInput[] = [];
   for (const item of items) {
     try {
       switch (item.type) {
@@ -402,6 +407,12 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
         case 'check_in':
           checkIns.push(checkInOf(item.payload));
           break;
+        case 'user_report':
+          feedback.push(parseUserReport(item.payload, ctx.receivedAt));
+          break;
+        case 'feedback':
+          feedback.push(parseFeedbackItem(item.payload, ctx.receivedAt));
+          break;
         default:
           // transaction, client_report, profile, replay_*, …: accepted, dropped.
           break;
@@ -414,7 +425,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   // Attachments belong to the envelope's event: the header's event_id, else its one event.
   const attachmentEvent = headerEventId ?? (events.length === 1 ? events[0].eventId : null);
   const { attachments, dropped } = collectAttachments(attachmentItems, attachmentEvent);
-  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments, checkIns };
+  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments, checkIns, feedback };
 }
 
 /**

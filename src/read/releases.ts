@@ -15,7 +15,7 @@ import type { CommitRow } from '../uploads/release-commits.js';
 import { releaseActivity, type ReleaseActivity } from '../uploads/releases.js';
 import { ReadNotFoundError } from './errors.js';
 import { issuesWithSparklines } from './issues.js';
-import { compareText, crashFreeRate, type IssueJson } from './serialize.js';
+import { anrRate, compareText, crashFreeRate, type IssueJson } from './serialize.js';
 import { bucketList, dayList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { DEPLOY_LIST_LIMIT, MAX_RELEASE_COMMITS, RELEASE_ISSUES_LIMIT, RELEASE_LIST_ACTIVITY } from '../limits.js';
 
@@ -25,6 +25,8 @@ export interface SessionCounts {
   total: number;
   crashed: number;
   errored: number;
+  /** Sessions that ended in an ANR (`abnormal_mechanism` `anr_…`). */
+  anr: number;
 }
 
 /** Distinct users (session `did`) of a release's sessions, and those with a crashed session. */
@@ -47,6 +49,8 @@ export interface ReleaseJson {
   users: UserCounts;
   /** 1 − crashed users ÷ users; null without a session that names its user. */
   crash_free_users_rate: number | null;
+  /** ANR sessions ÷ sessions; null without sessions. */
+  anr_rate: number | null;
   new_issues: number;
   /** When sentry-cli created the release; null for a release only events revealed. */
   date_created: string | null;
@@ -82,7 +86,7 @@ interface ReleaseBase {
   last_seen: number | null;
 }
 
-const zeroSessions = (): SessionCounts => ({ total: 0, crashed: 0, errored: 0 });
+const zeroSessions = (): SessionCounts => ({ total: 0, crashed: 0, errored: 0, anr: 0 });
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(Number(ms)));
 
@@ -116,6 +120,7 @@ function releaseJson(
     crash_free_rate: crashFreeRate(s.total, s.crashed),
     users: users ?? { total: 0, crashed: 0 },
     crash_free_users_rate: crashFreeRate(users?.total ?? 0, users?.crashed ?? 0),
+    anr_rate: anrRate(s.total, s.anr),
     new_issues: newIssues,
     date_created: cli ? iso(Number(cli.date_created)) : null,
     date_released: cli ? isoOrNull(cli.date_released) : null,
@@ -186,13 +191,14 @@ async function sessionCounts(db: Db, projectId: number, w: TimeWindow, release?:
       eb.fn.sum<number>('total').as('total'),
       eb.fn.sum<number>('crashed').as('crashed'),
       eb.fn.sum<number>('errored').as('errored'),
+      eb.fn.sum<number>('anr').as('anr'),
     ])
     .where('project_id', '=', projectId)
     .where('bucket', '>=', b.first)
     .where('bucket', '<=', b.last);
   if (release !== undefined) q = q.where('release', '=', release);
   for (const r of await q.groupBy('release').execute()) {
-    out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed), errored: Number(r.errored) });
+    out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed), errored: Number(r.errored), anr: Number(r.anr) });
   }
   return out;
 }
@@ -384,7 +390,7 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     b
       ? db
           .selectFrom('session_hourly')
-          .select(['bucket', 'total', 'crashed', 'errored'])
+          .select(['bucket', 'total', 'crashed', 'errored', 'anr'])
           .where('project_id', '=', projectId)
           .where('release', '=', version)
           .where('bucket', '>=', b.first)
@@ -405,11 +411,12 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     d.total += Number(r.total);
     d.crashed += Number(r.crashed);
     d.errored += Number(r.errored);
+    d.anr += Number(r.anr);
     perDay.set(day, d);
   }
   const daily_health = dayList(w).map((day) => {
     const d = perDay.get(day) ?? zeroSessions();
-    return { day: iso(day), ...d, crash_free_rate: crashFreeRate(d.total, d.crashed) };
+    return { day: iso(day), ...d, crash_free_rate: crashFreeRate(d.total, d.crashed), anr_rate: anrRate(d.total, d.anr) };
   });
 
   return {

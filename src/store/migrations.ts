@@ -1155,6 +1155,53 @@ function m027CrashFreeUsers(): Migration {
   };
 }
 
+/**
+ * User feedback (src/feedback): one row per message, keyed by its digest so a resend is
+ * stored once. It names its event by `event_id` only: the event (and so its issue) is
+ * found through `seen_events` when it is read, so feedback sent before its event links
+ * once the event arrives. Foreign key: removed with its project.
+ */
+function m028UserFeedback(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('user_feedback')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('email', 'text', (c) => c.notNull())
+        .addColumn('comments', 'text', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .addUniqueConstraint('user_feedback_digest', ['project_id', 'digest'])
+        .execute();
+      await db.schema.createIndex('user_feedback_event').on('user_feedback').columns(['project_id', 'event_id']).execute();
+      await db.schema.createIndex('user_feedback_list').on('user_feedback').columns(['project_id', 'id']).execute();
+      await db.schema.createIndex('user_feedback_received').on('user_feedback').column('received_at').execute();
+    },
+  };
+}
+
+/**
+ * The ANR rate (docs/api.md "Releases"): a session whose `abnormal_mechanism` starts with
+ * `anr_` is marked on its row, and `session_hourly` counts such sessions per release and
+ * hour beside crashed and errored ones. Rows written before count none.
+ */
+function m029AnrSessions(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('sessions').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('session_hourly').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1184,6 +1231,8 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '025_cron_monitors': m025Monitors(dialect),
     '026_storage_usage': m026StorageUsage(dialect),
     '027_crash_free_users': m027CrashFreeUsers(),
+    '028_user_feedback': m028UserFeedback(dialect),
+    '029_anr_sessions': m029AnrSessions(),
   };
 }
 

@@ -1,4 +1,4 @@
-// Retention: deletes raw events (with their tags, payload chunks and attachments), seen event
+// Retention: deletes raw events (with their tags, payload chunks and attachments), user feedback, seen event
 // ids and sessions older than RETENTION_DAYS, the alert deliveries and recorded alerts
 // done with and the upload assembly records that old (keeping the deliveries the API
 // lists), and hourly/daily aggregates older than 400 days, in small batches so ingest
@@ -37,6 +37,7 @@ export type RetentionTable =
   | 'event_tags'
   | 'payload_chunks'
   | 'attachments'
+  | 'user_feedback'
   | 'seen_events'
   | 'sessions'
   | 'issue_hourly'
@@ -53,6 +54,7 @@ export const RETENTION_TABLES: readonly RetentionTable[] = [
   'event_tags',
   'payload_chunks',
   'attachments',
+  'user_feedback',
   'seen_events',
   'sessions',
   'issue_hourly',
@@ -237,6 +239,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // An attachment carries its event's received_at, so it goes with the event; its
   // chunks go with it (foreign key).
   await keyed('attachments', ['id'], sql`received_at < ${rawCutoff}`);
+  await keyed('user_feedback', ['id'], sql`received_at < ${rawCutoff}`);
 
   // Storage budgets (docs/privacy.md "Storage"): a project past its budget loses its
   // oldest hours of events, the same way as expired ones, until it fits. The hours and
@@ -420,7 +423,7 @@ export function formatSummary(s: RetentionSummary): string {
   if (!s.ran) return 'retention: skipped, another instance is running it';
   const d = s.deleted;
   return (
-    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments), ${d.seen_events} seen event ids, ` +
+    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments, ${d.user_feedback} user feedback), ${d.seen_events} seen event ids, ` +
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
     `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +

@@ -549,6 +549,24 @@ export interface StorageUsageTable {
   bytes: number;
 }
 
+/** A user's feedback (src/feedback), linked to its event by `event_id` when read. */
+export interface UserFeedbackTable {
+  id: Generated<number>;
+  project_id: number;
+  /** SHA-1 of what it says: a resend is stored once. */
+  digest: string;
+  /** The event it is about; '' when it names none. */
+  event_id: string;
+  name: string;
+  email: string;
+  comments: string;
+  url: string;
+  /** `user_report`, `feedback` or `api`. */
+  source: string;
+  created_at: number;
+  received_at: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -595,6 +613,7 @@ export interface Database {
   monitors: MonitorTable;
   monitor_checkins: MonitorCheckinTable;
   storage_usage: StorageUsageTable;
+  user_feedback: UserFeedbackTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

@@ -36,7 +36,7 @@ type Db = Kysely<Database>;
 export const SYMBOL_CHUNK_BYTES = 512 * 1024;
 
 /** The kinds the management API uploads (the spec's kinds), each symbolicating its platform. */
-export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf', 'breakpad'] as const;
+export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf', 'breakpad', 'dartsymbolmap'] as const;
 /**
  * Debug files sentry-cli uploads that Faultline keeps but does not symbolicate with (a
  * CI step uploading a whole build folder succeeds): one kind per format, so an

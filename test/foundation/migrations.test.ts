@@ -236,6 +236,7 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'symbol_files',
         'symbol_jobs',
         'upload_assemblies',
+        'user_feedback',
         'user_invites',
         'user_sessions',
       ]);

@@ -194,6 +194,12 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('monitor_checkins')
     .values({ project_id: projectId, monitor_id: monitor.id, check_in_id: 'c'.repeat(32), status: 'ok', environment: null, release: null, duration_ms: 5, created_at: now, updated_at: now, timeout_at: null })
     .execute();
+  // User feedback exists from migration 028 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'user_feedback')) return;
+  await db
+    .insertInto('user_feedback')
+    .values({ project_id: projectId, digest: 'd'.repeat(40), event_id: 'b'.repeat(32), name: 'n', email: 'e', comments: 'c', url: '', source: 'api', created_at: now, received_at: now })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */

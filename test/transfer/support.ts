@@ -54,6 +54,8 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   // A mobile crash with a screenshot and a view hierarchy (attachment lines).
   const mobileId = newEventId();
   expect((await post(t, demoRow, androidCrashEnvelope(mobileId, now - 30_000, dsnOf(t, demoRow)))).status).toBe(200);
+  const report = { event_id: mobileId, name: 'Grace', email: 'grace@example.com', comments: 'App closed while paying.' };
+  expect((await post(t, demoRow, envelope({ event_id: mobileId }, [{ type: 'user_report', payload: report }]))).status).toBe(200);
 
   // Events sent one per request each get a payload chunk of their own: an export page
   // then needs many chunks at once.

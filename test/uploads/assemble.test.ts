@@ -166,7 +166,7 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     form.append('file', new Blob([strToU8('MZ\x90\0 a PE image')]), 'app.exe');
     const res = await t.api('/api/projects/app/symbols', { method: 'POST', body: form });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, elf, breakpad' });
+    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, elf, breakpad, dartsymbolmap' });
     expect(await symbolCount()).toBe(0);
   });
 
