@@ -29,6 +29,11 @@ export interface Config {
    * ingest is refused (docs/privacy.md "Disk guard"); 0 turns the guard off.
    */
   minFreeDiskMb: number;
+  /**
+   * D1_MAX_SIZE_MB: the size the serverless edition's D1 database stops at (10 GB on the
+   * paid plan, 500 MB free); /health and the dashboard warn from 80 % of it.
+   */
+  d1MaxSizeMb: number;
   /** METRICS_TOKEN: the Bearer token of `GET /metrics`; without it an API key is asked. */
   metricsToken: string | null;
   /** OIDC single sign-on (OIDC_*), or null when OIDC_ISSUER is not set. */
@@ -161,6 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel,
     trustedProxies,
     minFreeDiskMb: integer(env, 'MIN_FREE_DISK_MB', 0, 0, 1_000_000_000),
+    d1MaxSizeMb: integer(env, 'D1_MAX_SIZE_MB', 10_240, 1, 1_000_000_000),
     metricsToken: (env.METRICS_TOKEN ?? '').trim() || null,
     oidc: loadOidc(env),
   };

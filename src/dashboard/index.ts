@@ -19,6 +19,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
+import { storeCapacity } from '../store/capacity.js';
 import { UserPresence } from '../accounts/presence.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { actorOf } from '../http/triage.js';
@@ -455,7 +456,9 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       }
     }
     setRequestActor(c, actor);
-    c.set('page', { csrf, signedIn: required, now: now(), actor: required ? actor : undefined });
+    // A size-capped database (D1) nearing its cap says so on every page (src/store/capacity.ts).
+    const capacity = await storeCapacity(deps.store, deps.config.d1MaxSizeMb);
+    c.set('page', { csrf, signedIn: required, now: now(), actor: required ? actor : undefined, warning: capacity?.warning ?? undefined });
     if (c.req.method === 'POST') {
       const refused = (why: string) => c.html(errorPage(c.get('page'), 403, `${why}; reload the page and try again.`), 403);
       if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return refused('This form was sent from another site');

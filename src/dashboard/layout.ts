@@ -15,6 +15,8 @@ export interface PageContext {
   actor?: Actor;
   /** Shown above the page's own content (an empty project's set-up card). */
   notice?: Html;
+  /** An instance-wide warning shown on every page (the database nearing its size cap). */
+  warning?: string;
 }
 
 export const SECTIONS = [
@@ -70,6 +72,7 @@ export function page(
   ${ctx.signedIn ? html`<form method="post" action="/logout">${csrfField(ctx)}<button type="submit">Sign out</button></form>` : ''}
 </header>
 <main id="main">
+${ctx.warning ? html`<p class="flash error" role="alert" data-capacity>${ctx.warning}</p>` : ''}
 ${ctx.notice ?? ''}
 ${o.body}
 </main>

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       trustedProxies: parseAddressRanges('127.0.0.0/8,::1'),
       oidc: null,
       minFreeDiskMb: 0,
+      d1MaxSizeMb: 10_240,
       metricsToken: null,
     });
   });
@@ -52,6 +53,7 @@ describe('loadConfig', () => {
       OIDC_DEFAULT_ROLE: 'member',
       OIDC_ADMIN_GROUPS: 'ops, leads',
       MIN_FREE_DISK_MB: '512',
+      D1_MAX_SIZE_MB: '500',
       METRICS_TOKEN: 'metrics-secret',
     });
     expect(c).toEqual({
@@ -78,6 +80,7 @@ describe('loadConfig', () => {
         adminGroups: ['ops', 'leads'],
       },
       minFreeDiskMb: 512,
+      d1MaxSizeMb: 500,
       metricsToken: 'metrics-secret',
     });
   });
