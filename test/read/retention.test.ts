@@ -160,6 +160,7 @@ describe.each(dialects)('retention on %s', (dialect) => {
       issue_hourly: 1, // the ancient events: one issue, one hour
       project_hourly: 1, // one hour, one release
       session_hourly: 0,
+      session_users: 0,
       daily_usage: 0,
       alert_deliveries: 0,
       alert_outbox: alertsDone,
