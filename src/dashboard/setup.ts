@@ -17,7 +17,7 @@ export const SDK_SETUPS: SdkSetup[] = [
   {
     id: 'android',
     label: 'Android',
-    install: '// app/build.gradle\nplugins {\n    id "io.sentry.android.gradle" version "4.14.1"\n}',
+    install: '// app/build.gradle\nimplementation "io.sentry:sentry-android:7.18.0"',
     code: (dsn) => `<!-- AndroidManifest.xml, inside <application> -->\n<meta-data android:name="io.sentry.dsn" android:value="${dsn}" />`,
   },
   {

@@ -29,6 +29,7 @@ import {
   type ReleaseRecord,
   type SeenEventRecord,
   type SessionHourlyRecord,
+  type SessionUserRecord,
   type SessionRecord,
 } from './records.js';
 import type { IngestOutcome } from './types.js';
@@ -205,6 +206,8 @@ export interface WriteSet {
   sessions: SessionRecord[];
   /** Counter deltas to add (none all zero). */
   sessionHourly: SessionHourlyRecord[];
+  /** Users of each release and hour with a session updated in the batch (crashed only grows). */
+  sessionUsers: SessionUserRecord[];
 }
 
 // ---------------------------------------------------------------------------
@@ -329,6 +332,7 @@ class Planner {
   private readonly seen: SeenEventRecord[] = [];
   private readonly sessions: SessionRecord[] = [];
   private readonly sessionHourly = new Map<string, SessionHourlyRecord>();
+  private readonly sessionUsers = new Map<string, SessionUserRecord>();
 
   constructor(
     private readonly random: Random,
@@ -350,6 +354,7 @@ class Planner {
       seen: this.seen,
       sessions: this.sessions,
       sessionHourly: [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0 || (h.anr ?? 0) !== 0),
+      sessionUsers: [...this.sessionUsers.values()],
     };
   }
 
@@ -633,6 +638,7 @@ class Planner {
       if (!state.changed) continue;
       this.sessions.push(state.row);
       const after = sessionClass(state.row.status, state.row.errors);
+      if (state.row.did !== null) this.sessionUser(pid, state.row.release, hourBucket(state.row.started), state.row.did, after === 'crashed');
       const anr = state.row.anr ?? 0;
       if (after === state.before && anr === state.beforeAnr) continue;
       const h = this.sessionBucket(pid, state.row.release, hourBucket(state.row.started));
@@ -643,6 +649,13 @@ class Planner {
       if (after === 'crashed') h.crashed += 1;
       if (after === 'errored') h.errored += 1;
     }
+  }
+
+  private sessionUser(pid: number, release: string, bucket: number, did: string, crashed: boolean): void {
+    const key = `${pid}:${bucket}:${release}:${did}`;
+    const u = this.sessionUsers.get(key);
+    if (u) u.crashed = Math.max(u.crashed, crashed ? 1 : 0);
+    else this.sessionUsers.set(key, { project_id: pid, release, bucket, did, crashed: crashed ? 1 : 0 });
   }
 
   private sessionBucket(pid: number, release: string, bucket: number): SessionHourlyRecord {

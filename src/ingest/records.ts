@@ -127,6 +127,19 @@ export interface SessionRecord {
   anr?: number;
 }
 
+/**
+ * A user (session `did`) of a release in one hour of session starts, and whether one of
+ * those sessions crashed: the aggregate crash-free users are counted from (distinct users
+ * cannot be summed from hourly totals). Kept as long as session_hourly.
+ */
+export interface SessionUserRecord {
+  project_id: number;
+  release: string;
+  bucket: number;
+  did: string;
+  crashed: number;
+}
+
 export interface SessionHourlyRecord {
   project_id: number;
   release: string;

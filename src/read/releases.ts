@@ -1,11 +1,11 @@
 // Release queries: the list and the detail with release health. Counts come from
 // the hourly aggregates (project_hourly for events, session_hourly for sessions),
-// the issues table's indexes and, for distinct users, the sessions_release_users
-// index, never from the events themselves. Releases
+// the issues table's indexes and, for distinct users, session_users, never from the
+// events or sessions themselves. Releases
 // sentry-cli created (src/uploads) are listed too, before any event arrives, with
 // their dates, commits and deploys.
 import type { Kysely } from 'kysely';
-import { HOUR_MS, iso, utcDay } from '../clock.js';
+import { iso, utcDay } from '../clock.js';
 import { releasePlatforms } from '../ingest/records.js';
 import { chunks } from '../store/dialect.js';
 import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
@@ -203,39 +203,36 @@ async function sessionCounts(db: Db, projectId: number, w: TimeWindow, release?:
   return out;
 }
 
-/** Session statuses that make a session, and so its user, crashed (as session_hourly counts them). */
-const CRASHED_STATUSES = ['crashed', 'unhandled'];
-
-/** The users of `versions` among sessions started in [from, to) (exported for the query-plan test). */
-export function userCountsQuery(db: Db, projectId: number, from: number, to: number, versions: string[]) {
+/** The users of `versions` in the hours [first, last] (exported for the query-plan test). */
+export function userCountsQuery(db: Db, projectId: number, first: number, last: number, versions: string[]) {
   return db
-    .selectFrom('sessions')
+    .selectFrom('session_users')
     .select((eb) => [
       'release',
       eb.fn.count<number>('did').distinct().as('total'),
-      eb.fn.count<number>(eb.case().when('status', 'in', CRASHED_STATUSES).then(eb.ref('did')).end()).distinct().as('crashed'),
+      eb.fn.count<number>(eb.case().when('crashed', '=', 1).then(eb.ref('did')).end()).distinct().as('crashed'),
     ])
     .where('project_id', '=', projectId)
     .where('release', 'in', versions)
-    .where('started', '>=', from)
-    .where('started', '<', to)
-    .where('did', 'is not', null)
+    .where('bucket', '>=', first)
+    .where('bucket', '<=', last)
     .groupBy('release');
 }
 
 /**
  * Distinct users per release among the sessions started in the window's buckets (the
- * hours session_hourly counts), from the sessions_release_users index alone: one range
- * per release of `versions`. A user is crashed when any of those sessions crashed.
+ * hours session_hourly counts), from session_users (its primary key: one range per
+ * release of `versions`). A user is crashed when any of those sessions crashed.
  */
 async function userCounts(db: Db, projectId: number, w: TimeWindow, versions: string[]): Promise<Map<string, UserCounts>> {
   const b = windowBuckets(w);
   const out = new Map<string, UserCounts>();
   if (!b || versions.length === 0) return out;
   // Versions per query: within what every database binds in one statement (D1 the fewest).
-  for (const part of chunks(versions, D1_MAX_BOUND_PARAMETERS - 3 - CRASHED_STATUSES.length)) {
-    const rows = await userCountsQuery(db, projectId, b.first, b.last + HOUR_MS, part).execute();
-    for (const r of rows) out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed) });
+  for (const part of chunks(versions, D1_MAX_BOUND_PARAMETERS - 4)) {
+    for (const r of await userCountsQuery(db, projectId, b.first, b.last, part).execute()) {
+      out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed) });
+    }
   }
   return out;
 }

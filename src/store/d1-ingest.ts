@@ -34,8 +34,9 @@
 //   the seen rows' stored_id are set from them.
 // - Sessions: the work's updates folded per sid (latest wins); session_hourly moves by
 //   each sid's class before → after, read from `sessions` in the batch, plus the
-//   aggregates; then the session upsert applies only an update not older than the row.
-//   Neither is written when the work was refused or its project is gone.
+//   aggregates; then the session upsert applies only an update not older than the row,
+//   and session_users takes each updated session's user as the session now stands.
+//   None is written when the work was refused or its project is gone.
 // - Snoozes: once the counts are in, the work's issues whose snooze the rule ends
 //   (plan.ts snoozeEndedSql) get a `snooze_ended` change and go back to unresolved.
 // - Aggregates (issue_hourly, issue_environment_hourly, project_hourly, releases, issue_releases) are additive or
@@ -318,6 +319,14 @@ const SQL = {
     ON CONFLICT (project_id, sid) DO UPDATE SET did = coalesce(sessions.did, excluded.did), status = excluded.status,
       errors = excluded.errors, updated_at = excluded.updated_at, anr = excluded.anr
     WHERE excluded.updated_at >= sessions.updated_at`,
+
+  /** ?7 the folded session updates (JSON); after `sessions`, so it reads each session as it now stands. */
+  sessionUsers: `INSERT INTO session_users (project_id, release, bucket, did, crashed)
+    SELECT ?1, s.release, ${sqlHourBucket('s.started')}, s.did, max(CASE WHEN s.status IN ('crashed', 'unhandled') THEN 1 ELSE 0 END)
+    FROM json_each(?7) u JOIN sessions s ON s.project_id = ?1 AND s.sid = json_extract(u.value, '$.sid')
+    WHERE s.did IS NOT NULL AND ${ACCEPTED}
+    GROUP BY s.release, ${sqlHourBucket('s.started')}, s.did
+    ON CONFLICT (project_id, release, bucket, did) DO UPDATE SET crashed = max(session_users.crashed, excluded.crashed)`,
 };
 
 const CHANGES_SQL = `${SQL.changed}
@@ -496,7 +505,10 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
     const buckets = JSON.stringify([...aggregates.values()]);
     if (utf8Bytes(folded) > JSON_PART_BYTES || utf8Bytes(buckets) > JSON_PART_BYTES) throw new PayloadTooLargeError('the envelope carries too many session updates for one request');
     add(SQL.sessionHourly, [folded, buckets]);
-    if (sessions.length > 0) add(SQL.sessions, [folded]);
+    if (sessions.length > 0) {
+      add(SQL.sessions, [folded]);
+      add(SQL.sessionUsers, [folded]);
+    }
   }
 
   return {

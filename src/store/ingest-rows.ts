@@ -282,6 +282,14 @@ export const SESSION_HOURLY_COLUMNS: ColumnSpec = [
   ['anr', 'int8'],
 ];
 
+export const SESSION_USER_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['release', 'text'],
+  ['bucket', 'int8'],
+  ['did', 'text'],
+  ['crashed', 'int8'],
+];
+
 /** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
 export function additive(table: string, key: string[], counters: string[]) {
   return (oc: OnConflictBuilder<any, any>) =>
@@ -411,6 +419,16 @@ export function aggregateWrites(plan: WriteSet): TableWrite[] {
       spec: SESSION_HOURLY_COLUMNS,
       rows: plan.sessionHourly as unknown as Record<string, unknown>[],
       conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored', 'anr']),
+    },
+    {
+      table: 'session_users',
+      spec: SESSION_USER_COLUMNS,
+      rows: plan.sessionUsers as unknown as Record<string, unknown>[],
+      // A user once crashed in that hour stays crashed (CASE: SQLite's max() is PostgreSQL's greatest()).
+      conflict: (oc) =>
+        oc.columns(['project_id', 'release', 'bucket', 'did']).doUpdateSet({
+          crashed: (eb: any) => eb.case().when('excluded.crashed', '>', eb.ref('session_users.crashed')).then(eb.ref('excluded.crashed')).else(eb.ref('session_users.crashed')).end(),
+        }),
     },
   ];
 }

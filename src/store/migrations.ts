@@ -1139,17 +1139,36 @@ end`,
 }
 
 /**
- * Crash-free users per release (docs/api.md "Releases"): a release's sessions by start
- * time with their device id and status in the index itself, so counting the distinct
- * users (and those with a crashed session) of a window reads only the index. It starts
- * with the columns of sessions_project_release_started, which nothing else reads any
- * more (the overview's crash_free no longer compares session start times), so that one
- * goes and a session write still updates one index for release reads.
+ * Crash-free users per release (docs/api.md "Releases"): each release's users (session
+ * `did`) per hour of session start, and whether one of their sessions crashed, kept as
+ * long as session_hourly (distinct users cannot be summed from its totals, and the
+ * sessions themselves go after RETENTION_DAYS). Filled from the stored sessions. Like
+ * the other ingest tables on PostgreSQL (009), no foreign key to check per inserted row:
+ * the projects delete trigger removes a project's rows.
+ * sessions_project_release_started goes: nothing reads it any more (the overview's
+ * crash_free no longer compares session start times).
  */
-function m027CrashFreeUsers(): Migration {
+function m027CrashFreeUsers(dialect: Dialect): Migration {
   return {
     async up(db: Db) {
-      await db.schema.createIndex('sessions_release_users').on('sessions').columns(['project_id', 'release', 'started', 'did', 'status']).execute();
+      await db.schema
+        .createTable('session_users')
+        .addColumn('project_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade')))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('did', 'text', (c) => c.notNull())
+        .addColumn('crashed', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('session_users_pk', ['project_id', 'release', 'bucket', 'did'])
+        .execute();
+      if (dialect === 'postgres') {
+        const children = [...DELETE_CASCADES.find(([parent]) => parent === 'projects')![2], 'session_users'];
+        const deletes = children.map((child) => `  delete from ${child} where project_id in (select id from gone);`).join('\n');
+        await sql.raw(`create or replace function faultline_delete_projects_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`).execute(db);
+      }
+      await sql`insert into session_users (project_id, release, bucket, did, crashed)
+        select project_id, release, (started / 3600000) * 3600000, did, max(case when status in ('crashed', 'unhandled') then 1 else 0 end)
+        from sessions where did is not null and started >= 0
+        group by project_id, release, (started / 3600000) * 3600000, did`.execute(db);
       await db.schema.dropIndex('sessions_project_release_started').execute();
     },
   };
@@ -1230,7 +1249,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '024_triage': m024Triage(dialect),
     '025_cron_monitors': m025Monitors(dialect),
     '026_storage_usage': m026StorageUsage(dialect),
-    '027_crash_free_users': m027CrashFreeUsers(),
+    '027_crash_free_users': m027CrashFreeUsers(dialect),
     '028_user_feedback': m028UserFeedback(dialect),
     '029_anr_sessions': m029AnrSessions(),
   };

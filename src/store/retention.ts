@@ -44,6 +44,7 @@ export type RetentionTable =
   | 'issue_environment_hourly'
   | 'project_hourly'
   | 'session_hourly'
+  | 'session_users'
   | 'daily_usage'
   | 'alert_deliveries'
   | 'alert_outbox'
@@ -61,6 +62,7 @@ export const RETENTION_TABLES: readonly RetentionTable[] = [
   'issue_environment_hourly',
   'project_hourly',
   'session_hourly',
+  'session_users',
   'daily_usage',
   'alert_deliveries',
   'alert_outbox',
@@ -297,6 +299,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   for (const { id } of projects) {
     await keyed('project_hourly', ['project_id', 'bucket', 'release'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
     await keyed('session_hourly', ['project_id', 'release', 'bucket'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
+    await keyed('session_users', ['project_id', 'release', 'bucket', 'did'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
     await keyed('daily_usage', ['project_id', 'day'], sql`project_id = ${id} and day < ${aggregateCutoff}`);
     await deleteOldAlerts(id);
   }
@@ -425,7 +428,7 @@ export function formatSummary(s: RetentionSummary): string {
   return (
     `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments, ${d.user_feedback} user feedback), ${d.seen_events} seen event ids, ` +
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
-    `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
+    `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly, ${d.session_users} session_users and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +
     `${d.alert_deliveries} alert deliveries, ${d.alert_outbox} recorded alerts and ${d.upload_assemblies} upload assemblies done with; ` +
     `stored_count lowered on ${s.issuesUpdated} issues` +

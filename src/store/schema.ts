@@ -10,6 +10,7 @@ import type {
   ReleaseRecord,
   SeenEventRecord,
   SessionHourlyRecord,
+  SessionUserRecord,
   SessionRecord,
 } from '../ingest/records.js';
 
@@ -163,6 +164,7 @@ export type DailyUsageTable = DailyUsageRecord;
 export type SessionTable = SessionRecord;
 
 export type SessionHourlyTable = SessionHourlyRecord;
+export type SessionUserTable = SessionUserRecord;
 
 export interface RateLimitWindowTable {
   key: string;
@@ -585,6 +587,7 @@ export interface Database {
   daily_usage: DailyUsageTable;
   sessions: SessionTable;
   session_hourly: SessionHourlyTable;
+  session_users: SessionUserTable;
   rate_limit_windows: RateLimitWindowTable;
   job_locks: JobLockTable;
   alert_rules: AlertRuleTable;

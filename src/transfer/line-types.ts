@@ -333,6 +333,20 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'anr', kind: 'counter-added' },
     ],
   }),
+  // Crash-free users: each release's users per hour of session start (outlives the sessions).
+  tableLineType({
+    type: 'release_user_hour',
+    table: 'session_users',
+    parent: 'project',
+    key: ['release', 'bucket', 'did'],
+    order: ['project_id', 'release', 'bucket', 'did'],
+    columns: [
+      { column: 'release', kind: 'text' },
+      { column: 'bucket', field: 'hour', kind: 'time' },
+      { column: 'did', kind: 'text' },
+      { column: 'crashed', kind: 'count' },
+    ],
+  }),
   // Events accepted per day: the daily quota.
   tableLineType({
     type: 'usage_day',

@@ -135,6 +135,43 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(list.issues.map((i) => i.fingerprint[0])).toEqual(['c', 'a', 'b', 'd']);
   });
 
+  it('020 fills session_users from the stored sessions (a user crashed in an hour when one of its sessions did) and drops the unused sessions index', async () => {
+    database = await createTestDatabase(dialect);
+    store = await openStore(database.url);
+    await migrateTo(store, '019_alert_filters_and_digests');
+    const pid = await insertProject(store);
+    const hour = 1_767_000_000_000 - (1_767_000_000_000 % 3_600_000);
+    const session = (sid: string, did: string | null, started: number, status: string) => ({
+      project_id: pid,
+      sid,
+      did,
+      release: 'app@1',
+      environment: 'production',
+      started,
+      status,
+      errors: 0,
+      updated_at: started,
+    });
+    await store.db
+      .insertInto('sessions')
+      .values([
+        session('a'.repeat(32), 'u1', hour + 60_000, 'exited'),
+        session('b'.repeat(32), 'u1', hour + 120_000, 'unhandled'),
+        session('c'.repeat(32), 'u2', hour + 3_599_999, 'ok'),
+        session('d'.repeat(32), 'u2', hour + 3_600_000, 'crashed'),
+        session('e'.repeat(32), null, hour, 'crashed'),
+      ])
+      .execute();
+    await migrate(store);
+    const rows = await store.db.selectFrom('session_users').selectAll().orderBy('bucket').orderBy('did').execute();
+    expect(rows.map((r) => [r.release, Number(r.bucket), r.did, Number(r.crashed)])).toEqual([
+      ['app@1', hour, 'u1', 1],
+      ['app@1', hour, 'u2', 0],
+      ['app@1', hour + 3_600_000, 'u2', 1],
+    ]);
+    expect(await indexNames(store, 'sessions')).not.toContain('sessions_project_release_started');
+  });
+
   it('009: deleting an event, an issue or a project still removes the rows under it, for rows written before', async () => {
     database = await createTestDatabase(dialect);
     store = await openStore(database.url);

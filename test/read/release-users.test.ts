@@ -2,7 +2,8 @@
 // crashed when any of their sessions crashed (also by a later update of the session, and
 // `unhandled`), sessions without a `did` and session aggregates counted in sessions but
 // not in users, null without users; in the releases list, the release detail and the
-// release pages, on both databases.
+// release pages, on both databases; read from the session_users aggregate, which
+// outlives the sessions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -79,19 +80,27 @@ describe.each(dialects)('crash-free users on %s', (dialect) => {
     expect(oneHour.crash_free_users_rate).toBeCloseTo(2 / 3, 12);
   });
 
-  it('reads the users from the sessions_release_users index alone (SQLite) or the rows of the window only (PostgreSQL)', async () => {
+  it('reads the users from session_users by its key: the window’s rows of the asked releases only', async () => {
     const rec = recordingDb(t);
     try {
-      const query = userCountsQuery(rec.db, p.id, hourOf(NOW) - 3 * DAY, hourOf(NOW) + HOUR, ['app@1', 'app@2']).compile();
+      const query = userCountsQuery(rec.db, p.id, hourOf(NOW) - 3 * DAY, hourOf(NOW), ['app@1', 'app@2']).compile();
       if (dialect === 'sqlite') {
-        expect(rec.sqlitePlan(query).join('\n')).toMatch(/USING COVERING INDEX sessions_release_users/);
+        expect(rec.sqlitePlan(query).join('\n')).toMatch(/SEARCH session_users USING INDEX sqlite_autoindex_session_users_1 \(project_id=\? AND release=\? AND bucket>\? AND bucket<\?\)/);
       } else {
-        // The 8 sessions of app@1 and the 1 of app@2 in the window: nothing outside it, no other release.
-        expect(await rec.rowsRead(query, 'sessions')).toBeLessThanOrEqual(9);
+        // app@1's six user-hours in the window (u1 twice, u2, u3, u4 twice): nothing older, no other release.
+        expect(await rec.rowsRead(query, 'session_users')).toBeLessThanOrEqual(6);
       }
     } finally {
       await rec.close();
     }
+  });
+
+  it('keeps the users when retention deletes the sessions, as it keeps session_hourly', async () => {
+    const before = (await getJson(t, `/api/projects/${p.slug}/releases/app@1?days=7`)).body.release;
+    await t.deps.store.db.deleteFrom('sessions').where('project_id', '=', p.id).execute();
+    const after = (await getJson(t, `/api/projects/${p.slug}/releases/app@1?days=7`)).body.release;
+    expect(after.users).toEqual(before.users);
+    expect(after.crash_free_users_rate).toBe(before.crash_free_users_rate);
   });
 
   it('shows crash-free users on the release list and the release page', async () => {
@@ -103,5 +112,14 @@ describe.each(dialects)('crash-free users on %s', (dialect) => {
     expect(page).toMatch(/<b>50\.00 %<\/b><span>crash-free users \(4 users\)<\/span>/);
     const none = await (await browser.request(`/${p.slug}/releases/app@2?days=3`)).text();
     expect(none).toMatch(/<b>–<\/b><span>crash-free users \(no user ids in sessions\)<\/span>/);
+  });
+
+  it('goes with its project', async () => {
+    const gone = await createProject(t);
+    await sendSessions(t, gone, [session('app@1', 'u1', hourOf(NOW) - HOUR, 'crashed')]);
+    const rows = () => t.deps.store.db.selectFrom('session_users').select('did').where('project_id', '=', gone.id).execute();
+    expect((await rows()).length).toBe(1);
+    expect((await t.api(`/api/projects/${gone.slug}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await rows()).toEqual([]);
   });
 });

@@ -163,6 +163,7 @@ describe.each(dialects)('retention on %s', (dialect) => {
       issue_environment_hourly: 1, // and one environment
       project_hourly: 1, // one hour, one release
       session_hourly: 0,
+      session_users: 0,
       daily_usage: 0,
       alert_deliveries: 0,
       alert_outbox: alertsDone,
