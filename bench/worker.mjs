@@ -69,6 +69,15 @@ function childCpu(name) {
   return cpu;
 }
 
+/** Bytes of the local D1's SQLite files (database and WAL) under `dir`, once workerd has stopped. */
+function d1Bytes(dir) {
+  let bytes = 0;
+  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile() && /\.sqlite(-wal)?$/.test(entry.name)) bytes += fs.statSync(path.join(entry.parentPath ?? entry.path, entry.name)).size;
+  }
+  return bytes;
+}
+
 const ownCpu = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
@@ -118,6 +127,7 @@ async function load(url, ingestPath, cpu) {
     cpu_seconds: cpuSeconds,
     cpu_ms_per_request: (cpuSeconds * 1000) / Math.max(1, r.completed),
     events: r.issued_events,
+    seconds: r.seconds,
   };
 }
 
@@ -144,12 +154,12 @@ async function main() {
   const dataDir = argv['d1-dir'] ? fs.mkdtempSync(path.join(argv['d1-dir'], 'faultline-bench-d1-')) : path.join(work, 'd1');
   const settings = { RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
   let t = performance.now();
-  let worker = await startLocalWorker({ bundle, dataDir, port: 0, settings });
+  let worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false });
   const workerdUpMs = performance.now() - t;
   const fresh = await firstAnswers(worker.url);
   await worker.close();
   t = performance.now();
-  worker = await startLocalWorker({ bundle, dataDir, port: 0, settings });
+  worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false });
   const workerdUpMs2 = performance.now() - t;
   const existing = await firstAnswers(worker.url);
   const workerProject = await createProject(worker.url, 'bench');
@@ -176,8 +186,35 @@ async function main() {
   const d1 = await worker.miniflare.getD1Database('DB');
   const counted = await d1.prepare('select coalesce(sum(event_count), 0) as n from issues').first();
   const perRequest = statementsPerRequest();
-
   await worker.close();
+  workerResult.d1_bytes_per_event = d1Bytes(dataDir) / Math.max(1, Number(counted.n));
+
+  // --- the Worker with the ingest queue: answered once enqueued, committed by the consumer.
+  const queueDir = `${dataDir}-queue`;
+  const queued = await startLocalWorker({ bundle, dataDir: queueDir, port: 0, settings, queue: true });
+  const queueProject = await createProject(queued.url, 'bench');
+  log('load: worker with the ingest queue');
+  const queueResult = await load(queued.url, queueProject.path, () => childCpu('workerd') + ownCpu());
+  const queueD1 = await queued.miniflare.getD1Database('DB');
+  // The consumer goes on after the load: the committed rate counts until every event is in.
+  // It is done when every acknowledged event is in, or nothing changed for 5 s (a failed
+  // request's events were never acknowledged); the drain ends at the last change.
+  const drainStart = performance.now();
+  let queueCounted = 0;
+  let lastChange = drainStart;
+  while (performance.now() - drainStart < 300_000 && performance.now() - lastChange < 5000) {
+    const now = Number((await queueD1.prepare('select coalesce(sum(event_count), 0) as n from issues').first()).n);
+    if (now !== queueCounted) lastChange = performance.now();
+    queueCounted = now;
+    if (queueCounted >= queueResult.events) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const drainSeconds = (lastChange - drainStart) / 1000;
+  queueResult.committed_events_per_s = queueCounted / (queueResult.seconds + drainSeconds);
+  const batches = await queueD1.prepare('select count(*) as n from ingest_receipts').first();
+  await queued.close();
+  queueResult.d1_bytes_per_event = d1Bytes(queueDir) / Math.max(1, queueCounted);
+  fs.rmSync(queueDir, { recursive: true, force: true });
   node.child.kill('SIGTERM');
   await new Promise((r) => node.child.once('exit', r));
   await db.drop();
@@ -191,11 +228,23 @@ async function main() {
     ['server CPU-ms per request', round(nodeResult.cpu_ms_per_request, 2), round(workerResult.cpu_ms_per_request, 2), round(workerResult.cpu_ms_per_request / nodeResult.cpu_ms_per_request, 2)],
     ['failed requests', nodeResult.failed, workerResult.failed, ''],
   ];
+  const queueRows = [
+    ['answered events/s', round(workerResult.events_per_s, 0), round(queueResult.events_per_s, 0), round(queueResult.events_per_s / workerResult.events_per_s, 2)],
+    ['committed events/s', round(workerResult.events_per_s, 0), round(queueResult.committed_events_per_s, 0), round(queueResult.committed_events_per_s / workerResult.events_per_s, 2)],
+    ['latency p50 (ms)', round(workerResult.p50, 1), round(queueResult.p50, 1), ''],
+    ['latency p99 (ms)', round(workerResult.p99, 1), round(queueResult.p99, 1), ''],
+    ['failed requests', workerResult.failed, queueResult.failed, ''],
+  ];
   const out = [
     `| ${duration} s, ${connections} connections | Node (SQLite) | Worker (Miniflare, local D1) | Worker / Node |`,
     '| --- | ---: | ---: | ---: |',
     ...rows.map((r) => `| ${r.join(' | ')} |`),
     '',
+    '| Worker | direct | ingest queue | queue / direct |',
+    '| --- | ---: | ---: | ---: |',
+    ...queueRows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+    `Queue: ${queueCounted} of ${queueResult.events} acknowledged events committed ${round(drainSeconds, 1)} s after the load, by ${batches.n} messages; D1 files ${round(queueResult.d1_bytes_per_event, 0)} bytes per event (direct: ${round(workerResult.d1_bytes_per_event, 0)}; payloads in D1).`,
     `D1 per request: 1 batch; statements ${round(perRequest.event, 1)} for an event, ${round(perRequest.session, 1)} for a session (mean ${round(perRequest.all, 1)}).`,
     `Cold start, Worker: workerd up ${round(workerdUpMs)} ms, then first answer ${round(fresh.firstMs)} ms on a fresh D1 (migrations), ` +
       `${round(existing.firstMs)} ms on an existing one (workerd up ${round(workerdUpMs2)} ms); second request ${round(existing.secondMs, 1)} ms. ` +
@@ -203,7 +252,7 @@ async function main() {
     `Worker counted ${counted.n} events; it acknowledged ${workerResult.events}.`,
   ];
   process.stdout.write(`${out.join('\n')}\n`);
-  process.stdout.write(`RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`);
+  process.stdout.write(`RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, queue: queueResult, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`);
 }
 
 main().catch((err) => {

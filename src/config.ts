@@ -15,6 +15,8 @@ export interface Config {
   telegramBotToken: string | null;
   telegramApiUrl: string;
   webhookAllowPrivate: boolean;
+  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/alerts.md "Email"). */
+  smtp: SmtpConfig | null;
   databaseUrl: string | undefined;
   logLevel: string;
   /**
@@ -22,9 +24,77 @@ export interface Config {
    * unless set). Anyone else's are ignored.
    */
   trustedProxies: AddressRange[];
+  /** OIDC single sign-on (OIDC_*), or null when OIDC_ISSUER is not set. */
+  oidc: OidcConfig | null;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** Email domains allowed to sign in (lower case); required. */
+  allowedDomains: string[];
+  /** The role a first SSO sign-in gets. */
+  defaultRole: 'viewer' | 'member' | 'admin';
+  /** Values of the ID token's `groups` claim that make the user an admin. */
+  adminGroups: string[];
+}
+
+export interface SmtpConfig {
+  /** `smtp://` (STARTTLS when offered) or `smtps://`, with user:password@ when the server wants them. */
+  url: string;
+  from: string;
 }
 
 export class ConfigError extends Error {}
+
+/** SMTP_URL and SMTP_FROM: both or neither. The URL's password never appears in a message. */
+function smtpConfig(env: Record<string, string | undefined>): SmtpConfig | null {
+  const raw = (env.SMTP_URL ?? '').trim();
+  const from = (env.SMTP_FROM ?? '').trim();
+  if (raw === '') {
+    if (from !== '') throw new ConfigError('SMTP_FROM is set but SMTP_URL is not: set both to send email alerts');
+    return null;
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('SMTP_URL must look like smtp://user:password@host:587 or smtps://user:password@host:465');
+  }
+  if ((url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || url.hostname === '') {
+    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "${url.protocol.replace(/:$/, '')}")`);
+  }
+  if (from === '') throw new ConfigError('SMTP_URL is set but SMTP_FROM is not: set the sender address, e.g. SMTP_FROM="Faultline <alerts@example.com>"');
+  if (/[\r\n]/.test(from) || !from.includes('@')) throw new ConfigError(`SMTP_FROM must be one email address, optionally with a name (got ${JSON.stringify(from)})`);
+  return { url: raw, from };
+}
+
+const list = (raw: string | undefined) =>
+  (raw ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+
+/** The OIDC_* settings: all or nothing, each checked (README "Single sign-on"). */
+function loadOidc(env: Record<string, string | undefined>): OidcConfig | null {
+  const issuer = (env.OIDC_ISSUER ?? '').trim();
+  if (issuer === '') return null;
+  try {
+    const u = new URL(issuer);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error('not http(s)');
+  } catch {
+    throw new ConfigError(`OIDC_ISSUER must be the provider's https URL (got ${JSON.stringify(issuer)})`);
+  }
+  const clientId = (env.OIDC_CLIENT_ID ?? '').trim();
+  const clientSecret = (env.OIDC_CLIENT_SECRET ?? '').trim();
+  if (clientId === '' || clientSecret === '') throw new ConfigError('OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set with OIDC_ISSUER');
+  const allowedDomains = list(env.OIDC_ALLOWED_DOMAINS).map((d) => d.toLowerCase().replace(/^@/, ''));
+  if (allowedDomains.length === 0) throw new ConfigError('OIDC_ALLOWED_DOMAINS must list the email domains allowed to sign in with SSO (e.g. example.com)');
+  const role = (env.OIDC_DEFAULT_ROLE ?? '').trim() || 'viewer';
+  if (role !== 'viewer' && role !== 'member' && role !== 'admin') throw new ConfigError(`OIDC_DEFAULT_ROLE must be viewer, member or admin (got ${JSON.stringify(role)})`);
+  return { issuer, clientId, clientSecret, allowedDomains, defaultRole: role, adminGroups: list(env.OIDC_ADMIN_GROUPS) };
+}
 
 function integer(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -79,9 +149,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     telegramBotToken: (env.TELEGRAM_BOT_TOKEN ?? '').trim() || null,
     telegramApiUrl: ((env.TELEGRAM_API_URL ?? '').trim() || 'https://api.telegram.org').replace(/\/+$/, ''),
     webhookAllowPrivate: (env.WEBHOOK_ALLOW_PRIVATE ?? '').trim().toLowerCase() === 'true',
+    smtp: smtpConfig(env),
     databaseUrl: env.DATABASE_URL,
     logLevel,
     trustedProxies,
+    oidc: loadOidc(env),
   };
 }
 

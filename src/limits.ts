@@ -58,6 +58,24 @@ export const MAX_INDEXED_BASENAME = 200;
 /** Session counts are stored in 32-bit integer columns. */
 export const MAX_SESSION_COUNT = 2_147_483_647;
 
+// Attachments (envelope `attachment` items; src/attachments). Relay's defaults are
+// 100 MB per attachment and per envelope; one small box takes what fits in one 20 MB
+// envelope, and a screenshot or view hierarchy is far below the per-file limit.
+/** Bytes of one attachment (a screenshot, a view hierarchy, a log): more refuses the envelope (413). */
+export const MAX_ATTACHMENT_BYTES = 10 * MiB;
+/** Bytes of one minidump sent as an attachment (docs/api.md "Native crashes"). */
+export const MAX_MINIDUMP_BYTES = 20 * MiB;
+/** Bytes of all attachments of one envelope: more refuses the envelope (413). */
+export const MAX_ATTACHMENTS_BYTES = 20 * MiB;
+/** Attachments kept per envelope (its event); the rest are dropped. */
+export const MAX_ATTACHMENTS_PER_EVENT = 20;
+/** Characters of an attachment's name. */
+export const MAX_ATTACHMENT_NAME = 200;
+/** Bytes of a view hierarchy the dashboard draws as a tree (larger ones are offered as a download). */
+export const MAX_VIEW_HIERARCHY_RENDER_BYTES = 1 * MiB;
+/** Nodes of a view hierarchy the dashboard draws. */
+export const MAX_VIEW_HIERARCHY_NODES = 2000;
+
 // ---------------------------------------------------------------------------
 // The management and read API
 // ---------------------------------------------------------------------------
@@ -162,6 +180,12 @@ export const WORKER_RESYMBOLICATE_STEP_EVENTS = 100;
  * ten steps' queries and CPU stay within one invocation's limits as one step's do.
  */
 export const WORKER_RESYMBOLICATE_CRON_STEPS = 10;
+
+/**
+ * The largest ingest work the serverless edition enqueues (estimated; Cloudflare Queues
+ * take messages of at most 128 KB): larger ones are committed directly.
+ */
+export const WORKER_QUEUE_MESSAGE_BYTES = 112 * 1024;
 
 // ---------------------------------------------------------------------------
 // sentry-cli's routes under /api/0/

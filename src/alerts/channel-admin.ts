@@ -1,13 +1,13 @@
 // Creating a channel and sending a test alert: the checks beyond the shape of the
-// input (the SSRF guard on a webhook's host, the bot token a Telegram channel
-// needs) and the one immediate attempt of `POST alerts/channels/{id}/test`.
+// input (the SSRF guard on the host of a webhook, Slack, Discord or Teams URL, the
+// bot token a Telegram channel needs, the SMTP setup an email channel needs) and the one immediate attempt of `POST alerts/channels/{id}/test`.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Database } from '../store/schema.js';
 import { forbiddenAddressReason, forbiddenHostReason } from './addresses.js';
 import { sendToChannel, type SendResult } from './channels.js';
-import { AlertInputError, parseChannelInput, type ChannelInput } from './rules.js';
+import { AlertInputError, isProviderKind, parseChannelInput, type ChannelInput } from './rules.js';
 import { createChannel, recordTestDelivery, type ChannelRow } from './store.js';
 import type { AlertRuntime } from './transport.js';
 
@@ -38,6 +38,15 @@ export async function checkWebhookHost(url: string, runtime: AlertRuntime, allow
   }
 }
 
+/**
+ * Slack, Discord and Teams hand out https URLs only; http is refused unless private
+ * addresses are allowed (a Mattermost on the private network often speaks plain http).
+ */
+export function checkProviderScheme(url: string, allowPrivate: boolean): void {
+  if (allowPrivate || new URL(url).protocol === 'https:') return;
+  throw new AlertInputError(`config.url must be an https URL (the server setting WEBHOOK_ALLOW_PRIVATE=true also allows http)`);
+}
+
 /** Validates a POST alerts/channels body completely, then stores the channel. */
 export async function addChannel(
   db: Kysely<Database>,
@@ -49,6 +58,13 @@ export async function addChannel(
 ): Promise<ChannelRow> {
   const input: ChannelInput = parseChannelInput(body);
   if (input.kind === 'webhook') await checkWebhookHost(input.config.url, runtime, config.webhookAllowPrivate);
+  if (isProviderKind(input.kind) && 'url' in input.config) {
+    checkProviderScheme(input.config.url, config.webhookAllowPrivate);
+    await checkWebhookHost(input.config.url, runtime, config.webhookAllowPrivate);
+  }
+  if (input.kind === 'email' && !runtime.mail) {
+    throw new AlertInputError(runtime.mailUnavailable ?? 'email channels need the server settings SMTP_URL and SMTP_FROM, which are not set');
+  }
   if (input.kind === 'telegram' && !config.telegramBotToken) {
     throw new AlertInputError('telegram channels need the server setting TELEGRAM_BOT_TOKEN, which is not set');
   }

@@ -4,7 +4,9 @@
 // the Bot API's URL only: it is cut out of every error text this file produces.
 import { HOUR_MS } from '../clock.js';
 import type { AlertType } from './rules.js';
-import type { TelegramConfig, WebhookConfig } from './rules.js';
+import type { EmailConfig, ProviderConfig, ProviderKind, TelegramConfig, WebhookConfig } from './rules.js';
+import { isProviderKind } from './rules.js';
+import { discordMessage, emailMessage, slackMessage, teamsMessage } from './messages.js';
 import type { DigestFields } from './outbox.js';
 import { ForbiddenAddressError, type AlertRuntime } from './transport.js';
 
@@ -28,6 +30,8 @@ export interface AlertContent {
   /** monitor: the monitor's slug, and what happened (missed, error, timeout, recovered; src/monitors/alert.ts). */
   monitor?: string;
   reason?: string;
+  /** Epoch ms the issue was first seen (issue alerts recorded since messages show it). */
+  first_seen?: number;
   /** Set when this is the digest of the alerts a cooldown held back. */
   digest?: DigestFields;
   triggered_at: number;
@@ -287,6 +291,48 @@ export async function sendTelegram(config: TelegramConfig, content: AlertContent
   }
 }
 
+const PROVIDER_MESSAGES = { slack: slackMessage, discord: discordMessage, teams: teamsMessage };
+const PROVIDER_NAMES: Record<ProviderKind, string> = { slack: 'Slack', discord: 'Discord', teams: 'Teams' };
+
+/**
+ * Slack (Mattermost), Discord and Teams: one POST of the provider's message to its
+ * incoming-webhook URL, with the webhook's address rules. The URL is the credential: no
+ * error text names it.
+ */
+export async function sendProvider(kind: ProviderKind, config: ProviderConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  const body = JSON.stringify(PROVIDER_MESSAGES[kind](content, project, ctx.publicUrl));
+  const hide = (text: string) => text.split(config.url).join('<webhook url>');
+  try {
+    const response = await ctx.runtime.post({
+      url: config.url,
+      headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT },
+      body,
+      timeoutMs: WEBHOOK_TIMEOUT_MS,
+      guardAddresses: !ctx.webhookAllowPrivate,
+    });
+    if (response.status >= 200 && response.status < 300) return { delivered: true, status: response.status, error: null };
+    const detail = response.body.trim().replace(/\s+/g, ' ').slice(0, 200);
+    const result: SendResult = { delivered: false, status: response.status, error: hide(`${PROVIDER_NAMES[kind]} answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`) };
+    if (response.status >= 300 && response.status < 400) result.error = `HTTP ${response.status}: redirects are not followed`;
+    return result;
+  } catch (err) {
+    return { delivered: false, status: null, error: hide(failureText(err, WEBHOOK_TIMEOUT_MS)) };
+  }
+}
+
+/** Email: one message to the channel's recipients through the runtime's MailSender. */
+export async function sendEmail(config: EmailConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  const mail = ctx.runtime.mail;
+  if (!mail) return { delivered: false, status: null, error: ctx.runtime.mailUnavailable ?? 'email is not configured on the server (SMTP_URL, SMTP_FROM)' };
+  try {
+    const result = await mail.send({ to: config.to, ...emailMessage(content, project, ctx.publicUrl) });
+    if (result.accepted.length > 0) return { delivered: true, status: null, error: null };
+    return { delivered: false, status: null, error: `the mail server accepted no recipient: ${result.response}`.slice(0, 300) };
+  } catch (err) {
+    return { delivered: false, status: null, error: failureText(err, WEBHOOK_TIMEOUT_MS).slice(0, 300) };
+  }
+}
+
 export interface StoredChannel {
   id: number;
   kind: string;
@@ -303,5 +349,7 @@ export async function sendToChannel(channel: StoredChannel, content: AlertConten
   }
   if (channel.kind === 'webhook') return sendWebhook(config as WebhookConfig, content, project, ctx);
   if (channel.kind === 'telegram') return sendTelegram(config as TelegramConfig, content, project, ctx);
+  if (channel.kind === 'email') return sendEmail(config as EmailConfig, content, project, ctx);
+  if (isProviderKind(channel.kind)) return sendProvider(channel.kind, config as ProviderConfig, content, project, ctx);
   return { delivered: false, status: null, error: `unknown channel kind "${channel.kind}"` };
 }

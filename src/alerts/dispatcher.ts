@@ -15,6 +15,7 @@ import type { Config } from '../config.js';
 import type { Store } from '../store/database.js';
 import { sendToChannel, type AlertContent, type SendResult } from './channels.js';
 import { runCrashSpikeCheck, type SpikeCheckResult } from './spike.js';
+import { endTimeSnoozes } from '../triage/snooze.js';
 import {
   anyDeliveryDue,
   claimDeliveries,
@@ -73,6 +74,9 @@ export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = {
 /** `serve` checks crash spikes this often (docs/api.md "Alerts"). */
 export const SPIKE_CHECK_INTERVAL_MS = 10 * 60_000;
 
+/** The dispatcher's polls end time snoozes this often (a snooze ends within a minute, docs/api.md "Snoozing"). */
+export const SNOOZE_CHECK_INTERVAL_MS = 30_000;
+
 export interface PassSummary {
   alerts: Record<AlertOutcome, number>;
   /** Digests of held-back alerts sent out. */
@@ -104,6 +108,7 @@ export class AlertDispatcher {
   private started = false;
   private stopped = false;
   private summary = emptySummary();
+  private snoozesCheckedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly deps: DispatcherDeps,
@@ -201,8 +206,18 @@ export class AlertDispatcher {
     this.timer.unref?.();
   }
 
+  /** Ends the time snoozes that are over (src/triage/snooze.ts): part of the periodic job. */
+  async endSnoozes(): Promise<number> {
+    const now = this.deps.clock.now();
+    this.snoozesCheckedAt = this.options.wallClock();
+    const ended = await endTimeSnoozes(this.deps.store, now);
+    if (ended > 0) this.deps.logger.info({ issues: ended }, 'snoozes ended');
+    return ended;
+  }
+
   private async tick(): Promise<void> {
     try {
+      if (this.options.wallClock() - this.snoozesCheckedAt >= SNOOZE_CHECK_INTERVAL_MS) await this.endSnoozes();
       await this.takeAlerts();
       await this.claimAndSend();
     } catch (err) {
@@ -331,6 +346,7 @@ export async function runAlertsOnce(
 ): Promise<{ spikes: SpikeCheckResult; pass: PassSummary }> {
   const dispatcher = new AlertDispatcher(deps, options.dispatcher);
   try {
+    await dispatcher.endSnoozes();
     const spikes = await dispatcher.checkSpikes();
     options.onSpikes?.(spikes);
     const pass = await dispatcher.drain(options.waitMs);

@@ -13,6 +13,8 @@ export interface IssueAlertFields {
   release: string;
   /** The environment of the event that caused the alert (rule filters); absent in rows older than filters. */
   environment?: string;
+  /** Epoch ms the issue was first seen (messages show it); absent in older rows. */
+  first_seen?: number;
 }
 
 /** The outbox state of an alert no dispatcher has taken yet. */
@@ -33,6 +35,7 @@ export function issueAlertOutboxRow(
     release: fields.release,
     environment: fields.environment ?? '',
   };
+  if (fields.first_seen !== undefined) payload.first_seen = Number(fields.first_seen);
   return { project_id: projectId, type, issue_id: issueId, payload: JSON.stringify(payload), state: OUTBOX_PENDING, created_at: at };
 }
 

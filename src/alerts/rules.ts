@@ -145,9 +145,31 @@ export interface WebhookConfig {
 export interface TelegramConfig {
   chat_id: number | string;
 }
-export type ChannelInput = { kind: 'webhook'; config: WebhookConfig } | { kind: 'telegram'; config: TelegramConfig };
+/** Slack (and Mattermost), Discord and Teams: the provider's incoming-webhook URL. */
+export interface ProviderConfig {
+  url: string;
+}
+export interface EmailConfig {
+  to: string[];
+}
+export const PROVIDER_KINDS = ['slack', 'discord', 'teams'] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+export const CHANNEL_KINDS = ['webhook', 'telegram', 'email', ...PROVIDER_KINDS] as const;
+export type ChannelKind = (typeof CHANNEL_KINDS)[number];
+export const MAX_EMAIL_RECIPIENTS = 20;
+
+export type ChannelInput =
+  | { kind: 'webhook'; config: WebhookConfig }
+  | { kind: 'telegram'; config: TelegramConfig }
+  | { kind: 'email'; config: EmailConfig }
+  | { kind: ProviderKind; config: ProviderConfig };
+
+export function isProviderKind(kind: string): kind is ProviderKind {
+  return (PROVIDER_KINDS as readonly string[]).includes(kind);
+}
 
 const URL_MESSAGE = `config.url must be an absolute http or https URL of at most ${MAX_WEBHOOK_URL_LENGTH} characters`;
+const EMAIL_MESSAGE = `config.to must be a list of 1 to ${MAX_EMAIL_RECIPIENTS} email addresses`;
 const CHAT_MESSAGE = 'config.chat_id must be an integer chat id or an "@channelname" string';
 
 const webhookSchema = z.strictObject(
@@ -170,6 +192,24 @@ const telegramSchema = z.strictObject(
     ], { error: CHAT_MESSAGE }),
   },
   { error: unknownFields(['chat_id']) },
+);
+
+const emailSchema = z.strictObject(
+  {
+    to: z
+      .array(z.string({ error: EMAIL_MESSAGE }), { error: EMAIL_MESSAGE })
+      .min(1, { error: EMAIL_MESSAGE })
+      .max(MAX_EMAIL_RECIPIENTS, { error: EMAIL_MESSAGE }),
+  },
+  { error: unknownFields(['to']) },
+);
+
+/** One address as a mail server takes it in RCPT TO: no display name, no line breaks (zod's email rule). */
+const addressSchema = z.email();
+
+const providerSchema = z.strictObject(
+  { url: z.string({ error: URL_MESSAGE }).min(1, { error: URL_MESSAGE }).max(MAX_WEBHOOK_URL_LENGTH, { error: URL_MESSAGE }) },
+  { error: unknownFields(['url']) },
 );
 
 /** The URL of a webhook, parsed: absolute http(s), no NUL, at most 2 048 characters. */
@@ -196,8 +236,31 @@ export function parseChannelInput(body: unknown): ChannelInput {
   const { kind, config, ...rest } = body as Record<string, unknown>;
   const extra = Object.keys(rest);
   if (extra.length > 0) throw new AlertInputError(`unknown field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `"${k}"`).join(', ')}; allowed fields are kind, config`);
-  if (kind !== 'webhook' && kind !== 'telegram') throw new AlertInputError('kind must be "webhook" or "telegram"');
-  if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new AlertInputError('config must be an object: {url} for a webhook, {chat_id} for telegram');
+  if (typeof kind !== 'string' || !(CHANNEL_KINDS as readonly string[]).includes(kind)) {
+    throw new AlertInputError(`kind must be one of ${CHANNEL_KINDS.map((k) => `"${k}"`).join(', ')}`);
+  }
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    throw new AlertInputError('config must be an object: {url} for webhook, slack, discord and teams, {chat_id} for telegram, {to} for email');
+  }
+  if (kind === 'email') {
+    const result = emailSchema.safeParse(config);
+    if (!result.success) throw new AlertInputError(firstMessage(result.error));
+    const seen = new Set<string>();
+    const to: string[] = [];
+    for (const raw of result.data.to) {
+      const address = raw.trim();
+      if (!addressSchema.safeParse(address).success) throw new AlertInputError(`config.to: ${JSON.stringify(raw.slice(0, 100))} is not an email address`);
+      if (seen.has(address.toLowerCase())) continue;
+      seen.add(address.toLowerCase());
+      to.push(address);
+    }
+    return { kind, config: { to } };
+  }
+  if (isProviderKind(kind)) {
+    const result = providerSchema.safeParse(config);
+    if (!result.success) throw new AlertInputError(firstMessage(result.error));
+    return { kind, config: { url: parseWebhookUrl(result.data.url).href } };
+  }
   if (kind === 'webhook') {
     const result = webhookSchema.safeParse(config);
     if (!result.success) throw new AlertInputError(firstMessage(result.error));
@@ -207,5 +270,5 @@ export function parseChannelInput(body: unknown): ChannelInput {
   }
   const result = telegramSchema.safeParse(config);
   if (!result.success) throw new AlertInputError(firstMessage(result.error));
-  return { kind, config: { chat_id: result.data.chat_id } };
+  return { kind: 'telegram', config: { chat_id: result.data.chat_id } };
 }

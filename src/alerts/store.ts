@@ -94,12 +94,26 @@ export interface ChannelRow {
   created_at: number;
 }
 
-/** The channel object of the API: the webhook secret is never returned. */
+/**
+ * The channel object of the API: the webhook secret is never returned, nor the URL of a
+ * Slack, Discord or Teams hook (the URL is its credential): only its host.
+ */
 export function channelJson(row: ChannelRow) {
   const config = JSON.parse(row.config) as Record<string, unknown>;
-  const shown =
-    row.kind === 'webhook' ? { url: config.url, has_secret: typeof config.secret === 'string' && config.secret !== '' } : { chat_id: config.chat_id };
+  let shown: Record<string, unknown>;
+  if (row.kind === 'webhook') shown = { url: config.url, has_secret: typeof config.secret === 'string' && config.secret !== '' };
+  else if (row.kind === 'telegram') shown = { chat_id: config.chat_id };
+  else if (row.kind === 'email') shown = { to: config.to };
+  else shown = { host: hostOf(config.url) };
   return { id: Number(row.id), kind: row.kind, config: shown, created_at: new Date(Number(row.created_at)).toISOString() };
+}
+
+function hostOf(url: unknown): string | null {
+  try {
+    return new URL(String(url)).host;
+  } catch {
+    return null;
+  }
 }
 
 export async function listChannels(db: Db, projectId: number): Promise<ChannelRow[]> {

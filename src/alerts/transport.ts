@@ -27,8 +27,36 @@ export type HttpPost = (request: HttpPostRequest) => Promise<HttpPostResponse>;
 /** The SSRF guard refused the address; the message says which rule. */
 export class ForbiddenAddressError extends Error {}
 
+/** One email to a channel's recipients; the sender (SMTP_FROM) is the MailSender's. */
+export interface MailMessage {
+  to: string[];
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface MailResult {
+  accepted: string[];
+  rejected: string[];
+  /** The server's last answer, e.g. `250 OK queued`. */
+  response: string;
+}
+
+/**
+ * Sends email over SMTP (Node: nodemailer, src/editions/node/mail.ts). Rejects when the
+ * server cannot be reached or refuses the message; the error text never carries the
+ * SMTP password.
+ */
+export interface MailSender {
+  send(message: MailMessage): Promise<MailResult>;
+}
+
 export interface AlertRuntime {
   post: HttpPost;
+  /** How email channels send; absent when this process cannot send email. */
+  mail?: MailSender;
+  /** Why there is no `mail` (said when an email channel is created or tried). */
+  mailUnavailable?: string;
   /**
    * Every address a host name resolves to (Node: dns.lookup with all). Used when a
    * webhook channel is created; absent where the edition cannot resolve names.
@@ -53,4 +81,12 @@ export const fetchPost: HttpPost = async (request) => {
   return { status: response.status, body: text };
 };
 
-export const webAlertRuntime: AlertRuntime = { post: fetchPost };
+/**
+ * The serverless edition: webhooks and chat providers over fetch. It has no email: a
+ * Worker reaches SMTP only through raw sockets, and no maintained SMTP client over
+ * them does STARTTLS and authentication reliably (docs/alerts.md "Email").
+ */
+export const webAlertRuntime: AlertRuntime = {
+  post: fetchPost,
+  mailUnavailable: 'email channels are not available on the serverless edition (Cloudflare Workers has no SMTP client); use slack, discord, teams or webhook channels there, or the server edition',
+};

@@ -63,12 +63,12 @@ export function register(program: Command, cli: CliContext): void {
     .action(async () => {
       const config = cli.config();
       const { default: pino } = await import('pino');
-      const { nodeAlertRuntime } = await import('../editions/node/alerts.js');
+      const { nodeAlertRuntimeFor } = await import('../editions/node/alerts.js');
       // Log lines go to stderr with the progress; stdout keeps only the summary.
       const logger = pino({ level: config.logLevel, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
       const store = await cli.openMigratedStore(config, logger);
       try {
-        await alertsCommand({ config, store, runtime: nodeAlertRuntime, logger });
+        await alertsCommand({ config, store, runtime: nodeAlertRuntimeFor(config), logger });
       } finally {
         await store.close();
       }

@@ -10,6 +10,7 @@ import { register as registerRetention } from './retention.js';
 import { register as registerSeed } from './seed.js';
 import { register as registerServe } from './serve.js';
 import { register as registerTransfer } from './transfer.js';
+import { register as registerUsers } from './users.js';
 
 export function createProgram(): Command {
   const program = new Command('faultline')
@@ -27,6 +28,7 @@ export function createProgram(): Command {
   registerSeed(program, cliContext);
   registerAlerts(program, cliContext);
   registerTransfer(program, cliContext);
+  registerUsers(program, cliContext);
   return program;
 }
 

@@ -15,9 +15,14 @@ header.top form{margin:0}header.top button{background:none;border:1px solid #8a9
 main{max-width:80rem;margin:0 auto;padding:1rem}
 h1{font-size:1.45rem;margin:.3rem 0 .8rem;overflow-wrap:anywhere}h2{font-size:1.15rem;margin:1.4rem 0 .6rem}h3{font-size:1rem;margin:1rem 0 .4rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.8rem 1rem;margin-bottom:1rem}
+.timeline{list-style:none;padding:0;margin:0 0 .8rem}.timeline li{border-left:2px solid var(--line);padding:.25rem .7rem;margin:.2rem 0}
+.comment{white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0;padding:.4rem .6rem;border-left:3px solid var(--accent);background:#f6f8fb}
+form.inline{display:inline}textarea{width:100%;display:block}
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
 .stat{background:var(--card);border:1px solid var(--line);border-radius:.4rem;padding:.6rem .8rem;min-width:0;overflow-wrap:anywhere}.stat b{display:block;font-size:1.4rem}.stat span{color:var(--muted);font-size:.85rem}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
+.screenshots{display:flex;flex-wrap:wrap;gap:1rem}.screenshot{margin:0}.screenshot img{display:block;max-width:100%;max-height:32rem;border:1px solid var(--line);border-radius:.3rem}.screenshot figcaption{font-size:.85rem}
+ul.vh,ul.vh ul{list-style:none;margin:0;padding-left:1rem;border-left:1px dotted var(--line)}ul.vh{padding-left:0;border:0;overflow-wrap:anywhere}.vh-id{color:var(--accent)}
 table{border-collapse:collapse;width:100%;background:var(--card)}th,td{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.82rem;color:var(--muted);font-weight:600}td.num,th.num{text-align:right;white-space:nowrap}
 .title{overflow-wrap:anywhere;font-weight:600}.sub{color:var(--muted);font-size:.85rem;overflow-wrap:anywhere}
@@ -35,13 +40,21 @@ figure.chart{margin:0}figure.chart svg{width:100%;height:10rem;display:block;col
 pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f0f2f6;padding:.6rem;border-radius:.3rem;max-height:40rem;overflow:auto}
 .frames{display:grid;grid-template-columns:1fr;gap:.8rem}.frames.pair{grid-template-columns:repeat(auto-fit,minmax(min(20rem,100%),1fr))}
 ol.stack{list-style:none;padding:0;margin:0;border:1px solid var(--line);border-radius:.3rem;background:var(--card)}ol.stack li{padding:.35rem .5rem;border-bottom:1px solid var(--line);overflow-wrap:anywhere}ol.stack li.app{background:#f3f7ff}
-.kv{display:grid;grid-template-columns:minmax(6rem,max-content) 1fr;gap:.2rem .8rem}.kv dt{color:var(--muted)}.kv dd{margin:0;overflow-wrap:anywhere}
+.kv{display:grid;grid-template-columns:fit-content(40%) minmax(0,1fr);gap:.2rem .8rem}.kv dt{color:var(--muted);overflow-wrap:anywhere}.kv dd{margin:0;overflow-wrap:anywhere}
+ol.stack li.lib{background:none}li.lib-run{padding:0 .5rem;background:#fafbfc}li.lib-run>details>summary{color:var(--muted);font-size:.85rem}li.lib-run ol.stack{margin-bottom:.4rem}
+table.ctx{margin:.3rem 0;background:#f0f2f6;table-layout:fixed}table.ctx td{border:0;padding:0 .4rem;vertical-align:top}table.ctx td.ln{width:3.5rem;text-align:right;color:var(--muted);user-select:none;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.8rem}
+table.ctx code{white-space:pre-wrap;overflow-wrap:anywhere}table.ctx tr.cur{background:#fde9a9}table.ctx tr.cur td.ln{color:var(--fg);font-weight:600}
+details.vars>summary,details.thread>summary{font-size:.85rem}details.thread{border:1px solid var(--line);border-radius:.3rem;padding:0 .5rem;margin:.4rem 0;background:var(--card)}
+ol.crumbs{list-style:none;padding:0;margin:0;border:1px solid var(--line);border-radius:.3rem;background:var(--card)}ol.crumbs>li{padding:.35rem .5rem;border-bottom:1px solid var(--line);overflow-wrap:anywhere;min-width:0}
+.crumb-head{display:flex;flex-wrap:wrap;gap:.1rem .6rem;align-items:baseline}dl.crumb-data{margin:.2rem 0 0;font-size:.85rem}
+table.kvt{table-layout:fixed}table.kvt th{width:30%;overflow-wrap:anywhere;color:var(--muted)}table.kvt td{overflow-wrap:anywhere}
+summary{min-height:1.75rem;display:list-item;padding:.2rem 0}.pager a,header.top nav a,header.top .brand{min-height:1.75rem;display:inline-flex;align-items:center}
 .flash{padding:.6rem .8rem;border-radius:.3rem;margin-bottom:1rem;background:#e7f4ec;border:1px solid #9fd2b4}.flash.error{background:#fbeaea;border-color:#e3a4a0}
 .pager{display:flex;gap:.8rem;align-items:center;margin:.8rem 0;flex-wrap:wrap}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(18rem,100%),1fr));gap:1rem}.grid2>*,.frames>*{min-width:0}
 details>summary{cursor:pointer;margin:.4rem 0}
 .strip{display:flex;gap:2px;align-items:stretch;height:1.1rem;list-style:none;padding:0;margin:0}.strip li{width:.55rem;border-radius:2px;background:var(--line)}.strip .c-ok{background:var(--ok)}.strip .c-error,.strip .c-timeout{background:var(--bad)}.strip .c-missed{background:var(--warn)}.strip .c-in_progress{background:var(--accent)}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
-@media (max-width:40rem){main{padding:.6rem}header.top nav{flex-basis:100%;order:3}th.opt,td.opt{display:none}h1{font-size:1.2rem}}
+@media (max-width:40rem){main{padding:.6rem}.kv{grid-template-columns:minmax(0,1fr)}.kv dd{margin-bottom:.3rem}header.top nav{flex-basis:100%;order:3}th.opt,td.opt{display:none}h1{font-size:1.2rem}}
 `;
 
 export const JS = `

@@ -10,6 +10,7 @@ import type { AppDeps } from '../context.js';
 import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { badRequest, notFound, readJson } from './errors.js';
+import { audit } from './audit.js';
 
 export function alertRoutes(deps: AppDeps): Hono {
   const app = new Hono();
@@ -54,7 +55,9 @@ export function alertRoutes(deps: AppDeps): Hono {
     if (!isAlertType(type)) throw notFound(`alert type "${type}" (types are ${ALERT_TYPES.join(', ')})`);
     const body = await readJson(c);
     const patch = await input(() => parseRulePatch(body));
-    return c.json(await input(() => updateRule(db, project.id, type, patch)));
+    const rule = await input(() => updateRule(db, project.id, type, patch));
+    await audit(deps, c, 'alert_rule.update', `${project.slug}/${type}`, patch as unknown as Record<string, unknown>);
+    return c.json(rule);
   });
 
   app.post('/api/projects/:slug/alerts/channels', async (c) => {
@@ -62,6 +65,7 @@ export function alertRoutes(deps: AppDeps): Hono {
     const body = await readJson(c);
     const channel = await input(() => addChannel(db, project.id, body, deps.config, runtime, deps.clock.now()));
     deps.logger.info({ project: project.slug, channel_id: Number(channel.id), kind: channel.kind }, 'alert channel created');
+    await audit(deps, c, 'alert_channel.create', project.slug, { id: Number(channel.id), kind: channel.kind });
     return c.json(channelJson(channel), 201);
   });
 
@@ -69,6 +73,7 @@ export function alertRoutes(deps: AppDeps): Hono {
     const project = await projectOr404(c.req.param('slug'));
     if (!(await deleteChannel(db, project.id, channelId(c.req.param('id'))))) throw notFound(`alert channel ${JSON.stringify(c.req.param('id'))}`);
     deps.logger.info({ project: project.slug, channel_id: Number(c.req.param('id')) }, 'alert channel deleted');
+    await audit(deps, c, 'alert_channel.delete', project.slug, { id: Number(c.req.param('id')) });
     return c.body(null, 204);
   });
 

@@ -7,10 +7,13 @@ import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { AppDeps } from '../context.js';
 import { dashboard } from '../dashboard/index.js';
-import { apiKeyAuth, isIngestPath } from './auth.js';
+import { isIngestPath, managementAuth } from './auth.js';
+import { UserPresence } from '../accounts/presence.js';
+import { userRoutes } from './users.js';
 import { errorResponse, handleError } from './errors.js';
 import { alertRoutes } from './alerts.js';
 import { monitorRoutes } from './monitors.js';
+import { attachmentRoutes } from './attachments.js';
 import { ignoreUntrustedForwarding } from './forwarded.js';
 import { refuseNulInUrl } from './input-hygiene.js';
 import { healthRoutes } from './health.js';
@@ -18,6 +21,7 @@ import { ingestCors, ingestRoutes } from './ingest.js';
 import { projectRoutes } from './projects.js';
 import { managementRateLimitKey, rateLimit } from './rate-limit.js';
 import { readRoutes } from './read.js';
+import { triageRoutes } from './triage.js';
 import { requestMeta } from './request-meta.js';
 import { uploadRoutes } from './uploads.js';
 import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
@@ -38,8 +42,9 @@ export function createApp(deps: AppDeps): Hono {
 
   app.use(ingestCors(deps.config));
   app.use(refuseNulInUrl(isIngestPath));
-  app.use(dashboard(deps)); // every path outside /api and /health; signs in with its own session
-  app.use(apiKeyAuth(deps.config.apiKeys));
+  const presence = new UserPresence(deps.store.db);
+  app.use(dashboard(deps, presence)); // every path outside /api and /health; signs in with its own session
+  app.use(managementAuth(deps, presence));
   app.use(rateLimit(deps, managementRateLimitKey(deps)));
 
   const managementBodyLimit = bodyLimit({
@@ -61,12 +66,15 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', healthRoutes(deps));
   app.route('/', projectRoutes(deps));
   app.route('/', ingestRoutes(deps));
+  app.route('/', attachmentRoutes(deps));
   app.route('/', readRoutes(deps));
+  app.route('/', triageRoutes(deps));
   app.route('/', alertRoutes(deps));
   app.route('/', monitorRoutes(deps));
   app.route('/', uploadRoutes(deps));
   app.route('/', symbolRoutes(deps));
   app.route('/', transferRoutes(deps));
+  app.route('/', userRoutes(deps));
 
   app.notFound((c) => errorResponse(c, 404, 'not found'));
   app.onError((err, c) => handleError(err, c, logger));

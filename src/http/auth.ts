@@ -1,8 +1,13 @@
-// API-key authentication of the management API: `Authorization: Bearer <key>`
-// against API_KEYS, compared in constant time over SHA-256 digests (Web Crypto,
-// so every edition can run it). Decides which paths are exempt (health, ingest).
+// Authentication and roles of the management API: `Authorization: Bearer <key>` with
+// an instance API key (compared in constant time over SHA-256 digests, Web Crypto so
+// every edition runs it) or a personal token; the role each route class needs; the
+// request's actor. Decides which paths are exempt (health, ingest).
 import type { Context, MiddlewareHandler } from 'hono';
-import { errorResponse } from './errors.js';
+import type { AppDeps } from '../context.js';
+import { apiKeyActor, type Actor, isPersonalToken, isRole, type Role, ROUTE_CLASS_ROLE, roleRefusal, routeClass, SYSTEM_ACTOR } from '../accounts/rules.js';
+import { resolveToken, touchToken } from '../accounts/store.js';
+import type { UserPresence } from '../accounts/presence.js';
+import { errorResponse, HttpError } from './errors.js';
 
 /** Context variable holding a short, non-secret id of the API key used (for rate limits). */
 export const API_KEY_ID = 'apiKeyId';
@@ -56,25 +61,90 @@ export function bearerToken(c: Context): string | null {
   return m ? m[1] : null;
 }
 
+/** Context variable holding the request's actor (see requestActor). */
+const ACTOR = 'actor';
+
 /**
- * Checks the API key on every non-exempt path when API_KEYS is set; open otherwise.
- * Digests of the configured keys are computed once; each request is compared with
+ * Who made this request: a user (personal token or dashboard session), an instance API
+ * key, or `system` (the open API, background work). Audit entries, comments and
+ * activity name this actor. Set by managementAuth; `system` where nothing signed in.
+ */
+export function requestActor(c: Context): Actor {
+  return (c.get(ACTOR) as Actor | undefined) ?? SYSTEM_ACTOR;
+}
+
+/** Sets the actor (the dashboard does, from its session). */
+export function setRequestActor(c: Context, actor: Actor): void {
+  c.set(ACTOR, actor);
+}
+
+/** The digests of the configured API keys, computed once per app. */
+export type ApiKeyDigests = Promise<Uint8Array[]>;
+
+export function apiKeyDigests(apiKeys: string[]): ApiKeyDigests {
+  return Promise.all(apiKeys.map(sha256));
+}
+
+/**
+ * The presented key's digest when it is one of the configured API keys. Compares with
  * every key (no early exit) so timing reveals neither a key nor which one matched.
  */
-export function apiKeyAuth(apiKeys: string[]): MiddlewareHandler {
-  const digests = Promise.all(apiKeys.map(sha256));
+export async function matchApiKeyDigest(digests: ApiKeyDigests, presented: string): Promise<Uint8Array | null> {
+  const digest = await sha256(presented);
+  let matched = false;
+  for (const d of await digests) matched = equalBytes(digest, d) || matched;
+  return matched ? digest : null;
+}
+
+/** The actor of a user as the role checks see them. */
+export function userActor(user: { id: number; email: string; role: string }): Actor {
+  return { kind: 'user', userId: Number(user.id), email: user.email, label: user.email, role: isRole(user.role) ? user.role : 'viewer' };
+}
+
+/**
+ * Authenticates every non-exempt path and enforces the role its route class needs
+ * (src/accounts/rules.ts). Bearer credentials: an instance API key (acts as admin) or a
+ * personal token (its user's role; refused when expired or the user is disabled). The
+ * API is open only while API_KEYS is empty and no user exists (docs/api.md "Accounts").
+ */
+export function managementAuth(deps: AppDeps, presence: UserPresence): MiddlewareHandler {
+  const digests = apiKeyDigests(deps.config.apiKeys);
+  const db = deps.store.db;
   return async (c, next) => {
-    if (apiKeys.length === 0 || isAuthExempt(c.req.path)) return next();
+    if (isAuthExempt(c.req.path)) return next();
     const token = bearerToken(c);
+    let actor: Actor | null = null;
     if (token !== null) {
-      const presented = await sha256(token);
-      let matched = false;
-      for (const digest of await digests) matched = equalBytes(presented, digest) || matched;
-      if (matched) {
-        c.set(API_KEY_ID, hex(presented.subarray(0, 8)));
-        return next();
+      if (isPersonalToken(token)) {
+        const found = await resolveToken(db, token, deps.clock.now());
+        if (found) {
+          actor = userActor(found.user);
+          c.set(API_KEY_ID, `token:${Number(found.token.id)}`);
+          await touchToken(db, found.token, deps.clock.now());
+        }
+      } else {
+        const digest = await matchApiKeyDigest(digests, token);
+        if (digest) {
+          const id = hex(digest.subarray(0, 8));
+          c.set(API_KEY_ID, id);
+          actor = apiKeyActor(id);
+        }
       }
     }
-    return errorResponse(c, 401, 'unauthorized', { 'WWW-Authenticate': 'Bearer' });
+    // The open API ignores whatever credential came with the request, as it always has.
+    if (!actor && deps.config.apiKeys.length === 0 && !(await presence.exists())) actor = SYSTEM_ACTOR;
+    if (!actor) return errorResponse(c, 401, 'unauthorized', { 'WWW-Authenticate': 'Bearer' });
+    c.set(ACTOR, actor);
+    const refusal = roleRefusal(actor.role, ROUTE_CLASS_ROLE[routeClass(c.req.method, c.req.path)], `${c.req.method} ${c.req.path}`);
+    if (refusal) return errorResponse(c, 403, refusal);
+    return next();
   };
+}
+
+/** Throws a 403 unless the request's actor has `needed` (for checks inside a route). */
+export function requireRole(c: Context, needed: Role, what: string): Actor {
+  const actor = requestActor(c);
+  const refusal = roleRefusal(actor.role, needed, what);
+  if (refusal) throw new HttpError(403, refusal);
+  return actor;
 }

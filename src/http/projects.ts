@@ -6,7 +6,8 @@ import type { z } from 'zod';
 import { iso } from '../clock.js';
 import type { AppDeps } from '../context.js';
 import type { ProjectRow } from '../store/schema.js';
-import { createSchema, patchSchema } from '../store/project-input.js';
+import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
+import { parseList } from '../privacy/scrub.js';
 import {
   PROJECT_DEFAULTS,
   SlugTakenError,
@@ -20,6 +21,7 @@ import {
 } from '../store/projects.js';
 import { HttpError, badRequest, notFound, readJsonObject, zodMessage } from './errors.js';
 import { buildDsn, publicBaseUrl } from './public-url.js';
+import { audit } from './audit.js';
 
 /** Validates a project body; a failure is a 400 naming each bad field. */
 export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -37,6 +39,7 @@ export function withDefaults(input: z.infer<typeof createSchema>): NewProjectInp
     sample_keep_first: input.sample_keep_first ?? PROJECT_DEFAULTS.sample_keep_first,
     sample_rate: input.sample_rate ?? PROJECT_DEFAULTS.sample_rate,
     daily_quota: input.daily_quota ?? PROJECT_DEFAULTS.daily_quota,
+    ...Object.fromEntries(Object.entries(privacyColumns(input)).filter(([, v]) => v !== undefined)),
   };
 }
 
@@ -50,6 +53,11 @@ export function projectJson(project: ProjectRow, baseUrl: string) {
     sample_keep_first: project.sample_keep_first,
     sample_rate: project.sample_rate,
     daily_quota: project.daily_quota,
+    scrub_defaults: Boolean(project.scrub_defaults),
+    scrub_ip_addresses: Boolean(project.scrub_ip_addresses),
+    scrub_fields: parseList(project.scrub_fields),
+    safe_fields: parseList(project.safe_fields),
+    storage_budget_mb: Number(project.storage_budget_mb),
     created_at: iso(project.created_at),
     dsn: buildDsn(baseUrl, project.dsn_key, project.id),
   };
@@ -77,6 +85,7 @@ export function projectRoutes(deps: AppDeps): Hono {
     try {
       const project = await createProject(db, withDefaults(input), deps.clock.now());
       deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
+      await audit(deps, c, 'project.create', project.slug);
       return c.json(json(c, project), 201, { Location: `/api/projects/${project.slug}` });
     } catch (err) {
       if (err instanceof SlugTakenError) throw new HttpError(409, err.message);
@@ -89,8 +98,9 @@ export function projectRoutes(deps: AppDeps): Hono {
   app.patch('/api/projects/:slug', async (c) => {
     const project = await projectOr404(c.req.param('slug'));
     const patch = parse(patchSchema, await readJsonObject(c));
-    const updated = await updateProject(db, project.id, patch);
+    const updated = await updateProject(db, project.id, { ...patch, ...privacyColumns(patch) });
     if (!updated) throw notFound(`project "${project.slug}"`);
+    await audit(deps, c, 'project.update', project.slug, patch as Record<string, unknown>);
     return c.json(json(c, updated));
   });
 
@@ -98,6 +108,7 @@ export function projectRoutes(deps: AppDeps): Hono {
     const project = await projectOr404(c.req.param('slug'));
     if (!(await deleteProject(db, project.id))) throw notFound(`project "${project.slug}"`);
     deps.logger.info({ project: project.slug, project_id: project.id }, 'project deleted');
+    await audit(deps, c, 'project.delete', project.slug);
     return c.body(null, 204);
   });
 
@@ -106,6 +117,7 @@ export function projectRoutes(deps: AppDeps): Hono {
     const rotated = await rotateProjectKey(db, project.id);
     if (!rotated) throw notFound(`project "${project.slug}"`);
     deps.logger.info({ project: project.slug, project_id: project.id }, 'project DSN key rotated');
+    await audit(deps, c, 'project.rotate_key', project.slug);
     return c.json(json(c, rotated));
   });
 

@@ -22,6 +22,8 @@ import { listReleases, releaseDetail } from '../read/releases.js';
 import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { HttpError, readJson } from './errors.js';
+import { actorOf } from './triage.js';
+import { audit } from './audit.js';
 
 const P = '/api/projects/:slug';
 /** The routes that take only a time window (overview, issue detail, releases). */
@@ -68,7 +70,7 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await listIssues(db, p.id, parseIssueListQuery(query(c, ISSUE_LIST_PARAMETERS), now()), now()));
+      return c.json(await listIssues(db, p.id, parseIssueListQuery(query(c, ISSUE_LIST_PARAMETERS), now()), now(), actorOf(c).userId));
     }),
   );
 
@@ -77,8 +79,10 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/bulk`,
     handle(async (c) => {
       const p = await project(c);
-      const { fingerprints, status } = parseBulkBody(await readJson(c));
-      return c.json(await bulkSetStatus(db, p.id, fingerprints, status, now(), deps.store.batch));
+      const { fingerprints, ...change } = parseBulkBody(await readJson(c), now());
+      const result = await bulkSetStatus(deps.store, p.id, fingerprints, change, now(), actorOf(c));
+      await audit(deps, c, 'issue.bulk_status', p.slug, { status: change.status, ...(change.assignee !== undefined ? { assignee: change.assignee } : {}), fingerprints });
+      return c.json(result);
     }),
   );
 
@@ -92,7 +96,10 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/merge`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await mergeIssues(deps.store, p.id, parseMergeBody(await readJson(c)), now()));
+      const body = parseMergeBody(await readJson(c));
+      const result = await mergeIssues(deps.store, p.id, body, now(), actorOf(c));
+      await audit(deps, c, 'issue.merge', p.slug, body as unknown as Record<string, unknown>);
+      return c.json(result);
     }),
   );
 
@@ -112,8 +119,11 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues/:fingerprint`,
     handle(async (c) => {
       const p = await project(c);
-      const status = parseStatusBody(await readJson(c));
-      return c.json(await setIssueStatus(db, p.id, c.req.param('fingerprint') ?? '', status, now(), deps.store.batch));
+      const change = parseStatusBody(await readJson(c), now());
+      const fingerprint = c.req.param('fingerprint') ?? '';
+      const result = await setIssueStatus(deps.store, p.id, fingerprint, change, now(), actorOf(c));
+      await audit(deps, c, change.status !== null ? 'issue.status' : 'issue.assign', `${p.slug}/${fingerprint}`, { status: change.status, ...(change.assignee !== undefined ? { assignee: change.assignee } : {}) });
+      return c.json(result);
     }),
   );
 

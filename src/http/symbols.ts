@@ -10,6 +10,7 @@ import { MultipartError, multipartBoundary, parseMultipart } from '../symbols/mu
 import { SYMBOL_KINDS, symbolFileJson, listSymbolFiles, type SymbolFileRow, type SymbolKind } from '../symbols/storage.js';
 import { HttpError, badRequest, notFound } from './errors.js';
 import { MAX_SYMBOL_DIST, MAX_SYMBOL_FIELD, MAX_SYMBOL_RELEASE, REFUSED_UPLOAD_DRAIN_BYTES } from '../limits.js';
+import { audit } from './audit.js';
 
 const SYMBOLS_PATH = /^\/api\/projects\/[^/]+\/symbols$/;
 
@@ -108,7 +109,9 @@ export function symbolRoutes(deps: AppDeps): Hono {
   app.post('/api/projects/:slug/symbols', async (c) => {
     const p = await project(c);
     const stored = await receiveSymbolUpload(deps, p, c.req.header('content-type') ?? null, c.req.raw.body);
-    return c.json({ symbols: stored.map(symbolFileJson) }, 201);
+    const files = stored.map(symbolFileJson);
+    await audit(deps, c, 'symbol.upload', p.slug, { files: files.length });
+    return c.json({ symbols: files }, 201);
   });
 
   app.delete('/api/projects/:slug/symbols/:id', async (c) => {
@@ -118,6 +121,7 @@ export function symbolRoutes(deps: AppDeps): Hono {
     if (!Number.isSafeInteger(id)) throw notFound(`symbol ${JSON.stringify(idText)}`);
     const deleted = deps.symbols ? await deps.symbols.deleteFile(p.id, id) : false;
     if (!deleted) throw notFound(`symbol ${id}`);
+    await audit(deps, c, 'symbol.delete', p.slug, { id });
     return c.body(null, 204);
   });
 

@@ -8,6 +8,7 @@ import type { AppDeps } from '../context.js';
 import { IMPORT_BODY_LIMIT } from '../limits.js';
 import { exportResponse, importResponse } from '../transfer/http.js';
 import { errorResponse } from './errors.js';
+import { audit } from './audit.js';
 
 export const IMPORT_PATH = '/api/import';
 
@@ -23,7 +24,11 @@ export function transferRoutes(deps: AppDeps): Hono {
       maxSize: IMPORT_BODY_LIMIT,
       onError: (c) => errorResponse(c, 413, `request body too large; send at most ${IMPORT_BODY_LIMIT} bytes per request (faultline import --to splits a file)`),
     }),
-    (c) => importResponse(http, c.req.raw),
+    async (c) => {
+      const res = await importResponse(http, c.req.raw);
+      await audit(deps, c, 'import', null, { status: res.status });
+      return res;
+    },
   );
   return app;
 }

@@ -7,7 +7,8 @@ import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
 import { encodeSymbolicated } from './symbolicated.js';
 import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
-import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, SymbolicationInput } from './types.js';
+import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, NormalizedThread, SymbolicationInput } from './types.js';
+import { REPORT_KEY, storedReport, type Scrubber } from '../privacy/scrub.js';
 import { MAX_BREADCRUMBS, MAX_EVENT_CLOCK_AHEAD_MS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
 
 export interface NormalizeContext {
@@ -28,6 +29,12 @@ export interface NormalizeContext {
    * then drive grouping, title, error type and location, and are stored beside the originals.
    */
   symbolicate?: EventSymbolicator;
+  /**
+   * The project's scrubber (src/privacy/scrub.ts), run on the parsed event before
+   * anything else reads it, so grouping, the row's columns and the stored raw payload
+   * only ever see the scrubbed values.
+   */
+  scrub?: Scrubber | null;
 }
 
 const utf8 = new TextDecoder();
@@ -329,6 +336,26 @@ function threadList(v: unknown): Obj[] {
   return list.filter(isObject);
 }
 
+/**
+ * `threads` for the event detail: the crashed thread first (a reader opens an event to
+ * see the crash), the others in the order sent. Ids may be numbers or strings on the wire.
+ */
+export function normalizeThreads(v: unknown): NormalizedThread[] {
+  const out = threadList(v).map(
+    (t): NormalizedThread => ({
+      id: text(t.id, 64),
+      name: text(t.name, 256),
+      crashed: t.crashed === true,
+      current: t.current === true,
+      main: t.main === true,
+      state: text(t.state, 64),
+      frames: stackFrames(t.stacktrace),
+    }),
+  );
+  // Array.prototype.sort is stable: the others keep their order.
+  return out.sort((a, b) => Number(b.crashed) - Number(a.crashed));
+}
+
 function valueText(v: unknown): string {
   if (typeof v === 'string') return clip(v, MAX_MESSAGE);
   if (v === undefined || v === null) return '';
@@ -499,7 +526,18 @@ export function normalizeEvent(payload: Uint8Array, ctx: NormalizeContext): Norm
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: false): NormalizedEvent;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: true): EventDetailData;
 function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boolean): NormalizedEvent | EventDetailData {
-  const { ev, cleaned } = ctx.parsed ?? parsePayload(payload);
+  const parsedPayload = ctx.parsed ?? parsePayload(payload);
+  const ev = parsedPayload.ev;
+  let cleaned = parsedPayload.cleaned;
+  if (!detailOnly) {
+    if (ctx.scrub) {
+      if (ctx.scrub(ev) !== null) cleaned = true;
+    } else if (Object.hasOwn(ev, REPORT_KEY)) {
+      // Only the server says what it filtered.
+      delete ev[REPORT_KEY];
+      cleaned = true;
+    }
+  }
 
   const eventId = cleanUuid(ev.event_id) ?? cleanUuid(ctx.envelopeEventId) ?? randomId();
 
@@ -553,9 +591,11 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
       extra: isObject(ev.extra) ? ev.extra : null,
       sdk,
       debug_images: images,
+      threads: normalizeThreads(ev.threads),
       fingerprint_input: input,
       logger: text(ev.logger, 128),
       server_name: text(ev.server_name, 256),
+      scrubbed: storedReport(ev),
     };
   }
 

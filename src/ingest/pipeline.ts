@@ -32,6 +32,9 @@ import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEven
 import { MAX_BODY_BYTES, MAX_CHECK_INS_PER_ENVELOPE, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
 import { recordCheckIns } from '../monitors/check-ins.js';
+import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
+import { storeAttachment } from '../attachments/storage.js';
+import { scrubberFor } from '../privacy/scrub.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -146,7 +149,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     }
 
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
-    const { work, skipped, checkIns } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
+    const { work, skipped, attachments, checkIns } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
@@ -154,6 +157,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     // each a conditional write of its monitor. Answered as Sentry does: 200 whatever became of them.
     if (checkIns.length > 0) await storeCheckIns(deps, project.id, checkIns, receivedAt);
     if (work.events.length === 0 && work.sessions.length === 0 && work.aggregates.length === 0) {
+      await commitAttachments(deps, project.id, attachments);
       return reply(200, okBody);
     }
 
@@ -166,6 +170,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
         'X-Sentry-Rate-Limits': `${seconds}:error;default:project:quota`,
       });
     }
+    await commitAttachments(deps, project.id, attachments);
     return reply(200, okBody);
   } catch (err) {
     if (err instanceof AuthError) return errorReply(err.status, err.message);
@@ -186,6 +191,21 @@ export async function storeCheckIns(deps: PipelineDeps, projectId: number, check
     await recordCheckIns(deps, projectId, checkIns, receivedAt);
   } catch (err) {
     deps.logger.error({ err, project: projectId }, 'recording check-ins failed; answering 503');
+    throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
+  }
+}
+
+/**
+ * Stores an envelope's attachments once their event is committed, before the answer:
+ * a plain event never waits for this, and an SDK that gets 503 here sends the whole
+ * envelope again (the event is then a duplicate; the files are stored once).
+ */
+async function commitAttachments(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[]): Promise<void> {
+  if (attachments.length === 0) return;
+  try {
+    await storeAttachment(deps.store, projectId, attachments);
+  } catch (err) {
+    deps.logger.error({ err, project: projectId }, 'storing attachments failed; answering 503');
     throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
   }
 }
@@ -272,11 +292,18 @@ interface BuildContext {
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
-export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; checkIns: CheckInInput[] } {
+export function buildWork(
+  project: ProjectRow,
+  parsed: Parsed,
+  ctx: BuildContext,
+): { work: IngestWork; skipped: number; attachments: PendingAttachment[]; checkIns: CheckInInput[] } {
   const events: NormalizedEvent[] = [];
   const checkIns: CheckInInput[] = [];
   const sessions: SessionUpdate[] = [];
   const aggregates: SessionAggregate[] = [];
+  // Scrubbing (docs/privacy.md) runs inside normalisation, before grouping and storage.
+  const scrub = scrubberFor(project);
+  const clientIp = project.scrub_ip_addresses ? null : ctx.clientIp;
 
   if (parsed.kind === 'store') {
     try {
@@ -285,10 +312,11 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
           receivedAt: ctx.receivedAt,
           sentAt: null,
           envelopeEventId: null,
-          clientIp: ctx.clientIp,
+          clientIp,
           md5Hex: ctx.md5Hex,
           parsed: ctx.symbolication?.parsed.get(parsed.payload),
           symbolicate: ctx.symbolication?.symbolicate,
+          scrub,
         }),
       );
     } catch (err) {
@@ -296,7 +324,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
       if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
       throw err;
     }
-    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, checkIns };
+    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [], checkIns };
   }
 
   const { headers, items } = parsed.envelope;
@@ -313,7 +341,9 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   // The envelope's event_id names one event: only the first event without an id of its
   // own takes it (the rest get random ids), else the dedupe below would drop them all.
   let envelopeEventId = cleanUuid(headers.event_id);
+  const headerEventId = envelopeEventId;
   const seen = new Set<string>();
+  const attachmentItems: AttachmentItem[] = [];
   for (const item of items) {
     try {
       switch (item.type) {
@@ -322,10 +352,11 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
             receivedAt: ctx.receivedAt,
             sentAt,
             envelopeEventId,
-            clientIp: ctx.clientIp,
+            clientIp,
             md5Hex: ctx.md5Hex,
             parsed: ctx.symbolication?.parsed.get(item.payload),
             symbolicate: ctx.symbolication?.symbolicate,
+            scrub,
           });
           if (event.eventId === envelopeEventId) envelopeEventId = null;
           // The same event twice in one envelope counts once, as a resend would.
@@ -343,8 +374,11 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
         case 'check_in':
           checkIns.push(checkInOf(item.payload));
           break;
+        case 'attachment':
+          attachmentItems.push(item);
+          break;
         default:
-          // transaction, attachment, client_report, profile, replay_*, …: accepted, dropped.
+          // transaction, client_report, profile, replay_*, …: accepted, dropped.
           break;
       }
     } catch (err) {
@@ -352,7 +386,10 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
       skipped++;
     }
   }
-  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped, checkIns };
+  // Attachments belong to the envelope's event: the header's event_id, else its one event.
+  const attachmentEvent = headerEventId ?? (events.length === 1 ? events[0].eventId : null);
+  const { attachments, dropped } = collectAttachments(attachmentItems, attachmentEvent);
+  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments, checkIns };
 }
 
 /**

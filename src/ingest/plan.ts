@@ -50,6 +50,8 @@ export interface ProjectKeys {
   fingerprints: string[];
   releases: string[];
   sids: string[];
+  /** The events' user keys (read only for issues snoozed until a number of users). */
+  userKeys: string[];
 }
 
 /** An issue row with the event times behind first_seen_id / last_seen_id (null: that event is gone). */
@@ -69,6 +71,11 @@ export interface ProjectSnapshot {
    * issue's id; the issue is among `issues` (docs/api.md "Merging issues").
    */
   aliases: Map<string, number>;
+  /**
+   * For issues snoozed until a number of users (`ignore_users`): the batch's user keys
+   * each one has already (the snooze rule counts the new ones; see snoozeEnded).
+   */
+  knownUsers: Map<number, Set<string>>;
   /** The releases (and when each was first seen) of the issues that are resolved. */
   resolvedReleases: { issue_id: number; release: string; first_seen: number }[];
   /** PostgreSQL: an id taken from the issues sequence for each fingerprint without an issue. */
@@ -79,7 +86,7 @@ export interface ProjectSnapshot {
 
 /** A snapshot with nothing in it, for a project whose keys are not read. */
 export function emptySnapshot(): ProjectSnapshot {
-  return { seen: new Set(), eventIds: null, used: new Map(), issues: [], aliases: new Map(), resolvedReleases: [], newIssueIds: null, releases: [], sessions: [] };
+  return { seen: new Set(), eventIds: null, used: new Map(), issues: [], aliases: new Map(), knownUsers: new Map(), resolvedReleases: [], newIssueIds: null, releases: [], sessions: [] };
 }
 
 export interface BatchSnapshot {
@@ -101,6 +108,7 @@ function projectKeys(projectId: number, works: PreparedWork[]): ProjectKeys {
   const fingerprints = new Set<string>();
   const releases = new Set<string>();
   const sids = new Set<string>();
+  const userKeys = new Set<string>();
   for (const w of works) {
     if (w.projectId !== projectId) continue;
     if (w.events.length > 0) days.add(utcDay(w.receivedAt));
@@ -108,10 +116,11 @@ function projectKeys(projectId: number, works: PreparedWork[]): ProjectKeys {
       eventIds.add(e.eventId);
       fingerprints.add(e.fingerprint);
       if (e.release !== '') releases.add(e.release);
+      if (e.userKey !== null) userKeys.add(e.userKey);
     }
     for (const s of w.sessions) sids.add(s.sid);
   }
-  return { projectId, eventIds: [...eventIds], days: [...days], fingerprints: [...fingerprints].sort(), releases: [...releases], sids: [...sids] };
+  return { projectId, eventIds: [...eventIds], days: [...days], fingerprints: [...fingerprints].sort(), releases: [...releases], sids: [...sids], userKeys: [...userKeys] };
 }
 
 // ---------------------------------------------------------------------------
@@ -132,6 +141,8 @@ export interface PlannedIssue {
   releaseFirstSeen: Map<string, number>;
   /** Events per hour bucket (`issue_hourly`, additive). */
   hourly: Map<number, number>;
+  /** Events per environment and hour bucket (`issue_environment_hourly`, additive), keyed `bucket:environment`. */
+  environmentHourly: Map<string, { environment: string; bucket: number; events: number }>;
   /** Event times behind first_seen_id / last_seen_id, to compare new stored events with. */
   firstStoredTs: number;
   lastStoredTs: number;
@@ -149,10 +160,13 @@ export interface PlannedEvent {
   seen: SeenEventRecord;
 }
 
-/** A `new_issue` or `regression`: an `issue_changes` row and an alert outbox row. */
+/**
+ * A `new_issue` or `regression` (an `issue_changes` row and an alert outbox row), or a
+ * `snooze_ended` (an `issue_changes` row only).
+ */
 export interface PlannedChange {
   issue: PlannedIssue;
-  kind: 'new_issue' | 'regression';
+  kind: 'new_issue' | 'regression' | 'snooze_ended';
   at: number;
   release: string;
   /** The environment of the event that caused it. */
@@ -233,6 +247,31 @@ export function regresses(release: string, timestamp: number, resolvedAt: number
     return !(first !== undefined && first < resolvedAt);
   }
   return timestamp > resolvedAt;
+}
+
+/** What the snooze rule reads of an issue. */
+export type SnoozeFacts = Pick<IssueRecord, 'status' | 'event_count' | 'users' | 'ignore_until' | 'ignore_count' | 'ignore_users' | 'ignored_event_count' | 'ignored_users'>;
+
+/**
+ * The snooze rule (docs/api.md "Snoozing"): an `ignored` issue with a condition returns
+ * to `unresolved` once its time has come, or it has `ignore_count` more events, or
+ * `ignore_users` more distinct users, than when it was snoozed. Ingest applies it to
+ * the issues a batch touched (SQLite and PostgreSQL here; D1 as SNOOZE_ENDED_SQL), the
+ * periodic job to time conditions.
+ */
+export function snoozeEnded(issue: SnoozeFacts, now: number): boolean {
+  if (issue.status !== 'ignored') return false;
+  if (issue.ignore_until !== null) return now >= num(issue.ignore_until);
+  if (issue.ignore_count !== null) return num(issue.event_count) - num(issue.ignored_event_count ?? 0) >= num(issue.ignore_count);
+  if (issue.ignore_users !== null) return num(issue.users) - num(issue.ignored_users ?? 0) >= num(issue.ignore_users);
+  return false;
+}
+
+/** snoozeEnded as an SQL condition on an `issues` row, `now` being the SQL text of the time (D1 ingest, the periodic job). */
+export function snoozeEndedSql(now: string): string {
+  return `(status = 'ignored' AND CASE WHEN ignore_until IS NOT NULL THEN ${now} >= ignore_until
+    WHEN ignore_count IS NOT NULL THEN event_count - coalesce(ignored_event_count, 0) >= ignore_count
+    WHEN ignore_users IS NOT NULL THEN users - coalesce(ignored_users, 0) >= ignore_users ELSE false END)`;
 }
 
 /**
@@ -420,6 +459,12 @@ class Planner {
             regressed_at: null,
             created_at: at,
             updated_at: at,
+            ignore_until: null,
+            ignore_count: null,
+            ignore_users: null,
+            ignored_event_count: null,
+            ignored_users: null,
+            assignee_id: null,
           });
           byFingerprint.set(e.fingerprint, issue);
           this.changes.push({ issue, kind: 'new_issue', at, release: e.release, environment: e.environment });
@@ -468,6 +513,10 @@ class Planner {
         }
         const bucket = hourBucket(e.timestamp);
         issue.hourly.set(bucket, (issue.hourly.get(bucket) ?? 0) + 1);
+        const envKey = `${bucket}:${e.environment}`;
+        const envHour = issue.environmentHourly.get(envKey);
+        if (envHour) envHour.events += 1;
+        else issue.environmentHourly.set(envKey, { environment: e.environment, bucket, events: 1 });
         this.countProjectHourly(pid, bucket, e);
 
         if (keepsEvent(e.isCrash, row.event_count, project, this.random)) {
@@ -478,7 +527,24 @@ class Planner {
       }
     }
 
-    // 5. Releases: merge first/last seen and platforms with the stored rows.
+    // 5. Snoozes that this batch's events end (the issue's users as the store will count them).
+    for (const issue of touched) {
+      const row = issue.row;
+      if (row.status !== 'ignored' || row.id === null) continue;
+      let users = row.users;
+      if (row.ignore_users !== null) {
+        const known = snap.knownUsers.get(row.id);
+        for (const key of issue.userKeys) if (!known?.has(key)) users += 1;
+      }
+      const at = accepted[accepted.length - 1].work.receivedAt;
+      if (snoozeEnded({ ...row, users }, at)) {
+        row.status = 'unresolved';
+        if (at > row.updated_at) row.updated_at = at;
+        this.changes.push({ issue, kind: 'snooze_ended', at, release: row.last_release, environment: '' });
+      }
+    }
+
+    // 6. Releases: merge first/last seen and platforms with the stored rows.
     for (const r of snap.releases) {
       const acc = releases.get(r.release);
       if (!acc) continue;
@@ -511,7 +577,7 @@ class Planner {
   }
 
   /**
-   * 6. Sessions of the works the quota let through (a work refused is refused whole; one
+   * 7. Sessions of the works the quota let through (a work refused is refused whole; one
    * that carries only sessions is never refused).
    */
   private sessionUpdates(pid: number, works: PreparedWork[], snap: ProjectSnapshot): void {
@@ -590,6 +656,7 @@ function newIssue(row: PlannedIssueRow): PlannedIssue {
     userKeys: new Set(),
     releaseFirstSeen: new Map(),
     hourly: new Map(),
+    environmentHourly: new Map(),
     firstStoredTs: Infinity,
     lastStoredTs: -Infinity,
   };
@@ -642,11 +709,23 @@ export function issueHourlyRows(plan: WriteSet): { issue_id: number | null; buck
   return rows;
 }
 
+export function issueEnvironmentHourlyRows(plan: WriteSet): { issue_id: number | null; environment: string; bucket: number; events: number }[] {
+  const rows: { issue_id: number | null; environment: string; bucket: number; events: number }[] = [];
+  for (const s of plan.issues) for (const h of s.environmentHourly.values()) rows.push({ issue_id: s.row.id, ...h });
+  return rows;
+}
+
 export function issueChangeRows(plan: WriteSet): { project_id: number; issue_id: number | null; kind: string; at: number; release: string }[] {
   return plan.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
 }
 
 /** Alerts are recorded with what caused them (src/alerts/outbox.ts); a dispatcher sends them. */
 export function alertOutboxRows(plan: WriteSet): Record<string, unknown>[] {
-  return plan.changes.map((c) => issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release, environment: c.environment }));
+  const rows: Record<string, unknown>[] = [];
+  for (const c of plan.changes) {
+    // A snooze that ended is activity, not an alert.
+    if (c.kind === 'snooze_ended') continue;
+    rows.push(issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release, environment: c.environment }));
+  }
+  return rows;
 }

@@ -14,6 +14,13 @@ export interface ProjectRecord {
   sample_rate: number;
   daily_quota: number;
   created_at: number;
+  /** Scrubbing (src/privacy/scrub.ts): 0/1 flags, JSON lists of key names. */
+  scrub_defaults: number;
+  scrub_ip_addresses: number;
+  scrub_fields: string;
+  safe_fields: string;
+  /** Past this many MB of stored data, retention removes the oldest events; 0 = no budget. */
+  storage_budget_mb: number;
 }
 
 /** An issue row as read (the database fills `id`; `last_seen_minute` is the store's own column). */
@@ -42,6 +49,17 @@ export interface IssueRecord {
   regressed_at: number | null;
   created_at: number;
   updated_at: number;
+  /**
+   * A snooze (status `ignored`, docs/api.md "Snoozing"): until a time, or until this
+   * many more events or users than `ignored_event_count` / `ignored_users`, the counts
+   * when it began. They count only while the status is `ignored`.
+   */
+  ignore_until: number | null;
+  ignore_count: number | null;
+  ignore_users: number | null;
+  ignored_event_count: number | null;
+  ignored_users: number | null;
+  assignee_id: number | null;
 }
 
 /**

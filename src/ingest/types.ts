@@ -1,5 +1,7 @@
 // The normalised shapes that flow from the envelope parser and normaliser
 // (request side, pure CPU) to the group-commit writer (database side).
+import type { ScrubReport } from '../privacy/scrub.js';
+
 export const LEVELS = ['fatal', 'error', 'warning', 'info', 'debug'] as const;
 export type Level = (typeof LEVELS)[number];
 
@@ -27,6 +29,17 @@ export interface NormalizedException {
   frames: NormalizedFrame[];
 }
 
+/** One thread of `threads` as the event detail shows it (frames oldest call first). */
+export interface NormalizedThread {
+  id: string | null;
+  name: string | null;
+  crashed: boolean;
+  current: boolean;
+  main: boolean;
+  state: string | null;
+  frames: NormalizedFrame[];
+}
+
 /** What the event detail route returns (beside the row's summary fields). */
 export interface EventDetailData {
   message: string;
@@ -38,9 +51,13 @@ export interface EventDetailData {
   extra: Record<string, unknown> | null;
   sdk: Record<string, unknown> | null;
   debug_images: Record<string, unknown>[];
+  /** The event's threads, the crashed one first. */
+  threads: NormalizedThread[];
   fingerprint_input: string[] | null;
   logger: string | null;
   server_name: string | null;
+  /** What server-side scrubbing replaced in this event (src/privacy/scrub.ts); null when nothing. */
+  scrubbed: ScrubReport | null;
 }
 
 export interface NormalizedEvent {

@@ -1,4 +1,4 @@
-// The monitor tables (migration 020): monitors upserted from check-ins, check-ins
+// The monitor tables (migration 025): monitors upserted from check-ins, check-ins
 // recorded, and the minutely check for missed and timed-out ones. Every change of a
 // monitor is one `store.atomic` unit whose first statement is a conditional write of
 // the monitor row (its `version` as read, a fresh `claim` token); the unit's other

@@ -437,9 +437,21 @@ function detailOrNothing(raw: Uint8Array, userIp: string | null): Partial<EventD
   }
 }
 
+/**
+ * The issue's events just older and just newer than `id` (events_issue_id index, one seek
+ * each), for paging through an issue's events one at a time; null at either end.
+ */
+async function neighbours(db: Db, issueId: number, id: number): Promise<{ previous_id: number | null; next_id: number | null }> {
+  const [older, newer] = await Promise.all([
+    db.selectFrom('events').select('id').where('issue_id', '=', issueId).where('id', '<', id).orderBy('id', 'desc').limit(1).executeTakeFirst(),
+    db.selectFrom('events').select('id').where('issue_id', '=', issueId).where('id', '>', id).orderBy('id', 'asc').limit(1).executeTakeFirst(),
+  ]);
+  return { previous_id: older ? Number(older.id) : null, next_id: newer ? Number(newer.id) : null };
+}
+
 export async function eventDetail(db: Db, projectId: number, idOrEventId: string, decompressBlob: DecompressBlob) {
   const row = await findEvent(db, projectId, idOrEventId);
-  const raw = await readStoredPayload(db, row, decompressBlob);
+  const [raw, around] = await Promise.all([readStoredPayload(db, row, decompressBlob), neighbours(db, Number(row.issue_id), Number(row.id))]);
   // Rows written before the detail was derived on read still carry it encoded.
   const detail: Partial<EventDetailData> =
     row.detail.byteLength > 0 ? (decodeJsonBlob<Partial<EventDetailData>>(row.detail, decompressBlob) ?? {}) : detailOrNothing(raw, row.user_ip);
@@ -455,7 +467,11 @@ export async function eventDetail(db: Db, projectId: number, idOrEventId: string
     sdk: detail.sdk ?? (row.sdk_name ? { name: row.sdk_name } : null),
     exceptions: exceptions.map((e, i) => {
       const s = perException?.[i];
-      const remapped = s?.type !== undefined ? { type: s.type, ...(s.module !== undefined ? { module: s.module } : {}) } : {};
+      // The type as received stays beside the remapped one, so a reader can match it to logs.
+      const remapped =
+        s?.type !== undefined
+          ? { type: s.type, ...(s.module !== undefined ? { module: s.module } : {}), obfuscated_type: e.module ? `${e.module}.${e.type}` : e.type }
+          : {};
       return { ...e, ...remapped, symbolicated_frames: s?.frames ?? null };
     }),
     symbolicated: row.symbolicated !== null,
@@ -464,9 +480,14 @@ export async function eventDetail(db: Db, projectId: number, idOrEventId: string
     request: detail.request ?? null,
     extra: detail.extra ?? null,
     debug_images: detail.debug_images ?? [],
+    threads: Array.isArray(detail.threads) ? detail.threads : [],
     fingerprint_input: detail.fingerprint_input ?? null,
     logger: detail.logger ?? null,
     server_name: detail.server_name ?? null,
+    // What server-side scrubbing replaced (docs/privacy.md), like Sentry's `_meta` remarks.
+    scrubbed: detail.scrubbed ?? null,
+    ...around,
+    raw_size: raw.byteLength,
     ...presentRaw(raw),
   };
 }

@@ -2,7 +2,7 @@
 // timeline, breakdown over the newest stored events, newest/oldest stored event), and the
 // status workflow (single and bulk). Every query is served by an index on
 // issues, issue_hourly or events(issue_id, …); see docs/architecture.md.
-import { sql, type CompiledQuery, type Kysely, type QueryResult, type SelectQueryBuilder } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, hourBucket, iso } from '../clock.js';
 import { LAST_SEEN_MINUTE_MS, type Database, type IssueRow } from '../store/schema.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
@@ -20,16 +20,21 @@ import {
 } from './params.js';
 import { scanFloor } from './events.js';
 import { findIssueOrMerged } from './merge.js';
+import { isEmptySearch, parseIssueSearch, SearchSyntaxError, type IssueSearch } from './search-query.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
+import type { Store } from '../store/database.js';
+import { statusChangeStatement, type Actor } from '../triage/activity.js';
+import { parseSnooze, SNOOZE_FIELDS, snoozeData, type Snooze } from '../triage/snooze.js';
+import { assignedChangeStatement, assigneesOf, parseAssigneeRef, resolveAssignee, type AssigneeJson, type AssigneeRef } from '../triage/assignee.js';
 
 type Db = Kysely<Database>;
 // biome-ignore lint/complexity/noBannedTypes: Kysely's type for a query that selects nothing yet
 type IssueQuery = SelectQueryBuilder<Database, 'issues', {}>;
 
 export const SPARKLINE_HOURS = 24;
-export const ISSUE_SORTS = ['last_seen', 'first_seen', 'events'] as const;
+export const ISSUE_SORTS = ['last_seen', 'first_seen', 'events', 'users'] as const;
 export const BREAKDOWN_KEYS = ['release', 'device_model', 'os_version', 'environment'] as const;
 export const BREAKDOWN_TOP = 10;
 /** The breakdown counts over at most this many of the issue's newest stored events in the window. */
@@ -70,13 +75,19 @@ export async function issuesWithSparklines(db: Db, rows: IssueRow[], now: number
     rows.map((r) => Number(r.id)),
     now,
   );
-  return rows.map((r) => issueJson(r, lines.get(Number(r.id))));
+  return issuesJson(db, rows, lines);
 }
 
 export interface IssueListQuery {
   status?: IssueStatus;
   level?: string;
   release?: string;
+  /** Issues with an event in this environment within the window. */
+  environment?: string;
+  /** `me`, `none` or a user's email. */
+  assignee?: string;
+  /** `q` parsed (src/read/search-query.ts). */
+  search?: IssueSearch;
   q?: string;
   sort: (typeof ISSUE_SORTS)[number];
   limit: number;
@@ -85,14 +96,35 @@ export interface IssueListQuery {
 }
 
 /** The issues list's parameters (checkParameters). */
-export const ISSUE_LIST_PARAMETERS: RouteParameters = { names: ['status', 'level', 'release', 'q', 'sort', 'limit', 'offset', ...WINDOW_PARAMETERS] };
+export const ISSUE_LIST_PARAMETERS: RouteParameters = {
+  names: ['status', 'level', 'release', 'environment', 'assignee', 'q', 'sort', 'limit', 'offset', ...WINDOW_PARAMETERS],
+};
+
+function parseSearch(q: string | undefined): { q?: string; search?: IssueSearch } {
+  if (q === undefined || q.trim() === '') return {};
+  try {
+    const search = parseIssueSearch(q);
+    return isEmptySearch(search) ? {} : { q, search };
+  } catch (err) {
+    if (err instanceof SearchSyntaxError) throw new ReadInputError(err.message);
+    throw err;
+  }
+}
+
+function parseAssignee(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'me' || raw === 'none' || /^[^\s@]+@[^\s@]+$/.test(raw)) return raw;
+  throw new ReadInputError(`assignee must be me, none or a user's email (got ${JSON.stringify(raw)})`);
+}
 
 export function parseIssueListQuery(query: QueryParams, now: number): IssueListQuery {
   return {
     status: parseEnum('status', query.status, ISSUE_STATUSES),
     level: parseEnum('level', query.level, LEVELS),
     release: query.release,
-    q: query.q === undefined || query.q === '' ? undefined : query.q,
+    environment: query.environment === '' ? undefined : query.environment,
+    assignee: parseAssignee(query.assignee),
+    ...parseSearch(query.q),
     sort: parseEnum('sort', query.sort, ISSUE_SORTS) ?? 'last_seen',
     limit: parseLimit(query.limit),
     offset: parseOffset(query.offset),
@@ -119,11 +151,76 @@ function lastSeenMinute(ms: number): number {
   return ms - (ms % LAST_SEEN_MINUTE_MS);
 }
 
+/**
+ * Issues with an event in `environment` within the window, from issue_environment_hourly
+ * (its primary key: issue, environment, hour): hours overlapping the window.
+ */
+function inEnvironment(query: IssueQuery, environment: string, window: TimeWindow): IssueQuery {
+  const first = hourBucket(window.from);
+  return query.where((eb) =>
+    eb.exists(
+      eb
+        .selectFrom('issue_environment_hourly as env')
+        .select(sql`1`.as('one'))
+        .whereRef('env.issue_id', '=', 'issues.id')
+        .where('env.environment', '=', environment)
+        .where('env.bucket', '>=', first)
+        .where('env.bucket', '<', window.to),
+    ),
+  );
+}
+
+/** The assignee filter: `none`, `me` (the signed-in user; an API key is nobody) or a user's email. */
+function assignedTo(query: IssueQuery, assignee: string, viewer: number | null): IssueQuery {
+  if (assignee === 'none') return query.where('assignee_id', 'is', null);
+  if (assignee === 'me') return viewer === null ? query.where(sql<boolean>`1 = 0`) : query.where('assignee_id', '=', viewer);
+  // Emails are stored lower case (src/accounts/rules.ts).
+  return query.where('assignee_id', 'in', (eb) => eb.selectFrom('users').select('id').where('email', '=', assignee.trim().toLowerCase()));
+}
+
+/** The search syntax's filters (src/read/search-query.ts), each on an index or a primary key. */
+function searched(query: IssueQuery, projectId: number, s: IssueSearch, window: TimeWindow, viewer: number | null): IssueQuery {
+  for (const status of s.statuses) query = query.where('status', '=', status);
+  if (s.assigned !== null) query = query.where('assignee_id', s.assigned ? 'is not' : 'is', null);
+  for (const a of s.assignees) query = assignedTo(query, a, viewer);
+  for (const level of s.levels) query = query.where('level', '=', level);
+  for (const release of s.firstReleases) query = query.where('first_release', '=', release);
+  for (const release of s.releases) {
+    query = query.where((eb) =>
+      eb.exists(eb.selectFrom('issue_releases as ir').select(sql`1`.as('one')).whereRef('ir.issue_id', '=', 'issues.id').where('ir.release', '=', release)),
+    );
+  }
+  for (const env of s.environments) query = inEnvironment(query, env, window);
+  for (const user of s.users) {
+    // The distinct-user keys ingest keeps: an SDK user id, else an email (src/ingest/normalize.ts).
+    const keys = [`id:${user}`, `email:${user}`];
+    query = query.where((eb) =>
+      eb.exists(eb.selectFrom('issue_users as iu').select(sql`1`.as('one')).whereRef('iu.issue_id', '=', 'issues.id').where('iu.user_key', 'in', keys)),
+    );
+  }
+  for (const tag of s.tags) {
+    // The issues of the stored events with that tag (event_tags_lookup), read once.
+    query = query.where('id', 'in', (eb) =>
+      eb
+        .selectFrom('event_tags as t')
+        .innerJoin('events as e', 'e.id', 't.event_id')
+        .select('e.issue_id')
+        .where('t.project_id', '=', projectId)
+        .where('t.key', '=', tag.key)
+        .where('t.value', '=', tag.value),
+    );
+  }
+  for (const text of s.text) query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
+  return query;
+}
+
 export async function listIssues(
   db: Db,
   projectId: number,
   q: IssueListQuery,
   now: number,
+  /** The signed-in user (`me`); null for an API key or an open API. */
+  viewer: number | null = null,
 ): Promise<{ issues: IssueJson[]; total: number }> {
   const first = lastSeenMinute(q.window.from);
   const last = lastSeenMinute(q.window.to - 1);
@@ -133,10 +230,9 @@ export async function listIssues(
     if (q.status) query = query.where('status', '=', q.status);
     if (q.level) query = query.where('level', '=', q.level);
     if (q.release !== undefined) query = query.where('last_release', '=', q.release);
-    if (q.q !== undefined) {
-      const text = q.q;
-      query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
-    }
+    if (q.environment !== undefined) query = inEnvironment(query, q.environment, q.window);
+    if (q.assignee !== undefined) query = assignedTo(query, q.assignee, viewer);
+    if (q.search) query = searched(query, projectId, q.search, q.window, viewer);
     return query;
   };
   /** The window itself, on last_seen: needed only where a minute straddles its bounds. */
@@ -145,11 +241,18 @@ export async function listIssues(
   const inWindow = filtered((query) => exactly(query.where('last_seen_minute', '>=', first).where('last_seen_minute', '<=', last)));
   // Newest first walks issues_project_last_seen_minute backwards and sorts each minute's
   // rows by last_seen: the same order as last_seen alone, since the minute follows it.
-  const order = q.sort === 'events' ? ['event_count' as const] : q.sort === 'first_seen' ? ['first_seen' as const] : ['last_seen_minute' as const, 'last_seen' as const];
+  const order =
+    q.sort === 'events'
+      ? ['event_count' as const]
+      : q.sort === 'users'
+        ? ['users' as const, 'event_count' as const]
+        : q.sort === 'first_seen'
+          ? ['first_seen' as const]
+          : ['last_seen_minute' as const, 'last_seen' as const];
   let listed = inWindow.selectAll();
   for (const column of order) listed = listed.orderBy(column, 'desc');
   const count = (query: IssueQuery) => query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  if (q.status || q.level || q.release !== undefined || q.q !== undefined) {
+  if (q.status || q.level || q.release !== undefined || q.environment !== undefined || q.assignee !== undefined || q.search) {
     // A filter on the rows' own columns reads every issue of the window to count them, so
     // the total comes with the page from that one pass (a page past the end counts apart).
     const page = await listed
@@ -272,7 +375,7 @@ export async function issueDetail(
 
   const { latest, oldest } = await newestAndOldestStored(db, issue);
   return {
-    ...issueJson(issue),
+    ...(await issuesJson(db, [issue]))[0],
     from: iso(window.from),
     to: iso(window.to),
     timeline,
@@ -312,8 +415,18 @@ function statusProblem(status: unknown): string {
   return `status must be one of ${ISSUE_STATUSES.join(', ')} (got ${JSON.stringify(status ?? null)})`;
 }
 
+/**
+ * What a PATCH or bulk request changes: a status (with the snooze `ignored` may take)
+ * and/or the assignee (undefined: not asked).
+ */
+export interface StatusChange {
+  status: IssueStatus | null;
+  snooze: Snooze | null;
+  assignee?: AssigneeRef;
+}
+
 /** The columns a status change writes (docs/api.md "PATCH /api/projects/{slug}/issues/{fingerprint}"). */
-function statusChange(status: IssueStatus, now: number) {
+function statusColumns(status: IssueStatus, snooze: Snooze | null, now: number) {
   return (eb: any) => {
     const set: Record<string, unknown> = { status, updated_at: now };
     if (status === 'resolved') {
@@ -323,119 +436,123 @@ function statusChange(status: IssueStatus, now: number) {
       set.resolved_release = null;
       set.resolved_at = null;
     }
+    // A snooze starts from the counts the issue has now; any other change ends it.
+    set.ignore_until = snooze && 'until' in snooze ? snooze.until : null;
+    set.ignore_count = snooze && 'count' in snooze ? snooze.count : null;
+    set.ignore_users = snooze && 'users' in snooze ? snooze.users : null;
+    set.ignored_event_count = snooze ? eb.ref('event_count') : null;
+    set.ignored_users = snooze ? eb.ref('users') : null;
     return set;
   };
 }
 
-export function parseStatusBody(body: unknown): IssueStatus {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ReadInputError('request body must be a JSON object {"status": "<status>"}');
+function bodyObject(body: unknown, shape: string): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ReadInputError(`request body must be a JSON object ${shape}`);
+  return body as Record<string, unknown>;
+}
+
+function parseChange(fields: Record<string, unknown>, now: number): StatusChange {
+  const status = fields.status;
+  const assignee = 'assignee' in fields ? parseAssigneeRef(fields.assignee) : undefined;
+  // The assignee alone may change; otherwise a status is required.
+  if (status === undefined && assignee !== undefined) {
+    if (SNOOZE_FIELDS.some((f) => fields[f] !== undefined && fields[f] !== null)) throw new ReadInputError('a snooze needs status "ignored"');
+    return { status: null, snooze: null, assignee };
   }
-  const status = (body as Record<string, unknown>).status;
   if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
-  return status;
+  return { status, snooze: parseSnooze(fields, status, now), ...(assignee !== undefined ? { assignee } : {}) };
+}
+
+export function parseStatusBody(body: unknown, now: number): StatusChange {
+  return parseChange(bodyObject(body, '{"status": "<status>"} or {"assignee": <user id, email or null>}'), now);
+}
+
+/** The statements of a change to the listed issues: each change's activity first, then the update. */
+async function changeStatements(store: Store, projectId: number, fingerprints: string[], change: StatusChange, now: number, actor: Actor | null) {
+  const db = store.db;
+  const assignee = change.assignee === undefined ? undefined : await resolveAssignee(db, change.assignee);
+  const statements: CompiledQuery[] = [];
+  const set: Record<string, unknown> = {};
+  if (change.status !== null) statements.push(statusChangeStatement(db, projectId, fingerprints, change.status, now, actor, snoozeData(change.snooze)));
+  if (assignee !== undefined) {
+    statements.push(assignedChangeStatement(db, projectId, fingerprints, assignee, now, actor));
+    set.assignee_id = assignee?.id ?? null;
+    set.updated_at = now;
+  }
+  const columns = change.status !== null ? statusColumns(change.status, change.snooze, now) : () => ({});
+  const update = db
+    .updateTable('issues')
+    .set((eb: any) => ({ ...columns(eb), ...set }))
+    .where('project_id', '=', projectId)
+    .where('fingerprint', 'in', fingerprints);
+  return { statements, update };
+}
+
+/** Issue rows as the API shows them, each with its assignee (one query for all). */
+export async function issuesJson(db: Db, rows: IssueRow[], sparklines?: Map<number, number[]>): Promise<IssueJson[]> {
+  const assignees = await assigneesOf(
+    db,
+    rows.map((r) => (r.assignee_id === null ? null : Number(r.assignee_id))),
+  );
+  return rows.map((r) => issueJson(r, sparklines?.get(Number(r.id)), r.assignee_id === null ? null : (assignees.get(Number(r.assignee_id)) ?? null)));
 }
 
 /**
- * Records the change in issue_changes (kind = the new status, `at` = now, release = the
- * issue's last_release) for each listed issue whose status differs from `status`; run
- * before the update, in its transaction. Overview `regressions` counts the `regression`
- * rows, so an issue set to regression by hand counts like one ingest flipped.
+ * Changes one issue's status and/or assignee (a merged fingerprint: the issue it was
+ * merged into, answered with `merged_into`), recording each change in its activity, in
+ * one transaction.
  */
-function recordStatusChanges(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number) {
-  return tx
-    .insertInto('issue_changes')
-    .columns(['project_id', 'issue_id', 'kind', 'at', 'release'])
-    .expression(
-      tx
-        .selectFrom('issues')
-        .select(['project_id', 'id', sql<string>`cast(${status} as text)`.as('kind'), sql<number>`cast(${now} as bigint)`.as('at'), 'last_release'])
-        .where('project_id', '=', projectId)
-        .where('fingerprint', 'in', fingerprints)
-        .where('status', '<>', status)
-        .orderBy('id'),
-    );
-}
-
-function updateStatus(tx: Db, projectId: number, fingerprints: string[], status: IssueStatus, now: number) {
-  return tx.updateTable('issues').set(statusChange(status, now)).where('project_id', '=', projectId).where('fingerprint', 'in', fingerprints);
-}
-
-/**
- * Where the store has no interactive transactions (D1), the statements of a status
- * change go as one atomic batch instead (Store.batch).
- */
-export type AtomicBatch = (queries: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
-
 export async function setIssueStatus(
-  db: Db,
+  store: Store,
   projectId: number,
   fingerprint: string,
-  status: IssueStatus,
+  change: StatusChange,
   now: number,
-  batch?: AtomicBatch,
-): Promise<IssueJson> {
-  let row: IssueRow | undefined;
-  if (batch) {
-    const [, updated] = await batch([
-      recordStatusChanges(db, projectId, [fingerprint], status, now).compile(),
-      updateStatus(db, projectId, [fingerprint], status, now).returningAll().compile(),
-    ]);
-    row = updated.rows[0] as IssueRow | undefined;
-  } else {
-    row = await db.transaction().execute(async (tx) => {
-      await recordStatusChanges(tx, projectId, [fingerprint], status, now).execute();
-      return updateStatus(tx, projectId, [fingerprint], status, now).returningAll().executeTakeFirst();
-    });
-  }
+  actor: Actor | null,
+): Promise<IssueJson & { merged_into?: string }> {
+  const { row: found, mergedInto } = await findIssue(store.db, projectId, fingerprint);
+  const { statements, update } = await changeStatements(store, projectId, [found.fingerprint], change, now, actor);
+  const results = await store.atomic([...statements, update.returningAll().compile()]);
+  const row = results[results.length - 1].rows[0] as IssueRow | undefined;
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
-  return issueJson(row);
+  const [json] = await issuesJson(store.db, [row]);
+  return { ...json, ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}) };
 }
 
-export function parseBulkBody(body: unknown): { fingerprints: string[]; status: IssueStatus } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ReadInputError('request body must be a JSON object {"fingerprints": [..], "status": "<status>"}');
-  }
-  const { fingerprints, status } = body as Record<string, unknown>;
+export function parseBulkBody(body: unknown, now: number): { fingerprints: string[] } & StatusChange {
+  const fields = bodyObject(body, '{"fingerprints": [..], "status": "<status>"}');
+  const { fingerprints } = fields;
   if (!Array.isArray(fingerprints) || !fingerprints.every((f) => typeof f === 'string')) {
     throw new ReadInputError('fingerprints must be an array of strings');
   }
   if (fingerprints.length > MAX_BULK) throw new ReadInputError(`fingerprints may list at most ${MAX_BULK} issues`);
-  if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
-  return { fingerprints: [...new Set(fingerprints as string[])], status };
+  return { fingerprints: [...new Set(fingerprints as string[])], ...parseChange(fields, now) };
 }
 
 /**
- * Sets the status of every listed issue of the project, recording each change;
- * unknown fingerprints are skipped.
+ * Changes the status and/or assignee of every listed issue of the project, recording
+ * each change; unknown fingerprints are skipped.
  */
 export async function bulkSetStatus(
-  db: Db,
+  store: Store,
   projectId: number,
   fingerprints: string[],
-  status: IssueStatus,
+  change: StatusChange,
   now: number,
-  batch?: AtomicBatch,
-): Promise<{ updated: number; status: IssueStatus }> {
-  const chunks: string[][] = [];
-  for (let i = 0; i < fingerprints.length; i += 500) chunks.push(fingerprints.slice(i, i + 500));
-  let updated = 0;
-  if (batch) {
-    const results = await batch(
-      chunks.flatMap((chunk) => [
-        recordStatusChanges(db, projectId, chunk, status, now).compile(),
-        updateStatus(db, projectId, chunk, status, now).compile(),
-      ]),
-    );
-    for (let i = 1; i < results.length; i += 2) updated += Number(results[i].numAffectedRows ?? 0);
-    return { updated, status };
+  actor: Actor | null,
+): Promise<{ updated: number; status: IssueStatus | null; assignee?: AssigneeJson | null }> {
+  const statements: CompiledQuery[] = [];
+  const updates: number[] = [];
+  let assignee: AssigneeJson | null | undefined;
+  for (let i = 0; i < fingerprints.length; i += 500) {
+    const part = fingerprints.slice(i, i + 500);
+    const built = await changeStatements(store, projectId, part, change, now, actor);
+    statements.push(...built.statements, built.update.compile());
+    updates.push(statements.length - 1);
   }
-  await db.transaction().execute(async (tx) => {
-    for (const chunk of chunks) {
-      await recordStatusChanges(tx, projectId, chunk, status, now).execute();
-      const res = await updateStatus(tx, projectId, chunk, status, now).executeTakeFirst();
-      updated += Number(res.numUpdatedRows);
-    }
-  });
-  return { updated, status };
+  if (change.assignee !== undefined) assignee = await resolveAssignee(store.db, change.assignee);
+  const results = await store.atomic(statements);
+  let updated = 0;
+  for (const i of updates) updated += Number(results[i].numAffectedRows ?? 0);
+  return { updated, status: change.status, ...(assignee !== undefined ? { assignee } : {}) };
 }

@@ -6,8 +6,10 @@ import { MAX_MERGE } from '../limits.js';
 import { mergedChange, mergedIssueId, mergeStatements, runLocked } from '../store/issue-merges.js';
 import type { Store } from '../store/database.js';
 import type { Database, IssueRow } from '../store/schema.js';
+import type { Actor } from '../triage/activity.js';
 import { ReadInputError, ReadNotFoundError } from './errors.js';
-import { issueJson, type IssueJson } from './serialize.js';
+import type { IssueJson } from './serialize.js';
+import { issuesJson } from './issues.js';
 
 type Db = Kysely<Database>;
 
@@ -35,7 +37,7 @@ export function parseMergeBody(body: unknown): MergeRequest {
  * batch on D1); 404 naming the fingerprints that are no issue of the project. The target
  * as it is afterwards, with the fingerprints merged.
  */
-export async function mergeIssues(store: Store, projectId: number, request: MergeRequest, now: number): Promise<IssueJson & { merged: string[] }> {
+export async function mergeIssues(store: Store, projectId: number, request: MergeRequest, now: number, actor: Actor | null = null): Promise<IssueJson & { merged: string[] }> {
   await runLocked(store, projectId, async (reader) => {
     const wanted = [request.into, ...request.fingerprints];
     const rows = await reader
@@ -46,15 +48,19 @@ export async function mergeIssues(store: Store, projectId: number, request: Merg
       .execute();
     const byFingerprint = new Map(rows.map((r) => [r.fingerprint, { id: Number(r.id), fingerprint: r.fingerprint }]));
     const unknown = wanted.filter((f) => !byFingerprint.has(f));
+    if (unknown.length > 0) {
+      const elsewhere = await reader.selectFrom('issues').select('fingerprint').where('project_id', '<>', projectId).where('fingerprint', 'in', unknown).limit(1).executeTakeFirst();
+      if (elsewhere) throw new ReadInputError(`issues merge only within one project: ${JSON.stringify(elsewhere.fingerprint)} is an issue of another project`);
+    }
     if (unknown.length > 0) throw new ReadNotFoundError(`no issue of this project has the fingerprint ${unknown.map((f) => JSON.stringify(f)).join(', ')}`);
     const target = byFingerprint.get(request.into)!;
     const statements = request.fingerprints.flatMap((f) => mergeStatements(reader, projectId, target, byFingerprint.get(f)!, now));
-    statements.push(mergedChange(reader, projectId, target.id, now));
+    statements.push(mergedChange(reader, projectId, target.id, now, { actor: actor?.label ?? null, actorUserId: actor?.userId ?? null, fingerprints: request.fingerprints }));
     return { statements, result: undefined };
   });
   const row = await store.db.selectFrom('issues').selectAll().where('project_id', '=', projectId).where('fingerprint', '=', request.into).executeTakeFirst();
   if (!row) throw new ReadNotFoundError(`issue ${JSON.stringify(request.into)} not found in this project`);
-  return { ...issueJson(row), merged: request.fingerprints };
+  return { ...(await issuesJson(store.db, [row]))[0], merged: request.fingerprints };
 }
 
 /** The issue of `fingerprint`: its own, or the one it was merged into (with `mergedInto`), or undefined. */

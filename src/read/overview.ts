@@ -1,8 +1,11 @@
 // The project overview: totals, levels and the per-release hourly timeline from
 // project_hourly; new issues and regressions from the issues and issue_changes
-// indexes; crash-free rate of the newest release from session_hourly.
+// indexes; crash-free rate of the newest release with sessions in the window (the
+// one first seen last) from session_hourly.
 import type { Kysely } from 'kysely';
-import { HOUR_MS, iso } from '../clock.js';
+import { iso } from '../clock.js';
+import { chunks } from '../store/dialect.js';
+import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
 import type { Database } from '../store/schema.js';
 import { compareText, crashFreeRate } from './serialize.js';
 import { parseWindow, windowBuckets, type QueryParams } from './window.js';
@@ -38,7 +41,6 @@ export async function overview(db: Db, projectId: number, query: QueryParams, no
           .selectFrom('session_hourly')
           .select((eb) => [
             'release',
-            eb.fn.max<number>('bucket').as('newest'),
             eb.fn.sum<number>('total').as('total'),
             eb.fn.sum<number>('crashed').as('crashed'),
           ])
@@ -84,7 +86,7 @@ export async function overview(db: Db, projectId: number, query: QueryParams, no
 
   let crash_free: OverviewJson['crash_free'] = null;
   if (sessionRows.length > 0) {
-    const candidates = sessionRows.map((r) => ({ release: r.release, newest: Number(r.newest), total: Number(r.total), crashed: Number(r.crashed) }));
+    const candidates = sessionRows.map((r) => ({ release: r.release, total: Number(r.total), crashed: Number(r.crashed) }));
     const chosen = await newestSessionRelease(db, projectId, candidates);
     crash_free = { release: chosen.release, rate: crashFreeRate(chosen.total, chosen.crashed) ?? 1, sessions: chosen.total };
   }
@@ -105,50 +107,35 @@ export async function overview(db: Db, projectId: number, query: QueryParams, no
 
 interface SessionCandidate {
   release: string;
-  /** Newest hour bucket with sessions in the window. */
-  newest: number;
   total: number;
   crashed: number;
 }
 
 /**
- * The release whose latest session is newest in the window. The hourly
- * aggregate finds the newest hour; when several releases have sessions in it,
- * their sessions' exact start times decide (sessions_project_release_started, newest first),
- * and when those cannot (aggregate-only sessions), the newest release by
- * first_seen, then the greater version string.
+ * The newest release among those with sessions in the window: the one first seen last,
+ * ties to the greater version string (docs/api.md "Overview"), so a fresh release's
+ * health is never hidden behind an older one whose clients are still running. A
+ * release is first seen at its first event (releases.first_seen) or its first session
+ * hour (session_hourly's primary key, one seek per release), whichever came first.
  */
 async function newestSessionRelease(db: Db, projectId: number, candidates: SessionCandidate[]): Promise<SessionCandidate> {
-  const newestHour = Math.max(...candidates.map((c) => c.newest));
-  const tied = candidates.filter((c) => c.newest === newestHour);
-  if (tied.length === 1) return tied[0];
-  const names = tied.map((c) => c.release);
-  // One index seek per release for its latest start: a grouped max() would read every
-  // session of the hour.
-  const [starts, releases] = await Promise.all([
-    Promise.all(
-      names.map((release) =>
-        db
-          .selectFrom('sessions')
-          .select('started')
-          .where('project_id', '=', projectId)
-          .where('release', '=', release)
-          .where('started', '>=', newestHour)
-          .where('started', '<', newestHour + HOUR_MS)
-          .orderBy('started', 'desc')
-          .limit(1)
-          .executeTakeFirst()
-          .then((row) => [release, row] as const),
-      ),
-    ),
-    db.selectFrom('releases').select(['release', 'first_seen']).where('project_id', '=', projectId).where('release', 'in', names).execute(),
-  ]);
-  const latest = new Map(starts.filter(([, row]) => row !== undefined).map(([release, row]) => [release, Number(row!.started)]));
-  const firstSeen = new Map(releases.map((r) => [r.release, Number(r.first_seen)]));
-  const key = (c: SessionCandidate) => [latest.get(c.release) ?? -1, firstSeen.get(c.release) ?? -1];
-  return [...tied].sort((x, y) => {
-    const [lx, fx] = key(x);
-    const [ly, fy] = key(y);
-    return ly - lx || fy - fx || compareText(y.release, x.release);
-  })[0];
+  if (candidates.length === 1) return candidates[0];
+  const firstSeen = new Map<string, number>();
+  const seen = (release: string, at: number) => firstSeen.set(release, Math.min(firstSeen.get(release) ?? at, at));
+  // Versions per query: within what every database binds in one statement (D1 the fewest).
+  for (const part of chunks(candidates.map((c) => c.release), D1_MAX_BOUND_PARAMETERS - 1)) {
+    const [events, sessions] = await Promise.all([
+      db.selectFrom('releases').select(['release', 'first_seen']).where('project_id', '=', projectId).where('release', 'in', part).execute(),
+      db
+        .selectFrom('session_hourly')
+        .select((eb) => ['release', eb.fn.min<number>('bucket').as('first')])
+        .where('project_id', '=', projectId)
+        .where('release', 'in', part)
+        .groupBy('release')
+        .execute(),
+    ]);
+    for (const r of events) seen(r.release, Number(r.first_seen));
+    for (const r of sessions) seen(r.release, Number(r.first));
+  }
+  return [...candidates].sort((x, y) => (firstSeen.get(y.release) ?? -1) - (firstSeen.get(x.release) ?? -1) || compareText(y.release, x.release))[0];
 }

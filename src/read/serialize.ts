@@ -6,10 +6,13 @@ import type { IssueRow } from '../store/schema.js';
 
 /** An issue as the API shows it: the stored record without ids and resolution times, times as RFC 3339. */
 type IssueTime = 'first_seen' | 'last_seen' | 'created_at' | 'updated_at';
-export type IssueJson = Omit<IssueRecord, 'id' | 'project_id' | 'resolved_at' | 'regressed_at' | IssueTime> &
-  Record<IssueTime, string> & { sparkline?: number[] };
+/** Snooze bookkeeping and the assignee's id stay inside; `ignore_until` goes out as RFC 3339. */
+type IssueInternal = 'ignored_event_count' | 'ignored_users' | 'assignee_id' | 'ignore_until';
+export type IssueJson = Omit<IssueRecord, 'id' | 'project_id' | 'resolved_at' | 'regressed_at' | IssueTime | IssueInternal> &
+  Record<IssueTime, string> & { ignore_until: string | null; assignee: { id: number; email: string; name: string } | null; sparkline?: number[] };
 
-export function issueJson(row: IssueRow, sparkline?: number[]): IssueJson {
+export function issueJson(row: IssueRow, sparkline?: number[], assignee: IssueJson['assignee'] = null): IssueJson {
+  const snoozed = row.status === 'ignored';
   const out: IssueJson = {
     fingerprint: row.fingerprint,
     title: row.title,
@@ -31,6 +34,11 @@ export function issueJson(row: IssueRow, sparkline?: number[]): IssueJson {
     resolved_release: row.resolved_release,
     created_at: iso(Number(row.created_at)),
     updated_at: iso(Number(row.updated_at)),
+    // A snooze counts only while the issue is ignored (ingest leaves it behind when it ends).
+    ignore_until: snoozed && row.ignore_until !== null ? iso(Number(row.ignore_until)) : null,
+    ignore_count: snoozed && row.ignore_count !== null ? Number(row.ignore_count) : null,
+    ignore_users: snoozed && row.ignore_users !== null ? Number(row.ignore_users) : null,
+    assignee,
   };
   if (sparkline) out.sparkline = sparkline;
   return out;

@@ -36,7 +36,9 @@
 //   each sid's class before → after, read from `sessions` in the batch, plus the
 //   aggregates; then the session upsert applies only an update not older than the row.
 //   Neither is written when the work was refused or its project is gone.
-// - Aggregates (issue_hourly, project_hourly, releases, issue_releases) are additive or
+// - Snoozes: once the counts are in, the work's issues whose snooze the rule ends
+//   (plan.ts snoozeEndedSql) get a `snooze_ended` change and go back to unresolved.
+// - Aggregates (issue_hourly, issue_environment_hourly, project_hourly, releases, issue_releases) are additive or
 //   min/max upserts over the fresh events.
 //
 // D1's limits: the work's lists travel as JSON text parameters read with json_each, so
@@ -49,7 +51,7 @@ import { CompiledQuery } from 'kysely';
 import { OUTBOX_PENDING } from '../alerts/outbox.js';
 import { hourBucket, utcDay } from '../clock.js';
 import { PayloadTooLargeError } from '../ingest/errors.js';
-import { secondsToNextUtcMidnight, type Random } from '../ingest/plan.js';
+import { secondsToNextUtcMidnight, snoozeEndedSql, type Random } from '../ingest/plan.js';
 import { rawSource, type EventInput, type PreparedWork } from '../ingest/prepare.js';
 import type { IngestOutcome } from '../ingest/types.js';
 import { D1_MAX_VALUE_BYTES } from './d1.js';
@@ -179,7 +181,7 @@ const SQL = {
 
   /** The issues this batch created or flipped, with the release of the event that did it. */
   changed: `WITH ${fresh('i', 'fp', 'ts', 'rel', 'env')},
-    c AS (SELECT i.id, i.title, i.fingerprint, i.level, i.event_count, CASE WHEN i.last_seen_id = ?3 THEN 'new_issue' ELSE 'regression' END AS kind,
+    c AS (SELECT i.id, i.title, i.fingerprint, i.level, i.event_count, i.first_seen, CASE WHEN i.last_seen_id = ?3 THEN 'new_issue' ELSE 'regression' END AS kind,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.rel FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
           ELSE (SELECT f.rel FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS rel,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.env FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
@@ -206,6 +208,16 @@ const SQL = {
     INSERT INTO issue_hourly (issue_id, bucket, events)
     SELECT i.id, f.b, count(*) FROM f JOIN issues i ON i.project_id = ?1 AND i.fingerprint = f.fp WHERE true GROUP BY i.id, f.b
     ON CONFLICT (issue_id, bucket) DO UPDATE SET events = issue_hourly.events + excluded.events`,
+
+  issueEnvironmentHourly: `WITH ${fresh('fp', 'b', 'env')}
+    INSERT INTO issue_environment_hourly (issue_id, environment, bucket, events)
+    SELECT i.id, f.env, f.b, count(*) FROM f JOIN issues i ON i.project_id = ?1 AND i.fingerprint = f.fp WHERE true GROUP BY i.id, f.env, f.b
+    ON CONFLICT (issue_id, environment, bucket) DO UPDATE SET events = issue_environment_hourly.events + excluded.events`,
+
+  /** plan.ts's snoozeEnded on the work's issues, counted by now: the activity first, then the status. */
+  snoozeEndedChanges: `INSERT INTO issue_changes (project_id, issue_id, kind, at, release)
+    SELECT ?1, id, 'snooze_ended', ?2, last_release FROM issues WHERE ${WORK_ISSUES} AND ${snoozeEndedSql('?2')} ORDER BY id`,
+  snoozeEnded: `UPDATE issues SET status = 'unresolved', updated_at = max(updated_at, ?2) WHERE ${WORK_ISSUES} AND ${snoozeEndedSql('?2')}`,
 
   projectHourly: `WITH ${fresh('b', 'rel', 'cr', 'lv')}
     INSERT INTO project_hourly (project_id, bucket, release, events, crashes, errors, fatal, error, warning, info, debug)
@@ -307,7 +319,7 @@ const CHANGES_SQL = `${SQL.changed}
   INSERT INTO issue_changes (project_id, issue_id, kind, at, release) SELECT ?1, c.id, c.kind, ?2, coalesce(c.rel, '') FROM c WHERE true ORDER BY c.ord`;
 const OUTBOX_SQL = `${SQL.changed}
   INSERT INTO alert_outbox (project_id, type, issue_id, payload, state, created_at)
-  SELECT ?1, c.kind, c.id, json_object('title', c.title, 'fingerprint', c.fingerprint, 'level', c.level, 'event_count', c.event_count, 'release', coalesce(c.rel, ''), 'environment', coalesce(c.env, '')),
+  SELECT ?1, c.kind, c.id, json_object('title', c.title, 'fingerprint', c.fingerprint, 'level', c.level, 'event_count', c.event_count, 'release', coalesce(c.rel, ''), 'environment', coalesce(c.env, ''), 'first_seen', c.first_seen),
     '${OUTBOX_PENDING}', ?2 FROM c WHERE true ORDER BY c.ord`;
 
 /** Splits JSON items into arrays whose text stays within `max` bytes; one item past it is refused. */
@@ -434,6 +446,7 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
     const hasRelease = events.some((e) => e.release !== '');
     if (hasRelease) add(SQL.issueReleases);
     add(SQL.issueHourly);
+    add(SQL.issueEnvironmentHourly);
     add(SQL.projectHourly);
     if (hasRelease) add(SQL.releases);
     add(SQL.sample);
@@ -455,6 +468,8 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
     add(SQL.tags);
     add(SQL.link);
     add(SQL.seenLink);
+    add(SQL.snoozeEndedChanges);
+    add(SQL.snoozeEnded);
     if (chunks.length > 0) add(SQL.chunksDated, [chunks.length]);
   }
 

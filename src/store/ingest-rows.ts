@@ -7,6 +7,7 @@ import type { CompiledQuery, Compilable, Insertable, OnConflictBuilder, OnConfli
 import {
   alertOutboxRows,
   issueChangeRows,
+  issueEnvironmentHourlyRows,
   issueHourlyRows,
   issueReleaseRows,
   type PlannedEvent,
@@ -212,6 +213,12 @@ export const ISSUE_HOURLY_COLUMNS: ColumnSpec = [
   ['bucket', 'int8'],
   ['events', 'int8'],
 ];
+export const ISSUE_ENVIRONMENT_HOURLY_COLUMNS: ColumnSpec = [
+  ['issue_id', 'int8'],
+  ['environment', 'text'],
+  ['bucket', 'int8'],
+  ['events', 'int8'],
+];
 export const CHANGE_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],
   ['issue_id', 'int8'],
@@ -357,6 +364,12 @@ export function aggregateWrites(plan: WriteSet): TableWrite[] {
           .where((eb: any) => eb('excluded.first_seen', '<', eb.ref('issue_releases.first_seen'))),
     },
     { table: 'issue_hourly', spec: ISSUE_HOURLY_COLUMNS, rows: issueHourlyRows(plan), conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) },
+    {
+      table: 'issue_environment_hourly',
+      spec: ISSUE_ENVIRONMENT_HOURLY_COLUMNS,
+      rows: issueEnvironmentHourlyRows(plan),
+      conflict: additive('issue_environment_hourly', ['issue_id', 'environment', 'bucket'], ['events']),
+    },
     { table: 'issue_changes', spec: CHANGE_COLUMNS, rows: issueChangeRows(plan) },
     { table: 'alert_outbox', spec: OUTBOX_COLUMNS, rows: alertOutboxRows(plan) },
     {

@@ -42,6 +42,8 @@ export function mergeStatements(db: Db, projectId: number, target: MergeIssue, s
       on conflict (issue_id, release) do update set first_seen = excluded.first_seen where excluded.first_seen < issue_releases.first_seen`,
     sql`insert into issue_hourly (issue_id, bucket, events) select ${T}, bucket, events from issue_hourly where issue_id = ${S}
       on conflict (issue_id, bucket) do update set events = issue_hourly.events + excluded.events`,
+    sql`insert into issue_environment_hourly (issue_id, environment, bucket, events) select ${T}, environment, bucket, events from issue_environment_hourly where issue_id = ${S}
+      on conflict (issue_id, environment, bucket) do update set events = issue_environment_hourly.events + excluded.events`,
     // The target's status, resolution and creation stay; its counts add up, and the fields of
     // the first and the latest event come from whichever issue saw that event.
     sql`update issues set
@@ -62,14 +64,26 @@ export function mergeStatements(db: Db, projectId: number, target: MergeIssue, s
     sql`delete from issue_users where issue_id = ${S}`,
     sql`delete from issue_releases where issue_id = ${S}`,
     sql`delete from issue_hourly where issue_id = ${S}`,
+    sql`delete from issue_environment_hourly where issue_id = ${S}`,
     sql`delete from issues where id = ${S}`,
   ].map((q) => q.compile(db));
 }
 
-/** The `merged` entry of the target's history (issue_changes), once per merge request. */
-export function mergedChange(db: Db, projectId: number, targetId: number, now: number): CompiledQuery {
-  return sql`insert into issue_changes (project_id, issue_id, kind, at, release)
-    select project_id, id, 'merged', cast(${now} as bigint), last_release from issues where id = ${targetId} and project_id = ${projectId}`.compile(db);
+/**
+ * The `merged` entry of the target's activity (issue_changes), once per merge request:
+ * who merged (null: the service, re-symbolicating) and which fingerprints.
+ */
+export function mergedChange(
+  db: Db,
+  projectId: number,
+  targetId: number,
+  now: number,
+  by: { actor: string | null; actorUserId: number | null; fingerprints: string[] } = { actor: null, actorUserId: null, fingerprints: [] },
+): CompiledQuery {
+  const data = JSON.stringify({ fingerprints: by.fingerprints });
+  return sql`insert into issue_changes (project_id, issue_id, kind, at, release, actor, actor_user_id, data)
+    select project_id, id, 'merged', cast(${now} as bigint), last_release, cast(${by.actor} as text), cast(${by.actorUserId} as bigint), cast(${data} as text)
+    from issues where id = ${targetId} and project_id = ${projectId}`.compile(db);
 }
 
 /**

@@ -783,12 +783,211 @@ function m019(): Migration {
 }
 
 /**
+ * The serverless edition's queue consumer records each committed queue message here in
+ * the same D1 batch as its rows, so a redelivered message is recognised and acknowledged
+ * (src/editions/workers/ingest-queue.ts). The other editions never write it.
+ */
+function m020(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('ingest_receipts')
+        .addColumn('message_id', 'text', (c) => c.primaryKey())
+        .addColumn('committed_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('ingest_receipts_committed_at').on('ingest_receipts').column('committed_at').execute();
+    },
+  };
+}
+
+/**
+ * Accounts (docs/api.md "Accounts"): users and their roles, personal tokens and
+ * dashboard sessions (both stored only as SHA-256 hashes), invites and the one-time
+ * setup token (hashes too), and the audit log.
+ */
+function m021Accounts(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('users')
+        .addColumn('id', id, auto)
+        .addColumn('email', 'text', (c) => c.notNull().unique())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('disabled', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('password_hash', 'text')
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('last_login_at', big)
+        .execute();
+
+      await db.schema
+        .createTable('personal_tokens')
+        .addColumn('id', id, auto)
+        .addColumn('user_id', big, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big)
+        .addColumn('last_used_at', big)
+        .execute();
+      await db.schema.createIndex('personal_tokens_user').on('personal_tokens').column('user_id').execute();
+
+      await db.schema
+        .createTable('user_sessions')
+        .addColumn('id_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', big, (c) => c.references('users.id').onDelete('cascade'))
+        .addColumn('api_key_id', 'text')
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('last_seen_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big, (c) => c.notNull())
+        .addColumn('ip', 'text')
+        .addColumn('user_agent', 'text')
+        .execute();
+      await db.schema.createIndex('user_sessions_user').on('user_sessions').column('user_id').execute();
+
+      await db.schema
+        .createTable('user_invites')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', big, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big, (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('setup_tokens')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+
+      // An SSO sign-in under way: the state's hash, its nonce and PKCE verifier (minutes).
+      await db.schema
+        .createTable('sso_states')
+        .addColumn('state_hash', 'text', (c) => c.primaryKey())
+        .addColumn('nonce', 'text', (c) => c.notNull())
+        .addColumn('code_verifier', 'text', (c) => c.notNull())
+        .addColumn('next', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('audit_log')
+        .addColumn('id', id, auto)
+        // A random key of its own: identical entries (same actor, action and millisecond) are still two, and export/import keeps each once.
+        .addColumn('uid', 'text', (c) => c.notNull().unique())
+        .addColumn('at', big, (c) => c.notNull())
+        .addColumn('actor', 'text', (c) => c.notNull())
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('target', 'text')
+        .addColumn('details', 'text', (c) => c.notNull())
+        .addColumn('ip', 'text')
+        .execute();
+      await db.schema.createIndex('audit_log_at').on('audit_log').column('at').execute();
+    },
+  };
+}
+
+/**
+ * Event attachments (src/attachments): screenshots, view hierarchies, minidumps and
+ * other files sent with an event, one row each, its bytes in `attachment_chunks` of at
+ * most ATTACHMENT_CHUNK_BYTES (a D1 value and an export line hold one). Keyed by the
+ * event's `event_id` and the file's digest, so an SDK's resend stores nothing twice;
+ * `received_at` is the event's, so retention removes them with it. Foreign keys remove
+ * them with their project.
+ */
+function m022Attachments(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('attachments')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('content_type', 'text', (c) => c.notNull())
+        .addColumn('attachment_type', 'text', (c) => c.notNull())
+        .addColumn('size', big, (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .addUniqueConstraint('attachments_event_digest', ['project_id', 'event_id', 'digest'])
+        .execute();
+      await db.schema.createIndex('attachments_received').on('attachments').column('received_at').execute();
+      await db.schema
+        .createTable('attachment_chunks')
+        .addColumn('attachment_id', big, (c) => c.notNull().references('attachments.id').onDelete('cascade'))
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+        .addPrimaryKeyConstraint('attachment_chunks_pk', ['attachment_id', 'seq'])
+        .execute();
+      if (dialect === 'postgres') await sql`alter table attachment_chunks alter column data set storage external`.execute(db);
+    },
+  };
+}
+
+/**
+ * Privacy and storage settings per project (docs/privacy.md): server-side scrubbing
+ * (defaults on, IP removal off, extra and exempt key lists as JSON text) and a storage
+ * budget in MB (0 = none); and the index end-user deletion finds a user's events by.
+ */
+function m023PrivacyAndStorage(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('projects').addColumn('scrub_defaults', big, (c) => c.notNull().defaultTo(1)).execute();
+      await db.schema.alterTable('projects').addColumn('scrub_ip_addresses', big, (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('projects').addColumn('scrub_fields', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema.alterTable('projects').addColumn('safe_fields', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema.alterTable('projects').addColumn('storage_budget_mb', big, (c) => c.notNull().defaultTo(0)).execute();
+    },
+  };
+}
+
+/**
+ * Triage (docs/api.md "Issue activity", "Snoozing", "Issues"): issue_changes becomes the
+ * issue's activity (who did it, and what: JSON `data`; ingest's own rows leave both
+ * null), issues gain a snooze (ignore_until, or a number of events or users more than
+ * they had when snoozed: ignored_event_count / ignored_users) and an assignee, and
+ * issue_environment_hourly counts each issue's events per environment and hour, for the
+ * list's environment filter.
+ */
+function m024Triage(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('issue_changes').addColumn('actor', 'text').execute();
+      await db.schema.alterTable('issue_changes').addColumn('actor_user_id', big).execute();
+      await db.schema.alterTable('issue_changes').addColumn('data', 'text').execute();
+      for (const column of ['ignore_until', 'ignore_count', 'ignore_users', 'ignored_event_count', 'ignored_users', 'assignee_id']) {
+        await db.schema.alterTable('issues').addColumn(column, big).execute();
+      }
+      await db.schema
+        .createTable('issue_environment_hourly')
+        // PostgreSQL: no foreign key, as for issue_hourly (migration 009); the issues' delete trigger removes the rows.
+        .addColumn('issue_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('issues.id').onDelete('cascade')))
+        .addColumn('environment', 'text', (c) => c.notNull())
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('events', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('issue_environment_hourly_pk', ['issue_id', 'environment', 'bucket'])
+        .execute();
+      if (dialect === 'postgres') {
+        const children = ['issue_releases', 'issue_users', 'issue_hourly', 'issue_environment_hourly'];
+        const deletes = children.map((child) => `  delete from ${child} where issue_id in (select id from gone);`).join('\n');
+        await sql.raw(`create or replace function faultline_delete_issues_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`).execute(db);
+      }
+      // The time snoozes the periodic job ends.
+      await db.schema.createIndex('issues_snoozed_until').on('issues').column('ignore_until').where(sql.ref('ignore_until'), 'is not', null).execute();
+    },
+  };
+}
+
+/**
  * Cron monitors (docs/api.md "Cron monitors"): one row per monitor with its schedule
  * and health, and its check-ins. `deadline_at` (the expected time plus the margin) and
  * the in-progress check-ins' `timeout_at` are indexed so the minutely check reads only
  * what is due.
  */
-function m020_monitors(dialect: Dialect): Migration {
+function m025CronMonitors(dialect: Dialect): Migration {
   const id = idType(dialect);
   const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
   return {
@@ -870,7 +1069,12 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '017_issue_merges': m017(),
     '018_release_commits_and_deploys': m018(),
     '019_alert_filters_and_digests': m019(),
-    '020_cron_monitors': m020_monitors(dialect),
+    '020_ingest_receipts': m020(),
+    '021_accounts': m021Accounts(dialect),
+    '022_attachments': m022Attachments(dialect),
+    '023_privacy_and_storage_settings': m023PrivacyAndStorage(),
+    '024_triage': m024Triage(dialect),
+    '025_cron_monitors': m025CronMonitors(dialect),
   };
 }
 

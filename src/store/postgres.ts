@@ -232,11 +232,26 @@ class PostgresBatch {
         used: new Map(used.map((r) => [num(r.day), num(r.events)])),
         issues: [...found.values()],
         aliases,
+        knownUsers: new Map(),
         resolvedReleases,
         newIssueIds,
         releases,
         sessions,
       });
+    }
+    // The snooze rule's reads, only when an issue is snoozed until a number of users.
+    for (const key of keys) {
+      const snap = snapshots.get(key.projectId)!;
+      const snoozed = snap.issues.filter((i) => i.status === 'ignored' && i.ignore_users !== null).map((i) => num(i.id));
+      if (snoozed.length === 0 || key.userKeys.length === 0) continue;
+      const rows = await this.rows<{ issue_id: number; user_key: string }>(
+        CompiledQuery.raw('select issue_id, user_key from issue_users where issue_id = any($1::int8[]) and user_key = any($2::text[])', [
+          pgArrayLiteral(snoozed, 'int8'),
+          pgArrayLiteral(key.userKeys, 'text'),
+        ]),
+      );
+      for (const id of snoozed) snap.knownUsers.set(id, new Set());
+      for (const r of rows) snap.knownUsers.get(num(r.issue_id))?.add(r.user_key);
     }
     return { projects, snapshots };
   }

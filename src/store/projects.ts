@@ -32,6 +32,12 @@ export const PROJECT_DEFAULTS = {
   sample_keep_first: 100,
   sample_rate: 1.0,
   daily_quota: 0,
+  // Privacy and storage (docs/privacy.md): scrub by the default rules, keep IP addresses, no budget.
+  scrub_defaults: 1,
+  scrub_ip_addresses: 0,
+  scrub_fields: '[]',
+  safe_fields: '[]',
+  storage_budget_mb: 0,
 };
 
 /** Why a slug cannot be used, or null when it can. */
@@ -58,9 +64,20 @@ export interface NewProjectInput {
   sample_keep_first: number;
   sample_rate: number;
   daily_quota: number;
+  scrub_defaults?: number;
+  scrub_ip_addresses?: number;
+  /** JSON list of key names. */
+  scrub_fields?: string;
+  safe_fields?: string;
+  storage_budget_mb?: number;
 }
 
-export type ProjectPatch = Partial<Pick<NewProjectInput, 'name' | 'platform' | 'sample_keep_first' | 'sample_rate' | 'daily_quota'>>;
+export type ProjectPatch = Partial<
+  Pick<
+    NewProjectInput,
+    'name' | 'platform' | 'sample_keep_first' | 'sample_rate' | 'daily_quota' | 'scrub_defaults' | 'scrub_ip_addresses' | 'scrub_fields' | 'safe_fields' | 'storage_budget_mb'
+  >
+>;
 
 export class SlugTakenError extends Error {
   constructor(readonly slug: string) {

@@ -1,4 +1,4 @@
-// Retention: deletes raw events (with their tags and payload chunks), seen event
+// Retention: deletes raw events (with their tags, payload chunks and attachments), seen event
 // ids and sessions older than RETENTION_DAYS, the alert deliveries and recorded alerts
 // done with and the upload assembly records that old (keeping the deliveries the API
 // lists), and hourly/daily aggregates older than 400 days, in small batches so ingest
@@ -35,9 +35,11 @@ export type RetentionTable =
   | 'events'
   | 'event_tags'
   | 'payload_chunks'
+  | 'attachments'
   | 'seen_events'
   | 'sessions'
   | 'issue_hourly'
+  | 'issue_environment_hourly'
   | 'project_hourly'
   | 'session_hourly'
   | 'daily_usage'
@@ -49,9 +51,11 @@ export const RETENTION_TABLES: readonly RetentionTable[] = [
   'events',
   'event_tags',
   'payload_chunks',
+  'attachments',
   'seen_events',
   'sessions',
   'issue_hourly',
+  'issue_environment_hourly',
   'project_hourly',
   'session_hourly',
   'daily_usage',
@@ -220,9 +224,13 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // A chunk's received_at is its newest event's, so once the events are gone (the loop
   // above ran to its end; a stopped run stops here too) none of its events is left.
   await keyed('payload_chunks', ['id'], sql`received_at < ${rawCutoff}`);
+  // An attachment carries its event's received_at, so it goes with the event; its
+  // chunks go with it (foreign key).
+  await keyed('attachments', ['id'], sql`received_at < ${rawCutoff}`);
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
   await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);
+  await keyed('issue_environment_hourly', ['issue_id', 'environment', 'bucket'], sql`bucket < ${aggregateCutoff}`);
   /**
    * A project's sent and failed deliveries older than the raw data, except its latest
    * DELIVERY_LIST_LIMIT (what `GET …/alerts/deliveries` lists), and its recorded alerts
@@ -263,7 +271,23 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   await keyed('upload_assemblies', ['project_id', 'kind', 'checksum'], sql`updated_at < ${rawCutoff}`);
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
   if (!stopped()) await deleteExpiredChunks(db, options.now);
+  if (!stopped()) await deleteAccountLeftovers(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
+}
+
+/** Audit entries are kept this long, whatever RETENTION_DAYS says (docs/api.md "Audit log"). */
+export const AUDIT_RETENTION_DAYS = 400;
+/** Dashboard sessions end 7 days idle (src/accounts/store.ts SESSION_IDLE_MS). */
+const SESSION_IDLE_DAYS = 7;
+
+/** Audit entries past 400 days, sessions past their end, invites past theirs. */
+async function deleteAccountLeftovers(db: Db, now: number): Promise<void> {
+  await db.deleteFrom('audit_log').where('at', '<', now - AUDIT_RETENTION_DAYS * DAY_MS).execute();
+  await db
+    .deleteFrom('user_sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', now - SESSION_IDLE_DAYS * DAY_MS)]))
+    .execute();
+  await db.deleteFrom('user_invites').where('expires_at', '<=', now).execute();
 }
 
 /**
@@ -366,9 +390,9 @@ export function formatSummary(s: RetentionSummary): string {
   if (!s.ran) return 'retention: skipped, another instance is running it';
   const d = s.deleted;
   return (
-    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks), ${d.seen_events} seen event ids, ` +
+    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments), ${d.seen_events} seen event ids, ` +
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
-    `${d.issue_hourly} issue_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
+    `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +
     `${d.alert_deliveries} alert deliveries, ${d.alert_outbox} recorded alerts and ${d.upload_assemblies} upload assemblies done with; ` +
     `stored_count lowered on ${s.issuesUpdated} issues` +

@@ -13,8 +13,15 @@ import type {
   SessionRecord,
 } from '../ingest/records.js';
 
-export interface ProjectTable extends Omit<ProjectRecord, 'id'> {
+type ProjectDefaults = 'scrub_defaults' | 'scrub_ip_addresses' | 'scrub_fields' | 'safe_fields' | 'storage_budget_mb';
+
+export interface ProjectTable extends Omit<ProjectRecord, 'id' | ProjectDefaults> {
   id: Generated<number>;
+  scrub_defaults: Generated<number>;
+  scrub_ip_addresses: Generated<number>;
+  scrub_fields: Generated<string>;
+  safe_fields: Generated<string>;
+  storage_budget_mb: Generated<number>;
 }
 
 /** The step of issues.last_seen_minute (migration 010 computes it in SQL with this value). */
@@ -45,7 +52,11 @@ export interface IssueHourlyTable {
   events: number;
 }
 
-/** What ingest changed about issues (new issue, regression): read by overview and alerts. */
+/**
+ * An issue's activity (src/triage/activity.ts): what ingest changed (new issue,
+ * regression, snooze ended: no actor, no data), status changes, comments, merges.
+ * Overview and alerts read the regressions.
+ */
 export interface IssueChangeTable {
   id: Generated<number>;
   project_id: number;
@@ -53,6 +64,19 @@ export interface IssueChangeTable {
   kind: string;
   at: number;
   release: string;
+  /** Who did it (a user's email, "api key <8 hex>", "anonymous"); null for the service. */
+  actor: string | null;
+  actor_user_id: number | null;
+  /** JSON: a status change's from/to, a comment's text, the fingerprints merged. */
+  data: string | null;
+}
+
+/** Events per issue, environment and hour: the issues list's environment filter. */
+export interface IssueEnvironmentHourlyTable {
+  issue_id: number;
+  environment: string;
+  bucket: number;
+  events: number;
 }
 
 /**
@@ -352,6 +376,112 @@ export interface ProguardReleaseTable {
   created_at: number;
 }
 
+/** A queue message the serverless edition's consumer committed (migration 020). */
+export interface IngestReceiptTable {
+  message_id: string;
+  committed_at: number;
+}
+
+/** Accounts (src/accounts). Emails are stored normalised (trimmed, lower case). */
+export interface UserTable {
+  id: Generated<number>;
+  email: string;
+  name: string;
+  /** viewer, member or admin. */
+  role: string;
+  /** 1 when disabled: no sign-in, tokens and sessions refused. */
+  disabled: Generated<number>;
+  /** The KDF's self-describing hash (src/accounts/password.ts); null until a password is set. */
+  password_hash: string | null;
+  created_at: number;
+  last_login_at: number | null;
+}
+
+/** Personal API tokens: only the SHA-256 of the token is kept. */
+export interface PersonalTokenTable {
+  id: Generated<number>;
+  user_id: number;
+  name: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+}
+
+/** Dashboard sessions, keyed by the SHA-256 of the cookie's session id. */
+export interface UserSessionTable {
+  id_hash: string;
+  /** The signed-in user, or null for an API-key sign-in (allowed while no user exists). */
+  user_id: number | null;
+  /** For an API-key sign-in: the first 16 hex digits of the key's SHA-256. */
+  api_key_id: string | null;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+/** One-time links that let an invited user set a password. */
+export interface UserInviteTable {
+  token_hash: string;
+  user_id: number;
+  created_at: number;
+  expires_at: number;
+}
+
+/** Setup tokens `serve` logs while no user exists; any instance accepts them. */
+export interface SetupTokenTable {
+  token_hash: string;
+  created_at: number;
+}
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  /** Random, unique: the entry's key in export files. */
+  uid: string;
+  at: number;
+  actor: string;
+  action: string;
+  target: string | null;
+  /** JSON object. */
+  details: string;
+  ip: string | null;
+}
+
+/** A file sent with an event (src/attachments); its bytes are in `attachment_chunks`. */
+export interface AttachmentTable {
+  id: Generated<number>;
+  project_id: number;
+  /** The event's `event_id` (32 lowercase hex). */
+  event_id: string;
+  /** MD5 of the name and bytes: a resent file is stored once. */
+  digest: string;
+  name: string;
+  content_type: string;
+  /** `event.attachment`, `event.view_hierarchy`, `event.minidump`, `event.applecrashreport`. */
+  attachment_type: string;
+  size: number;
+  /** The event's receive time (retention removes both together). */
+  received_at: number;
+}
+
+export interface AttachmentChunkTable {
+  attachment_id: number;
+  seq: number;
+  data: Uint8Array;
+}
+
+/** SSO sign-ins under way (src/accounts/oidc.ts): one row per state, used once. */
+export interface SsoStateTable {
+  state_hash: string;
+  nonce: string;
+  code_verifier: string;
+  /** Where to go after signing in. */
+  next: string;
+  created_at: number;
+}
+
 /** A cron monitor (src/monitors), created or updated by a check-in's monitor_config. */
 export interface MonitorTable {
   id: Generated<number>;
@@ -414,6 +544,7 @@ export interface Database {
   issue_users: IssueUserTable;
   issue_hourly: IssueHourlyTable;
   issue_changes: IssueChangeTable;
+  issue_environment_hourly: IssueEnvironmentHourlyTable;
   issue_merges: IssueMergeTable;
   events: EventTable;
   event_tags: EventTagTable;
@@ -439,6 +570,16 @@ export interface Database {
   symbol_files: SymbolFileTable;
   symbol_chunks: SymbolChunkTable;
   symbol_jobs: SymbolJobTable;
+  ingest_receipts: IngestReceiptTable;
+  users: UserTable;
+  personal_tokens: PersonalTokenTable;
+  user_sessions: UserSessionTable;
+  user_invites: UserInviteTable;
+  setup_tokens: SetupTokenTable;
+  audit_log: AuditLogTable;
+  attachments: AttachmentTable;
+  attachment_chunks: AttachmentChunkTable;
+  sso_states: SsoStateTable;
   monitors: MonitorTable;
   monitor_checkins: MonitorCheckinTable;
 }

@@ -92,12 +92,29 @@ const ISSUE_CACHE_SIZE = 5_000;
  */
 export class IssueCache {
   private readonly rows = new Map<string, IssueWithTimes>();
+  /** Merged fingerprints (issue_merges) with the fingerprint of the issue they go to. */
+  private readonly aliases = new Map<string, string>();
   private dataVersion: number | null = null;
 
   /** Forgets everything unless `dataVersion` is the one seen when the rows were kept. */
   check(dataVersion: number): void {
-    if (dataVersion !== this.dataVersion) this.rows.clear();
+    if (dataVersion !== this.dataVersion) {
+      this.rows.clear();
+      this.aliases.clear();
+    }
     this.dataVersion = dataVersion;
+  }
+
+  /** The issue a merged fingerprint goes to, when both are kept. */
+  alias(projectId: number, fingerprint: string): IssueWithTimes | undefined {
+    const target = this.aliases.get(IssueCache.key(projectId, fingerprint));
+    return target === undefined ? undefined : this.get(projectId, target);
+  }
+
+  /** Keeps a merged fingerprint's target (merges only ever happen on another connection, which clears the cache). */
+  keepAlias(projectId: number, fingerprint: string, target: string): void {
+    this.aliases.set(IssueCache.key(projectId, fingerprint), target);
+    if (this.aliases.size > ISSUE_CACHE_SIZE) this.aliases.delete(this.aliases.keys().next().value!);
   }
 
   private static key(projectId: number, fingerprint: string): string {
@@ -124,6 +141,7 @@ export class IssueCache {
 
   clear(): void {
     this.rows.clear();
+    this.aliases.clear();
     this.dataVersion = null;
   }
 
@@ -138,7 +156,10 @@ export async function commitSqliteBatch(db: Db, connection: DatabaseConnection, 
   const batch = new SqliteBatch(db, send, options);
   try {
     const result = await inTransaction(send, () => batch.run(works));
-    if (options.issueCache) for (const row of batch.issueRows()) options.issueCache.keep(row);
+    if (options.issueCache) {
+      for (const row of batch.issueRows()) options.issueCache.keep(row);
+      for (const a of batch.aliasRows()) options.issueCache.keepAlias(a.projectId, a.fingerprint, a.target);
+    }
     return result;
   } catch (err) {
     options.issueCache?.clear();
@@ -172,6 +193,8 @@ async function inTransaction<T>(send: Send, fn: () => Promise<T>): Promise<T> {
 class SqliteBatch {
   /** The planner's write set, once planned. */
   private plan: WriteSet | null = null;
+  /** What the batch read, per project. */
+  private snapshots = new Map<number, ProjectSnapshot>();
 
   /** `db` only compiles queries; they run through `send`, on the transaction's connection. */
   constructor(
@@ -186,10 +209,25 @@ class SqliteBatch {
   }
 
   async run(works: PreparedWork[]): Promise<BatchResult> {
-    const plan = planBatch(works, await this.read(batchKeys(works)), this.options.random);
+    const snapshot = await this.read(batchKeys(works));
+    this.snapshots = snapshot.snapshots;
+    const plan = planBatch(works, snapshot, this.options.random);
     this.plan = plan;
     await this.write(plan);
     return batchResult(plan);
+  }
+
+  /** The merged fingerprints this batch read, with the fingerprint of the issue each goes to. */
+  aliasRows(): { projectId: number; fingerprint: string; target: string }[] {
+    const out: { projectId: number; fingerprint: string; target: string }[] = [];
+    for (const [projectId, snap] of this.snapshots) {
+      const byId = new Map(snap.issues.map((i) => [num(i.id), i.fingerprint]));
+      for (const [fingerprint, id] of snap.aliases) {
+        const target = byId.get(id);
+        if (target !== undefined) out.push({ projectId, fingerprint, target });
+      }
+    }
+    return out;
   }
 
   /** The issues this batch wrote, as they are now in the database (after its commit). */
@@ -249,10 +287,20 @@ class SqliteBatch {
       }
       const cache = this.options.issueCache;
       const unknown: string[] = [];
+      const cachedIds = new Set<number>();
       for (const fingerprint of k.fingerprints) {
         const row = cache?.get(pid, fingerprint);
-        if (row) snap.issues.push(row);
-        else unknown.push(fingerprint);
+        const target = row ? undefined : cache?.alias(pid, fingerprint);
+        if (row) {
+          if (!cachedIds.has(num(row.id))) snap.issues.push(row);
+          cachedIds.add(num(row.id));
+        } else if (target) {
+          snap.aliases.set(fingerprint, num(target.id));
+          if (!cachedIds.has(num(target.id))) snap.issues.push(target);
+          cachedIds.add(num(target.id));
+        } else {
+          unknown.push(fingerprint);
+        }
       }
       for (const part of chunks(unknown, IN_LIST)) {
         snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.fingerprint', 'in', part))));
@@ -271,6 +319,7 @@ class SqliteBatch {
       for (const part of chunks(targets, IN_LIST)) {
         snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.id', 'in', part))));
       }
+      await this.readKnownUsers(snap, k.userKeys);
       const resolved = snap.issues.filter((i) => i.status === 'resolved').map((i) => num(i.id));
       for (const part of chunks(resolved, IN_LIST)) {
         snap.resolvedReleases.push(
@@ -285,6 +334,21 @@ class SqliteBatch {
       }
     }
     return { projects, snapshots };
+  }
+
+  /** The snooze rule's reads: for issues snoozed until a number of users, which of the batch's users they have. */
+  private async readKnownUsers(snap: ProjectSnapshot, userKeys: string[]): Promise<void> {
+    if (userKeys.length === 0) return;
+    for (const issue of snap.issues) {
+      if (issue.status !== 'ignored' || issue.ignore_users === null) continue;
+      const id = num(issue.id);
+      const known = new Set<string>();
+      for (const part of chunks(userKeys, IN_LIST)) {
+        const rows = await this.rows<{ user_key: string }>(this.db.selectFrom('issue_users').select('user_key').where('issue_id', '=', id).where('user_key', 'in', part));
+        for (const r of rows) known.add(r.user_key);
+      }
+      snap.knownUsers.set(id, known);
+    }
   }
 
   /**

@@ -3,12 +3,11 @@
 // file per architecture slice, named by its LC_UUID, with its lookup index built here once
 // and stored beside it. At ingest, frames of `macho` images are symbolicated from that index
 // alone (src/symbols/native holds the readers, the index and the frame rules).
-import type { NormalizedFrame } from '../ingest/types.js';
 import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
 import { currentDemangler } from './native/demangle.js';
-import { imageForFrame, machoImages, symbolicateNativeFrame, type JsonObject } from './native/frames.js';
-import { buildNativeIndex, buildNativeIndexFrom, NativeIndex } from './native/lookup-index.js';
+import { imageForFrame, machoImages, symbolicateFrames, type JsonObject } from './native/frames.js';
+import { buildNativeIndex, buildNativeIndexFrom, isCurrentNativeIndex, NativeIndex } from './native/lookup-index.js';
 import { looksLikeMachO, readMachO, readMachOFrom, type MachSlice } from './native/macho.js';
 import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
@@ -101,6 +100,13 @@ export const dsymHandler: SymbolKindHandler<LoadedDsym> = {
   inspect: inspectDsym,
   // The stored index is all symbolication reads: the file's bytes stay in the database.
   loadsFromIndex: true,
+  indexIsCurrent: isCurrentNativeIndex,
+  async rebuildIndex(file, source) {
+    // A stored dSYM file is one thin slice (a universal upload is split before it is stored).
+    const slices = await readMachOFrom(source);
+    const slice = slices.find((s) => s.debugId === file.debug_id) ?? slices[0];
+    return buildNativeIndexFrom(source, slice);
+  },
   load(_file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null) {
     if (index) return new LoadedDsym(new NativeIndex(index), index.byteLength);
     // A file stored without its index (none was built): build it now, once per load.
@@ -115,25 +121,6 @@ export const dsymHandler: SymbolKindHandler<LoadedDsym> = {
     const images = machoImages(event.images);
     if (images.length === 0) return;
     const demangle = currentDemangler() ?? undefined;
-    for (let i = 0; i < state.frames.length; i++) {
-      const frames = state.frames[i];
-      let out: NormalizedFrame[] | null = null;
-      for (let j = 0; j < frames.length; j++) {
-        const frame = frames[j] as JsonObject;
-        const image = imageForFrame(frame, images);
-        const loaded = image ? resolve({ kind: 'dsym', by: 'debug_id', debugId: image.debugId })[0] : undefined;
-        // Frames are oldest call first: the last one was executing, every other one is a
-        // return address and is looked up one byte back, inside its call instruction.
-        const expanded = image && loaded ? symbolicateNativeFrame(frame, image, loaded.index, j !== frames.length - 1, demangle) : null;
-        if (expanded) {
-          out ??= frames.slice(0, j);
-          out.push(...(expanded as NormalizedFrame[]));
-        } else if (out) out.push(frames[j]);
-      }
-      if (out) {
-        state.frames[i] = out;
-        state.changed = true;
-      }
-    }
+    symbolicateFrames(state as { frames: JsonObject[][]; changed: boolean }, images, (image) => resolve({ kind: 'dsym', by: 'debug_id', debugId: image.debugId })[0]?.index ?? null, demangle);
   },
 };

@@ -87,6 +87,14 @@ export interface SymbolKindHandler<L extends LoadedSymbols = LoadedSymbols> {
    * then not read: `load` gets an empty array).
    */
   loadsFromIndex?: boolean;
+  /**
+   * False when a stored derived index is of another format version than this build
+   * writes: the service then rebuilds it from the stored file (`rebuildIndex`), saves it
+   * and loads from the new one, so a format change never disables stored files.
+   */
+  indexIsCurrent?(index: Uint8Array): boolean;
+  /** Builds a stored file's derived index again, reading the file by ranges. */
+  rebuildIndex?(file: SymbolFileRow, source: ByteRangeSource): Promise<Uint8Array>;
   /** Parses a stored file (and its derived index) for symbolication. Throws on a corrupt file. */
   load(file: SymbolFileRow, bytes: Uint8Array, index: Uint8Array | null): L;
   /**

@@ -1,6 +1,7 @@
-// The kinds this build knows: ProGuard, source maps and dSYM (Mach-O/DWARF), which
-// symbolicate, and the kept-only debug formats (ELF, PE, PDB, Breakpad, WebAssembly).
+// The kinds this build knows: ProGuard, source maps, dSYM (Mach-O/DWARF) and ELF, which
+// symbolicate, and the kept-only debug formats (PE, PDB, Breakpad, WebAssembly).
 import { dsymHandler } from './dsym.js';
+import { elfHandler } from './elf.js';
 import { keptHandlers } from './kept.js';
 import { registerSymbolKind } from './kinds.js';
 import { proguardHandler } from './proguard.js';
@@ -10,4 +11,5 @@ import { sourceMapHandler } from './sourcemap.js';
 registerSymbolKind(proguardHandler);
 registerSymbolKind(sourceMapHandler);
 registerSymbolKind(dsymHandler);
+registerSymbolKind(elfHandler);
 for (const handler of keptHandlers) registerSymbolKind(handler);

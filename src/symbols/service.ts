@@ -12,16 +12,18 @@ import type { Md5Hex } from '../ingest/grouping.js';
 import type { EventSymbolicator, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
 import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
-import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolParser, type SymbolicationState, type SymbolLookup } from './kinds.js';
+import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolKindHandler, type SymbolParser, type SymbolicationState, type SymbolLookup } from './kinds.js';
 import { servesRank } from './sourcemap.js';
 import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads, type StepResult } from './resymbolicate.js';
 import {
   basenameOf,
   deleteSymbolFile,
-  findByDebugId,
+  findAllByDebugId,
   findByRelease,
   INDEX_PART,
   readSymbolBytes,
+  saveDerivedIndex,
+  storedFileSource,
   symbolKindsOf,
   sweepAbandonedWrites,
   SWEEP_BATCH,
@@ -254,8 +256,7 @@ export class SymbolService {
     if (cached) return cached;
     let rows: SymbolFileRow[];
     if (lookup.by === 'debug_id') {
-      const row = await findByDebugId(this.db, projectId, lookup.kind, lookup.debugId);
-      rows = row ? [row] : [];
+      rows = await findAllByDebugId(this.db, projectId, lookup.kind, lookup.debugId);
     } else if (lookup.name !== undefined) {
       const candidates = await findByRelease(this.db, projectId, lookup.kind, lookup.release, {
         dist: lookup.dist,
@@ -286,7 +287,8 @@ export class SymbolService {
         const handler = symbolKindHandler(row.kind as SymbolKind);
         if (!handler) return null;
         try {
-          const index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
+          let index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
+          if (index && handler.indexIsCurrent && handler.rebuildIndex && !handler.indexIsCurrent(index)) index = await this.rebuildIndex(row, handler.rebuildIndex);
           const bytes = index && handler.loadsFromIndex ? new Uint8Array(0) : await readSymbolBytes(this.db, id);
           if (!bytes) return null;
           const parser = this.options.parser;
@@ -306,6 +308,23 @@ export class SymbolService {
       this.loading.set(id, pending);
     }
     return pending;
+  }
+
+  /**
+   * A derived index of an older format, built again from the stored file and saved for
+   * the next load (docs/architecture.md "Symbolication"). Saving is best effort: two
+   * processes rebuilding one file at once may clash, and the next load rebuilds again.
+   */
+  private async rebuildIndex(row: SymbolFileRow, rebuild: NonNullable<SymbolKindHandler['rebuildIndex']>): Promise<Uint8Array> {
+    const id = Number(row.id);
+    const index = await rebuild(row, storedFileSource(this.db, id, Number(row.size)));
+    try {
+      await saveDerivedIndex(this.db, id, [index]);
+    } catch (err) {
+      this.options.logger.warn({ err, file: id }, 'a rebuilt symbol index could not be saved; it is rebuilt again on the next load');
+    }
+    this.options.logger.info({ file: id, kind: row.kind }, 'symbol index rebuilt for the current format');
+    return index;
   }
 
   /**

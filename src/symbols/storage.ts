@@ -18,7 +18,9 @@
 //   findByDebugId / findByRelease               matching (docs/api.md "What matching looks for")
 //
 // Replacement rule (docs/api.md "Symbol routes"): a file with the same kind and debug id, or,
-// without a debug id, the same kind, release and filename, replaces the existing one.
+// without a debug id, the same kind, release and filename, replaces the existing one. ELF
+// files also need the same role (`serves`: `debug` or `symtab`), so a split debug file and
+// its stripped object, which share a build id, are both kept.
 import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
 import type { Store } from '../store/database.js';
 import type { Database, SymbolFileTable } from '../store/schema.js';
@@ -34,7 +36,7 @@ type Db = Kysely<Database>;
 export const SYMBOL_CHUNK_BYTES = 512 * 1024;
 
 /** The kinds the management API uploads (the spec's kinds), each symbolicating its platform. */
-export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym'] as const;
+export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf'] as const;
 /**
  * Debug files sentry-cli uploads that Faultline keeps but does not symbolicate with (a
  * CI step uploading a whole build folder succeeds): one kind per format, so an
@@ -42,9 +44,14 @@ export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym'] as const;
  * ELF and its source bundle) are all kept. Stored, listed, found by debug id, deleted
  * and exported like the others.
  */
-export const KEPT_SYMBOL_KINDS = ['elf', 'pe', 'pdb', 'breakpad', 'wasm', 'sourcebundle'] as const;
+export const KEPT_SYMBOL_KINDS = ['pe', 'pdb', 'breakpad', 'wasm', 'sourcebundle'] as const;
 export type KeptSymbolKind = (typeof KEPT_SYMBOL_KINDS)[number];
 export type SymbolKind = (typeof SYMBOL_KINDS)[number] | KeptSymbolKind;
+
+/** True for every kind this build stores (symbolicating or kept-only). */
+export function isSymbolKind(kind: string): kind is SymbolKind {
+  return (SYMBOL_KINDS as readonly string[]).includes(kind) || isKeptKind(kind);
+}
 
 export function isKeptKind(kind: string): kind is KeptSymbolKind {
   return (KEPT_SYMBOL_KINDS as readonly string[]).includes(kind);
@@ -354,8 +361,9 @@ function finalSet(final: FinalFacts | undefined): Partial<Record<keyof SymbolFil
 }
 
 /** The delete of the ready files `row` (now ready as `id`) replaces (docs/api.md "Symbol routes"). */
-function replacedBy(db: Db, row: Pick<SymbolFileRow, 'project_id' | 'kind' | 'debug_id' | 'release' | 'filename'>, id: number) {
-  const q = db.deleteFrom('symbol_files').where('project_id', '=', row.project_id).where('kind', '=', row.kind).where('state', '=', 'ready').where('id', '!=', id);
+function replacedBy(db: Db, row: Pick<SymbolFileRow, 'project_id' | 'kind' | 'debug_id' | 'release' | 'filename' | 'serves'>, id: number) {
+  let q = db.deleteFrom('symbol_files').where('project_id', '=', row.project_id).where('kind', '=', row.kind).where('state', '=', 'ready').where('id', '!=', id);
+  if (row.kind === 'elf') q = q.where('serves', '=', row.serves);
   return row.debug_id !== '' ? q.where('debug_id', '=', row.debug_id) : q.where('debug_id', '=', '').where('release', '=', row.release).where('filename', '=', row.filename);
 }
 
@@ -470,6 +478,20 @@ export async function deleteSymbolFile(db: Db, projectId: number, id: number): P
   if (!row) return false;
   await discardSymbolFiles(db, [id]);
   return true;
+}
+
+/** The ready files of a kind with this debug id, newest first (a few: ELF keeps a debug file and its stripped object). */
+export async function findAllByDebugId(db: Db, projectId: number, kind: SymbolKind, debugId: string): Promise<SymbolFileRow[]> {
+  return db
+    .selectFrom('symbol_files')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('kind', '=', kind)
+    .where('debug_id', '=', debugId.toLowerCase())
+    .where('state', '=', 'ready')
+    .orderBy('id', 'desc')
+    .limit(4)
+    .execute();
 }
 
 /** The newest ready file of a kind with this debug id. */

@@ -54,6 +54,9 @@ export type ColumnKind =
   | 'list'
   /** Nullable text that files written before the column existed leave out (read as null). */
   | 'text-added'
+  /** Likewise a nullable count, and a nullable time. */
+  | 'count-added'
+  | 'time-added'
   /** A blob in the database, base64 in the file. */
   | 'bytes';
 
@@ -101,6 +104,11 @@ const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   'json?': z.unknown().transform((v) => (v === undefined ? null : v)),
   list: z.array(z.unknown()).optional().transform((v) => v ?? []),
   'text-added': text.nullish().transform((v) => v ?? null),
+  'count-added': int
+    .refine((n) => n >= 0, 'must not be negative')
+    .nullish()
+    .transform((v) => v ?? null),
+  'time-added': time.nullish().transform((v) => v ?? null),
   bytes: z.string().transform((text, ctx) => {
     try {
       return fromBase64(text);
@@ -132,7 +140,10 @@ export function toField(kind: ColumnKind, value: unknown): unknown {
     case 'time':
       return toTime(value as number);
     case 'time?':
+    case 'time-added':
       return value === null || value === undefined ? null : toTime(value as number);
+    case 'count-added':
+      return value === null || value === undefined ? null : Number(value);
     case 'bool':
       return Number(value) !== 0;
     case 'json':

@@ -41,8 +41,20 @@ export function allOf(...checks: Check[]): Check {
 }
 
 export const projectProblem: Check = (line) => {
-  const { slug, name, platform, sample_keep_first, sample_rate, daily_quota } = line;
-  const result = createSchema.safeParse({ slug, name, platform, sample_keep_first, sample_rate, daily_quota });
+  const { slug, name, platform, sample_keep_first, sample_rate, daily_quota, scrub_defaults, scrub_ip_addresses, scrub_fields, safe_fields, storage_budget_mb } = line;
+  const result = createSchema.safeParse({
+    slug,
+    name,
+    platform,
+    sample_keep_first,
+    sample_rate,
+    daily_quota,
+    scrub_defaults,
+    scrub_ip_addresses,
+    scrub_fields,
+    safe_fields,
+    storage_budget_mb,
+  });
   // The API's messages name their field already.
   return result.success ? null : [...new Set(result.error.issues.map((i) => i.message))].join('; ');
 };

@@ -1,8 +1,10 @@
 // Every line type of the export file, in the order an export writes them: a row's
 // parents come before it (project → issue → the issue's rows → events), so a file
 // imports in one pass. Adding a table to export and import is one entry here.
+import { ACCOUNT_LINE_TYPES } from './account-line-types.js';
 import { sql } from 'kysely';
 import { alertRuleChannelLineType } from './alert-rule-channel-line-type.js';
+import { attachmentChunkLineType, attachmentLineType } from './attachment-line-types.js';
 import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
@@ -38,6 +40,11 @@ export const issueLineType = tableLineType({
     { column: 'resolved_release', kind: 'text?' },
     { column: 'resolved_at', kind: 'time?' },
     { column: 'regressed_at', kind: 'time?' },
+    { column: 'ignore_until', kind: 'time-added' },
+    { column: 'ignore_count', kind: 'count-added' },
+    { column: 'ignore_users', kind: 'count-added' },
+    { column: 'ignored_event_count', kind: 'count-added' },
+    { column: 'ignored_users', kind: 'count-added' },
     { column: 'created_at', kind: 'time' },
     { column: 'updated_at', kind: 'time' },
   ],
@@ -249,6 +256,22 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'kind', kind: 'text' },
       { column: 'at', kind: 'time' },
       { column: 'release', kind: 'text' },
+      // Who did it and what (activity, comments); the user is an id of the users lines.
+      { column: 'actor', kind: 'text-added' },
+      { column: 'actor_user_id', kind: 'count-added' },
+      { column: 'data', kind: 'text-added' },
+    ],
+  }),
+  tableLineType({
+    type: 'issue_environment_hour',
+    table: 'issue_environment_hourly',
+    parent: ISSUE_PARENT,
+    key: ['environment', 'bucket'],
+    order: ['issue_id', 'environment', 'bucket'],
+    columns: [
+      { column: 'environment', kind: 'text' },
+      { column: 'bucket', field: 'hour', kind: 'time' },
+      { column: 'events', kind: 'count' },
     ],
   }),
   tableLineType({
@@ -322,6 +345,8 @@ export const LINE_TYPES: readonly LineType[] = [
     ],
   }),
   eventLineType,
+  attachmentLineType,
+  attachmentChunkLineType,
   // Event ids accepted but not stored (sampled out): a resend after the move stays a duplicate.
   tableLineType({
     type: 'seen_event',
@@ -354,6 +379,8 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'updated_at', kind: 'time' },
     ],
   }),
+  // Users, personal tokens and the audit log of the instance (never sessions).
+  ...ACCOUNT_LINE_TYPES,
 ];
 
 export function lineTypeNamed(type: string): LineType | undefined {

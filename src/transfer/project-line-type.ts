@@ -19,9 +19,17 @@ const COLUMNS: ColumnSpec[] = [
   { column: 'sample_rate', kind: 'number' },
   { column: 'daily_quota', kind: 'int' },
   { column: 'created_at', kind: 'time' },
+  { column: 'scrub_defaults', kind: 'bool' },
+  { column: 'scrub_ip_addresses', kind: 'bool' },
+  { column: 'scrub_fields', kind: 'list' },
+  { column: 'safe_fields', kind: 'list' },
+  { column: 'storage_budget_mb', kind: 'int' },
 ];
 
-const schema = z.object(Object.fromEntries(COLUMNS.map((c) => [c.column, fieldSchema(c.kind)])));
+/** Fields newer than the format's first version: files written before them import with the defaults. */
+const OPTIONAL = new Set(['scrub_defaults', 'scrub_ip_addresses', 'scrub_fields', 'safe_fields', 'storage_budget_mb']);
+
+const schema = z.object(Object.fromEntries(COLUMNS.map((c) => [c.column, OPTIONAL.has(c.column) ? fieldSchema(c.kind).optional() : fieldSchema(c.kind)])));
 
 type ProjectValue = Record<string, unknown> & { slug: string; id: number; dsn_key: string };
 

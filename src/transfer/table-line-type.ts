@@ -50,6 +50,8 @@ export interface TableLineSpec {
    * Checked with the API's own validation, so an import stores only what the API could have.
    */
   check?: (line: Record<string, unknown>) => string | null;
+  /** Rows read per query at most (rows that are large chunks: memory stays flat). */
+  pageRows?: number;
   /** Runs in the batch's transaction after its rows are written (or, on D1, after they are committed), with the parent ids it wrote under. */
   afterWrite?: (ctx: ImportContext, parentIds: number[]) => Promise<void>;
 }
@@ -107,7 +109,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
         ? sql`, p.project_id as parent_project_id${sql.raw(parent.key.map((k, i) => `, p."${k.column}" as parent_key_${i}`).join(''))}`
         : sql`, t.project_id as parent_project_id`;
       const order = sql.join(spec.order.map((c) => sql.ref(`t.${c}`)));
-      const limit = ctx.pageRows ?? PAGE_ROWS;
+      const limit = Math.min(ctx.pageRows ?? PAGE_ROWS, spec.pageRows ?? PAGE_ROWS);
       let cursor: unknown[] | null = after ?? null;
       for (;;) {
         const { rows }: { rows: Record<string, unknown>[] } = await sql<Record<string, unknown>>`select t.* ${parentFields} from ${from} where ${conditions(ctx, cursor)} order by ${order} limit ${limit}`.execute(ctx.db);

@@ -4,7 +4,7 @@
 // left out, since only a fixed list of values deserialises).
 import { iso } from '../clock.js';
 import { keptKindOf } from '../symbols/kept.js';
-import { isKeptKind } from '../symbols/storage.js';
+import { isSymbolKind } from '../symbols/storage.js';
 import type { StoredSymbolFile } from './symbol-port.js';
 
 /** Sentry's pattern for ProGuard mappings sent through the DIF routes. */
@@ -41,14 +41,14 @@ export function difFormat(name: string, head: Uint8Array): DifFormat {
 }
 
 /**
- * The symbol kind a format is stored as: ProGuard and Mach-O symbolicate; ELF, PE, PDB,
+ * The symbol kind a format is stored as: ProGuard, Mach-O and ELF symbolicate; PE, PDB,
  * Breakpad, WebAssembly and source bundles are kept-only kinds of their own name; null
  * for unknown files, which are refused.
  */
 export function symbolKindOf(format: DifFormat): string | null {
   if (format === 'proguard') return 'proguard';
   if (format === 'macho') return 'dsym';
-  return isKeptKind(format) ? format : null;
+  return isSymbolKind(format) ? format : null;
 }
 
 /** Sentry's `symbolType` of a stored kind. */
@@ -65,7 +65,7 @@ export function difJson(file: StoredSymbolFile, checksum: string, objectName: st
     id: String(file.id),
     uuid: file.debugId || null,
     debugId: file.debugId || null,
-    codeId: null,
+    codeId: typeof meta.code_id === 'string' ? meta.code_id : null,
     objectName: file.kind === 'proguard' ? 'proguard-mapping' : objectName,
     cpuName: arch,
     symbolType: symbolTypeOf(file.kind),
@@ -73,7 +73,7 @@ export function difJson(file: StoredSymbolFile, checksum: string, objectName: st
     size: file.size,
     sha1: checksum,
     dateCreated: iso(file.uploadedAt),
-    data: { features: file.kind === 'proguard' ? ['mapping'] : file.kind === 'sourcebundle' ? ['sources'] : ['debug', 'symtab'] },
+    data: { features: Array.isArray(meta.features) ? meta.features : file.kind === 'proguard' ? ['mapping'] : file.kind === 'sourcebundle' ? ['sources'] : ['debug', 'symtab'] },
   };
 }
 

@@ -2,6 +2,7 @@
 // sent after it starts again; two `faultline serve` processes on one PostgreSQL
 // database send one alert; `faultline alerts` checks crash spikes once and sends
 // what is pending (run against what `serve`, with SQLite's batch thread, recorded).
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, dialects, startTestServer } from '../helpers/server.js';
 import { ensureBuilt, runCli, startServe, type ServeProcess } from '../foundation/cli-helpers.js';
@@ -138,5 +139,38 @@ describe.runIf(dialects.includes('postgres'))('two server processes on one Postg
     const log = await api(b.url, '/api/projects/shared/alerts/deliveries');
     expect(log.deliveries).toHaveLength(1);
     expect(log.deliveries[0]).toMatchObject({ type: 'new_issue', state: 'sent', attempts: 1 });
+  });
+
+  it('hold what the cooldown holds back, and send exactly one digest of it when it ends', async () => {
+    const project = await api(a!.url, '/api/projects', 'POST', { slug: 'digest-shared', name: 'Shop app' });
+    await api(a!.url, '/api/projects/digest-shared/alerts/channels', 'POST', { kind: 'webhook', config: { url: `${hook.url}/digest` } });
+    const arrived = () => hook.requests.filter((r) => r.path === '/digest');
+    // Three new issues, through both instances at once: one alert, two held.
+    await Promise.all([
+      ingest(a!.url, project, [errorEvent({ timestamp: Date.now(), fn: 'one' })]),
+      ingest(b!.url, project, [errorEvent({ timestamp: Date.now(), fn: 'two' })]),
+      ingest(a!.url, project, [errorEvent({ timestamp: Date.now(), fn: 'three' })]),
+    ]);
+    await until(() => arrived().length >= 1, 8000, 'the first alert');
+    await sleep(2500);
+    expect(arrived()).toHaveLength(1);
+    // The cooldown ends: its start moves 61 minutes back (the processes run on the system clock).
+    const db = new pg.Client({ connectionString: database.url });
+    await db.connect();
+    try {
+      await db.query(`update alert_rules set last_triggered = last_triggered - $1 where project_id = $2 and type = 'new_issue'`, [61 * 60_000, project.id]);
+    } finally {
+      await db.end();
+    }
+    await until(() => arrived().length >= 2, 8000, 'the digest');
+    // Both dispatchers poll every second: give the other time to send a second digest if it would.
+    await sleep(2500);
+    expect(arrived()).toHaveLength(2);
+    expect(arrived()[1].json).toMatchObject({ type: 'new_issue', digest: true, count: 2, more: 0 });
+    const log = await api(b!.url, '/api/projects/digest-shared/alerts/deliveries');
+    const digests = log.deliveries.filter((d: { digest: boolean }) => d.digest);
+    expect(digests).toHaveLength(1);
+    expect(digests[0].issues).toHaveLength(2);
+    expect(digests[0]).toMatchObject({ state: 'sent', attempts: 1 });
   });
 });

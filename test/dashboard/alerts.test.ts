@@ -90,6 +90,19 @@ describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
     const telegram = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'telegram', chat_id: '-100123' });
     expect(telegram.status).toBe(400);
     expect(await telegram.text()).toContain('TELEGRAM_BOT_TOKEN');
+    const email = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'email', to: 'oncall@example.com, lead@example.com' });
+    expect(email.status).toBe(400);
+    expect(await email.text()).toContain('SMTP_URL');
+    const slackFtp = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'slack', url: 'ftp://93.184.216.34/services/T0/B0/SECRETPART' });
+    expect(slackFtp.status).toBe(400);
+    expect(await slackFtp.text()).toContain('config.url must be an absolute http or https URL');
+    const slack = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'slack', url: 'https://93.184.216.34/services/T0/B0/SECRETPART' });
+    expect(slack.status).toBe(303);
+    const listed = await (await c.request('/demo/alerts')).text();
+    expect(listed).toContain('hook at 93.184.216.34');
+    expect(listed).not.toContain('SECRETPART');
+    const [made] = (await (await t.api('/api/projects/demo/alerts')).json()).channels;
+    expect((await t.api(`/api/projects/demo/alerts/channels/${made.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await c.post('/demo/alerts/channels/999/test', { _csrf: csrf })).status).toBe(404);
   });
 

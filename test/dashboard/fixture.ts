@@ -42,7 +42,7 @@ export const XSS = [
   '&lt;b&gt;already-escaped&lt;/b&gt;',
 ];
 
-/** Sends one event whose title, message, tags, breadcrumbs, frames, contexts and user carry the corpus. */
+/** Sends one event whose title, message, tags, breadcrumbs, frames (context lines, vars), threads, request, extra, contexts and user carry the corpus. */
 export async function sendXssEvent(t: TestServer, project: ProjectRow): Promise<string> {
   const eventId = 'a'.repeat(24) + Date.now().toString(16).padStart(8, '0').slice(-8);
   const event = {
@@ -57,17 +57,40 @@ export async function sendXssEvent(t: TestServer, project: ProjectRow): Promise<
     tags: { [XSS[0]]: XSS[1], plain: XSS[3] },
     user: { id: XSS[1], email: 'x@example.com', username: XSS[4] },
     contexts: { [XSS[3]]: { [XSS[0]]: XSS[5] }, device: { model: XSS[2] } },
-    breadcrumbs: { values: [{ timestamp: Date.now() / 1000 - 5, category: XSS[0], message: XSS[1], data: { url: XSS[4] } }] },
+    breadcrumbs: {
+      values: [
+        { timestamp: Date.now() / 1000 - 5, category: XSS[0], message: XSS[1], data: { url: XSS[4] } },
+        { timestamp: Date.now() / 1000 - 4, type: XSS[5], level: XSS[3], data: { [XSS[2]]: XSS[0] } },
+        { timestamp: Date.now() / 1000 - 3, type: 'http', data: { method: XSS[1], url: XSS[0], status_code: XSS[4] } },
+      ],
+    },
     exception: {
       values: [
         {
           type: 'XssError',
           value: XSS[0],
-          stacktrace: { frames: [{ function: XSS[1], filename: XSS[3], lineno: 7, in_app: true, context_line: XSS[0] }] },
+          stacktrace: {
+            frames: [
+              { function: XSS[4], module: XSS[5], filename: XSS[2], lineno: 1, in_app: false },
+              {
+                function: XSS[1],
+                filename: XSS[3],
+                lineno: 7,
+                in_app: true,
+                context_line: XSS[0],
+                pre_context: [XSS[1], XSS[2]],
+                post_context: [XSS[3], XSS[4]],
+                vars: { [XSS[0]]: XSS[5], nested: { [XSS[1]]: XSS[2] } },
+              },
+            ],
+          },
           mechanism: { type: XSS[2], handled: false },
         },
       ],
     },
+    threads: { values: [{ id: XSS[0], name: XSS[1], state: XSS[2], crashed: true, stacktrace: { frames: [{ function: XSS[3], filename: XSS[4], in_app: true }] } }] },
+    request: { method: 'POST', url: XSS[4], headers: { [XSS[0]]: XSS[1] }, query_string: [[XSS[2], XSS[3]]], data: XSS[5] },
+    extra: { [XSS[3]]: XSS[0], list: [XSS[1]] },
   };
   await sendStoreEvent(t, project, event);
   return eventId;

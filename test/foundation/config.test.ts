@@ -18,9 +18,11 @@ describe('loadConfig', () => {
       telegramBotToken: null,
       telegramApiUrl: 'https://api.telegram.org',
       webhookAllowPrivate: false,
+      smtp: null,
       databaseUrl: undefined,
       logLevel: 'info',
       trustedProxies: parseAddressRanges('127.0.0.0/8,::1'),
+      oidc: null,
     });
   });
 
@@ -36,9 +38,17 @@ describe('loadConfig', () => {
       TELEGRAM_BOT_TOKEN: '123:abc',
       TELEGRAM_API_URL: 'http://127.0.0.1:9999/',
       WEBHOOK_ALLOW_PRIVATE: 'TRUE',
+      SMTP_URL: 'smtps://alerts%40example.com:p%40ss@mail.example.com:465',
+      SMTP_FROM: 'Faultline <alerts@example.com>',
       DATABASE_URL: 'postgres://u@h/db',
       LOG_LEVEL: 'warn',
       TRUSTED_PROXIES: '10.0.0.0/8, 2001:db8::1',
+      OIDC_ISSUER: 'https://accounts.google.com',
+      OIDC_CLIENT_ID: 'client',
+      OIDC_CLIENT_SECRET: 'secret',
+      OIDC_ALLOWED_DOMAINS: 'Example.com, @example.org',
+      OIDC_DEFAULT_ROLE: 'member',
+      OIDC_ADMIN_GROUPS: 'ops, leads',
     });
     expect(c).toEqual({
       port: 9000,
@@ -51,9 +61,18 @@ describe('loadConfig', () => {
       telegramBotToken: '123:abc',
       telegramApiUrl: 'http://127.0.0.1:9999',
       webhookAllowPrivate: true,
+      smtp: { url: 'smtps://alerts%40example.com:p%40ss@mail.example.com:465', from: 'Faultline <alerts@example.com>' },
       databaseUrl: 'postgres://u@h/db',
       logLevel: 'warn',
       trustedProxies: parseAddressRanges('10.0.0.0/8,2001:db8::1'),
+      oidc: {
+        issuer: 'https://accounts.google.com',
+        clientId: 'client',
+        clientSecret: 'secret',
+        allowedDomains: ['example.com', 'example.org'],
+        defaultRole: 'member',
+        adminGroups: ['ops', 'leads'],
+      },
     });
   });
 
@@ -67,10 +86,21 @@ describe('loadConfig', () => {
     [{ PUBLIC_URL: 'ftp://errors.example.com' }, 'PUBLIC_URL must use http or https'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ API_KEYS: 'good,has space' }, 'API_KEYS must be a comma-separated list of keys without spaces inside a key'],
+    [{ OIDC_ISSUER: 'https://id.example.com' }, 'OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set'],
+    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b' }, 'OIDC_ALLOWED_DOMAINS must list the email domains'],
+    [{ OIDC_ISSUER: 'id.example.com' }, 'OIDC_ISSUER must be the provider'],
+    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b', OIDC_ALLOWED_DOMAINS: 'x.com', OIDC_DEFAULT_ROLE: 'root' }, 'OIDC_DEFAULT_ROLE must be viewer, member or admin'],
     [{ TRUSTED_PROXIES: '10.0.0.0/8,proxy' }, 'TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": "proxy" is not'],
+    [{ SMTP_URL: 'https://u:hunter2@mail.example.com' }, 'SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "https")'],
+    [{ SMTP_URL: 'mail.example.com:587', SMTP_FROM: 'a@example.com' }, 'SMTP_URL must start with smtp:// or smtps://'],
+    [{ SMTP_URL: 'smtp://u:hunter2@mail.example.com:587' }, 'SMTP_URL is set but SMTP_FROM is not'],
+    [{ SMTP_FROM: 'a@example.com' }, 'SMTP_FROM is set but SMTP_URL is not'],
+    [{ SMTP_URL: 'smtp://mail.example.com', SMTP_FROM: 'nobody' }, 'SMTP_FROM must be one email address'],
   ])('refuses %j', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+    // The SMTP password never appears in the message.
+    expect(() => loadConfig(env)).not.toThrow('hunter2');
   });
 });
 

@@ -211,12 +211,14 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
   it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
     await onMigratedPostgres(async (store) => {
       const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
-      // Alert (012), symbol (013), uploader (014, 018), issue merge (017) and cron monitor (020) tables keep theirs: the ingest batch writes only alert_outbox, and only for new issues and regressions (check-ins are written apart, a few rows each).
+      // Alert (012), symbol (013), uploader (014, 018), issue merge (017), account and cron monitor tables keep theirs: the ingest batch writes only alert_outbox, and only for new issues and regressions (check-ins are written apart).
       expect(keys.rows.map((r) => r.table)).toEqual([
         'alert_channels',
         'alert_deliveries',
         'alert_outbox',
         'alert_rules',
+        'attachment_chunks',
+        'attachments',
         'cli_releases',
         'events',
         'issue_changes',
@@ -226,6 +228,7 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'monitor_checkins',
         'monitor_checkins',
         'monitors',
+        'personal_tokens',
         'proguard_releases',
         'release_commits',
         'release_deploys',
@@ -233,6 +236,8 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'symbol_files',
         'symbol_jobs',
         'upload_assemblies',
+        'user_invites',
+        'user_sessions',
       ]);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
       expect(triggers.rows.map((r) => r.name)).toEqual(['events_delete_rows', 'issues_delete_rows', 'projects_delete_rows']);

@@ -45,6 +45,11 @@ describe.each(dialects)('projects API on %s', (dialect) => {
       sample_keep_first: 100,
       sample_rate: 1,
       daily_quota: 0,
+      scrub_defaults: true,
+      scrub_ip_addresses: false,
+      scrub_fields: [],
+      safe_fields: [],
+      storage_budget_mb: 0,
       created_at: iso(t.clock.now()),
       dsn: expect.any(String),
     });
@@ -209,6 +214,10 @@ describe.each(dialects)('projects API on %s', (dialect) => {
       [{ sample_rate: 0.5 }, { sample_rate: 0.5 }],
       [{ daily_quota: 250 }, { daily_quota: 250 }],
       [{ name: 'Both', daily_quota: 0 }, { name: 'Both', daily_quota: 0 }],
+      [{ scrub_defaults: false, scrub_ip_addresses: true }, { scrub_defaults: false, scrub_ip_addresses: true }],
+      [{ scrub_fields: ['ssn', ' pin ', 'ssn'], safe_fields: ['csrf_token'] }, { scrub_fields: ['ssn', 'pin'], safe_fields: ['csrf_token'] }],
+      [{ scrub_fields: [] }, { scrub_fields: [] }],
+      [{ storage_budget_mb: 512 }, { storage_budget_mb: 512 }],
     ];
     let expected = { ...before };
     for (const [patch, change] of steps) {
@@ -231,7 +240,14 @@ describe.each(dialects)('projects API on %s', (dialect) => {
     ['sample_rate above 1', { sample_rate: 1.01 }, 'sample_rate must be between 0 and 1'],
     ['sample_rate null', { sample_rate: null }, 'sample_rate must be between 0 and 1'],
     ['negative daily_quota', { daily_quota: -1 }, 'daily_quota must be an integer >= 0'],
-    ['slug (cannot be changed)', { slug: 'renamed' }, 'unknown field "slug"; allowed fields are name, platform, sample_keep_first, sample_rate, daily_quota'],
+    ['slug (cannot be changed)', { slug: 'renamed' }, 'unknown field "slug"; allowed fields are name, platform, sample_keep_first, sample_rate, daily_quota, scrub_defaults'],
+    ['scrub_defaults not a boolean', { scrub_defaults: 'yes' }, 'scrub_defaults must be true or false'],
+    ['scrub_fields not a list', { scrub_fields: 'password' }, 'scrub_fields must be a list of at most 200'],
+    ['scrub_fields with a number', { scrub_fields: ['ok', 7] }, 'scrub_fields must be a list'],
+    ['scrub_fields with an empty string', { scrub_fields: [' '] }, 'scrub_fields must be a list'],
+    ['safe_fields with 201 entries', { safe_fields: Array.from({ length: 201 }, (_, i) => `f${i}`) }, 'safe_fields must be a list of at most 200'],
+    ['negative storage_budget_mb', { storage_budget_mb: -1 }, 'storage_budget_mb must be an integer >= 0'],
+    ['fractional storage_budget_mb', { storage_budget_mb: 1.5 }, 'storage_budget_mb must be an integer >= 0'],
     ['a valid field beside an invalid one', { name: 'Fine', sample_rate: 3 }, 'sample_rate must be between 0 and 1'],
     ['an array body', [], 'request body must be a JSON object'],
   ];

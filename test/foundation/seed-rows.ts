@@ -171,7 +171,15 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('release_deploys')
     .values({ project_id: projectId, deploy_id: 'd1', version: '1.0', environment: 'production', name: null, url: null, date_started: null, date_finished: now })
     .execute();
-  // Cron monitors and their check-ins exist from migration 020 on.
+  // Event attachments exist from migration 020 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'attachments')) return;
+  const attachment = await db
+    .insertInto('attachments')
+    .values({ project_id: projectId, event_id: 'b'.repeat(32), digest: 'c'.repeat(40), name: 'screenshot.png', content_type: 'image/png', attachment_type: 'event.attachment', size: 3, received_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db.insertInto('attachment_chunks').values({ attachment_id: Number(attachment.id), seq: 0, data: new Uint8Array([1, 2, 3]) }).execute();
+  // Cron monitors and their check-ins exist from migration 025 on.
   if (!(await db.introspection.getTables()).some((t) => t.name === 'monitors')) return;
   const monitor = await db
     .insertInto('monitors')

@@ -512,9 +512,30 @@ describe('detail', () => {
       extra: null,
       sdk: null,
       debug_images: [],
+      threads: [],
       fingerprint_input: ['message', 'other', ''],
       logger: null,
       server_name: null,
+      scrubbed: null,
     });
+  });
+
+  it('lists threads crashed first, the others in the order sent, with ids as text', () => {
+    const threads = norm({
+      threads: {
+        values: [
+          { id: 7, name: 'worker', state: 'WAITING', stacktrace: { frames: [{ function: 'park', lineno: '3' }] } },
+          'not a thread',
+          { id: 1, name: 'main', crashed: true, current: true, main: true },
+          { id: 'x', crashed: 'yes' },
+        ],
+      },
+    }).detail.threads;
+    expect(threads).toEqual([
+      { id: '1', name: 'main', crashed: true, current: true, main: true, state: null, frames: [] },
+      { id: '7', name: 'worker', crashed: false, current: false, main: false, state: 'WAITING', frames: [{ function: 'park', lineno: 3 }] },
+      { id: 'x', name: null, crashed: false, current: false, main: false, state: null, frames: [] },
+    ]);
+    expect(norm({ threads: [{ id: 2 }] }).detail.threads.map((t) => t.id)).toEqual(['2']);
   });
 });

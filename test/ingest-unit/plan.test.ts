@@ -78,6 +78,12 @@ function issue(overrides: Partial<IssueWithTimes> = {}): IssueWithTimes {
     updated_at: NOW - 2 * DAY_MS,
     first_ts: NOW - 10 * DAY_MS,
     last_ts: NOW - 2 * DAY_MS,
+    ignore_until: null,
+    ignore_count: null,
+    ignore_users: null,
+    ignored_event_count: null,
+    ignored_users: null,
+    assignee_id: null,
     ...overrides,
   };
 }
@@ -307,7 +313,16 @@ describe('outbox', () => {
         project_id: PID,
         type: 'new_issue',
         issue_id: 99,
-        payload: JSON.stringify({ title: 'first', fingerprint: 'a'.repeat(32), level: 'warning', event_count: 2, release: '3.0', environment: 'production' }),
+        payload: JSON.stringify({
+          title: 'first',
+          fingerprint: 'a'.repeat(32),
+          level: 'warning',
+          event_count: 2,
+          release: '3.0',
+          environment: 'production',
+          // The issue's first seen: the older of the two events.
+          first_seen: first.timestamp - 1,
+        }),
         state: 'pending',
         created_at: NOW,
       },

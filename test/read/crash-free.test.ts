@@ -1,7 +1,8 @@
-// The overview's crash_free: the release whose latest session is newest in the
-// window, also when several releases have sessions in the same hour (the exact
-// start times decide), with session aggregates only (the newest release by
-// first_seen decides), and null without sessions.
+// The overview's crash_free: the newest release with sessions in the window, the one
+// first seen last (at its first event or its first session, whichever came first),
+// ties to the greater version string; an older release whose clients are still
+// running never hides it, with session updates or aggregates alike; null without
+// sessions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -47,51 +48,59 @@ describe.each(dialects)('overview crash_free on %s', (dialect) => {
     expect((await getJson(t, `/api/projects/${p.slug}/overview`)).body.crash_free).toBeNull();
   });
 
-  it('picks the release with the newest session start, also within one hour', async () => {
-    const p: TestProject = await createProject(t);
-    const hour = hourOf(NOW) - 3 * HOUR;
-    // 2.0 has the newest hour overall until 1.9's later session in the same hour is compared.
-    await sendSessions(t, p, [
-      session('app@1.9', hour - 2 * DAY, 'crashed'),
-      session('app@1.9', hour + 50 * 60_000, 'exited'),
-      session('app@2.0', hour + 10 * 60_000, 'crashed'),
-      session('app@2.0', hour + 5 * 60_000, 'exited'),
-      session('app@2.0', hour + 6 * 60_000, 'exited'),
-    ]);
-    const body = (await getJson(t, `/api/projects/${p.slug}/overview`)).body;
-    expect(body.crash_free).toEqual({ release: 'app@1.9', rate: 0.5, sessions: 2 });
-    // A window that ends before that hour sees only the older session.
-    const earlier = (await getJson(t, `/api/projects/${p.slug}/overview?to=${new Date(hour).toISOString()}`)).body;
-    expect(earlier.crash_free).toEqual({ release: 'app@1.9', rate: 0, sessions: 1 });
-    // One more session of 2.0 later in the hour makes it the newest.
-    await sendSessions(t, p, [session('app@2.0', hour + 55 * 60_000, 'exited')]);
-    const after = (await getJson(t, `/api/projects/${p.slug}/overview`)).body;
-    expect(after.crash_free).toEqual({ release: 'app@2.0', rate: 0.75, sessions: 4 });
+  const event = (release: string, timestamp: number) => ({
+    eventId: newEventId(),
+    group: GROUPS[0],
+    timestamp,
+    release,
+    environment: 'production',
+    userId: null,
+    deviceModel: null,
+    deviceId: null,
+    osName: 'Linux',
+    osVersion: '6',
+    screen: 'GET /',
+    tags: {},
   });
 
-  it('falls back to the newest release by first_seen when only aggregates share the newest hour', async () => {
+  it('describes the release first seen last, even when an older one has the newest session', async () => {
+    const p: TestProject = await createProject(t);
+    const hour = hourOf(NOW) - 3 * HOUR;
+    await sendEvents(t, p, [event('app@1.9', NOW - 5 * DAY), event('app@2.0', NOW - 2 * DAY)]);
+    // 1.9's clients are still running: its sessions are the newest, and all are fine.
+    await sendSessions(t, p, [
+      session('app@1.9', hour + 50 * 60_000, 'exited'),
+      session('app@1.9', hour + 55 * 60_000, 'exited'),
+      session('app@2.0', hour - 2 * DAY, 'crashed'),
+      session('app@2.0', hour - DAY, 'exited'),
+    ]);
+    const body = (await getJson(t, `/api/projects/${p.slug}/overview`)).body;
+    expect(body.crash_free).toEqual({ release: 'app@2.0', rate: 0.5, sessions: 2 });
+    // A window without 2.0's sessions describes 1.9.
+    const late = (await getJson(t, `/api/projects/${p.slug}/overview?from=${new Date(hour).toISOString()}&to=${new Date(NOW).toISOString()}`)).body;
+    expect(late.crash_free).toEqual({ release: 'app@1.9', rate: 1, sessions: 2 });
+  });
+
+  it('counts a release as seen at its first session when that came before its first event', async () => {
+    const p = await createProject(t);
+    const hour = hourOf(NOW) - HOUR;
+    // 3.0's first event is the newest, but its sessions began before 3.1 was seen at all.
+    await sendEvents(t, p, [event('app@3.1', NOW - 3 * DAY), event('app@3.0', NOW - DAY)]);
+    await sendSessions(t, p, [session('app@3.0', hour - 4 * DAY, 'exited'), session('app@3.0', hour, 'exited'), session('app@3.1', hour, 'crashed')]);
+    expect((await getJson(t, `/api/projects/${p.slug}/overview?days=7`)).body.crash_free).toEqual({ release: 'app@3.1', rate: 0, sessions: 1 });
+  });
+
+  it('picks a release known only from sessions, and between two first seen in the same hour the greater version string', async () => {
     const p = await createProject(t);
     const hour = hourOf(NOW) - 2 * HOUR;
-    const event = (release: string, timestamp: number) => ({
-      eventId: newEventId(),
-      group: GROUPS[0],
-      timestamp,
-      release,
-      environment: 'production',
-      userId: null,
-      deviceModel: null,
-      deviceId: null,
-      osName: 'Linux',
-      osVersion: '6',
-      screen: 'GET /',
-      tags: {},
-    });
-    await sendEvents(t, p, [event('srv@7', NOW - 5 * DAY), event('srv@8', NOW - 2 * DAY), event('srv@7', NOW - HOUR)]);
+    await sendEvents(t, p, [event('srv@7', NOW - 5 * DAY)]);
     await sendAggregates(t, p, [
       { started: hour + 60_000, release: 'srv@8', exited: 9, errored: 0, abnormal: 0, crashed: 1 },
       { started: hour + 120_000, release: 'srv@7', exited: 3, errored: 1, abnormal: 0, crashed: 0 },
     ]);
-    const body = (await getJson(t, `/api/projects/${p.slug}/overview`)).body;
-    expect(body.crash_free).toEqual({ release: 'srv@8', rate: 0.9, sessions: 10 });
+    expect((await getJson(t, `/api/projects/${p.slug}/overview`)).body.crash_free).toEqual({ release: 'srv@8', rate: 0.9, sessions: 10 });
+    await sendAggregates(t, p, [{ started: hour + 30 * 60_000, release: 'srv@9', exited: 4, errored: 0, abnormal: 0, crashed: 0 }]);
+    expect((await getJson(t, `/api/projects/${p.slug}/overview`)).body.crash_free).toEqual({ release: 'srv@9', rate: 1, sessions: 4 });
   });
+
 });

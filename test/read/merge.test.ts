@@ -2,7 +2,8 @@
 // routes: the target takes the others' counts, users, hourly buckets, releases and
 // events; totals elsewhere (overview, release health) do not move; a later event of a
 // merged fingerprint counts in the target; GET of a merged fingerprint answers the
-// target with `merged_into`; bad requests are 400/404 and change nothing.
+// target with `merged_into`; bad requests (another project's issue too) are 400/404 and
+// change nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -123,9 +124,9 @@ describe.each(dialects)('issue merge on %s', (dialect) => {
     expect(await merge({ fingerprints: Array.from({ length: 21 }, (_, i) => `f${i}`), into: x.fingerprint })).toMatchObject({ status: 400 });
     const unknown = await merge({ fingerprints: [y.fingerprint, '0'.repeat(32)], into: x.fingerprint });
     expect(unknown).toMatchObject({ status: 404, body: { error: expect.stringContaining('0'.repeat(32)) } });
-    // Another project's issue is no issue of this one.
-    expect(await merge({ fingerprints: [z.fingerprint], into: x.fingerprint })).toMatchObject({ status: 404 });
-    expect(await merge({ fingerprints: [y.fingerprint], into: z.fingerprint })).toMatchObject({ status: 404 });
+    // Issues merge only within one project: another project's issue is a 400 that says so.
+    expect(await merge({ fingerprints: [z.fingerprint], into: x.fingerprint })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/another project/) } });
+    expect(await merge({ fingerprints: [y.fingerprint], into: z.fingerprint })).toMatchObject({ status: 400 });
     const bad = await t.api(`/api/projects/${project.slug}/issues/merge`, { method: 'POST', body: '{"fingerprints": [', headers: { 'content-type': 'application/json' } });
     expect(bad.status).toBe(400);
     expect((await t.api(`/api/projects/${project.slug}/issues/merge`)).status).toBe(405);

@@ -118,6 +118,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
       resolved_release: null,
       created_at: iso(NOW),
       updated_at: iso(NOW),
+      ignore_until: null,
+      ignore_count: null,
+      ignore_users: null,
+      assignee: null,
     };
   }
 
@@ -164,11 +168,11 @@ describe.each(dialects)('read API on %s', (dialect) => {
       expect(body.total).toBe(want.length);
       expect(new Set(fps(body))).toEqual(new Set(want.map((i) => i.fingerprint)));
     }
-    // q: case-insensitive substring of the title or the location; LIKE wildcards are literal.
+    // q: case-insensitive substring of the title or the location (a `key:value` text quoted); LIKE wildcards are literal.
     for (const [q, keys] of [
       ['cannot READ', ['cart']],
       ['pool.js', ['db']],
-      ['checkout.js:17', ['checkout-crash']],
+      ['"checkout.js:17"', ['checkout-crash']],
       ['%', []],
       ['_', []],
       ['payment provider', ['payment-warning']],
@@ -221,7 +225,7 @@ describe.each(dialects)('read API on %s', (dialect) => {
     const cases: [string, RegExp][] = [
       // A misspelt filter would otherwise answer the whole list as if filtered.
       ['/events?issue=abc', /unknown parameter "issue"; allowed: level, release, .*fingerprint, q, crash, before, limit, days, from, to, tag\.<key>/],
-      ['/issues?page=2', /unknown parameter "page"; allowed: status, level, release, q, sort, limit, offset, days, from, to/],
+      ['/issues?page=2', /unknown parameter "page"; allowed: status, level, release, environment, assignee, q, sort, limit, offset, days, from, to/],
       ['/overview?limit=5', /unknown parameter "limit"; allowed: days, from, to/],
       [`/issues/${someIssue}?status=resolved`, /unknown parameter "status"; allowed: days, from, to/],
       ['/releases?sort=crash_free', /unknown parameter "sort"/],
@@ -565,16 +569,18 @@ describe.each(dialects)('read API on %s', (dialect) => {
         if (isCrash(e.group)) item.crashes += 1;
         timeline.set(k, item);
       }
-      // crash_free: the release whose newest session hour is latest in the window.
-      const starts = [...sessions.map((s) => ({ release: s.release, started: s.started })), ...aggregates.map((a) => ({ release: a.release, started: a.started }))].filter(
-        (s) => inBuckets(w, s.started),
-      );
+      // crash_free: among releases with sessions in the window, the one first seen last (its
+      // first event or first session hour, whichever came first), ties to the greater version.
+      const allStarts = [...sessions.map((s) => ({ release: s.release, started: s.started })), ...aggregates.map((a) => ({ release: a.release, started: a.started }))];
+      const inWindowReleases = new Set(allStarts.filter((s) => inBuckets(w, s.started)).map((s) => s.release));
       let crashFree: any = null;
-      if (starts.length > 0) {
-        const newestHour = Math.max(...starts.map((s) => hourOf(s.started)));
-        const releasesInHour = new Set(starts.filter((s) => hourOf(s.started) === newestHour).map((s) => s.release));
-        expect(releasesInHour.size, 'the data set has one release in the newest session hour').toBe(1);
-        const release = [...releasesInHour][0];
+      if (inWindowReleases.size > 0) {
+        const firstSeen = (release: string) =>
+          Math.min(
+            ...events.filter((e) => e.release === release).map((e) => e.timestamp),
+            ...allStarts.filter((s) => s.release === release).map((s) => hourOf(s.started)),
+          );
+        const release = [...inWindowReleases].sort((a, b) => firstSeen(b) - firstSeen(a) || (b < a ? -1 : b > a ? 1 : 0))[0];
         const s = sessionTotals(w, sessions, aggregates, release);
         crashFree = { release, rate: rate(s), sessions: s.total };
       }

@@ -155,9 +155,11 @@ describe.each(dialects)('retention on %s', (dialect) => {
       events: expired.size,
       event_tags: tagsOfExpired,
       payload_chunks: chunksOfExpired,
+      attachments: 0,
       seen_events: expired.size,
       sessions: oldSessions.length,
       issue_hourly: 1, // the ancient events: one issue, one hour
+      issue_environment_hourly: 1, // and one environment
       project_hourly: 1, // one hour, one release
       session_hourly: 0,
       daily_usage: 0,
@@ -357,7 +359,7 @@ describe.each(dialects)('faultline retention command on %s', (dialect) => {
       expect(res.stderr).toMatch(/older than 7 days/);
       expect(res.stderr).toMatch(/events: 5 deleted/);
       expect(res.stderr).toMatch(/events: 12 deleted/);
-      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags, \d+ payload chunks\), 12 seen event ids, 0 sessions/);
+      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags, \d+ payload chunks, \d+ attachments\), 12 seen event ids, 0 sessions/);
 
       const rows = await t.deps.store.db.selectFrom('events').select('event_id').execute();
       expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(keptEvents.map((e) => e.eventId)));

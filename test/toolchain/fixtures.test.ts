@@ -2,7 +2,8 @@
 // into a temporary folder): the native program built afresh by clang, ld64.lld, dsymutil
 // and llvm-lipo is symbolicated by our reader as llvm-symbolizer answers on it, at every
 // __text address of every file; the Java program built afresh by javac and ProGuard, its
-// real trace remapped by our ProGuard reader, gives retrace.jar's answer. These tests drive
+// real trace remapped by our ProGuard reader, gives retrace.jar's answer; the ELF builds
+// (clang, ld.lld, llvm-objcopy) answer as llvm-symbolizer. These tests drive
 // the tools; every other test reads the committed builds and answers (test/fixtures/).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,11 +14,14 @@ import { loadNodeDemangler } from '../../src/editions/node/demangle.js';
 import { ProguardMapping, remapExceptionType, remapJavaFrame } from '../../src/symbols/proguard.js';
 import { lacks } from '../helpers/tools.js';
 import { compareWithLlvm, dsym, nativeAnswers } from '../symbols-native/native-fixture.js';
+import { buildElfIndex } from '../../src/symbols/elf.js';
+import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
+import { compareElfWithLlvm, ELF_NAMES, type ElfName } from '../symbols-native/elf-fixture.js';
 import { buildJavaFixture, type JavaFixture } from '../symbols/java-fixture.js';
 
 const BUILD = path.resolve('test/fixtures/build.mjs');
 
-function buildFresh(family: 'native' | 'java'): string {
+function buildFresh(family: 'native' | 'java' | 'elf-native'): string {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), `faultline-fresh-${family}-`));
   execFileSync(process.execPath, [BUILD, '--out', out, family], { stdio: 'pipe' });
   return out;
@@ -43,6 +47,26 @@ describe.skipIf(lacks('clang'))('native fixtures rebuilt by this machine’s LLV
   it('and with C++ names demangled as llvm-symbolizer demangles them', async () => {
     const root = path.join(out, 'native');
     compareWithLlvm(dsym('arm64', root).dwarfFile, { root, demangle: await loadNodeDemangler() });
+  });
+});
+
+describe.skipIf(lacks('clang'))('ELF fixtures rebuilt by this machine’s clang and ld.lld', () => {
+  let out: string;
+  beforeAll(() => {
+    out = buildFresh('elf-native');
+  }, 180_000);
+  afterAll(() => {
+    if (out) fs.rmSync(out, { recursive: true, force: true });
+  });
+
+  it('our reader answers as llvm-symbolizer at every .text address of every fresh ELF file', async () => {
+    const root = path.join(out, 'elf-native');
+    for (const name of ELF_NAMES) {
+      // The stripped object's answers come from its debug file (llvm-symbolizer follows .gnu_debuglink).
+      const from: ElfName = name === 'aarch64-split.so' ? 'aarch64-split.so.debug' : name;
+      const index = new NativeIndex((await buildElfIndex(new Uint8Array(fs.readFileSync(path.join(root, from))))).index);
+      compareElfWithLlvm(index, name, { root });
+    }
   });
 });
 

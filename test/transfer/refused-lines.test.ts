@@ -64,7 +64,7 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
       [{ ...first('monitor'), slug: 'bad-crontab', schedule_type: 'crontab', schedule: '61 * * * *' }, /^monitor: monitor_config: schedule.value: "61 \* \* \* \*" is not a crontab/],
       [{ ...first('monitor'), slug: 'bad-margin', checkin_margin: -5 }, /^monitor: monitor_config: checkin_margin must be between 1 and 40320/],
       [{ ...first('monitor_checkin'), check_in_id: 'x1', status: 'sleeping' }, /^monitor_checkin: status: must be one of ok, error, in_progress, missed, timeout/],
-      [{ ...first('alert_channel'), kind: 'smtp' }, /^alert_channel: kind must be "webhook" or "telegram"$/],
+      [{ ...first('alert_channel'), kind: 'smtp' }, /^alert_channel: kind must be one of "webhook", "telegram", "email", "slack", "discord", "teams"$/],
       [{ ...first('alert_channel'), config: 'x' }, /^alert_channel: config must be an object/],
       [{ ...first('alert_channel'), config: { url: 'ftp://example.com/' } }, /^alert_channel: config\.url must be an absolute http or https URL/],
       [{ ...first('issue'), fingerprint: 'f'.repeat(32), status: 'bogus' }, /^issue: status: must be one of unresolved, triaged/],

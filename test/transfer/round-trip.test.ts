@@ -23,7 +23,7 @@ describe.each(dialects)('round trip from %s', (source) => {
 
   it('exports every kind of row, with natural keys only', () => {
     const counts = typeCounts(file);
-    for (const type of ['project', 'alert_rule', 'alert_channel', 'alert_rule_channel', 'monitor', 'monitor_checkin', 'symbol', 'symbol_chunk', 'cli_release', 'release_commit', 'release_deploy', 'proguard_release', 'issue', 'issue_merge', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'usage_day', 'event', 'seen_event', 'session']) {
+    for (const type of ['project', 'alert_rule', 'alert_channel', 'alert_rule_channel', 'monitor', 'monitor_checkin', 'symbol', 'symbol_chunk', 'cli_release', 'release_commit', 'release_deploy', 'proguard_release', 'issue', 'issue_merge', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'usage_day', 'event', 'attachment', 'attachment_chunk', 'seen_event', 'session']) {
       expect(counts[type], type).toBeGreaterThan(0);
     }
     const lines = bodyLines(file).map((l) => JSON.parse(l));

@@ -18,7 +18,8 @@ import { prepareExport } from '../../src/transfer/export.js';
 import { importNdjson, type ImportOptions, type ImportSummary } from '../../src/transfer/import.js';
 import { ManualClock } from '../../src/clock.js';
 import { type DialectName, startTestServer, type TestServer } from '../helpers/server.js';
-import { envelope, errorEvent, eventId, post, sessionUpdate } from '../ingest/helpers.js';
+import { dsnOf, envelope, errorEvent, eventId, post, sessionUpdate } from '../ingest/helpers.js';
+import { androidCrashEnvelope, newEventId } from '../attachments/mobile-envelopes.js';
 import { openTestStore, type TestStore } from '../writer/factory.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/transfer');
@@ -49,6 +50,10 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
     const res = await post(t, demoRow, fixture(name));
     expect(res.status, name).toBe(200);
   }
+
+  // A mobile crash with a screenshot and a view hierarchy (attachment lines).
+  const mobileId = newEventId();
+  expect((await post(t, demoRow, androidCrashEnvelope(mobileId, now - 30_000, dsnOf(t, demoRow)))).status).toBe(200);
 
   // Events sent one per request each get a payload chunk of their own: an export page
   // then needs many chunks at once.
@@ -99,8 +104,8 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   const uuid = ((await proguard.json()) as { symbols: { debug_id: string }[] }).symbols[0].debug_id;
   const tied = await t.api('/api/0/projects/org/demo/files/proguard-artifact-releases/', { method: 'POST', json: { release_name: 'com.example.shop@1.2.0+120', proguard_uuid: uuid } });
   expect(tied.status, await tied.clone().text()).toBe(201);
-  // An ELF debug file and a source bundle through sentry-cli's routes: kept-only kinds, moved like the others.
-  const elf = new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(7)]);
+  // An ELF debug file (with its derived index) and a source bundle through sentry-cli's routes, moved like the others.
+  const elf = new Uint8Array(fs.readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/elf-native/x86_64-dwarf4.so')));
   const sourceZip = zipSync({ 'files/app.c': strToU8('int main(void) { return 0; }\n'), 'manifest.json': strToU8(JSON.stringify({ files: { 'files/app.c': { type: 'source', path: 'app.c' } }, debug_id: 'fd63e528-8d34-a2de-d635-5af05fcbea86' })) });
   const sourceBundle = new Uint8Array([...strToU8('SYSB'), 2, 0, 0, 0, ...sourceZip]);
   for (const [name, bytes] of [['libapp.so', elf], ['libapp.src.zip', sourceBundle]] as const) {

@@ -121,8 +121,14 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect(await symbolCount()).toBe(0);
   });
 
+  it('an ELF header with nothing to name it by is an error with a detail (ELF files symbolicate, so they must parse)', async () => {
+    const { checksum, chunks } = await upload(new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(0)]));
+    const answer = await assembleDif(checksum, { name: 'libapp.so', debug_id: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', chunks });
+    expect(answer).toEqual({ state: 'error', missingChunks: [], detail: expect.stringContaining('not a readable ELF file') });
+    expect(await symbolCount()).toBe(0);
+  });
+
   it.each([
-    ['elf', 'libapp.so', new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(0)])],
     ['pe', 'app.exe', strToU8('MZ\x90\0 a PE image')],
     ['pdb', 'app.pdb', strToU8('Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0')],
     ['breakpad', 'app.sym', strToU8('MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 app\n')],
@@ -149,11 +155,11 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
 
   it('the management upload keeps refusing the kept-only kinds', async () => {
     const form = new FormData();
-    form.append('kind', 'elf');
-    form.append('file', new Blob([new Uint8Array([0x7f, 0x45, 0x4c, 0x46])]), 'libapp.so');
+    form.append('kind', 'pe');
+    form.append('file', new Blob([strToU8('MZ\x90\0 a PE image')]), 'app.exe');
     const res = await t.api('/api/projects/app/symbols', { method: 'POST', body: form });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym' });
+    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, elf' });
     expect(await symbolCount()).toBe(0);
   });
 

@@ -9,3 +9,30 @@ declare module '*?raw' {
   const text: string;
   export default text;
 }
+
+// The queue helpers of @cloudflare/vitest-pool-workers' `cloudflare:test` these tests use.
+declare module 'cloudflare:test' {
+  interface TestMessageBatch {
+    readonly queue: string;
+    readonly messages: readonly {
+      readonly id: string;
+      readonly body: unknown;
+      readonly attempts: number;
+      ack(): void;
+      retry(options?: { delaySeconds?: number }): void;
+    }[];
+  }
+  interface TestExecutionContext {
+    waitUntil(promise: Promise<unknown>): void;
+    passThroughOnException(): void;
+  }
+  export function createExecutionContext(): TestExecutionContext;
+  export function createMessageBatch(
+    queueName: string,
+    messages: { id: string; timestamp: Date; attempts: number; body: unknown }[],
+  ): TestMessageBatch;
+  export function getQueueResult(
+    batch: TestMessageBatch,
+    ctx: TestExecutionContext,
+  ): Promise<{ outcome: string; ackAll: boolean; retryBatch: { retry: boolean }; explicitAcks: string[]; retryMessages: { msgId: string }[] }>;
+}

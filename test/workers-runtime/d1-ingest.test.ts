@@ -7,6 +7,7 @@ import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { withoutQueue } from './direct-path.js';
 import type { D1IngestSink } from '../../src/editions/workers/ingest-sink.js';
 import { createApp } from '../../src/http/app.js';
 import type { Store } from '../../src/store/database.js';
@@ -25,7 +26,7 @@ let store: Store;
 let sink: D1IngestSink;
 
 beforeAll(async () => {
-  const deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' });
+  const deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' });
   store = deps.store;
   sink = deps.ingest as D1IngestSink;
   app = createApp(deps);

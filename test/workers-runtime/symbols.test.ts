@@ -8,6 +8,7 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadWorkerDemangler } from '../../src/editions/workers/demangle.js';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { withoutQueue } from './direct-path.js';
 import type { AppDeps } from '../../src/context.js';
 import { symbolicationInputOf } from '../../src/ingest/normalize.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -18,7 +19,7 @@ let deps: AppDeps;
 let projectId: number;
 
 beforeAll(async () => {
-  deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), LOG_LEVEL: 'silent' });
+  deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), LOG_LEVEL: 'silent' });
   await migrate(deps.store);
   projectId = (await createProject(deps.store.db, { ...PROJECT_DEFAULTS, slug: 'symbols-on-d1', name: 'Symbols' }, Date.now())).id;
 });

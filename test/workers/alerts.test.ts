@@ -9,6 +9,7 @@ import { ALERTS_CRON } from '../../src/editions/workers/crons.js';
 import { Receiver, type Received } from '../alerts/support.js';
 import { envelope, errorEvent } from '../ingest/helpers.js';
 import { startTestWorker, type TestWorker } from './harness.js';
+import { discordSchema, expectValid, slackSchema, teamsSchema } from '../alerts/provider-schemas.js';
 
 const HOUR = 3_600_000;
 
@@ -121,5 +122,38 @@ describe('alerts on the Workers edition', () => {
 
     await w.runCron(ALERTS_CRON);
     expect(arrived()).toHaveLength(2);
+  });
+
+  it('Slack, Discord and Teams hooks get their messages from the Worker; email is refused as unavailable there', async () => {
+    const created = await w.api('/api/projects', { method: 'POST', json: { name: 'Team app', slug: 'team-app' } });
+    const project = (await created.json()) as { id: number; dsn: string };
+    const schemas = { slack: slackSchema, discord: discordSchema, teams: teamsSchema } as const;
+    const ids: Record<string, number> = {};
+    for (const kind of Object.keys(schemas)) {
+      const res = await w.api('/api/projects/team-app/alerts/channels', { method: 'POST', json: { kind, config: { url: `${hook.url}/team/${kind}` } } });
+      expect(res.status, await res.clone().text()).toBe(201);
+      ids[kind] = (await res.json()).id;
+    }
+    const email = await w.api('/api/projects/team-app/alerts/channels', { method: 'POST', json: { kind: 'email', config: { to: ['oncall@shop.example'] } } });
+    expect(email.status).toBe(400);
+    expect((await email.json()).error).toMatch(/not available on the serverless edition/);
+
+    for (const [kind, id] of Object.entries(ids)) {
+      const tested = await (await w.api(`/api/projects/team-app/alerts/channels/${id}/test`, { method: 'POST' })).json();
+      expect(tested, kind).toEqual({ delivered: true, status: 200, error: null });
+    }
+    const body = envelope({}, [{ type: 'event', payload: { ...errorEvent({ timestamp: Date.now(), type: 'PaymentError', value: 'card declined', release: 'shop@3.1' }), environment: 'production' } }]);
+    const res = await fetch(`${w.url}/api/${project.id}/envelope/?sentry_key=${new URL(project.dsn).username}`, { method: 'POST', body: new Uint8Array(body) });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const of = (kind: string): Received[] => hook.requests.filter((r) => r.path === `/team/${kind}`);
+    const deadline = Date.now() + 5_000;
+    while (Object.keys(schemas).some((k) => of(k).length < 2) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const [kind, schema] of Object.entries(schemas)) {
+      expect(of(kind), kind).toHaveLength(2);
+      const [test, alert] = of(kind).map((r) => expectValid(schema as typeof slackSchema, r.json));
+      expect(JSON.stringify(test)).toContain('Test alert in Team app');
+      const text = JSON.stringify(alert);
+      for (const fact of ['New issue in Team app', 'PaymentError: card declined', 'shop@3.1', 'production', 'First seen', 'https://errors.example.com/team-app/issues/']) expect(text, kind).toContain(fact);
+    }
   });
 });

@@ -11,6 +11,7 @@ import { prepareWork } from '../../src/ingest/prepare.js';
 import { compress } from '../../src/editions/node/codec.js';
 import { commitIngestBatch } from '../../src/store/ingest-batch.js';
 import { IssueCache } from '../../src/store/sqlite.js';
+import { mergeStatements } from '../../src/store/issue-merges.js';
 import { openStore } from '../../src/editions/node/open-store.js';
 import type { Store } from '../../src/store/database.js';
 import { dialects } from '../helpers/server.js';
@@ -125,6 +126,31 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     const after = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
     const first = await t.store.db.selectFrom('events').select('id').where('project_id', '=', project.id).orderBy('timestamp').limit(1).executeTakeFirstOrThrow();
     expect(after).toMatchObject({ event_count: 4, first_seen_id: first.id, last_seen_id: issue.last_seen_id, status: 'regression' });
+  });
+
+  it('keeps a merged fingerprint with the issue it was merged into: its next batches read nothing', async () => {
+    const project = await createProject(t.store);
+    const cache = new IssueCache();
+    const reads = async (fingerprint: string, at: number) => {
+      const { queries } = await rec.record((db) =>
+        commitIngestBatch({ ...t.store, db }, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint, release: 'r1', timestamp: at })] }))], { random: () => 0, compress, issueCache: cache }),
+      );
+      return queries.filter((q) => /from "(issues|issue_merges)"/.test(q.sql)).length;
+    };
+    const day = Date.UTC(2026, 0, 10, 12);
+    await reads(fp('target'), day);
+    await reads(fp('merged'), day + 1);
+    // Merged through another connection (as the API does): the cache is forgotten.
+    const rows = await other.db.selectFrom('issues').select(['id', 'fingerprint']).where('project_id', '=', project.id).execute();
+    const target = rows.find((r) => r.fingerprint === fp('target'))!;
+    const source = rows.find((r) => r.fingerprint === fp('merged'))!;
+    await other.atomic(mergeStatements(other.db, project.id, { id: Number(target.id), fingerprint: target.fingerprint }, { id: Number(source.id), fingerprint: source.fingerprint }, day + 2));
+    // The first batch reads the issue, the mapping and its target; the next ones nothing.
+    expect(await reads(fp('merged'), day + 3)).toBe(3);
+    expect(await reads(fp('merged'), day + 4)).toBe(0);
+    expect(await reads(fp('target'), day + 5)).toBe(0);
+    const issue = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    expect(issue).toMatchObject({ fingerprint: fp('target'), event_count: 5 });
   });
 
   it('forgets everything when a batch fails', async () => {

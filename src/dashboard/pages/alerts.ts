@@ -1,8 +1,8 @@
 // The alerts page: the three rules (on/off, cooldown, filters: environments, lowest
-// level, channels), the channels (webhook,
-// Telegram) with "send test" and delete, the form adding a channel, and the
+// level, channels), the channels (webhook, Telegram, email, Slack, Discord,
+// Teams) with "send test" and delete, the form adding a channel, and the
 // delivery log. Built on src/alerts, as the alerts API is.
-import { ALERT_LEVELS } from '../../alerts/rules.js';
+import { ALERT_LEVELS, CHANNEL_KINDS } from '../../alerts/rules.js';
 import type { AlertRuleJson, channelJson, listDeliveries } from '../../alerts/store.js';
 import { html, raw, utc, type Html } from '../html.js';
 import { csrfField, flash, page, type PageContext } from '../layout.js';
@@ -19,9 +19,12 @@ const RULE_NAMES: Record<string, string> = {
 };
 
 function channelTarget(ch: Channel): string {
-  const c = ch.config as { url?: unknown; has_secret?: unknown; chat_id?: unknown };
+  const c = ch.config as { url?: unknown; has_secret?: unknown; chat_id?: unknown; to?: unknown; host?: unknown };
   if (ch.kind === 'webhook') return `${String(c.url)}${c.has_secret ? ' (signed with a secret)' : ''}`;
-  return `chat ${String(c.chat_id)}`;
+  if (ch.kind === 'telegram') return `chat ${String(c.chat_id)}`;
+  if (ch.kind === 'email') return Array.isArray(c.to) ? c.to.join(', ') : '';
+  // The hook URL is its credential: only its host is shown.
+  return `hook at ${String(c.host)}`;
 }
 
 /** The issue titles a delivery names; a digest says how many more it stood for. */
@@ -78,10 +81,11 @@ export function alertsPage(
     <h3>Add a channel</h3>
     <form method="post" action="${base}/channels" class="filters">
       ${csrfField(ctx)}
-      <label>Kind<select name="kind"><option value="webhook" ${f.kind !== 'telegram' ? raw('selected') : ''}>webhook</option><option value="telegram" ${f.kind === 'telegram' ? raw('selected') : ''}>telegram</option></select></label>
-      <label>Webhook URL<input name="url" type="url" value="${f.url ?? ''}" placeholder="https://hooks.example.com/faultline"></label>
+      <label>Kind<select name="kind">${CHANNEL_KINDS.map((k) => html`<option value="${k}" ${(f.kind ?? 'webhook') === k ? raw('selected') : ''}>${k}</option>`)}</select></label>
+      <label>Webhook URL (or the Slack, Discord or Teams hook)<input name="url" type="url" value="${f.url ?? ''}" placeholder="https://hooks.slack.com/services/…"></label>
       <label>Webhook secret (optional)<input name="secret" type="password" autocomplete="off"></label>
       <label>Telegram chat id<input name="chat_id" value="${f.chat_id ?? ''}" placeholder="-1001234567890 or @channel"></label>
+      <label>Email recipients<input name="to" value="${f.to ?? ''}" placeholder="oncall@example.com, lead@example.com"></label>
       <button type="submit">Add channel</button>
     </form>
   </section>

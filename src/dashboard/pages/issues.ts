@@ -9,6 +9,9 @@ import { bars, meter, sparkline } from '../charts.js';
 import { breakable, count, href, html, options, projectPath, utc, when, type Html } from '../html.js';
 import { csrfField, flash, page, type PageContext } from '../layout.js';
 import { eventRows, eventView, type EventDetail } from './events.js';
+import { activitySection } from './activity.js';
+import type { ActivityJson } from '../../triage/activity.js';
+import type { EventFile } from '../../attachments/storage.js';
 
 type Project = { slug: string; name: string };
 
@@ -28,6 +31,16 @@ const ACTIONS: [string, string][] = [
   ['unresolved', 'Unresolve'],
 ];
 
+/** The snoozes the issue page offers (docs/api.md "Snoozing"): `<kind>:<amount>`. */
+export const SNOOZES: [string, string][] = [
+  ['hours:1', 'for 1 hour'],
+  ['hours:24', 'for 24 hours'],
+  ['hours:168', 'for 7 days'],
+  ['count:10', 'until 10 more events'],
+  ['count:100', 'until 100 more events'],
+  ['users:10', 'until 10 more users'],
+];
+
 function statusBadge(status: string): Html {
   return html`<span class="badge s-${status}">${status}</span>`;
 }
@@ -45,13 +58,15 @@ export function issueListPage(
   const back = href(base, query);
   const body = html`<h1>Issues <span class="sub">${count(list.total)} in the window</span></h1>
   ${flash(message)}
+  <p class="actions"><a href="${href(base, { assignee: 'me' })}">Assigned to me</a> · <a href="${href(base, { assignee: 'none' })}">Unassigned</a></p>
   <form class="filters" method="get" action="${base}" role="search">
-    <label>Search title or location<input type="search" name="q" value="${query.q ?? ''}"></label>
+    <label>Search <span class="sub">(words, "phrases", is:, level:, release:, env:, user:, tag:value)</span><input type="search" name="q" value="${query.q ?? ''}" placeholder="is:unresolved level:error timeout"></label>
     <label>Status<select name="status">${options([['', 'any'], ...ISSUE_STATUSES], query.status)}</select></label>
     <label>Level<select name="level">${options([['', 'any'], ...LEVELS], query.level)}</select></label>
     <label>Release<input name="release" value="${query.release ?? ''}"></label>
+    <label>Environment<input name="environment" value="${query.environment ?? ''}"></label>
     <label>Last seen within<select name="days">${options(WINDOWS, query.days ?? '7')}</select></label>
-    <label>Sort<select name="sort">${options([['last_seen', 'last seen'], ['first_seen', 'first seen'], ['events', 'events']], query.sort)}</select></label>
+    <label>Sort<select name="sort">${options([['last_seen', 'last seen'], ['first_seen', 'first seen'], ['events', 'events'], ['users', 'users']], query.sort)}</select></label>
     <button type="submit">Apply</button> <a href="${base}">Clear</a>
   </form>
   <form method="post" action="${projectPath(project.slug, 'issues', 'bulk')}">
@@ -69,7 +84,7 @@ export function issueListPage(
         (i) => html`<tr>
           <td><input type="checkbox" name="fingerprints" value="${i.fingerprint}" aria-label="Select ${i.title}"></td>
           <td><a class="title" href="${projectPath(project.slug, 'issues', i.fingerprint)}">${i.title}</a>
-            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} ${[i.location || i.screen, i.last_release].filter(Boolean).map((x) => `· ${x}`).join(' ')}</div></td>
+            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} ${[i.location || i.screen, i.last_release, i.assignee ? `→ ${i.assignee.name || i.assignee.email}` : ''].filter(Boolean).map((x) => `· ${x}`).join(' ')}</div></td>
           <td class="opt">${sparkline(i.sparkline)}</td>
           <td class="num">${count(i.event_count)}</td>
           <td class="num opt">${count(i.users)}</td>
@@ -103,6 +118,8 @@ export function issuePage(
   recent: EventSummaryJson[],
   paging: { older: number | null; newer: number | null },
   message?: string,
+  files: EventFile[] = [],
+  activity: ActivityJson[] = [],
 ): Html {
   const base = projectPath(project.slug, 'issues', issue.fingerprint);
   const b = issue.breakdown;
@@ -114,6 +131,19 @@ export function issuePage(
   <form method="post" action="${base}/status" class="actions">
     ${csrfField(ctx)}
     ${ACTIONS.filter(([s]) => s !== issue.status).map(([status, label]) => html`<button type="submit" name="status" value="${status}" class="secondary">${label}</button>`)}
+  </form>
+  <form method="post" action="${base}/assign" class="actions">
+    ${csrfField(ctx)}
+    <span>${issue.assignee ? html`Assigned to <b>${issue.assignee.name || issue.assignee.email}</b> (${issue.assignee.email})` : 'Unassigned'}</span>
+    <label>Assign to<input type="email" name="assignee" placeholder="user@example.com" required></label><button type="submit" class="secondary">Assign</button>
+  </form>
+  ${issue.assignee ? html`<form method="post" action="${base}/assign" class="actions">${csrfField(ctx)}<input type="hidden" name="assignee" value=""><button type="submit" class="secondary">Unassign</button></form>` : ''}
+  <form method="post" action="${base}/status" class="actions">
+    ${csrfField(ctx)}<input type="hidden" name="status" value="ignored">
+    <label>Snooze<select name="snooze">${options(SNOOZES, undefined)}</select></label><button type="submit" class="secondary">Snooze</button>
+    ${issue.status === 'ignored' && (issue.ignore_until || issue.ignore_count || issue.ignore_users)
+      ? html`<span class="sub">Snoozed ${issue.ignore_until ? `until ${utc(issue.ignore_until)}` : issue.ignore_count ? `until ${issue.ignore_count} more events` : `until ${issue.ignore_users} more users`}</span>`
+      : ''}
   </form>
   <div class="stats">
     <div class="stat"><b>${count(issue.event_count)}</b><span>events (${count(issue.stored_count)} stored)</span></div>
@@ -136,8 +166,9 @@ export function issuePage(
         ${issue.oldest_event_id !== null && event.id !== issue.oldest_event_id ? html`<a href="${href(base, { ...query, event: issue.oldest_event_id })}">Oldest event</a>` : ''}
         <a href="${href(projectPath(project.slug, 'events'), { fingerprint: issue.fingerprint })}">All events of this issue</a>
       </nav>
-      ${eventView(project, event, ctx)}`
+      ${eventView(project, event, ctx, files)}`
     : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`}
-  <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>`;
+  <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>
+  ${activitySection(ctx, base, activity)}`;
   return page(ctx, { title: `${issue.title} · ${project.name}`, project, section: 'issues', body });
 }

@@ -1,6 +1,6 @@
 // Project-level pages: the project list with the creation form, a project's
 // settings (sampling, quota, DSN with copy, rotate key, delete with
-// confirmation), the sign-in page and the error page.
+// confirmation) and the error page.
 import type { projectJson } from '../../http/projects.js';
 import { PLATFORMS } from '../../store/projects.js';
 import { html, options, projectPath, utc, type Html } from '../html.js';
@@ -36,6 +36,8 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
   const f = o.form ?? {};
   const value = (name: keyof ProjectView) => f[name] ?? String(p[name]);
   const base = projectPath(p.slug);
+  const checked = (name: 'scrub_defaults' | 'scrub_ip_addresses') => ((o.form ? f[name] === '1' : p[name]) ? html` checked` : '');
+  const list = (name: 'scrub_fields' | 'safe_fields') => f[name] ?? p[name].join('\n');
   const body = html`<h1>Settings</h1>
   ${flash(o.message)}${flash(o.error, 'error')}
   <section class="card" aria-labelledby="dsn-h"><h2 id="dsn-h">DSN</h2>
@@ -58,6 +60,18 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
       <button type="submit">Save</button>
     </form>
   </section>
+  <section class="card" aria-labelledby="privacy-h"><h2 id="privacy-h">Privacy and storage</h2>
+    <p class="sub">Scrubbing runs before an event is grouped or stored (the raw payload too); see docs/privacy.md.</p>
+    <form method="post" action="${base}/privacy">
+      ${csrfField(ctx)}
+      <p><label><input type="checkbox" name="scrub_defaults" value="1"${checked('scrub_defaults')}> Scrub by the default rules (passwords, secrets, tokens, auth headers, cookies, sessions, card numbers, bearer tokens, private keys)</label></p>
+      <p><label><input type="checkbox" name="scrub_ip_addresses" value="1"${checked('scrub_ip_addresses')}> Remove IP addresses (the user's and the request's)</label></p>
+      <p><label>Also scrub keys containing (one a line)<br><textarea name="scrub_fields" rows="3" cols="40">${list('scrub_fields')}</textarea></label></p>
+      <p><label>Never scrub these keys (one a line)<br><textarea name="safe_fields" rows="3" cols="40">${list('safe_fields')}</textarea></label></p>
+      <p><label>Storage budget in MB (0 = none; past it the oldest events go)<input name="storage_budget_mb" type="number" min="0" step="1" value="${value('storage_budget_mb')}"></label></p>
+      <button type="submit">Save</button>
+    </form>
+  </section>
   <section class="card" aria-labelledby="delete-h"><h2 id="delete-h">Delete project</h2>
     <form method="post" action="${base}/delete">
       ${csrfField(ctx)}
@@ -67,19 +81,6 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
     </form>
   </section>`;
   return page(ctx, { title: `Settings · ${p.name}`, project: p, section: 'settings', body });
-}
-
-export function loginPage(next: string, error?: string): Html {
-  const ctx: PageContext = { csrf: '', signedIn: false, now: 0 };
-  const body = html`<h1>Sign in</h1>
-  ${flash(error, 'error')}
-  <form method="post" action="/login" class="card">
-    <input type="hidden" name="next" value="${next}">
-    <p>This Faultline server asks for one of its API keys (the <code>API_KEYS</code> setting).</p>
-    <p><label>API key<input name="key" type="password" autocomplete="current-password" required autofocus></label></p>
-    <button type="submit">Sign in</button>
-  </form>`;
-  return page(ctx, { title: 'Sign in', body });
 }
 
 export function errorPage(ctx: PageContext, status: number, message: string, project?: { slug: string; name: string }): Html {

@@ -10,6 +10,8 @@ import https from 'node:https';
 import { forbiddenAddressReason, forbiddenHostReason } from '../../alerts/addresses.js';
 import { ForbiddenAddressError, type AlertRuntime, type HttpPost } from '../../alerts/transport.js';
 import { MAX_ALERT_RESPONSE } from '../../limits.js';
+import type { Config } from '../../config.js';
+import { nodeMailSender } from './mail.js';
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
@@ -72,8 +74,16 @@ export const nodeHttpPost: HttpPost = (request) =>
 
 export const nodeAlertRuntime: AlertRuntime = {
   post: nodeHttpPost,
+  mailUnavailable: 'email channels need the server settings SMTP_URL and SMTP_FROM, which are not set',
   async resolveHost(hostname) {
     const addresses = await dns.promises.lookup(hostname, { all: true, verbatim: true });
     return addresses.map((a) => a.address);
   },
 };
+
+/** The Node runtime for these settings: with email when SMTP_URL and SMTP_FROM are set. */
+export function nodeAlertRuntimeFor(config: Pick<Config, 'smtp'>): AlertRuntime {
+  if (!config.smtp) return nodeAlertRuntime;
+  const { mailUnavailable: _none, ...rest } = nodeAlertRuntime;
+  return { ...rest, mail: nodeMailSender(config.smtp) };
+}

@@ -19,7 +19,7 @@ import { SharedRateLimiter } from '../../store/rate-limits.js';
 import { startRetentionJob } from '../../store/retention.js';
 import { startMonitorJob } from '../../monitors/job.js';
 import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../../alerts/dispatcher.js';
-import { nodeAlertRuntime } from './alerts.js';
+import { nodeAlertRuntimeFor } from './alerts.js';
 import { storedPayloads } from './payloads.js';
 import { SymbolService } from '../../symbols/service.js';
 import type { UploadLimits } from '../../symbols/upload.js';
@@ -74,7 +74,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     decompressBlob: decompress,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
-    alertRuntime: nodeAlertRuntime,
+    alertRuntime: nodeAlertRuntimeFor(config),
     createSha1: () => {
       const hash = createHash('sha1');
       return { update: (bytes) => void hash.update(bytes), digestHex: () => hash.digest('hex') };
@@ -150,7 +150,7 @@ export async function startServer(
     options.alerts === false
       ? null
       : new AlertDispatcher(
-          { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntime },
+          { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntimeFor(deps.config) },
           { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
         ).start();
   // Cron monitors are checked every minute (missed and timed-out runs); the dispatcher sends their alerts.

@@ -9,6 +9,7 @@ import { sendRecordedAlerts } from './background.js';
 import { WORKER_RESYMBOLICATE_CRON_STEPS, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
 import { formatSummary, runRetention } from '../../store/retention.js';
 import { sweepAbandonedWrites } from '../../symbols/storage.js';
+import { endTimeSnoozes } from '../../triage/snooze.js';
 
 /** Daily at 03:17 UTC: retention, and the removal of symbol uploads left half-written. */
 export const RETENTION_CRON = '17 3 * * *';
@@ -16,9 +17,9 @@ export const RETENTION_CRON = '17 3 * * *';
 export const ALERTS_CRON = '*/10 * * * *';
 /**
  * Every minute: the cron monitor check (then a pass over the outbox when a monitor alert
- * waits, including those check-ins recorded), and bounded steps of the re-symbolication
- * runs uploads recorded (the first step ran after the upload's answer), until none is
- * pending or the cron's steps are done.
+ * waits, including those check-ins recorded), time snoozes that are over end, and bounded
+ * steps of the re-symbolication runs uploads recorded (the first step ran after the
+ * upload's answer), until none is pending or the cron's steps are done.
  */
 export const RESYMBOLICATE_CRON = '* * * * *';
 /** Every cron wrangler.jsonc must schedule. */
@@ -29,6 +30,9 @@ export const WORKER_CRONS = [RETENTION_CRON, ALERTS_CRON, RESYMBOLICATE_CRON];
  * a statement after 30 s; smaller batches also let ingest in between.
  */
 export const D1_RETENTION_BATCH = 1000;
+
+/** How long the ingest queue's receipts are kept (ingest-queue.ts): past the queue's longest retention. */
+export const INGEST_RECEIPT_KEEP_MS = 15 * 24 * 3_600_000;
 
 /** A symbol upload still writing after this long was abandoned (as on the server). */
 const ABANDONED_UPLOAD_MS = 3_600_000;
@@ -46,6 +50,8 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       // An upload whose request ended mid-way (the isolate stopped) leaves invisible rows.
       const swept = await sweepAbandonedWrites(deps.store.db, deps.clock.now() - ABANDONED_UPLOAD_MS);
       if (swept > 0) deps.logger.info({ symbol_files: swept }, 'half-written symbol uploads removed');
+      // A queue keeps a message at most 14 days: an older receipt can meet no redelivery.
+      await deps.store.db.deleteFrom('ingest_receipts').where('committed_at', '<', deps.clock.now() - INGEST_RECEIPT_KEEP_MS).execute();
       return;
     }
     case ALERTS_CRON: {
@@ -67,6 +73,9 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       const monitors = await runMonitorCheck(deps.store, deps.clock.now());
       if (monitors.missed + monitors.timed_out > 0) deps.logger.info(monitors, 'cron monitors checked');
       if ((await pendingAlertIds(deps.store.db, 1)).length > 0) await sendRecordedAlerts(deps);
+      // Time snoozes end within a minute (docs/api.md "Snoozing").
+      const ended = await endTimeSnoozes(deps.store, deps.clock.now());
+      if (ended > 0) deps.logger.info({ issues: ended }, 'snoozes ended');
       if (!deps.symbols) return;
       let events = 0;
       for (let step = 0; step < WORKER_RESYMBOLICATE_CRON_STEPS; step++) {

@@ -1,7 +1,8 @@
 // Builds the AppDeps of the serverless edition from a Worker's env: settings from its
 // vars and secrets (the same names as the server's environment, parsed by
 // src/config.ts), the store on the D1 binding `DB`, the console JSON logger, a rate
-// limiter shared by every isolate through D1, the ingest sink on D1, symbol files and
+// limiter shared by every isolate through D1, the ingest sink (on D1, or through the
+// ingest queue when one is bound), symbol files and
 // symbolication (re-symbolication in bounded steps), export and import routes, and the
 // pure-JS codecs. The sink and the symbol service report the work they leave in D1 (alerts
 // recorded, re-symbolication runs) to the isolate's AfterAnswer, which the entry runs after
@@ -19,6 +20,7 @@ import { migrate } from '../../store/migrate.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
 import { AfterAnswer } from './background.js';
 import { loadWorkerDemangler } from './demangle.js';
+import { QueueIngestSink, type QueueBinding } from './ingest-queue.js';
 import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
 import { decompressBlob, workersIngestRuntime } from './runtime.js';
@@ -27,9 +29,13 @@ import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
 import { VERSION } from '../../version.js';
 
-/** What the Worker is bound to: the D1 database `DB`, and the settings as vars and secrets. */
+/**
+ * What the Worker is bound to: the D1 database `DB`, optionally the ingest queue
+ * `INGEST_QUEUE` (ingest-queue.ts), and the settings as vars and secrets.
+ */
 export interface WorkerEnv {
   DB: D1Binding;
+  INGEST_QUEUE?: QueueBinding;
   [setting: string]: unknown;
 }
 
@@ -68,7 +74,11 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     logger,
     // Isolates come and go and serve in parallel: the limit lives in D1 (rate_limit_windows).
     rateLimiter: new SharedRateLimiter(store, config.rateLimit, logger),
-    ingest: new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded),
+    // With a queue, requests are answered once their work is enqueued and the consumer
+    // commits works in batches (index.ts `queue`); without one, each request commits.
+    ingest: env.INGEST_QUEUE
+      ? new QueueIngestSink(env.INGEST_QUEUE, new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded), logger)
+      : new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded),
     ingestRuntime: workersIngestRuntime,
     decompressBlob,
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,

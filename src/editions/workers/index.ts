@@ -1,10 +1,12 @@
 // The serverless edition's Worker entry (wrangler.jsonc `main`): the shared Hono app
 // for requests, once the isolate's D1 schema is current, then the work requests left
 // (alerts to send, a re-symbolication step) kept alive past the answer by waitUntil
-// (background.ts); and the cron housekeeping.
+// (background.ts); the ingest queue's consumer (ingest-queue.ts); and the cron
+// housekeeping.
 import type { ExecutionContext } from 'hono';
 import { runCron } from './crons.js';
 import { workerInstance, type WorkerEnv } from './deps.js';
+import { consumeIngestBatch, type MessageBatch } from './ingest-queue.js';
 
 interface ScheduledController {
   cron: string;
@@ -36,6 +38,21 @@ export default {
     const after = instance.afterAnswer.take(instance.deps);
     if (after) ctx.waitUntil(after);
     return response;
+  },
+
+  /** The ingest queue's consumer: commits the batch, then sends the alerts it recorded. */
+  async queue(batch: MessageBatch, env: WorkerEnv, _ctx: ExecutionContext): Promise<void> {
+    const instance = workerInstance(env);
+    await instance.ready;
+    const { deps, afterAnswer } = instance;
+    const summary = await consumeIngestBatch(batch, {
+      store: deps.store,
+      logger: deps.logger,
+      now: () => deps.clock.now(),
+      onAlertsRecorded: afterAnswer.alertsRecorded,
+    });
+    deps.logger.debug({ ...summary, messages: batch.messages.length }, 'ingest queue batch consumed');
+    await afterAnswer.take(deps);
   },
 
   async scheduled(controller: ScheduledController, env: WorkerEnv, _ctx: ExecutionContext): Promise<void> {

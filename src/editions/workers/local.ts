@@ -1,7 +1,8 @@
 // `npm run worker`: the serverless edition on this machine. The Worker is bundled by
 // wrangler exactly as `wrangler deploy` bundles it (wrangler.jsonc), then served by
 // Miniflare (the Workers runtime, workerd, from npm) on 127.0.0.1 with a local D1
-// under WORKER_DATA_DIR (default ./data/worker). Settings come from the environment
+// under WORKER_DATA_DIR (default ./data/worker) and the ingest queue of wrangler.jsonc
+// (WORKER_QUEUE=0: without it). Settings come from the environment
 // as for `npm start`; the crons of wrangler.jsonc run on timers. SIGTERM or SIGINT
 // (to this process or to `npm run worker`) stops it and workerd cleanly. Node code: it runs beside the Worker, never inside it. Tests use
 // the same functions.
@@ -74,6 +75,12 @@ export interface LocalWorkerOptions {
   settings: Record<string, string>;
   /** Print the Worker's log lines (its console) and Miniflare's notices. */
   log?: boolean;
+  /**
+   * Bind the ingest queue of wrangler.jsonc (Miniflare runs it locally, kept in memory:
+   * what is enqueued and not yet consumed is lost with the process). False: the direct
+   * path, each request committing its own D1 batch.
+   */
+  queue?: boolean;
 }
 
 export interface LocalWorker {
@@ -86,6 +93,10 @@ export interface LocalWorker {
 
 export async function startLocalWorker(options: LocalWorkerOptions): Promise<LocalWorker> {
   const { workerOptions } = unstable_getMiniflareWorkerOptions(WRANGLER_CONFIG);
+  if (options.queue === false) {
+    delete workerOptions.queueProducers;
+    delete workerOptions.queueConsumers;
+  }
   const vars = (workerOptions.bindings ?? {}) as Record<string, unknown>;
   const host = options.host ?? '127.0.0.1';
   const miniflare = new Miniflare({
@@ -172,7 +183,7 @@ async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
   const bundle = await buildWorkerBundle(path.join(REPO_ROOT, 'dist/worker'));
   if (stopping) process.exit(0);
-  const started = await startLocalWorker({ bundle, dataDir, port: config.port, settings, log: true });
+  const started = await startLocalWorker({ bundle, dataDir, port: config.port, settings, log: true, queue: process.env.WORKER_QUEUE !== '0' });
   worker = started;
   if (stopping) {
     await started.close();

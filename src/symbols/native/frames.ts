@@ -1,12 +1,14 @@
 // Native frame symbolication (docs/api.md "How an address is resolved"): a frame's image is found among the
-// event's `debug_meta.images` of type `macho`, its address becomes
-// `instruction_addr - image_addr + the slice's __TEXT vmaddr`, every frame but the innermost
+// event's `debug_meta.images` of its type (`macho`, `elf`), its address becomes
+// `instruction_addr - image_addr + the object's base` (a Mach-O slice's __TEXT vmaddr, an
+// ELF file's first PT_LOAD address), every frame but the innermost
 // of a stacktrace (the one that was executing) goes one byte back into its call instruction,
 // and one frame comes out per inlined function, caller first as Sentry orders frames.
 // Pure functions: the caller loads the indexes (by debug id) before calling.
 
 import { basenameOf } from '../storage.js';
 import type { Demangler } from './demangle.js';
+import { debugIdOfCodeId } from './elf.js';
 import type { NativeIndex } from './lookup-index.js';
 
 export type JsonObject = Record<string, unknown>;
@@ -38,12 +40,20 @@ export function normaliseDebugId(value: unknown): string | null {
 
 /** The Mach-O images of `debug_meta.images` (type `macho`; `debug_id`, or the older `uuid`). */
 export function machoImages(images: unknown[]): MachoImage[] {
+  return nativeImages(images, 'macho');
+}
+
+/**
+ * The images of one type of `debug_meta.images`; ELF images without a `debug_id` are
+ * named by their `code_id` (the build id), as Sentry derives one from the other.
+ */
+export function nativeImages(images: unknown[], type: 'macho' | 'elf'): MachoImage[] {
   const out: MachoImage[] = [];
   for (const raw of images) {
     if (!raw || typeof raw !== 'object') continue;
     const image = raw as JsonObject;
-    if (image.type !== 'macho') continue;
-    const debugId = normaliseDebugId(image.debug_id ?? image.uuid);
+    if (image.type !== type) continue;
+    const debugId = normaliseDebugId(image.debug_id ?? image.uuid) ?? (type === 'elf' && typeof image.code_id === 'string' ? debugIdOfCodeId(image.code_id) : null);
     const imageAddr = parseAddress(image.image_addr);
     if (!debugId || imageAddr === null) continue;
     const size = parseAddress(image.image_size);
@@ -104,4 +114,36 @@ export function symbolicateNativeFrame(
     out.push(symbolicated);
   }
   return out;
+}
+
+/**
+ * Rewrites every stacktrace of `state` whose frames lie in `images`: `indexOf` names the
+ * index of an image (null: unknown, the frame stays as sent).
+ */
+export function symbolicateFrames(
+  state: { frames: JsonObject[][]; changed: boolean },
+  images: MachoImage[],
+  indexOf: (image: MachoImage) => NativeIndex | null,
+  demangle?: Demangler,
+): void {
+  for (let i = 0; i < state.frames.length; i++) {
+    const frames = state.frames[i];
+    let out: JsonObject[] | null = null;
+    for (let j = 0; j < frames.length; j++) {
+      const frame = frames[j];
+      const image = imageForFrame(frame, images);
+      const index = image ? indexOf(image) : null;
+      // Frames are oldest call first: the last one was executing, every other one is a
+      // return address and is looked up one byte back, inside its call instruction.
+      const expanded = image && index ? symbolicateNativeFrame(frame, image, index, j !== frames.length - 1, demangle) : null;
+      if (expanded) {
+        out ??= frames.slice(0, j);
+        out.push(...expanded);
+      } else if (out) out.push(frames[j]);
+    }
+    if (out) {
+      state.frames[i] = out;
+      state.changed = true;
+    }
+  }
 }

@@ -1,4 +1,4 @@
-// The compact lookup index of one Mach-O slice: built once at upload from DWARF and the
+// The compact lookup index of one native object (a Mach-O slice, an ELF file): built once at upload from DWARF and the
 // symbol table, stored as bytes beside the file, and answered by binary search so that a
 // frame lookup never re-parses DWARF. Layout (little-endian, sections 8-byte aligned):
 //   header: magic "FLDX", version, counts, __TEXT vmaddr, arch and debug id (string ids)
@@ -6,7 +6,10 @@
 //   scopes: name, parent, call file, call line (inlined subroutines point at their caller)
 //   intervals: start address → innermost scope (-1 = none), non-overlapping, ascending
 //   rows: start address → file (-1 = gap), line
-//   symbols: start address → name (-1 = gap), the fallback when DWARF names nothing
+//   symbols: start address → entry (-1 = gap), the fallback when DWARF names nothing
+//   symbol entries: name, file (ELF's STT_FILE of a local symbol; -1 = none)
+// A stored index of another version is not read: the service rebuilds it from the stored
+// file (docs/architecture.md "Symbolication").
 
 import type { ByteRangeSource } from '../../bytes.js';
 import { BadNativeFile, cString } from './bytes.js';
@@ -15,7 +18,8 @@ import { GrowableF64, GrowableI32 } from './growable.js';
 import { readSymbols, type MachSlice } from './macho.js';
 
 const MAGIC = 0x58444c46; // "FLDX" little-endian
-const VERSION = 1;
+/** The format's version: a change of layout or of what is indexed bumps it. */
+export const NATIVE_INDEX_VERSION = 2;
 const HEADER_BYTES = 64;
 
 /** One symbolicated location; lookups return the innermost (inlined) one first. */
@@ -74,26 +78,12 @@ export function dwarfSections(bytes: Uint8Array, slice: MachSlice): DwarfSection
 const GATHER_STEP = 4 * 1024 * 1024;
 
 /**
- * What the index of a slice reads, gathered from `source` into one buffer: the __DWARF
- * sections of DWARF_SECTION_NAMES, the symbol table and its strings, each range read once
- * (overlapping ones merged, so a lying file gets no more than its own size). Returns the
- * buffer and the slice with those offsets moved into it (other sections without bytes).
- * The rest of the file (accelerator tables, location lists, __TEXT copies, other slices)
- * is never read.
+ * Byte ranges of a stored file gathered into one buffer, each read once (overlapping ones
+ * merged, so a lying file gets no more than its own size); `moved` maps a file offset in
+ * one of them to its place in the buffer (-1 outside them).
  */
-export async function gatherSlice(source: ByteRangeSource, slice: MachSlice): Promise<{ bytes: Uint8Array; slice: MachSlice }> {
-  const wanted: [number, number][] = [];
-  const names = new Set(Object.values(DWARF_SECTION_NAMES));
-  for (const name of names) {
-    const w = window(slice, name);
-    if (w.end > w.start) wanted.push([w.start, w.end]);
-  }
-  const st = slice.symtab;
-  if (st) {
-    if (st.nsyms > 0) wanted.push([st.symoff, st.symoff + st.nsyms * (slice.is64 ? 16 : 12)]);
-    if (st.strsize > 0) wanted.push([st.stroff, st.stroff + st.strsize]);
-  }
-  wanted.sort((a, b) => a[0] - b[0]);
+export async function gatherRanges(source: ByteRangeSource, wanted: [number, number][]): Promise<{ bytes: Uint8Array; moved: (offset: number) => number }> {
+  wanted = wanted.filter(([start, end]) => end > start).sort((a, b) => a[0] - b[0]);
   const merged: { start: number; end: number; at: number }[] = [];
   let total = 0;
   for (const [start, end] of wanted) {
@@ -120,9 +110,32 @@ export async function gatherSlice(source: ByteRangeSource, slice: MachSlice): Pr
     const m = merged.find((x) => offset >= x.start && offset < x.end);
     return m ? m.at + (offset - m.start) : -1;
   };
+  return { bytes, moved };
+}
+
+/**
+ * What the index of a slice reads, gathered from `source` into one buffer: the __DWARF
+ * sections of DWARF_SECTION_NAMES, the symbol table and its strings. Returns the buffer
+ * and the slice with those offsets moved into it (other sections without bytes). The
+ * rest of the file (accelerator tables, location lists, __TEXT copies, other slices) is
+ * never read.
+ */
+export async function gatherSlice(source: ByteRangeSource, slice: MachSlice): Promise<{ bytes: Uint8Array; slice: MachSlice }> {
+  const wanted: [number, number][] = [];
+  const names = new Set(Object.values(DWARF_SECTION_NAMES));
+  for (const name of names) {
+    const w = window(slice, name);
+    if (w.end > w.start) wanted.push([w.start, w.end]);
+  }
+  const st = slice.symtab;
+  if (st) {
+    if (st.nsyms > 0) wanted.push([st.symoff, st.symoff + st.nsyms * (slice.is64 ? 16 : 12)]);
+    if (st.strsize > 0) wanted.push([st.stroff, st.stroff + st.strsize]);
+  }
+  const { bytes, moved } = await gatherRanges(source, wanted);
   const sections = slice.sections.map((s) => ({ ...s, fileOffset: s.segment === '__DWARF' && names.has(s.name as never) && s.fileOffset >= 0 && s.size > 0 ? moved(s.fileOffset) : -1 }));
   const symtab = st && { ...st, symoff: st.nsyms > 0 ? moved(st.symoff) : 0, stroff: st.strsize > 0 ? moved(st.stroff) : 0 };
-  return { bytes, slice: { ...slice, sections, symtab, start: 0, end: total } };
+  return { bytes, slice: { ...slice, sections, symtab, start: 0, end: bytes.byteLength } };
 }
 
 /** Builds the index of one slice of a stored file, reading only what the index needs. */
@@ -131,26 +144,76 @@ export async function buildNativeIndexFrom(source: ByteRangeSource, slice: MachS
   return buildNativeIndexAsync(gathered.bytes, gathered.slice);
 }
 
+/** A symbol of an object's symbol table, with where it ends (Infinity: at the next one). */
+export interface IndexSymbol {
+  name: string;
+  addr: number;
+  end: number;
+  /** The source file the symbol table names for it (ELF STT_FILE), if any. */
+  file?: string;
+}
+
+/**
+ * What an index is built from, whatever the container (Mach-O slice, ELF file): DWARF
+ * sections as windows of the bytes, the symbol table, and the facts the header keeps.
+ */
+export interface IndexSource {
+  arch: string;
+  debugId: string;
+  /** The address the object's DWARF and symbols count from (Mach-O __TEXT vmaddr, ELF load address). */
+  textVmaddr: number;
+  sections: DwarfSections;
+  /** Ascending by address. */
+  symbols: IndexSymbol[];
+}
+
+/** Mach-O's symbols (leading '_' dropped), each ending at the next or at its section's end. */
+function machoSymbols(bytes: Uint8Array, slice: MachSlice): IndexSymbol[] {
+  const symbols = readSymbols(bytes, slice);
+  const sections = slice.sections.filter((s) => s.size > 0).sort((a, b) => a.addr - b.addr);
+  const starts = Float64Array.from(sections, (s) => s.addr);
+  // By binary search: a hostile file may hold many sections and many symbols at once.
+  const sectionEnd = (addr: number): number => {
+    const i = floorIndex(starts, addr);
+    return i >= 0 && addr < sections[i].addr + sections[i].size ? sections[i].addr + sections[i].size : Infinity;
+  };
+  return symbols.map((sym) => ({ name: sym.name.startsWith('_') ? sym.name.slice(1) : sym.name, addr: sym.addr, end: sectionEnd(sym.addr) }));
+}
+
+function machoSource(bytes: Uint8Array, slice: MachSlice): IndexSource {
+  return { arch: slice.arch, debugId: slice.debugId, textVmaddr: slice.textVmaddr, sections: dwarfSections(bytes, slice), symbols: machoSymbols(bytes, slice) };
+}
+
 /** Builds the index of one slice. `bytes` is the whole uploaded file the slice lies in. */
 export function buildNativeIndex(bytes: Uint8Array, slice: MachSlice): Uint8Array {
-  return indexFromTables(bytes, slice, readDwarf(dwarfSections(bytes, slice)));
+  return buildIndex(machoSource(bytes, slice));
 }
 
 /** The same, letting other work run while DWARF is read (the upload path). */
 export async function buildNativeIndexAsync(bytes: Uint8Array, slice: MachSlice): Promise<Uint8Array> {
-  return indexFromTables(bytes, slice, await readDwarfAsync(dwarfSections(bytes, slice)));
+  return buildIndexAsync(machoSource(bytes, slice));
 }
 
-function indexFromTables(bytes: Uint8Array, slice: MachSlice, t: DwarfTables): Uint8Array {
+/** Builds an index from any container's parts. */
+export function buildIndex(source: IndexSource): Uint8Array {
+  return indexFromTables(source, readDwarf(source.sections));
+}
+
+export async function buildIndexAsync(source: IndexSource): Promise<Uint8Array> {
+  return indexFromTables(source, await readDwarfAsync(source.sections));
+}
+
+function indexFromTables(source: IndexSource, t: DwarfTables): Uint8Array {
+  const bytes = source.sections.bytes;
   const strings = new StringTable();
   const files = t.files.map((f) => strings.id(f));
   const scopeNames = resolveScopeNames(bytes, t, strings);
   const intervals = flattenScopes(t);
   const rows = mergeSequences(t);
-  const symbols = symbolTable(bytes, slice, strings);
+  const { symbols, entries } = symbolTable(source.symbols, strings);
   return serialise({
-    strings: strings.list, files, scopeNames, t, intervals, rows, symbols,
-    textVmaddr: slice.textVmaddr, arch: strings.id(slice.arch), debugId: strings.id(slice.debugId),
+    strings: strings.list, files, scopeNames, t, intervals, rows, symbols, entries,
+    textVmaddr: source.textVmaddr, arch: strings.id(source.arch), debugId: strings.id(source.debugId),
   });
 }
 
@@ -291,26 +354,27 @@ function mergeSequences(t: DwarfTables): Rows {
   return { addr: addr.finish(), file: file.finish(), line: line.finish() };
 }
 
-function symbolTable(bytes: Uint8Array, slice: MachSlice, strings: StringTable): Boundaries {
-  const symbols = readSymbols(bytes, slice);
+function symbolTable(symbols: IndexSymbol[], strings: StringTable): { symbols: Boundaries; entries: Int32Array } {
   const out = new BoundaryList();
-  const sections = slice.sections.filter((s) => s.size > 0).sort((a, b) => a.addr - b.addr);
-  const starts = Float64Array.from(sections, (s) => s.addr);
-  // By binary search: a hostile file may hold many sections and many symbols at once.
-  const sectionEnd = (addr: number): number => {
-    const i = floorIndex(starts, addr);
-    return i >= 0 && addr < sections[i].addr + sections[i].size ? sections[i].addr + sections[i].size : Infinity;
-  };
+  const entryIds = new Map<string, number>();
+  const entries = new GrowableI32();
   for (let i = 0; i < symbols.length; i++) {
     const sym = symbols[i];
     if (i > 0 && symbols[i - 1].addr === sym.addr) continue;
-    const name = sym.name.startsWith('_') ? sym.name.slice(1) : sym.name;
-    out.emit(sym.addr, strings.id(name));
+    const key = `${sym.name}\0${sym.file ?? ''}`;
+    let entry = entryIds.get(key);
+    if (entry === undefined) {
+      entry = entries.length / 2;
+      entries.push(strings.id(sym.name));
+      entries.push(sym.file ? strings.id(sym.file) : -1);
+      entryIds.set(key, entry);
+    }
+    out.emit(sym.addr, entry);
     const next = i + 1 < symbols.length ? symbols[i + 1].addr : Infinity;
-    const end = Math.min(next, sectionEnd(sym.addr));
+    const end = Math.min(next, sym.end);
     if (end < next && end !== Infinity) out.emit(end, -1);
   }
-  return out.finish();
+  return { symbols: out.finish(), entries: entries.finish() };
 }
 
 interface IndexParts {
@@ -321,6 +385,7 @@ interface IndexParts {
   intervals: Boundaries;
   rows: Rows;
   symbols: Boundaries;
+  entries: Int32Array;
   textVmaddr: number;
   arch: number;
   debugId: number;
@@ -330,11 +395,11 @@ const align8 = (n: number): number => (n + 7) & ~7;
 
 /** Where each table starts (in the order of the header comment), and the total size. */
 function layout(
-  nStrings: number, blobBytes: number, nFiles: number, nScopes: number, nIntervals: number, nRows: number, nSymbols: number,
+  nStrings: number, blobBytes: number, nFiles: number, nScopes: number, nIntervals: number, nRows: number, nSymbols: number, nEntries: number,
 ): { offsets: number[]; total: number } {
   const sizes = [
     4 * (nStrings + 1), blobBytes, 4 * nFiles, 16 * nScopes,
-    8 * nIntervals, 4 * nIntervals, 8 * nRows, 4 * nRows, 4 * nRows, 8 * nSymbols, 4 * nSymbols,
+    8 * nIntervals, 4 * nIntervals, 8 * nRows, 4 * nRows, 4 * nRows, 8 * nSymbols, 4 * nSymbols, 8 * nEntries,
   ];
   const offsets: number[] = [];
   let total = HEADER_BYTES;
@@ -353,10 +418,11 @@ function serialise(p: IndexParts): Uint8Array {
   const nIntervals = p.intervals.addr.length;
   const nRows = p.rows.addr.length;
   const nSymbols = p.symbols.addr.length;
-  const { offsets, total } = layout(encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols);
+  const nEntries = p.entries.length / 2;
+  const { offsets, total } = layout(encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols, nEntries);
   const out = new Uint8Array(total);
   const view = new DataView(out.buffer);
-  const header = [MAGIC, VERSION, encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols, p.arch, p.debugId];
+  const header = [MAGIC, NATIVE_INDEX_VERSION, encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols, p.arch, p.debugId, nEntries];
   header.forEach((v, i) => view.setUint32(i * 4, v, true));
   view.setFloat64(48, p.textVmaddr, true);
   const u32 = (at: number, values: ArrayLike<number>): void => {
@@ -390,7 +456,15 @@ function serialise(p: IndexParts): Uint8Array {
   u32(offsets[8], p.rows.line);
   f64(offsets[9], p.symbols.addr);
   u32(offsets[10], p.symbols.value);
+  u32(offsets[11], p.entries);
   return out;
+}
+
+/** True when `stored` is a native index of the version this build writes. */
+export function isCurrentNativeIndex(stored: Uint8Array): boolean {
+  if (stored.byteLength < HEADER_BYTES) return false;
+  const view = new DataView(stored.buffer, stored.byteOffset, stored.byteLength);
+  return view.getUint32(0, true) === MAGIC && view.getUint32(4, true) === NATIVE_INDEX_VERSION;
 }
 
 /** Index of the greatest element ≤ x in an ascending array, or -1. */
@@ -425,7 +499,8 @@ export class NativeIndex {
   private readonly rowFile: Int32Array;
   private readonly rowLine: Int32Array;
   private readonly symbolAddr: Float64Array;
-  private readonly symbolName: Int32Array;
+  private readonly symbolEntry: Int32Array;
+  private readonly entries: Int32Array;
   private readonly decoded = new Map<number, string>();
   private readonly decoder = new TextDecoder();
 
@@ -435,9 +510,10 @@ export class NativeIndex {
     const bytes = stored.byteOffset % 8 === 0 ? stored : stored.slice();
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const h = (i: number): number => view.getUint32(i * 4, true);
-    if (h(0) !== MAGIC || h(1) !== VERSION) throw new BadNativeFile('not a native symbol index');
-    const [nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols] = [h(2), h(3), h(4), h(5), h(6), h(7), h(8)];
-    const { offsets, total } = layout(nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols);
+    if (h(0) !== MAGIC) throw new BadNativeFile('not a native symbol index');
+    if (h(1) !== NATIVE_INDEX_VERSION) throw new BadNativeFile(`native symbol index of version ${h(1)}, not ${NATIVE_INDEX_VERSION}`);
+    const [nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols, nEntries] = [h(2), h(3), h(4), h(5), h(6), h(7), h(8), h(11)];
+    const { offsets, total } = layout(nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols, nEntries);
     if (total !== bytes.length) throw new BadNativeFile('index size does not match its header');
     const base = bytes.byteOffset;
     const buf = bytes.buffer;
@@ -451,7 +527,8 @@ export class NativeIndex {
     this.rowFile = new Int32Array(buf, base + offsets[7], nRows);
     this.rowLine = new Int32Array(buf, base + offsets[8], nRows);
     this.symbolAddr = new Float64Array(buf, base + offsets[9], nSymbols);
-    this.symbolName = new Int32Array(buf, base + offsets[10], nSymbols);
+    this.symbolEntry = new Int32Array(buf, base + offsets[10], nSymbols);
+    this.entries = new Int32Array(buf, base + offsets[11], 2 * nEntries);
     this.textVmaddr = view.getFloat64(48, true);
     this.arch = this.string(h(9));
     this.debugId = this.string(h(10));
@@ -473,10 +550,21 @@ export class NativeIndex {
     return id >= 0 && id < this.files.length ? this.string(this.files[id]) : '';
   }
 
+  /** True when DWARF gave it scopes or line rows (a split debug file; not a stripped object). */
+  get hasDebugInfo(): boolean {
+    return this.rowAddr.length > 0 || this.intervalAddr.length > 0;
+  }
+
   /** The symbol table's name for an address, or ''. */
   symbolAt(addr: number): string {
+    const e = this.entryAt(addr);
+    return e < 0 ? '' : this.string(this.entries[2 * e]);
+  }
+
+  private entryAt(addr: number): number {
     const i = floorIndex(this.symbolAddr, addr);
-    return i < 0 ? '' : this.string(this.symbolName[i]);
+    const e = i < 0 ? -1 : this.symbolEntry[i];
+    return e >= 0 && 2 * e + 1 < this.entries.length ? e : -1;
   }
 
   /**
@@ -492,8 +580,11 @@ export class NativeIndex {
     let file = hasRow ? this.fileName(this.rowFile[r]) : '';
     let line = hasRow ? this.rowLine[r] : 0;
     if (scope < 0) {
-      const symbol = this.symbolAt(addr);
+      const e = this.entryAt(addr);
+      const symbol = e < 0 ? '' : this.string(this.entries[2 * e]);
       if (symbol === '' && !hasRow) return frames;
+      // Without a line row, LLVM names the file an ELF symbol table gives a local symbol.
+      if (!hasRow && e >= 0 && this.entries[2 * e + 1] >= 0) file = this.string(this.entries[2 * e + 1]);
       frames.push({ function: symbol, file, line });
       return frames;
     }

@@ -118,6 +118,31 @@ switch (scenario) {
     await done();
     break;
   }
+  case 'secrets': {
+    // What apps and frameworks hand the SDK: the request as received (headers, cookies,
+    // query string, form body), extra data and a message holding a card number. Recent
+    // SDKs filter some request headers themselves; older ones and other languages' SDKs
+    // send them as given, which the event processor stands for. No context lines: this
+    // file's own source holds the secrets as literals.
+    Sentry.init({ ...base, integrations: (defaults) => defaults.filter((i) => i.name !== 'ProcessSession' && i.name !== 'ContextLines') });
+    Sentry.setUser({ id: 'secret-user', ip_address: '{{auto}}' });
+    Sentry.setExtra('db_password', 'hunter2-extra');
+    Sentry.setExtra('config', { stripe_api_key: 'sk_live_extra', region: 'eu' });
+    Sentry.addEventProcessor((event) => ({
+      ...event,
+      request: {
+        method: 'POST',
+        url: 'https://shop.example/pay?token=query-secret&q=1',
+        query_string: 'token=query-secret&q=1',
+        headers: { Authorization: 'Bearer header-secret-token', Cookie: 'theme=dark; sessionid=cookie-secret', 'X-Api-Key': 'apikey-secret', Accept: 'text/html' },
+        cookies: { theme: 'dark', sessionid: 'cookie-secret' },
+        data: 'user=bob&password=form-secret',
+      },
+    }));
+    Sentry.captureException(new Error('charge failed for card 4111 1111 1111 1111'));
+    await done();
+    break;
+  }
   default:
     throw new Error(`unknown scenario ${scenario}`);
 }

@@ -1,0 +1,230 @@
+// Attachment storage: one `attachments` row per file and its bytes in
+// `attachment_chunks` of at most ATTACHMENT_CHUNK_BYTES (the symbol files' chunk size),
+// so SQLite, PostgreSQL, a D1 value and an export line all hold them. The bytes sit
+// behind `AttachmentBlobs`, so an object store (an R2 bucket on the Worker) can take
+// them instead of the chunk table without the rest changing.
+//
+//   storeAttachment(store, projectId, attachments)  the one write path (ingest, minidumps):
+//                                                   rows and chunks for events already stored,
+//                                                   committed together (Store.atomic)
+//   attachmentWrites(db, dialect, projectId, receivedAt, file, digest)
+//                                                   the same as statements, for a caller
+//                                                   that commits them with its own
+//   listAttachments / getAttachment / readAttachment / readAttachmentHead / attachmentUsage
+import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
+import type { Dialect, Store } from '../store/database.js';
+import type { AttachmentTable, Database } from '../store/schema.js';
+import { SYMBOL_CHUNK_BYTES } from '../symbols/storage.js';
+import { SNIFF_BYTES, sniffImage, type PendingAttachment } from './rules.js';
+import { readViewHierarchy, type ViewHierarchy } from './view-hierarchy.js';
+import { MAX_VIEW_HIERARCHY_RENDER_BYTES } from '../limits.js';
+
+type Db = Kysely<Database>;
+export type AttachmentRow = Selectable<AttachmentTable>;
+
+/** Bytes per stored chunk: the symbol files' (half a MiB, well under D1's value limit). */
+export const ATTACHMENT_CHUNK_BYTES = SYMBOL_CHUNK_BYTES;
+
+/** Where attachment bytes live. The chunk table is the one every database has. */
+export interface AttachmentBlobs {
+  /** Statements that store the bytes of the attachment named by (project, event, digest), run after its row is inserted. */
+  writes(db: Db, dialect: Dialect, key: AttachmentKey, bytes: Uint8Array): CompiledQuery[];
+  /** The bytes, chunk by chunk, from `fromChunk` on. */
+  read(db: Db, attachmentId: number, fromChunk?: number): AsyncGenerator<Uint8Array>;
+}
+
+export interface AttachmentKey {
+  projectId: number;
+  eventId: string;
+  digest: string;
+}
+
+/** Bytes in `attachment_chunks`, each chunk inserted by a statement that finds its attachment's id itself. */
+export const chunkBlobs: AttachmentBlobs = {
+  writes(db, dialect, key, bytes) {
+    const queries: CompiledQuery[] = [];
+    const blob = (value: Uint8Array) => (dialect === 'postgres' ? sql`cast(${value} as bytea)` : sql`${value}`);
+    for (let seq = 0, at = 0; at < bytes.byteLength || seq === 0; seq++, at += ATTACHMENT_CHUNK_BYTES) {
+      const data = bytes.subarray(at, at + ATTACHMENT_CHUNK_BYTES);
+      // `where` before `on conflict`: SQLite needs it to parse an INSERT … SELECT with an upsert clause.
+      queries.push(
+        sql`insert into attachment_chunks (attachment_id, seq, data)
+            select id, ${sql.lit(seq)}, ${blob(data)} from attachments
+            where project_id = ${key.projectId} and event_id = ${key.eventId} and digest = ${key.digest}
+            on conflict (attachment_id, seq) do nothing`.compile(db),
+      );
+      if (bytes.byteLength === 0) break;
+    }
+    return queries;
+  },
+  async *read(db, attachmentId, fromChunk = 0) {
+    for (let seq = fromChunk; ; seq++) {
+      const row = await db.selectFrom('attachment_chunks').select('data').where('attachment_id', '=', attachmentId).where('seq', '=', seq).executeTakeFirst();
+      if (!row) return;
+      yield row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data as ArrayBuffer);
+    }
+  },
+};
+
+const hex = (buffer: ArrayBuffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
+
+/** SHA-1 of the name and bytes: the attachment's identity within its event (a resend matches). */
+export async function attachmentDigest(name: string, bytes: Uint8Array): Promise<string> {
+  const head = new TextEncoder().encode(`${name}\u0000`);
+  const all = new Uint8Array(head.byteLength + bytes.byteLength);
+  all.set(head);
+  all.set(bytes, head.byteLength);
+  return hex(await crypto.subtle.digest('SHA-1', all));
+}
+
+/** The statements that store one attachment of an event received at `receivedAt` (nothing when it is already there). */
+export function attachmentWrites(db: Db, dialect: Dialect, projectId: number, receivedAt: number, file: PendingAttachment, digest: string, blobs: AttachmentBlobs = chunkBlobs): CompiledQuery[] {
+  const row = db
+    .insertInto('attachments')
+    .values({
+      project_id: projectId,
+      event_id: file.eventId,
+      digest,
+      name: file.name,
+      content_type: file.contentType,
+      attachment_type: file.attachmentType,
+      size: file.bytes.byteLength,
+      received_at: receivedAt,
+    })
+    .onConflict((oc) => oc.columns(['project_id', 'event_id', 'digest']).doNothing())
+    .compile();
+  return [row, ...blobs.writes(db, dialect, { projectId, eventId: file.eventId, digest }, file.bytes)];
+}
+
+/** The receive times of the project's stored events among `eventIds`. */
+async function storedEvents(db: Db, projectId: number, eventIds: string[]): Promise<Map<string, number>> {
+  if (eventIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('seen_events as s')
+    .innerJoin('events as e', 'e.id', 's.stored_id')
+    .select(['s.event_id', 'e.received_at'])
+    .where('s.project_id', '=', projectId)
+    .where('s.event_id', 'in', eventIds)
+    .execute();
+  return new Map(rows.map((r) => [r.event_id, Number(r.received_at)]));
+}
+
+/**
+ * Stores attachments with their events, all in one atomic write: files of an event the
+ * project has not stored (sampled out, refused, never sent) are dropped, as Sentry drops
+ * attachments without an event. Returns how many files were written or already there.
+ */
+export async function storeAttachment(store: Store, projectId: number, files: PendingAttachment[], blobs: AttachmentBlobs = chunkBlobs): Promise<number> {
+  if (files.length === 0) return 0;
+  const events = await storedEvents(store.db, projectId, [...new Set(files.map((f) => f.eventId))]);
+  const queries: CompiledQuery[] = [];
+  let kept = 0;
+  for (const file of files) {
+    const receivedAt = events.get(file.eventId);
+    if (receivedAt === undefined) continue;
+    kept++;
+    queries.push(...attachmentWrites(store.db, store.dialect, projectId, receivedAt, file, await attachmentDigest(file.name, file.bytes), blobs));
+  }
+  await store.atomic(queries);
+  return kept;
+}
+
+/** The JSON shape of an attachment (docs/api.md "Attachments"). */
+export function attachmentJson(row: AttachmentRow) {
+  return {
+    id: String(row.id),
+    event_id: row.event_id,
+    name: row.name,
+    content_type: row.content_type,
+    size: Number(row.size),
+    attachment_type: row.attachment_type,
+  };
+}
+
+export function listAttachments(db: Db, projectId: number, eventId: string): Promise<AttachmentRow[]> {
+  return db.selectFrom('attachments').selectAll().where('project_id', '=', projectId).where('event_id', '=', eventId).orderBy('id').execute();
+}
+
+/** One of the project's attachments by id (digits), or undefined. */
+export async function getAttachment(db: Db, projectId: number, id: string): Promise<AttachmentRow | undefined> {
+  if (!/^[0-9]{1,15}$/.test(id)) return undefined;
+  return db.selectFrom('attachments').selectAll().where('project_id', '=', projectId).where('id', '=', Number(id)).executeTakeFirst();
+}
+
+/** The attachment's bytes as a stream that holds one chunk at a time. */
+export function readAttachment(db: Db, id: number, blobs: AttachmentBlobs = chunkBlobs): ReadableStream<Uint8Array> {
+  const chunks = blobs.read(db, id);
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel() {
+      await chunks.return(undefined);
+    },
+  });
+}
+
+/** The first chunk of the bytes (enough to sniff a type, or to render a small file whole). */
+export async function readAttachmentHead(db: Db, id: number, blobs: AttachmentBlobs = chunkBlobs): Promise<Uint8Array> {
+  const chunks = blobs.read(db, id);
+  const first = await chunks.next();
+  await chunks.return(undefined);
+  return first.done ? new Uint8Array(0) : first.value;
+}
+
+/** The first bytes of the file (at most `n`), read without loading its first chunk whole. */
+export async function attachmentPrefix(db: Db, id: number, n: number): Promise<Uint8Array> {
+  const row = await db
+    .selectFrom('attachment_chunks')
+    .select(sql<Uint8Array>`substr(data, 1, ${sql.lit(n)})`.as('head'))
+    .where('attachment_id', '=', id)
+    .where('seq', '=', 0)
+    .executeTakeFirst();
+  if (!row) return new Uint8Array(0);
+  return row.head instanceof Uint8Array ? row.head : new Uint8Array(row.head as ArrayBuffer);
+}
+
+/** The whole file, for a caller that bounded its size beforehand. */
+export async function readAttachmentBytes(db: Db, row: AttachmentRow, blobs: AttachmentBlobs = chunkBlobs): Promise<Uint8Array> {
+  const out = new Uint8Array(Number(row.size));
+  let at = 0;
+  for await (const chunk of blobs.read(db, Number(row.id))) {
+    out.set(chunk.subarray(0, out.byteLength - at), at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/** Attachments a project keeps: how many and their bytes (its usage). */
+export async function attachmentUsage(db: Db, projectId: number): Promise<{ count: number; bytes: number }> {
+  const row = await db
+    .selectFrom('attachments')
+    .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.sum<number>('size').as('bytes')])
+    .where('project_id', '=', projectId)
+    .executeTakeFirst();
+  return { count: Number(row?.count ?? 0), bytes: Number(row?.bytes ?? 0) };
+}
+
+/** An event's file as its page shows it: a raster image by its bytes, a view hierarchy read for drawing. */
+export interface EventFile {
+  row: AttachmentRow;
+  image: boolean;
+  hierarchy: ViewHierarchy | null;
+}
+
+/** The event's files for its page: each sniffed from its first bytes, small view hierarchies read. */
+export async function eventFiles(db: Db, projectId: number, eventId: string): Promise<EventFile[]> {
+  const rows = await listAttachments(db, projectId, eventId);
+  return Promise.all(
+    rows.map(async (row): Promise<EventFile> => {
+      const id = Number(row.id);
+      if (row.attachment_type === 'event.view_hierarchy') {
+        const small = Number(row.size) <= MAX_VIEW_HIERARCHY_RENDER_BYTES;
+        return { row, image: false, hierarchy: small ? readViewHierarchy(await readAttachmentBytes(db, row)) : null };
+      }
+      return { row, image: sniffImage(await attachmentPrefix(db, id, SNIFF_BYTES)) !== null, hierarchy: null };
+    }),
+  );
+}

@@ -1,0 +1,43 @@
+// Event attachments (src/attachments) in the export: an `attachment` line per file (its
+// event's event_id, its digest, name, types, size) after the event lines, and
+// `attachment_chunk` lines with its stored chunks as base64 (each at most half a MiB).
+// Both are keyed by event_id and digest, so importing twice adds nothing.
+import type { ColumnSpec } from './format.js';
+import { type ParentSpec, tableLineType } from './table-line-type.js';
+
+const ATTACHMENT_KEY: ColumnSpec[] = [
+  { column: 'event_id', kind: 'text' },
+  { column: 'digest', kind: 'text' },
+];
+
+const ATTACHMENT_PARENT: ParentSpec = { name: 'attachment', table: 'attachments', column: 'attachment_id', key: ATTACHMENT_KEY };
+
+export const attachmentLineType = tableLineType({
+  type: 'attachment',
+  table: 'attachments',
+  parent: 'project',
+  key: ['event_id', 'digest'],
+  order: ['id'],
+  columns: [
+    ...ATTACHMENT_KEY,
+    { column: 'name', kind: 'text' },
+    { column: 'content_type', kind: 'text' },
+    { column: 'attachment_type', kind: 'text' },
+    { column: 'size', kind: 'count' },
+    { column: 'received_at', kind: 'time' },
+  ],
+});
+
+export const attachmentChunkLineType = tableLineType({
+  type: 'attachment_chunk',
+  table: 'attachment_chunks',
+  parent: ATTACHMENT_PARENT,
+  key: ['seq'],
+  order: ['attachment_id', 'seq'],
+  // Eight chunks (4 MiB) per read, whatever the export's page size.
+  pageRows: 8,
+  columns: [
+    { column: 'seq', kind: 'count' },
+    { column: 'data', kind: 'bytes' },
+  ],
+});

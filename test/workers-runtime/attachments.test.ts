@@ -1,0 +1,66 @@
+// Attachments inside the Workers runtime: the Worker's own app on D1 stores an Android
+// crash's screenshot and a file larger than one chunk with their event (one D1 batch),
+// lists them and streams them back byte for byte with the safe download headers.
+import { env } from 'cloudflare:workers';
+import type { Hono } from 'hono';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { createApp } from '../../src/http/app.js';
+import type { Store } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
+import androidEventText from '../fixtures/mobile/android-event.json?raw';
+
+const androidEvent = JSON.parse(androidEventText) as Record<string, unknown>;
+
+let app: Hono;
+let store: Store;
+
+beforeAll(async () => {
+  const deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' });
+  store = deps.store;
+  app = createApp(deps);
+  await migrate(store);
+});
+
+const enc = new TextEncoder();
+
+function envelope(header: object, items: { headers: object; payload: Uint8Array }[]): Uint8Array<ArrayBuffer> {
+  const parts: Uint8Array[] = [enc.encode(JSON.stringify(header) + '\n')];
+  for (const item of items) parts.push(enc.encode(JSON.stringify({ ...item.headers, length: item.payload.byteLength }) + '\n'), item.payload, enc.encode('\n'));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+describe('attachments on D1', () => {
+  it('stores, lists and downloads a screenshot and a two-chunk file with their event', async () => {
+    const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `mobile-${Date.now()}`, name: 'mobile' }, Date.now());
+    const id = 'f'.repeat(31) + '1';
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
+    const big = new Uint8Array(700_000).map((_, i) => i % 249);
+    const body = envelope({ event_id: id }, [
+      { headers: { type: 'event' }, payload: enc.encode(JSON.stringify({ ...androidEvent, event_id: id, timestamp: Date.now() / 1000 })) },
+      { headers: { type: 'attachment', filename: 'screenshot.png', content_type: 'image/png', attachment_type: 'event.attachment' }, payload: png },
+      { headers: { type: 'attachment', filename: 'trace.bin' }, payload: big },
+    ]);
+    const res = await app.fetch(new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body: body as Uint8Array<ArrayBuffer> }));
+    expect(res.status).toBe(200);
+
+    const listed = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/events/${id}/attachments`));
+    expect(listed.status).toBe(200);
+    const { attachments } = (await listed.json()) as { attachments: { id: string; name: string; size: number }[] };
+    expect(attachments.map((a) => [a.name, a.size])).toEqual([
+      ['screenshot.png', png.length],
+      ['trace.bin', big.length],
+    ]);
+    const download = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/attachments/${attachments[1].id}`));
+    expect(download.headers.get('content-disposition')).toMatch(/^attachment;/);
+    expect(download.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(new Uint8Array(await download.arrayBuffer())).toEqual(big);
+  });
+});
