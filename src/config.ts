@@ -15,7 +15,7 @@ export interface Config {
   telegramBotToken: string | null;
   telegramApiUrl: string;
   webhookAllowPrivate: boolean;
-  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/alerts.md "Email"). */
+  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/api.md "Email channels"). */
   smtp: SmtpConfig | null;
   databaseUrl: string | undefined;
   logLevel: string;
@@ -24,6 +24,13 @@ export interface Config {
    * unless set). Anyone else's are ignored.
    */
   trustedProxies: AddressRange[];
+  /**
+   * MIN_FREE_DISK_MB: below this much free space on the SQLite database's file system,
+   * ingest is refused (docs/privacy.md "Disk guard"); 0 turns the guard off.
+   */
+  minFreeDiskMb: number;
+  /** METRICS_TOKEN: the Bearer token of `GET /metrics`; without it an API key is asked. */
+  metricsToken: string | null;
   /** OIDC single sign-on (OIDC_*), or null when OIDC_ISSUER is not set. */
   oidc: OidcConfig | null;
 }
@@ -153,6 +160,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: env.DATABASE_URL,
     logLevel,
     trustedProxies,
+    minFreeDiskMb: integer(env, 'MIN_FREE_DISK_MB', 0, 0, 1_000_000_000),
+    metricsToken: (env.METRICS_TOKEN ?? '').trim() || null,
     oidc: loadOidc(env),
   };
 }

@@ -76,6 +76,15 @@ export const MAX_VIEW_HIERARCHY_RENDER_BYTES = 1 * MiB;
 /** Nodes of a view hierarchy the dashboard draws. */
 export const MAX_VIEW_HIERARCHY_NODES = 2000;
 
+// User feedback (envelope `user_report` and `feedback` items, the user-feedback route;
+// src/feedback). Sentry cuts a feedback message at 4096 characters, names at 128 and
+// e-mail addresses at 75 (its UserReport model); longer values are cut, not refused.
+export const MAX_FEEDBACK_COMMENTS = 4096;
+export const MAX_FEEDBACK_NAME = 128;
+export const MAX_FEEDBACK_EMAIL = 75;
+/** Characters of the page address a feedback widget sends. */
+export const MAX_FEEDBACK_URL = 1000;
+
 // ---------------------------------------------------------------------------
 // The management and read API
 // ---------------------------------------------------------------------------

@@ -27,11 +27,11 @@ export interface AlertContent {
   recent?: number;
   baseline?: number;
   environment?: string;
+  /** Epoch ms the issue was first seen (issue alerts recorded since messages show it). */
+  first_seen?: number;
   /** monitor: the monitor's slug, and what happened (missed, error, timeout, recovered; src/monitors/alert.ts). */
   monitor?: string;
   reason?: string;
-  /** Epoch ms the issue was first seen (issue alerts recorded since messages show it). */
-  first_seen?: number;
   /** Set when this is the digest of the alerts a cooldown held back. */
   digest?: DigestFields;
   triggered_at: number;
@@ -300,6 +300,10 @@ const PROVIDER_NAMES: Record<ProviderKind, string> = { slack: 'Slack', discord: 
  * error text names it.
  */
 export async function sendProvider(kind: ProviderKind, config: ProviderConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  // Checked again here: an imported channel never went through creation's checks.
+  if (!ctx.webhookAllowPrivate && !config.url.startsWith('https:')) {
+    return { delivered: false, status: null, error: `${PROVIDER_NAMES[kind]} hooks must be https URLs (WEBHOOK_ALLOW_PRIVATE=true also allows http)` };
+  }
   const body = JSON.stringify(PROVIDER_MESSAGES[kind](content, project, ctx.publicUrl));
   const hide = (text: string) => text.split(config.url).join('<webhook url>');
   try {
@@ -314,6 +318,16 @@ export async function sendProvider(kind: ProviderKind, config: ProviderConfig, c
     const detail = response.body.trim().replace(/\s+/g, ' ').slice(0, 200);
     const result: SendResult = { delivered: false, status: response.status, error: hide(`${PROVIDER_NAMES[kind]} answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`) };
     if (response.status >= 300 && response.status < 400) result.error = `HTTP ${response.status}: redirects are not followed`;
+    // Discord's rate limit says in its body how many seconds to wait.
+    if (response.status === 429) {
+      let wait = Number.NaN;
+      try {
+        wait = Number((JSON.parse(response.body) as { retry_after?: unknown }).retry_after);
+      } catch {
+        // not JSON: the usual retry schedule
+      }
+      if (Number.isFinite(wait) && wait > 0) result.retryAfterMs = Math.min(Math.ceil(wait * 1000), MAX_RETRY_AFTER_MS);
+    }
     return result;
   } catch (err) {
     return { delivered: false, status: null, error: hide(failureText(err, WEBHOOK_TIMEOUT_MS)) };

@@ -5,6 +5,7 @@
 import { Command } from 'commander';
 import { cliContext, describeFailure, VERSION } from './context.js';
 import { register as registerAlerts } from './alerts.js';
+import { register as registerBackup } from './backup.js';
 import { register as registerMigrate } from './migrate.js';
 import { register as registerRetention } from './retention.js';
 import { register as registerSeed } from './seed.js';
@@ -29,6 +30,7 @@ export function createProgram(): Command {
   registerAlerts(program, cliContext);
   registerTransfer(program, cliContext);
   registerUsers(program, cliContext);
+  registerBackup(program, cliContext);
   return program;
 }
 

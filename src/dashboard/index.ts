@@ -25,6 +25,7 @@ import { actorOf } from '../http/triage.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
+import { projectUsage } from '../privacy/usage.js';
 import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
@@ -34,7 +35,7 @@ import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
-import { overview } from '../read/overview.js';
+import { overview, projectIsEmpty } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
 import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
 import { isIssueStatus } from '../read/params.js';
@@ -48,12 +49,15 @@ import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
 import { attachmentDownload } from '../http/attachments.js';
 import { eventFiles, getAttachment } from '../attachments/storage.js';
+import { listFeedback } from '../feedback/storage.js';
+import { feedbackPage } from './pages/feedback.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
 import { monitorListPage, monitorPage } from './pages/monitors.js';
 import { checkinJson, findMonitor, listMonitors, monitorJson, recentCheckins, recentCheckinsOf } from '../monitors/store.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
+import { setupCard } from './setup.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
 import { issueListPage, issuePage } from './pages/issues.js';
 import { overviewPage, RELEASE_PAGE_ISSUES, releaseListPage, releasePage } from './pages/overview.js';
@@ -102,9 +106,9 @@ export const SESSION_COOKIE = 'faultline_session';
 const API_KEY_ACCOUNT = 'api-keys';
 export const CSRF_COOKIE = 'faultline_csrf';
 
-/** Paths the dashboard answers: everything except the JSON API and the health check. */
+/** Paths the dashboard answers: everything except the JSON API, the health check and the metrics. */
 export function isDashboardPath(path: string): boolean {
-  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/'));
+  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/') || path === '/metrics');
 }
 
 /** The symbol upload form's target: its body streams, past the 1 MB form limit. */
@@ -654,19 +658,26 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     }
   });
 
+  /** The page context, with the set-up card when the project has received nothing yet. */
+  const projectCtx = async (c: Context, p: ProjectRow): Promise<{ ctx: PageContext; empty: boolean }> => {
+    const empty = await projectIsEmpty(db, p.id);
+    return { ctx: empty ? { ...pageCtx(c), notice: setupCard({ dsn: views(c, p).dsn, platform: p.platform }) } : pageCtx(c), empty };
+  };
+
   app.get('/:slug', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, overviewPage(pageCtx(c), p, q, await overview(db, p.id, q, now())));
+    const [o, { ctx, empty }] = await Promise.all([overview(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, overviewPage(ctx, p, q, o, empty));
   });
 
   app.get('/:slug/issues', async (c) => {
     const p = await projectOr404(c);
     const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
-    const list = await listIssues(db, p.id, parsed, now(), actorOf(c).userId);
+    const [list, { ctx }] = await Promise.all([listIssues(db, p.id, parsed, now(), actorOf(c).userId), projectCtx(c, p)]);
     const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
-    return render(c, issueListPage(pageCtx(c), p, q, list, parsed.limit, message));
+    return render(c, issueListPage(ctx, p, q, list, parsed.limit, message));
   });
 
   app.post('/:slug/issues/bulk', async (c) => {
@@ -707,8 +718,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    const files = event ? await eventFiles(db, p.id, event.event_id) : [];
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity));
+    const [files, feedback] = await Promise.all([
+      event ? eventFiles(db, p.id, event.event_id) : [],
+      listFeedback(db, p.id, { issueId: Number((await findIssue(db, p.id, issue.fingerprint)).row.id), limit: 20 }),
+    ]);
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity, feedback.feedback));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
@@ -753,8 +767,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/events', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    const list = await listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now()));
-    return render(c, eventListPage(pageCtx(c), p, q, list));
+    const [list, { ctx }] = await Promise.all([listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now())), projectCtx(c, p)]);
+    return render(c, eventListPage(ctx, p, q, list));
   });
 
   app.get('/:slug/events/:id', async (c) => {
@@ -774,10 +788,18 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false));
   app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true));
 
+  app.get('/:slug/feedback', async (c) => {
+    const p = await projectOr404(c);
+    const cursor = c.req.query('cursor');
+    if (cursor !== undefined && !/^[0-9]{1,15}$/.test(cursor)) throw new HttpError(400, 'That page of feedback does not exist.');
+    return render(c, feedbackPage(pageCtx(c), p, await listFeedback(db, p.id, { limit: 50, before: cursor === undefined ? undefined : Number(cursor) }), cursor));
+  });
+
   app.get('/:slug/releases', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, releaseListPage(pageCtx(c), p, q, (await listReleases(db, p.id, q, now())).releases));
+    const [list, { ctx }] = await Promise.all([listReleases(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, releaseListPage(ctx, p, q, list.releases));
   });
 
   app.get('/:slug/releases/:version{.+}', async (c) => {
@@ -790,7 +812,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const q = c.req.query();
     const message = q.created ? 'Project created. Give this DSN to your app’s Sentry SDK.' : q.rotated ? 'A new key was made; the old DSN no longer works.' : q.saved ? 'Settings saved.' : undefined;
-    return render(c, settingsPage(pageCtx(c), views(c, p), { message }));
+    return render(c, settingsPage(pageCtx(c), views(c, p), { message, usage: await projectUsage(db, p, now()) }));
   });
 
   app.post('/:slug/settings', async (c) => {

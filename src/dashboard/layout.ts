@@ -13,6 +13,8 @@ export interface PageContext {
   now: number;
   /** Who is signed in (absent on an open dashboard): their role decides which links show. */
   actor?: Actor;
+  /** Shown above the page's own content (an empty project's set-up card). */
+  notice?: Html;
 }
 
 export const SECTIONS = [
@@ -21,6 +23,7 @@ export const SECTIONS = [
   ['events', 'Events'],
   ['releases', 'Releases'],
   ['monitors', 'Monitors'],
+  ['feedback', 'Feedback'],
   ['alerts', 'Alerts'],
   ['symbols', 'Symbols'],
   ['settings', 'Settings'],
@@ -67,6 +70,7 @@ export function page(
   ${ctx.signedIn ? html`<form method="post" action="/logout">${csrfField(ctx)}<button type="submit">Sign out</button></form>` : ''}
 </header>
 <main id="main">
+${ctx.notice ?? ''}
 ${o.body}
 </main>
 </body>

@@ -301,6 +301,8 @@ interface ReleaseAcc {
 interface SessionState {
   row: SessionRecord;
   before: SessionClass;
+  /** The stored row's ANR flag (0 for a new session). */
+  beforeAnr: number;
   changed: boolean;
 }
 
@@ -347,7 +349,7 @@ class Planner {
       usage: [...this.usage.values()],
       seen: this.seen,
       sessions: this.sessions,
-      sessionHourly: [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0),
+      sessionHourly: [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0 || (h.anr ?? 0) !== 0),
     };
   }
 
@@ -583,8 +585,8 @@ class Planner {
   private sessionUpdates(pid: number, works: PreparedWork[], snap: ProjectSnapshot): void {
     const states = new Map<string, SessionState>();
     for (const r of snap.sessions) {
-      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at) };
-      states.set(r.sid, { row, before: sessionClass(row.status, row.errors), changed: false });
+      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at), anr: num(r.anr ?? 0) };
+      states.set(r.sid, { row, before: sessionClass(row.status, row.errors), beforeAnr: row.anr, changed: false });
     }
     for (const work of works) {
       for (const u of work.sessions) {
@@ -602,8 +604,10 @@ class Planner {
               status: u.status,
               errors: u.errors,
               updated_at: u.timestamp,
+              anr: u.anr,
             },
             before: 'none',
+            beforeAnr: 0,
             changed: true,
           });
           continue;
@@ -613,6 +617,7 @@ class Planner {
         state.row.status = u.status;
         state.row.errors = u.errors;
         state.row.updated_at = u.timestamp;
+        state.row.anr = u.anr;
         if (state.row.did === null && u.did !== null) state.row.did = u.did;
         state.changed = true;
       }
@@ -628,8 +633,10 @@ class Planner {
       if (!state.changed) continue;
       this.sessions.push(state.row);
       const after = sessionClass(state.row.status, state.row.errors);
-      if (after === state.before) continue;
+      const anr = state.row.anr ?? 0;
+      if (after === state.before && anr === state.beforeAnr) continue;
       const h = this.sessionBucket(pid, state.row.release, hourBucket(state.row.started));
+      h.anr = (h.anr ?? 0) + anr - state.beforeAnr;
       if (state.before === 'none') h.total += 1;
       if (state.before === 'crashed') h.crashed -= 1;
       if (state.before === 'errored') h.errored -= 1;
@@ -642,7 +649,7 @@ class Planner {
     const key = `${pid}:${bucket}:${release}`;
     let h = this.sessionHourly.get(key);
     if (!h) {
-      h = { project_id: pid, release, bucket, total: 0, crashed: 0, errored: 0 };
+      h = { project_id: pid, release, bucket, total: 0, crashed: 0, errored: 0, anr: 0 };
       this.sessionHourly.set(key, h);
     }
     return h;

@@ -123,6 +123,8 @@ export interface SessionRecord {
   status: string;
   errors: number;
   updated_at: number;
+  /** 1 when the session ended in an ANR (`abnormal_mechanism` `anr_…`); the column's default is 0. */
+  anr?: number;
 }
 
 export interface SessionHourlyRecord {
@@ -132,4 +134,6 @@ export interface SessionHourlyRecord {
   total: number;
   crashed: number;
   errored: number;
+  /** Sessions that ended in an ANR (the ANR rate's numerator); the column's default is 0. */
+  anr?: number;
 }

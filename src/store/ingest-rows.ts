@@ -270,6 +270,7 @@ export const SESSION_COLUMNS: ColumnSpec = [
   ['status', 'text'],
   ['errors', 'int8'],
   ['updated_at', 'int8'],
+  ['anr', 'int8'],
 ];
 export const SESSION_HOURLY_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],
@@ -278,6 +279,7 @@ export const SESSION_HOURLY_COLUMNS: ColumnSpec = [
   ['total', 'int8'],
   ['crashed', 'int8'],
   ['errored', 'int8'],
+  ['anr', 'int8'],
 ];
 
 /** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
@@ -401,13 +403,14 @@ export function aggregateWrites(plan: WriteSet): TableWrite[] {
           status: (eb: any) => eb.ref('excluded.status'),
           errors: (eb: any) => eb.ref('excluded.errors'),
           updated_at: (eb: any) => eb.ref('excluded.updated_at'),
+          anr: (eb: any) => eb.ref('excluded.anr'),
         }),
     },
     {
       table: 'session_hourly',
       spec: SESSION_HOURLY_COLUMNS,
       rows: plan.sessionHourly as unknown as Record<string, unknown>[],
-      conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
+      conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored', 'anr']),
     },
   ];
 }

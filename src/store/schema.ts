@@ -200,7 +200,7 @@ export interface AlertRuleTable {
 export interface AlertChannelTable {
   id: Generated<number>;
   project_id: number;
-  /** webhook or telegram. */
+  /** webhook, telegram, email, slack, discord or teams (src/alerts/rules.ts CHANNEL_KINDS). */
   kind: string;
   /** JSON: webhook {url, secret?}, telegram {chat_id}. */
   config: string;
@@ -537,6 +537,36 @@ export interface MonitorCheckinTable {
   timeout_at: number | null;
 }
 
+/**
+ * Stored bytes per project, kind and hour, kept by triggers (migration 021): `payloads`
+ * counts payload chunks and their compressed bytes by the chunk's `received_at`.
+ */
+export interface StorageUsageTable {
+  project_id: number;
+  kind: string;
+  bucket: number;
+  count: number;
+  bytes: number;
+}
+
+/** A user's feedback (src/feedback), linked to its event by `event_id` when read. */
+export interface UserFeedbackTable {
+  id: Generated<number>;
+  project_id: number;
+  /** SHA-1 of what it says: a resend is stored once. */
+  digest: string;
+  /** The event it is about; '' when it names none. */
+  event_id: string;
+  name: string;
+  email: string;
+  comments: string;
+  url: string;
+  /** `user_report`, `feedback` or `api`. */
+  source: string;
+  created_at: number;
+  received_at: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -582,6 +612,8 @@ export interface Database {
   sso_states: SsoStateTable;
   monitors: MonitorTable;
   monitor_checkins: MonitorCheckinTable;
+  storage_usage: StorageUsageTable;
+  user_feedback: UserFeedbackTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

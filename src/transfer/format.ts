@@ -38,6 +38,8 @@ export type ColumnKind =
   | 'count'
   /** A count or null (a check-in's duration). */
   | 'count?'
+  /** A counter that files written before the column existed leave out (read as 0). */
+  | 'counter-added'
   /** Any finite number (sample_rate). */
   | 'number'
   | 'text'
@@ -94,6 +96,10 @@ const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   int,
   count: int.refine((n) => n >= 0, 'must not be negative'),
   'count?': int.refine((n) => n >= 0, 'must not be negative').nullable(),
+  'counter-added': int
+    .refine((n) => n >= 0, 'must not be negative')
+    .optional()
+    .transform((n) => n ?? 0),
   number: z.number(),
   text,
   'text?': text.nullable(),
@@ -133,6 +139,7 @@ export function toField(kind: ColumnKind, value: unknown): unknown {
   switch (kind) {
     case 'int':
     case 'count':
+    case 'counter-added':
     case 'number':
       return Number(value);
     case 'count?':

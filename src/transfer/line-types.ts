@@ -4,7 +4,7 @@
 import { ACCOUNT_LINE_TYPES } from './account-line-types.js';
 import { sql } from 'kysely';
 import { alertRuleChannelLineType } from './alert-rule-channel-line-type.js';
-import { attachmentChunkLineType, attachmentLineType } from './attachment-line-types.js';
+import { attachmentChunkLineType, attachmentLineType, userFeedbackLineType } from './attachment-line-types.js';
 import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
@@ -330,6 +330,7 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'total', kind: 'count' },
       { column: 'crashed', kind: 'count' },
       { column: 'errored', kind: 'count' },
+      { column: 'anr', kind: 'counter-added' },
     ],
   }),
   // Events accepted per day: the daily quota.
@@ -347,6 +348,7 @@ export const LINE_TYPES: readonly LineType[] = [
   eventLineType,
   attachmentLineType,
   attachmentChunkLineType,
+  userFeedbackLineType,
   // Event ids accepted but not stored (sampled out): a resend after the move stays a duplicate.
   tableLineType({
     type: 'seen_event',
@@ -377,6 +379,7 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'status', kind: 'text' },
       { column: 'errors', kind: 'count' },
       { column: 'updated_at', kind: 'time' },
+      { column: 'anr', kind: 'counter-added' },
     ],
   }),
   // Users, personal tokens and the audit log of the instance (never sessions).

@@ -23,6 +23,8 @@ describe('loadConfig', () => {
       logLevel: 'info',
       trustedProxies: parseAddressRanges('127.0.0.0/8,::1'),
       oidc: null,
+      minFreeDiskMb: 0,
+      metricsToken: null,
     });
   });
 
@@ -49,6 +51,8 @@ describe('loadConfig', () => {
       OIDC_ALLOWED_DOMAINS: 'Example.com, @example.org',
       OIDC_DEFAULT_ROLE: 'member',
       OIDC_ADMIN_GROUPS: 'ops, leads',
+      MIN_FREE_DISK_MB: '512',
+      METRICS_TOKEN: 'metrics-secret',
     });
     expect(c).toEqual({
       port: 9000,
@@ -73,6 +77,8 @@ describe('loadConfig', () => {
         defaultRole: 'member',
         adminGroups: ['ops', 'leads'],
       },
+      minFreeDiskMb: 512,
+      metricsToken: 'metrics-secret',
     });
   });
 

@@ -211,7 +211,7 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
   it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
     await onMigratedPostgres(async (store) => {
       const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
-      // Alert (012), symbol (013), uploader (014, 018), issue merge (017), account and cron monitor tables keep theirs: the ingest batch writes only alert_outbox, and only for new issues and regressions (check-ins are written apart).
+      // Alert (012), symbol (013), uploader (014, 018), issue merge (017), account (021) and cron monitor (025) tables keep theirs: the ingest batch writes only alert_outbox, and only for new issues and regressions (check-ins are written apart, a few rows each).
       expect(keys.rows.map((r) => r.table)).toEqual([
         'alert_channels',
         'alert_deliveries',
@@ -236,11 +236,19 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'symbol_files',
         'symbol_jobs',
         'upload_assemblies',
+        'user_feedback',
         'user_invites',
         'user_sessions',
       ]);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
-      expect(triggers.rows.map((r) => r.name)).toEqual(['events_delete_rows', 'issues_delete_rows', 'projects_delete_rows']);
+      // 021 adds storage usage: a row trigger on payload_chunks and its own delete trigger on projects.
+      expect(triggers.rows.map((r) => r.name)).toEqual([
+        'events_delete_rows',
+        'issues_delete_rows',
+        'payload_chunks_storage_usage',
+        'projects_delete_rows',
+        'projects_delete_storage_usage',
+      ]);
     });
   });
 });

@@ -171,7 +171,7 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('release_deploys')
     .values({ project_id: projectId, deploy_id: 'd1', version: '1.0', environment: 'production', name: null, url: null, date_started: null, date_finished: now })
     .execute();
-  // Event attachments exist from migration 020 on.
+  // Event attachments exist from migration 022 on.
   if (!(await db.introspection.getTables()).some((t) => t.name === 'attachments')) return;
   const attachment = await db
     .insertInto('attachments')
@@ -193,6 +193,12 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
   await db
     .insertInto('monitor_checkins')
     .values({ project_id: projectId, monitor_id: monitor.id, check_in_id: 'c'.repeat(32), status: 'ok', environment: null, release: null, duration_ms: 5, created_at: now, updated_at: now, timeout_at: null })
+    .execute();
+  // User feedback exists from migration 028 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'user_feedback')) return;
+  await db
+    .insertInto('user_feedback')
+    .values({ project_id: projectId, digest: 'd'.repeat(40), event_id: 'b'.repeat(32), name: 'n', email: 'e', comments: 'c', url: '', source: 'api', created_at: now, received_at: now })
     .execute();
 }
 

@@ -61,7 +61,7 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
     await writer.close();
     expect(await hourly(project)).toEqual([['app@1.0.0', T, 1, 1, 0]]);
     const row = await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
-    expect({ ...row, project_id: 0, started: Number(row.started), errors: Number(row.errors), updated_at: Number(row.updated_at) }).toEqual({
+    expect({ ...row, project_id: 0, started: Number(row.started), errors: Number(row.errors), updated_at: Number(row.updated_at), anr: Number(row.anr) }).toEqual({
       project_id: 0,
       sid: s.sid,
       did: 'device-1',
@@ -71,6 +71,7 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
       status: 'crashed',
       errors: 3,
       updated_at: T + 3 * MIN,
+      anr: 0,
     });
   });
 

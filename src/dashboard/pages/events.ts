@@ -119,8 +119,7 @@ function varsBlock(f: NormalizedFrame): Html {
 function frameItem(f: NormalizedFrame, jvm: boolean): Html {
   const file = f.filename ?? f.abs_path ?? (jvm ? null : f.module) ?? f.package ?? '';
   const where = [file, f.lineno !== undefined ? `:${f.lineno}` : '', f.colno !== undefined ? `:${f.colno}` : ''].join('');
-  const cls = jvm && f.module ? html` <span class="sub">in ${f.module}</span>` : '';
-  return html`<li class="${f.in_app ? 'app' : 'lib'}"><code>${frameFunction(f, jvm)}</code>${cls} <span class="sub">${where}${f.instruction_addr ? ` ${f.instruction_addr}` : ''}</span>
+  return html`<li class="${f.in_app ? 'app' : 'lib'}"><code>${frameFunction(f, jvm)}</code> <span class="sub">${where}${f.instruction_addr ? ` ${f.instruction_addr}` : ''}</span>
     ${contextTable(f)}${varsBlock(f)}</li>`;
 }
 

@@ -12,7 +12,7 @@ import { createApp } from '../../http/app.js';
 import { localBaseUrl } from '../../http/public-url.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import { createIngestWriter } from './writer.js';
-import { decompress } from './codec.js';
+import { compress, decompress } from './codec.js';
 import { migrate } from '../../store/database.js';
 import { openStore } from './open-store.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
@@ -26,6 +26,8 @@ import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
 import { loadNodeDemangler } from './demangle.js';
+import { nodeDiskGuard } from './disk.js';
+import { createNodeMetrics } from './metrics.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './runtime.js';
 import { SymbolParseThread, symbolCacheBytesForHeap, symbolParseThreadAvailable } from './symbol-parse-thread.js';
 
@@ -55,7 +57,11 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     await store.close();
     throw err;
   }
-  const ingest = createIngestWriter({ store, clock, logger });
+  // The metrics read the writer's queue once it exists.
+  let writer: ReturnType<typeof createIngestWriter> | undefined;
+  const metrics = createNodeMetrics({ store, ingestStats: () => writer?.stats() });
+  const ingest = createIngestWriter({ store, clock, logger, onCommit: (seconds) => metrics.observeCommit(seconds) });
+  writer = ingest;
   const ingestRuntime = store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime;
   // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
   await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
@@ -72,6 +78,9 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     ingest,
     ingestRuntime,
     decompressBlob: decompress,
+    compressBlob: compress,
+    diskGuard: nodeDiskGuard(config),
+    metrics,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
     alertRuntime: nodeAlertRuntimeFor(config),

@@ -16,10 +16,10 @@ export const RETENTION_CRON = '17 3 * * *';
 /** Every 10 minutes: the crash-spike check and one pass over the alert outbox and pending deliveries (as `faultline alerts`). */
 export const ALERTS_CRON = '*/10 * * * *';
 /**
- * Every minute: the cron monitor check (then a pass over the outbox when a monitor alert
- * waits, including those check-ins recorded), time snoozes that are over end, and bounded
- * steps of the re-symbolication runs uploads recorded (the first step ran after the
- * upload's answer), until none is pending or the cron's steps are done.
+ * Every minute: time snoozes that are over end, the cron monitor check (then a pass over
+ * the outbox when a monitor alert waits), and bounded steps of the re-symbolication runs
+ * uploads recorded (the first step ran after the upload's answer), until none is pending
+ * or the cron's steps are done.
  */
 export const RESYMBOLICATE_CRON = '* * * * *';
 /** Every cron wrangler.jsonc must schedule. */
@@ -70,12 +70,12 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       return;
     }
     case RESYMBOLICATE_CRON: {
-      const monitors = await runMonitorCheck(deps.store, deps.clock.now());
-      if (monitors.missed + monitors.timed_out > 0) deps.logger.info(monitors, 'cron monitors checked');
-      if ((await pendingAlertIds(deps.store.db, 1)).length > 0) await sendRecordedAlerts(deps);
       // Time snoozes end within a minute (docs/api.md "Snoozing").
       const ended = await endTimeSnoozes(deps.store, deps.clock.now());
       if (ended > 0) deps.logger.info({ issues: ended }, 'snoozes ended');
+      const monitors = await runMonitorCheck(deps.store, deps.clock.now());
+      if (monitors.missed + monitors.timed_out > 0) deps.logger.info(monitors, 'cron monitors checked');
+      if ((await pendingAlertIds(deps.store.db, 1)).length > 0) await sendRecordedAlerts(deps);
       if (!deps.symbols) return;
       let events = 0;
       for (let step = 0; step < WORKER_RESYMBOLICATE_CRON_STEPS; step++) {
