@@ -52,6 +52,8 @@ export const ROUTE_CLASS_ROLE: Record<RouteClass, Role> = {
 
 const ISSUE_WRITE = /^\/api\/projects\/[^/]+\/issues(\/|$)/;
 const ALERTS = /^\/api\/projects\/[^/]+\/alerts(\/|$)/;
+/** Cron monitors' settings (PATCH, DELETE) are alert configuration. */
+const MONITORS = /^\/api\/projects\/[^/]+\/monitors(\/|$)/;
 const SYMBOLS = /^\/api\/projects\/[^/]+\/symbols(\/|$)/;
 const PROJECTS = /^\/api\/projects(\/[^/]+(\/rotate-key)?)?\/?$/;
 
@@ -77,7 +79,7 @@ export function routeClass(method: string, path: string): RouteClass {
   if (read) return 'read';
   if (path.startsWith('/api/0/')) return 'uploads';
   if (ISSUE_WRITE.test(path)) return 'triage';
-  if (ALERTS.test(path)) return 'alerts';
+  if (ALERTS.test(path) || MONITORS.test(path)) return 'alerts';
   if (SYMBOLS.test(path)) return 'symbols';
   if (PROJECTS.test(path)) return 'projects';
   return 'projects';

@@ -39,6 +39,7 @@ const TYPE_NAMES: Record<string, [string, string]> = {
   new_issue: ['New issue', 'new issues'],
   regression: ['Regression', 'regressions'],
   crash_spike: ['Crash spike', 'crash spikes'],
+  monitor: ['Cron monitor', 'monitor alerts'],
   test: ['Test alert', 'test alerts'],
 };
 
@@ -101,6 +102,7 @@ export function summarize(content: AlertContent, project: AlertProject, publicUr
     title = 'Faultline can reach this channel.';
   } else {
     title = content.title || content.fingerprint || '(untitled)';
+    if (content.monitor) facts.push({ name: 'Monitor', value: content.monitor });
     if (content.level) facts.push({ name: 'Level', value: content.level });
     if (content.release) facts.push({ name: 'Release', value: content.release });
     if (content.environment) facts.push({ name: 'Environment', value: content.environment });

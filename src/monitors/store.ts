@@ -1,4 +1,4 @@
-// The monitor tables (migration 020): monitors upserted from check-ins, check-ins
+// The monitor tables (migration 025): monitors upserted from check-ins, check-ins
 // recorded, and the minutely check for missed and timed-out ones. Every change of a
 // monitor is one `store.atomic` unit whose first statement is a conditional write of
 // the monitor row (its `version` as read, a fresh `claim` token); the unit's other
@@ -362,12 +362,15 @@ export async function runMonitorCheck(store: Store, now: number, options: Monito
   }
 
   // In-progress check-ins past max_runtime, grouped by monitor: one write per monitor.
+  // A disabled monitor's runs are left as they are (as its misses are).
   const open = await db
-    .selectFrom('monitor_checkins')
-    .select(['id', 'monitor_id', 'environment', 'timeout_at'])
-    .where('status', '=', 'in_progress')
-    .where('timeout_at', '<=', now)
-    .orderBy('timeout_at')
+    .selectFrom('monitor_checkins as c')
+    .innerJoin('monitors as m', 'm.id', 'c.monitor_id')
+    .select(['c.id', 'c.monitor_id', 'c.environment', 'c.timeout_at'])
+    .where('c.status', '=', 'in_progress')
+    .where('c.timeout_at', '<=', now)
+    .where('m.enabled', '=', 1)
+    .orderBy('c.timeout_at')
     .limit(limit)
     .execute();
   const byMonitor = new Map<number, typeof open>();

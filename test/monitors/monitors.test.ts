@@ -261,13 +261,14 @@ describe.each(dialects)('cron monitors (%s)', (dialect) => {
     expect((await t.api(`/api/projects/${p.slug}/monitors/nope`)).status).toBe(404);
     expect((await t.api(`/api/projects/nope-${p.slug}/monitors`)).status).toBe(404);
 
+    expect(await sendCheckIns(t, p, [{ check_in_id: id(), monitor_slug: 'm', status: 'in_progress' }])).toBe(200);
     const disabled = await t.api(base, { method: 'PATCH', json: { status: 'disabled' } });
     expect(disabled.status).toBe(200);
     expect(await disabled.json()).toMatchObject({ status: 'disabled' });
-    // A disabled monitor is never missed, and its check-ins are dropped.
-    expect(await runMonitorCheck(t.deps.store, Date.parse('2030-06-03T12:00:00Z'))).toMatchObject({ missed: 0 });
+    // A disabled monitor is never missed nor timed out, and its check-ins are dropped.
+    expect(await runMonitorCheck(t.deps.store, Date.parse('2030-06-03T12:00:00Z'))).toMatchObject({ missed: 0, timed_out: 0 });
     expect(await sendCheckIns(t, p, [{ check_in_id: id(), monitor_slug: 'm', status: 'ok' }])).toBe(200);
-    expect(await checkinRows(t, p)).toHaveLength(1);
+    expect((await checkinRows(t, p)).map((c) => c.status)).toEqual(['ok', 'in_progress']);
 
     clock.set(Date.parse('2030-06-03T12:10:00Z'));
     const changed = await t.api(base, { method: 'PATCH', json: { status: 'active', config: { schedule: { type: 'interval', value: 30, unit: 'minute' }, checkin_margin: 2 } } });

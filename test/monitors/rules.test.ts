@@ -1,9 +1,13 @@
 // The monitors' pure rules: the health state machine as a table, schedules (crontabs in
 // time zones across daylight saving changes, intervals), missed / timed-out decisions
-// at injected times, and what a check-in and its monitor_config may say.
+// at injected times, what a check-in and its monitor_config may say, and the monitor
+// alert as the channels render it.
 import { describe, expect, it } from 'vitest';
 import { InvalidCheckInError, MonitorConfigError, parseCheckIn, parseMonitorConfig, slugifyMonitor } from '../../src/monitors/config.js';
 import { Schedules, type Schedule } from '../../src/monitors/schedule.js';
+import { monitorAlertPayload } from '../../src/monitors/alert.js';
+import { telegramText, webhookPayload } from '../../src/alerts/channels.js';
+import { summarize } from '../../src/alerts/messages.js';
 import { applyOutcome, deadlineOf, nextAfterCheckIn, nextAfterMiss, timedOut, type Health, type Outcome } from '../../src/monitors/state.js';
 
 const ok: Health = { health: 'ok', failures: 0, successes: 0 };
@@ -113,5 +117,31 @@ describe('check-ins and monitor_config', () => {
   ])('unusable check-in %j', (raw, message) => {
     expect(() => parseCheckIn(raw)).toThrow(InvalidCheckInError);
     expect(() => parseCheckIn(raw)).toThrow(message);
+  });
+});
+
+describe('the monitor alert in the channels\' messages', () => {
+  const project = { slug: 'shop', name: 'Shop' };
+  const at = Date.parse('2030-06-03T10:05:00Z');
+
+  it('webhook, Telegram and the summary the provider messages are built from name the monitor and link to its page', () => {
+    const payload = monitorAlertPayload('nightly', 'incident', 'missed', { failures: 1, expectedAt: Date.parse('2030-06-03T10:00:00Z') });
+    expect(payload).toEqual({ title: 'Monitor nightly missed a check-in', monitor: 'nightly', reason: 'missed', failures: 1, expected_at: '2030-06-03T10:00:00.000Z' });
+    const content = { ...payload, type: 'monitor' as const, triggered_at: at };
+    expect(webhookPayload(content, project, 'https://errors.example')).toEqual({
+      type: 'monitor',
+      project,
+      title: 'Monitor nightly missed a check-in',
+      url: 'https://errors.example/shop/monitors/nightly',
+      monitor: 'nightly',
+      reason: 'missed',
+      triggered_at: '2030-06-03T10:05:00.000Z',
+    });
+    expect(telegramText(content, project, 'https://errors.example')).toBe('Cron monitor in Shop (shop)\nMonitor nightly missed a check-in\nhttps://errors.example/shop/monitors/nightly');
+    const summary = summarize(content, project, 'https://errors.example');
+    expect(summary).toMatchObject({ headline: 'Cron monitor in Shop', title: 'Monitor nightly missed a check-in', url: 'https://errors.example/shop/monitors/nightly' });
+    expect(summary.facts).toContainEqual({ name: 'Monitor', value: 'nightly' });
+    const recovered = monitorAlertPayload('nightly', 'recovery', 'ok', { failures: 1, environment: 'production' });
+    expect(recovered).toEqual({ title: 'Monitor nightly recovered', monitor: 'nightly', reason: 'recovered', failures: 1, environment: 'production' });
   });
 });
