@@ -1,11 +1,13 @@
-// The kinds this build knows: ProGuard, source maps, dSYM (Mach-O/DWARF), ELF and Breakpad,
-// which symbolicate, and the kept-only debug formats (PE, PDB, WebAssembly).
+// The kinds this build knows: ProGuard, source maps, dSYM (Mach-O/DWARF), ELF, Breakpad and
+// source bundles (source context), which symbolicate, and the kept-only debug formats
+// (PE, PDB, WebAssembly).
 import { breakpadHandler } from './breakpad.js';
 import { dsymHandler } from './dsym.js';
 import { elfHandler } from './elf.js';
 import { keptHandlers } from './kept.js';
 import { registerSymbolKind } from './kinds.js';
 import { proguardHandler } from './proguard.js';
+import { sourceBundleHandler } from './sourcebundle.js';
 import { sourceMapHandler } from './sourcemap.js';
 
 // Order matters at ingest: each handler works on the frames the previous one left.
@@ -15,4 +17,6 @@ registerSymbolKind(dsymHandler);
 registerSymbolKind(elfHandler);
 // After the container formats: a Breakpad file serves the frames no dSYM or ELF file did.
 registerSymbolKind(breakpadHandler);
+// Last: source context for the frames every other kind left.
+registerSymbolKind(sourceBundleHandler);
 for (const handler of keptHandlers) registerSymbolKind(handler);
