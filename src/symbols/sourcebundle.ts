@@ -8,7 +8,7 @@
 // class (`com.acme.Checkout` → `…/com/acme/Checkout.jvm`), as Sentry's symbolicator does.
 // Registered last: it works on the frames the symbolicating kinds left.
 import { unzipSync } from 'fflate';
-import { type EventView, type FileInspector, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
+import type { EventView, FileInspector, LoadedSymbols, SymbolKindHandler, SymbolLookup } from './kinds.js';
 import { imageForFrame, nativeImages, normaliseDebugId, type JsonObject } from './native/frames.js';
 import { readZipDirectory, readZipEntryBytes } from './zip.js';
 import { concatBytes } from '../bytes.js';
