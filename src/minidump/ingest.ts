@@ -4,7 +4,8 @@
 // information of the project's uploaded Breakpad files (read from the store), and its
 // event merged under what the SDK sent (tags, user, release and its own contexts win; the
 // exception, threads and images come from the dump). A minidump that cannot be read
-// leaves the envelope's own event as it is (or nothing, without one). The minidump item
+// leaves the envelope's own event as it is (or nothing, without one). Modules without a
+// Breakpad file are unwound with their uploaded ELF file's `.eh_frame`. The minidump item
 // stays in the envelope: the attachment store keeps it with the event (src/attachments).
 
 import type { Kysely } from 'kysely';
@@ -12,7 +13,10 @@ import type { EnvelopeItem, ParsedEnvelope } from '../ingest/envelope.js';
 import type { Database } from '../store/schema.js';
 import { breakpadIndex } from '../symbols/breakpad.js';
 import { NativeIndex } from '../symbols/native/lookup-index.js';
-import { INDEX_PART, readSymbolBytes } from '../symbols/storage.js';
+import { INDEX_PART, readSymbolBytes, storedFileSource } from '../symbols/storage.js';
+import { readElfFrom } from '../symbols/native/elf.js';
+import { BadNativeFile } from '../symbols/native/bytes.js';
+import { ehFrameUnwindInfo } from './eh-frame.js';
 import { BreakpadReader } from '../symbols/native/breakpad.js';
 import { breakpadUnwindInfo, MAX_MINIDUMP_BYTES, processMinidump } from './process.js';
 import { BadMinidump, readMinidump, type MinidumpModule } from './reader.js';
@@ -65,8 +69,51 @@ async function unwindInfoFor(db: Kysely<Database>, projectId: number, modules: M
       }
     }
   }
+  const rest = ids.filter((id) => !out.has(id));
+  for (let i = 0; i < rest.length; i += 200) {
+    const rows = await db
+      .selectFrom('symbol_files')
+      .select(['id', 'debug_id', 'size', 'index_size'])
+      .where('project_id', '=', projectId)
+      .where('kind', '=', 'elf')
+      .where('state', '=', 'ready')
+      .where('debug_id', 'in', rest.slice(i, i + 200))
+      .orderBy('id', 'desc')
+      .execute();
+    for (const row of rows) {
+      if (out.has(row.debug_id)) continue;
+      const info = await elfUnwindInfo(db, Number(row.id), Number(row.size), Number(row.index_size));
+      if (info) out.set(row.debug_id, info);
+    }
+  }
   return out;
 }
+
+/** An uploaded ELF file's `.eh_frame` (read by ranges; a split debug file has none) and its symbols. */
+async function elfUnwindInfo(db: Kysely<Database>, id: number, size: number, indexSize: number): Promise<ModuleUnwindInfo | null> {
+  try {
+    const source = storedFileSource(db, id, size);
+    const elf = await readElfFrom(source);
+    const section = elf.sections.find((s) => s.name === '.eh_frame' && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES);
+    if (!section) return null;
+    const cfi = ehFrameUnwindInfo(await source.read(section.fileOffset, section.size), section.addr, elf.arch, elf.is64, elf.loadAddress);
+    if (!cfi) return null;
+    const stored = indexSize > 0 ? await readSymbolBytes(db, id, INDEX_PART) : null;
+    let index: NativeIndex | null = null;
+    try {
+      index = stored ? new NativeIndex(stored) : null;
+    } catch {
+      index = null;
+    }
+    return index ? { cfiAt: (rel) => cfi.cfiAt(rel), knows: (rel) => index.lookup(rel + elf.loadAddress).some((f) => f.function !== '') } : cfi;
+  } catch (err) {
+    if (err instanceof BadNativeFile) return null;
+    throw err;
+  }
+}
+
+/** The largest `.eh_frame` read for unwinding (real ones are a few percent of their code). */
+const MAX_EH_FRAME_BYTES = 64 * 1024 * 1024;
 
 /** The event a minidump stands for, merged under the SDK's own event fields. */
 export async function minidumpEvent(db: Kysely<Database>, projectId: number, bytes: Uint8Array, base: Record<string, unknown>): Promise<Record<string, unknown>> {

@@ -22,13 +22,23 @@ const SEGV_CODES: Record<number, string> = { 1: 'SEGV_MAPERR', 2: 'SEGV_ACCERR' 
 const BUS_CODES: Record<number, string> = { 1: 'BUS_ADRALN', 2: 'BUS_ADRERR', 3: 'BUS_OBJERR' };
 const FPE_CODES: Record<number, string> = { 1: 'FPE_INTDIV', 2: 'FPE_INTOVF', 3: 'FPE_FLTDIV', 4: 'FPE_FLTOVF', 5: 'FPE_FLTUND', 6: 'FPE_FLTRES', 7: 'FPE_FLTINV', 8: 'FPE_FLTSUB' };
 const ILL_CODES: Record<number, string> = { 1: 'ILL_ILLOPC', 2: 'ILL_ILLOPN', 3: 'ILL_ILLADR', 4: 'ILL_ILLTRP', 5: 'ILL_PRVOPC', 6: 'ILL_PRVREG', 7: 'ILL_COPROC', 8: 'ILL_BADSTK' };
-const WINDOWS_CODES: Record<number, string> = {
-  0xc0000005: 'EXCEPTION_ACCESS_VIOLATION', 0xc0000006: 'EXCEPTION_IN_PAGE_ERROR', 0x80000003: 'EXCEPTION_BREAKPOINT',
-  0x80000004: 'EXCEPTION_SINGLE_STEP', 0xc000001d: 'EXCEPTION_ILLEGAL_INSTRUCTION', 0xc0000094: 'EXCEPTION_INT_DIVIDE_BY_ZERO',
-  0xc0000095: 'EXCEPTION_INT_OVERFLOW', 0xc00000fd: 'EXCEPTION_STACK_OVERFLOW', 0xc0000409: 'EXCEPTION_STACK_BUFFER_OVERRUN',
-  0xc0000374: 'EXCEPTION_HEAP_CORRUPTION', 0xc000008c: 'EXCEPTION_ARRAY_BOUNDS_EXCEEDED', 0xc000008e: 'EXCEPTION_FLT_DIVIDE_BY_ZERO',
-  0xc0000096: 'EXCEPTION_PRIV_INSTRUCTION', 0xe06d7363: 'Unhandled C++ Exception', 0x40000015: 'STATUS_FATAL_APP_EXIT',
-};
+const WINDOWS_CODES = new Map<number, string>([
+  [0xc0000005, 'EXCEPTION_ACCESS_VIOLATION'],
+  [0xc0000006, 'EXCEPTION_IN_PAGE_ERROR'],
+  [0x80000003, 'EXCEPTION_BREAKPOINT'],
+  [0x80000004, 'EXCEPTION_SINGLE_STEP'],
+  [0xc000001d, 'EXCEPTION_ILLEGAL_INSTRUCTION'],
+  [0xc0000094, 'EXCEPTION_INT_DIVIDE_BY_ZERO'],
+  [0xc0000095, 'EXCEPTION_INT_OVERFLOW'],
+  [0xc00000fd, 'EXCEPTION_STACK_OVERFLOW'],
+  [0xc0000409, 'EXCEPTION_STACK_BUFFER_OVERRUN'],
+  [0xc0000374, 'EXCEPTION_HEAP_CORRUPTION'],
+  [0xc000008c, 'EXCEPTION_ARRAY_BOUNDS_EXCEEDED'],
+  [0xc000008e, 'EXCEPTION_FLT_DIVIDE_BY_ZERO'],
+  [0xc0000096, 'EXCEPTION_PRIV_INSTRUCTION'],
+  [0xe06d7363, 'Unhandled C++ Exception'],
+  [0x40000015, 'STATUS_FATAL_APP_EXIT'],
+]);
 const MAC_CODES: Record<number, string> = { 1: 'EXC_BAD_ACCESS', 2: 'EXC_BAD_INSTRUCTION', 3: 'EXC_ARITHMETIC', 4: 'EXC_EMULATION', 5: 'EXC_SOFTWARE', 6: 'EXC_BREAKPOINT', 10: 'EXC_CRASH', 11: 'EXC_RESOURCE', 12: 'EXC_GUARD' };
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
@@ -36,7 +46,7 @@ const hex = (n: number): string => `0x${n.toString(16)}`;
 /** The exception's type and its longer reason, as Breakpad names them per OS. */
 export function exceptionName(os: string, e: MinidumpException): { type: string; reason: string } {
   if (os === 'Windows NT') {
-    let type = WINDOWS_CODES[e.code] ?? hex(e.code);
+    let type = WINDOWS_CODES.get(e.code) ?? hex(e.code);
     if (e.code === 0xc0000005 || e.code === 0xc0000006) type += ({ 0: '_READ', 1: '_WRITE', 8: '_EXEC' } as Record<number, string>)[e.params[0] ?? -1] ?? '';
     return { type, reason: type };
   }

@@ -1,6 +1,5 @@
 // Kept-only symbol kinds: PE, PDB and WebAssembly debug files that
-// sentry-cli uploads with the rest of a build folder, and the source bundles of
-// `--include-sources` and `bundle-jvm` (a ZIP after a `SYSB` header). Faultline stores them (with the
+// sentry-cli uploads with the rest of a build folder. Faultline stores them (with the
 // debug id the client names them by), lists, finds, deletes and exports them like any
 // symbol file, and symbolicates nothing with them: their handlers look nothing up. A
 // file is of its kind when its first bytes carry the format's magic.
@@ -14,7 +13,6 @@ const FORMAT_NAMES: Record<KeptSymbolKind, string> = {
   pe: 'PE',
   pdb: 'PDB',
   wasm: 'WebAssembly',
-  sourcebundle: 'source bundle',
 };
 
 function startsWith(head: Uint8Array, magic: string): boolean {
@@ -23,8 +21,8 @@ function startsWith(head: Uint8Array, magic: string): boolean {
   return true;
 }
 
-/** The kept kind (or `elf`, `breakpad`) a file's first bytes (up to 32) say it is, or null. */
-export function keptKindOf(head: Uint8Array): KeptSymbolKind | 'elf' | 'breakpad' | null {
+/** The kept kind (or `elf`, `breakpad`, `sourcebundle`) a file's first bytes (up to 32) say it is, or null. */
+export function keptKindOf(head: Uint8Array): KeptSymbolKind | 'elf' | 'breakpad' | 'sourcebundle' | null {
   if (startsWith(head, '\x7fELF')) return 'elf';
   if (startsWith(head, 'MZ')) return 'pe';
   if (startsWith(head, '\0asm')) return 'wasm';

@@ -1,4 +1,4 @@
-// The kind-handler registry: what each kind of symbol file (proguard, sourcemap, dsym)
+// The kind-handler registry: what each kind of symbol file (proguard, sourcemap, dsym, elf, …)
 // knows about itself. A handler checks a file while it streams into storage (and may
 // split one upload into several files with their own debug ids, e.g. a fat Mach-O into
 // its slices, or build a derived lookup index), parses a stored file into what

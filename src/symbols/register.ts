@@ -1,5 +1,6 @@
 // The kinds this build knows: ProGuard, source maps, dSYM (Mach-O/DWARF), ELF, Breakpad and
-// Dart symbol maps, which symbolicate, and the kept-only debug formats (PE, PDB, WebAssembly).
+// Dart symbol maps, which symbolicate; source bundles (source context); and the kept-only
+// debug formats (PE, PDB, WebAssembly).
 import { breakpadHandler } from './breakpad.js';
 import { dartSymbolMapHandler } from './dart.js';
 import { dsymHandler } from './dsym.js';
@@ -7,6 +8,7 @@ import { elfHandler } from './elf.js';
 import { keptHandlers } from './kept.js';
 import { registerSymbolKind } from './kinds.js';
 import { proguardHandler } from './proguard.js';
+import { sourceBundleHandler } from './sourcebundle.js';
 import { sourceMapHandler } from './sourcemap.js';
 
 // Order matters at ingest: each handler works on the frames the previous one left.
@@ -17,4 +19,6 @@ registerSymbolKind(elfHandler);
 // After the container formats: a Breakpad file serves the frames no dSYM or ELF file did.
 registerSymbolKind(breakpadHandler);
 registerSymbolKind(dartSymbolMapHandler);
+// Last: source context for the frames every other kind left.
+registerSymbolKind(sourceBundleHandler);
 for (const handler of keptHandlers) registerSymbolKind(handler);

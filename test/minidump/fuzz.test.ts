@@ -1,5 +1,5 @@
 // Hostile and damaged native inputs beside the dSYM fuzz suite: mutated real ELF files,
-// Breakpad .sym files and minidumps (fixed seed, bounded count), and hand-made lies (a
+// Breakpad .sym files, minidumps and .eh_frame sections (fixed seed, bounded count), and hand-made lies (a
 // stream directory pointing outside the file, huge thread/module/memory counts, CFI rules
 // that loop through memory, stack pointers in unmapped memory). Every one ends as a clean
 // refusal (SymbolInputError, BadMinidump) or as fewer answers — never another exception
@@ -14,6 +14,8 @@ import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } from '../../src/minidump/process.js';
 import { BadMinidump } from '../../src/minidump/reader.js';
 import { MAX_FRAMES } from '../../src/minidump/unwind.js';
+import { ehFrameUnwindInfo } from '../../src/minidump/eh-frame.js';
+import { buildElfIndex } from '../../src/symbols/elf.js';
 import { breakpadIndex } from '../../src/symbols/breakpad.js';
 import { ELF_FIXTURES } from '../symbols-native/elf-fixture.js';
 import { BREAKPAD_FIXTURES } from './fixture.js';
@@ -111,6 +113,20 @@ describe('native fuzzing', () => {
       expect(performance.now() - started).toBeLessThan(2_000);
     }
     expect(outcomes.walked).toBeGreaterThan(0);
+  });
+
+  it(`.eh_frame: ${CASES} mutations of a real one answer rules or nothing for any address, never throw`, async () => {
+    const random = rng(SEED + 3);
+    const bytes = bp('crasher');
+    const { elf } = await buildElfIndex(bytes);
+    const section = elf.sections.find((s) => s.name === '.eh_frame')!;
+    const original = bytes.slice(section.fileOffset, section.fileOffset + section.size);
+    let answered = 0;
+    for (let i = 0; i < CASES; i++) {
+      const info = ehFrameUnwindInfo(mutate(original, random), section.addr, 'x86_64', true, 0);
+      for (let k = 0; k < 64; k++) if (info?.cfiAt(Math.floor(random() * 0x20000))) answered++;
+    }
+    expect(answered).toBeGreaterThan(0);
   });
 
   it('hand-made lies: a directory outside the file, huge counts, CFI that loops, a stack pointer in unmapped memory', () => {

@@ -73,6 +73,19 @@ describe.each(dialects)('minidumps on %s', (dialect) => {
     expect(detail.level).toBe('fatal');
   });
 
+  it('with the program uploaded as an ELF file instead: its .eh_frame walks the crash, its symbol table names it', async () => {
+    const project = await makeProject(t);
+    await uploadOk(t, project, { kind: 'elf', release: 'crasher@1', files: [{ name: 'crasher', data: read('crasher') }] });
+    const res = await uploadMinidump(t, project, read('crash.dmp'), { 'sentry[release]': 'crasher@1' });
+    expect(res.status).toBe(200);
+    const detail = await eventDetail(t, project, ((await res.json()) as { id: string }).id);
+    const exception = detail.exceptions[0];
+    const frames = [...(exception.stacktrace?.frames ?? exception.frames)].reverse();
+    expect(frames.slice(0, 4).map((f: any) => ({ instruction_addr: f.instruction_addr, trust: f.trust }))).toEqual([...expectedCrashedThread()].reverse().slice(0, 4));
+    const names = exception.symbolicated_frames.map((f: any) => f.function).filter(Boolean);
+    expect(names.slice(-3)).toEqual(['main', 'middle', 'crash_here']);
+  });
+
   it('a `sentry` JSON field works the same; a file that is not a minidump is 400 and stores nothing', async () => {
     const project = await makeProject(t);
     await uploadOk(t, project, { kind: 'breakpad', release: 'crasher@1', files: [{ name: 'crasher.sym', data: read('crasher.sym') }] });

@@ -10,6 +10,8 @@ import { breakpadIndex } from '../../src/symbols/breakpad.js';
 import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } from '../../src/minidump/process.js';
 import { readMinidump } from '../../src/minidump/reader.js';
+import { ehFrameUnwindInfo } from '../../src/minidump/eh-frame.js';
+import { buildElfIndex } from '../../src/symbols/elf.js';
 import { BREAKPAD_FIXTURES, stackwalkThreads } from './fixture.js';
 
 const read = (name: string) => new Uint8Array(fs.readFileSync(path.join(BREAKPAD_FIXTURES, name)));
@@ -42,6 +44,30 @@ describe('minidump stack walking equals minidump_stackwalk', () => {
     expect(got).toEqual(expected);
     expect(expected[0].map(([, trust]) => trust)).toContain('cfi');
     expect(expected.flat().map(([, trust]) => trust)).toContain('scan');
+  });
+
+  it('with the program itself (no DWARF, its .eh_frame read): the frames CFI finds are those of its .sym', async () => {
+    const expected = stackwalkThreads(fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk-full.txt'), 'utf8'));
+    const bytes = read('crasher');
+    const { elf, index } = await buildElfIndex(bytes);
+    const section = elf.sections.find((s) => s.name === '.eh_frame')!;
+    const info = {
+      ...ehFrameUnwindInfo(bytes.subarray(section.fileOffset, section.fileOffset + section.size), section.addr, elf.arch, elf.is64, elf.loadAddress)!,
+      knows: (() => {
+        const idx = new NativeIndex(index);
+        return (rel: number) => idx.lookup(rel).some((f) => f.function !== '');
+      })(),
+    };
+    const { event } = processMinidump(read('crash.dmp'), (m) => (m.debugId === elf.debugId ? info : null));
+    const got = (event.threads as any).values.map((t: any) => [...t.stacktrace.frames].reverse().map((f: any) => [f.instruction_addr, f.trust]));
+    // The frames CFI and the context find are Breakpad's; past them the two symbol sources
+    // differ (an ELF symbol has a size, a .sym PUBLIC record runs to the next one), so scans
+    // may pick other words, and .eh_frame's undefined return address of _start ends the walk.
+    const cfiPrefix = (frames: Array<[string, string]>) => frames.slice(0, frames.findIndex(([, trust]) => trust === 'scan'));
+    expect(cfiPrefix(got[0])).toEqual(cfiPrefix(expected[0]));
+    expect(cfiPrefix(got[0]).map(([, trust]) => trust)).toEqual(['context', 'cfi', 'cfi', 'cfi']);
+    expect(got[1]).toEqual(expected[1]);
+    expect(got[0].length).toBeLessThan(12);
   });
 
   it('without any symbols: the frames minidump_stackwalk finds by frame pointers and scanning', () => {

@@ -136,12 +136,18 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect((await t.api(`/api/projects/app/symbols/${answer.dif.id}`, { method: 'DELETE' })).status).toBe(204);
   });
 
+  it('a source bundle whose manifest cannot be read is kept under the debug id sent (never refused)', async () => {
+    const { checksum, chunks } = await upload(strToU8('SYSB\x02\0\0\0 no ZIP after the header'));
+    const debugId = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+    const answer = await assembleDif(checksum, { name: 'app.src.zip', debug_id: debugId, chunks });
+    expect(answer).toMatchObject({ state: 'ok', dif: { debugId, symbolType: 'sourcebundle' } });
+    expect((await t.api(`/api/projects/app/symbols/${answer.dif.id}`, { method: 'DELETE' })).status).toBe(204);
+  });
+
   it.each([
     ['pe', 'app.exe', strToU8('MZ\x90\0 a PE image')],
     ['pdb', 'app.pdb', strToU8('Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0')],
     ['wasm', 'app.wasm', new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])],
-    // A source bundle whose manifest cannot be read is kept under the debug id sent.
-    ['sourcebundle', 'app.src.zip', strToU8('SYSB\x02\0\0\0 no ZIP after the header')],
   ])('a %s file is kept under the debug id sent, listed, found and deletable', async (kind, name, bytes) => {
     const jobs = () => t.deps.store.db.selectFrom('symbol_jobs').selectAll().where('project_id', '=', projectId).execute();
     const jobsBefore = await jobs();
@@ -166,7 +172,7 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     form.append('file', new Blob([strToU8('MZ\x90\0 a PE image')]), 'app.exe');
     const res = await t.api('/api/projects/app/symbols', { method: 'POST', body: form });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, elf, breakpad, dartsymbolmap' });
+    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, elf, breakpad, dartsymbolmap, sourcebundle' });
     expect(await symbolCount()).toBe(0);
   });
 

@@ -4,7 +4,7 @@
 // difs/assemble, assembles `ok` (not `error`), and is kept as an `elf` symbol file under
 // the debug id sentry-cli derives from the build id: listed by the symbols API and found
 // by the legacy debug_id lookup; a split debug file and its stripped object are both
-// kept. SQLite and PostgreSQL.
+// kept; a Breakpad .sym beside them is stored as kind `breakpad`. SQLite and PostgreSQL.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +24,8 @@ beforeAll(() => {
   fs.copyFileSync(path.resolve('test/fixtures/elf/build/crash'), path.join(dir, 'build', 'crash'));
   // An Android-shaped split pair: the stripped .so and its debug file share one build id.
   for (const name of ['aarch64-split.so', 'aarch64-split.so.debug']) fs.copyFileSync(path.resolve('test/fixtures/elf-native', name), path.join(dir, 'build', name));
+  // A Breakpad symbol file beside them (dump_syms of another build).
+  fs.copyFileSync(path.resolve('test/fixtures/breakpad/x86_64-dwarf4.so.sym'), path.join(dir, 'build', 'libx.so.sym'));
   debugId = fixtureDebugId(path.resolve('test/fixtures/elf/build-id.txt'));
 });
 
@@ -47,7 +49,9 @@ describe.each(dialects)('debug-files upload of a real ELF (%s)', (dialect) => {
     expect(res.stdout + res.stderr).not.toMatch(/error/i);
     const listed = ((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols;
     const splitId = debugIdOfBuildId(fs.readFileSync(path.resolve('test/fixtures/elf-native/answers.json'), 'utf8').match(/"aarch64-split.so": "([0-9a-f]+)"/)![1]);
+    const symId = debugIdOfBuildId(fs.readFileSync(path.resolve('test/fixtures/elf-native/answers.json'), 'utf8').match(/"x86_64-dwarf4.so": "([0-9a-f]+)"/)![1]);
     expect(listed.map((f: any) => [f.kind, f.debug_id, path.basename(f.filename)]).sort()).toEqual([
+      ['breakpad', symId, 'libx.so.sym'],
       ['elf', splitId, 'aarch64-split.so'],
       ['elf', splitId, 'aarch64-split.so.debug'],
       ['elf', debugId, 'crash'],
@@ -57,6 +61,6 @@ describe.each(dialects)('debug-files upload of a real ELF (%s)', (dialect) => {
     expect(found.map((d: any) => [d.debugId, d.symbolType])).toEqual([[debugId, 'elf']]);
     // Again: the file is on the server already, nothing new is stored.
     ok(await runCli(v, target, ['debug-files', 'upload', '--wait', path.join(dir, 'build')]));
-    expect(((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols).toHaveLength(3);
+    expect(((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols).toHaveLength(4);
   });
 });
