@@ -3,7 +3,8 @@
 // once in Chromium:
 // a first sign-in creates the user (an admin group makes an admin), an existing user is
 // linked, and the refusals: unverified email, a domain not allowed, a tampered or
-// replayed state, a code issued to another client. Nothing is created by a refusal.
+// replayed state, a code issued to another client, an ID token for another audience.
+// Nothing is created by a refusal.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
@@ -53,6 +54,8 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
   let op: http.Server;
   let issuer: string;
   let signingIn = 'ana';
+  let lastIdToken: string | null = null;
+  let forgedIdToken: string | null = null;
 
   beforeAll(async () => {
     // The provider's port first: the server's settings name it.
@@ -94,6 +97,19 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     } as any);
     const callback = provider.callback();
     op.on('request', async (req, res) => {
+      if (req.method === 'POST' && req.url === '/token') {
+        if (forgedIdToken) {
+          // A token endpoint answering with an ID token issued to another client.
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ access_token: 'forged', token_type: 'Bearer', expires_in: 60, id_token: forgedIdToken }));
+          return;
+        }
+        const end = res.end.bind(res);
+        res.end = ((chunk: unknown, ...rest: unknown[]) => {
+          if (chunk) lastIdToken = JSON.parse(String(chunk)).id_token ?? lastIdToken;
+          return (end as (...a: unknown[]) => http.ServerResponse)(chunk, ...rest);
+        }) as typeof res.end;
+      }
       if (req.url?.startsWith('/interaction/')) {
         // The person "types their password": the account the test is signing in.
         await provider.interactionFinished(req, res, { login: { accountId: signingIn } }, { mergeWithLastSubmission: false });
@@ -212,5 +228,23 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     const res = await new Client(other.url).request(`/login/sso/callback${elsewhere.search}`);
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('could not be verified');
+  });
+
+  it('refuses an ID token issued to another client (wrong audience)', async () => {
+    // A real sign-in on the instance registered as "other-app" yields its ID token...
+    const theirs = await toCallback(other, 'bo');
+    expect((await theirs.client.request(theirs.callback.slice(other.url.length))).status).toBe(200);
+    expect(lastIdToken).toBeTruthy();
+    // ...which the provider's token endpoint now hands to this server's sign-in.
+    forgedIdToken = lastIdToken;
+    try {
+      const { client, callback } = await toCallback(s, 'bo');
+      const res = await client.request(callback.slice(s.url.length));
+      expect(res.status).toBe(400);
+      expect(await res.text()).toMatch(/unexpected JWT &quot;aud&quot; \(audience\) claim value/);
+      expect(client.cookies.has('faultline_session')).toBe(false);
+    } finally {
+      forgedIdToken = null;
+    }
   });
 });
