@@ -80,7 +80,7 @@ export function register(program: Command, cli: CliContext): void {
       if (!usersExist) {
         const token = await createSetupToken(deps.store.db, deps.clock.now());
         const setupUrl = `${(config.publicUrl ?? server.url).replace(/\/+$/, '')}/login/setup`;
-        logger.warn({ setup_url: setupUrl }, `no user yet: create the first admin at ${setupUrl} with the one-time setup token ${token}, or run faultline users create`);
+        logger.info({ setup_url: setupUrl }, `no user yet: create the first admin at ${setupUrl} with the one-time setup token ${token}, or run faultline users create`);
       }
       // Before the startup line, so it is the last thing read before "listening on".
       // Users close the API as API_KEYS does (docs/api.md "Authentication").
