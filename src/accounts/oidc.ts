@@ -107,7 +107,11 @@ export class SsoClient {
         idTokenExpected: true,
       });
     } catch (err) {
-      throw new SsoRefusal(`the sign-in could not be verified: ${(err as Error).message.slice(0, 200)}`);
+      // openid-client's error wraps oauth4webapi's, whose message names the check that failed
+      // (the "iss", "aud", "nonce" or "exp" claim, the state, the code).
+      const inner = (err as { cause?: unknown }).cause;
+      const detail = inner instanceof Error && inner.message !== (err as Error).message ? `: ${inner.message}` : '';
+      throw new SsoRefusal(`the sign-in could not be verified: ${((err as Error).message + detail).slice(0, 300)}`);
     }
     const claims = tokens.claims();
     if (!claims) throw new SsoRefusal('the identity provider sent no ID token');

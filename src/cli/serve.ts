@@ -76,13 +76,15 @@ export function register(program: Command, cli: CliContext): void {
       process.on('SIGINT', stop);
       // While no user exists, a one-time setup token (kept hashed in the database, so any
       // instance accepts it) lets the dashboard's setup page create the first admin.
-      if (!(await anyUserExists(deps.store.db))) {
+      const usersExist = await anyUserExists(deps.store.db);
+      if (!usersExist) {
         const token = await createSetupToken(deps.store.db, deps.clock.now());
         const setupUrl = `${(config.publicUrl ?? server.url).replace(/\/+$/, '')}/login/setup`;
-        logger.warn({ setup_url: setupUrl }, `no user yet: create the first admin at ${setupUrl} with the one-time setup token ${token}, or run faultline users create`);
+        logger.info({ setup_url: setupUrl }, `no user yet: create the first admin at ${setupUrl} with the one-time setup token ${token}, or run faultline users create`);
       }
       // Before the startup line, so it is the last thing read before "listening on".
-      const openWarning = openAccessWarning(config);
+      // Users close the API as API_KEYS does (docs/api.md "Authentication").
+      const openWarning = usersExist ? null : openAccessWarning(config);
       if (openWarning) logger.warn({ host: config.host }, openWarning);
       logger.info(
         {

@@ -63,7 +63,7 @@ import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pa
 import { issueListPage, issuePage } from './pages/issues.js';
 import { overviewPage, RELEASE_PAGE_ISSUES, releaseListPage, releasePage } from './pages/overview.js';
 import { errorPage, projectListPage, settingsPage } from './pages/projects.js';
-import { accountPage, auditPage, invitePage, loginPage, setupPage, usersPage } from './pages/accounts.js';
+import { accountPage, auditPage, continuePage, invitePage, loginPage, setupPage, usersPage } from './pages/accounts.js';
 import { csrfTokenOf, randomToken, sameOrigin, sameToken, SESSION_TTL_MS } from './session.js';
 import { apiKeyDigests, matchApiKeyDigest, setRequestActor, userActor } from '../http/auth.js';
 import { audit, auditFrom } from '../http/audit.js';
@@ -373,7 +373,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     }
     await recordSignIn(deps.store, user, now(), null, { actor: user.email, ip, details: { via: 'sso' } });
     await startSession(c, { userId: Number(user.id), apiKeyId: null });
-    return c.redirect(safeNext(result.next), 303);
+    // A page, not a redirect: the browser came from the provider's site, and a SameSite=Strict
+    // cookie is not sent along a redirect chain that started there; this page's own
+    // navigation is same-site.
+    return render(c, continuePage(safeNext(result.next)));
   });
 
   // The first admin: only while no user exists, with the setup token `serve` logs.

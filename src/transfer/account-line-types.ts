@@ -3,7 +3,8 @@
 // SHA-256, never the token) under their user's email, and `audit` lines. Sessions,
 // invites and setup tokens are never exported: they are short-lived secrets of one
 // instance. These rows belong to the instance, not a project, so an export of one
-// project leaves them out. Import keeps a user, token or audit entry that exists (by
+// project leaves them out. Audit entries of imports (`import`) are the instance's own
+// and not exported. Import keeps a user, token or audit entry that exists (by
 // email, by hash, by the entry's random uid).
 import { sql } from 'kysely';
 import { z } from 'zod';
@@ -24,11 +25,11 @@ interface InstanceSpec {
 }
 
 /** Export side of an instance-level table: rows in id order, a page at a time. */
-function reader(spec: InstanceSpec, join = sql``, extra = sql``) {
+function reader(spec: InstanceSpec, join = sql``, extra = sql``, where = sql`1 = 1`) {
   return {
     async count(ctx: ExportContext) {
       if (ctx.projectId !== undefined) return 0;
-      const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(spec.table)}`.execute(ctx.db);
+      const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(spec.table)} t where ${where}`.execute(ctx.db);
       return Number(rows[0]?.n ?? 0);
     },
     async *read(ctx: ExportContext, after?: (string | number)[] | null) {
@@ -36,7 +37,7 @@ function reader(spec: InstanceSpec, join = sql``, extra = sql``) {
       let cursor = Number(after?.[0] ?? 0);
       const limit = ctx.pageRows ?? PAGE;
       for (;;) {
-        const { rows } = await sql<Record<string, unknown>>`select t.* ${extra} from ${sql.table(spec.table)} t ${join} where t.id > ${cursor} order by t.id limit ${limit}`.execute(ctx.db);
+        const { rows } = await sql<Record<string, unknown>>`select t.* ${extra} from ${sql.table(spec.table)} t ${join} where t.id > ${cursor} and ${where} order by t.id limit ${limit}`.execute(ctx.db);
         if (rows.length === 0) return;
         const lines = rows.map((r) => {
           const line: Record<string, unknown> = { type: spec.type };
@@ -143,7 +144,9 @@ const AUDIT_COLUMNS: ColumnSpec[] = [
 ];
 export const auditLineType: LineType<Row> = {
   type: 'audit',
-  ...reader({ type: 'audit', table: 'audit_log', columns: AUDIT_COLUMNS }),
+  // An import's own entries stay with the instance that took it: moving the log elsewhere
+  // and back gives the same lines.
+  ...reader({ type: 'audit', table: 'audit_log', columns: AUDIT_COLUMNS }, sql``, sql``, sql`t.action <> 'import'`),
   parse: parser<Row>(schemaOf(AUDIT_COLUMNS), (v) => (/^[A-Za-z0-9]{1,64}$/.test(String(v.uid)) ? null : 'uid: must be 1 to 64 letters and digits')),
   async write(ctx, batch): Promise<BatchOutcome> {
     const rows = batch.map((b) => b.value);

@@ -1,13 +1,17 @@
 // OIDC sign-in against a real OpenID provider (the certified `oidc-provider`) started in
-// the test, driven over HTTP as a browser would (cookies per host, redirects followed):
+// the test, driven over HTTP as a browser would (cookies per host, redirects followed) and
+// once in Chromium:
 // a first sign-in creates the user (an admin group makes an admin), an existing user is
 // linked, and the refusals: unverified email, a domain not allowed, a tampered or
-// replayed state, a code issued to another client. Nothing is created by a refusal.
+// replayed state, a code issued to another client, an ID token for another audience.
+// Nothing is created by a refusal.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium } from 'playwright-core';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+import { CHROMIUM, lacks } from '../helpers/tools.js';
 import { Client } from '../dashboard/fixture.js';
 
 const API_KEY = 'oidc-test-key';
@@ -50,6 +54,8 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
   let op: http.Server;
   let issuer: string;
   let signingIn = 'ana';
+  let lastIdToken: string | null = null;
+  let forgedIdToken: string | null = null;
 
   beforeAll(async () => {
     // The provider's port first: the server's settings name it.
@@ -91,6 +97,19 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     } as any);
     const callback = provider.callback();
     op.on('request', async (req, res) => {
+      if (req.method === 'POST' && req.url === '/token') {
+        if (forgedIdToken) {
+          // A token endpoint answering with an ID token issued to another client.
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ access_token: 'forged', token_type: 'Bearer', expires_in: 60, id_token: forgedIdToken }));
+          return;
+        }
+        const end = res.end.bind(res);
+        res.end = ((chunk: unknown, ...rest: unknown[]) => {
+          if (chunk) lastIdToken = JSON.parse(String(chunk)).id_token ?? lastIdToken;
+          return (end as (...a: unknown[]) => http.ServerResponse)(chunk, ...rest);
+        }) as typeof res.end;
+      }
       if (req.url?.startsWith('/interaction/')) {
         // The person "types their password": the account the test is signing in.
         await provider.interactionFinished(req, res, { login: { accountId: signingIn } }, { mergeWithLastSubmission: false });
@@ -133,28 +152,45 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     return { client, res, callback };
   }
 
+  it.skipIf(lacks('chromium') || dialect !== 'sqlite')('signs in through the provider in Chromium', async () => {
+    signingIn = 'bo';
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${s.url}/settings`);
+      expect(new URL(page.url()).pathname).toBe('/login');
+      await page.getByRole('link', { name: 'Sign in with SSO' }).click();
+      await page.waitForURL(`${s.url}/settings`);
+      await expect(page.getByText('bo@example.com').first().isVisible()).resolves.toBe(true);
+      const cookie = (await page.context().cookies()).find((k) => k.name === 'faultline_session');
+      expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    } finally {
+      await browser.close();
+    }
+  });
+
   it('offers SSO on the sign-in page', async () => {
     expect(await (await new Client(s.url).request('/login')).text()).toContain('Sign in with SSO');
   });
 
   it('creates the user at the first sign-in, an admin when in an admin group, and signs them in', async () => {
     const { client, res } = await signIn('ana', '/admin/users');
-    expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe('/admin/users');
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('content="0;url=/admin/users"');
     expect((await client.request('/admin/users')).status).toBe(200);
     const users = await (await s.api('/api/users')).json();
-    expect(users).toEqual([expect.objectContaining({ email: 'ana@example.com', name: 'Ana Admin', role: 'admin' })]);
+    expect(users.filter((u: { email: string }) => u.email.startsWith('ana'))).toEqual([expect.objectContaining({ email: 'ana@example.com', name: 'Ana Admin', role: 'admin' })]);
     const signIns = await (await s.api('/api/audit?action=user.sign_in')).json();
     expect(signIns.entries[0]).toMatchObject({ actor: 'ana@example.com', details: { via: 'sso' } });
     // Without a group: the default role.
-    expect((await signIn('bo')).res.status).toBe(303);
+    expect((await signIn('bo')).res.status).toBe(200);
     expect((await (await s.api('/api/users')).json()).find((u: { email: string }) => u.email === 'bo@example.com').role).toBe('viewer');
   });
 
   it('links an existing user with that email', async () => {
     const created = await (await s.api('/api/users', { method: 'POST', json: { email: 'carl@example.com', role: 'member', password: 'carl-password' } })).json();
     const { client, res } = await signIn('carl');
-    expect(res.status).toBe(303);
+    expect(res.status).toBe(200);
     const me = await client.request('/settings');
     expect(await me.text()).toContain('carl@example.com');
     const carl = (await (await s.api('/api/users')).json()).filter((u: { email: string }) => u.email === 'carl@example.com');
@@ -179,7 +215,8 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     tampered.searchParams.set('state', `${tampered.searchParams.get('state')}x`);
     expect((await client.request(tampered.pathname + tampered.search)).status).toBe(400);
     // The real state still works once, then never again.
-    expect((await client.request(callback.slice(s.url.length))).status).toBe(303);
+    expect((await client.request(callback.slice(s.url.length))).status).toBe(200);
+    expect(client.cookies.has('faultline_session')).toBe(true);
     const replay = await new Client(s.url).request(callback.slice(s.url.length));
     expect(replay.status).toBe(400);
     expect(await replay.text()).toContain('unknown, used or expired');
@@ -191,5 +228,23 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     const res = await new Client(other.url).request(`/login/sso/callback${elsewhere.search}`);
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('could not be verified');
+  });
+
+  it('refuses an ID token issued to another client (wrong audience)', async () => {
+    // A real sign-in on the instance registered as "other-app" yields its ID token...
+    const theirs = await toCallback(other, 'bo');
+    expect((await theirs.client.request(theirs.callback.slice(other.url.length))).status).toBe(200);
+    expect(lastIdToken).toBeTruthy();
+    // ...which the provider's token endpoint now hands to this server's sign-in.
+    forgedIdToken = lastIdToken;
+    try {
+      const { client, callback } = await toCallback(s, 'bo');
+      const res = await client.request(callback.slice(s.url.length));
+      expect(res.status).toBe(400);
+      expect(await res.text()).toMatch(/unexpected JWT &quot;aud&quot; \(audience\) claim value/);
+      expect(client.cookies.has('faultline_session')).toBe(false);
+    } finally {
+      forgedIdToken = null;
+    }
   });
 });

@@ -205,5 +205,12 @@ describe.each(dialects)('first admin and invites on %s', (dialect) => {
     expect((await invited.request('/')).status).toBe(200);
     expect((await new Client(s.url).request(path)).status).toBe(410);
     expect((await new Client(s.url).request(`/login/invite/${'a'.repeat(40)}`)).status).toBe(410);
+    // An invite is good for 7 days.
+    const late = await admin.post('/admin/users', { _csrf: await admin.csrf('/admin/users'), email: 'late@example.com', role: 'viewer' });
+    const latePath = new URL(/id="invite-url">([^<]+)</.exec(await late.text())![1]).pathname;
+    (s.clock as ManualClock).set(NOW + 7 * DAY_MS);
+    expect((await new Client(s.url).request(latePath)).status).toBe(410);
+    expect((await new Client(s.url).post(latePath, { password: 'late-password' })).status).toBe(410);
+    (s.clock as ManualClock).set(NOW);
   });
 });

@@ -41,6 +41,13 @@ export function loginPage(next: string, error?: string, o: LoginOptions = { pass
   return page(anonymous, { title: 'Sign in', body });
 }
 
+/** After an SSO sign-in: goes on to `next` by a same-site navigation of its own. */
+export function continuePage(next: string): Html {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${next}"><title>Signed in · Faultline</title><link rel="stylesheet" href="/static/dashboard.css"></head>
+<body><main id="main"><p>Signed in. <a href="${next}">Continue</a></p></main></body></html>`;
+}
+
 export function setupPage(error?: string, form: Record<string, string> = {}): Html {
   const body = html`<h1>Create the first admin</h1>
   ${flash(error, 'error')}
