@@ -15,6 +15,7 @@ import type { Config } from '../config.js';
 import type { Store } from '../store/database.js';
 import { sendToChannel, type AlertContent, type SendResult } from './channels.js';
 import { runCrashSpikeCheck, type SpikeCheckResult } from './spike.js';
+import { assigneeHearsOf, assigneeMail } from './assignee-mail.js';
 import { endTimeSnoozes } from '../triage/snooze.js';
 import {
   anyDeliveryDue,
@@ -81,13 +82,15 @@ export interface PassSummary {
   alerts: Record<AlertOutcome, number>;
   /** Digests of held-back alerts sent out. */
   digests: number;
+  /** Emails to the assignees of regressed issues the mail server took. */
+  assignee_emails: number;
   sent: number;
   failed: number;
   retried: number;
 }
 
 function emptySummary(): PassSummary {
-  return { alerts: { sent: 0, taken: 0, disabled: 0, no_channel: 0, held: 0, filtered: 0 }, digests: 0, sent: 0, failed: 0, retried: 0 };
+  return { alerts: { sent: 0, taken: 0, disabled: 0, no_channel: 0, held: 0, filtered: 0 }, digests: 0, assignee_emails: 0, sent: 0, failed: 0, retried: 0 };
 }
 
 function randomHolder(): string {
@@ -100,6 +103,7 @@ export class AlertDispatcher {
   readonly options: DispatcherOptions;
   private readonly holder = randomHolder();
   private readonly inFlight = new Map<number, Promise<void>>();
+  private readonly assigneeMails = new Set<Promise<void>>();
   private readonly perChannel = new Map<number, number>();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private spikeTimer: ReturnType<typeof setTimeout> | null = null;
@@ -155,7 +159,29 @@ export class AlertDispatcher {
     if (this.spikeTimer) clearTimeout(this.spikeTimer);
     this.timer = this.spikeTimer = null;
     await this.ticking;
-    await Promise.allSettled([...this.inFlight.values()]);
+    await Promise.allSettled([...this.inFlight.values(), ...this.assigneeMails]);
+  }
+
+  /**
+   * Emails the assignee of a regressed issue (src/alerts/assignee-mail.ts), beside the
+   * deliveries: one attempt, its outcome logged, nothing else waits for it.
+   */
+  private mailAssignee(alertId: number): void {
+    const { store, logger, config, runtime } = this.deps;
+    const sending = (async () => {
+      const mail = await assigneeMail(store.db, alertId, config.publicUrl);
+      if (!mail || !runtime.mail) return;
+      try {
+        const result = await runtime.mail.send(mail.message);
+        this.summary.assignee_emails += 1;
+        logger.info({ alert_id: alertId, user_id: mail.userId, accepted: result.accepted.length }, 'regression emailed to its assignee');
+      } catch (err) {
+        logger.warn({ alert_id: alertId, user_id: mail.userId, error: (err as Error).message }, 'the email to the assignee of a regressed issue failed');
+      }
+    })()
+      .catch((err) => logger.error({ err, alert_id: alertId }, 'could not prepare the email to the assignee of a regressed issue'))
+      .finally(() => this.assigneeMails.delete(sending));
+    this.assigneeMails.add(sending);
   }
 
   /** One crash-spike check at the app's clock; the alerts it records are sent by the next pass. */
@@ -184,6 +210,7 @@ export class AlertDispatcher {
       if (due === null || due > until) break;
       if (due > now) await new Promise((resolve) => setTimeout(resolve, due - now));
     }
+    await Promise.allSettled([...this.assigneeMails]);
     return this.summary;
   }
 
@@ -239,6 +266,7 @@ export class AlertDispatcher {
         if (this.stopped) return;
         const outcome = await dispatchAlert(this.deps.store.db, id, this.deps.clock.now(), this.options.wallClock());
         this.summary.alerts[outcome] += 1;
+        if (this.deps.runtime.mail && assigneeHearsOf(outcome)) this.mailAssignee(id);
         if (outcome !== 'taken') this.deps.logger.debug({ alert_id: id, outcome }, 'alert taken from the outbox');
       }
       if (ids.length < 100) return;

@@ -276,10 +276,13 @@ export interface MailContent {
 const htmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** Subject (one line, at most 200 characters), plain text and a simple HTML part. */
-export function emailMessage(content: AlertContent, project: AlertProject, publicUrl: string | null): MailContent {
+export function emailMessage(content: AlertContent, project: AlertProject, publicUrl: string | null, options: { assignee?: string } = {}): MailContent {
   const s = summarize(content, project, publicUrl);
+  // The assignee's own email says why it came to them.
+  if (options.assignee !== undefined) s.headline = `Your issue regressed in ${project.name}`;
   const subject = clip(`[Faultline] ${s.headline}: ${s.title}`.replace(/[\r\n\t]+/g, ' '), 200);
   const text: string[] = [s.headline, '', s.title, ''];
+  if (options.assignee !== undefined) text.splice(1, 0, '', `${options.assignee}, this issue is assigned to you and has come back.`);
   for (const f of s.facts) text.push(`${f.name}: ${f.value}`);
   if (s.items) {
     text.push('');
@@ -290,6 +293,7 @@ export function emailMessage(content: AlertContent, project: AlertProject, publi
   const html: string[] = [
     '<!doctype html><html><body style="font-family:sans-serif">',
     `<h2 style="margin:0 0 8px">${htmlEscape(s.headline)}</h2>`,
+    options.assignee !== undefined ? `<p>${htmlEscape(options.assignee)}, this issue is assigned to you and has come back.</p>` : '',
     `<p style="font-size:16px">${s.url && !s.items ? `<a href="${htmlEscape(s.url)}">${htmlEscape(s.title)}</a>` : htmlEscape(s.title)}</p>`,
     '<table cellpadding="4">',
     ...s.facts.map((f) => `<tr><th align="left">${htmlEscape(f.name)}</th><td>${htmlEscape(f.value)}</td></tr>`),

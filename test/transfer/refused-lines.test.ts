@@ -73,7 +73,7 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
       [{ ...first('issue'), fingerprint: 'f'.repeat(32), status: 'bogus' }, /^issue: status: must be one of unresolved, triaged/],
       [{ ...first('issue'), fingerprint: 'e'.repeat(32), event_count: -5 }, /^issue: event_count: must not be negative$/],
       [{ ...first('issue'), fingerprint: 'd'.repeat(32), title: 'a\u0000b' }, /^issue: title: holds a NUL character or a lone surrogate$/],
-      [{ ...first('symbol'), kind: 'exe', filename: 'other.exe' }, /^symbol: kind: must be one of proguard, sourcemap, dsym, dartsymbolmap, elf/],
+      [{ ...first('symbol'), kind: 'exe', filename: 'other.exe' }, /^symbol: kind: must be one of proguard, sourcemap, dsym, elf, breakpad, dartsymbolmap/],
       [{ ...first('symbol'), filename: 'neg.map', size: -1 }, /^symbol: size: must not be negative$/],
       [{ ...first('symbol_chunk'), seq: -1 }, /^symbol_chunk: seq: must not be negative$/],
       [{ ...first('symbol_chunk'), part: 7 }, /^symbol_chunk: part: must be 0 \(the file\) or 1 \(its index\)$/],
