@@ -7,7 +7,9 @@
 // the last byte and the time the dashboard itself reports (Server-Timing) (p50/p95
 // over --samples requests after 3 unrecorded warm-ups), beside its JSON route, and
 // the weight of each page of an empty project (HTML plus the stylesheet and
-// script, uncompressed: the page "without the data"). Writes JSON to
+// script, uncompressed: the page "without the data"), and triage: the issues list with
+// a three-token search and an environment filter, an issue with 50 activity entries,
+// and the merge of two issues of --merge-events events each. Writes JSON to
 // bench/results/. Never asserts on speed.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,6 +32,7 @@ const HELP = `usage: node bench/dashboard.mjs [options]
   --events N      events loaded into the measured project (default 100000; bench/run.mjs's query set is 1000000)
   --issues N      distinct fingerprints among them (default 2000)
   --samples N     timed requests per page (default 30)
+  --merge-events N events of each of the two issues merged (default 100000; 0 skips the merge)
   --keep-data     do not delete the databases afterwards (their URLs are printed)
   --reuse LIST    kind=URL,...: measure databases a --keep-data run loaded instead of
                   loading new ones (the server migrates them first), e.g.
@@ -42,6 +45,7 @@ const { values: argv } = parseArgs({
     events: { type: 'string', default: '100000' },
     issues: { type: 'string', default: '2000' },
     samples: { type: 'string', default: '30' },
+    'merge-events': { type: 'string', default: '100000' },
     'keep-data': { type: 'boolean', default: false },
     reuse: { type: 'string' },
     help: { type: 'boolean', default: false },
@@ -56,6 +60,7 @@ const opts = {
   events: Number(argv.events),
   issues: Number(argv.issues),
   samples: Number(argv.samples),
+  mergeEvents: Number(argv['merge-events']),
 };
 const reuse = new Map(
   (argv.reuse ?? '')
@@ -100,7 +105,7 @@ async function signIn(base) {
   return cookie.split(';')[0];
 }
 
-async function loadEvents(base, counter, slug) {
+async function loadEvents(base, counter, slug, events = opts.events, fingerprints = opts.issues) {
   const project = await api(base, 'POST', '/api/projects', { slug, name: `bench ${slug}`, platform: 'backend' });
   const dsn = new URL(project.dsn);
   const templatesFile = path.join(os.tmpdir(), `faultline-dashboard-bench-${process.pid}.json`);
@@ -113,14 +118,14 @@ async function loadEvents(base, counter, slug) {
     path: `/api/${project.id}/envelope/?sentry_version=7&sentry_key=${dsn.username}&sentry_client=sentry.javascript.node%2F11.12.0`,
     templatesFile,
     prefix: `${randomBytes(4).toString('hex')}00010000`,
-    fingerprints: opts.issues,
+    fingerprints,
     spreadSeconds: 6 * 24 * 3600,
     sessionEvery: 10,
     connections: 64,
-    events: opts.events,
+    events,
   });
   const result = await load.result;
-  for (let i = 0; i < 600 && (await counter.count('counted', project.id)) < opts.events; i++) await sleep(100);
+  for (let i = 0; i < 600 && (await counter.count('counted', project.id)) < events; i++) await sleep(100);
   fs.rmSync(templatesFile, { force: true });
   return { id: project.id, seconds: round((performance.now() - started) / 1000), failed: result.failed };
 }
@@ -159,6 +164,22 @@ async function bytesOf(base, cookie, p) {
   return (await r.arrayBuffer()).byteLength;
 }
 
+/** Three search tokens: a status, a level and a word (docs/api.md "Issue search"). */
+const SEARCH = encodeURIComponent('is:unresolved level:error timeout');
+
+/** Loads two issues of --merge-events events each into a project of their own, then merges one into the other, timed. */
+async function benchMerge(base, counter, kind) {
+  log(`[${kind}] loading two issues of ${opts.mergeEvents} events each to merge ...`);
+  const loaded = await loadEvents(base, counter, 'merge', 2 * opts.mergeEvents, 2);
+  const { issues } = await api(base, 'GET', '/api/projects/merge/issues?days=90');
+  const [into, from] = issues;
+  const started = performance.now();
+  const merged = await api(base, 'POST', '/api/projects/merge/issues/merge', { fingerprints: [from.fingerprint], into: into.fingerprint });
+  const ms = round(performance.now() - started);
+  log(`[${kind}] merged ${from.event_count} events into an issue of ${into.event_count} in ${ms} ms (now ${merged.event_count})`);
+  return { events: [into.event_count, from.event_count], merged_event_count: merged.event_count, ms, load_seconds: loaded.seconds };
+}
+
 async function benchDatabase(kind, runDir) {
   const reused = reuse.get(kind);
   const db = reused ? { url: reused, counter: async () => ({}), drop: async () => {} } : await createBenchDatabase(kind);
@@ -186,6 +207,13 @@ async function benchDatabase(kind, runDir) {
     }
 
     const issues = await api(server.url, 'GET', '/api/projects/query/issues?sort=events&limit=5');
+    // Triage: an issue with 50 activity entries (comments and status changes through the API).
+    const busy = issues.issues[1]?.fingerprint;
+    const activityBefore = (await api(server.url, 'GET', `/api/projects/query/issues/${busy}/activity`)).activity.length;
+    for (let i = activityBefore; i < 50; i++) {
+      if (i % 5 === 0) await api(server.url, 'PATCH', `/api/projects/query/issues/${busy}`, { status: i % 10 === 0 ? 'triaged' : 'unresolved' });
+      else await api(server.url, 'POST', `/api/projects/query/issues/${busy}/comments`, { text: `Comment ${i}: ${'looked into it. '.repeat(8)}` });
+    }
     const events = await api(server.url, 'GET', '/api/projects/query/events?limit=1');
     const fp = issues.issues[0]?.fingerprint;
     const release = encodeURIComponent(RELEASES[3]);
@@ -196,6 +224,9 @@ async function benchDatabase(kind, runDir) {
       ['/query', `${A}/overview`],
       ['/query/issues', `${A}/issues`],
       ['/query/issues?level=error&q=timeout&sort=events', `${A}/issues?level=error&q=timeout&sort=events`],
+      [`/query/issues?q=${SEARCH}&environment=production`, `${A}/issues?q=${SEARCH}&environment=production`],
+      ['/query/issues?sort=users', `${A}/issues?sort=users`],
+      [`/query/issues/${busy}`, `${A}/issues/${busy}/activity`],
       [`/query/issues/${fp}`, `${A}/issues/${fp}`],
       ['/query/events', `${A}/events`],
       ['/query/events?tag.region=eu-west-1', `${A}/events?tag.region=eu-west-1`],
@@ -215,7 +246,8 @@ async function benchDatabase(kind, runDir) {
       latency.push(r);
     }
     for (const w of weight) log(`[${kind}] empty ${w.page}: ${w.html_bytes} B HTML, ${w.with_assets_bytes} B with CSS and JS`);
-    return { kind, events: opts.events, issues: opts.issues, load_seconds: loaded.seconds, assets, weight, latency };
+    const merge = opts.mergeEvents > 0 && !reused ? await benchMerge(server.url, counter, kind) : null;
+    return { kind, events: opts.events, issues: opts.issues, load_seconds: loaded.seconds, assets, weight, latency, merge };
   } finally {
     await counter.close?.();
     await server.proc.stop();

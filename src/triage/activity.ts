@@ -3,12 +3,11 @@
 // (new issue, regression, snooze ended: no actor, no data) in the ingest commit, people
 // write status changes, comments and merges with who did it (`actor`) and what (`data`,
 // JSON). Comments are timeline rows of kind `comment`, edited and deleted in place.
-import { sql, type CompiledQuery, type Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import { iso } from '../clock.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import type { Store } from '../store/database.js';
 import type { Database, IssueChangeTable } from '../store/schema.js';
-import type { Selectable } from 'kysely';
 
 type Db = Kysely<Database>;
 type ChangeRow = Selectable<IssueChangeTable>;

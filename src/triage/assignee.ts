@@ -1,8 +1,7 @@
 // Assignees (docs/api.md "Assigning issues"): an issue's assignee is an enabled user,
 // named in a request by id or email (or null to unassign), shown as {id, email, name}.
 // The change goes into the issue's activity as `assigned`.
-import type { CompiledQuery, Kysely } from 'kysely';
-import { sql } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { ReadInputError } from '../read/errors.js';
 import type { Database } from '../store/schema.js';
 import type { Actor } from './activity.js';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { envelope, errorEvent, makeProject, post, rowCounts } from '../ingest/helpers.js';
+import { envelope, errorEvent, makeProject, post, rowCounts, sessionUpdate } from '../ingest/helpers.js';
 
 const HOUR = 3_600_000;
 
@@ -47,8 +47,21 @@ describe.each(dialects)('issue merge on %s', (dialect) => {
     expect(list).toHaveLength(3);
     const byFirst = [...list].sort((x, y) => x.first_seen.localeCompare(y.first_seen));
     const [a, b, c] = byFirst;
+    // Release health: a crashed and a healthy session on r1.
+    const sessions = [sessionUpdate({ started: base, status: 'crashed', errors: 1, release: 'r1' }), sessionUpdate({ started: base, status: 'exited', release: 'r1' })];
+    expect((await post(t, project, envelope({}, sessions.map((payload) => ({ type: 'session', payload }))))).status).toBe(200);
     const overviewBefore = (await json(t, `/api/projects/${project.slug}/overview`)).body;
     const releasesBefore = (await json(t, `/api/projects/${project.slug}/releases`)).body;
+    // Every breakdown's total over the three issues, per key.
+    const breakdownTotals = async (fingerprints: string[]) => {
+      const totals: Record<string, number> = {};
+      for (const f of fingerprints) {
+        const detail = (await json(t, `/api/projects/${project.slug}/issues/${f}?days=1`)).body;
+        for (const [key, items] of Object.entries(detail.breakdown as Record<string, { count: number }[]>)) totals[key] = (totals[key] ?? 0) + items.reduce((n, i) => n + i.count, 0);
+      }
+      return totals;
+    };
+    const totalsBefore = await breakdownTotals([a.fingerprint, b.fingerprint, c.fingerprint]);
 
     const merged = await json(t, `/api/projects/${project.slug}/issues/merge`, { method: 'POST', json: { fingerprints: [b.fingerprint, c.fingerprint], into: a.fingerprint } });
     expect(merged.status, JSON.stringify(merged.body)).toBe(200);
@@ -72,7 +85,12 @@ describe.each(dialects)('issue merge on %s', (dialect) => {
     // Event totals outside the issues do not move; the merged issues are one issue now.
     expect((await json(t, `/api/projects/${project.slug}/overview`)).body).toEqual({ ...overviewBefore, new_issues: 1 });
     const releasesAfter = (await json(t, `/api/projects/${project.slug}/releases`)).body;
-    expect(releasesAfter.releases.map((r: any) => [r.version, r.events])).toEqual(releasesBefore.releases.map((r: any) => [r.version, r.events]));
+    expect(releasesAfter.releases.map((r: any) => [r.release, r.events])).toEqual(releasesBefore.releases.map((r: any) => [r.release, r.events]));
+    // Release health and everything else per release but the count of issues new in it.
+    const withoutNewIssues = (body: any) => body.releases.map(({ new_issues: _n, ...r }: any) => r);
+    expect(withoutNewIssues(releasesAfter)).toEqual(withoutNewIssues(releasesBefore));
+    expect(releasesAfter.releases.find((r: any) => r.release === 'r1')).toMatchObject({ sessions: { total: 2, crashed: 1 }, crash_free_rate: 0.5 });
+    expect(await breakdownTotals([a.fingerprint])).toEqual(totalsBefore);
 
     // A merged fingerprint answers the target, naming it.
     const gone = await json(t, `/api/projects/${project.slug}/issues/${b.fingerprint}?days=1`);

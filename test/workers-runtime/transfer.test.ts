@@ -27,6 +27,11 @@ const T0 = Date.parse('2026-11-20T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** An export file: a project, an issue and `n` events with tags, each with its payload. */
+/** The snooze fields of an issue line (export writes them; files before them leave them out). */
+/** The activity fields of an issue_change line. */
+const NO_ACTOR = { actor: null, actor_user_id: null, data: null };
+const NO_SNOOZE = { ignore_until: null, ignore_count: null, ignore_users: null, ignored_event_count: null, ignored_users: null };
+
 function exportFile(slug: string, n: number): string {
   const lines: Record<string, unknown>[] = [
     { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
@@ -34,7 +39,7 @@ function exportFile(slug: string, n: number): string {
     {
       type: 'issue', project: slug, fingerprint: 'f'.repeat(32), status: 'unresolved', title: 'TypeError: boom', level: 'error', error_type: 'TypeError', screen: '', location: 'app.js',
       platform: 'node', event_count: n, stored_count: n, users: 1, first_seen: iso(T0), last_seen: iso(T0 + n), first_release: 'r1', last_release: 'r1',
-      resolved_release: null, resolved_at: null, regressed_at: null, created_at: iso(T0), updated_at: iso(T0 + n),
+      resolved_release: null, resolved_at: null, regressed_at: null, ...NO_SNOOZE, created_at: iso(T0), updated_at: iso(T0 + n),
     },
   ];
   for (let i = 0; i < n; i++) {
@@ -179,10 +184,10 @@ function keylessFile(slug: string): string {
     {
       type: 'issue', project: slug, fingerprint, status: 'unresolved', title: 'TypeError: boom', level: 'error', error_type: 'TypeError', screen: '', location: 'app.js',
       platform: 'node', event_count: 2, stored_count: 0, users: 1, first_seen: iso(T0), last_seen: iso(T0 + 5), first_release: 'r1', last_release: 'r1',
-      resolved_release: null, resolved_at: null, regressed_at: iso(T0 + 5), created_at: iso(T0), updated_at: iso(T0 + 5),
+      resolved_release: null, resolved_at: null, regressed_at: iso(T0 + 5), ...NO_SNOOZE, created_at: iso(T0), updated_at: iso(T0 + 5),
     },
-    { type: 'issue_change', project: slug, fingerprint, kind: 'new', at: iso(T0), release: 'r1' },
-    { type: 'issue_change', project: slug, fingerprint, kind: 'regressed', at: iso(T0 + 5), release: 'r1' },
+    { type: 'issue_change', project: slug, fingerprint, kind: 'new', at: iso(T0), release: 'r1', ...NO_ACTOR },
+    { type: 'issue_change', project: slug, fingerprint, kind: 'regressed', at: iso(T0 + 5), release: 'r1', ...NO_ACTOR },
   ];
   return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 }
