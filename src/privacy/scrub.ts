@@ -13,8 +13,9 @@
 //   headers (`request.query_string`, `request.data`, `request.cookies`, the query of
 //   `request.url`), and pair lists (`[["Authorization", "…"], …]`, as SDKs send headers);
 // - in any string of the event's data: Luhn-valid card numbers, bearer tokens and PEM
-//   private keys. Stack frames are code, not data: only their `vars` are walked; `sdk`,
-//   `modules` and `debug_meta` describe the program and are not walked at all.
+//   private keys. Stack frames are code, not data: only their `vars` are walked;
+//   breadcrumbs without their `type`, `category`, `level`, `timestamp`; `sdk`, `modules`
+//   and `debug_meta` describe the program and are not walked at all.
 // With `scrub_ip_addresses`, `user.ip_address` and `request.env.REMOTE_ADDR` are removed
 // (and `{{auto}}` is never resolved).
 
@@ -293,9 +294,33 @@ class Walk {
     } else if (typeof x === 'object' && x !== null) {
       this.stack.push(key);
       if (key === 'stacktrace' || key === 'raw_stacktrace') this.frameVars(x, depth + 1);
+      else if (key === 'breadcrumbs' && depth === 0) this.breadcrumbs(x, depth + 1);
       else if (!OPAQUE_KEYS.has(key)) this.container(x, depth + 1);
       this.stack.pop();
     }
+  }
+
+  /**
+   * The event's breadcrumbs: of each, the fields that carry data (`message`, `data`, and
+   * any key an SDK or app added); `type`, `category`, `level` and `timestamp` are the
+   * SDK's own words and are not walked (most of an event's keys are breadcrumbs').
+   */
+  private breadcrumbs(v: object, depth: number): void {
+    const list = Array.isArray(v) ? v : (v as Obj).values;
+    if (!Array.isArray(list)) return this.container(v, depth);
+    const stack = this.stack;
+    if (!Array.isArray(v)) stack.push('values');
+    for (let i = 0; i < list.length; i++) {
+      const crumb: unknown = list[i];
+      if (!isObject(crumb)) continue;
+      stack.push(i);
+      for (const key in crumb) {
+        if (key === 'type' || key === 'category' || key === 'level' || key === 'timestamp') continue;
+        this.entry(crumb, key, key, depth + 2);
+      }
+      stack.pop();
+    }
+    if (!Array.isArray(v)) stack.pop();
   }
 
   /**
