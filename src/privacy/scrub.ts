@@ -307,7 +307,10 @@ class Walk {
    */
   private breadcrumbs(v: object, depth: number): void {
     const list = Array.isArray(v) ? v : (v as Obj).values;
-    if (!Array.isArray(list)) return this.container(v, depth);
+    if (!Array.isArray(list)) {
+      this.container(v, depth);
+      return;
+    }
     const stack = this.stack;
     if (!Array.isArray(v)) stack.push('values');
     for (let i = 0; i < list.length; i++) {
