@@ -1069,7 +1069,11 @@ function m026StorageUsage(dialect: Dialect): Migration {
         .addColumn('bytes', big, (c) => c.notNull())
         .addPrimaryKeyConstraint('storage_usage_pk', ['project_id', 'kind', 'bucket'])
         .execute();
-      const hour = (t: string) => `${t}.received_at - ${t}.received_at % 3600000`;
+      // Integer division, not `%`: D1 computed garbage for `x - x % n` inside a trigger.
+      const hour = (t: string) => (dialect === 'postgres' ? `(${t}.received_at / 3600000) * 3600000` : `cast(${t}.received_at / 3600000 as integer) * 3600000`);
+      // An update may move a chunk to another hour (the D1 ingest batch writes a marker
+      // time first, then the real one): the old hour loses it, the new one gains it, and
+      // an hour left empty goes.
       if (dialect === 'postgres') {
         await sql
           .raw(
@@ -1077,19 +1081,22 @@ function m026StorageUsage(dialect: Dialect): Migration {
 begin
   if tg_op <> 'DELETE' then
     insert into storage_usage (project_id, kind, bucket, count, bytes)
-    values (new.project_id, 'payloads', ${hour('new')}, case when tg_op = 'INSERT' then 1 else 0 end, octet_length(new.data))
-    on conflict (project_id, kind, bucket) do update set count = storage_usage.count + excluded.count, bytes = storage_usage.bytes + excluded.bytes;
+    values (new.project_id, 'payloads', ${hour('new')}, 1, octet_length(new.data))
+    on conflict (project_id, kind, bucket) do update set count = storage_usage.count + 1, bytes = storage_usage.bytes + excluded.bytes;
   end if;
   if tg_op <> 'INSERT' then
-    update storage_usage set count = count - case when tg_op = 'DELETE' then 1 else 0 end, bytes = bytes - octet_length(old.data)
+    update storage_usage set count = count - 1, bytes = bytes - octet_length(old.data)
     where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+    delete from storage_usage where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')} and count <= 0;
   end if;
   return null;
 end $$`,
           )
           .execute(db);
         await sql
-          .raw('create trigger payload_chunks_storage_usage after insert or delete or update of data on payload_chunks for each row execute function faultline_storage_usage_chunks()')
+          .raw(
+            'create trigger payload_chunks_storage_usage after insert or delete or update of data, received_at, project_id on payload_chunks for each row execute function faultline_storage_usage_chunks()',
+          )
           .execute(db);
         await sql
           .raw(
@@ -1104,34 +1111,21 @@ end $$`,
           .raw('create trigger projects_delete_storage_usage after delete on projects referencing old table as gone for each statement execute function faultline_delete_storage_usage_rows()')
           .execute(db);
       } else {
+        const add = `insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'payloads', ${hour('new')}, 1, length(new.data))
+  on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;`;
+        const remove = `update storage_usage set count = count - 1, bytes = bytes - length(old.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+  delete from storage_usage where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')} and count <= 0;`;
+        await sql.raw(`create trigger payload_chunks_usage_insert after insert on payload_chunks begin\n  ${add}\nend`).execute(db);
+        await sql.raw(`create trigger payload_chunks_usage_delete after delete on payload_chunks begin\n  ${remove}\nend`).execute(db);
         await sql
-          .raw(
-            `create trigger payload_chunks_usage_insert after insert on payload_chunks begin
-  insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'payloads', ${hour('new')}, 1, length(new.data))
-  on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;
-end`,
-          )
-          .execute(db);
-        await sql
-          .raw(
-            `create trigger payload_chunks_usage_delete after delete on payload_chunks begin
-  update storage_usage set count = count - 1, bytes = bytes - length(old.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
-end`,
-          )
-          .execute(db);
-        await sql
-          .raw(
-            `create trigger payload_chunks_usage_update after update of data on payload_chunks begin
-  update storage_usage set bytes = bytes - length(old.data) + length(new.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
-end`,
-          )
+          .raw(`create trigger payload_chunks_usage_update after update of data, received_at, project_id on payload_chunks begin\n  ${remove}\n  ${add}\nend`)
           .execute(db);
       }
       const length = dialect === 'postgres' ? 'octet_length' : 'length';
       await sql
         .raw(
           `insert into storage_usage (project_id, kind, bucket, count, bytes)
-           select project_id, 'payloads', received_at - received_at % 3600000, count(*), sum(${length}(data)) from payload_chunks group by project_id, received_at - received_at % 3600000`,
+           select project_id, 'payloads', ${hour('payload_chunks')}, count(*), sum(${length}(data)) from payload_chunks group by project_id, ${hour('payload_chunks')}`,
         )
         .execute(db);
     },

@@ -119,6 +119,27 @@ describe('stack frames', () => {
   });
 });
 
+describe('breadcrumbs', () => {
+  it.each([
+    ['{values: [...]}', (b: unknown[]) => ({ values: b }), 'breadcrumbs.values.0'],
+    ['a bare list', (b: unknown[]) => b, 'breadcrumbs.0'],
+  ])('as %s: message, data and added keys scrubbed; the SDK’s own fields kept', (_form, wrap, prefix) => {
+    const crumb = {
+      type: 'http',
+      category: 'auth',
+      level: 'info',
+      timestamp: 1700000000,
+      message: 'paid with 4111111111111111',
+      data: { url: '/login', password: 'p' },
+      session_token: 't',
+    };
+    const { event, report } = scrub({ breadcrumbs: wrap([crumb]) });
+    const out = wrap([{ ...crumb, message: `paid with ${FILTERED}`, data: { url: '/login', password: FILTERED }, session_token: FILTERED }]);
+    expect(event.breadcrumbs).toEqual(out);
+    expect(report?.paths).toEqual([`${prefix}.message`, `${prefix}.data.password`, `${prefix}.session_token`]);
+  });
+});
+
 describe('request parts', () => {
   it('headers as an object and as a pair list', () => {
     const { event, report } = scrub({

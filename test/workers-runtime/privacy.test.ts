@@ -1,7 +1,8 @@
-// Privacy on the Worker (workerd, D1): events are scrubbed before they are stored, and
+// Privacy on the Worker (workerd, D1): events are scrubbed before they are stored,
 // `DELETE /api/projects/{slug}/users/{user}/events` erases one end user's events, tags
 // and payload bytes in D1 atomic batches, more than one slice of them, leaving the other
-// user's payloads readable from the rewritten chunks.
+// user's payloads readable from the rewritten chunks, and the usage routes answer from
+// the aggregates D1's triggers keep.
 import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +76,13 @@ describe('privacy on the Worker', () => {
     const issue = await store.db.selectFrom('issues').selectAll().where('project_id', '=', p.id).executeTakeFirstOrThrow();
     expect(Number(issue.event_count)).toBe(84);
     expect(Number(issue.stored_count)).toBe(9);
+
+    // Usage on D1 from the trigger-kept aggregates: the rewritten chunks' bytes, the stored events.
+    const usage = await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/usage`, { headers: { authorization: `Bearer ${KEY}` } }))).json();
+    const real = chunks.reduce((n, c) => n + c.data.byteLength, 0);
+    expect(usage.kinds.events).toEqual({ count: 9, bytes: real });
+    const all = await (await app.fetch(new Request('http://worker/api/usage', { headers: { authorization: `Bearer ${KEY}` } }))).json();
+    expect(all.database_bytes).toBeNull();
 
     const unknown = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/users/nobody/events`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY}` } }));
     expect(unknown.status).toBe(204);
