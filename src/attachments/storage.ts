@@ -233,3 +233,18 @@ export async function eventFiles(db: Db, projectId: number, eventId: string): Pr
     }),
   );
 }
+
+/**
+ * Statements removing the attachments of erased events (docs/privacy.md "End-user
+ * deletion"), to run in the erasure's atomic write before the events themselves go:
+ * the chunks first, then the rows, found through the events' `event_id`.
+ */
+export function attachmentsOfEvents(db: Db, projectId: number, eventRowIds: number[]): CompiledQuery[] {
+  if (eventRowIds.length === 0) return [];
+  const ids = sql.join(eventRowIds);
+  const attachmentIds = sql`(select a.id from attachments a where a.project_id = ${projectId} and a.event_id in (select e.event_id from events e where e.id in (${ids})))`;
+  return [
+    sql`delete from attachment_chunks where attachment_id in ${attachmentIds}`.compile(db),
+    sql`delete from attachments where project_id = ${projectId} and event_id in (select e.event_id from events e where e.id in (${ids}))`.compile(db),
+  ];
+}

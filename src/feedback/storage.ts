@@ -6,7 +6,7 @@
 //   storeFeedback(store, projectId, items, receivedAt)   one atomic write; a resend is stored once
 //   listFeedback(db, projectId, query)                   newest first, keyset paging by id
 //   feedbackCounts(db, projectId, issueIds)              feedback per issue (`feedback_count`)
-import { sql, type Kysely } from 'kysely';
+import { type CompiledQuery, sql, type Kysely } from 'kysely';
 import { iso } from '../clock.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
@@ -114,4 +114,18 @@ export async function feedbackCounts(db: Db, projectId: number, issueIds: number
     .groupBy('e.issue_id')
     .execute();
   return new Map(rows.map((r) => [Number(r.issue_id), Number(r.n)]));
+}
+
+/**
+ * Statements removing the feedback of an erased end user (docs/privacy.md "End-user
+ * deletion"), to run in the erasure's atomic write before the events go: feedback on
+ * the erased events, and feedback the user sent under the erased email address.
+ */
+export function feedbackOfEndUser(db: Kysely<Database>, projectId: number, eventRowIds: number[], user: { column: string; value: string }): CompiledQuery[] {
+  const out: CompiledQuery[] = [];
+  if (eventRowIds.length > 0) {
+    out.push(sql`delete from user_feedback where project_id = ${projectId} and event_id in (select e.event_id from events e where e.id in (${sql.join(eventRowIds)}))`.compile(db));
+  }
+  if (user.column === 'user_email') out.push(db.deleteFrom('user_feedback').where('project_id', '=', projectId).where('email', '=', user.value).compile());
+  return out;
 }

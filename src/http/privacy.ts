@@ -3,6 +3,8 @@
 // (`GET /api/projects/{slug}/usage`, `GET /api/usage`). The domain work is in src/privacy.
 import { Hono } from 'hono';
 import type { AppDeps } from '../context.js';
+import { attachmentsOfEvents } from '../attachments/storage.js';
+import { feedbackOfEndUser } from '../feedback/storage.js';
 import { eraseEndUser, parseEndUser } from '../privacy/erase.js';
 import { findProjectBySlug, listProjects } from '../store/projects.js';
 import { databaseBytes, projectUsage, type ProjectUsage } from '../privacy/usage.js';
@@ -23,7 +25,9 @@ export function privacyRoutes(deps: AppDeps): Hono {
     if (!compressBlob) throw new HttpError(501, 'this edition cannot rewrite stored payloads, so it cannot erase end users');
     const user = parseEndUser(c.req.param('user'));
     if (user.value === '') throw new HttpError(400, 'the end user must not be empty');
-    const run = erasing.then(() => eraseEndUser({ store: deps.store, compressBlob, decompressBlob: deps.decompressBlob }, project.id, user));
+    // What hangs off the user's events in other domains goes in the same atomic writes.
+    const extra = [(db: typeof deps.store.db, pid: number, ids: number[]) => attachmentsOfEvents(db, pid, ids), feedbackOfEndUser];
+    const run = erasing.then(() => eraseEndUser({ store: deps.store, compressBlob, decompressBlob: deps.decompressBlob }, project.id, user, extra));
     erasing = run.catch(() => undefined);
     const summary = await run;
     // The user's identity is personal data: the log names the project and the counts only.

@@ -1,7 +1,7 @@
 // Privacy: erasing one end user's data from a project (docs/privacy.md "End-user
 // deletion"): their events with tags and raw payloads, their key in the issues' user
 // sets, and the rows of other domains that hang off those events (attachments, user
-// feedback) through END_USER_ROWS. Counts stay: issues keep `event_count` and `users`;
+// feedback) through the builders the caller passes. Counts stay: issues keep `event_count` and `users`;
 // `stored_count` goes down as retention lowers it. Works in slices of ERASE_SLICE events,
 // each slice one `store.atomic` call, so a user with many events never holds a long
 // transaction and D1's limits (100 bound values a statement) hold. Web APIs only; the
@@ -36,11 +36,10 @@ export function parseEndUser(segment: string): EndUser {
 
 /**
  * Statements of another domain that remove what hangs off erased events or belongs to
- * the end user (attachments, user feedback), run in the same atomic write as the events.
- * A domain whose tables exist adds its builder here.
+ * the end user (attachments, user feedback), run in the same atomic write before the
+ * events go. The caller passes them (src/http/privacy.ts), so this domain imports none.
  */
 export type EndUserRows = (db: Kysely<Database>, projectId: number, eventIds: number[], user: EndUser) => CompiledQuery[];
-export const END_USER_ROWS: EndUserRows[] = [];
 
 export interface EraseDeps {
   store: Store;
@@ -63,7 +62,7 @@ const BLANK = 0x20;
  * holding one of the user's payloads is rewritten with that range blanked, so the other
  * events' offsets stay valid.
  */
-export async function eraseEndUser(deps: EraseDeps, projectId: number, user: EndUser, extra: EndUserRows[] = END_USER_ROWS): Promise<EraseSummary> {
+export async function eraseEndUser(deps: EraseDeps, projectId: number, user: EndUser, extra: EndUserRows[] = []): Promise<EraseSummary> {
   const { store } = deps;
   const db = store.db;
   const summary: EraseSummary = { events: 0, chunks: 0 };
@@ -121,6 +120,9 @@ export async function eraseEndUser(deps: EraseDeps, projectId: number, user: End
           .where('issue_id', 'in', db.selectFrom('issues').select('id').where('project_id', '=', projectId))
           .compile(),
       );
+      // What the other domains keep under the user's identity rather than an event of theirs
+      // (feedback sent under their email): their builders, without event ids.
+      for (const build of extra) queries.push(...build(db, projectId, [], user));
       issueKeysDone = true;
     }
     if (queries.length > 0) await store.atomic(queries);

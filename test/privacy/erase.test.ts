@@ -89,6 +89,41 @@ describe.each(dialects)('erasing an end user on %s', (dialect) => {
     expect(await eventsOf(t, other)).toHaveLength(3);
   });
 
+  it('removes the attachments and user feedback of the user’s events, and feedback under their email', async () => {
+    // An envelope as a mobile SDK sends it: the event, a screenshot and the user's report.
+    const withFiles = async (user: string) => {
+      const id = eventId();
+      const item = (headers: object, body: string | Uint8Array) => [JSON.stringify(headers), typeof body === 'string' ? body : Buffer.from(body).toString('latin1')];
+      const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+      const lines = [
+        JSON.stringify({ event_id: id }),
+        ...item({ type: 'event' }, JSON.stringify({ ...errorEvent({ id, timestamp: T0, user }), user: { id: user, email: `${user}@x.test` } })),
+        ...item({ type: 'attachment', filename: 'screenshot.png', content_type: 'image/png', attachment_type: 'event.attachment', length: png.length }, png),
+        ...item({ type: 'user_report' }, JSON.stringify({ event_id: id, name: user, email: `${user}@x.test`, comments: `it broke for ${user}` })),
+      ];
+      const res = await post(t, p, Buffer.from(lines.join('\n'), 'latin1'));
+      expect(res.status).toBe(200);
+      return id;
+    };
+    const carol = await withFiles('carol');
+    const dave = await withFiles('dave');
+    const db = t.deps.store.db;
+    const files = async (id: string) => (await db.selectFrom('attachments').select('id').where('project_id', '=', p.id).where('event_id', '=', id).execute()).length;
+    const notes = async (id: string) => (await db.selectFrom('user_feedback').select('id').where('project_id', '=', p.id).where('event_id', '=', id).execute()).length;
+    expect([await files(carol), await notes(carol), await files(dave), await notes(dave)]).toEqual([1, 1, 1, 1]);
+    // Feedback Carol sent under her email about no event of hers.
+    await db.insertInto('user_feedback').values({ project_id: p.id, digest: 'e'.repeat(40), event_id: 'f'.repeat(32), name: 'c', email: 'carol@x.test', comments: 'again', url: '', source: 'api', created_at: T0, received_at: T0 }).execute();
+
+    expect((await t.api(`/api/projects/${p.slug}/users/carol/events`, { method: 'DELETE' })).status).toBe(204);
+    expect([await files(carol), await notes(carol), await files(dave), await notes(dave)]).toEqual([0, 0, 1, 1]);
+    const chunks = await db.selectFrom('attachment_chunks').select('attachment_id').execute();
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(await notes('f'.repeat(32))).toBe(1);
+    expect((await t.api(`/api/projects/${p.slug}/users/email:carol@x.test/events`, { method: 'DELETE' })).status).toBe(204);
+    expect(await notes('f'.repeat(32))).toBe(0);
+    expect(await notes(dave)).toBe(1);
+  });
+
   it('a resend of an erased event is still a duplicate, not stored again', async () => {
     const res = await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ id: aliceIds[0], timestamp: T0, user: 'alice' }) }]));
     expect(res.status).toBe(200);

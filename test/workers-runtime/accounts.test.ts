@@ -5,6 +5,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { withoutQueue } from './direct-path.js';
 import { createApp } from '../../src/http/app.js';
 import { migrate } from '../../src/store/migrate.js';
 
@@ -12,7 +13,7 @@ const API_KEY = 'workers-accounts-key';
 let app: ReturnType<typeof createApp>;
 
 beforeAll(async () => {
-  const deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), LOG_LEVEL: 'silent', API_KEYS: API_KEY });
+  const deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), LOG_LEVEL: 'silent', API_KEYS: API_KEY });
   await migrate(deps.store);
   app = createApp(deps);
 });

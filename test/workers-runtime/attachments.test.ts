@@ -6,6 +6,7 @@ import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { withoutQueue } from './direct-path.js';
 import { createApp } from '../../src/http/app.js';
 import type { Store } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -18,7 +19,7 @@ let app: Hono;
 let store: Store;
 
 beforeAll(async () => {
-  const deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' });
+  const deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' });
   store = deps.store;
   app = createApp(deps);
   await migrate(store);

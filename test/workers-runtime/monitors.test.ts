@@ -10,6 +10,7 @@ import { ManualClock } from '../../src/clock.js';
 import type { AppDeps } from '../../src/context.js';
 import { RESYMBOLICATE_CRON, runCron } from '../../src/editions/workers/crons.js';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { withoutQueue } from './direct-path.js';
 import { createApp } from '../../src/http/app.js';
 import { runMonitorCheck } from '../../src/monitors/store.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -21,7 +22,7 @@ let app: Hono;
 const clock = new ManualClock(T0);
 
 beforeAll(async () => {
-  deps = { ...buildWorkerDeps({ ...(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' }), clock };
+  deps = { ...buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' }), clock };
   app = createApp(deps);
   await migrate(deps.store);
 });

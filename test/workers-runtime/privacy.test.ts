@@ -7,6 +7,7 @@ import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { withoutQueue } from './direct-path.js';
 import { decompressBlob } from '../../src/editions/workers/runtime.js';
 import { createApp } from '../../src/http/app.js';
 import { ERASE_SLICE } from '../../src/privacy/erase.js';
@@ -20,7 +21,7 @@ let app: Hono;
 let store: Store;
 
 beforeAll(async () => {
-  const deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent', API_KEYS: KEY });
+  const deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent', API_KEYS: KEY });
   store = deps.store;
   app = createApp(deps);
   await migrate(store);

@@ -77,8 +77,8 @@ export interface LocalWorkerOptions {
   log?: boolean;
   /**
    * Bind the ingest queue of wrangler.jsonc (Miniflare runs it locally, kept in memory:
-   * what is enqueued and not yet consumed is lost with the process). False: the direct
-   * path, each request committing its own D1 batch.
+   * what is enqueued and not yet consumed is lost with the process). Default false: the
+   * direct path, each request committing its own D1 batch before it is answered.
    */
   queue?: boolean;
 }
@@ -93,7 +93,7 @@ export interface LocalWorker {
 
 export async function startLocalWorker(options: LocalWorkerOptions): Promise<LocalWorker> {
   const { workerOptions } = unstable_getMiniflareWorkerOptions(WRANGLER_CONFIG);
-  if (options.queue === false) {
+  if (options.queue !== true) {
     delete workerOptions.queueProducers;
     delete workerOptions.queueConsumers;
   }
