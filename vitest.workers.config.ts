@@ -11,5 +11,8 @@ export default defineConfig({
     name: 'workers',
     include: ['test/workers-runtime/**/*.test.ts'],
     testTimeout: 30_000,
+    // cron-parser is CommonJS that requires luxon; pre-bundled (as the Worker's own bundle
+    // is by esbuild) its require finds luxon's CommonJS build instead of the ES module.
+    deps: { optimizer: { ssr: { enabled: true, include: ['cron-parser/dist/CronExpressionParser.js'] } } },
   },
 });

@@ -48,6 +48,9 @@ const HELP = `usage: node bench/run.mjs [options]
   --alert-channels N      give the benchmark project N webhook channels pointing at a local receiver that
                           answers after 2 s, with every rule's cooldown 0 (each new issue alerts each
                           channel): compare with a run without to see what alert delivery costs ingest
+  --alert-kinds LIST      kinds of those channels, taken in turn (default webhook): webhook, slack, discord,
+                          teams (all to the slow receiver) and email (a local SMTP server with STARTTLS that
+                          accepts each message after 2 s), e.g. --alert-channels 5 --alert-kinds webhook,slack,discord,teams,email
 `;
 
 const { values: argv } = parseArgs({
@@ -70,6 +73,7 @@ const { values: argv } = parseArgs({
     'keep-data': { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     'alert-channels': { type: 'string' },
+    'alert-kinds': { type: 'string', default: 'webhook' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -102,6 +106,7 @@ const opts = {
   fingerprints: 200,
   sessionEvery: 10,
   alertChannels: num('alert-channels', 0),
+  alertKinds: argv['alert-kinds'].split(',').map((k) => k.trim()).filter(Boolean),
   settleMs: smoke ? 500 : 1000,
 };
 const SPREAD_SECONDS = 6 * 24 * 3600;
@@ -163,13 +168,14 @@ function serverCommand(cpuProfDir) {
     : { entry, args: [...flags, path.join(here, 'server-entry.mjs')] };
 }
 
-async function startFaultline(databaseUrl, logFile, cpuProfDir) {
+async function startFaultline(databaseUrl, logFile, cpuProfDir, extraEnv = {}) {
   const port = await freePort();
   const env = { ...process.env };
   for (const k of ['API_KEYS', 'PUBLIC_URL', 'CORS_ORIGIN', 'RETENTION_DAYS']) delete env[k];
   Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', NODE_ENV: 'production' });
   // The alert channels' receiver listens on 127.0.0.1.
   if (opts.alertChannels > 0) env.WEBHOOK_ALLOW_PRIVATE = 'true';
+  Object.assign(env, extraEnv);
   const { entry, args } = serverCommand(cpuProfDir);
   const proc = startProcess(process.execPath, args, { env, logFile, cwd: root });
   const url = `http://127.0.0.1:${port}`;
@@ -237,10 +243,35 @@ async function startSlowReceiver(delayMs) {
   };
 }
 
-/** N webhook channels on the project, every rule's cooldown 0 (see --alert-channels). */
+/** A local SMTP server (smtp-server, STARTTLS with its own certificate) that accepts each message after `delayMs`. */
+async function startSlowSmtp(delayMs) {
+  const { SMTPServer } = await import('smtp-server');
+  let received = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    logger: false,
+    onData(stream, _session, callback) {
+      stream.resume();
+      stream.on('end', () => {
+        received += 1;
+        setTimeout(() => callback(), delayMs);
+      });
+    },
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    env: { SMTP_URL: `smtp://127.0.0.1:${server.server.address().port}/?tls.rejectUnauthorized=false`, SMTP_FROM: 'bench@faultline.test' },
+    received: () => received,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+/** N channels of the --alert-kinds on the project, every rule's cooldown 0 (see --alert-channels). */
 async function addAlertChannels(base, project, receiver, n) {
   for (let i = 0; i < n; i++) {
-    const r = await api(base, 'POST', `/api/projects/${project.slug}/alerts/channels`, { kind: 'webhook', config: { url: `${receiver.url}?channel=${i}` } });
+    const kind = opts.alertKinds[i % opts.alertKinds.length];
+    const config = kind === 'email' ? { to: [`oncall${i}@faultline.test`] } : { url: `${receiver.url}?channel=${i}` };
+    const r = await api(base, 'POST', `/api/projects/${project.slug}/alerts/channels`, { kind, config });
     if (r.status !== 201) throw new Error(`POST alerts/channels answered ${r.status} ${r.text.slice(0, 300)}`);
   }
   for (const type of ['new_issue', 'regression', 'crash_spike']) {
@@ -598,9 +629,11 @@ async function benchDatabase(kind, generator, baseline, runDir) {
   let counter;
   let ctx;
   let alertReceiver;
+  let smtp;
   const out = {};
   try {
-    server = await startFaultline(database.url, path.join(runDir, `server-${kind}.log`));
+    if (opts.alertChannels > 0 && opts.alertKinds.includes('email')) smtp = await startSlowSmtp(2000);
+    server = await startFaultline(database.url, path.join(runDir, `server-${kind}.log`), undefined, smtp?.env);
     counter = await database.counter();
     out.server_entry = server.entry;
     out.database_version = await counter.version();
@@ -609,7 +642,7 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     if (opts.alertChannels > 0) {
       alertReceiver = await startSlowReceiver(2000);
       await addAlertChannels(server.url, project, alertReceiver, opts.alertChannels);
-      log(`  ${opts.alertChannels} webhook channels on the project (a receiver answering after 2 s), cooldowns 0`);
+      log(`  ${opts.alertChannels} channels (${opts.alertKinds.join(', ')}) on the project (receivers answering after 2 s), cooldowns 0`);
     }
 
     if (opts.warmupSeconds > 0) {
@@ -658,12 +691,15 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     out.peak_rss_run_mb = round((ctx.sampler.now().hwm ?? 0) / 2 ** 20, 1);
     if (alertReceiver) {
       out.alert_channels = opts.alertChannels;
+      out.alert_kinds = opts.alertKinds;
       out.alert_requests_received = alertReceiver.received();
-      log(`    alert receiver got ${out.alert_requests_received} requests`);
+      if (smtp) out.alert_emails_received = smtp.received();
+      log(`    alert receiver got ${out.alert_requests_received} requests${smtp ? `, the SMTP server ${out.alert_emails_received} messages` : ''}`);
     }
   } finally {
     ctx?.sampler.stop();
     await alertReceiver?.close();
+    await smtp?.close();
     await counter?.close().catch(() => {});
     if (server) await server.proc.stop();
     if (!argv['keep-data']) await database.drop().catch((err) => log(`  ! could not drop the ${kind} database: ${err.message}`));
@@ -738,17 +774,27 @@ async function profileRun(runDir, generator, kind) {
   let server;
   let counter;
   let sat;
+  let smtp;
+  let alertReceiver;
   try {
-    server = await startFaultline(database.url, path.join(runDir, `server-profile-${kind}.log`), profDir);
+    if (opts.alertChannels > 0 && opts.alertKinds.includes('email')) smtp = await startSlowSmtp(2000);
+    server = await startFaultline(database.url, path.join(runDir, `server-profile-${kind}.log`), profDir, smtp?.env);
     counter = await database.counter();
     const ctx = { kind, server, counter, templatesFile: ctxTemplates, sampler: sampler(server.pid) };
     const project = await createProject(server.url, 'bench');
+    if (opts.alertChannels > 0) {
+      alertReceiver = await startSlowReceiver(2000);
+      await addAlertChannels(server.url, project, alertReceiver, opts.alertChannels);
+      log(`  ${opts.alertChannels} channels (${opts.alertKinds.join(', ')}) on the project, cooldowns 0`);
+    }
     sat = await ingestPhase(ctx, project, { generator, duration: opts.profileDuration, fingerprints: opts.fingerprints, connections: opts.connections });
     ctx.sampler.stop();
     log(`  ${sat.accepted_requests_per_s} requests/s accepted, ${sat.processed_events_per_s} events/s processed (profiler on)`);
   } finally {
     await counter?.close().catch(() => {});
     const exit = server ? await server.proc.stop('SIGTERM', 60_000) : null;
+    await alertReceiver?.close();
+    await smtp?.close();
     if (exit && exit.code !== 0) log(`  ! server exited with ${JSON.stringify(exit)}; the profile is written only on a clean exit`);
     if (!argv['keep-data']) await database.drop().catch(() => {});
   }

@@ -15,7 +15,7 @@ export interface Config {
   telegramBotToken: string | null;
   telegramApiUrl: string;
   webhookAllowPrivate: boolean;
-  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/alerts.md "Email"). */
+  /** Email alerts: SMTP_URL and SMTP_FROM, or null when not set (docs/api.md "Email channels"). */
   smtp: SmtpConfig | null;
   databaseUrl: string | undefined;
   logLevel: string;
@@ -24,6 +24,32 @@ export interface Config {
    * unless set). Anyone else's are ignored.
    */
   trustedProxies: AddressRange[];
+  /**
+   * MIN_FREE_DISK_MB: below this much free space on the SQLite database's file system,
+   * ingest is refused (docs/privacy.md "Disk guard"); 0 turns the guard off.
+   */
+  minFreeDiskMb: number;
+  /**
+   * D1_MAX_SIZE_MB: the size the serverless edition's D1 database stops at (10 GB on the
+   * paid plan, 500 MB free); /health and the dashboard warn from 80 % of it.
+   */
+  d1MaxSizeMb: number;
+  /** METRICS_TOKEN: the Bearer token of `GET /metrics`; without it an API key is asked. */
+  metricsToken: string | null;
+  /** OIDC single sign-on (OIDC_*), or null when OIDC_ISSUER is not set. */
+  oidc: OidcConfig | null;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** Email domains allowed to sign in (lower case); required. */
+  allowedDomains: string[];
+  /** The role a first SSO sign-in gets. */
+  defaultRole: 'viewer' | 'member' | 'admin';
+  /** Values of the ID token's `groups` claim that make the user an admin. */
+  adminGroups: string[];
 }
 
 export interface SmtpConfig {
@@ -54,6 +80,32 @@ function smtpConfig(env: Record<string, string | undefined>): SmtpConfig | null 
   if (from === '') throw new ConfigError('SMTP_URL is set but SMTP_FROM is not: set the sender address, e.g. SMTP_FROM="Faultline <alerts@example.com>"');
   if (/[\r\n]/.test(from) || !from.includes('@')) throw new ConfigError(`SMTP_FROM must be one email address, optionally with a name (got ${JSON.stringify(from)})`);
   return { url: raw, from };
+}
+
+const list = (raw: string | undefined) =>
+  (raw ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+
+/** The OIDC_* settings: all or nothing, each checked (README "Single sign-on"). */
+function loadOidc(env: Record<string, string | undefined>): OidcConfig | null {
+  const issuer = (env.OIDC_ISSUER ?? '').trim();
+  if (issuer === '') return null;
+  try {
+    const u = new URL(issuer);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error('not http(s)');
+  } catch {
+    throw new ConfigError(`OIDC_ISSUER must be the provider's https URL (got ${JSON.stringify(issuer)})`);
+  }
+  const clientId = (env.OIDC_CLIENT_ID ?? '').trim();
+  const clientSecret = (env.OIDC_CLIENT_SECRET ?? '').trim();
+  if (clientId === '' || clientSecret === '') throw new ConfigError('OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set with OIDC_ISSUER');
+  const allowedDomains = list(env.OIDC_ALLOWED_DOMAINS).map((d) => d.toLowerCase().replace(/^@/, ''));
+  if (allowedDomains.length === 0) throw new ConfigError('OIDC_ALLOWED_DOMAINS must list the email domains allowed to sign in with SSO (e.g. example.com)');
+  const role = (env.OIDC_DEFAULT_ROLE ?? '').trim() || 'viewer';
+  if (role !== 'viewer' && role !== 'member' && role !== 'admin') throw new ConfigError(`OIDC_DEFAULT_ROLE must be viewer, member or admin (got ${JSON.stringify(role)})`);
+  return { issuer, clientId, clientSecret, allowedDomains, defaultRole: role, adminGroups: list(env.OIDC_ADMIN_GROUPS) };
 }
 
 function integer(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
@@ -113,6 +165,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: env.DATABASE_URL,
     logLevel,
     trustedProxies,
+    minFreeDiskMb: integer(env, 'MIN_FREE_DISK_MB', 0, 0, 1_000_000_000),
+    d1MaxSizeMb: integer(env, 'D1_MAX_SIZE_MB', 10_240, 1, 1_000_000_000),
+    metricsToken: (env.METRICS_TOKEN ?? '').trim() || null,
+    oidc: loadOidc(env),
   };
 }
 

@@ -6,6 +6,9 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Store } from './store/database.js';
 import type { DecompressBlob } from './store/stored-payload.js';
+import type { CompressBlob } from './store/payloads.js';
+import type { DiskGuard } from './privacy/disk.js';
+import type { AppMetrics } from './metrics.js';
 import type { Decompress } from './ingest/decode.js';
 import type { Md5Hex } from './ingest/grouping.js';
 import type { IngestSink } from './ingest/types.js';
@@ -54,6 +57,15 @@ export interface AppDeps {
   ingestRuntime: IngestRuntime;
   /** Decodes the store's compressed blobs (event payloads) for the read API (Node: src/editions/node/codec.ts). */
   decompressBlob: DecompressBlob;
+  /**
+   * The inverse of decompressBlob, for rewriting stored blobs (end-user deletion blanks a
+   * user's payloads inside shared chunks). Editions without it cannot erase end users.
+   */
+  compressBlob?: CompressBlob;
+  /** Prometheus metrics (`GET /metrics`; Node: prom-client, a registry per app). */
+  metrics?: AppMetrics;
+  /** Free disk space against MIN_FREE_DISK_MB (src/privacy/disk.ts; Node with SQLite). */
+  diskGuard?: DiskGuard;
   /**
    * Reads a request's body straight from the edition's own request object, when it
    * has a cheaper way than the Web stream (Node: the IncomingMessage; creating the

@@ -76,6 +76,15 @@ export const MAX_VIEW_HIERARCHY_RENDER_BYTES = 1 * MiB;
 /** Nodes of a view hierarchy the dashboard draws. */
 export const MAX_VIEW_HIERARCHY_NODES = 2000;
 
+// User feedback (envelope `user_report` and `feedback` items, the user-feedback route;
+// src/feedback). Sentry cuts a feedback message at 4096 characters, names at 128 and
+// e-mail addresses at 75 (its UserReport model); longer values are cut, not refused.
+export const MAX_FEEDBACK_COMMENTS = 4096;
+export const MAX_FEEDBACK_NAME = 128;
+export const MAX_FEEDBACK_EMAIL = 75;
+/** Characters of the page address a feedback widget sends. */
+export const MAX_FEEDBACK_URL = 1000;
+
 // ---------------------------------------------------------------------------
 // The management and read API
 // ---------------------------------------------------------------------------
@@ -251,3 +260,22 @@ export const MAX_EXPORT_PART_LINES = 100_000;
 /** Lines and bytes per import request the CLI sends: well under the serverless edition's request limits. */
 export const IMPORT_REQUEST_LINES = 2000;
 export const IMPORT_REQUEST_BYTES = 8 * MiB;
+
+// ---------------------------------------------------------------------------
+// Cron monitors (check-ins; docs/api.md "Cron monitors")
+// ---------------------------------------------------------------------------
+
+/** Characters of a monitor slug, as Sentry slugifies `monitor_slug`. */
+export const MAX_MONITOR_SLUG = 50;
+/** Largest `checkin_margin` and `max_runtime`, in minutes (28 days, Sentry's bound). */
+export const MAX_MONITOR_MINUTES = 40_320;
+/** Largest `failure_issue_threshold` and `recovery_threshold` (Sentry's bound). */
+export const MAX_MONITOR_THRESHOLD = 720;
+/** Characters of a crontab or a time zone name. */
+export const MAX_MONITOR_SCHEDULE = 100;
+/** Check-ins in one envelope; more refuse the envelope (413), as events do. */
+export const MAX_CHECK_INS_PER_ENVELOPE = 100;
+/** Bytes of a legacy cron check-in body (`/api/{id}/cron/…`): one small JSON object. */
+export const MAX_CRON_BODY_BYTES = 64 * KiB;
+/** Check-ins a monitor's detail and the dashboard list, newest first. */
+export const MONITOR_RECENT_CHECKINS = 50;

@@ -52,6 +52,8 @@ export const ROUTE_CLASS_ROLE: Record<RouteClass, Role> = {
 
 const ISSUE_WRITE = /^\/api\/projects\/[^/]+\/issues(\/|$)/;
 const ALERTS = /^\/api\/projects\/[^/]+\/alerts(\/|$)/;
+/** Cron monitors' settings (PATCH, DELETE) are alert configuration. */
+const MONITORS = /^\/api\/projects\/[^/]+\/monitors(\/|$)/;
 const SYMBOLS = /^\/api\/projects\/[^/]+\/symbols(\/|$)/;
 const PROJECTS = /^\/api\/projects(\/[^/]+(\/rotate-key)?)?\/?$/;
 
@@ -77,10 +79,23 @@ export function routeClass(method: string, path: string): RouteClass {
   if (read) return 'read';
   if (path.startsWith('/api/0/')) return 'uploads';
   if (ISSUE_WRITE.test(path)) return 'triage';
-  if (ALERTS.test(path)) return 'alerts';
+  if (ALERTS.test(path) || MONITORS.test(path)) return 'alerts';
   if (SYMBOLS.test(path)) return 'symbols';
   if (PROJECTS.test(path)) return 'projects';
   return 'projects';
+}
+
+/**
+ * The role a dashboard request needs: admin pages and project administration need admin;
+ * issue, alert and symbol actions member; reading and your own account any role.
+ */
+export function dashboardRouteRole(method: string, path: string): Role {
+  if (path === '/admin' || path.startsWith('/admin/')) return 'admin';
+  const m = method.toUpperCase();
+  if (m === 'GET' || m === 'HEAD') return 'viewer';
+  if (path === '/logout' || path === '/settings' || path.startsWith('/settings/')) return 'viewer';
+  if (/^\/[^/]+\/(issues|alerts|symbols)(\/|$)/.test(path)) return 'member';
+  return 'admin';
 }
 
 /** The 403 message when `role` is below what `needed` requires, or null when allowed. */

@@ -23,7 +23,6 @@ export const SESSION_IDLE_MS = 7 * DAY_MS;
 /** A session's last_seen_at is written at most this often (idle expiry is this coarse). */
 export const SESSION_TOUCH_MS = 60 * 60 * 1000;
 export const INVITE_TTL_MS = 7 * DAY_MS;
-export const AUDIT_RETENTION_MS = 400 * DAY_MS;
 
 export function userJson(u: UserRow) {
   return {
@@ -75,6 +74,7 @@ export function auditQuery(db: Db, entry: AuditEntry, at: number): CompiledQuery
   return db
     .insertInto('audit_log')
     .values({
+      uid: randomText(20),
       at,
       actor: typeof entry.actor === 'string' ? entry.actor : entry.actor.label,
       action: entry.action,
@@ -105,10 +105,6 @@ export async function listAudit(db: Db, f: AuditFilter): Promise<AuditRow[]> {
   if (f.action) q = q.where('action', '=', f.action);
   if (f.target) q = q.where('target', '=', f.target);
   return q.execute();
-}
-
-export async function deleteAuditBefore(db: Db, before: number): Promise<void> {
-  await db.deleteFrom('audit_log').where('at', '<', before).execute();
 }
 
 // ---------------------------------------------------------------------------
@@ -227,7 +223,7 @@ export async function recordSignIn(store: Store, user: UserRow, now: number, reh
   if (rehash) set.password_hash = rehash;
   await store.atomic([
     db.updateTable('users').set(set).where('id', '=', Number(user.id)).compile(),
-    auditQuery(db, { ...audit, action: 'user.sign_in', target: user.email }, now),
+    auditQuery(db, { ...audit, action: 'user.sign_in', target: user.email, details: audit.details }, now),
   ]);
 }
 
@@ -402,10 +398,6 @@ export async function endSessions(store: Store, user: UserRow, now: number, audi
   ]);
 }
 
-export async function deleteExpiredSessions(db: Db, now: number): Promise<void> {
-  await db.deleteFrom('user_sessions').where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', now - SESSION_IDLE_MS)])).execute();
-}
-
 // ---------------------------------------------------------------------------
 // Invites and setup tokens
 // ---------------------------------------------------------------------------
@@ -447,4 +439,9 @@ export async function createSetupToken(db: Db, now: number): Promise<string> {
 export async function setupTokenValid(db: Db, token: string): Promise<boolean> {
   if (!/^[A-Za-z0-9]{32}$/.test(token)) return false;
   return (await db.selectFrom('setup_tokens').select('token_hash').where('token_hash', '=', await secretHash(token)).executeTakeFirst()) !== undefined;
+}
+
+/** The stored form of a session id (to tell the current session in a list). */
+export function secretHashOf(id: string): Promise<string> {
+  return secretHash(id);
 }

@@ -1,6 +1,7 @@
 // Creating a channel and sending a test alert: the checks beyond the shape of the
 // input (the SSRF guard on the host of a webhook, Slack, Discord or Teams URL, the
-// bot token a Telegram channel needs, the SMTP setup an email channel needs) and the one immediate attempt of `POST alerts/channels/{id}/test`.
+// bot token a Telegram channel needs, the SMTP setup an email channel needs) and the
+// one immediate attempt of `POST alerts/channels/{id}/test`.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';

@@ -29,6 +29,9 @@ export interface AlertContent {
   environment?: string;
   /** Epoch ms the issue was first seen (issue alerts recorded since messages show it). */
   first_seen?: number;
+  /** monitor: the monitor's slug, and what happened (missed, error, timeout, recovered; src/monitors/alert.ts). */
+  monitor?: string;
+  reason?: string;
   /** Set when this is the digest of the alerts a cooldown held back. */
   digest?: DigestFields;
   triggered_at: number;
@@ -51,6 +54,8 @@ export interface WebhookPayload {
   recent?: number;
   baseline?: number;
   environment?: string;
+  monitor?: string;
+  reason?: string;
   /** The digest form (docs/api.md "Webhook payload"). */
   digest?: true;
   count?: number;
@@ -71,18 +76,22 @@ export interface DigestItem {
   url?: string;
   recent?: number;
   baseline?: number;
+  monitor?: string;
+  reason?: string;
 }
 
 const DIGEST_NOUNS: Record<AlertType, [string, string]> = {
   new_issue: ['new issue', 'new issues'],
   regression: ['regression', 'regressions'],
   crash_spike: ['crash spike', 'crash spikes'],
+  monitor: ['monitor alert', 'monitor alerts'],
 };
 
 const TITLES: Record<AlertContent['type'], string> = {
   new_issue: 'New issue',
   regression: 'Regression',
   crash_spike: 'Crash spike',
+  monitor: 'Cron monitor',
   test: 'Test alert',
 };
 
@@ -93,20 +102,21 @@ const TITLES: Record<AlertContent['type'], string> = {
 export function alertLink(publicUrl: string | null, project: AlertProject, content: AlertContent): string | undefined {
   if (publicUrl === null) return undefined;
   const base = `${publicUrl}/${encodeURIComponent(project.slug)}`;
+  if (content.monitor) return `${base}/monitors/${encodeURIComponent(content.monitor)}`;
   return content.fingerprint ? `${base}/issues/${encodeURIComponent(content.fingerprint)}` : base;
 }
 
 /** The fields of one listed alert of a digest that apply to it. */
 function digestItem(raw: Record<string, unknown>, project: AlertProject, publicUrl: string | null): DigestItem {
   const item: DigestItem = {};
-  for (const k of ['title', 'fingerprint', 'level', 'release', 'environment'] as const) {
+  for (const k of ['title', 'fingerprint', 'level', 'release', 'environment', 'monitor', 'reason'] as const) {
     if (typeof raw[k] === 'string' && raw[k] !== '') item[k] = raw[k] as string;
   }
   for (const k of ['event_count', 'recent', 'baseline'] as const) {
     if (typeof raw[k] === 'number') item[k] = raw[k] as number;
   }
-  if (item.fingerprint !== undefined) {
-    const url = alertLink(publicUrl, project, { type: 'new_issue', fingerprint: item.fingerprint, triggered_at: 0 });
+  if (item.fingerprint !== undefined || item.monitor !== undefined) {
+    const url = alertLink(publicUrl, project, { type: 'new_issue', fingerprint: item.fingerprint, monitor: item.monitor, triggered_at: 0 });
     if (url !== undefined) item.url = url;
   }
   return item;
@@ -141,6 +151,8 @@ export function webhookPayload(content: AlertContent, project: AlertProject, pub
   if (content.recent !== undefined) payload.recent = content.recent;
   if (content.baseline !== undefined) payload.baseline = content.baseline;
   if (content.environment) payload.environment = content.environment;
+  if (content.monitor) payload.monitor = content.monitor;
+  if (content.reason) payload.reason = content.reason;
   payload.triggered_at = new Date(content.triggered_at).toISOString();
   return payload;
 }
@@ -153,6 +165,9 @@ export function telegramText(content: AlertContent, project: AlertProject, publi
     lines.push(`${content.recent} crashes in the last 60 minutes; hourly average of the 24 hours before: ${content.baseline}`);
   } else if (content.type === 'test') {
     lines.push('Faultline can reach this chat.');
+  } else if (content.type === 'monitor') {
+    if (content.title) lines.push(content.title.slice(0, 300));
+    if (content.environment) lines.push(`environment ${content.environment}`);
   } else {
     if (content.title) lines.push(content.title.slice(0, 300));
     const facts = [`${content.event_count} event${content.event_count === 1 ? '' : 's'}`];
@@ -285,6 +300,10 @@ const PROVIDER_NAMES: Record<ProviderKind, string> = { slack: 'Slack', discord: 
  * error text names it.
  */
 export async function sendProvider(kind: ProviderKind, config: ProviderConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+  // Checked again here: an imported channel never went through creation's checks.
+  if (!ctx.webhookAllowPrivate && !config.url.startsWith('https:')) {
+    return { delivered: false, status: null, error: `${PROVIDER_NAMES[kind]} hooks must be https URLs (WEBHOOK_ALLOW_PRIVATE=true also allows http)` };
+  }
   const body = JSON.stringify(PROVIDER_MESSAGES[kind](content, project, ctx.publicUrl));
   const hide = (text: string) => text.split(config.url).join('<webhook url>');
   try {
@@ -299,6 +318,16 @@ export async function sendProvider(kind: ProviderKind, config: ProviderConfig, c
     const detail = response.body.trim().replace(/\s+/g, ' ').slice(0, 200);
     const result: SendResult = { delivered: false, status: response.status, error: hide(`${PROVIDER_NAMES[kind]} answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`) };
     if (response.status >= 300 && response.status < 400) result.error = `HTTP ${response.status}: redirects are not followed`;
+    // Discord's rate limit says in its body how many seconds to wait.
+    if (response.status === 429) {
+      let wait = Number.NaN;
+      try {
+        wait = Number((JSON.parse(response.body) as { retry_after?: unknown }).retry_after);
+      } catch {
+        // not JSON: the usual retry schedule
+      }
+      if (Number.isFinite(wait) && wait > 0) result.retryAfterMs = Math.min(Math.ceil(wait * 1000), MAX_RETRY_AFTER_MS);
+    }
     return result;
   } catch (err) {
     return { delivered: false, status: null, error: hide(failureText(err, WEBHOOK_TIMEOUT_MS)) };

@@ -3,7 +3,7 @@
 // Pure builders over one summary of the alert, so every provider says the same
 // things (project, type, title, level, release, environment, counts, first seen, the
 // dashboard link; a digest lists up to 20 then "and N more") within that provider's
-// documented limits (docs/alerts.md "Message limits").
+// documented limits (docs/api.md "Chat and email messages").
 import type { AlertContent, AlertProject } from './channels.js';
 import { alertLink } from './channels.js';
 
@@ -39,6 +39,7 @@ const TYPE_NAMES: Record<string, [string, string]> = {
   new_issue: ['New issue', 'new issues'],
   regression: ['Regression', 'regressions'],
   crash_spike: ['Crash spike', 'crash spikes'],
+  monitor: ['Cron monitor', 'monitor alerts'],
   test: ['Test alert', 'test alerts'],
 };
 
@@ -101,6 +102,7 @@ export function summarize(content: AlertContent, project: AlertProject, publicUr
     title = 'Faultline can reach this channel.';
   } else {
     title = content.title || content.fingerprint || '(untitled)';
+    if (content.monitor) facts.push({ name: 'Monitor', value: content.monitor });
     if (content.level) facts.push({ name: 'Level', value: content.level });
     if (content.release) facts.push({ name: 'Release', value: content.release });
     if (content.environment) facts.push({ name: 'Environment', value: content.environment });
@@ -215,7 +217,7 @@ export function discordEscape(text: string): string {
 export function discordMessage(content: AlertContent, project: AlertProject, publicUrl: string | null): Record<string, unknown> {
   const s = summarize(content, project, publicUrl);
   const L = DISCORD_LIMITS;
-  const title = clip(`${s.headline}: ${s.title}`, L.title);
+  const title = clip(s.headline, L.title);
   const fields = s.facts.slice(0, L.fields).map((f) => ({ name: clip(f.name, L.fieldName), value: clip(f.value, L.fieldValue), inline: true }));
   const footer = 'Faultline';
   // What the fields and the title take, so the whole embed stays within Discord's 6 000.

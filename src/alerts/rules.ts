@@ -4,9 +4,9 @@
 import { z } from 'zod';
 import { MAX_COOLDOWN_MINUTES, MAX_SECRET_LENGTH, MAX_WEBHOOK_URL_LENGTH } from '../limits.js';
 
-export const ALERT_TYPES = ['new_issue', 'regression', 'crash_spike'] as const;
+export const ALERT_TYPES = ['new_issue', 'regression', 'crash_spike', 'monitor'] as const;
 export type AlertType = (typeof ALERT_TYPES)[number];
-export type IssueAlertType = Exclude<AlertType, 'crash_spike'>;
+export type IssueAlertType = Exclude<AlertType, 'crash_spike' | 'monitor'>;
 
 export const RULE_DEFAULTS = { enabled: true, cooldown_minutes: 60 };
 

@@ -83,8 +83,9 @@ export const fetchPost: HttpPost = async (request) => {
 
 /**
  * The serverless edition: webhooks and chat providers over fetch. It has no email: a
- * Worker reaches SMTP only through raw sockets, and no maintained SMTP client over
- * them does STARTTLS and authentication reliably (docs/alerts.md "Email").
+ * Worker reaches SMTP only through raw sockets, the client tried for them does not stop
+ * reading on a closed connection, and STARTTLS cannot be tested locally in workerd
+ * (docs/api.md "Email channels").
  */
 export const webAlertRuntime: AlertRuntime = {
   post: fetchPost,

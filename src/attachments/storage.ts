@@ -190,10 +190,15 @@ export async function attachmentPrefix(db: Db, id: number, n: number): Promise<U
 export async function readAttachmentBytes(db: Db, row: AttachmentRow, blobs: AttachmentBlobs = chunkBlobs): Promise<Uint8Array> {
   const out = new Uint8Array(Number(row.size));
   let at = 0;
-  for await (const chunk of blobs.read(db, Number(row.id))) {
-    out.set(chunk.subarray(0, out.byteLength - at), at);
-    at += chunk.byteLength;
+  const chunks = blobs.read(db, Number(row.id));
+  // Stops at the size: the chunk after the last is never asked for.
+  while (at < out.byteLength) {
+    const next = await chunks.next();
+    if (next.done) break;
+    out.set(next.value.subarray(0, out.byteLength - at), at);
+    at += next.value.byteLength;
   }
+  await chunks.return(undefined);
   return out;
 }
 

@@ -1,7 +1,8 @@
-// `faultline alerts`: one crash-spike check and one pass over the alert outbox and
-// the pending deliveries (waiting for retries due within 15 s), then exit. For
-// installs without a long-lived server: run it every 10 minutes from cron. `serve`
-// does the same continuously. Progress on stderr, a one-line summary on stdout.
+// `faultline alerts`: one cron monitor check, one crash-spike check and one pass over
+// the alert outbox and the pending deliveries (waiting for retries due within 15 s),
+// then exit. For installs without a long-lived server: run it every minute from cron
+// (crash spikes are then checked every minute too). `serve` does the same continuously.
+// Progress on stderr, a one-line summary on stdout.
 import type { Command } from 'commander';
 import type { Logger } from '../logger.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -11,6 +12,7 @@ import type { AlertRuntime } from '../alerts/transport.js';
 import { runAlertsOnce, type DispatcherOptions, type PassSummary } from '../alerts/dispatcher.js';
 import type { SpikeCheckResult } from '../alerts/spike.js';
 import type { CliContext } from './context.js';
+import { runMonitorCheck, type MonitorCheckResult } from '../monitors/store.js';
 
 export interface AlertsCommandOptions {
   config: Config;
@@ -37,10 +39,12 @@ export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary)
   );
 }
 
-export async function alertsCommand(options: AlertsCommandOptions): Promise<{ spikes: SpikeCheckResult; pass: PassSummary }> {
+export async function alertsCommand(options: AlertsCommandOptions): Promise<{ monitors: MonitorCheckResult; spikes: SpikeCheckResult; pass: PassSummary }> {
   const err = options.stderr ?? ((line: string) => process.stderr.write(line + '\n'));
   const out = options.stdout ?? ((line: string) => process.stdout.write(line + '\n'));
-  err(`alerts: checking crash spikes and sending pending alerts (${options.store.description})`);
+  err(`alerts: checking cron monitors and crash spikes and sending pending alerts (${options.store.description})`);
+  const monitors = await runMonitorCheck(options.store, (options.clock ?? systemClock).now());
+  err(`  cron monitors: ${plural(monitors.missed, 'missed check-in')}, ${plural(monitors.timed_out, 'time-out')}, ${plural(monitors.incidents, 'incident')} opened`);
   const { spikes, pass } = await runAlertsOnce(
     { store: options.store, clock: options.clock ?? systemClock, logger: options.logger, config: options.config, runtime: options.runtime },
     {
@@ -49,13 +53,13 @@ export async function alertsCommand(options: AlertsCommandOptions): Promise<{ sp
     },
   );
   out(formatAlertsSummary(spikes, pass));
-  return { spikes, pass };
+  return { monitors, spikes, pass };
 }
 
 export function register(program: Command, cli: CliContext): void {
   program
     .command('alerts')
-    .description('check for crash spikes once and send pending alerts, then exit (run every 10 minutes without a long-lived server)')
+    .description('check cron monitors and crash spikes once and send pending alerts, then exit (run every minute without a long-lived server)')
     .action(async () => {
       const config = cli.config();
       const { default: pino } = await import('pino');

@@ -5,11 +5,13 @@
 import { Command } from 'commander';
 import { cliContext, describeFailure, VERSION } from './context.js';
 import { register as registerAlerts } from './alerts.js';
+import { register as registerBackup } from './backup.js';
 import { register as registerMigrate } from './migrate.js';
 import { register as registerRetention } from './retention.js';
 import { register as registerSeed } from './seed.js';
 import { register as registerServe } from './serve.js';
 import { register as registerTransfer } from './transfer.js';
+import { register as registerUsers } from './users.js';
 
 export function createProgram(): Command {
   const program = new Command('faultline')
@@ -27,6 +29,8 @@ export function createProgram(): Command {
   registerSeed(program, cliContext);
   registerAlerts(program, cliContext);
   registerTransfer(program, cliContext);
+  registerUsers(program, cliContext);
+  registerBackup(program, cliContext);
   return program;
 }
 

@@ -6,6 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import type { Command } from 'commander';
 import type { RunningServer } from '../editions/node/server.js';
 import { openAccessWarning } from '../config.js';
+import { anyUserExists, createSetupToken } from '../accounts/store.js';
 import { CliError, type CliContext } from './context.js';
 
 /** How long in-flight requests get after a stop signal before the process exits anyway. */
@@ -73,6 +74,13 @@ export function register(program: Command, cli: CliContext): void {
       // write can wake it before this process runs on (without a handler, SIGTERM kills).
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
+      // While no user exists, a one-time setup token (kept hashed in the database, so any
+      // instance accepts it) lets the dashboard's setup page create the first admin.
+      if (!(await anyUserExists(deps.store.db))) {
+        const token = await createSetupToken(deps.store.db, deps.clock.now());
+        const setupUrl = `${(config.publicUrl ?? server.url).replace(/\/+$/, '')}/login/setup`;
+        logger.warn({ setup_url: setupUrl }, `no user yet: create the first admin at ${setupUrl} with the one-time setup token ${token}, or run faultline users create`);
+      }
       // Before the startup line, so it is the last thing read before "listening on".
       const openWarning = openAccessWarning(config);
       if (openWarning) logger.warn({ host: config.host }, openWarning);

@@ -48,11 +48,12 @@ details.vars>summary,details.thread>summary{font-size:.85rem}details.thread{bord
 ol.crumbs{list-style:none;padding:0;margin:0;border:1px solid var(--line);border-radius:.3rem;background:var(--card)}ol.crumbs>li{padding:.35rem .5rem;border-bottom:1px solid var(--line);overflow-wrap:anywhere;min-width:0}
 .crumb-head{display:flex;flex-wrap:wrap;gap:.1rem .6rem;align-items:baseline}dl.crumb-data{margin:.2rem 0 0;font-size:.85rem}
 table.kvt{table-layout:fixed}table.kvt th{width:30%;overflow-wrap:anywhere;color:var(--muted)}table.kvt td{overflow-wrap:anywhere}
-summary{min-height:1.75rem;display:list-item;padding:.2rem 0}.pager a,header.top nav a,header.top .brand{min-height:1.75rem;display:inline-flex;align-items:center}
+main p,main code,main td,main th,main li{overflow-wrap:anywhere}summary{min-height:1.75rem;display:list-item;padding:.2rem 0}.pager a,header.top a{min-height:1.75rem;display:inline-flex;align-items:center}
 .flash{padding:.6rem .8rem;border-radius:.3rem;margin-bottom:1rem;background:#e7f4ec;border:1px solid #9fd2b4}.flash.error{background:#fbeaea;border-color:#e3a4a0}
 .pager{display:flex;gap:.8rem;align-items:center;margin:.8rem 0;flex-wrap:wrap}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(18rem,100%),1fr));gap:1rem}.grid2>*,.frames>*{min-width:0}
 details>summary{cursor:pointer;margin:.4rem 0}
+.strip{display:flex;gap:2px;align-items:stretch;height:1.1rem;list-style:none;padding:0;margin:0}.strip li{width:.55rem;border-radius:2px;background:var(--line)}.strip .c-ok{background:var(--ok)}.strip .c-error,.strip .c-timeout{background:var(--bad)}.strip .c-missed{background:var(--warn)}.strip .c-in_progress{background:var(--accent)}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 @media (max-width:40rem){main{padding:.6rem}.kv{grid-template-columns:minmax(0,1fr)}.kv dd{margin-bottom:.3rem}header.top nav{flex-basis:100%;order:3}th.opt,td.opt{display:none}h1{font-size:1.2rem}}
 `;
 

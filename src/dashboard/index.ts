@@ -5,25 +5,28 @@
 // src/http/projects.ts); nothing here queries the database itself. Web APIs
 // only, so every edition serves it.
 //
-// Sign-in (API_KEYS set): an API key is asked once and exchanged for a signed
-// session cookie (session.ts: HttpOnly, SameSite=Strict, Secure over https),
-// valid on every instance. Every state-changing request is a POST carrying the
-// session's CSRF token and coming from this site's origin. With API_KEYS empty
-// the dashboard is open like the API; forms are then protected by a
-// double-submit CSRF cookie and the same origin check.
+// Sign-in (API_KEYS set or a user exists): email and password (or SSO), or while no
+// user exists one of the API keys, exchanged for a session kept in the database
+// (session.ts, src/accounts: cookie HttpOnly, SameSite=Strict, Secure over https),
+// ended at once on every instance by sign-out, disabling, a password change or "end
+// sessions". Every state-changing request is a POST carrying the session's CSRF token
+// and coming from this site's origin; the signed-in user's role decides what they may
+// do (src/accounts/rules.ts dashboardRouteRole). With API_KEYS empty and no user the
+// dashboard is open like the API; forms are then protected by a double-submit CSRF
+// cookie and the same origin check.
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppDeps } from '../context.js';
+import { storeCapacity } from '../store/capacity.js';
 import { UserPresence } from '../accounts/presence.js';
-import { apiKeyActor } from '../accounts/rules.js';
-import { setRequestActor } from '../http/auth.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { actorOf } from '../http/triage.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
 import { projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
+import { projectUsage } from '../privacy/usage.js';
 import { clientAddressOf } from '../http/forwarded.js';
 import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
@@ -33,13 +36,13 @@ import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
-import { overview } from '../read/overview.js';
+import { overview, projectIsEmpty } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
 import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
 import { isIssueStatus } from '../read/params.js';
 import type { ProjectRow } from '../store/schema.js';
 import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
-import { AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
+import { ALERT_TYPES, AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
 import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
 import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, FAVICON_SVG, JS } from './assets.js';
@@ -47,24 +50,66 @@ import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
 import { attachmentDownload } from '../http/attachments.js';
 import { eventFiles, getAttachment } from '../attachments/storage.js';
+import { listFeedback } from '../feedback/storage.js';
+import { feedbackPage } from './pages/feedback.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
+import { monitorListPage, monitorPage } from './pages/monitors.js';
+import { checkinJson, findMonitor, listMonitors, monitorJson, recentCheckins, recentCheckinsOf } from '../monitors/store.js';
 import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
 import type { PageContext } from './layout.js';
+import { setupCard } from './setup.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
 import { issueListPage, issuePage } from './pages/issues.js';
 import { overviewPage, RELEASE_PAGE_ISSUES, releaseListPage, releasePage } from './pages/overview.js';
-import { errorPage, loginPage, projectListPage, settingsPage } from './pages/projects.js';
-import { issueSession, matchApiKey, randomToken, sameOrigin, sameToken, SESSION_TTL_MS, sessionKeys, verifySession } from './session.js';
+import { errorPage, projectListPage, settingsPage } from './pages/projects.js';
+import { accountPage, auditPage, invitePage, loginPage, setupPage, usersPage } from './pages/accounts.js';
+import { csrfTokenOf, randomToken, sameOrigin, sameToken, SESSION_TTL_MS } from './session.js';
+import { apiKeyDigests, matchApiKeyDigest, setRequestActor, userActor } from '../http/auth.js';
+import { audit, auditFrom } from '../http/audit.js';
+import { AccountInputError, type Actor, type Role, apiKeyActor, checkPassword, dashboardRouteRole, normaliseEmail, roleRefusal, SYSTEM_ACTOR } from '../accounts/rules.js';
+import { hashPassword, verifyPassword } from '../accounts/password.js';
+import { parseRole, parseUserCreate } from '../accounts/input.js';
+import { SsoClient, SsoRefusal, ssoRole } from '../accounts/oidc.js';
+import {
+  acceptInvite,
+  auditJson,
+  createInvite,
+  createSession,
+  createToken,
+  createUser,
+  deleteSession,
+  deleteToken,
+  deleteUser,
+  endSessions,
+  findInvite,
+  findSession,
+  findToken,
+  findUser,
+  findUserByEmail,
+  isSessionId,
+  listAudit,
+  listSessions,
+  listTokens,
+  listUsers,
+  recordSignIn,
+  secretHashOf,
+  setupTokenValid,
+  type SessionRow,
+  tokenJson,
+  type UserRow,
+  updateUser,
+  userJson,
+} from '../accounts/store.js';
 
 export const SESSION_COOKIE = 'faultline_session';
 /** The account an API-key sign-in counts its failures against (docs/api.md, "Dashboard sign-in"). */
 const API_KEY_ACCOUNT = 'api-keys';
 export const CSRF_COOKIE = 'faultline_csrf';
 
-/** Paths the dashboard answers: everything except the JSON API and the health check. */
+/** Paths the dashboard answers: everything except the JSON API, the health check and the metrics. */
 export function isDashboardPath(path: string): boolean {
-  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/'));
+  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/') || path === '/metrics');
 }
 
 /** The symbol upload form's target: its body streams, past the 1 MB form limit. */
@@ -75,7 +120,15 @@ function isUploadPath(path: string): boolean {
 /** Content-Security-Policy of every page: nothing from another host, no inline script or style. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-type Env = { Variables: { page: PageContext } };
+/** A signed-in request: its session and who it is. */
+interface Signed {
+  sessionId: string;
+  row: SessionRow;
+  actor: Actor;
+  user: UserRow | null;
+}
+
+type Env = { Variables: { page: PageContext; signed: Signed | undefined } };
 
 /** A local path to return to after signing in (never another host). */
 function safeNext(next: string | undefined, fallback = '/'): string {
@@ -150,9 +203,39 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   const app = new Hono<Env>();
   const db = deps.store.db;
   const now = () => deps.clock.now();
-  const signInRequired = deps.config.apiKeys.length > 0;
-  const keys = sessionKeys(deps.config.apiKeys);
+  const keyDigests = apiKeyDigests(deps.config.apiKeys);
+  const keyIds = (async () => (await keyDigests).map((d) => hexOf(d.subarray(0, 8))))();
   const signInThrottle = new SignInThrottle(deps.store, SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS, deps.logger);
+  /** Sign-in is on while API_KEYS is set or any user exists (the open-API rule). */
+  const signInRequired = async () => deps.config.apiKeys.length > 0 || (await presence.exists());
+  const sso = deps.config.oidc ? new SsoClient(deps.config.oidc, db) : null;
+
+  /** The request's live session, or null: ended, expired, idle, its user disabled, or an API-key session once users exist. */
+  async function currentSession(c: Context): Promise<Signed | null> {
+    const id = getCookie(c, SESSION_COOKIE);
+    if (!isSessionId(id)) return null;
+    const row = await findSession(db, id, now());
+    if (!row) return null;
+    if (row.user_id !== null) {
+      const user = await findUser(db, Number(row.user_id));
+      if (!user || Number(user.disabled) === 1) return null;
+      return { sessionId: id, row, actor: userActor(user), user };
+    }
+    if ((await presence.exists()) || !row.api_key_id || !(await keyIds).includes(row.api_key_id)) return null;
+    return { sessionId: id, row, actor: apiKeyActor(row.api_key_id), user: null };
+  }
+
+  /** A new session for this browser (a new id at every sign-in) and its cookie. */
+  async function startSession(c: Context, who: { userId: number | null; apiKeyId: string | null }): Promise<void> {
+    const address = clientAddressOf(deps, c.req.raw, c.env);
+    const id = await createSession(deps.store, { ...who, ip: address === 'unknown' ? null : address, userAgent: c.req.header('user-agent') ?? null }, now());
+    setCookie(c, SESSION_COOKIE, id, { httpOnly: true, sameSite: 'Strict', secure: secure(c), path: '/', maxAge: Math.floor(SESSION_TTL_MS / 1000) });
+  }
+
+  async function loginOptions(email?: string) {
+    const users = await presence.exists();
+    return { passwords: users, sso: sso !== null, setup: !users, email };
+  }
 
   const base = (c: Context) => publicBaseUrl(c, deps.config);
   const secure = (c: Context) => base(c).startsWith('https:');
@@ -191,60 +274,180 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/static/favicon.svg', (c) => c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400' }));
 
   app.get('/login', async (c) => {
-    if (!signInRequired) return c.redirect('/', 303);
-    const session = await verifySession(await keys, getCookie(c, SESSION_COOKIE), now());
-    if (session) return c.redirect(safeNext(c.req.query('next')), 303);
-    return render(c, loginPage(safeNext(c.req.query('next'))));
+    if (!(await signInRequired())) return c.redirect('/', 303);
+    if (await currentSession(c)) return c.redirect(safeNext(c.req.query('next')), 303);
+    return render(c, loginPage(safeNext(c.req.query('next')), undefined, await loginOptions()));
   });
 
   app.post('/login', async (c) => {
-    if (!signInRequired) return c.redirect('/', 303);
+    if (!(await signInRequired())) return c.redirect('/', 303);
     // Sign-in has no session yet, so only the origin check guards it against cross-site posts.
     if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return c.text('cross-site request refused', 403);
     const address = clientAddressOf(deps, c.req.raw, c.env);
+    const users = await presence.exists();
     if (deps.config.rateLimit > 0) {
       const decision = await deps.rateLimiter.hit(`login:${address}`, now());
-      if (!decision.allowed) return c.html(loginPage('/', 'Too many sign-in attempts; wait a minute.'), 429, { 'Retry-After': String(decision.retryAfterSeconds) });
+      if (!decision.allowed) return c.html(loginPage('/', 'Too many sign-in attempts; wait a minute.', await loginOptions()), 429, { 'Retry-After': String(decision.retryAfterSeconds) });
     }
     const f = await form(c);
     const next = safeNext(one(f.next));
-    // The instance's API keys are one account: wrong keys from every address count against it too.
-    const throttle = await signInThrottle.begin(address, API_KEY_ACCOUNT, now());
+    const typedEmail = one(f.email).trim().toLowerCase().slice(0, 254);
+    // Failures count per client address and per account: an email, or the instance's API keys as one account.
+    const throttle = await signInThrottle.begin(address, users ? `user:${typedEmail}` : API_KEY_ACCOUNT, now());
     if (!throttle.allowed) {
       deps.logger.warn({ event: 'dashboard_sign_in_throttled', retry_after: throttle.retryAfterSeconds }, 'dashboard sign-in refused: too many failed attempts');
       const minutes = Math.ceil(throttle.retryAfterSeconds / 60);
-      return c.html(loginPage(next, `Too many failed sign-ins; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`), 429, { 'Retry-After': String(throttle.retryAfterSeconds) });
+      return c.html(loginPage(next, `Too many failed sign-ins; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, await loginOptions(typedEmail)), 429, { 'Retry-After': String(throttle.retryAfterSeconds) });
     }
-    const key = await matchApiKey(await keys, one(f.key));
-    if (!key) {
+    const ip = address === 'unknown' ? null : address;
+    if (users) {
+      let email = typedEmail;
+      try {
+        email = normaliseEmail(one(f.email));
+      } catch {
+        // Checked like any wrong password below (same answer, same time).
+      }
+      const user = await findUserByEmail(db, email);
+      const usable = user && Number(user.disabled) === 0 ? user : undefined;
+      const password = one(f.password);
+      const { ok, rehash } = await verifyPassword(password, usable?.password_hash ?? null);
+      if (!ok || !usable) {
+        deps.logger.info({ event: 'dashboard_sign_in_refused' }, 'dashboard sign-in with a wrong email or password');
+        await audit(deps, c, 'user.sign_in_failed', email);
+        return render(c, loginPage(next, 'Wrong email or password.', await loginOptions(typedEmail)), 401);
+      }
+      await throttle.attempt.succeeded();
+      await recordSignIn(deps.store, usable, now(), rehash ? await hashPassword(password) : null, { actor: usable.email, ip });
+      await startSession(c, { userId: Number(usable.id), apiKeyId: null });
+      return c.redirect(next, 303);
+    }
+    const digest = await matchApiKeyDigest(keyDigests, one(f.key));
+    if (!digest) {
       deps.logger.info({ event: 'dashboard_sign_in_refused' }, 'dashboard sign-in with a wrong API key');
-      return render(c, loginPage(next, 'That is not one of this server’s API keys.'), 401);
+      await audit(deps, c, 'api_key.sign_in_failed', null);
+      return render(c, loginPage(next, 'That is not one of this server’s API keys.', await loginOptions()), 401);
     }
     await throttle.attempt.succeeded();
-    setCookie(c, SESSION_COOKIE, await issueSession(key, now()), {
-      httpOnly: true,
-      sameSite: 'Strict',
-      secure: secure(c),
-      path: '/',
-      maxAge: Math.floor(SESSION_TTL_MS / 1000),
-    });
+    const keyId = hexOf(digest.subarray(0, 8));
+    await audit(deps, c, 'api_key.sign_in', null, { key: apiKeyActor(keyId).label });
+    await startSession(c, { userId: null, apiKeyId: keyId });
     return c.redirect(next, 303);
+  });
+
+  // Single sign-on (src/accounts/oidc.ts): to the provider and back.
+  app.get('/login/sso', async (c) => {
+    if (!sso) throw new HttpError(404, 'Single sign-on is not configured on this server (OIDC_ISSUER).');
+    return c.redirect(await sso.start(`${base(c)}/login/sso/callback`, safeNext(c.req.query('next')), now()), 303);
+  });
+
+  app.get('/login/sso/callback', async (c) => {
+    if (!sso) throw new HttpError(404, 'Single sign-on is not configured on this server (OIDC_ISSUER).');
+    const callback = new URL(`${base(c)}/login/sso/callback${new URL(c.req.url).search}`);
+    const refused = async (why: string, status: ContentfulStatusCode) => {
+      deps.logger.info({ event: 'sso_sign_in_refused', reason: why }, 'SSO sign-in refused');
+      await audit(deps, c, 'user.sign_in_failed', null, { via: 'sso', reason: why });
+      return c.html(loginPage('/', `SSO sign-in refused: ${why}.`, await loginOptions()), status);
+    };
+    let result: Awaited<ReturnType<SsoClient['finish']>>;
+    try {
+      result = await sso.finish(callback, now());
+    } catch (err) {
+      if (err instanceof SsoRefusal) return refused(err.message, 400);
+      throw err;
+    }
+    const { identity } = result;
+    const address = clientAddressOf(deps, c.req.raw, c.env);
+    const ip = address === 'unknown' ? null : address;
+    let user = await findUserByEmail(db, identity.email);
+    if (user && Number(user.disabled) === 1) return refused(`${identity.email} is disabled here`, 403);
+    const role = ssoRole(identity, user ? (user.role as Role) : null, sso.settings.defaultRole);
+    if (!user) {
+      // A first SSO sign-in creates the user; an existing one with that email is the same person.
+      user = await createUser(deps.store, { email: identity.email, name: identity.name ?? identity.email.slice(0, identity.email.indexOf('@')), role, passwordHash: null }, now(), {
+        actor: 'system',
+        ip,
+        details: { via: 'sso' },
+      });
+    } else if (role !== user.role) {
+      user = await updateUser(deps.store, user, { role }, now(), { actor: 'system', ip, details: { via: 'sso', groups: 'admin' } });
+    }
+    await recordSignIn(deps.store, user, now(), null, { actor: user.email, ip, details: { via: 'sso' } });
+    await startSession(c, { userId: Number(user.id), apiKeyId: null });
+    return c.redirect(safeNext(result.next), 303);
+  });
+
+  // The first admin: only while no user exists, with the setup token `serve` logs.
+  app.get('/login/setup', async (c) => {
+    if (await presence.exists()) return c.redirect('/login', 303);
+    return render(c, setupPage());
+  });
+
+  app.post('/login/setup', async (c) => {
+    if (await presence.exists()) return c.redirect('/login', 303);
+    if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return c.text('cross-site request refused', 403);
+    const address = clientAddressOf(deps, c.req.raw, c.env);
+    const f = await form(c);
+    const entered = { email: one(f.email), name: one(f.name) };
+    const throttle = await signInThrottle.begin(address, 'setup', now());
+    if (!throttle.allowed) return c.html(setupPage('Too many wrong setup tokens; try again later.', entered), 429, { 'Retry-After': String(throttle.retryAfterSeconds) });
+    if (!(await setupTokenValid(db, one(f.setup_token).trim()))) {
+      await audit(deps, c, 'setup.failed', null);
+      return render(c, setupPage('That is not the setup token (it is in the server’s log, and works only while no user exists).', entered), 401);
+    }
+    await throttle.attempt.succeeded();
+    let user: UserRow;
+    try {
+      const input = parseUserCreate({ email: entered.email, name: entered.name || undefined, role: 'admin', password: one(f.password) });
+      user = await createUser(deps.store, { ...input, passwordHash: await hashPassword(input.password ?? '') }, now(), { actor: 'system', ip: address === 'unknown' ? null : address, details: { via: 'setup' } });
+    } catch (err) {
+      if (err instanceof AccountInputError) return render(c, setupPage(err.message, entered), err.status as ContentfulStatusCode);
+      throw err;
+    }
+    await startSession(c, { userId: Number(user.id), apiKeyId: null });
+    return c.redirect('/', 303);
+  });
+
+  app.get('/login/invite/:token', async (c) => {
+    const user = await findInvite(db, c.req.param('token'), now());
+    if (!user) return c.html(errorPage(ctxOrAnonymous(c), 410, 'This invite link is not valid: it has expired or was used. Ask an admin for a new one.'), 410);
+    return render(c, invitePage(c.req.param('token'), user.email));
+  });
+
+  app.post('/login/invite/:token', async (c) => {
+    if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return c.text('cross-site request refused', 403);
+    const token = c.req.param('token');
+    const user = await findInvite(db, token, now());
+    if (!user) return c.html(errorPage(ctxOrAnonymous(c), 410, 'This invite link is not valid: it has expired or was used. Ask an admin for a new one.'), 410);
+    const f = await form(c);
+    let password: string;
+    try {
+      password = checkPassword(one(f.password));
+    } catch (err) {
+      if (err instanceof AccountInputError) return render(c, invitePage(token, user.email, err.message), 400);
+      throw err;
+    }
+    const address = clientAddressOf(deps, c.req.raw, c.env);
+    await acceptInvite(deps.store, user, await hashPassword(password), now(), address === 'unknown' ? null : address);
+    await startSession(c, { userId: Number(user.id), apiKeyId: null });
+    return c.redirect('/', 303);
   });
 
   // Everything below needs a session (when sign-in is on) and, for POSTs, a valid CSRF token from this origin.
   app.use(async (c, next) => {
     let csrf: string;
-    if (signInRequired) {
-      const session = await verifySession(await keys, getCookie(c, SESSION_COOKIE), now());
-      if (!session) {
+    let actor: Actor = SYSTEM_ACTOR;
+    const required = await signInRequired();
+    if (required) {
+      const signed = await currentSession(c);
+      if (!signed) {
         if (c.req.method === 'GET' || c.req.method === 'HEAD') return c.redirect(href('/login', { next: c.req.path === '/' ? undefined : pathWithQuery(c) }), 303);
         const referer = c.req.header('referer');
         const back = referer ? pathWithoutBasePath(new URL(referer, c.req.url).pathname, publicBasePath(deps.config)) : '/';
-        return c.html(loginPage(safeNext(back), 'Sign in first.'), 401);
+        return c.html(loginPage(safeNext(back), 'Sign in first.', await loginOptions()), 401);
       }
-      csrf = session.csrf;
-      // The activity and the audit log name the key the session signed in with.
-      setRequestActor(c, apiKeyActor(session.keyId));
+      csrf = await csrfTokenOf(signed.sessionId);
+      actor = signed.actor;
+      c.set('signed', signed);
     } else {
       csrf = getCookie(c, CSRF_COOKIE) ?? '';
       if (!/^[A-Za-z0-9_-]{32}$/.test(csrf)) {
@@ -252,7 +455,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
         setCookie(c, CSRF_COOKIE, csrf, { httpOnly: true, sameSite: 'Strict', secure: secure(c), path: '/' });
       }
     }
-    c.set('page', { csrf, signedIn: signInRequired, now: now() });
+    setRequestActor(c, actor);
+    // A size-capped database (D1) nearing its cap says so on every page (src/store/capacity.ts).
+    const capacity = await storeCapacity(deps.store, deps.config.d1MaxSizeMb);
+    c.set('page', { csrf, signedIn: required, now: now(), actor: required ? actor : undefined, warning: capacity?.warning ?? undefined });
     if (c.req.method === 'POST') {
       const refused = (why: string) => c.html(errorPage(c.get('page'), 403, `${why}; reload the page and try again.`), 403);
       if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return refused('This form was sent from another site');
@@ -261,12 +467,166 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       const token = c.req.header('x-csrf-token') ?? (multipart ? c.req.query('_csrf') : one((await form(c))._csrf));
       if (!token || !sameToken(token, csrf)) return refused('This form’s security token is missing or out of date');
     }
+    const roleProblem = roleRefusal(actor.role, dashboardRouteRole(c.req.method, c.req.path), 'This page or action');
+    if (roleProblem) return c.html(errorPage(c.get('page'), 403, `${roleProblem}; you are signed in as ${actor.label} (${actor.role}).`), 403);
     return next();
   });
 
-  app.post('/logout', (c) => {
+  app.post('/logout', async (c) => {
+    const signed = c.get('signed');
+    if (signed) {
+      await deleteSession(db, signed.sessionId);
+      await audit(deps, c, signed.user ? 'user.sign_out' : 'api_key.sign_out', signed.user?.email ?? null);
+    }
     deleteCookie(c, SESSION_COOKIE, { path: '/', secure: secure(c) });
     return c.redirect('/login', 303);
+  });
+
+  // Your account: password, sessions, personal tokens.
+  async function accountData(c: Context<Env>) {
+    const signed = c.get('signed');
+    const user = signed?.user ?? null;
+    if (!signed || !user) return { user: null, sessions: [], tokens: [] };
+    const currentHash = await secretHashOf(signed.sessionId);
+    const sessions = (await listSessions(db, Number(user.id), now())).map((r) => ({
+      current: r.id_hash === currentHash,
+      created_at: new Date(Number(r.created_at)).toISOString(),
+      last_seen_at: new Date(Number(r.last_seen_at)).toISOString(),
+      ip: r.ip,
+      user_agent: r.user_agent,
+    }));
+    return { user: userJson(user), sessions, tokens: (await listTokens(db, Number(user.id))).map(tokenJson) };
+  }
+
+  async function renderAccount(c: Context<Env>, o: { message?: string; error?: string; newToken?: string } = {}, status: ContentfulStatusCode = 200) {
+    const d = await accountData(c);
+    return render(c, accountPage(pageCtx(c), d.user, d.sessions, d.tokens, o), status);
+  }
+
+  function signedUser(c: Context<Env>): UserRow {
+    const user = c.get('signed')?.user;
+    if (!user) throw new HttpError(400, 'An API-key sign-in has no account of its own; sign in as a user.');
+    return user;
+  }
+
+  app.get('/settings', async (c) => {
+    const q = c.req.query();
+    return renderAccount(c, { message: q.password ? 'Password changed; your other sessions have ended.' : q.deleted ? 'Token deleted.' : undefined });
+  });
+
+  app.post('/settings/password', async (c) => {
+    const user = signedUser(c);
+    const f = await form(c);
+    let password: string;
+    try {
+      password = checkPassword(one(f.password));
+    } catch (err) {
+      if (err instanceof AccountInputError) return renderAccount(c, { error: err.message }, 400);
+      throw err;
+    }
+    await updateUser(deps.store, user, { passwordHash: await hashPassword(password) }, now(), auditFrom(deps, c));
+    // Every session ended with the change; this browser gets a new one.
+    await startSession(c, { userId: Number(user.id), apiKeyId: null });
+    return c.redirect('/settings?password=1', 303);
+  });
+
+  app.post('/settings/end-sessions', async (c) => {
+    await endSessions(deps.store, signedUser(c), now(), auditFrom(deps, c));
+    deleteCookie(c, SESSION_COOKIE, { path: '/', secure: secure(c) });
+    return c.redirect('/login', 303);
+  });
+
+  app.post('/settings/tokens', async (c) => {
+    const user = signedUser(c);
+    const f = await form(c);
+    const name = one(f.name).trim();
+    const date = one(f.expires_at).trim();
+    if (name === '' || name.length > 200) return renderAccount(c, { error: 'A token needs a name of at most 200 characters.' }, 400);
+    let expiresAt: number | null = null;
+    if (date !== '') {
+      expiresAt = /^\d{4}-\d{2}-\d{2}$/.test(date) ? Date.parse(`${date}T00:00:00Z`) : Number.NaN;
+      if (!Number.isFinite(expiresAt) || expiresAt <= now()) return renderAccount(c, { error: 'The expiry must be a date in the future.' }, 400);
+    }
+    const { token } = await createToken(deps.store, user, name, expiresAt, now(), auditFrom(deps, c));
+    return renderAccount(c, { newToken: token }, 201);
+  });
+
+  app.post('/settings/tokens/:id/delete', async (c) => {
+    const user = signedUser(c);
+    const raw = c.req.param('id');
+    const token = /^[0-9]{1,15}$/.test(raw) ? await findToken(db, Number(raw)) : undefined;
+    if (!token || Number(token.user_id) !== Number(user.id)) throw new HttpError(404, `There is no token ${raw} of yours.`);
+    await deleteToken(deps.store, token, user.email, now(), auditFrom(deps, c));
+    return c.redirect('/settings?deleted=1', 303);
+  });
+
+  // Admin: users and the audit log.
+  async function renderUsers(c: Context<Env>, o: { message?: string; error?: string; inviteUrl?: string } = {}, status: ContentfulStatusCode = 200) {
+    return render(c, usersPage(pageCtx(c), (await listUsers(db)).map(userJson), o), status);
+  }
+
+  async function userOr404(c: Context<Env>): Promise<UserRow> {
+    const raw = c.req.param('id') ?? '';
+    const user = /^[0-9]{1,15}$/.test(raw) ? await findUser(db, Number(raw)) : undefined;
+    if (!user) throw new HttpError(404, `There is no user ${raw}.`);
+    return user;
+  }
+
+  app.get('/admin/users', async (c) => {
+    const q = c.req.query();
+    return renderUsers(c, { message: q.saved ? 'User saved.' : q.ended ? 'Their sessions have ended.' : q.deleted ? 'User deleted.' : undefined });
+  });
+
+  app.post('/admin/users', async (c) => {
+    const f = await form(c);
+    try {
+      const input = parseUserCreate({ email: one(f.email), name: one(f.name) || undefined, role: one(f.role) || undefined });
+      const user = await createUser(deps.store, { ...input, passwordHash: null }, now(), { ...auditFrom(deps, c), details: { invited: true } });
+      const invite = await createInvite(db, Number(user.id), now());
+      return renderUsers(c, { message: `User ${user.email} created.`, inviteUrl: `${base(c)}/login/invite/${invite.token}` }, 201);
+    } catch (err) {
+      if (err instanceof AccountInputError) return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
+      throw err;
+    }
+  });
+
+  app.post('/admin/users/:id', async (c) => {
+    const user = await userOr404(c);
+    const f = await form(c);
+    try {
+      const patch: { role?: ReturnType<typeof parseRole>; disabled?: boolean } = {};
+      if (f.role !== undefined) patch.role = parseRole(one(f.role));
+      if (f.disabled !== undefined) patch.disabled = one(f.disabled) === 'true';
+      await updateUser(deps.store, user, patch, now(), auditFrom(deps, c));
+    } catch (err) {
+      if (err instanceof AccountInputError) return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
+      throw err;
+    }
+    return c.redirect('/admin/users?saved=1', 303);
+  });
+
+  app.post('/admin/users/:id/end-sessions', async (c) => {
+    await endSessions(deps.store, await userOr404(c), now(), auditFrom(deps, c));
+    return c.redirect('/admin/users?ended=1', 303);
+  });
+
+  app.post('/admin/users/:id/delete', async (c) => {
+    try {
+      await deleteUser(deps.store, await userOr404(c), now(), auditFrom(deps, c));
+    } catch (err) {
+      if (err instanceof AccountInputError) return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
+      throw err;
+    }
+    return c.redirect('/admin/users?deleted=1', 303);
+  });
+
+  app.get('/admin/audit', async (c) => {
+    const q = nonEmpty(c.req.query());
+    const before = q.before !== undefined && /^[0-9]{1,15}$/.test(q.before) ? Number(q.before) : undefined;
+    const rows = await listAudit(db, { before, limit: 101, actor: q.actor, action: q.action, target: q.target });
+    const pageRows = rows.slice(0, 100);
+    const filters = { actor: q.actor ?? '', action: q.action ?? '', target: q.target ?? '' };
+    return render(c, auditPage(pageCtx(c), pageRows.map(auditJson), filters, rows.length > 100 ? Number(pageRows[pageRows.length - 1].id) : null));
   });
 
   async function projectOr404(c: Context<Env>): Promise<ProjectRow> {
@@ -293,6 +653,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     try {
       const project = await createProject(db, withDefaults(parsed.data), now());
       deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
+      await audit(deps, c, 'project.create', project.slug);
       return c.redirect(`${projectPath(project.slug, 'settings')}?created=1`, 303);
     } catch (err) {
       if (err instanceof SlugTakenError) return render(c, projectListPage(pageCtx(c), await projects(), input as Record<string, string>, err.message), 409);
@@ -300,19 +661,26 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     }
   });
 
+  /** The page context, with the set-up card when the project has received nothing yet. */
+  const projectCtx = async (c: Context, p: ProjectRow): Promise<{ ctx: PageContext; empty: boolean }> => {
+    const empty = await projectIsEmpty(db, p.id);
+    return { ctx: empty ? { ...pageCtx(c), notice: setupCard({ dsn: views(c, p).dsn, platform: p.platform }) } : pageCtx(c), empty };
+  };
+
   app.get('/:slug', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, overviewPage(pageCtx(c), p, q, await overview(db, p.id, q, now())));
+    const [o, { ctx, empty }] = await Promise.all([overview(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, overviewPage(ctx, p, q, o, empty));
   });
 
   app.get('/:slug/issues', async (c) => {
     const p = await projectOr404(c);
     const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
-    const list = await listIssues(db, p.id, parsed, now(), actorOf(c).userId);
+    const [list, { ctx }] = await Promise.all([listIssues(db, p.id, parsed, now(), actorOf(c).userId), projectCtx(c, p)]);
     const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
-    return render(c, issueListPage(pageCtx(c), p, q, list, parsed.limit, message));
+    return render(c, issueListPage(ctx, p, q, list, parsed.limit, message));
   });
 
   app.post('/:slug/issues/bulk', async (c) => {
@@ -321,6 +689,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const fingerprints = Array.isArray(f.fingerprints) ? f.fingerprints : f.fingerprints ? [f.fingerprints] : [];
     const { status, snooze } = parseBulkBody({ fingerprints, status: one(f.status) }, now());
     const result = await bulkSetStatus(deps.store, p.id, fingerprints, { status, snooze }, now(), actorOf(c));
+    await audit(deps, c, 'issue.bulk_status', p.slug, { status, fingerprints });
     const list = projectPath(p.slug, 'issues');
     const back = safeNext(one(f.back), list);
     const target = back === list || back.startsWith(`${list}?`) ? back : list;
@@ -352,8 +721,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    const files = event ? await eventFiles(db, p.id, event.event_id) : [];
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity));
+    const [files, feedback] = await Promise.all([
+      event ? eventFiles(db, p.id, event.event_id) : [],
+      listFeedback(db, p.id, { issueId: Number((await findIssue(db, p.id, issue.fingerprint)).row.id), limit: 20 }),
+    ]);
+    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity, feedback.feedback));
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
@@ -362,6 +734,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const f = await form(c);
     const { status, snooze } = parseBulkBody({ fingerprints: [], status: one(f.status), ...snoozeFields(one(f.snooze), now()) }, now());
     await setIssueStatus(deps.store, p.id, fingerprint, { status, snooze }, now(), actorOf(c));
+    await audit(deps, c, 'issue.status', `${p.slug}/${fingerprint}`, { status });
     return c.redirect(href(projectPath(p.slug, 'issues', fingerprint), { set: status }), 303);
   });
 
@@ -397,8 +770,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/events', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    const list = await listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now()));
-    return render(c, eventListPage(pageCtx(c), p, q, list));
+    const [list, { ctx }] = await Promise.all([listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now())), projectCtx(c, p)]);
+    return render(c, eventListPage(ctx, p, q, list));
   });
 
   app.get('/:slug/events/:id', async (c) => {
@@ -418,10 +791,18 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false));
   app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true));
 
+  app.get('/:slug/feedback', async (c) => {
+    const p = await projectOr404(c);
+    const cursor = c.req.query('cursor');
+    if (cursor !== undefined && !/^[0-9]{1,15}$/.test(cursor)) throw new HttpError(400, 'That page of feedback does not exist.');
+    return render(c, feedbackPage(pageCtx(c), p, await listFeedback(db, p.id, { limit: 50, before: cursor === undefined ? undefined : Number(cursor) }), cursor));
+  });
+
   app.get('/:slug/releases', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, releaseListPage(pageCtx(c), p, q, (await listReleases(db, p.id, q, now())).releases));
+    const [list, { ctx }] = await Promise.all([listReleases(db, p.id, q, now()), projectCtx(c, p)]);
+    return render(c, releaseListPage(ctx, p, q, list.releases));
   });
 
   app.get('/:slug/releases/:version{.+}', async (c) => {
@@ -434,7 +815,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const q = c.req.query();
     const message = q.created ? 'Project created. Give this DSN to your app’s Sentry SDK.' : q.rotated ? 'A new key was made; the old DSN no longer works.' : q.saved ? 'Settings saved.' : undefined;
-    return render(c, settingsPage(pageCtx(c), views(c, p), { message }));
+    return render(c, settingsPage(pageCtx(c), views(c, p), { message, usage: await projectUsage(db, p, now()) }));
   });
 
   app.post('/:slug/settings', async (c) => {
@@ -479,6 +860,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     }
     const updated = await updateProject(db, p.id, privacyColumns(parsed.data));
     if (!updated) throw new HttpError(404, `There is no project "${p.slug}".`);
+    await audit(deps, c, 'project.update', p.slug, parsed.data as Record<string, unknown>);
     return c.redirect(`${projectPath(p.slug, 'settings')}?saved=1`, 303);
   });
 
@@ -486,6 +868,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     if (!(await rotateProjectKey(db, p.id))) throw new HttpError(404, `There is no project "${p.slug}".`);
     deps.logger.info({ project: p.slug, project_id: p.id }, 'project DSN key rotated (dashboard)');
+    await audit(deps, c, 'project.rotate_key', p.slug);
     return c.redirect(`${projectPath(p.slug, 'settings')}?rotated=1`, 303);
   });
 
@@ -496,6 +879,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     }
     await deleteProject(db, p.id);
     deps.logger.info({ project: p.slug, project_id: p.id }, 'project deleted (dashboard)');
+    await audit(deps, c, 'project.delete', p.slug);
     return c.redirect(href('/', { deleted: p.slug }), 303);
   });
 
@@ -518,10 +902,12 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.post('/:slug/alerts/rules/:type', async (c) => {
     const p = await projectOr404(c);
     const type = c.req.param('type');
-    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are new_issue, regression, crash_spike).`);
+    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are ${ALERT_TYPES.join(', ')}).`);
     const f = await form(c);
     try {
-      await updateRule(db, p.id, type, parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes), ...ruleFilterFields(f) }));
+      const patch = parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes), ...ruleFilterFields(f) });
+      await updateRule(db, p.id, type, patch);
+      await audit(deps, c, 'alert_rule.update', `${p.slug}/${type}`, patch as unknown as Record<string, unknown>);
     } catch (err) {
       if (err instanceof AlertInputError) return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { error: err.message }), 400);
       throw err;
@@ -544,6 +930,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     try {
       const channel = await addChannel(db, p.id, body, deps.config, alertRuntime, now());
       deps.logger.info({ project: p.slug, channel_id: Number(channel.id), kind: channel.kind }, 'alert channel created (dashboard)');
+      await audit(deps, c, 'alert_channel.create', p.slug, { id: Number(channel.id), kind: channel.kind });
     } catch (err) {
       if (err instanceof AlertInputError) {
         const { secret: _secret, ...entered } = f;
@@ -573,7 +960,23 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const channel = await channelOr404(c, p.id);
     await deleteChannel(db, p.id, Number(channel.id));
     deps.logger.info({ project: p.slug, channel_id: Number(channel.id) }, 'alert channel deleted (dashboard)');
+    await audit(deps, c, 'alert_channel.delete', p.slug, { id: Number(channel.id) });
     return c.redirect(`${projectPath(p.slug, 'alerts')}?deleted=1`, 303);
+  });
+
+  // Cron monitors: the list with status strips, one monitor's check-ins.
+  app.get('/:slug/monitors', async (c) => {
+    const p = await projectOr404(c);
+    const monitors = await listMonitors(db, p.id);
+    const checkins = await recentCheckinsOf(db, monitors.map((m) => m.id), 30);
+    return render(c, monitorListPage(pageCtx(c), p, monitors.map((m) => ({ monitor: monitorJson(m), checkins: (checkins.get(m.id) ?? []).map(checkinJson) }))));
+  });
+
+  app.get('/:slug/monitors/:monitor', async (c) => {
+    const p = await projectOr404(c);
+    const m = await findMonitor(db, p.id, c.req.param('monitor'));
+    if (!m) throw new HttpError(404, `There is no monitor "${c.req.param('monitor')}" in this project.`);
+    return render(c, monitorPage(pageCtx(c), p, monitorJson(m), (await recentCheckins(db, m.id)).map(checkinJson)));
   });
 
   // Symbols: list, upload (streamed through the symbols API's reader), delete.
@@ -588,6 +991,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     try {
       const stored = await receiveSymbolUpload(deps, p, c.req.header('content-type') ?? null, c.req.raw.body);
+      await audit(deps, c, 'symbol.upload', p.slug, { files: stored.length });
       return c.redirect(href(projectPath(p.slug, 'symbols'), { uploaded: stored.length }), 303);
     } catch (err) {
       if (err instanceof HttpError && err.status === 400) {
@@ -602,6 +1006,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const raw = c.req.param('id');
     const deleted = /^[0-9]{1,15}$/.test(raw) && deps.symbols ? await deps.symbols.deleteFile(p.id, Number(raw)) : false;
     if (!deleted) throw new HttpError(404, `There is no symbol file ${raw} in this project.`);
+    await audit(deps, c, 'symbol.delete', p.slug, { id: Number(raw) });
     return c.redirect(`${projectPath(p.slug, 'symbols')}?deleted=1`, 303);
   });
 
@@ -609,7 +1014,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.onError((err, c) => {
     const ctx = ctxOrAnonymous(c);
-    if (err instanceof ReadInputError || err instanceof ReadNotFoundError || err instanceof HttpError) {
+    if (err instanceof ReadInputError || err instanceof ReadNotFoundError || err instanceof HttpError || err instanceof AccountInputError) {
       return c.html(errorPage(ctx, err.status, err.message), err.status as ContentfulStatusCode);
     }
     deps.logger.error({ err, method: c.req.method, path: c.req.path }, 'unexpected failure while rendering a dashboard page');
@@ -617,6 +1022,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   });
 
   return app;
+}
+
+function hexOf(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 function ctxOrAnonymous(c: Context<Env>): PageContext {

@@ -1,15 +1,22 @@
 // The page shell every dashboard page shares: head, the top bar (project
 // sections, sign-out), a skip link for keyboard users, flash messages, and the
 // hidden CSRF field every form carries.
+import type { Actor } from '../accounts/rules.js';
 import { html, projectPath, raw, type Html } from './html.js';
 
 /** What a page knows about the request it answers. */
 export interface PageContext {
   /** The CSRF token forms must carry. */
   csrf: string;
-  /** Whether sign-in is on (API_KEYS set), so a sign-out button is shown. */
+  /** Whether sign-in is on (API_KEYS set or users exist), so a sign-out button is shown. */
   signedIn: boolean;
   now: number;
+  /** Who is signed in (absent on an open dashboard): their role decides which links show. */
+  actor?: Actor;
+  /** Shown above the page's own content (an empty project's set-up card). */
+  notice?: Html;
+  /** An instance-wide warning shown on every page (the database nearing its size cap). */
+  warning?: string;
 }
 
 export const SECTIONS = [
@@ -17,6 +24,8 @@ export const SECTIONS = [
   ['issues', 'Issues'],
   ['events', 'Events'],
   ['releases', 'Releases'],
+  ['monitors', 'Monitors'],
+  ['feedback', 'Feedback'],
   ['alerts', 'Alerts'],
   ['symbols', 'Symbols'],
   ['settings', 'Settings'],
@@ -58,9 +67,13 @@ export function page(
   <a class="brand" href="/">Faultline</a>
   ${o.project ? html`<a href="${projectPath(o.project.slug)}" class="sub">${o.project.name}</a>` : ''}
   <nav aria-label="Project">${nav}</nav>
+  ${ctx.actor?.role === 'admin' && ctx.signedIn ? html`<a href="/admin/users" class="sub">Users</a> <a href="/admin/audit" class="sub">Audit</a>` : ''}
+  ${ctx.signedIn ? html`<a href="/settings" class="sub">${ctx.actor?.kind === 'user' ? ctx.actor.label : 'Account'}</a>` : ''}
   ${ctx.signedIn ? html`<form method="post" action="/logout">${csrfField(ctx)}<button type="submit">Sign out</button></form>` : ''}
 </header>
 <main id="main">
+${ctx.warning ? html`<p class="flash error" role="alert" data-capacity>${ctx.warning}</p>` : ''}
+${ctx.notice ?? ''}
 ${o.body}
 </main>
 </body>

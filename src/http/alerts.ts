@@ -3,7 +3,7 @@
 // 400 and unknown projects, types and channels to 404.
 import { Hono } from 'hono';
 import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
-import { AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
+import { ALERT_TYPES, AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
 import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
 import { webAlertRuntime } from '../alerts/transport.js';
 import type { AppDeps } from '../context.js';
@@ -52,7 +52,7 @@ export function alertRoutes(deps: AppDeps): Hono {
   app.patch('/api/projects/:slug/alerts/:type{(?!channels$|deliveries$)[^/]+}', async (c) => {
     const project = await projectOr404(c.req.param('slug'));
     const type = c.req.param('type');
-    if (!isAlertType(type)) throw notFound(`alert type "${type}" (types are new_issue, regression, crash_spike)`);
+    if (!isAlertType(type)) throw notFound(`alert type "${type}" (types are ${ALERT_TYPES.join(', ')})`);
     const body = await readJson(c);
     const patch = await input(() => parseRulePatch(body));
     const rule = await input(() => updateRule(db, project.id, type, patch));

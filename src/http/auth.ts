@@ -14,6 +14,8 @@ export const API_KEY_ID = 'apiKeyId';
 
 /** Ingest paths authenticate with the project's DSN key instead (trailing slash optional). */
 const INGEST_PATH = /^\/api\/([0-9]+)\/(envelope|store)\/?$/;
+/** The minidump upload (Breakpad and Crashpad clients), authenticated by the DSN key too. */
+const MINIDUMP_PATH = /^\/api\/([0-9]+)\/minidump\/?$/;
 
 /** The project id and endpoint an ingest path names, or null for any other path. */
 export function matchIngestPath(path: string): { projectId: string; endpoint: 'envelope' | 'store' } | null {
@@ -21,13 +23,21 @@ export function matchIngestPath(path: string): { projectId: string; endpoint: 'e
   return m ? { projectId: m[1], endpoint: m[2] as 'envelope' | 'store' } : null;
 }
 
-/** Paths that never need an API key: health and the SDK ingest endpoints. */
+/** The legacy cron check-in route (docs/api.md "Cron monitors"), with or without the key in the path. */
+const CRON_PATH = /^\/api\/[0-9]+\/cron\/[^/]+(\/[^/]+)?\/?$/;
+
+/** Paths that never need an API key: health and the SDK ingest endpoints (cron check-ins too). */
 export function isAuthExempt(path: string): boolean {
-  return path === '/health' || INGEST_PATH.test(path);
+  // /metrics checks its own token (src/http/metrics.ts).
+  return path === '/health' || path === '/metrics' || isIngestPath(path) || CRON_PATH.test(path);
 }
 
 export function isIngestPath(path: string): boolean {
-  return INGEST_PATH.test(path);
+  return INGEST_PATH.test(path) || MINIDUMP_PATH.test(path);
+}
+
+export function isCronPath(path: string): boolean {
+  return CRON_PATH.test(path);
 }
 
 export async function sha256(text: string): Promise<Uint8Array> {

@@ -1,5 +1,6 @@
 // Ingest routes: POST /api/{project_id}/envelope/ and /store/ (trailing slash
-// optional), their CORS preflight, and the CORS headers on every ingest answer
+// optional), the minidump upload POST /api/{project_id}/minidump/ (as the envelope of its
+// event and `event.minidump` attachment, src/minidump), their CORS preflight, and the CORS headers on every ingest answer
 // (ingestCors, installed app-wide so answers made outside these routes, such as
 // 405 or 500, carry them too). The work is src/ingest/pipeline.ts; this adapts
 // Hono's request to it. The Node edition answers these POSTs without Hono
@@ -7,9 +8,18 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { AppDeps } from '../context.js';
 import type { Config } from '../config.js';
-import { isIngestPath } from './auth.js';
+import { isCronPath, isIngestPath } from './auth.js';
+import { handleCronCheckIn } from '../ingest/cron.js';
 import { readBody } from '../ingest/decode.js';
 import { handleIngest, type IngestEndpoint, type IngestResponse } from '../ingest/pipeline.js';
+import { concatBytes } from '../bytes.js';
+import { MINIDUMP_ATTACHMENT_TYPE, sentryFormFields } from '../minidump/ingest.js';
+import { MAX_MINIDUMP_BYTES } from '../minidump/process.js';
+import { BadMinidump, readMinidump } from '../minidump/reader.js';
+import { MultipartError, MultipartLimitError, multipartBoundary, parseMultipart } from '../symbols/multipart.js';
+
+/** Bytes of a minidump upload's event fields (`sentry`, `sentry[...]`) together. */
+const MAX_MINIDUMP_FIELDS_BYTES = 1024 * 1024;
 
 /** The request headers SDKs send (protocol notes §1.3), allowed in preflight answers. */
 const ALLOW_HEADERS =
@@ -32,7 +42,7 @@ export function ingestCors(config: Config): MiddlewareHandler {
   const headers = Object.entries(ingestCorsHeaders(config));
   return async (c, next) => {
     await next();
-    if (!isIngestPath(c.req.path)) return;
+    if (!isIngestPath(c.req.path) && !isCronPath(c.req.path)) return;
     for (const [name, value] of headers) c.res.headers.set(name, value);
   };
 }
@@ -77,7 +87,93 @@ export function ingestRoutes(deps: AppDeps): Hono {
       });
     }
   }
+  // Legacy cron check-ins (src/ingest/cron.ts): GET or POST, the key in the path or as for envelopes.
+  for (const path of ['/api/:projectId{[0-9]+}/cron/:slug/:key', '/api/:projectId{[0-9]+}/cron/:slug/:key/', '/api/:projectId{[0-9]+}/cron/:slug', '/api/:projectId{[0-9]+}/cron/:slug/']) {
+    app.on(['GET', 'POST'], path, async (c) => {
+      const result = await handleCronCheckIn(deps, {
+        projectId: c.req.param('projectId') ?? '',
+        monitorSlug: c.req.param('slug') ?? '',
+        pathKey: c.req.param('key') ?? null,
+        headers: c.req.raw.headers,
+        query: new URL(c.req.url).searchParams,
+        readBody: (limit) => readBody(c.req.raw.body, limit),
+      });
+      if (result.status === 202) return new Response(null, { status: 202 });
+      const { body, headers } = ingestAnswer(result);
+      return new Response(body, { status: result.status, headers });
+    });
+  }
+  for (const path of ['/api/:projectId{[0-9]+}/minidump', '/api/:projectId{[0-9]+}/minidump/']) {
+    app.post(path, async (c) => {
+      const url = new URL(c.req.url);
+      const boundary = multipartBoundary(c.req.header('content-type') ?? null);
+      const refuse = (status: number, error: string) => new Response(JSON.stringify({ error }), { status, headers: { 'Content-Type': 'application/json', 'X-Sentry-Error': error } });
+      if (!boundary || !c.req.raw.body) return refuse(400, 'a minidump upload is multipart/form-data with the minidump in "upload_file_minidump"');
+      let envelope: Uint8Array;
+      try {
+        envelope = await minidumpUploadEnvelope(c.req.raw.body, boundary);
+      } catch (err) {
+        if (err instanceof MultipartLimitError) return refuse(413, err.message);
+        if (err instanceof MultipartError) return refuse(400, err.message);
+        throw err;
+      }
+      // The upload goes on as the envelope an SDK would send: same authentication, limits and writer.
+      const headers = new Headers({ 'content-type': 'application/x-sentry-envelope' });
+      for (const name of ['x-sentry-auth', 'authorization']) {
+        const value = c.req.header(name);
+        if (value) headers.set(name, value);
+      }
+      const result = await handleIngest(deps, {
+        endpoint: 'envelope',
+        projectId: c.req.param('projectId') ?? '',
+        headers,
+        query: url.searchParams,
+        readBody: async () => envelope,
+        clientIp: clientIpOf((name) => c.req.header(name), deps.clientAddress?.(c.req.raw, c.env)),
+      });
+      const { body, headers: answer } = ingestAnswer(result);
+      return new Response(body, { status: result.status, headers: answer });
+    });
+  }
   return app;
+}
+
+/**
+ * A minidump upload's form (Breakpad's and Crashpad's: the dump in
+ * `upload_file_minidump`, event data in a `sentry` JSON field or `sentry[...]` fields) as
+ * an envelope of the event and the `event.minidump` attachment.
+ */
+async function minidumpUploadEnvelope(body: ReadableStream<Uint8Array>, boundary: string): Promise<Uint8Array> {
+  let dump: Uint8Array | null = null;
+  let filename = 'upload_file_minidump';
+  const fields: [string, string][] = [];
+  for await (const part of parseMultipart(body, boundary, { maxParts: 256, maxBytes: MAX_MINIDUMP_BYTES + MAX_MINIDUMP_FIELDS_BYTES })) {
+    if (part.name === 'upload_file_minidump') {
+      dump = await part.bytes(MAX_MINIDUMP_BYTES);
+      filename = part.filename ?? filename;
+    } else if (part.name === 'sentry' || part.name.startsWith('sentry[')) {
+      fields.push([part.name, await part.text(MAX_MINIDUMP_FIELDS_BYTES)]);
+    } else {
+      // Other files and fields (Crashpad's annotations, extra attachments) are not kept.
+      for await (const _ of part.body) void _;
+    }
+  }
+  if (!dump) throw new MultipartError('the form has no "upload_file_minidump" file');
+  try {
+    readMinidump(dump);
+  } catch (err) {
+    if (err instanceof BadMinidump) throw new MultipartError(`upload_file_minidump is not a readable minidump: ${err.message}`);
+    throw err;
+  }
+  const event = sentryFormFields(fields);
+  const encoder = new TextEncoder();
+  const eventBytes = encoder.encode(JSON.stringify(event));
+  const head = encoder.encode(
+    `${JSON.stringify({ ...(typeof event.event_id === 'string' ? { event_id: event.event_id } : {}) })}\n` +
+      `${JSON.stringify({ type: 'event', length: eventBytes.byteLength })}\n`,
+  );
+  const attachmentHeader = encoder.encode(`\n${JSON.stringify({ type: 'attachment', length: dump.byteLength, attachment_type: MINIDUMP_ATTACHMENT_TYPE, filename })}\n`);
+  return concatBytes([head, eventBytes, attachmentHeader, dump]);
 }
 
 /**

@@ -66,7 +66,7 @@ export function userRoutes(deps: AppDeps): Hono {
     const body: Record<string, unknown> = userJson(user);
     if (input.password === null) {
       const invite = await createInvite(db, Number(user.id), now());
-      body.invite_url = `${publicBaseUrl(c, deps.config)}/invite/${invite.token}`;
+      body.invite_url = `${publicBaseUrl(c, deps.config)}/login/invite/${invite.token}`;
       body.invite_expires_at = new Date(invite.expiresAt).toISOString();
     }
     deps.logger.info({ user_id: Number(user.id), role: user.role }, 'user created');

@@ -14,7 +14,7 @@ export interface SentryAuth {
 }
 
 /** Where a key was found, for error messages. */
-export type CredentialSource = 'x-sentry-auth' | 'authorization' | 'query' | 'envelope dsn';
+export type CredentialSource = 'x-sentry-auth' | 'authorization' | 'query' | 'envelope dsn' | 'path';
 
 export interface Credential extends SentryAuth {
   source: CredentialSource;

@@ -151,6 +151,19 @@ function frameComponent(f: NormalizedFrame, images: Record<string, unknown>[], w
   return withLine && f.lineno !== undefined ? `${where}|${fn}|${f.lineno}` : `${where}|${fn}`;
 }
 
+// ANRs and app hangs as the mobile SDKs report them: sentry-java's `ApplicationNotResponding`
+// (mechanisms `ANR`, and `AppExitInfo` for ANR v2), sentry-cocoa's `App Hanging` / `App Hang …`
+// (mechanism `AppHang`); React Native and Flutter send their native SDK's.
+const ANR_TYPE = /^(?:ApplicationNotResponding|App ?Hang(?:ing)?(?: .*)?|Fatal App Hang.*)$/;
+const ANR_MECHANISM = /^(?:ANR|ANRv2|AppHang|app\.hang|mx_hang_diagnostic)$/i;
+
+/** Whether the exception is an ANR or app hang: grouped by the main thread's stack. */
+export function isAnrException(e: NormalizedException | null): boolean {
+  if (!e) return false;
+  const mechanism = typeof e.mechanism?.type === 'string' ? e.mechanism.type : '';
+  return ANR_TYPE.test(e.type) || ANR_MECHANISM.test(mechanism) || (mechanism === 'AppExitInfo' && e.type === 'ApplicationNotResponding');
+}
+
 function isSynthetic(e: NormalizedException): boolean {
   return e.mechanism?.synthetic === true;
 }
@@ -170,7 +183,10 @@ export function defaultGroupingInput(facts: GroupingFacts): string[] {
       if (chosen.length === 0) chosen = usable;
       if (chosen.length > MAX_GROUPING_FRAMES) chosen = chosen.slice(-MAX_GROUPING_FRAMES);
       const withLine = usable.length === 1;
-      const out = ['stack', platform, main.type];
+      // An ANR (or app hang) is the main thread's stack when the app stopped answering:
+      // whatever the SDK calls it (foreground, background, fully blocked…), the same
+      // stack is the same problem.
+      const out = isAnrException(main) ? ['anr', platform] : ['stack', platform, main.type];
       for (const f of chosen) out.push(frameComponent(f, facts.images, withLine));
       return out;
     }

@@ -6,7 +6,7 @@ import { InvalidItemError } from './errors.js';
 import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
 import { encodeSymbolicated } from './symbolicated.js';
-import { groupingInput, hashGroupingInput, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
+import { groupingInput, hashGroupingInput, isAnrException, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
 import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, NormalizedThread, SymbolicationInput } from './types.js';
 import { REPORT_KEY, storedReport, type Scrubber } from '../privacy/scrub.js';
 import { MAX_BREADCRUMBS, MAX_EVENT_CLOCK_AHEAD_MS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
@@ -403,6 +403,8 @@ function normalizeExceptions(ev: Obj): { exceptions: NormalizedException[]; main
       thread = threads.find((t) => t.id !== undefined && t.id !== null && String(t.id) === id);
     }
     if (!thread && i === mainIdx) thread = threads.find((t) => t.crashed === true);
+    // An ANR names no crashed thread: its stack is the main thread's.
+    if (!thread && i === mainIdx && isAnrException(e)) thread = threads.find((t) => t.main === true || t.name === 'main' || t.name === 'com.apple.main-thread');
     if (thread) e.frames = stackFrames(thread.stacktrace);
   }
   return { exceptions, main: mainIdx >= 0 ? exceptions[mainIdx] : null };

@@ -29,10 +29,17 @@ import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
-import { MAX_BODY_BYTES, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
+import { MAX_BODY_BYTES, MAX_CHECK_INS_PER_ENVELOPE, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
 import { storeAttachment } from '../attachments/storage.js';
 import { scrubberFor } from '../privacy/scrub.js';
+import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
+import { recordCheckIns } from '../monitors/check-ins.js';
+import { expandMinidumpEnvelope, MINIDUMP_ATTACHMENT_TYPE } from '../minidump/ingest.js';
+import { DISK_LOW_MESSAGE, DISK_RETRY_AFTER_SECONDS } from '../privacy/disk.js';
+import { ingestReasonOf } from '../metrics.js';
+import { parseFeedbackItem, parseUserReport, type FeedbackInput } from '../feedback/rules.js';
+import { storeFeedback } from '../feedback/storage.js';
 
 export type IngestEndpoint = 'envelope' | 'store';
 
@@ -64,7 +71,7 @@ export interface IngestResponse {
 }
 
 /** What the ingest path takes of the app's dependencies; symbolication only as ingest uses it. */
-export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime'> & {
+export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard' | 'metrics'> & {
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
 };
@@ -73,7 +80,7 @@ function reply(status: number, body: Record<string, unknown>, headers: Record<st
   return { status, body, headers };
 }
 
-function errorReply(status: number, message: string, headers: Record<string, string> = {}): IngestResponse {
+export function errorReply(status: number, message: string, headers: Record<string, string> = {}): IngestResponse {
   // X-Sentry-Error carries the same text: SDKs log it, and browsers can read it (CORS exposes it).
   // Header values must be visible ASCII; the JSON body keeps the exact text.
   const headerText = message.replace(/[^\x20-\x7e]/g, '?').slice(0, 500);
@@ -84,6 +91,13 @@ function errorReply(status: number, message: string, headers: Record<string, str
 type Parsed = { kind: 'envelope'; envelope: ParsedEnvelope } | { kind: 'store'; payload: Uint8Array };
 
 export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Promise<IngestResponse> {
+  const counted = { events: 0 };
+  const res = await answerIngest(deps, req, counted);
+  deps.metrics?.ingestOutcome(ingestReasonOf(res.status, res.body.error), counted.events);
+  return res;
+}
+
+async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { events: number }): Promise<IngestResponse> {
   const receivedAt = deps.clock.now();
   const pathProjectId = Number(req.projectId);
   try {
@@ -92,6 +106,13 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       authorization: req.headers.get('authorization'),
       query: req.query,
     });
+
+    // Low on disk: 503 with Retry-After, before the body is read. SDKs that keep events
+    // on disk (sentry-java/Android) send them again; a 429 would make them drop the
+    // following ones (docs/privacy.md "Disk guard").
+    if (deps.diskGuard && (await deps.diskGuard()).low) {
+      return errorReply(503, DISK_LOW_MESSAGE, { 'Retry-After': String(DISK_RETRY_AFTER_SECONDS) });
+    }
 
     const declaredLength = Number(req.headers.get('content-length') ?? '');
     if (Number.isFinite(declaredLength) && declaredLength > MAX_BODY_BYTES) {
@@ -119,7 +140,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
     await deps.ingestRuntime.yieldToIo?.();
     const { decompress, md5Hex } = deps.ingestRuntime;
     const body = decodeContent(wire, req.headers.get('content-encoding'), MAX_BODY_BYTES, decompress);
-    const parsed = parseBody(req, body, decompress);
+    let parsed = parseBody(req, body, decompress);
 
     if (parsed.kind === 'envelope') {
       const dsn = parsed.envelope.headers.dsn;
@@ -146,13 +167,25 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
       );
     }
 
+    // A minidump attachment becomes the envelope's event (src/minidump), before
+    // symbolication; the minidump item stays in the envelope and is kept with that event
+    // like the other attachments (src/attachments).
+    if (parsed.kind === 'envelope' && parsed.envelope.items.some((i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE)) {
+      const expanded = await expandMinidumpEnvelope(deps.store.db, project.id, parsed.envelope);
+      parsed = { kind: 'envelope', envelope: expanded.envelope };
+    }
+
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
-    const { work, skipped, attachments } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
+    const { work, skipped, attachments, checkIns, feedback } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
+    counted.events = work.events.length;
     const firstEventId = work.events[0]?.eventId;
     const okBody = firstEventId === undefined ? {} : { id: firstEventId };
+    // Cron check-ins (src/monitors) are written apart from the group-commit writer: few, and
+    // each a conditional write of its monitor. Answered as Sentry does: 200 whatever became of them.
+    if (checkIns.length > 0) await storeCheckIns(deps, project.id, checkIns, receivedAt);
     if (work.events.length === 0 && work.sessions.length === 0 && work.aggregates.length === 0) {
-      await commitAttachments(deps, project.id, attachments);
+      await commitAfterEvents(deps, project.id, attachments, feedback, receivedAt);
       return reply(200, okBody);
     }
 
@@ -165,7 +198,7 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
         'X-Sentry-Rate-Limits': `${seconds}:error;default:project:quota`,
       });
     }
-    await commitAttachments(deps, project.id, attachments);
+    await commitAfterEvents(deps, project.id, attachments, feedback, receivedAt);
     return reply(200, okBody);
   } catch (err) {
     if (err instanceof AuthError) return errorReply(err.status, err.message);
@@ -181,21 +214,33 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
 }
 
 /**
- * Stores an envelope's attachments once their event is committed, before the answer:
- * a plain event never waits for this, and an SDK that gets 503 here sends the whole
- * envelope again (the event is then a duplicate; the files are stored once).
+ * Stores an envelope's attachments and user feedback once its event is committed,
+ * before the answer: a plain event never waits for this, and an SDK that gets 503 here
+ * sends the whole envelope again (the event is then a duplicate; files and feedback are
+ * stored once).
  */
-async function commitAttachments(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[]): Promise<void> {
-  if (attachments.length === 0) return;
+async function commitAfterEvents(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[], feedback: FeedbackInput[], receivedAt: number): Promise<void> {
+  if (attachments.length === 0 && feedback.length === 0) return;
   try {
     await storeAttachment(deps.store, projectId, attachments);
+    await storeFeedback(deps.store, projectId, feedback, receivedAt);
   } catch (err) {
-    deps.logger.error({ err, project: projectId }, 'storing attachments failed; answering 503');
+    deps.logger.error({ err, project: projectId }, 'storing attachments or feedback failed; answering 503');
     throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
   }
 }
 
-async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
+/** Records check-ins; a failing database is a 503, as for events, so the client sends them again. */
+export async function storeCheckIns(deps: PipelineDeps, projectId: number, checkIns: CheckInInput[], receivedAt: number): Promise<void> {
+  try {
+    await recordCheckIns(deps, projectId, checkIns, receivedAt);
+  } catch (err) {
+    deps.logger.error({ err, project: projectId }, 'recording check-ins failed; answering 503');
+    throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
+  }
+}
+
+export async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
   let project: ProjectRow | undefined;
   try {
     project = await findProjectForIngest(deps.store.db, pathProjectId, credential.key);
@@ -212,7 +257,7 @@ async function authorize(deps: PipelineDeps, credential: Credential, pathProject
   return project;
 }
 
-async function rateLimit(deps: PipelineDeps, key: string): Promise<IngestResponse | null> {
+export async function rateLimit(deps: PipelineDeps, key: string): Promise<IngestResponse | null> {
   const decision = await deps.rateLimiter.hit(`dsn:${key}`, deps.clock.now());
   if (decision.allowed) return null;
   const seconds = Math.max(1, Math.ceil(decision.retryAfterSeconds));
@@ -250,6 +295,7 @@ async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolica
     let has = symbols.projectHasSymbols(projectId);
     if (typeof has !== 'boolean') has = await has;
     if (!has) return null;
+    const started = performance.now();
     const events = new Map<Uint8Array, ParsedEventPayload>();
     const inputs: SymbolicationInput[] = [];
     for (const payload of payloads) {
@@ -262,7 +308,9 @@ async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolica
       }
     }
     if (inputs.length === 0) return null;
-    return { parsed: events, symbolicate: await symbols.prepare(projectId, inputs) };
+    const symbolicate = await symbols.prepare(projectId, inputs);
+    deps.metrics?.observeSymbolication((performance.now() - started) / 1000);
+    return { parsed: events, symbolicate };
   } catch (err) {
     deps.logger.warn({ err, project: projectId }, 'symbolication failed; the events are stored unsymbolicated');
     return null;
@@ -277,8 +325,9 @@ interface BuildContext {
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
-export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[] } {
+export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[]; checkIns: CheckInInput[]; feedback: FeedbackInput[] } {
   const events: NormalizedEvent[] = [];
+  const checkIns: CheckInInput[] = [];
   const sessions: SessionUpdate[] = [];
   const aggregates: SessionAggregate[] = [];
   // Scrubbing (docs/privacy.md) runs inside normalisation, before grouping and storage.
@@ -304,7 +353,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
       if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
       throw err;
     }
-    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [] };
+    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [], checkIns, feedback: [] };
   }
 
   const { headers, items } = parsed.envelope;
@@ -313,6 +362,10 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   if (eventItems > MAX_EVENTS_PER_ENVELOPE) {
     throw new PayloadTooLargeError(`the envelope has ${eventItems} event items; at most ${MAX_EVENTS_PER_ENVELOPE} are accepted in one envelope`);
   }
+  const checkInItems = items.filter((item) => item.type === 'check_in').length;
+  if (checkInItems > MAX_CHECK_INS_PER_ENVELOPE) {
+    throw new PayloadTooLargeError(`the envelope has ${checkInItems} check_in items; at most ${MAX_CHECK_INS_PER_ENVELOPE} are accepted in one envelope`);
+  }
   const sentAt = parseTimestamp(headers.sent_at);
   // The envelope's event_id names one event: only the first event without an id of its
   // own takes it (the rest get random ids), else the dedupe below would drop them all.
@@ -320,6 +373,7 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   const headerEventId = envelopeEventId;
   const seen = new Set<string>();
   const attachmentItems: AttachmentItem[] = [];
+  const feedback: FeedbackInput[] = [];
   for (const item of items) {
     try {
       switch (item.type) {
@@ -350,6 +404,15 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
         case 'attachment':
           attachmentItems.push(item);
           break;
+        case 'check_in':
+          checkIns.push(checkInOf(item.payload));
+          break;
+        case 'user_report':
+          feedback.push(parseUserReport(item.payload, ctx.receivedAt));
+          break;
+        case 'feedback':
+          feedback.push(parseFeedbackItem(item.payload, ctx.receivedAt));
+          break;
         default:
           // transaction, client_report, profile, replay_*, …: accepted, dropped.
           break;
@@ -362,5 +425,25 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   // Attachments belong to the envelope's event: the header's event_id, else its one event.
   const attachmentEvent = headerEventId ?? (events.length === 1 ? events[0].eventId : null);
   const { attachments, dropped } = collectAttachments(attachmentItems, attachmentEvent);
-  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments };
+  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments, checkIns, feedback };
+}
+
+/**
+ * A check_in item → CheckInInput. An unusable one is skipped like any bad item; a
+ * malformed monitor_config refuses the envelope (400), so a typo in a crontab is seen.
+ */
+function checkInOf(payload: Uint8Array): CheckInInput {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(new TextDecoder().decode(payload));
+  } catch {
+    throw new InvalidItemError('a check_in item is not JSON');
+  }
+  try {
+    return parseCheckIn(raw);
+  } catch (err) {
+    if (err instanceof MonitorConfigError) throw new BadPayloadError(err.message);
+    if (err instanceof InvalidCheckInError) throw new InvalidItemError(err.message);
+    throw err;
+  }
 }

@@ -29,6 +29,7 @@ import {
   type ReleaseRecord,
   type SeenEventRecord,
   type SessionHourlyRecord,
+  type SessionUserRecord,
   type SessionRecord,
 } from './records.js';
 import type { IngestOutcome } from './types.js';
@@ -205,6 +206,8 @@ export interface WriteSet {
   sessions: SessionRecord[];
   /** Counter deltas to add (none all zero). */
   sessionHourly: SessionHourlyRecord[];
+  /** Users of each release and hour with a session updated in the batch (crashed only grows). */
+  sessionUsers: SessionUserRecord[];
 }
 
 // ---------------------------------------------------------------------------
@@ -301,6 +304,8 @@ interface ReleaseAcc {
 interface SessionState {
   row: SessionRecord;
   before: SessionClass;
+  /** The stored row's ANR flag (0 for a new session). */
+  beforeAnr: number;
   changed: boolean;
 }
 
@@ -327,6 +332,7 @@ class Planner {
   private readonly seen: SeenEventRecord[] = [];
   private readonly sessions: SessionRecord[] = [];
   private readonly sessionHourly = new Map<string, SessionHourlyRecord>();
+  private readonly sessionUsers = new Map<string, SessionUserRecord>();
 
   constructor(
     private readonly random: Random,
@@ -347,7 +353,8 @@ class Planner {
       usage: [...this.usage.values()],
       seen: this.seen,
       sessions: this.sessions,
-      sessionHourly: [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0),
+      sessionHourly: [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0 || (h.anr ?? 0) !== 0),
+      sessionUsers: [...this.sessionUsers.values()],
     };
   }
 
@@ -583,8 +590,8 @@ class Planner {
   private sessionUpdates(pid: number, works: PreparedWork[], snap: ProjectSnapshot): void {
     const states = new Map<string, SessionState>();
     for (const r of snap.sessions) {
-      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at) };
-      states.set(r.sid, { row, before: sessionClass(row.status, row.errors), changed: false });
+      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at), anr: num(r.anr ?? 0) };
+      states.set(r.sid, { row, before: sessionClass(row.status, row.errors), beforeAnr: row.anr, changed: false });
     }
     for (const work of works) {
       for (const u of work.sessions) {
@@ -602,8 +609,10 @@ class Planner {
               status: u.status,
               errors: u.errors,
               updated_at: u.timestamp,
+              anr: u.anr,
             },
             before: 'none',
+            beforeAnr: 0,
             changed: true,
           });
           continue;
@@ -613,6 +622,7 @@ class Planner {
         state.row.status = u.status;
         state.row.errors = u.errors;
         state.row.updated_at = u.timestamp;
+        state.row.anr = u.anr;
         if (state.row.did === null && u.did !== null) state.row.did = u.did;
         state.changed = true;
       }
@@ -628,8 +638,11 @@ class Planner {
       if (!state.changed) continue;
       this.sessions.push(state.row);
       const after = sessionClass(state.row.status, state.row.errors);
-      if (after === state.before) continue;
+      if (state.row.did !== null) this.sessionUser(pid, state.row.release, hourBucket(state.row.started), state.row.did, after === 'crashed');
+      const anr = state.row.anr ?? 0;
+      if (after === state.before && anr === state.beforeAnr) continue;
       const h = this.sessionBucket(pid, state.row.release, hourBucket(state.row.started));
+      h.anr = (h.anr ?? 0) + anr - state.beforeAnr;
       if (state.before === 'none') h.total += 1;
       if (state.before === 'crashed') h.crashed -= 1;
       if (state.before === 'errored') h.errored -= 1;
@@ -638,11 +651,18 @@ class Planner {
     }
   }
 
+  private sessionUser(pid: number, release: string, bucket: number, did: string, crashed: boolean): void {
+    const key = `${pid}:${bucket}:${release}:${did}`;
+    const u = this.sessionUsers.get(key);
+    if (u) u.crashed = Math.max(u.crashed, crashed ? 1 : 0);
+    else this.sessionUsers.set(key, { project_id: pid, release, bucket, did, crashed: crashed ? 1 : 0 });
+  }
+
   private sessionBucket(pid: number, release: string, bucket: number): SessionHourlyRecord {
     const key = `${pid}:${bucket}:${release}`;
     let h = this.sessionHourly.get(key);
     if (!h) {
-      h = { project_id: pid, release, bucket, total: 0, crashed: 0, errored: 0 };
+      h = { project_id: pid, release, bucket, total: 0, crashed: 0, errored: 0, anr: 0 };
       this.sessionHourly.set(key, h);
     }
     return h;

@@ -15,7 +15,8 @@ export type EventInput = Omit<NormalizedEvent, 'tags' | 'raw' | 'symbolicated'> 
   symbolicated: string | null;
 };
 
-export type SessionInput = Omit<SessionUpdate, 'init'>;
+/** A session update in row shape: `anr` as the 0/1 the tables hold. */
+export type SessionInput = Omit<SessionUpdate, 'init' | 'anr'> & { anr: number };
 
 export interface AggregateInput {
   started: number;
@@ -106,6 +107,7 @@ export function prepareWork(work: IngestWork): PreparedWork {
     errors: count(s.errors),
     release: text(s.release, MAX_EVENT_RELEASE),
     environment: text(s.environment),
+    anr: s.anr === true ? 1 : 0,
   }));
   const aggregates = work.aggregates.map((a) => {
     // `unhandled` counts as crashed (docs/ingest-normalisation.md "Release health").

@@ -123,6 +123,21 @@ export interface SessionRecord {
   status: string;
   errors: number;
   updated_at: number;
+  /** 1 when the session ended in an ANR (`abnormal_mechanism` `anr_…`); the column's default is 0. */
+  anr?: number;
+}
+
+/**
+ * A user (session `did`) of a release in one hour of session starts, and whether one of
+ * those sessions crashed: the aggregate crash-free users are counted from (distinct users
+ * cannot be summed from hourly totals). Kept as long as session_hourly.
+ */
+export interface SessionUserRecord {
+  project_id: number;
+  release: string;
+  bucket: number;
+  did: string;
+  crashed: number;
 }
 
 export interface SessionHourlyRecord {
@@ -132,4 +147,6 @@ export interface SessionHourlyRecord {
   total: number;
   crashed: number;
   errored: number;
+  /** Sessions that ended in an ANR (the ANR rate's numerator); the column's default is 0. */
+  anr?: number;
 }

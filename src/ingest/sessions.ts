@@ -92,6 +92,7 @@ export function parseSessionUpdate(payload: Uint8Array, ctx: { receivedAt: numbe
     errors: count(p.errors),
     release,
     environment,
+    anr: typeof p.abnormal_mechanism === 'string' && p.abnormal_mechanism.startsWith('anr_'),
   };
 }
 

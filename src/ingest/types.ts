@@ -129,6 +129,8 @@ export interface SessionUpdate {
   errors: number;
   release: string;
   environment: string;
+  /** `abnormal_mechanism` starts with `anr_` (Android's ANR, an app hang): the session counts for the ANR rate. */
+  anr?: boolean;
 }
 
 export interface SessionAggregate {

@@ -22,6 +22,7 @@ import { scanFloor } from './events.js';
 import { findIssueOrMerged } from './merge.js';
 import { isEmptySearch, parseIssueSearch, SearchSyntaxError, type IssueSearch } from './search-query.js';
 import { compareText, issueJson, type IssueJson } from './serialize.js';
+import { feedbackCounts } from '../feedback/storage.js';
 import { bucketList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
 import type { Store } from '../store/database.js';
@@ -373,9 +374,9 @@ export async function issueDetail(
       .slice(0, BREAKDOWN_TOP);
   }
 
-  const { latest, oldest } = await newestAndOldestStored(db, issue);
+  const [{ latest, oldest }, [json]] = await Promise.all([newestAndOldestStored(db, issue), issuesJson(db, [issue])]);
   return {
-    ...(await issuesJson(db, [issue]))[0],
+    ...json,
     from: iso(window.from),
     to: iso(window.to),
     timeline,
@@ -490,11 +491,18 @@ async function changeStatements(store: Store, projectId: number, fingerprints: s
 
 /** Issue rows as the API shows them, each with its assignee (one query for all). */
 export async function issuesJson(db: Db, rows: IssueRow[], sparklines?: Map<number, number[]>): Promise<IssueJson[]> {
-  const assignees = await assigneesOf(
-    db,
-    rows.map((r) => (r.assignee_id === null ? null : Number(r.assignee_id))),
-  );
-  return rows.map((r) => issueJson(r, sparklines?.get(Number(r.id)), r.assignee_id === null ? null : (assignees.get(Number(r.assignee_id)) ?? null)));
+  const ids = rows.map((r) => Number(r.id));
+  const [assignees, feedback] = await Promise.all([
+    assigneesOf(
+      db,
+      rows.map((r) => (r.assignee_id === null ? null : Number(r.assignee_id))),
+    ),
+    rows.length > 0 ? feedbackCounts(db, Number(rows[0].project_id), ids) : new Map<number, number>(),
+  ]);
+  return rows.map((r) => ({
+    ...issueJson(r, sparklines?.get(Number(r.id)), r.assignee_id === null ? null : (assignees.get(Number(r.assignee_id)) ?? null)),
+    feedback_count: feedback.get(Number(r.id)) ?? 0,
+  }));
 }
 
 /**

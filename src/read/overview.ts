@@ -139,3 +139,15 @@ async function newestSessionRelease(db: Db, projectId: number, candidates: Sessi
   }
   return [...candidates].sort((x, y) => (firstSeen.get(y.release) ?? -1) - (firstSeen.get(x.release) ?? -1) || compareText(y.release, x.release))[0];
 }
+
+/**
+ * Whether the project has received nothing yet: no issue and no session (one index
+ * seek each), so its pages can show how to set up an SDK instead of empty charts.
+ */
+export async function projectIsEmpty(db: Db, projectId: number): Promise<boolean> {
+  const [issue, session] = await Promise.all([
+    db.selectFrom('issues').select('id').where('project_id', '=', projectId).limit(1).executeTakeFirst(),
+    db.selectFrom('session_hourly').select('bucket').where('project_id', '=', projectId).limit(1).executeTakeFirst(),
+  ]);
+  return issue === undefined && session === undefined;
+}

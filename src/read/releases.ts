@@ -1,6 +1,7 @@
 // Release queries: the list and the detail with release health. Counts come from
-// the hourly aggregates (project_hourly for events, session_hourly for sessions)
-// and the issues table's indexes, never from the events themselves. Releases
+// the hourly aggregates (project_hourly for events, session_hourly for sessions),
+// the issues table's indexes and, for distinct users, session_users, never from the
+// events or sessions themselves. Releases
 // sentry-cli created (src/uploads) are listed too, before any event arrives, with
 // their dates, commits and deploys.
 import type { Kysely } from 'kysely';
@@ -14,7 +15,7 @@ import type { CommitRow } from '../uploads/release-commits.js';
 import { releaseActivity, type ReleaseActivity } from '../uploads/releases.js';
 import { ReadNotFoundError } from './errors.js';
 import { issuesWithSparklines } from './issues.js';
-import { compareText, crashFreeRate, type IssueJson } from './serialize.js';
+import { anrRate, compareText, crashFreeRate, type IssueJson } from './serialize.js';
 import { bucketList, dayList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
 import { DEPLOY_LIST_LIMIT, MAX_RELEASE_COMMITS, RELEASE_ISSUES_LIMIT, RELEASE_LIST_ACTIVITY } from '../limits.js';
 
@@ -24,6 +25,14 @@ export interface SessionCounts {
   total: number;
   crashed: number;
   errored: number;
+  /** Sessions that ended in an ANR (`abnormal_mechanism` `anr_…`). */
+  anr: number;
+}
+
+/** Distinct users (session `did`) of a release's sessions, and those with a crashed session. */
+export interface UserCounts {
+  total: number;
+  crashed: number;
 }
 
 export interface ReleaseJson {
@@ -36,6 +45,12 @@ export interface ReleaseJson {
   errors: number;
   sessions: SessionCounts;
   crash_free_rate: number | null;
+  /** Distinct session `did`s in the window; users whose sessions carry no `did` are not counted. */
+  users: UserCounts;
+  /** 1 − crashed users ÷ users; null without a session that names its user. */
+  crash_free_users_rate: number | null;
+  /** ANR sessions ÷ sessions; null without sessions. */
+  anr_rate: number | null;
   new_issues: number;
   /** When sentry-cli created the release; null for a release only events revealed. */
   date_created: string | null;
@@ -71,7 +86,7 @@ interface ReleaseBase {
   last_seen: number | null;
 }
 
-const zeroSessions = (): SessionCounts => ({ total: 0, crashed: 0, errored: 0 });
+const zeroSessions = (): SessionCounts => ({ total: 0, crashed: 0, errored: 0, anr: 0 });
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(Number(ms)));
 
@@ -87,6 +102,7 @@ function releaseJson(
   base: ReleaseBase,
   counts: { events: number; crashes: number; errors: number } | undefined,
   sessions: SessionCounts | undefined,
+  users: UserCounts | undefined,
   newIssues: number,
   cli: CliReleaseTable | undefined,
   activity: ReleaseActivity | undefined,
@@ -102,6 +118,9 @@ function releaseJson(
     errors: counts?.errors ?? 0,
     sessions: s,
     crash_free_rate: crashFreeRate(s.total, s.crashed),
+    users: users ?? { total: 0, crashed: 0 },
+    crash_free_users_rate: crashFreeRate(users?.total ?? 0, users?.crashed ?? 0),
+    anr_rate: anrRate(s.total, s.anr),
     new_issues: newIssues,
     date_created: cli ? iso(Number(cli.date_created)) : null,
     date_released: cli ? isoOrNull(cli.date_released) : null,
@@ -172,13 +191,48 @@ async function sessionCounts(db: Db, projectId: number, w: TimeWindow, release?:
       eb.fn.sum<number>('total').as('total'),
       eb.fn.sum<number>('crashed').as('crashed'),
       eb.fn.sum<number>('errored').as('errored'),
+      eb.fn.sum<number>('anr').as('anr'),
     ])
     .where('project_id', '=', projectId)
     .where('bucket', '>=', b.first)
     .where('bucket', '<=', b.last);
   if (release !== undefined) q = q.where('release', '=', release);
   for (const r of await q.groupBy('release').execute()) {
-    out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed), errored: Number(r.errored) });
+    out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed), errored: Number(r.errored), anr: Number(r.anr) });
+  }
+  return out;
+}
+
+/** The users of `versions` in the hours [first, last] (exported for the query-plan test). */
+export function userCountsQuery(db: Db, projectId: number, first: number, last: number, versions: string[]) {
+  return db
+    .selectFrom('session_users')
+    .select((eb) => [
+      'release',
+      eb.fn.count<number>('did').distinct().as('total'),
+      eb.fn.count<number>(eb.case().when('crashed', '=', 1).then(eb.ref('did')).end()).distinct().as('crashed'),
+    ])
+    .where('project_id', '=', projectId)
+    .where('release', 'in', versions)
+    .where('bucket', '>=', first)
+    .where('bucket', '<=', last)
+    .groupBy('release');
+}
+
+/**
+ * Distinct users per release among the sessions started in the window's buckets (the
+ * hours session_hourly counts), from session_users (its primary key: one range per
+ * release of `versions`). A user is crashed when any of those sessions crashed.
+ */
+async function userCounts(db: Db, projectId: number, w: TimeWindow, versions: string[]): Promise<Map<string, UserCounts>> {
+  const b = windowBuckets(w);
+  const out = new Map<string, UserCounts>();
+  if (!b || versions.length === 0) return out;
+  // Versions per query: within what every database binds in one statement (D1 the fewest).
+  for (const part of chunks(versions, D1_MAX_BOUND_PARAMETERS - 4)) {
+    for (const r of await userCountsQuery(db, projectId, b.first, b.last, part).execute()) {
+      out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed) });
+    }
   }
   return out;
 }
@@ -253,13 +307,25 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
   for (const version of cli.keys()) {
     if (!bases.has(version)) bases.set(version, { release: version, platforms: [], first_seen: null, last_seen: null });
   }
-  const activity = cli.size > 0 ? await releaseActivity(db, [projectId], [...cli.keys()], RELEASE_LIST_ACTIVITY) : new Map<string, ReleaseActivity>();
+  const [activity, users] = await Promise.all([
+    cli.size > 0 ? releaseActivity(db, [projectId], [...cli.keys()], RELEASE_LIST_ACTIVITY) : new Map<string, ReleaseActivity>(),
+    // Only releases with sessions in the window can have users in it.
+    userCounts(db, projectId, w, [...bases.keys()].filter((r) => sessions.has(r))),
+  ]);
   // A release the CLI created before any event sorts by its creation.
   const since = (base: ReleaseBase) => base.first_seen ?? Number(cli.get(base.release)?.date_created ?? 0);
   const releases = [...bases.values()]
     .sort((a, b) => since(b) - since(a) || compareText(b.release, a.release))
     .map((base) =>
-      releaseJson(base, counts.get(base.release), sessions.get(base.release), newIssues.get(base.release) ?? 0, cli.get(base.release), activity.get(base.release)),
+      releaseJson(
+        base,
+        counts.get(base.release),
+        sessions.get(base.release),
+        users.get(base.release),
+        newIssues.get(base.release) ?? 0,
+        cli.get(base.release),
+        activity.get(base.release),
+      ),
     );
   return { releases };
 }
@@ -303,9 +369,10 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
   }
   const activity = cli ? (await releaseActivity(db, [projectId], [version], Math.max(MAX_RELEASE_COMMITS, DEPLOY_LIST_LIMIT))).get(version) : undefined;
   const b = windowBuckets(w);
-  const [counts, sessions, newIssues, hourly, sessionHourly, introduced, present] = await Promise.all([
+  const [counts, sessions, users, newIssues, hourly, sessionHourly, introduced, present] = await Promise.all([
     eventCounts(db, projectId, w, version),
     sessionCounts(db, projectId, w, version),
+    userCounts(db, projectId, w, [version]),
     newIssueCounts(db, projectId, w, version),
     b
       ? db
@@ -320,7 +387,7 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     b
       ? db
           .selectFrom('session_hourly')
-          .select(['bucket', 'total', 'crashed', 'errored'])
+          .select(['bucket', 'total', 'crashed', 'errored', 'anr'])
           .where('project_id', '=', projectId)
           .where('release', '=', version)
           .where('bucket', '>=', b.first)
@@ -341,15 +408,16 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     d.total += Number(r.total);
     d.crashed += Number(r.crashed);
     d.errored += Number(r.errored);
+    d.anr += Number(r.anr);
     perDay.set(day, d);
   }
   const daily_health = dayList(w).map((day) => {
     const d = perDay.get(day) ?? zeroSessions();
-    return { day: iso(day), ...d, crash_free_rate: crashFreeRate(d.total, d.crashed) };
+    return { day: iso(day), ...d, crash_free_rate: crashFreeRate(d.total, d.crashed), anr_rate: anrRate(d.total, d.anr) };
   });
 
   return {
-    release: releaseJson(base, counts.get(version), sessions.get(version), newIssues.get(version) ?? 0, cli, activity),
+    release: releaseJson(base, counts.get(version), sessions.get(version), users.get(version), newIssues.get(version) ?? 0, cli, activity),
     from: iso(w.from),
     to: iso(w.to),
     daily_health,

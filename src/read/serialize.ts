@@ -9,7 +9,7 @@ type IssueTime = 'first_seen' | 'last_seen' | 'created_at' | 'updated_at';
 /** Snooze bookkeeping and the assignee's id stay inside; `ignore_until` goes out as RFC 3339. */
 type IssueInternal = 'ignored_event_count' | 'ignored_users' | 'assignee_id' | 'ignore_until';
 export type IssueJson = Omit<IssueRecord, 'id' | 'project_id' | 'resolved_at' | 'regressed_at' | IssueTime | IssueInternal> &
-  Record<IssueTime, string> & { ignore_until: string | null; assignee: { id: number; email: string; name: string } | null; sparkline?: number[] };
+  Record<IssueTime, string> & { ignore_until: string | null; assignee: { id: number; email: string; name: string } | null; sparkline?: number[]; feedback_count?: number };
 
 export function issueJson(row: IssueRow, sparkline?: number[], assignee: IssueJson['assignee'] = null): IssueJson {
   const snoozed = row.status === 'ignored';
@@ -42,6 +42,12 @@ export function issueJson(row: IssueRow, sparkline?: number[], assignee: IssueJs
   };
   if (sparkline) out.sparkline = sparkline;
   return out;
+}
+
+/** ANR sessions ÷ sessions (docs/api.md "Releases"), or null without sessions. */
+export function anrRate(total: number, anr: number): number | null {
+  if (total <= 0) return null;
+  return Math.min(1, Math.max(0, anr / total));
 }
 
 /** 1 − crashed ÷ total, or null without sessions. */

@@ -34,8 +34,9 @@
 //   the seen rows' stored_id are set from them.
 // - Sessions: the work's updates folded per sid (latest wins); session_hourly moves by
 //   each sid's class before → after, read from `sessions` in the batch, plus the
-//   aggregates; then the session upsert applies only an update not older than the row.
-//   Neither is written when the work was refused or its project is gone.
+//   aggregates; then the session upsert applies only an update not older than the row,
+//   and session_users takes each updated session's user as the session now stands.
+//   None is written when the work was refused or its project is gone.
 // - Snoozes: once the counts are in, the work's issues whose snooze the rule ends
 //   (plan.ts snoozeEndedSql) get a `snooze_ended` change and go back to unresolved.
 // - Aggregates (issue_hourly, issue_environment_hourly, project_hourly, releases, issue_releases) are additive or
@@ -290,29 +291,42 @@ const SQL = {
 
   /** ?7 the folded session updates (JSON), ?8 the aggregates' buckets (JSON). */
   sessionHourly: `WITH u AS (SELECT json_extract(value, '$.sid') AS sid, json_extract(value, '$.rel') AS rel, json_extract(value, '$.started') AS started,
-        json_extract(value, '$.status') AS status, json_extract(value, '$.errors') AS errors, json_extract(value, '$.ts') AS ts FROM json_each(?7)),
+        json_extract(value, '$.status') AS status, json_extract(value, '$.errors') AS errors, json_extract(value, '$.ts') AS ts,
+        json_extract(value, '$.anr') AS anr FROM json_each(?7)),
       c AS (SELECT coalesce(x.release, u.rel) AS rel, ${sqlHourBucket('coalesce(x.started, u.started)')} AS b,
           CASE WHEN x.sid IS NULL THEN 'none' ELSE ${sessionClass('x.status', 'x.errors')} END AS before,
           CASE WHEN x.sid IS NULL OR u.ts >= x.updated_at THEN ${sessionClass('u.status', 'u.errors')} ELSE
-            CASE WHEN x.sid IS NULL THEN 'none' ELSE ${sessionClass('x.status', 'x.errors')} END END AS after
+            CASE WHEN x.sid IS NULL THEN 'none' ELSE ${sessionClass('x.status', 'x.errors')} END END AS after,
+          coalesce(x.anr, 0) AS before_anr,
+          CASE WHEN x.sid IS NULL OR u.ts >= x.updated_at THEN u.anr ELSE x.anr END AS after_anr
         FROM u LEFT JOIN sessions x ON x.project_id = ?1 AND x.sid = u.sid),
-      d AS (SELECT rel, b, (before = 'none') AS total, (after = 'crashed') - (before = 'crashed') AS crashed, (after = 'errored') - (before = 'errored') AS errored FROM c
+      d AS (SELECT rel, b, (before = 'none') AS total, (after = 'crashed') - (before = 'crashed') AS crashed, (after = 'errored') - (before = 'errored') AS errored,
+          after_anr - before_anr AS anr FROM c
         UNION ALL SELECT json_extract(value, '$.rel'), json_extract(value, '$.b'), json_extract(value, '$.total'), json_extract(value, '$.crashed'),
-          json_extract(value, '$.errored') FROM json_each(?8))
-    INSERT INTO session_hourly (project_id, release, bucket, total, crashed, errored)
-    SELECT ?1, rel, b, sum(total), sum(crashed), sum(errored) FROM d WHERE ${ACCEPTED}
-    GROUP BY rel, b HAVING sum(total) <> 0 OR sum(crashed) <> 0 OR sum(errored) <> 0
+          json_extract(value, '$.errored'), 0 FROM json_each(?8))
+    INSERT INTO session_hourly (project_id, release, bucket, total, crashed, errored, anr)
+    SELECT ?1, rel, b, sum(total), sum(crashed), sum(errored), sum(anr) FROM d WHERE ${ACCEPTED}
+    GROUP BY rel, b HAVING sum(total) <> 0 OR sum(crashed) <> 0 OR sum(errored) <> 0 OR sum(anr) <> 0
     ON CONFLICT (project_id, release, bucket) DO UPDATE SET total = session_hourly.total + excluded.total,
-      crashed = session_hourly.crashed + excluded.crashed, errored = session_hourly.errored + excluded.errored`,
+      crashed = session_hourly.crashed + excluded.crashed, errored = session_hourly.errored + excluded.errored,
+      anr = session_hourly.anr + excluded.anr`,
 
   /** ?7 the folded session updates (JSON). */
-  sessions: `INSERT INTO sessions (project_id, sid, did, release, environment, started, status, errors, updated_at)
+  sessions: `INSERT INTO sessions (project_id, sid, did, release, environment, started, status, errors, updated_at, anr)
     SELECT ?1, json_extract(value, '$.sid'), json_extract(value, '$.did'), json_extract(value, '$.rel'), json_extract(value, '$.env'),
-      json_extract(value, '$.started'), json_extract(value, '$.status'), json_extract(value, '$.errors'), json_extract(value, '$.ts')
+      json_extract(value, '$.started'), json_extract(value, '$.status'), json_extract(value, '$.errors'), json_extract(value, '$.ts'), json_extract(value, '$.anr')
     FROM json_each(?7) WHERE ${ACCEPTED}
     ON CONFLICT (project_id, sid) DO UPDATE SET did = coalesce(sessions.did, excluded.did), status = excluded.status,
-      errors = excluded.errors, updated_at = excluded.updated_at
+      errors = excluded.errors, updated_at = excluded.updated_at, anr = excluded.anr
     WHERE excluded.updated_at >= sessions.updated_at`,
+
+  /** ?7 the folded session updates (JSON); after `sessions`, so it reads each session as it now stands. */
+  sessionUsers: `INSERT INTO session_users (project_id, release, bucket, did, crashed)
+    SELECT ?1, s.release, ${sqlHourBucket('s.started')}, s.did, max(CASE WHEN s.status IN ('crashed', 'unhandled') THEN 1 ELSE 0 END)
+    FROM json_each(?7) u JOIN sessions s ON s.project_id = ?1 AND s.sid = json_extract(u.value, '$.sid')
+    WHERE s.did IS NOT NULL AND ${ACCEPTED}
+    GROUP BY s.release, ${sqlHourBucket('s.started')}, s.did
+    ON CONFLICT (project_id, release, bucket, did) DO UPDATE SET crashed = max(session_users.crashed, excluded.crashed)`,
 };
 
 const CHANGES_SQL = `${SQL.changed}
@@ -354,16 +368,17 @@ function eventRow(e: EventInput, receivedAt: number, slot: { chunk: number; star
 
 /** A work's session updates folded per sid as plan.ts applies them in order (the latest wins). */
 function foldSessions(work: PreparedWork) {
-  const bySid = new Map<string, { sid: string; did: string | null; rel: string; env: string; started: number; status: string; errors: number; ts: number }>();
+  const bySid = new Map<string, { sid: string; did: string | null; rel: string; env: string; started: number; status: string; errors: number; ts: number; anr: number }>();
   for (const u of work.sessions) {
     const s = bySid.get(u.sid);
     if (!s) {
-      bySid.set(u.sid, { sid: u.sid, did: u.did, rel: u.release, env: u.environment, started: u.started, status: u.status, errors: u.errors, ts: u.timestamp });
+      bySid.set(u.sid, { sid: u.sid, did: u.did, rel: u.release, env: u.environment, started: u.started, status: u.status, errors: u.errors, ts: u.timestamp, anr: u.anr });
       continue;
     }
     if (u.timestamp < s.ts) continue;
     s.status = u.status;
     s.errors = u.errors;
+    s.anr = u.anr;
     s.ts = u.timestamp;
     if (s.did === null && u.did !== null) s.did = u.did;
   }
@@ -490,7 +505,10 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
     const buckets = JSON.stringify([...aggregates.values()]);
     if (utf8Bytes(folded) > JSON_PART_BYTES || utf8Bytes(buckets) > JSON_PART_BYTES) throw new PayloadTooLargeError('the envelope carries too many session updates for one request');
     add(SQL.sessionHourly, [folded, buckets]);
-    if (sessions.length > 0) add(SQL.sessions, [folded]);
+    if (sessions.length > 0) {
+      add(SQL.sessions, [folded]);
+      add(SQL.sessionUsers, [folded]);
+    }
   }
 
   return {

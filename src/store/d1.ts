@@ -48,7 +48,8 @@ export interface D1PreparedStatement {
 
 export interface D1Result {
   results?: Record<string, unknown>[];
-  meta?: { changes?: number; last_row_id?: number };
+  /** `size_after`: the database file's bytes after the statement (D1 reports it with every answer). */
+  meta?: { changes?: number; last_row_id?: number; size_after?: number };
 }
 
 /** D1 binds null, numbers, text and byte buffers; everything else is mapped onto those. */
@@ -291,6 +292,11 @@ export function openD1Store(binding: D1Binding, name = 'DB'): Store {
     description: `d1:${name}`,
     batch: atomic,
     atomic,
+    async sizeBytes() {
+      const result = await binding.prepare('SELECT 1').all();
+      const size = result.meta?.size_after;
+      return typeof size === 'number' && Number.isFinite(size) ? size : null;
+    },
     async ping() {
       try {
         await sql`select 1`.execute(db);

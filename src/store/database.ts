@@ -30,6 +30,11 @@ export interface Store {
    * common denominator: no statement can depend on an earlier one's answer in code).
    */
   atomic(queries: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
+  /**
+   * The database's bytes, where its platform caps them (D1: src/store/capacity.ts); absent
+   * elsewhere (the server's disk guard watches the file system instead).
+   */
+  sizeBytes?(): Promise<number | null>;
   /** True when the database answers a trivial query within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;

@@ -270,6 +270,7 @@ export const SESSION_COLUMNS: ColumnSpec = [
   ['status', 'text'],
   ['errors', 'int8'],
   ['updated_at', 'int8'],
+  ['anr', 'int8'],
 ];
 export const SESSION_HOURLY_COLUMNS: ColumnSpec = [
   ['project_id', 'int8'],
@@ -278,6 +279,15 @@ export const SESSION_HOURLY_COLUMNS: ColumnSpec = [
   ['total', 'int8'],
   ['crashed', 'int8'],
   ['errored', 'int8'],
+  ['anr', 'int8'],
+];
+
+export const SESSION_USER_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['release', 'text'],
+  ['bucket', 'int8'],
+  ['did', 'text'],
+  ['crashed', 'int8'],
 ];
 
 /** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
@@ -401,13 +411,24 @@ export function aggregateWrites(plan: WriteSet): TableWrite[] {
           status: (eb: any) => eb.ref('excluded.status'),
           errors: (eb: any) => eb.ref('excluded.errors'),
           updated_at: (eb: any) => eb.ref('excluded.updated_at'),
+          anr: (eb: any) => eb.ref('excluded.anr'),
         }),
     },
     {
       table: 'session_hourly',
       spec: SESSION_HOURLY_COLUMNS,
       rows: plan.sessionHourly as unknown as Record<string, unknown>[],
-      conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored']),
+      conflict: additive('session_hourly', ['project_id', 'release', 'bucket'], ['total', 'crashed', 'errored', 'anr']),
+    },
+    {
+      table: 'session_users',
+      spec: SESSION_USER_COLUMNS,
+      rows: plan.sessionUsers as unknown as Record<string, unknown>[],
+      // A user once crashed in that hour stays crashed (CASE: SQLite's max() is PostgreSQL's greatest()).
+      conflict: (oc) =>
+        oc.columns(['project_id', 'release', 'bucket', 'did']).doUpdateSet({
+          crashed: (eb: any) => eb.case().when('excluded.crashed', '>', eb.ref('session_users.crashed')).then(eb.ref('excluded.crashed')).else(eb.ref('session_users.crashed')).end(),
+        }),
     },
   ];
 }

@@ -861,9 +861,21 @@ function m021Accounts(dialect: Dialect): Migration {
         .addColumn('created_at', big, (c) => c.notNull())
         .execute();
 
+      // An SSO sign-in under way: the state's hash, its nonce and PKCE verifier (minutes).
+      await db.schema
+        .createTable('sso_states')
+        .addColumn('state_hash', 'text', (c) => c.primaryKey())
+        .addColumn('nonce', 'text', (c) => c.notNull())
+        .addColumn('code_verifier', 'text', (c) => c.notNull())
+        .addColumn('next', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .execute();
+
       await db.schema
         .createTable('audit_log')
         .addColumn('id', id, auto)
+        // A random key of its own: identical entries (same actor, action and millisecond) are still two, and export/import keeps each once.
+        .addColumn('uid', 'text', (c) => c.notNull().unique())
         .addColumn('at', big, (c) => c.notNull())
         .addColumn('actor', 'text', (c) => c.notNull())
         .addColumn('action', 'text', (c) => c.notNull())
@@ -969,6 +981,246 @@ function m024Triage(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Cron monitors (docs/api.md "Cron monitors"): one row per monitor with its schedule
+ * and health, and its check-ins. `deadline_at` (the expected time plus the margin) and
+ * the in-progress check-ins' `timeout_at` are indexed so the minutely check reads only
+ * what is due.
+ */
+function m025Monitors(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('monitors')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('slug', 'text', (c) => c.notNull())
+        .addColumn('schedule_type', 'text', (c) => c.notNull())
+        .addColumn('schedule', 'text', (c) => c.notNull())
+        .addColumn('schedule_unit', 'text')
+        .addColumn('timezone', 'text', (c) => c.notNull())
+        .addColumn('checkin_margin', big, (c) => c.notNull())
+        .addColumn('max_runtime', big, (c) => c.notNull())
+        .addColumn('failure_issue_threshold', big, (c) => c.notNull())
+        .addColumn('recovery_threshold', big, (c) => c.notNull())
+        .addColumn('enabled', big, (c) => c.notNull())
+        .addColumn('health', 'text', (c) => c.notNull())
+        .addColumn('failures', big, (c) => c.notNull())
+        .addColumn('successes', big, (c) => c.notNull())
+        .addColumn('last_status', 'text')
+        .addColumn('last_checkin_at', big)
+        .addColumn('next_expected_at', big)
+        .addColumn('deadline_at', big)
+        .addColumn('version', big, (c) => c.notNull())
+        .addColumn('claim', 'text')
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('monitors_project_slug').unique().on('monitors').columns(['project_id', 'slug']).execute();
+      await db.schema.createIndex('monitors_deadline').on('monitors').column('deadline_at').execute();
+
+      await db.schema
+        .createTable('monitor_checkins')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('monitor_id', big, (c) => c.notNull().references('monitors.id').onDelete('cascade'))
+        .addColumn('check_in_id', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('environment', 'text')
+        .addColumn('release', 'text')
+        .addColumn('duration_ms', big)
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('updated_at', big, (c) => c.notNull())
+        .addColumn('timeout_at', big)
+        .execute();
+      await db.schema.createIndex('monitor_checkins_monitor').on('monitor_checkins').columns(['monitor_id', 'id']).execute();
+      await db.schema.createIndex('monitor_checkins_check_in_id').on('monitor_checkins').columns(['monitor_id', 'check_in_id']).execute();
+      await db.schema.createIndex('monitor_checkins_created').on('monitor_checkins').column('created_at').execute();
+      await db.schema
+        .createIndex('monitor_checkins_open')
+        .on('monitor_checkins')
+        .column('timeout_at')
+        .where(sql.ref('status'), '=', 'in_progress')
+        .execute();
+    },
+  };
+}
+
+/**
+ * Storage usage per project, kept by the database itself (docs/privacy.md "Storage"):
+ * triggers on `payload_chunks` add each chunk's bytes to its project's hour when it is
+ * written and take them off when it is rewritten or deleted, whoever does it (ingest on
+ * any of the three databases, retention, end-user deletion), so usage and the storage
+ * budget read a few aggregate rows, never the chunks. Existing chunks are counted once.
+ */
+function m026StorageUsage(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      // On PostgreSQL no foreign key (ingest's triggers would check it with every chunk;
+      // migration 009): a delete trigger on projects removes the rows instead.
+      await db.schema
+        .createTable('storage_usage')
+        .addColumn('project_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade')))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('count', big, (c) => c.notNull())
+        .addColumn('bytes', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('storage_usage_pk', ['project_id', 'kind', 'bucket'])
+        .execute();
+      const hour = (t: string) => `${t}.received_at - ${t}.received_at % 3600000`;
+      if (dialect === 'postgres') {
+        await sql
+          .raw(
+            `create or replace function faultline_storage_usage_chunks() returns trigger language plpgsql as $$
+begin
+  if tg_op <> 'DELETE' then
+    insert into storage_usage (project_id, kind, bucket, count, bytes)
+    values (new.project_id, 'payloads', ${hour('new')}, case when tg_op = 'INSERT' then 1 else 0 end, octet_length(new.data))
+    on conflict (project_id, kind, bucket) do update set count = storage_usage.count + excluded.count, bytes = storage_usage.bytes + excluded.bytes;
+  end if;
+  if tg_op <> 'INSERT' then
+    update storage_usage set count = count - case when tg_op = 'DELETE' then 1 else 0 end, bytes = bytes - octet_length(old.data)
+    where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+  end if;
+  return null;
+end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw('create trigger payload_chunks_storage_usage after insert or delete or update of data on payload_chunks for each row execute function faultline_storage_usage_chunks()')
+          .execute(db);
+        await sql
+          .raw(
+            `create or replace function faultline_delete_storage_usage_rows() returns trigger language plpgsql as $$
+begin
+  delete from storage_usage where project_id in (select id from gone);
+  return null;
+end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw('create trigger projects_delete_storage_usage after delete on projects referencing old table as gone for each statement execute function faultline_delete_storage_usage_rows()')
+          .execute(db);
+      } else {
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_insert after insert on payload_chunks begin
+  insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'payloads', ${hour('new')}, 1, length(new.data))
+  on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;
+end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_delete after delete on payload_chunks begin
+  update storage_usage set count = count - 1, bytes = bytes - length(old.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_update after update of data on payload_chunks begin
+  update storage_usage set bytes = bytes - length(old.data) + length(new.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+end`,
+          )
+          .execute(db);
+      }
+      const length = dialect === 'postgres' ? 'octet_length' : 'length';
+      await sql
+        .raw(
+          `insert into storage_usage (project_id, kind, bucket, count, bytes)
+           select project_id, 'payloads', received_at - received_at % 3600000, count(*), sum(${length}(data)) from payload_chunks group by project_id, received_at - received_at % 3600000`,
+        )
+        .execute(db);
+    },
+  };
+}
+
+/**
+ * Crash-free users per release (docs/api.md "Releases"): each release's users (session
+ * `did`) per hour of session start, and whether one of their sessions crashed, kept as
+ * long as session_hourly (distinct users cannot be summed from its totals, and the
+ * sessions themselves go after RETENTION_DAYS). Filled from the stored sessions. Like
+ * the other ingest tables on PostgreSQL (009), no foreign key to check per inserted row:
+ * the projects delete trigger removes a project's rows.
+ * sessions_project_release_started goes: nothing reads it any more (the overview's
+ * crash_free no longer compares session start times).
+ */
+function m027CrashFreeUsers(dialect: Dialect): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('session_users')
+        .addColumn('project_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade')))
+        .addColumn('release', 'text', (c) => c.notNull())
+        .addColumn('bucket', big, (c) => c.notNull())
+        .addColumn('did', 'text', (c) => c.notNull())
+        .addColumn('crashed', big, (c) => c.notNull())
+        .addPrimaryKeyConstraint('session_users_pk', ['project_id', 'release', 'bucket', 'did'])
+        .execute();
+      if (dialect === 'postgres') {
+        const children = [...DELETE_CASCADES.find(([parent]) => parent === 'projects')![2], 'session_users'];
+        const deletes = children.map((child) => `  delete from ${child} where project_id in (select id from gone);`).join('\n');
+        await sql.raw(`create or replace function faultline_delete_projects_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`).execute(db);
+      }
+      await sql`insert into session_users (project_id, release, bucket, did, crashed)
+        select project_id, release, (started / 3600000) * 3600000, did, max(case when status in ('crashed', 'unhandled') then 1 else 0 end)
+        from sessions where did is not null and started >= 0
+        group by project_id, release, (started / 3600000) * 3600000, did`.execute(db);
+      await db.schema.dropIndex('sessions_project_release_started').execute();
+    },
+  };
+}
+
+/**
+ * User feedback (src/feedback): one row per message, keyed by its digest so a resend is
+ * stored once. It names its event by `event_id` only: the event (and so its issue) is
+ * found through `seen_events` when it is read, so feedback sent before its event links
+ * once the event arrives. Foreign key: removed with its project.
+ */
+function m028UserFeedback(dialect: Dialect): Migration {
+  const id = idType(dialect);
+  const auto = (c: any) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement());
+  return {
+    async up(db: Db) {
+      await db.schema
+        .createTable('user_feedback')
+        .addColumn('id', id, auto)
+        .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
+        .addColumn('digest', 'text', (c) => c.notNull())
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('email', 'text', (c) => c.notNull())
+        .addColumn('comments', 'text', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .addUniqueConstraint('user_feedback_digest', ['project_id', 'digest'])
+        .execute();
+      await db.schema.createIndex('user_feedback_event').on('user_feedback').columns(['project_id', 'event_id']).execute();
+      await db.schema.createIndex('user_feedback_list').on('user_feedback').columns(['project_id', 'id']).execute();
+      await db.schema.createIndex('user_feedback_received').on('user_feedback').column('received_at').execute();
+    },
+  };
+}
+
+/**
+ * The ANR rate (docs/api.md "Releases"): a session whose `abnormal_mechanism` starts with
+ * `anr_` is marked on its row, and `session_hourly` counts such sessions per release and
+ * hour beside crashed and errored ones. Rows written before count none.
+ */
+function m029AnrSessions(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('sessions').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('session_hourly').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -995,6 +1247,11 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '022_attachments': m022Attachments(dialect),
     '023_privacy_and_storage_settings': m023PrivacyAndStorage(),
     '024_triage': m024Triage(dialect),
+    '025_cron_monitors': m025Monitors(dialect),
+    '026_storage_usage': m026StorageUsage(dialect),
+    '027_crash_free_users': m027CrashFreeUsers(dialect),
+    '028_user_feedback': m028UserFeedback(dialect),
+    '029_anr_sessions': m029AnrSessions(),
   };
 }
 

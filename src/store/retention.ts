@@ -1,4 +1,4 @@
-// Retention: deletes raw events (with their tags, payload chunks and attachments), seen event
+// Retention: deletes raw events (with their tags, payload chunks and attachments), user feedback, seen event
 // ids and sessions older than RETENTION_DAYS, the alert deliveries and recorded alerts
 // done with and the upload assembly records that old (keeping the deliveries the API
 // lists), and hourly/daily aggregates older than 400 days, in small batches so ingest
@@ -16,6 +16,7 @@ import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
 import { DELIVERY_LIST_LIMIT } from '../limits.js';
+import { budgetCutoff, MB, payloadHours } from '../privacy/usage.js';
 
 type Db = Kysely<Database>;
 
@@ -36,12 +37,14 @@ export type RetentionTable =
   | 'event_tags'
   | 'payload_chunks'
   | 'attachments'
+  | 'user_feedback'
   | 'seen_events'
   | 'sessions'
   | 'issue_hourly'
   | 'issue_environment_hourly'
   | 'project_hourly'
   | 'session_hourly'
+  | 'session_users'
   | 'daily_usage'
   | 'alert_deliveries'
   | 'alert_outbox'
@@ -52,12 +55,14 @@ export const RETENTION_TABLES: readonly RetentionTable[] = [
   'event_tags',
   'payload_chunks',
   'attachments',
+  'user_feedback',
   'seen_events',
   'sessions',
   'issue_hourly',
   'issue_environment_hourly',
   'project_hourly',
   'session_hourly',
+  'session_users',
   'daily_usage',
   'alert_deliveries',
   'alert_outbox',
@@ -132,8 +137,15 @@ type EventBatchResult = { events: number; tags: number; issues: number[] };
  * in one atomic batch, each picking the same events by the same subquery (the first
  * two leave `events` unchanged, so the third deletes exactly what they counted).
  */
-async function deleteEventBatchAtomically(db: Db, batch: NonNullable<Store['batch']>, cutoff: number, batchSize: number): Promise<EventBatchResult> {
-  const picked = sql`select id from events where received_at < ${cutoff} order by id limit ${batchSize}`;
+async function deleteEventBatchAtomically(
+  db: Db,
+  batch: NonNullable<Store['batch']>,
+  cutoff: number,
+  batchSize: number,
+  projectId?: number,
+): Promise<EventBatchResult> {
+  const inProject = projectId === undefined ? sql`` : sql` and project_id = ${projectId}`;
+  const picked = sql`select id from events where received_at < ${cutoff}${inProject} order by id limit ${batchSize}`;
   const [, tags, gone] = await batch([
     sql`update issues set stored_count = max(0, stored_count - (select count(*) from events e where e.issue_id = issues.id and e.id in (${picked})))
         where id in (select issue_id from events where id in (${picked}))`.compile(db),
@@ -146,11 +158,13 @@ async function deleteEventBatchAtomically(db: Db, batch: NonNullable<Store['batc
 }
 
 /** One batch of expired events: their tags, the rows, and the issues' stored_count. */
-async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['batch']): Promise<EventBatchResult> {
-  if (batch) return deleteEventBatchAtomically(db, batch, cutoff, batchSize);
+async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['batch'], projectId?: number): Promise<EventBatchResult> {
+  if (batch) return deleteEventBatchAtomically(db, batch, cutoff, batchSize, projectId);
   return withRetry(() =>
     db.transaction().execute(async (tx) => {
-      const picked = await tx.selectFrom('events').select('id').where('received_at', '<', cutoff).limit(batchSize).execute();
+      let pick = tx.selectFrom('events').select('id').where('received_at', '<', cutoff);
+      if (projectId !== undefined) pick = pick.where('project_id', '=', projectId);
+      const picked = await pick.limit(batchSize).execute();
       if (picked.length === 0) return { events: 0, tags: 0, issues: [] };
       const ids = picked.map((r) => Number(r.id));
       const tags = await tx.deleteFrom('event_tags').where('event_id', 'in', ids).executeTakeFirst();
@@ -227,6 +241,27 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // An attachment carries its event's received_at, so it goes with the event; its
   // chunks go with it (foreign key).
   await keyed('attachments', ['id'], sql`received_at < ${rawCutoff}`);
+  await keyed('user_feedback', ['id'], sql`received_at < ${rawCutoff}`);
+
+  // Storage budgets (docs/privacy.md "Storage"): a project past its budget loses its
+  // oldest hours of events, the same way as expired ones, until it fits. The hours and
+  // their bytes come from storage_usage (kept by triggers), not from reading the chunks.
+  // (Attachments, once stored, go before events.)
+  const budgeted = await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute();
+  for (const project of budgeted) {
+    if (stopped()) break;
+    const cutoff = budgetCutoff(await payloadHours(db, project.id), Number(project.storage_budget_mb) * MB);
+    if (cutoff === null) continue;
+    while (!stopped()) {
+      const b = await deleteEventBatch(db, cutoff, batchSize, options.batch, project.id);
+      deleted.event_tags += b.tags;
+      for (const id of b.issues) issuesUpdated.add(id);
+      await report('events', b.events);
+      if (b.events < batchSize) break;
+      await yieldToOthers();
+    }
+    await keyed('payload_chunks', ['id'], sql`project_id = ${project.id} and received_at < ${cutoff}`);
+  }
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
   await keyed('issue_hourly', ['issue_id', 'bucket'], sql`bucket < ${aggregateCutoff}`);
@@ -264,6 +299,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   for (const { id } of projects) {
     await keyed('project_hourly', ['project_id', 'bucket', 'release'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
     await keyed('session_hourly', ['project_id', 'release', 'bucket'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
+    await keyed('session_users', ['project_id', 'release', 'bucket', 'did'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
     await keyed('daily_usage', ['project_id', 'day'], sql`project_id = ${id} and day < ${aggregateCutoff}`);
     await deleteOldAlerts(id);
   }
@@ -271,7 +307,23 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   await keyed('upload_assemblies', ['project_id', 'kind', 'checksum'], sql`updated_at < ${rawCutoff}`);
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
   if (!stopped()) await deleteExpiredChunks(db, options.now);
+  if (!stopped()) await deleteAccountLeftovers(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
+}
+
+/** Audit entries are kept this long, whatever RETENTION_DAYS says (docs/api.md "Audit log"). */
+export const AUDIT_RETENTION_DAYS = 400;
+/** Dashboard sessions end 7 days idle (src/accounts/store.ts SESSION_IDLE_MS). */
+const SESSION_IDLE_DAYS = 7;
+
+/** Audit entries past 400 days, sessions past their end, invites past theirs. */
+async function deleteAccountLeftovers(db: Db, now: number): Promise<void> {
+  await db.deleteFrom('audit_log').where('at', '<', now - AUDIT_RETENTION_DAYS * DAY_MS).execute();
+  await db
+    .deleteFrom('user_sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', now - SESSION_IDLE_DAYS * DAY_MS)]))
+    .execute();
+  await db.deleteFrom('user_invites').where('expires_at', '<=', now).execute();
 }
 
 /**
@@ -374,9 +426,9 @@ export function formatSummary(s: RetentionSummary): string {
   if (!s.ran) return 'retention: skipped, another instance is running it';
   const d = s.deleted;
   return (
-    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments), ${d.seen_events} seen event ids, ` +
+    `retention: deleted ${d.events} events (and ${d.event_tags} event tags, ${d.payload_chunks} payload chunks, ${d.attachments} attachments, ${d.user_feedback} user feedback), ${d.seen_events} seen event ids, ` +
     `${d.sessions} sessions older than ${new Date(s.rawCutoff).toISOString()}; ` +
-    `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly and ` +
+    `${d.issue_hourly} issue_hourly, ${d.issue_environment_hourly} issue_environment_hourly, ${d.project_hourly} project_hourly, ${d.session_hourly} session_hourly, ${d.session_users} session_users and ` +
     `${d.daily_usage} daily_usage rows older than ${new Date(s.aggregateCutoff).toISOString()}; ` +
     `${d.alert_deliveries} alert deliveries, ${d.alert_outbox} recorded alerts and ${d.upload_assemblies} upload assemblies done with; ` +
     `stored_count lowered on ${s.issuesUpdated} issues` +

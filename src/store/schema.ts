@@ -10,6 +10,7 @@ import type {
   ReleaseRecord,
   SeenEventRecord,
   SessionHourlyRecord,
+  SessionUserRecord,
   SessionRecord,
 } from '../ingest/records.js';
 
@@ -163,6 +164,7 @@ export type DailyUsageTable = DailyUsageRecord;
 export type SessionTable = SessionRecord;
 
 export type SessionHourlyTable = SessionHourlyRecord;
+export type SessionUserTable = SessionUserRecord;
 
 export interface RateLimitWindowTable {
   key: string;
@@ -200,7 +202,7 @@ export interface AlertRuleTable {
 export interface AlertChannelTable {
   id: Generated<number>;
   project_id: number;
-  /** webhook or telegram. */
+  /** webhook, telegram, email, slack, discord or teams (src/alerts/rules.ts CHANNEL_KINDS). */
   kind: string;
   /** JSON: webhook {url, secret?}, telegram {chat_id}. */
   config: string;
@@ -438,6 +440,8 @@ export interface SetupTokenTable {
 
 export interface AuditLogTable {
   id: Generated<number>;
+  /** Random, unique: the entry's key in export files. */
+  uid: string;
   at: number;
   actor: string;
   action: string;
@@ -470,6 +474,101 @@ export interface AttachmentChunkTable {
   data: Uint8Array;
 }
 
+/** SSO sign-ins under way (src/accounts/oidc.ts): one row per state, used once. */
+export interface SsoStateTable {
+  state_hash: string;
+  nonce: string;
+  code_verifier: string;
+  /** Where to go after signing in. */
+  next: string;
+  created_at: number;
+}
+
+/** A cron monitor (src/monitors), created or updated by a check-in's monitor_config. */
+export interface MonitorTable {
+  id: Generated<number>;
+  project_id: number;
+  slug: string;
+  /** crontab or interval */
+  schedule_type: string;
+  /** The crontab, or the interval's number of units. */
+  schedule: string;
+  /** The interval's unit (minute, hour, day, week, month, year); null for a crontab. */
+  schedule_unit: string | null;
+  timezone: string;
+  /** Minutes. */
+  checkin_margin: number;
+  /** Minutes. */
+  max_runtime: number;
+  failure_issue_threshold: number;
+  recovery_threshold: number;
+  enabled: number;
+  /** ok or failing */
+  health: string;
+  /** Failures in a row; check-ins ok in a row while failing. */
+  failures: number;
+  successes: number;
+  /** The last check-in's status (ok, error, in_progress, missed, timeout). */
+  last_status: string | null;
+  last_checkin_at: number | null;
+  next_expected_at: number | null;
+  /** next_expected_at plus the margin: a monitor is missed once this passes. */
+  deadline_at: number | null;
+  /** Every state change adds one; writes are conditional on it. */
+  version: number;
+  /** The token of the write that last changed the row (what its other statements check). */
+  claim: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One check-in of a monitor, as received or as the check recorded it (missed, timeout). */
+export interface MonitorCheckinTable {
+  id: Generated<number>;
+  project_id: number;
+  monitor_id: number;
+  check_in_id: string;
+  /** ok, error, in_progress, missed, timeout */
+  status: string;
+  environment: string | null;
+  release: string | null;
+  duration_ms: number | null;
+  created_at: number;
+  updated_at: number;
+  /** For an in-progress check-in: when it times out. */
+  timeout_at: number | null;
+}
+
+/**
+ * Stored bytes per project, kind and hour, kept by triggers (migration 021): `payloads`
+ * counts payload chunks and their compressed bytes by the chunk's `received_at`.
+ */
+export interface StorageUsageTable {
+  project_id: number;
+  kind: string;
+  bucket: number;
+  count: number;
+  bytes: number;
+}
+
+/** A user's feedback (src/feedback), linked to its event by `event_id` when read. */
+export interface UserFeedbackTable {
+  id: Generated<number>;
+  project_id: number;
+  /** SHA-1 of what it says: a resend is stored once. */
+  digest: string;
+  /** The event it is about; '' when it names none. */
+  event_id: string;
+  name: string;
+  email: string;
+  comments: string;
+  url: string;
+  /** `user_report`, `feedback` or `api`. */
+  source: string;
+  created_at: number;
+  received_at: number;
+}
+
 export interface Database {
   projects: ProjectTable;
   issues: IssueTable;
@@ -488,6 +587,7 @@ export interface Database {
   daily_usage: DailyUsageTable;
   sessions: SessionTable;
   session_hourly: SessionHourlyTable;
+  session_users: SessionUserTable;
   rate_limit_windows: RateLimitWindowTable;
   job_locks: JobLockTable;
   alert_rules: AlertRuleTable;
@@ -512,6 +612,11 @@ export interface Database {
   audit_log: AuditLogTable;
   attachments: AttachmentTable;
   attachment_chunks: AttachmentChunkTable;
+  sso_states: SsoStateTable;
+  monitors: MonitorTable;
+  monitor_checkins: MonitorCheckinTable;
+  storage_usage: StorageUsageTable;
+  user_feedback: UserFeedbackTable;
 }
 
 export type ProjectRow = Selectable<ProjectTable>;

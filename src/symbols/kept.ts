@@ -1,4 +1,4 @@
-// Kept-only symbol kinds: PE, PDB, Breakpad and WebAssembly debug files that
+// Kept-only symbol kinds: PE, PDB and WebAssembly debug files that
 // sentry-cli uploads with the rest of a build folder, and the source bundles of
 // `--include-sources` and `bundle-jvm` (a ZIP after a `SYSB` header). Faultline stores them (with the
 // debug id the client names them by), lists, finds, deletes and exports them like any
@@ -13,7 +13,6 @@ const HEAD_BYTES = 32;
 const FORMAT_NAMES: Record<KeptSymbolKind, string> = {
   pe: 'PE',
   pdb: 'PDB',
-  breakpad: 'Breakpad',
   wasm: 'WebAssembly',
   sourcebundle: 'source bundle',
 };
@@ -24,8 +23,8 @@ function startsWith(head: Uint8Array, magic: string): boolean {
   return true;
 }
 
-/** The kept kind (or `elf`) a file's first bytes (up to 32) say it is, or null. */
-export function keptKindOf(head: Uint8Array): KeptSymbolKind | 'elf' | null {
+/** The kept kind (or `elf`, `breakpad`) a file's first bytes (up to 32) say it is, or null. */
+export function keptKindOf(head: Uint8Array): KeptSymbolKind | 'elf' | 'breakpad' | null {
   if (startsWith(head, '\x7fELF')) return 'elf';
   if (startsWith(head, 'MZ')) return 'pe';
   if (startsWith(head, '\0asm')) return 'wasm';

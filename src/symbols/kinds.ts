@@ -71,6 +71,8 @@ export interface SymbolicationState {
   types: ({ type: string; module?: string } | undefined)[];
   /** Set by a handler that changed anything. */
   changed: boolean;
+  /** Frames a native kind produced, which later native kinds (Breakpad after ELF) leave alone. */
+  nativeDone?: WeakSet<object>;
 }
 
 export interface SymbolKindHandler<L extends LoadedSymbols = LoadedSymbols> {

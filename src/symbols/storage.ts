@@ -36,7 +36,7 @@ type Db = Kysely<Database>;
 export const SYMBOL_CHUNK_BYTES = 512 * 1024;
 
 /** The kinds the management API uploads (the spec's kinds), each symbolicating its platform. */
-export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf'] as const;
+export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf', 'breakpad', 'dartsymbolmap'] as const;
 /**
  * Debug files sentry-cli uploads that Faultline keeps but does not symbolicate with (a
  * CI step uploading a whole build folder succeeds): one kind per format, so an
@@ -44,7 +44,7 @@ export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf'] as const;
  * ELF and its source bundle) are all kept. Stored, listed, found by debug id, deleted
  * and exported like the others.
  */
-export const KEPT_SYMBOL_KINDS = ['pe', 'pdb', 'breakpad', 'wasm', 'sourcebundle'] as const;
+export const KEPT_SYMBOL_KINDS = ['pe', 'pdb', 'wasm', 'sourcebundle'] as const;
 export type KeptSymbolKind = (typeof KEPT_SYMBOL_KINDS)[number];
 export type SymbolKind = (typeof SYMBOL_KINDS)[number] | KeptSymbolKind;
 

@@ -313,8 +313,8 @@ async function splitResults(db: Db, target: UploadTarget, results: FileResult[],
       if (f.index) await saveDerivedIndex(db, id, [f.index]);
       // A dSYM names itself: each slice of a universal file has its own LC_UUID, and the
       // uploader's single id (sentry-cli's assemble request) can be right for one at most.
-      // ELF files name themselves by their build id the same way.
-      const debugId = target.kind === 'dsym' || target.kind === 'elf' ? (f.debugId ?? target.debugId) : (target.debugId ?? f.debugId);
+      // ELF and Breakpad files name themselves (build id, MODULE line) the same way.
+      const debugId = target.kind === 'dsym' || target.kind === 'elf' || target.kind === 'breakpad' ? (f.debugId ?? target.debugId) : (target.debugId ?? f.debugId);
       commits.push({ id, final: { debugId, serves: f.serves, filename: f.filename, meta: f.meta } });
     }
     if (!whole) await discardSymbolFiles(db, [r.id]);

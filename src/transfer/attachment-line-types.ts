@@ -1,7 +1,8 @@
 // Event attachments (src/attachments) in the export: an `attachment` line per file (its
 // event's event_id, its digest, name, types, size) after the event lines, and
 // `attachment_chunk` lines with its stored chunks as base64 (each at most half a MiB).
-// Both are keyed by event_id and digest, so importing twice adds nothing.
+// Both are keyed by event_id and digest, so importing twice adds nothing. User feedback
+// travels beside them as `user_feedback` lines.
 import type { ColumnSpec } from './format.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
@@ -39,5 +40,26 @@ export const attachmentChunkLineType = tableLineType({
   columns: [
     { column: 'seq', kind: 'count' },
     { column: 'data', kind: 'bytes' },
+  ],
+});
+
+// User feedback (src/feedback): keyed by its digest; it names its event by event_id, so
+// it links to the imported event as it did to the exported one.
+export const userFeedbackLineType = tableLineType({
+  type: 'user_feedback',
+  table: 'user_feedback',
+  parent: 'project',
+  key: ['digest'],
+  order: ['id'],
+  columns: [
+    { column: 'digest', kind: 'text' },
+    { column: 'event_id', kind: 'text' },
+    { column: 'name', kind: 'text' },
+    { column: 'email', kind: 'text' },
+    { column: 'comments', kind: 'text' },
+    { column: 'url', kind: 'text' },
+    { column: 'source', kind: 'text' },
+    { column: 'created_at', kind: 'time' },
+    { column: 'received_at', kind: 'time' },
   ],
 });

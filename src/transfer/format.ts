@@ -36,6 +36,10 @@ export type ColumnKind =
   | 'int'
   /** A non-negative integer (counters, sizes, sequence numbers). */
   | 'count'
+  /** A count or null (a check-in's duration). */
+  | 'count?'
+  /** A counter that files written before the column existed leave out (read as 0). */
+  | 'counter-added'
   /** Any finite number (sample_rate). */
   | 'number'
   | 'text'
@@ -91,6 +95,11 @@ const int = z.number().int().refine(Number.isSafeInteger, 'must be below 2^53');
 const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   int,
   count: int.refine((n) => n >= 0, 'must not be negative'),
+  'count?': int.refine((n) => n >= 0, 'must not be negative').nullable(),
+  'counter-added': int
+    .refine((n) => n >= 0, 'must not be negative')
+    .optional()
+    .transform((n) => n ?? 0),
   number: z.number(),
   text,
   'text?': text.nullable(),
@@ -130,8 +139,11 @@ export function toField(kind: ColumnKind, value: unknown): unknown {
   switch (kind) {
     case 'int':
     case 'count':
+    case 'counter-added':
     case 'number':
       return Number(value);
+    case 'count?':
+      return value === null || value === undefined ? null : Number(value);
     case 'time':
       return toTime(value as number);
     case 'time?':

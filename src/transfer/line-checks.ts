@@ -10,6 +10,7 @@ import { ISSUE_STATUSES, isIssueStatus } from '../read/params.js';
 import { createSchema } from '../store/project-input.js';
 import { FILE_PART, INDEX_PART, isKeptKind, SYMBOL_KINDS, KEPT_SYMBOL_KINDS } from '../symbols/storage.js';
 import { versionProblem } from '../uploads/releases.js';
+import { CHECKIN_STATUSES, MonitorConfigError, parseMonitorConfig, slugifyMonitor } from '../monitors/config.js';
 
 type Line = Record<string, unknown>;
 type Check = (line: Line) => string | null;
@@ -90,3 +91,26 @@ export function versionFieldProblem(field: string): Check {
     return problem ? `${field}: ${problem}` : null;
   };
 }
+
+/** A monitor line: its slug and settings as a check-in's monitor_config would have to say them. */
+export const monitorProblem: Check = (line) => {
+  if (typeof line.slug !== 'string' || slugifyMonitor(line.slug) !== line.slug || line.slug === '') return 'slug: must be a monitor slug (lowercase letters, digits, - and _)';
+  const schedule = line.schedule_type === 'interval' ? { type: 'interval', value: Number(line.schedule), unit: line.schedule_unit } : { type: line.schedule_type, value: line.schedule };
+  try {
+    parseMonitorConfig({
+      schedule,
+      timezone: line.timezone,
+      checkin_margin: line.checkin_margin,
+      max_runtime: line.max_runtime,
+      failure_issue_threshold: line.failure_issue_threshold,
+      recovery_threshold: line.recovery_threshold,
+    });
+  } catch (err) {
+    if (err instanceof MonitorConfigError) return err.message;
+    throw err;
+  }
+  if (line.health !== 'ok' && line.health !== 'failing') return 'health: must be one of ok, failing';
+  return null;
+};
+
+export const checkinStatusProblem: Check = oneOf('status', CHECKIN_STATUSES, (v) => typeof v === 'string' && (CHECKIN_STATUSES as readonly string[]).includes(v));

@@ -1,14 +1,15 @@
 // Every line type of the export file, in the order an export writes them: a row's
 // parents come before it (project → issue → the issue's rows → events), so a file
 // imports in one pass. Adding a table to export and import is one entry here.
+import { ACCOUNT_LINE_TYPES } from './account-line-types.js';
 import { sql } from 'kysely';
 import { alertRuleChannelLineType } from './alert-rule-channel-line-type.js';
-import { attachmentChunkLineType, attachmentLineType } from './attachment-line-types.js';
+import { attachmentChunkLineType, attachmentLineType, userFeedbackLineType } from './attachment-line-types.js';
 import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
 import { symbolChunkLineType, symbolLineType } from './symbol-line-types.js';
-import { alertChannelProblem, alertRuleProblem, allOf, issueStatusProblem, levelProblem, sessionStatusProblem, versionFieldProblem } from './line-checks.js';
+import { alertChannelProblem, alertRuleProblem, allOf, checkinStatusProblem, issueStatusProblem, levelProblem, monitorProblem, sessionStatusProblem, versionFieldProblem } from './line-checks.js';
 import { ISSUE_PARENT, tableLineType } from './table-line-type.js';
 
 export const issueLineType = tableLineType({
@@ -87,6 +88,60 @@ export const LINE_TYPES: readonly LineType[] = [
     ],
   }),
   alertRuleChannelLineType,
+  // Cron monitors (src/monitors) with their schedule and health, then their check-ins
+  // (the last 30 days' are kept) under the monitor's slug. Their alerts are outbox rows,
+  // not moved, as for the other alert types.
+  tableLineType({
+    type: 'monitor',
+    table: 'monitors',
+    parent: 'project',
+    key: ['slug'],
+    order: ['id'],
+    check: monitorProblem,
+    // A moved monitor starts a new history of writes: its version and claim are the instance's.
+    fixed: { version: 1, claim: null },
+    columns: [
+      { column: 'slug', kind: 'text' },
+      { column: 'schedule_type', kind: 'text' },
+      { column: 'schedule', kind: 'text' },
+      { column: 'schedule_unit', kind: 'text?' },
+      { column: 'timezone', kind: 'text' },
+      { column: 'checkin_margin', kind: 'int' },
+      { column: 'max_runtime', kind: 'int' },
+      { column: 'failure_issue_threshold', kind: 'int' },
+      { column: 'recovery_threshold', kind: 'int' },
+      { column: 'enabled', kind: 'bool' },
+      { column: 'health', kind: 'text' },
+      { column: 'failures', kind: 'count' },
+      { column: 'successes', kind: 'count' },
+      { column: 'last_status', kind: 'text?' },
+      { column: 'last_checkin_at', kind: 'time?' },
+      { column: 'next_expected_at', kind: 'time?' },
+      { column: 'deadline_at', kind: 'time?' },
+      { column: 'created_at', kind: 'time' },
+      { column: 'updated_at', kind: 'time' },
+    ],
+  }),
+  tableLineType({
+    type: 'monitor_checkin',
+    table: 'monitor_checkins',
+    parent: { name: 'monitor', table: 'monitors', column: 'monitor_id', key: [{ column: 'slug', field: 'monitor', kind: 'text' }] },
+    key: ['check_in_id'],
+    order: ['id'],
+    existing: 'lookup',
+    withProjectId: true,
+    check: checkinStatusProblem,
+    columns: [
+      { column: 'check_in_id', kind: 'text' },
+      { column: 'status', kind: 'text' },
+      { column: 'environment', kind: 'text?' },
+      { column: 'release', kind: 'text?' },
+      { column: 'duration_ms', kind: 'count?' },
+      { column: 'created_at', kind: 'time' },
+      { column: 'updated_at', kind: 'time' },
+      { column: 'timeout_at', kind: 'time?' },
+    ],
+  }),
   symbolLineType,
   symbolChunkLineType,
   // Releases sentry-cli created or finalised (src/uploads), and the ProGuard mappings the
@@ -275,6 +330,21 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'total', kind: 'count' },
       { column: 'crashed', kind: 'count' },
       { column: 'errored', kind: 'count' },
+      { column: 'anr', kind: 'counter-added' },
+    ],
+  }),
+  // Crash-free users: each release's users per hour of session start (outlives the sessions).
+  tableLineType({
+    type: 'release_user_hour',
+    table: 'session_users',
+    parent: 'project',
+    key: ['release', 'bucket', 'did'],
+    order: ['project_id', 'release', 'bucket', 'did'],
+    columns: [
+      { column: 'release', kind: 'text' },
+      { column: 'bucket', field: 'hour', kind: 'time' },
+      { column: 'did', kind: 'text' },
+      { column: 'crashed', kind: 'count' },
     ],
   }),
   // Events accepted per day: the daily quota.
@@ -292,6 +362,7 @@ export const LINE_TYPES: readonly LineType[] = [
   eventLineType,
   attachmentLineType,
   attachmentChunkLineType,
+  userFeedbackLineType,
   // Event ids accepted but not stored (sampled out): a resend after the move stays a duplicate.
   tableLineType({
     type: 'seen_event',
@@ -322,8 +393,11 @@ export const LINE_TYPES: readonly LineType[] = [
       { column: 'status', kind: 'text' },
       { column: 'errors', kind: 'count' },
       { column: 'updated_at', kind: 'time' },
+      { column: 'anr', kind: 'counter-added' },
     ],
   }),
+  // Users, personal tokens and the audit log of the instance (never sessions).
+  ...ACCOUNT_LINE_TYPES,
 ];
 
 export function lineTypeNamed(type: string): LineType | undefined {

@@ -41,8 +41,8 @@ export function difFormat(name: string, head: Uint8Array): DifFormat {
 }
 
 /**
- * The symbol kind a format is stored as: ProGuard, Mach-O and ELF symbolicate; PE, PDB,
- * Breakpad, WebAssembly and source bundles are kept-only kinds of their own name; null
+ * The symbol kind a format is stored as: ProGuard, Mach-O, ELF and Breakpad symbolicate; PE, PDB,
+ * WebAssembly and source bundles are kept-only kinds of their own name; null
  * for unknown files, which are refused.
  */
 export function symbolKindOf(format: DifFormat): string | null {

@@ -42,6 +42,9 @@ describe('roles', () => {
       ['POST', '/api/projects/web/issues/merge', 'triage'],
       ['PATCH', '/api/projects/web/alerts/new_issue', 'alerts'],
       ['POST', '/api/projects/web/alerts/channels', 'alerts'],
+      ['PATCH', '/api/projects/web/monitors/nightly', 'alerts'],
+      ['DELETE', '/api/projects/web/monitors/nightly', 'alerts'],
+      ['GET', '/api/projects/web/monitors', 'read'],
       ['POST', '/api/projects/web/symbols', 'symbols'],
       ['DELETE', '/api/projects/web/symbols/3', 'symbols'],
       ['POST', '/api/0/organizations/o/releases/', 'uploads'],
@@ -128,5 +131,27 @@ describe('the last enabled admin', () => {
     expect(lastAdminRefusal(users, 2, null)).toBeNull();
     expect(lastAdminRefusal(users, 3, null)).toBeNull();
     expect(lastAdminRefusal([...users, { id: 4, role: 'admin', disabled: false }], 1, null)).toBeNull();
+  });
+});
+
+describe('SSO claims', () => {
+  const settings = { allowedDomains: ['example.com'], adminGroups: ['ops'] };
+  it('need a verified email in an allowed domain; an admin group makes an admin', async () => {
+    const { ssoIdentity, ssoRole, SsoRefusal } = await import('../../src/accounts/oidc.js');
+    const ana = ssoIdentity({ email: 'Ana@Example.com', email_verified: true, name: ' Ana ', groups: ['ops', 3] }, settings);
+    expect(ana).toEqual({ email: 'ana@example.com', name: 'Ana', admin: true });
+    expect(ssoRole(ana, 'viewer', 'viewer')).toBe('admin');
+    const bo = ssoIdentity({ email: 'bo@example.com', email_verified: true }, settings);
+    expect(ssoRole(bo, null, 'member')).toBe('member');
+    expect(ssoRole(bo, 'admin', 'viewer')).toBe('admin');
+    for (const claims of [
+      { email: 'bo@example.com', email_verified: 'true' },
+      { email: 'bo@example.com' },
+      { email: 'bo@example.org', email_verified: true },
+      { email: 'bo@sub.example.com', email_verified: true },
+      { email_verified: true },
+    ]) {
+      expect(() => ssoIdentity(claims, settings), JSON.stringify(claims)).toThrow(SsoRefusal);
+    }
   });
 });

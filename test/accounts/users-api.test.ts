@@ -49,7 +49,7 @@ describe.each(dialects)('accounts API on %s', (dialect) => {
     const res = await s.api('/api/users', { method: 'POST', json: { email: 'bo@example.com', role: 'member' } });
     expect(res.status).toBe(201);
     const bo = await res.json();
-    expect(bo.invite_url).toMatch(/^https:\/\/errors\.example\.com\/invite\/[A-Za-z0-9]{40}$/);
+    expect(bo.invite_url).toMatch(/^https:\/\/errors\.example\.com\/login\/invite\/[A-Za-z0-9]{40}$/);
     expect(bo.invite_expires_at).toBe(new Date(NOW + 7 * 86_400_000).toISOString());
     expect(JSON.stringify(await (await s.api(`/api/users/${bo.id}`)).json())).not.toContain('invite');
   });
@@ -135,5 +135,32 @@ describe.each(dialects)('accounts API on %s', (dialect) => {
     expect(all).not.toMatch(/flt_[A-Za-z0-9]{40}/);
     expect(all).not.toContain('password-1');
     expect(all).not.toContain(API_KEY);
+  });
+});
+
+describe.each(dialects)('accounts housekeeping on %s', (dialect) => {
+  it('keeps audit entries 400 days and drops ended sessions and invites', async () => {
+    const s = await startTestServer(dialect, { env: { API_KEYS: API_KEY }, clock: new ManualClock(NOW) });
+    try {
+      const { retentionWork } = await import('../../src/store/retention.js');
+      const { createSession, createInvite } = await import('../../src/accounts/store.js');
+      const user = await (await s.api('/api/users', { method: 'POST', json: { email: 'old@example.com' } })).json();
+      await createSession(s.deps.store, { userId: user.id, apiKeyId: null, ip: null, userAgent: null }, NOW - 8 * 86_400_000);
+      const live = await createSession(s.deps.store, { userId: user.id, apiKeyId: null, ip: null, userAgent: null }, NOW);
+      await createInvite(s.deps.store.db, user.id, NOW - 8 * 86_400_000);
+      const db = s.deps.store.db;
+      await db.insertInto('audit_log').values({ uid: 'old1', at: NOW - 401 * 86_400_000, actor: 'system', action: 'x', target: null, details: '{}', ip: null }).execute();
+      await db.insertInto('audit_log').values({ uid: 'kept1', at: NOW - 399 * 86_400_000, actor: 'system', action: 'x', target: null, details: '{}', ip: null }).execute();
+      await retentionWork(db, { now: NOW, retentionDays: 30 });
+      const uids = (await db.selectFrom('audit_log').select('uid').execute()).map((r) => r.uid);
+      expect(uids).toContain('kept1');
+      expect(uids).not.toContain('old1');
+      expect(await db.selectFrom('user_sessions').select('id_hash').execute()).toHaveLength(1);
+      expect(live).toMatch(/^[A-Za-z0-9]{43}$/);
+      // The user's own invite (from the API) is 7 days from NOW: it stays; the 8-day-old one is gone.
+      expect(await db.selectFrom('user_invites').select('expires_at').execute()).toEqual([{ expires_at: expect.anything() }]);
+    } finally {
+      await s.close();
+    }
   });
 });

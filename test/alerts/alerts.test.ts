@@ -83,7 +83,7 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
 
     const listed = await (await t.api(`/api/projects/${p.slug}/alerts`)).json();
     expect(listed.rules).toEqual(
-      ['new_issue', 'regression', 'crash_spike'].map((type) => ({ project_id: p.id, type, enabled: true, cooldown_minutes: 60, last_triggered: null, environments: [], min_level: null, channels: [] })),
+      ['new_issue', 'regression', 'crash_spike', 'monitor'].map((type) => ({ project_id: p.id, type, enabled: true, cooldown_minutes: 60, last_triggered: null, environments: [], min_level: null, channels: [] })),
     );
     expect(listed.channels[0]).toMatchObject({ kind: 'webhook', config: { url: `${hook.url}/hook`, has_secret: true } });
     expect(listed.channels[0].created_at).toMatch(/Z$/);
@@ -575,6 +575,7 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
       ['new_issue', true, 60],
       ['regression', true, 60],
       ['crash_spike', false, 43_200],
+      ['monitor', true, 60],
     ]);
     void eventId;
   });

@@ -81,7 +81,7 @@ describe.each(dialects)('alerts across restarts (%s)', (dialect) => {
 
       const first = await runCli(['alerts'], env);
       expect(first.code, first.stderr).toBe(0);
-      expect(first.stderr).toContain('alerts: checking crash spikes and sending pending alerts');
+      expect(first.stderr).toContain('alerts: checking cron monitors and crash spikes and sending pending alerts');
       expect(first.stdout.trim()).toBe('alerts: 1 crash spike found; 1 alert sent out; 1 delivery sent, 0 failed, 0 retried');
       const spike = hook.requests.find((r) => r.json?.type === 'crash_spike');
       expect(spike?.json).toMatchObject({ type: 'crash_spike', project: { slug: 'cron-app' }, baseline: 0 });

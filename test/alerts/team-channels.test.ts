@@ -10,6 +10,7 @@ import { dialects, startTestServer, type TestServer } from '../helpers/server.js
 import { errorEvent } from '../ingest/helpers.js';
 import { discordSchema, expectValid, slackSchema, teamsSchema } from './provider-schemas.js';
 import { SmtpSink } from './smtp.js';
+import { smtpTransportOptions } from '../../src/editions/node/mail.js';
 import { Receiver, apiProject, deliveries, pendingOutbox, sendEvents, sleep, until } from './support.js';
 
 const MINUTE = 60_000;
@@ -160,6 +161,24 @@ describe.each(dialects)('team channels (%s)', (dialect) => {
     expect(text).not.toContain(smtp.password);
   });
 
+  it("Discord's 429: its retry_after sets the wait, then the alert is delivered once", async () => {
+    const p = await apiProject(t);
+    await addChannel(p.slug, 'discord', { url: `${chat.url}/limited/T0SECRET/B0SECRET` });
+    chat.script.push({ status: 429, body: JSON.stringify({ message: 'You are being rate limited.', retry_after: 0.4, global: false }) });
+    await sendEvents(t, p, [errorEvent({ timestamp: clock.now() - 1000, fn: 'limited' })]);
+    const hits = () => chat.requests.filter((r) => r.path === '/limited/T0SECRET/B0SECRET');
+    await until(() => hits().length === 1, 8000, 'the first attempt');
+    const first = Date.now();
+    await until(() => hits().length === 2, 8000, 'the retry');
+    // The retry schedule of this server is 100 ms: the wait came from Discord's answer.
+    expect(Date.now() - first).toBeGreaterThanOrEqual(300);
+    await until(async () => (await deliveries(t, p)).some((d) => d.state === 'sent'));
+    const [d] = await deliveries(t, p);
+    expect(d).toMatchObject({ state: 'sent', attempts: 2 });
+    await sleep(300);
+    expect(hits()).toHaveLength(2);
+  });
+
   it('a wrong SMTP password: the answer says the login failed and never shows the password', async () => {
     const wrong = 'wrong-pass-9d3f';
     const other = await startTestServer(dialect, { env: { SMTP_URL: smtp.url(wrong), SMTP_FROM: FROM }, serverOptions: { alerts: false } });
@@ -238,5 +257,30 @@ describe.each(dialects)('team channels: address rules and missing SMTP (%s)', (d
       const ok = await t.api(`/api/projects/${p.slug}/alerts/channels`, { method: 'POST', json: { kind, config: { url: 'https://93.184.216.34/hook' } } });
       expect(ok.status, kind).toBe(201);
     }
+    // A channel that skipped creation's checks (an import) is checked again when sent to.
+    const imported = await t.deps.store.db
+      .insertInto('alert_channels')
+      .values({ project_id: p.id, kind: 'teams', config: JSON.stringify({ url: 'http://93.184.216.34/hook' }), created_at: Date.now() })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const tested = await (await t.api(`/api/projects/${p.slug}/alerts/channels/${imported.id}/test`, { method: 'POST' })).json();
+    expect(tested).toEqual({ delivered: false, status: null, error: 'Teams hooks must be https URLs (WEBHOOK_ALLOW_PRIVATE=true also allows http)' });
+  });
+});
+
+describe('SMTP_URL', () => {
+  it('becomes nodemailer options: TLS by scheme, default ports, decoded login, the query options', () => {
+    const from = 'a@example.com';
+    expect(smtpTransportOptions({ url: 'smtp://mail.example.com', from })).toMatchObject({ host: 'mail.example.com', port: 587, secure: false });
+    expect(smtpTransportOptions({ url: 'smtp://mail.example.com', from })).not.toHaveProperty('auth');
+    expect(smtpTransportOptions({ url: 'smtps://alerts%40example.com:p%40ss%2Fw@[2001:db8::25]', from })).toMatchObject({
+      host: '2001:db8::25',
+      port: 465,
+      secure: true,
+      auth: { user: 'alerts@example.com', pass: 'p@ss/w' },
+    });
+    const strict = smtpTransportOptions({ url: 'smtp://mail.example.com:2525/?requireTLS=true&tls.rejectUnauthorized=false&pool=true', from });
+    expect(strict).toMatchObject({ port: 2525, requireTLS: true, tls: { rejectUnauthorized: false } });
+    expect(strict).not.toHaveProperty('pool');
   });
 });

@@ -67,6 +67,8 @@ describe('dashboard under a PUBLIC_URL path', () => {
       '/demo/events',
       '/demo/releases',
       '/demo/alerts',
+      '/demo/monitors',
+      '/demo/monitors/invoice-sync',
       '/demo/symbols',
       '/demo/settings',
       '/no-such-project',

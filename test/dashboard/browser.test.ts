@@ -215,7 +215,7 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
     for (const viewport of [{ width: 390, height: 844 }, { width: 640, height: 450 }]) {
       const small = await browser.newContext({ viewport, storageState: storage, isMobile: viewport.width < 500, hasTouch: viewport.width < 500 });
       const p = await small.newPage();
-      for (const path of ['/', '/demo', '/demo/issues', `/demo/issues/${symbolicatedIssue}`, '/demo/events', '/demo/releases', '/demo/alerts', '/demo/symbols', '/demo/settings']) {
+      for (const path of ['/', '/demo', '/demo/issues', `/demo/issues/${symbolicatedIssue}`, '/demo/events', '/demo/releases', '/demo/alerts', '/demo/monitors', '/demo/monitors/invoice-sync', '/demo/symbols', '/demo/settings']) {
         await p.goto(t.url + path);
         expect(await overflows(p), `${path} at ${viewport.width}px`).toBe(false);
       }
@@ -241,6 +241,7 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
       ['releases', '/demo/releases'],
       ['release', `/demo/releases/${release}`],
       ['alerts', '/demo/alerts'],
+      ['monitors', '/demo/monitors'],
       ['symbols', '/demo/symbols'],
       ['settings', '/demo/settings'],
     ];

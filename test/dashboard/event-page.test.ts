@@ -209,6 +209,11 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
     const full = `TypeError: ${value}`;
     expect(e.title).toBe(full.slice(0, 100));
     expect(await pageOf(node, e.id)).toContain(`<h1 title="${full}">${full.slice(0, 100)}…</h1>`);
+    // The events list too.
+    const list = await (await browser.request('/node/events')).text();
+    expect(list).toContain(`<a class="title" href="/node/events/${e.id}" title="${full}">${full.slice(0, 100)}…</a>`);
+    // A title that was not cut has neither.
+    expect(list).toMatch(/<a class="title" href="\/node\/events\/\d+">TypeError: depcheck boom: cannot read foo of undefined<\/a>/);
   });
 
   it('renders the XSS corpus as text in context lines, vars, threads, breadcrumbs, request, extra and the raw trace', async () => {

@@ -1,11 +1,12 @@
 // Shared set-up of the dashboard tests: a real server with API keys, the demo
 // project filled through ingest by `faultline seed`, an event whose every text
 // field holds markup (the XSS corpus), symbolicated frames stored for one event,
-// and a fetch-based signed-in client (cookie jar + the page's CSRF token).
+// two cron monitors, and a fetch-based signed-in client (cookie jar + the page's CSRF token).
 import { runSeed } from '../../src/cli/seed.js';
 import { findProjectBySlug } from '../../src/store/projects.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { startTestServer, type DialectName, type TestServer } from '../helpers/server.js';
+import { envelope, post } from '../ingest/helpers.js';
 
 export const API_KEY = 'dashboard-test-key-0123456789';
 export const OTHER_KEY = 'second-key-abcdefabcdef';
@@ -18,7 +19,17 @@ export function startDashboardServer(dialect: DialectName, env: Record<string, s
 /** A week of the demo app through the real ingest path. */
 export async function seedDemo(t: TestServer, apiKey: string | undefined = API_KEY): Promise<ProjectRow> {
   await runSeed({ slug: 'demo', url: t.url, apiKey, seed: 42 });
-  return (await findProjectBySlug(t.deps.store.db, 'demo'))!;
+  const demo = (await findProjectBySlug(t.deps.store.db, 'demo'))!;
+  // Two cron monitors, one of them failing, for the Monitors pages.
+  const config = (value: string) => ({ schedule: { type: 'crontab', value }, timezone: 'Europe/Vienna', checkin_margin: 5 });
+  const checkIns = [
+    { check_in_id: crypto.randomUUID(), monitor_slug: 'nightly-backup', status: 'ok', duration: 42.5, environment: 'production', monitor_config: config('0 3 * * *') },
+    { check_in_id: crypto.randomUUID(), monitor_slug: 'invoice-sync', status: 'ok', duration: 3, monitor_config: config('*/15 * * * *') },
+    { check_in_id: crypto.randomUUID(), monitor_slug: 'invoice-sync', status: 'error', duration: 1.2 },
+  ];
+  const res = await post(t, demo, envelope({}, checkIns.map((payload) => ({ type: 'check_in', payload }))));
+  if (res.status !== 200) throw new Error(`check-ins: ${res.status} ${await res.text()}`);
+  return demo;
 }
 
 /** Markup that must render as text wherever event data appears. */

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProjectBySlug } from '../../src/store/projects.js';
 import type { ProjectRow } from '../../src/store/schema.js';
-import { dialects, type TestServer } from '../helpers/server.js';
+import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { API_KEY, Client, OTHER_KEY, XSS, seedDemo, sendStoreEvent, sendXssEvent, startDashboardServer } from './fixture.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -115,12 +115,13 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     expect(away.headers.get('location')).toBe('/');
   });
 
-  it('keeps sessions without per-process state: another instance with the same keys accepts them, one without the key does not', async () => {
+  it('keeps sessions in the database: another instance on it accepts them, one without the key or a forged cookie does not', async () => {
     const c = new Client(t.url);
     await c.signIn(OTHER_KEY);
     const session = c.cookies.get('faultline_session')!;
-    const other = await startDashboardServer('sqlite', { API_KEYS: `${OTHER_KEY},${API_KEY}` });
-    const withoutKey = await startDashboardServer('sqlite', { API_KEYS: API_KEY });
+    expect(session).toMatch(/^[A-Za-z0-9]{43}$/);
+    const other = await startTestServer(dialect, { env: { API_KEYS: `${OTHER_KEY},${API_KEY}` }, database: t.database, clock: { now: () => Date.now() } });
+    const withoutKey = await startTestServer(dialect, { env: { API_KEYS: API_KEY }, database: t.database, clock: { now: () => Date.now() } });
     try {
       const there = new Client(other.url);
       there.cookies.set('faultline_session', session);
@@ -132,10 +133,11 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
       await other.close();
       await withoutKey.close();
     }
-    const tampered = new Client(t.url);
-    const [id, expires, nonce, sig] = session.split('.');
-    tampered.cookies.set('faultline_session', [id, String(Number(expires) + 1000), nonce, sig].join('.'));
-    expect((await tampered.request('/')).status).toBe(303);
+    for (const forged of [session.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a')), session.slice(0, -1), `${session}x`, 'x'.repeat(43)]) {
+      const tampered = new Client(t.url);
+      tampered.cookies.set('faultline_session', forged);
+      expect((await tampered.request('/')).status).toBe(303);
+    }
   });
 
   it('refuses actions without the session’s CSRF token or from another origin', async () => {
@@ -279,11 +281,15 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     const c = new Client(t.url);
     await c.signIn(API_KEY);
     const csrf = await c.csrf();
+    const copied = new Client(t.url);
+    copied.cookies.set('faultline_session', c.cookies.get('faultline_session')!);
     const res = await c.post('/logout', { _csrf: csrf });
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/login');
     expect(c.cookies.has('faultline_session')).toBe(false);
     expect((await c.request('/demo')).status).toBe(303);
+    // A copy of the cookie taken before signing out is worth nothing after.
+    expect((await copied.request('/demo')).status).toBe(303);
   });
 });
 

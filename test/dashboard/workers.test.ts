@@ -25,7 +25,7 @@ describe('the dashboard on Workers + D1', () => {
     const home = await c.request('/');
     expect(home.status).toBe(200);
     expect(await home.text()).toContain('Edge &lt;app&gt;');
-    for (const path of ['/edge', '/edge/issues', '/edge/events', '/edge/releases', '/edge/alerts', '/edge/symbols', '/edge/settings']) {
+    for (const path of ['/edge', '/edge/issues', '/edge/events', '/edge/releases', '/edge/alerts', '/edge/monitors', '/edge/symbols', '/edge/settings']) {
       expect((await c.request(path)).status, path).toBe(200);
     }
     const before = (await (await w.api('/api/projects/edge')).json()).dsn;

@@ -22,6 +22,10 @@ describe('loadConfig', () => {
       databaseUrl: undefined,
       logLevel: 'info',
       trustedProxies: parseAddressRanges('127.0.0.0/8,::1'),
+      oidc: null,
+      minFreeDiskMb: 0,
+      d1MaxSizeMb: 10_240,
+      metricsToken: null,
     });
   });
 
@@ -42,6 +46,15 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgres://u@h/db',
       LOG_LEVEL: 'warn',
       TRUSTED_PROXIES: '10.0.0.0/8, 2001:db8::1',
+      OIDC_ISSUER: 'https://accounts.google.com',
+      OIDC_CLIENT_ID: 'client',
+      OIDC_CLIENT_SECRET: 'secret',
+      OIDC_ALLOWED_DOMAINS: 'Example.com, @example.org',
+      OIDC_DEFAULT_ROLE: 'member',
+      OIDC_ADMIN_GROUPS: 'ops, leads',
+      MIN_FREE_DISK_MB: '512',
+      D1_MAX_SIZE_MB: '500',
+      METRICS_TOKEN: 'metrics-secret',
     });
     expect(c).toEqual({
       port: 9000,
@@ -58,6 +71,17 @@ describe('loadConfig', () => {
       databaseUrl: 'postgres://u@h/db',
       logLevel: 'warn',
       trustedProxies: parseAddressRanges('10.0.0.0/8,2001:db8::1'),
+      oidc: {
+        issuer: 'https://accounts.google.com',
+        clientId: 'client',
+        clientSecret: 'secret',
+        allowedDomains: ['example.com', 'example.org'],
+        defaultRole: 'member',
+        adminGroups: ['ops', 'leads'],
+      },
+      minFreeDiskMb: 512,
+      d1MaxSizeMb: 500,
+      metricsToken: 'metrics-secret',
     });
   });
 
@@ -71,6 +95,10 @@ describe('loadConfig', () => {
     [{ PUBLIC_URL: 'ftp://errors.example.com' }, 'PUBLIC_URL must use http or https'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ API_KEYS: 'good,has space' }, 'API_KEYS must be a comma-separated list of keys without spaces inside a key'],
+    [{ OIDC_ISSUER: 'https://id.example.com' }, 'OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set'],
+    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b' }, 'OIDC_ALLOWED_DOMAINS must list the email domains'],
+    [{ OIDC_ISSUER: 'id.example.com' }, 'OIDC_ISSUER must be the provider'],
+    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b', OIDC_ALLOWED_DOMAINS: 'x.com', OIDC_DEFAULT_ROLE: 'root' }, 'OIDC_DEFAULT_ROLE must be viewer, member or admin'],
     [{ TRUSTED_PROXIES: '10.0.0.0/8,proxy' }, 'TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": "proxy" is not'],
     [{ SMTP_URL: 'https://u:hunter2@mail.example.com' }, 'SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "https")'],
     [{ SMTP_URL: 'mail.example.com:587', SMTP_FROM: 'a@example.com' }, 'SMTP_URL must start with smtp:// or smtps://'],

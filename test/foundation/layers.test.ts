@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
-const DOMAINS = ['ingest', 'read', 'store', 'alerts', 'symbols', 'uploads', 'transfer', 'attachments'];
+const DOMAINS = ['ingest', 'read', 'store', 'alerts', 'monitors', 'symbols', 'uploads', 'transfer', 'attachments', 'privacy', 'feedback'];
 const FRONTS = ['http', 'dashboard', 'cli', 'editions'];
 
 function sources(dir: string): string[] {

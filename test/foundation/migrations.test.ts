@@ -135,6 +135,43 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(list.issues.map((i) => i.fingerprint[0])).toEqual(['c', 'a', 'b', 'd']);
   });
 
+  it('020 fills session_users from the stored sessions (a user crashed in an hour when one of its sessions did) and drops the unused sessions index', async () => {
+    database = await createTestDatabase(dialect);
+    store = await openStore(database.url);
+    await migrateTo(store, '019_alert_filters_and_digests');
+    const pid = await insertProject(store);
+    const hour = 1_767_000_000_000 - (1_767_000_000_000 % 3_600_000);
+    const session = (sid: string, did: string | null, started: number, status: string) => ({
+      project_id: pid,
+      sid,
+      did,
+      release: 'app@1',
+      environment: 'production',
+      started,
+      status,
+      errors: 0,
+      updated_at: started,
+    });
+    await store.db
+      .insertInto('sessions')
+      .values([
+        session('a'.repeat(32), 'u1', hour + 60_000, 'exited'),
+        session('b'.repeat(32), 'u1', hour + 120_000, 'unhandled'),
+        session('c'.repeat(32), 'u2', hour + 3_599_999, 'ok'),
+        session('d'.repeat(32), 'u2', hour + 3_600_000, 'crashed'),
+        session('e'.repeat(32), null, hour, 'crashed'),
+      ])
+      .execute();
+    await migrate(store);
+    const rows = await store.db.selectFrom('session_users').selectAll().orderBy('bucket').orderBy('did').execute();
+    expect(rows.map((r) => [r.release, Number(r.bucket), r.did, Number(r.crashed)])).toEqual([
+      ['app@1', hour, 'u1', 1],
+      ['app@1', hour, 'u2', 0],
+      ['app@1', hour + 3_600_000, 'u2', 1],
+    ]);
+    expect(await indexNames(store, 'sessions')).not.toContain('sessions_project_release_started');
+  });
+
   it('009: deleting an event, an issue or a project still removes the rows under it, for rows written before', async () => {
     database = await createTestDatabase(dialect);
     store = await openStore(database.url);
@@ -211,7 +248,7 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
   it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
     await onMigratedPostgres(async (store) => {
       const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
-      // Alert (012), symbol (013), uploader (014, 018) and issue merge (017) and account (020) tables keep theirs: ingest writes only alert_outbox, and only for new issues and regressions.
+      // Alert (012), symbol (013), uploader (014, 018), issue merge (017), account (021) and cron monitor (025) tables keep theirs: the ingest batch writes only alert_outbox, and only for new issues and regressions (check-ins are written apart, a few rows each).
       expect(keys.rows.map((r) => r.table)).toEqual([
         'alert_channels',
         'alert_deliveries',
@@ -225,6 +262,9 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'issue_changes',
         'issue_merges',
         'issue_merges',
+        'monitor_checkins',
+        'monitor_checkins',
+        'monitors',
         'personal_tokens',
         'proguard_releases',
         'release_commits',
@@ -233,11 +273,19 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'symbol_files',
         'symbol_jobs',
         'upload_assemblies',
+        'user_feedback',
         'user_invites',
         'user_sessions',
       ]);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
-      expect(triggers.rows.map((r) => r.name)).toEqual(['events_delete_rows', 'issues_delete_rows', 'projects_delete_rows']);
+      // 021 adds storage usage: a row trigger on payload_chunks and its own delete trigger on projects.
+      expect(triggers.rows.map((r) => r.name)).toEqual([
+        'events_delete_rows',
+        'issues_delete_rows',
+        'payload_chunks_storage_usage',
+        'projects_delete_rows',
+        'projects_delete_storage_usage',
+      ]);
     });
   });
 });

@@ -171,7 +171,7 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('release_deploys')
     .values({ project_id: projectId, deploy_id: 'd1', version: '1.0', environment: 'production', name: null, url: null, date_started: null, date_finished: now })
     .execute();
-  // Event attachments exist from migration 020 on.
+  // Event attachments exist from migration 022 on.
   if (!(await db.introspection.getTables()).some((t) => t.name === 'attachments')) return;
   const attachment = await db
     .insertInto('attachments')
@@ -179,6 +179,27 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .returning('id')
     .executeTakeFirstOrThrow();
   await db.insertInto('attachment_chunks').values({ attachment_id: Number(attachment.id), seq: 0, data: new Uint8Array([1, 2, 3]) }).execute();
+  // Cron monitors and their check-ins exist from migration 025 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'monitors')) return;
+  const monitor = await db
+    .insertInto('monitors')
+    .values({
+      project_id: projectId, slug: 'nightly', schedule_type: 'crontab', schedule: '0 3 * * *', schedule_unit: null, timezone: 'UTC', checkin_margin: 1, max_runtime: 30,
+      failure_issue_threshold: 1, recovery_threshold: 1, enabled: 1, health: 'ok', failures: 0, successes: 0, last_status: 'ok', last_checkin_at: now,
+      next_expected_at: now + 86_400_000, deadline_at: now + 86_460_000, version: 1, claim: null, created_at: now, updated_at: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db
+    .insertInto('monitor_checkins')
+    .values({ project_id: projectId, monitor_id: monitor.id, check_in_id: 'c'.repeat(32), status: 'ok', environment: null, release: null, duration_ms: 5, created_at: now, updated_at: now, timeout_at: null })
+    .execute();
+  // User feedback exists from migration 028 on.
+  if (!(await db.introspection.getTables()).some((t) => t.name === 'user_feedback')) return;
+  await db
+    .insertInto('user_feedback')
+    .values({ project_id: projectId, digest: 'd'.repeat(40), event_id: 'b'.repeat(32), name: 'n', email: 'e', comments: 'c', url: '', source: 'api', created_at: now, received_at: now })
+    .execute();
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */

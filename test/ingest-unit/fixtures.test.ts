@@ -204,7 +204,7 @@ describe('what the fixtures normalise to', () => {
 
   it('@sentry/node session updates', () => {
     expect(envelopeFile('node-session-update.envelope').sessions).toEqual([
-      { sid: '4af27ccd1f45498badd9665548295a0a', did: null, init: true, started: Date.parse('2026-11-21T13:45:21.248Z'), timestamp: Date.parse('2026-11-21T13:45:21.268Z'), status: 'ok', errors: 1, release: 'app@1.0.0', environment: 'test' },
+      { sid: '4af27ccd1f45498badd9665548295a0a', did: null, init: true, started: Date.parse('2026-11-21T13:45:21.248Z'), timestamp: Date.parse('2026-11-21T13:45:21.268Z'), status: 'ok', errors: 1, release: 'app@1.0.0', environment: 'test', anr: false },
     ]);
     expect(envelopeFile('node-session-exited.envelope').sessions[0]).toMatchObject({ sid: '4af27ccd1f45498badd9665548295a0a', init: false, status: 'exited', errors: 1 });
     expect(envelopeFile('node-session-crashed.envelope').sessions[0]).toMatchObject({ sid: '97cccf799f684d559e4e4284bfd02343', init: true, status: 'crashed', did: 'u1' });

@@ -261,3 +261,36 @@ describe('mainExceptionIndex', () => {
     expect(mainExceptionIndex(group)).toBe(2);
   });
 });
+
+describe('ANRs and app hangs: grouped by the main thread stack', () => {
+  const jf = (module: string, fn: string, lineno: number, inApp = true): Frame => ({ module, function: fn, filename: `${module.split('.').pop()}.java`, lineno, in_app: inApp });
+  const looper = [jf('android.os.Looper', 'loop', 288, false), jf('android.os.MessageQueue', 'next', 335, false)];
+  const blocked = [...looper, jf('com.example.shop.CheckoutActivity', 'onCreate', 40), jf('com.example.shop.db.OrderDao', 'loadAll', 77)];
+  const other = [...looper, jf('com.example.shop.CartActivity', 'onResume', 12), jf('com.example.shop.net.Http', 'get', 9)];
+  /** sentry-java's ANR shapes: v1 (ANR watchdog) and v2 (ApplicationExitInfo), foreground or background. */
+  const javaAnr = (frames: Frame[], value: string, mechanism: string) => ({
+    platform: 'java',
+    exception: { values: [{ type: 'ApplicationNotResponding', value, module: 'io.sentry.android.core', mechanism: { type: mechanism, handled: false }, stacktrace: { frames } }] },
+  });
+  /** sentry-cocoa's app hang: the stack lives on the main thread, which is not crashed. */
+  const cocoaHang = (frames: Frame[], type: string) => ({
+    platform: 'cocoa',
+    exception: { values: [{ type, value: 'App hanging for at least 2000 ms.', mechanism: { type: 'AppHang' } }] },
+    threads: { values: [{ id: 1, name: 'worker', crashed: false, stacktrace: { frames: [jf('Worker', 'run', 1)] } }, { id: 0, name: 'com.apple.main-thread', main: true, current: true, stacktrace: { frames } }] },
+  });
+
+  it.each([
+    ['v1 foreground and v2 background ANR on one stack', javaAnr(blocked, 'Application Not Responding for at least 5000 ms.', 'ANR'), javaAnr(blocked, 'Background ANR', 'AppExitInfo'), true],
+    ['two ANRs on different stacks', javaAnr(blocked, 'Background ANR', 'AppExitInfo'), javaAnr(other, 'Background ANR', 'AppExitInfo'), false],
+    ['an ANR and a crash on the same stack', javaAnr(blocked, 'Background ANR', 'ANR'), err(blocked, 'IllegalStateException', 'boom', { platform: 'java' }), false],
+    ['app hangs fully and not fully blocked on one main-thread stack', cocoaHang(blocked, 'App Hang Fully Blocked'), cocoaHang(blocked, 'App Hanging'), true],
+    ['app hangs on different main-thread stacks', cocoaHang(blocked, 'App Hanging'), cocoaHang(other, 'App Hanging'), false],
+  ])('%s', (_name, a, b, same) => {
+    expect(fp(a) === fp(b)).toBe(same);
+  });
+
+  it('takes an app hang stack from the main thread and names it in the grouping input', () => {
+    expect(input(cocoaHang(blocked, 'App Hanging'))).toEqual(['anr', 'cocoa', 'com.example.shop.CheckoutActivity|onCreate', 'com.example.shop.db.OrderDao|loadAll']);
+    expect(norm(cocoaHang(blocked, 'App Hanging')).location).toBe('OrderDao.java:77');
+  });
+});

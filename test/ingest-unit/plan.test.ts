@@ -275,13 +275,13 @@ describe('sessions', () => {
     const older = { ...base, timestamp: NOW + 1000, status: 'exited' as const };
     const out = plan([work([], { sessions: [latest, older] })]);
     expect(out.sessions).toMatchObject([{ sid, status: 'crashed', updated_at: NOW + 2000 }]);
-    expect(out.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0 }]);
+    expect(out.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0, anr: 0 }]);
   });
 
   it('moves a known session between classes without counting it twice', () => {
     const known = { project_id: PID, sid, did: null, release: '1.0', environment: 'p', started: bucket, status: 'errored', errors: 1, updated_at: NOW - 1 };
     const out = plan([work([], { sessions: [{ ...base, status: 'crashed' }] })], settings(), snapshot({ sessions: [known] }));
-    expect(out.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 0, crashed: 1, errored: -1 }]);
+    expect(out.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 0, crashed: 1, errored: -1, anr: 0 }]);
   });
 
   it('ignores an update older than the stored one', () => {
@@ -294,10 +294,21 @@ describe('sessions', () => {
 
   it('counts unhandled as crashed, in updates and in aggregates', () => {
     const update = plan([work([], { sessions: [{ ...base, status: 'unhandled' }] })]);
-    expect(update.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0 }]);
+    expect(update.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0, anr: 0 }]);
     const aggregate: SessionAggregate = { started: bucket, release: '1.0', environment: 'p', exited: 2, errored: 0, abnormal: 0, crashed: 0, unhandled: 1 };
     const agg = plan([work([], { aggregates: [aggregate] })]);
-    expect(agg.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 3, crashed: 1, errored: 0 }]);
+    expect(agg.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 3, crashed: 1, errored: 0, anr: 0 }]);
+  });
+
+  it('counts a session that ends in an ANR once, and moves it when a later update says otherwise', () => {
+    const anr = plan([work([], { sessions: [{ ...base }, { ...base, timestamp: NOW + 1, status: 'abnormal', anr: true }] })]);
+    expect(anr.sessions).toMatchObject([{ sid, status: 'abnormal', anr: 1 }]);
+    expect(anr.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 0, errored: 1, anr: 1 }]);
+    const known = { project_id: PID, sid, did: null, release: '1.0', environment: 'p', started: bucket, status: 'abnormal', errors: 0, updated_at: NOW - 1, anr: 1 };
+    const again = plan([work([], { sessions: [{ ...base, status: 'abnormal', anr: true }] })], settings(), snapshot({ sessions: [known] }));
+    expect(again.sessionHourly).toEqual([]);
+    const crashed = plan([work([], { sessions: [{ ...base, status: 'crashed' }] })], settings(), snapshot({ sessions: [known] }));
+    expect(crashed.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 0, crashed: 1, errored: -1, anr: -1 }]);
   });
 });
 
@@ -338,7 +349,7 @@ describe('outbox', () => {
     const out = plan([work([event({ release: '2.0' })])], settings(), resolvedSnapshot());
     const [row] = alertOutboxRows(out);
     expect(row).toMatchObject({ type: 'regression', issue_id: 41, created_at: NOW });
-    expect(JSON.parse(String(row.payload))).toMatchObject({ release: '2.0', event_count: 11 });
+    expect(JSON.parse(String(row.payload))).toMatchObject({ release: '2.0', event_count: 11, first_seen: NOW - 10 * DAY_MS });
   });
 
   it('records nothing for events of a known unresolved issue', () => {

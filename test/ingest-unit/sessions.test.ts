@@ -22,7 +22,17 @@ describe('parseSessionUpdate', () => {
       errors: 1,
       release: 'demo@1.0.0',
       environment: 'test',
+      anr: false,
     });
+  });
+
+  it.each([
+    ['anr_foreground', 'abnormal', true],
+    ['anr_background', 'abnormal', true],
+    ['app_hang', 'abnormal', false],
+    [42, 'abnormal', false],
+  ])('marks abnormal_mechanism %s (status %s) as an ANR: %s', (mechanism, status, anr) => {
+    expect(update({ ...BASE, status, abnormal_mechanism: mechanism }).anr).toBe(anr);
   });
 
   it('makes sid dashless lowercase', () => {

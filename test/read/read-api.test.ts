@@ -122,6 +122,7 @@ describe.each(dialects)('read API on %s', (dialect) => {
       ignore_count: null,
       ignore_users: null,
       assignee: null,
+      feedback_count: 0,
     };
   }
 
@@ -458,6 +459,9 @@ describe.each(dialects)('read API on %s', (dialect) => {
     const list = events.filter((e) => e.release === release);
     const inW = list.filter((e) => inBuckets(w, e.timestamp));
     const s = sessionTotals(w, sessions, aggregates, release);
+    // Users: distinct dids of the release's sessions in the window, crashed when any of theirs crashed.
+    const mine = sessions.filter((x) => x.release === release && inBuckets(w, x.started) && x.did);
+    const u = { total: new Set(mine.map((x) => x.did)).size, crashed: new Set(mine.filter((x) => x.status === 'crashed').map((x) => x.did)).size };
     const introduced = GROUPS.filter((g) => {
       const first = byTime(eventsOf(g.key))[0];
       return first.release === release && inWindow(w, first.timestamp);
@@ -470,8 +474,12 @@ describe.each(dialects)('read API on %s', (dialect) => {
       events: inW.length,
       crashes: inW.filter((e) => isCrash(e.group)).length,
       errors: inW.filter((e) => e.group.level === 'error' && !isCrash(e.group)).length,
-      sessions: s,
+      // The seeded sessions hold no ANR (test/read/anr.test.ts covers the ANR rate).
+      sessions: { ...s, anr: 0 },
       crash_free_rate: rate(s),
+      users: u,
+      crash_free_users_rate: u.total === 0 ? null : 1 - u.crashed / u.total,
+      anr_rate: s.total === 0 ? null : 0,
       new_issues: introduced.length,
       // Releases only events reveal: nothing sentry-cli recorded.
       date_created: null,

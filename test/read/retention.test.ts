@@ -156,12 +156,14 @@ describe.each(dialects)('retention on %s', (dialect) => {
       event_tags: tagsOfExpired,
       payload_chunks: chunksOfExpired,
       attachments: 0,
+      user_feedback: 0,
       seen_events: expired.size,
       sessions: oldSessions.length,
       issue_hourly: 1, // the ancient events: one issue, one hour
       issue_environment_hourly: 1, // and one environment
       project_hourly: 1, // one hour, one release
       session_hourly: 0,
+      session_users: 0,
       daily_usage: 0,
       alert_deliveries: 0,
       alert_outbox: alertsDone,
@@ -359,7 +361,7 @@ describe.each(dialects)('faultline retention command on %s', (dialect) => {
       expect(res.stderr).toMatch(/older than 7 days/);
       expect(res.stderr).toMatch(/events: 5 deleted/);
       expect(res.stderr).toMatch(/events: 12 deleted/);
-      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags, \d+ payload chunks, \d+ attachments\), 12 seen event ids, 0 sessions/);
+      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags, \d+ payload chunks, \d+ attachments, \d+ user feedback\), 12 seen event ids, 0 sessions/);
 
       const rows = await t.deps.store.db.selectFrom('events').select('event_id').execute();
       expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(keptEvents.map((e) => e.eventId)));

@@ -4,6 +4,8 @@
 // beside its stripped object (both kept, in either order); a non-PIE executable counts
 // from its load address; an image named only by its code id is found; an index stored by
 // an older format is rebuilt from the stored file; bad files are 400.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { debugIdOfCodeId } from '../../src/symbols/native/elf.js';
 import { NATIVE_INDEX_VERSION } from '../../src/symbols/native/lookup-index.js';
@@ -11,7 +13,7 @@ import { INDEX_PART } from '../../src/symbols/storage.js';
 import { startTestServer, dialects, type TestServer } from '../helpers/server.js';
 import { makeProject } from '../ingest/helpers.js';
 import { eventDetail, sendEvent, uploadOk, uploadSymbols } from '../symbols/helpers.js';
-import { elfAnswers, elfBytes, llvmFrames, textAddresses, type ElfName } from './elf-fixture.js';
+import { ELF_FIXTURES, elfAnswers, elfBytes, llvmFrames, textAddresses, type ElfName } from './elf-fixture.js';
 
 const IMAGE_ADDR = 0x7f_3a20_0000;
 const hex = (n: number): string => `0x${n.toString(16)}`;
@@ -114,6 +116,16 @@ describe.each(dialects)('ELF upload and symbolication on %s', (dialect) => {
     const id = await sendEvent(t, project, androidEvent('aarch64-dwarf4.so', 'app@3', { debug_id: debugId }));
     expect(pick((await eventDetail(t, project, id)).exceptions[0].symbolicated_frames)).toEqual(expected('aarch64-dwarf4.so'));
     expect(new DataView((await chunk()).buffer, (await chunk()).byteOffset).getUint32(4, true)).toBe(NATIVE_INDEX_VERSION);
+  });
+
+  it('a Breakpad .sym file symbolicates the frames of its ELF image', async () => {
+    const project = await makeProject(t);
+    const sym = new Uint8Array(fs.readFileSync(path.resolve(ELF_FIXTURES, '../breakpad/aarch64-dwarf4.so.sym')));
+    const [file] = await uploadOk(t, project, { kind: 'breakpad', release: 'app@4', files: [{ name: 'libapp.so.sym', data: sym }] });
+    const debugId = debugIdOfCodeId(elfAnswers().buildIds['aarch64-dwarf4.so']!)!;
+    expect(file.debug_id).toBe(debugId);
+    const id = await sendEvent(t, project, androidEvent('aarch64-dwarf4.so', 'app@4', { debug_id: debugId }));
+    expect(pick((await eventDetail(t, project, id)).exceptions[0].symbolicated_frames)).toEqual(expected('aarch64-dwarf4.so'));
   });
 
   it('refuses what is not an ELF file with 400 and stores nothing', async () => {

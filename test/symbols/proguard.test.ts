@@ -142,7 +142,7 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
     expect(mixed.status).toBe(400);
     const res = await uploadSymbols(t, project, { kind: 'bogus', release: 'bad', files: [{ name: 'mapping.txt', data: fx.mapping }] });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error).toBe('kind must be one of proguard, sourcemap, dsym');
+    expect(((await res.json()) as any).error).toBe('kind must be one of proguard, sourcemap, dsym, dartsymbolmap');
     const dsym = await uploadSymbols(t, project, { kind: 'dsym', release: 'bad', files: [{ name: 'App.dSYM.zip', data: 'x' }] });
     expect(dsym.status).toBe(400);
     const list = await t.api(`/api/projects/${project.slug}/symbols`);

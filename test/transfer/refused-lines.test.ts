@@ -3,7 +3,8 @@
 // unknown kind or with a config no channel takes, an issue with an unknown status or a
 // negative count, a symbol file of an unknown kind, a chunk with a negative sequence
 // number, a project the projects API would refuse, a session with an unknown status,
-// an event of an unknown level, text with NUL. Nothing of them is stored: the target
+// an event of an unknown level, a monitor with a bad crontab or margin, a check-in of an
+// unknown status, text with NUL. Nothing of them is stored: the target
 // ends up holding exactly the source's rows. Unknown types named like Object's
 // properties are counted like any other.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,6 +36,8 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
     const event = errorEvent({ timestamp: now - 60_000, type: 'TypeError', release: 'demo@1' });
     expect((await post(t, project, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]))).status).toBe(200);
     expect((await post(t, project, envelope({}, [{ type: 'session', payload: sessionUpdate({ started: now - 3600_000, release: 'demo@1' }) }]))).status).toBe(200);
+    const checkIn = { check_in_id: 'a'.repeat(32), monitor_slug: 'nightly', status: 'ok', monitor_config: { schedule: { type: 'crontab', value: '0 3 * * *' } } };
+    expect((await post(t, project, envelope({}, [{ type: 'check_in', payload: checkIn }]))).status).toBe(200);
     source = bodyLines(await exportText(t.deps.store)).map((l) => JSON.parse(l) as Line);
     target = await emptyStore(dialect);
   }, 60_000);
@@ -54,17 +57,23 @@ describe.each(dialects)('import checks every line as the API does (%s)', (dialec
     // Each bad line differs from the source's rows in its key too, so that without the
     // check it would be a new row rather than one the target already has.
     const bad: Array<[Line, RegExp]> = [
-      [{ ...first('alert_rule'), alert: 'bogus' }, /^alert_rule: alert: must be one of new_issue, regression, crash_spike$/],
+      [{ ...first('alert_rule'), alert: 'bogus' }, /^alert_rule: alert: must be one of new_issue, regression, crash_spike, monitor$/],
       [{ ...first('alert_rule'), alert: 'crash_spike', cooldown_minutes: -5 }, /^alert_rule: cooldown_minutes must be an integer between 0 and/],
       [{ ...first('alert_rule'), alert: 'crash_spike', min_level: 'loud' }, /^alert_rule: min_level must be one of debug, info, warning, error, fatal/],
       [{ ...first('alert_rule'), alert: 'crash_spike', environments: [''] }, /^alert_rule: environments must be a list/],
-      [{ ...first('alert_channel'), kind: 'smtp' }, /^alert_channel: kind must be "webhook" or "telegram"$/],
+      [{ ...first('monitor'), slug: 'bad-crontab', schedule_type: 'crontab', schedule: '61 * * * *' }, /^monitor: monitor_config: schedule.value: "61 \* \* \* \*" is not a crontab/],
+      [{ ...first('monitor'), slug: 'bad-margin', checkin_margin: -5 }, /^monitor: monitor_config: checkin_margin must be between 1 and 40320/],
+      [{ ...first('monitor_checkin'), check_in_id: 'x1', status: 'sleeping' }, /^monitor_checkin: status: must be one of ok, error, in_progress, missed, timeout/],
+      [{ ...first('alert_channel'), kind: 'smtp' }, /^alert_channel: kind must be one of "webhook", "telegram", "email", "slack", "discord", "teams"$/],
+      [{ ...first('alert_channel'), kind: 'email', config: { to: Array.from({ length: 21 }, (_, i) => `u${i}@example.com`) } }, /^alert_channel: config\.to must be a list of 1 to 20 email addresses$/],
+      [{ ...first('alert_channel'), kind: 'email', config: { to: ['not-an-address'] } }, /^alert_channel: config\.to: "not-an-address" is not an email address$/],
+      [{ ...first('alert_channel'), kind: 'slack', config: { url: 'https://hooks.slack.com/services/T/B/X', secret: 'x' } }, /^alert_channel: unknown field "secret"/],
       [{ ...first('alert_channel'), config: 'x' }, /^alert_channel: config must be an object/],
       [{ ...first('alert_channel'), config: { url: 'ftp://example.com/' } }, /^alert_channel: config\.url must be an absolute http or https URL/],
       [{ ...first('issue'), fingerprint: 'f'.repeat(32), status: 'bogus' }, /^issue: status: must be one of unresolved, triaged/],
       [{ ...first('issue'), fingerprint: 'e'.repeat(32), event_count: -5 }, /^issue: event_count: must not be negative$/],
       [{ ...first('issue'), fingerprint: 'd'.repeat(32), title: 'a\u0000b' }, /^issue: title: holds a NUL character or a lone surrogate$/],
-      [{ ...first('symbol'), kind: 'exe', filename: 'other.exe' }, /^symbol: kind: must be one of proguard, sourcemap, dsym, elf/],
+      [{ ...first('symbol'), kind: 'exe', filename: 'other.exe' }, /^symbol: kind: must be one of proguard, sourcemap, dsym, dartsymbolmap, elf/],
       [{ ...first('symbol'), filename: 'neg.map', size: -1 }, /^symbol: size: must not be negative$/],
       [{ ...first('symbol_chunk'), seq: -1 }, /^symbol_chunk: seq: must not be negative$/],
       [{ ...first('symbol_chunk'), part: 7 }, /^symbol_chunk: part: must be 0 \(the file\) or 1 \(its index\)$/],

@@ -23,7 +23,7 @@ describe.each(dialects)('round trip from %s', (source) => {
 
   it('exports every kind of row, with natural keys only', () => {
     const counts = typeCounts(file);
-    for (const type of ['project', 'alert_rule', 'alert_channel', 'alert_rule_channel', 'symbol', 'symbol_chunk', 'cli_release', 'release_commit', 'release_deploy', 'proguard_release', 'issue', 'issue_merge', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'usage_day', 'event', 'attachment', 'attachment_chunk', 'seen_event', 'session']) {
+    for (const type of ['project', 'alert_rule', 'alert_channel', 'alert_rule_channel', 'monitor', 'monitor_checkin', 'symbol', 'symbol_chunk', 'cli_release', 'release_commit', 'release_deploy', 'proguard_release', 'issue', 'issue_merge', 'issue_release', 'issue_user', 'issue_change', 'issue_hour', 'project_hour', 'release', 'release_hour', 'release_user_hour', 'usage_day', 'event', 'attachment', 'attachment_chunk', 'user_feedback', 'seen_event', 'session']) {
       expect(counts[type], type).toBeGreaterThan(0);
     }
     const lines = bodyLines(file).map((l) => JSON.parse(l));
@@ -36,9 +36,11 @@ describe.each(dialects)('round trip from %s', (source) => {
     expect(events.filter((e) => e.first_of_issue).length).toBe(counts.issue);
     expect(lines.filter((l) => l.type === 'alert_rule' && l.project === 'demo').map((l) => [l.alert, l.environments, l.min_level])).toEqual([
       ['crash_spike', [], null],
+      ['monitor', [], null],
       ['new_issue', [], null],
       ['regression', ['production', 'eu-prod'], 'warning'],
     ]);
+    expect(lines.filter((l) => l.type === 'alert_channel' && l.kind === 'slack').map((l) => l.config)).toEqual([{ url: 'https://93.184.216.34/services/T0/B0/XXXX' }]);
     expect(lines.filter((l) => l.type === 'alert_rule_channel')).toEqual([
       { type: 'alert_rule_channel', project: 'demo', alert: 'regression', kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } },
     ]);

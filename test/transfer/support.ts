@@ -54,6 +54,8 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   // A mobile crash with a screenshot and a view hierarchy (attachment lines).
   const mobileId = newEventId();
   expect((await post(t, demoRow, androidCrashEnvelope(mobileId, now - 30_000, dsnOf(t, demoRow)))).status).toBe(200);
+  const report = { event_id: mobileId, name: 'Grace', email: 'grace@example.com', comments: 'App closed while paying.' };
+  expect((await post(t, demoRow, envelope({ event_id: mobileId }, [{ type: 'user_report', payload: report }]))).status).toBe(200);
 
   // Events sent one per request each get a payload chunk of their own: an export page
   // then needs many chunks at once.
@@ -87,6 +89,8 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
   expect((await t.api('/api/projects/demo/alerts/regression', { method: 'PATCH', json: { environments: ['production', 'eu-prod'], min_level: 'warning' } })).status).toBe(200);
   const hook = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: 'http://127.0.0.1:9/hook', secret: 's3cret' } } });
   expect(hook.status).toBe(201);
+  const slack = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'slack', config: { url: 'https://93.184.216.34/services/T0/B0/XXXX' } } });
+  expect(slack.status).toBe(201);
   expect((await t.api('/api/projects/demo/alerts/regression', { method: 'PATCH', json: { channels: [(await hook.json()).id] } })).status).toBe(200);
   const map = { version: 3, file: 'app.min.js', sources: ['src/app.ts'], names: ['main'], mappings: 'AAAAA,SAASA', sourcesContent: ['export function main() {}\n'] };
   const mapForm = new FormData();
@@ -132,6 +136,16 @@ export async function fillInstance(t: TestServer): Promise<FilledInstance> {
     json: { environment: 'production', name: 'shop-7', url: 'https://example.com/deploys/7', dateStarted: '2026-11-20T10:00:00Z', dateFinished: '2026-11-20T10:05:00Z' },
   });
   expect(deploy.status, await deploy.clone().text()).toBe(201);
+
+  // Cron monitors from check-ins: a run that closed, one that failed, one still running.
+  const run = eventId();
+  const checkIns = [
+    { check_in_id: run, monitor_slug: 'nightly', status: 'in_progress', environment: 'production', monitor_config: { schedule: { type: 'crontab', value: '0 3 * * *' }, timezone: 'Europe/Vienna', checkin_margin: 5 } },
+    { check_in_id: run, monitor_slug: 'nightly', status: 'ok', duration: 12.5 },
+    { check_in_id: eventId(), monitor_slug: 'sync', status: 'error', release: 'web@1.1', monitor_config: { schedule: { type: 'interval', value: 15, unit: 'minute' }, failure_issue_threshold: 2 } },
+    { check_in_id: eventId(), monitor_slug: 'sync', status: 'in_progress' },
+  ];
+  expect((await post(t, demoRow, envelope({}, checkIns.map((payload) => ({ type: 'check_in', payload }))))).status).toBe(200);
 
   // People change issues; symbolication fills frames; old rows keep their own blobs.
   const issues = (await (await t.api('/api/projects/demo/issues?days=30')).json()) as { issues: { fingerprint: string }[] };

@@ -128,10 +128,17 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     expect(await symbolCount()).toBe(0);
   });
 
+  it('a Breakpad file symbolicates: it is named by its MODULE line, whatever debug id is sent', async () => {
+    const { checksum, chunks } = await upload(strToU8('MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 app\nFUNC 10 4 0 f\n'));
+    const answer = await assembleDif(checksum, { name: 'app.sym', debug_id: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', chunks });
+    expect(answer).toMatchObject({ state: 'ok', dif: { debugId: '01234567-89ab-cdef-0123-456789abcdef', symbolType: 'breakpad' } });
+    expect(await symbolKindsOf(t.deps.store.db, projectId)).toEqual(new Set(['breakpad']));
+    expect((await t.api(`/api/projects/app/symbols/${answer.dif.id}`, { method: 'DELETE' })).status).toBe(204);
+  });
+
   it.each([
     ['pe', 'app.exe', strToU8('MZ\x90\0 a PE image')],
     ['pdb', 'app.pdb', strToU8('Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0')],
-    ['breakpad', 'app.sym', strToU8('MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 app\n')],
     ['wasm', 'app.wasm', new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])],
     // A source bundle whose manifest cannot be read is kept under the debug id sent.
     ['sourcebundle', 'app.src.zip', strToU8('SYSB\x02\0\0\0 no ZIP after the header')],
@@ -159,7 +166,7 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     form.append('file', new Blob([strToU8('MZ\x90\0 a PE image')]), 'app.exe');
     const res = await t.api('/api/projects/app/symbols', { method: 'POST', body: form });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, elf' });
+    expect(await res.json()).toEqual({ error: 'kind must be one of proguard, sourcemap, dsym, elf, breakpad, dartsymbolmap' });
     expect(await symbolCount()).toBe(0);
   });
 

@@ -1,5 +1,6 @@
 // sentry-cli 3.x and 2.x against the real server: `info`, `releases new|finalize|list|info|set-commits`,
-// in the organization URL form (3.x) and the project form (2.x), on SQLite and PostgreSQL.
+// in the organization URL form (3.x) and the project form (2.x), on SQLite and PostgreSQL;
+// with the API key and with personal tokens (a member's uploads, a viewer's reads).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,6 +30,23 @@ describe.each(dialects)('sentry-cli releases and info (%s)', (dialect) => {
     expect(good.stdout).toContain(t.url);
     const bad = await runCli(v, { ...target, token: 'wrong-key' }, ['info']);
     expect(bad.code).not.toBe(0);
+  });
+
+  it.each(['3', '2'] as const)('works with a personal token as SENTRY_AUTH_TOKEN: a member uploads, a viewer reads only (%s.x)', async (v) => {
+    const token = async (email: string, role: string) => {
+      const user = await (await t.api('/api/users', { method: 'POST', json: { email: `${v}-${email}`, role } })).json();
+      return (await (await t.api('/api/tokens', { method: 'POST', json: { name: 'sentry-cli', user_id: user.id } })).json()).token as string;
+    };
+    const member = { ...target, token: await token('member@example.com', 'member') };
+    const viewer = { ...target, token: await token('viewer@example.com', 'viewer') };
+    ok(await runCli(v, member, ['info']));
+    const version = `token@${v}.0.0`;
+    ok(await runCli(v, member, ['releases', 'new', version]));
+    expect(await t.deps.store.db.selectFrom('cli_releases').select('version').where('version', '=', version).execute()).toHaveLength(1);
+    expect(ok(await runCli(v, viewer, ['releases', 'list'])).stdout).toContain(version);
+    const refused = await runCli(v, viewer, ['releases', 'new', `viewer@${v}`]);
+    expect(refused.code).not.toBe(0);
+    expect(await t.deps.store.db.selectFrom('cli_releases').select('version').where('version', '=', `viewer@${v}`).execute()).toHaveLength(0);
   });
 
   it.each(['3', '2'] as const)('releases new, finalize, list and info (%s.x)', async (v) => {

@@ -1,6 +1,7 @@
 // Attachments inside the Workers runtime: the Worker's own app on D1 stores an Android
 // crash's screenshot and a file larger than one chunk with their event (one D1 batch),
-// lists them and streams them back byte for byte with the safe download headers.
+// lists them and streams them back byte for byte with the safe download headers; user
+// feedback sent later links to the event's issue.
 import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -62,5 +63,31 @@ describe('attachments on D1', () => {
     expect(download.headers.get('content-disposition')).toMatch(/^attachment;/);
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(new Uint8Array(await download.arrayBuffer())).toEqual(big);
+
+    // User feedback about the event, in a later envelope, is linked to its issue.
+    const report = { event_id: id, name: 'Grace', email: 'grace@example.com', comments: 'App closed while paying.' };
+    const fb = await app.fetch(new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body: envelope({ event_id: id }, [{ headers: { type: 'user_report' }, payload: enc.encode(JSON.stringify(report)) }]) }));
+    expect(fb.status).toBe(200);
+    const feedback = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/feedback`))).json()) as { feedback: { comments: string; issue: string | null }[] };
+    expect(feedback.feedback).toMatchObject([{ comments: 'App closed while paying.', issue: expect.any(String) }]);
+  });
+
+  it('counts sessions that end in an ANR for the release (D1 ingest batch)', async () => {
+    const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `anr-${Date.now()}`, name: 'anr' }, Date.now());
+    const started = new Date(Date.now() - 3_600_000).toISOString();
+    const session = (sid: string, extra: object) => ({ sid, started, attrs: { release: 'shop@1', environment: 'production' }, ...extra });
+    const send = (items: object[]) =>
+      app.fetch(
+        new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, {
+          method: 'POST',
+          body: envelope({}, items.map((payload) => ({ headers: { type: 'session' }, payload: enc.encode(JSON.stringify(payload)) }))),
+        }),
+      );
+    const sids = ['a', 'b', 'c', 'd'].map((c) => c.repeat(32));
+    expect((await send(sids.map((sid) => session(sid, { init: true, status: 'ok' })))).status).toBe(200);
+    const later = new Date().toISOString();
+    expect((await send([session(sids[0], { status: 'abnormal', abnormal_mechanism: 'anr_foreground', timestamp: later }), session(sids[1], { status: 'exited', timestamp: later })])).status).toBe(200);
+    const list = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/releases`))).json()) as { releases: { release: string; anr_rate: number | null }[] };
+    expect(list.releases.find((r) => r.release === 'shop@1')?.anr_rate).toBe(0.25);
   });
 });

@@ -1,7 +1,8 @@
 // Symbol files on the serverless edition, inside workerd on D1: the SymbolService the
 // Worker builds (src/editions/workers/deps.ts) stores uploads in D1 (chunks of 512 KiB,
 // each one bound value well under D1's 2 MB) and symbolicates events with them, as
-// ingest does before its sink: source maps and ProGuard. And the C++/Rust demangler the
+// ingest does before its sink: source maps, ProGuard and Breakpad .sym files (with their
+// derived lookup index). And the C++/Rust demangler the
 // Worker loads for native (dSYM) frames, its WebAssembly imported as a module, running in
 // workerd (the dSYM upload and its frames: test/workers/sentry-cli.test.ts).
 import { env } from 'cloudflare:workers';
@@ -14,6 +15,7 @@ import { symbolicationInputOf } from '../../src/ingest/normalize.js';
 import { migrate } from '../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { listSymbolFiles, readSymbolBytes } from '../../src/symbols/storage.js';
+import armSym from '../fixtures/breakpad/aarch64-dwarf4.so.sym?raw';
 
 let deps: AppDeps;
 let projectId: number;
@@ -70,6 +72,19 @@ describe('symbol files on D1', () => {
     expect(out?.frames[0]?.[0]).toMatchObject({ module: 'com.example.shop.Checkout', function: 'pay' });
     expect(out?.types[0]).toMatchObject({ type: 'PaymentFailed', module: 'com.example.shop' });
     expect((await listSymbolFiles(deps.store.db, projectId)).map((r) => r.kind).sort()).toEqual(['proguard', 'sourcemap']);
+  });
+
+  it('stores a Breakpad .sym with its lookup index and symbolicates an Android frame with it', async () => {
+    const [file] = await deps.symbols!.upload({ projectId, kind: 'breakpad', release: 'ndk@1', filename: 'libapp.so.sym' }, [encoder.encode(armSym)]);
+    expect(file.debug_id).toBe('451c4bf6-3bff-84e8-56e0-8e63217f680d');
+    const input = symbolicationInputOf({
+      platform: 'native',
+      release: 'ndk@1',
+      exception: { values: [{ type: 'SIGSEGV', value: 'x', stacktrace: { frames: [{ instruction_addr: '0x7000010708' }] } }] },
+      debug_meta: { images: [{ type: 'elf', debug_id: file.debug_id, image_addr: '0x7000000000', image_size: 0x20000 }] },
+    });
+    const out = await deps.symbols!.symbolicate(projectId, input);
+    expect(out?.frames[0]?.map((f) => f.function)).toEqual(['main', 'twice_clamped', 'clamp_add']);
   });
 });
 

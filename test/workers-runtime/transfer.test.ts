@@ -35,7 +35,7 @@ const NO_SNOOZE = { ignore_until: null, ignore_count: null, ignore_users: null, 
 function exportFile(slug: string, n: number): string {
   const lines: Record<string, unknown>[] = [
     { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
-    { type: 'project', slug, id: 900 + slug.length, dsn_key: `${slug}`.padEnd(32, '0'), name: slug, platform: 'backend', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0) },
+    { type: 'project', slug, id: 900 + slug.length, dsn_key: `${slug}`.padEnd(32, '0'), name: slug, platform: 'backend', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0), scrub_defaults: true, scrub_ip_addresses: false, scrub_fields: [], safe_fields: [], storage_budget_mb: 0 },
     {
       type: 'issue', project: slug, fingerprint: 'f'.repeat(32), status: 'unresolved', title: 'TypeError: boom', level: 'error', error_type: 'TypeError', screen: '', location: 'app.js',
       platform: 'node', event_count: n, stored_count: n, users: 1, first_seen: iso(T0), last_seen: iso(T0 + n), first_release: 'r1', last_release: 'r1',
@@ -175,7 +175,7 @@ function keylessFile(slug: string): string {
   const symbolKey = { kind: 'sourcemap', release: 'r1', dist: '', debug_id: '', filename: '~/app.js.map' };
   const lines: Record<string, unknown>[] = [
     { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
-    { type: 'project', slug, id: 950 + slug.length, dsn_key: `${slug}`.padEnd(32, '1'), name: slug, platform: 'backend', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0) },
+    { type: 'project', slug, id: 950 + slug.length, dsn_key: `${slug}`.padEnd(32, '1'), name: slug, platform: 'backend', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0), scrub_defaults: true, scrub_ip_addresses: false, scrub_fields: [], safe_fields: [], storage_budget_mb: 0 },
     { type: 'alert_channel', project: slug, kind: 'webhook', config: { url: 'https://hooks.example.com/x', secret: 's3cret' }, created_at: iso(T0) },
     {
       type: 'symbol', project: slug, ...symbolKey, serves: '~/app.js', serves_basename: 'app.js', size: map.length, index_size: 0, meta: {}, uploaded_at: iso(T0),

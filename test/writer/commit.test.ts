@@ -38,6 +38,7 @@ const TABLES: (keyof Database)[] = [
   'daily_usage',
   'sessions',
   'session_hourly',
+  'session_users',
 ];
 
 /** Every row of every table, in a comparable form. */

@@ -61,7 +61,7 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
     await writer.close();
     expect(await hourly(project)).toEqual([['app@1.0.0', T, 1, 1, 0]]);
     const row = await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
-    expect({ ...row, project_id: 0, started: Number(row.started), errors: Number(row.errors), updated_at: Number(row.updated_at) }).toEqual({
+    expect({ ...row, project_id: 0, started: Number(row.started), errors: Number(row.errors), updated_at: Number(row.updated_at), anr: Number(row.anr) }).toEqual({
       project_id: 0,
       sid: s.sid,
       did: 'device-1',
@@ -71,6 +71,7 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
       status: 'crashed',
       errors: 3,
       updated_at: T + 3 * MIN,
+      anr: 0,
     });
   });
 
@@ -112,6 +113,42 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
     await writer.close();
     const total = (await hourly(project)).reduce((n, r) => n + (r[2] as number), 0);
     expect(total).toBe(25);
+  });
+
+  it('keeps session_users to the users of the session rows, a user crashed once staying crashed', async () => {
+    const project = await createProject(t.store);
+    const writer = newWriter(t.store);
+    const statuses = ['ok', 'exited', 'crashed', 'abnormal', 'errored', 'unhandled'] as const;
+    let seed = 11;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    // 30 sessions of 6 users (a third without a did), over three hours and two releases.
+    const sessions = Array.from({ length: 30 }, (_, i) =>
+      makeSession({ started: T + Math.floor(rnd() * 3) * HOUR + i * MIN, timestamp: T, release: rnd() < 0.5 ? 'app@1.0.0' : 'app@2.0.0', did: i % 3 === 0 ? null : `user-${i % 6}` }),
+    );
+    const everCrashed = new Set<string>();
+    for (let round = 0; round < 5; round++) {
+      const updates = sessions
+        .filter(() => rnd() < 0.7)
+        .map((s) => ({ ...s, init: round === 0, timestamp: T + (round + 1) * MIN, status: statuses[Math.floor(rnd() * statuses.length)] }));
+      const half = Math.floor(updates.length / 2);
+      await Promise.all([writer.submit(makeWork(project, { sessions: updates.slice(0, half) })), writer.submit(makeWork(project, { sessions: updates.slice(half) }))]);
+      for (const s of await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).execute()) {
+        if (s.did !== null && (s.status === 'crashed' || s.status === 'unhandled')) everCrashed.add(`${s.release}|${hourBucket(Number(s.started))}|${s.did}`);
+      }
+      const fromRows = new Set(
+        (await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).execute())
+          .filter((s) => s.did !== null)
+          .map((s) => `${s.release}|${hourBucket(Number(s.started))}|${s.did}`),
+      );
+      const users = await t.store.db.selectFrom('session_users').selectAll().where('project_id', '=', project.id).execute();
+      expect(new Set(users.map((u) => `${u.release}|${Number(u.bucket)}|${u.did}`))).toEqual(fromRows);
+      expect(new Set(users.filter((u) => Number(u.crashed) === 1).map((u) => `${u.release}|${Number(u.bucket)}|${u.did}`))).toEqual(everCrashed);
+    }
+    expect(everCrashed.size).toBeGreaterThan(0);
+    await writer.close();
   });
 
   it('adds aggregate buckets to total, crashed and errored in the hour they started', async () => {

@@ -15,6 +15,7 @@ const RULE_NAMES: Record<string, string> = {
   new_issue: 'New issue',
   regression: 'Regression (a resolved issue is back)',
   crash_spike: 'Crash spike',
+  monitor: 'Cron monitor (missed, failed or timed out; recovered)',
 };
 
 function channelTarget(ch: Channel): string {

@@ -48,13 +48,20 @@ export function eventListQuery(query: Record<string, string>): Record<string, st
   return q;
 }
 
+/** A list row's title link: an ellipsis and the whole title on hover when ingest cut it. */
+function rowTitle(project: Project, e: EventSummaryJson): Html {
+  const t = titleDisplay(e.title || e.message || e.event_id, [e.error_type && e.message ? `${e.error_type}: ${e.message.trim()}` : '', e.message.trim()], MAX_TITLE);
+  const link = projectPath(project.slug, 'events', String(e.id));
+  return t.full ? html`<a class="title" href="${link}" title="${t.full}">${t.text}</a>` : html`<a class="title" href="${link}">${t.text}</a>`;
+}
+
 export function eventRows(project: Project, events: EventSummaryJson[], ctx: PageContext, o: { showIssue?: boolean } = {}): Html {
   if (events.length === 0) return html`<p>No events match.</p>`;
   return html`<div class="scroll"><table>
     <thead><tr><th>Event</th><th>Level</th><th class="opt">Release</th><th class="opt">Device / OS</th><th class="opt">User</th><th>Time</th></tr></thead>
     <tbody>${events.map(
       (e) => html`<tr>
-        <td><a class="title" href="${projectPath(project.slug, 'events', String(e.id))}">${e.title || e.message || e.event_id}</a>
+        <td>${rowTitle(project, e)}
           <div class="sub">${[e.error_location, e.screen].filter(Boolean).join(' · ')} ${e.crash ? html`<span class="badge l-fatal">crash</span>` : ''}
           ${o.showIssue !== false ? html`· <a href="${projectPath(project.slug, 'issues', e.fingerprint)}">issue</a>` : ''}</div></td>
         <td><span class="l-${e.level}">${e.level}</span></td>
@@ -119,8 +126,7 @@ function varsBlock(f: NormalizedFrame): Html {
 function frameItem(f: NormalizedFrame, jvm: boolean): Html {
   const file = f.filename ?? f.abs_path ?? (jvm ? null : f.module) ?? f.package ?? '';
   const where = [file, f.lineno !== undefined ? `:${f.lineno}` : '', f.colno !== undefined ? `:${f.colno}` : ''].join('');
-  const cls = jvm && f.module ? html` <span class="sub">in ${f.module}</span>` : '';
-  return html`<li class="${f.in_app ? 'app' : 'lib'}"><code>${frameFunction(f, jvm)}</code>${cls} <span class="sub">${where}${f.instruction_addr ? ` ${f.instruction_addr}` : ''}</span>
+  return html`<li class="${f.in_app ? 'app' : 'lib'}"><code>${frameFunction(f, jvm)}</code> <span class="sub">${where}${f.instruction_addr ? ` ${f.instruction_addr}` : ''}</span>
     ${contextTable(f)}${varsBlock(f)}</li>`;
 }
 

@@ -12,6 +12,8 @@ import { eventRows, eventView, type EventDetail } from './events.js';
 import { activitySection } from './activity.js';
 import type { ActivityJson } from '../../triage/activity.js';
 import type { EventFile } from '../../attachments/storage.js';
+import type { FeedbackJson } from '../../feedback/storage.js';
+import { feedbackList } from './feedback.js';
 
 type Project = { slug: string; name: string };
 
@@ -120,6 +122,7 @@ export function issuePage(
   message?: string,
   files: EventFile[] = [],
   activity: ActivityJson[] = [],
+  feedback: FeedbackJson[] = [],
 ): Html {
   const base = projectPath(project.slug, 'issues', issue.fingerprint);
   const b = issue.breakdown;
@@ -168,6 +171,8 @@ export function issuePage(
       </nav>
       ${eventView(project, event, ctx, files)}`
     : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`}
+  <section><h2>User feedback <span class="sub">${count(issue.feedback_count ?? 0)}</span></h2>${feedbackList(project, feedback, ctx, { showIssue: false })}
+    ${(issue.feedback_count ?? 0) > feedback.length ? html`<p class="sub">The newest ${feedback.length}; <a href="${projectPath(project.slug, 'feedback')}">all feedback of the project</a>.</p>` : ''}</section>
   <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>
   ${activitySection(ctx, base, activity)}`;
   return page(ctx, { title: `${issue.title} · ${project.name}`, project, section: 'issues', body });

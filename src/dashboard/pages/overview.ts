@@ -23,7 +23,9 @@ function stat(value: Html | string, label: Html | string, link?: string): Html {
   return html`<div class="stat"><b>${link ? html`<a href="${link}">${value}</a>` : value}</b><span>${label}</span></div>`;
 }
 
-export function overviewPage(ctx: PageContext, project: Project, query: Record<string, string>, o: OverviewJson): Html {
+export function overviewPage(ctx: PageContext, project: Project, query: Record<string, string>, o: OverviewJson, empty = false): Html {
+  // A project that has received nothing has nothing to chart: the set-up card (ctx.notice) stands alone.
+  if (empty) return page(ctx, { title: `Overview · ${project.name}`, project, section: 'overview', body: html`<h1>${project.name} <span class="sub">overview</span></h1>` });
   const buckets = bucketList({ from: Date.parse(o.from), to: Date.parse(o.to) }).map(iso);
   const releases = [...new Set(o.timeline.map((t) => t.release))];
   const events = new Map<string, Map<string, number>>();
@@ -64,11 +66,13 @@ export function releaseListPage(ctx: PageContext, project: Project, query: Recor
   ${releases.length === 0
     ? html`<p>No release has events or sessions in this window, and none was created by sentry-cli in it.</p>`
     : html`<div class="scroll"><table>
-    <thead><tr><th>Release</th><th>Crash-free sessions</th><th class="num">Sessions</th><th class="num">Events</th><th class="num">Crashes</th><th class="num opt">New issues</th><th class="opt">First seen</th></tr></thead>
+    <thead><tr><th>Release</th><th>Crash-free sessions</th><th>Crash-free users</th><th class="num">ANR rate</th><th class="num">Sessions</th><th class="num">Events</th><th class="num">Crashes</th><th class="num opt">New issues</th><th class="opt">First seen</th></tr></thead>
     <tbody>${releases.map(
       (r) => html`<tr>
         <td><a class="title" href="${href(projectPath(project.slug, 'releases', r.release), { days: query.days })}">${r.release || '(no release)'}</a><div class="sub">${releaseFacts(r, ctx.now)}</div></td>
         <td>${percent(r.crash_free_rate)} ${r.crash_free_rate !== null ? meter(r.crash_free_rate, 1, `crash-free ${percent(r.crash_free_rate)}`) : ''}</td>
+        <td title="${count(r.users.total)} ${r.users.total === 1 ? 'user' : 'users'}">${percent(r.crash_free_users_rate)}</td>
+        <td class="num">${percent(r.anr_rate)}</td>
         <td class="num">${count(r.sessions.total)}</td>
         <td class="num">${count(r.events)}</td>
         <td class="num">${count(r.crashes)}</td>
@@ -141,6 +145,8 @@ export function releasePage(
   ${windowForm(projectPath(project.slug, 'releases', r.release), query.days)}
   <div class="stats">
     <div class="stat"><b>${percent(r.crash_free_rate)}</b><span>crash-free sessions</span></div>
+    <div class="stat"><b>${percent(r.crash_free_users_rate)}</b><span>crash-free users (${r.users.total === 0 ? 'no user ids in sessions' : `${count(r.users.total)} ${r.users.total === 1 ? 'user' : 'users'}`})</span></div>
+    <div class="stat"><b>${percent(r.anr_rate)}</b><span>ANR rate (${count(r.sessions.anr)} ${r.sessions.anr === 1 ? 'session' : 'sessions'})</span></div>
     <div class="stat"><b>${count(r.sessions.total)}</b><span>sessions (${count(r.sessions.crashed)} crashed, ${count(r.sessions.errored)} errored)</span></div>
     <div class="stat"><b>${count(r.events)}</b><span>events</span></div>
     <div class="stat"><b>${count(r.crashes)}</b><span>crashes</span></div>
@@ -150,10 +156,11 @@ export function releasePage(
   ${deploysCard(r)}
   ${commitsCard(r)}
   <section class="card"><h2>Daily health</h2>
-    <div class="scroll"><table><thead><tr><th>Day (UTC)</th><th class="num">Sessions</th><th class="num">Crashed</th><th class="num">Errored</th><th>Crash-free</th></tr></thead><tbody>
+    <div class="scroll"><table><thead><tr><th>Day (UTC)</th><th class="num">Sessions</th><th class="num">Crashed</th><th class="num">Errored</th><th>Crash-free</th><th class="num">ANR rate</th></tr></thead><tbody>
     ${days.map(
       (h) => html`<tr><td>${h.day.slice(0, 10)}</td><td class="num">${count(h.total)}</td><td class="num">${count(h.crashed)}</td><td class="num">${count(h.errored)}</td>
-        <td>${percent(h.crash_free_rate)} ${h.crash_free_rate !== null ? meter(h.crash_free_rate, 1, `crash-free ${percent(h.crash_free_rate)}`) : ''}</td></tr>`,
+        <td>${percent(h.crash_free_rate)} ${h.crash_free_rate !== null ? meter(h.crash_free_rate, 1, `crash-free ${percent(h.crash_free_rate)}`) : ''}</td>
+        <td class="num">${percent(h.anr_rate)}</td></tr>`,
     )}</tbody></table></div>
   </section>
   <section class="card"><h2>Events per hour</h2>${bars(d.timeline.map((t) => t.bucket), d.timeline.map((t) => t.events), 'Events of this release per hour')}</section>

@@ -1,9 +1,11 @@
 // Project-level pages: the project list with the creation form, a project's
 // settings (sampling, quota, DSN with copy, rotate key, delete with
-// confirmation), the sign-in page and the error page.
+// confirmation) and the error page.
 import type { projectJson } from '../../http/projects.js';
 import { PLATFORMS } from '../../store/projects.js';
 import { html, options, projectPath, utc, type Html } from '../html.js';
+import { bars, meter } from '../charts.js';
+import type { ProjectUsage } from '../../privacy/usage.js';
 import { csrfField, flash, page, type PageContext } from '../layout.js';
 
 /** A project as the JSON API shows it (with its DSN). */
@@ -32,7 +34,32 @@ export function projectListPage(ctx: PageContext, projects: ProjectView[], form:
   return page(ctx, { title: 'Projects', body });
 }
 
-export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: string; error?: string; form?: Record<string, string> } = {}): Html {
+function megabytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(bytes < 10 * 1024 * 1024 ? 2 : 0)} MB`;
+}
+
+/** The storage panel: bytes and counts by kind, the budget's share, growth per day. */
+function usagePanel(u: ProjectUsage): Html {
+  return html`<section class="card" aria-labelledby="usage-h"><h2 id="usage-h">Storage</h2>
+    <dl class="kv" data-usage-bytes="${String(u.bytes)}">
+      <dt>Events</dt><dd>${u.kinds.events.count.toLocaleString('en-US')} stored · ${megabytes(u.kinds.events.bytes)}</dd>
+      <dt>Symbol files</dt><dd>${u.kinds.symbols.count.toLocaleString('en-US')} · ${megabytes(u.kinds.symbols.bytes)}</dd>
+      <dt>Total</dt><dd>${megabytes(u.bytes)}${u.budget_bytes !== null ? html` of a ${megabytes(u.budget_bytes)} budget ${meter(u.bytes, u.budget_bytes, 'share of the storage budget used')}` : ' (no budget)'}</dd>
+    </dl>
+    <h3>Stored per day (last ${String(u.growth.length)} days)</h3>
+    ${bars(
+      u.growth.map((g) => g.day),
+      u.growth.map((g) => g.bytes),
+      'bytes stored per day',
+    )}
+  </section>`;
+}
+
+export function settingsPage(
+  ctx: PageContext,
+  p: ProjectView,
+  o: { message?: string; error?: string; form?: Record<string, string>; usage?: ProjectUsage } = {},
+): Html {
   const f = o.form ?? {};
   const value = (name: keyof ProjectView) => f[name] ?? String(p[name]);
   const base = projectPath(p.slug);
@@ -60,6 +87,7 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
       <button type="submit">Save</button>
     </form>
   </section>
+  ${o.usage ? usagePanel(o.usage) : ''}
   <section class="card" aria-labelledby="privacy-h"><h2 id="privacy-h">Privacy and storage</h2>
     <p class="sub">Scrubbing runs before an event is grouped or stored (the raw payload too); see docs/privacy.md.</p>
     <form method="post" action="${base}/privacy">
@@ -81,19 +109,6 @@ export function settingsPage(ctx: PageContext, p: ProjectView, o: { message?: st
     </form>
   </section>`;
   return page(ctx, { title: `Settings · ${p.name}`, project: p, section: 'settings', body });
-}
-
-export function loginPage(next: string, error?: string): Html {
-  const ctx: PageContext = { csrf: '', signedIn: false, now: 0 };
-  const body = html`<h1>Sign in</h1>
-  ${flash(error, 'error')}
-  <form method="post" action="/login" class="card">
-    <input type="hidden" name="next" value="${next}">
-    <p>This Faultline server asks for one of its API keys (the <code>API_KEYS</code> setting).</p>
-    <p><label>API key<input name="key" type="password" autocomplete="current-password" required autofocus></label></p>
-    <button type="submit">Sign in</button>
-  </form>`;
-  return page(ctx, { title: 'Sign in', body });
 }
 
 export function errorPage(ctx: PageContext, status: number, message: string, project?: { slug: string; name: string }): Html {

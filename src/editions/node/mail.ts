@@ -2,7 +2,7 @@
 // (smtp:// upgrades with STARTTLS when the server offers it, smtps:// is TLS from the
 // start; user:password@ authenticates) and SMTP_FROM. A connection per message, closed
 // after it, and timeouts so a dead mail server holds up one delivery at most. Error texts
-// are cut free of the password before anything sees them (docs/alerts.md "Email").
+// are cut free of the password before anything sees them (docs/api.md "Email channels").
 import { createTransport } from 'nodemailer';
 import type { SmtpConfig } from '../../config.js';
 import type { MailSender } from '../../alerts/transport.js';

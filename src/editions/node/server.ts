@@ -12,11 +12,12 @@ import { createApp } from '../../http/app.js';
 import { localBaseUrl } from '../../http/public-url.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import { createIngestWriter } from './writer.js';
-import { decompress } from './codec.js';
+import { compress, decompress } from './codec.js';
 import { migrate } from '../../store/database.js';
 import { openStore } from './open-store.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
 import { startRetentionJob } from '../../store/retention.js';
+import { startMonitorJob } from '../../monitors/job.js';
 import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../../alerts/dispatcher.js';
 import { nodeAlertRuntimeFor } from './alerts.js';
 import { storedPayloads } from './payloads.js';
@@ -25,6 +26,8 @@ import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
 import { loadNodeDemangler } from './demangle.js';
+import { nodeDiskGuard } from './disk.js';
+import { createNodeMetrics } from './metrics.js';
 import { nodeIngestRuntime, postgresNodeIngestRuntime } from './runtime.js';
 import { SymbolParseThread, symbolCacheBytesForHeap, symbolParseThreadAvailable } from './symbol-parse-thread.js';
 
@@ -54,7 +57,11 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     await store.close();
     throw err;
   }
-  const ingest = createIngestWriter({ store, clock, logger });
+  // The metrics read the writer's queue once it exists.
+  let writer: ReturnType<typeof createIngestWriter> | undefined;
+  const metrics = createNodeMetrics({ store, ingestStats: () => writer?.stats() });
+  const ingest = createIngestWriter({ store, clock, logger, onCommit: (seconds) => metrics.observeCommit(seconds) });
+  writer = ingest;
   const ingestRuntime = store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime;
   // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
   await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
@@ -71,6 +78,9 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     ingest,
     ingestRuntime,
     decompressBlob: decompress,
+    compressBlob: compress,
+    diskGuard: nodeDiskGuard(config),
+    metrics,
     readRequestBody: readNodeRequestBody,
     clientAddress: (_request, env) => incomingOf(env)?.socket?.remoteAddress,
     alertRuntime: nodeAlertRuntimeFor(config),
@@ -107,7 +117,7 @@ export interface RunningServer {
 }
 
 export interface StartServerOptions {
-  /** Run the housekeeping `serve` does (hourly retention). Off for embedded and test servers. */
+  /** Run the housekeeping `serve` does (hourly retention, the minutely cron monitor check). Off for embedded and test servers. */
   background?: boolean;
   /**
    * The alert dispatcher (src/alerts/dispatcher.ts): on unless false; options override
@@ -152,6 +162,8 @@ export async function startServer(
           { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntimeFor(deps.config) },
           { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
         ).start();
+  // Cron monitors are checked every minute (missed and timed-out runs); the dispatcher sends their alerts.
+  const monitors = options.background ? startMonitorJob({ store: deps.store, clock: deps.clock, logger: deps.logger, onAlerts: () => alerts?.wake() }) : null;
   return {
     url,
     port: address.port,
@@ -159,12 +171,14 @@ export async function startServer(
     close() {
       closing ??= (async () => {
         const retentionStopped = retention?.stop();
+        const monitorsStopped = monitors?.stop();
         const alertsStopped = alerts?.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
         await retentionStopped;
+        await monitorsStopped;
         await alertsStopped;
         await deps.symbols?.close();
         await deps.ingest.close();

@@ -17,6 +17,8 @@ export interface WriterDeps {
   store: NodeStore;
   clock: Clock;
   logger: Logger;
+  /** Told how long each committed batch took (the commit latency metric). */
+  onCommit?: (seconds: number) => void;
 }
 
 export interface WriterOptions {
@@ -173,8 +175,10 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
     const works = batch.map((p) => p.work);
     const items = batch.reduce((n, p) => n + p.items, 0);
     let result;
+    const started = performance.now();
     try {
       result = await commitWithDeadline(works, items);
+      deps.onCommit?.((performance.now() - started) / 1000);
     } catch (err) {
       counters.batchesFailed += 1;
       // One work the database refuses (a bad value, a trigger) must not cost every

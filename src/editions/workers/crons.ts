@@ -3,6 +3,9 @@
 import { runAlertsOnce } from '../../alerts/dispatcher.js';
 import { webAlertRuntime } from '../../alerts/transport.js';
 import type { AppDeps } from '../../context.js';
+import { pendingAlertIds } from '../../alerts/store.js';
+import { runMonitorCheck } from '../../monitors/store.js';
+import { sendRecordedAlerts } from './background.js';
 import { WORKER_RESYMBOLICATE_CRON_STEPS, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
 import { formatSummary, runRetention } from '../../store/retention.js';
 import { sweepAbandonedWrites } from '../../symbols/storage.js';
@@ -13,8 +16,10 @@ export const RETENTION_CRON = '17 3 * * *';
 /** Every 10 minutes: the crash-spike check and one pass over the alert outbox and pending deliveries (as `faultline alerts`). */
 export const ALERTS_CRON = '*/10 * * * *';
 /**
- * Every minute: time snoozes that are over end, and bounded steps of the re-symbolication runs uploads recorded (the first
- * step ran after the upload's answer), until none is pending or the cron's steps are done.
+ * Every minute: time snoozes that are over end, the cron monitor check (then a pass over
+ * the outbox when a monitor alert waits), and bounded steps of the re-symbolication runs
+ * uploads recorded (the first step ran after the upload's answer), until none is pending
+ * or the cron's steps are done.
  */
 export const RESYMBOLICATE_CRON = '* * * * *';
 /** Every cron wrangler.jsonc must schedule. */
@@ -68,6 +73,9 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       // Time snoozes end within a minute (docs/api.md "Snoozing").
       const ended = await endTimeSnoozes(deps.store, deps.clock.now());
       if (ended > 0) deps.logger.info({ issues: ended }, 'snoozes ended');
+      const monitors = await runMonitorCheck(deps.store, deps.clock.now());
+      if (monitors.missed + monitors.timed_out > 0) deps.logger.info(monitors, 'cron monitors checked');
+      if ((await pendingAlertIds(deps.store.db, 1)).length > 0) await sendRecordedAlerts(deps);
       if (!deps.symbols) return;
       let events = 0;
       for (let step = 0; step < WORKER_RESYMBOLICATE_CRON_STEPS; step++) {

@@ -23,7 +23,7 @@ import { loadWorkerDemangler } from './demangle.js';
 import { QueueIngestSink, type QueueBinding } from './ingest-queue.js';
 import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
-import { decompressBlob, workersIngestRuntime } from './runtime.js';
+import { compressBlob, decompressBlob, workersIngestRuntime } from './runtime.js';
 import { SymbolService } from '../../symbols/service.js';
 import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
@@ -81,6 +81,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
       : new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded),
     ingestRuntime: workersIngestRuntime,
     decompressBlob,
+    compressBlob,
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // Re-symbolication of stored events goes in bounded steps (an isolate lives only

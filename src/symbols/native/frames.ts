@@ -47,13 +47,13 @@ export function machoImages(images: unknown[]): MachoImage[] {
  * The images of one type of `debug_meta.images`; ELF images without a `debug_id` are
  * named by their `code_id` (the build id), as Sentry derives one from the other.
  */
-export function nativeImages(images: unknown[], type: 'macho' | 'elf'): MachoImage[] {
+export function nativeImages(images: unknown[], ...types: string[]): MachoImage[] {
   const out: MachoImage[] = [];
   for (const raw of images) {
     if (!raw || typeof raw !== 'object') continue;
     const image = raw as JsonObject;
-    if (image.type !== type) continue;
-    const debugId = normaliseDebugId(image.debug_id ?? image.uuid) ?? (type === 'elf' && typeof image.code_id === 'string' ? debugIdOfCodeId(image.code_id) : null);
+    if (!types.includes(image.type as string)) continue;
+    const debugId = normaliseDebugId(image.debug_id ?? image.uuid) ?? (image.type === 'elf' && typeof image.code_id === 'string' ? debugIdOfCodeId(image.code_id) : null);
     const imageAddr = parseAddress(image.image_addr);
     if (!debugId || imageAddr === null) continue;
     const size = parseAddress(image.image_size);
@@ -121,17 +121,18 @@ export function symbolicateNativeFrame(
  * index of an image (null: unknown, the frame stays as sent).
  */
 export function symbolicateFrames(
-  state: { frames: JsonObject[][]; changed: boolean },
+  state: { frames: JsonObject[][]; changed: boolean; nativeDone?: WeakSet<object> },
   images: MachoImage[],
   indexOf: (image: MachoImage) => NativeIndex | null,
   demangle?: Demangler,
 ): void {
+  const done = (state.nativeDone ??= new WeakSet());
   for (let i = 0; i < state.frames.length; i++) {
     const frames = state.frames[i];
     let out: JsonObject[] | null = null;
     for (let j = 0; j < frames.length; j++) {
       const frame = frames[j];
-      const image = imageForFrame(frame, images);
+      const image = done.has(frame) ? null : imageForFrame(frame, images);
       const index = image ? indexOf(image) : null;
       // Frames are oldest call first: the last one was executing, every other one is a
       // return address and is looked up one byte back, inside its call instruction.
@@ -139,6 +140,7 @@ export function symbolicateFrames(
       if (expanded) {
         out ??= frames.slice(0, j);
         out.push(...expanded);
+        for (const f of expanded) done.add(f);
       } else if (out) out.push(frames[j]);
     }
     if (out) {

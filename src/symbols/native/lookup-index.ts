@@ -203,7 +203,11 @@ export async function buildIndexAsync(source: IndexSource): Promise<Uint8Array> 
   return indexFromTables(source, await readDwarfAsync(source.sections));
 }
 
-function indexFromTables(source: IndexSource, t: DwarfTables): Uint8Array {
+/**
+ * Builds an index from tables made without DWARF (Breakpad's FUNC/INLINE/line records):
+ * scope names are NUL-terminated positions in `source.sections.bytes`.
+ */
+export function indexFromTables(source: IndexSource, t: DwarfTables): Uint8Array {
   const bytes = source.sections.bytes;
   const strings = new StringTable();
   const files = t.files.map((f) => strings.id(f));

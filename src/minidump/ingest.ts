@@ -1,0 +1,162 @@
+// Minidumps at ingest (docs/api.md "Minidumps"): an envelope's `event.minidump` attachment
+// (or the minidump route's upload) becomes the event item the rest of ingest stores,
+// symbolicates and groups like any native crash. The minidump is walked with the unwind
+// information of the project's uploaded Breakpad files (read from the store), and its
+// event merged under what the SDK sent (tags, user, release and its own contexts win; the
+// exception, threads and images come from the dump). A minidump that cannot be read
+// leaves the envelope's own event as it is (or nothing, without one). The minidump item
+// stays in the envelope: the attachment store keeps it with the event (src/attachments).
+
+import type { Kysely } from 'kysely';
+import type { EnvelopeItem, ParsedEnvelope } from '../ingest/envelope.js';
+import type { Database } from '../store/schema.js';
+import { breakpadIndex } from '../symbols/breakpad.js';
+import { NativeIndex } from '../symbols/native/lookup-index.js';
+import { INDEX_PART, readSymbolBytes } from '../symbols/storage.js';
+import { BreakpadReader } from '../symbols/native/breakpad.js';
+import { breakpadUnwindInfo, MAX_MINIDUMP_BYTES, processMinidump } from './process.js';
+import { BadMinidump, readMinidump, type MinidumpModule } from './reader.js';
+import type { ModuleUnwindInfo } from './unwind.js';
+
+export const MINIDUMP_ATTACHMENT_TYPE = 'event.minidump';
+
+/** A minidump to keep with its event (the attachment store's input). */
+export interface MinidumpAttachment {
+  projectId: number;
+  eventId: string;
+  filename: string;
+  contentType: string;
+  attachmentType: typeof MINIDUMP_ATTACHMENT_TYPE;
+  bytes: Uint8Array;
+}
+
+/** The .sym files of the modules (by debug id), read for their STACK CFI records. */
+async function unwindInfoFor(db: Kysely<Database>, projectId: number, modules: MinidumpModule[]): Promise<Map<string, ModuleUnwindInfo>> {
+  const ids = [...new Set(modules.map((m) => m.debugId).filter((id) => id !== ''))];
+  const out = new Map<string, ModuleUnwindInfo>();
+  for (let i = 0; i < ids.length; i += 200) {
+    const rows = await db
+      .selectFrom('symbol_files')
+      .select(['id', 'debug_id', 'index_size'])
+      .where('project_id', '=', projectId)
+      .where('kind', '=', 'breakpad')
+      .where('state', '=', 'ready')
+      .where('debug_id', 'in', ids.slice(i, i + 200))
+      .orderBy('id', 'desc')
+      .execute();
+    for (const row of rows) {
+      if (out.has(row.debug_id)) continue;
+      const bytes = await readSymbolBytes(db, Number(row.id));
+      if (!bytes) continue;
+      try {
+        const reader = new BreakpadReader(true);
+        reader.push(bytes);
+        reader.finish();
+        const stored = Number(row.index_size) > 0 ? await readSymbolBytes(db, Number(row.id), INDEX_PART) : null;
+        let index: NativeIndex;
+        try {
+          index = new NativeIndex(stored ?? breakpadIndex(reader));
+        } catch {
+          index = new NativeIndex(breakpadIndex(reader));
+        }
+        out.set(row.debug_id, breakpadUnwindInfo(reader, index));
+      } catch {
+        // A stored file that no longer reads: the walk goes on without its CFI.
+      }
+    }
+  }
+  return out;
+}
+
+/** The event a minidump stands for, merged under the SDK's own event fields. */
+export async function minidumpEvent(db: Kysely<Database>, projectId: number, bytes: Uint8Array, base: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if (bytes.byteLength > MAX_MINIDUMP_BYTES) throw new BadMinidump(`the minidump is ${bytes.byteLength} bytes; at most ${MAX_MINIDUMP_BYTES} are read`);
+  const modules = readMinidump(bytes).modules;
+  const unwind = await unwindInfoFor(db, projectId, modules);
+  const { event } = processMinidump(bytes, (m) => unwind.get(m.debugId) ?? null);
+  const baseContexts = base.contexts && typeof base.contexts === 'object' ? (base.contexts as Record<string, unknown>) : {};
+  return {
+    ...event,
+    ...base,
+    level: base.level ?? event.level,
+    platform: base.platform ?? event.platform,
+    exception: event.exception ?? base.exception,
+    threads: event.threads,
+    debug_meta: event.debug_meta,
+    contexts: { ...(event.contexts as Record<string, unknown>), ...baseContexts },
+  };
+}
+
+function randomEventId(): string {
+  return crypto.randomUUID().replace(/-/g, '');
+}
+
+function parseJson(bytes: Uint8Array): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Replaces an envelope's event with the one its `event.minidump` attachment stands for
+ * (adding one when the envelope has none). Returns the attachments to keep once the
+ * event is stored. An unreadable minidump leaves the envelope as it is.
+ */
+export async function expandMinidumpEnvelope(
+  db: Kysely<Database>,
+  projectId: number,
+  envelope: ParsedEnvelope,
+): Promise<{ envelope: ParsedEnvelope; attachments: MinidumpAttachment[] }> {
+  const index = envelope.items.findIndex((i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE);
+  if (index < 0) return { envelope, attachments: [] };
+  const item = envelope.items[index];
+  const eventAt = envelope.items.findIndex((i) => i.type === 'event');
+  const base = eventAt >= 0 ? (parseJson(envelope.items[eventAt].payload) ?? {}) : {};
+  const headerId = typeof envelope.headers.event_id === 'string' ? envelope.headers.event_id : null;
+  const eventId = (typeof base.event_id === 'string' ? base.event_id : headerId) ?? randomEventId();
+  let event: Record<string, unknown>;
+  try {
+    event = await minidumpEvent(db, projectId, item.payload, { ...base, event_id: eventId });
+  } catch (err) {
+    if (err instanceof BadMinidump) return { envelope, attachments: [] };
+    throw err;
+  }
+  const eventItem: EnvelopeItem = { type: 'event', headers: { type: 'event' }, payload: new TextEncoder().encode(JSON.stringify(event)) };
+  const items = envelope.items.filter((_, i) => i !== eventAt);
+  items.unshift(eventItem);
+  const filename = typeof item.headers.filename === 'string' ? item.headers.filename : 'minidump.dmp';
+  return {
+    envelope: { ...envelope, items },
+    attachments: [{ projectId, eventId, filename, contentType: 'application/x-dmp', attachmentType: MINIDUMP_ATTACHMENT_TYPE, bytes: item.payload }],
+  };
+}
+
+/**
+ * The `sentry` JSON field, or `sentry[...]` bracket fields (`sentry[tags][os]=linux`,
+ * `sentry[release]=1.0`), of a minidump upload as one event object.
+ */
+export function sentryFormFields(fields: [string, string][]): Record<string, unknown> {
+  let event: Record<string, unknown> = {};
+  for (const [name, value] of fields) {
+    if (name === 'sentry') {
+      const parsed = parseJson(new TextEncoder().encode(value));
+      if (parsed) event = { ...event, ...parsed };
+      continue;
+    }
+    const m = /^sentry((?:\[[^\]]{1,200}\]){1,8})$/.exec(name);
+    if (!m) continue;
+    const path = [...m[1].matchAll(/\[([^\]]+)\]/g)].map((x) => x[1]);
+    if (path.some((k) => k === '__proto__' || k === 'constructor' || k === 'prototype')) continue;
+    let at = event;
+    for (const key of path.slice(0, -1)) {
+      const next = at[key];
+      if (!next || typeof next !== 'object' || Array.isArray(next)) at[key] = {};
+      at = at[key] as Record<string, unknown>;
+    }
+    at[path[path.length - 1]] = value;
+  }
+  return event;
+}

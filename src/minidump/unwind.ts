@@ -1,0 +1,279 @@
+// Stack walking over a minidump's captured memory (docs/api.md "Minidumps"), as Breakpad's
+// stackwalker does it: the first frame from the thread's context, then for each caller
+// call frame information (Breakpad STACK CFI records of the module's uploaded .sym file),
+// else the frame pointer chain, else stack scanning for a word that points into a module.
+// Each frame says how it was found (`trust`: context, cfi, fp, scan). The work is bounded
+// per thread (frames, scanned words, CFI rules evaluated), so a hostile dump or CFI loop
+// ends a walk early, never hangs it.
+
+import { moduleAt, readMemory, type CpuArch, type Minidump, type MinidumpModule } from './reader.js';
+
+export type Trust = 'context' | 'cfi' | 'fp' | 'scan';
+
+export interface WalkedFrame {
+  /** The frame's instruction address (a return address for callers). */
+  pc: number;
+  trust: Trust;
+  module: MinidumpModule | null;
+  /** Registers of the context frame (name → value), as Sentry shows them. */
+  registers?: Record<string, number>;
+}
+
+/** CFI rules of a module: the rule text in force at a module-relative address, or null. */
+export interface ModuleUnwindInfo {
+  cfiAt(relative: number): string | null;
+  /** True when the module's symbols name a function at this address (stack scanning's check). */
+  knows?(relative: number): boolean;
+}
+
+export const MAX_FRAMES = 256;
+/**
+ * Frames and scanned words one dump's walks may take together: a hostile dump of
+ * thousands of threads, each scanning its whole stack, stops here instead of running on.
+ */
+export const MAX_DUMP_STEPS = 2_000_000;
+
+/** The work left to a dump's walks (shared by its threads). */
+export interface WalkBudget {
+  steps: number;
+}
+/** Words scanned for a return address (as the reference minidump_stackwalk scans: 40, four times as many above the context frame). */
+const SCAN_WORDS = 40;
+const CONTEXT_SCAN_WORDS = 160;
+
+type Registers = Map<string, number>;
+
+interface ArchSpec {
+  word: number;
+  pc: string;
+  sp: string;
+  fp: string;
+  /** Where the caller's return address is, when the frame pointer chain is followed. */
+  fpLayout: { savedFp: number; returnAddress: number; callerSp: number };
+  /** The register names of the context, by offset (absent from short contexts). */
+  read(context: Uint8Array): Registers | null;
+}
+
+function u64(b: Uint8Array, at: number): number {
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  return v.getUint32(at + 4, true) * 0x1_0000_0000 + v.getUint32(at, true);
+}
+
+function u32(b: Uint8Array, at: number): number {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(at, true);
+}
+
+const AMD64_REGS: [string, number][] = [
+  ['rax', 0x78], ['rcx', 0x80], ['rdx', 0x88], ['rbx', 0x90], ['rsp', 0x98], ['rbp', 0xa0], ['rsi', 0xa8], ['rdi', 0xb0],
+  ['r8', 0xb8], ['r9', 0xc0], ['r10', 0xc8], ['r11', 0xd0], ['r12', 0xd8], ['r13', 0xe0], ['r14', 0xe8], ['r15', 0xf0], ['rip', 0xf8],
+];
+const X86_REGS: [string, number][] = [
+  ['edi', 0x9c], ['esi', 0xa0], ['ebx', 0xa4], ['edx', 0xa8], ['ecx', 0xac], ['eax', 0xb0], ['ebp', 0xb4], ['eip', 0xb8], ['esp', 0xc4],
+];
+
+const ARCHS: Partial<Record<CpuArch, ArchSpec>> = {
+  amd64: {
+    word: 8, pc: 'rip', sp: 'rsp', fp: 'rbp', fpLayout: { savedFp: 0, returnAddress: 8, callerSp: 16 },
+    read(c) {
+      if (c.byteLength < 0x100) return null;
+      return new Map(AMD64_REGS.map(([name, at]) => [name, u64(c, at)]));
+    },
+  },
+  x86: {
+    word: 4, pc: 'eip', sp: 'esp', fp: 'ebp', fpLayout: { savedFp: 0, returnAddress: 4, callerSp: 8 },
+    read(c) {
+      if (c.byteLength < 0xc8) return null;
+      return new Map(X86_REGS.map(([name, at]) => [name, u32(c, at)]));
+    },
+  },
+  arm64: {
+    word: 8, pc: 'pc', sp: 'sp', fp: 'x29', fpLayout: { savedFp: 0, returnAddress: 8, callerSp: 16 },
+    read(c) {
+      if (c.byteLength < 8 + 33 * 8) return null;
+      const regs: Registers = new Map();
+      for (let i = 0; i < 31; i++) regs.set(`x${i}`, u64(c, 8 + 8 * i));
+      regs.set('sp', u64(c, 8 + 31 * 8));
+      regs.set('pc', u64(c, 8 + 32 * 8));
+      return regs;
+    },
+  },
+  arm: {
+    word: 4, pc: 'pc', sp: 'sp', fp: 'r11', fpLayout: { savedFp: 0, returnAddress: 4, callerSp: 8 },
+    read(c) {
+      if (c.byteLength < 4 + 16 * 4) return null;
+      const regs: Registers = new Map();
+      for (let i = 0; i < 13; i++) regs.set(`r${i}`, u32(c, 4 + 4 * i));
+      regs.set('sp', u32(c, 4 + 13 * 4));
+      regs.set('lr', u32(c, 4 + 14 * 4));
+      regs.set('pc', u32(c, 4 + 15 * 4));
+      return regs;
+    },
+  },
+};
+
+/** The context's registers by name, for the event (or null for an unknown architecture or short context). */
+export function contextRegisters(arch: CpuArch, context: Uint8Array): Record<string, number> | null {
+  const regs = ARCHS[arch]?.read(context);
+  return regs ? Object.fromEntries(regs) : null;
+}
+
+function word(dump: Minidump, spec: ArchSpec, addr: number): number | null {
+  const b = readMemory(dump, addr, spec.word);
+  if (!b) return null;
+  return spec.word === 8 ? u64(b, 0) : u32(b, 0);
+}
+
+/** Evaluates a Breakpad postfix expression; null when it cannot (unknown register, missing memory, bad syntax). */
+function evaluate(expr: string[], regs: Registers, dump: Minidump, spec: ArchSpec): number | null {
+  const stack: number[] = [];
+  for (const token of expr) {
+    if (token === '^') {
+      const a = stack.pop();
+      if (a === undefined) return null;
+      const v = word(dump, spec, a);
+      if (v === null) return null;
+      stack.push(v);
+    } else if (token.length === 1 && '+-*/%@'.includes(token)) {
+      const b = stack.pop();
+      const a = stack.pop();
+      if (a === undefined || b === undefined) return null;
+      switch (token) {
+        case '+': stack.push(a + b); break;
+        case '-': stack.push(a - b); break;
+        case '*': stack.push(a * b); break;
+        case '/': if (b === 0) return null; stack.push(Math.trunc(a / b)); break;
+        case '%': if (b === 0) return null; stack.push(a % b); break;
+        case '@': if (b <= 0) return null; stack.push(a - (a % b)); break;
+      }
+    } else if (/^-?[0-9]+$/.test(token)) {
+      stack.push(Number(token));
+    } else if (/^-?0x[0-9a-f]+$/i.test(token)) {
+      stack.push(token.startsWith('-') ? -parseInt(token.slice(1), 16) : parseInt(token, 16));
+    } else {
+      const v = regs.get(token.replace(/^\$/, ''));
+      if (v === undefined) return null;
+      stack.push(v);
+    }
+  }
+  return stack.length === 1 && Number.isFinite(stack[0]) ? stack[0] : null;
+}
+
+/** `.cfa: $rsp 8 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^` → register → postfix tokens. */
+export function parseCfiRules(text: string): Map<string, string[]> {
+  const rules = new Map<string, string[]>();
+  let current: string | null = null;
+  for (const token of text.trim().split(/\s+/)) {
+    if (token.endsWith(':') && token.length > 1) {
+      current = token.slice(0, -1).replace(/^\$/, '');
+      rules.set(current, []);
+    } else if (current) rules.get(current)!.push(token);
+  }
+  return rules;
+}
+
+function callerByCfi(dump: Minidump, spec: ArchSpec, regs: Registers, rules: Map<string, string[]>): Registers | null {
+  const cfaRule = rules.get('.cfa');
+  const raRule = rules.get('.ra');
+  if (!cfaRule || !raRule) return null;
+  const cfa = evaluate(cfaRule, regs, dump, spec);
+  if (cfa === null) return null;
+  const withCfa = new Map(regs);
+  withCfa.set('.cfa', cfa);
+  const ra = evaluate(raRule, withCfa, dump, spec);
+  if (ra === null) return null;
+  const caller: Registers = new Map(regs);
+  for (const [reg, expr] of rules) {
+    if (reg === '.cfa' || reg === '.ra') continue;
+    const v = evaluate(expr, withCfa, dump, spec);
+    if (v !== null) caller.set(reg, v);
+  }
+  caller.set(spec.pc, ra);
+  caller.set(spec.sp, cfa);
+  return caller;
+}
+
+/** Whether a return address looks real: its call instruction (one byte back) lies in a module, in a function its symbols name. */
+function seemsCode(dump: Minidump, addr: number, unwind: (m: MinidumpModule) => ModuleUnwindInfo | null): boolean {
+  const module = moduleAt(dump, addr - 1);
+  if (!module) return false;
+  const info = unwind(module);
+  return info?.knows ? info.knows(addr - 1 - module.base) : true;
+}
+
+/**
+ * Walks one thread from its context. `unwind` gives a module's CFI (null without an
+ * uploaded .sym); `first` is the context (the exception's for the crashed thread).
+ */
+export function walkThread(
+  dump: Minidump,
+  arch: CpuArch,
+  context: Uint8Array,
+  unwind: (m: MinidumpModule) => ModuleUnwindInfo | null,
+  budget: WalkBudget = { steps: MAX_DUMP_STEPS },
+): WalkedFrame[] {
+  const spec = ARCHS[arch];
+  const start = spec?.read(context);
+  if (!spec || !start) return [];
+  let regs = start;
+  const frames: WalkedFrame[] = [{ pc: regs.get(spec.pc)!, trust: 'context', module: moduleAt(dump, regs.get(spec.pc)!), registers: Object.fromEntries(regs) }];
+  while (frames.length < MAX_FRAMES && budget.steps > 0) {
+    budget.steps--;
+    const last = frames[frames.length - 1];
+    const sp = regs.get(spec.sp)!;
+    let caller: Registers | null = null;
+    let trust: Trust = 'cfi';
+    // CFI: the rules in force at the instruction (a caller's return address looks one byte back, into its call).
+    const module = moduleAt(dump, last.pc);
+    const info = module ? unwind(module) : null;
+    if (module && info) {
+      const rules = info.cfiAt(last.pc - module.base - (last.trust === 'context' ? 0 : 1));
+      if (rules) caller = callerByCfi(dump, spec, regs, parseCfiRules(rules));
+    }
+    // Frame pointer: the saved frame pointer and return address just above it.
+    if (!caller) {
+      trust = 'fp';
+      const fp = regs.get(spec.fp);
+      if (fp !== undefined) {
+        const savedFp = word(dump, spec, fp + spec.fpLayout.savedFp);
+        const ra = word(dump, spec, fp + spec.fpLayout.returnAddress);
+        const callerSp = fp + spec.fpLayout.callerSp;
+        // The stack grows down: a caller's frame lies above its callee's.
+        if (savedFp !== null && ra !== null && savedFp >= fp && callerSp >= sp) {
+          caller = new Map(regs);
+          caller.set(spec.pc, ra);
+          caller.set(spec.sp, callerSp);
+          caller.set(spec.fp, savedFp);
+        }
+      }
+    }
+    // Stack scanning: the first word above the stack pointer that looks like a return address.
+    if (!caller) {
+      trust = 'scan';
+      const words = frames.length === 1 ? CONTEXT_SCAN_WORDS : SCAN_WORDS;
+      for (let i = 0; i <= words && budget.steps > 0; i++, budget.steps--) {
+        const at = sp + i * spec.word;
+        const v = word(dump, spec, at);
+        if (v === null) break;
+        if (seemsCode(dump, v, unwind)) {
+          caller = new Map(regs);
+          caller.set(spec.pc, v);
+          caller.set(spec.sp, at + spec.word);
+          // A frame pointer pushed right below the return address is the caller's.
+          const fp = regs.get(spec.fp);
+          if (fp !== undefined && at - spec.word === fp) {
+            const saved = word(dump, spec, fp);
+            if (saved !== null && saved > at) caller.set(spec.fp, saved);
+          }
+          break;
+        }
+      }
+    }
+    if (!caller) break;
+    const pc = caller.get(spec.pc)!;
+    // The walk ends at a zero return address or a stack that stops growing up.
+    if (pc === 0 || caller.get(spec.sp)! <= sp) break;
+    frames.push({ pc, trust, module: moduleAt(dump, pc) });
+    regs = caller;
+  }
+  return frames;
+}

@@ -1,0 +1,108 @@
+// React Native Hermes source maps on both databases, from a real Hermes build
+// (test/fixtures/hermes, rebuilt by its build.mjs with hermes-compiler): the composed map
+// (packager map ∘ Hermes map, with `x_hermes_function_offsets` and `debugId`) symbolicates
+// frames as React Native sends them for Hermes bytecode (line 1, the column the bytecode
+// offset), matched by release and file name or by debug id; Hermes' own map alone leads to
+// the bundle; a malformed map is refused with a 400. The fixture is checked against a
+// fresh build when hermes-compiler is installed.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TraceMap, eachMapping } from '@jridgewell/trace-mapping';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
+import { makeProject } from '../ingest/helpers.js';
+import { eventDetail, sendEvent, uploadOk, uploadSymbols } from './helpers.js';
+
+const FIXTURE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/hermes');
+const read = (name: string) => fs.readFileSync(path.join(FIXTURE, name));
+const composed = JSON.parse(read('index.android.bundle.map').toString()) as { debugId: string; x_hermes_function_offsets: Record<string, number[]> };
+
+/** The bytecode column of the first segment the composed map puts on `line` of src/app.js. */
+function columnFor(line: number): number {
+  let column = -1;
+  eachMapping(new TraceMap(read('index.android.bundle.map').toString()), (m) => {
+    if (column < 0 && m.originalLine === line) column = m.generatedColumn;
+  });
+  expect(column, `a segment on line ${line}`).toBeGreaterThanOrEqual(0);
+  return column;
+}
+
+/** An event as sentry-react-native sends a Hermes crash: frames at line 1, column = bytecode offset + 1. */
+function hermesEvent(release: string, withDebugId: boolean) {
+  const frame = (fn: string, line: number) => ({ filename: 'app:///index.android.bundle', abs_path: 'app:///index.android.bundle', function: fn, lineno: 1, colno: columnFor(line) + 1, in_app: true });
+  return {
+    platform: 'javascript',
+    release,
+    dist: '420',
+    sdk: { name: 'sentry.javascript.react-native', version: '6.4.0' },
+    contexts: { react_native_context: { js_engine: 'hermes' }, os: { name: 'Android', version: '14' } },
+    exception: { values: [{ type: 'Error', value: 'negative price: -400', mechanism: { type: 'onerror', handled: false }, stacktrace: { frames: [frame('checkout', 11), frame('formatPrice', 3)] } }] },
+    ...(withDebugId ? { debug_meta: { images: [{ type: 'sourcemap', code_file: 'app:///index.android.bundle', debug_id: composed.debugId }] } } : {}),
+  };
+}
+
+describe.each(dialects)('Hermes source maps on %s', (dialect) => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer(dialect);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('symbolicates Hermes bytecode frames with the composed map, by release and file name', async () => {
+    const p = await makeProject(t);
+    await uploadOk(t, p, { kind: 'sourcemap', release: 'shop@4.2.0', dist: '420', files: [{ name: 'index.android.bundle.map', data: read('index.android.bundle.map') }] });
+    const detail = await eventDetail(t, p, await sendEvent(t, p, hermesEvent('shop@4.2.0', false)));
+    const frames = detail.exceptions[0].symbolicated_frames;
+    expect(frames).toMatchObject([
+      { filename: 'src/app.js', lineno: 11 },
+      { filename: 'src/app.js', lineno: 3, context_line: "    throw new Error('negative price: ' + cents);" },
+    ]);
+    expect(detail.error_location ?? detail.location).toMatch(/app\.js:3$/);
+  });
+
+  it('finds the map by the debugId the bundle carries, whatever the release', async () => {
+    const p = await makeProject(t);
+    const [file] = await uploadOk(t, p, { kind: 'sourcemap', files: [{ name: 'index.android.bundle.map', data: read('index.android.bundle.map') }] });
+    expect(file.debug_id).toBe(composed.debugId);
+    const detail = await eventDetail(t, p, await sendEvent(t, p, hermesEvent('other@1', true)));
+    expect(detail.exceptions[0].symbolicated_frames?.[1]).toMatchObject({ filename: 'src/app.js', lineno: 3 });
+  });
+
+  it('with only Hermes own map, leads back to the minified bundle', async () => {
+    const p = await makeProject(t);
+    await uploadOk(t, p, { kind: 'sourcemap', release: 'shop@1', dist: '420', files: [{ name: 'index.android.bundle.map', data: read('index.android.bundle.hbc.map') }] });
+    const detail = await eventDetail(t, p, await sendEvent(t, p, hermesEvent('shop@1', false)));
+    // The packager map was not composed in: the frames point into the bundle itself.
+    const frames = detail.exceptions[0].symbolicated_frames ?? [];
+    expect(frames).toHaveLength(2);
+    for (const f of frames) expect(f.filename).toBe('index.android.bundle');
+  });
+
+  it('refuses a malformed Hermes map with a 400', async () => {
+    const p = await makeProject(t);
+    for (const bad of ['{"version":3,"sources":["a"],"mappings":"!!!"', '{"version":3,"x_hermes_function_offsets":{"0":"x"},"mappings":7}']) {
+      const res = await uploadSymbols(t, p, { kind: 'sourcemap', release: 'r', files: [{ name: 'index.android.bundle.map', data: bad }] });
+      expect(res.status, bad).toBe(400);
+    }
+  });
+});
+
+describe.skipIf(!fs.existsSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/hermes-compiler')))('the Hermes fixture', () => {
+  it('is what hermes-compiler builds from src/app.js today', async () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-'));
+    try {
+      // @ts-expect-error: a plain ES module script without types
+      const { build } = await import('../fixtures/hermes/build.mjs');
+      build(out);
+      for (const name of ['index.android.bundle.hbc', 'index.android.bundle.hbc.map', 'index.android.bundle.map']) {
+        expect(fs.readFileSync(path.join(out, name)).equals(read(name)), name).toBe(true);
+      }
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+  });
+});

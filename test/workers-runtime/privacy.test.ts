@@ -1,0 +1,82 @@
+// Privacy on the Worker (workerd, D1): events are scrubbed before they are stored, and
+// `DELETE /api/projects/{slug}/users/{user}/events` erases one end user's events, tags
+// and payload bytes in D1 atomic batches, more than one slice of them, leaving the other
+// user's payloads readable from the rewritten chunks.
+import { env } from 'cloudflare:workers';
+import type { Hono } from 'hono';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
+import { decompressBlob } from '../../src/editions/workers/runtime.js';
+import { createApp } from '../../src/http/app.js';
+import { ERASE_SLICE } from '../../src/privacy/erase.js';
+import type { Store } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
+import { readStoredPayload } from '../../src/store/stored-payload.js';
+
+const KEY = 'workers-privacy-test-key';
+let app: Hono;
+let store: Store;
+
+beforeAll(async () => {
+  const deps = buildWorkerDeps({ ...(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent', API_KEYS: KEY });
+  store = deps.store;
+  app = createApp(deps);
+  await migrate(store);
+});
+
+const hex = (n: number, prefix: string) => (prefix + n.toString(16)).padStart(32, '0');
+
+function event(id: string, user: string) {
+  return {
+    event_id: id,
+    timestamp: Date.now() / 1000,
+    platform: 'node',
+    user: { id: user },
+    extra: { password: `pw-of-${user}`, note: `note-of-${user}` },
+    exception: { values: [{ type: 'Error', value: 'boom', stacktrace: { frames: [{ filename: 'a.js', function: 'f', lineno: 1 }] } }] },
+  };
+}
+
+async function send(p: { id: number; dsn_key: string }, events: object[]): Promise<Response> {
+  const body = [JSON.stringify({}), ...events.flatMap((e) => [JSON.stringify({ type: 'event' }), JSON.stringify(e)])].join('\n');
+  return app.fetch(new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body }));
+}
+
+describe('privacy on the Worker', () => {
+  it('scrubs before storing and erases one end user', async () => {
+    const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `erase-${Date.now()}`, name: 'erase' }, Date.now());
+    let n = 0;
+    for (let round = 0; round < 3; round++) {
+      const batch = [];
+      for (let i = 0; i < 25; i++) batch.push(event(hex(++n, 'a'), 'alice'));
+      for (let i = 0; i < 3; i++) batch.push(event(hex(++n, 'b'), 'bob'));
+      expect((await send(p, batch)).status).toBe(200);
+    }
+    const rows = () => store.db.selectFrom('events').selectAll().where('project_id', '=', p.id).execute();
+    expect(await rows()).toHaveLength(84);
+    const first = (await rows())[0];
+    const raw = new TextDecoder().decode(await readStoredPayload(store.db, first, decompressBlob));
+    expect(raw).not.toContain('pw-of-');
+    expect(JSON.parse(raw).extra.password).toBe('[Filtered]');
+
+    const res = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/users/alice/events`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY}` } }));
+    expect(res.status).toBe(204);
+    expect(75).toBeGreaterThan(ERASE_SLICE);
+    const left = await rows();
+    expect(left).toHaveLength(9);
+    for (const e of left) {
+      expect(e.user_id).toBe('bob');
+      const text = new TextDecoder().decode(await readStoredPayload(store.db, e, decompressBlob));
+      expect(JSON.parse(text).extra.note).toBe('note-of-bob');
+    }
+    const chunks = await store.db.selectFrom('payload_chunks').select('data').where('project_id', '=', p.id).execute();
+    for (const c of chunks) expect(new TextDecoder().decode(decompressBlob(c.data))).not.toContain('note-of-alice');
+    const issue = await store.db.selectFrom('issues').selectAll().where('project_id', '=', p.id).executeTakeFirstOrThrow();
+    expect(Number(issue.event_count)).toBe(84);
+    expect(Number(issue.stored_count)).toBe(9);
+
+    const unknown = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/users/nobody/events`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY}` } }));
+    expect(unknown.status).toBe(204);
+  });
+});
