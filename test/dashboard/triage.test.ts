@@ -73,24 +73,30 @@ describe.each(dialects)('dashboard triage on %s', (dialect) => {
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain('unknown search token &quot;is:open&quot;');
   });
-  it('assigns an issue from its page to a user by email, shows it in the list, and refuses an unknown user', async () => {
-    const c = new Client(t.url);
-    await c.signIn(API_KEY);
-    const path = `/demo/issues/${fingerprint}`;
-    const csrf = await c.csrf(path);
-    // The last test of the file: once a user exists, sign-in may be per user.
+  it('assigns an issue from its page to a user by email, lists it under "Assigned to me", and refuses an unknown user', async () => {
+    // The last test of the file: once a user exists, people sign in with email and password.
     const user = await (await t.api('/api/users', { method: 'POST', json: { email: 'dana@example.com', name: '<i>Dana</i>', role: 'member', password: 'correct horse battery' } })).json();
     expect(user.id).toBeGreaterThan(0);
+    const c = new Client(t.url);
+    expect((await c.post('/login', { email: 'dana@example.com', password: 'correct horse battery', next: '/' })).status).toBe(303);
+    const path = `/demo/issues/${fingerprint}`;
+    const csrf = await c.csrf(path);
     const res = await c.post(`${path}/assign`, { _csrf: csrf, assignee: 'Dana@Example.com' });
     expect(res.status).toBe(303);
     const page = await (await c.request(path)).text();
     expect(page).toContain('Assigned to <b>&lt;i&gt;Dana&lt;/i&gt;</b> (dana@example.com)');
-    const list = await (await c.request('/demo/issues?assignee=dana%40example.com&days=30')).text();
-    expect(list).toContain(fingerprint);
-    expect(list).toContain('Assigned to me');
+    const mine = await (await c.request('/demo/issues?assignee=me&days=30')).text();
+    expect(mine).toContain(fingerprint);
+    expect(mine).toContain('Assigned to me');
     expect((await c.post(`${path}/assign`, { _csrf: csrf, assignee: 'nobody@example.com' })).status).toBe(400);
     const unassigned = await c.post(`${path}/assign`, { _csrf: csrf, assignee: '' });
     expect(unassigned.status).toBe(303);
     expect(await (await c.request(path)).text()).toContain('Unassigned');
+    expect(await (await c.request('/demo/issues?assignee=me&days=30')).text()).toContain('No issues match.');
+    const { activity } = await (await t.api(`/api/projects/demo/issues/${fingerprint}/activity`)).json();
+    expect(activity.filter((e: any) => e.type === 'assigned').map((e: any) => [e.actor, e.data.assignee?.email ?? null])).toEqual([
+      ['dana@example.com', 'dana@example.com'],
+      ['dana@example.com', null],
+    ]);
   });
 });
