@@ -5,7 +5,7 @@
 // feedback on an unassigned issue records no email.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { ASSIGNEE_FEEDBACK } from '../../src/alerts/assignee.js';
+import { ASSIGNEE_FEEDBACK, feedbackAlertPayload, feedbackEmail, parseFeedbackAlertPayload } from '../../src/alerts/assignee.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { post } from '../ingest/helpers.js';
 import { androidEvent, buildEnvelope, mobileFixture, newEventId } from '../attachments/mobile-envelopes.js';
@@ -77,5 +77,20 @@ describe.each(dialects)('feedback email to the assignee (%s)', (dialect) => {
     const listed = (await (await t.api(`/api/projects/${p.slug}/feedback`)).json()) as { feedback: unknown[] };
     expect(listed.feedback).toHaveLength(1);
     expect(await outbox(p.id)).toEqual([]);
+  });
+});
+
+describe('the assignee feedback email (pure)', () => {
+  const issue = { title: 'TypeError: <b>x</b>', fingerprint: 'f'.repeat(32), projectSlug: 'shop', projectName: 'Shop', assigneeName: 'Dana' };
+  it('escapes what the user wrote, keeps it in the text part, and reads its payload back', () => {
+    const f = parseFeedbackAlertPayload(feedbackAlertPayload({ event_id: 'e'.repeat(32), name: 'Eve', email: '', comments: '<script>alert(1)</script>\nsecond line', url: '' }));
+    const mail = feedbackEmail(issue, f, null);
+    expect(mail.html).not.toContain('<script>');
+    expect(mail.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(mail.html).toContain('TypeError: &lt;b&gt;x&lt;/b&gt;');
+    expect(mail.text).toContain('<script>alert(1)</script>\nsecond line');
+    expect(mail.text).toContain('From: Eve');
+    expect(mail.text).not.toContain('https://');
+    expect(parseFeedbackAlertPayload('not json')).toEqual({ event_id: '', name: '', email: '', comments: '', url: '' });
   });
 });
