@@ -28,11 +28,16 @@ import {
   markFailed,
   nextDeliveryDue,
   pendingAlertIds,
+  pendingAssigneeMails,
+  claimAssigneeMail,
+  finishAssigneeMail,
+  assignedIssue,
   scheduleRetry,
   type AlertOutcome,
   type ClaimedDelivery,
 } from './store.js';
 import type { AlertRuntime } from './transport.js';
+import { feedbackEmail, parseFeedbackAlertPayload, type AssigneeMailState } from './assignee.js';
 
 export interface DispatcherDeps {
   store: Store;
@@ -246,6 +251,7 @@ export class AlertDispatcher {
     try {
       if (this.options.wallClock() - this.snoozesCheckedAt >= SNOOZE_CHECK_INTERVAL_MS) await this.endSnoozes();
       await this.takeAlerts();
+      await this.sendAssigneeMails();
       await this.claimAndSend();
     } catch (err) {
       this.deps.logger.error({ err }, 'alert dispatcher pass failed; trying again at the next poll');
@@ -270,6 +276,33 @@ export class AlertDispatcher {
         if (outcome !== 'taken') this.deps.logger.debug({ alert_id: id, outcome }, 'alert taken from the outbox');
       }
       if (ids.length < 100) return;
+    }
+  }
+
+  /**
+   * Assignee emails (src/alerts/assignee.ts): each claimed in the database, then sent to
+   * the issue's assignee as the issue is now; one attempt (the outbox row says how it ended).
+   */
+  private async sendAssigneeMails(): Promise<void> {
+    const { store, runtime, config, clock, logger } = this.deps;
+    for (const row of await pendingAssigneeMails(store.db, 50)) {
+      if (this.stopped) return;
+      if (!(await claimAssigneeMail(store, row.id))) continue;
+      let state: AssigneeMailState;
+      const issue = row.issue_id === null ? null : await assignedIssue(store.db, row.issue_id);
+      if (!issue) state = 'no_assignee';
+      else if (!runtime.mail) state = 'no_mail';
+      else {
+        try {
+          const result = await runtime.mail.send({ to: [issue.to], ...feedbackEmail(issue, parseFeedbackAlertPayload(row.payload), config.publicUrl) });
+          state = result.accepted.length > 0 ? 'sent' : 'failed';
+        } catch (err) {
+          logger.warn({ alert_id: row.id, err: err instanceof Error ? err.message : String(err) }, 'assignee email not sent');
+          state = 'failed';
+        }
+      }
+      await finishAssigneeMail(store, row.id, state, clock.now());
+      logger.debug({ alert_id: row.id, state }, 'assignee email');
     }
   }
 

@@ -273,7 +273,7 @@ export interface MailContent {
   html: string;
 }
 
-const htmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+export const htmlEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** Subject (one line, at most 200 characters), plain text and a simple HTML part. */
 export function emailMessage(content: AlertContent, project: AlertProject, publicUrl: string | null, options: { assignee?: string } = {}): MailContent {

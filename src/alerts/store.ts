@@ -8,6 +8,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Dialect, Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { digestFields, namedIssues, OUTBOX_HELD, OUTBOX_PENDING } from './outbox.js';
+import { ASSIGNEE_FEEDBACK, type AssignedIssue, type AssigneeMailState } from './assignee.js';
 import {
   ALERT_TYPES,
   AlertInputError,
@@ -235,8 +236,48 @@ export async function recordAlert(db: Db, projectId: number, type: AlertType, pa
 }
 
 export async function pendingAlertIds(db: Db, limit: number): Promise<number[]> {
-  const rows = await db.selectFrom('alert_outbox').select('id').where('state', '=', OUTBOX_PENDING).orderBy('id').limit(limit).execute();
+  const rows = await db.selectFrom('alert_outbox').select('id').where('state', '=', OUTBOX_PENDING).where('type', '!=', ASSIGNEE_FEEDBACK).orderBy('id').limit(limit).execute();
   return rows.map((r) => Number(r.id));
+}
+
+/** Assignee emails recorded and not yet taken (src/alerts/assignee.ts), oldest first. */
+export async function pendingAssigneeMails(db: Db, limit: number): Promise<{ id: number; issue_id: number | null; payload: string }[]> {
+  const rows = await db
+    .selectFrom('alert_outbox')
+    .select(['id', 'issue_id', 'payload'])
+    .where('state', '=', OUTBOX_PENDING)
+    .where('type', '=', ASSIGNEE_FEEDBACK)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ id: Number(r.id), issue_id: r.issue_id === null ? null : Number(r.issue_id), payload: r.payload }));
+}
+
+/** Takes a recorded assignee email for this process; false when another took it first. */
+export async function claimAssigneeMail(store: Store, id: number): Promise<boolean> {
+  const [result] = await store.atomic([
+    store.db.updateTable('alert_outbox').set({ state: 'claimed' }).where('id', '=', id).where('state', '=', OUTBOX_PENDING).returning('id').compile(),
+  ]);
+  return (result?.rows.length ?? 0) > 0;
+}
+
+/** Records how a claimed assignee email ended. */
+export async function finishAssigneeMail(store: Store, id: number, state: AssigneeMailState, at: number): Promise<void> {
+  await store.atomic([store.db.updateTable('alert_outbox').set({ state, triggered_at: at }).where('id', '=', id).compile()]);
+}
+
+/** The issue and its assignee's address as they are now; null when it has no (enabled) assignee any more. */
+export async function assignedIssue(db: Db, issueId: number): Promise<(AssignedIssue & { to: string }) | null> {
+  const row = await db
+    .selectFrom('issues as i')
+    .innerJoin('users as u', 'u.id', 'i.assignee_id')
+    .innerJoin('projects as p', 'p.id', 'i.project_id')
+    .select(['i.title', 'i.fingerprint', 'p.slug', 'p.name as project_name', 'u.email', 'u.name as user_name'])
+    .where('i.id', '=', issueId)
+    .where('u.disabled', '=', 0)
+    .executeTakeFirst();
+  if (!row) return null;
+  return { title: row.title, fingerprint: row.fingerprint, projectSlug: row.slug, projectName: row.project_name, assigneeName: row.user_name, to: row.email };
 }
 
 export type AlertOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel' | 'held' | 'filtered';

@@ -10,6 +10,8 @@ import { type CompiledQuery, sql, type Kysely } from 'kysely';
 import { iso } from '../clock.js';
 import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
+import { ASSIGNEE_FEEDBACK, feedbackAlertPayload } from '../alerts/assignee.js';
+import { OUTBOX_PENDING } from '../alerts/outbox.js';
 import type { FeedbackInput } from './rules.js';
 
 type Db = Kysely<Database>;
@@ -21,17 +23,51 @@ export async function feedbackDigest(f: FeedbackInput): Promise<string> {
   return hex(await crypto.subtle.digest('SHA-1', new TextEncoder().encode(text)));
 }
 
-/** Stores the feedback in one atomic write; what is already there (a resend) is kept as it is. */
+/**
+ * Stores the feedback in one atomic write; what is already there (a resend) is kept as it is.
+ * New feedback about a stored event of an assigned issue records an email to the assignee
+ * in the alert outbox in the same write (src/alerts/assignee.ts), before the feedback row,
+ * so a resend records none.
+ */
 export async function storeFeedback(store: Store, projectId: number, items: FeedbackInput[], receivedAt: number): Promise<void> {
   if (items.length === 0) return;
   const queries = [];
   for (const f of items) {
+    const digest = await feedbackDigest(f);
+    if (f.eventId) {
+      const payload = feedbackAlertPayload({ event_id: f.eventId, name: f.name, email: f.email, comments: f.comments, url: f.url });
+      queries.push(
+        store.db
+          .insertInto('alert_outbox')
+          .columns(['project_id', 'type', 'issue_id', 'payload', 'state', 'created_at'])
+          .expression((eb) =>
+            eb
+              .selectFrom('seen_events as s')
+              .innerJoin('events as e', 'e.id', 's.stored_id')
+              .innerJoin('issues as i', 'i.id', 'e.issue_id')
+              // Typed, so PostgreSQL does not take the parameters for text.
+              .select([
+                sql<number>`cast(${projectId} as bigint)`.as('project_id'),
+                sql<string>`cast(${ASSIGNEE_FEEDBACK} as text)`.as('type'),
+                'i.id',
+                sql<string>`cast(${payload} as text)`.as('payload'),
+                sql<string>`cast(${OUTBOX_PENDING} as text)`.as('state'),
+                sql<number>`cast(${receivedAt} as bigint)`.as('created_at'),
+              ])
+              .where('s.project_id', '=', projectId)
+              .where('s.event_id', '=', f.eventId)
+              .where('i.assignee_id', 'is not', null)
+              .where((w) => w.not(w.exists(w.selectFrom('user_feedback').select('id').where('project_id', '=', projectId).where('digest', '=', digest)))),
+          )
+          .compile(),
+      );
+    }
     queries.push(
       store.db
         .insertInto('user_feedback')
         .values({
           project_id: projectId,
-          digest: await feedbackDigest(f),
+          digest,
           event_id: f.eventId,
           name: f.name,
           email: f.email,

@@ -109,6 +109,7 @@ export function symbolicationInputOf(ev: Obj): SymbolicationInput {
     dist: text(ev.dist, 64) ?? '',
     images: imagesOf(ev),
     exceptions: normalizeExceptions(ev).exceptions,
+    threads: normalizeThreads(ev.threads),
   };
 }
 
@@ -565,8 +566,9 @@ function normalize(payload: Uint8Array, ctx: NormalizeContext, detailOnly: boole
   // Symbols present at ingest: grouping, title, type and location use the symbolicated frames.
   let main = originalMain;
   let symbolicated: string | null = null;
-  if (ctx.symbolicate && !detailOnly && exceptions.length > 0) {
-    const out = ctx.symbolicate({ platform, release, dist, images, exceptions });
+  const threads = ctx.symbolicate && !detailOnly ? normalizeThreads(ev.threads) : [];
+  if (ctx.symbolicate && !detailOnly && (exceptions.length > 0 || threads.some((t) => t.frames.length > 0))) {
+    const out = ctx.symbolicate({ platform, release, dist, images, exceptions, threads });
     if (out) {
       symbolicated = encodeSymbolicated(out);
       const i = main ? exceptions.indexOf(main) : -1;

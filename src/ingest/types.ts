@@ -106,12 +106,16 @@ export interface SymbolicationInput {
   images: Record<string, unknown>[];
   /** The exception chain as normalised (each stack oldest call first). */
   exceptions: NormalizedException[];
+  /** `threads` as normalised (the crashed thread first); their stacks are symbolicated too. */
+  threads?: NormalizedThread[];
 }
 
 /** Symbolication's answer: per exception, the new frames (null = unchanged) and remapped type. */
 export interface SymbolicationOutput {
   frames: (NormalizedFrame[] | null)[];
   types: ({ type: string; module?: string } | undefined)[];
+  /** Per thread of the input (up to MAX_SYMBOLICATED_THREADS), the new frames (null = unchanged). */
+  threads?: (NormalizedFrame[] | null)[];
 }
 
 /** Symbolicates an event synchronously with symbol files loaded beforehand; null when nothing changed. */

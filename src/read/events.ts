@@ -4,7 +4,7 @@
 // by id, so new events (always higher ids) never shift a page a reader is on.
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, iso } from '../clock.js';
-import { decodeSymbolicated } from '../ingest/symbolicated.js';
+import { decodeSymbolicated, decodeSymbolicatedThreads } from '../ingest/symbolicated.js';
 import { decodeJsonBlob, readStoredPayload, type DecompressBlob } from '../store/stored-payload.js';
 import { eventDetailFromRaw } from '../ingest/normalize.js';
 import { findIssueOrMerged } from './merge.js';
@@ -459,7 +459,9 @@ export async function eventDetail(db: Db, projectId: number, idOrEventId: string
   const exceptions = Array.isArray(detail.exceptions) ? detail.exceptions : [];
   // Symbolicated frames are stored per exception, in the chain's order; they go beside the
   // originals. A type symbolication remapped (ProGuard) replaces the obfuscated one.
-  const perException = decodeSymbolicated(parseJsonOrNull(row.symbolicated), exceptions.length);
+  const stored = parseJsonOrNull(row.symbolicated);
+  const perException = decodeSymbolicated(stored, exceptions.length);
+  const perThread = decodeSymbolicatedThreads(stored, exceptions.length);
   return {
     ...summary,
     // The user object as sent (geo, extra keys), with the normalised identity fields on top.
@@ -480,7 +482,8 @@ export async function eventDetail(db: Db, projectId: number, idOrEventId: string
     request: detail.request ?? null,
     extra: detail.extra ?? null,
     debug_images: detail.debug_images ?? [],
-    threads: Array.isArray(detail.threads) ? detail.threads : [],
+    // Threads' symbolicated frames, in the detail's order (the crashed thread first), likewise beside the originals.
+    threads: (Array.isArray(detail.threads) ? detail.threads : []).map((t, i) => ({ ...t, symbolicated_frames: perThread?.[i] ?? null })),
     fingerprint_input: detail.fingerprint_input ?? null,
     logger: detail.logger ?? null,
     server_name: detail.server_name ?? null,

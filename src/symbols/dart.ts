@@ -30,7 +30,8 @@ export function parseDartSymbolMap(bytes: Uint8Array): Map<string, string> {
     throw new SymbolInputError('a Dart symbol map must be an array of strings with an even length (original, obfuscated, …)');
   }
   const names = new Map<string, string>();
-  for (let i = 0; i < value.length; i += 2) names.set(value[i + 1] as string, value[i] as string);
+  // sentry-cli puts ["SENTRY_DEBUG_ID_MARKER", debug id] first, so each upload's checksum differs; it names nothing.
+  for (let i = value[0] === 'SENTRY_DEBUG_ID_MARKER' ? 2 : 0; i < value.length; i += 2) names.set(value[i + 1] as string, value[i] as string);
   return names;
 }
 

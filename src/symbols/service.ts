@@ -9,7 +9,7 @@
 import type { Logger } from '../logger.js';
 import { HOUR_MS, type Clock } from '../clock.js';
 import type { Md5Hex } from '../ingest/grouping.js';
-import type { EventSymbolicator, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
+import type { EventSymbolicator, NormalizedException, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
 import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
 import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolKindHandler, type SymbolParser, type SymbolicationState, type SymbolLookup } from './kinds.js';
@@ -336,8 +336,9 @@ export class SymbolService {
     const handlers = symbolKindHandlers().filter((h) => kinds.has(h.kind));
     const resolved = new Map<string, LoadedSymbols[]>();
     for (const input of inputs) {
+      const view = withThreadStacks(input);
       for (const h of handlers) {
-        for (const lookup of h.lookups(input)) {
+        for (const lookup of h.lookups(view)) {
           const key = lookupKey(lookup);
           if (resolved.has(key)) continue;
           resolved.set(key, []);
@@ -361,25 +362,41 @@ export class SymbolService {
   }
 }
 
+/** Threads whose stacks are symbolicated with the exceptions (crashed first): an ANR's hundred threads would cost more than they tell. */
+export const MAX_SYMBOLICATED_THREADS = 32;
+
+/**
+ * The event as handlers see it: the exception chain, then one stack per thread (a
+ * stack without type or value), so every handler maps thread frames as it maps the
+ * exceptions' (docs/api.md "Event detail").
+ */
+function withThreadStacks(input: SymbolicationInput): SymbolicationInput {
+  const threads = (input.threads ?? []).slice(0, MAX_SYMBOLICATED_THREADS);
+  if (threads.length === 0) return input;
+  return { ...input, exceptions: [...input.exceptions, ...threads.map((t): NormalizedException => ({ type: '', value: '', frames: t.frames }))] };
+}
+
 /** Runs the handlers of the project's kinds over an event, each on the frames the previous one left. */
 export function runHandlers(input: SymbolicationInput, kinds: Set<SymbolKind>, resolved: Map<string, LoadedSymbols[]>): SymbolicationOutput | null {
-  if (input.exceptions.length === 0) return null;
+  const view = withThreadStacks(input);
+  if (view.exceptions.length === 0) return null;
   const state: SymbolicationState = {
-    frames: input.exceptions.map((e) => e.frames),
-    types: input.exceptions.map(() => undefined),
+    frames: view.exceptions.map((e) => e.frames),
+    types: view.exceptions.map(() => undefined),
     changed: false,
   };
   for (const h of symbolKindHandlers()) {
     if (!kinds.has(h.kind)) continue;
     try {
-      h.symbolicate(input, state, (lookup) => resolved.get(lookupKey(lookup)) ?? []);
+      h.symbolicate(view, state, (lookup) => resolved.get(lookupKey(lookup)) ?? []);
     } catch {
       // A handler that trips over an odd frame leaves the event as the others made it.
     }
   }
   if (!state.changed) return null;
-  return {
-    frames: state.frames.map((f, i) => (f === input.exceptions[i].frames ? null : f)),
-    types: state.types,
-  };
+  const n = input.exceptions.length;
+  const frames = state.frames.map((f, i) => (f === view.exceptions[i].frames ? null : f));
+  const out: SymbolicationOutput = { frames: frames.slice(0, n), types: state.types.slice(0, n) };
+  if (frames.length > n && frames.slice(n).some((f) => f !== null)) out.threads = frames.slice(n);
+  return out;
 }

@@ -14,6 +14,7 @@ import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbol
 import { basenameOf, type SymbolFileRow } from './storage.js';
 import { indexBytes, indexMappings, lookupSegment, SOURCE_MAP_LIMITS, type MappingsIndex, type SourceMapLimits } from './sourcemap-index.js';
 import { SourceMapScanner } from './sourcemap-scan.js';
+import { functionMapsOf, functionNameAt, type FunctionMap } from './sourcemap-functions.js';
 import { enclosingFunctionName, frameFiles, mappedFunctionName, namedMappingsBefore } from './sourcemap-frames.js';
 
 /** Lines of context on each side of the frame's line (Sentry shows 5 + 1 + 5). */
@@ -87,6 +88,8 @@ export interface SourceMapData {
   /** Byte offsets (into contents.bytes) where lines start; source i's are `lineIndex[i]` to `lineIndex[i + 1]`. */
   lineStarts: Uint32Array;
   lineIndex: Uint32Array;
+  /** React Native function maps by source (`x_facebook_sources`, sourcemap-functions.ts); null when the map has none. */
+  functionMaps: (FunctionMap | null)[] | null;
   memoryBytes: number;
 }
 
@@ -144,6 +147,8 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
   const sources: unknown[] = [];
   const names: unknown[] = [];
   const contents: unknown[] = [];
+  const functionMaps: (FunctionMap | null)[] = [];
+  let hasFunctionMaps = false;
   const counted = { segments: 0, lines: 0 };
   const encoder = new TextEncoder();
   const addPart = (map: Json, line: number, column: number, sectioned: boolean) => {
@@ -161,9 +166,12 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
       : map.sources;
     parts.push({ line, column, index, sourceBase: sources.length, nameBase: names.length });
     const partContents: unknown[] = Array.isArray(map.sourcesContent) ? map.sourcesContent : [];
+    const partFunctions = functionMapsOf(map.x_facebook_sources, partSources.length);
+    if (partFunctions) hasFunctionMaps = true;
     for (let i = 0; i < partSources.length; i++) {
       sources.push(partSources[i]);
       contents.push(partContents[i] ?? null);
+      functionMaps.push(partFunctions?.[i] ?? null);
     }
     for (const n of partNames) names.push(n);
   };
@@ -208,11 +216,15 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
     hasContent,
     lineStarts: Uint32Array.from(starts),
     lineIndex,
+    functionMaps: hasFunctionMaps ? functionMaps : null,
     memoryBytes: 0,
   };
   const arrays = [data.sources, data.names, data.contents].reduce((n, p) => n + p.bytes.byteLength + p.offsets.byteLength, 0);
   data.memoryBytes =
-    MAP_OVERHEAD + arrays + hasContent.byteLength + data.lineStarts.byteLength + lineIndex.byteLength + parts.reduce((n, p) => n + PART_OVERHEAD + indexBytes(p.index), 0);
+    MAP_OVERHEAD +
+    arrays +
+    (data.functionMaps ?? []).reduce((n, f) => n + PART_OVERHEAD + (f ? f.starts.byteLength + f.names.reduce((k, name) => k + 32 + name.length * 2, 0) : 0), 0) +
+    hasContent.byteLength + data.lineStarts.byteLength + lineIndex.byteLength + parts.reduce((n, p) => n + PART_OVERHEAD + indexBytes(p.index), 0);
   return data;
 }
 
@@ -288,6 +300,12 @@ export class LoadedSourceMap implements LoadedSymbols {
     if (this.enclosingNames.size >= MAX_ENCLOSING_NAMES) this.enclosingNames.clear();
     this.enclosingNames.set(key, found);
     return found;
+  }
+
+  /** The function map names the scope at an original position (1-based line and column); undefined when the source has no function map. */
+  functionName(source: number, line: number, column: number): string | null | undefined {
+    const map = this.data.functionMaps?.[source];
+    return map ? functionNameAt(map, line, column - 1) : undefined;
   }
 
   /** The original source's text as the map embeds it; null when it does not. */
@@ -374,7 +392,9 @@ export function mapJsFrame(map: LoadedSourceMap, frame: NormalizedFrame): Normal
   const out: NormalizedFrame = { ...frame, ...frameFiles(source), lineno: pos.line, colno: pos.column };
   const line = frame.lineno as number;
   const column = frame.colno as number;
-  const enclosing = map.enclosingName(line, column, frame.function, () => {
+  // A React Native function map names the scope itself, as Sentry's symbolicator does for Hermes.
+  const scope = map.functionName(pos.source, pos.line, pos.column);
+  const enclosing = scope ? scope : map.enclosingName(line, column, frame.function, () => {
     // Each source's text is decoded once per frame, however many candidates it is checked for.
     const contents = new Map<number, string | null>();
     const contentOf = (s: number): string | null => {

@@ -22,7 +22,7 @@ export const UPLOAD_CONCURRENCY = 2;
 export const CHUNK_TTL_MS = HOUR_MS;
 
 /** What the uploader may send, advertised to sentry-cli 2.x (3.x sends everything). */
-export const ACCEPTED_CAPABILITIES = ['debug_files', 'release_files', 'artifact_bundles', 'artifact_bundles_v2', 'proguard', 'sources'] as const;
+export const ACCEPTED_CAPABILITIES = ['debug_files', 'release_files', 'artifact_bundles', 'artifact_bundles_v2', 'proguard', 'sources', 'dartsymbolmap'] as const;
 
 export const SHA1_PATTERN = /^[0-9a-f]{40}$/;
 

@@ -22,7 +22,10 @@ export function proguardUuidOf(name: string): string | null {
 const MACHO_MAGICS = new Set([0xfeedface, 0xfeedfacf, 0xcefaedfe, 0xcffaedfe]);
 const FAT_MAGICS = new Set([0xcafebabe, 0xbebafeca, 0xcafebabf]);
 
-export type DifFormat = 'proguard' | 'macho' | 'elf' | 'pe' | 'pdb' | 'wasm' | 'breakpad' | 'sourcebundle' | 'unknown';
+export type DifFormat = 'proguard' | 'macho' | 'elf' | 'pe' | 'pdb' | 'wasm' | 'breakpad' | 'sourcebundle' | 'dartsymbolmap' | 'unknown';
+
+/** A JSON array of strings: a Dart symbol map, as `sentry-cli dart-symbol-map upload` assembles it (docs/api.md). */
+const JSON_STRING_ARRAY = /^\uFEFF?\s*\[\s*"/;
 
 /** The format of a debug file from its name and first bytes (at least 8 when the file has them). */
 export function difFormat(name: string, head: Uint8Array): DifFormat {
@@ -37,6 +40,7 @@ export function difFormat(name: string, head: Uint8Array): DifFormat {
     }
     if (head[0] === 0x53 && head[1] === 0x59 && head[2] === 0x53 && head[3] === 0x42) return 'sourcebundle';
   }
+  if (JSON_STRING_ARRAY.test(new TextDecoder().decode(head.subarray(0, 64)))) return 'dartsymbolmap';
   return keptKindOf(head) ?? 'unknown';
 }
 

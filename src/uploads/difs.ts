@@ -48,6 +48,7 @@ const FORMAT_NAMES: Record<DifFormat, string> = {
   wasm: 'WebAssembly',
   breakpad: 'Breakpad',
   sourcebundle: 'source bundle',
+  dartsymbolmap: 'Dart symbol map',
   unknown: 'unknown',
 };
 

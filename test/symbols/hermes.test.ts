@@ -13,17 +13,18 @@ import { TraceMap, eachMapping } from '@jridgewell/trace-mapping';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { makeProject } from '../ingest/helpers.js';
+import { decodeFunctionMap, functionMapsOf } from '../../src/symbols/sourcemap-functions.js';
 import { eventDetail, sendEvent, uploadOk, uploadSymbols } from './helpers.js';
 
 const FIXTURE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/hermes');
 const read = (name: string) => fs.readFileSync(path.join(FIXTURE, name));
-const composed = JSON.parse(read('index.android.bundle.map').toString()) as { debugId: string; x_hermes_function_offsets: Record<string, number[]> };
+const composed = JSON.parse(read('index.android.bundle.map').toString()) as { debugId: string; x_hermes_function_offsets: Record<string, number[]>; x_facebook_sources: unknown };
 
-/** The bytecode column of the first segment the composed map puts on `line` of src/app.js. */
-function columnFor(line: number): number {
+/** The bytecode column of the first segment the composed map puts on `line` of src/app.js (at 0-based column `from` when given). */
+function columnFor(line: number, from?: number): number {
   let column = -1;
   eachMapping(new TraceMap(read('index.android.bundle.map').toString()), (m) => {
-    if (column < 0 && m.originalLine === line) column = m.generatedColumn;
+    if (column < 0 && m.originalLine === line && (from === undefined || m.originalColumn === from)) column = m.generatedColumn;
   });
   expect(column, `a segment on line ${line}`).toBeGreaterThanOrEqual(0);
   return column;
@@ -82,12 +83,39 @@ describe.each(dialects)('Hermes source maps on %s', (dialect) => {
     for (const f of frames) expect(f.filename).toBe('index.android.bundle');
   });
 
+  it('names frames after the function map (x_facebook_sources), anonymous functions included', async () => {
+    const p = await makeProject(t);
+    await uploadOk(t, p, { kind: 'sourcemap', release: 'shop@4.3.0', dist: '420', files: [{ name: 'index.android.bundle.map', data: read('index.android.bundle.map') }] });
+    const source = fs.readFileSync(path.join(FIXTURE, 'src/app.js'), 'utf8').split('\n');
+    // Hermes names bytecode frames of minified or anonymous functions `anonymous` or `?`.
+    const frame = (fn: string, line: number, from?: number) => ({ filename: 'app:///index.android.bundle', abs_path: 'app:///index.android.bundle', function: fn, lineno: 1, colno: columnFor(line, from) + 1, in_app: true });
+    const event = hermesEvent('shop@4.3.0', false);
+    event.exception.values[0].stacktrace.frames = [
+      frame('anonymous', 15),
+      frame('anonymous', 18, source[17].indexOf('formatPrice(-')),
+      frame('?', 3),
+    ];
+    const detail = await eventDetail(t, p, await sendEvent(t, p, event));
+    expect(detail.exceptions[0].symbolicated_frames?.map((f: { function?: string }) => f.function)).toEqual(['onPress', 'order.items.map$argument_0', 'formatPrice']);
+  });
+
   it('refuses a malformed Hermes map with a 400', async () => {
     const p = await makeProject(t);
     for (const bad of ['{"version":3,"sources":["a"],"mappings":"!!!"', '{"version":3,"x_hermes_function_offsets":{"0":"x"},"mappings":7}']) {
       const res = await uploadSymbols(t, p, { kind: 'sourcemap', release: 'r', files: [{ name: 'index.android.bundle.map', data: bad }] });
       expect(res.status, bad).toBe(400);
     }
+  });
+});
+
+describe('function maps', () => {
+  it('decodes Metro scopes and ignores malformed ones', () => {
+    const [map] = functionMapsOf(composed.x_facebook_sources, 1) ?? [];
+    expect(map?.names).toContain('order.items.map$argument_0');
+    for (const bad of [{ names: ['a'], mappings: 'AAA;!!' }, { names: ['a'], mappings: 'ACA' }, { names: [1], mappings: 'AAA' }, { names: ['a', 'b'], mappings: 'AAC;ACD' }, null]) {
+      expect(decodeFunctionMap(bad), JSON.stringify(bad)).toBeNull();
+    }
+    expect(functionMapsOf({ 0: 'x' }, 1)).toBeNull();
   });
 });
 

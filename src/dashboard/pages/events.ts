@@ -194,7 +194,7 @@ function threadList(threads: EventDetail['threads'], jvm: boolean): Html {
       ${th.id !== null && th.name !== null ? html`<span class="sub">#${th.id}</span>` : ''}
       ${th.crashed ? html`<span class="badge l-fatal">crashed</span>` : ''}${th.current ? html` <span class="badge">current</span>` : ''}${th.main ? html` <span class="badge">main</span>` : ''}
       ${th.state ? html` <span class="sub">${th.state}</span>` : ''}</summary>
-      ${frameList(th.frames, jvm)}</details>`,
+      ${th.symbolicated_frames ? html`<div class="frames pair">${stack(th.symbolicated_frames, 'Symbolicated', jvm)}${stack(th.frames, 'As received', jvm)}</div>` : frameList(th.frames, jvm)}</details>`,
   )}</div>`;
 }
 

@@ -3,7 +3,7 @@
 import { runAlertsOnce } from '../../alerts/dispatcher.js';
 import { webAlertRuntime } from '../../alerts/transport.js';
 import type { AppDeps } from '../../context.js';
-import { pendingAlertIds } from '../../alerts/store.js';
+import { pendingAlertIds, pendingAssigneeMails } from '../../alerts/store.js';
 import { runMonitorCheck } from '../../monitors/store.js';
 import { sendRecordedAlerts } from './background.js';
 import { WORKER_RESYMBOLICATE_CRON_STEPS, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
@@ -75,7 +75,7 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       if (ended > 0) deps.logger.info({ issues: ended }, 'snoozes ended');
       const monitors = await runMonitorCheck(deps.store, deps.clock.now());
       if (monitors.missed + monitors.timed_out > 0) deps.logger.info(monitors, 'cron monitors checked');
-      if ((await pendingAlertIds(deps.store.db, 1)).length > 0) await sendRecordedAlerts(deps);
+      if ((await pendingAlertIds(deps.store.db, 1)).length > 0 || (await pendingAssigneeMails(deps.store.db, 1)).length > 0) await sendRecordedAlerts(deps);
       if (!deps.symbols) return;
       let events = 0;
       for (let step = 0; step < WORKER_RESYMBOLICATE_CRON_STEPS; step++) {
