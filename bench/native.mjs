@@ -10,13 +10,13 @@
 // $TMPDIR/faultline-elf-bench) so reruns skip compiling.
 //
 //   node bench/native.mjs [--units 70] [--functions 600] [--cache DIR] [--lookups 200000] [--dumps 2000]
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { COMMON_H, unitNamespace } from './lib/cpp-units.mjs';
+import { COMMON_H, runPool, unitNamespace } from './lib/cpp-units.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -37,20 +37,6 @@ function unitSource(unit, functions) {
   for (let k = 0; k < functions; k += 8) out.push(`  s += mod${unit}::fn${k}(v + s);`);
   out.push('  return s; }');
   return out.join('\n');
-}
-
-async function runPool(jobs, width) {
-  let next = 0;
-  const worker = async () => {
-    while (next < jobs.length) {
-      const job = jobs[next++];
-      await new Promise((resolve, reject) => {
-        const p = spawn(job[0], job.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] });
-        p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${job.join(' ')} exited ${code}`))));
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: width }, worker));
 }
 
 async function buildElf(dir, units, functions) {

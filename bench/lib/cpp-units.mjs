@@ -1,6 +1,23 @@
-// Generated C++ for the dSYM benches: a shared header of inlined templates and compile
+// Generated C++ for the native benches (dSYM, ELF), and the pool that compiles it: a shared header of inlined templates and compile
 // units of many functions, each with its own record type, so DWARF has types, inlined
 // frames and line tables in realistic proportion.
+
+import { spawn } from 'node:child_process';
+
+/** Runs the commands (argv arrays) `width` at a time; compiler errors go to stderr. */
+export async function runPool(jobs, width) {
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const job = jobs[next++];
+      await new Promise((resolve, reject) => {
+        const p = spawn(job[0], job.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] });
+        p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${job.join(' ')} exited ${code}`))));
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: width }, worker));
+}
 
 export const COMMON_H = `#pragma once
 template <typename T> struct Box { T value; __attribute__((always_inline)) T get() const { return value; } };
