@@ -134,25 +134,35 @@ export async function createChannel(db: Db, projectId: number, input: ChannelInp
     .executeTakeFirstOrThrow();
 }
 
-/** Deletes a channel and takes it out of the rules limited to it (docs/api.md "Alerts"). */
-export async function deleteChannel(db: Db, projectId: number, id: number): Promise<boolean> {
+/**
+ * Deletes a channel and takes it out of the rules limited to it (docs/api.md "Alerts"), in
+ * one `Store.atomic` (on D1 a transaction would run one statement at a time). The rules are
+ * read first; each update is conditional on the rule's channels being as read, so a rule
+ * changed meanwhile keeps its list, where the id then names no channel.
+ */
+export async function deleteChannel(store: Pick<Store, 'db' | 'atomic'>, projectId: number, id: number): Promise<boolean> {
   if (!Number.isSafeInteger(id) || id <= 0) return false;
-  return db.transaction().execute(async (tx) => {
-    const result = await tx.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) return false;
-    const rules = await tx.selectFrom('alert_rules').select(['type', 'channels']).where('project_id', '=', projectId).where('channels', '<>', '[]').execute();
-    for (const rule of rules) {
-      const channels = storedRuleFilters(rule).channels;
-      if (!channels.includes(id)) continue;
-      await tx
+  const db = store.db;
+  const rules = await db.selectFrom('alert_rules').select(['type', 'channels']).where('project_id', '=', projectId).where('channels', '<>', '[]').execute();
+  const statements = [db.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).returning('id').compile()];
+  for (const rule of rules) {
+    const channels = storedRuleFilters(rule).channels;
+    if (!channels.includes(id)) continue;
+    statements.push(
+      db
         .updateTable('alert_rules')
         .set({ channels: JSON.stringify(channels.filter((c) => c !== id)) })
         .where('project_id', '=', projectId)
         .where('type', '=', rule.type)
-        .execute();
-    }
-    return true;
-  });
+        .where('channels', '=', rule.channels)
+        // Only when this batch deleted the channel (it is gone now).
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('alert_channels').select('id').where('id', '=', id))))
+        .returning('type')
+        .compile(),
+    );
+  }
+  const [deleted] = await store.atomic(statements);
+  return deleted.rows.length > 0;
 }
 
 // ---------------------------------------------------------------------------

@@ -961,7 +961,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.post('/:slug/alerts/channels/:id/delete', async (c) => {
     const p = await projectOr404(c);
     const channel = await channelOr404(c, p.id);
-    await deleteChannel(db, p.id, Number(channel.id));
+    await deleteChannel(deps.store, p.id, Number(channel.id));
     deps.logger.info({ project: p.slug, channel_id: Number(channel.id) }, 'alert channel deleted (dashboard)');
     await audit(deps, c, 'alert_channel.delete', p.slug, { id: Number(channel.id) });
     return c.redirect(`${projectPath(p.slug, 'alerts')}?deleted=1`, 303);

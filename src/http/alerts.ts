@@ -71,7 +71,7 @@ export function alertRoutes(deps: AppDeps): Hono {
 
   app.delete('/api/projects/:slug/alerts/channels/:id', async (c) => {
     const project = await projectOr404(c.req.param('slug'));
-    if (!(await deleteChannel(db, project.id, channelId(c.req.param('id'))))) throw notFound(`alert channel ${JSON.stringify(c.req.param('id'))}`);
+    if (!(await deleteChannel(deps.store, project.id, channelId(c.req.param('id'))))) throw notFound(`alert channel ${JSON.stringify(c.req.param('id'))}`);
     deps.logger.info({ project: project.slug, channel_id: Number(c.req.param('id')) }, 'alert channel deleted');
     await audit(deps, c, 'alert_channel.delete', project.slug, { id: Number(c.req.param('id')) });
     return c.body(null, 204);

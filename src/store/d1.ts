@@ -5,9 +5,8 @@
 //   Kysely's Migrator can list the tables.
 // - D1 refuses BEGIN: there are no interactive transactions. A Kysely transaction on
 //   this dialect runs its statements one by one, each atomic on its own. Work whose
-//   statements must commit together goes through `Store.batch` (D1's `db.batch()`,
-//   one atomic unit) instead: retention (src/store/retention.ts), issue status
-//   changes (src/read/issues.ts) and symbol file commits (src/symbols/storage.ts) do.
+//   statements must commit together goes through `Store.atomic` (here D1's
+//   `db.batch()`, one atomic unit), the one write path of every domain.
 // - Blobs come back from D1 as arrays of byte values; they are turned into Uint8Array.
 // - D1 binds at most 100 parameters per statement and takes statements up to 100 KB
 //   (local D1 under Miniflare enforces neither). Shared queries bind more (a page of
@@ -66,9 +65,7 @@ function bindable(value: unknown): unknown {
 
 /** D1's limits (developers.cloudflare.com/d1/platform/limits); no BEGIN, only atomic batches. */
 export const D1_CAPABILITIES: DialectCapabilities = {
-  name: 'd1',
   supportsInteractiveTransactions: false,
-  supportsPipelining: false,
   maxBoundParameters: 100,
   maxStatementBytes: 100 * 1024,
   // The largest string, BLOB or row
@@ -290,7 +287,6 @@ export function openD1Store(binding: D1Binding, name = 'DB'): Store {
     dialect: 'sqlite',
     capabilities: D1_CAPABILITIES,
     description: `d1:${name}`,
-    batch: atomic,
     atomic,
     async sizeBytes() {
       const result = await binding.prepare('SELECT 1').all();

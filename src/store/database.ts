@@ -2,7 +2,7 @@
 // better-sqlite3 or pg; Workers: src/store/d1.ts) and DATABASE_URL's meaning. Query
 // code only sees `Kysely<Database>` and `store.dialect`. Web APIs only: the shared app
 // imports this module.
-import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { sql, type CompiledQuery, type Kysely, type QueryResult } from 'kysely';
 import type { DialectCapabilities } from './dialect.js';
 import type { Database } from './schema.js';
 
@@ -10,19 +10,12 @@ export type Dialect = 'sqlite' | 'postgres';
 
 export interface Store {
   db: Kysely<Database>;
-  /** The SQL the queries speak (D1 speaks SQLite's). */
+  /** The SQL the queries speak (D1 speaks SQLite's); the one name of the dialect. */
   dialect: Dialect;
-  /** What the database can do and its limits per statement. */
+  /** What the database can do and its limits per statement (src/store/dialect.ts). */
   capabilities: DialectCapabilities;
   /** Human-readable target for logs, without credentials. */
   description: string;
-  /**
-   * Present where the database has no interactive transactions (D1, src/store/d1.ts):
-   * runs the statements as one atomic batch, in order, and gives each one's result.
-   * Code whose statements must commit together uses it instead of `db.transaction()`
-   * when it is present.
-   */
-  batch?(queries: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
   /**
    * The one write path every domain uses for statements that commit together: in
    * order, in one transaction (SQLite, PostgreSQL) or one atomic batch (D1), giving
@@ -87,4 +80,30 @@ export function transactionalAtomic(db: Kysely<Database>): Store['atomic'] {
       return results;
     });
   };
+}
+
+/**
+ * One transaction on a database with interactive transactions, for work that reads as it
+ * writes and so cannot be built beforehand for `Store.atomic` (import's line types on
+ * SQLite and PostgreSQL: src/transfer/import.ts). BEGIN IMMEDIATE on SQLite: the write
+ * lock first, as ingest takes it.
+ */
+export async function writeTransaction<T>(store: Store, fn: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+  const db = store.db;
+  if (store.dialect === 'postgres') return db.transaction().execute(fn);
+  return db.connection().execute(async (conn) => {
+    await sql`begin immediate`.execute(conn);
+    try {
+      const result = await fn(conn);
+      await sql`commit`.execute(conn);
+      return result;
+    } catch (err) {
+      try {
+        await sql`rollback`.execute(conn);
+      } catch {
+        // SQLite already rolled back
+      }
+      throw err;
+    }
+  });
 }

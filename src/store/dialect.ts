@@ -1,16 +1,14 @@
 // What a database can do and how much one statement may carry, as Kysely's
 // DialectAdapter describes a dialect: one description per database (SQLite in
 // sqlite.ts, PostgreSQL in postgres.ts, D1 in d1.ts), and the statement sizes the
-// store's modules derive from it, so no module picks a chunk size of its own.
+// store's modules derive from it, so no module picks a chunk size of its own. The SQL a
+// database speaks is named once, by `Store.dialect` (D1 speaks SQLite's); this object
+// holds only what callers read.
 // Web APIs only.
 
 export interface DialectCapabilities {
-  /** Which database this describes (D1 speaks SQLite's SQL, with other limits). */
-  readonly name: 'sqlite' | 'postgres' | 'd1';
   /** BEGIN … COMMIT around statements sent one by one (D1 refuses BEGIN: only atomic batches). */
   readonly supportsInteractiveTransactions: boolean;
-  /** Statements may be sent before the previous one answered (PostgreSQL's pipeline mode). */
-  readonly supportsPipelining: boolean;
   /** Parameters one statement may bind. */
   readonly maxBoundParameters: number;
   /** Bytes of one statement's text. */

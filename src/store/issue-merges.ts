@@ -114,11 +114,14 @@ export async function runLocked<T>(
   projectId: number,
   build: (reader: Db) => Promise<{ statements: CompiledQuery[]; result: T }>,
 ): Promise<T> {
-  if (store.batch && !store.capabilities.supportsInteractiveTransactions) {
+  if (!store.capabilities.supportsInteractiveTransactions) {
     const { statements, result } = await build(store.db);
-    if (statements.length > 0) await store.batch(statements);
+    await store.atomic(statements);
     return result;
   }
+  // The reads `build` makes must come after the lock, so that no ingest batch on another
+  // connection plans from the rows the statements change; one atomic write after reads
+  // made outside it would let one slip in between (D1 runs one statement at a time).
   return store.db.transaction().execute(async (trx) => {
     await lockProject(store, trx, projectId);
     const { statements, result } = await build(trx);

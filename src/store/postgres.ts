@@ -47,9 +47,7 @@ type Db = Kysely<Database>;
 
 /** PostgreSQL's bounds (postgresql.org/docs/current/limits.html and the wire protocol). */
 export const POSTGRES_CAPABILITIES: DialectCapabilities = {
-  name: 'postgres',
   supportsInteractiveTransactions: true,
-  supportsPipelining: true,
   // The Bind message counts parameters in 16 bits.
   maxBoundParameters: 65_535,
   // A protocol message, and a field value, are at most 1 GB - 1.

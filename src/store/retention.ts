@@ -7,7 +7,7 @@
 // `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
 // on one file never overlap). On D1, which has no interactive transactions, an event
-// batch is one atomic `Store.batch` (deleteEventBatchAtomically). Web APIs only, so the
+// batch is one `Store.atomic` (deleteEventBatchAtomically). Web APIs only, so the
 // serverless edition's cron runs the same code.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
@@ -102,8 +102,12 @@ export interface RetentionOptions {
   onProgress?: (p: RetentionProgress) => unknown;
   /** Checked between batches: a stopping server ends the run early. */
   signal?: { aborted: boolean };
-  /** The store's atomic batch where it has no interactive transactions (D1; see Store.batch). */
-  batch?: Store['batch'];
+  /**
+   * The store's atomic write where it has no interactive transactions (D1). Elsewhere a
+   * batch reads the events it deletes first: on PostgreSQL the atomic form's statements
+   * would each pick the events anew, so a row written between them could be counted twice.
+   */
+  batch?: Store['atomic'];
 }
 
 export function emptyCounts(): RetentionCounts {
@@ -139,7 +143,7 @@ type EventBatchResult = { events: number; tags: number; issues: number[] };
  */
 async function deleteEventBatchAtomically(
   db: Db,
-  batch: NonNullable<Store['batch']>,
+  batch: Store['atomic'],
   cutoff: number,
   batchSize: number,
   projectId?: number,
@@ -158,7 +162,7 @@ async function deleteEventBatchAtomically(
 }
 
 /** One batch of expired events: their tags, the rows, and the issues' stored_count. */
-async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['batch'], projectId?: number): Promise<EventBatchResult> {
+async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['atomic'], projectId?: number): Promise<EventBatchResult> {
   if (batch) return deleteEventBatchAtomically(db, batch, cutoff, batchSize, projectId);
   return withRetry(() =>
     db.transaction().execute(async (tx) => {
@@ -417,7 +421,7 @@ export async function runRetention(store: Store, options: RetentionOptions): Pro
         return lost.aborted || outer?.aborted === true;
       },
     };
-    return { ran: true, ...(await retentionWork(store.db, { batch: store.batch, ...options, signal })) };
+    return { ran: true, ...(await retentionWork(store.db, { batch: store.capabilities.supportsInteractiveTransactions ? undefined : store.atomic, ...options, signal })) };
   });
   return done ?? skipped();
 }

@@ -47,9 +47,7 @@ type Db = Kysely<Database>;
 
 /** SQLite's compiled-in defaults (sqlite.org/limits.html), which better-sqlite3 keeps. */
 export const SQLITE_CAPABILITIES: DialectCapabilities = {
-  name: 'sqlite',
   supportsInteractiveTransactions: true,
-  supportsPipelining: false,
   // SQLITE_MAX_VARIABLE_NUMBER (since 3.32)
   maxBoundParameters: 32_766,
   // SQLITE_MAX_SQL_LENGTH

@@ -9,8 +9,8 @@
 // pending, and the next start (of this or another instance) goes on from the cursor.
 // An instance holds a run through a lease renewed with every batch, so two instances
 // on one PostgreSQL database never run the same job. A batch's frames and the cursor
-// commit together with what the batch changes about issues: in one transaction, or on
-// D1 (no interactive transactions) in one atomic `Store.batch`. The server works
+// commit together with what the batch changes about issues, through `Store.atomic` (under
+// the project's ingest lock when issues change: src/store/issue-merges.ts `runLocked`). The server works
 // through runs in a loop (`kick`); the serverless edition, whose isolates live only
 // while they serve, in bounded steps (`step`) that it runs after an upload's answer
 // and from a cron.
@@ -22,7 +22,7 @@ import type { EventRow } from '../store/schema.js';
 import type { Md5Hex } from '../ingest/grouping.js';
 import { normalizeEvent, parseEventPayload, symbolicationInputOf, type ParsedEventPayload } from '../ingest/normalize.js';
 import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
-import { lockProject } from '../store/issue-merges.js';
+import { runLocked } from '../store/issue-merges.js';
 import { regroupStatements, type RegroupedEvent } from './regroup.js';
 import { encodeSymbolicated } from '../ingest/symbolicated.js';
 
@@ -336,23 +336,24 @@ export class ResymbolicationRunner {
         .where('id', '=', state.id)
         .compile();
     const now = this.deps.clock.now();
-    if (store.batch && !store.capabilities.supportsInteractiveTransactions) {
-      const issues = await regroupStatements(db, state.projectId, regrouped, now);
-      await store.batch([...frameUpdatesForBatch(updates, store.capabilities.maxValueBytes, this.deps.logger), ...issues, jobUpdate()]);
+    const frames =
+      store.dialect === 'sqlite'
+        ? frameUpdatesForBatch(updates, store.capabilities.maxValueBytes, this.deps.logger)
+        : updates.map((u) =>
+            db
+              .updateTable('events')
+              .set({ symbolicated: u.symbolicated, ...(u.title !== undefined ? { title: u.title, error_type: u.errorType, error_location: u.location } : {}) })
+              .where('id', '=', u.id)
+              .compile(),
+          );
+    if (regrouped.length === 0) {
+      await store.atomic([...frames, jobUpdate()]);
     } else {
-      await db.transaction().execute(async (trx) => {
-        // Issues may be merged: the project's ingest lock first (src/store/issue-merges.ts).
-        if (regrouped.length > 0) await lockProject(store, trx, state.projectId);
-        for (const u of updates) {
-          await trx
-            .updateTable('events')
-            .set({ symbolicated: u.symbolicated, ...(u.title !== undefined ? { title: u.title, error_type: u.errorType, error_location: u.location } : {}) })
-            .where('id', '=', u.id)
-            .execute();
-        }
-        for (const q of await regroupStatements(trx, state.projectId, regrouped, now)) await trx.executeQuery(q);
-        await trx.executeQuery(jobUpdate());
-      });
+      // Issues may be merged: under the project's ingest lock (src/store/issue-merges.ts).
+      await runLocked(store, state.projectId, async (reader) => ({
+        statements: [...frames, ...(await regroupStatements(reader, state.projectId, regrouped, now)), jobUpdate()],
+        result: undefined,
+      }));
     }
     state.cursor = cursor;
     state.done = done;
@@ -372,7 +373,7 @@ export interface EventFrameUpdate {
 }
 
 /**
- * The frame updates of a batch as a few statements for an atomic batch (D1): the events'
+ * The frame updates of a batch as a few statements in SQLite's SQL (SQLite, D1): the events'
  * ids and frames travel as one JSON parameter per statement, each under the value limit
  * (D1 binds 100 parameters per statement, and each statement of a batch counts against
  * an invocation's queries). An event whose frames alone pass the limit keeps what it had.

@@ -22,7 +22,7 @@
 // files also need the same role (`serves`: `debug` or `symtab`), so a split debug file and
 // its stripped object, which share a build id, are both kept.
 import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
-import type { Store } from '../store/database.js';
+import { transactionalAtomic, type Store } from '../store/database.js';
 import type { Database, SymbolFileTable } from '../store/schema.js';
 import { piecesSource, type ByteRangeSource } from '../bytes.js';
 import { MAX_INDEXED_BASENAME } from '../limits.js';
@@ -341,11 +341,10 @@ export interface FinalFacts {
 }
 
 /**
- * Where a commit runs: the database, or the store, whose atomic batch is used where it
- * has no interactive transactions (D1, where a Kysely transaction runs its statements
- * one by one, each on its own).
+ * Where a commit runs: the store (its one atomic write path, so D1 commits in one
+ * `db.batch()` too), or a bare database with interactive transactions (SQLite, PostgreSQL).
  */
-export type CommitTarget = Db | Pick<Store, 'db' | 'batch' | 'capabilities'>;
+export type CommitTarget = Db | Pick<Store, 'db' | 'atomic'>;
 
 /** The columns a pending file's final facts set, with `ready`. */
 function finalSet(final: FinalFacts | undefined): Partial<Record<keyof SymbolFileTable, unknown>> {
@@ -371,37 +370,17 @@ function replacedBy(db: Db, row: Pick<SymbolFileRow, 'project_id' | 'kind' | 'de
  * Makes pending files visible atomically, applying the replacement rule: an existing
  * ready file with the same kind and debug id (or, without one, the same kind, release
  * and filename) is deleted (`onReplaced` hears their ids). Returns the committed rows in
- * the given order. One transaction, or on D1 one `db.batch()` built from the pending
- * rows read first (nothing but their commit changes them).
+ * the given order. The statements are built from the pending rows read first (nothing
+ * but their commit changes them) and commit together through `Store.atomic`.
  */
 export async function commitSymbolFiles(
   target: CommitTarget,
   files: { id: number; final?: FinalFacts }[],
   onReplaced?: (ids: number[]) => void,
 ): Promise<SymbolFileRow[]> {
-  if (!(target instanceof Kysely) && target.batch && !target.capabilities.supportsInteractiveTransactions) {
-    return commitInBatch(target.db, target.batch.bind(target), files, onReplaced);
-  }
-  const db = target instanceof Kysely ? target : target.db;
-  return db.transaction().execute(async (trx) => {
-    const out: SymbolFileRow[] = [];
-    for (const { id, final } of files) {
-      const row = await trx.updateTable('symbol_files').set(finalSet(final) as any).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
-      const gone = await replacedBy(trx, row, id).returning('id').execute();
-      if (gone.length > 0) onReplaced?.(gone.map((g) => Number(g.id)));
-      out.push(row);
-    }
-    return out;
-  });
-}
-
-async function commitInBatch(
-  db: Db,
-  batch: NonNullable<Store['batch']>,
-  files: { id: number; final?: FinalFacts }[],
-  onReplaced?: (ids: number[]) => void,
-): Promise<SymbolFileRow[]> {
   if (files.length === 0) return [];
+  const db = target instanceof Kysely ? target : target.db;
+  const atomic = target instanceof Kysely ? transactionalAtomic(target) : target.atomic;
   const pending = new Map<number, SymbolFileRow>();
   const ids = [...new Set(files.map((f) => f.id))];
   for (let i = 0; i < ids.length; i += 500) {
@@ -419,7 +398,7 @@ async function commitInBatch(
     const replaced = replacedBy(db, after, id).where((eb) => eb.exists(eb.selectFrom('symbol_files as f').select('f.id').where('f.id', '=', id).where('f.state', '=', 'ready')));
     queries.push(replaced.returning('id').compile());
   }
-  const results = await batch(queries);
+  const results = await atomic(queries);
   const out: SymbolFileRow[] = [];
   for (let i = 0; i < files.length; i++) {
     const row = results[2 * i].rows[0] as SymbolFileRow | undefined;

@@ -1,7 +1,7 @@
 // Import's write path where the database has no interactive transactions (D1, whose
-// Store offers `batch`, one atomic unit): a batch of lines is planned by the line type's
+// `Store.atomic` is one `db.batch()`): a batch of lines is planned by the line type's
 // own `write`, against a database handle that answers reads at once and records every
-// write, then the recorded statements go to the database as one `Store.batch`. So a
+// write, then the recorded statements go to the database as one `Store.atomic`. So a
 // batch of lines is written whole or not at all, never half of one row (an event without
 // its payload chunk, tags and seen_events row).
 //
@@ -134,7 +134,7 @@ export function splitInsert(query: CompiledQuery): CompiledQuery[] {
 }
 
 /**
- * Writes a batch of lines as one atomic Store.batch (then the work deferred until after
+ * Writes a batch of lines as one Store.atomic (then the work deferred until after
  * it, each step a batch of its own). `context` builds the line type's ImportContext over
  * a database handle.
  */
@@ -144,13 +144,12 @@ export async function writeBatchAtomically(
   items: BatchItem<unknown>[],
   context: (db: Kysely<any>, afterCommit?: ImportContext['afterCommit']) => ImportContext,
 ): Promise<BatchOutcome> {
-  if (!store.batch) throw new Error('writeBatchAtomically needs a store with batch()');
   if (DIRECT_TYPES.has(type.type)) return type.write(context(store.db as unknown as Kysely<any>), items);
   let pending: ((ctx: ImportContext) => Promise<void>)[] = [];
   const afterCommit = (fn: (ctx: ImportContext) => Promise<void>) => void pending.push(fn);
   const recorded: Recorded[] = [];
   const outcome = await type.write(context(recordingDb(store, recorded), afterCommit), items);
-  const results = await store.batch(recorded.map((r) => r.query));
+  const results = await store.atomic(recorded.map((r) => r.query));
   let notAdded = 0;
   recorded.forEach((r, i) => {
     if (r.assumed > 0) notAdded += r.assumed - (results[i]?.rows.length ?? 0);
@@ -162,7 +161,7 @@ export async function writeBatchAtomically(
     for (const step of steps) {
       const after: Recorded[] = [];
       await step(context(recordingDb(store, after), afterCommit));
-      if (after.length > 0) await store.batch(after.map((r) => r.query));
+      if (after.length > 0) await store.atomic(after.map((r) => r.query));
     }
   }
   return { added: outcome.added - notAdded, kept: outcome.kept + notAdded, problems: outcome.problems };

@@ -20,8 +20,8 @@
 // skipped and counted. A batch that meets a busy database or a deadlock is run again; one
 // the database refuses is retried line by line, so one bad row costs only itself. Only a file that is not an export, or comes from a newer
 // format, is refused before anything is written.
-import { type Kysely, sql } from 'kysely';
-import type { Store } from '../store/database.js';
+import type { Kysely } from 'kysely';
+import { writeTransaction, type Store } from '../store/database.js';
 import { writeBatchAtomically } from './d1-write.js';
 import { FORMAT_VERSION, metaSchema } from './format.js';
 import type { BatchItem, BatchOutcome, ImportContext, LineType, Problem, TransferRuntime } from './line-type.js';
@@ -222,8 +222,12 @@ async function writeBatch(store: Store, runtime: TransferRuntime, type: LineType
   for (let attempt = 1; ; attempt++) {
     try {
       // Without interactive transactions (D1), one atomic batch of recorded statements.
-      if (store.batch) return await writeBatchAtomically(store, type, items, (db, afterCommit) => importContext(store, runtime, db, notice, afterCommit));
-      return await inTransaction(store, (db) => type.write(importContext(store, runtime, db, notice), items));
+      // Elsewhere one transaction whose line types read as they write: PostgreSQL takes
+      // row locks and ids from its sequences there (project-line-type.ts,
+      // event-line-type.ts), and recorded statements cut to D1's 100 parameters would
+      // slow a bulk import down.
+      if (!store.capabilities.supportsInteractiveTransactions) return await writeBatchAtomically(store, type, items, (db, afterCommit) => importContext(store, runtime, db, notice, afterCommit));
+      return await writeTransaction(store, (db) => type.write(importContext(store, runtime, db as unknown as Kysely<any>, notice), items));
     } catch (err) {
       // Another writer held the database too long, or PostgreSQL chose this transaction to
       // fail: the same batch succeeds when run again.
@@ -275,27 +279,6 @@ function importContext(store: Store, runtime: TransferRuntime, db: Kysely<any>, 
       return ids;
     },
   };
-}
-
-/** One transaction: BEGIN IMMEDIATE on SQLite (the write lock first, as ingest takes it). */
-async function inTransaction<T>(store: Store, fn: (db: Kysely<any>) => Promise<T>): Promise<T> {
-  const db = store.db as unknown as Kysely<any>;
-  if (store.dialect === 'postgres') return db.transaction().execute(fn);
-  return db.connection().execute(async (conn) => {
-    await sql`begin immediate`.execute(conn);
-    try {
-      const result = await fn(conn);
-      await sql`commit`.execute(conn);
-      return result;
-    } catch (err) {
-      try {
-        await sql`rollback`.execute(conn);
-      } catch {
-        // SQLite already rolled back
-      }
-      throw err;
-    }
-  });
 }
 
 /** What a file cut short is told: where it ends, and where its meta line said it would. */

@@ -34,9 +34,9 @@ describe('the D1 store inside workerd', () => {
   it('runs a batch atomically: a failing statement leaves the earlier ones unwritten', async () => {
     const insert = (slug: string) =>
       store.db.insertInto('projects').values({ ...PROJECT_DEFAULTS, slug, name: slug, dsn_key: `key-${slug}`, created_at: 1 }).compile();
-    await expect(store.batch!([insert('batch-one'), insert('batch-one')])).rejects.toThrow();
+    await expect(store.atomic([insert('batch-one'), insert('batch-one')])).rejects.toThrow();
     expect(await store.db.selectFrom('projects').select('id').where('slug', '=', 'batch-one').execute()).toEqual([]);
-    const results = await store.batch!([insert('batch-two'), store.db.selectFrom('projects').select('slug').where('slug', '=', 'batch-two').compile()]);
+    const results = await store.atomic([insert('batch-two'), store.db.selectFrom('projects').select('slug').where('slug', '=', 'batch-two').compile()]);
     expect(results[1].rows).toEqual([{ slug: 'batch-two' }]);
   });
 

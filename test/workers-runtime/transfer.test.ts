@@ -81,14 +81,14 @@ function interferingStore(
     pending,
     store: {
       ...store,
-      async batch(queries) {
+      async atomic(queries) {
         for (const statement of [...pending]) {
           if (!queries.some((q) => q.sql.startsWith(statement))) continue;
           pending.delete(statement);
           const result = await interfere(statement, queries);
           if (result) return result;
         }
-        return store.batch!(queries);
+        return store.atomic(queries);
       },
     },
   };
@@ -127,7 +127,7 @@ describe('import on D1', () => {
       const top = await binding.prepare('select max(id) as m from payload_chunks').all();
       const next = Number((top.results?.[0] as { m: number | null }).m ?? 0) + 1;
       await binding.prepare('insert into payload_chunks (id, project_id, received_at, data) values (?, ?, 0, ?)').bind(next, 1, new Uint8Array([0x78, 0x9c]).buffer).all();
-      const failed = store.batch!(queries);
+      const failed = store.atomic(queries);
       await expect(failed).rejects.toThrow(/UNIQUE constraint failed/);
       // Nothing of the failed batch is there: no event, tag or seen_events row.
       for (const table of ['events', 'event_tags', 'seen_events']) {

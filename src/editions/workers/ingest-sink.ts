@@ -34,10 +34,9 @@ export class D1IngestSink implements IngestSink {
   async submit(work: IngestWork): Promise<IngestOutcome> {
     const commit = buildD1IngestCommit(prepareWork(work), { random: this.random, compress: compressBlob });
     if (commit.statements.length === 0) return { kind: 'ok' };
-    if (!this.store.batch) throw new Error('the D1 ingest sink needs a store with batch()');
     let results;
     try {
-      results = await this.store.batch(commit.statements);
+      results = await this.store.atomic(commit.statements);
     } catch (err) {
       this.counts.failed++;
       throw new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
