@@ -709,7 +709,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     let event: EventDetail | null = null;
     const wanted = q.event ?? (issue.latest_event_id !== null ? String(issue.latest_event_id) : undefined);
     if (wanted !== undefined) {
-      event = await eventDetail(db, p.id, wanted, deps.decompressBlob);
+      event = await eventDetail(db, p.id, wanted, deps.decompressBlob, deps.blobs);
       if (event.fingerprint !== issue.fingerprint) throw new HttpError(404, `Event ${wanted} does not belong to this issue.`);
     }
     const [older, recent] = await Promise.all([
@@ -776,7 +776,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/:slug/events/:id', async (c) => {
     const p = await projectOr404(c);
-    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob);
+    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob, deps.blobs);
     return render(c, eventPage(pageCtx(c), p, event, await eventFiles(db, p.id, event.event_id)));
   });
 
@@ -877,7 +877,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     if (one((await form(c)).confirm).trim() !== p.slug) {
       return render(c, settingsPage(pageCtx(c), views(c, p), { error: `Type the slug "${p.slug}" exactly to delete the project.` }), 400);
     }
-    await deleteProject(db, p.id);
+    await deleteProject(db, p.id, deps.blobs);
     deps.logger.info({ project: p.slug, project_id: p.id }, 'project deleted (dashboard)');
     await audit(deps, c, 'project.delete', p.slug);
     return c.redirect(href('/', { deleted: p.slug }), 303);

@@ -23,7 +23,7 @@ export function privacyRoutes(deps: AppDeps): Hono {
     if (!compressBlob) throw new HttpError(501, 'this edition cannot rewrite stored payloads, so it cannot erase end users');
     const user = parseEndUser(c.req.param('user'));
     if (user.value === '') throw new HttpError(400, 'the end user must not be empty');
-    const run = erasing.then(() => eraseEndUser({ store: deps.store, compressBlob, decompressBlob: deps.decompressBlob }, project.id, user));
+    const run = erasing.then(() => eraseEndUser({ store: deps.store, compressBlob, decompressBlob: deps.decompressBlob, blobs: deps.blobs }, project.id, user));
     erasing = run.catch(() => undefined);
     const summary = await run;
     // The user's identity is personal data: the log names the project and the counts only.

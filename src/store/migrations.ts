@@ -1221,6 +1221,19 @@ function m029AnrSessions(): Migration {
   };
 }
 
+/**
+ * Payload chunks in an object store (the serverless edition with an R2 bucket bound,
+ * docs/architecture.md "Workers edition"): a chunk row keeps its key in `r2_key` and
+ * empty `data`; rows without a key hold their bytes as before.
+ */
+function m030PayloadObjects(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('payload_chunks').addColumn('r2_key', 'text').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1252,6 +1265,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '027_crash_free_users': m027CrashFreeUsers(dialect),
     '028_user_feedback': m028UserFeedback(dialect),
     '029_anr_sessions': m029AnrSessions(),
+    '030_payload_objects': m030PayloadObjects(),
   };
 }
 
