@@ -1,7 +1,7 @@
 // Bytes in an object store instead of the database: on the serverless edition with an R2
-// bucket bound (`BLOBS`), payload chunks keep their row in D1 (id, project, time, and the
-// object's key in `r2_key`) and their compressed bytes in the bucket, so D1 holds rows and
-// keys only (docs/architecture.md "Workers edition"). The rules:
+// bucket bound (`BLOBS`), payload chunks and attachment chunks keep their row in D1 (with
+// the object's key in `r2_key`) and their bytes in the bucket, so D1 holds rows and keys
+// only (docs/architecture.md "Workers edition"). The rules:
 // - an object is written before the batch whose rows name it; a batch that fails leaves an
 //   orphan object, harmless (no row reads it) and swept by retention with the expired ones;
 // - whoever deletes rows naming objects learns their keys in the same pass and deletes the
@@ -17,7 +17,7 @@ import type { DecompressBlob } from './stored-payload.js';
 /** What Faultline uses of an R2 bucket binding (R2Bucket has these members). */
 export interface BlobBucket {
   put(key: string, value: Uint8Array): Promise<unknown>;
-  get(key: string): Promise<{ arrayBuffer(): Promise<ArrayBuffer> } | null>;
+  get(key: string, options?: { range?: { offset: number; length: number } }): Promise<{ arrayBuffer(): Promise<ArrayBuffer> } | null>;
   delete(keys: string | string[]): Promise<void>;
   list(options?: { prefix?: string; cursor?: string; limit?: number; startAfter?: string }): Promise<{
     objects: { key: string }[];
@@ -28,6 +28,8 @@ export interface BlobBucket {
 
 /** The prefix of payload chunk objects. */
 export const PAYLOAD_PREFIX = 'payloads/';
+/** The prefix of attachment chunk objects (src/attachments/storage.ts). */
+export const ATTACHMENT_PREFIX = 'attachments/';
 
 /** R2 deletes at most this many keys per call. */
 const DELETE_KEYS = 1000;
@@ -37,6 +39,11 @@ const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** A fresh key for the payload chunk of bytes received at `receivedAt`. */
 export function payloadObjectKey(receivedAt: number): string {
   return `${PAYLOAD_PREFIX}${day(receivedAt)}/${crypto.randomUUID()}`;
+}
+
+/** A fresh key for an attachment chunk of an event received at `receivedAt`. */
+export function attachmentObjectKey(receivedAt: number): string {
+  return `${ATTACHMENT_PREFIX}${day(receivedAt)}/${crypto.randomUUID()}`;
 }
 
 /** Writes objects (before the batch naming them commits), a few at a time. */
@@ -52,23 +59,24 @@ export async function deleteObjects(bucket: BlobBucket | undefined, keys: (strin
   return present.length;
 }
 
-/** An object's bytes, or null when it is gone. */
-export async function readObject(bucket: BlobBucket, key: string): Promise<Uint8Array | null> {
-  const object = await bucket.get(key);
+/** An object's bytes (or `length` of them from `offset`), or null when it is gone. */
+export async function readObject(bucket: BlobBucket, key: string, offset = 0, length?: number): Promise<Uint8Array | null> {
+  const object = await bucket.get(key, length === undefined ? undefined : { range: { offset, length } });
   return object ? new Uint8Array(await object.arrayBuffer()) : null;
 }
 
 /**
- * Payload objects received on a UTC day before `cutoff`'s: expired or orphaned (retention
- * has deleted the rows of that age first). Returns how many it deleted.
+ * Objects under `prefix` (payloads or attachments) received on a UTC day before
+ * `cutoff`'s: expired or orphaned (retention has deleted the rows of that age first).
+ * Returns how many it deleted.
  */
-export async function sweepPayloadObjects(bucket: BlobBucket, cutoff: number, signal?: { aborted: boolean }): Promise<number> {
-  const limit = `${PAYLOAD_PREFIX}${day(cutoff)}/`;
+export async function sweepObjects(bucket: BlobBucket, prefix: string, cutoff: number, signal?: { aborted: boolean }): Promise<number> {
+  const limit = `${prefix}${day(cutoff)}/`;
   let deleted = 0;
   for (;;) {
     if (signal?.aborted) return deleted;
     // Always from the start: what the last round found is deleted.
-    const page = await bucket.list({ prefix: PAYLOAD_PREFIX, limit: DELETE_KEYS });
+    const page = await bucket.list({ prefix, limit: DELETE_KEYS });
     const old = page.objects.map((o) => o.key).filter((k) => k < limit);
     deleted += await deleteObjects(bucket, old);
     if (old.length < page.objects.length || !page.truncated) return deleted;

@@ -203,12 +203,20 @@ export async function updateProject(db: Db, id: number, patch: ProjectPatch): Pr
 
 /**
  * Removes the project and, through the cascading foreign keys, everything under it; with
- * a bucket, then the objects its payload chunks named (src/store/blobs.ts). A chunk an
+ * a bucket, then the objects its payload and attachment chunks named (src/store/blobs.ts). A chunk an
  * ingest adds between the two reads is left as an orphan object, which retention sweeps.
  */
 export async function deleteProject(db: Db, id: number, blobs?: BlobBucket): Promise<boolean> {
   const keys = blobs
-    ? (await db.selectFrom('payload_chunks').select('r2_key').where('project_id', '=', id).where('r2_key', 'is not', null).execute()).map((r) => r.r2_key)
+    ? [
+        ...(await db.selectFrom('payload_chunks').select('r2_key').where('project_id', '=', id).where('r2_key', 'is not', null).execute()),
+        ...(await db
+          .selectFrom('attachment_chunks')
+          .select('r2_key')
+          .where('attachment_id', 'in', db.selectFrom('attachments').select('id').where('project_id', '=', id))
+          .where('r2_key', 'is not', null)
+          .execute()),
+      ].map((r) => r.r2_key)
     : [];
   const result = await forgettingProjects(db, db.deleteFrom('projects').where('id', '=', id).executeTakeFirst());
   await deleteObjects(blobs, keys);

@@ -13,7 +13,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
-import { deleteObjects, sweepPayloadObjects, type BlobBucket } from './blobs.js';
+import { ATTACHMENT_PREFIX, deleteObjects, PAYLOAD_PREFIX, sweepObjects, type BlobBucket } from './blobs.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
@@ -105,9 +105,9 @@ export interface RetentionOptions {
   /** Checked between batches: a stopping server ends the run early. */
   signal?: { aborted: boolean };
   /**
-   * The bucket payload chunks may be in (src/store/blobs.ts): a deleted chunk's object is
-   * deleted after its row, and objects older than the cutoff's day (expired, or orphans of
-   * a batch that failed) are swept at the end.
+   * The bucket payload and attachment chunks may be in (src/store/blobs.ts): a deleted
+   * payload chunk's object is deleted after its row, and objects older than the cutoff's
+   * day (expired, or orphans of a batch that failed) are swept at the end.
    */
   blobs?: BlobBucket;
   /** The store's atomic batch where it has no interactive transactions (D1; see Store.batch). */
@@ -327,7 +327,12 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   await keyed('upload_assemblies', ['project_id', 'kind', 'checksum'], sql`updated_at < ${rawCutoff}`);
   // Objects of days past the cutoff: the rows naming them are gone (the loops above ran
   // to their end), so what is left there is an orphan of a batch that failed.
-  if (options.blobs && !stopped()) await sweepPayloadObjects(options.blobs, rawCutoff, options.signal);
+  if (options.blobs && !stopped()) {
+    await sweepObjects(options.blobs, PAYLOAD_PREFIX, rawCutoff, options.signal);
+    // Attachment objects go by this sweep only: their rows go with the attachment's
+    // (foreign key), and an attachment is as old as its event.
+    await sweepObjects(options.blobs, ATTACHMENT_PREFIX, rawCutoff, options.signal);
+  }
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
   if (!stopped()) await deleteExpiredChunks(db, options.now);
   if (!stopped()) await deleteAccountLeftovers(db, options.now);

@@ -473,7 +473,10 @@ export interface AttachmentTable {
 export interface AttachmentChunkTable {
   attachment_id: number;
   seq: number;
+  /** The chunk's bytes; empty when `r2_key` names the object holding them. */
   data: Uint8Array;
+  /** The object holding the bytes in the edition's bucket (src/store/blobs.ts), or null. */
+  r2_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** SSO sign-ins under way (src/accounts/oidc.ts): one row per state, used once. */

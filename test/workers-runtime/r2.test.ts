@@ -2,8 +2,9 @@
 // bound, the real SDK's envelopes leave payload chunk rows with a key and no bytes in D1,
 // the bytes in the bucket, and every reader (event detail, re-symbolication's reader,
 // export) gets them back; the queue consumer does the same. Retention and project deletion
-// remove the objects, and retention sweeps an orphan object of a failed batch. Export →
-// import → export gives the same lines with the bucket and without it.
+// remove the objects (payloads and attachments), and retention sweeps an orphan object of
+// a failed batch. Export → import → export gives the same lines, attachments included,
+// with the bucket and without it. (attachments.test.ts downloads attachments from R2.)
 import { createMessageBatch } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
@@ -14,7 +15,7 @@ import { consumeIngestBatch, type QueueBinding } from '../../src/editions/worker
 import { decompressBlob } from '../../src/editions/workers/runtime.js';
 import { workersTransferRuntime } from '../../src/editions/workers/transfer-runtime.js';
 import { createApp } from '../../src/http/app.js';
-import { PAYLOAD_PREFIX, type BlobBucket } from '../../src/store/blobs.js';
+import { ATTACHMENT_PREFIX, PAYLOAD_PREFIX, type BlobBucket } from '../../src/store/blobs.js';
 import type { Store } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import { readStoredPayloads } from '../../src/store/payloads.js';
@@ -58,7 +59,18 @@ function envelope(id: string): string {
   return nodeEvent.replaceAll(FIXTURE_EVENT_ID, id);
 }
 
-async function send(target: Hono, p: Project, body: string): Promise<number> {
+/** The SDK's event with a file attached (`bytes`), as one envelope. */
+function withAttachment(id: string, bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  const lines = envelope(id).trimEnd().split('\n');
+  const head = new TextEncoder().encode(`${lines.join('\n')}\n${JSON.stringify({ type: 'attachment', filename: 'trace.bin', length: bytes.byteLength })}\n`);
+  const out = new Uint8Array(head.byteLength + bytes.byteLength + 1);
+  out.set(head);
+  out.set(bytes, head.byteLength);
+  out[out.byteLength - 1] = 0x0a;
+  return out;
+}
+
+async function send(target: Hono, p: Project, body: string | Uint8Array<ArrayBuffer>): Promise<number> {
   const res = await target.fetch(
     new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, {
       method: 'POST',
@@ -76,11 +88,11 @@ async function chunksOf(db: Store['db'], projectId: number) {
   return db.selectFrom('payload_chunks').select(['id', 'data', 'r2_key']).where('project_id', '=', projectId).execute();
 }
 
-async function objectKeys(): Promise<string[]> {
+async function objectKeys(prefix = PAYLOAD_PREFIX): Promise<string[]> {
   const keys: string[] = [];
   let cursor: string | undefined;
   for (;;) {
-    const page = await bucket.list({ prefix: PAYLOAD_PREFIX, cursor });
+    const page = await bucket.list({ prefix, cursor });
     keys.push(...page.objects.map((o) => o.key));
     if (!page.truncated) return keys;
     cursor = page.cursor;
@@ -158,11 +170,15 @@ describe('payloads in R2', () => {
   it('removes the objects of a deleted project', async () => {
     const p = await project();
     for (let i = 300; i < 303; i++) expect(await send(app, p, envelope(eventId(i)))).toBe(200);
+    expect(await send(app, p, withAttachment(eventId(303), new Uint8Array(1000).fill(7)))).toBe(200);
     const keys = (await chunksOf(store.db, p.id)).map((c) => c.r2_key as string);
-    expect(keys).toHaveLength(3);
-    expect(await bucket.get(keys[0])).not.toBeNull();
+    expect(keys).toHaveLength(4);
+    const files = await store.db.selectFrom('attachment_chunks').select('r2_key').where('attachment_id', 'in', store.db.selectFrom('attachments').select('id').where('project_id', '=', p.id)).execute();
+    expect(files).toHaveLength(1);
+    keys.push(files[0].r2_key as string);
+    for (const k of keys) expect(await bucket.get(k)).not.toBeNull();
     expect((await api(app, `/api/projects/${p.slug}`, 'DELETE')).status).toBe(204);
-    const left = await objectKeys();
+    const left = [...(await objectKeys()), ...(await objectKeys(ATTACHMENT_PREFIX))];
     for (const k of keys) expect(left).not.toContain(k);
   });
 });
@@ -201,8 +217,14 @@ describe('export and import with payloads in R2', () => {
   it('exports, imports into the bucket and exports the same lines; and the same without the bucket', async () => {
     const p = await project();
     for (let i = 400; i < 405; i++) expect(await send(app, p, envelope(eventId(i)))).toBe(200);
+    const file700k = new Uint8Array(700_000).map((_, i) => i % 251);
+    expect(await send(app, p, withAttachment(eventId(405), file700k))).toBe(200);
     const first = await exported(store, withBucket, p.slug);
-    expect(first.filter((l) => l.startsWith('{"type":"event"'))).toHaveLength(5);
+    // The attachment's two chunks travel with their bytes, read from their objects.
+    const chunkLines = first.filter((l) => l.startsWith('{"type":"attachment_chunk"')).map((l) => JSON.parse(l) as { data: string });
+    expect(chunkLines).toHaveLength(2);
+    expect(chunkLines.reduce((n, l) => n + atob(l.data).length, 0)).toBe(file700k.byteLength);
+    expect(first.filter((l) => l.startsWith('{"type":"event"'))).toHaveLength(6);
     expect(first.join('\n')).toContain(eventId(402));
     const file = (slug: string) =>
       [JSON.stringify({ type: 'meta', format: 1, exported_at: new Date(0).toISOString(), source: { faultline: 'test', database: 'd1', project: slug } }), ...first]
@@ -236,9 +258,11 @@ describe('export and import with payloads in R2', () => {
 });
 
 describe('retention with payloads in R2', () => {
-  it('removes the objects of expired chunks and sweeps orphans of older days, keeping newer objects', async () => {
+  it('removes the objects of expired payload and attachment chunks and sweeps orphans of older days, keeping newer objects', async () => {
     const p = await project();
     for (let i = 500; i < 503; i++) expect(await send(app, p, envelope(eventId(i)))).toBe(200);
+    expect(await send(app, p, withAttachment(eventId(503), new Uint8Array(100).fill(1)))).toBe(200);
+    expect((await objectKeys(ATTACHMENT_PREFIX)).length).toBeGreaterThan(0);
     const newest = await store.db.selectFrom('payload_chunks').select((eb) => eb.fn.max('received_at').as('at')).executeTakeFirstOrThrow();
     const now = Number(newest.at) + 40 * DAY_MS;
     // An orphan (its batch failed) of a day long past, and an object newer than the cutoff.
@@ -253,5 +277,7 @@ describe('retention with payloads in R2', () => {
     expect(summary.deleted.payload_chunks).toBeGreaterThanOrEqual(3);
     expect(await store.db.selectFrom('payload_chunks').select('id').execute()).toHaveLength(0);
     expect(await objectKeys()).toEqual([recent]);
+    expect(await objectKeys(ATTACHMENT_PREFIX)).toEqual([]);
+    expect(await store.db.selectFrom('attachment_chunks').select('seq').execute()).toHaveLength(0);
   });
 });
