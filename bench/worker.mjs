@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { createBenchDatabase } from './lib/db.mjs';
 import { startLoad } from './lib/generators.mjs';
 import { createFiller, readTemplateFile, writeTemplateFile } from './lib/payloads.mjs';
@@ -79,6 +80,28 @@ function d1Bytes(dir) {
     // The local R2 bucket (dataDir/r2) keeps its index in SQLite files too: not D1.
     if (folder.includes(`${path.sep}r2`)) continue;
     if (entry.isFile() && /\.sqlite(-wal)?$/.test(entry.name)) bytes += fs.statSync(path.join(folder, entry.name)).size;
+  }
+  return bytes;
+}
+
+/**
+ * Bytes of the pages the local D1's databases use under `dir` (page_count less the free
+ * list, after the WAL is checkpointed into the file), once workerd has stopped: what D1's
+ * size counts, without the WAL's copies of pages a short run leaves behind.
+ */
+function d1UsedBytes(dir) {
+  let bytes = 0;
+  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const folder = entry.parentPath ?? entry.path;
+    if (folder.includes(`${path.sep}r2`) || !entry.isFile() || !entry.name.endsWith('.sqlite')) continue;
+    const db = new Database(path.join(folder, entry.name));
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      const pages = db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true });
+      bytes += pages * db.pragma('page_size', { simple: true });
+    } finally {
+      db.close();
+    }
   }
   return bytes;
 }
@@ -176,7 +199,7 @@ async function main() {
   await worker.close();
   // A migrated, empty D1: what the load adds is measured from here (the schema and the
   // pages SQLite keeps free would otherwise dominate a short run).
-  const directBaseline = d1Bytes(dataDir);
+  const directBaseline = d1UsedBytes(dataDir);
   t = performance.now();
   worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false, blobs: false });
   const workerdUpMs2 = performance.now() - t;
@@ -207,7 +230,7 @@ async function main() {
   const perRequest = statementsPerRequest();
   await worker.close();
   workerResult.d1_bytes_per_event = d1Bytes(dataDir) / Math.max(1, Number(counted.n));
-  workerResult.d1_added_bytes_per_event = (d1Bytes(dataDir) - directBaseline) / Math.max(1, Number(counted.n));
+  workerResult.d1_added_bytes_per_event = (d1UsedBytes(dataDir) - directBaseline) / Math.max(1, Number(counted.n));
 
   // --- the Worker with the ingest queue: answered once enqueued, committed by the consumer.
   const queueDir = `${dataDir}-queue`;
@@ -241,14 +264,14 @@ async function main() {
   let withR2 = await startLocalWorker({ bundle, dataDir: r2Dir, port: 0, settings, queue: false, blobs: true });
   const r2Project = await createProject(withR2.url, 'bench');
   await withR2.close();
-  const r2Baseline = d1Bytes(r2Dir);
+  const r2Baseline = d1UsedBytes(r2Dir);
   withR2 = await startLocalWorker({ bundle, dataDir: r2Dir, port: 0, settings, queue: false, blobs: true });
   log('load: worker with the R2 bucket');
   const r2Result = await load(withR2.url, r2Project.path, () => childCpu('workerd') + ownCpu());
   const r2Counted = Number((await (await withR2.miniflare.getD1Database('DB')).prepare('select coalesce(sum(event_count), 0) as n from issues').first()).n);
   await withR2.close();
   r2Result.d1_bytes_per_event = d1Bytes(r2Dir) / Math.max(1, r2Counted);
-  r2Result.d1_added_bytes_per_event = (d1Bytes(r2Dir) - r2Baseline) / Math.max(1, r2Counted);
+  r2Result.d1_added_bytes_per_event = (d1UsedBytes(r2Dir) - r2Baseline) / Math.max(1, r2Counted);
   r2Result.r2_bytes_per_event = r2Bytes(r2Dir) / Math.max(1, r2Counted);
   fs.rmSync(r2Dir, { recursive: true, force: true });
   node.child.kill('SIGTERM');
@@ -281,7 +304,7 @@ async function main() {
     ...queueRows.map((r) => `| ${r.join(' | ')} |`),
     '',
     `Queue: ${queueCounted} of ${queueResult.events} acknowledged events committed ${round(drainSeconds, 1)} s after the load, by ${batches.n} messages; D1 files ${round(queueResult.d1_bytes_per_event, 0)} bytes per event (direct: ${round(workerResult.d1_bytes_per_event, 0)}; payloads in D1).`,
-    `D1 bytes each stored event added (files after the load less the migrated empty D1): direct, payloads in D1 ${round(workerResult.d1_added_bytes_per_event, 0)}; ` +
+    `D1 bytes each stored event added (pages in use after the load less the migrated empty D1's): direct, payloads in D1 ${round(workerResult.d1_added_bytes_per_event, 0)}; ` +
       `direct with the R2 bucket ${round(r2Result.d1_added_bytes_per_event, 0)} (goal ≤ 500; the local bucket took ${round(r2Result.r2_bytes_per_event, 0)} bytes per event), ` +
       `over ${counted.n} and ${r2Counted} events; with R2 ${round(r2Result.events_per_s, 0)} events/s, p99 ${round(r2Result.p99, 1)} ms.`,
     `D1 per request: 1 batch; statements ${round(perRequest.event, 1)} for an event, ${round(perRequest.session, 1)} for a session (mean ${round(perRequest.all, 1)}).`,

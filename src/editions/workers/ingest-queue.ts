@@ -18,7 +18,9 @@
 // commit does not hold back the others; it is retried by the queue and, after the
 // consumer's max_retries (wrangler.jsonc), moved to the dead-letter queue, never dropped.
 // A work too large for a queue message (Cloudflare takes 128 KB) is committed directly,
-// as without a queue.
+// as without a queue. With the R2 bucket bound, the payload objects a batch names are
+// written before it (src/store/blobs.ts); a retried batch writes new ones, and the
+// objects of the failed attempt are orphans that retention sweeps.
 import { CompiledQuery, sql } from 'kysely';
 import type { Logger } from '../../logger.js';
 import type { Random } from '../../ingest/plan.js';
