@@ -4,8 +4,10 @@
 // envelopes (bench/lib/payloads.mjs: SDK-shaped events, a session every 10th request).
 // Reports per edition: events/s, latency percentiles, CPU-seconds of the serving
 // processes; the Worker/Node ratio; the D1 statements and batches per request (from the
-// commit the Worker builds for the same envelopes); and cold starts: time to the first
-// answered request on a fresh D1 (the schema is migrated then) and on an existing one.
+// commit the Worker builds for the same envelopes); cold starts: time to the first
+// answered request on a fresh D1 (the schema is migrated then) and on an existing one; and
+// the D1 bytes per event of the direct path, the queue path and the direct path with the
+// R2 bucket bound (payloads in R2, D1 holding rows and keys), with R2's bytes beside.
 //
 //   node bench/worker.mjs [--duration 20] [--connections 8] [--fingerprints 100] [--d1-dir /dev/shm] [--smoke]
 import { randomBytes } from 'node:crypto';
@@ -15,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { createBenchDatabase } from './lib/db.mjs';
 import { startLoad } from './lib/generators.mjs';
 import { createFiller, readTemplateFile, writeTemplateFile } from './lib/payloads.mjs';
@@ -73,7 +76,43 @@ function childCpu(name) {
 function d1Bytes(dir) {
   let bytes = 0;
   for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (entry.isFile() && /\.sqlite(-wal)?$/.test(entry.name)) bytes += fs.statSync(path.join(entry.parentPath ?? entry.path, entry.name)).size;
+    const folder = entry.parentPath ?? entry.path;
+    // The local R2 bucket (dataDir/r2) keeps its index in SQLite files too: not D1.
+    if (folder.includes(`${path.sep}r2`)) continue;
+    if (entry.isFile() && /\.sqlite(-wal)?$/.test(entry.name)) bytes += fs.statSync(path.join(folder, entry.name)).size;
+  }
+  return bytes;
+}
+
+/**
+ * Bytes of the pages the local D1's databases use under `dir` (page_count less the free
+ * list, after the WAL is checkpointed into the file), once workerd has stopped: what D1's
+ * size counts, without the WAL's copies of pages a short run leaves behind.
+ */
+function d1UsedBytes(dir) {
+  let bytes = 0;
+  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const folder = entry.parentPath ?? entry.path;
+    if (folder.includes(`${path.sep}r2`) || !entry.isFile() || !entry.name.endsWith('.sqlite')) continue;
+    const db = new Database(path.join(folder, entry.name));
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      const pages = db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true });
+      bytes += pages * db.pragma('page_size', { simple: true });
+    } finally {
+      db.close();
+    }
+  }
+  return bytes;
+}
+
+/** Bytes of every file of the local R2 bucket under `dir`/r2 (objects and their index). */
+function r2Bytes(dir) {
+  const r2 = path.join(dir, 'r2');
+  if (!fs.existsSync(r2)) return 0;
+  let bytes = 0;
+  for (const entry of fs.readdirSync(r2, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) bytes += fs.statSync(path.join(entry.parentPath ?? entry.path, entry.name)).size;
   }
   return bytes;
 }
@@ -154,12 +193,15 @@ async function main() {
   const dataDir = argv['d1-dir'] ? fs.mkdtempSync(path.join(argv['d1-dir'], 'faultline-bench-d1-')) : path.join(work, 'd1');
   const settings = { RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
   let t = performance.now();
-  let worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false });
+  let worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false, blobs: false });
   const workerdUpMs = performance.now() - t;
   const fresh = await firstAnswers(worker.url);
   await worker.close();
+  // A migrated, empty D1: what the load adds is measured from here (the schema and the
+  // pages SQLite keeps free would otherwise dominate a short run).
+  const directBaseline = d1UsedBytes(dataDir);
   t = performance.now();
-  worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false });
+  worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false, blobs: false });
   const workerdUpMs2 = performance.now() - t;
   const existing = await firstAnswers(worker.url);
   const workerProject = await createProject(worker.url, 'bench');
@@ -188,10 +230,11 @@ async function main() {
   const perRequest = statementsPerRequest();
   await worker.close();
   workerResult.d1_bytes_per_event = d1Bytes(dataDir) / Math.max(1, Number(counted.n));
+  workerResult.d1_added_bytes_per_event = (d1UsedBytes(dataDir) - directBaseline) / Math.max(1, Number(counted.n));
 
   // --- the Worker with the ingest queue: answered once enqueued, committed by the consumer.
   const queueDir = `${dataDir}-queue`;
-  const queued = await startLocalWorker({ bundle, dataDir: queueDir, port: 0, settings, queue: true });
+  const queued = await startLocalWorker({ bundle, dataDir: queueDir, port: 0, settings, queue: true, blobs: false });
   const queueProject = await createProject(queued.url, 'bench');
   log('load: worker with the ingest queue');
   const queueResult = await load(queued.url, queueProject.path, () => childCpu('workerd') + ownCpu());
@@ -215,6 +258,22 @@ async function main() {
   await queued.close();
   queueResult.d1_bytes_per_event = d1Bytes(queueDir) / Math.max(1, queueCounted);
   fs.rmSync(queueDir, { recursive: true, force: true });
+
+  // --- the Worker with the R2 bucket (direct path): payloads in R2, rows and keys in D1.
+  const r2Dir = `${dataDir}-r2`;
+  let withR2 = await startLocalWorker({ bundle, dataDir: r2Dir, port: 0, settings, queue: false, blobs: true });
+  const r2Project = await createProject(withR2.url, 'bench');
+  await withR2.close();
+  const r2Baseline = d1UsedBytes(r2Dir);
+  withR2 = await startLocalWorker({ bundle, dataDir: r2Dir, port: 0, settings, queue: false, blobs: true });
+  log('load: worker with the R2 bucket');
+  const r2Result = await load(withR2.url, r2Project.path, () => childCpu('workerd') + ownCpu());
+  const r2Counted = Number((await (await withR2.miniflare.getD1Database('DB')).prepare('select coalesce(sum(event_count), 0) as n from issues').first()).n);
+  await withR2.close();
+  r2Result.d1_bytes_per_event = d1Bytes(r2Dir) / Math.max(1, r2Counted);
+  r2Result.d1_added_bytes_per_event = (d1UsedBytes(r2Dir) - r2Baseline) / Math.max(1, r2Counted);
+  r2Result.r2_bytes_per_event = r2Bytes(r2Dir) / Math.max(1, r2Counted);
+  fs.rmSync(r2Dir, { recursive: true, force: true });
   node.child.kill('SIGTERM');
   await new Promise((r) => node.child.once('exit', r));
   await db.drop();
@@ -245,6 +304,9 @@ async function main() {
     ...queueRows.map((r) => `| ${r.join(' | ')} |`),
     '',
     `Queue: ${queueCounted} of ${queueResult.events} acknowledged events committed ${round(drainSeconds, 1)} s after the load, by ${batches.n} messages; D1 files ${round(queueResult.d1_bytes_per_event, 0)} bytes per event (direct: ${round(workerResult.d1_bytes_per_event, 0)}; payloads in D1).`,
+    `D1 bytes each stored event added (pages in use after the load less the migrated empty D1's): direct, payloads in D1 ${round(workerResult.d1_added_bytes_per_event, 0)}; ` +
+      `direct with the R2 bucket ${round(r2Result.d1_added_bytes_per_event, 0)} (goal ≤ 500; the local bucket took ${round(r2Result.r2_bytes_per_event, 0)} bytes per event), ` +
+      `over ${counted.n} and ${r2Counted} events; with R2 ${round(r2Result.events_per_s, 0)} events/s, p99 ${round(r2Result.p99, 1)} ms.`,
     `D1 per request: 1 batch; statements ${round(perRequest.event, 1)} for an event, ${round(perRequest.session, 1)} for a session (mean ${round(perRequest.all, 1)}).`,
     `Cold start, Worker: workerd up ${round(workerdUpMs)} ms, then first answer ${round(fresh.firstMs)} ms on a fresh D1 (migrations), ` +
       `${round(existing.firstMs)} ms on an existing one (workerd up ${round(workerdUpMs2)} ms); second request ${round(existing.secondMs, 1)} ms. ` +
@@ -252,7 +314,7 @@ async function main() {
     `Worker counted ${counted.n} events; it acknowledged ${workerResult.events}.`,
   ];
   process.stdout.write(`${out.join('\n')}\n`);
-  process.stdout.write(`RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, queue: queueResult, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`);
+  process.stdout.write(`RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, queue: queueResult, r2: r2Result, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`);
 }
 
 main().catch((err) => {

@@ -6,6 +6,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Store } from './store/database.js';
 import type { DecompressBlob } from './store/stored-payload.js';
+import type { BlobBucket } from './store/blobs.js';
 import type { CompressBlob } from './store/payloads.js';
 import type { DiskGuard } from './privacy/disk.js';
 import type { AppMetrics } from './metrics.js';
@@ -104,4 +105,9 @@ export interface AppDeps {
    * serve them (the serverless edition; the server edition has the CLI).
    */
   transfer?: Omit<TransferHttpDeps, 'store'>;
+  /**
+   * The object store holding payload chunks (src/store/blobs.ts): the serverless edition's
+   * R2 bucket when one is bound; absent, bytes live in the database.
+   */
+  blobs?: BlobBucket;
 }

@@ -1,8 +1,8 @@
 // Attachment storage: one `attachments` row per file and its bytes in
 // `attachment_chunks` of at most ATTACHMENT_CHUNK_BYTES (the symbol files' chunk size),
 // so SQLite, PostgreSQL, a D1 value and an export line all hold them. The bytes sit
-// behind `AttachmentBlobs`, so an object store (an R2 bucket on the Worker) can take
-// them instead of the chunk table without the rest changing.
+// behind `AttachmentBlobs`: with an R2 bucket bound on the Worker (bucketBlobs), each
+// chunk row keeps its object's key and the bytes are in the bucket (src/store/blobs.ts).
 //
 //   storeAttachment(store, projectId, attachments)  the one write path (ingest, minidumps):
 //                                                   rows and chunks for events already stored,
@@ -12,6 +12,7 @@
 //                                                   that commits them with its own
 //   listAttachments / getAttachment / readAttachment / readAttachmentHead / attachmentUsage
 import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
+import { attachmentObjectKey, putObjects, readObject, type BlobBucket } from '../store/blobs.js';
 import type { Dialect, Store } from '../store/database.js';
 import type { AttachmentTable, Database } from '../store/schema.js';
 import { SYMBOL_CHUNK_BYTES } from '../symbols/storage.js';
@@ -27,10 +28,23 @@ export const ATTACHMENT_CHUNK_BYTES = SYMBOL_CHUNK_BYTES;
 
 /** Where attachment bytes live. The chunk table is the one every database has. */
 export interface AttachmentBlobs {
-  /** Statements that store the bytes of the attachment named by (project, event, digest), run after its row is inserted. */
-  writes(db: Db, dialect: Dialect, key: AttachmentKey, bytes: Uint8Array): CompiledQuery[];
+  /**
+   * Statements that store the bytes of the attachment named by (project, event, digest),
+   * run after its row is inserted; objects they name are in `objects`, written first.
+   */
+  writes(db: Db, dialect: Dialect, key: AttachmentKey, bytes: Uint8Array, receivedAt: number, objects: BlobObject[]): CompiledQuery[];
   /** The bytes, chunk by chunk, from `fromChunk` on. */
   read(db: Db, attachmentId: number, fromChunk?: number): AsyncGenerator<Uint8Array>;
+  /** The first bytes of the file (at most `n`), read without loading its first chunk whole. */
+  prefix(db: Db, attachmentId: number, n: number): Promise<Uint8Array>;
+  /** Writes the objects `writes` named, before its statements commit (an object store's). */
+  put?(objects: BlobObject[]): Promise<void>;
+}
+
+/** An object to write before the statements naming it commit (src/store/blobs.ts). */
+export interface BlobObject {
+  key: string;
+  data: Uint8Array;
 }
 
 export interface AttachmentKey {
@@ -64,7 +78,64 @@ export const chunkBlobs: AttachmentBlobs = {
       yield row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data as ArrayBuffer);
     }
   },
+  async prefix(db, attachmentId, n) {
+    const row = await db
+      .selectFrom('attachment_chunks')
+      .select(sql<Uint8Array>`substr(data, 1, ${sql.lit(n)})`.as('head'))
+      .where('attachment_id', '=', attachmentId)
+      .where('seq', '=', 0)
+      .executeTakeFirst();
+    if (!row) return new Uint8Array(0);
+    return row.head instanceof Uint8Array ? row.head : new Uint8Array(row.head as ArrayBuffer);
+  },
 };
+
+/**
+ * Bytes in a bucket (the serverless edition with R2 bound, src/store/blobs.ts): each chunk
+ * keeps its `attachment_chunks` row with empty data and its object's key, so the export,
+ * retention and deletion see the same rows. A chunk stored without a key (before the
+ * bucket was bound, or imported) is read from its row.
+ */
+export function bucketBlobs(bucket: BlobBucket): AttachmentBlobs {
+  return {
+    writes(db, dialect, key, bytes, receivedAt, objects) {
+      const queries: CompiledQuery[] = [];
+      const empty = dialect === 'postgres' ? sql`cast(${new Uint8Array(0)} as bytea)` : sql`${new Uint8Array(0)}`;
+      for (let seq = 0, at = 0; at < bytes.byteLength || seq === 0; seq++, at += ATTACHMENT_CHUNK_BYTES) {
+        const object = { key: attachmentObjectKey(receivedAt), data: bytes.subarray(at, at + ATTACHMENT_CHUNK_BYTES) };
+        objects.push(object);
+        queries.push(
+          sql`insert into attachment_chunks (attachment_id, seq, data, r2_key)
+              select id, ${sql.lit(seq)}, ${empty}, ${object.key} from attachments
+              where project_id = ${key.projectId} and event_id = ${key.eventId} and digest = ${key.digest}
+              on conflict (attachment_id, seq) do nothing`.compile(db),
+        );
+        if (bytes.byteLength === 0) break;
+      }
+      return queries;
+    },
+    async *read(db, attachmentId, fromChunk = 0) {
+      for (let seq = fromChunk; ; seq++) {
+        const row = await db.selectFrom('attachment_chunks').select(['data', 'r2_key']).where('attachment_id', '=', attachmentId).where('seq', '=', seq).executeTakeFirst();
+        if (!row) return;
+        if (row.r2_key === null || row.r2_key === undefined) yield row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data as ArrayBuffer);
+        else yield (await readObject(bucket, row.r2_key)) ?? new Uint8Array(0);
+      }
+    },
+    async prefix(db, attachmentId, n) {
+      const row = await db.selectFrom('attachment_chunks').select('r2_key').where('attachment_id', '=', attachmentId).where('seq', '=', 0).executeTakeFirst();
+      if (!row) return new Uint8Array(0);
+      if (row.r2_key === null || row.r2_key === undefined) return chunkBlobs.prefix(db, attachmentId, n);
+      return (await readObject(bucket, row.r2_key, 0, n)) ?? new Uint8Array(0);
+    },
+    put: (objects) => putObjects(bucket, objects),
+  };
+}
+
+/** Where this edition keeps attachment bytes: the bucket when one is bound, else the chunk table. */
+export function attachmentBlobsOf(bucket: BlobBucket | undefined): AttachmentBlobs {
+  return bucket ? bucketBlobs(bucket) : chunkBlobs;
+}
 
 const hex = (buffer: ArrayBuffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 
@@ -78,7 +149,16 @@ export async function attachmentDigest(name: string, bytes: Uint8Array): Promise
 }
 
 /** The statements that store one attachment of an event received at `receivedAt` (nothing when it is already there). */
-export function attachmentWrites(db: Db, dialect: Dialect, projectId: number, receivedAt: number, file: PendingAttachment, digest: string, blobs: AttachmentBlobs = chunkBlobs): CompiledQuery[] {
+export function attachmentWrites(
+  db: Db,
+  dialect: Dialect,
+  projectId: number,
+  receivedAt: number,
+  file: PendingAttachment,
+  digest: string,
+  blobs: AttachmentBlobs = chunkBlobs,
+  objects: BlobObject[] = [],
+): CompiledQuery[] {
   const row = db
     .insertInto('attachments')
     .values({
@@ -93,7 +173,7 @@ export function attachmentWrites(db: Db, dialect: Dialect, projectId: number, re
     })
     .onConflict((oc) => oc.columns(['project_id', 'event_id', 'digest']).doNothing())
     .compile();
-  return [row, ...blobs.writes(db, dialect, { projectId, eventId: file.eventId, digest }, file.bytes)];
+  return [row, ...blobs.writes(db, dialect, { projectId, eventId: file.eventId, digest }, file.bytes, receivedAt, objects)];
 }
 
 /** The receive times of the project's stored events among `eventIds`. */
@@ -118,13 +198,16 @@ export async function storeAttachment(store: Store, projectId: number, files: Pe
   if (files.length === 0) return 0;
   const events = await storedEvents(store.db, projectId, [...new Set(files.map((f) => f.eventId))]);
   const queries: CompiledQuery[] = [];
+  const objects: BlobObject[] = [];
   let kept = 0;
   for (const file of files) {
     const receivedAt = events.get(file.eventId);
     if (receivedAt === undefined) continue;
     kept++;
-    queries.push(...attachmentWrites(store.db, store.dialect, projectId, receivedAt, file, await attachmentDigest(file.name, file.bytes), blobs));
+    queries.push(...attachmentWrites(store.db, store.dialect, projectId, receivedAt, file, await attachmentDigest(file.name, file.bytes), blobs, objects));
   }
+  // Objects before the rows naming them: a failed commit leaves only orphans (swept by retention).
+  if (objects.length > 0) await blobs.put?.(objects);
   await store.atomic(queries);
   return kept;
 }
@@ -175,15 +258,8 @@ export async function readAttachmentHead(db: Db, id: number, blobs: AttachmentBl
 }
 
 /** The first bytes of the file (at most `n`), read without loading its first chunk whole. */
-export async function attachmentPrefix(db: Db, id: number, n: number): Promise<Uint8Array> {
-  const row = await db
-    .selectFrom('attachment_chunks')
-    .select(sql<Uint8Array>`substr(data, 1, ${sql.lit(n)})`.as('head'))
-    .where('attachment_id', '=', id)
-    .where('seq', '=', 0)
-    .executeTakeFirst();
-  if (!row) return new Uint8Array(0);
-  return row.head instanceof Uint8Array ? row.head : new Uint8Array(row.head as ArrayBuffer);
+export function attachmentPrefix(db: Db, id: number, n: number, blobs: AttachmentBlobs = chunkBlobs): Promise<Uint8Array> {
+  return blobs.prefix(db, id, n);
 }
 
 /** The whole file, for a caller that bounded its size beforehand. */
@@ -220,16 +296,16 @@ export interface EventFile {
 }
 
 /** The event's files for its page: each sniffed from its first bytes, small view hierarchies read. */
-export async function eventFiles(db: Db, projectId: number, eventId: string): Promise<EventFile[]> {
+export async function eventFiles(db: Db, projectId: number, eventId: string, blobs: AttachmentBlobs = chunkBlobs): Promise<EventFile[]> {
   const rows = await listAttachments(db, projectId, eventId);
   return Promise.all(
     rows.map(async (row): Promise<EventFile> => {
       const id = Number(row.id);
       if (row.attachment_type === 'event.view_hierarchy') {
         const small = Number(row.size) <= MAX_VIEW_HIERARCHY_RENDER_BYTES;
-        return { row, image: false, hierarchy: small ? readViewHierarchy(await readAttachmentBytes(db, row)) : null };
+        return { row, image: false, hierarchy: small ? readViewHierarchy(await readAttachmentBytes(db, row, blobs)) : null };
       }
-      return { row, image: sniffImage(await attachmentPrefix(db, id, SNIFF_BYTES)) !== null, hierarchy: null };
+      return { row, image: sniffImage(await attachmentPrefix(db, id, SNIFF_BYTES, blobs)) !== null, hierarchy: null };
     }),
   );
 }

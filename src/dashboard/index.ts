@@ -49,7 +49,7 @@ import { CSS, FAVICON_SVG, JS } from './assets.js';
 import { alertsPage } from './pages/alerts.js';
 import { receiveSymbolUpload } from '../http/symbols.js';
 import { attachmentDownload } from '../http/attachments.js';
-import { eventFiles, getAttachment } from '../attachments/storage.js';
+import { attachmentBlobsOf, eventFiles, getAttachment } from '../attachments/storage.js';
 import { listFeedback } from '../feedback/storage.js';
 import { feedbackPage } from './pages/feedback.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
@@ -712,7 +712,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     let event: EventDetail | null = null;
     const wanted = q.event ?? (issue.latest_event_id !== null ? String(issue.latest_event_id) : undefined);
     if (wanted !== undefined) {
-      event = await eventDetail(db, p.id, wanted, deps.decompressBlob);
+      event = await eventDetail(db, p.id, wanted, deps.decompressBlob, deps.blobs);
       if (event.fingerprint !== issue.fingerprint) throw new HttpError(404, `Event ${wanted} does not belong to this issue.`);
     }
     const [older, recent] = await Promise.all([
@@ -725,7 +725,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
     const [files, feedback] = await Promise.all([
-      event ? eventFiles(db, p.id, event.event_id) : [],
+      event ? eventFiles(db, p.id, event.event_id, attachmentBlobsOf(deps.blobs)) : [],
       listFeedback(db, p.id, { issueId: Number((await findIssue(db, p.id, issue.fingerprint)).row.id), limit: 20 }),
     ]);
     return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity, feedback.feedback));
@@ -779,8 +779,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/:slug/events/:id', async (c) => {
     const p = await projectOr404(c);
-    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob);
-    return render(c, eventPage(pageCtx(c), p, event, await eventFiles(db, p.id, event.event_id)));
+    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob, deps.blobs);
+    return render(c, eventPage(pageCtx(c), p, event, await eventFiles(db, p.id, event.event_id, attachmentBlobsOf(deps.blobs))));
   });
 
   // Attachment downloads (docs/api.md "Attachments"): always `attachment`, except the
@@ -791,8 +791,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     if (!row) throw new HttpError(404, 'There is no such attachment in this project.');
     return row;
   };
-  app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false));
-  app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true));
+  app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false, attachmentBlobsOf(deps.blobs)));
+  app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true, attachmentBlobsOf(deps.blobs)));
 
   app.get('/:slug/feedback', async (c) => {
     const p = await projectOr404(c);
@@ -880,7 +880,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     if (one((await form(c)).confirm).trim() !== p.slug) {
       return render(c, settingsPage(pageCtx(c), views(c, p), { error: `Type the slug "${p.slug}" exactly to delete the project.` }), 400);
     }
-    await deleteProject(db, p.id);
+    await deleteProject(db, p.id, deps.blobs);
     deps.logger.info({ project: p.slug, project_id: p.id }, 'project deleted (dashboard)');
     await audit(deps, c, 'project.delete', p.slug);
     return c.redirect(href('/', { deleted: p.slug }), 303);

@@ -6,7 +6,17 @@
 import { Hono, type Context } from 'hono';
 import type { AppDeps } from '../context.js';
 import { contentDisposition, servedContentType, sniffImage } from '../attachments/rules.js';
-import { attachmentJson, getAttachment, listAttachments, readAttachment, readAttachmentHead, type AttachmentRow } from '../attachments/storage.js';
+import {
+  attachmentBlobsOf,
+  attachmentJson,
+  chunkBlobs,
+  getAttachment,
+  listAttachments,
+  readAttachment,
+  readAttachmentHead,
+  type AttachmentBlobs,
+  type AttachmentRow,
+} from '../attachments/storage.js';
 import type { Store } from '../store/database.js';
 import { findEvent } from '../read/events.js';
 import { ReadNotFoundError } from '../read/errors.js';
@@ -32,13 +42,13 @@ export async function eventAttachments(store: Store, projectId: number, idOrEven
  * The answer of a download: the bytes streamed chunk by chunk. `inline` asks for an
  * image to show: served with the sniffed image type when the bytes are one, else 415.
  */
-export async function attachmentDownload(store: Store, row: AttachmentRow, inline: boolean): Promise<Response> {
+export async function attachmentDownload(store: Store, row: AttachmentRow, inline: boolean, blobs: AttachmentBlobs = chunkBlobs): Promise<Response> {
   const id = Number(row.id);
-  const sniffed = sniffImage(await readAttachmentHead(store.db, id));
+  const sniffed = sniffImage(await readAttachmentHead(store.db, id, blobs));
   if (inline && !sniffed) {
     return Response.json({ error: 'this attachment is not a PNG, JPEG, WebP or GIF image; download it instead' }, { status: 415, headers: DOWNLOAD_HEADERS });
   }
-  return new Response(readAttachment(store.db, id), {
+  return new Response(readAttachment(store.db, id, blobs), {
     status: 200,
     headers: {
       ...DOWNLOAD_HEADERS,
@@ -76,7 +86,7 @@ export function attachmentRoutes(deps: AppDeps): Hono {
     const aid = c.req.param('aid') ?? '';
     const row = await getAttachment(deps.store.db, p.id, aid);
     if (!row) throw new HttpError(404, `attachment ${JSON.stringify(aid)} not found in this project`);
-    return attachmentDownload(deps.store, row, false);
+    return attachmentDownload(deps.store, row, false, attachmentBlobsOf(deps.blobs));
   });
 
   return app;

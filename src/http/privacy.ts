@@ -27,7 +27,7 @@ export function privacyRoutes(deps: AppDeps): Hono {
     if (user.value === '') throw new HttpError(400, 'the end user must not be empty');
     // What hangs off the user's events in other domains goes in the same atomic writes.
     const extra = [(db: typeof deps.store.db, pid: number, ids: number[]) => attachmentsOfEvents(db, pid, ids), feedbackOfEndUser];
-    const run = erasing.then(() => eraseEndUser({ store: deps.store, compressBlob, decompressBlob: deps.decompressBlob }, project.id, user, extra));
+    const run = erasing.then(() => eraseEndUser({ store: deps.store, compressBlob, decompressBlob: deps.decompressBlob, blobs: deps.blobs }, project.id, user, extra));
     erasing = run.catch(() => undefined);
     const summary = await run;
     // The user's identity is personal data: the log names the project and the counts only.

@@ -106,7 +106,7 @@ export function projectRoutes(deps: AppDeps): Hono {
 
   app.delete('/api/projects/:slug', async (c) => {
     const project = await projectOr404(c.req.param('slug'));
-    if (!(await deleteProject(db, project.id))) throw notFound(`project "${project.slug}"`);
+    if (!(await deleteProject(db, project.id, deps.blobs))) throw notFound(`project "${project.slug}"`);
     deps.logger.info({ project: project.slug, project_id: project.id }, 'project deleted');
     await audit(deps, c, 'project.delete', project.slug);
     return c.body(null, 204);

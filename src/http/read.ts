@@ -140,7 +140,7 @@ export function readRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const p = await project(c);
       query(c, NONE);
-      return c.json(await eventDetail(db, p.id, c.req.param('id') ?? '', deps.decompressBlob));
+      return c.json(await eventDetail(db, p.id, c.req.param('id') ?? '', deps.decompressBlob, deps.blobs));
     }),
   );
 

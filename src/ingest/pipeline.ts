@@ -31,7 +31,7 @@ import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
 import { MAX_BODY_BYTES, MAX_CHECK_INS_PER_ENVELOPE, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
-import { storeAttachment } from '../attachments/storage.js';
+import { attachmentBlobsOf, storeAttachment } from '../attachments/storage.js';
 import { scrubberFor } from '../privacy/scrub.js';
 import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
 import { recordCheckIns } from '../monitors/check-ins.js';
@@ -71,7 +71,7 @@ export interface IngestResponse {
 }
 
 /** What the ingest path takes of the app's dependencies; symbolication only as ingest uses it. */
-export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard' | 'metrics'> & {
+export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard' | 'metrics' | 'blobs'> & {
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
 };
@@ -222,7 +222,7 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
 async function commitAfterEvents(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[], feedback: FeedbackInput[], receivedAt: number): Promise<void> {
   if (attachments.length === 0 && feedback.length === 0) return;
   try {
-    await storeAttachment(deps.store, projectId, attachments);
+    await storeAttachment(deps.store, projectId, attachments, attachmentBlobsOf(deps.blobs));
     await storeFeedback(deps.store, projectId, feedback, receivedAt);
   } catch (err) {
     deps.logger.error({ err, project: projectId }, 'storing attachments or feedback failed; answering 503');

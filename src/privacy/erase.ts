@@ -5,8 +5,10 @@
 // `stored_count` goes down as retention lowers it. Works in slices of ERASE_SLICE events,
 // each slice one `store.atomic` call, so a user with many events never holds a long
 // transaction and D1's limits (100 bound values a statement) hold. Web APIs only; the
-// blob codec is the edition's.
+// blob codec and the bucket (a chunk held as an object is rewritten as a new one) are the
+// edition's.
 import { type CompiledQuery, type Kysely, sql } from 'kysely';
+import { deleteObjects, payloadObjectKey, putObjects, readObject, type BlobBucket } from '../store/blobs.js';
 import type { Store } from '../store/database.js';
 import type { CompressBlob } from '../store/payloads.js';
 import type { Database } from '../store/schema.js';
@@ -45,6 +47,8 @@ export interface EraseDeps {
   store: Store;
   compressBlob: CompressBlob;
   decompressBlob: DecompressBlob;
+  /** The bucket payload chunks may be in (src/store/blobs.ts). */
+  blobs?: BlobBucket;
 }
 
 export interface EraseSummary {
@@ -87,14 +91,29 @@ export async function eraseEndUser(deps: EraseDeps, projectId: number, user: End
       list.push([Number(r.payload_start ?? 0), Number(r.payload_length ?? 0)]);
       byChunk.set(Number(r.payload_chunk), list);
     }
+    // A chunk in the bucket is rewritten as a new object the row then names; the old one
+    // is deleted once that commits (src/store/blobs.ts).
+    const replaced: string[] = [];
+    const objects: { key: string; data: Uint8Array }[] = [];
     for (const [chunkId, ranges] of byChunk) {
-      const chunk = await db.selectFrom('payload_chunks').select('data').where('id', '=', chunkId).executeTakeFirst();
+      const chunk = await db.selectFrom('payload_chunks').select(['data', 'r2_key', 'received_at']).where('id', '=', chunkId).executeTakeFirst();
       if (!chunk) continue;
-      const bytes = new Uint8Array(deps.decompressBlob(chunk.data));
+      const key = chunk.r2_key ?? null;
+      const stored = key === null ? chunk.data : deps.blobs ? await readObject(deps.blobs, key) : null;
+      if (stored === null) continue;
+      const bytes = new Uint8Array(deps.decompressBlob(stored));
       for (const [start, length] of ranges) bytes.fill(BLANK, start, Math.min(bytes.length, start + length));
-      queries.push(db.updateTable('payload_chunks').set({ data: deps.compressBlob(bytes) }).where('id', '=', chunkId).compile());
+      if (key !== null && deps.blobs) {
+        const fresh = payloadObjectKey(Number(chunk.received_at));
+        objects.push({ key: fresh, data: deps.compressBlob(bytes) });
+        replaced.push(key);
+        queries.push(db.updateTable('payload_chunks').set({ r2_key: fresh }).where('id', '=', chunkId).compile());
+      } else {
+        queries.push(db.updateTable('payload_chunks').set({ data: deps.compressBlob(bytes) }).where('id', '=', chunkId).compile());
+      }
       summary.chunks++;
     }
+    if (deps.blobs) await putObjects(deps.blobs, objects);
 
     if (ids.length > 0) {
       const picked = sql.join(ids);
@@ -126,6 +145,7 @@ export async function eraseEndUser(deps: EraseDeps, projectId: number, user: End
       issueKeysDone = true;
     }
     if (queries.length > 0) await store.atomic(queries);
+    await deleteObjects(deps.blobs, replaced);
     summary.events += ids.length;
     if (rows.length < ERASE_SLICE) return summary;
   }

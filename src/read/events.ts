@@ -5,6 +5,7 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, iso } from '../clock.js';
 import { decodeSymbolicated, decodeSymbolicatedThreads } from '../ingest/symbolicated.js';
+import type { BlobBucket } from '../store/blobs.js';
 import { decodeJsonBlob, readStoredPayload, type DecompressBlob } from '../store/stored-payload.js';
 import { eventDetailFromRaw } from '../ingest/normalize.js';
 import { findIssueOrMerged } from './merge.js';
@@ -449,9 +450,9 @@ async function neighbours(db: Db, issueId: number, id: number): Promise<{ previo
   return { previous_id: older ? Number(older.id) : null, next_id: newer ? Number(newer.id) : null };
 }
 
-export async function eventDetail(db: Db, projectId: number, idOrEventId: string, decompressBlob: DecompressBlob) {
+export async function eventDetail(db: Db, projectId: number, idOrEventId: string, decompressBlob: DecompressBlob, blobs?: BlobBucket) {
   const row = await findEvent(db, projectId, idOrEventId);
-  const [raw, around] = await Promise.all([readStoredPayload(db, row, decompressBlob), neighbours(db, Number(row.issue_id), Number(row.id))]);
+  const [raw, around] = await Promise.all([readStoredPayload(db, row, decompressBlob, blobs), neighbours(db, Number(row.issue_id), Number(row.id))]);
   // Rows written before the detail was derived on read still carry it encoded.
   const detail: Partial<EventDetailData> =
     row.detail.byteLength > 0 ? (decodeJsonBlob<Partial<EventDetailData>>(row.detail, decompressBlob) ?? {}) : detailOrNothing(raw, row.user_ip);

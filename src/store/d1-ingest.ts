@@ -45,7 +45,9 @@
 // D1's limits: the work's lists travel as JSON text parameters read with json_each, so
 // no statement binds more than a handful of parameters whatever the number of events;
 // the SQL texts are fixed (a few KB); values stay under D1_MAX_VALUE_BYTES: the payloads
-// are packed into chunks (src/store/payloads.ts) checked against it, and the events'
+// are packed into chunks (src/store/payloads.ts) checked against it (unless the chunks go
+// to the edition's bucket: then a chunk row holds its object's key, src/store/blobs.ts,
+// and the caller writes the objects before the batch), and the events'
 // rows are split over as many insert statements as their JSON needs. A work that cannot
 // fit (one event's row or compressed payload past the value limit) is refused with 413.
 import { CompiledQuery } from 'kysely';
@@ -73,6 +75,11 @@ export interface D1IngestCommit {
   outcome(results: { rows: Record<string, unknown>[] }[]): IngestOutcome;
   /** Alerts (new_issue, regression) the batch recorded in the outbox, from its results. */
   alertsRecorded(results: { numAffectedRows?: bigint }[]): number;
+  /**
+   * The payload chunk objects the statements name (with D1IngestOptions.objectKey), to
+   * write before the batch runs (src/store/blobs.ts); empty without.
+   */
+  objects: { key: string; data: Uint8Array }[];
 }
 
 /** A random marker: negative, so no real id, time or count equals it. */
@@ -250,9 +257,9 @@ const SQL = {
     WHERE project_id = ?1 AND stored_id = ?3 AND event_id IN (SELECT r.id FROM r, projects p WHERE p.id = ?1
       AND NOT (r.cr = 1 OR r.n <= p.sample_keep_first OR p.sample_rate >= 1 OR (p.sample_rate > 0 AND r.dr < p.sample_rate)))`,
 
-  /** ?7 the chunk's index, ?8 its blob, ?9 the event ids it holds (JSON). */
-  chunk: `INSERT INTO payload_chunks (project_id, received_at, data)
-    SELECT ?1, ?3 - ?7, ?8 WHERE EXISTS (SELECT 1 FROM json_each(?9) m JOIN seen_events s ON s.project_id = ?1 AND s.event_id = m.value AND s.stored_id = ?3)`,
+  /** ?7 the chunk's index, ?8 its blob (empty when an object holds it), ?9 the event ids it holds (JSON), ?10 its object's key or NULL. */
+  chunk: `INSERT INTO payload_chunks (project_id, received_at, data, r2_key)
+    SELECT ?1, ?3 - ?7, ?8, ?10 WHERE EXISTS (SELECT 1 FROM json_each(?9) m JOIN seen_events s ON s.project_id = ?1 AND s.event_id = m.value AND s.stored_id = ?3)`,
 
   /** ?7 the rows (JSON), a part of the work's events. */
   events: `WITH r AS (SELECT json_extract(value, '$.i') AS i, json_extract(value, '$.row') AS row FROM json_each(?7))
@@ -396,6 +403,12 @@ export interface D1IngestOptions {
   random: Random;
   /** The edition's blob codec for payload chunks (Workers: zlib through fflate). */
   compress: (bytes: Uint8Array) => Uint8Array;
+  /**
+   * With a bucket bound: a fresh object key for a chunk received at the given time. The
+   * chunks then go to `objects` (written by the caller first) and their rows keep the key
+   * and empty data, so D1's value limit does not bound a payload.
+   */
+  objectKey?: (receivedAt: number) => string;
 }
 
 /** The statements that commit `work` (see the header), for one `db.batch()`. */
@@ -438,6 +451,7 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
   }
   const common: unknown[] = [pid, at, marker, utcDay(at), ids, facts];
   const statements: CompiledQuery[] = [];
+  const objects: { key: string; data: Uint8Array }[] = [];
   const add = (text: string, own: unknown[] = []) => {
     const all = [...common, ...own];
     statements.push(CompiledQuery.raw(text, all.slice(0, Math.max(maxParameter(text), 0))));
@@ -471,12 +485,19 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
       options.compress,
     );
     for (const [k, chunk] of chunks.entries()) {
+      const members = JSON.stringify(chunk.members.map((m) => events[m].eventId));
+      if (options.objectKey) {
+        const key = options.objectKey(at);
+        objects.push({ key, data: chunk.data });
+        add(SQL.chunk, [k, new Uint8Array(0), members, key]);
+        continue;
+      }
       if (chunk.data.byteLength > D1_MAX_VALUE_BYTES) {
         throw new PayloadTooLargeError(
           `an event's payload is ${chunk.data.byteLength} bytes compressed; the serverless edition stores at most ${D1_MAX_VALUE_BYTES} bytes (D1's value limit)`,
         );
       }
-      add(SQL.chunk, [k, chunk.data, JSON.stringify(chunk.members.map((m) => events[m].eventId))]);
+      add(SQL.chunk, [k, chunk.data, members, null]);
     }
     const rows = events.map((e, i) => JSON.stringify({ i, row: eventRow(e, at, slots[i]) }));
     for (const part of jsonParts(rows, JSON_PART_BYTES, 'an event')) add(SQL.events, [part]);
@@ -513,6 +534,7 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
 
   return {
     statements,
+    objects,
     outcome(results) {
       if (report < 0) return { kind: 'ok' };
       const r = results[report].rows[0] ?? {};

@@ -1215,6 +1215,20 @@ function m029AnrSessions(): Migration {
   };
 }
 
+/**
+ * Bytes in an object store (the serverless edition with an R2 bucket bound,
+ * docs/architecture.md "Workers edition"): a payload or attachment chunk row keeps its
+ * object's key in `r2_key` and empty `data`; rows without a key hold their bytes as before.
+ */
+function m030ObjectsInR2(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('payload_chunks').addColumn('r2_key', 'text').execute();
+      await db.schema.alterTable('attachment_chunks').addColumn('r2_key', 'text').execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1246,6 +1260,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '027_crash_free_users': m027CrashFreeUsers(dialect),
     '028_user_feedback': m028UserFeedback(dialect),
     '029_anr_sessions': m029AnrSessions(),
+    '030_objects_in_r2': m030ObjectsInR2(),
   };
 }
 

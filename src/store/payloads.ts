@@ -7,12 +7,14 @@
 // bytes, and on payloads with every number and id randomised still less than half of
 // both. A chunk holds at most PAYLOAD_CHUNK_MAX_BYTES before compression, so showing
 // one event decompresses at most that much. Rows stored before migration 008 keep a
-// blob of their own in `events.raw`.
+// blob of their own in `events.raw`. On the serverless edition with a bucket bound, a
+// chunk's blob is an object and its row names it (src/store/blobs.ts).
 // The codec is the edition's (Node: src/editions/node/codec.ts), passed in, so this
 // module runs on every edition.
 import type { Kysely } from 'kysely';
 import type { Database, EventRow } from './schema.js';
 import type { DecompressBlob } from './stored-payload.js';
+import { readPayloadChunks, type BlobBucket } from './blobs.js';
 import { concatBytes } from '../bytes.js';
 
 /** Compresses bytes into a stored blob (the inverse of DecompressBlob). */
@@ -98,14 +100,11 @@ export async function readStoredPayloads(
   db: Kysely<Database>,
   rows: Pick<EventRow, 'id' | 'raw' | 'payload_chunk' | 'payload_start' | 'payload_length'>[],
   decompress: DecompressBlob,
+  bucket?: BlobBucket,
 ): Promise<Map<number, Uint8Array>> {
   const out = new Map<number, Uint8Array>();
   const chunkIds = [...new Set(rows.filter((r) => r.payload_chunk !== null && r.payload_chunk !== undefined).map((r) => Number(r.payload_chunk)))];
-  const chunks = new Map<number, Uint8Array>();
-  for (let i = 0; i < chunkIds.length; i += 200) {
-    const found = await db.selectFrom('payload_chunks').select(['id', 'data']).where('id', 'in', chunkIds.slice(i, i + 200)).execute();
-    for (const c of found) chunks.set(Number(c.id), decompress(c.data));
-  }
+  const chunks = await readPayloadChunks(db, chunkIds, decompress, bucket);
   for (const r of rows) {
     if (r.payload_chunk === null || r.payload_chunk === undefined) {
       out.set(Number(r.id), decompress(r.raw));

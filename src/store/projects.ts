@@ -2,6 +2,7 @@
 // reserved slugs, platforms, defaults), DSN keys, and every project query.
 // Deleting a project relies on the schema's ON DELETE CASCADE foreign keys to
 // remove everything under it in the same statement.
+import { deleteObjects, type BlobBucket } from './blobs.js';
 import type { Kysely } from 'kysely';
 import { insertDefaultRules } from '../alerts/store.js';
 import type { Database, ProjectRow } from './schema.js';
@@ -200,9 +201,25 @@ export async function updateProject(db: Db, id: number, patch: ProjectPatch): Pr
   return forgettingProjects(db, db.updateTable('projects').set(values).where('id', '=', id).returningAll().executeTakeFirst());
 }
 
-/** Removes the project and, through the cascading foreign keys, everything under it. */
-export async function deleteProject(db: Db, id: number): Promise<boolean> {
+/**
+ * Removes the project and, through the cascading foreign keys, everything under it; with
+ * a bucket, then the objects its payload and attachment chunks named (src/store/blobs.ts). A chunk an
+ * ingest adds between the two reads is left as an orphan object, which retention sweeps.
+ */
+export async function deleteProject(db: Db, id: number, blobs?: BlobBucket): Promise<boolean> {
+  const keys = blobs
+    ? [
+        ...(await db.selectFrom('payload_chunks').select('r2_key').where('project_id', '=', id).where('r2_key', 'is not', null).execute()),
+        ...(await db
+          .selectFrom('attachment_chunks')
+          .select('r2_key')
+          .where('attachment_id', 'in', db.selectFrom('attachments').select('id').where('project_id', '=', id))
+          .where('r2_key', 'is not', null)
+          .execute()),
+      ].map((r) => r.r2_key)
+    : [];
   const result = await forgettingProjects(db, db.deleteFrom('projects').where('id', '=', id).executeTakeFirst());
+  await deleteObjects(blobs, keys);
   return Number(result.numDeletedRows) > 0;
 }
 

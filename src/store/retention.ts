@@ -7,11 +7,13 @@
 // `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
 // on one file never overlap). On D1, which has no interactive transactions, an event
-// batch is one `Store.atomic` (deleteEventBatchAtomically). Web APIs only, so the
+// batch is one `Store.atomic` (deleteEventBatchAtomically). Payload chunks held in a
+// bucket (src/store/blobs.ts) lose their objects after their rows. Web APIs only, so the
 // serverless edition's cron runs the same code.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
+import { ATTACHMENT_PREFIX, deleteObjects, PAYLOAD_PREFIX, sweepObjects, type BlobBucket } from './blobs.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
@@ -102,6 +104,12 @@ export interface RetentionOptions {
   onProgress?: (p: RetentionProgress) => unknown;
   /** Checked between batches: a stopping server ends the run early. */
   signal?: { aborted: boolean };
+  /**
+   * The bucket payload and attachment chunks may be in (src/store/blobs.ts): a deleted
+   * payload chunk's object is deleted after its row, and objects older than the cutoff's
+   * day (expired, or orphans of a batch that failed) are swept at the end.
+   */
+  blobs?: BlobBucket;
   /**
    * The store's atomic write where it has no interactive transactions (D1). Elsewhere a
    * batch reads the events it deletes first: on PostgreSQL the atomic form's statements
@@ -200,11 +208,23 @@ async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch
  * the oldest matching rows are picked by the condition's index, then deleted by
  * row value (supported by PostgreSQL and SQLite ≥ 3.15).
  */
-async function deleteKeyedBatch(db: Db, table: string, keys: string[], condition: RawBuilder<unknown>, batchSize: number): Promise<number> {
+async function deleteKeyedBatch(
+  db: Db,
+  table: string,
+  keys: string[],
+  condition: RawBuilder<unknown>,
+  batchSize: number,
+  blobs?: BlobBucket,
+): Promise<number> {
   const cols = sql.join(keys.map((k) => sql.ref(k)));
-  const result = await withRetry(() =>
-    sql`delete from ${sql.table(table)} where (${cols}) in (select ${cols} from ${sql.table(table)} where ${condition} limit ${batchSize})`.execute(db),
-  );
+  const picked = sql`(${cols}) in (select ${cols} from ${sql.table(table)} where ${condition} limit ${batchSize})`;
+  if (blobs && table === 'payload_chunks') {
+    // The objects' keys come back from the delete itself; the objects go once it committed.
+    const { rows } = await withRetry(() => sql<{ r2_key: string | null }>`delete from payload_chunks where ${picked} returning r2_key`.execute(db));
+    await deleteObjects(blobs, rows.map((r) => r.r2_key));
+    return rows.length;
+  }
+  const result = await withRetry(() => sql`delete from ${sql.table(table)} where ${picked}`.execute(db));
   return Number(result.numAffectedRows ?? 0);
 }
 
@@ -232,7 +252,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
 
   const keyed = async (table: RetentionTable, keys: string[], condition: RawBuilder<unknown>) => {
     while (!stopped()) {
-      const n = await deleteKeyedBatch(db, table, keys, condition, batchSize);
+      const n = await deleteKeyedBatch(db, table, keys, condition, batchSize, options.blobs);
       await report(table, n);
       if (n < batchSize) break;
       await yieldToOthers();
@@ -309,6 +329,14 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   }
   // Answers to `assemble` polls: an upload finished (or abandoned) that long ago is not polled for.
   await keyed('upload_assemblies', ['project_id', 'kind', 'checksum'], sql`updated_at < ${rawCutoff}`);
+  // Objects of days past the cutoff: the rows naming them are gone (the loops above ran
+  // to their end), so what is left there is an orphan of a batch that failed.
+  if (options.blobs && !stopped()) {
+    await sweepObjects(options.blobs, PAYLOAD_PREFIX, rawCutoff, options.signal);
+    // Attachment objects go by this sweep only: their rows go with the attachment's
+    // (foreign key), and an attachment is as old as its event.
+    await sweepObjects(options.blobs, ATTACHMENT_PREFIX, rawCutoff, options.signal);
+  }
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
   if (!stopped()) await deleteExpiredChunks(db, options.now);
   if (!stopped()) await deleteAccountLeftovers(db, options.now);

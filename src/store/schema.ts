@@ -1,7 +1,7 @@
 // Store schema: the TypeScript shape of every table, shared by both SQL dialects.
 // Times are epoch milliseconds (integers) in every dialect, so queries and
 // aggregates never depend on a database's date functions. Booleans are 0/1.
-import type { Generated, GeneratedAlways, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, GeneratedAlways, Insertable, Selectable } from 'kysely';
 import type {
   DailyUsageRecord,
   IssueRecord,
@@ -142,8 +142,10 @@ export interface PayloadChunkTable {
   project_id: number;
   /** The newest `received_at` of the events whose payloads it holds. */
   received_at: number;
-  /** A codec blob (src/editions/node/codec.ts) of the payloads one after another. */
+  /** A codec blob (src/editions/node/codec.ts) of the payloads one after another; empty when `r2_key` names it. */
   data: Uint8Array;
+  /** The object holding the blob in the edition's bucket (src/store/blobs.ts), or null when `data` holds it. */
+  r2_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EventTagTable {
@@ -471,7 +473,10 @@ export interface AttachmentTable {
 export interface AttachmentChunkTable {
   attachment_id: number;
   seq: number;
+  /** The chunk's bytes; empty when `r2_key` names the object holding them. */
   data: Uint8Array;
+  /** The object holding the bytes in the edition's bucket (src/store/blobs.ts), or null. */
+  r2_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** SSO sign-ins under way (src/accounts/oidc.ts): one row per state, used once. */

@@ -1,8 +1,10 @@
 // Event attachments (src/attachments) in the export: an `attachment` line per file (its
 // event's event_id, its digest, name, types, size) after the event lines, and
 // `attachment_chunk` lines with its stored chunks as base64 (each at most half a MiB).
-// Both are keyed by event_id and digest, so importing twice adds nothing. User feedback
+// Both are keyed by event_id and digest, so importing twice adds nothing. A chunk whose
+// bytes are in the edition's bucket is exported with them (the same line). User feedback
 // travels beside them as `user_feedback` lines.
+import { readObject } from '../store/blobs.js';
 import type { ColumnSpec } from './format.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
@@ -41,6 +43,17 @@ export const attachmentChunkLineType = tableLineType({
     { column: 'seq', kind: 'count' },
     { column: 'data', kind: 'bytes' },
   ],
+  // A chunk in the bucket (src/store/blobs.ts) is exported with its object's bytes; an
+  // import writes them to the chunk table.
+  async resolve(ctx, rows) {
+    const blobs = ctx.runtime.blobs;
+    if (!blobs) return;
+    await Promise.all(
+      rows.map(async (row) => {
+        if (typeof row.r2_key === 'string') row.data = (await readObject(blobs, row.r2_key)) ?? new Uint8Array(0);
+      }),
+    );
+  },
 });
 
 // User feedback (src/feedback): keyed by its digest; it names its event by event_id, so

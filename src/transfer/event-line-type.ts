@@ -9,6 +9,7 @@
 // first_seen_id / last_seen_id name, which import links up again.
 import { sql } from 'kysely';
 import { decodeJsonBlob } from '../store/stored-payload.js';
+import { payloadObjectKey, putObjects, readPayloadChunks } from '../store/blobs.js';
 import { z } from 'zod';
 import { type ColumnSpec, describeZodError, fieldSchema, fromBase64, textBytes, toBase64, toField, utf8OrNull } from './format.js';
 import { type BatchOutcome, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
@@ -130,8 +131,7 @@ export const eventLineType: LineType<EventValue> = {
         else missing.push(id);
       }
       for (const part of partsOf(missing, CHUNKS_PER_QUERY)) {
-        const found = await ctx.db.selectFrom('payload_chunks').select(['id', 'data']).where('id', 'in', part).execute();
-        for (const c of found) chunks.set(Number(c.id), ctx.runtime.decompress(c.data as Uint8Array));
+        for (const [id, data] of await readPayloadChunks(ctx.db, part, ctx.runtime.decompress, ctx.runtime.blobs)) chunks.set(id, data);
       }
       const lines: Record<string, unknown>[] = [];
       for (const r of rows) {
@@ -228,11 +228,15 @@ export const eventLineType: LineType<EventValue> = {
     // SQLite numbers chunks from their own sequence; PostgreSQL ingest gives a chunk the
     // id of its first event (migration 008), and so does import.
     const chunkIds = ctx.dialect === 'postgres' ? chunks.map((c) => ids[c.members[0]]) : await allocateIds(ctx, 'payload_chunks', chunks.length);
+    // With a bucket, the chunks become objects first, as at ingest (src/store/blobs.ts).
+    const blobs = ctx.runtime.blobs;
+    const keys = chunks.map((c) => (blobs ? payloadObjectKey(c.receivedAt) : null));
+    if (blobs) await putObjects(blobs, chunks.map((c, i) => ({ key: keys[i] as string, data: c.data })));
     await insertRows(
       ctx.db,
       ctx.dialect,
       'payload_chunks',
-      chunks.map((c, i) => ({ id: chunkIds[i], project_id: c.projectId, received_at: c.receivedAt, data: c.data })),
+      chunks.map((c, i) => ({ id: chunkIds[i], project_id: c.projectId, received_at: c.receivedAt, data: blobs ? new Uint8Array(0) : c.data, r2_key: keys[i] })),
     );
     const empty = new Uint8Array(0);
     await insertRows(

@@ -7,6 +7,7 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type { Dialect } from '../store/database.js';
 import type { CompressBlob, PackedPayloads, PayloadToPack } from '../store/payloads.js';
 import type { DecompressBlob } from '../store/stored-payload.js';
+import type { BlobBucket } from '../store/blobs.js';
 
 /** What needs Node (or another edition's own code) beyond Web APIs: the stored blob codec. */
 export interface TransferRuntime {
@@ -16,6 +17,11 @@ export interface TransferRuntime {
   compress: CompressBlob;
   /** Packs payloads into compressed chunks as ingest does (src/store/payloads.ts). */
   packPayloads(items: PayloadToPack[]): PackedPayloads;
+  /**
+   * The bucket payload chunks are in (src/store/blobs.ts): export reads chunk objects from
+   * it and import writes its chunks to it, as ingest does. Absent, the database holds them.
+   */
+  blobs?: BlobBucket;
 }
 
 export interface ExportContext {

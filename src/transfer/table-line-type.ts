@@ -52,6 +52,8 @@ export interface TableLineSpec {
   check?: (line: Record<string, unknown>) => string | null;
   /** Rows read per query at most (rows that are large chunks: memory stays flat). */
   pageRows?: number;
+  /** Fills in what a page's rows keep elsewhere (attachment chunks in the edition's bucket) before they become lines. */
+  resolve?: (ctx: ExportContext, rows: Record<string, unknown>[]) => Promise<void>;
   /** Runs in the batch's transaction after its rows are written (or, on D1, after they are committed), with the parent ids it wrote under. */
   afterWrite?: (ctx: ImportContext, parentIds: number[]) => Promise<void>;
 }
@@ -113,6 +115,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       let cursor: unknown[] | null = after ?? null;
       for (;;) {
         const { rows }: { rows: Record<string, unknown>[] } = await sql<Record<string, unknown>>`select t.* ${parentFields} from ${from} where ${conditions(ctx, cursor)} order by ${order} limit ${limit}`.execute(ctx.db);
+        if (spec.resolve) await spec.resolve(ctx, rows);
         const lines: Record<string, unknown>[] = [];
         for (const row of rows) {
           const project = ctx.projectSlugs.get(Number(row.parent_project_id));

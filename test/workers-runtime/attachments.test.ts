@@ -1,27 +1,35 @@
 // Attachments inside the Workers runtime: the Worker's own app on D1 stores an Android
 // crash's screenshot and a file larger than one chunk with their event (one D1 batch),
 // lists them and streams them back byte for byte with the safe download headers; user
-// feedback sent later links to the event's issue.
+// feedback sent later links to the event's issue. The same with the bytes in the R2
+// bucket `BLOBS` (each chunk row keeps its object's key, src/store/blobs.ts) as in D1.
 import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
-import { withoutQueue } from './direct-path.js';
 import { createApp } from '../../src/http/app.js';
+import { readObject, type BlobBucket } from '../../src/store/blobs.js';
 import type { Store } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import androidEventText from '../fixtures/mobile/android-event.json?raw';
+import { withBlobs, withoutQueue } from './direct-path.js';
 
 const androidEvent = JSON.parse(androidEventText) as Record<string, unknown>;
 
 let app: Hono;
 let store: Store;
+const editions = { d1: withoutQueue(env as unknown as WorkerEnv), r2: withBlobs(env as unknown as WorkerEnv) };
+const apps = {} as Record<keyof typeof editions, Hono>;
+const bucket = editions.r2.BLOBS as BlobBucket;
 
 beforeAll(async () => {
-  const deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent' });
-  store = deps.store;
-  app = createApp(deps);
+  for (const [name, e] of Object.entries(editions)) {
+    const deps = buildWorkerDeps({ ...e, RATE_LIMIT: '0', LOG_LEVEL: 'silent' });
+    apps[name as keyof typeof editions] = createApp(deps);
+    store = deps.store;
+  }
+  app = apps.d1;
   await migrate(store);
 });
 
@@ -39,10 +47,11 @@ function envelope(header: object, items: { headers: object; payload: Uint8Array 
   return out;
 }
 
-describe('attachments on D1', () => {
+describe.each(['d1', 'r2'] as const)('attachments (bytes in %s)', (edition) => {
   it('stores, lists and downloads a screenshot and a two-chunk file with their event', async () => {
-    const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `mobile-${Date.now()}`, name: 'mobile' }, Date.now());
-    const id = 'f'.repeat(31) + '1';
+    const app = apps[edition];
+    const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `mobile-${edition}-${Date.now()}`, name: 'mobile' }, Date.now());
+    const id = 'f'.repeat(31) + (edition === 'd1' ? '1' : '2');
     const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
     const big = new Uint8Array(700_000).map((_, i) => i % 249);
     const body = envelope({ event_id: id }, [
@@ -64,6 +73,21 @@ describe('attachments on D1', () => {
     expect(download.headers.get('content-disposition')).toMatch(/^attachment;/);
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(new Uint8Array(await download.arrayBuffer())).toEqual(big);
+    const image = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/attachments/${attachments[0].id}`));
+    expect(new Uint8Array(await image.arrayBuffer())).toEqual(png);
+    // Where the bytes are: in the chunk rows, or in objects the rows name.
+    const chunks = await store.db.selectFrom('attachment_chunks').select(['seq', 'data', 'r2_key']).where('attachment_id', '=', Number(attachments[1].id)).orderBy('seq').execute();
+    expect(chunks).toHaveLength(2);
+    for (const c of chunks) {
+      if (edition === 'd1') {
+        expect(c.r2_key).toBeNull();
+        expect(c.data.byteLength).toBeGreaterThan(0);
+      } else {
+        expect(c.data.byteLength).toBe(0);
+        expect(c.r2_key).toMatch(/^attachments\/\d{4}-\d{2}-\d{2}\//);
+        expect((await readObject(bucket, c.r2_key as string))?.byteLength).toBeGreaterThan(0);
+      }
+    }
 
     // User feedback about the event, in a later envelope, is linked to its issue.
     const report = { event_id: id, name: 'Grace', email: 'grace@example.com', comments: 'App closed while paying.' };
@@ -73,7 +97,7 @@ describe('attachments on D1', () => {
     expect(feedback.feedback).toMatchObject([{ comments: 'App closed while paying.', issue: expect.any(String) }]);
   });
 
-  it('counts sessions that end in an ANR for the release (D1 ingest batch)', async () => {
+  it.runIf(edition === 'd1')('counts sessions that end in an ANR for the release (D1 ingest batch)', async () => {
     const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `anr-${Date.now()}`, name: 'anr' }, Date.now());
     const started = new Date(Date.now() - 3_600_000).toISOString();
     const session = (sid: string, extra: object) => ({ sid, started, attrs: { release: 'shop@1', environment: 'production' }, ...extra });

@@ -44,6 +44,7 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
         now: deps.clock.now(),
         retentionDays: deps.config.retentionDays,
         batchSize: D1_RETENTION_BATCH,
+        blobs: deps.blobs,
       });
       if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
       else deps.logger.info('retention skipped: another run holds the lease');

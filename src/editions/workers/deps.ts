@@ -3,8 +3,9 @@
 // src/config.ts), the store on the D1 binding `DB`, the console JSON logger, a rate
 // limiter shared by every isolate through D1, the ingest sink (on D1, or through the
 // ingest queue when one is bound), symbol files and
-// symbolication (re-symbolication in bounded steps), export and import routes, and the
-// pure-JS codecs. The sink and the symbol service report the work they leave in D1 (alerts
+// symbolication (re-symbolication in bounded steps), export and import routes, the
+// pure-JS codecs, and the R2 bucket `BLOBS` payload chunks go to when one is bound
+// (src/store/blobs.ts). The sink and the symbol service report the work they leave in D1 (alerts
 // recorded, re-symbolication runs) to the isolate's AfterAnswer, which the entry runs after
 // the answer (background.ts). Built once per isolate; the schema is migrated and the
 // C++/Rust demangler (demangle.ts) loaded before the first request is served.
@@ -14,6 +15,7 @@ import { loadConfig } from '../../config.js';
 import type { AppDeps } from '../../context.js';
 import { createApp } from '../../http/app.js';
 import { WORKER_MAX_SOURCE_MAP_BYTES, WORKER_MAX_SYMBOL_FILE_BYTES, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
+import type { BlobBucket } from '../../store/blobs.js';
 import { readStoredPayloads } from '../../store/payloads.js';
 import { openD1Store, type D1Binding } from '../../store/d1.js';
 import { migrate } from '../../store/migrate.js';
@@ -31,11 +33,13 @@ import { VERSION } from '../../version.js';
 
 /**
  * What the Worker is bound to: the D1 database `DB`, optionally the ingest queue
- * `INGEST_QUEUE` (ingest-queue.ts), and the settings as vars and secrets.
+ * `INGEST_QUEUE` (ingest-queue.ts) and the R2 bucket `BLOBS` (src/store/blobs.ts), and
+ * the settings as vars and secrets.
  */
 export interface WorkerEnv {
   DB: D1Binding;
   INGEST_QUEUE?: QueueBinding;
+  BLOBS?: BlobBucket;
   [setting: string]: unknown;
 }
 
@@ -67,6 +71,8 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
   const config = loadConfig(settingsOf(env));
   const logger = createWorkerLogger(config.logLevel);
   const store = openD1Store(env.DB);
+  const blobs = env.BLOBS;
+  const direct = new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded, blobs);
   return {
     config,
     store,
@@ -76,12 +82,11 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     rateLimiter: new SharedRateLimiter(store, config.rateLimit, logger),
     // With a queue, requests are answered once their work is enqueued and the consumer
     // commits works in batches (index.ts `queue`); without one, each request commits.
-    ingest: env.INGEST_QUEUE
-      ? new QueueIngestSink(env.INGEST_QUEUE, new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded), logger)
-      : new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded),
+    ingest: env.INGEST_QUEUE ? new QueueIngestSink(env.INGEST_QUEUE, direct, logger) : direct,
     ingestRuntime: workersIngestRuntime,
     decompressBlob,
     compressBlob,
+    blobs,
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // Re-symbolication of stored events goes in bounded steps (an isolate lives only
@@ -96,7 +101,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
       cacheBytes: SYMBOL_CACHE_BYTES,
       uploadLimits: SYMBOL_UPLOAD_LIMITS,
       md5Hex: workersIngestRuntime.md5Hex,
-      readPayloads: (db, rows) => readStoredPayloads(db, rows, decompressBlob),
+      readPayloads: (db, rows) => readStoredPayloads(db, rows, decompressBlob, blobs),
       steps: { batchEvents: WORKER_RESYMBOLICATE_STEP_EVENTS, scheduled: afterAnswer.resymbolicationScheduled },
     }),
     // Promises still pending when a Worker has answered are cancelled (only waitUntil keeps
@@ -104,7 +109,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     // to finish, so a large one is bounded by the request's CPU time only.
     assembleWaitMs: Number.POSITIVE_INFINITY,
     transfer: {
-      runtime: workersTransferRuntime,
+      runtime: blobs ? { ...workersTransferRuntime, blobs } : workersTransferRuntime,
       version: VERSION,
       // D1 has no read transaction across statements: an export's parts are as
       // consistent as their reads (docs/architecture.md "Export and import").

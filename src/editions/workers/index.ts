@@ -50,6 +50,7 @@ export default {
       logger: deps.logger,
       now: () => deps.clock.now(),
       onAlertsRecorded: afterAnswer.alertsRecorded,
+      bucket: deps.blobs,
     });
     deps.logger.debug({ ...summary, messages: batch.messages.length }, 'ingest queue batch consumed');
     await afterAnswer.take(deps);

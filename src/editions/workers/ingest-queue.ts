@@ -18,7 +18,9 @@
 // commit does not hold back the others; it is retried by the queue and, after the
 // consumer's max_retries (wrangler.jsonc), moved to the dead-letter queue, never dropped.
 // A work too large for a queue message (Cloudflare takes 128 KB) is committed directly,
-// as without a queue.
+// as without a queue. With the R2 bucket bound, the payload objects a batch names are
+// written before it (src/store/blobs.ts); a retried batch writes new ones, and the
+// objects of the failed attempt are orphans that retention sweeps.
 import { CompiledQuery, sql } from 'kysely';
 import type { Logger } from '../../logger.js';
 import type { Random } from '../../ingest/plan.js';
@@ -26,6 +28,7 @@ import { prepareWork, type PreparedWork } from '../../ingest/prepare.js';
 import { utcDay } from '../../clock.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';
 import type { Store } from '../../store/database.js';
+import { payloadObjectKey, putObjects, type BlobBucket } from '../../store/blobs.js';
 import { buildD1IngestCommit, type D1IngestCommit } from '../../store/d1-ingest.js';
 import { WORKER_QUEUE_MESSAGE_BYTES } from '../../limits.js';
 import { compressBlob } from './runtime.js';
@@ -116,6 +119,8 @@ export interface ConsumerOptions {
   random?: Random;
   /** Called when a committed batch recorded alerts (they are sent right after). */
   onAlertsRecorded?: () => void;
+  /** The R2 bucket payload chunks go to, written before each batch (src/store/blobs.ts). */
+  bucket?: BlobBucket;
 }
 
 /** What one consumer invocation did, for logs and tests. */
@@ -185,7 +190,11 @@ function groupsOf(items: { message: QueueMessage<unknown>; work: IngestWork; pre
 }
 
 function plan(group: Group, options: ConsumerOptions): Planned {
-  const commit = buildD1IngestCommit(mergeWorks(group.works), { random: options.random ?? Math.random, compress: compressBlob });
+  const commit = buildD1IngestCommit(mergeWorks(group.works), {
+    random: options.random ?? Math.random,
+    compress: compressBlob,
+    objectKey: options.bucket ? payloadObjectKey : undefined,
+  });
   const receipts = CompiledQuery.raw(RECEIPTS_SQL, [options.now(), JSON.stringify(group.messages.map((m) => m.id))]);
   return { messages: group.messages, commit, statements: [...commit.statements, receipts] };
 }
@@ -227,6 +236,7 @@ export async function consumeIngestBatch(batch: MessageBatch<unknown>, options: 
   let alerts = 0;
   try {
     const planned = groupsOf(items).map((g) => plan(g, options));
+    if (options.bucket) await putObjects(options.bucket, planned.flatMap((p) => p.commit.objects));
     const results = await store.atomic(planned.flatMap((p) => p.statements));
     let at = 0;
     for (const p of planned) {
@@ -248,6 +258,7 @@ export async function consumeIngestBatch(batch: MessageBatch<unknown>, options: 
         continue;
       }
       try {
+        if (options.bucket) await putObjects(options.bucket, one.commit.objects);
         alerts += settle(one, (await store.atomic(one.statements)) as never, summary);
       } catch (commitErr) {
         const receipt = await store.db.selectFrom('ingest_receipts').select('message_id').where('message_id', '=', item.message.id).executeTakeFirst();

@@ -6,12 +6,15 @@
 // is answered only once the batch has committed; a batch D1 fails is answered 503
 // (nothing was written), so the SDK resends. A work that cannot fit D1's limits is
 // refused with 413 before anything is sent. A batch that recorded alerts says so
-// (`onAlertsRecorded`): the Worker sends them after the answer (deps.ts).
+// (`onAlertsRecorded`): the Worker sends them after the answer (deps.ts). With an R2
+// bucket bound, the payload chunks are written to it first and the batch keeps their keys
+// (src/store/blobs.ts); a bucket that fails is answered 503 like D1.
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
 import type { Random } from '../../ingest/plan.js';
 import { prepareWork } from '../../ingest/prepare.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';
 import type { Store } from '../../store/database.js';
+import { payloadObjectKey, putObjects, type BlobBucket } from '../../store/blobs.js';
 import { buildD1IngestCommit } from '../../store/d1-ingest.js';
 import { compressBlob } from './runtime.js';
 
@@ -29,13 +32,19 @@ export class D1IngestSink implements IngestSink {
     readonly store: Store,
     private readonly random: Random = Math.random,
     private readonly onAlertsRecorded?: () => void,
+    readonly bucket?: BlobBucket,
   ) {}
 
   async submit(work: IngestWork): Promise<IngestOutcome> {
-    const commit = buildD1IngestCommit(prepareWork(work), { random: this.random, compress: compressBlob });
+    const commit = buildD1IngestCommit(prepareWork(work), {
+      random: this.random,
+      compress: compressBlob,
+      objectKey: this.bucket ? payloadObjectKey : undefined,
+    });
     if (commit.statements.length === 0) return { kind: 'ok' };
     let results;
     try {
+      if (this.bucket) await putObjects(this.bucket, commit.objects);
       results = await this.store.atomic(commit.statements);
     } catch (err) {
       this.counts.failed++;

@@ -1,8 +1,9 @@
 // `npm run worker`: the serverless edition on this machine. The Worker is bundled by
 // wrangler exactly as `wrangler deploy` bundles it (wrangler.jsonc), then served by
 // Miniflare (the Workers runtime, workerd, from npm) on 127.0.0.1 with a local D1
-// under WORKER_DATA_DIR (default ./data/worker) and the ingest queue of wrangler.jsonc
-// (WORKER_QUEUE=0: without it). Settings come from the environment
+// under WORKER_DATA_DIR (default ./data/worker), the ingest queue of wrangler.jsonc
+// (WORKER_QUEUE=0: without it) and its R2 bucket, kept under the same folder's `r2`
+// (WORKER_BLOBS=0: without it, bytes in D1). Settings come from the environment
 // as for `npm start`; the crons of wrangler.jsonc run on timers. SIGTERM or SIGINT
 // (to this process or to `npm run worker`) stops it and workerd cleanly. Node code: it runs beside the Worker, never inside it. Tests use
 // the same functions.
@@ -81,6 +82,11 @@ export interface LocalWorkerOptions {
    * direct path, each request committing its own D1 batch before it is answered.
    */
   queue?: boolean;
+  /**
+   * Bind the R2 bucket of wrangler.jsonc (Miniflare keeps it under dataDir/r2). False:
+   * payload chunks stay in D1.
+   */
+  blobs?: boolean;
 }
 
 export interface LocalWorker {
@@ -97,6 +103,7 @@ export async function startLocalWorker(options: LocalWorkerOptions): Promise<Loc
     delete workerOptions.queueProducers;
     delete workerOptions.queueConsumers;
   }
+  if (options.blobs === false) delete workerOptions.r2Buckets;
   const vars = (workerOptions.bindings ?? {}) as Record<string, unknown>;
   const host = options.host ?? '127.0.0.1';
   const miniflare = new Miniflare({
@@ -106,6 +113,7 @@ export async function startLocalWorker(options: LocalWorkerOptions): Promise<Loc
     scriptPath: options.bundle.file,
     bindings: { ...vars, ...options.settings },
     d1Persist: options.dataDir,
+    r2Persist: path.join(options.dataDir, 'r2'),
     // The placeholder request.cf: Miniflare would otherwise fetch a real one from Cloudflare.
     cf: false,
     host,
@@ -183,7 +191,7 @@ async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
   const bundle = await buildWorkerBundle(path.join(REPO_ROOT, 'dist/worker'));
   if (stopping) process.exit(0);
-  const started = await startLocalWorker({ bundle, dataDir, port: config.port, settings, log: true, queue: process.env.WORKER_QUEUE !== '0' });
+  const started = await startLocalWorker({ bundle, dataDir, port: config.port, settings, log: true, queue: process.env.WORKER_QUEUE !== '0', blobs: process.env.WORKER_BLOBS !== '0' });
   worker = started;
   if (stopping) {
     await started.close();
