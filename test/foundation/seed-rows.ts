@@ -200,6 +200,14 @@ export async function seedProjectData(db: Kysely<Database>, projectId: number, n
     .insertInto('user_feedback')
     .values({ project_id: projectId, digest: 'd'.repeat(40), event_id: 'b'.repeat(32), name: 'n', email: 'e', comments: 'c', url: '', source: 'api', created_at: now, received_at: now })
     .execute();
+  // Per-environment issue hours exist from migration 024 on, a release's users per hour from 027 on.
+  const tables = (await db.introspection.getTables()).map((t) => t.name);
+  if (tables.includes('issue_environment_hourly')) {
+    await db.insertInto('issue_environment_hourly').values({ issue_id: issue.id, environment: 'production', bucket: Math.floor(now / HOUR) * HOUR, events: 1 }).execute();
+  }
+  if (tables.includes('session_users')) {
+    await db.insertInto('session_users').values({ project_id: projectId, release: '1.0', bucket: Math.floor(now / HOUR) * HOUR, did: 'device-1', crashed: 0 }).execute();
+  }
 }
 
 /** Rows of the project per table: tables with project_id directly, issue_* tables through their issue. */

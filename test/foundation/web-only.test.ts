@@ -37,11 +37,61 @@ interface Closure {
 }
 
 /** Source without comments, so prose about Buffer or node:zlib does not count. */
+/**
+ * A file's code without comments and without the text of its string literals (a
+ * template's `${…}` expressions stay): `'./process.js'` or a `require('@sentry/node')`
+ * inside a set-up snippet is text, not a use of a Node global.
+ */
 function code(file: string): string {
-  return fs
-    .readFileSync(path.join(ROOT, file), 'utf8')
-    .replace(/\/\*[\s\S]*?\*\//g, '')
-    .replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+  const src = fs.readFileSync(path.join(ROOT, file), 'utf8');
+  let out = '';
+  // Nesting of template literals and the `${` expressions inside them.
+  const stack: ('template' | 'expr')[] = [];
+  let braces = 0;
+  for (let i = 0; i < src.length; i++) {
+    const ch = src[i];
+    const inTemplate = stack[stack.length - 1] === 'template';
+    if (inTemplate) {
+      if (ch === '\\') i++;
+      else if (ch === '`') stack.pop();
+      else if (ch === '$' && src[i + 1] === '{') {
+        stack.push('expr');
+        braces = 0;
+        i++;
+      }
+      continue;
+    }
+    if (ch === '/' && src[i + 1] === '/') {
+      while (i < src.length && src[i] !== '\n') i++;
+      out += '\n';
+      continue;
+    }
+    if (ch === '/' && src[i + 1] === '*') {
+      const end = src.indexOf('*/', i + 2);
+      i = end < 0 ? src.length : end + 1;
+      continue;
+    }
+    if (ch === "'" || ch === '"') {
+      for (i++; i < src.length && src[i] !== ch; i++) if (src[i] === '\\') i++;
+      out += `${ch}${ch}`;
+      continue;
+    }
+    if (ch === '`') {
+      stack.push('template');
+      out += '``';
+      continue;
+    }
+    if (stack.length > 0 && ch === '{') braces++;
+    if (stack.length > 0 && ch === '}') {
+      if (braces === 0) {
+        stack.pop();
+        continue;
+      }
+      braces--;
+    }
+    out += ch;
+  }
+  return out;
 }
 
 async function closureOf(entry: string): Promise<Closure> {

@@ -24,10 +24,13 @@ describe('the Worker with API keys', () => {
     await w?.close();
   });
 
-  it('answers /health with 200 {"status":"ok"} without a key, with a request id', async () => {
+  it('answers /health with 200 {"status":"ok"} without a key, with a request id and how full D1 is', async () => {
     const res = await fetch(w.url + '/health');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok' });
+    const body = (await res.json()) as { status: string; storage: { database_bytes: number; warning: string | null } };
+    expect(body.status).toBe('ok');
+    expect(body.storage.database_bytes).toBeGreaterThan(0);
+    expect(body.storage.warning).toBeNull();
     expect(res.headers.get('x-request-id')).toBeTruthy();
   });
 

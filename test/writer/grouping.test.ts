@@ -68,6 +68,13 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
       regressed_at: null,
       created_at: r1,
       updated_at: r2,
+      // Triage's columns: no snooze, no assignee.
+      ignore_until: null,
+      ignore_count: null,
+      ignore_users: null,
+      ignored_event_count: null,
+      ignored_users: null,
+      assignee_id: null,
     });
 
     const releases = await t.store.db.selectFrom('issue_releases').select(['release', 'first_seen']).where('issue_id', '=', issue.id).orderBy('release').execute();
