@@ -61,6 +61,8 @@ describe.each(dialects)('feedback email to the assignee (%s)', (dialect) => {
     expect(mail.mail.text).toContain('App closed while paying.');
     expect(mail.mail.text).toContain('Grace <grace@example.com>');
     expect(mail.mail.text).toContain(`https://faultline.example/${p.slug}/issues/${fp}`);
+    // The dispatcher marks the row once the server has taken the message: wait for it.
+    await until(async () => (await outbox(p.id))[0]?.state === 'sent', 8000, 'the outbox row marked sent');
     expect(await outbox(p.id)).toEqual([{ state: 'sent', issue_id: expect.any(Number) }]);
     // The same report again: stored once, no second email.
     await sendReport(p, id);
