@@ -8,7 +8,7 @@ import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbol
 import { BadNativeFile } from './native/bytes.js';
 import { BreakpadReader } from './native/breakpad.js';
 import { currentDemangler } from './native/demangle.js';
-import { imageForFrame, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
+import { debugIdsOfFrames, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { indexFromTables, isCurrentNativeIndex, NativeIndex } from './native/lookup-index.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
 import type { ByteRangeSource } from '../bytes.js';
@@ -68,16 +68,7 @@ function inspect(name: string): FileInspector {
 }
 
 function imagesNeeded(event: EventView): string[] {
-  const images = nativeImages(event.images, ...IMAGE_TYPES);
-  if (images.length === 0) return [];
-  const ids = new Set<string>();
-  for (const e of event.exceptions) {
-    for (const f of e.frames) {
-      const image = imageForFrame(f as JsonObject, images);
-      if (image) ids.add(image.debugId);
-    }
-  }
-  return [...ids];
+  return debugIdsOfFrames(event.exceptions, nativeImages(event.images, ...IMAGE_TYPES));
 }
 
 export const breakpadHandler: SymbolKindHandler<LoadedBreakpad> = {

@@ -6,7 +6,7 @@
 import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
 import { currentDemangler } from './native/demangle.js';
-import { imageForFrame, machoImages, symbolicateFrames, type JsonObject } from './native/frames.js';
+import { debugIdsOfFrames, machoImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { buildNativeIndex, buildNativeIndexFrom, isCurrentNativeIndex, NativeIndex } from './native/lookup-index.js';
 import { looksLikeMachO, readMachO, readMachOFrom, type MachSlice } from './native/macho.js';
 import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
@@ -80,16 +80,7 @@ function inspectDsym(name: string): FileInspector {
 
 /** Native frames are those whose image is a Mach-O image of the event. */
 function imagesNeeded(event: EventView): string[] {
-  const images = machoImages(event.images);
-  if (images.length === 0) return [];
-  const ids = new Set<string>();
-  for (const e of event.exceptions) {
-    for (const f of e.frames) {
-      const image = imageForFrame(f as JsonObject, images);
-      if (image) ids.add(image.debugId);
-    }
-  }
-  return [...ids];
+  return debugIdsOfFrames(event.exceptions, machoImages(event.images));
 }
 
 export const dsymHandler: SymbolKindHandler<LoadedDsym> = {

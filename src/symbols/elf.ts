@@ -10,7 +10,7 @@ import { SymbolInputError, type EventView, type FileInspector, type InspectedFil
 import { BadNativeFile } from './native/bytes.js';
 import { currentDemangler } from './native/demangle.js';
 import { elfHasDwarf, elfIndexParts, elfIndexRanges, elfObjectKind, elfSection, looksLikeElf, movedElf, readElf, readElfFrom, type ElfFile } from './native/elf.js';
-import { imageForFrame, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
+import { debugIdsOfFrames, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { buildIndex, buildIndexAsync, gatherRanges, isCurrentNativeIndex, NativeIndex, type IndexSource } from './native/lookup-index.js';
 import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
@@ -75,16 +75,7 @@ function inspect(name: string): FileInspector {
 }
 
 function imagesNeeded(event: EventView): string[] {
-  const images = nativeImages(event.images, 'elf');
-  if (images.length === 0) return [];
-  const ids = new Set<string>();
-  for (const e of event.exceptions) {
-    for (const f of e.frames) {
-      const image = imageForFrame(f as JsonObject, images);
-      if (image) ids.add(image.debugId);
-    }
-  }
-  return [...ids];
+  return debugIdsOfFrames(event.exceptions, nativeImages(event.images, 'elf'));
 }
 
 /** Of the files with one debug id, the one with DWARF (a split debug file) before a stripped one. */

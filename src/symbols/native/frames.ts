@@ -83,6 +83,19 @@ export function imageForFrame(frame: JsonObject, images: MachoImage[]): MachoIma
   return best;
 }
 
+/** The debug ids of the images the exceptions' frames fall in: the symbol files an event needs. */
+export function debugIdsOfFrames(exceptions: { frames: unknown[] }[], images: MachoImage[]): string[] {
+  if (images.length === 0) return [];
+  const ids = new Set<string>();
+  for (const e of exceptions) {
+    for (const f of e.frames) {
+      const image = imageForFrame(f as JsonObject, images);
+      if (image) ids.add(image.debugId);
+    }
+  }
+  return [...ids];
+}
+
 /**
  * The frames one native frame expands to (caller first), or null when its image or address
  * is unknown to the index. Fields the SDK sent are kept; symbol fields are filled in.
