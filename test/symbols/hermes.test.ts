@@ -99,6 +99,29 @@ describe.each(dialects)('Hermes source maps on %s', (dialect) => {
     expect(detail.exceptions[0].symbolicated_frames?.map((f: { function?: string }) => f.function)).toEqual(['onPress', 'order.items.map$argument_0', 'formatPrice']);
   });
 
+  it('puts the frames a real Hermes VM printed for bytecode where the same VM puts them when it runs the source', async () => {
+    // test/fixtures/hermes-runtime (rebuilt by its build.mjs with hermes-engine-cli's VM): the
+    // VM prints a bytecode frame as `address at app.hbc:1:<0-based bytecode offset>`, and
+    // sentry-react-native's frame rewrite adds 1 to make the column 1-based like V8's.
+    const runtime = path.resolve(FIXTURE, '../hermes-runtime');
+    const stacks = JSON.parse(fs.readFileSync(path.join(runtime, 'stacks.json'), 'utf8')) as { bytecode: string[]; source: string[] };
+    const position = (line: string) => {
+      const m = /^at (\S+) \((?:address at )?([^:]+):(\d+):(\d+)\)$/.exec(line);
+      expect(m, line).not.toBeNull();
+      return { fn: m![1], file: m![2], line: Number(m![3]), column: Number(m![4]) };
+    };
+    const p = await makeProject(t);
+    await uploadOk(t, p, { kind: 'sourcemap', release: 'vm@1', files: [{ name: 'app.hbc.map', data: fs.readFileSync(path.join(runtime, 'app.hbc.map')) }] });
+    // Sentry orders frames outermost first; the VM prints the innermost first.
+    const frames = stacks.bytecode.map(position).reverse().map((f) => ({ filename: 'app:///app.hbc', function: f.fn, lineno: f.line, colno: f.column + 1, in_app: true }));
+    const event = { platform: 'javascript', release: 'vm@1', contexts: { react_native_context: { js_engine: 'hermes' } }, exception: { values: [{ type: 'Error', value: 'negative price: -400', stacktrace: { frames } }] } };
+    const detail = await eventDetail(t, p, await sendEvent(t, p, event));
+    const got = (detail.exceptions[0].symbolicated_frames ?? []).map((f: { filename?: string; lineno?: number; colno?: number }) => `${f.filename}:${f.lineno}:${f.colno}`);
+    const want = stacks.source.map(position).reverse().map((f) => `${f.file}:${f.line}:${f.column}`);
+    expect(want).toHaveLength(3);
+    expect(got).toEqual(want);
+  });
+
   it('refuses a malformed Hermes map with a 400', async () => {
     const p = await makeProject(t);
     for (const bad of ['{"version":3,"sources":["a"],"mappings":"!!!"', '{"version":3,"x_hermes_function_offsets":{"0":"x"},"mappings":7}']) {
