@@ -270,7 +270,7 @@ export class AlertDispatcher {
       if (ids.length === 0) return;
       for (const id of ids) {
         if (this.stopped) return;
-        const outcome = await dispatchAlert(this.deps.store.db, id, this.deps.clock.now(), this.options.wallClock());
+        const outcome = await dispatchAlert(this.deps.store, id, this.deps.clock.now(), this.options.wallClock());
         this.summary.alerts[outcome] += 1;
         if (this.deps.runtime.mail && assigneeHearsOf(outcome)) this.mailAssignee(id);
         if (outcome !== 'taken') this.deps.logger.debug({ alert_id: id, outcome }, 'alert taken from the outbox');
@@ -310,7 +310,7 @@ export class AlertDispatcher {
     const due = await dueDigests(this.deps.store.db, this.deps.clock.now(), 100);
     for (const { project_id, type } of due) {
       if (this.stopped) return;
-      const outcome = await sendDigest(this.deps.store.db, project_id, type, this.deps.clock.now(), this.options.wallClock());
+      const outcome = await sendDigest(this.deps.store, project_id, type, this.deps.clock.now(), this.options.wallClock());
       if (outcome === 'sent') this.summary.digests += 1;
       if (outcome !== 'taken') this.deps.logger.debug({ project_id, type, outcome }, 'digest of held-back alerts');
     }
@@ -383,7 +383,7 @@ export class AlertDispatcher {
     const maxAttempts = this.options.retryDelaysMs.length + 1;
     const error = result.error ?? 'not delivered';
     if (!ctx.channel || d.attempts >= maxAttempts) {
-      const { gaveBack } = await markFailed(db, store.dialect, d, this.holder, result.status, error);
+      const { gaveBack } = await markFailed(store, d, this.holder, result.status, error);
       this.summary.failed += 1;
       logger.warn({ ...log, status: result.status, error, cooldown_given_back: gaveBack }, 'alert delivery failed for good');
       return;

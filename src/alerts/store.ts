@@ -1,11 +1,12 @@
 // The alert tables (migration 012): rules, channels, the outbox and deliveries,
 // and the claims that keep several processes on one database from sending an alert
-// twice. Every claim is one conditional UPDATE, so the database decides who wins:
-// an outbox row is taken by the process that moves it out of `pending`, a rule's
-// cooldown by the process whose compare-and-set of `last_triggered` matches, a
-// delivery by the process that sets its lease.
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Dialect, Store } from '../store/database.js';
+// twice. Every claim is conditional SQL, so the database decides who wins: an outbox
+// row is taken by the process that moves it out of `pending`, a rule's cooldown by the
+// process whose compare-and-set of `last_triggered` matches, a delivery by the process
+// that sets its lease. Writes that commit together are one `Store.atomic` unit, built
+// before it runs (one `db.batch()` on D1).
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import { digestFields, namedIssues, OUTBOX_HELD, OUTBOX_PENDING } from './outbox.js';
 import { ASSIGNEE_FEEDBACK, type AssignedIssue, type AssigneeMailState } from './assignee.js';
@@ -292,10 +293,12 @@ export async function assignedIssue(db: Db, issueId: number): Promise<(AssignedI
 
 export type AlertOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel' | 'held' | 'filtered';
 
-/** The rule of a type with its filters, read inside the dispatching transaction. */
-async function ruleFor(tx: Db, projectId: number, type: string) {
-  await insertDefaultRules(tx, projectId);
-  const rule = await tx
+type AtomicStore = Pick<Store, 'db' | 'atomic'>;
+
+/** The rule of a type with its filters, read before the statements that act on it are built. */
+async function ruleFor(db: Db, projectId: number, type: string) {
+  await insertDefaultRules(db, projectId);
+  const rule = await db
     .selectFrom('alert_rules')
     .select(['enabled', 'cooldown_minutes', 'last_triggered', 'environments', 'min_level', 'channels'])
     .where('project_id', '=', projectId)
@@ -305,52 +308,89 @@ async function ruleFor(tx: Db, projectId: number, type: string) {
 }
 
 /** The channels a rule sends to, of those the project has now. */
-async function channelsFor(tx: Db, projectId: number, rule: { filters: Parameters<typeof ruleChannels>[0] }): Promise<number[]> {
-  const all = await tx.selectFrom('alert_channels').select('id').where('project_id', '=', projectId).orderBy('id').execute();
+async function channelsFor(db: Db, projectId: number, rule: { filters: Parameters<typeof ruleChannels>[0] }): Promise<number[]> {
+  const all = await db.selectFrom('alert_channels').select('id').where('project_id', '=', projectId).orderBy('id').execute();
   return ruleChannels(rule.filters, all.map((c) => Number(c.id)));
 }
 
 /**
- * Compare-and-set of a rule's cooldown: the cooldown is over and nobody moved
- * last_triggered since it was read. Of two processes, one wins.
+ * A value no committed row holds: the outbox row a unit of statements claims carries it
+ * as its state until the unit's last statement, so the statements after the claim join
+ * on it ("this unit won") without reading an answer in code. Never committed.
  */
-async function claimCooldown(tx: Db, projectId: number, type: string, prev: number | null, now: number): Promise<boolean> {
-  const claimed = await tx
+function claimToken(): string {
+  return `claiming:${crypto.randomUUID()}`;
+}
+
+/**
+ * Takes the rule's row lock first (a no-op write), so on PostgreSQL two units claiming
+ * one rule's cooldown run one after the other and the second sees the first's outcome.
+ */
+function lockRule(db: Db, projectId: number, type: string) {
+  return db
+    .updateTable('alert_rules')
+    .set((eb) => ({ last_triggered: eb.ref('last_triggered') }))
+    .where('project_id', '=', projectId)
+    .where('type', '=', type)
+    .compile();
+}
+
+/**
+ * The cooldown compare-and-set as a condition: the rule is enabled, nobody moved
+ * last_triggered since it was read as `prev`, and its cooldown is over at `now`.
+ */
+function cooldownOpen(db: Db, projectId: number, type: string, prev: number | null, now: number) {
+  return db
+    .selectFrom('alert_rules as r')
+    .select('r.project_id')
+    .where('r.project_id', '=', projectId)
+    .where('r.type', '=', type)
+    .where('r.enabled', '=', 1)
+    .where((eb) =>
+      prev === null
+        ? eb('r.last_triggered', 'is', null)
+        : eb.and([eb('r.last_triggered', '=', prev), eb(sql<number>`r.last_triggered + r.cooldown_minutes * 60000`, '<=', now)]),
+    );
+}
+
+/** The outbox row this unit claimed (its state is the unit's token). */
+function claimedRow(db: Db, projectId: number, type: string, token: string) {
+  return db.selectFrom('alert_outbox as t').where('t.project_id', '=', projectId).where('t.type', '=', type).where('t.state', '=', token);
+}
+
+/** Moves the rule's last_triggered to `now` when this unit claimed its outbox row. */
+function takeCooldown(db: Db, projectId: number, type: string, token: string, now: number) {
+  return db
     .updateTable('alert_rules')
     .set({ last_triggered: now })
     .where('project_id', '=', projectId)
     .where('type', '=', type)
-    .where('enabled', '=', 1)
-    .where((eb) =>
-      prev === null
-        ? eb('last_triggered', 'is', null)
-        : eb.and([eb('last_triggered', '=', prev), eb(sql<number>`last_triggered + cooldown_minutes * 60000`, '<=', now)]),
-    )
-    .executeTakeFirst();
-  return Number(claimed.numUpdatedRows) > 0;
+    .where(({ exists }) => exists(claimedRow(db, projectId, type, token).select('t.id')))
+    .compile();
 }
 
-async function insertDeliveries(tx: Db, projectId: number, alertId: number, type: string, channelIds: number[], now: number, wallNow: number): Promise<void> {
-  await tx
+/** One pending delivery per channel of `channelIds` the project still has, for the outbox row this unit claimed. */
+function insertDeliveries(db: Db, projectId: number, type: string, token: string, channelIds: number[], now: number, wallNow: number) {
+  return db
     .insertInto('alert_deliveries')
-    .values(
-      channelIds.map((id) => ({
-        project_id: projectId,
-        alert_id: alertId,
-        channel_id: id,
-        type,
-        state: 'pending',
-        attempts: 0,
-        last_error: null,
-        status: null,
-        created_at: now,
-        sent_at: null,
-        next_attempt_at: wallNow,
-        lease_until: null,
-        claimed_by: null,
-      })),
+    .columns(['project_id', 'alert_id', 'channel_id', 'type', 'state', 'attempts', 'created_at', 'next_attempt_at'])
+    .expression(
+      claimedRow(db, projectId, type, token)
+        .innerJoin('alert_channels as c', 'c.project_id', 't.project_id')
+        .where('c.id', 'in', channelIds)
+        .select([
+          't.project_id',
+          't.id',
+          'c.id as channel_id',
+          't.type',
+          sql<string>`'pending'`.as('state'),
+          sql<number>`0`.as('attempts'),
+          sql<number>`cast(${now} as bigint)`.as('created_at'),
+          sql<number>`cast(${wallNow} as bigint)`.as('next_attempt_at'),
+        ])
+        .orderBy('c.id'),
     )
-    .execute();
+    .compile();
 }
 
 function alertCause(payload: string): AlertCause {
@@ -367,50 +407,46 @@ function alertCause(payload: string): AlertCause {
 
 /**
  * Takes one recorded alert: checks its rule's filters, claims the rule's cooldown and
- * creates one pending delivery per channel of the rule, in one transaction. Inside the
- * cooldown the alert is held for the rule's next digest (sendDueDigests). `taken` when
- * another process got it first.
+ * creates one pending delivery per channel of the rule. The rule and channels are read
+ * first; the writes are one `Store.atomic` unit (one `db.batch()` on D1) whose
+ * statements decide in SQL: the outbox row is taken only while still pending, and it is
+ * sent only when the cooldown compare-and-set holds, else held for the rule's next
+ * digest (sendDueDigests). `taken` when another process got it first.
  */
-export async function dispatchAlert(db: Db, alertId: number, now: number, wallNow: number): Promise<AlertOutcome> {
-  return db.transaction().execute(async (tx) => {
-    const taken = await tx
-      .updateTable('alert_outbox')
-      .set({ state: 'claimed' })
-      .where('id', '=', alertId)
-      .where('state', '=', OUTBOX_PENDING)
-      .returning(['project_id', 'type', 'payload'])
-      .executeTakeFirst();
-    if (!taken) return 'taken';
-    const projectId = Number(taken.project_id);
-    const finish = async (state: string, claim?: { triggered: number; prev: number | null }) => {
-      await tx
-        .updateTable('alert_outbox')
-        .set({ state, triggered_at: claim?.triggered ?? null, prev_triggered: claim?.prev ?? null })
-        .where('id', '=', alertId)
-        .execute();
-    };
-    const rule = await ruleFor(tx, projectId, taken.type);
-    if (Number(rule.enabled) !== 1) {
-      await finish('disabled');
-      return 'disabled';
-    }
-    if (!ruleLetsThrough(rule.filters, alertCause(taken.payload))) {
-      await finish('filtered');
-      return 'filtered';
-    }
-    const channels = await channelsFor(tx, projectId, rule);
-    if (channels.length === 0) {
-      await finish('no_channel');
-      return 'no_channel';
-    }
-    if (!(await claimCooldown(tx, projectId, taken.type, rule.prev, now))) {
-      await finish(OUTBOX_HELD);
-      return 'held';
-    }
-    await insertDeliveries(tx, projectId, alertId, taken.type, channels, now, wallNow);
-    await finish('sent', { triggered: now, prev: rule.prev });
-    return 'sent';
-  });
+export async function dispatchAlert(store: AtomicStore, alertId: number, now: number, wallNow: number): Promise<AlertOutcome> {
+  const db = store.db;
+  const alert = await db.selectFrom('alert_outbox').select(['project_id', 'type', 'payload', 'state']).where('id', '=', alertId).executeTakeFirst();
+  if (!alert || alert.state !== OUTBOX_PENDING) return 'taken';
+  const projectId = Number(alert.project_id);
+  const type = alert.type;
+  const pending = () => db.updateTable('alert_outbox').where('id', '=', alertId).where('state', '=', OUTBOX_PENDING);
+  const setAside = async (state: 'disabled' | 'filtered' | 'no_channel'): Promise<AlertOutcome> => {
+    const [r] = await store.atomic([pending().set({ state, triggered_at: null, prev_triggered: null }).returning('id').compile()]);
+    return r.rows.length > 0 ? state : 'taken';
+  };
+  const rule = await ruleFor(db, projectId, type);
+  if (Number(rule.enabled) !== 1) return setAside('disabled');
+  if (!ruleLetsThrough(rule.filters, alertCause(alert.payload))) return setAside('filtered');
+  const channels = await channelsFor(db, projectId, rule);
+  if (channels.length === 0) return setAside('no_channel');
+  const token = claimToken();
+  const [, decided] = await store.atomic([
+    lockRule(db, projectId, type),
+    pending()
+      .set(({ exists }) => ({
+        state: sql<string>`case when ${exists(cooldownOpen(db, projectId, type, rule.prev, now))} then ${token} else ${OUTBOX_HELD} end`,
+        triggered_at: null,
+        prev_triggered: null,
+      }))
+      .returning('state')
+      .compile(),
+    takeCooldown(db, projectId, type, token, now),
+    insertDeliveries(db, projectId, type, token, channels, now, wallNow),
+    db.updateTable('alert_outbox').set({ state: 'sent', triggered_at: now, prev_triggered: rule.prev }).where('id', '=', alertId).where('state', '=', token).compile(),
+  ]);
+  const state = (decided.rows[0] as { state?: string } | undefined)?.state;
+  if (state === undefined) return 'taken';
+  return state === token ? 'sent' : 'held';
 }
 
 /**
@@ -437,59 +473,59 @@ export type DigestOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel';
 /**
  * Sends one rule's digest: claims the rule's cooldown (the same compare-and-set as a
  * single alert, so of two processes one sends it), records the digest as an outbox row
- * naming the alerts it stands for, marks those `digested`, and creates its deliveries,
- * in one transaction. A rule switched off or left without channels meanwhile sets its
- * held alerts aside as a single alert would be.
+ * naming the alerts it stands for, marks those `digested`, and creates its deliveries.
+ * The held alerts are read first; the writes are one `Store.atomic` unit whose digest
+ * row is inserted only while the cooldown is open and the held alerts are those read,
+ * and whose later statements act only when it was. A rule switched off or left without
+ * channels meanwhile sets its held alerts aside as a single alert would be.
  */
-export async function sendDigest(db: Db, projectId: number, type: string, now: number, wallNow: number): Promise<DigestOutcome> {
-  return db.transaction().execute(async (tx) => {
-    const rule = await ruleFor(tx, projectId, type);
-    const held = () => tx.updateTable('alert_outbox').where('project_id', '=', projectId).where('type', '=', type).where('state', '=', OUTBOX_HELD);
-    if (Number(rule.enabled) !== 1) {
-      await held().set({ state: 'disabled' }).execute();
-      return 'disabled';
-    }
-    const channels = await channelsFor(tx, projectId, rule);
-    if (channels.length === 0) {
-      await held().set({ state: 'no_channel' }).execute();
-      return 'no_channel';
-    }
-    if (!(await claimCooldown(tx, projectId, type, rule.prev, now))) return 'taken';
-    const rows = await tx
-      .selectFrom('alert_outbox')
-      .select(['id', 'payload', 'created_at'])
-      .where('project_id', '=', projectId)
-      .where('type', '=', type)
-      .where('state', '=', OUTBOX_HELD)
-      .orderBy('id')
-      .execute();
-    if (rows.length === 0) {
-      // Another process sent them between the look and the claim: give the cooldown back.
-      await tx.updateTable('alert_rules').set({ last_triggered: rule.prev }).where('project_id', '=', projectId).where('type', '=', type).where('last_triggered', '=', now).execute();
-      return 'taken';
-    }
-    const digest = await tx
-      .insertInto('alert_outbox')
-      .values({
-        project_id: projectId,
-        type,
-        issue_id: null,
-        payload: JSON.stringify({ digest: digestFields(rows.map((r) => ({ payload: r.payload, created_at: Number(r.created_at) }))) }),
-        state: 'sent',
-        created_at: now,
-        triggered_at: now,
-        prev_triggered: rule.prev,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const digestId = Number(digest.id);
-    const ids = rows.map((r) => Number(r.id));
-    for (let i = 0; i < ids.length; i += 500) {
-      await tx.updateTable('alert_outbox').set({ state: 'digested', digest_id: digestId }).where('id', 'in', ids.slice(i, i + 500)).where('state', '=', OUTBOX_HELD).execute();
-    }
-    await insertDeliveries(tx, projectId, digestId, type, channels, now, wallNow);
-    return 'sent';
-  });
+export async function sendDigest(store: AtomicStore, projectId: number, type: string, now: number, wallNow: number): Promise<DigestOutcome> {
+  const db = store.db;
+  const rule = await ruleFor(db, projectId, type);
+  const held = () => db.updateTable('alert_outbox').where('project_id', '=', projectId).where('type', '=', type).where('state', '=', OUTBOX_HELD);
+  if (Number(rule.enabled) !== 1) {
+    await store.atomic([held().set({ state: 'disabled' }).compile()]);
+    return 'disabled';
+  }
+  const channels = await channelsFor(db, projectId, rule);
+  if (channels.length === 0) {
+    await store.atomic([held().set({ state: 'no_channel' }).compile()]);
+    return 'no_channel';
+  }
+  const rows = await db
+    .selectFrom('alert_outbox')
+    .select(['id', 'payload', 'created_at'])
+    .where('project_id', '=', projectId)
+    .where('type', '=', type)
+    .where('state', '=', OUTBOX_HELD)
+    .orderBy('id')
+    .execute();
+  if (rows.length === 0) return 'taken';
+  const ids = rows.map((r) => Number(r.id));
+  const last = ids[ids.length - 1];
+  const idSum = ids.reduce((a, b) => a + b, 0);
+  const token = claimToken();
+  const payload = JSON.stringify({ digest: digestFields(rows.map((r) => ({ payload: r.payload, created_at: Number(r.created_at) }))) });
+  // The held alerts up to the last one read are still exactly those read: none was sent
+  // or set aside meanwhile (count and sum of their ids).
+  const sameHeld = sql<boolean>`(select count(*) from alert_outbox h where h.project_id = ${projectId} and h.type = ${type} and h.state = ${OUTBOX_HELD} and h.id <= ${last}) = ${ids.length}
+    and (select sum(h.id) from alert_outbox h where h.project_id = ${projectId} and h.type = ${type} and h.state = ${OUTBOX_HELD} and h.id <= ${last}) = ${idSum}`;
+  const [, digest] = await store.atomic([
+    lockRule(db, projectId, type),
+    sql`insert into alert_outbox (project_id, type, issue_id, payload, state, created_at, triggered_at, prev_triggered)
+      select ${projectId}, ${type}, null, ${payload}, ${token}, ${now}, ${now}, ${rule.prev}
+      where exists ${cooldownOpen(db, projectId, type, rule.prev, now)} and ${sameHeld}
+      returning id`.compile(db),
+    takeCooldown(db, projectId, type, token, now),
+    held()
+      .set(() => ({ state: 'digested', digest_id: claimedRow(db, projectId, type, token).select('t.id') }))
+      .where('id', '<=', last)
+      .where(({ exists }) => exists(claimedRow(db, projectId, type, token).select('t.id')))
+      .compile(),
+    insertDeliveries(db, projectId, type, token, channels, now, wallNow),
+    db.updateTable('alert_outbox').set({ state: 'sent' }).where('project_id', '=', projectId).where('type', '=', type).where('state', '=', token).compile(),
+  ]);
+  return digest.rows.length > 0 ? 'sent' : 'taken';
 }
 
 export interface ClaimedDelivery {
@@ -622,49 +658,68 @@ export async function scheduleRetry(db: Db, d: ClaimedDelivery, holder: string, 
 /**
  * The delivery failed for good. When it was its alert's last hope (no other delivery of
  * the alert is pending or sent), the rule's cooldown is given back: `last_triggered`
- * returns to what it was, unless another alert has claimed it since. The alert row is
- * locked first, so of two processes failing an alert's last two deliveries at once the
- * second sees the first's outcome.
+ * returns to what it was, unless another alert has claimed it since. One `Store.atomic`
+ * unit whose first statement writes the alert row, so of two processes failing an
+ * alert's last two deliveries at once the second waits and sees the first's outcome
+ * (PostgreSQL's row lock; SQLite and D1 run one writer at a time).
  */
-export async function markFailed(db: Db, dialect: Dialect, d: ClaimedDelivery, holder: string, status: number | null, error: string): Promise<{ gaveBack: boolean }> {
-  return db.transaction().execute(async (tx) => {
-    if (d.alert_id !== null && dialect === 'postgres') {
-      await sql`select id from alert_outbox where id = ${d.alert_id} for update`.execute(tx);
-    }
-    const r = await tx
-      .updateTable('alert_deliveries')
-      .set({ state: 'failed', status, last_error: error, lease_until: null })
-      .where(held(d, holder))
-      .executeTakeFirst();
-    if (Number(r.numUpdatedRows) === 0 || d.alert_id === null) return { gaveBack: false };
-    return { gaveBack: await giveBackIfUndelivered(tx, d.alert_id) };
-  });
-}
-
-async function giveBackIfUndelivered(tx: Transaction<Database>, alertId: number): Promise<boolean> {
-  const alive = await tx
-    .selectFrom('alert_deliveries')
-    .select('id')
-    .where('alert_id', '=', alertId)
-    .where('state', 'in', ['pending', 'sent'])
-    .limit(1)
-    .executeTakeFirst();
-  if (alive) return false;
-  const alert = await tx
-    .selectFrom('alert_outbox')
-    .select(['project_id', 'type', 'state', 'triggered_at', 'prev_triggered'])
-    .where('id', '=', alertId)
-    .executeTakeFirst();
-  if (alert?.state !== 'sent' || alert.triggered_at === null) return false;
-  await tx
-    .updateTable('alert_rules')
-    .set({ last_triggered: alert.prev_triggered })
-    .where('project_id', '=', alert.project_id)
-    .where('type', '=', alert.type)
-    .where('last_triggered', '=', alert.triggered_at)
-    .execute();
-  await tx.updateTable('alert_outbox').set({ state: 'undelivered' }).where('id', '=', alertId).execute();
-  // The alerts an undelivered digest stood for wait for the next one.
-  await tx.updateTable('alert_outbox').set({ state: OUTBOX_HELD, digest_id: null }).where('digest_id', '=', alertId).where('state', '=', 'digested').execute();
-  return true;
+export async function markFailed(store: AtomicStore, d: ClaimedDelivery, holder: string, status: number | null, error: string): Promise<{ gaveBack: boolean }> {
+  const db = store.db;
+  const fail = db
+    .updateTable('alert_deliveries')
+    .set({ state: 'failed', status, last_error: error, lease_until: null })
+    .where(held(d, holder))
+    .returning('id')
+    .compile();
+  if (d.alert_id === null) {
+    await store.atomic([fail]);
+    return { gaveBack: false };
+  }
+  const alertId = d.alert_id;
+  // This unit failed the delivery, none of the alert's is pending or sent, and the alert
+  // still stands as sent.
+  const lastHope = (eb: ExpressionBuilder<Database, 'alert_outbox' | 'alert_rules'>) =>
+    eb.and([
+      eb.exists(db.selectFrom('alert_deliveries as f').select('f.id').where('f.id', '=', d.id).where('f.state', '=', 'failed').where('f.claimed_by', '=', holder)),
+      eb.not(eb.exists(db.selectFrom('alert_deliveries as a').select('a.id').where('a.alert_id', '=', alertId).where('a.state', 'in', ['pending', 'sent']))),
+      eb.exists(db.selectFrom('alert_outbox as s').select('s.id').where('s.id', '=', alertId).where('s.state', '=', 'sent').where('s.triggered_at', 'is not', null)),
+    ]);
+  const results = await store.atomic([
+    db.updateTable('alert_outbox').set((eb) => ({ state: eb.ref('state') })).where('id', '=', alertId).compile(),
+    fail,
+    db
+      .updateTable('alert_rules')
+      .set((eb) => ({ last_triggered: eb.selectFrom('alert_outbox as p').select('p.prev_triggered').where('p.id', '=', alertId) }))
+      .where((eb) =>
+        eb.and([
+          eb.exists(
+            eb
+              .selectFrom('alert_outbox as o')
+              .select('o.id')
+              .where('o.id', '=', alertId)
+              .whereRef('o.project_id', '=', 'alert_rules.project_id')
+              .whereRef('o.type', '=', 'alert_rules.type')
+              .whereRef('o.triggered_at', '=', 'alert_rules.last_triggered'),
+          ),
+          lastHope(eb as unknown as ExpressionBuilder<Database, 'alert_outbox' | 'alert_rules'>),
+        ]),
+      )
+      .compile(),
+    // The alerts an undelivered digest stood for wait for the next one.
+    db
+      .updateTable('alert_outbox')
+      .set({ state: OUTBOX_HELD, digest_id: null })
+      .where('digest_id', '=', alertId)
+      .where('state', '=', 'digested')
+      .where((eb) => lastHope(eb as unknown as ExpressionBuilder<Database, 'alert_outbox' | 'alert_rules'>))
+      .compile(),
+    db
+      .updateTable('alert_outbox')
+      .set({ state: 'undelivered' })
+      .where('id', '=', alertId)
+      .where((eb) => lastHope(eb as unknown as ExpressionBuilder<Database, 'alert_outbox' | 'alert_rules'>))
+      .returning('id')
+      .compile(),
+  ]);
+  return { gaveBack: results[4].rows.length > 0 };
 }

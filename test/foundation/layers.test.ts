@@ -34,13 +34,6 @@ function ownWritePaths(text: string): string[] {
   return [...code.matchAll(/\.transaction\(\s*\)|\b(?:store|db|binding|target)\.batch\b/gi)].map((m) => m[0]);
 }
 
-/**
- * Files that still open their own transactions, each with its reason. alerts/store.ts:
- * its four transactions read between writes (rule filters, cooldown claims) and are not
- * yet statements for `Store.atomic`, so on D1 they run one statement at a time.
- */
-const OWN_WRITE_PATH_EXCEPTIONS = ['alerts/store.ts'];
-
 describe('layers', () => {
   it.each(DOMAINS)('src/%s imports no HTTP, dashboard, CLI or edition code', (domain) => {
     const files = sources(path.join(SRC, domain));
@@ -58,7 +51,7 @@ describe('layers', () => {
   it('outside src/store and src/editions, writes that commit together go through Store.atomic', () => {
     const files = sources(SRC).filter((f) => !/^(store|editions)\//.test(path.relative(SRC, f).split(path.sep).join('/')));
     const offending = files.filter((f) => ownWritePaths(fs.readFileSync(f, 'utf8')).length > 0).map((f) => path.relative(SRC, f).split(path.sep).join('/'));
-    expect(offending).toEqual(OWN_WRITE_PATH_EXCEPTIONS);
+    expect(offending).toEqual([]);
   });
 
   it('finds a transaction or a batch opened outside the store (the check itself)', () => {
