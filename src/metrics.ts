@@ -22,6 +22,11 @@ export interface AppMetrics {
   observeCommit(seconds: number): void;
   /** How long loading the symbol files of one ingest request took. */
   observeSymbolication(seconds: number): void;
+  /**
+   * How long turning one request's minidump into its event took (reading the dump, the
+   * modules' unwind info, the stack walk); `processed` false when the dump was unreadable.
+   */
+  observeMinidump(seconds: number, processed: boolean): void;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   contentType: string;

@@ -38,6 +38,8 @@ import { bytesSource } from '../bytes.js';
 import { errorResponse, handleError, readJson } from './errors.js';
 import { publicBaseUrl } from './public-url.js';
 import { LEGACY_ZIP_LIMIT, UPLOAD_JSON_LIMIT } from '../limits.js';
+import { recordAudit } from '../accounts/store.js';
+import { audit, auditFrom } from './audit.js';
 
 /** The one organization every `{org}` stands for. */
 const ORGANIZATION = { id: '1', slug: 'faultline', name: 'Faultline' };
@@ -64,7 +66,46 @@ export function uploadRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const db = deps.store.db;
   const symbols = symbolPortFor(deps);
-  const assembleContext = (): AssembleContext => ({ db, symbols, now: () => deps.clock.now(), createSha1: deps.createSha1, waitMs: deps.assembleWaitMs });
+  /**
+   * The assemble routes' context: each file this request assembles is audited as the
+   * request's actor, also when the assembly ends after the answer (sentry-cli polls).
+   */
+  const assembleContext = (c: Context, targets: ProjectRow[]): AssembleContext => {
+    const who = auditFrom(deps, c);
+    return {
+      db,
+      symbols,
+      now: () => deps.clock.now(),
+      createSha1: deps.createSha1,
+      waitMs: deps.assembleWaitMs,
+      onAssembled: async (job, result) => {
+        const slugs = targets.filter((p) => job.projectIds.includes(Number(p.id))).map((p) => p.slug);
+        const dif = job.kind === 'dif' ? (result as { symbolType?: unknown; debugId?: unknown } | undefined) : undefined;
+        const details =
+          job.kind === 'dif'
+            ? { via: 'sentry-cli', name: job.name, checksum: job.checksum, type: dif?.symbolType ?? null, debug_id: dif?.debugId ?? null }
+            : { via: 'sentry-cli', checksum: job.checksum, files: (result as { files?: unknown } | undefined)?.files ?? 0, projects: slugs };
+        try {
+          await recordAudit(deps.store, { ...who, action: job.kind === 'dif' ? 'symbol.upload' : 'artifact_bundle.upload', target: slugs.join(','), details }, deps.clock.now());
+        } catch (err) {
+          deps.logger.error({ err }, 'writing an audit entry failed');
+        }
+      },
+    };
+  };
+  /** A release's audit target and details: its version and the projects' slugs. */
+  const releaseAudit = async (c: Context, action: string, version: string, projectIds: number[], details: Record<string, unknown> = {}) => {
+    const map = await projectMap();
+    await audit(deps, c, action, version, { via: 'sentry-cli', projects: projectIds.map((id) => map.get(id)?.slug ?? String(id)), ...details });
+  };
+  /**
+   * The audit entries of a release body's change: its commits, its finalizing (sentry-cli
+   * sends the release again before set-commits: a body that only names it records nothing).
+   */
+  const changeAudits = async (c: Context, version: string, projectIds: number[], change: ReleaseChange) => {
+    if (change.commits !== undefined && projectIds.length > 0) await releaseAudit(c, 'release.set_commits', version, projectIds, { commits: change.commits.length });
+    if (change.dateReleased) await releaseAudit(c, 'release.finalize', version, projectIds, { released_at: new Date(change.dateReleased).toISOString() });
+  };
 
   app.onError((err, c) => {
     // The rest of a refused body is not read: the connection closes after the answer, so a
@@ -146,13 +187,13 @@ export function uploadRoutes(deps: AppDeps): Hono {
   app.on('POST', paths('/api/0/projects/:org/:project/files/difs/assemble/'), async (c) => {
     const p = await project(c);
     const files = parseDifAssembleBody(await readJsonBody(c));
-    return c.json(await assembleDifs(assembleContext(), Number(p.id), files));
+    return c.json(await assembleDifs(assembleContext(c, [p]), Number(p.id), files));
   });
 
   app.on('POST', paths('/api/0/organizations/:org/artifactbundle/assemble/'), async (c) => {
     const request = parseBundleAssembleBody(await readJsonBody(c));
     const targets = await projectsNamed(request.projects);
-    return c.json(await assembleBundle(assembleContext(), targets.map((p) => Number(p.id)), request));
+    return c.json(await assembleBundle(assembleContext(c, targets), targets.map((p) => Number(p.id)), request));
   });
 
   // Legacy debug-file routes (sentry-cli 2.x `upload-proguard`, and uploads without chunking).
@@ -186,7 +227,9 @@ export function uploadRoutes(deps: AppDeps): Hono {
       throw err;
     }
     if (!zip) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
-    return c.json(await storeDifZip(symbols, Number(p.id), bytesSource(zip), deps.clock.now()), 201);
+    const stored = await storeDifZip(symbols, Number(p.id), bytesSource(zip), deps.clock.now());
+    await audit(deps, c, 'symbol.upload', p.slug, { via: 'sentry-cli', files: stored.length });
+    return c.json(stored, 201);
   });
   app.on('POST', paths('/api/0/projects/:org/:project/files/dsyms/associate/'), async (c) => {
     await project(c);
@@ -204,6 +247,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
     if (!mappings.some((m) => m.kind === 'proguard')) throw new UploadError(400, `no ProGuard mapping with UUID ${uuid} was uploaded to this project`);
     const added = await associateProguardRelease(db, Number(p.id), release, uuid, deps.clock.now());
     if (!added) return errorResponse(c, 409, 'this ProGuard mapping is already associated with that release');
+    await releaseAudit(c, 'release.associate_proguard', release, [Number(p.id)], { proguard_uuid: uuid.toLowerCase() });
     return c.json({ release_name: release, proguard_uuid: uuid.toLowerCase() }, 201);
   });
   app.on('POST', paths('/api/0/projects/:org/:project/reprocessing/'), async (c) => {
@@ -225,6 +269,8 @@ export function uploadRoutes(deps: AppDeps): Hono {
     const ids = targets.map((p) => Number(p.id));
     const created = await upsertRelease(db, ids, change.version, change, deps.clock.now());
     await applyCommits(ids, change.version, change);
+    if (created) await releaseAudit(c, 'release.create', change.version, ids);
+    await changeAudits(c, change.version, ids, change);
     return c.json(await oneReleaseJson(await findRelease(db, ids, change.version)), created ? 201 : 200);
   });
   app.on('GET', paths('/api/0/organizations/:org/releases/:version/'), async (c) => c.json(await oneReleaseJson(await existingRelease(c))));
@@ -237,11 +283,15 @@ export function uploadRoutes(deps: AppDeps): Hono {
     const existingIds = existing.map((r) => Number(r.project_id));
     await updateRelease(db, existingIds, v, change);
     await applyCommits(existingIds, v, change);
+    await changeAudits(c, v, existingIds, change);
     return c.json(await oneReleaseJson(await findRelease(db, ids, v)));
   });
   app.on('DELETE', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
-    const removed = await deleteRelease(db, null, version(c));
+    const v = version(c);
+    const ids = (await findRelease(db, null, v)).map((r) => Number(r.project_id));
+    const removed = await deleteRelease(db, null, v);
     if (removed === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    await releaseAudit(c, 'release.delete', v, ids);
     return c.body(null, 204);
   });
   app.on('GET', paths('/api/0/organizations/:org/releases/:version/previous-with-commits/'), (c) => c.json({}));
@@ -264,7 +314,9 @@ export function uploadRoutes(deps: AppDeps): Hono {
       if (outside.length > 0) throw new UploadError(400, `release ${JSON.stringify(rows[0].version)} is not in every project named`);
       ids = named;
     }
-    return c.json(deployJson(await createDeploy(deps.store, ids, rows[0].version, input, deps.clock.now())), 201);
+    const deploy = deployJson(await createDeploy(deps.store, ids, rows[0].version, input, deps.clock.now()));
+    await releaseAudit(c, 'deploy.create', rows[0].version, ids, { environment: deploy.environment, name: deploy.name });
+    return c.json(deploy, 201);
   });
 
   // Releases, project form (2.x with one project).
@@ -278,6 +330,8 @@ export function uploadRoutes(deps: AppDeps): Hono {
     if (!change.version) throw new UploadError(400, 'version is required');
     const created = await upsertRelease(db, [Number(p.id)], change.version, change, deps.clock.now());
     await applyCommits([Number(p.id)], change.version, change);
+    if (created) await releaseAudit(c, 'release.create', change.version, [Number(p.id)]);
+    await changeAudits(c, change.version, [Number(p.id)], change);
     return c.json(await oneReleaseJson(await findRelease(db, [Number(p.id)], change.version)), created ? 201 : 200);
   });
   app.on('GET', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
@@ -292,11 +346,14 @@ export function uploadRoutes(deps: AppDeps): Hono {
     const change = parseReleaseBody(await readJsonBody(c));
     if ((await updateRelease(db, [Number(p.id)], v, change)) === 0) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
     await applyCommits([Number(p.id)], v, change);
+    await changeAudits(c, v, [Number(p.id)], change);
     return c.json(await oneReleaseJson(await findRelease(db, [Number(p.id)], v)));
   });
   app.on('DELETE', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
     const p = await project(c);
-    if ((await deleteRelease(db, [Number(p.id)], version(c))) === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    const v = version(c);
+    if ((await deleteRelease(db, [Number(p.id)], v)) === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    await releaseAudit(c, 'release.delete', v, [Number(p.id)]);
     return c.body(null, 204);
   });
   // Release files are only used by clients that cannot upload artifact bundles: none are kept.

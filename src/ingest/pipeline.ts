@@ -171,7 +171,10 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
     // symbolication; the minidump item stays in the envelope and is kept with that event
     // like the other attachments (src/attachments).
     if (parsed.kind === 'envelope' && parsed.envelope.items.some((i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE)) {
+      const started = performance.now();
       const expanded = await expandMinidumpEnvelope(deps.store.db, project.id, parsed.envelope);
+      // An unreadable dump leaves the envelope as it came, with no attachment to keep.
+      deps.metrics?.observeMinidump((performance.now() - started) / 1000, expanded.attachments.length > 0);
       parsed = { kind: 'envelope', envelope: expanded.envelope };
     }
 

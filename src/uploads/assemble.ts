@@ -52,6 +52,11 @@ export interface AssembleContext {
    * answers `created`.
    */
   waitMs?: number;
+  /**
+   * Called once per file, by the request that assembled it, after its outcome `ok` is
+   * recorded (the audit log's entry; later polls and re-uploads answering `ok` do not call it).
+   */
+  onAssembled?: (job: Pick<AssembleJob, 'projectIds' | 'kind' | 'checksum' | 'name'>, result: unknown) => Promise<void>;
 }
 
 /** An `assembling` record older than this belongs to an instance that died: assembly starts again. */
@@ -231,6 +236,7 @@ export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promi
       const { result, fileIds } = await job.run(sizes);
       await finish(ctx.db, job.projectIds, job.kind, job.checksum, ctx.now(), { state: 'ok', result: { result, fileIds } satisfies OkRecord });
       await deleteChunks(ctx.db, job.chunks).catch(() => undefined);
+      await ctx.onAssembled?.(job, result);
       return { state: 'ok', missingChunks: [], detail: null, result };
     } catch (err) {
       const detail = failureDetail(err);

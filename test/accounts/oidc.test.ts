@@ -3,8 +3,9 @@
 // once in Chromium:
 // a first sign-in creates the user (an admin group makes an admin), an existing user is
 // linked, and the refusals: unverified email, a domain not allowed, a tampered or
-// replayed state, a code issued to another client, an ID token for another audience.
-// Nothing is created by a refusal.
+// replayed state, a code issued to another client, an ID token for another audience, an
+// ID token from another issuer. Nothing is created by a refusal.
+import { createPrivateKey, generateKeyPairSync, sign } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
@@ -15,6 +16,8 @@ import { CHROMIUM, lacks } from '../helpers/tools.js';
 import { Client } from '../dashboard/fixture.js';
 
 const API_KEY = 'oidc-test-key';
+/** The provider's signing key, known to the test so it can sign ID tokens of its own. */
+const SIGNING = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'test-signing', alg: 'RS256', use: 'sig' };
 interface Person {
   email: string;
   email_verified: boolean;
@@ -81,6 +84,7 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
       })),
       claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'groups'] },
       conformIdTokenClaims: false,
+      jwks: { keys: [SIGNING] },
       features: { devInteractions: { enabled: false } },
       interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
       async findAccount(_ctx: unknown, id: string) {
@@ -125,7 +129,7 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
   });
 
   /** Runs the browser's part up to the redirect back to a Faultline callback; returns that URL. */
-  async function toCallback(server: TestServer, who: string, next = '/'): Promise<{ client: Client; callback: string }> {
+  async function toCallback(server: TestServer, who: string, next = '/'): Promise<{ client: Client; callback: string; nonce: string }> {
     signingIn = who;
     const client = new Client(server.url);
     const start = await client.request(`/login/sso?next=${encodeURIComponent(next)}`);
@@ -135,7 +139,8 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     const auth = new URL(location);
     expect(auth.searchParams.get('code_challenge_method')).toBe('S256');
     expect(auth.searchParams.get('state')).toBeTruthy();
-    expect(auth.searchParams.get('nonce')).toBeTruthy();
+    const nonce = auth.searchParams.get('nonce')!;
+    expect(nonce).toBeTruthy();
     const browser = new Browser();
     for (let hops = 0; hops < 10 && location.startsWith(issuer); hops++) {
       const res = await browser.get(location);
@@ -143,7 +148,7 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
       location = new URL(res.headers.get('location')!, location).toString();
     }
     expect(location.startsWith(`${server.url}/login/sso/callback?`)).toBe(true);
-    return { client, callback: location };
+    return { client, callback: location, nonce };
   }
 
   async function signIn(who: string, next = '/') {
@@ -243,6 +248,41 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
       expect(res.status).toBe(400);
       expect(await res.text()).toMatch(/unexpected JWT &quot;aud&quot; \(audience\) claim value/);
       expect(client.cookies.has('faultline_session')).toBe(false);
+    } finally {
+      forgedIdToken = null;
+    }
+  });
+
+  it('refuses an ID token from another issuer, signed with the provider\'s own key', async () => {
+    /** An ID token as the provider signs them, for the sign-in whose nonce is given. */
+    const idToken = (iss: string, nonce: string) => {
+      const now = Math.floor(Date.now() / 1000);
+      const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+      const body = `${part({ alg: 'RS256', kid: SIGNING.kid, typ: 'JWT' })}.${part({ iss, aud: 'faultline', sub: 'bo', iat: now, exp: now + 300, nonce, email: 'bo@example.com', email_verified: true, name: 'Bo' })}`;
+      return `${body}.${sign('sha256', Buffer.from(body), createPrivateKey({ key: SIGNING, format: 'jwk' })).toString('base64url')}`;
+    };
+    const users = async () => JSON.stringify(await (await s.api('/api/users')).json());
+    const signIns = async () => (await (await s.api('/api/audit?action=user.sign_in')).json()).entries.length;
+    const usersBefore = await users();
+    const signInsBefore = await signIns();
+    // The provider's issuer on a neighbouring port: the same signature, client and nonce.
+    const stranger = issuer.replace(/:(\d+)$/, (_m, port) => `:${Number(port) + 1}`);
+    try {
+      const wrong = await toCallback(s, 'bo');
+      forgedIdToken = idToken(stranger, wrong.nonce);
+      const res = await wrong.client.request(wrong.callback.slice(s.url.length));
+      expect(res.status).toBe(400);
+      expect(await res.text()).toMatch(/unexpected JWT &quot;iss&quot; \(issuer\) claim value/);
+      expect(wrong.client.cookies.has('faultline_session')).toBe(false);
+      expect(await users()).toBe(usersBefore);
+      expect(await signIns()).toBe(signInsBefore);
+
+      // The same token with the provider's issuer is taken: only the issuer was wrong.
+      const right = await toCallback(s, 'bo');
+      forgedIdToken = idToken(issuer, right.nonce);
+      expect((await right.client.request(right.callback.slice(s.url.length))).status).toBe(200);
+      expect(right.client.cookies.has('faultline_session')).toBe(true);
+      expect(await signIns()).toBe(signInsBefore + 1);
     } finally {
       forgedIdToken = null;
     }

@@ -3,12 +3,21 @@
 // family, label syntax, numeric values, histogram buckets cumulative), the metrics
 // the operations docs name present with the values the requests made, the token or API
 // key asked, and two servers in one process each with its own registry.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BREAKPAD_FIXTURES } from '../minidump/fixture.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { envelope, errorEvent, makeProject, post } from '../ingest/helpers.js';
 
 const API_KEY = 'metrics-test-api-key-0123456789';
+
+/** An envelope carrying a minidump as an `event.minidump` attachment (as sentry-native sends it). */
+function minidumpEnvelope(dump: Uint8Array): Buffer {
+  const header = JSON.stringify({ type: 'attachment', length: dump.length, filename: 'crash.dmp', attachment_type: 'event.minidump' });
+  return Buffer.concat([Buffer.from(`{}\n${header}\n`), Buffer.from(dump), Buffer.from('\n')]);
+}
 
 interface Sample {
   name: string;
@@ -66,6 +75,9 @@ describe.each(dialects)('GET /metrics on %s', (dialect) => {
       const res = await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: Date.now() }) }, { type: 'event', payload: errorEvent({ timestamp: Date.now() }) }]));
       expect(res.status).toBe(200);
     }
+    // Two real minidumps and one that is not a minidump.
+    const dump = fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.dmp'));
+    for (const body of [dump, dump, Buffer.from('MDMP but not really a minidump')]) expect((await post(t, p, minidumpEnvelope(body))).status).toBe(200);
     expect((await post(t, p, 'x', { key: 'f'.repeat(32) })).status).toBe(401);
     expect((await post(t, p, 'not an envelope header\n')).status).toBe(400);
   }, 60_000);
@@ -83,10 +95,19 @@ describe.each(dialects)('GET /metrics on %s', (dialect) => {
     const { types, samples } = parseExposition(await res.text());
 
     expect(types.get('faultline_ingest_requests_total')).toBe('counter');
-    expect(value(samples, 'faultline_ingest_requests_total', { reason: 'accepted' })).toBe(3);
+    expect(value(samples, 'faultline_ingest_requests_total', { reason: 'accepted' })).toBe(6);
     expect(value(samples, 'faultline_ingest_requests_total', { reason: 'unauthorized' })).toBe(1);
     expect(value(samples, 'faultline_ingest_requests_total', { reason: 'bad_request' })).toBe(1);
-    expect(value(samples, 'faultline_ingest_events_total')).toBe(6);
+    // Each readable minidump became an event.
+    expect(value(samples, 'faultline_ingest_events_total')).toBe(8);
+
+    expect(types.get('faultline_minidump_processing_seconds')).toBe('histogram');
+    expect(value(samples, 'faultline_minidump_processing_seconds_count', { result: 'processed' })).toBe(2);
+    expect(value(samples, 'faultline_minidump_processing_seconds_count', { result: 'unreadable' })).toBe(1);
+    expect(value(samples, 'faultline_minidump_processing_seconds_sum', { result: 'processed' })).toBeGreaterThan(0);
+    const dumps = samples.filter((s) => s.name === 'faultline_minidump_processing_seconds_bucket' && s.labels.result === 'processed');
+    for (let i = 1; i < dumps.length; i++) expect(dumps[i].value).toBeGreaterThanOrEqual(dumps[i - 1].value);
+    expect(dumps.at(-1)).toMatchObject({ labels: { le: '+Inf' }, value: 2 });
 
     expect(types.get('faultline_ingest_commit_seconds')).toBe('histogram');
     const commits = value(samples, 'faultline_ingest_commit_seconds_count')!;

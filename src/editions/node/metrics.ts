@@ -44,6 +44,13 @@ export function createNodeMetrics(deps: NodeMetricsDeps): AppMetrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
     registers: [registry],
   });
+  const minidump = new Histogram({
+    name: 'faultline_minidump_processing_seconds',
+    help: 'Time to turn one minidump into its event (read, unwind info, stack walk), by result (processed, unreadable).',
+    labelNames: ['result'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
   new Gauge({
     name: 'faultline_ingest_queue_depth',
     help: 'Ingest works waiting for the writer.',
@@ -93,6 +100,9 @@ export function createNodeMetrics(deps: NodeMetricsDeps): AppMetrics {
     },
     observeSymbolication(seconds) {
       symbolication.observe(seconds);
+    },
+    observeMinidump(seconds, processed) {
+      minidump.observe({ result: processed ? 'processed' : 'unreadable' }, seconds);
     },
     render: () => registry.metrics(),
     contentType: registry.contentType,
