@@ -186,7 +186,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
       throw err;
     }
     if (!zip) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
-    return c.json(await storeDifZip(symbols, Number(p.id), bytesSource(zip), deps.clock.now()), 201);
+    return c.json(await storeDifZip(symbols, Number(p.id), bytesSource(zip)), 201);
   });
   app.on('POST', paths('/api/0/projects/:org/:project/files/dsyms/associate/'), async (c) => {
     await project(c);
