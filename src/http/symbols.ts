@@ -72,7 +72,7 @@ export async function receiveSymbolUpload(
       if (release.includes('\0') || dist.includes('\0')) throw badRequest('release and dist must not contain NUL');
       const filename = (part.filename ?? '').replace(/\0/g, '').slice(0, 1024) || 'upload';
       files++;
-      await upload.add({ projectId: p.id, kind: kind as SymbolKind, release, dist, filename }, part.body);
+      await upload.stage({ projectId: p.id, kind: kind as SymbolKind, release, dist, filename }, part.body);
     }
     if (files > 0) stored = await upload.commit();
   } catch (err) {

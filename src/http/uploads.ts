@@ -227,7 +227,7 @@ export function uploadRoutes(deps: AppDeps): Hono {
       throw err;
     }
     if (!zip) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
-    const stored = await storeDifZip(symbols, Number(p.id), bytesSource(zip), deps.clock.now());
+    const stored = await storeDifZip(symbols, Number(p.id), bytesSource(zip));
     await audit(deps, c, 'symbol.upload', p.slug, { via: 'sentry-cli', files: stored.length });
     return c.json(stored, 201);
   });

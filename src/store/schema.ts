@@ -159,6 +159,11 @@ export type SeenEventTable = SeenEventRecord;
 
 export type ProjectHourlyTable = ProjectHourlyRecord;
 
+/**
+ * The releases events and sessions reveal, upserted by every ingest batch (first and last
+ * seen, platforms). What sentry-cli creates stays in `cli_releases`: src/uploads/releases.ts
+ * says why the two are not one table.
+ */
 export type ReleaseTable = ReleaseRecord;
 
 export type DailyUsageTable = DailyUsageRecord;
@@ -336,7 +341,11 @@ export interface UploadAssemblyTable {
   updated_at: number;
 }
 
-/** A release created or updated by sentry-cli (our own releases API derives releases from events). */
+/**
+ * A release created or updated by sentry-cli (`releases new|finalize`): url and dates only
+ * the CLI says, apart from `releases`, which ingest upserts in every batch (the reason is
+ * in src/uploads/releases.ts). The releases API shows both side by side.
+ */
 export interface CliReleaseTable {
   project_id: number;
   version: string;
@@ -372,7 +381,14 @@ export interface ReleaseDeployTable {
   date_finished: number;
 }
 
-/** A ProGuard mapping associated with a release by the build plugins. */
+/**
+ * A ProGuard mapping associated with a release by the build plugins (sentry-cli
+ * `upload-proguard --app-id --version`). A pair table, not a column of the mapping's
+ * symbol file or of `cli_releases`: one mapping serves several releases (build variants
+ * share it) and a release several mappings, while a symbol file has one release (its
+ * replacement rule and matching by release read it). Kept to answer a repeated association
+ * 409 as Sentry does; symbolication never reads it (events name their mapping by debug id).
+ */
 export interface ProguardReleaseTable {
   project_id: number;
   release: string;

@@ -7,7 +7,6 @@
 import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
 import { BreakpadReader } from './native/breakpad.js';
-import { currentDemangler } from './native/demangle.js';
 import { debugIdsOfFrames, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { indexFromTables, isCurrentNativeIndex, NativeIndex } from './native/lookup-index.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
@@ -99,7 +98,7 @@ export const breakpadHandler: SymbolKindHandler<LoadedBreakpad> = {
       state as { frames: JsonObject[][]; changed: boolean; nativeDone?: WeakSet<object> },
       images,
       (image) => resolve({ kind: 'breakpad', by: 'debug_id', debugId: image.debugId })[0]?.index ?? null,
-      currentDemangler() ?? undefined,
+      state.demangle,
     );
   },
 };

@@ -5,7 +5,6 @@
 // alone (src/symbols/native holds the readers, the index and the frame rules).
 import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
-import { currentDemangler } from './native/demangle.js';
 import { debugIdsOfFrames, machoImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { buildNativeIndex, buildNativeIndexFrom, isCurrentNativeIndex, NativeIndex } from './native/lookup-index.js';
 import { looksLikeMachO, readMachO, readMachOFrom, type MachSlice } from './native/macho.js';
@@ -111,7 +110,7 @@ export const dsymHandler: SymbolKindHandler<LoadedDsym> = {
   symbolicate(event, state, resolve) {
     const images = machoImages(event.images);
     if (images.length === 0) return;
-    const demangle = currentDemangler() ?? undefined;
+    const demangle = state.demangle;
     symbolicateFrames(state as { frames: JsonObject[][]; changed: boolean }, images, (image) => resolve({ kind: 'dsym', by: 'debug_id', debugId: image.debugId })[0]?.index ?? null, demangle);
   },
 };

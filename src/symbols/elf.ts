@@ -8,7 +8,6 @@
 // are symbolicated from the stored indexes alone.
 import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
-import { currentDemangler } from './native/demangle.js';
 import { elfHasDwarf, elfIndexParts, elfIndexRanges, elfObjectKind, elfSection, looksLikeElf, movedElf, readElf, readElfFrom, type ElfFile } from './native/elf.js';
 import { debugIdsOfFrames, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { buildIndex, buildIndexAsync, gatherRanges, isCurrentNativeIndex, NativeIndex, type IndexSource } from './native/lookup-index.js';
@@ -103,7 +102,7 @@ export const elfHandler: SymbolKindHandler<LoadedElf> = {
   symbolicate(event, state, resolve) {
     const images = nativeImages(event.images, 'elf');
     if (images.length === 0) return;
-    symbolicateFrames(state as { frames: JsonObject[][]; changed: boolean }, images, (image) => bestIndex(resolve({ kind: 'elf', by: 'debug_id', debugId: image.debugId })), currentDemangler() ?? undefined);
+    symbolicateFrames(state as { frames: JsonObject[][]; changed: boolean }, images, (image) => bestIndex(resolve({ kind: 'elf', by: 'debug_id', debugId: image.debugId })), state.demangle);
   },
 };
 

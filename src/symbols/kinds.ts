@@ -4,10 +4,13 @@
 // its slices, or build a derived lookup index), parses a stored file into what
 // symbolication uses (cached by the service), names the files an event needs, and
 // rewrites the event's frames. The upload code, the cache and the ingest hook are
-// kind-agnostic: a new kind is one handler registered here.
+// kind-agnostic: a new kind is one handler in the list an edition builds
+// (`defaultSymbolKinds()` in default-kinds.ts) and passes to the SymbolService. The list
+// is a value, not a registry: its order is the order handlers rewrite frames in.
 import type { NormalizedException, NormalizedFrame } from '../ingest/types.js';
 import type { SymbolFileRow, SymbolKind } from './storage.js';
 import type { ByteRangeSource } from '../bytes.js';
+import type { Demangler } from './native/demangle.js';
 
 /** A file (or an upload) that is not what it claims to be, or is too big: 400, nothing stored. */
 export class SymbolInputError extends Error {
@@ -73,6 +76,8 @@ export interface SymbolicationState {
   changed: boolean;
   /** Frames a native kind produced, which later native kinds (Breakpad after ELF) leave alone. */
   nativeDone?: WeakSet<object>;
+  /** C++/Rust names to readable ones (the edition's demangler); absent, native names stay mangled. */
+  demangle?: Demangler;
 }
 
 export interface SymbolKindHandler<L extends LoadedSymbols = LoadedSymbols> {
@@ -124,17 +129,19 @@ export interface SymbolParser {
   close(): Promise<void>;
 }
 
-const handlers = new Map<SymbolKind, SymbolKindHandler>();
+/** The handlers of an edition, in the order they rewrite an event's frames. */
+export type SymbolKinds = readonly SymbolKindHandler[];
 
-/** Registers (or replaces) the handler of a kind. */
-export function registerSymbolKind(handler: SymbolKindHandler<any>): void {
-  handlers.set(handler.kind, handler);
+/** The handler of a kind in an edition's list; undefined when the edition has none for it. */
+export function handlerOf(kinds: SymbolKinds, kind: string): SymbolKindHandler | undefined {
+  return kinds.find((h) => h.kind === kind);
 }
 
-export function symbolKindHandler(kind: SymbolKind): SymbolKindHandler | undefined {
-  return handlers.get(kind);
-}
-
-export function symbolKindHandlers(): SymbolKindHandler[] {
-  return [...handlers.values()];
+/** Refuses a list naming a kind twice (its second handler would never be asked). */
+export function checkSymbolKinds(kinds: SymbolKinds): void {
+  const seen = new Set<string>();
+  for (const h of kinds) {
+    if (seen.has(h.kind)) throw new Error(`symbol kind ${h.kind} has two handlers`);
+    seen.add(h.kind);
+  }
 }

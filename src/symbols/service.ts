@@ -12,7 +12,8 @@ import type { Md5Hex } from '../ingest/grouping.js';
 import type { EventSymbolicator, NormalizedException, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
 import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
-import { lookupKey, symbolKindHandler, symbolKindHandlers, type LoadedSymbols, type SymbolKindHandler, type SymbolParser, type SymbolicationState, type SymbolLookup } from './kinds.js';
+import { checkSymbolKinds, handlerOf, lookupKey, type LoadedSymbols, type SymbolKindHandler, type SymbolKinds, type SymbolParser, type SymbolicationState, type SymbolLookup } from './kinds.js';
+import type { Demangler } from './native/demangle.js';
 import { servesRank } from './sourcemap.js';
 import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads, type StepResult } from './resymbolicate.js';
 import {
@@ -21,6 +22,7 @@ import {
   findAllByDebugId,
   findByRelease,
   INDEX_PART,
+  isKeptKind,
   readSymbolBytes,
   saveDerivedIndex,
   storedFileSource,
@@ -32,7 +34,6 @@ import {
   type SymbolKind,
 } from './storage.js';
 import { StagedUpload, UPLOAD_LIMITS, type UploadLimits, type UploadTarget } from './upload.js';
-import './register.js';
 
 /** How long a project's "has symbols" flag and a lookup's answer are reused. */
 export const FACTS_TTL_MS = 5_000;
@@ -45,6 +46,17 @@ export interface SymbolServiceOptions {
   store: Store;
   clock: Clock;
   logger: Logger;
+  /**
+   * The kinds this edition handles, in the order they rewrite an event's frames (the
+   * editions pass `defaultSymbolKinds()`); uploads of other kinds are refused.
+   */
+  kinds: SymbolKinds;
+  /**
+   * C++/Rust demangling for native frames (src/symbols/native/demangle.ts), or a promise of
+   * it while it loads (the serverless edition loads it as the isolate starts); absent or
+   * undefined, native names stay mangled.
+   */
+  demangle?: Demangler | Promise<Demangler | undefined>;
   cacheBytes?: number;
   /** The fingerprint hash ingest uses: re-symbolication groups the symbolicated frames with it. */
   md5Hex: Md5Hex;
@@ -81,8 +93,23 @@ export interface SymbolServiceStats {
   loads: number;
 }
 
+/**
+ * One upload's files, all stored or none (the parts of one request): `stage` or
+ * `stageFile` each, then `commit`, which also forgets cached facts and starts the
+ * re-symbolication runs; or `abort`. SymbolInputError (400) from `stage`/`stageFile` when a
+ * file is refused; everything staged is removed then.
+ */
+export interface SymbolIntake {
+  /** An upload that may be a ZIP of files of its kind (the Symbols routes). */
+  stage(target: UploadTarget, source: ByteSource): Promise<void>;
+  /** One file as it is (sentry-cli: archives are read on its side, entry by entry). */
+  stageFile(target: UploadTarget, source: ByteSource): Promise<void>;
+  commit(): Promise<SymbolFileRow[]>;
+  abort(): Promise<void>;
+}
+
 export class SymbolService {
-  private readonly kinds = new TtlMap<number, Set<SymbolKind>>(FACTS_TTL_MS);
+  private readonly projectKinds = new TtlMap<number, Set<SymbolKind>>(FACTS_TTL_MS);
   private readonly lookups = new TtlMap<string, SymbolFileRow[]>(FACTS_TTL_MS, 50_000);
   private readonly parsed: ByteLru<number, LoadedSymbols>;
   /** Loads in flight, so concurrent requests parse a file once. */
@@ -96,6 +123,7 @@ export class SymbolService {
   readonly jobs: ResymbolicationRunner | null;
 
   constructor(private readonly options: SymbolServiceOptions) {
+    checkSymbolKinds(options.kinds);
     this.parsed = new ByteLru(options.cacheBytes ?? DEFAULT_SYMBOL_CACHE_BYTES);
     const readPayloads = options.readPayloads;
     this.jobs = readPayloads
@@ -157,37 +185,42 @@ export class SymbolService {
    * SymbolInputError (400) when anything in it is refused; then nothing is stored.
    */
   async upload(target: UploadTarget, source: ByteSource): Promise<SymbolFileRow[]> {
-    const session = this.beginUpload();
-    await session.add(target, source);
-    return session.commit();
+    const intake = this.beginUpload();
+    await intake.stage(target, source);
+    return intake.commit();
   }
 
-  /**
-   * Several uploads stored all or nothing (the parts of one request): `add` each, then
-   * `commit`, which also forgets cached facts and starts the re-symbolication runs; or `abort`.
-   */
-  beginUpload(): { add(target: UploadTarget, source: ByteSource): Promise<void>; commit(): Promise<SymbolFileRow[]>; abort(): Promise<void> } {
-    const staged = new StagedUpload(this.db, this.options.clock.now(), this.options.uploadLimits, this.options.store);
-    const targets: UploadTarget[] = [];
+  /** The one way symbol files are stored: the Symbols routes and the sentry-cli routes both stage here. */
+  beginUpload(): SymbolIntake {
+    const staged = new StagedUpload(this.db, this.options.kinds, this.options.clock.now(), this.options.uploadLimits, this.options.store);
+    const projects = new Set<number>();
     return {
-      add: async (target, source) => {
-        targets.push(target);
-        await staged.add(target, source);
+      stage: async (target, source) => {
+        projects.add(target.projectId);
+        await staged.stage(target, source);
+      },
+      stageFile: async (target, source) => {
+        projects.add(target.projectId);
+        await staged.stageFile(target, source);
       },
       commit: async () => {
         const { rows, replaced } = await staged.commit();
-        for (const projectId of new Set(targets.map((t) => t.projectId))) this.invalidate(projectId, replaced);
-        if (rows.length > 0) {
-          const runs = new Set(targets.map((t) => `${t.projectId}\n${t.release}`));
-          for (const run of runs) {
-            const [projectId, release] = run.split('\n');
-            await this.resymbolicate(Number(projectId), release);
-          }
+        for (const projectId of projects) this.invalidate(projectId, replaced);
+        // Kept-only files symbolicate nothing: no event changes, so none is re-symbolicated.
+        const runs = new Set(rows.filter((r) => !isKeptKind(r.kind)).map((r) => `${r.project_id}\n${r.release}`));
+        for (const run of runs) {
+          const [projectId, release] = run.split('\n');
+          await this.resymbolicate(Number(projectId), release);
         }
         return rows;
       },
       abort: () => staged.abort(),
     };
+  }
+
+  /** The kinds this service stores (the edition's handlers). */
+  get kindNames(): ReadonlySet<SymbolKind> {
+    return new Set(this.options.kinds.map((h) => h.kind));
   }
 
   /** The upload limits: they bound the sentry-cli routes' files and archives as the Symbols routes'. */
@@ -226,22 +259,22 @@ export class SymbolService {
 
   /** True when the project has symbol files: synchronous while the cached flag is fresh. */
   projectHasSymbols(projectId: number): boolean | Promise<boolean> {
-    const known = this.kinds.get(projectId, this.now());
+    const known = this.projectKinds.get(projectId, this.now());
     if (known) return known.size > 0;
     return this.kindsOf(projectId).then((k) => k.size > 0);
   }
 
   private async kindsOf(projectId: number): Promise<Set<SymbolKind>> {
-    const cached = this.kinds.get(projectId, this.now());
+    const cached = this.projectKinds.get(projectId, this.now());
     if (cached) return cached;
     const kinds = await symbolKindsOf(this.db, projectId);
-    this.kinds.set(projectId, kinds, this.now());
+    this.projectKinds.set(projectId, kinds, this.now());
     return kinds;
   }
 
   /** Forgets what this process cached about a project's files (after an upload or delete). */
   invalidate(projectId: number, removedFileIds: number[] = []): void {
-    this.kinds.delete(projectId);
+    this.projectKinds.delete(projectId);
     this.lookups.clear();
     for (const id of removedFileIds) this.parsed.delete(id);
   }
@@ -284,7 +317,7 @@ export class SymbolService {
     let pending = this.loading.get(id);
     if (!pending) {
       pending = (async () => {
-        const handler = symbolKindHandler(row.kind as SymbolKind);
+        const handler = handlerOf(this.options.kinds, row.kind);
         if (!handler) return null;
         try {
           let index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
@@ -333,7 +366,8 @@ export class SymbolService {
    */
   async prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator> {
     const kinds = await this.kindsOf(projectId);
-    const handlers = symbolKindHandlers().filter((h) => kinds.has(h.kind));
+    const handlers = this.options.kinds.filter((h) => kinds.has(h.kind));
+    const demangle = (await this.options.demangle) ?? undefined;
     const resolved = new Map<string, LoadedSymbols[]>();
     for (const input of inputs) {
       const view = withThreadStacks(input);
@@ -352,7 +386,7 @@ export class SymbolService {
         }
       }
     }
-    return (input) => runHandlers(input, kinds, resolved);
+    return (input) => runHandlers(input, handlers, resolved, demangle);
   }
 
   /** Symbolicates one event (re-symbolication); null when nothing changed. */
@@ -376,17 +410,17 @@ function withThreadStacks(input: SymbolicationInput): SymbolicationInput {
   return { ...input, exceptions: [...input.exceptions, ...threads.map((t): NormalizedException => ({ type: '', value: '', frames: t.frames }))] };
 }
 
-/** Runs the handlers of the project's kinds over an event, each on the frames the previous one left. */
-export function runHandlers(input: SymbolicationInput, kinds: Set<SymbolKind>, resolved: Map<string, LoadedSymbols[]>): SymbolicationOutput | null {
+/** Runs the handlers of the project's kinds over an event, in the list's order, each on the frames the previous one left. */
+export function runHandlers(input: SymbolicationInput, handlers: SymbolKinds, resolved: Map<string, LoadedSymbols[]>, demangle?: Demangler): SymbolicationOutput | null {
   const view = withThreadStacks(input);
   if (view.exceptions.length === 0) return null;
   const state: SymbolicationState = {
     frames: view.exceptions.map((e) => e.frames),
     types: view.exceptions.map(() => undefined),
     changed: false,
+    demangle,
   };
-  for (const h of symbolKindHandlers()) {
-    if (!kinds.has(h.kind)) continue;
+  for (const h of handlers) {
     try {
       h.symbolicate(view, state, (lookup) => resolved.get(lookupKey(lookup)) ?? []);
     } catch {

@@ -14,7 +14,8 @@
 import { Unzip, UnzipInflate, type UnzipFile } from 'fflate';
 import type { Kysely } from 'kysely';
 import type { Database } from '../store/schema.js';
-import { SymbolInputError, symbolKindHandler, type FileInspector, type InspectedFile, type SymbolKindHandler } from './kinds.js';
+import { handlerOf, SymbolInputError, type FileInspector, type InspectedFile, type SymbolKindHandler, type SymbolKinds } from './kinds.js';
+import { storedDebugId } from './debug-id.js';
 import {
   commitSymbolFiles,
   copyPendingRange,
@@ -47,10 +48,11 @@ const HEAD_BYTES = 4096;
 
 /**
  * Where an upload goes: project, kind, release, dist and the uploaded name; a `debugId`
- * named by the uploader (sentry-cli's assemble request) overrides the files' own, except
- * a dSYM's: its slices keep their LC_UUIDs.
+ * named by the uploader (sentry-cli's assemble request) and what the file says are
+ * weighed by storedDebugId (debug-id.ts); `serves` (source maps: the minified file the map
+ * serves, from an artifact bundle's manifest) overrides what the map says.
  */
-export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId'>;
+export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId' | 'serves'>;
 
 type Db = Kysely<Database>;
 
@@ -221,21 +223,40 @@ export class StagedUpload {
 
   constructor(
     private readonly db: Db,
+    /** The edition's kind handlers (a kind without one is refused). */
+    private readonly kinds: SymbolKinds,
     private readonly now: number,
     private readonly limits: UploadLimits = UPLOAD_LIMITS,
     /** The store, so the commit is atomic on D1 too (see commitSymbolFiles). */
     private readonly commitTarget: CommitTarget = db,
   ) {}
 
-  /** Streams one upload into pending files; SymbolInputError (400) when it is refused (then everything staged is removed). */
-  async add(target: UploadTarget, source: ByteSource): Promise<void> {
+  /**
+   * Streams one upload into pending files: a ZIP's entries of the target's kind each as a
+   * file (others skipped), anything else as one file. SymbolInputError (400) when it is
+   * refused (then everything staged is removed).
+   */
+  stage(target: UploadTarget, source: ByteSource): Promise<void> {
+    return this.take(target, source, true);
+  }
+
+  /**
+   * Streams one file into pending files as it is, never read as a ZIP of files (sentry-cli's
+   * files: an archive's entries are read on the uploader's side and staged one by one).
+   */
+  stageFile(target: UploadTarget, source: ByteSource): Promise<void> {
+    return this.take(target, source, false);
+  }
+
+  private async take(target: UploadTarget, source: ByteSource, zipOfFiles: boolean): Promise<void> {
     const { db, now, limits, pendingIds } = this;
     try {
-      const handler = symbolKindHandler(target.kind);
+      if (this.closed) throw new Error('the upload was already committed or aborted');
+      const handler = handlerOf(this.kinds, target.kind);
       if (!handler) throw new SymbolInputError(`${target.kind} support not available`);
       const { head, all } = await peek(source, 4);
       const results: FileResult[] = [];
-      if (isZip(head)) {
+      if (zipOfFiles && isZip(head)) {
         await readZip(db, handler, target, all, now, pendingIds, results, limits);
         if (results.length === 0) throw new SymbolInputError(`the zip holds no ${target.kind} file`);
       } else {
@@ -280,13 +301,14 @@ export class StagedUpload {
  */
 export async function storeUpload(
   db: Db,
+  kinds: SymbolKinds,
   target: UploadTarget,
   source: ByteSource,
   now: number,
   limits: UploadLimits = UPLOAD_LIMITS,
 ): Promise<{ rows: SymbolFileRow[]; replaced: number[] }> {
-  const staged = new StagedUpload(db, now, limits);
-  await staged.add(target, source);
+  const staged = new StagedUpload(db, kinds, now, limits);
+  await staged.stage(target, source);
   return staged.commit();
 }
 
@@ -311,11 +333,8 @@ async function splitResults(db: Db, target: UploadTarget, results: FileResult[],
         id = copy.id;
       }
       if (f.index) await saveDerivedIndex(db, id, [f.index]);
-      // A dSYM names itself: each slice of a universal file has its own LC_UUID, and the
-      // uploader's single id (sentry-cli's assemble request) can be right for one at most.
-      // ELF and Breakpad files name themselves (build id, MODULE line) the same way.
-      const debugId = target.kind === 'dsym' || target.kind === 'elf' || target.kind === 'breakpad' ? (f.debugId ?? target.debugId) : (target.debugId ?? f.debugId);
-      commits.push({ id, final: { debugId, serves: f.serves, filename: f.filename, meta: f.meta } });
+      const debugId = storedDebugId(target.kind, target.debugId, f.debugId);
+      commits.push({ id, final: { debugId, serves: target.serves ?? f.serves, filename: f.filename, meta: f.meta } });
     }
     if (!whole) await discardSymbolFiles(db, [r.id]);
   }

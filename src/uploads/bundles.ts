@@ -212,7 +212,7 @@ export async function assembleBundle(ctx: AssembleContext, projectIds: number[],
           maxMapBytes: ctx.symbols.fileLimit('sourcemap'),
           maxUnpackedBytes: ctx.symbols.archiveLimits().maxUnpackedBytes,
         });
-        if (maps.length > 0) fileIds.push(...(await ctx.symbols.storeAll(projectId, maps, ctx.now())).map((f) => f.id));
+        if (maps.length > 0) fileIds.push(...(await ctx.symbols.storeAll(projectId, maps)).map((f) => f.id));
       }
       return { result: { files: fileIds.length } satisfies BundleResult, fileIds };
     },

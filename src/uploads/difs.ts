@@ -91,7 +91,6 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
         const stored = await ctx.symbols.storeAll(
           projectId,
           [{ kind, filename: file.name, release: '', dist: '', debugId, source: chunkBytes(ctx.db, file.chunks, file.checksum, ctx.createSha1 ?? portableSha1) }],
-          ctx.now(),
         );
         const match = stored.find((s) => !debugId || s.debugId === debugId) ?? stored[0];
         return { result: difJson(match, file.checksum, basename(file.name)), fileIds: stored.map((s) => s.id) };
@@ -110,7 +109,7 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
  * id; entries of no debug format (Info.plist) are skipped. All entries
  * are stored or none. Answers the stored files' `dif` objects.
  */
-export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: ByteRangeSource, now: number): Promise<DifJson[]> {
+export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: ByteRangeSource): Promise<DifJson[]> {
   const entries = await readZipDirectory(zip);
   const { maxEntries, maxUnpackedBytes } = symbols.archiveLimits();
   if (entries.length > maxEntries) throw new UploadError(400, tooManyEntriesMessage(maxEntries));
@@ -137,7 +136,7 @@ export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: B
     files.push({ kind, filename: entry.name, release: '', dist: '', debugId, source: readZipEntry(zip, entry, symbols.fileLimit(kind)) });
   }
   if (files.length === 0) return [];
-  const stored: StoredSymbolFile[] = await symbols.storeAll(projectId, files, now);
+  const stored: StoredSymbolFile[] = await symbols.storeAll(projectId, files);
   return stored.map((s) => difJson(s, '', basename(s.filename)));
 }
 

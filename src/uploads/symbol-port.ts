@@ -1,7 +1,7 @@
 // What the uploader needs from symbol storage (src/symbols), named from the uploader's
 // side: store several files all or nothing, each read as a stream while it is stored,
 // and find stored files by debug id. src/uploads/symbols-adapter.ts implements it on
-// the symbol storage; keeping the uploader's code on this narrow port keeps the two
+// the SymbolService's intake; keeping the uploader's code on this narrow port keeps the two
 // domains' coupling in one file.
 export interface SymbolFileToStore {
   kind: string;
@@ -35,7 +35,7 @@ export interface SymbolPort {
    * leaves nothing stored and rethrows (UploadError for what the client sent wrong).
    * One upload may yield several stored files (a fat Mach-O's slices).
    */
-  storeAll(projectId: number, files: SymbolFileToStore[], now: number): Promise<StoredSymbolFile[]>;
+  storeAll(projectId: number, files: SymbolFileToStore[]): Promise<StoredSymbolFile[]>;
   /**
    * Why a file of this kind and size would be refused for its size (the message the
    * client prints), or null; lets an assembly refuse before reading its chunks.

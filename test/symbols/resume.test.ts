@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { saveSymbolFile } from '../../src/symbols/storage.js';
 import { RESYMBOLICATE_WINDOW_MS, scheduleResymbolication } from '../../src/symbols/resymbolicate.js';
+import { defaultSymbolKinds } from '../../src/symbols/default-kinds.js';
 import { SymbolService } from '../../src/symbols/service.js';
 import { storedPayloads } from '../../src/editions/node/payloads.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
@@ -72,6 +73,7 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
       const log = captureLogger('info');
       const service = new SymbolService({
         store: t.deps.store,
+        kinds: defaultSymbolKinds(),
         clock: t.clock,
         logger: log.logger,
         md5Hex: nodeIngestRuntime.md5Hex,

@@ -12,6 +12,7 @@ import type { Store } from '../../src/store/database.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
+import { defaultSymbolKinds } from '../../src/symbols/default-kinds.js';
 import { SymbolService } from '../../src/symbols/service.js';
 import { SOURCE_MAP_LIMITS } from '../../src/symbols/sourcemap-index.js';
 import { openPendingFile } from '../../src/symbols/storage.js';
@@ -75,7 +76,7 @@ describe.each(dialects)('half-written uploads of another instance on %s', (diale
   it('stay while they may be written, and go once an hour old, without a restart', async () => {
     const t = await startTestServer(dialect);
     const clock = new ManualClock(1_790_000_000_000);
-    const service = new SymbolService({ store: t.deps.store, clock, logger: pino({ level: 'silent' }), md5Hex: nodeIngestRuntime.md5Hex, sweepIntervalMs: 50 });
+    const service = new SymbolService({ store: t.deps.store, kinds: defaultSymbolKinds(), clock, logger: pino({ level: 'silent' }), md5Hex: nodeIngestRuntime.md5Hex, sweepIntervalMs: 50 });
     try {
       const project = await makeProject(t);
       // Another instance's upload, half-written (PostgreSQL: several instances share the database).

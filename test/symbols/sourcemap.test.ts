@@ -10,6 +10,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { storeUpload } from '../../src/symbols/upload.js';
+import { defaultSymbolKinds } from '../../src/symbols/default-kinds.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { lacks } from '../helpers/tools.js';
 import { dsnOf, makeProject } from '../ingest/helpers.js';
@@ -173,6 +174,7 @@ describe.each(dialects)('source maps on %s', (dialect) => {
       // The run the upload recorded, in steps as the serverless edition takes it.
       const service = new SymbolService({
         store: s.deps.store,
+        kinds: defaultSymbolKinds(),
         clock: s.clock,
         logger: captureLogger('info').logger,
         md5Hex: s.deps.ingestRuntime.md5Hex,
@@ -289,7 +291,7 @@ describe.each(dialects)('source maps on %s', (dialect) => {
     const project = await makeProject(t);
     const limits = { maxFileBytes: 1024 * 1024, maxZipEntries: 1000, maxZipUnpackedBytes: 4 * 1024 * 1024 };
     const target = { projectId: project.id, kind: 'sourcemap' as const, release: 'bad', filename: 'x.zip' };
-    const store = (zip: Uint8Array) => storeUpload(t.deps.store.db, target, [zip], t.clock.now(), limits);
+    const store = (zip: Uint8Array) => storeUpload(t.deps.store.db, defaultSymbolKinds(), target, [zip], t.clock.now(), limits);
     // One entry declaring 1 KB that inflates to 2 MB.
     await expect(store(handMadeZip([{ name: 'z.bin', content: Buffer.alloc(2 * 1024 * 1024), declared: 1024 }]))).rejects.toThrow(
       'the zip entry "z.bin" is larger than 1048576 bytes (1 MB per file)',

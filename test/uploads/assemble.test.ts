@@ -82,6 +82,18 @@ describe.each(dialects)('assemble (%s)', (dialect) => {
     await t.deps.store.db.deleteFrom('symbol_files').where('project_id', '=', projectId).execute();
   });
 
+  it('a source map is stored under the debug id its bundle manifest names, not the one inside the map (as Sentry indexes bundles)', async () => {
+    const named = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+    const own = 'ffffffff-0000-4000-8000-000000000001';
+    const map = JSON.stringify({ ...JSON.parse(MAP), debug_id: own });
+    const manifest = { files: { 'files/_/_/app.min.js.map': { type: 'source_map', url: '~/app.min.js.map', headers: { 'debug-id': named } } } };
+    const { checksum, chunks } = await upload(bundle({ 'files/_/_/app.min.js.map': map }, manifest));
+    expect(await assembleBundle({ checksum, chunks, version: 'v-ids' })).toEqual({ state: 'ok', missingChunks: [], detail: null });
+    const rows = await t.deps.store.db.selectFrom('symbol_files').select(['kind', 'debug_id']).where('project_id', '=', projectId).execute();
+    expect(rows).toEqual([{ kind: 'sourcemap', debug_id: named }]);
+    await t.deps.store.db.deleteFrom('symbol_files').where('project_id', '=', projectId).execute();
+  });
+
   it.each([
     ['without a manifest', bundle({ 'files/_/_/app.min.js.map': MAP }), 'manifest.json is missing'],
     ['with a ../ entry', bundle({ 'files/_/_/app.min.js.map': MAP, '../evil.js.map': MAP }, mapManifest()), 'unsafe path'],

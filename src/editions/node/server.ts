@@ -21,6 +21,7 @@ import { startMonitorJob } from '../../monitors/job.js';
 import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../../alerts/dispatcher.js';
 import { nodeAlertRuntimeFor } from './alerts.js';
 import { storedPayloads } from './payloads.js';
+import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
 import { SymbolService } from '../../symbols/service.js';
 import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
@@ -64,7 +65,10 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
   writer = ingest;
   const ingestRuntime = store.dialect === 'postgres' ? postgresNodeIngestRuntime : nodeIngestRuntime;
   // Native frames get readable C++/Rust names; without the demangler they keep mangled ones.
-  await loadNodeDemangler().catch((err) => logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
+  const demangle = await loadNodeDemangler().catch((err: unknown) => {
+    logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled');
+    return undefined;
+  });
   return {
     config,
     store,
@@ -90,6 +94,8 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
     },
     symbols: new SymbolService({
       store,
+      kinds: defaultSymbolKinds(),
+      demangle,
       clock,
       logger,
       md5Hex: ingestRuntime.md5Hex,

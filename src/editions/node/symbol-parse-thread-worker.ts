@@ -1,17 +1,19 @@
 // The symbol parse thread's program (see symbol-parse-thread.ts): runs a kind's `parse`
 // for each request and transfers the result's typed arrays back.
 import { parentPort } from 'node:worker_threads';
-import { symbolKindHandler } from '../../symbols/kinds.js';
-import '../../symbols/register.js';
+import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
+import { handlerOf } from '../../symbols/kinds.js';
 import { transferablesOf, type SymbolParseReply, type SymbolParseRequest } from './symbol-parse-thread.js';
 
 const port = parentPort!;
+// The server's SymbolService has the same list (server.ts): the kinds whose `parse` runs here.
+const kinds = defaultSymbolKinds();
 
 port.on('message', (request: SymbolParseRequest) => {
   let reply: SymbolParseReply;
   let transfer: ArrayBuffer[] = [];
   try {
-    const handler = symbolKindHandler(request.kind);
+    const handler = handlerOf(kinds, request.kind);
     if (!handler?.parse) throw new Error(`${request.kind} files are not parsed on this thread`);
     const data = handler.parse(request.file, request.bytes, request.index);
     reply = { id: request.id, data };

@@ -26,6 +26,7 @@ import { QueueIngestSink, type QueueBinding } from './ingest-queue.js';
 import { D1IngestSink } from './ingest-sink.js';
 import { createWorkerLogger } from './logger.js';
 import { compressBlob, decompressBlob, workersIngestRuntime } from './runtime.js';
+import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
 import { SymbolService } from '../../symbols/service.js';
 import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
@@ -73,6 +74,12 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
   const store = openD1Store(env.DB);
   const blobs = env.BLOBS;
   const direct = new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded, blobs);
+  // Native frames get readable C++/Rust names once it is loaded (symbolication waits for it);
+  // without it they keep mangled ones.
+  const demangle = loadWorkerDemangler().catch((err: unknown) => {
+    logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled');
+    return undefined;
+  });
   return {
     config,
     store,
@@ -90,12 +97,13 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     // Symbol upload, listing, deletion and symbolication at ingest (before the sink).
     // Re-symbolication of stored events goes in bounded steps (an isolate lives only
-    // while it serves): one after the upload's answer, the rest by cron. Native (dSYM)
-    // names are demangled once the isolate's demangler is loaded (workerInstance). Files
-    // the sentry-cli routes store have the same limits as the Symbols routes' (what an
+    // while it serves): one after the upload's answer, the rest by cron. Files the
+    // sentry-cli routes store have the same limits as the Symbols routes' (what an
     // isolate can parse).
     symbols: new SymbolService({
       store,
+      kinds: defaultSymbolKinds(),
+      demangle,
       clock: systemClock,
       logger,
       cacheBytes: SYMBOL_CACHE_BYTES,
@@ -125,7 +133,7 @@ export interface WorkerInstance {
   app: Hono;
   /** Work the isolate's requests left, run after an answer (background.ts). */
   afterAnswer: AfterAnswer;
-  /** Settles once the schema is current and the demangler loaded; rejects when migrating failed (retried by the next request). */
+  /** Settles once the schema is current; rejects when migrating failed (retried by the next request). */
   ready: Promise<void>;
 }
 
@@ -149,13 +157,9 @@ export function workerInstance(env: WorkerEnv): WorkerInstance {
   return instance;
 }
 
-/**
- * What the isolate needs before it serves: a current schema, and the C++/Rust demangler
- * (native frames read as on the Node server; without it they keep mangled names).
- */
+/** What the isolate needs before it serves: a current schema. */
 async function prepare(deps: AppDeps): Promise<void> {
-  const demangler = loadWorkerDemangler().catch((err) => deps.logger.warn({ err }, 'C++/Rust demangler unavailable; native names stay mangled'));
-  await Promise.all([migrateOnce(deps), demangler]);
+  await migrateOnce(deps);
 }
 
 async function migrateOnce(deps: AppDeps): Promise<void> {

@@ -5,34 +5,26 @@
 // The edition hands in the compiled wasm module, because only editions read files or rely
 // on a bundler: Node compiles the package's file (src/editions/node/demangle.ts), the
 // Worker imports it as a module that wrangler uploads beside the script
-// (src/editions/workers/demangle.ts). The first createDemangler call installs it for the
-// whole process (or isolate); symbolication reads it through currentDemangler().
+// (src/editions/workers/demangle.ts). The edition passes the Demangler it gets to the
+// SymbolService, which hands it to the native kinds with each event (SymbolicationState).
 
 import * as glue from 'gecko-profiler-demangle/index_bg.js';
 
 export type Demangler = (name: string) => string;
 
+// wasm-bindgen's glue module holds one instance for the whole process (or isolate), so
+// it is instantiated once and later calls get the same Demangler.
 let ready: Promise<Demangler> | null = null;
-let installed: Demangler | null = null;
 
-/**
- * Instantiates the demangler once per process or isolate (later calls get the same one) and makes it
- * the one native symbolication uses.
- */
+/** Instantiates the demangler (once per process or isolate). */
 export function createDemangler(module: WebAssembly.Module): Promise<Demangler> {
   ready ??= (async () => {
     const instance = await WebAssembly.instantiate(module, { './index_bg.js': glue as unknown as WebAssembly.ModuleImports });
     glue.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
-    installed = (name: string) => demangleName(name, glue.demangle_any);
-    return installed;
+    return (name: string) => demangleName(name, glue.demangle_any);
   })();
   return ready;
-}
-
-/** The process's demangler once an edition created it; until then names stay as stored. */
-export function currentDemangler(): Demangler | null {
-  return installed;
 }
 
 /** True for the mangled C++ and Rust names the demangler understands. */
