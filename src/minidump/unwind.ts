@@ -123,7 +123,23 @@ function word(dump: Minidump, spec: ArchSpec, addr: number): number | null {
   return spec.word === 8 ? u64(b, 0) : u32(b, 0);
 }
 
-/** Evaluates a Breakpad postfix expression; null when it cannot (unknown register, missing memory, bad syntax). */
+/** Binary operators beyond Breakpad's arithmetic: those DWARF expressions use (src/minidump/eh-frame.ts). */
+const BIGINT_OPS: Record<string, (a: bigint, b: bigint) => bigint> = {
+  '&': (a, b) => a & b,
+  '|': (a, b) => a | b,
+  '<<': (a, b) => (b < 64n ? BigInt.asUintN(64, a << b) : 0n),
+  '>>': (a, b) => (b < 64n ? a >> b : 0n),
+};
+const COMPARISONS: Record<string, (a: number, b: number) => boolean> = {
+  '==': (a, b) => a === b, '!=': (a, b) => a !== b, '>=': (a, b) => a >= b, '>': (a, b) => a > b, '<=': (a, b) => a <= b, '<': (a, b) => a < b,
+};
+
+/**
+ * Evaluates a postfix expression: Breakpad's (registers, numbers, `+ - * / % @ ^`) and the
+ * stack and bit operations of translated DWARF expressions. One pass over the tokens, so the
+ * work is bounded by the rule's length. Null when it cannot (unknown register, missing
+ * memory, bad syntax).
+ */
 function evaluate(expr: string[], regs: Registers, dump: Minidump, spec: ArchSpec): number | null {
   const stack: number[] = [];
   for (const token of expr) {
@@ -145,6 +161,24 @@ function evaluate(expr: string[], regs: Registers, dump: Minidump, spec: ArchSpe
         case '%': if (b === 0) return null; stack.push(a % b); break;
         case '@': if (b <= 0) return null; stack.push(a - (a % b)); break;
       }
+    } else if (token in BIGINT_OPS || token in COMPARISONS) {
+      const b = stack.pop();
+      const a = stack.pop();
+      if (a === undefined || b === undefined || !Number.isSafeInteger(a) || !Number.isSafeInteger(b)) return null;
+      stack.push(token in COMPARISONS
+        ? Number(COMPARISONS[token](a, b))
+        : Number(BIGINT_OPS[token](BigInt.asUintN(64, BigInt(a)), BigInt.asUintN(64, BigInt(b)))));
+    } else if (token === 'dup' || token === 'drop' || token === 'neg') {
+      const a = stack.pop();
+      if (a === undefined) return null;
+      if (token === 'dup') stack.push(a, a);
+      else if (token === 'neg') stack.push(-a);
+    } else if (token === 'swap' || token === 'over') {
+      const b = stack.pop();
+      const a = stack.pop();
+      if (a === undefined || b === undefined) return null;
+      if (token === 'swap') stack.push(b, a);
+      else stack.push(a, b, a);
     } else if (/^-?[0-9]+$/.test(token)) {
       stack.push(Number(token));
     } else if (/^-?0x[0-9a-f]+$/i.test(token)) {
