@@ -5,7 +5,7 @@
 // event merged under what the SDK sent (tags, user, release and its own contexts win; the
 // exception, threads and images come from the dump). A minidump that cannot be read
 // leaves the envelope's own event as it is (or nothing, without one). Modules without a
-// Breakpad file are unwound with their uploaded ELF file's `.eh_frame`. The minidump item
+// Breakpad file are unwound with their uploaded ELF file's `.eh_frame` and `.debug_frame`. The minidump item
 // stays in the envelope: the attachment store keeps it with the event (src/attachments).
 
 import type { Kysely } from 'kysely';
@@ -16,7 +16,7 @@ import { NativeIndex } from '../symbols/native/lookup-index.js';
 import { INDEX_PART, readSymbolBytes, storedFileSource } from '../symbols/storage.js';
 import { readElfFrom } from '../symbols/native/elf.js';
 import { BadNativeFile } from '../symbols/native/bytes.js';
-import { ehFrameUnwindInfo } from './eh-frame.js';
+import { dwarfCfiUnwindInfo } from './eh-frame.js';
 import { BreakpadReader } from '../symbols/native/breakpad.js';
 import { breakpadUnwindInfo, MAX_MINIDUMP_BYTES, processMinidump } from './process.js';
 import { BadMinidump, readMinidump, type MinidumpModule } from './reader.js';
@@ -89,15 +89,30 @@ async function unwindInfoFor(db: Kysely<Database>, projectId: number, modules: M
   return out;
 }
 
-/** An uploaded ELF file's `.eh_frame` (read by ranges; a split debug file has none) and its symbols. */
+/**
+ * An uploaded ELF file's call frame information (read by ranges): its `.eh_frame`, else
+ * its `.debug_frame` for the addresses `.eh_frame` does not cover (a split debug file has
+ * only the latter; code built without unwind tables too), and its symbols.
+ */
 async function elfUnwindInfo(db: Kysely<Database>, id: number, size: number, indexSize: number): Promise<ModuleUnwindInfo | null> {
   try {
     const source = storedFileSource(db, id, size);
     const elf = await readElfFrom(source);
-    const section = elf.sections.find((s) => s.name === '.eh_frame' && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES);
-    if (!section) return null;
-    const cfi = ehFrameUnwindInfo(await source.read(section.fileOffset, section.size), section.addr, elf.arch, elf.is64, elf.loadAddress);
-    if (!cfi) return null;
+    const tables: ModuleUnwindInfo[] = [];
+    for (const kind of ['eh_frame', 'debug_frame'] as const) {
+      const section = elf.sections.find((s) => s.name === `.${kind}` && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES);
+      if (!section) continue;
+      const info = dwarfCfiUnwindInfo(await source.read(section.fileOffset, section.size), section.addr, elf.arch, elf.is64, elf.loadAddress, kind);
+      if (info) tables.push(info);
+    }
+    if (tables.length === 0) return null;
+    const cfiAt = (rel: number): string | null => {
+      for (const t of tables) {
+        const rules = t.cfiAt(rel);
+        if (rules) return rules;
+      }
+      return null;
+    };
     const stored = indexSize > 0 ? await readSymbolBytes(db, id, INDEX_PART) : null;
     let index: NativeIndex | null = null;
     try {
@@ -105,14 +120,14 @@ async function elfUnwindInfo(db: Kysely<Database>, id: number, size: number, ind
     } catch {
       index = null;
     }
-    return index ? { cfiAt: (rel) => cfi.cfiAt(rel), knows: (rel) => index.lookup(rel + elf.loadAddress).some((f) => f.function !== '') } : cfi;
+    return index ? { cfiAt, knows: (rel) => index.lookup(rel + elf.loadAddress).some((f) => f.function !== '') } : { cfiAt };
   } catch (err) {
     if (err instanceof BadNativeFile) return null;
     throw err;
   }
 }
 
-/** The largest `.eh_frame` read for unwinding (real ones are a few percent of their code). */
+/** The largest `.eh_frame` or `.debug_frame` read for unwinding (real ones are a few percent of their code). */
 const MAX_EH_FRAME_BYTES = 64 * 1024 * 1024;
 
 /** The event a minidump stands for, merged under the SDK's own event fields. */

@@ -8,7 +8,7 @@
 
 import { BreakpadReader } from '../symbols/native/breakpad.js';
 import type { NativeIndex } from '../symbols/native/lookup-index.js';
-import { contextRegisters, MAX_DUMP_STEPS, walkThread, type ModuleUnwindInfo, type WalkedFrame } from './unwind.js';
+import { contextRegisters, MAX_DUMP_STEPS, walkThread, type ModuleUnwindInfo, type WalkedFrame, type WinFrameInfo } from './unwind.js';
 import { readMinidump, type Minidump, type MinidumpException, type MinidumpModule } from './reader.js';
 
 /** The largest minidump accepted (the ingest body limit). */
@@ -61,7 +61,7 @@ export function exceptionName(os: string, e: MinidumpException): { type: string;
   return { type, reason: sub ? `${type} / ${sub}` : type };
 }
 
-/** A module's unwind information from its Breakpad .sym file (STACK CFI records, and its functions for scanning). */
+/** A module's unwind information from its Breakpad .sym file (STACK CFI and STACK WIN records, and its functions for scanning). */
 export function breakpadUnwindInfo(reader: BreakpadReader, index: NativeIndex | null): ModuleUnwindInfo {
   const cfi = reader.cfi;
   const order = cfi.initAddr.map((_, i) => i).sort((a, b) => cfi.initAddr[a] - cfi.initAddr[b]);
@@ -86,12 +86,47 @@ export function breakpadUnwindInfo(reader: BreakpadReader, index: NativeIndex | 
       for (let d = cfi.initFirstDelta[i]; d < end && cfi.deltaAddr[d] <= rel; d++) rules += ` ${cfi.deltaRules[d]}`;
       return rules;
     },
+    winAt: reader.win.type.length > 0 ? stackWinLookup(reader) : undefined,
     knows: index ? (rel) => index.lookup(rel).some((f) => f.function !== '') : undefined,
   };
 }
 
+/** What Breakpad's x86 walker runs for an FPO record: the return address above the frame, %ebp saved below it or kept. */
+const FPO_PROGRAM = '$eip .raSearchStart ^ = $esp .raSearchStart 4 + =';
+const FPO_EBP_PROGRAM = '$eip .raSearchStart ^ = $ebp $esp .cbCalleeParams + .cbSavedRegs + 8 - ^ = $esp .raSearchStart 4 + =';
+
+/** The STACK WIN record covering an address: a FRAME_DATA record (program string) before an FPO one. */
+function stackWinLookup(reader: BreakpadReader): (rel: number) => WinFrameInfo | null {
+  const win = reader.win;
+  const byType = [4, 0].map((type) => {
+    const order = win.type.map((_, i) => i).filter((i) => win.type[i] === type).sort((a, b) => win.addr[a] - win.addr[b]);
+    return { order, starts: order.map((i) => win.addr[i]) };
+  });
+  return (rel) => {
+    for (const { order, starts } of byType) {
+      let lo = 0;
+      let hi = starts.length - 1;
+      let found = -1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >>> 1;
+        if (starts[mid] <= rel) {
+          found = mid;
+          lo = mid + 1;
+        } else hi = mid - 1;
+      }
+      if (found < 0) continue;
+      const i = order[found];
+      if (rel >= win.addr[i] + win.size[i]) continue;
+      const program = win.type[i] === 4 ? win.program[i] : win.allocatesBasePointer[i] ? FPO_EBP_PROGRAM : FPO_PROGRAM;
+      return { program, paramSize: win.paramSize[i], savedRegSize: win.savedRegSize[i], localSize: win.localSize[i] };
+    }
+    return null;
+  };
+}
+
 function imageOf(m: MinidumpModule, arch: string): Record<string, unknown> {
-  const debugId = m.debugId ? (m.type === 'pe' ? `${m.debugId}-${m.age.toString(16)}` : m.debugId) : undefined;
+  // Sentry's debug id of a PDB: its GUID and, when not zero, its age in hex (`…-1a`).
+  const debugId = m.debugId ? (m.type === 'pe' && m.age > 0 ? `${m.debugId}-${m.age.toString(16)}` : m.debugId) : undefined;
   return {
     type: m.type,
     code_file: m.name,
@@ -181,7 +216,7 @@ export function processMinidump(bytes: Uint8Array, unwind: (m: MinidumpModule) =
   return { event, dump };
 }
 
-/** Reads the STACK CFI (and functions) of a .sym file for the unwinder. */
+/** Reads the STACK CFI and STACK WIN records (and functions) of a .sym file for the unwinder. */
 export function readBreakpadUnwind(bytes: Uint8Array): BreakpadReader {
   const reader = new BreakpadReader(true);
   reader.push(bytes);

@@ -261,6 +261,11 @@ export function readMinidump(bytes: Uint8Array): Minidump {
       } catch {
         ids = codeView(r, 0, 0, os, name);
       }
+      // A PE image's code id, as Sentry writes it: its link timestamp (8 hex digits) and image size.
+      if (ids.type === 'pe' && !ids.codeId) {
+        const stamp = r.u32(at + 16);
+        if (stamp > 0) ids = { ...ids, codeId: `${stamp.toString(16).padStart(8, '0')}${size.toString(16)}` };
+      }
       dump.modules.push({ base, size, name, ...ids });
     }
     dump.modules.sort((a, b) => a.base - b.base);

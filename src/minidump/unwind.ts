@@ -1,6 +1,7 @@
 // Stack walking over a minidump's captured memory (docs/api.md "Minidumps"), as Breakpad's
 // stackwalker does it: the first frame from the thread's context, then for each caller
-// call frame information (Breakpad STACK CFI records of the module's uploaded .sym file),
+// call frame information (Breakpad STACK WIN records for x86 Windows modules, Breakpad STACK
+// CFI records of the module's uploaded .sym file, DWARF CFI of its ELF file),
 // else the frame pointer chain, else stack scanning for a word that points into a module.
 // Each frame says how it was found (`trust`: context, cfi, fp, scan). The work is bounded
 // per thread (frames, scanned words, CFI rules evaluated), so a hostile dump or CFI loop
@@ -19,9 +20,23 @@ export interface WalkedFrame {
   registers?: Record<string, number>;
 }
 
+/**
+ * A STACK WIN record in force at an address (x86 Windows): the program string that gives the
+ * caller's registers (for FPO records, the one Breakpad writes for them) and the frame sizes
+ * it may name.
+ */
+export interface WinFrameInfo {
+  program: string;
+  paramSize: number;
+  savedRegSize: number;
+  localSize: number;
+}
+
 /** CFI rules of a module: the rule text in force at a module-relative address, or null. */
 export interface ModuleUnwindInfo {
   cfiAt(relative: number): string | null;
+  /** The STACK WIN record at a module-relative address (x86 modules with a Breakpad file). */
+  winAt?(relative: number): WinFrameInfo | null;
   /** True when the module's symbols name a function at this address (stack scanning's check). */
   knows?(relative: number): boolean;
 }
@@ -123,7 +138,23 @@ function word(dump: Minidump, spec: ArchSpec, addr: number): number | null {
   return spec.word === 8 ? u64(b, 0) : u32(b, 0);
 }
 
-/** Evaluates a Breakpad postfix expression; null when it cannot (unknown register, missing memory, bad syntax). */
+/** Binary operators beyond Breakpad's arithmetic: those DWARF expressions use (src/minidump/eh-frame.ts). */
+const BIGINT_OPS: Record<string, (a: bigint, b: bigint) => bigint> = {
+  '&': (a, b) => a & b,
+  '|': (a, b) => a | b,
+  '<<': (a, b) => (b < 64n ? BigInt.asUintN(64, a << b) : 0n),
+  '>>': (a, b) => (b < 64n ? a >> b : 0n),
+};
+const COMPARISONS: Record<string, (a: number, b: number) => boolean> = {
+  '==': (a, b) => a === b, '!=': (a, b) => a !== b, '>=': (a, b) => a >= b, '>': (a, b) => a > b, '<=': (a, b) => a <= b, '<': (a, b) => a < b,
+};
+
+/**
+ * Evaluates a postfix expression: Breakpad's (registers, numbers, `+ - * / % @ ^`) and the
+ * stack and bit operations of translated DWARF expressions. One pass over the tokens, so the
+ * work is bounded by the rule's length. Null when it cannot (unknown register, missing
+ * memory, bad syntax).
+ */
 function evaluate(expr: string[], regs: Registers, dump: Minidump, spec: ArchSpec): number | null {
   const stack: number[] = [];
   for (const token of expr) {
@@ -145,6 +176,24 @@ function evaluate(expr: string[], regs: Registers, dump: Minidump, spec: ArchSpe
         case '%': if (b === 0) return null; stack.push(a % b); break;
         case '@': if (b <= 0) return null; stack.push(a - (a % b)); break;
       }
+    } else if (token in BIGINT_OPS || token in COMPARISONS) {
+      const b = stack.pop();
+      const a = stack.pop();
+      if (a === undefined || b === undefined || !Number.isSafeInteger(a) || !Number.isSafeInteger(b)) return null;
+      stack.push(token in COMPARISONS
+        ? Number(COMPARISONS[token](a, b))
+        : Number(BIGINT_OPS[token](BigInt.asUintN(64, BigInt(a)), BigInt.asUintN(64, BigInt(b)))));
+    } else if (token === 'dup' || token === 'drop' || token === 'neg') {
+      const a = stack.pop();
+      if (a === undefined) return null;
+      if (token === 'dup') stack.push(a, a);
+      else if (token === 'neg') stack.push(-a);
+    } else if (token === 'swap' || token === 'over') {
+      const b = stack.pop();
+      const a = stack.pop();
+      if (a === undefined || b === undefined) return null;
+      if (token === 'swap') stack.push(b, a);
+      else stack.push(a, b, a);
     } else if (/^-?[0-9]+$/.test(token)) {
       stack.push(Number(token));
     } else if (/^-?0x[0-9a-f]+$/i.test(token)) {
@@ -169,6 +218,72 @@ export function parseCfiRules(text: string): Map<string, string[]> {
     } else if (current) rules.get(current)!.push(token);
   }
   return rules;
+}
+
+/** The most tokens of one program string evaluated (real ones have a few dozen). */
+const MAX_WIN_TOKENS = 512;
+
+/**
+ * Runs a STACK WIN program string (`$T0 $ebp = $eip $T0 4 + ^ = $ebp $T0 ^ = $esp $T0 8 + =`):
+ * postfix with `=` assigning to `$` and `.` names, starting from the callee's registers and
+ * the frame's sizes (`.raSearchStart` is where the return address is looked for: above the
+ * callee's parameters, the locals and the saved registers). The caller's registers, or null
+ * when the program does not give both its instruction and its stack pointer.
+ */
+function callerByWin(dump: Minidump, spec: ArchSpec, regs: Registers, info: WinFrameInfo, calleeParamSize: number): Registers | null {
+  const tokens = info.program.trim().split(/\s+/);
+  if (tokens.length > MAX_WIN_TOKENS) return null;
+  const esp = regs.get('esp');
+  const ebp = regs.get('ebp');
+  if (esp === undefined || ebp === undefined) return null;
+  const raSearch = esp + calleeParamSize + info.localSize + info.savedRegSize;
+  const vars = new Map<string, number>([
+    ['$esp', esp], ['$ebp', ebp],
+    ['.cbParams', info.paramSize], ['.cbCalleeParams', calleeParamSize], ['.cbSavedRegs', info.savedRegSize],
+    ['.cbLocals', info.localSize], ['.raSearch', raSearch], ['.raSearchStart', raSearch],
+  ]);
+  for (const r of ['ebx', 'esi', 'edi']) if (regs.has(r)) vars.set(`$${r}`, regs.get(r)!);
+  const stack: Array<number | string> = [];
+  const value = (v: number | string | undefined): number | null => (v === undefined ? null : typeof v === 'number' ? v : (vars.get(v) ?? null));
+  for (const token of tokens) {
+    if (token === '=') {
+      const rhs = value(stack.pop());
+      const lhs = stack.pop();
+      if (rhs === null || typeof lhs !== 'string') return null;
+      vars.set(lhs, rhs >>> 0);
+    } else if (token === '^') {
+      const addr = value(stack.pop());
+      if (addr === null) return null;
+      const v = word(dump, spec, addr >>> 0);
+      if (v === null) return null;
+      stack.push(v);
+    } else if (token.length === 1 && '+-*/%@'.includes(token)) {
+      const b = value(stack.pop());
+      const a = value(stack.pop());
+      if (a === null || b === null) return null;
+      switch (token) {
+        case '+': stack.push((a + b) >>> 0); break;
+        case '-': stack.push((a - b) >>> 0); break;
+        case '*': stack.push(Math.imul(a, b) >>> 0); break;
+        case '/': if (b === 0) return null; stack.push(Math.trunc(a / b) >>> 0); break;
+        case '%': if (b === 0) return null; stack.push((a % b) >>> 0); break;
+        case '@': if (b <= 0 || (b & (b - 1)) !== 0) return null; stack.push((a & ~(b - 1)) >>> 0); break;
+      }
+    } else if (token.startsWith('$') || token.startsWith('.')) {
+      stack.push(token);
+    } else if (/^-?[0-9]+$/.test(token)) {
+      stack.push(Number(token) >>> 0);
+    } else return null;
+  }
+  const eip = vars.get('$eip');
+  const callerEsp = vars.get('$esp');
+  if (eip === undefined || callerEsp === undefined) return null;
+  const caller: Registers = new Map(regs);
+  for (const r of ['eip', 'esp', 'ebp', 'ebx', 'esi', 'edi']) {
+    const v = vars.get(`$${r}`);
+    if (v !== undefined) caller.set(r, v);
+  }
+  return caller;
 }
 
 function callerByCfi(dump: Minidump, spec: ArchSpec, regs: Registers, rules: Map<string, string[]>): Registers | null {
@@ -215,6 +330,7 @@ export function walkThread(
   const start = spec?.read(context);
   if (!spec || !start) return [];
   let regs = start;
+  let calleeParamSize = 0;
   const frames: WalkedFrame[] = [{ pc: regs.get(spec.pc)!, trust: 'context', module: moduleAt(dump, regs.get(spec.pc)!), registers: Object.fromEntries(regs) }];
   while (frames.length < MAX_FRAMES && budget.steps > 0) {
     budget.steps--;
@@ -225,10 +341,19 @@ export function walkThread(
     // CFI: the rules in force at the instruction (a caller's return address looks one byte back, into its call).
     const module = moduleAt(dump, last.pc);
     const info = module ? unwind(module) : null;
+    let win: WinFrameInfo | null = null;
     if (module && info) {
-      const rules = info.cfiAt(last.pc - module.base - (last.trust === 'context' ? 0 : 1));
-      if (rules) caller = callerByCfi(dump, spec, regs, parseCfiRules(rules));
+      const rel = last.pc - module.base - (last.trust === 'context' ? 0 : 1);
+      // x86 Windows: the STACK WIN record first, as Breakpad's x86 walker does.
+      win = arch === 'x86' && info.winAt ? info.winAt(rel) : null;
+      if (win) caller = callerByWin(dump, spec, regs, win, calleeParamSize);
+      if (!caller) {
+        const rules = info.cfiAt(rel);
+        if (rules) caller = callerByCfi(dump, spec, regs, parseCfiRules(rules));
+      }
     }
+    // The parameters this frame's function takes lie between its caller's frame and its own.
+    calleeParamSize = win?.paramSize ?? 0;
     // Frame pointer: the saved frame pointer and return address just above it.
     if (!caller) {
       trust = 'fp';

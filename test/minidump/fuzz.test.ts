@@ -1,5 +1,5 @@
 // Hostile and damaged native inputs beside the dSYM fuzz suite: mutated real ELF files,
-// Breakpad .sym files, minidumps and .eh_frame sections (fixed seed, bounded count), and hand-made lies (a
+// Breakpad .sym files, minidumps, .eh_frame and .debug_frame sections (fixed seed, bounded count), and hand-made lies (a
 // stream directory pointing outside the file, huge thread/module/memory counts, CFI rules
 // that loop through memory, stack pointers in unmapped memory). Every one ends as a clean
 // refusal (SymbolInputError, BadMinidump) or as fewer answers — never another exception
@@ -14,7 +14,9 @@ import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } from '../../src/minidump/process.js';
 import { BadMinidump } from '../../src/minidump/reader.js';
 import { MAX_FRAMES } from '../../src/minidump/unwind.js';
-import { ehFrameUnwindInfo } from '../../src/minidump/eh-frame.js';
+import { dwarfCfiUnwindInfo, ehFrameUnwindInfo } from '../../src/minidump/eh-frame.js';
+import { DEBUG_FRAME_FIXTURES } from './cfi-fixture.js';
+import { readElf } from '../../src/symbols/native/elf.js';
 import { buildElfIndex } from '../../src/symbols/elf.js';
 import { breakpadIndex } from '../../src/symbols/breakpad.js';
 import { ELF_FIXTURES } from '../symbols-native/elf-fixture.js';
@@ -125,6 +127,20 @@ describe('native fuzzing', () => {
     for (let i = 0; i < CASES; i++) {
       const info = ehFrameUnwindInfo(mutate(original, random), section.addr, 'x86_64', true, 0);
       for (let k = 0; k < 64; k++) if (info?.cfiAt(Math.floor(random() * 0x20000))) answered++;
+    }
+    expect(answered).toBeGreaterThan(0);
+  });
+
+  it(`.debug_frame: ${CASES} mutations of a real one answer rules or nothing, never throw`, async () => {
+    const random = rng(SEED + 4);
+    const bytes = new Uint8Array(fs.readFileSync(path.join(DEBUG_FRAME_FIXTURES, 'x86_64.so')));
+    const elf = await readElf(bytes);
+    const section = elf.sections.find((s) => s.name === '.debug_frame')!;
+    const original = bytes.slice(section.fileOffset, section.fileOffset + section.size);
+    let answered = 0;
+    for (let i = 0; i < CASES; i++) {
+      const info = dwarfCfiUnwindInfo(mutate(original, random), section.addr, 'x86_64', true, 0, 'debug_frame');
+      for (let k = 0; k < 64; k++) if (info?.cfiAt(0x1500 + Math.floor(random() * 0x400))) answered++;
     }
     expect(answered).toBeGreaterThan(0);
   });

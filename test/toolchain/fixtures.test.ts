@@ -3,7 +3,8 @@
 // and llvm-lipo is symbolicated by our reader as llvm-symbolizer answers on it, at every
 // __text address of every file; the Java program built afresh by javac and ProGuard, its
 // real trace remapped by our ProGuard reader, gives retrace.jar's answer; the ELF builds
-// (clang, ld.lld, llvm-objcopy) answer as llvm-symbolizer. These tests drive
+// (clang, ld.lld, llvm-objcopy) answer as llvm-symbolizer; the builds without unwind tables
+// have the .debug_frame rows llvm-dwarfdump prints. These tests drive
 // the tools; every other test reads the committed builds and answers (test/fixtures/).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,10 +19,11 @@ import { buildElfIndex } from '../../src/symbols/elf.js';
 import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { compareElfWithLlvm, ELF_NAMES, type ElfName } from '../symbols-native/elf-fixture.js';
 import { buildJavaFixture, type JavaFixture } from '../symbols/java-fixture.js';
+import { compareDebugFrameWithDwarfdump, DEBUG_FRAME_NAMES } from '../minidump/cfi-fixture.js';
 
 const BUILD = path.resolve('test/fixtures/build.mjs');
 
-function buildFresh(family: 'native' | 'java' | 'elf-native'): string {
+function buildFresh(family: 'native' | 'java' | 'elf-native' | 'debug-frame'): string {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), `faultline-fresh-${family}-`));
   execFileSync(process.execPath, [BUILD, '--out', out, family], { stdio: 'pipe' });
   return out;
@@ -67,6 +69,20 @@ describe.skipIf(lacks('clang'))('ELF fixtures rebuilt by this machine’s clang 
       const index = new NativeIndex((await buildElfIndex(new Uint8Array(fs.readFileSync(path.join(root, from))))).index);
       compareElfWithLlvm(index, name, { root });
     }
+  });
+});
+
+describe.skipIf(lacks('clang'))('.debug_frame fixtures rebuilt by this machine’s clang', () => {
+  let out: string;
+  beforeAll(() => {
+    out = buildFresh('debug-frame');
+  }, 180_000);
+  afterAll(() => {
+    if (out) fs.rmSync(out, { recursive: true, force: true });
+  });
+
+  it('our CFI reader answers as llvm-dwarfdump at every row of every fresh build', async () => {
+    for (const name of DEBUG_FRAME_NAMES) expect(await compareDebugFrameWithDwarfdump(name, path.join(out, 'debug-frame'))).toBeGreaterThan(10);
   });
 });
 

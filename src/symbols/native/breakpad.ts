@@ -36,6 +36,24 @@ export interface BreakpadCfi {
   deltaRules: string[];
 }
 
+/**
+ * STACK WIN records (x86 Windows modules): per record its frame data type (4 FRAME_DATA with
+ * a program string, 0 FPO), the function range and the frame sizes the walker's program
+ * strings name (`.cbParams`, `.cbSavedRegs`, `.cbLocals`).
+ */
+export interface BreakpadStackWin {
+  type: number[];
+  addr: number[];
+  size: number[];
+  paramSize: number[];
+  savedRegSize: number[];
+  localSize: number[];
+  /** The program string ('' for FPO records). */
+  program: string[];
+  /** FPO records: whether the function uses %ebp as its frame pointer. */
+  allocatesBasePointer: boolean[];
+}
+
 function archName(arch: string): string {
   switch (arch) {
     case 'x86_64': case 'amd64': return 'x86_64';
@@ -56,6 +74,7 @@ export class BreakpadReader {
   module: BreakpadModule | null = null;
   readonly t: DwarfTables = emptyTables();
   readonly cfi: BreakpadCfi = { initFirstDelta: [], initAddr: [], initSize: [], initRules: [], deltaAddr: [], deltaRules: [] };
+  readonly win: BreakpadStackWin = { type: [], addr: [], size: [], paramSize: [], savedRegSize: [], localSize: [], program: [], allocatesBasePointer: [] };
   private readonly fileIds = new Map<number, number>();
   private readonly origins = new Map<number, string>();
   /** Per scope: the INLINE_ORIGIN id (-1 for FUNC scopes, named directly). */
@@ -111,6 +130,7 @@ export class BreakpadReader {
     else if (line.startsWith('FILE ')) this.fileRecord(line);
     else if (line.startsWith('PUBLIC ')) this.publicRecord(line);
     else if (line.startsWith('STACK CFI ')) this.cfiRecord(line);
+    else if (line.startsWith('STACK WIN ')) this.winRecord(line);
     else if (line.startsWith('INFO CODE_ID ')) this.module.codeId = line.slice(13).split(' ')[0].toLowerCase();
   }
 
@@ -275,6 +295,33 @@ export class BreakpadReader {
       cfi.deltaAddr.push(parseInt(addr, 16));
       cfi.deltaRules.push(line.slice(sp + 1));
     }
+  }
+
+  /**
+   * `STACK WIN type rva code_size prologue_size epilogue_size parameter_size
+   * saved_register_size local_size max_stack_size has_program_string (program_string |
+   * allocates_base_pointer)`, numbers in hex. Types other than FPO (0) and FRAME_DATA (4)
+   * describe no frame the walker unwinds, so they are skipped.
+   */
+  private winRecord(line: string): void {
+    if (!this.keepCfi) return;
+    const parts = line.slice(10).split(' ');
+    if (parts.length < 11 || !parts.slice(0, 10).every((p) => HEX.test(p))) {
+      this.badLines++;
+      return;
+    }
+    const type = parseInt(parts[0], 16);
+    if (type !== 0 && type !== 4) return;
+    const hasProgram = parts[9] !== '0';
+    const win = this.win;
+    win.type.push(type);
+    win.addr.push(parseInt(parts[1], 16));
+    win.size.push(parseInt(parts[2], 16));
+    win.paramSize.push(parseInt(parts[5], 16));
+    win.savedRegSize.push(parseInt(parts[6], 16));
+    win.localSize.push(parseInt(parts[7], 16));
+    win.program.push(hasProgram ? parts.slice(10).join(' ') : '');
+    win.allocatesBasePointer.push(!hasProgram && parts[10] !== '0');
   }
 
   /** Line records read so far. */
