@@ -1,13 +1,18 @@
 // Bytes in an object store instead of the database: on the serverless edition with an R2
-// bucket bound (`BLOBS`), payload chunks and attachment chunks keep their row in D1 (with
-// the object's key in `r2_key`) and their bytes in the bucket, so D1 holds rows and keys
-// only (docs/architecture.md "Workers edition"). The rules:
+// bucket bound (`BLOBS`), payload chunks, attachment chunks, symbol file chunks and
+// sentry-cli upload chunks keep their row in D1 (with the object's key in `r2_key`) and
+// their bytes in the bucket, so D1 holds rows and keys only (docs/architecture.md
+// "Workers edition"). The rules:
 // - an object is written before the batch whose rows name it; a batch that fails leaves an
 //   orphan object, harmless (no row reads it) and swept by retention with the expired ones;
 // - whoever deletes rows naming objects learns their keys in the same pass and deletes the
 //   objects once the database has committed;
 // - keys start with the UTC day the bytes were received (`payloads/2026-11-28/<uuid>`), so
-//   retention finds every object past the retention period by listing in key order.
+//   retention finds every object past the retention period by listing in key order;
+//   symbol objects live as long as their file, so retention's sweep of them asks which
+//   keys of days before yesterday no row names (replaced files, dropped imports).
+// The store's database handle carries its bucket (`withBucket`, `bucketOf`): the symbol
+// and upload chunk functions take only the handle, whichever route or job calls them.
 // Without a bucket nothing here runs: the Node editions and an unbound Worker keep bytes in
 // the database.
 import type { Kysely } from 'kysely';
@@ -31,6 +36,11 @@ export const PAYLOAD_PREFIX = 'payloads/';
 /** The prefix of attachment chunk objects (src/attachments/storage.ts). */
 export const ATTACHMENT_PREFIX = 'attachments/';
 
+/** The prefix of symbol file chunk objects (src/symbols/storage.ts). */
+export const SYMBOL_PREFIX = 'symbols/';
+/** The prefix of sentry-cli upload chunk objects (src/uploads/chunks.ts). */
+export const UPLOAD_PREFIX = 'uploads/';
+
 /** R2 deletes at most this many keys per call. */
 const DELETE_KEYS = 1000;
 
@@ -44,6 +54,39 @@ export function payloadObjectKey(receivedAt: number): string {
 /** A fresh key for an attachment chunk of an event received at `receivedAt`. */
 export function attachmentObjectKey(receivedAt: number): string {
   return `${ATTACHMENT_PREFIX}${day(receivedAt)}/${crypto.randomUUID()}`;
+}
+
+/** A fresh key for a symbol file chunk written at `now`. */
+export function symbolObjectKey(now: number): string {
+  return `${SYMBOL_PREFIX}${day(now)}/${crypto.randomUUID()}`;
+}
+
+/** A fresh key for a sentry-cli upload chunk received at `now`. */
+export function uploadObjectKey(now: number): string {
+  return `${UPLOAD_PREFIX}${day(now)}/${crypto.randomUUID()}`;
+}
+
+const BUCKET = Symbol('faultline.blobs');
+
+/** Makes `db` (a store's database handle) carry the bucket its chunk bytes go to; returns it. */
+export function withBucket<T extends object>(db: T, bucket: BlobBucket | undefined): T {
+  if (bucket) Object.defineProperty(db, BUCKET, { value: bucket, enumerable: false });
+  return db;
+}
+
+/** The bucket a store's database handle carries, if any (withBucket). */
+export function bucketOf(db: object): BlobBucket | undefined {
+  return (db as { [BUCKET]?: BlobBucket })[BUCKET];
+}
+
+/** The chunk bytes of a row: its `data`, or its object's when `r2_key` names one (empty when that is gone). */
+export async function chunkBytes(db: object, row: { data: Uint8Array | ArrayBuffer; r2_key?: string | null }, offset = 0, length?: number): Promise<Uint8Array> {
+  if (row.r2_key === null || row.r2_key === undefined) {
+    const data = row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data);
+    return length === undefined && offset === 0 ? data : data.subarray(offset, length === undefined ? undefined : offset + length);
+  }
+  const bucket = bucketOf(db);
+  return (bucket ? await readObject(bucket, row.r2_key, offset, length) : null) ?? new Uint8Array(0);
 }
 
 /** Writes objects (before the batch naming them commits), a few at a time. */
@@ -79,6 +122,38 @@ export async function sweepObjects(bucket: BlobBucket, prefix: string, cutoff: n
     const page = await bucket.list({ prefix, limit: DELETE_KEYS });
     const old = page.objects.map((o) => o.key).filter((k) => k < limit);
     deleted += await deleteObjects(bucket, old);
+    if (old.length < page.objects.length || !page.truncated) return deleted;
+  }
+}
+
+/**
+ * Objects under `prefix` of a UTC day before `cutoff`'s that no row names (`named` answers
+ * which of a list of keys rows still name): the objects of symbol files replaced or
+ * dropped, whose rows went by foreign key, and orphans of writes that failed. Returns how
+ * many it deleted.
+ */
+export async function sweepUnnamedObjects(
+  bucket: BlobBucket,
+  prefix: string,
+  cutoff: number,
+  named: (keys: string[]) => Promise<Set<string>>,
+  signal?: { aborted: boolean },
+): Promise<number> {
+  const limit = `${prefix}${day(cutoff)}/`;
+  let deleted = 0;
+  let startAfter: string | undefined;
+  for (;;) {
+    if (signal?.aborted) return deleted;
+    const page = await bucket.list({ prefix, limit: DELETE_KEYS, ...(startAfter ? { startAfter } : {}) });
+    const old = page.objects.map((o) => o.key).filter((k) => k < limit);
+    if (old.length > 0) {
+      const kept = await named(old);
+      deleted += await deleteObjects(
+        bucket,
+        old.filter((k) => !kept.has(k)),
+      );
+      startAfter = old[old.length - 1];
+    }
     if (old.length < page.objects.length || !page.truncated) return deleted;
   }
 }

@@ -14,6 +14,7 @@
 //   has its values written into the SQL as literals (fitToD1), and one that still
 //   does not fit fails here, naming the limit, locally as it would on Cloudflare.
 // Web APIs only.
+import { withBucket, type BlobBucket } from './blobs.js';
 import {
   type CompiledQuery,
   Kysely,
@@ -275,8 +276,9 @@ export class D1Dialect implements Dialect {
 }
 
 /** The Store over a D1 binding; `name` is for logs. */
-export function openD1Store(binding: D1Binding, name = 'DB'): Store {
-  const db = new Kysely<Database>({ dialect: new D1Dialect(binding) });
+export function openD1Store(binding: D1Binding, name = 'DB', blobs?: BlobBucket): Store {
+  // With a bucket, symbol and upload chunks keep their bytes there (src/store/blobs.ts).
+  const db = withBucket(new Kysely<Database>({ dialect: new D1Dialect(binding) }), blobs);
   const atomic = async (queries: CompiledQuery[]): Promise<QueryResult<unknown>[]> => {
     if (queries.length === 0) return [];
     const results = await binding.batch(queries.map((q) => prepare(binding, q)));

@@ -1229,6 +1229,22 @@ function m030ObjectsInR2(): Migration {
   };
 }
 
+/**
+ * Symbol file chunks and sentry-cli upload chunks in the object store too (the serverless
+ * edition with an R2 bucket bound, src/store/blobs.ts): the row keeps the object's key in
+ * `r2_key` and empty `data`. The index lets retention's sweep ask which symbol objects a
+ * row still names.
+ */
+function m031SymbolObjectsInR2(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('symbol_chunks').addColumn('r2_key', 'text').execute();
+      await db.schema.alterTable('upload_chunks').addColumn('r2_key', 'text').execute();
+      await db.schema.createIndex('symbol_chunks_r2_key').on('symbol_chunks').column('r2_key').where(sql.ref('r2_key'), 'is not', null).execute();
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1261,6 +1277,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '028_user_feedback': m028UserFeedback(dialect),
     '029_anr_sessions': m029AnrSessions(),
     '030_objects_in_r2': m030ObjectsInR2(),
+    '031_symbol_objects_in_r2': m031SymbolObjectsInR2(),
   };
 }
 

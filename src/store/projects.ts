@@ -203,7 +203,7 @@ export async function updateProject(db: Db, id: number, patch: ProjectPatch): Pr
 
 /**
  * Removes the project and, through the cascading foreign keys, everything under it; with
- * a bucket, then the objects its payload and attachment chunks named (src/store/blobs.ts). A chunk an
+ * a bucket, then the objects its payload, attachment and symbol chunks named (src/store/blobs.ts). A chunk an
  * ingest adds between the two reads is left as an orphan object, which retention sweeps.
  */
 export async function deleteProject(db: Db, id: number, blobs?: BlobBucket): Promise<boolean> {
@@ -214,6 +214,12 @@ export async function deleteProject(db: Db, id: number, blobs?: BlobBucket): Pro
           .selectFrom('attachment_chunks')
           .select('r2_key')
           .where('attachment_id', 'in', db.selectFrom('attachments').select('id').where('project_id', '=', id))
+          .where('r2_key', 'is not', null)
+          .execute()),
+        ...(await db
+          .selectFrom('symbol_chunks')
+          .select('r2_key')
+          .where('file_id', 'in', db.selectFrom('symbol_files').select('id').where('project_id', '=', id))
           .where('r2_key', 'is not', null)
           .execute()),
       ].map((r) => r.r2_key)

@@ -13,7 +13,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
-import { ATTACHMENT_PREFIX, deleteObjects, PAYLOAD_PREFIX, sweepObjects, type BlobBucket } from './blobs.js';
+import { ATTACHMENT_PREFIX, deleteObjects, PAYLOAD_PREFIX, SYMBOL_PREFIX, sweepObjects, sweepUnnamedObjects, UPLOAD_PREFIX, type BlobBucket } from './blobs.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
@@ -105,9 +105,10 @@ export interface RetentionOptions {
   /** Checked between batches: a stopping server ends the run early. */
   signal?: { aborted: boolean };
   /**
-   * The bucket payload and attachment chunks may be in (src/store/blobs.ts): a deleted
-   * payload chunk's object is deleted after its row, and objects older than the cutoff's
-   * day (expired, or orphans of a batch that failed) are swept at the end.
+   * The bucket payload, attachment, symbol and upload chunks may be in (src/store/blobs.ts):
+   * a deleted payload chunk's object is deleted after its row, and objects older than the
+   * cutoff's day (expired, or orphans of a batch that failed) are swept at the end, as are
+   * symbol objects no row names and upload chunk objects of days before yesterday.
    */
   blobs?: BlobBucket;
   /**
@@ -228,6 +229,16 @@ async function deleteKeyedBatch(
   return Number(result.numAffectedRows ?? 0);
 }
 
+/** Which of `keys` a symbol chunk row names. */
+async function namedSymbolObjects(db: Db, keys: string[]): Promise<Set<string>> {
+  const named = new Set<string>();
+  for (let i = 0; i < keys.length; i += 100) {
+    const rows = await db.selectFrom('symbol_chunks').select('r2_key').where('r2_key', 'in', keys.slice(i, i + 100)).execute();
+    for (const r of rows) if (r.r2_key) named.add(r.r2_key);
+  }
+  return named;
+}
+
 /** The retention work itself, without any locking (see runRetention). */
 export async function retentionWork(db: Db, options: RetentionOptions): Promise<Omit<RetentionSummary, 'ran'>> {
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -339,6 +350,14 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   }
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
   if (!stopped()) await deleteExpiredChunks(db, options.now);
+  if (options.blobs && !stopped()) {
+    // Upload chunk objects of days before yesterday outlived every chunk row.
+    await sweepObjects(options.blobs, UPLOAD_PREFIX, options.now - DAY_MS, options.signal);
+    // Symbol objects live as long as their file: those of a file replaced at commit, or
+    // of a write that failed, are named by no row (written at least a day ago, so none is
+    // a chunk whose row is still being written).
+    await sweepUnnamedObjects(options.blobs, SYMBOL_PREFIX, options.now - DAY_MS, (keys) => namedSymbolObjects(db, keys), options.signal);
+  }
   if (!stopped()) await deleteAccountLeftovers(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
 }

@@ -293,7 +293,9 @@ export interface SymbolChunkTable {
   file_id: number;
   part: number;
   seq: number;
+  /** The chunk's bytes; empty when `r2_key` names the object holding them (src/store/blobs.ts). */
   data: Uint8Array;
+  r2_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A background re-symbolication run (src/symbols/resymbolicate.ts). */
@@ -319,7 +321,9 @@ export interface SymbolJobTable {
 export interface UploadChunkTable {
   sha1: string;
   size: number;
+  /** The chunk's bytes; empty when `r2_key` names the object holding them (src/store/blobs.ts). */
   data: Uint8Array;
+  r2_key: ColumnType<string | null, string | null | undefined, string | null>;
   /** Epoch ms of the (last) upload; chunks older than an hour are gone. */
   created_at: number;
   /** The chunk-upload request still writing it (invisible); null once that request succeeded. */

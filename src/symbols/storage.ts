@@ -1,7 +1,11 @@
 // Symbol file storage: files live in the database, in chunks of at most
 // SYMBOL_CHUNK_BYTES (`symbol_chunks`), so SQLite, PostgreSQL, an export line and a
 // serverless D1 value can all hold them. Bytes stream in and out: a save holds one
-// chunk at a time, a read yields one chunk at a time.
+// chunk at a time, a read yields one chunk at a time. Where the store's handle carries an
+// object bucket (the serverless edition with R2, src/store/blobs.ts), a chunk's bytes are
+// an object written before its row, which keeps the key in `r2_key` and empty `data`;
+// deleting chunks here deletes their objects after the rows (files replaced at commit
+// lose theirs to retention's sweep).
 //
 // The API, for the Symbols routes, the sentry-cli assemble route and the kinds:
 //
@@ -23,6 +27,7 @@
 // its stripped object, which share a build id, are both kept.
 import { Kysely, type CompiledQuery, type Selectable } from 'kysely';
 import { transactionalAtomic, type Store } from '../store/database.js';
+import { bucketOf, chunkBytes, deleteObjects, symbolObjectKey } from '../store/blobs.js';
 import type { Database, SymbolFileTable } from '../store/schema.js';
 import { piecesSource, type ByteRangeSource } from '../bytes.js';
 import { MAX_INDEXED_BASENAME } from '../limits.js';
@@ -166,9 +171,13 @@ export class ChunkWriter {
 
   private async flush(): Promise<void> {
     if (this.filled === 0) return;
+    const data = this.buffer.subarray(0, this.filled);
+    const bucket = bucketOf(this.db);
+    const key = bucket ? symbolObjectKey(Date.now()) : null;
+    if (bucket && key) await bucket.put(key, data);
     await this.db
       .insertInto('symbol_chunks')
-      .values({ file_id: this.fileId, part: this.part, seq: this.seq++, data: this.buffer.subarray(0, this.filled) })
+      .values({ file_id: this.fileId, part: this.part, seq: this.seq++, data: key ? new Uint8Array(0) : data, r2_key: key })
       .execute();
     // A fresh buffer: the driver may still hold the last one.
     this.buffer = new Uint8Array(SYMBOL_CHUNK_BYTES);
@@ -264,13 +273,13 @@ export function readSymbolRange(db: Db, fileId: number, start: number, end: numb
       if (offset >= end) return controller.close();
       const row = await db
         .selectFrom('symbol_chunks')
-        .select('data')
+        .select(['data', 'r2_key'])
         .where('file_id', '=', fileId)
         .where('part', '=', part)
         .where('seq', '=', seq)
         .executeTakeFirst();
       if (!row) return controller.close();
-      const data = row.data;
+      const data = await chunkBytes(db, row);
       const from = Math.max(0, start - offset);
       const to = Math.min(data.byteLength, end - offset);
       seq++;
@@ -285,8 +294,8 @@ export function readSymbolRange(db: Db, fileId: number, start: number, end: numb
 export function storedFileSource(db: Db, fileId: number, size: number, part = FILE_PART): ByteRangeSource {
   const starts = Array.from({ length: Math.ceil(size / SYMBOL_CHUNK_BYTES) }, (_, seq) => seq * SYMBOL_CHUNK_BYTES);
   return piecesSource(starts, size, async (seq) => {
-    const row = await db.selectFrom('symbol_chunks').select('data').where('file_id', '=', fileId).where('part', '=', part).where('seq', '=', seq).executeTakeFirst();
-    return row?.data ?? new Uint8Array(0);
+    const row = await db.selectFrom('symbol_chunks').select(['data', 'r2_key']).where('file_id', '=', fileId).where('part', '=', part).where('seq', '=', seq).executeTakeFirst();
+    return row ? chunkBytes(db, row) : new Uint8Array(0);
   });
 }
 
@@ -326,7 +335,7 @@ export async function copyPendingRange(db: Db, fromId: number, meta: SymbolFileM
 
 /** Stores a derived lookup index (part 1) for a file, replacing any earlier one. */
 export async function saveDerivedIndex(db: Db, fileId: number, source: ByteSource): Promise<number> {
-  await db.deleteFrom('symbol_chunks').where('file_id', '=', fileId).where('part', '=', INDEX_PART).execute();
+  await deleteChunkRows(db, [fileId], INDEX_PART);
   const size = await writeChunks(db, fileId, INDEX_PART, source, UNLIMITED);
   await db.updateTable('symbol_files').set({ index_size: size }).where('id', '=', fileId).execute();
   return size;
@@ -410,11 +419,25 @@ export async function commitSymbolFiles(
   return out;
 }
 
+/** Deletes the chunks of files (of one part, or all), then the objects they named. */
+async function deleteChunkRows(db: Db, fileIds: number[], part?: number): Promise<void> {
+  const bucket = bucketOf(db);
+  let q = db.deleteFrom('symbol_chunks').where('file_id', 'in', fileIds);
+  if (part !== undefined) q = q.where('part', '=', part);
+  if (!bucket) {
+    await q.execute();
+    return;
+  }
+  const rows = await q.returning('r2_key').execute();
+  await deleteObjects(bucket, rows.map((r) => r.r2_key));
+}
+
 /** Drops files (pending or not) and their chunks. */
 export async function discardSymbolFiles(db: Db, ids: number[]): Promise<void> {
   if (ids.length === 0) return;
-  // Chunks first: SQLite deletes them through the foreign key too, but one statement each keeps it bounded.
-  await db.deleteFrom('symbol_chunks').where('file_id', 'in', ids).execute();
+  // Chunks first: SQLite deletes them through the foreign key too, but one statement each
+  // keeps it bounded, and their objects' keys come back from it.
+  await deleteChunkRows(db, ids);
   await db.deleteFrom('symbol_files').where('id', 'in', ids).execute();
 }
 

@@ -1,12 +1,14 @@
 // Symbol files (src/symbols) in the export: a `symbol` line per ready file (its facts,
 // the key by which it replaces others) and `symbol_chunk` lines with its stored chunks
-// as base64 (part 0 the file, part 1 its derived index), each well under a megabyte.
+// as base64 (part 0 the file, part 1 its derived index), each well under a megabyte; a
+// chunk whose bytes are in the edition's bucket is exported with them (the same line).
 // Import writes a file as `importing`, which nothing lists, matches or sweeps, and makes
 // it `ready` once its chunks add up to its sizes: a file is never visible half-written,
 // and an interrupted import leaves it waiting for the next run. A ready file of the same
 // kind and debug id (or, without one, kind, release and filename) in the target wins, as
 // an existing row does: the imported copy is dropped.
 import { sql } from 'kysely';
+import { bucketOf, readObject } from '../store/blobs.js';
 import type { ColumnSpec } from './format.js';
 import type { ImportContext } from './line-type.js';
 import { symbolKindProblem, symbolPartProblem } from './line-checks.js';
@@ -54,12 +56,21 @@ export const symbolChunkLineType = tableLineType({
   order: ['file_id', 'part', 'seq'],
   where: sql`p.state = 'ready'`,
   check: symbolPartProblem,
+  // Eight chunks (4 MiB) per read, whatever the export's page size.
+  pageRows: 8,
   columns: [
     { column: 'part', kind: 'int' },
     { column: 'seq', kind: 'count' },
     { column: 'data', kind: 'bytes' },
   ],
   afterWrite: finishImportedFiles,
+  // A chunk in the edition's bucket (src/store/blobs.ts) is exported with its object's
+  // bytes; an import writes them to the chunk table.
+  async resolve(ctx, rows) {
+    const blobs = ctx.runtime.blobs ?? bucketOf(ctx.db);
+    if (!blobs) return;
+    for (const row of rows) if (typeof row.r2_key === 'string') row.data = (await readObject(blobs, row.r2_key)) ?? new Uint8Array(0);
+  },
 });
 
 /** Makes the importing files among `fileIds` whose chunks are complete ready (or drops them for a ready equal). */

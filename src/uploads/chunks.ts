@@ -3,11 +3,15 @@
 // storing it in the database by that SHA-1 so every instance on the database can
 // assemble it. A request's chunks become visible together when all of its parts passed;
 // a failed request leaves none. Chunks are kept at most CHUNK_TTL_MS until assembled.
-import type { Kysely } from 'kysely';
+// Where the store's handle carries an object bucket (the serverless edition with R2,
+// src/store/blobs.ts), a chunk's bytes are an object written before its row, which keeps
+// the key in `r2_key`; every delete here returns the keys and deletes the objects after.
+import type { DeleteQueryBuilder, DeleteResult, Kysely } from 'kysely';
 import { MultipartError, MultipartLimitError, parseMultipart } from '../symbols/multipart.js';
 import { HOUR_MS } from '../clock.js';
 import { DecodedTooLargeError, type Decompress } from '../ingest/decode.js';
 import type { Database } from '../store/schema.js';
+import { bucketOf, chunkBytes, deleteObjects, uploadObjectKey } from '../store/blobs.js';
 import { UploadError } from './errors.js';
 import { CHUNKS_PER_REQUEST, CHUNK_SIZE, MAX_REQUEST_SIZE, MAX_WAIT_SECONDS } from '../limits.js';
 
@@ -79,6 +83,7 @@ export interface ReceiveChunksOptions {
 export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, options: ReceiveChunksOptions): Promise<number> {
   const sha1Hex = options.sha1Hex ?? webSha1Hex;
   const batch = `${options.now}-${Math.random().toString(36).slice(2)}`;
+  const bucket = bucketOf(db);
   let written = 0;
   let count = 0;
   try {
@@ -102,17 +107,26 @@ export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, op
       const actual = await sha1Hex(data);
       if (actual !== claimed) throw new UploadError(400, `checksum mismatch: chunk named ${claimed} has SHA-1 ${actual}`);
       count++;
-      const inserted = await db
+      const key = bucket ? uploadObjectKey(options.now) : null;
+      if (bucket && key) await bucket.put(key, data);
+      const insert = db
         .insertInto('upload_chunks')
-        .values({ sha1: claimed, size: data.byteLength, data, created_at: options.now, batch })
-        .onConflict((oc) => oc.column('sha1').doUpdateSet({ created_at: options.now }).where('upload_chunks.batch', 'is', null))
-        .executeTakeFirst();
-      written += Number(inserted.numInsertedOrUpdatedRows ?? 0);
+        .values({ sha1: claimed, size: data.byteLength, data: key ? new Uint8Array(0) : data, r2_key: key, created_at: options.now, batch })
+        .onConflict((oc) => oc.column('sha1').doUpdateSet({ created_at: options.now }).where('upload_chunks.batch', 'is', null));
+      if (bucket) {
+        // A chunk stored before keeps its object: the one just written is named by no row.
+        const row = await insert.returning('r2_key').executeTakeFirst();
+        if (row) written++;
+        if (row?.r2_key !== key) await deleteObjects(bucket, [key]);
+      } else {
+        const inserted = await insert.executeTakeFirst();
+        written += Number(inserted.numInsertedOrUpdatedRows ?? 0);
+      }
     }
     if (written > 0) await db.updateTable('upload_chunks').set({ batch: null }).where('batch', '=', batch).execute();
     return count;
   } catch (err) {
-    await db.deleteFrom('upload_chunks').where('batch', '=', batch).execute().catch(() => undefined);
+    await deleteChunkRows(db, db.deleteFrom('upload_chunks').where('batch', '=', batch)).catch(() => undefined);
     if (err instanceof MultipartLimitError) {
       if (err.limit === 'parts') throw new UploadError(400, `too many chunks in one request; at most ${CHUNKS_PER_REQUEST}`);
       if (err.limit === 'part') throw new UploadError(400, `chunk is larger than the chunk size of ${CHUNK_SIZE} bytes`);
@@ -147,20 +161,34 @@ export async function presentChunks(db: Db, sha1s: readonly string[], now: numbe
 
 /** One stored chunk's bytes, or undefined when it is gone. */
 export async function readChunk(db: Db, sha1: string): Promise<Uint8Array | undefined> {
-  const row = await db.selectFrom('upload_chunks').select('data').where('sha1', '=', sha1).where('batch', 'is', null).executeTakeFirst();
-  return row?.data;
+  const row = await db.selectFrom('upload_chunks').select(['data', 'r2_key']).where('sha1', '=', sha1).where('batch', 'is', null).executeTakeFirst();
+  if (!row) return undefined;
+  if (row.r2_key === null || row.r2_key === undefined) return row.data;
+  const bytes = await chunkBytes(db, row);
+  // An object gone (or no bucket to read it from) is a chunk gone.
+  return bytes.byteLength === 0 && row.r2_key ? undefined : bytes;
+}
+
+type ChunkDelete = DeleteQueryBuilder<Database, 'upload_chunks', DeleteResult>;
+
+/** Runs a delete of chunk rows, then deletes the objects they named; the rows deleted. */
+async function deleteChunkRows(db: Db, query: ChunkDelete): Promise<number> {
+  const bucket = bucketOf(db);
+  if (!bucket) return Number((await query.executeTakeFirst()).numDeletedRows ?? 0);
+  const rows = await query.returning('r2_key').execute();
+  await deleteObjects(bucket, rows.map((r) => r.r2_key));
+  return rows.length;
 }
 
 /** Removes chunks once the files made of them are assembled. */
 export async function deleteChunks(db: Db, sha1s: readonly string[]): Promise<void> {
   const unique = [...new Set(sha1s)];
   for (let i = 0; i < unique.length; i += 500) {
-    await db.deleteFrom('upload_chunks').where('sha1', 'in', unique.slice(i, i + 500)).execute();
+    await deleteChunkRows(db, db.deleteFrom('upload_chunks').where('sha1', 'in', unique.slice(i, i + 500)));
   }
 }
 
 /** Housekeeping: deletes chunks older than the TTL (pending ones of a dead request too). */
 export async function deleteExpiredChunks(db: Db, now: number): Promise<number> {
-  const result = await db.deleteFrom('upload_chunks').where('created_at', '<', chunkCutoff(now)).executeTakeFirst();
-  return Number(result.numDeletedRows ?? 0);
+  return deleteChunkRows(db, db.deleteFrom('upload_chunks').where('created_at', '<', chunkCutoff(now)));
 }

@@ -5,7 +5,8 @@
 // obfuscated Java program through `proguard upload` (3.x, chunked) and `upload-proguard`
 // (2.x), and `debug-files upload` of a real fat dSYM. What was stored is read back through
 // the Worker's API (symbol files, releases), and real events sent afterwards come out
-// symbolicated, native frames with the Node server's demangled names. One Worker for the file.
+// symbolicated, native frames with the Node server's demangled names. One Worker for the
+// file, with wrangler.jsonc's R2 bucket: symbol and upload chunks are objects.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -193,6 +194,14 @@ describe('sentry-cli against the Worker', () => {
     const again = ok(await runCli(v, target(slug), ['debug-files', 'upload', dsymDir]));
     expect(again.stdout + again.stderr).toMatch(/Nothing to upload|already|OK/i);
     expect(await files(slug)).toHaveLength(2);
+    // The Worker has wrangler.jsonc's R2 bucket: the slices and their lookup indexes are
+    // objects, D1 keeps their keys only (src/store/blobs.ts).
+    const { results } = await (await w.d1())
+      .prepare('select c.part, length(c.data) as n, c.r2_key from symbol_chunks c join symbol_files f on f.id = c.file_id join projects p on p.id = f.project_id where p.slug = ?')
+      .bind(slug)
+      .all<{ part: number; n: number; r2_key: string | null }>();
+    expect(results.map((r) => r.part)).toContain(1);
+    for (const r of results) expect([r.n, r.r2_key?.startsWith('symbols/')]).toEqual([0, true]);
 
     // llvm-symbolizer's frames, C++ names demangled, as the Node server gives them (test/uploads/dsym.test.ts).
     for (const crashAddr of [ios.crashAddr, ios.cxxCrashAddr]) {

@@ -4,7 +4,7 @@
 // limiter shared by every isolate through D1, the ingest sink (on D1, or through the
 // ingest queue when one is bound), symbol files and
 // symbolication (re-symbolication in bounded steps), export and import routes, the
-// pure-JS codecs, and the R2 bucket `BLOBS` payload chunks go to when one is bound
+// pure-JS codecs, and the R2 bucket `BLOBS` chunk bytes go to when one is bound
 // (src/store/blobs.ts). The sink and the symbol service report the work they leave in D1 (alerts
 // recorded, re-symbolication runs) to the isolate's AfterAnswer, which the entry runs after
 // the answer (background.ts). Built once per isolate; the schema is migrated and the
@@ -71,8 +71,8 @@ const IMPORT_BATCH = { lines: 100, chars: 4 * 1024 * 1024 };
 export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new AfterAnswer()): AppDeps {
   const config = loadConfig(settingsOf(env));
   const logger = createWorkerLogger(config.logLevel);
-  const store = openD1Store(env.DB);
   const blobs = env.BLOBS;
+  const store = openD1Store(env.DB, 'DB', blobs);
   const direct = new D1IngestSink(store, Math.random, afterAnswer.alertsRecorded, blobs);
   // Native frames get readable C++/Rust names once it is loaded (symbolication waits for it);
   // without it they keep mangled ones.
