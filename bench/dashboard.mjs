@@ -11,6 +11,15 @@
 // a three-token search and an environment filter, an issue with 50 activity entries,
 // and the merge of two issues of --merge-events events each. Writes JSON to
 // bench/results/. Never asserts on speed.
+//
+// The loaded databases are kept in a cache (--cache, default bench/.cache): a SQLite file
+// and a PostgreSQL database named after the size (faultline_bench_1m for 1 M events),
+// each with a dataset.json beside it, so a rerun only measures. A cached database is
+// loaded anew when it is missing, when its event count or the dataset version differ,
+// when it holds a migration this build does not know (another branch's schema), or when
+// it is older than --max-age-hours (its events span the six days before the load and the
+// pages show the last seven). Migrations this build adds to a cached database are applied
+// by the server at start, as an upgrade would.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +27,8 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createBenchDatabase, postgresBaseUrl } from './lib/db.mjs';
+import { cachedDatabase } from './lib/dataset-cache.mjs';
+import { amplify } from './lib/amplify.mjs';
 import { startLoad } from './lib/generators.mjs';
 import { RELEASES, writeTemplateFile } from './lib/payloads.mjs';
 import { freePort, procStats, sleep, startProcess, waitForHealth } from './lib/proc.mjs';
@@ -29,11 +40,20 @@ const root = path.resolve(here, '..');
 const HELP = `usage: node bench/dashboard.mjs [options]
 
   --db LIST       sqlite,postgres (default: sqlite, plus postgres when BENCH_DATABASE_URL or TEST_DATABASE_URL is set)
-  --events N      events loaded into the measured project (default 100000; bench/run.mjs's query set is 1000000)
-  --issues N      distinct fingerprints among them (default 2000)
-  --samples N     timed requests per page (default 30)
-  --merge-events N events of each of the two issues merged (default 100000; 0 skips the merge)
-  --keep-data     do not delete the databases afterwards (their URLs are printed)
+  --events N      events loaded into the measured project (default 1000000)
+  --issues N      distinct fingerprints among them (default 10000)
+  --samples N     timed requests per page (default 50)
+  --pages LIST    only the pages whose path contains one of these comma-separated words
+  --cache DIR     where loaded databases are kept for the next run (default bench/.cache)
+  --no-cache      load fresh databases and drop them afterwards
+  --rebuild       load the cached databases anew
+  --max-age-hours N  reload a cached database older than this (default 24)
+  --amplify K     ingest events/K events, then copy each K-1 times in SQL and count the
+                  aggregates again (bench/lib/amplify.mjs): for a machine too loaded to
+                  ingest the whole set; measures of record use the default, 1
+  --merge-events N events of each of the two issues merged (default 0; only with --no-cache,
+                  since it adds to the data; 100000 is the measure in BENCHMARKS.md)
+  --keep-data     with --no-cache: do not delete the databases afterwards (their URLs are printed)
   --reuse LIST    kind=URL,...: measure databases a --keep-data run loaded instead of
                   loading new ones (the server migrates them first), e.g.
                   sqlite=sqlite:/tmp/x/faultline.db,postgres=postgres://.../faultline_bench_ab12
@@ -42,10 +62,16 @@ const HELP = `usage: node bench/dashboard.mjs [options]
 const { values: argv } = parseArgs({
   options: {
     db: { type: 'string' },
-    events: { type: 'string', default: '100000' },
-    issues: { type: 'string', default: '2000' },
-    samples: { type: 'string', default: '30' },
-    'merge-events': { type: 'string', default: '100000' },
+    events: { type: 'string', default: '1000000' },
+    issues: { type: 'string', default: '10000' },
+    samples: { type: 'string', default: '50' },
+    pages: { type: 'string' },
+    cache: { type: 'string', default: path.join(here, '.cache') },
+    'no-cache': { type: 'boolean', default: false },
+    rebuild: { type: 'boolean', default: false },
+    'max-age-hours': { type: 'string', default: '24' },
+    amplify: { type: 'string', default: '1' },
+    'merge-events': { type: 'string', default: '0' },
     'keep-data': { type: 'boolean', default: false },
     reuse: { type: 'string' },
     help: { type: 'boolean', default: false },
@@ -60,7 +86,9 @@ const opts = {
   events: Number(argv.events),
   issues: Number(argv.issues),
   samples: Number(argv.samples),
-  mergeEvents: Number(argv['merge-events']),
+  mergeEvents: argv['no-cache'] ? Number(argv['merge-events']) : 0,
+  pages: argv.pages ? argv.pages.split(',').filter(Boolean) : null,
+  amplify: Number(argv.amplify),
 };
 const reuse = new Map(
   (argv.reuse ?? '')
@@ -153,9 +181,9 @@ async function timePage(base, cookie, p, samples, headers = {}, serverPid = null
   // samples): less bent by other work on a shared machine than the times are.
   const cpuAfter = cpuBefore === null ? null : (procStats(serverPid)?.cpu ?? null);
   const cpuMs = cpuAfter === null ? null : round(((cpuAfter - cpuBefore) * 1000) / samples);
-  const [p50, p95] = percentiles(times, [50, 95]);
+  const [p50, p95, p99] = percentiles(times, [50, 95, 99]);
   const [s50, s95] = serverTimes.length ? percentiles(serverTimes, [50, 95]) : [null, null];
-  return { page: p, p50_ms: round(p50), p95_ms: round(p95), server_p50_ms: s50 === null ? null : round(s50), server_p95_ms: s95 === null ? null : round(s95), server_cpu_ms: cpuMs, html_bytes: bytes };
+  return { page: p, p50_ms: round(p50), p95_ms: round(p95), p99_ms: round(p99), server_p50_ms: s50 === null ? null : round(s50), server_p95_ms: s95 === null ? null : round(s95), server_cpu_ms: cpuMs, html_bytes: bytes };
 }
 
 async function bytesOf(base, cookie, p) {
@@ -181,18 +209,42 @@ async function benchMerge(base, counter, kind) {
 }
 
 async function benchDatabase(kind, runDir) {
-  const reused = reuse.get(kind);
-  const db = reused ? { url: reused, counter: async () => ({}), drop: async () => {} } : await createBenchDatabase(kind);
+  let reused = reuse.get(kind);
+  let db;
+  if (reused) db = { url: reused, counter: async () => ({}), drop: async () => {} };
+  else if (argv['no-cache']) db = await createBenchDatabase(kind);
+  else {
+    const { migrations } = await import(path.join(root, 'dist/store/migrations.js'));
+    db = await cachedDatabase(kind, {
+      dir: path.resolve(argv.cache),
+      events: opts.events,
+      issues: opts.issues,
+      amplify: opts.amplify,
+      knownMigrations: Object.keys(migrations(kind)),
+      maxAgeHours: Number(argv['max-age-hours']),
+      rebuild: argv.rebuild,
+    });
+    log(db.fresh ? `[${kind}] loading the cached dataset anew: ${db.reason}` : `[${kind}] measuring the cached dataset of ${db.meta.built_at}`);
+    if (!db.fresh) reused = db.url;
+  }
   log(`[${kind}] database ${db.url}`);
-  const server = await startServer(db.url, path.join(runDir, `server-${kind}.log`));
+  let server = await startServer(db.url, path.join(runDir, `server-${kind}.log`));
   const counter = await db.counter();
   try {
     let loaded = { seconds: null };
     if (!reused) {
       log(`[${kind}] loading ${opts.events} events over ${opts.issues} fingerprints ...`);
-      loaded = await loadEvents(server.url, counter, 'query');
+      loaded = await loadEvents(server.url, counter, 'query', Math.ceil(opts.events / opts.amplify));
       log(`[${kind}] loaded in ${loaded.seconds} s${loaded.failed ? ` (${loaded.failed} failed requests)` : ''}`);
+      if (opts.amplify > 1) {
+        await server.proc.stop();
+        const started = performance.now();
+        const n = await amplify(db.url, { projectId: loaded.id, k: opts.amplify, spanMs: 6 * 24 * 3600_000, log });
+        log(`[${kind}] copied to ${n} events in ${round((performance.now() - started) / 1000)} s`);
+        server = await startServer(db.url, path.join(runDir, `server-${kind}.log`));
+      }
       if (kind === 'postgres') await counter.vacuumIfAutovacuumOff();
+      db.markLoaded?.({ load_seconds: loaded.seconds, failed_requests: loaded.failed });
     }
     const projects = await api(server.url, 'GET', '/api/projects');
     if (!(projects.projects ?? projects).some((p) => p.slug === 'empty')) await api(server.url, 'POST', '/api/projects', { slug: 'empty', name: 'Empty', platform: 'web' });
@@ -239,10 +291,11 @@ async function benchDatabase(kind, runDir) {
     ];
     const latency = [];
     for (const [p, apiPath] of pages) {
+      if (opts.pages && !opts.pages.some((w) => p.includes(w))) continue;
       const r = await timePage(server.url, cookie, p, opts.samples, {}, server.proc.pid);
       const j = await timePage(server.url, `x=1`, apiPath, opts.samples, { authorization: `Bearer ${API_KEY}` });
       r.api = { path: apiPath, p50_ms: j.p50_ms, p95_ms: j.p95_ms };
-      log(`[${kind}] ${p}: p50 ${r.p50_ms} ms, p95 ${r.p95_ms} ms (in the dashboard: p50 ${r.server_p50_ms}, p95 ${r.server_p95_ms}; server CPU ${r.server_cpu_ms} ms per request), ${r.html_bytes} B; JSON route: p50 ${j.p50_ms} ms, p95 ${j.p95_ms} ms`);
+      log(`[${kind}] ${p}: p50 ${r.p50_ms} ms, p95 ${r.p95_ms} ms, p99 ${r.p99_ms} ms (in the dashboard: p50 ${r.server_p50_ms}, p95 ${r.server_p95_ms}; server CPU ${r.server_cpu_ms} ms per request), ${r.html_bytes} B; JSON route: p50 ${j.p50_ms} ms, p95 ${j.p95_ms} ms`);
       latency.push(r);
     }
     for (const w of weight) log(`[${kind}] empty ${w.page}: ${w.html_bytes} B HTML, ${w.with_assets_bytes} B with CSS and JS`);

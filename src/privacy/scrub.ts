@@ -87,26 +87,41 @@ function escapeRegExp(s: string): string {
 const CARD = /\b(?:3[47]\d|4\d{3}|5[1-5]\d\d|6011|65\d\d)(?:[- ]?\d){11,12}\b/g;
 const BEARER = /\b(bearer\s+)[^\s"',;]+/gi;
 const PEM = /(-----BEGIN[A-Z ]*PRIVATE KEY-----)[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----)/g;
+const BEARER_WORD = /bearer/i;
+
+/** A digit, a space or a dash: what a card number's run of 13 digits is made of. */
+function inDigitRun(c: number): boolean {
+  return (c >= 48 && c <= 57) || c === 32 || c === 45;
+}
+
 /**
- * One cheap pass per string decides whether a value rule can apply to it: 13 digits with
- * at most spaces or dashes between them, `bearer` (any case), or `PRIVATE KEY`. One plain
- * loop: a regular expression testing for the same cost several times more (measured,
- * BENCHMARKS.md "Scrubbing").
+ * Whether a value rule can apply to a string: `PRIVATE KEY`, `bearer` (any case), or 13
+ * digits with at most spaces or dashes between them. The words are native searches; the
+ * digits are looked for 13 characters apart, since a character outside the run's
+ * alphabet rules out every run that covers it, so text reads about one character in
+ * thirteen (2.6 times faster than reading every character, BENCHMARKS.md "Scrubbing").
  */
 export function maybeSensitive(s: string): boolean {
-  let digits = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      if (++digits >= 13) return true;
+  if (s.includes('PRIVATE KEY') || BEARER_WORD.test(s)) return true;
+  const n = s.length;
+  let i = 12;
+  while (i < n) {
+    if (!inDigitRun(s.charCodeAt(i))) {
+      i += 13;
       continue;
     }
-    if (c !== 32 && c !== 45) digits = 0;
-    // The last letter of `bearer` (any case) or of `PRIVATE KEY`, checked backwards: one
-    // pass over the string instead of one more per word.
-    if ((c | 32) === 114 && i >= 5 && (s.charCodeAt(i - 5) | 32) === 98 && (s.charCodeAt(i - 4) | 32) === 101 && (s.charCodeAt(i - 3) | 32) === 97) {
-      if ((s.charCodeAt(i - 2) | 32) === 114 && (s.charCodeAt(i - 1) | 32) === 101) return true;
-    } else if (c === 89 && i >= 10 && s.charCodeAt(i - 1) === 69 && s.startsWith('PRIVATE KEY', i - 10)) return true;
+    let start = i;
+    while (start > 0 && inDigitRun(s.charCodeAt(start - 1))) start--;
+    let digits = 0;
+    let j = start;
+    for (; j < n; j++) {
+      const c = s.charCodeAt(j);
+      if (c >= 48 && c <= 57) {
+        if (++digits >= 13) return true;
+      } else if (c !== 32 && c !== 45) break;
+    }
+    // A later run starts after j, so it covers j + 13.
+    i = j + 13;
   }
   return false;
 }
@@ -359,23 +374,31 @@ class Walk {
   /** `a=1&b=2` or `a=1; b=2`: values under matching keys replaced; null when nothing matched. */
   pairs(s: string, separator: '&' | ';', path: string): string | null {
     if (this.c.keyRule === null || !s.includes('=')) return null;
+    const parts = s.split(separator);
     let changed = false;
-    const parts = s.split(separator).map((part) => {
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i];
       const eq = part.indexOf('=');
-      if (eq < 0) return part;
+      if (eq < 0) continue;
       const rawKey = part.slice(0, eq);
-      let key = rawKey.trim();
-      try {
-        key = decodeURIComponent(key.replace(/\+/g, ' '));
-      } catch {
-        // A malformed escape: the key is matched as sent.
-      }
-      if (!this.keyMatches(key) || part.slice(eq + 1) === FILTERED) return part;
+      const key = pairKey(rawKey);
+      if (!this.keyMatches(key) || part.slice(eq + 1) === FILTERED) continue;
       changed = true;
       this.note('key', `${path}.${key}`);
-      return `${rawKey}=${FILTERED}`;
-    });
+      parts[i] = `${rawKey}=${FILTERED}`;
+    }
     return changed ? parts.join(separator) : null;
+  }
+}
+
+/** A pair's key as its rules match it: trimmed, `+` and percent escapes decoded (only when it has them). */
+function pairKey(rawKey: string): string {
+  const key = rawKey.trim();
+  if (!key.includes('%') && !key.includes('+')) return key;
+  try {
+    return decodeURIComponent(key.replace(/\+/g, ' '));
+  } catch {
+    return key; // a malformed escape: the key is matched as sent
   }
 }
 

@@ -2,7 +2,7 @@
 // fail Luhn, bearer tokens, PEM keys, nested and array values, pair lists, query
 // strings, form bodies and cookie strings, custom and safe fields, IP removal.
 import { describe, expect, it } from 'vitest';
-import { compileScrubber, DEFAULT_SCRUB_WORDS, FILTERED, luhnValid, scrubString, type ScrubSettings } from '../../src/privacy/scrub.js';
+import { compileScrubber, DEFAULT_SCRUB_WORDS, FILTERED, luhnValid, maybeSensitive, scrubString, type ScrubSettings } from '../../src/privacy/scrub.js';
 
 const DEFAULTS: ScrubSettings = { scrub_defaults: true, scrub_ip_addresses: false, scrub_fields: [], safe_fields: [] };
 
@@ -206,5 +206,39 @@ describe('IP addresses and the report', () => {
     const twice = scrub(once.event);
     expect(twice.event.extra).toEqual(once.event.extra);
     expect(twice.event.message).toBe(once.event.message);
+  });
+});
+
+describe('maybeSensitive (the pre-check before the value rules)', () => {
+  // What it must answer: a run of 13 digits with only spaces or dashes between them, `bearer`
+  // in any case, or `PRIVATE KEY`, wherever they stand in the string.
+  const reference = (s: string) => /(?:\d[ -]*){12}\d/.test(s) || /bearer/i.test(s) || s.includes('PRIVATE KEY');
+
+  it('agrees with the rules as regular expressions on strings where runs start, end and break at every offset', () => {
+    // A seeded generator: the same strings on every run.
+    let seed = 42;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const alphabet = '0123456789012345678901234567890123456789 --xa.';
+    let sensitive = 0;
+    for (let n = 0; n < 20_000; n++) {
+      const length = 1 + Math.floor(next() * 40);
+      let s = '';
+      for (let i = 0; i < length; i++) s += alphabet[Math.floor(next() * alphabet.length)];
+      if (reference(s)) sensitive++;
+      expect(maybeSensitive(s), JSON.stringify(s)).toBe(reference(s));
+    }
+    expect(sensitive).toBeGreaterThan(1000);
+    expect(sensitive).toBeLessThan(19_000);
+  });
+
+  it('finds each word and run at the start, middle and end of longer text', () => {
+    const filler = 'loaded 7 rows from orders_1 in 12 ms; ';
+    for (const needle of ['4111 1111 1111 1111', '4111-1111-1111-1', '1234567890123', 'Bearer x', 'bEaReR', '-----BEGIN PRIVATE KEY-----']) {
+      for (const text of [needle + filler, filler + needle + filler, filler + filler + needle]) expect(maybeSensitive(text), text).toBe(true);
+    }
+    for (const text of [filler.repeat(5), '123456789012 x 123456789012', 'private key', 'bear er']) expect(maybeSensitive(text), text).toBe(false);
   });
 });
