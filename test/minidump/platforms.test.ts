@@ -3,8 +3,12 @@
 // ids, CodeView PDB70 records), the walker (Breakpad STACK WIN FRAME_DATA and FPO records
 // on x86 Windows, STACK CFI on macOS amd64, frame pointers, scanning) and the event (OS
 // name, architecture, debug images with Sentry's debug ids: a PDB's GUID and age for
-// Windows, the UUID for macOS), and one through the real server's minidump route.
+// Windows, the UUID for macOS), and through the real server's minidump route with an
+// uploaded .sym (STACK WIN) and an uploaded Mach-O executable (compact unwind).
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readMachO } from '../../src/symbols/native/macho.js';
 import { breakpadIndex } from '../../src/symbols/breakpad.js';
 import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } from '../../src/minidump/process.js';
@@ -205,5 +209,31 @@ describe('a Windows minidump through the minidump route', () => {
     expect(walked.slice(0, 3)).toEqual([['0x401010', 'context'], ['0x402020', 'cfi'], ['0x403030', 'cfi']]);
     const names = exception.symbolicated_frames.map((f: any) => f.function).filter(Boolean);
     expect(names.slice(-3)).toEqual(['main', 'caller_fpo', 'crash']);
+  });
+
+  it('a macOS arm64 dump walked with the uploaded executable’s compact unwind (a frameless function’s caller from x30)', async () => {
+    const exe = new Uint8Array(fs.readFileSync(path.resolve('test/fixtures/native/exe/App-arm64')));
+    const [slice] = readMachO(exe);
+    const project = await makeProject(t);
+    await uploadOk(t, project, { kind: 'dsym', files: [{ name: 'App', data: exe }] });
+    // 0x5f8 is frameless in its __unwind_info (0x02000000: no stack, return address in x30); x29 points at a record that lies.
+    const base = slice.textVmaddr;
+    const dump = writeMinidump({
+      arch: 'arm64', os: 'macos', osVersion: '14.5.0',
+      threads: [{ id: 1, regs: { pc: base + 0x600, sp: 0x16f000000, x29: 0x16f000010, x30: base + 0x5c0 }, stack: stack(0x16f000000, 0x40, 8, { 0x16f000010: 0x16f000030, 0x16f000018: base + 0x640 }) }],
+      modules: [{ base, size: 0x10000, name: '/Applications/App.app/Contents/MacOS/App', pdb: { guid: slice.debugId, age: 0, file: 'App' } }],
+      exception: { threadId: 1, code: 1, address: 0 },
+    });
+    const form = new FormData();
+    form.append('upload_file_minidump', new Blob([Buffer.from(dump)]), 'crash.dmp');
+    const res = await fetch(`${t.url}/api/${project.id}/minidump/?sentry_key=${project.dsn_key}`, { method: 'POST', body: form });
+    expect(res.status).toBe(200);
+    const detail = await eventDetail(t, project, ((await res.json()) as { id: string }).id);
+    const exception = detail.exceptions[0];
+    const walked = [...(exception.stacktrace?.frames ?? exception.frames)].reverse().map((f: any) => [f.instruction_addr, f.trust]);
+    expect(walked.slice(0, 2)).toEqual([[`0x${(base + 0x600).toString(16)}`, 'context'], [`0x${(base + 0x5c0).toString(16)}`, 'cfi']]);
+    // Without the upload the frame pointer answers instead.
+    const { event } = processMinidump(dump, () => null);
+    expect(frames(event)[1]).toEqual([`0x${(base + 0x640).toString(16)}`, 'fp']);
   });
 });
