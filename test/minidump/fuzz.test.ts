@@ -61,7 +61,7 @@ const bp = (name: string) => new Uint8Array(fs.readFileSync(path.join(BREAKPAD_F
 describe('native fuzzing', () => {
   it(`ELF: ${CASES} mutations of real files end as 400 or an index, each within a bounded time`, async () => {
     const random = rng(SEED);
-    const originals = ['x86_64-dwarf5.so', 'aarch64-dwarf4.so', 'armv7-thumb.so', 'aarch64-split.so.debug'].map(elf);
+    const originals = ['x86_64-dwarf5.so', 'aarch64-dwarf4.so', 'armv7-thumb.so', 'aarch64-split.so.debug', 'x86_64-gz.so', 'x86_64-zdebug.so'].map(elf);
     const outcomes = { refused: 0, indexed: 0 };
     for (let i = 0; i < CASES; i++) {
       const bytes = mutate(originals[i % originals.length], random);
