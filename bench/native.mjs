@@ -136,7 +136,7 @@ async function syntheticDump() {
     base: 0x7f0000000000 + m * 0x1000000, size: 0x100000, name: `/usr/lib/libbench${m}.so`,
     elf: { buildId: (m + 1).toString(16).padStart(8, '0').repeat(5) },
   }));
-  const syms = modules.map((mod, m) => {
+  const syms = modules.map((_, m) => {
     const lines = [`MODULE Linux x86_64 ${(m + 1).toString(16).padStart(8, '0').repeat(4).toUpperCase()}0 libbench${m}.so`];
     for (let f = 0; f < FUNCS; f++) lines.push(`FUNC ${(0x1000 + f * 0x100).toString(16)} 100 0 bench${m}_fn${f}`);
     for (let f = 0; f < FUNCS; f++) lines.push(`STACK CFI INIT ${(0x1000 + f * 0x100).toString(16)} 100 .cfa: $rsp 16 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^`);
