@@ -27,7 +27,8 @@ import { ELF_FIXTURES } from '../symbols-native/elf-fixture.js';
 import { BREAKPAD_FIXTURES } from './fixture.js';
 
 const SEED = 0x5eed_2044;
-const CASES = 300;
+/** Mutations per input family: 300 in the suite; FAULTLINE_FUZZ_CASES=10000 for the long run. */
+const CASES = Number(process.env.FAULTLINE_FUZZ_CASES ?? 300);
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;
