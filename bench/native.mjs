@@ -5,11 +5,15 @@
 // symbol tables, serialisation) with its peak RSS growth, and per-frame lookup latency
 // (p50/p95/p99); and times processing the committed Breakpad-client minidump
 // (test/fixtures/breakpad: read, walk both threads with its .sym's CFI cached, build the
-// event). Uses the built code in dist/ (run `npm run build`). Never asserts on speed;
+// event); and times processing a generated minidump of the issue's size (1 MB, 40
+// modules, 20 threads with 30 frames each, written by test/fixtures/minidump/synth.mjs)
+// with the modules' Breakpad symbols (FUNC and STACK CFI records) read once and cached.
+// Uses the built code in dist/ (run `npm run build`). Never asserts on speed;
 // prints JSON. The generated build is kept in the cache folder (default:
 // $TMPDIR/faultline-elf-bench) so reruns skip compiling.
 //
 //   node bench/native.mjs [--units 70] [--functions 600] [--cache DIR] [--lookups 200000] [--dumps 2000]
+//   node bench/native.mjs --only minidump [--dumps 500]     (no compiler needed)
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,6 +32,7 @@ const { values: args } = parseArgs({
     lookups: { type: 'string', default: '200000' },
     dumps: { type: 'string', default: '2000' },
     measure: { type: 'string' },
+    only: { type: 'string' },
   },
 });
 
@@ -113,10 +118,82 @@ async function measure(file, lookups, dumps) {
     index_mb: mb(inspected.index.byteLength),
     lookup_us: { p50: us(percentile(times, 50)), p95: us(percentile(times, 95)), p99: us(percentile(times, 99)) },
     minidump: { bytes: dump.byteLength, runs: dumps, ms: { p50: us(percentile(dumpTimes, 50)), p95: us(percentile(dumpTimes, 95)), p99: us(percentile(dumpTimes, 99)) } },
+    synthetic_minidump: await measureSyntheticDump(Math.min(dumps, 500)),
   };
 }
 
-if (args.measure) {
+/** A 1 MB amd64 Linux dump: 40 modules with .sym files, 20 threads whose stacks hold 30 CFI frames each. */
+async function syntheticDump() {
+  const { writeMinidump } = await import(path.join(root, 'test/fixtures/minidump/synth.mjs'));
+  const MODULES = 40;
+  const THREADS = 20;
+  const FRAMES = 30;
+  const STACK = 48 * 1024;
+  const FUNCS = 500;
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const modules = Array.from({ length: MODULES }, (_, m) => ({
+    base: 0x7f0000000000 + m * 0x1000000, size: 0x100000, name: `/usr/lib/libbench${m}.so`,
+    elf: { buildId: (m + 1).toString(16).padStart(8, '0').repeat(5) },
+  }));
+  const syms = modules.map((_, m) => {
+    const lines = [`MODULE Linux x86_64 ${(m + 1).toString(16).padStart(8, '0').repeat(4).toUpperCase()}0 libbench${m}.so`];
+    for (let f = 0; f < FUNCS; f++) lines.push(`FUNC ${(0x1000 + f * 0x100).toString(16)} 100 0 bench${m}_fn${f}`);
+    for (let f = 0; f < FUNCS; f++) lines.push(`STACK CFI INIT ${(0x1000 + f * 0x100).toString(16)} 100 .cfa: $rsp 16 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^`);
+    return new TextEncoder().encode(`${lines.join('\n')}\n`);
+  });
+  const pc = () => {
+    const mod = modules[Math.floor(random() * MODULES)];
+    return mod.base + 0x1000 + Math.floor(random() * FUNCS) * 0x100 + 0x10;
+  };
+  const threads = Array.from({ length: THREADS }, (_, t) => {
+    const start = 0x7ffd00000000 + t * 0x100000;
+    const bytes = new Uint8Array(STACK);
+    const view = new DataView(bytes.buffer);
+    // Each frame: [rsp] the saved rbp, [rsp + 8] the return address.
+    for (let f = 0; f < FRAMES; f++) {
+      view.setBigUint64(f * 16, BigInt(start + (f + 1) * 16), true);
+      view.setBigUint64(f * 16 + 8, BigInt(pc()), true);
+    }
+    return { id: 100 + t, regs: { rip: pc(), rsp: start, rbp: start }, stack: { start, bytes } };
+  });
+  const dump = writeMinidump({ arch: 'amd64', os: 'linux', osVersion: '6.1.0', threads, modules, exception: { threadId: 100, code: 11, flags: 1 } });
+  return { dump, syms };
+}
+
+async function measureSyntheticDump(dumps) {
+  const { NativeIndex } = await import(path.join(root, 'dist/symbols/native/lookup-index.js'));
+  const { breakpadIndex } = await import(path.join(root, 'dist/symbols/breakpad.js'));
+  const { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } = await import(path.join(root, 'dist/minidump/process.js'));
+  const { dump, syms } = await syntheticDump();
+  const cache = new Map();
+  for (const sym of syms) {
+    const reader = readBreakpadUnwind(sym);
+    cache.set(reader.module.debugId, breakpadUnwindInfo(reader, new NativeIndex(breakpadIndex(reader))));
+  }
+  const unwind = (m) => cache.get(m.debugId) ?? null;
+  const { event } = processMinidump(dump, unwind);
+  const frames = event.threads.values.reduce((n, t) => n + (t.stacktrace?.frames.length ?? 0), 0);
+  for (let i = 0; i < 50; i++) processMinidump(dump, unwind);
+  const times = new Float64Array(dumps);
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < dumps; i++) {
+    const a = performance.now();
+    processMinidump(dump, unwind);
+    times[i] = performance.now() - a;
+  }
+  const cpu = process.cpuUsage(cpu0);
+  times.sort();
+  return {
+    bytes: dump.byteLength, modules: 40, threads: 20, frames, runs: dumps,
+    ms: { p50: us(percentile(times, 50)), p95: us(percentile(times, 95)), p99: us(percentile(times, 99)) },
+    cpu_ms_per_dump: us((cpu.user + cpu.system) / 1000 / dumps),
+  };
+}
+
+if (args.only === 'minidump') {
+  console.log(JSON.stringify({ synthetic_minidump: await measureSyntheticDump(Number(args.dumps)) }, null, 1));
+} else if (args.measure) {
   console.log(JSON.stringify(await measure(args.measure, Number(args.lookups), Number(args.dumps))));
 } else {
   const file = await buildElf(args.cache, Number(args.units), Number(args.functions));

@@ -68,10 +68,11 @@ function readPointer(r: ByteReader, encoding: number, sectionAddr: number, secti
 const MAX_EXPRESSION_BYTES = 256;
 
 /** Operations that map onto one postfix token of the walker's evaluator (src/minidump/unwind.ts). */
-const EXPRESSION_TOKENS: Record<number, string> = {
-  0x06: '^', 0x12: 'dup', 0x13: 'drop', 0x14: 'over', 0x16: 'swap', 0x1a: '&', 0x1b: '/', 0x1c: '-', 0x1d: '%', 0x1e: '*',
-  0x1f: 'neg', 0x21: '|', 0x22: '+', 0x24: '<<', 0x25: '>>', 0x29: '==', 0x2a: '>=', 0x2b: '>', 0x2c: '<=', 0x2d: '<', 0x2e: '!=',
-};
+const EXPRESSION_TOKENS = new Map<number, string>([
+  [0x06, '^'], [0x12, 'dup'], [0x13, 'drop'], [0x14, 'over'], [0x16, 'swap'], [0x1a, '&'], [0x1b, '/'], [0x1c, '-'], [0x1d, '%'],
+  [0x1e, '*'], [0x1f, 'neg'], [0x21, '|'], [0x22, '+'], [0x24, '<<'], [0x25, '>>'], [0x29, '=='], [0x2a, '>='], [0x2b, '>'],
+  [0x2c, '<='], [0x2d, '<'], [0x2e, '!='],
+]);
 
 /**
  * A DWARF expression (`bytes[start, end)`) as postfix tokens, or null when it uses an
@@ -85,7 +86,7 @@ export function dwarfExpressionToPostfix(bytes: Uint8Array, start: number, end: 
   const reg = (n: number): string | null => (n < names.length ? `$${names[n]}` : null);
   while (r.pos < r.end) {
     const op = r.u8();
-    const token = EXPRESSION_TOKENS[op];
+    const token = EXPRESSION_TOKENS.get(op);
     if (token !== undefined) { out.push(token); continue; }
     if (op >= 0x30 && op <= 0x4f) { out.push(String(op - 0x30)); continue; }
     if ((op >= 0x70 && op <= 0x8f) || op === 0x92) {

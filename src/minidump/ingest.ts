@@ -5,7 +5,8 @@
 // event merged under what the SDK sent (tags, user, release and its own contexts win; the
 // exception, threads and images come from the dump). A minidump that cannot be read
 // leaves the envelope's own event as it is (or nothing, without one). Modules without a
-// Breakpad file are unwound with their uploaded ELF file's `.eh_frame` and `.debug_frame`. The minidump item
+// Breakpad file are unwound with their uploaded ELF file's `.eh_frame` and `.debug_frame`,
+// or their uploaded Mach-O image's compact unwind. The minidump item
 // stays in the envelope: the attachment store keeps it with the event (src/attachments).
 
 import type { Kysely } from 'kysely';
@@ -17,6 +18,8 @@ import { INDEX_PART, readSymbolBytes, storedFileSource } from '../symbols/storag
 import { readElfFrom } from '../symbols/native/elf.js';
 import { BadNativeFile } from '../symbols/native/bytes.js';
 import { dwarfCfiUnwindInfo } from './eh-frame.js';
+import { compactUnwindInfo } from './compact-unwind.js';
+import { readMachOFrom } from '../symbols/native/macho.js';
 import { BreakpadReader } from '../symbols/native/breakpad.js';
 import { breakpadUnwindInfo, MAX_MINIDUMP_BYTES, processMinidump } from './process.js';
 import { BadMinidump, readMinidump, type MinidumpModule } from './reader.js';
@@ -86,7 +89,46 @@ async function unwindInfoFor(db: Kysely<Database>, projectId: number, modules: M
       if (info) out.set(row.debug_id, info);
     }
   }
+  const machos = ids.filter((id) => !out.has(id));
+  for (let i = 0; i < machos.length; i += 200) {
+    const rows = await db
+      .selectFrom('symbol_files')
+      .select(['id', 'debug_id', 'size'])
+      .where('project_id', '=', projectId)
+      .where('kind', '=', 'dsym')
+      .where('state', '=', 'ready')
+      .where('debug_id', 'in', machos.slice(i, i + 200))
+      .orderBy('id', 'desc')
+      .execute();
+    for (const row of rows) {
+      if (out.has(row.debug_id)) continue;
+      const info = await machoUnwindInfo(db, Number(row.id), Number(row.size));
+      if (info) out.set(row.debug_id, info);
+    }
+  }
   return out;
+}
+
+/**
+ * An uploaded Mach-O image's compact unwind (`__unwind_info`), with its `__eh_frame` for
+ * the functions whose encoding points there (read by ranges). A dSYM has neither (its
+ * __TEXT sections carry no bytes); the executable or library uploaded beside it has both.
+ */
+async function machoUnwindInfo(db: Kysely<Database>, id: number, size: number): Promise<ModuleUnwindInfo | null> {
+  try {
+    const source = storedFileSource(db, id, size);
+    const [slice] = await readMachOFrom(source);
+    if (!slice) return null;
+    const section = (name: string) => slice.sections.find((s) => s.segment === '__TEXT' && s.name === name && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES);
+    const unwind = section('__unwind_info');
+    const eh = section('__eh_frame');
+    const dwarf = eh ? dwarfCfiUnwindInfo(await source.read(eh.fileOffset, eh.size), eh.addr, slice.arch, slice.is64, slice.textVmaddr, 'eh_frame') : null;
+    if (!unwind) return dwarf;
+    return compactUnwindInfo(await source.read(unwind.fileOffset, unwind.size), slice.arch, dwarf) ?? dwarf;
+  } catch (err) {
+    if (err instanceof BadNativeFile) return null;
+    throw err;
+  }
 }
 
 /**

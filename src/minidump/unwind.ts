@@ -395,8 +395,11 @@ export function walkThread(
     }
     if (!caller) break;
     const pc = caller.get(spec.pc)!;
-    // The walk ends at a zero return address or a stack that stops growing up.
-    if (pc === 0 || caller.get(spec.sp)! <= sp) break;
+    // The walk ends at a zero return address or a stack that stops growing up; only a
+    // leaf on ARM (its return address still in the link register) may leave it where it is.
+    const callerSp = caller.get(spec.sp)!;
+    const leaf = frames.length === 1 && (arch === 'arm64' || arch === 'arm') && callerSp === sp;
+    if (pc === 0 || (callerSp <= sp && !leaf)) break;
     frames.push({ pc, trust, module: moduleAt(dump, pc) });
     regs = caller;
   }

@@ -8,7 +8,7 @@
 // are symbolicated from the stored indexes alone.
 import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
-import { elfHasDwarf, elfIndexParts, elfIndexRanges, elfObjectKind, elfSection, looksLikeElf, movedElf, readElf, readElfFrom, type ElfFile } from './native/elf.js';
+import { elfHasDwarf, elfIndexParts, inflateElfDebugSections, elfIndexRanges, elfObjectKind, elfSection, looksLikeElf, movedElf, readElf, readElfFrom, type ElfFile } from './native/elf.js';
 import { debugIdsOfFrames, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { buildIndex, buildIndexAsync, gatherRanges, isCurrentNativeIndex, NativeIndex, type IndexSource } from './native/lookup-index.js';
 import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
@@ -37,7 +37,8 @@ export function describeElf(elf: ElfFile): Record<string, unknown> {
   };
 }
 
-function indexSource(bytes: Uint8Array, elf: ElfFile): IndexSource {
+function indexSource(raw: Uint8Array, rawElf: ElfFile): IndexSource {
+  const { bytes, elf } = inflateElfDebugSections(raw, rawElf);
   const { sections, symbols } = elfIndexParts(bytes, elf);
   return { arch: elf.arch, debugId: elf.debugId, textVmaddr: elf.loadAddress, sections, symbols };
 }

@@ -1,5 +1,6 @@
 // Hostile and damaged native inputs beside the dSYM fuzz suite: mutated real ELF files,
-// Breakpad .sym files, minidumps, .eh_frame and .debug_frame sections (fixed seed, bounded count), and hand-made lies (a
+// Breakpad .sym files (STACK WIN program strings among them), minidumps, .eh_frame,
+// .debug_frame and __unwind_info sections (fixed seed, bounded count), and hand-made lies (a
 // stream directory pointing outside the file, huge thread/module/memory counts, CFI rules
 // that loop through memory, stack pointers in unmapped memory). Every one ends as a clean
 // refusal (SymbolInputError, BadMinidump) or as fewer answers — never another exception
@@ -17,13 +18,17 @@ import { MAX_FRAMES } from '../../src/minidump/unwind.js';
 import { dwarfCfiUnwindInfo, ehFrameUnwindInfo } from '../../src/minidump/eh-frame.js';
 import { DEBUG_FRAME_FIXTURES } from './cfi-fixture.js';
 import { readElf } from '../../src/symbols/native/elf.js';
+import { readMachO } from '../../src/symbols/native/macho.js';
+import { compactUnwindInfo } from '../../src/minidump/compact-unwind.js';
+import { writeMinidump } from '../fixtures/minidump/synth.mjs';
 import { buildElfIndex } from '../../src/symbols/elf.js';
 import { breakpadIndex } from '../../src/symbols/breakpad.js';
 import { ELF_FIXTURES } from '../symbols-native/elf-fixture.js';
 import { BREAKPAD_FIXTURES } from './fixture.js';
 
 const SEED = 0x5eed_2044;
-const CASES = 300;
+/** Mutations per input family: 300 in the suite; FAULTLINE_FUZZ_CASES=10000 for the issue's long run. */
+const CASES = Number(process.env.FAULTLINE_FUZZ_CASES ?? 300);
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -57,7 +62,7 @@ const bp = (name: string) => new Uint8Array(fs.readFileSync(path.join(BREAKPAD_F
 describe('native fuzzing', () => {
   it(`ELF: ${CASES} mutations of real files end as 400 or an index, each within a bounded time`, async () => {
     const random = rng(SEED);
-    const originals = ['x86_64-dwarf5.so', 'aarch64-dwarf4.so', 'armv7-thumb.so', 'aarch64-split.so.debug'].map(elf);
+    const originals = ['x86_64-dwarf5.so', 'aarch64-dwarf4.so', 'armv7-thumb.so', 'aarch64-split.so.debug', 'x86_64-gz.so', 'x86_64-zdebug.so'].map(elf);
     const outcomes = { refused: 0, indexed: 0 };
     for (let i = 0; i < CASES; i++) {
       const bytes = mutate(originals[i % originals.length], random);
@@ -143,6 +148,40 @@ describe('native fuzzing', () => {
       for (let k = 0; k < 64; k++) if (info?.cfiAt(0x1500 + Math.floor(random() * 0x400))) answered++;
     }
     expect(answered).toBeGreaterThan(0);
+  });
+
+  it(`compact unwind: ${CASES} mutations of a real __unwind_info answer rules or nothing, never throw`, () => {
+    const random = rng(SEED + 5);
+    const exe = new Uint8Array(fs.readFileSync(path.resolve('test/fixtures/native/exe/App-arm64')));
+    const [slice] = readMachO(exe);
+    const section = slice.sections.find((s) => s.name === '__unwind_info')!;
+    const original = exe.slice(section.fileOffset, section.fileOffset + section.size);
+    let answered = 0;
+    for (let i = 0; i < CASES; i++) {
+      const info = compactUnwindInfo(mutate(original, random), 'arm64', null);
+      for (let k = 0; k < 64; k++) if (info?.cfiAt(0x500 + Math.floor(random() * 0x300))) answered++;
+    }
+    expect(answered).toBeGreaterThan(0);
+  });
+
+  it(`STACK WIN: ${CASES} mutated program strings walk an x86 Windows dump within bounds, never throw`, () => {
+    const random = rng(SEED + 6);
+    const tokens = ['$T0', '$ebp', '$esp', '$eip', '$ebx', '.raSearch', '.cbSavedRegs', '=', '^', '+', '-', '*', '/', '%', '@', '4', '8', '-4', '0', 'x'];
+    const stack = new Uint8Array(0x100);
+    new DataView(stack.buffer).setUint32(0x14, 0x401020, true);
+    const dump = writeMinidump({
+      arch: 'x86', os: 'windows',
+      threads: [{ id: 1, regs: { eip: 0x401010, esp: 0x8000, ebp: 0x8010 }, stack: { start: 0x8000, bytes: stack } }],
+      modules: [{ base: 0x400000, size: 0x10000, name: 'app.exe', pdb: { guid: '3249d99d-0c40-4931-8610-f4e4fb0b6936', age: 1, file: 'app.pdb' } }],
+    });
+    for (let i = 0; i < CASES; i++) {
+      const program = Array.from({ length: 1 + Math.floor(random() * 30) }, () => tokens[Math.floor(random() * tokens.length)]).join(' ');
+      const sizes = Array.from({ length: 3 }, () => Math.floor(random() * 0x10000).toString(16));
+      const reader = readBreakpadUnwind(new TextEncoder().encode(`MODULE windows x86 3249D99D0C4049318610F4E4FB0B69361 app.pdb\nSTACK WIN 4 0 10000 0 0 ${sizes.join(' ')} 0 1 ${program}\n`));
+      const info = breakpadUnwindInfo(reader, null);
+      const { event } = processMinidump(dump, () => info);
+      for (const t of (event.threads as any).values) expect(t.stacktrace.frames.length).toBeLessThanOrEqual(MAX_FRAMES);
+    }
   });
 
   it('hand-made lies: a directory outside the file, huge counts, CFI that loops, a stack pointer in unmapped memory', () => {

@@ -3,8 +3,12 @@
 // ids, CodeView PDB70 records), the walker (Breakpad STACK WIN FRAME_DATA and FPO records
 // on x86 Windows, STACK CFI on macOS amd64, frame pointers, scanning) and the event (OS
 // name, architecture, debug images with Sentry's debug ids: a PDB's GUID and age for
-// Windows, the UUID for macOS), and one through the real server's minidump route.
+// Windows, the UUID for macOS), and through the real server's minidump route with an
+// uploaded .sym (STACK WIN) and an uploaded Mach-O executable (compact unwind).
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readMachO } from '../../src/symbols/native/macho.js';
 import { breakpadIndex } from '../../src/symbols/breakpad.js';
 import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } from '../../src/minidump/process.js';
@@ -17,9 +21,10 @@ import { eventDetail, uploadOk } from '../symbols/helpers.js';
 const APP_GUID = '3249d99d-0c40-4931-8610-f4e4fb0b6936';
 const NTDLL_GUID = '971f98e5-ce60-41ff-b2d7-235bbeb34578';
 
-/** Stack words at `start` from a sparse address → value map. */
-function stack(start: number, size: number, width: 4 | 8, values: Record<number, number>): { start: number; bytes: Uint8Array } {
-  const list = Array.from({ length: size / width }, (_, i) => values[start + i * width] ?? 0);
+/** Stack words at `start` from sparse [address, value] pairs. */
+function stack(start: number, size: number, width: 4 | 8, pairs: Array<[number, number]>): { start: number; bytes: Uint8Array } {
+  const values = new Map(pairs);
+  const list = Array.from({ length: size / width }, (_, i) => values.get(start + i * width) ?? 0);
   return { start, bytes: words(list, width) };
 }
 
@@ -38,9 +43,9 @@ const WINDOWS_X86: SynthMinidump = {
   threads: [
     {
       id: 7, regs: { eip: 0x401010, esp: 0x8008, ebp: 0x8010 },
-      stack: stack(0x8000, 0x100, 4, { 0x8010: 0x8040, 0x8014: 0x402020, 0x8024: 0x403030, 0x8028: 0x8060, 0x8030: 0x405000, 0x8060: 0x80f0, 0x8064: 0x405100 }),
+      stack: stack(0x8000, 0x100, 4, [[0x8010, 0x8040], [0x8014, 0x402020], [0x8024, 0x403030], [0x8028, 0x8060], [0x8030, 0x405000], [0x8060, 0x80f0], [0x8064, 0x405100]]),
     },
-    { id: 8, regs: { eip: 0x405010, esp: 0x9000, ebp: 0x9000 }, stack: stack(0x9000, 0x40, 4, { 0x9000: 0x9020, 0x9004: 0x403040 }) },
+    { id: 8, regs: { eip: 0x405010, esp: 0x9000, ebp: 0x9000 }, stack: stack(0x9000, 0x40, 4, [[0x9000, 0x9020], [0x9004, 0x403040]]) },
   ],
   modules: [
     { base: 0x400000, size: 0x5000, name: 'C:\\app\\app.exe', timestamp: 0x5ab38077, pdb: { guid: APP_GUID, age: 2, file: 'C:\\build\\app.pdb' } },
@@ -111,7 +116,7 @@ describe('Windows minidumps', () => {
   it('amd64: PDB debug ids (no age appendix for age 0), the frame pointer chain', () => {
     const bytes = writeMinidump({
       arch: 'amd64', os: 'windows', osVersion: '10.0.22631',
-      threads: [{ id: 1, regs: { rip: 0x7ff600001010, rsp: 0x50000, rbp: 0x50010 }, stack: stack(0x50000, 0x80, 8, { 0x50010: 0x50040, 0x50018: 0x7ff600002020, 0x50040: 0x50070, 0x50048: 0x7ffa00003030 }) }],
+      threads: [{ id: 1, regs: { rip: 0x7ff600001010, rsp: 0x50000, rbp: 0x50010 }, stack: stack(0x50000, 0x80, 8, [[0x50010, 0x50040], [0x50018, 0x7ff600002020], [0x50040, 0x50070], [0x50048, 0x7ffa00003030]]) }],
       modules: [
         { base: 0x7ff600000000, size: 0x10000, name: 'C:\\app\\game.exe', pdb: { guid: APP_GUID, age: 0, file: 'game.pdb' } },
         { base: 0x7ffa00000000, size: 0x10000, name: 'C:\\Windows\\System32\\kernel32.dll', pdb: { guid: NTDLL_GUID, age: 1, file: 'kernel32.pdb' } },
@@ -136,7 +141,7 @@ describe('macOS minidumps', () => {
       arch: 'arm64', os: 'macos', osVersion: '14.5.0', osBuild: '23F79',
       threads: [{
         id: 0x103, regs: { pc: 0x100004000, sp: 0x16f000000, x29: 0x16f000010, x30: 0x100004100 },
-        stack: stack(0x16f000000, 0x100, 8, { 0x16f000010: 0x16f000040, 0x16f000018: 0x100005000, 0x16f000040: 0x16f000080, 0x16f000048: 0x180001000 }),
+        stack: stack(0x16f000000, 0x100, 8, [[0x16f000010, 0x16f000040], [0x16f000018, 0x100005000], [0x16f000040, 0x16f000080], [0x16f000048, 0x180001000]]),
       }],
       modules: [
         { base: 0x100000000, size: 0x10000, name: '/Applications/App.app/Contents/MacOS/App', pdb: { guid: MAC_UUID, age: 0, file: 'App' } },
@@ -158,7 +163,7 @@ describe('macOS minidumps', () => {
 
   it('amd64: the Breakpad file’s STACK CFI walks a frameless function the frame pointer would skip', () => {
     // leaf (frameless: rsp + 8 is its CFA) ← run ← start; rbp still holds run's frame.
-    const stackBytes = stack(0x7ff7b000, 0x100, 8, { 0x7ff7b000: 0x100001200, 0x7ff7b010: 0x7ff7b040, 0x7ff7b018: 0x100001300 });
+    const stackBytes = stack(0x7ff7b000, 0x100, 8, [[0x7ff7b000, 0x100001200], [0x7ff7b010, 0x7ff7b040], [0x7ff7b018, 0x100001300]]);
     const desc: SynthMinidump = {
       arch: 'amd64', os: 'macos', osVersion: '13.6.0',
       threads: [{ id: 1, regs: { rip: 0x100001010, rsp: 0x7ff7b000, rbp: 0x7ff7b010 }, stack: stackBytes }],
@@ -205,5 +210,31 @@ describe('a Windows minidump through the minidump route', () => {
     expect(walked.slice(0, 3)).toEqual([['0x401010', 'context'], ['0x402020', 'cfi'], ['0x403030', 'cfi']]);
     const names = exception.symbolicated_frames.map((f: any) => f.function).filter(Boolean);
     expect(names.slice(-3)).toEqual(['main', 'caller_fpo', 'crash']);
+  });
+
+  it('a macOS arm64 dump walked with the uploaded executable’s compact unwind (a frameless function’s caller from x30)', async () => {
+    const exe = new Uint8Array(fs.readFileSync(path.resolve('test/fixtures/native/exe/App-arm64')));
+    const [slice] = readMachO(exe);
+    const project = await makeProject(t);
+    await uploadOk(t, project, { kind: 'dsym', files: [{ name: 'App', data: exe }] });
+    // 0x5f8 is frameless in its __unwind_info (0x02000000: no stack, return address in x30); x29 points at a record that lies.
+    const base = slice.textVmaddr;
+    const dump = writeMinidump({
+      arch: 'arm64', os: 'macos', osVersion: '14.5.0',
+      threads: [{ id: 1, regs: { pc: base + 0x600, sp: 0x16f000000, x29: 0x16f000010, x30: base + 0x5c0 }, stack: stack(0x16f000000, 0x40, 8, [[0x16f000010, 0x16f000030], [0x16f000018, base + 0x640]]) }],
+      modules: [{ base, size: 0x10000, name: '/Applications/App.app/Contents/MacOS/App', pdb: { guid: slice.debugId, age: 0, file: 'App' } }],
+      exception: { threadId: 1, code: 1, address: 0 },
+    });
+    const form = new FormData();
+    form.append('upload_file_minidump', new Blob([Buffer.from(dump)]), 'crash.dmp');
+    const res = await fetch(`${t.url}/api/${project.id}/minidump/?sentry_key=${project.dsn_key}`, { method: 'POST', body: form });
+    expect(res.status).toBe(200);
+    const detail = await eventDetail(t, project, ((await res.json()) as { id: string }).id);
+    const exception = detail.exceptions[0];
+    const walked = [...(exception.stacktrace?.frames ?? exception.frames)].reverse().map((f: any) => [f.instruction_addr, f.trust]);
+    expect(walked.slice(0, 2)).toEqual([[`0x${(base + 0x600).toString(16)}`, 'context'], [`0x${(base + 0x5c0).toString(16)}`, 'cfi']]);
+    // Without the upload the frame pointer answers instead.
+    const { event } = processMinidump(dump, () => null);
+    expect(frames(event)[1]).toEqual([`0x${(base + 0x640).toString(16)}`, 'fp']);
   });
 });

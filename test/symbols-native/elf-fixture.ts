@@ -33,6 +33,7 @@ export function elfAnswers(root = ELF_FIXTURES): ElfAnswers {
 export const ELF_NAMES = [
   'x86_64-dwarf4.so', 'x86_64-dwarf5.so', 'x86_64-dwarf2.so', 'aarch64-dwarf4.so', 'aarch64-dwarf5.so',
   'armv7-thumb.so', 'x86_64-exe', 'aarch64-no-build-id.so', 'aarch64-split.so.debug', 'aarch64-split.so',
+  'x86_64-gz.so', 'x86_64-zdebug.so',
 ] as const;
 export type ElfName = (typeof ELF_NAMES)[number];
 

@@ -10,6 +10,7 @@ import { SymbolInputError } from '../../src/symbols/kinds.js';
 import { debugIdOfCodeId } from '../../src/symbols/native/elf.js';
 import { NativeIndex } from '../../src/symbols/native/lookup-index.js';
 import { CLIS } from '../uploads/cli.js';
+import { readElf } from '../../src/symbols/native/elf.js';
 import { compareElfWithLlvm, ELF_NAMES, elfAnswers, elfBytes, elfFile, textAddresses, type ElfName } from './elf-fixture.js';
 
 async function indexOf(name: ElfName): Promise<NativeIndex> {
@@ -29,7 +30,7 @@ function randomAddresses(name: ElfName, n: number): number[] {
 }
 
 describe('ELF symbolication equals llvm-symbolizer', () => {
-  for (const name of ['x86_64-dwarf4.so', 'x86_64-dwarf5.so', 'x86_64-dwarf2.so', 'aarch64-dwarf4.so', 'aarch64-dwarf5.so', 'armv7-thumb.so', 'x86_64-exe', 'aarch64-no-build-id.so'] as const) {
+  for (const name of ['x86_64-dwarf4.so', 'x86_64-dwarf5.so', 'x86_64-dwarf2.so', 'aarch64-dwarf4.so', 'aarch64-dwarf5.so', 'armv7-thumb.so', 'x86_64-exe', 'aarch64-no-build-id.so', 'x86_64-gz.so', 'x86_64-zdebug.so'] as const) {
     it(`${name}: every .text address and 2000 random ones, inline chains included`, async () => {
       const index = await indexOf(name);
       expect(compareElfWithLlvm(index, name)).toBeGreaterThanOrEqual(3);
@@ -47,6 +48,23 @@ describe('ELF symbolication equals llvm-symbolizer', () => {
     const names = new Set(textAddresses('aarch64-split.so').map((a) => stripped.lookup(a)[0]?.function));
     expect(names).toContain('main');
     expect(names).toContain('compute');
+  });
+
+  it('compressed debug sections are inflated for the index: the same answers as the plain build, a lying size refused', async () => {
+    for (const name of ['x86_64-gz.so', 'x86_64-zdebug.so'] as const) {
+      const elf = await readElf(elfBytes(name));
+      const info = elf.sections.find((s) => s.name === (name === 'x86_64-gz.so' ? '.debug_info' : '.zdebug_info'))!;
+      expect(name === 'x86_64-zdebug.so' || (info.flags & 0x800) !== 0).toBe(true);
+      expect((await indexOf(name)).hasDebugInfo).toBe(true);
+    }
+    // The zdebug form is the dwarf4 build with its sections compressed: the same frames.
+    compareElfWithLlvm(await indexOf('x86_64-zdebug.so'), 'x86_64-dwarf4.so');
+    // A header claiming fewer bytes than the stream holds: the file is refused, not over-read.
+    const bytes = elfBytes('x86_64-gz.so').slice();
+    const elf = await readElf(bytes);
+    const info = elf.sections.find((s) => s.name === '.debug_info')!;
+    new DataView(bytes.buffer).setUint32(info.fileOffset + 8, 16, true);
+    await expect(inspectElf('x86_64-gz.so', bytes)).rejects.toThrow(/inflates to more than the 16 bytes/);
   });
 
   it('C++ names demangled as llvm-symbolizer demangles them', async () => {

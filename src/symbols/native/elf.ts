@@ -12,6 +12,7 @@ import type { ByteRangeSource } from '../../bytes.js';
 import { BadNativeFile, ByteReader, cString } from './bytes.js';
 import type { DwarfSections } from './dwarf.js';
 import { formatUuid } from './macho.js';
+import { Unzlib } from 'fflate';
 
 const PT_LOAD = 1;
 const PT_NOTE = 4;
@@ -305,10 +306,9 @@ export function elfSection(elf: ElfFile, name: string): ElfSection | undefined {
   return elf.sections.find((s) => s.name === name && s.fileOffset >= 0 && s.size > 0);
 }
 
-/** True when DWARF in the file can be read (present, not compressed). */
+/** True when the file has DWARF (plain, or compressed with zlib as `SHF_COMPRESSED` or `.zdebug_*`). */
 export function elfHasDwarf(elf: ElfFile): boolean {
-  const info = elfSection(elf, '.debug_info');
-  return info !== undefined && (info.flags & SHF_COMPRESSED) === 0;
+  return elfSection(elf, '.debug_info') !== undefined || elfSection(elf, '.zdebug_info') !== undefined;
 }
 
 /** The symbol tables whose entries the index reads (full table first, dynamic one second). */
@@ -397,12 +397,17 @@ export const ELF_DWARF_SECTION_NAMES = {
   rngLists: '.debug_rnglists',
 } as const;
 
-/** Sections of an ELF file that `elfIndexSource` reads: DWARF (uncompressed) and symbol tables. */
+/** The section holding a DWARF section's bytes: `.debug_x` (maybe SHF_COMPRESSED), else GNU's `.zdebug_x`. */
+function dwarfSection(elf: ElfFile, name: string): ElfSection | undefined {
+  return elfSection(elf, name) ?? elfSection(elf, `.z${name.slice(1)}`);
+}
+
+/** Sections of an ELF file that `elfIndexSource` reads: DWARF (compressed or not) and symbol tables. */
 export function elfIndexRanges(elf: ElfFile): [number, number][] {
   const out: [number, number][] = [];
   for (const name of Object.values(ELF_DWARF_SECTION_NAMES)) {
-    const s = elfSection(elf, name);
-    if (s && (s.flags & SHF_COMPRESSED) === 0) out.push([s.fileOffset, s.fileOffset + s.size]);
+    const s = dwarfSection(elf, name);
+    if (s) out.push([s.fileOffset, s.fileOffset + s.size]);
   }
   for (const { table, strings } of elfSymbolTables(elf)) {
     out.push([table.fileOffset, table.fileOffset + table.size], [strings.fileOffset, strings.fileOffset + strings.size]);
@@ -415,6 +420,83 @@ export function movedElf(elf: ElfFile, moved: (offset: number) => number, size: 
   const sections = elf.sections.map((s) => ({ ...s, fileOffset: s.fileOffset >= 0 ? moved(s.fileOffset) : -1 }))
     .map((s) => (s.fileOffset >= 0 && s.fileOffset + s.size <= size ? s : { ...s, fileOffset: -1 }));
   return { ...elf, sections, size };
+}
+
+/** The largest section decompressed (a debug section of a 1 GB debug file is smaller). */
+const MAX_INFLATED_SECTION_BYTES = 1 << 30;
+const ELFCOMPRESS_ZLIB = 1;
+
+/** A zlib stream inflated into exactly `size` bytes; BadNativeFile when it holds more or fewer, or is not zlib. */
+function inflateExactly(data: Uint8Array, size: number, what: string): Uint8Array {
+  if (size > MAX_INFLATED_SECTION_BYTES) throw new BadNativeFile(`${what} inflates to ${size} bytes`);
+  const out = new Uint8Array(size);
+  let at = 0;
+  const inflater = new Unzlib((chunk) => {
+    if (at + chunk.byteLength > size) throw new BadNativeFile(`${what} inflates to more than the ${size} bytes its header says`);
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  });
+  try {
+    // In steps, so a bomb stops at the size its header gives rather than after inflating whole.
+    const STEP = 64 * 1024;
+    for (let i = 0; i < data.byteLength || i === 0; i += STEP) inflater.push(data.subarray(i, i + STEP), i + STEP >= data.byteLength);
+  } catch (err) {
+    if (err instanceof BadNativeFile) throw err;
+    throw new BadNativeFile(`${what} is not valid zlib data`);
+  }
+  if (at !== size) throw new BadNativeFile(`${what} inflates to ${at} bytes, not the ${size} its header says`);
+  return out;
+}
+
+/**
+ * The DWARF sections of `elf` compressed with zlib (`SHF_COMPRESSED` with an
+ * ELFCOMPRESS_ZLIB header, as `-gz` writes them, or GNU's `.zdebug_*` with a "ZLIB" header)
+ * inflated: `bytes` (holding the sections at their fileOffset, as elfIndexParts reads them)
+ * with the inflated sections appended, and `elf` naming them there as plain `.debug_*`
+ * sections. Other compression types (zstd) leave the section out: the index is built
+ * without it. Files without compressed sections come back as they are.
+ */
+export function inflateElfDebugSections(bytes: Uint8Array, elf: ElfFile): { bytes: Uint8Array; elf: ElfFile } {
+  const inflated: { section: ElfSection; name: string; data: Uint8Array | null }[] = [];
+  for (const name of Object.values(ELF_DWARF_SECTION_NAMES)) {
+    const s = dwarfSection(elf, name);
+    if (!s || s.fileOffset + s.size > bytes.byteLength) continue;
+    const raw = bytes.subarray(s.fileOffset, s.fileOffset + s.size);
+    const r = new ByteReader(raw, 0, raw.byteLength, elf.littleEndian);
+    if (s.name.startsWith('.zdebug')) {
+      // "ZLIB", then the inflated size as a big-endian 64-bit number.
+      if (raw.byteLength < 12 || cString(raw, 0, 4) !== 'ZLIB') {
+        inflated.push({ section: s, name, data: null });
+        continue;
+      }
+      r.littleEndian = false;
+      r.skip(4);
+      inflated.push({ section: s, name, data: inflateExactly(raw.subarray(12), r.u64(), s.name) });
+    } else if ((s.flags & SHF_COMPRESSED) !== 0) {
+      const type = r.u32();
+      if (elf.is64) r.skip(4);
+      const size = elf.is64 ? r.u64() : r.u32();
+      r.skip(elf.is64 ? 8 : 4); // ch_addralign
+      inflated.push({ section: s, name, data: type === ELFCOMPRESS_ZLIB ? inflateExactly(raw.subarray(r.pos), size, s.name) : null });
+    }
+  }
+  if (inflated.length === 0) return { bytes, elf };
+  let total = bytes.byteLength;
+  for (const { data } of inflated) total += data?.byteLength ?? 0;
+  const out = new Uint8Array(total);
+  out.set(bytes);
+  let at = bytes.byteLength;
+  const replaced = new Map<ElfSection, ElfSection>();
+  for (const { section, name, data } of inflated) {
+    if (!data) {
+      replaced.set(section, { ...section, fileOffset: -1 });
+      continue;
+    }
+    out.set(data, at);
+    replaced.set(section, { ...section, name, flags: section.flags & ~SHF_COMPRESSED, fileOffset: at, size: data.byteLength });
+    at += data.byteLength;
+  }
+  return { bytes: out, elf: { ...elf, sections: elf.sections.map((s) => replaced.get(s) ?? s) } };
 }
 
 /** What the lookup index of an ELF file is built from (`bytes` holds the sections at their fileOffset). */
