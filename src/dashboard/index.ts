@@ -33,7 +33,7 @@ import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
 import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
-import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
+import { eventDetail, eventDetailOf, findEvent, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
 import { overview, projectIsEmpty } from '../read/overview.js';
@@ -781,8 +781,13 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/:slug/events/:id', async (c) => {
     const p = await projectOr404(c);
-    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob, deps.blobs);
-    return render(c, eventPage(pageCtx(c), p, event, await eventFiles(db, p.id, event.event_id, attachmentBlobsOf(deps.blobs))));
+    const row = await findEvent(db, p.id, c.req.param('id'));
+    // The files are read beside the detail (its payload and neighbours), not after it.
+    const [event, files] = await Promise.all([
+      eventDetailOf(db, row, deps.decompressBlob, deps.blobs),
+      eventFiles(db, p.id, row.event_id, attachmentBlobsOf(deps.blobs)),
+    ]);
+    return render(c, eventPage(pageCtx(c), p, event, files));
   });
 
   // Attachment downloads (docs/api.md "Attachments"): always `attachment`, except the
