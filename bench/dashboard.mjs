@@ -233,7 +233,7 @@ async function benchDatabase(kind, runDir) {
   try {
     let loaded = { seconds: null };
     if (!reused) {
-      log(`[${kind}] loading ${opts.events} events over ${opts.issues} fingerprints ...`);
+      log(`[${kind}] loading ${Math.ceil(opts.events / opts.amplify)} events over ${opts.issues} fingerprints${opts.amplify > 1 ? `, then copying them to ${opts.events}` : ''} ...`);
       loaded = await loadEvents(server.url, counter, 'query', Math.ceil(opts.events / opts.amplify));
       log(`[${kind}] loaded in ${loaded.seconds} s${loaded.failed ? ` (${loaded.failed} failed requests)` : ''}`);
       if (opts.amplify > 1) {

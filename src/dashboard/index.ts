@@ -33,7 +33,7 @@ import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
 import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
-import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
+import { eventDetail, eventDetailOf, findEvent, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
 import { overview, projectIsEmpty } from '../read/overview.js';
@@ -706,28 +706,30 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const fingerprint = c.req.param('fingerprint');
     const { set, ...q } = nonEmpty(c.req.query());
-    const issue = await issueDetail(db, p.id, fingerprint, q, now());
+    const found = await findIssue(db, p.id, fingerprint);
     // A merged issue's page is the page of the issue it was merged into (links sent before the merge).
-    if (issue.merged_into !== undefined) return c.redirect(href(projectPath(p.slug, 'issues', issue.merged_into), { ...q, set }), 302);
-    let event: EventDetail | null = null;
-    const wanted = q.event ?? (issue.latest_event_id !== null ? String(issue.latest_event_id) : undefined);
-    if (wanted !== undefined) {
-      event = await eventDetail(db, p.id, wanted, deps.decompressBlob, deps.blobs);
-      if (event.fingerprint !== issue.fingerprint) throw new HttpError(404, `Event ${wanted} does not belong to this issue.`);
-    }
-    const [older, recent] = await Promise.all([
-      event ? listEvents(db, p.id, parseEventListQuery({ fingerprint, before: String(event.id), limit: '1' }, now())) : null,
-      listEvents(db, p.id, parseEventListQuery({ fingerprint, limit: '10' }, now())),
+    if (found.mergedInto !== undefined) return c.redirect(href(projectPath(p.slug, 'issues', found.mergedInto), { ...q, set }), 302);
+    const issueId = Number(found.row.id);
+    // Everything but the shown event's neighbours and files is known from the issue row:
+    // read together (on PostgreSQL, each on a connection of the pool).
+    const eventOf = (id: string) => eventDetail(db, p.id, id, deps.decompressBlob, deps.blobs);
+    const [issue, asked, recent, activity, feedback] = await Promise.all([
+      issueDetail(db, p.id, fingerprint, q, now(), { found }),
+      q.event !== undefined ? eventOf(q.event) : null,
+      listEvents(db, p.id, parseEventListQuery({ fingerprint: found.row.fingerprint, limit: '10' }, now())),
+      listActivity(db, issueId),
+      listFeedback(db, p.id, { issueId, limit: 20 }),
+    ]);
+    const event: EventDetail | null = asked ?? (issue.latest_event_id !== null ? await eventOf(String(issue.latest_event_id)) : null);
+    if (event && event.fingerprint !== issue.fingerprint) throw new HttpError(404, `Event ${q.event} does not belong to this issue.`);
+    const [older, files] = await Promise.all([
+      event ? listEvents(db, p.id, parseEventListQuery({ fingerprint: issue.fingerprint, before: String(event.id), limit: '1' }, now())) : null,
+      event ? eventFiles(db, p.id, event.event_id, attachmentBlobsOf(deps.blobs)) : [],
     ]);
     const message = isIssueStatus(set) ? `Status set to ${set}.` : set === 'comment' ? 'Comment added.' : set === 'uncomment' ? 'Comment deleted.' : set === 'assigned' ? 'Assigned.' : set === 'unassigned' ? 'Unassigned.' : undefined;
-    const activity = await listActivity(db, Number((await findIssue(db, p.id, issue.fingerprint)).row.id));
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    const [files, feedback] = await Promise.all([
-      event ? eventFiles(db, p.id, event.event_id, attachmentBlobsOf(deps.blobs)) : [],
-      listFeedback(db, p.id, { issueId: Number((await findIssue(db, p.id, issue.fingerprint)).row.id), limit: 20 }),
-    ]);
     return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity, feedback.feedback));
   });
 
@@ -779,8 +781,13 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/:slug/events/:id', async (c) => {
     const p = await projectOr404(c);
-    const event = await eventDetail(db, p.id, c.req.param('id'), deps.decompressBlob, deps.blobs);
-    return render(c, eventPage(pageCtx(c), p, event, await eventFiles(db, p.id, event.event_id, attachmentBlobsOf(deps.blobs))));
+    const row = await findEvent(db, p.id, c.req.param('id'));
+    // The files are read beside the detail (its payload and neighbours), not after it.
+    const [event, files] = await Promise.all([
+      eventDetailOf(db, row, deps.decompressBlob, deps.blobs),
+      eventFiles(db, p.id, row.event_id, attachmentBlobsOf(deps.blobs)),
+    ]);
+    return render(c, eventPage(pageCtx(c), p, event, files));
   });
 
   // Attachment downloads (docs/api.md "Attachments"): always `attachment`, except the

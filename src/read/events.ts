@@ -451,7 +451,11 @@ async function neighbours(db: Db, issueId: number, id: number): Promise<{ previo
 }
 
 export async function eventDetail(db: Db, projectId: number, idOrEventId: string, decompressBlob: DecompressBlob, blobs?: BlobBucket) {
-  const row = await findEvent(db, projectId, idOrEventId);
+  return eventDetailOf(db, await findEvent(db, projectId, idOrEventId), decompressBlob, blobs);
+}
+
+/** eventDetail of a row already found (findEvent), so a page can read the event's files beside it. */
+export async function eventDetailOf(db: Db, row: EventRow, decompressBlob: DecompressBlob, blobs?: BlobBucket) {
   const [raw, around] = await Promise.all([readStoredPayload(db, row, decompressBlob, blobs), neighbours(db, Number(row.issue_id), Number(row.id))]);
   // Rows written before the detail was derived on read still carry it encoded.
   const detail: Partial<EventDetailData> =

@@ -186,6 +186,8 @@ function searched(query: IssueQuery, projectId: number, s: IssueSearch, window: 
   for (const a of s.assignees) query = assignedTo(query, a, viewer);
   for (const level of s.levels) query = query.where('level', '=', level);
   for (const release of s.firstReleases) query = query.where('first_release', '=', release);
+  // The row's own columns before the subqueries (SQLite tests them in this order).
+  for (const text of s.text) query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
   for (const release of s.releases) {
     query = query.where((eb) =>
       eb.exists(eb.selectFrom('issue_releases as ir').select(sql`1`.as('one')).whereRef('ir.issue_id', '=', 'issues.id').where('ir.release', '=', release)),
@@ -211,7 +213,6 @@ function searched(query: IssueQuery, projectId: number, s: IssueSearch, window: 
         .where('t.value', '=', tag.value),
     );
   }
-  for (const text of s.text) query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
   return query;
 }
 
@@ -231,9 +232,11 @@ export async function listIssues(
     if (q.status) query = query.where('status', '=', q.status);
     if (q.level) query = query.where('level', '=', q.level);
     if (q.release !== undefined) query = query.where('last_release', '=', q.release);
-    if (q.environment !== undefined) query = inEnvironment(query, q.environment, q.window);
     if (q.assignee !== undefined) query = assignedTo(query, q.assignee, viewer);
     if (q.search) query = searched(query, projectId, q.search, q.window, viewer);
+    // Last: SQLite tests the conditions in the order written, so the environment's index
+    // probe runs only for the issues the row's own columns let through.
+    if (q.environment !== undefined) query = inEnvironment(query, q.environment, q.window);
     return query;
   };
   /** The window itself, on last_seen: needed only where a minute straddles its bounds. */
@@ -317,49 +320,33 @@ export async function issueDetail(
   fingerprint: string,
   query: QueryParams,
   now: number,
-  options: { breakdownEvents?: number } = {},
+  options: { breakdownEvents?: number; found?: { row: IssueRow; mergedInto?: string } } = {},
 ): Promise<IssueDetailJson> {
   const window = parseWindow(query, now);
-  const { row: issue, mergedInto } = await findIssue(db, projectId, fingerprint);
+  const { row: issue, mergedInto } = options.found ?? (await findIssue(db, projectId, fingerprint));
   const issueId = Number(issue.id);
   const buckets = windowBuckets(window);
 
+  // The reads below do not depend on each other: on PostgreSQL they go out together, each on
+  // a connection of the pool, so the page waits for the slowest, not for the sum.
   const timelineRows = buckets
-    ? await db
+    ? db
         .selectFrom('issue_hourly')
         .select(['bucket', 'events'])
         .where('issue_id', '=', issueId)
         .where('bucket', '>=', buckets.first)
         .where('bucket', '<=', buckets.last)
         .execute()
-    : [];
-  const byBucket = new Map(timelineRows.map((r) => [Number(r.bucket), Number(r.events)]));
+    : Promise.resolve([]);
+  const [timelineRowsDone, combos, { latest, oldest }, [json]] = await Promise.all([
+    timelineRows,
+    breakdownCombos(db, projectId, issueId, window, options.breakdownEvents ?? BREAKDOWN_EVENTS),
+    newestAndOldestStored(db, issue),
+    issuesJson(db, [issue]),
+  ]);
+  const byBucket = new Map(timelineRowsDone.map((r) => [Number(r.bucket), Number(r.events)]));
   const timeline = bucketList(window).map((b) => ({ bucket: iso(b), events: byBucket.get(b) ?? 0 }));
 
-  // The issue's newest BREAKDOWN_EVENTS stored events of the window, walked newest first
-  // on events_issue_id (ids follow receive order), at most BREAKDOWN_SCAN_FACTOR times as
-  // many index entries, grouped by all four keys at once; each key's counts are then
-  // summed and ranked here: count desc, then value in code-point order, so ties rank the
-  // same on every database collation.
-  const limit = options.breakdownEvents ?? BREAKDOWN_EVENTS;
-  const floor = await scanFloor(db, projectId, { kind: 'issue', issueId }, undefined, undefined, limit * BREAKDOWN_SCAN_FACTOR);
-  const newest = db
-    .selectFrom('events')
-    .select([...BREAKDOWN_KEYS, 'os_name'])
-    .where('issue_id', '=', issueId)
-    // The floor as a row value over events_issue_id's columns: as `id >= floor`,
-    // PostgreSQL walked the primary key backwards from the newest event of any issue.
-    .$if(floor !== undefined, (q) => q.where(sql<boolean>`(issue_id, id) >= (${issueId}, ${floor!})`))
-    .where('timestamp', '>=', window.from)
-    .where('timestamp', '<', window.to)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .as('newest');
-  const combos = await db
-    .selectFrom(newest)
-    .select((eb) => [...BREAKDOWN_KEYS, 'os_name', eb.fn.countAll<number>().as('n')])
-    .groupBy([...BREAKDOWN_KEYS, 'os_name'])
-    .execute();
   const breakdown = {} as IssueDetailJson['breakdown'];
   for (const key of BREAKDOWN_KEYS) {
     const counts = new Map<string, number>();
@@ -374,7 +361,6 @@ export async function issueDetail(
       .slice(0, BREAKDOWN_TOP);
   }
 
-  const [{ latest, oldest }, [json]] = await Promise.all([newestAndOldestStored(db, issue), issuesJson(db, [issue])]);
   return {
     ...json,
     from: iso(window.from),
@@ -385,6 +371,34 @@ export async function issueDetail(
     oldest_event_id: oldest,
     ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}),
   };
+}
+
+/**
+ * The issue's newest `limit` stored events of the window, walked newest first on
+ * events_issue_id (ids follow receive order), at most BREAKDOWN_SCAN_FACTOR times as many
+ * index entries, grouped by all four keys at once; each key's counts are then summed and
+ * ranked by the caller: count desc, then value in code-point order, so ties rank the same
+ * on every database collation.
+ */
+async function breakdownCombos(db: Db, projectId: number, issueId: number, window: TimeWindow, limit: number) {
+  const floor = await scanFloor(db, projectId, { kind: 'issue', issueId }, undefined, undefined, limit * BREAKDOWN_SCAN_FACTOR);
+  const newest = db
+    .selectFrom('events')
+    .select([...BREAKDOWN_KEYS, 'os_name'])
+    .where('issue_id', '=', issueId)
+    // The floor as a row value over events_issue_id's columns: as `id >= floor`,
+    // PostgreSQL walked the primary key backwards from the newest event of any issue.
+    .$if(floor !== undefined, (q) => q.where(sql<boolean>`(issue_id, id) >= (${issueId}, ${floor!})`))
+    .where('timestamp', '>=', window.from)
+    .where('timestamp', '<', window.to)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .as('newest');
+  return db
+    .selectFrom(newest)
+    .select((eb) => [...BREAKDOWN_KEYS, 'os_name', eb.fn.countAll<number>().as('n')])
+    .groupBy([...BREAKDOWN_KEYS, 'os_name'])
+    .execute();
 }
 
 /**
