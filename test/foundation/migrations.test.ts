@@ -278,8 +278,10 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'user_sessions',
       ]);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
-      // 021 adds storage usage: a row trigger on payload_chunks and its own delete trigger on projects.
+      // 026 adds storage usage: a row trigger on payload_chunks and its own delete trigger on
+      // projects; 031 a row trigger on attachments.
       expect(triggers.rows.map((r) => r.name)).toEqual([
+        'attachments_storage_usage',
         'events_delete_rows',
         'issues_delete_rows',
         'payload_chunks_storage_usage',
