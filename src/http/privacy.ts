@@ -52,6 +52,7 @@ export function privacyRoutes(deps: AppDeps): Hono {
       database_bytes: await databaseBytes(db, deps.store.dialect),
       kinds: {
         events: { count: sum((u) => u.kinds.events.count), bytes: sum((u) => u.kinds.events.bytes) },
+        attachments: { count: sum((u) => u.kinds.attachments.count), bytes: sum((u) => u.kinds.attachments.bytes) },
         symbols: { count: sum((u) => u.kinds.symbols.count), bytes: sum((u) => u.kinds.symbols.bytes) },
       },
       projects,

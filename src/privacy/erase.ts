@@ -105,9 +105,10 @@ export async function eraseEndUser(deps: EraseDeps, projectId: number, user: End
       for (const [start, length] of ranges) bytes.fill(BLANK, start, Math.min(bytes.length, start + length));
       if (key !== null && deps.blobs) {
         const fresh = payloadObjectKey(Number(chunk.received_at));
-        objects.push({ key: fresh, data: deps.compressBlob(bytes) });
+        const data = deps.compressBlob(bytes);
+        objects.push({ key: fresh, data });
         replaced.push(key);
-        queries.push(db.updateTable('payload_chunks').set({ r2_key: fresh }).where('id', '=', chunkId).compile());
+        queries.push(db.updateTable('payload_chunks').set({ r2_key: fresh, object_bytes: data.byteLength }).where('id', '=', chunkId).compile());
       } else {
         queries.push(db.updateTable('payload_chunks').set({ data: deps.compressBlob(bytes) }).where('id', '=', chunkId).compile());
       }

@@ -1,8 +1,9 @@
 // Storage: what each project keeps (docs/privacy.md "Storage"), read from aggregates,
-// never from the stored rows themselves: `storage_usage` (payload bytes per hour, kept by
-// triggers), the issues' `stored_count`, `daily_usage` (events received per day) and the
-// symbol files' sizes; and the storage budget's cutoff, a pure function of the hourly
-// bytes. Web APIs only: every edition serves the usage routes.
+// never from the stored rows themselves: `storage_usage` (payload and attachment bytes
+// per hour, kept by triggers), the issues' `stored_count`, `daily_usage` (events received
+// per day) and the symbol files' sizes; and the storage budget's plan, a pure function of
+// the hourly bytes: attachments go first, oldest hour first, then events. Web APIs only:
+// every edition serves the usage routes.
 import { type Kysely, sql } from 'kysely';
 import { DAY_MS, HOUR_MS } from '../clock.js';
 import type { Dialect } from '../store/database.js';
@@ -19,21 +20,39 @@ export interface HourBytes {
   bytes: number;
 }
 
-/**
- * The receive time before which a project's oldest data goes so that it fits its budget:
- * whole hours, oldest first, until what is left is at most `budgetBytes`. Null when it
- * fits already (or there is no budget).
- */
-export function budgetCutoff(hours: HourBytes[], budgetBytes: number): number | null {
-  if (budgetBytes <= 0) return null;
-  const sorted = [...hours].filter((h) => h.bytes > 0).sort((a, b) => a.bucket - b.bucket);
-  let total = sorted.reduce((sum, h) => sum + h.bytes, 0);
-  if (total <= budgetBytes) return null;
-  for (const h of sorted) {
+/** What retention removes from a project past its budget: everything received before each time (null: none). */
+export interface BudgetPlan {
+  attachmentsBefore: number | null;
+  eventsBefore: number | null;
+}
+
+/** Whole hours, oldest first, until `total` is at most `budget`: the end of the last hour taken, and what is left. */
+function dropOldest(hours: HourBytes[], total: number, budget: number): { before: number | null; left: number } {
+  let before: number | null = null;
+  for (const h of [...hours].filter((x) => x.bytes > 0).sort((a, b) => a.bucket - b.bucket)) {
+    if (total <= budget) break;
     total -= h.bytes;
-    if (total <= budgetBytes) return h.bucket + HOUR_MS;
+    before = h.bucket + HOUR_MS;
   }
-  return sorted[sorted.length - 1].bucket + HOUR_MS;
+  return { before, left: total };
+}
+
+/**
+ * What goes so that a project fits its budget, oldest first and attachments first: whole
+ * hours of attachments, oldest first, until what is left (payloads and attachments) is at
+ * most `budgetBytes`; only when every attachment is gone and that is still too much, whole
+ * hours of events (with their payloads), oldest first. Nothing when it fits (or there is
+ * no budget).
+ */
+export function budgetPlan(payloads: HourBytes[], attachments: HourBytes[], budgetBytes: number): BudgetPlan {
+  const none: BudgetPlan = { attachmentsBefore: null, eventsBefore: null };
+  if (budgetBytes <= 0) return none;
+  const sum = (hours: HourBytes[]) => hours.reduce((n, h) => n + Math.max(0, h.bytes), 0);
+  const total = sum(payloads) + sum(attachments);
+  if (total <= budgetBytes) return none;
+  const a = dropOldest(attachments, total, budgetBytes);
+  if (a.left <= budgetBytes) return { attachmentsBefore: a.before, eventsBefore: null };
+  return { attachmentsBefore: a.before, eventsBefore: dropOldest(payloads, a.left, budgetBytes).before };
 }
 
 export interface KindUsage {
@@ -46,17 +65,17 @@ export interface ProjectUsage {
   slug: string;
   bytes: number;
   budget_bytes: number | null;
-  kinds: { events: KindUsage; symbols: KindUsage };
+  kinds: { events: KindUsage; attachments: KindUsage; symbols: KindUsage };
   growth: { day: string; bytes: number; events: number }[];
 }
 
-/** Each payload hour of a project that still holds bytes. */
-export async function payloadHours(db: Db, projectId: number): Promise<HourBytes[]> {
+/** Each hour of a project that still holds bytes of that kind (`payloads`, `attachments`). */
+export async function usageHours(db: Db, projectId: number, kind: 'payloads' | 'attachments'): Promise<HourBytes[]> {
   const rows = await db
     .selectFrom('storage_usage')
     .select(['bucket', 'bytes'])
     .where('project_id', '=', projectId)
-    .where('kind', '=', 'payloads')
+    .where('kind', '=', kind)
     .where('bytes', '>', 0)
     .orderBy('bucket')
     .execute();
@@ -70,13 +89,13 @@ function isoDay(ms: number): string {
 /** One project's usage; `now` decides the growth window. */
 export async function projectUsage(db: Db, project: { id: number; slug: string; storage_budget_mb: number }, now: number): Promise<ProjectUsage> {
   const since = Math.floor(now / DAY_MS) * DAY_MS - (GROWTH_DAYS - 1) * DAY_MS;
-  const [payloads, events, symbols, growth, received] = await Promise.all([
+  const [kinds, events, symbols, growth, received] = await Promise.all([
     db
       .selectFrom('storage_usage')
-      .select([sql<number>`coalesce(sum(bytes), 0)`.as('bytes'), sql<number>`coalesce(sum(count), 0)`.as('chunks')])
+      .select(['kind', sql<number>`coalesce(sum(bytes), 0)`.as('bytes'), sql<number>`coalesce(sum(count), 0)`.as('n')])
       .where('project_id', '=', project.id)
-      .where('kind', '=', 'payloads')
-      .executeTakeFirst(),
+      .groupBy('kind')
+      .execute(),
     db.selectFrom('issues').select(sql<number>`coalesce(sum(stored_count), 0)`.as('n')).where('project_id', '=', project.id).executeTakeFirst(),
     db
       .selectFrom('symbol_files')
@@ -87,7 +106,6 @@ export async function projectUsage(db: Db, project: { id: number; slug: string; 
       .selectFrom('storage_usage')
       .select(['bucket', 'bytes'])
       .where('project_id', '=', project.id)
-      .where('kind', '=', 'payloads')
       .where('bucket', '>=', since)
       .execute(),
     db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', project.id).where('day', '>=', since).execute(),
@@ -102,15 +120,18 @@ export async function projectUsage(db: Db, project: { id: number; slug: string; 
     const day = days.get(isoDay(Number(r.day)));
     if (day) day.events += Number(r.events);
   }
-  const eventBytes = Number(payloads?.bytes ?? 0);
+  const kind = (name: string) => kinds.find((k) => k.kind === name);
+  const eventBytes = Number(kind('payloads')?.bytes ?? 0);
+  const attachments = { count: Number(kind('attachments')?.n ?? 0), bytes: Number(kind('attachments')?.bytes ?? 0) };
   const symbolBytes = Number(symbols?.bytes ?? 0);
   return {
     project_id: project.id,
     slug: project.slug,
-    bytes: eventBytes + symbolBytes,
+    bytes: eventBytes + attachments.bytes + symbolBytes,
     budget_bytes: project.storage_budget_mb > 0 ? project.storage_budget_mb * MB : null,
     kinds: {
       events: { count: Number(events?.n ?? 0), bytes: eventBytes },
+      attachments,
       symbols: { count: Number(symbols?.n ?? 0), bytes: symbolBytes },
     },
     growth: [...days].map(([day, v]) => ({ day, ...v })),

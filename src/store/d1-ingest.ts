@@ -257,9 +257,12 @@ const SQL = {
     WHERE project_id = ?1 AND stored_id = ?3 AND event_id IN (SELECT r.id FROM r, projects p WHERE p.id = ?1
       AND NOT (r.cr = 1 OR r.n <= p.sample_keep_first OR p.sample_rate >= 1 OR (p.sample_rate > 0 AND r.dr < p.sample_rate)))`,
 
-  /** ?7 the chunk's index, ?8 its blob (empty when an object holds it), ?9 the event ids it holds (JSON), ?10 its object's key or NULL. */
-  chunk: `INSERT INTO payload_chunks (project_id, received_at, data, r2_key)
-    SELECT ?1, ?3 - ?7, ?8, ?10 WHERE EXISTS (SELECT 1 FROM json_each(?9) m JOIN seen_events s ON s.project_id = ?1 AND s.event_id = m.value AND s.stored_id = ?3)`,
+  /**
+   * ?7 the chunk's index, ?8 its blob (empty when an object holds it), ?9 the event ids it
+   * holds (JSON), ?10 its object's key or NULL, ?11 the object's length or NULL (storage_usage counts it).
+   */
+  chunk: `INSERT INTO payload_chunks (project_id, received_at, data, r2_key, object_bytes)
+    SELECT ?1, ?3 - ?7, ?8, ?10, ?11 WHERE EXISTS (SELECT 1 FROM json_each(?9) m JOIN seen_events s ON s.project_id = ?1 AND s.event_id = m.value AND s.stored_id = ?3)`,
 
   /** ?7 the rows (JSON), a part of the work's events. */
   events: `WITH r AS (SELECT json_extract(value, '$.i') AS i, json_extract(value, '$.row') AS row FROM json_each(?7))
@@ -489,7 +492,7 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
       if (options.objectKey) {
         const key = options.objectKey(at);
         objects.push({ key, data: chunk.data });
-        add(SQL.chunk, [k, new Uint8Array(0), members, key]);
+        add(SQL.chunk, [k, new Uint8Array(0), members, key, chunk.data.byteLength]);
         continue;
       }
       if (chunk.data.byteLength > D1_MAX_VALUE_BYTES) {
@@ -497,7 +500,7 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
           `an event's payload is ${chunk.data.byteLength} bytes compressed; the serverless edition stores at most ${D1_MAX_VALUE_BYTES} bytes (D1's value limit)`,
         );
       }
-      add(SQL.chunk, [k, chunk.data, members, null]);
+      add(SQL.chunk, [k, chunk.data, members, null, null]);
     }
     const rows = events.map((e, i) => JSON.stringify({ i, row: eventRow(e, at, slots[i]) }));
     for (const part of jsonParts(rows, JSON_PART_BYTES, 'an event')) add(SQL.events, [part]);

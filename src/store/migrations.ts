@@ -1245,6 +1245,105 @@ function m031SymbolObjectsInR2(): Migration {
   };
 }
 
+/**
+ * Storage usage counts what R2 holds and attachments (docs/privacy.md "Storage"): a
+ * payload chunk whose blob is an object keeps the blob's length in `object_bytes` (null
+ * when `data` holds it), and the chunk triggers count `coalesce(object_bytes,
+ * length(data))`; attachments are counted under kind `attachments` by triggers on their
+ * rows (the file's `size`, the same wherever its chunks are), per hour of `received_at`,
+ * so the storage budget can remove them oldest first before events. Filled from the
+ * stored attachments.
+ */
+function mUsageObjectsAndAttachments(dialect: Dialect): Migration {
+  const hour = (t: string) => (dialect === 'postgres' ? `(${t}.received_at / 3600000) * 3600000` : `cast(${t}.received_at / 3600000 as integer) * 3600000`);
+  const length = dialect === 'postgres' ? 'octet_length' : 'length';
+  const bytes = (t: string) => `coalesce(${t}.object_bytes, ${length}(${t}.data))`;
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('payload_chunks').addColumn('object_bytes', big).execute();
+      if (dialect === 'postgres') {
+        await sql
+          .raw(
+            `create or replace function faultline_storage_usage_chunks() returns trigger language plpgsql as $$
+begin
+  if tg_op <> 'DELETE' then
+    insert into storage_usage (project_id, kind, bucket, count, bytes)
+    values (new.project_id, 'payloads', ${hour('new')}, 1, ${bytes('new')})
+    on conflict (project_id, kind, bucket) do update set count = storage_usage.count + 1, bytes = storage_usage.bytes + excluded.bytes;
+  end if;
+  if tg_op <> 'INSERT' then
+    update storage_usage set count = count - 1, bytes = bytes - ${bytes('old')}
+    where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+    delete from storage_usage where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')} and count <= 0;
+  end if;
+  return null;
+end $$`,
+          )
+          .execute(db);
+        await sql.raw('drop trigger payload_chunks_storage_usage on payload_chunks').execute(db);
+        await sql
+          .raw(
+            'create trigger payload_chunks_storage_usage after insert or delete or update of data, object_bytes, received_at, project_id on payload_chunks for each row execute function faultline_storage_usage_chunks()',
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create or replace function faultline_storage_usage_attachments() returns trigger language plpgsql as $$
+begin
+  if tg_op = 'INSERT' then
+    insert into storage_usage (project_id, kind, bucket, count, bytes)
+    values (new.project_id, 'attachments', ${hour('new')}, 1, new.size)
+    on conflict (project_id, kind, bucket) do update set count = storage_usage.count + 1, bytes = storage_usage.bytes + excluded.bytes;
+  else
+    update storage_usage set count = count - 1, bytes = bytes - old.size
+    where project_id = old.project_id and kind = 'attachments' and bucket = ${hour('old')};
+    delete from storage_usage where project_id = old.project_id and kind = 'attachments' and bucket = ${hour('old')} and count <= 0;
+  end if;
+  return null;
+end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw('create trigger attachments_storage_usage after insert or delete on attachments for each row execute function faultline_storage_usage_attachments()')
+          .execute(db);
+      } else {
+        const add = `insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'payloads', ${hour('new')}, 1, ${bytes('new')})
+  on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;`;
+        const remove = `update storage_usage set count = count - 1, bytes = bytes - ${bytes('old')} where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
+  delete from storage_usage where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')} and count <= 0;`;
+        for (const name of ['payload_chunks_usage_insert', 'payload_chunks_usage_delete', 'payload_chunks_usage_update']) await sql.raw(`drop trigger ${name}`).execute(db);
+        await sql.raw(`create trigger payload_chunks_usage_insert after insert on payload_chunks begin\n  ${add}\nend`).execute(db);
+        await sql.raw(`create trigger payload_chunks_usage_delete after delete on payload_chunks begin\n  ${remove}\nend`).execute(db);
+        await sql
+          .raw(`create trigger payload_chunks_usage_update after update of data, object_bytes, received_at, project_id on payload_chunks begin\n  ${remove}\n  ${add}\nend`)
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger attachments_usage_insert after insert on attachments begin
+  insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'attachments', ${hour('new')}, 1, new.size)
+  on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;
+end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger attachments_usage_delete after delete on attachments begin
+  update storage_usage set count = count - 1, bytes = bytes - old.size where project_id = old.project_id and kind = 'attachments' and bucket = ${hour('old')};
+  delete from storage_usage where project_id = old.project_id and kind = 'attachments' and bucket = ${hour('old')} and count <= 0;
+end`,
+          )
+          .execute(db);
+      }
+      await sql
+        .raw(
+          `insert into storage_usage (project_id, kind, bucket, count, bytes)
+           select project_id, 'attachments', ${hour('attachments')}, count(*), sum(size) from attachments group by project_id, ${hour('attachments')}`,
+        )
+        .execute(db);
+    },
+  };
+}
+
 /** Every migration, in order. The name's number is the schema version. */
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -1278,6 +1377,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '029_anr_sessions': m029AnrSessions(),
     '030_objects_in_r2': m030ObjectsInR2(),
     '031_symbol_objects_in_r2': m031SymbolObjectsInR2(),
+    '032_usage_objects_and_attachments': mUsageObjectsAndAttachments(dialect),
   };
 }
 

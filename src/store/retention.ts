@@ -7,8 +7,9 @@
 // `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
 // on one file never overlap). On D1, which has no interactive transactions, an event
-// batch is one `Store.atomic` (deleteEventBatchAtomically). Payload chunks held in a
-// bucket (src/store/blobs.ts) lose their objects after their rows. Web APIs only, so the
+// batch is one `Store.atomic` (deleteEventBatchAtomically). Payload and attachment chunks
+// held in a bucket (src/store/blobs.ts) lose their objects after their rows. Storage
+// budgets: attachments first, then events (src/privacy/usage.ts budgetPlan). Web APIs only, so the
 // serverless edition's cron runs the same code.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
@@ -18,7 +19,7 @@ import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { deleteExpiredChunks } from '../uploads/chunks.js';
 import { DELIVERY_LIST_LIMIT } from '../limits.js';
-import { budgetCutoff, MB, payloadHours } from '../privacy/usage.js';
+import { budgetPlan, MB, usageHours } from '../privacy/usage.js';
 
 type Db = Kysely<Database>;
 
@@ -225,6 +226,16 @@ async function deleteKeyedBatch(
     await deleteObjects(blobs, rows.map((r) => r.r2_key));
     return rows.length;
   }
+  if (blobs && table === 'attachments') {
+    // Their chunks go with them (foreign key): the chunks' object keys are read first, the
+    // objects go once the rows are deleted (the day's sweep would leave a budget's alone).
+    // By subquery, not an id list: D1 binds at most 100 values.
+    const pick = sql`select id from attachments where ${condition} order by id limit ${batchSize}`;
+    const keys = await sql<{ r2_key: string | null }>`select r2_key from attachment_chunks where attachment_id in (${pick}) and r2_key is not null`.execute(db);
+    const result = await withRetry(() => sql`delete from attachments where id in (${pick})`.execute(db));
+    await deleteObjects(blobs, keys.rows.map((k) => k.r2_key));
+    return Number(result.numAffectedRows ?? 0);
+  }
   const result = await withRetry(() => sql`delete from ${sql.table(table)} where ${picked}`.execute(db));
   return Number(result.numAffectedRows ?? 0);
 }
@@ -279,23 +290,25 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   await keyed('user_feedback', ['id'], sql`received_at < ${rawCutoff}`);
 
   // Storage budgets (docs/privacy.md "Storage"): a project past its budget loses its
-  // oldest hours of events, the same way as expired ones, until it fits. The hours and
-  // their bytes come from storage_usage (kept by triggers), not from reading the chunks.
-  // (Attachments, once stored, go before events.)
+  // oldest hours of attachments, then (when they are not enough) its oldest hours of
+  // events, the same way as expired ones, until it fits. The hours and their bytes come
+  // from storage_usage (kept by triggers), not from reading the rows.
   const budgeted = await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute();
   for (const project of budgeted) {
     if (stopped()) break;
-    const cutoff = budgetCutoff(await payloadHours(db, project.id), Number(project.storage_budget_mb) * MB);
-    if (cutoff === null) continue;
+    const [payloads, attachments] = await Promise.all([usageHours(db, project.id, 'payloads'), usageHours(db, project.id, 'attachments')]);
+    const plan = budgetPlan(payloads, attachments, Number(project.storage_budget_mb) * MB);
+    if (plan.attachmentsBefore !== null) await keyed('attachments', ['id'], sql`project_id = ${project.id} and received_at < ${plan.attachmentsBefore}`);
+    if (plan.eventsBefore === null) continue;
     while (!stopped()) {
-      const b = await deleteEventBatch(db, cutoff, batchSize, options.batch, project.id);
+      const b = await deleteEventBatch(db, plan.eventsBefore, batchSize, options.batch, project.id);
       deleted.event_tags += b.tags;
       for (const id of b.issues) issuesUpdated.add(id);
       await report('events', b.events);
       if (b.events < batchSize) break;
       await yieldToOthers();
     }
-    await keyed('payload_chunks', ['id'], sql`project_id = ${project.id} and received_at < ${cutoff}`);
+    await keyed('payload_chunks', ['id'], sql`project_id = ${project.id} and received_at < ${plan.eventsBefore}`);
   }
   await keyed('seen_events', ['project_id', 'event_id'], sql`received_at < ${rawCutoff}`);
   await keyed('sessions', ['project_id', 'sid'], sql`updated_at < ${rawCutoff}`);
@@ -344,8 +357,8 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // to their end), so what is left there is an orphan of a batch that failed.
   if (options.blobs && !stopped()) {
     await sweepObjects(options.blobs, PAYLOAD_PREFIX, rawCutoff, options.signal);
-    // Attachment objects go by this sweep only: their rows go with the attachment's
-    // (foreign key), and an attachment is as old as its event.
+    // Attachment objects go with their rows (deleteKeyedBatch); an attachment is as old as
+    // its event, so what is left here is an orphan too.
     await sweepObjects(options.blobs, ATTACHMENT_PREFIX, rawCutoff, options.signal);
   }
   // Upload chunks live an hour until assembled (src/uploads/chunks.ts).

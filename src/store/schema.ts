@@ -146,6 +146,8 @@ export interface PayloadChunkTable {
   data: Uint8Array;
   /** The object holding the blob in the edition's bucket (src/store/blobs.ts), or null when `data` holds it. */
   r2_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The object's length when `r2_key` names it (storage_usage counts it), else null. */
+  object_bytes: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface EventTagTable {

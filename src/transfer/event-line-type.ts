@@ -236,7 +236,7 @@ export const eventLineType: LineType<EventValue> = {
       ctx.db,
       ctx.dialect,
       'payload_chunks',
-      chunks.map((c, i) => ({ id: chunkIds[i], project_id: c.projectId, received_at: c.receivedAt, data: blobs ? new Uint8Array(0) : c.data, r2_key: keys[i] })),
+      chunks.map((c, i) => ({ id: chunkIds[i], project_id: c.projectId, received_at: c.receivedAt, data: blobs ? new Uint8Array(0) : c.data, r2_key: keys[i], object_bytes: blobs ? c.data.byteLength : null })),
     );
     const empty = new Uint8Array(0);
     await insertRows(

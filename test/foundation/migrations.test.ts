@@ -172,6 +172,48 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(await indexNames(store, 'sessions')).not.toContain('sessions_project_release_started');
   });
 
+  it('032 counts the attachments stored before it per hour, and then follows their rows and R2 payload objects', async () => {
+    database = await createTestDatabase(dialect);
+    store = await openStore(database.url);
+    await migrateTo(store, '030_objects_in_r2');
+    const pid = await insertProject(store);
+    const hour = 1_767_000_000_000 - (1_767_000_000_000 % 3_600_000);
+    const attachment = (digest: string, size: number, received_at: number) => ({
+      project_id: pid,
+      event_id: 'e'.repeat(32),
+      digest,
+      name: `${digest}.bin`,
+      content_type: 'application/octet-stream',
+      attachment_type: 'event.attachment',
+      size,
+      received_at,
+    });
+    await store.db.insertInto('attachments').values([attachment('a', 100, hour + 1), attachment('b', 20, hour + 3_599_999), attachment('c', 5, hour + 3_600_000)]).execute();
+    await migrate(store);
+    const usage = async () =>
+      (await store!.db.selectFrom('storage_usage').selectAll().where('project_id', '=', pid).orderBy('kind').orderBy('bucket').execute()).map((r) => [
+        r.kind,
+        Number(r.bucket),
+        Number(r.count),
+        Number(r.bytes),
+      ]);
+    expect(await usage()).toEqual([
+      ['attachments', hour, 2, 120],
+      ['attachments', hour + 3_600_000, 1, 5],
+    ]);
+    await store.db.deleteFrom('attachments').where('digest', '=', 'c').execute();
+    await store.db.insertInto('attachments').values(attachment('d', 7, hour + 10)).execute();
+    // A payload chunk whose blob is an object counts the object's length.
+    await store.db.insertInto('payload_chunks').values({ id: 1, project_id: pid, received_at: hour + 5, data: new Uint8Array(0), r2_key: 'payloads/x', object_bytes: 900 }).execute();
+    await store.db.insertInto('payload_chunks').values({ id: 2, project_id: pid, received_at: hour + 6, data: new Uint8Array(30), r2_key: null, object_bytes: null }).execute();
+    expect(await usage()).toEqual([
+      ['attachments', hour, 3, 127],
+      ['payloads', hour, 2, 930],
+    ]);
+    await store.db.deleteFrom('payload_chunks').where('r2_key', '=', 'payloads/x').execute();
+    expect((await usage()).at(-1)).toEqual(['payloads', hour, 1, 30]);
+  });
+
   it('009: deleting an event, an issue or a project still removes the rows under it, for rows written before', async () => {
     database = await createTestDatabase(dialect);
     store = await openStore(database.url);
@@ -278,8 +320,10 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'user_sessions',
       ]);
       const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
-      // 021 adds storage usage: a row trigger on payload_chunks and its own delete trigger on projects.
+      // 026 adds storage usage: a row trigger on payload_chunks and its own delete trigger on
+      // projects; 032 a row trigger on attachments.
       expect(triggers.rows.map((r) => r.name)).toEqual([
+        'attachments_storage_usage',
         'events_delete_rows',
         'issues_delete_rows',
         'payload_chunks_storage_usage',

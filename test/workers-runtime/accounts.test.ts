@@ -1,7 +1,8 @@
 // Accounts on D1 inside workerd, through the shared app as the Worker serves it: an
 // admin created with the API key, a personal token acting with its user's role (403
 // below it), password sign-in to the dashboard (PBKDF2 through workerd's Web Crypto)
-// into a session kept in D1, and sign-out ending it.
+// into a session kept in D1, and sign-out ending it; the uploader routes' writes audited
+// as the token's user.
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../src/editions/workers/deps.js';
@@ -54,5 +55,22 @@ describe('accounts on D1', () => {
     expect((await call('/login', { method: 'POST', body: wrong, headers: { origin: 'https://errors.example.com', 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(401);
     const audit = await (await call('/api/audit', { bearer: API_KEY })).json();
     expect(audit.entries.map((e: { action: string }) => e.action)).toEqual(expect.arrayContaining(['user.sign_in', 'user.sign_out', 'user.sign_in_failed', 'token.create', 'user.create']));
+  });
+
+  it('audits a release created and finalized with a personal token under /api/0/', async () => {
+    expect((await call('/api/projects', { method: 'POST', bearer: API_KEY, json: { slug: 'ios-app', name: 'iOS app' } })).status).toBe(201);
+    const ci = await (await call('/api/users', { method: 'POST', bearer: API_KEY, json: { email: 'ci@example.com', role: 'member', password: 'ci-password-1' } })).json();
+    const { token } = await (await call('/api/tokens', { method: 'POST', bearer: API_KEY, json: { name: 'sentry-cli', user_id: ci.id } })).json();
+    const created = await call('/api/0/organizations/acme/releases/', { method: 'POST', bearer: token, json: { version: 'ios@2.0', projects: ['ios-app'] } });
+    expect(created.status).toBe(201);
+    // Sent again with nothing new (as sentry-cli does): no second entry.
+    expect((await call('/api/0/organizations/acme/releases/', { method: 'POST', bearer: token, json: { version: 'ios@2.0', projects: ['ios-app'] } })).status).toBe(200);
+    const finalized = await call('/api/0/organizations/acme/releases/ios@2.0/', { method: 'PUT', bearer: token, json: { dateReleased: '2026-11-28T10:00:00Z' } });
+    expect(finalized.status).toBe(200);
+    const audit = await (await call('/api/audit?target=ios@2.0', { bearer: API_KEY })).json();
+    expect(audit.entries.map((e: { action: string; actor: string; details: unknown }) => [e.action, e.actor, e.details])).toEqual([
+      ['release.finalize', 'ci@example.com', { via: 'sentry-cli', projects: ['ios-app'], released_at: '2026-11-28T10:00:00.000Z' }],
+      ['release.create', 'ci@example.com', { via: 'sentry-cli', projects: ['ios-app'] }],
+    ]);
   });
 });

@@ -4,7 +4,9 @@
 // export) gets them back; the queue consumer does the same. Retention and project deletion
 // remove the objects (payloads and attachments), and retention sweeps an orphan object of
 // a failed batch. Export → import → export gives the same lines, attachments included,
-// with the bucket and without it. (attachments.test.ts downloads attachments from R2.)
+// with the bucket and without it. Storage usage (storage_usage, kept by triggers) counts
+// the objects' bytes: the same with and without the bucket. (attachments.test.ts
+// downloads attachments from R2.)
 import { createMessageBatch } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
@@ -15,7 +17,7 @@ import { consumeIngestBatch, type QueueBinding } from '../../src/editions/worker
 import { decompressBlob } from '../../src/editions/workers/runtime.js';
 import { workersTransferRuntime } from '../../src/editions/workers/transfer-runtime.js';
 import { createApp } from '../../src/http/app.js';
-import { ATTACHMENT_PREFIX, PAYLOAD_PREFIX, type BlobBucket } from '../../src/store/blobs.js';
+import { ATTACHMENT_PREFIX, PAYLOAD_PREFIX, readObject, type BlobBucket } from '../../src/store/blobs.js';
 import type { Store } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import { readStoredPayloads } from '../../src/store/payloads.js';
@@ -210,6 +212,34 @@ function comparable(lines: string[], slug: string, as: string): string[] {
 async function* bytesOf(text: string) {
   yield new TextEncoder().encode(text);
 }
+
+describe('storage usage with payloads in R2', () => {
+  it('counts the objects: the same usage with the bucket and without it', async () => {
+    const inR2 = await project();
+    const inD1 = await project();
+    const file = new Uint8Array(700 * 1024).map((_, i) => (i * 7919) % 251);
+    for (const [target, p] of [
+      [app, inR2],
+      [plain.app, inD1],
+    ] as const) {
+      expect(await send(target, p, envelope(eventId(300)))).toBe(200);
+      expect(await send(target, p, withAttachment(eventId(301), file))).toBe(200);
+    }
+    const usage = async (target: Hono, p: Project) => (await (await api(target, `/api/projects/${p.slug}/usage`)).json()) as { bytes: number; kinds: Record<string, { count: number; bytes: number }> };
+    const r2 = await usage(app, inR2);
+    const d1 = await usage(plain.app, inD1);
+    // The rows in D1 hold no payload bytes, the objects do.
+    const chunks = await chunksOf(store.db, inR2.id);
+    expect(chunks.every((c) => c.data.byteLength === 0 && c.r2_key !== null)).toBe(true);
+    let objectBytes = 0;
+    for (const c of chunks) objectBytes += (await readObject(bucket, c.r2_key!))!.byteLength;
+    expect(r2.kinds.events).toEqual({ count: 2, bytes: objectBytes });
+    expect(r2.kinds.attachments).toEqual({ count: 1, bytes: file.byteLength });
+    expect(r2.kinds).toEqual(d1.kinds);
+    expect(r2.bytes).toBe(d1.bytes);
+    expect(r2.bytes).toBe(objectBytes + file.byteLength);
+  });
+});
 
 describe('export and import with payloads in R2', () => {
   const withBucket: TransferRuntime = { ...workersTransferRuntime, blobs: bucket };

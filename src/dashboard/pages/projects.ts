@@ -43,6 +43,7 @@ function usagePanel(u: ProjectUsage): Html {
   return html`<section class="card" aria-labelledby="usage-h"><h2 id="usage-h">Storage</h2>
     <dl class="kv" data-usage-bytes="${String(u.bytes)}">
       <dt>Events</dt><dd>${u.kinds.events.count.toLocaleString('en-US')} stored · ${megabytes(u.kinds.events.bytes)}</dd>
+      <dt>Attachments</dt><dd>${u.kinds.attachments.count.toLocaleString('en-US')} · ${megabytes(u.kinds.attachments.bytes)}</dd>
       <dt>Symbol files</dt><dd>${u.kinds.symbols.count.toLocaleString('en-US')} · ${megabytes(u.kinds.symbols.bytes)}</dd>
       <dt>Total</dt><dd>${megabytes(u.bytes)}${u.budget_bytes !== null ? html` of a ${megabytes(u.budget_bytes)} budget ${meter(u.bytes, u.budget_bytes, 'share of the storage budget used')}` : ' (no budget)'}</dd>
     </dl>
