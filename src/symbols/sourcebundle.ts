@@ -61,7 +61,12 @@ export class LoadedSourceBundle implements LoadedSymbols {
   }
 }
 
-/** The files a bundle's manifest names, by path and by URL. */
+/**
+ * The files a bundle's manifest names, by path and by URL. Read whole with fflate's
+ * unzipSync, not zip.ts's ranged reader: `load` is synchronous, and what it reads is a
+ * stored file within the bundle limits here; a bundle it cannot read only gives no
+ * source context.
+ */
 export function readSourceBundle(bytes: Uint8Array): Map<string, Uint8Array> {
   let total = 0;
   const entries = unzipSync(bytes, {

@@ -40,7 +40,13 @@ type Db = Kysely<Database>;
  */
 export const SYMBOL_CHUNK_BYTES = 512 * 1024;
 
-/** The kinds the management API uploads (the spec's kinds), each symbolicating its platform. */
+/**
+ * The kinds the management API uploads (the spec's kinds), each symbolicating its platform.
+ * These lists are the stored vocabulary (the `kind` column, the API's and the export's
+ * checks, the SymbolKind type), so they stay beside the handler list an edition passes
+ * (default-kinds.ts): a row of a kind the edition has no handler for is still listed,
+ * exported and deleted, only not symbolicated.
+ */
 export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf', 'breakpad', 'dartsymbolmap', 'sourcebundle'] as const;
 /**
  * Debug files sentry-cli uploads that Faultline keeps but does not symbolicate with (a

@@ -6,12 +6,8 @@
 // what was written: nothing is stored.
 //
 // Limits (docs/api.md "Symbols"): 256 MB per file; a zip holds at most 1 000 entries and
-// 1 GB unpacked. Zip data is inflated 16 KB of input at a time, so one step never
-// produces more than about 16 MB, and the upload stops as soon as a limit is passed. A
-// zip is read as it streams in, so its central directory (at its end) is checked last:
-// each entry's CRC-32, its encryption flag and the list of entries must match what was
-// read (src/symbols/zip.ts holds the ZIP rules every route applies).
-import { Unzip, UnzipInflate, type UnzipFile } from 'fflate';
+// 1 GB unpacked. A zip is read as it streams in (src/symbols/zip.ts, the one ZIP module),
+// so its central directory (at its end) is checked last.
 import type { Kysely } from 'kysely';
 import type { Database } from '../store/schema.js';
 import { handlerOf, SymbolInputError, type FileInspector, type InspectedFile, type SymbolKindHandler, type SymbolKinds } from './kinds.js';
@@ -33,16 +29,7 @@ import {
   type SymbolKind,
 } from './storage.js';
 import { MAX_SYMBOL_FILE_BYTES, MAX_ZIP_ENTRIES, MAX_ZIP_UNPACKED_BYTES } from '../limits.js';
-import { bytesSource, concatBytes } from '../bytes.js';
-import { crc32, crcMismatch, entryProblem, readZipDirectory, ZipError } from './zip.js';
-
-/** Compressed bytes handed to the inflater per step (bounds what one step can produce). */
-const ZIP_STEP_BYTES = 16 * 1024;
-/**
- * Bytes of a zip's end kept to check its central directory: a directory of 1 000 entries
- * with names of a few hundred bytes is well under it.
- */
-const ZIP_DIRECTORY_BYTES = 4 * 1024 * 1024;
+import { readStreamedZip, sizeText, startsLikeZip } from './zip.js';
 /** Bytes of an entry looked at to recognise its kind. */
 const HEAD_BYTES = 4096;
 
@@ -71,22 +58,9 @@ export const UPLOAD_LIMITS: UploadLimits = {
   maxZipUnpackedBytes: MAX_ZIP_UNPACKED_BYTES,
 };
 
-const mb = (n: number) =>
-  n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
-
-/** Why a zip past the unpacked limit is refused (every upload route says it alike); `what`: "the zip", "source maps". */
-export function unpackedTooLargeMessage(what: string, max: number): string {
-  return `${what} unpack${what.endsWith('s') ? '' : 's'} to more than ${max} bytes (${mb(max)})`;
-}
-
-/** Why a zip with too many entries is refused. */
-export function tooManyEntriesMessage(max: number): string {
-  return `the zip has more than ${max} entries`;
-}
-
 /** Why a file over the per-file limit is refused (every upload route says it alike). */
 export function tooLargeMessage(name: string, max: number): string {
-  return `${name} is larger than ${max} bytes (${mb(max)} per file)`;
+  return `${name} is larger than ${max} bytes (${sizeText(max)} per file)`;
 }
 
 /** One file going into storage: written as pending while its kind's inspector checks it. */
@@ -162,19 +136,6 @@ class FileIntake {
     if (files.length === 0) throw new SymbolInputError(`${this.name} holds no ${this.target.kind} symbols`);
     return { id, size, files };
   }
-}
-
-/** A zip entry name that could write outside the archive's folder (zip-slip). */
-export function unsafeEntryName(name: string): boolean {
-  if (name.includes('\0')) return true;
-  const n = name.replace(/\\/g, '/');
-  if (n.startsWith('/') || /^[a-z]:/i.test(n)) return true;
-  return n.split('/').some((seg) => seg === '..');
-}
-
-/** Zip local file header magic. */
-function isZip(head: Uint8Array): boolean {
-  return head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04;
 }
 
 interface FileResult {
@@ -256,7 +217,7 @@ export class StagedUpload {
       if (!handler) throw new SymbolInputError(`${target.kind} support not available`);
       const { head, all } = await peek(source, 4);
       const results: FileResult[] = [];
-      if (zipOfFiles && isZip(head)) {
+      if (zipOfFiles && startsLikeZip(head)) {
         await readZip(db, handler, target, all, now, pendingIds, results, limits);
         if (results.length === 0) throw new SymbolInputError(`the zip holds no ${target.kind} file`);
       } else {
@@ -341,8 +302,7 @@ async function splitResults(db: Db, target: UploadTarget, results: FileResult[],
   return commits;
 }
 
-type ZipEvent = { kind: 'file'; file: UnzipFile } | { kind: 'data'; file: UnzipFile; data: Uint8Array; final: boolean } | { kind: 'error'; message: string };
-
+/** The entries of a zip of `target.kind`: each recognised one goes in as a file of the upload. */
 async function readZip(
   db: Db,
   handler: SymbolKindHandler,
@@ -352,138 +312,15 @@ async function readZip(
   pendingIds: number[],
   results: FileResult[],
   limits: UploadLimits,
-) {
-  const { maxFileBytes, maxZipEntries, maxZipUnpackedBytes } = limits;
-  const tooBig = (name: string) => new SymbolInputError(`the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${mb(maxFileBytes)} per file)`);
-  const tooMuch = () => new SymbolInputError(unpackedTooLargeMessage('the zip', maxZipUnpackedBytes));
-  const events: ZipEvent[] = [];
-  const unzip = new Unzip((file) => {
-    events.push({ kind: 'file', file });
+): Promise<void> {
+  await readStreamedZip(source, limits, (name) => {
+    const intake = new FileIntake(db, handler, target, name, true, now, pendingIds, limits);
+    return {
+      push: (chunk) => intake.push(chunk),
+      end: async () => {
+        const r = await intake.end();
+        if (r) results.push({ ...r, name });
+      },
+    };
   });
-  unzip.register(UnzipInflate);
-  const intakes = new Map<UnzipFile, FileIntake | null>();
-  const open = new Set<UnzipFile>();
-  let entries = 0;
-  let unpacked = 0;
-  let declaredTotal = 0;
-  const entrySizes = new Map<UnzipFile, number>();
-  const entryCrcs = new Map<UnzipFile, number>();
-  /** Entries as read (directories left out), to be matched against the central directory. */
-  const read: { name: string; size: number; crc: number }[] = [];
-  // The zip's end, for its central directory: the end of central directory record must be
-  // in the last 64 KiB + 22 bytes (a zip cut short lacks it), the directory right before.
-  const tail: Uint8Array[] = [];
-  let tailBytes = 0;
-  let totalBytes = 0;
-
-  const drain = async () => {
-    while (events.length > 0) {
-      const ev = events.shift()!;
-      if (ev.kind === 'error') throw new SymbolInputError(`the zip is corrupt: ${ev.message}`);
-      if (ev.kind === 'file') {
-        const file = ev.file;
-        entries++;
-        if (entries > maxZipEntries) throw new SymbolInputError(tooManyEntriesMessage(maxZipEntries));
-        if (unsafeEntryName(file.name)) throw new SymbolInputError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
-        // Sizes the local header declares refuse a bomb before a byte is inflated; the bytes
-        // actually inflated are counted too, for zips written without sizes (or lying).
-        const declared = file.originalSize ?? 0;
-        if (declared > maxFileBytes) throw tooBig(file.name);
-        declaredTotal += declared;
-        if (declaredTotal > maxZipUnpackedBytes) throw tooMuch();
-        const ignored = isDirectory(file.name) || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
-        intakes.set(file, ignored ? null : new FileIntake(db, handler, target, file.name, true, now, pendingIds, limits));
-        open.add(file);
-        const problem = entryProblem(file.name, file.compression, 0);
-        if (problem) throw new SymbolInputError(problem);
-        file.ondata = (err, data, final) => {
-          if (err) events.push({ kind: 'error', message: err.message });
-          else events.push({ kind: 'data', file, data, final });
-        };
-        file.start();
-        continue;
-      }
-      const intake = intakes.get(ev.file);
-      const entrySize = (entrySizes.get(ev.file) ?? 0) + ev.data.byteLength;
-      entrySizes.set(ev.file, entrySize);
-      if (entrySize > maxFileBytes) throw tooBig(ev.file.name);
-      unpacked += ev.data.byteLength;
-      if (unpacked > maxZipUnpackedBytes) throw tooMuch();
-      const crc = crc32(ev.data, entryCrcs.get(ev.file) ?? 0);
-      entryCrcs.set(ev.file, crc);
-      if (intake) await intake.push(ev.data);
-      if (ev.final) {
-        if (!isDirectory(ev.file.name)) read.push({ name: ev.file.name, size: entrySize, crc });
-        entryCrcs.delete(ev.file);
-        open.delete(ev.file);
-        if (intake) {
-          const r = await intake.end();
-          if (r) results.push({ ...r, name: intake.name });
-        }
-        intakes.delete(ev.file);
-        entrySizes.delete(ev.file);
-      }
-    }
-  };
-
-  const push = (chunk: Uint8Array, final: boolean) => {
-    try {
-      unzip.push(chunk, final);
-    } catch (err) {
-      events.push({ kind: 'error', message: (err as Error).message });
-    }
-  };
-
-  for await (const chunk of source) {
-    for (let at = 0; at < chunk.byteLength; at += ZIP_STEP_BYTES) {
-      push(chunk.subarray(at, at + ZIP_STEP_BYTES), false);
-      await drain();
-    }
-    tail.push(chunk);
-    tailBytes += chunk.byteLength;
-    totalBytes += chunk.byteLength;
-    while (tailBytes - tail[0].byteLength >= ZIP_DIRECTORY_BYTES) tailBytes -= tail.shift()!.byteLength;
-  }
-  push(new Uint8Array(0), true);
-  await drain();
-  if (open.size > 0) throw new SymbolInputError('the zip is truncated: an entry ends before its data does');
-  const end = concatBytes(tail, tailBytes);
-  if (!hasEndOfCentralDirectory(end.subarray(Math.max(0, end.byteLength - 65_557)))) throw new SymbolInputError('the zip is truncated: it has no end of central directory record');
-  checkCentralDirectory(await centralDirectory(end, totalBytes > end.byteLength), read);
-}
-
-function isDirectory(name: string): boolean {
-  return name.endsWith('/') || name.endsWith('\\');
-}
-
-/** The entries the zip's central directory lists (encrypted ones or unknown methods refused). */
-async function centralDirectory(end: Uint8Array, cut: boolean) {
-  try {
-    return await readZipDirectory(bytesSource(end));
-  } catch (err) {
-    if (cut && err instanceof ZipError && /out of bounds/.test(err.message)) {
-      throw new SymbolInputError(`the zip's central directory is larger than ${ZIP_DIRECTORY_BYTES} bytes`);
-    }
-    throw err;
-  }
-}
-
-/** The entries read must be those the directory lists, in order, with its sizes and CRC-32s. */
-function checkCentralDirectory(listed: { name: string; size: number; crc32: number }[], read: { name: string; size: number; crc: number }[]): void {
-  const files = listed.filter((e) => !isDirectory(e.name));
-  for (let i = 0; i < Math.max(files.length, read.length); i++) {
-    const a = files[i];
-    const b = read[i];
-    if (!a || !b || a.name !== b.name || a.size !== b.size) {
-      throw new SymbolInputError(`the zip's central directory does not list the entries it holds (entry ${JSON.stringify((b ?? a).name)})`);
-    }
-    if (a.crc32 !== b.crc) throw new SymbolInputError(crcMismatch(a.name));
-  }
-}
-
-function hasEndOfCentralDirectory(tail: Uint8Array): boolean {
-  for (let i = tail.length - 22; i >= 0; i--) {
-    if (tail[i] === 0x50 && tail[i + 1] === 0x4b && tail[i + 2] === 0x05 && tail[i + 3] === 0x06) return true;
-  }
-  return false;
 }

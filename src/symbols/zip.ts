@@ -4,14 +4,15 @@
 // bytes are read in ranges and inflated as a stream, its size and CRC-32 checked against
 // the directory. The archive may be prefixed (an artifact bundle starts with `SYSB` +
 // version): offsets are corrected by the distance between where the central directory
-// is and where the archive says it is, as unzip does. The Symbols routes read their zip
-// as it streams in (src/symbols/upload.ts) and check it against the same directory
-// reader at its end. Only stored and deflated entries without encryption are read; any
-// other entry refuses the upload (ZipError, 400) naming its method or its encryption.
-import { Inflate } from 'fflate';
+// is and where the archive says it is, as unzip does. And the reader of a zip as it
+// streams in (the Symbols routes' uploads, `readStreamedZip`), which checks it against
+// the same directory reader at its end. Only stored and deflated entries without
+// encryption are read; any other entry refuses the upload (ZipError, 400) naming its
+// method or its encryption.
+import { Inflate, Unzip, UnzipInflate, type UnzipFile } from 'fflate';
 import { SymbolInputError } from './kinds.js';
 import { MAX_ARCHIVE_ENTRIES } from '../limits.js';
-import type { ByteRangeSource } from '../bytes.js';
+import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
 
 /** An archive that is not a readable ZIP, or an entry that cannot be read: 400, nothing stored. */
 export class ZipError extends SymbolInputError {}
@@ -240,4 +241,198 @@ export async function readZipEntryBytes(source: ByteRangeSource, entry: ZipEntry
 export function isSafeArchivePath(name: string): boolean {
   if (name === '' || name.startsWith('/') || name.includes('\\') || name.includes('\0') || /^[A-Za-z]:/.test(name)) return false;
   return !name.split('/').some((segment) => segment === '..');
+}
+
+/** A byte count as people read it in a refusal: `1 GB`, `256 MB`, else bytes. */
+export function sizeText(n: number): string {
+  return n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
+}
+
+/** Why a zip past the unpacked limit is refused (every upload route says it alike); `what`: "the zip", "source maps". */
+export function unpackedTooLargeMessage(what: string, max: number): string {
+  return `${what} unpack${what.endsWith('s') ? '' : 's'} to more than ${max} bytes (${sizeText(max)})`;
+}
+
+/** Why a zip with too many entries is refused. */
+export function tooManyEntriesMessage(max: number): string {
+  return `the zip has more than ${max} entries`;
+}
+
+/** A zip entry name that could write outside the archive's folder (zip-slip), as the streamed reader judges it. */
+export function unsafeEntryName(name: string): boolean {
+  if (name.includes('\0')) return true;
+  const n = name.replace(/\\/g, '/');
+  if (n.startsWith('/') || /^[a-z]:/i.test(n)) return true;
+  return n.split('/').some((seg) => seg === '..');
+}
+
+/** Zip local file header magic at the start of `head`. */
+export function startsLikeZip(head: Uint8Array): boolean {
+  return head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04;
+}
+
+/** Compressed bytes handed to the inflater per step (bounds what one step can produce). */
+const ZIP_STEP_BYTES = 16 * 1024;
+/**
+ * Bytes of a zip's end kept to check its central directory: a directory of 1 000 entries
+ * with names of a few hundred bytes is well under it.
+ */
+const ZIP_DIRECTORY_BYTES = 4 * 1024 * 1024;
+
+export interface StreamedZipLimits {
+  maxFileBytes: number;
+  maxZipEntries: number;
+  maxZipUnpackedBytes: number;
+}
+
+/** Where a streamed entry's bytes go, in order; `end` once they are all there. */
+export interface StreamedEntry {
+  push(chunk: Uint8Array): Promise<void>;
+  end(): Promise<void>;
+}
+
+type ZipEvent = { kind: 'file'; file: UnzipFile } | { kind: 'data'; file: UnzipFile; data: Uint8Array; final: boolean } | { kind: 'error'; message: string };
+
+/**
+ * Reads a zip as it streams in, handing each file entry's inflated bytes to what `open`
+ * returns for its name (null: the entry is read and checked, its bytes dropped);
+ * directories and macOS metadata (`__MACOSX/`, `.DS_Store`) are skipped. Refuses
+ * (ZipError) more than `maxZipEntries` entries, an entry past `maxFileBytes` or all past
+ * `maxZipUnpackedBytes` (by the sizes the local headers declare, before a byte is
+ * inflated, and by the bytes really inflated), an unsafe name, an entry it cannot read,
+ * a zip cut short, and a central directory that does not list what was read with its
+ * CRC-32s. Data is inflated ZIP_STEP_BYTES of input at a time, so one step never
+ * produces more than about 16 MB, and reading stops as soon as a limit is passed.
+ */
+export async function readStreamedZip(source: AsyncIterable<Uint8Array>, limits: StreamedZipLimits, open: (name: string) => StreamedEntry | null): Promise<void> {
+  const { maxFileBytes, maxZipEntries, maxZipUnpackedBytes } = limits;
+  const tooBig = (name: string) => new ZipError(`the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${sizeText(maxFileBytes)} per file)`);
+  const tooMuch = () => new ZipError(unpackedTooLargeMessage('the zip', maxZipUnpackedBytes));
+  const events: ZipEvent[] = [];
+  const unzip = new Unzip((file) => {
+    events.push({ kind: 'file', file });
+  });
+  unzip.register(UnzipInflate);
+  const sinks = new Map<UnzipFile, StreamedEntry | null>();
+  const open_ = new Set<UnzipFile>();
+  let entries = 0;
+  let unpacked = 0;
+  let declaredTotal = 0;
+  const entrySizes = new Map<UnzipFile, number>();
+  const entryCrcs = new Map<UnzipFile, number>();
+  /** Entries as read (directories left out), to be matched against the central directory. */
+  const read: { name: string; size: number; crc: number }[] = [];
+  // The zip's end, for its central directory: the end of central directory record must be
+  // in the last 64 KiB + 22 bytes (a zip cut short lacks it), the directory right before.
+  const tail: Uint8Array[] = [];
+  let tailBytes = 0;
+  let totalBytes = 0;
+
+  const drain = async () => {
+    while (events.length > 0) {
+      const ev = events.shift()!;
+      if (ev.kind === 'error') throw new ZipError(`the zip is corrupt: ${ev.message}`);
+      if (ev.kind === 'file') {
+        const file = ev.file;
+        entries++;
+        if (entries > maxZipEntries) throw new ZipError(tooManyEntriesMessage(maxZipEntries));
+        if (unsafeEntryName(file.name)) throw new ZipError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
+        // Sizes the local header declares refuse a bomb before a byte is inflated; the bytes
+        // actually inflated are counted too, for zips written without sizes (or lying).
+        const declared = file.originalSize ?? 0;
+        if (declared > maxFileBytes) throw tooBig(file.name);
+        declaredTotal += declared;
+        if (declaredTotal > maxZipUnpackedBytes) throw tooMuch();
+        const ignored = isDirectoryName(file.name) || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
+        sinks.set(file, ignored ? null : open(file.name));
+        open_.add(file);
+        const problem = entryProblem(file.name, file.compression, 0);
+        if (problem) throw new ZipError(problem);
+        file.ondata = (err, data, final) => {
+          if (err) events.push({ kind: 'error', message: err.message });
+          else events.push({ kind: 'data', file, data, final });
+        };
+        file.start();
+        continue;
+      }
+      const sink = sinks.get(ev.file);
+      const entrySize = (entrySizes.get(ev.file) ?? 0) + ev.data.byteLength;
+      entrySizes.set(ev.file, entrySize);
+      if (entrySize > maxFileBytes) throw tooBig(ev.file.name);
+      unpacked += ev.data.byteLength;
+      if (unpacked > maxZipUnpackedBytes) throw tooMuch();
+      const crc = crc32(ev.data, entryCrcs.get(ev.file) ?? 0);
+      entryCrcs.set(ev.file, crc);
+      if (sink) await sink.push(ev.data);
+      if (ev.final) {
+        if (!isDirectoryName(ev.file.name)) read.push({ name: ev.file.name, size: entrySize, crc });
+        entryCrcs.delete(ev.file);
+        open_.delete(ev.file);
+        if (sink) await sink.end();
+        sinks.delete(ev.file);
+        entrySizes.delete(ev.file);
+      }
+    }
+  };
+
+  const push = (chunk: Uint8Array, final: boolean) => {
+    try {
+      unzip.push(chunk, final);
+    } catch (err) {
+      events.push({ kind: 'error', message: (err as Error).message });
+    }
+  };
+
+  for await (const chunk of source) {
+    for (let at = 0; at < chunk.byteLength; at += ZIP_STEP_BYTES) {
+      push(chunk.subarray(at, at + ZIP_STEP_BYTES), false);
+      await drain();
+    }
+    tail.push(chunk);
+    tailBytes += chunk.byteLength;
+    totalBytes += chunk.byteLength;
+    while (tailBytes - tail[0].byteLength >= ZIP_DIRECTORY_BYTES) tailBytes -= tail.shift()!.byteLength;
+  }
+  push(new Uint8Array(0), true);
+  await drain();
+  if (open_.size > 0) throw new ZipError('the zip is truncated: an entry ends before its data does');
+  const end = concatBytes(tail, tailBytes);
+  if (!hasEndOfCentralDirectory(end.subarray(Math.max(0, end.byteLength - 65_557)))) throw new ZipError('the zip is truncated: it has no end of central directory record');
+  checkCentralDirectory(await streamedDirectory(end, totalBytes > end.byteLength), read);
+}
+
+function isDirectoryName(name: string): boolean {
+  return name.endsWith('/') || name.endsWith('\\');
+}
+
+/** The entries the zip's central directory lists (encrypted ones or unknown methods refused). */
+async function streamedDirectory(end: Uint8Array, cut: boolean) {
+  try {
+    return await readZipDirectory(bytesSource(end));
+  } catch (err) {
+    if (cut && err instanceof ZipError && /out of bounds/.test(err.message)) {
+      throw new ZipError(`the zip's central directory is larger than ${ZIP_DIRECTORY_BYTES} bytes`);
+    }
+    throw err;
+  }
+}
+
+/** The entries read must be those the directory lists, in order, with its sizes and CRC-32s. */
+function checkCentralDirectory(listed: { name: string; size: number; crc32: number }[], read: { name: string; size: number; crc: number }[]): void {
+  const files = listed.filter((e) => !isDirectoryName(e.name));
+  for (let i = 0; i < Math.max(files.length, read.length); i++) {
+    const a = files[i];
+    const b = read[i];
+    if (!a || !b || a.name !== b.name || a.size !== b.size) {
+      throw new ZipError(`the zip's central directory does not list the entries it holds (entry ${JSON.stringify((b ?? a).name)})`);
+    }
+    if (a.crc32 !== b.crc) throw new ZipError(crcMismatch(a.name));
+  }
+}
+
+function hasEndOfCentralDirectory(tail: Uint8Array): boolean {
+  for (let i = tail.length - 22; i >= 0; i--) {
+    if (tail[i] === 0x50 && tail[i + 1] === 0x4b && tail[i + 2] === 0x05 && tail[i + 3] === 0x06) return true;
+  }
+  return false;
 }

@@ -10,9 +10,9 @@
 import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
 import { UploadError } from './errors.js';
 import type { SymbolFileToStore } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, type ZipEntry } from '../symbols/zip.js';
+import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, unpackedTooLargeMessage, type ZipEntry } from '../symbols/zip.js';
 import type { ByteRangeSource } from '../bytes.js';
-import { tooLargeMessage, unpackedTooLargeMessage } from '../symbols/upload.js';
+import { tooLargeMessage } from '../symbols/upload.js';
 import { MAX_MANIFEST_BYTES, MAX_SYMBOL_DIST, MAX_SYMBOL_RELEASE } from '../limits.js';
 import { unsafeJsonProblem } from '../ingest/hygiene.js';
 

@@ -11,9 +11,8 @@ import { readChunk } from './chunks.js';
 import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type DifJson } from './dif.js';
 import { UploadError } from './errors.js';
 import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes } from '../symbols/zip.js';
+import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, tooManyEntriesMessage, unpackedTooLargeMessage } from '../symbols/zip.js';
 import { bytesSource, type ByteRangeSource } from '../bytes.js';
-import { tooManyEntriesMessage, unpackedTooLargeMessage } from '../symbols/upload.js';
 import { MAX_DIFS_PER_REQUEST } from '../limits.js';
 
 export interface DifRequestFile {

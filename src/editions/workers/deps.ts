@@ -7,8 +7,8 @@
 // pure-JS codecs, and the R2 bucket `BLOBS` chunk bytes go to when one is bound
 // (src/store/blobs.ts). The sink and the symbol service report the work they leave in D1 (alerts
 // recorded, re-symbolication runs) to the isolate's AfterAnswer, which the entry runs after
-// the answer (background.ts). Built once per isolate; the schema is migrated and the
-// C++/Rust demangler (demangle.ts) loaded before the first request is served.
+// the answer (background.ts). Built once per isolate; the schema is migrated before the
+// first request is served, and the C++/Rust demangler (demangle.ts) loads meanwhile.
 import type { Hono } from 'hono';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
