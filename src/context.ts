@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import type { Store } from './store/database.js';
 import type { DecompressBlob } from './store/stored-payload.js';
 import type { BlobBucket } from './store/blobs.js';
+import type { RateLimiter } from './store/rate-limits.js';
 import type { CompressBlob } from './store/payloads.js';
 import type { DiskGuard } from './privacy/disk.js';
 import type { AppMetrics } from './metrics.js';
@@ -18,16 +19,7 @@ import type { CreateSha1 } from './uploads/assemble.js';
 import type { SymbolService } from './symbols/service.js';
 import type { TransferHttpDeps } from './transfer/http.js';
 
-export interface RateLimitDecision {
-  allowed: boolean;
-  /** Seconds until the current window ends (for Retry-After). */
-  retryAfterSeconds: number;
-}
-
-/** Fixed one-minute windows per key. Implementations may be per-process or shared. */
-export interface RateLimiter {
-  hit(key: string, now: number): Promise<RateLimitDecision>;
-}
+export type { RateLimitDecision, RateLimiter } from './store/rate-limits.js';
 
 /**
  * What the ingest path needs beyond Web APIs, supplied by the edition (Node:

@@ -6,6 +6,7 @@
 // delivery by the process that sets its lease.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Dialect, Store } from '../store/database.js';
+import type { ProjectCreated } from '../store/projects.js';
 import type { Database } from '../store/schema.js';
 import { digestFields, namedIssues, OUTBOX_HELD, OUTBOX_PENDING } from './outbox.js';
 import { ASSIGNEE_FEEDBACK, type AssignedIssue, type AssigneeMailState } from './assignee.js';
@@ -48,6 +49,9 @@ export async function insertDefaultRules(db: Db, projectId: number): Promise<voi
     .onConflict((oc) => oc.columns(['project_id', 'type']).doNothing())
     .execute();
 }
+
+/** The project-created hook (src/store/projects.ts ProjectCreated): a new project starts with its three rules. */
+export const addDefaultRules: ProjectCreated = (db, project) => insertDefaultRules(db, project.id);
 
 /** All three rules, in type order. */
 export async function listRules(db: Db, projectId: number): Promise<AlertRuleJson[]> {

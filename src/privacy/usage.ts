@@ -50,6 +50,11 @@ export interface ProjectUsage {
   growth: { day: string; bytes: number; events: number }[];
 }
 
+/** Retention's budget cutoff (src/store/retention.ts RetentionDomains): the hours and their bytes come from storage_usage, kept by triggers. */
+export async function storageBudgetCutoff(db: Db, project: { id: number; storage_budget_mb: number }): Promise<number | null> {
+  return budgetCutoff(await payloadHours(db, project.id), project.storage_budget_mb * MB);
+}
+
 /** Each payload hour of a project that still holds bytes. */
 export async function payloadHours(db: Db, projectId: number): Promise<HourBytes[]> {
   const rows = await db

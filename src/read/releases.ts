@@ -6,7 +6,7 @@
 // their dates, commits and deploys.
 import type { Kysely } from 'kysely';
 import { iso, utcDay } from '../clock.js';
-import { releasePlatforms } from '../ingest/records.js';
+import { releasePlatforms } from '../store/records.js';
 import { chunks } from '../store/dialect.js';
 import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
 import type { CliReleaseTable, Database, IssueRow } from '../store/schema.js';

@@ -8,17 +8,17 @@
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
 // on one file never overlap). On D1, which has no interactive transactions, an event
 // batch is one `Store.atomic` (deleteEventBatchAtomically). Payload chunks held in a
-// bucket (src/store/blobs.ts) lose their objects after their rows. Web APIs only, so the
-// serverless edition's cron runs the same code.
+// bucket (src/store/blobs.ts) lose their objects after their rows. What domains own
+// (storage budgets, upload chunks) comes in as `RetentionDomains`, which the callers
+// pass (src/editions/retention.ts), so the store imports no domain. Web APIs only, so
+// the serverless edition's cron runs the same code.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import { ATTACHMENT_PREFIX, deleteObjects, PAYLOAD_PREFIX, sweepObjects, type BlobBucket } from './blobs.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
-import { deleteExpiredChunks } from '../uploads/chunks.js';
 import { DELIVERY_LIST_LIMIT } from '../limits.js';
-import { budgetCutoff, MB, payloadHours } from '../privacy/usage.js';
 
 type Db = Kysely<Database>;
 
@@ -95,7 +95,20 @@ export interface RetentionProgress {
   total: number;
 }
 
-export interface RetentionOptions {
+/** A domain's own deletions, run after the store's tables (src/uploads/chunks.ts sweepExpiredChunks). */
+export type RetentionSweeper = (db: Db, now: number) => Promise<unknown>;
+
+/**
+ * What retention takes from the domains: sweepers run at the end of a run, and the receive
+ * time before which a project with a storage budget loses its oldest events to fit it
+ * (src/privacy/usage.ts storageBudgetCutoff; null: it fits).
+ */
+export interface RetentionDomains {
+  sweepers?: readonly RetentionSweeper[];
+  budgetCutoff?: (db: Db, project: { id: number; storage_budget_mb: number }) => Promise<number | null>;
+}
+
+export interface RetentionOptions extends RetentionDomains {
   now: number;
   retentionDays: number;
   aggregateDays?: number;
@@ -271,10 +284,12 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // oldest hours of events, the same way as expired ones, until it fits. The hours and
   // their bytes come from storage_usage (kept by triggers), not from reading the chunks.
   // (Attachments, once stored, go before events.)
-  const budgeted = await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute();
+  const budgeted = options.budgetCutoff
+    ? await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute()
+    : [];
   for (const project of budgeted) {
     if (stopped()) break;
-    const cutoff = budgetCutoff(await payloadHours(db, project.id), Number(project.storage_budget_mb) * MB);
+    const cutoff = await options.budgetCutoff!(db, { id: project.id, storage_budget_mb: Number(project.storage_budget_mb) });
     if (cutoff === null) continue;
     while (!stopped()) {
       const b = await deleteEventBatch(db, cutoff, batchSize, options.batch, project.id);
@@ -337,8 +352,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
     // (foreign key), and an attachment is as old as its event.
     await sweepObjects(options.blobs, ATTACHMENT_PREFIX, rawCutoff, options.signal);
   }
-  // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
-  if (!stopped()) await deleteExpiredChunks(db, options.now);
+  for (const sweep of options.sweepers ?? []) if (!stopped()) await sweep(db, options.now);
   if (!stopped()) await deleteAccountLeftovers(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
 }
@@ -468,7 +482,7 @@ export function formatSummary(s: RetentionSummary): string {
   );
 }
 
-export interface RetentionJobDeps {
+export interface RetentionJobDeps extends RetentionDomains {
   store: Store;
   clock: Clock;
   logger: Logger;
@@ -493,7 +507,7 @@ export function startRetentionJob(deps: RetentionJobDeps, options: { firstDelayM
     if (current) return current;
     current = (async () => {
       try {
-        const summary = await runRetention(deps.store, { now: deps.clock.now(), retentionDays: deps.retentionDays, signal });
+        const summary = await runRetention(deps.store, { now: deps.clock.now(), retentionDays: deps.retentionDays, sweepers: deps.sweepers, budgetCutoff: deps.budgetCutoff, signal });
         if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
         else deps.logger.debug('retention skipped: another instance holds the lock');
         return summary;

@@ -159,7 +159,7 @@ export async function deleteChunks(db: Db, sha1s: readonly string[]): Promise<vo
   }
 }
 
-/** Housekeeping: deletes chunks older than the TTL (pending ones of a dead request too). */
+/** Housekeeping: deletes chunks older than the TTL (pending ones of a dead request too); a sweeper of retention (src/editions/retention.ts). */
 export async function deleteExpiredChunks(db: Db, now: number): Promise<number> {
   const result = await db.deleteFrom('upload_chunks').where('created_at', '<', chunkCutoff(now)).executeTakeFirst();
   return Number(result.numDeletedRows ?? 0);

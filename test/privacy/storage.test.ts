@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { budgetCutoff, MB } from '../../src/privacy/usage.js';
+import { RETENTION_DOMAINS } from '../../src/editions/retention.js';
 import { runRetention } from '../../src/store/retention.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -105,7 +106,7 @@ describe.each(dialects)('storage usage and budgets on %s', (dialect) => {
     const before = await eventsOf(t, p);
     const [issueBefore] = await issuesOf(t, p);
 
-    const summary = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650 });
+    const summary = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650, ...RETENTION_DOMAINS });
     expect(summary.ran).toBe(true);
     const after = await eventsOf(t, p);
     const left = await usageBytes(p.id);
@@ -124,7 +125,7 @@ describe.each(dialects)('storage usage and budgets on %s', (dialect) => {
     const usage = await (await t.api(`/api/projects/${p.slug}/usage`)).json();
     expect(usage.budget_bytes).toBe(budgetMb * MB);
     // A second run finds it within budget and removes nothing more.
-    await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650 });
+    await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650, ...RETENTION_DOMAINS });
     expect(await eventsOf(t, p)).toHaveLength(after.length);
   });
 });
