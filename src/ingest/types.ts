@@ -1,6 +1,8 @@
 // The normalised shapes that flow from the envelope parser and normaliser
 // (request side, pure CPU) to the group-commit writer (database side).
 import type { ScrubReport } from '../privacy/scrub.js';
+import type { Decompress } from './decode.js';
+import type { Md5Hex } from './grouping.js';
 import type { EventRowFields, ProjectRecord } from '../store/records.js';
 import type { IngestOutcome, SessionInput } from '../store/write-set.js';
 
@@ -168,4 +170,23 @@ export interface IngestSymbolication {
   projectHasSymbols(projectId: number): boolean | Promise<boolean>;
   /** Loads the symbol files these events need; a synchronous symbolicator for them. */
   prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
+}
+
+/**
+ * What the ingest path needs beyond Web APIs, supplied by the edition (Node:
+ * src/editions/node/runtime.ts). Both run synchronously: decompression once per
+ * request, MD5 once per event on the hot path.
+ */
+export interface IngestRuntime {
+  /** Content-Encoding and legacy /store/ decompression, output capped (see Decompress). */
+  decompress: Decompress;
+  /** The fingerprint hash; must be MD5, so fingerprints match those already stored. */
+  md5Hex: Md5Hex;
+  /**
+   * Resolves once the event loop has handled the I/O that is ready (Node: the next
+   * check phase, `setImmediate`; on PostgreSQL a burst goes a few per check phase). The
+   * pipeline waits for it between reading a body and parsing it; see handleIngest.
+   * Editions without such a loop leave it out.
+   */
+  yieldToIo?: () => Promise<void>;
 }

@@ -7,7 +7,8 @@
 // upload. Files have the Symbols routes' limits (256 MB per file; on the serverless
 // edition what an isolate can parse): a larger file is refused with the Symbols routes'
 // message and nothing of it is stored.
-import type { AppDeps } from '../context.js';
+import type { Store } from '../store/database.js';
+import type { SymbolService } from '../symbols/service.js';
 import { SymbolInputError, symbolKindHandler, symbolKindHandlers } from '../symbols/kinds.js';
 import '../symbols/register.js';
 import { tooLargeMessage, UPLOAD_LIMITS } from '../symbols/upload.js';
@@ -54,7 +55,7 @@ async function* tapped(source: AsyncIterable<Uint8Array>, push: (chunk: Uint8Arr
   }
 }
 
-export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolPort {
+export function symbolPortFor(deps: { store: Store; symbols?: SymbolService }): SymbolPort {
   const db = deps.store.db;
   const limits = () => deps.symbols?.uploaderLimits ?? UPLOAD_LIMITS;
   const fileLimit = (kind: string) => limits().maxFileBytesByKind?.[kind as SymbolKind] ?? limits().maxFileBytes;
