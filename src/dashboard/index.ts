@@ -32,7 +32,7 @@ import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
 import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
-import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';

@@ -13,7 +13,7 @@ import type { CliReleaseTable, Database, IssueRow } from '../store/schema.js';
 import type { DeployRow } from '../uploads/deploys.js';
 import type { CommitRow } from '../uploads/release-commits.js';
 import { releaseActivity, type ReleaseActivity } from '../uploads/releases.js';
-import { ReadNotFoundError } from './errors.js';
+import { ReadNotFoundError } from '../errors.js';
 import { issuesWithSparklines } from './issues.js';
 import { anrRate, compareText, crashFreeRate, type IssueJson } from './serialize.js';
 import { bucketList, dayList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';
