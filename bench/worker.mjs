@@ -47,7 +47,7 @@ const { compressBlob, workersIngestRuntime } = await dist('editions/workers/runt
 const { parseEnvelope } = await dist('ingest/envelope.js');
 const { buildWork } = await dist('ingest/pipeline.js');
 const { prepareWork } = await dist('ingest/prepare.js');
-const { buildD1IngestCommit } = await dist('store/d1-ingest.js');
+const { buildD1IngestCommit } = await dist('ingest/d1-commit.js');
 const { PROJECT_DEFAULTS } = await dist('store/projects.js');
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-bench-worker-'));

@@ -7,46 +7,19 @@ import type { Config } from './config.js';
 import type { Store } from './store/database.js';
 import type { DecompressBlob } from './store/stored-payload.js';
 import type { BlobBucket } from './store/blobs.js';
+import type { RateLimiter } from './store/rate-limits.js';
 import type { CompressBlob } from './store/payloads.js';
 import type { DiskGuard } from './privacy/disk.js';
 import type { AppMetrics } from './metrics.js';
-import type { Decompress } from './ingest/decode.js';
-import type { Md5Hex } from './ingest/grouping.js';
-import type { IngestSink } from './ingest/types.js';
+import type { IngestRuntime, IngestSink } from './ingest/types.js';
 import type { AlertRuntime } from './alerts/transport.js';
 import type { CreateSha1 } from './uploads/assemble.js';
 import type { SymbolService } from './symbols/service.js';
 import type { TransferHttpDeps } from './transfer/http.js';
 
-export interface RateLimitDecision {
-  allowed: boolean;
-  /** Seconds until the current window ends (for Retry-After). */
-  retryAfterSeconds: number;
-}
+export type { RateLimitDecision, RateLimiter } from './store/rate-limits.js';
 
-/** Fixed one-minute windows per key. Implementations may be per-process or shared. */
-export interface RateLimiter {
-  hit(key: string, now: number): Promise<RateLimitDecision>;
-}
-
-/**
- * What the ingest path needs beyond Web APIs, supplied by the edition (Node:
- * src/editions/node/runtime.ts). Both run synchronously: decompression once per
- * request, MD5 once per event on the hot path.
- */
-export interface IngestRuntime {
-  /** Content-Encoding and legacy /store/ decompression, output capped (see Decompress). */
-  decompress: Decompress;
-  /** The fingerprint hash; must be MD5, so fingerprints match those already stored. */
-  md5Hex: Md5Hex;
-  /**
-   * Resolves once the event loop has handled the I/O that is ready (Node: the next
-   * check phase, `setImmediate`; on PostgreSQL a burst goes a few per check phase). The
-   * pipeline waits for it between reading a body and parsing it; see handleIngest.
-   * Editions without such a loop leave it out.
-   */
-  yieldToIo?: () => Promise<void>;
-}
+export type { IngestRuntime } from './ingest/types.js';
 
 export interface AppDeps {
   config: Config;

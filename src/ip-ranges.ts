@@ -2,8 +2,8 @@
 // parsed once from the setting, then matched against a request's peer address. Every
 // address is held as eight 16-bit groups, IPv4 as IPv4-mapped IPv6 (`::ffff:a.b.c.d`),
 // so an IPv4 peer of a dual-stack socket matches an IPv4 range. Web APIs only: both
-// editions use it.
-import { parseIPv4, parseIPv6 } from './alerts/addresses.js';
+// editions use it. The parsers (parseIPv4, parseIPv6) also serve the webhook SSRF guard
+// (src/alerts/addresses.ts).
 
 export interface AddressRange {
   /** The range's first address, eight 16-bit groups. */
@@ -73,4 +73,74 @@ export function inAddressRanges(address: string | null | undefined, ranges: read
     }
     return true;
   });
+}
+
+/**
+ * An IPv4 address as an unsigned 32-bit number, accepting what inet_aton (and so many
+ * HTTP clients) accepts: 1 to 4 parts, each decimal, octal (leading 0) or hex (0x),
+ * the last part filling the remaining bytes (`127.1`, `2130706433`, `0x7f.0.0.1`,
+ * `0177.0.0.1`). Null when it is not such an address.
+ */
+export function parseIPv4(text: string): number | null {
+  if (text === '' || text.length > 64) return null;
+  const parts = text.replace(/\.$/, '').split('.');
+  if (parts.length < 1 || parts.length > 4) return null;
+  const values: number[] = [];
+  for (const part of parts) {
+    let value: number;
+    if (/^0x[0-9a-f]*$/i.test(part)) value = part.length === 2 ? 0 : parseInt(part.slice(2), 16);
+    else if (/^0[0-7]+$/.test(part)) value = parseInt(part.slice(1), 8);
+    else if (/^(0|[1-9][0-9]*)$/.test(part)) value = Number(part);
+    else return null;
+    if (!Number.isFinite(value)) return null;
+    values.push(value);
+  }
+  const last = values.pop()!;
+  for (const v of values) if (v > 255) return null;
+  const lastMax = 2 ** (8 * (4 - values.length)) - 1;
+  if (last > lastMax) return null;
+  let n = 0;
+  values.forEach((v, i) => {
+    n += v * 2 ** (8 * (3 - i));
+  });
+  return n + last;
+}
+
+/** An IPv6 address as eight 16-bit groups (zone id dropped), or null. */
+export function parseIPv6(text: string): number[] | null {
+  let s = text;
+  if (s.startsWith('[') && s.endsWith(']')) s = s.slice(1, -1);
+  const zone = s.indexOf('%');
+  if (zone >= 0) s = s.slice(0, zone);
+  if (!s.includes(':') || s.length > 64) return null;
+  // A trailing dotted IPv4 part fills the last two groups.
+  let tail: number[] = [];
+  const lastColon = s.lastIndexOf(':');
+  const lastPart = s.slice(lastColon + 1);
+  if (lastPart.includes('.')) {
+    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(lastPart)) return null;
+    const octets = lastPart.split('.').map(Number);
+    if (octets.some((o) => o > 255)) return null;
+    tail = [octets[0] * 256 + octets[1], octets[2] * 256 + octets[3]];
+    s = s.slice(0, lastColon + 1);
+    if (!s.endsWith('::')) s = s.slice(0, -1);
+    if (s === '') return null;
+  }
+  const halves = s.split('::');
+  if (halves.length > 2) return null;
+  const groups = (part: string) => (part === '' ? [] : part.split(':'));
+  const head = groups(halves[0]);
+  const rest = halves.length === 2 ? groups(halves[1]) : [];
+  const all = [...head, ...rest];
+  if (all.some((g) => !/^[0-9a-f]{1,4}$/i.test(g))) return null;
+  const want = 8 - tail.length;
+  let out: number[];
+  if (halves.length === 2) {
+    if (all.length > want - 1) return null;
+    out = [...head.map((g) => parseInt(g, 16)), ...Array(want - all.length).fill(0), ...rest.map((g) => parseInt(g, 16))];
+  } else {
+    if (all.length !== want) return null;
+    out = all.map((g) => parseInt(g, 16));
+  }
+  return [...out, ...tail];
 }

@@ -279,3 +279,12 @@ export const MAX_CHECK_INS_PER_ENVELOPE = 100;
 export const MAX_CRON_BODY_BYTES = 64 * KiB;
 /** Check-ins a monitor's detail and the dashboard list, newest first. */
 export const MONITOR_RECENT_CHECKINS = 50;
+
+// ---------------------------------------------------------------------------
+// Privacy settings of a project (docs/privacy.md)
+// ---------------------------------------------------------------------------
+
+/** At most this many entries in `scrub_fields` and in `safe_fields`. */
+export const MAX_SCRUB_LIST = 200;
+/** Longest entry of those lists. */
+export const MAX_SCRUB_FIELD_LENGTH = 200;

@@ -4,7 +4,9 @@
 // non-public: shared, multicast, reserved) address, in any spelling: IPv4 in
 // dotted, decimal, octal or hex form (and their shortened a.b / a.b.c forms),
 // IPv6 including IPv4-mapped, IPv4-compatible, NAT64 and 6to4 addresses that
-// embed one. Resolution itself is the edition's (AlertRuntime.resolveHost).
+// embed one. Resolution itself is the edition's (AlertRuntime.resolveHost). The
+// parsers of every spelling are src/ip-ranges.ts's.
+import { parseIPv4, parseIPv6 } from '../ip-ranges.js';
 
 /** Why an address is refused, or null when it is public. */
 export function forbiddenAddressReason(address: string): string | null {
@@ -42,37 +44,6 @@ export function forbiddenHostReason(hostname: string): string | null {
 // IPv4
 // ---------------------------------------------------------------------------
 
-/**
- * An IPv4 address as an unsigned 32-bit number, accepting what inet_aton (and so many
- * HTTP clients) accepts: 1 to 4 parts, each decimal, octal (leading 0) or hex (0x),
- * the last part filling the remaining bytes (`127.1`, `2130706433`, `0x7f.0.0.1`,
- * `0177.0.0.1`). Null when it is not such an address.
- */
-export function parseIPv4(text: string): number | null {
-  if (text === '' || text.length > 64) return null;
-  const parts = text.replace(/\.$/, '').split('.');
-  if (parts.length < 1 || parts.length > 4) return null;
-  const values: number[] = [];
-  for (const part of parts) {
-    let value: number;
-    if (/^0x[0-9a-f]*$/i.test(part)) value = part.length === 2 ? 0 : parseInt(part.slice(2), 16);
-    else if (/^0[0-7]+$/.test(part)) value = parseInt(part.slice(1), 8);
-    else if (/^(0|[1-9][0-9]*)$/.test(part)) value = Number(part);
-    else return null;
-    if (!Number.isFinite(value)) return null;
-    values.push(value);
-  }
-  const last = values.pop()!;
-  for (const v of values) if (v > 255) return null;
-  const lastMax = 2 ** (8 * (4 - values.length)) - 1;
-  if (last > lastMax) return null;
-  let n = 0;
-  values.forEach((v, i) => {
-    n += v * 2 ** (8 * (3 - i));
-  });
-  return n + last;
-}
-
 function inV4(n: number, base: string, bits: number): boolean {
   const b = parseIPv4(base)!;
   const size = 2 ** (32 - bits);
@@ -101,45 +72,6 @@ function ipv4Reason(n: number): string | null {
 // ---------------------------------------------------------------------------
 // IPv6
 // ---------------------------------------------------------------------------
-
-/** An IPv6 address as eight 16-bit groups (zone id dropped), or null. */
-export function parseIPv6(text: string): number[] | null {
-  let s = text;
-  if (s.startsWith('[') && s.endsWith(']')) s = s.slice(1, -1);
-  const zone = s.indexOf('%');
-  if (zone >= 0) s = s.slice(0, zone);
-  if (!s.includes(':') || s.length > 64) return null;
-  // A trailing dotted IPv4 part fills the last two groups.
-  let tail: number[] = [];
-  const lastColon = s.lastIndexOf(':');
-  const lastPart = s.slice(lastColon + 1);
-  if (lastPart.includes('.')) {
-    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(lastPart)) return null;
-    const octets = lastPart.split('.').map(Number);
-    if (octets.some((o) => o > 255)) return null;
-    tail = [octets[0] * 256 + octets[1], octets[2] * 256 + octets[3]];
-    s = s.slice(0, lastColon + 1);
-    if (!s.endsWith('::')) s = s.slice(0, -1);
-    if (s === '') return null;
-  }
-  const halves = s.split('::');
-  if (halves.length > 2) return null;
-  const groups = (part: string) => (part === '' ? [] : part.split(':'));
-  const head = groups(halves[0]);
-  const rest = halves.length === 2 ? groups(halves[1]) : [];
-  const all = [...head, ...rest];
-  if (all.some((g) => !/^[0-9a-f]{1,4}$/i.test(g))) return null;
-  const want = 8 - tail.length;
-  let out: number[];
-  if (halves.length === 2) {
-    if (all.length > want - 1) return null;
-    out = [...head.map((g) => parseInt(g, 16)), ...Array(want - all.length).fill(0), ...rest.map((g) => parseInt(g, 16))];
-  } else {
-    if (all.length !== want) return null;
-    out = all.map((g) => parseInt(g, 16));
-  }
-  return [...out, ...tail];
-}
 
 function embeddedV4(g: number[], from: number): number {
   return g[from] * 65536 + g[from + 1];

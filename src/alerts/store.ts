@@ -7,6 +7,7 @@
 // before it runs (one `db.batch()` on D1).
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Store } from '../store/database.js';
+import type { ProjectCreated } from '../store/projects.js';
 import type { Database } from '../store/schema.js';
 import { digestFields, namedIssues, OUTBOX_HELD, OUTBOX_PENDING } from './outbox.js';
 import { ASSIGNEE_FEEDBACK, type AssignedIssue, type AssigneeMailState } from './assignee.js';
@@ -49,6 +50,9 @@ export async function insertDefaultRules(db: Db, projectId: number): Promise<voi
     .onConflict((oc) => oc.columns(['project_id', 'type']).doNothing())
     .execute();
 }
+
+/** The project-created hook (src/store/projects.ts ProjectCreated): a new project starts with its three rules. */
+export const addDefaultRules: ProjectCreated = (db, project) => insertDefaultRules(db, project.id);
 
 /** All three rules, in type order. */
 export async function listRules(db: Db, projectId: number): Promise<AlertRuleJson[]> {

@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Store } from '../store/database.js';
+import { RETENTION_DOMAINS } from '../editions/retention.js';
 import { DEFAULT_BATCH_SIZE, formatSummary, runRetention, type RetentionSummary } from '../store/retention.js';
 import { CliError, type CliContext } from './context.js';
 
@@ -33,6 +34,7 @@ export async function retentionCommand(options: RetentionCommandOptions): Promis
     retentionDays: config.retentionDays,
     batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
     onProgress: (p) => err(`  ${p.table}: ${p.total} deleted`),
+    ...RETENTION_DOMAINS,
   });
   out(formatSummary(summary));
   return summary;

@@ -24,7 +24,7 @@ import { UserPresence } from '../accounts/presence.js';
 import { HttpError, zodMessage } from '../http/errors.js';
 import { actorOf } from '../http/triage.js';
 import { hasUnsafeText } from '../ingest/hygiene.js';
-import { projectJson, withDefaults } from '../http/projects.js';
+import { PROJECT_CREATED, projectJson, withDefaults } from '../http/projects.js';
 import { createSchema, patchSchema, privacyColumns } from '../store/project-input.js';
 import { projectUsage } from '../privacy/usage.js';
 import { clientAddressOf } from '../http/forwarded.js';
@@ -32,7 +32,7 @@ import { publicBasePath, publicBaseUrl } from '../http/public-url.js';
 import { SIGN_IN_FAILURES, SIGN_IN_WINDOW_MS } from '../limits.js';
 import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
-import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { eventDetail, eventDetailOf, findEvent, listEvents, parseEventListQuery } from '../read/events.js';
 import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
@@ -654,7 +654,7 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const parsed = createSchema.safeParse(input);
     if (!parsed.success) return render(c, projectListPage(pageCtx(c), await projects(), { ...input, name: input.name ?? '' } as Record<string, string>, zodMessage(parsed.error)), 400);
     try {
-      const project = await createProject(db, withDefaults(parsed.data), now());
+      const project = await createProject(db, withDefaults(parsed.data), now(), PROJECT_CREATED);
       deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
       await audit(deps, c, 'project.create', project.slug);
       return c.redirect(`${projectPath(project.slug, 'settings')}?created=1`, 303);

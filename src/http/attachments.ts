@@ -19,7 +19,7 @@ import {
 } from '../attachments/storage.js';
 import type { Store } from '../store/database.js';
 import { findEvent } from '../read/events.js';
-import { ReadNotFoundError } from '../read/errors.js';
+import { ReadNotFoundError } from '../errors.js';
 import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { HttpError } from './errors.js';

@@ -6,7 +6,7 @@ import type { AppDeps } from '../context.js';
 import { feedbackFromBody, userFeedbackBody } from '../feedback/rules.js';
 import { feedbackDigest, listFeedback, storeFeedback } from '../feedback/storage.js';
 import { findIssue } from '../read/issues.js';
-import { ReadNotFoundError } from '../read/errors.js';
+import { ReadNotFoundError } from '../errors.js';
 import { findProjectByIdOrSlug, findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { badRequest, HttpError, readJson, zodMessage } from './errors.js';

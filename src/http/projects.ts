@@ -18,10 +18,15 @@ import {
   listProjects,
   rotateProjectKey,
   updateProject,
+  type ProjectCreated,
 } from '../store/projects.js';
 import { HttpError, badRequest, notFound, readJsonObject, zodMessage } from './errors.js';
 import { buildDsn, publicBaseUrl } from './public-url.js';
 import { audit } from './audit.js';
+import { addDefaultRules } from '../alerts/store.js';
+
+/** What creating a project sets up besides its row, for every route that creates one (the API's and the dashboard's). */
+export const PROJECT_CREATED: readonly ProjectCreated[] = [addDefaultRules];
 
 /** Validates a project body; a failure is a 400 naming each bad field. */
 export function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -83,7 +88,7 @@ export function projectRoutes(deps: AppDeps): Hono {
   app.post('/api/projects', async (c) => {
     const input = parse(createSchema, await readJsonObject(c));
     try {
-      const project = await createProject(db, withDefaults(input), deps.clock.now());
+      const project = await createProject(db, withDefaults(input), deps.clock.now(), PROJECT_CREATED);
       deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
       await audit(deps, c, 'project.create', project.slug);
       return c.json(json(c, project), 201, { Location: `/api/projects/${project.slug}` });

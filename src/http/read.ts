@@ -3,7 +3,7 @@
 // project, call src/read, map its errors to HTTP errors.
 import { Hono, type Context } from 'hono';
 import type { AppDeps } from '../context.js';
-import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { EVENT_LIST_PARAMETERS, eventDetail, listEvents, parseEventListQuery } from '../read/events.js';
 import {
   bulkSetStatus,

@@ -3,7 +3,7 @@
 // finds the issue it was merged into), call src/triage, map its errors.
 import { Hono, type Context } from 'hono';
 import type { AppDeps } from '../context.js';
-import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { findIssue } from '../read/issues.js';
 import { checkParameters } from '../read/params.js';
 import { findProjectBySlug } from '../store/projects.js';

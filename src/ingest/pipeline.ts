@@ -3,7 +3,13 @@
 // → envelope or legacy store body → normalised events and sessions → the
 // group-commit writer → status, JSON body and rate-limit headers. The route module
 // only adapts Hono to this; nothing here knows about HTTP frameworks.
-import type { AppDeps } from '../context.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { AppMetrics } from '../metrics.js';
+import type { DiskGuard } from '../privacy/disk.js';
+import type { BlobBucket } from '../store/blobs.js';
+import type { Store } from '../store/database.js';
+import type { RateLimiter } from '../store/rate-limits.js';
 import type { ProjectRow } from '../store/schema.js';
 import { findProjectForIngest } from '../store/projects.js';
 import {
@@ -28,7 +34,7 @@ import {
 import type { Md5Hex } from './grouping.js';
 import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
-import type { EventSymbolicator, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
+import type { EventSymbolicator, IngestRuntime, IngestSink, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
 import { MAX_BODY_BYTES, MAX_CHECK_INS_PER_ENVELOPE, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
 import { attachmentBlobsOf, storeAttachment } from '../attachments/storage.js';
@@ -70,11 +76,20 @@ export interface IngestResponse {
   headers: Record<string, string>;
 }
 
-/** What the ingest path takes of the app's dependencies; symbolication only as ingest uses it. */
-export type PipelineDeps = Pick<AppDeps, 'store' | 'clock' | 'logger' | 'rateLimiter' | 'ingest' | 'ingestRuntime' | 'diskGuard' | 'metrics' | 'blobs'> & {
+/** What the ingest path takes of the app's dependencies (src/context.ts AppDeps has them all); symbolication only as ingest uses it. */
+export interface PipelineDeps {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  rateLimiter: RateLimiter;
+  ingest: IngestSink;
+  ingestRuntime: IngestRuntime;
+  diskGuard?: DiskGuard;
+  metrics?: AppMetrics;
+  blobs?: BlobBucket;
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
-};
+}
 
 function reply(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): IngestResponse {
   return { status, body, headers };

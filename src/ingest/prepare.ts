@@ -1,38 +1,10 @@
 // Preparation of a request's ingest work for the group-commit writer, at submit time
 // (outside the transaction): every field checked and clamped so that the database
-// accepts the row, tags as a de-duplicated list. The planner (plan.ts) and the store's
-// batches (src/store/sqlite.ts, postgres.ts) take works in this shape.
-import { LEVELS, type IngestWork, type NormalizedEvent, type SessionUpdate } from './types.js';
+// accepts the row, tags as a de-duplicated list: the store's PreparedWork
+// (src/store/write-set.ts), which the planner (plan.ts) and the store's batches take.
+import type { EventInput, PreparedWork } from '../store/write-set.js';
+import { LEVELS, type IngestWork } from './types.js';
 import { MAX_EVENT_RELEASE, MAX_KEY_ID, MAX_TAG_KEY, MAX_TAG_VALUE } from '../limits.js';
-
-/** An event in the shape of its row, checked so that the database accepts it. */
-export type EventInput = Omit<NormalizedEvent, 'tags' | 'raw' | 'symbolicated'> & {
-  source: NormalizedEvent;
-  /** Distinct keys, clamped, in the payload's order. */
-  tags: [string, string][];
-  tagsJson: string;
-  /** JSON of the frames symbolicated at ingest (NormalizedEvent.symbolicated), else null. */
-  symbolicated: string | null;
-};
-
-/** A session update in row shape: `anr` as the 0/1 the tables hold. */
-export type SessionInput = Omit<SessionUpdate, 'init' | 'anr'> & { anr: number };
-
-export interface AggregateInput {
-  started: number;
-  release: string;
-  total: number;
-  crashed: number;
-  errored: number;
-}
-
-export interface PreparedWork {
-  projectId: number;
-  receivedAt: number;
-  events: EventInput[];
-  sessions: SessionInput[];
-  aggregates: AggregateInput[];
-}
 
 /** PostgreSQL text cannot hold NUL; both dialects drop it so they store the same thing. */
 function text(value: unknown, max = 0): string {
@@ -122,9 +94,4 @@ export function prepareWork(work: IngestWork): PreparedWork {
     };
   });
   return { projectId: work.project.id, receivedAt, events, sessions, aggregates };
-}
-
-/** The payload as received, which the batch stores in a payload chunk. */
-export function rawSource(e: EventInput): Uint8Array {
-  return e.source.raw ?? new Uint8Array(0);
 }

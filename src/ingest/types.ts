@@ -1,9 +1,13 @@
 // The normalised shapes that flow from the envelope parser and normaliser
 // (request side, pure CPU) to the group-commit writer (database side).
 import type { ScrubReport } from '../privacy/scrub.js';
+import type { Decompress } from './decode.js';
+import type { Md5Hex } from './grouping.js';
+import type { EventRowFields, ProjectRecord } from '../store/records.js';
+import type { IngestOutcome, SessionInput } from '../store/write-set.js';
 
-export const LEVELS = ['fatal', 'error', 'warning', 'info', 'debug'] as const;
-export type Level = (typeof LEVELS)[number];
+export { LEVELS, type Level } from '../store/records.js';
+export type { IngestOutcome, SessionStatus } from '../store/write-set.js';
 
 export interface NormalizedFrame {
   filename?: string;
@@ -60,34 +64,8 @@ export interface EventDetailData {
   scrubbed: ScrubReport | null;
 }
 
-export interface NormalizedEvent {
-  eventId: string; // 32 lowercase hex
-  timestamp: number; // epoch ms
-  level: Level;
-  platform: string;
-  release: string; // '' when none
-  dist: string;
-  environment: string;
-  userId: string | null;
-  userEmail: string | null;
-  userUsername: string | null;
-  userIp: string | null;
-  /** Identity for the issue's distinct-users count: id, else email, else username, else ip. */
-  userKey: string | null;
-  deviceId: string | null;
-  deviceModel: string | null;
-  osName: string | null;
-  osVersion: string | null;
-  screen: string; // transaction
-  title: string;
-  message: string;
-  errorType: string;
-  location: string; // error_location
-  isCrash: boolean;
-  sdkName: string;
+export interface NormalizedEvent extends EventRowFields {
   tags: Record<string, string>;
-  /** Grouping hash, 32 lowercase hex. */
-  fingerprint: string;
   /** The item payload exactly as received. */
   raw: Uint8Array;
   /**
@@ -121,18 +99,9 @@ export interface SymbolicationOutput {
 /** Symbolicates an event synchronously with symbol files loaded beforehand; null when nothing changed. */
 export type EventSymbolicator = (input: SymbolicationInput) => SymbolicationOutput | null;
 
-export type SessionStatus = 'ok' | 'exited' | 'crashed' | 'abnormal' | 'errored' | 'unhandled';
-
-export interface SessionUpdate {
-  sid: string; // 32 lowercase hex
-  did: string | null;
+/** A session item as normalised; the store's SessionInput with `init`, and `anr` as a flag. */
+export interface SessionUpdate extends Omit<SessionInput, 'anr'> {
   init: boolean;
-  started: number; // epoch ms
-  timestamp: number;
-  status: SessionStatus;
-  errors: number;
-  release: string;
-  environment: string;
   /** `abnormal_mechanism` starts with `anr_` (Android's ANR, an app hang): the session counts for the ANR rate. */
   anr?: boolean;
 }
@@ -148,8 +117,6 @@ export interface SessionAggregate {
   unhandled: number;
 }
 
-import type { ProjectRecord } from './records.js';
-
 /** One request's worth of ingest work, handed to the group-commit writer. */
 export interface IngestWork {
   project: ProjectRecord;
@@ -158,10 +125,6 @@ export interface IngestWork {
   sessions: SessionUpdate[];
   aggregates: SessionAggregate[];
 }
-
-export type IngestOutcome =
-  | { kind: 'ok' }
-  | { kind: 'quota_exceeded'; retryAfterSeconds: number };
 
 /** Counters of the group-commit writer since it started (for the benchmark and logs). */
 export interface IngestStats {
@@ -207,4 +170,23 @@ export interface IngestSymbolication {
   projectHasSymbols(projectId: number): boolean | Promise<boolean>;
   /** Loads the symbol files these events need; a synchronous symbolicator for them. */
   prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
+}
+
+/**
+ * What the ingest path needs beyond Web APIs, supplied by the edition (Node:
+ * src/editions/node/runtime.ts). Both run synchronously: decompression once per
+ * request, MD5 once per event on the hot path.
+ */
+export interface IngestRuntime {
+  /** Content-Encoding and legacy /store/ decompression, output capped (see Decompress). */
+  decompress: Decompress;
+  /** The fingerprint hash; must be MD5, so fingerprints match those already stored. */
+  md5Hex: Md5Hex;
+  /**
+   * Resolves once the event loop has handled the I/O that is ready (Node: the next
+   * check phase, `setImmediate`; on PostgreSQL a burst goes a few per check phase). The
+   * pipeline waits for it between reading a body and parsing it; see handleIngest.
+   * Editions without such a loop leave it out.
+   */
+  yieldToIo?: () => Promise<void>;
 }

@@ -38,11 +38,6 @@ export const DEFAULT_SCRUB_WORDS: readonly string[] = [
   'private_key',
 ];
 
-/** At most this many entries in `scrub_fields` and in `safe_fields`. */
-export const MAX_SCRUB_LIST = 200;
-/** Longest entry of those lists. */
-export const MAX_SCRUB_FIELD_LENGTH = 200;
-
 export interface ScrubSettings {
   scrub_defaults: boolean;
   scrub_ip_addresses: boolean;

@@ -69,6 +69,12 @@ export interface ProjectUsage {
   growth: { day: string; bytes: number; events: number }[];
 }
 
+/** Retention's budget plan (src/store/retention.ts RetentionDomains): the hours and their bytes come from storage_usage, kept by triggers. */
+export async function storageBudgetPlan(db: Db, project: { id: number; storage_budget_mb: number }): Promise<BudgetPlan> {
+  const [payloads, attachments] = await Promise.all([usageHours(db, project.id, 'payloads'), usageHours(db, project.id, 'attachments')]);
+  return budgetPlan(payloads, attachments, project.storage_budget_mb * MB);
+}
+
 /** Each hour of a project that still holds bytes of that kind (`payloads`, `attachments`). */
 export async function usageHours(db: Db, projectId: number, kind: 'payloads' | 'attachments'): Promise<HourBytes[]> {
   const rows = await db

@@ -11,7 +11,7 @@ import { eventDetailFromRaw } from '../ingest/normalize.js';
 import { findIssueOrMerged } from './merge.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
-import { ReadInputError, ReadNotFoundError } from './errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { containsText, parseLimit, WINDOW_PARAMETERS, type RouteParameters } from './params.js';
 import { parseWindow, type QueryParams, type TimeWindow } from './window.js';
 import { MAX_TAG_FILTERS } from '../limits.js';

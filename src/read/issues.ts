@@ -5,7 +5,7 @@
 import { sql, type CompiledQuery, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { HOUR_MS, hourBucket, iso } from '../clock.js';
 import { LAST_SEEN_MINUTE_MS, type Database, type IssueRow } from '../store/schema.js';
-import { ReadInputError, ReadNotFoundError } from './errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import {
   ISSUE_STATUSES,
   LEVELS,

@@ -7,7 +7,7 @@ import { mergedChange, mergedIssueId, mergeStatements, runLocked } from '../stor
 import type { Store } from '../store/database.js';
 import type { Database, IssueRow } from '../store/schema.js';
 import type { Actor } from '../triage/activity.js';
-import { ReadInputError, ReadNotFoundError } from './errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import type { IssueJson } from './serialize.js';
 import { issuesJson } from './issues.js';
 

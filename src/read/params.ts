@@ -1,7 +1,7 @@
 // Parsing of the read routes' query parameters shared by several lists: page
 // size, offset, enumerations. The limits are in docs/api.md "Conventions".
 import { sql, type RawBuilder } from 'kysely';
-import { ReadInputError } from './errors.js';
+import { ReadInputError } from '../errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET } from '../limits.js';
 
 export const ISSUE_STATUSES = ['unresolved', 'triaged', 'resolved', 'regression', 'ignored'] as const;

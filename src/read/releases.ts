@@ -6,14 +6,14 @@
 // their dates, commits and deploys.
 import type { Kysely } from 'kysely';
 import { iso, utcDay } from '../clock.js';
-import { releasePlatforms } from '../ingest/records.js';
+import { releasePlatforms } from '../store/records.js';
 import { chunks } from '../store/dialect.js';
 import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
 import type { CliReleaseTable, Database, IssueRow } from '../store/schema.js';
 import type { DeployRow } from '../uploads/deploys.js';
 import type { CommitRow } from '../uploads/release-commits.js';
 import { releaseActivity, type ReleaseActivity } from '../uploads/releases.js';
-import { ReadNotFoundError } from './errors.js';
+import { ReadNotFoundError } from '../errors.js';
 import { issuesWithSparklines } from './issues.js';
 import { anrRate, compareText, crashFreeRate, type IssueJson } from './serialize.js';
 import { bucketList, dayList, parseWindow, windowBuckets, type QueryParams, type TimeWindow } from './window.js';

@@ -1,7 +1,7 @@
 // JSON shapes of the read API (SPEC §2 field names): issues, releases. Times go
 // out as RFC 3339 UTC with milliseconds (`iso`).
 import { iso } from '../clock.js';
-import type { IssueRecord } from '../ingest/records.js';
+import type { IssueRecord } from '../store/records.js';
 import type { IssueRow } from '../store/schema.js';
 
 /** An issue as the API shows it: the stored record without ids and resolution times, times as RFC 3339. */

@@ -1,7 +1,7 @@
 // Time windows shared by every read route: `days`, `from`, `to` (docs/api.md
 // "Time window"), and how a window maps onto the hourly aggregates.
 import { DAY_MS, HOUR_MS, utcDay } from '../clock.js';
-import { ReadInputError } from './errors.js';
+import { ReadInputError } from '../errors.js';
 import { DEFAULT_DAYS, MAX_DAYS } from '../limits.js';
 
 export const MAX_SPAN_MS = MAX_DAYS * DAY_MS;

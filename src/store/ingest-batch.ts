@@ -1,14 +1,14 @@
 // One ingest batch as one database transaction, by the store's database: the SQLite
 // batch (sqlite.ts) or the PostgreSQL one (postgres.ts). Each reads what the batch's
-// works touch (the snapshot), has the planner apply the ingest rules
-// (src/ingest/plan.ts), and writes the planner's write set with multi-row statements,
+// works touch (the snapshot), has the planner it is handed apply the ingest rules
+// (src/ingest/plan.ts ingestPlanner, passed in by the edition's writer), and writes the planner's write set with multi-row statements,
 // so the number of statements grows with the distinct keys a batch touches (projects,
 // issues, hours, releases), never with its events. What they share is in
 // ingest-rows.ts. docs/architecture.md ("The ingest writer (group commit)") explains
 // the design.
-import type { PreparedWork } from '../ingest/prepare.js';
 import type { Store } from './database.js';
 import type { BatchResult } from './ingest-rows.js';
+import type { PreparedWork } from './write-set.js';
 import { commitPostgresBatch } from './postgres.js';
 import { commitSqliteBatch, type SqliteBatchOptions } from './sqlite.js';
 

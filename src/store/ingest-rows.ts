@@ -1,23 +1,25 @@
 // What the SQLite and PostgreSQL ingest batches (sqlite.ts, postgres.ts) share: the
 // options and answer of a batch, the column lists of the tables a batch writes, the
-// rows built from the planner's write set (src/ingest/plan.ts), and the writes that
+// rows built from the planner's write set (src/store/write-set.ts), and the writes that
 // are the same on every database as data (aggregateWrites), which each dialect module
 // turns into its own statements. Web APIs only.
 import type { CompiledQuery, Compilable, Insertable, OnConflictBuilder, OnConflictDoNothingBuilder, OnConflictUpdateBuilder } from 'kysely';
+import { LEVELS } from './records.js';
 import {
-  alertOutboxRows,
   issueChangeRows,
   issueEnvironmentHourlyRows,
   issueHourlyRows,
   issueReleaseRows,
+  rawSource,
+  type EventInput,
+  type IngestOutcome,
+  type IngestPlanner,
   type PlannedEvent,
   type PlannedIssueRow,
   type Random,
   type WriteCounts,
   type WriteSet,
-} from '../ingest/plan.js';
-import { rawSource, type EventInput } from '../ingest/prepare.js';
-import { LEVELS, type IngestOutcome } from '../ingest/types.js';
+} from './write-set.js';
 import { packPayloads, type CompressBlob, type PackedChunk, type PackedPayloads, type PayloadSlot } from './payloads.js';
 import type { Database, EventTable } from './schema.js';
 
@@ -32,6 +34,8 @@ const NO_DETAIL = new Uint8Array(0);
 const NO_RAW = NO_DETAIL;
 
 export interface BatchOptions {
+  /** The ingest rules (src/ingest/plan.ts ingestPlanner), which the edition's writer passes in. */
+  planner: IngestPlanner;
   /** Uniform draws in [0, 1) for sampling. */
   random: Random;
   /** The edition's blob codec, for the payload chunks (Node: src/editions/node/codec.ts). */
@@ -358,7 +362,7 @@ export function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSl
  * Everything a batch writes after its events and issues, in order: the same rows and
  * conflict clauses on every database.
  */
-export function aggregateWrites(plan: WriteSet): TableWrite[] {
+export function aggregateWrites(plan: WriteSet, planner: IngestPlanner): TableWrite[] {
   return [
     // Only an earlier first time rewrites a known (issue, release) row: nearly every batch
     // names releases its issues already had, and an update that keeps the value still
@@ -381,7 +385,7 @@ export function aggregateWrites(plan: WriteSet): TableWrite[] {
       conflict: additive('issue_environment_hourly', ['issue_id', 'environment', 'bucket'], ['events']),
     },
     { table: 'issue_changes', spec: CHANGE_COLUMNS, rows: issueChangeRows(plan) },
-    { table: 'alert_outbox', spec: OUTBOX_COLUMNS, rows: alertOutboxRows(plan) },
+    { table: 'alert_outbox', spec: OUTBOX_COLUMNS, rows: planner.alertOutboxRows(plan) },
     {
       table: 'project_hourly',
       spec: PROJECT_HOURLY_COLUMNS,

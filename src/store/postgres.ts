@@ -6,18 +6,16 @@
 // docs/architecture.md ("The ingest writer (group commit)") explains the design.
 import { CompiledQuery, sql, type Compilable, type DatabaseConnection, type Kysely, type RawBuilder } from 'kysely';
 import {
-  batchKeys,
   issueUserRows,
   linkStoredEvents,
-  planBatch,
   tagRows,
   type IssueWithTimes,
   type ProjectKeys,
   type ProjectSettings,
   type ProjectSnapshot,
   type WriteSet,
-} from '../ingest/plan.js';
-import type { PreparedWork } from '../ingest/prepare.js';
+  type PreparedWork,
+} from './write-set.js';
 import type { DialectCapabilities } from './dialect.js';
 import {
   aggregateWrites,
@@ -169,7 +167,7 @@ class PostgresBatch {
   }
 
   async run(works: PreparedWork[]): Promise<BatchResult> {
-    const plan = planBatch(works, await this.read(batchKeys(works)), this.options.random);
+    const plan = this.options.planner.planBatch(works, await this.read(this.options.planner.batchKeys(works)), this.options.random);
     await this.write(plan);
     return batchResult(plan);
   }
@@ -356,7 +354,7 @@ class PostgresBatch {
         ),
       });
     }
-    for (const w of aggregateWrites(plan)) this.insertRows(w.table, w.spec, w.rows, w.conflict);
+    for (const w of aggregateWrites(plan, this.options.planner)) this.insertRows(w.table, w.spec, w.rows, w.conflict);
     await this.flushDeferred();
   }
 }

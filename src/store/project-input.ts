@@ -2,9 +2,8 @@
 // field with a message naming the field and what is allowed; unknown fields are
 // refused so a typo never passes silently.
 import { z } from 'zod';
-import { NAME_MAX_LENGTH } from '../limits.js';
+import { MAX_SCRUB_FIELD_LENGTH, MAX_SCRUB_LIST, NAME_MAX_LENGTH } from '../limits.js';
 import { PLATFORMS, slugProblem } from './projects.js';
-import { MAX_SCRUB_FIELD_LENGTH, MAX_SCRUB_LIST } from '../privacy/scrub.js';
 
 const MESSAGES = {
   slug: 'slug is required: a string of 1 to 64 characters (lowercase letters, digits, ".", "_" or "-")',

@@ -4,7 +4,6 @@
 // remove everything under it in the same statement.
 import { deleteObjects, type BlobBucket } from './blobs.js';
 import type { Kysely } from 'kysely';
-import { insertDefaultRules } from '../alerts/store.js';
 import type { Database, ProjectRow } from './schema.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -177,8 +176,16 @@ export async function findProjectByDsnKey(db: Db, dsnKey: string): Promise<Proje
   return db.selectFrom('projects').selectAll().where('dsn_key', '=', dsnKey).executeTakeFirst();
 }
 
-/** Inserts a project with a fresh DSN key. Throws SlugTakenError when the slug exists (also under a race). */
-export async function createProject(db: Db, input: NewProjectInput, now: number): Promise<ProjectRow> {
+/**
+ * What runs once a project is inserted, on the same database handle: a domain that keeps
+ * rows per project adds its own (src/alerts/store.ts addDefaultRules). The routes that
+ * create projects pass them (src/http/projects.ts PROJECT_CREATED), so the store calls no
+ * domain.
+ */
+export type ProjectCreated = (db: Db, project: ProjectRow) => Promise<void>;
+
+/** Inserts a project with a fresh DSN key, then runs `onCreated`. Throws SlugTakenError when the slug exists (also under a race). */
+export async function createProject(db: Db, input: NewProjectInput, now: number, onCreated: readonly ProjectCreated[] = []): Promise<ProjectRow> {
   if (await findProjectBySlug(db, input.slug)) throw new SlugTakenError(input.slug);
   try {
     const project = await db
@@ -186,7 +193,7 @@ export async function createProject(db: Db, input: NewProjectInput, now: number)
       .values({ ...input, dsn_key: generateDsnKey(), created_at: now })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await insertDefaultRules(db, project.id);
+    for (const hook of onCreated) await hook(db, project);
     return project;
   } catch (err) {
     // A concurrent create of the same slug loses on the unique index.

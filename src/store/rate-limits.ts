@@ -8,10 +8,20 @@
 // per other instance and key: 2 % of the limit).
 import type { Logger } from '../logger.js';
 import { sql } from 'kysely';
-import type { RateLimitDecision, RateLimiter } from '../context.js';
 import type { Store } from './database.js';
 
 export const RATE_LIMIT_WINDOW_MS = 60_000;
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** Seconds until the current window ends (for Retry-After). */
+  retryAfterSeconds: number;
+}
+
+/** Fixed one-minute windows per key. Implementations may be per-process or shared. */
+export interface RateLimiter {
+  hit(key: string, now: number): Promise<RateLimitDecision>;
+}
 
 /** Start of the fixed one-minute window holding `now`, and seconds until it ends (≥ 1). */
 export function rateLimitWindow(now: number): { start: number; retryAfterSeconds: number } {

@@ -7,9 +7,11 @@
 // `serve` runs. One run at a time per database: a PostgreSQL advisory lock, or on
 // SQLite a lease row in job_locks (so `faultline retention` from cron and `serve`
 // on one file never overlap). On D1, which has no interactive transactions, an event
-// batch is one `Store.atomic` (deleteEventBatchAtomically). Payload and attachment chunks
-// held in a bucket (src/store/blobs.ts) lose their objects after their rows. Storage
-// budgets: attachments first, then events (src/privacy/usage.ts budgetPlan). Web APIs only, so the
+// batch is one `Store.atomic` (deleteEventBatchAtomically). Payload, attachment, symbol
+// and upload chunks held in a bucket (src/store/blobs.ts) lose their objects after their
+// rows. What domains own (the storage budget's plan: attachments first, then events;
+// expired upload chunks) comes in as `RetentionDomains`, which the callers pass
+// (src/editions/retention.ts), so the store imports no domain. Web APIs only, so the
 // serverless edition's cron runs the same code.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
@@ -17,9 +19,7 @@ import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import { ATTACHMENT_PREFIX, deleteObjects, PAYLOAD_PREFIX, SYMBOL_PREFIX, sweepObjects, sweepUnnamedObjects, UPLOAD_PREFIX, type BlobBucket } from './blobs.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
-import { deleteExpiredChunks } from '../uploads/chunks.js';
 import { DELIVERY_LIST_LIMIT } from '../limits.js';
-import { budgetPlan, MB, usageHours } from '../privacy/usage.js';
 
 type Db = Kysely<Database>;
 
@@ -96,7 +96,26 @@ export interface RetentionProgress {
   total: number;
 }
 
-export interface RetentionOptions {
+/** A domain's own deletions, run after the store's tables (src/uploads/chunks.ts sweepExpiredChunks). */
+export type RetentionSweeper = (db: Db, now: number) => Promise<unknown>;
+
+/** What a project past its storage budget loses: everything received before each time (null: none). */
+export interface BudgetPlan {
+  attachmentsBefore: number | null;
+  eventsBefore: number | null;
+}
+
+/**
+ * What retention takes from the domains: sweepers run at the end of a run, and the plan
+ * that makes a project with a storage budget fit it (src/privacy/usage.ts
+ * storageBudgetPlan: attachments first, then events).
+ */
+export interface RetentionDomains {
+  sweepers?: readonly RetentionSweeper[];
+  budgetPlan?: (db: Db, project: { id: number; storage_budget_mb: number }) => Promise<BudgetPlan>;
+}
+
+export interface RetentionOptions extends RetentionDomains {
   now: number;
   retentionDays: number;
   aggregateDays?: number;
@@ -291,13 +310,15 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
 
   // Storage budgets (docs/privacy.md "Storage"): a project past its budget loses its
   // oldest hours of attachments, then (when they are not enough) its oldest hours of
-  // events, the same way as expired ones, until it fits. The hours and their bytes come
-  // from storage_usage (kept by triggers), not from reading the rows.
-  const budgeted = await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute();
+  // events, the same way as expired ones, until it fits: the plan comes from the domain
+  // (src/privacy/usage.ts budgetPlan), from storage_usage (kept by triggers), not from
+  // reading the rows.
+  const budgeted = options.budgetPlan
+    ? await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute()
+    : [];
   for (const project of budgeted) {
     if (stopped()) break;
-    const [payloads, attachments] = await Promise.all([usageHours(db, project.id, 'payloads'), usageHours(db, project.id, 'attachments')]);
-    const plan = budgetPlan(payloads, attachments, Number(project.storage_budget_mb) * MB);
+    const plan = await options.budgetPlan!(db, { id: project.id, storage_budget_mb: Number(project.storage_budget_mb) });
     if (plan.attachmentsBefore !== null) await keyed('attachments', ['id'], sql`project_id = ${project.id} and received_at < ${plan.attachmentsBefore}`);
     if (plan.eventsBefore === null) continue;
     while (!stopped()) {
@@ -361,8 +382,7 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
     // its event, so what is left here is an orphan too.
     await sweepObjects(options.blobs, ATTACHMENT_PREFIX, rawCutoff, options.signal);
   }
-  // Upload chunks live an hour until assembled (src/uploads/chunks.ts).
-  if (!stopped()) await deleteExpiredChunks(db, options.now);
+  for (const sweep of options.sweepers ?? []) if (!stopped()) await sweep(db, options.now);
   if (options.blobs && !stopped()) {
     // Upload chunk objects of days before yesterday outlived every chunk row.
     await sweepObjects(options.blobs, UPLOAD_PREFIX, options.now - DAY_MS, options.signal);
@@ -500,7 +520,7 @@ export function formatSummary(s: RetentionSummary): string {
   );
 }
 
-export interface RetentionJobDeps {
+export interface RetentionJobDeps extends RetentionDomains {
   store: Store;
   clock: Clock;
   logger: Logger;
@@ -525,7 +545,7 @@ export function startRetentionJob(deps: RetentionJobDeps, options: { firstDelayM
     if (current) return current;
     current = (async () => {
       try {
-        const summary = await runRetention(deps.store, { now: deps.clock.now(), retentionDays: deps.retentionDays, signal });
+        const summary = await runRetention(deps.store, { now: deps.clock.now(), retentionDays: deps.retentionDays, sweepers: deps.sweepers, budgetPlan: deps.budgetPlan, signal });
         if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
         else deps.logger.debug('retention skipped: another instance holds the lock');
         return summary;

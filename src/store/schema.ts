@@ -12,7 +12,7 @@ import type {
   SessionHourlyRecord,
   SessionUserRecord,
   SessionRecord,
-} from '../ingest/records.js';
+} from './records.js';
 
 type ProjectDefaults = 'scrub_defaults' | 'scrub_ip_addresses' | 'scrub_fields' | 'safe_fields' | 'storage_budget_mb';
 

@@ -6,19 +6,17 @@
 // docs/architecture.md ("The ingest writer (group commit)") explains the design.
 import { CompiledQuery, type Compilable, type DatabaseConnection, type Kysely, type OnConflictBuilder, type RawBuilder } from 'kysely';
 import {
-  batchKeys,
   emptySnapshot,
   issueUserRows,
   linkStoredEvents,
-  planBatch,
   tagRows,
   type IssueWithTimes,
   type ProjectKeys,
   type ProjectSettings,
   type ProjectSnapshot,
   type WriteSet,
-} from '../ingest/plan.js';
-import type { PreparedWork } from '../ingest/prepare.js';
+  type PreparedWork,
+} from './write-set.js';
 import { chunks, inListSize, insertRowCounts, type DialectCapabilities } from './dialect.js';
 import {
   aggregateWrites,
@@ -207,9 +205,9 @@ class SqliteBatch {
   }
 
   async run(works: PreparedWork[]): Promise<BatchResult> {
-    const snapshot = await this.read(batchKeys(works));
+    const snapshot = await this.read(this.options.planner.batchKeys(works));
     this.snapshots = snapshot.snapshots;
-    const plan = planBatch(works, snapshot, this.options.random);
+    const plan = this.options.planner.planBatch(works, snapshot, this.options.random);
     this.plan = plan;
     await this.write(plan);
     return batchResult(plan);
@@ -417,7 +415,7 @@ class SqliteBatch {
       plan.issues.map((s) => issueColumns(s.row)),
       { conflict: issueUpsert },
     );
-    for (const w of aggregateWrites(plan)) await this.insertRows(w.table, w.spec, w.rows, { conflict: w.conflict });
+    for (const w of aggregateWrites(plan, this.options.planner)) await this.insertRows(w.table, w.spec, w.rows, { conflict: w.conflict });
   }
 }
 

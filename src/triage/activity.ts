@@ -5,7 +5,7 @@
 // JSON). Comments are timeline rows of kind `comment`, edited and deleted in place.
 import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import { iso } from '../clock.js';
-import { ReadInputError, ReadNotFoundError } from '../read/errors.js';
+import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import type { Store } from '../store/database.js';
 import type { Database, IssueChangeTable } from '../store/schema.js';
 

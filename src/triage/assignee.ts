@@ -2,7 +2,7 @@
 // named in a request by id or email (or null to unassign), shown as {id, email, name}.
 // The change goes into the issue's activity as `assigned`.
 import { sql, type CompiledQuery, type Kysely } from 'kysely';
-import { ReadInputError } from '../read/errors.js';
+import { ReadInputError } from '../errors.js';
 import type { Database } from '../store/schema.js';
 import type { Actor } from './activity.js';
 

@@ -4,7 +4,7 @@
 // snoozeEnded), applied by ingest for counts and by the periodic job below for time.
 import { sql, type CompiledQuery } from 'kysely';
 import { snoozeEndedSql } from '../ingest/plan.js';
-import { ReadInputError } from '../read/errors.js';
+import { ReadInputError } from '../errors.js';
 import type { Store } from '../store/database.js';
 
 export type Snooze = { until: number } | { count: number } | { users: number };

@@ -188,7 +188,7 @@ export async function deleteChunks(db: Db, sha1s: readonly string[]): Promise<vo
   }
 }
 
-/** Housekeeping: deletes chunks older than the TTL (pending ones of a dead request too). */
+/** Housekeeping: deletes chunks older than the TTL (pending ones of a dead request too); a sweeper of retention (src/editions/retention.ts). */
 export async function deleteExpiredChunks(db: Db, now: number): Promise<number> {
   return deleteChunkRows(db, db.deleteFrom('upload_chunks').where('created_at', '<', chunkCutoff(now)));
 }

@@ -7,7 +7,7 @@
 // Files have the Symbols routes' limits (256 MB per file; on the serverless edition what
 // an isolate can parse): a larger file is refused with the Symbols routes' message and
 // nothing of it is stored. Finding stored files reads symbol storage directly.
-import type { AppDeps } from '../context.js';
+import type { Store } from '../store/database.js';
 import { SymbolInputError } from '../symbols/kinds.js';
 import type { SymbolService } from '../symbols/service.js';
 import type { SymbolFileRow, SymbolKind } from '../symbols/storage.js';
@@ -34,12 +34,12 @@ function stored(row: SymbolFileRow): StoredSymbolFile {
   };
 }
 
-function serviceOf(deps: Pick<AppDeps, 'symbols'>): SymbolService {
+function serviceOf(deps: { symbols?: SymbolService }): SymbolService {
   if (!deps.symbols) throw new UploadError(503, 'symbol storage is not available in this edition');
   return deps.symbols;
 }
 
-export function symbolPortFor(deps: Pick<AppDeps, 'store' | 'symbols'>): SymbolPort {
+export function symbolPortFor(deps: { store: Store; symbols?: SymbolService }): SymbolPort {
   const db = deps.store.db;
   const limits = () => deps.symbols?.uploaderLimits ?? UPLOAD_LIMITS;
   const fileLimit = (kind: string) => limits().maxFileBytesByKind?.[kind as SymbolKind] ?? limits().maxFileBytes;

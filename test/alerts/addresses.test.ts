@@ -1,7 +1,8 @@
 // The SSRF guard's address rules (src/alerts/addresses.ts), without a network: every
 // spelling of a non-public address the issue names is refused, public ones pass.
 import { describe, expect, it } from 'vitest';
-import { forbiddenAddressReason, forbiddenHostReason, parseIPv4, parseIPv6 } from '../../src/alerts/addresses.js';
+import { forbiddenAddressReason, forbiddenHostReason } from '../../src/alerts/addresses.js';
+import { parseIPv4, parseIPv6 } from '../../src/ip-ranges.js';
 
 /** Non-public addresses in the forms the issue lists, with what they are. */
 export const FORBIDDEN_ADDRESSES: [string, RegExp][] = [

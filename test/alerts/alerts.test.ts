@@ -11,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/clock.js';
 import { nodeHttpPost } from '../../src/editions/node/alerts.js';
 import { forbiddenAddressReason } from '../../src/alerts/addresses.js';
+import { ALERT_TYPES } from '../../src/alerts/rules.js';
+import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { errorEvent, eventId } from '../ingest/helpers.js';
 import {
@@ -73,6 +75,15 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     await until(async () => (await pendingOutbox(t)) === 0, 8000, 'the outbox to empty');
     await sleep(150);
   }
+
+  it("a project created through the API starts with every rule's row (alerts' project-created hook); the store alone adds none", async () => {
+    const db = t.deps.store.db;
+    const rulesOf = async (projectId: number) => (await db.selectFrom('alert_rules').select('type').where('project_id', '=', projectId).execute()).map((r) => r.type).sort();
+    const p = await apiProject(t, 'Hooked app');
+    expect(await rulesOf(p.id)).toEqual([...ALERT_TYPES].sort());
+    const bare = await createProject(db, { ...PROJECT_DEFAULTS, slug: `bare-${dialect}`, name: 'Bare' }, 0);
+    expect(await rulesOf(bare.id)).toEqual([]);
+  });
 
   it('new_issue reaches every channel once, with the documented fields and a valid signature', async () => {
     const p = await apiProject(t, 'Shop app');

@@ -2,19 +2,19 @@
 // a write set out (src/ingest/plan.ts).
 import { describe, expect, it } from 'vitest';
 import { DAY_MS, HOUR_MS } from '../../src/clock.js';
+import { alertOutboxRows, planBatch } from '../../src/ingest/plan.js';
+import { prepareWork } from '../../src/ingest/prepare.js';
 import {
-  alertOutboxRows,
+  emptySnapshot,
   issueChangeRows,
   linkStoredEvents,
-  planBatch,
-  emptySnapshot,
   type IssueWithTimes,
+  type PreparedWork,
   type ProjectSettings,
   type ProjectSnapshot,
   type Random,
   type WriteSet,
-} from '../../src/ingest/plan.js';
-import { prepareWork, type PreparedWork } from '../../src/ingest/prepare.js';
+} from '../../src/store/write-set.js';
 import type { IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
 import { makeEvent } from '../writer/factory.js';
 

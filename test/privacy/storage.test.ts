@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { budgetPlan, MB } from '../../src/privacy/usage.js';
+import { RETENTION_DOMAINS } from '../../src/editions/retention.js';
 import { runRetention } from '../../src/store/retention.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
@@ -129,7 +130,7 @@ describe.each(dialects)('storage usage and budgets on %s', (dialect) => {
     const before = await eventsOf(t, p);
     const [issueBefore] = await issuesOf(t, p);
 
-    const summary = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650 });
+    const summary = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650, ...RETENTION_DOMAINS });
     expect(summary.ran).toBe(true);
     const after = await eventsOf(t, p);
     const left = await usageBytes(p.id);
@@ -148,7 +149,7 @@ describe.each(dialects)('storage usage and budgets on %s', (dialect) => {
     const usage = await (await t.api(`/api/projects/${p.slug}/usage`)).json();
     expect(usage.budget_bytes).toBe(budgetMb * MB);
     // A second run finds it within budget and removes nothing more.
-    await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650 });
+    await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650, ...RETENTION_DOMAINS });
     expect(await eventsOf(t, p)).toHaveLength(after.length);
   });
 });
@@ -208,7 +209,7 @@ describe.each(dialects)('a storage budget takes attachments first on %s', (diale
     expect(real.payloads + ATTACHMENT_BYTES).toBeLessThan(MB);
     expect(real.payloads + 2 * ATTACHMENT_BYTES).toBeGreaterThan(MB);
     expect((await t.api(`/api/projects/${p.slug}`, { method: 'PATCH', json: { storage_budget_mb: 1 } })).status).toBe(200);
-    const summary = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650 });
+    const summary = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650, ...RETENTION_DOMAINS });
     expect(summary.deleted.attachments).toBe(3);
     expect(summary.deleted.events).toBe(0);
 
@@ -221,7 +222,7 @@ describe.each(dialects)('a storage budget takes attachments first on %s', (diale
     expect(after.bytes).toBe(left.payloads + left.attachments);
     expect(after.bytes).toBeLessThanOrEqual(MB);
     // Within budget now: a second run removes nothing.
-    const again = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650 });
+    const again = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650, ...RETENTION_DOMAINS });
     expect(again.deleted.attachments + again.deleted.events).toBe(0);
   });
 });

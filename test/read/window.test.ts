@@ -3,7 +3,7 @@
 // route that takes a window, and `to` being exclusive on real stored data.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { ReadInputError } from '../../src/read/errors.js';
+import { ReadInputError } from '../../src/errors.js';
 import { bucketList, dayList, parseRfc3339, parseWindow } from '../../src/read/window.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { DAY, GROUPS, HOUR, NOW, createProject, getJson, iso, newEventId, sendEvents, type EventSpec, type TestProject } from './support.js';

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
+import { RETENTION_DOMAINS } from '../../src/editions/retention.js';
 import { runRetention } from '../../src/store/retention.js';
 import { CHUNK_SIZE, CHUNKS_PER_REQUEST, LEGACY_ZIP_LIMIT, MAX_REQUEST_SIZE, MAX_SYMBOL_FILE_BYTES } from '../../src/limits.js';
 import { CHUNK_TTL_MS } from '../../src/uploads/chunks.js';
@@ -143,7 +144,7 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
     (t.clock as any).advance(CHUNK_TTL_MS + 1000);
     expect(await ask()).toEqual({ state: 'not_found', missingChunks: [checksum], detail: null });
     // The housekeeping `serve` runs hourly (and `faultline retention`) deletes them.
-    expect((await runRetention(t.deps.store, { now: t.clock.now(), retentionDays: 30 })).ran).toBe(true);
+    expect((await runRetention(t.deps.store, { now: t.clock.now(), retentionDays: 30, ...RETENTION_DOMAINS })).ran).toBe(true);
     const left = await t.deps.store.db.selectFrom('upload_chunks').select('sha1').where('sha1', '=', checksum).execute();
     expect(left).toEqual([]);
   });

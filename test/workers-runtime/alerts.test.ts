@@ -4,7 +4,7 @@
 // `db.batch()`), where a Kysely transaction on D1 would run them one statement at a time.
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { claimDeliveries, createChannel, deleteChannel, dispatchAlert, markDelivered, markFailed, recordAlert, sendDigest } from '../../src/alerts/store.js';
+import { addDefaultRules, claimDeliveries, createChannel, deleteChannel, dispatchAlert, markDelivered, markFailed, recordAlert, sendDigest } from '../../src/alerts/store.js';
 import type { Store } from '../../src/store/database.js';
 import { openD1Store, type D1Binding } from '../../src/store/d1.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -20,7 +20,7 @@ beforeAll(async () => {
 
 /** A project with a channel and every rule limited to it. */
 async function projectWithChannel(slug: string): Promise<{ projectId: number; channelId: number }> {
-  const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug, name: slug }, 1_000);
+  const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug, name: slug }, 1_000, [addDefaultRules]);
   const channel = await createChannel(store.db, p.id, { kind: 'webhook', config: { url: 'https://example.com/hook' } } as never, 1_000);
   await store.db.insertInto('alert_rules').values({ project_id: p.id, type: 'new_issue', enabled: 1, cooldown_minutes: 0, last_triggered: null, min_level: null }).onConflict((oc) => oc.doNothing()).execute();
   await store.db.updateTable('alert_rules').set({ channels: JSON.stringify([Number(channel.id)]) }).where('project_id', '=', p.id).execute();

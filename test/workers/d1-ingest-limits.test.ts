@@ -10,7 +10,7 @@ import { compressBlob } from '../../src/editions/workers/runtime.js';
 import { PayloadTooLargeError } from '../../src/ingest/errors.js';
 import { prepareWork } from '../../src/ingest/prepare.js';
 import type { IngestWork, NormalizedEvent } from '../../src/ingest/types.js';
-import { buildD1IngestCommit } from '../../src/store/d1-ingest.js';
+import { buildD1IngestCommit } from '../../src/ingest/d1-commit.js';
 import { D1_MAX_BOUND_PARAMETERS, D1_MAX_STATEMENT_BYTES, D1_MAX_VALUE_BYTES, fitToD1 } from '../../src/store/d1.js';
 import { PROJECT_DEFAULTS } from '../../src/store/projects.js';
 

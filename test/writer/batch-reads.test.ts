@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareWork } from '../../src/ingest/prepare.js';
 import { compress } from '../../src/editions/node/codec.js';
+import { ingestPlanner } from '../../src/ingest/plan.js';
 import { commitIngestBatch } from '../../src/store/ingest-batch.js';
 import { IssueCache } from '../../src/store/sqlite.js';
 import { mergeStatements } from '../../src/store/issue-merges.js';
@@ -59,7 +60,7 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
     );
     const sessions = [makeSession({ sid: 'old9', release: 'r1' }), makeSession({ release: 'r1' })];
     const works = [makeWork(project, { events: events.slice(0, 30), sessions }), makeWork(project, { events: events.slice(30) })].map(prepareWork);
-    const { result, queries } = await rec.record((db) => commitIngestBatch({ ...t.store, db }, works, { random: () => 0, compress }));
+    const { result, queries } = await rec.record((db) => commitIngestBatch({ ...t.store, db }, works, { planner: ingestPlanner, random: () => 0, compress }));
     expect(result).toMatchObject({ accepted: 59, duplicates: 1, stored: 59, sessionUpdates: 2 });
 
     const reads = queries.filter((q) => /^\s*select/i.test(q.sql));
@@ -103,7 +104,7 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     const cache = new IssueCache();
     /** Commits one work of these events; `reads`: how many of its statements read issues. */
     const batch = (events: ReturnType<typeof makeEvent>[]) =>
-      issueReadsOf((store) => commitIngestBatch(store, [prepareWork(makeWork(project, { events }))], { random: () => 0, compress, issueCache: cache }));
+      issueReadsOf((store) => commitIngestBatch(store, [prepareWork(makeWork(project, { events }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache }));
     const event = (at: number) => makeEvent({ fingerprint: fp('cached'), release: 'r1', timestamp: at });
 
     expect((await batch([event(Date.UTC(2026, 0, 10, 12))])).reads).toBe(1);
@@ -133,7 +134,7 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     const cache = new IssueCache();
     const reads = async (fingerprint: string, at: number) => {
       const { queries } = await rec.record((db) =>
-        commitIngestBatch({ ...t.store, db }, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint, release: 'r1', timestamp: at })] }))], { random: () => 0, compress, issueCache: cache }),
+        commitIngestBatch({ ...t.store, db }, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint, release: 'r1', timestamp: at })] }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache }),
       );
       return queries.filter((q) => /from "(issues|issue_merges)"/.test(q.sql)).length;
     };
@@ -157,11 +158,11 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     const project = await createProject(t.store);
     const store: Store = { ...t.store, db: rec.db };
     const cache = new IssueCache();
-    await commitIngestBatch(store, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint: fp('fails') })] }))], { random: () => 0, compress, issueCache: cache });
+    await commitIngestBatch(store, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint: fp('fails') })] }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache });
     expect(cache.size).toBe(1);
     const bad = makeEvent({ fingerprint: fp('fails') });
     await sql.raw(`create trigger fail_cached before insert on events when new.event_id = '${bad.eventId}' begin select raise(abort, 'injected'); end`).execute(t.store.db);
-    await expect(commitIngestBatch(store, [prepareWork(makeWork(project, { events: [bad] }))], { random: () => 0, compress, issueCache: cache })).rejects.toThrow(/injected/);
+    await expect(commitIngestBatch(store, [prepareWork(makeWork(project, { events: [bad] }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache })).rejects.toThrow(/injected/);
     expect(cache.size).toBe(0);
     await sql.raw('drop trigger fail_cached').execute(t.store.db);
   });

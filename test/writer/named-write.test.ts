@@ -6,6 +6,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareWork } from '../../src/ingest/prepare.js';
 import { compress } from '../../src/editions/node/codec.js';
+import { ingestPlanner } from '../../src/ingest/plan.js';
 import { commitIngestBatch } from '../../src/store/ingest-batch.js';
 import { NAME_AFTER_USES } from '../../src/store/pg-statements.js';
 import type { Database } from '../../src/store/schema.js';
@@ -29,7 +30,7 @@ describe.runIf(dialects.includes('postgres'))('ingest batch write as a named sta
     commitIngestBatch(
       { ...t.store, db },
       [makeWork(project, { events: Array.from({ length: n }, (_, i) => makeEvent({ fingerprint: fp(`f${i % 3}`) })), sessions: [makeSession()] })].map(prepareWork),
-      { random: () => 0, compress },
+      { planner: ingestPlanner, random: () => 0, compress },
     );
 
   const namedWrites = async (db: Kysely<Database>) =>

@@ -5,6 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import type { BatchThreadReply, BatchThreadRequest } from './batch-thread.js';
 import { openStore } from './open-store.js';
+import { ingestPlanner } from '../../ingest/plan.js';
 import type { Store } from '../../store/database.js';
 import { commitIngestBatch, type BatchResult } from '../../store/ingest-batch.js';
 import { IssueCache } from '../../store/sqlite.js';
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
   // This connection writes nothing but ingest batches: the issue rows it wrote stay
   // valid until another connection commits (IssueCache checks).
   const issueCache = new IssueCache();
-  const options = { random: Math.random, compress, issueCache };
+  const options = { planner: ingestPlanner, random: Math.random, compress, issueCache };
   let running = false;
   let closing = false;
 

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { rawSource, type EventInput, type PreparedWork } from '../../ingest/prepare.js';
+import { rawSource, type EventInput, type PreparedWork } from '../../store/write-set.js';
 import type { BatchResult } from '../../store/ingest-batch.js';
 import type { CommitTally } from './wal-checkpointer.js';
 

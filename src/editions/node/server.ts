@@ -17,6 +17,7 @@ import { migrate } from '../../store/database.js';
 import { openStore } from './open-store.js';
 import { SharedRateLimiter } from '../../store/rate-limits.js';
 import { startRetentionJob } from '../../store/retention.js';
+import { RETENTION_DOMAINS } from '../retention.js';
 import { startMonitorJob } from '../../monitors/job.js';
 import { AlertDispatcher, SPIKE_CHECK_INTERVAL_MS, type DispatcherOptions } from '../../alerts/dispatcher.js';
 import { nodeAlertRuntimeFor } from './alerts.js';
@@ -159,7 +160,7 @@ export async function startServer(
   // Re-symbolication runs left pending by a stop mid-way go on.
   deps.symbols?.start();
   const retention = options.background
-    ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays })
+    ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays, ...RETENTION_DOMAINS })
     : null;
   const alerts =
     options.alerts === false

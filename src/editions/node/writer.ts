@@ -9,7 +9,9 @@ import { BATCH_THREAD_FILE, BatchThread, batchThreadAvailable } from './batch-th
 import type { NodeStore } from './open-store.js';
 import { commitIngestBatch } from '../../store/ingest-batch.js';
 import { compress } from './codec.js';
-import { prepareWork, type PreparedWork } from '../../ingest/prepare.js';
+import { ingestPlanner } from '../../ingest/plan.js';
+import { prepareWork } from '../../ingest/prepare.js';
+import type { PreparedWork } from '../../store/write-set.js';
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from '../../ingest/types.js';
 
@@ -168,7 +170,7 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       threadFailureLogged = true;
       deps.logger.error({ reason: thread.failure }, 'the ingest batch thread stopped; batches now commit on the main thread');
     }
-    return commitIngestBatch(deps.store, works, { random, compress });
+    return commitIngestBatch(deps.store, works, { planner: ingestPlanner, random, compress });
   }
 
   async function runBatch(batch: Pending[]): Promise<void> {

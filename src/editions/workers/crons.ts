@@ -8,6 +8,7 @@ import { runMonitorCheck } from '../../monitors/store.js';
 import { sendRecordedAlerts } from './background.js';
 import { WORKER_RESYMBOLICATE_CRON_STEPS, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
 import { formatSummary, runRetention } from '../../store/retention.js';
+import { RETENTION_DOMAINS } from '../retention.js';
 import { sweepAbandonedWrites } from '../../symbols/storage.js';
 import { endTimeSnoozes } from '../../triage/snooze.js';
 
@@ -45,6 +46,7 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
         retentionDays: deps.config.retentionDays,
         batchSize: D1_RETENTION_BATCH,
         blobs: deps.blobs,
+        ...RETENTION_DOMAINS,
       });
       if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
       else deps.logger.info('retention skipped: another run holds the lease');

@@ -2,7 +2,7 @@
 // the Worker is bound to a queue (`INGEST_QUEUE`), an ingest request is answered once its
 // work is enqueued, which Cloudflare keeps durably. The consumer commits a delivery of up
 // to 100 works in one D1 `db.batch()` built by the direct path's builder
-// (src/store/d1-ingest.ts). Works of one project and UTC day are merged into one work
+// (src/ingest/d1-commit.ts). Works of one project and UTC day are merged into one work
 // (mergeWorks): the builder's statements apply the rules to the merged events as they
 // would to the same works committed one request at a time, in about twenty statements
 // instead of twenty per request. Projects with a daily quota keep one work per request,
@@ -23,13 +23,14 @@
 // objects of the failed attempt are orphans that retention sweeps.
 import { CompiledQuery, sql } from 'kysely';
 import type { Logger } from '../../logger.js';
-import type { Random } from '../../ingest/plan.js';
-import { prepareWork, type PreparedWork } from '../../ingest/prepare.js';
+import type { Random } from '../../store/write-set.js';
+import { prepareWork } from '../../ingest/prepare.js';
+import type { PreparedWork } from '../../store/write-set.js';
 import { utcDay } from '../../clock.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';
 import type { Store } from '../../store/database.js';
 import { payloadObjectKey, putObjects, type BlobBucket } from '../../store/blobs.js';
-import { buildD1IngestCommit, type D1IngestCommit } from '../../store/d1-ingest.js';
+import { buildD1IngestCommit, type D1IngestCommit } from '../../ingest/d1-commit.js';
 import { WORKER_QUEUE_MESSAGE_BYTES } from '../../limits.js';
 import { compressBlob } from './runtime.js';
 

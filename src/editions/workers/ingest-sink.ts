@@ -1,7 +1,7 @@
 // Where the serverless edition commits ingest work to D1: the IngestSink the pipeline
 // hands each request's normalised events and sessions to (src/ingest/pipeline.ts).
 // Each work is prepared as on the server (src/ingest/prepare.ts) and committed as one
-// atomic `db.batch()` built by src/store/d1-ingest.ts, whose header says how every rule
+// atomic `db.batch()` built by src/ingest/d1-commit.ts, whose header says how every rule
 // stays right under concurrent requests without interactive transactions. The request
 // is answered only once the batch has committed; a batch D1 fails is answered 503
 // (nothing was written), so the SDK resends. A work that cannot fit D1's limits is
@@ -10,12 +10,12 @@
 // bucket bound, the payload chunks are written to it first and the batch keeps their keys
 // (src/store/blobs.ts); a bucket that fails is answered 503 like D1.
 import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
-import type { Random } from '../../ingest/plan.js';
+import type { Random } from '../../store/write-set.js';
 import { prepareWork } from '../../ingest/prepare.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';
 import type { Store } from '../../store/database.js';
 import { payloadObjectKey, putObjects, type BlobBucket } from '../../store/blobs.js';
-import { buildD1IngestCommit } from '../../store/d1-ingest.js';
+import { buildD1IngestCommit } from '../../ingest/d1-commit.js';
 import { compressBlob } from './runtime.js';
 
 /** What the sink counted since the isolate started (for logs and the benchmark). */

@@ -3,8 +3,8 @@
 // connection. There is no interactive transaction, so nothing is read before the batch
 // and planned from: every rule is applied by the batch's own statements against what
 // the database holds when the batch runs, and concurrent requests interleave only
-// between whole batches. The rules are those of src/ingest/plan.ts (docs/architecture.md
-// "Per event"), written as conditional upserts:
+// between whole batches. The rules are those of plan.ts (docs/architecture.md
+// "Per event"), written as conditional upserts, so this module is ingest's, not the store's:
 //
 // - Marker. The batch picks a random negative number M. `seen_events` rows it inserts
 //   carry stored_id = M until its last statements, so "this batch's fresh events" is a
@@ -53,13 +53,12 @@
 import { CompiledQuery } from 'kysely';
 import { OUTBOX_PENDING } from '../alerts/outbox.js';
 import { hourBucket, utcDay } from '../clock.js';
-import { PayloadTooLargeError } from '../ingest/errors.js';
-import { secondsToNextUtcMidnight, snoozeEndedSql, type Random } from '../ingest/plan.js';
-import { rawSource, type EventInput, type PreparedWork } from '../ingest/prepare.js';
-import type { IngestOutcome } from '../ingest/types.js';
-import { D1_MAX_VALUE_BYTES } from './d1.js';
-import { eventFields } from './ingest-rows.js';
-import { packPayloads } from './payloads.js';
+import { D1_MAX_VALUE_BYTES } from '../store/d1.js';
+import { eventFields } from '../store/ingest-rows.js';
+import { packPayloads } from '../store/payloads.js';
+import { rawSource, type EventInput, type IngestOutcome, type PreparedWork, type Random } from '../store/write-set.js';
+import { PayloadTooLargeError } from './errors.js';
+import { secondsToNextUtcMidnight, snoozeEndedSql } from './plan.js';
 
 
 /** What a JSON parameter may take: the value limit less room for the rest of a row. */
@@ -280,7 +279,7 @@ const SQL = {
     INSERT INTO event_tags (project_id, event_id, key, value)
     SELECT ?1, st.id, t.key, t.value FROM st JOIN events e ON e.id = st.id, json_each(e.tags) t ORDER BY st.id`,
 
-  /** stored_count, first/last_seen_id by event time (plan.ts linkStoredEvents), and the issue markers replaced. */
+  /** stored_count, first/last_seen_id by event time (src/store/write-set.ts linkStoredEvents), and the issue markers replaced. */
   link: `WITH ${STORED}
     UPDATE issues SET
       stored_count = stored_count + (SELECT count(*) FROM st WHERE st.issue_id = issues.id),

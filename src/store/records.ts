@@ -1,7 +1,45 @@
 // The rows of the ingest tables as plain data: the one definition that the store's
 // schema (src/store/schema.ts) builds its tables from and that the ingest planner
-// (src/ingest/plan.ts) reads and writes, so the planner needs nothing from src/store.
+// (src/ingest/plan.ts) reads and writes; the store owns them, ingest imports them.
 // Times are epoch milliseconds.
+
+/** Event levels, most severe first (the `level` column and project_hourly's counters). */
+export const LEVELS = ['fatal', 'error', 'warning', 'info', 'debug'] as const;
+export type Level = (typeof LEVELS)[number];
+
+/**
+ * An event's fields as its row holds them, named as normalisation names them
+ * (src/ingest/types.ts NormalizedEvent adds tags, payload and symbolication): the
+ * columns each maps to are in src/store/ingest-rows.ts eventFields.
+ */
+export interface EventRowFields {
+  eventId: string; // 32 lowercase hex
+  timestamp: number; // epoch ms
+  level: Level;
+  platform: string;
+  release: string; // '' when none
+  dist: string;
+  environment: string;
+  userId: string | null;
+  userEmail: string | null;
+  userUsername: string | null;
+  userIp: string | null;
+  /** Identity for the issue's distinct-users count: id, else email, else username, else ip. */
+  userKey: string | null;
+  deviceId: string | null;
+  deviceModel: string | null;
+  osName: string | null;
+  osVersion: string | null;
+  screen: string; // transaction
+  title: string;
+  message: string;
+  errorType: string;
+  location: string; // error_location
+  isCrash: boolean;
+  sdkName: string;
+  /** Grouping hash, 32 lowercase hex. */
+  fingerprint: string;
+}
 
 /** A project row as read (the database fills `id`). */
 export interface ProjectRecord {
