@@ -34,7 +34,7 @@ export type Condition =
   | { any: Condition[] }
   | { all: Condition[] }
   | { not: Condition }
-  | { cases: { when: Condition; then: Condition }[]; else: Condition }
+  | { cases: { when: Condition; decide: Condition }[]; otherwise: Condition }
   | { always: boolean };
 
 const fact = (name: string): Operand => ({ fact: name });
@@ -76,8 +76,8 @@ export const KEEPS_EVENT: Condition = {
  * resolution; without one, when the event (`ts`) is newer than the resolution.
  */
 export const REGRESSES: Condition = {
-  cases: [{ when: { fact: 'release', isNot: '' }, then: { not: { cmp: '<', left: fact('releaseFirstSeen'), right: fact('resolvedAt') } } }],
-  else: { cmp: '>', left: fact('ts'), right: fact('resolvedAt') },
+  cases: [{ when: { fact: 'release', isNot: '' }, decide: { not: { cmp: '<', left: fact('releaseFirstSeen'), right: fact('resolvedAt') } } }],
+  otherwise: { cmp: '>', left: fact('ts'), right: fact('resolvedAt') },
 };
 
 /**
@@ -91,17 +91,17 @@ export const SNOOZE_ENDED: Condition = {
     { fact: 'status', in: ['ignored'] },
     {
       cases: [
-        { when: { present: 'ignore_until' }, then: { cmp: '>=', left: fact('now'), right: fact('ignore_until') } },
+        { when: { present: 'ignore_until' }, decide: { cmp: '>=', left: fact('now'), right: fact('ignore_until') } },
         {
           when: { present: 'ignore_count' },
-          then: { cmp: '>=', left: { minus: [fact('event_count'), { orZero: 'ignored_event_count' }] }, right: fact('ignore_count') },
+          decide: { cmp: '>=', left: { minus: [fact('event_count'), { orZero: 'ignored_event_count' }] }, right: fact('ignore_count') },
         },
         {
           when: { present: 'ignore_users' },
-          then: { cmp: '>=', left: { minus: [fact('users'), { orZero: 'ignored_users' }] }, right: fact('ignore_users') },
+          decide: { cmp: '>=', left: { minus: [fact('users'), { orZero: 'ignored_users' }] }, right: fact('ignore_users') },
         },
       ],
-      else: { always: false },
+      otherwise: { always: false },
     },
   ],
 };
@@ -184,8 +184,8 @@ export function holds(condition: Condition, facts: Facts): boolean {
   if ('all' in condition) return condition.all.every((c) => holds(c, facts));
   if ('not' in condition) return !holds(condition.not, facts);
   if ('cases' in condition) {
-    for (const c of condition.cases) if (holds(c.when, facts)) return holds(c.then, facts);
-    return holds(condition.else, facts);
+    for (const c of condition.cases) if (holds(c.when, facts)) return holds(c.decide, facts);
+    return holds(condition.otherwise, facts);
   }
   return condition.always;
 }
@@ -230,8 +230,8 @@ export function toSql(condition: Condition, columns: Columns): string {
   if ('all' in condition) return `(${condition.all.map((c) => toSql(c, columns)).join(' AND ')})`;
   if ('not' in condition) return `(NOT ${toSql(condition.not, columns)})`;
   if ('cases' in condition) {
-    const whens = condition.cases.map((c) => `WHEN ${toSql(c.when, columns)} THEN ${toSql(c.then, columns)}`).join(' ');
-    return `(CASE ${whens} ELSE ${toSql(condition.else, columns)} END)`;
+    const whens = condition.cases.map((c) => `WHEN ${toSql(c.when, columns)} THEN ${toSql(c.decide, columns)}`).join(' ');
+    return `(CASE ${whens} ELSE ${toSql(condition.otherwise, columns)} END)`;
   }
   return condition.always ? 'true' : 'false';
 }

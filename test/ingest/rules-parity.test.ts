@@ -403,7 +403,7 @@ async function stateOf(db: Store['db'], pid: number, outcomes: IngestOutcome[]) 
     issueReleases: await q(`SELECT ${ISSUE} AS issue, release, first_seen FROM issue_releases t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`),
     issueUsers: await q(`SELECT ${ISSUE} AS issue, user_key FROM issue_users t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`),
     sessions: await q<{ status: string }>(`SELECT sid, did, release, environment, started, status, errors, updated_at, anr FROM sessions WHERE ${P} ORDER BY sid`),
-    sessionHourly: await q(`SELECT release, bucket, total, crashed, errored, anr FROM session_hourly WHERE ${P} ORDER BY bucket, release`),
+    sessionHourly: await q<{ bucket: number; total: number }>(`SELECT release, bucket, total, crashed, errored, anr FROM session_hourly WHERE ${P} ORDER BY bucket, release`),
     sessionUsers: await q<{ did: string; crashed: number }>(`SELECT release, bucket, did, crashed FROM session_users WHERE ${P} ORDER BY bucket, release, did`),
   };
 }
