@@ -132,11 +132,12 @@ function read(facts: Facts, name: string): unknown {
   return typeof v === 'function' ? (v as () => unknown)() : v;
 }
 
-function operand(o: Operand, facts: Facts): number | string | null {
+/** An operand's number (comparisons are on numbers; a PostgreSQL bigint arrives as a string), null when missing. */
+function operand(o: Operand, facts: Facts): number | null {
   if ('value' in o) return o.value;
   if ('fact' in o) {
     const v = read(facts, o.fact);
-    return v === null || v === undefined ? null : typeof v === 'string' ? v : Number(v);
+    return v === null || v === undefined ? null : Number(v);
   }
   if ('orZero' in o) {
     const v = read(facts, o.orZero);
@@ -146,12 +147,13 @@ function operand(o: Operand, facts: Facts): number | string | null {
   const x = operand(a, facts);
   const y = operand(b, facts);
   if (x === null || y === null) return null;
-  return 'plus' in o ? Number(x) + Number(y) : Number(x) - Number(y);
+  return 'plus' in o ? x + y : x - y;
 }
 
-function compare(op: Comparison, a: number | string | null, b: number | string | null): boolean {
+function compare(op: Comparison, a: number | null, b: number | null): boolean {
   if (a === null || b === null) return false;
-  const [x, y] = typeof a === 'string' && typeof b === 'string' ? [a, b] : [Number(a), Number(b)];
+  const x = a;
+  const y = b;
   switch (op) {
     case '<':
       return x < y;
