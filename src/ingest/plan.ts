@@ -36,9 +36,14 @@ import {
   type SessionRecord,
 } from './records.js';
 import type { IngestOutcome } from './types.js';
-import { holds, hourBucket, KEEPS_EVENT, QUOTA_ACCEPTS, REGRESSES, sessionClass, SNOOZE_ENDED, toSql, type SessionClass } from './rules.js';
+import { compile, hourBucket, KEEPS_EVENT, QUOTA_ACCEPTS, REGRESSES, sessionClass, SNOOZE_ENDED, toSql, type SessionClass } from './rules.js';
 
 export { sessionClass, type SessionClass };
+
+const quotaAccepts = compile(QUOTA_ACCEPTS);
+const keeps = compile(KEEPS_EVENT);
+const regressesRule = compile(REGRESSES);
+const snoozeEndedRule = compile(SNOOZE_ENDED);
 
 // ---------------------------------------------------------------------------
 // The snapshot: what the batch reads before planning
@@ -251,7 +256,7 @@ export function secondsToNextUtcMidnight(at: number): number {
  * was resolved; without one, when the event is newer than the resolution.
  */
 export function regresses(release: string, timestamp: number, resolvedAt: number, knownReleases: ReadonlyMap<string, number> | null): boolean {
-  return holds(REGRESSES, { release, ts: timestamp, resolvedAt, releaseFirstSeen: knownReleases?.get(release) });
+  return regressesRule({ release, ts: timestamp, resolvedAt, releaseFirstSeen: knownReleases?.get(release) });
 }
 
 /** What the snooze rule reads of an issue. */
@@ -265,7 +270,7 @@ export type SnoozeFacts = Pick<IssueRecord, 'status' | 'event_count' | 'users' |
  * periodic job to time conditions.
  */
 export function snoozeEnded(issue: SnoozeFacts, now: number): boolean {
-  return holds(SNOOZE_ENDED, { ...issue, now });
+  return snoozeEndedRule({ ...issue, now });
 }
 
 const SNOOZE_COLUMNS = ['status', 'event_count', 'users', 'ignore_until', 'ignore_count', 'ignore_users', 'ignored_event_count', 'ignored_users'] as const;
@@ -281,7 +286,7 @@ export function snoozeEndedSql(now: string): string {
  * nor keep-first rule decides and the rate is strictly between 0 and 1.
  */
 export function keepsEvent(isCrash: boolean, eventCount: number, project: ProjectSettings, random: Random): boolean {
-  return holds(KEEPS_EVENT, { crash: isCrash ? 1 : 0, rank: eventCount, keepFirst: project.sample_keep_first, rate: project.sample_rate, draw: random });
+  return keeps({ crash: isCrash ? 1 : 0, rank: eventCount, keepFirst: project.sample_keep_first, rate: project.sample_rate, draw: random });
 }
 
 interface ReleaseAcc {
@@ -371,7 +376,7 @@ class Planner {
       const day = utcDay(work.receivedAt);
       if (fresh.length > 0) {
         const sofar = used.get(day) ?? 0;
-        if (!holds(QUOTA_ACCEPTS, { quota: project.daily_quota, used: sofar, fresh: fresh.length })) {
+        if (!quotaAccepts({ quota: project.daily_quota, used: sofar, fresh: fresh.length })) {
           this.outcomes[i] = { kind: 'quota_exceeded', retryAfterSeconds: secondsToNextUtcMidnight(work.receivedAt) };
           this.counts.refused += fresh.length;
           continue;

@@ -132,70 +132,125 @@ function read(facts: Facts, name: string): unknown {
   return typeof v === 'function' ? (v as () => unknown)() : v;
 }
 
+type Predicate = (facts: Facts) => boolean;
+type Value = (facts: Facts) => number | null;
+
 /** An operand's number (comparisons are on numbers; a PostgreSQL bigint arrives as a string), null when missing. */
-function operand(o: Operand, facts: Facts): number | null {
-  if ('value' in o) return o.value;
+function compileOperand(o: Operand): Value {
+  if ('value' in o) {
+    const v = o.value;
+    return () => v;
+  }
   if ('fact' in o) {
-    const v = read(facts, o.fact);
-    return v === null || v === undefined ? null : Number(v);
+    const name = o.fact;
+    return (facts) => {
+      const v = read(facts, name);
+      return v === null || v === undefined ? null : Number(v);
+    };
   }
   if ('orZero' in o) {
-    const v = read(facts, o.orZero);
-    return v === null || v === undefined ? 0 : Number(v);
+    const name = o.orZero;
+    return (facts) => {
+      const v = read(facts, name);
+      return v === null || v === undefined ? 0 : Number(v);
+    };
   }
-  const [a, b] = 'plus' in o ? o.plus : o.minus;
-  const x = operand(a, facts);
-  const y = operand(b, facts);
-  if (x === null || y === null) return null;
-  return 'plus' in o ? x + y : x - y;
+  const plus = 'plus' in o;
+  const [a, b] = (plus ? o.plus : o.minus).map(compileOperand);
+  return (facts) => {
+    const x = a(facts);
+    if (x === null) return null;
+    const y = b(facts);
+    if (y === null) return null;
+    return plus ? x + y : x - y;
+  };
 }
 
-function compare(op: Comparison, a: number | null, b: number | null): boolean {
-  if (a === null || b === null) return false;
-  const x = a;
-  const y = b;
-  switch (op) {
-    case '<':
-      return x < y;
-    case '<=':
-      return x <= y;
-    case '>':
-      return x > y;
-    case '>=':
-      return x >= y;
-    case '=':
-      return x === y;
-    case '<>':
-      return x !== y;
-  }
-}
+const COMPARE: Record<Comparison, (x: number, y: number) => boolean> = {
+  '<': (x, y) => x < y,
+  '<=': (x, y) => x <= y,
+  '>': (x, y) => x > y,
+  '>=': (x, y) => x >= y,
+  '=': (x, y) => x === y,
+  '<>': (x, y) => x !== y,
+};
 
-/** Whether `condition` holds for `facts`, left to right, stopping as soon as it is decided. */
-export function holds(condition: Condition, facts: Facts): boolean {
-  if ('cmp' in condition) return compare(condition.cmp, operand(condition.left, facts), operand(condition.right, facts));
-  if ('in' in condition) return condition.in.includes(String(read(facts, condition.fact)));
+/**
+ * `condition` as a JavaScript predicate, built once per rule (the planner calls it per
+ * event): left to right, stopping as soon as it is decided.
+ */
+export function compile(condition: Condition): Predicate {
+  if ('cmp' in condition) {
+    const left = compileOperand(condition.left);
+    const right = compileOperand(condition.right);
+    const op = COMPARE[condition.cmp];
+    return (facts) => {
+      const x = left(facts);
+      if (x === null) return false;
+      const y = right(facts);
+      return y !== null && op(x, y);
+    };
+  }
+  if ('in' in condition) {
+    const { fact: name, in: values } = condition;
+    return (facts) => values.includes(String(read(facts, name)));
+  }
   if ('isNot' in condition) {
-    const v = read(facts, condition.fact);
-    return v !== null && v !== undefined && String(v) !== condition.isNot;
+    const { fact: name, isNot } = condition;
+    return (facts) => {
+      const v = read(facts, name);
+      return v !== null && v !== undefined && String(v) !== isNot;
+    };
   }
   if ('present' in condition) {
-    const v = read(facts, condition.present);
-    return v !== null && v !== undefined;
+    const name = condition.present;
+    return (facts) => {
+      const v = read(facts, name);
+      return v !== null && v !== undefined;
+    };
   }
-  if ('any' in condition) return condition.any.some((c) => holds(c, facts));
-  if ('all' in condition) return condition.all.every((c) => holds(c, facts));
-  if ('not' in condition) return !holds(condition.not, facts);
+  if ('any' in condition) {
+    const parts = condition.any.map(compile);
+    return (facts) => parts.some((p) => p(facts));
+  }
+  if ('all' in condition) {
+    const parts = condition.all.map(compile);
+    return (facts) => parts.every((p) => p(facts));
+  }
+  if ('not' in condition) {
+    const inner = compile(condition.not);
+    return (facts) => !inner(facts);
+  }
   if ('cases' in condition) {
-    for (const c of condition.cases) if (holds(c.when, facts)) return holds(c.decide, facts);
-    return holds(condition.otherwise, facts);
+    const cases = condition.cases.map((c) => ({ when: compile(c.when), decide: compile(c.decide) }));
+    const otherwise = compile(condition.otherwise);
+    return (facts) => {
+      for (const c of cases) if (c.when(facts)) return c.decide(facts);
+      return otherwise(facts);
+    };
   }
-  return condition.always;
+  const always = condition.always;
+  return () => always;
 }
+
+const compiled = new WeakMap<Condition, Predicate>();
+
+/** Whether `condition` holds for `facts` (compiled on first use). */
+export function holds(condition: Condition, facts: Facts): boolean {
+  let predicate = compiled.get(condition);
+  if (!predicate) {
+    predicate = compile(condition);
+    compiled.set(condition, predicate);
+  }
+  return predicate(facts);
+}
+
+const SESSION_PREDICATES = SESSION_CLASSES.map((c) => ({ class: c.class, when: compile(c.when) }));
 
 /** The class of a session with `status` and `errors` (SESSION_CLASSES). */
 export function sessionClass(status: string, errors: number): SessionClass {
   const facts = { status, errors };
-  for (const c of SESSION_CLASSES) if (holds(c.when, facts)) return c.class;
+  for (const c of SESSION_PREDICATES) if (c.when(facts)) return c.class;
   return 'ok';
 }
 
