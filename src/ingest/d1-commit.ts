@@ -4,7 +4,10 @@
 // and planned from: every rule is applied by the batch's own statements against what
 // the database holds when the batch runs, and concurrent requests interleave only
 // between whole batches. The rules are those of plan.ts (docs/architecture.md
-// "Per event"), written as conditional upserts, so this module is ingest's, not the store's:
+// "Per event"), written as conditional upserts, so this module is ingest's, not the
+// store's; the conditions and numbers of the quota, sampling, regression, session class,
+// snooze and hour bucket are rendered from their one description, rules.ts
+// (test/ingest/rules-parity.test.ts runs one table of cases against both):
 //
 // - Marker. The batch picks a random negative number M. `seen_events` rows it inserts
 //   carry stored_id = M until its last statements, so "this batch's fresh events" is a
@@ -59,6 +62,7 @@ import { packPayloads } from '../store/payloads.js';
 import { rawSource, type EventInput, type IngestOutcome, type PreparedWork, type Random } from '../store/write-set.js';
 import { PayloadTooLargeError } from './errors.js';
 import { secondsToNextUtcMidnight, snoozeEndedSql } from './plan.js';
+import { hourBucketSql, KEEPS_EVENT, QUOTA_ACCEPTS, REGRESSES, sessionClassSql, toSql } from './rules.js';
 
 
 /** What a JSON parameter may take: the value limit less room for the rest of a row. */
@@ -110,9 +114,13 @@ const issueFingerprint = (fp: string) =>
 const fresh = (...fields: Fact[]) => `f AS (SELECT ${fields.map((k) => `${k === 'fp' ? issueFingerprint(`json_extract(j.value, '$.fp')`) : `json_extract(j.value, '$.${k}')`} AS "${k}"`).join(', ')}
   FROM json_each(?6) j JOIN seen_events s ON s.project_id = ?1 AND s.event_id = json_extract(j.value, '$.id') AND s.stored_id = ?3)`;
 
-/** plan.ts's regresses(): an event `f` against the issue `i`. */
-const REGRESSES = `(CASE WHEN f.rel <> '' THEN NOT EXISTS (SELECT 1 FROM issue_releases ir WHERE ir.issue_id = i.id AND ir.release = f.rel AND ir.first_seen < coalesce(i.resolved_at, 0))
-  ELSE f.ts > coalesce(i.resolved_at, 0) END)`;
+/** The regression rule: an event `f` against the issue `i`. */
+const REGRESSES_SQL = toSql(REGRESSES, {
+  release: 'f.rel',
+  ts: 'f.ts',
+  resolvedAt: 'coalesce(i.resolved_at, 0)',
+  releaseFirstSeen: '(SELECT ir.first_seen FROM issue_releases ir WHERE ir.issue_id = i.id AND ir.release = f.rel)',
+});
 
 /** The issues of the work's fingerprints (the unique index). */
 const WORK_ISSUES = `project_id = ?1 AND fingerprint IN (SELECT ${issueFingerprint(`json_extract(value, '$.fp')`)} FROM json_each(?6))`;
@@ -133,11 +141,6 @@ const EVENT_ROW_FIELDS = [
   'title', 'message', 'is_crash', 'sdk_name', 'tags',
 ];
 
-const sessionClass = (status: string, errors: string) =>
-  `(CASE WHEN ${status} IN ('crashed', 'unhandled') THEN 'crashed' WHEN ${status} IN ('errored', 'abnormal') OR ${errors} > 0 THEN 'errored' ELSE 'ok' END)`;
-
-const HOUR = 3_600_000;
-const sqlHourBucket = (ms: string) => `(CASE WHEN ${ms} >= 0 THEN (${ms} / ${HOUR}) * ${HOUR} ELSE ((${ms} - ${HOUR - 1}) / ${HOUR}) * ${HOUR} END)`;
 
 const SQL = {
   /** What the quota decision sees (same snapshot as the next statement: one transaction). */
@@ -148,8 +151,11 @@ const SQL = {
     SELECT ?1, j.value, ?2, ?3 FROM json_each(?5) j, projects p
     WHERE p.id = ?1
       AND NOT EXISTS (SELECT 1 FROM seen_events s WHERE s.project_id = ?1 AND s.event_id = j.value)
-      AND (p.daily_quota <= 0 OR coalesce((SELECT u.events FROM daily_usage u WHERE u.project_id = ?1 AND u.day = ?4), 0)
-        + (SELECT count(*) FROM json_each(?5) k WHERE NOT EXISTS (SELECT 1 FROM seen_events s WHERE s.project_id = ?1 AND s.event_id = k.value)) <= p.daily_quota)
+      AND ${toSql(QUOTA_ACCEPTS, {
+        quota: 'p.daily_quota',
+        used: 'coalesce((SELECT u.events FROM daily_usage u WHERE u.project_id = ?1 AND u.day = ?4), 0)',
+        fresh: '(SELECT count(*) FROM json_each(?5) k WHERE NOT EXISTS (SELECT 1 FROM seen_events s WHERE s.project_id = ?1 AND s.event_id = k.value))',
+      })}
     ORDER BY j.key
     ON CONFLICT DO NOTHING
     RETURNING event_id`,
@@ -167,7 +173,7 @@ const SQL = {
     INSERT INTO issues (project_id, fingerprint, title, level, error_type, screen, location, platform, status, event_count, stored_count, users,
       first_seen, last_seen, first_seen_id, last_seen_id, first_release, last_release, resolved_release, resolved_at, regressed_at, created_at, updated_at)
     SELECT ?1, a.fp, a.lt, a.llv, a.let, a.lsc, a.lloc, a.lpf, 'unresolved', a.n, 0, 0, a.fs, a.ls, NULL, ?3, a.frel, a.lrel, NULL, NULL,
-      CASE WHEN i.status = 'resolved' AND EXISTS (SELECT 1 FROM f WHERE f.fp = a.fp AND ${REGRESSES}) THEN ?3 END, ?2, ?2
+      CASE WHEN i.status = 'resolved' AND EXISTS (SELECT 1 FROM f WHERE f.fp = a.fp AND ${REGRESSES_SQL}) THEN ?3 END, ?2, ?2
     FROM a LEFT JOIN issues i ON i.project_id = ?1 AND i.fingerprint = a.fp
     WHERE a.k = 1 ORDER BY a.i
     ON CONFLICT (project_id, fingerprint) DO UPDATE SET
@@ -190,9 +196,9 @@ const SQL = {
   changed: `WITH ${fresh('i', 'fp', 'ts', 'rel', 'env')},
     c AS (SELECT i.id, i.title, i.fingerprint, i.level, i.event_count, i.first_seen, CASE WHEN i.last_seen_id = ?3 THEN 'new_issue' ELSE 'regression' END AS kind,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.rel FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
-          ELSE (SELECT f.rel FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS rel,
+          ELSE (SELECT f.rel FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES_SQL} ORDER BY f.i LIMIT 1) END AS rel,
         CASE WHEN i.last_seen_id = ?3 THEN (SELECT f.env FROM f WHERE f.fp = i.fingerprint ORDER BY f.i LIMIT 1)
-          ELSE (SELECT f.env FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES} ORDER BY f.i LIMIT 1) END AS env,
+          ELSE (SELECT f.env FROM f WHERE f.fp = i.fingerprint AND ${REGRESSES_SQL} ORDER BY f.i LIMIT 1) END AS env,
         (SELECT min(f.i) FROM f WHERE f.fp = i.fingerprint) AS ord
       FROM issues i WHERE i.project_id = ?1 AND i.fingerprint IN (SELECT ${issueFingerprint(`json_extract(value, '$.fp')`)} FROM json_each(?6)) AND (i.last_seen_id = ?3 OR i.regressed_at = ?3))`,
 
@@ -248,13 +254,13 @@ const SQL = {
         SELECT value AS p FROM json_each(CASE WHEN json_valid(releases.platforms) THEN releases.platforms ELSE '[]' END) WHERE type = 'text'
         UNION SELECT value FROM json_each(excluded.platforms) ORDER BY 1))`,
 
-  /** plan.ts's keepsEvent: the rank of the event in its issue's event_count (already counted). */
+  /** The sampling rule: the rank of the event in its issue's event_count (already counted). */
   sample: `WITH ${fresh('i', 'id', 'fp', 'cr', 'dr')},
     r AS (SELECT f.id, f.cr, f.dr, i.event_count - count(*) OVER (PARTITION BY f.fp) + row_number() OVER (PARTITION BY f.fp ORDER BY f.i) AS n
       FROM f JOIN issues i ON i.project_id = ?1 AND i.fingerprint = f.fp)
     UPDATE seen_events SET stored_id = NULL
     WHERE project_id = ?1 AND stored_id = ?3 AND event_id IN (SELECT r.id FROM r, projects p WHERE p.id = ?1
-      AND NOT (r.cr = 1 OR r.n <= p.sample_keep_first OR p.sample_rate >= 1 OR (p.sample_rate > 0 AND r.dr < p.sample_rate)))`,
+      AND NOT ${toSql(KEEPS_EVENT, { crash: 'r.cr', rank: 'r.n', keepFirst: 'p.sample_keep_first', rate: 'p.sample_rate', draw: 'r.dr' })})`,
 
   /**
    * ?7 the chunk's index, ?8 its blob (empty when an object holds it), ?9 the event ids it
@@ -302,10 +308,10 @@ const SQL = {
   sessionHourly: `WITH u AS (SELECT json_extract(value, '$.sid') AS sid, json_extract(value, '$.rel') AS rel, json_extract(value, '$.started') AS started,
         json_extract(value, '$.status') AS status, json_extract(value, '$.errors') AS errors, json_extract(value, '$.ts') AS ts,
         json_extract(value, '$.anr') AS anr FROM json_each(?7)),
-      c AS (SELECT coalesce(x.release, u.rel) AS rel, ${sqlHourBucket('coalesce(x.started, u.started)')} AS b,
-          CASE WHEN x.sid IS NULL THEN 'none' ELSE ${sessionClass('x.status', 'x.errors')} END AS before,
-          CASE WHEN x.sid IS NULL OR u.ts >= x.updated_at THEN ${sessionClass('u.status', 'u.errors')} ELSE
-            CASE WHEN x.sid IS NULL THEN 'none' ELSE ${sessionClass('x.status', 'x.errors')} END END AS after,
+      c AS (SELECT coalesce(x.release, u.rel) AS rel, ${hourBucketSql('coalesce(x.started, u.started)')} AS b,
+          CASE WHEN x.sid IS NULL THEN 'none' ELSE ${sessionClassSql('x.status', 'x.errors')} END AS before,
+          CASE WHEN x.sid IS NULL OR u.ts >= x.updated_at THEN ${sessionClassSql('u.status', 'u.errors')} ELSE
+            CASE WHEN x.sid IS NULL THEN 'none' ELSE ${sessionClassSql('x.status', 'x.errors')} END END AS after,
           coalesce(x.anr, 0) AS before_anr,
           CASE WHEN x.sid IS NULL OR u.ts >= x.updated_at THEN u.anr ELSE x.anr END AS after_anr
         FROM u LEFT JOIN sessions x ON x.project_id = ?1 AND x.sid = u.sid),
@@ -331,10 +337,10 @@ const SQL = {
 
   /** ?7 the folded session updates (JSON); after `sessions`, so it reads each session as it now stands. */
   sessionUsers: `INSERT INTO session_users (project_id, release, bucket, did, crashed)
-    SELECT ?1, s.release, ${sqlHourBucket('s.started')}, s.did, max(CASE WHEN s.status IN ('crashed', 'unhandled') THEN 1 ELSE 0 END)
+    SELECT ?1, s.release, ${hourBucketSql('s.started')}, s.did, max(CASE WHEN ${sessionClassSql('s.status', 's.errors')} = 'crashed' THEN 1 ELSE 0 END)
     FROM json_each(?7) u JOIN sessions s ON s.project_id = ?1 AND s.sid = json_extract(u.value, '$.sid')
     WHERE s.did IS NOT NULL AND ${ACCEPTED}
-    GROUP BY s.release, ${sqlHourBucket('s.started')}, s.did
+    GROUP BY s.release, ${hourBucketSql('s.started')}, s.did
     ON CONFLICT (project_id, release, bucket, did) DO UPDATE SET crashed = max(session_users.crashed, excluded.crashed)`,
 };
 

@@ -13,13 +13,16 @@
 // regression); sampling (crashes always, the first `sample_keep_first`, then
 // `sample_rate`); hourly and daily aggregates, releases; release-health sessions (a
 // sid's latest update decides its class; `unhandled` counts as crashed).
+// The rules' conditions and numbers (quota, sampling, regression, session class, snooze,
+// hour bucket) are described once in ./rules.ts, which the D1 statement builder renders
+// to SQL; this module evaluates them.
 //
 // Ids the database assigns on insert (new issues and events on SQLite) are not known
 // here: the write set's issues and stored events (src/store/write-set.ts) are objects
 // the store fills in (`id`), then the store's row builders turn them into rows. The
 // store takes these rules as `ingestPlanner` (below), passed in by the edition's writer.
 import { issueAlertOutboxRow } from '../alerts/outbox.js';
-import { DAY_MS, hourBucket, utcDay } from '../clock.js';
+import { DAY_MS, utcDay } from '../clock.js';
 import {
   releasePlatforms,
   type DailyUsageRecord,
@@ -50,6 +53,14 @@ import {
   type WriteCounts,
   type WriteSet,
 } from '../store/write-set.js';
+import { compile, hourBucket, KEEPS_EVENT, QUOTA_ACCEPTS, REGRESSES, sessionClass, SNOOZE_ENDED, toSql, type SessionClass } from './rules.js';
+
+export { sessionClass, type SessionClass };
+
+const quotaAccepts = compile(QUOTA_ACCEPTS);
+const keeps = compile(KEEPS_EVENT);
+const regressesRule = compile(REGRESSES);
+const snoozeEndedRule = compile(SNOOZE_ENDED);
 
 /** The keys to read, one entry per project of the batch, in project id order. */
 export function batchKeys(works: PreparedWork[]): ProjectKeys[] {
@@ -110,11 +121,7 @@ export function secondsToNextUtcMidnight(at: number): number {
  * was resolved; without one, when the event is newer than the resolution.
  */
 export function regresses(release: string, timestamp: number, resolvedAt: number, knownReleases: ReadonlyMap<string, number> | null): boolean {
-  if (release !== '') {
-    const first = knownReleases?.get(release);
-    return !(first !== undefined && first < resolvedAt);
-  }
-  return timestamp > resolvedAt;
+  return regressesRule({ release, ts: timestamp, resolvedAt, releaseFirstSeen: knownReleases?.get(release) });
 }
 
 /** What the snooze rule reads of an issue. */
@@ -124,22 +131,18 @@ export type SnoozeFacts = Pick<IssueRecord, 'status' | 'event_count' | 'users' |
  * The snooze rule (docs/api.md "Snoozing"): an `ignored` issue with a condition returns
  * to `unresolved` once its time has come, or it has `ignore_count` more events, or
  * `ignore_users` more distinct users, than when it was snoozed. Ingest applies it to
- * the issues a batch touched (SQLite and PostgreSQL here; D1 as SNOOZE_ENDED_SQL), the
+ * the issues a batch touched (SQLite and PostgreSQL here; D1 as snoozeEndedSql), the
  * periodic job to time conditions.
  */
 export function snoozeEnded(issue: SnoozeFacts, now: number): boolean {
-  if (issue.status !== 'ignored') return false;
-  if (issue.ignore_until !== null) return now >= num(issue.ignore_until);
-  if (issue.ignore_count !== null) return num(issue.event_count) - num(issue.ignored_event_count ?? 0) >= num(issue.ignore_count);
-  if (issue.ignore_users !== null) return num(issue.users) - num(issue.ignored_users ?? 0) >= num(issue.ignore_users);
-  return false;
+  return snoozeEndedRule({ ...issue, now });
 }
+
+const SNOOZE_COLUMNS = ['status', 'event_count', 'users', 'ignore_until', 'ignore_count', 'ignore_users', 'ignored_event_count', 'ignored_users'] as const;
 
 /** snoozeEnded as an SQL condition on an `issues` row, `now` being the SQL text of the time (D1 ingest, the periodic job). */
 export function snoozeEndedSql(now: string): string {
-  return `(status = 'ignored' AND CASE WHEN ignore_until IS NOT NULL THEN ${now} >= ignore_until
-    WHEN ignore_count IS NOT NULL THEN event_count - coalesce(ignored_event_count, 0) >= ignore_count
-    WHEN ignore_users IS NOT NULL THEN users - coalesce(ignored_users, 0) >= ignore_users ELSE false END)`;
+  return toSql(SNOOZE_ENDED, { now, ...Object.fromEntries(SNOOZE_COLUMNS.map((c) => [c, c])) });
 }
 
 /**
@@ -148,16 +151,7 @@ export function snoozeEndedSql(now: string): string {
  * nor keep-first rule decides and the rate is strictly between 0 and 1.
  */
 export function keepsEvent(isCrash: boolean, eventCount: number, project: ProjectSettings, random: Random): boolean {
-  return isCrash || eventCount <= project.sample_keep_first || project.sample_rate >= 1 || (project.sample_rate > 0 && random() < project.sample_rate);
-}
-
-export type SessionClass = 'none' | 'ok' | 'errored' | 'crashed';
-
-/** What a session counts as in `session_hourly`: `unhandled` is crashed, any error errored. */
-export function sessionClass(status: string, errors: number): SessionClass {
-  if (status === 'crashed' || status === 'unhandled') return 'crashed';
-  if (status === 'errored' || status === 'abnormal' || errors > 0) return 'errored';
-  return 'ok';
+  return keeps({ crash: isCrash ? 1 : 0, rank: eventCount, keepFirst: project.sample_keep_first, rate: project.sample_rate, draw: random });
 }
 
 interface ReleaseAcc {
@@ -247,7 +241,7 @@ class Planner {
       const day = utcDay(work.receivedAt);
       if (fresh.length > 0) {
         const sofar = used.get(day) ?? 0;
-        if (project.daily_quota > 0 && sofar + fresh.length > project.daily_quota) {
+        if (!quotaAccepts({ quota: project.daily_quota, used: sofar, fresh: fresh.length })) {
           this.outcomes[i] = { kind: 'quota_exceeded', retryAfterSeconds: secondsToNextUtcMidnight(work.receivedAt) };
           this.counts.refused += fresh.length;
           continue;
