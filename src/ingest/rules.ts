@@ -2,7 +2,7 @@
 // table"): the daily quota, sampling, regression, a session's class, the end of a
 // snooze, and the hour bucket. Each decision is a condition over named facts; the
 // planner (src/ingest/plan.ts) evaluates it in JavaScript, the D1 statement builder
-// (src/store/d1-ingest.ts) and the periodic snooze job render it to SQL with the column
+// (src/ingest/d1-commit.ts) and the periodic snooze job render it to SQL with the column
 // each fact is in. Neither executor restates a number or a comparison of these rules;
 // test/ingest/rules-parity.test.ts runs one table of cases against both. Dedupe is
 // structural (an event id counts once per project: first occurrence in a work, never

@@ -2,7 +2,7 @@
 // hourly buckets, the end of a snooze; docs/ingest-normalisation.md "The rules table"),
 // each run by both executors of the rules on real SQLite databases migrated as in
 // production: (a) the planner, through the group-commit writer's SQLite batch
-// (src/ingest/plan.ts), and (b) the D1 statement builder (src/store/d1-ingest.ts), its
+// (src/ingest/plan.ts), and (b) the D1 statement builder (src/ingest/d1-commit.ts), its
 // statements run in one better-sqlite3 transaction (D1 speaks SQLite's SQL). Every
 // table the rules write must end the same on both, and each case's own expectation must
 // hold, so a rule changed in one executor only, or in both the same wrong way, fails.
