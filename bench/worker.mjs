@@ -7,7 +7,9 @@
 // commit the Worker builds for the same envelopes); cold starts: time to the first
 // answered request on a fresh D1 (the schema is migrated then) and on an existing one; and
 // the D1 bytes per event of the direct path, the queue path and the direct path with the
-// R2 bucket bound (payloads in R2, D1 holding rows and keys), with R2's bytes beside.
+// R2 bucket bound (payloads in R2, D1 holding rows and keys), with R2's bytes beside; and,
+// from the same statements run on SQLite with D1's page size (bench/d1-bytes.mjs), which
+// table or index takes those bytes, direct and queue path, with R2.
 //
 //   node bench/worker.mjs [--duration 20] [--connections 8] [--fingerprints 100] [--d1-dir /dev/shm] [--smoke]
 import { randomBytes } from 'node:crypto';
@@ -23,6 +25,7 @@ import { startLoad } from './lib/generators.mjs';
 import { createFiller, readTemplateFile, writeTemplateFile } from './lib/payloads.mjs';
 import { freePort, procStats, startProcess, waitForHealth } from './lib/proc.mjs';
 import { round } from './lib/stats.mjs';
+import { d1BytesPerEvent } from './d1-bytes.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -280,6 +283,13 @@ async function main() {
   fs.rmSync(work, { recursive: true, force: true });
   fs.rmSync(dataDir, { recursive: true, force: true });
 
+  log('D1 bytes by table: 3 000 events through the direct and the queue path, payloads in R2');
+  const byTable = {
+    direct: await d1BytesPerEvent({ events: 3000, fingerprints, r2: true }),
+    queue: await d1BytesPerEvent({ events: 3000, fingerprints, r2: true, queue: true }),
+  };
+  const top = (r) => r.byName.slice(0, 8).map((t) => `${t.name} ${round(t.bytes_per_event, 0)}`).join(', ');
+
   const rows = [
     ['ingest events/s', round(nodeResult.events_per_s, 0), round(workerResult.events_per_s, 0), round(workerResult.events_per_s / nodeResult.events_per_s, 2)],
     ['latency p50 (ms)', round(nodeResult.p50, 1), round(workerResult.p50, 1), round(workerResult.p50 / nodeResult.p50, 2)],
@@ -307,6 +317,8 @@ async function main() {
     `D1 bytes each stored event added (pages in use after the load less the migrated empty D1's): direct, payloads in D1 ${round(workerResult.d1_added_bytes_per_event, 0)}; ` +
       `direct with the R2 bucket ${round(r2Result.d1_added_bytes_per_event, 0)} (goal ≤ 500; the local bucket took ${round(r2Result.r2_bytes_per_event, 0)} bytes per event), ` +
       `over ${counted.n} and ${r2Counted} events; with R2 ${round(r2Result.events_per_s, 0)} events/s, p99 ${round(r2Result.p99, 1)} ms.`,
+    `D1 bytes per event by table and index, payloads in R2 (${byTable.direct.tag_rows_per_event.toFixed(1)} tags per event): direct ${round(byTable.direct.bytes_per_event, 0)} (${top(byTable.direct)}); ` +
+      `queue ${round(byTable.queue.bytes_per_event, 0)} (${top(byTable.queue)}).`,
     `D1 per request: 1 batch; statements ${round(perRequest.event, 1)} for an event, ${round(perRequest.session, 1)} for a session (mean ${round(perRequest.all, 1)}).`,
     `Cold start, Worker: workerd up ${round(workerdUpMs)} ms, then first answer ${round(fresh.firstMs)} ms on a fresh D1 (migrations), ` +
       `${round(existing.firstMs)} ms on an existing one (workerd up ${round(workerdUpMs2)} ms); second request ${round(existing.secondMs, 1)} ms. ` +
@@ -314,7 +326,7 @@ async function main() {
     `Worker counted ${counted.n} events; it acknowledged ${workerResult.events}.`,
   ];
   process.stdout.write(`${out.join('\n')}\n`);
-  process.stdout.write(`RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, queue: queueResult, r2: r2Result, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`);
+  process.stdout.write(`RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, queue: queueResult, r2: r2Result, byTable, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`);
 }
 
 main().catch((err) => {
