@@ -6,6 +6,8 @@
 #   scripts/format-all.sh && npx tsc -p tsconfig.json --noEmit && git commit -am 'Format with Biome'
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A second pass: Biome settles a few nested template literals only then.
+npx biome format --write
 npx biome format --write
 npx biome format
 git diff --shortstat

@@ -130,6 +130,9 @@ function present(repoPath) {
 
 /** A relative path written in `oldFile`, rewritten for the file's new place and the target's. */
 function rewriteRelative(spec, oldFile, newFile, dotted) {
+  // A bundler's query (`../fixtures/x.envelope?raw`) stays as it is.
+  const query = spec.indexOf('?');
+  if (query >= 0) return rewriteRelative(spec.slice(0, query), oldFile, newFile, dotted) + spec.slice(query);
   const target = path.posix.normalize(path.posix.join(path.posix.dirname(oldFile), spec));
   // Only a path to something there (or built there): an import written inside a string
   // (a test's sample source) is left alone.
