@@ -48,7 +48,7 @@ export function withDefaults(input: z.infer<typeof createSchema>): NewProjectInp
   };
 }
 
-/** The project object of the API (SPEC section 2). */
+/** The project object of the API (docs/api.md "The project object"). */
 export function projectJson(project: ProjectRow, baseUrl: string) {
   return {
     id: project.id,

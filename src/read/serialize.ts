@@ -1,4 +1,4 @@
-// JSON shapes of the read API (SPEC §2 field names): issues, releases. Times go
+// JSON shapes of the read API (field names as docs/api.md "Read API" gives them): issues, releases. Times go
 // out as RFC 3339 UTC with milliseconds (`iso`).
 import { iso } from '../clock.js';
 import type { IssueRecord } from '../store/records.js';

@@ -23,7 +23,7 @@ import { DELIVERY_LIST_LIMIT } from '../limits.js';
 
 type Db = Kysely<Database>;
 
-/** Hourly timelines, sparklines and release health are kept this long (SPEC §8 "about one year"). */
+/** Hourly timelines, sparklines and release health are kept this long (docs/operations.md "Retention": 400 days, a year of history with room). */
 export const AGGREGATE_RETENTION_DAYS = 400;
 export const DEFAULT_BATCH_SIZE = 5000;
 /** Arbitrary constant shared by every faultline instance (the migration lock uses another). */

@@ -96,7 +96,7 @@ export class SymbolTooLargeError extends Error {
   readonly status = 400;
 }
 
-/** The JSON shape of a symbol file (SPEC "Symbol file"). */
+/** The JSON shape of a symbol file (docs/api.md "The symbol file"). */
 export function symbolFileJson(row: SymbolFileRow) {
   return {
     id: Number(row.id),

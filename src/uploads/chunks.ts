@@ -30,7 +30,7 @@ export const ACCEPTED_CAPABILITIES = ['debug_files', 'release_files', 'artifact_
 
 export const SHA1_PATTERN = /^[0-9a-f]{40}$/;
 
-/** The body of `GET chunk-upload/` (sentry-protocol.md §6.3); `maxFileSize` is the edition's per-file limit. */
+/** The body of `GET chunk-upload/` (docs/api.md "Chunk upload"); `maxFileSize` is the edition's per-file limit. */
 export function chunkUploadOptions(uploadUrl: string, maxFileSize: number) {
   return {
     url: uploadUrl,

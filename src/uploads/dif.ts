@@ -1,6 +1,6 @@
 // Debug information files as sentry-cli names them: which symbol kind an uploaded file
 // is (by its name and first bytes), and the `dif` object sentry-cli prints after an
-// upload (sentry-protocol.md §6.5: objectName, cpuName and sha1 required; `data.type`
+// upload (docs/api.md "Assemble": objectName, cpuName and sha1 are what sentry-cli requires; `data.type`
 // left out, since only a fixed list of values deserialises).
 import { iso } from '../clock.js';
 import { keptKindOf } from '../symbols/kept.js';

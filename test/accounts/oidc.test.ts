@@ -100,7 +100,7 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
       },
     } as any);
     const callback = provider.callback();
-    op.on('request', async (req, res) => {
+    const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (req.method === 'POST' && req.url === '/token') {
         if (forgedIdToken) {
           // A token endpoint answering with an ID token issued to another client.
@@ -119,8 +119,10 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
         await provider.interactionFinished(req, res, { login: { accountId: signingIn } }, { mergeWithLastSubmission: false });
         return;
       }
-      callback(req, res);
-    });
+      void callback(req, res);
+    };
+    // A failure in the handler ends the connection, so the sign-in under test fails.
+    op.on('request', (req, res) => void handle(req, res).catch((e: Error) => res.destroy(e)));
   });
   afterAll(async () => {
     await other?.close();

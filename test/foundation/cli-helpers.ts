@@ -126,7 +126,7 @@ export function startServe(options: ServeOptions = {}): Promise<ServeProcess> {
         }
       }
     });
-    exited.then((code) => {
+    void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`serve exited with ${code} before listening; stderr:\n${stderr}`));
     });

@@ -2,7 +2,7 @@
 // checked on the sources: no module of a domain folder imports the HTTP routes, the
 // dashboard, the CLI or an edition (those adapt the domains, never the other way round).
 // Type-only imports count too: a domain that names an HTTP type depends on its shape.
-// And the one write path (docs/architecture.md "Store"): outside src/store and the
+// And the one write path (docs/architecture.md "Rules", "One write path"): outside src/store and the
 // editions no module opens a transaction or a D1 batch itself; statements that commit
 // together go through `Store.atomic`. And no process-wide singletons for symbols
 // (docs/architecture.md "Rules"): the kind handlers and the demangler are values an

@@ -37,7 +37,7 @@ describe('npm run worker', () => {
         const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
         if (m) resolve(m[1]);
       });
-      exited.then((code) => reject(new Error(`exited with ${code} before listening:\n${stderr}`)));
+      void exited.then((code) => reject(new Error(`exited with ${code} before listening:\n${stderr}`)));
     });
     try {
       const auth = { authorization: 'Bearer local-key' };
@@ -78,7 +78,7 @@ describe('npm run worker', () => {
         stderr += d;
         if (/listening on http:\/\/127\.0\.0\.1:\d+/.test(stderr)) resolve();
       });
-      exited.then(() => reject(new Error(`npm exited before listening:\n${stderr}`)));
+      void exited.then(() => reject(new Error(`npm exited before listening:\n${stderr}`)));
     });
     /** Every process below `pid`. */
     const descendants = (pid: number): number[] => {

@@ -143,7 +143,9 @@ export async function startServer(
   const app = createApp(deps);
   // SDK ingest skips Hono on this edition (src/editions/node/ingest.ts); the rest is the app.
   const server = await new Promise<HttpServer>((resolve, reject) => {
-    const s = createServer(directIngestListener(deps, getRequestListener(app.fetch, { hostname: host })));
+    // Hono's listener answers its own errors (500), so its promise is not awaited here.
+    const honoListener = getRequestListener(app.fetch, { hostname: host });
+    const s = createServer(directIngestListener(deps, (req, res) => void honoListener(req, res)));
     s.once('error', reject);
     s.listen(port, host, () => resolve(s));
   });

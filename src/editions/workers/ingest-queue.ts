@@ -1,4 +1,4 @@
-// Ingest through a Cloudflare Queue (docs/architecture.md "Serverless edition"): when
+// Ingest through a Cloudflare Queue (docs/architecture.md "Workers edition"): when
 // the Worker is bound to a queue (`INGEST_QUEUE`), an ingest request is answered once its
 // work is enqueued, which Cloudflare keeps durably. The consumer commits a delivery of up
 // to 100 works in one D1 `db.batch()` built by the direct path's builder
