@@ -15,7 +15,7 @@ export default defineConfig({
           name: 'node',
           include: ['test/**/*.test.ts'],
           // Those run inside the Workers runtime (the project below).
-          exclude: ['test/workers-runtime/**'],
+          exclude: ['test/editions/workers/runtime/**'],
           // Store tests create their own databases, so files can run in parallel safely.
           fileParallelism: true,
           pool: 'forks',

@@ -9,7 +9,7 @@ export default defineConfig({
   plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.jsonc' }, miniflare: { cf: false } })],
   test: {
     name: 'workers',
-    include: ['test/workers-runtime/**/*.test.ts'],
+    include: ['test/editions/workers/runtime/**/*.test.ts'],
     testTimeout: 30_000,
     // cron-parser is CommonJS that requires luxon; pre-bundled (as the Worker's own bundle
     // is by esbuild) its require finds luxon's CommonJS build instead of the ES module.

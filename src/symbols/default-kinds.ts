@@ -1,7 +1,7 @@
 // The kinds this build knows, as the list an edition passes to the SymbolService: ProGuard,
 // source maps, dSYM (Mach-O/DWARF), ELF, Breakpad and Dart symbol maps, which symbolicate;
 // source bundles (source context); and the kept-only debug formats (PE, PDB, WebAssembly).
-// Only editions call it (test/foundation/layers.test.ts): shared code gets the list it is given.
+// Only editions call it (test/architecture/layers.test.ts): shared code gets the list it is given.
 import { breakpadHandler } from './breakpad.js';
 import { dartSymbolMapHandler } from './dart.js';
 import { dsymHandler } from './dsym.js';

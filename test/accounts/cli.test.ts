@@ -3,7 +3,7 @@
 // input refused by a plain message and exit code 1; the server then signs the user in.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, dialects, startTestServer, type TestDatabase } from '../helpers/server.js';
-import { ensureBuilt, runCli, startServe } from '../foundation/cli-helpers.js';
+import { ensureBuilt, runCli, startServe } from '../helpers/cli.js';
 import { Client } from '../dashboard/fixture.js';
 
 describe.each(dialects)('faultline users on %s', (dialect) => {

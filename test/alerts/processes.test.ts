@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, dialects, startTestServer } from '../helpers/server.js';
-import { ensureBuilt, runCli, startServe, type ServeProcess } from '../foundation/cli-helpers.js';
+import { ensureBuilt, runCli, startServe, type ServeProcess } from '../helpers/cli.js';
 import { envelope, errorEvent, eventId } from '../ingest/helpers.js';
 import { Receiver, addWebhook, apiProject, crash, deliveries, sendEvents, sleep, until } from './support.js';
 

@@ -2,7 +2,7 @@
 // bundle it, in workerd with a local D1. Sign-in, the pages of a project, and a
 // CSRF-checked action answer as on Node.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestWorker, type TestWorker } from '../workers/harness.js';
+import { startTestWorker, type TestWorker } from '../editions/workers/harness.js';
 import { Client } from './fixture.js';
 
 const KEY = 'worker-dashboard-key';

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src/editions/node/open-store.js';
 import { createTestDatabase } from '../helpers/server.js';
-import { ensureBuilt, startServe } from '../foundation/cli-helpers.js';
+import { ensureBuilt, startServe } from '../helpers/cli.js';
 
 const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
   const c = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });

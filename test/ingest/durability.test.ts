@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../../src/editions/node/open-store.js';
 import { createTestDatabase, dialects } from '../helpers/server.js';
-import { ensureBuilt, startServe } from '../foundation/cli-helpers.js';
+import { ensureBuilt, startServe } from '../helpers/cli.js';
 
 describe.each(dialects)('durability on %s', (dialect) => {
   it('keeps every event answered 200 when the server is killed with SIGKILL right after', async () => {

@@ -7,7 +7,7 @@
 // with what the bodies carry, read by a small framing reader written here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
-import { fixtureNames, readFixture, readRequests, replayHeaders, wireBody, type CapturedRequest } from '../ingest-unit/fixtures.js';
+import { fixtureNames, readFixture, readRequests, replayHeaders, wireBody, type CapturedRequest } from './fixtures.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { eventsOf, issuesOf, makeProject, sessionsOf, sessionTotals } from './helpers.js';
 

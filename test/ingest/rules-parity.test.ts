@@ -15,7 +15,7 @@ import type { IngestOutcome, IngestWork, NormalizedEvent, SessionAggregate, Sess
 import { buildD1IngestCommit } from '../../src/ingest/d1-commit.js';
 import type { Store } from '../../src/store/database.js';
 import type { NewProject, ProjectRow } from '../../src/store/schema.js';
-import { createProject, fp, makeAggregate, makeEvent, makeSession, makeWork, newWriter, openTestStore, type TestStore } from '../writer/factory.js';
+import { createProject, fp, makeAggregate, makeEvent, makeSession, makeWork, newWriter, openTestStore, type TestStore } from '../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 const RECEIVED = Date.UTC(2026, 0, 10, 12, 0, 5);

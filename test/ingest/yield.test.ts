@@ -11,7 +11,7 @@ import { ManualClock } from '../../src/clock.js';
 import { nodeIngestRuntime, PARSES_PER_TURN, postgresNodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { handleIngest, type PipelineDeps } from '../../src/ingest/pipeline.js';
 import type { ProjectRow } from '../../src/store/schema.js';
-import { createProject, hex32, openTestStore, type TestStore } from '../writer/factory.js';
+import { createProject, hex32, openTestStore, type TestStore } from '../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12);
 

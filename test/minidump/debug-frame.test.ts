@@ -1,6 +1,6 @@
 // .debug_frame through the one DWARF CFI reader (src/minidump/eh-frame.ts) against
 // llvm-dwarfdump's rows for the committed builds without unwind tables
-// (test/fixtures/debug-frame; test/toolchain/fixtures.test.ts rebuilds them with this
+// (test/fixtures/debug-frame; test/packaging/fixtures.test.ts rebuilds them with this
 // machine's clang), and the two sections' differences on crafted bytes.
 import { describe, expect, it } from 'vitest';
 import { dwarfCfiUnwindInfo } from '../../src/minidump/eh-frame.js';

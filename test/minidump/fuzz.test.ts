@@ -23,7 +23,7 @@ import { compactUnwindInfo } from '../../src/minidump/compact-unwind.js';
 import { writeMinidump } from '../fixtures/minidump/synth.mjs';
 import { buildElfIndex } from '../../src/symbols/elf.js';
 import { breakpadIndex } from '../../src/symbols/breakpad.js';
-import { ELF_FIXTURES } from '../symbols-native/elf-fixture.js';
+import { ELF_FIXTURES } from '../symbols/native/elf-fixture.js';
 import { BREAKPAD_FIXTURES } from './fixture.js';
 
 const SEED = 0x5eed_2044;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createTestDatabase, dialects, startTestServer } from '../helpers/server.js';
-import { ensureBuilt, runCli } from '../foundation/cli-helpers.js';
+import { ensureBuilt, runCli } from '../helpers/cli.js';
 import { Receiver, addWebhook, apiProject } from '../alerts/support.js';
 import { HOURLY, checkinRows, monitorAlerts, sendCheckIns } from './support.js';
 

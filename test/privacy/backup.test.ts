@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupCommand } from '../../src/cli/backup.js';
 import { CliError } from '../../src/cli/context.js';
 import type { ProjectRow } from '../../src/store/schema.js';
-import { ensureBuilt, runCli } from '../foundation/cli-helpers.js';
+import { ensureBuilt, runCli } from '../helpers/cli.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { envelope, errorEvent, makeProject, post } from '../ingest/helpers.js';
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { RETENTION_LOCK_KEY, runRetention, startRetentionJob, type RetentionProgress } from '../../src/store/retention.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { ensureBuilt, runCli } from '../foundation/cli-helpers.js';
+import { ensureBuilt, runCli } from '../helpers/cli.js';
 import {
   DAY,
   GROUPS,

@@ -12,7 +12,7 @@ import { SymbolInputError } from '../../src/symbols/kinds.js';
 import { LoadedSourceMap, parseSourceMap } from '../../src/symbols/sourcemap.js';
 import { CHECKPOINT_BYTES, indexMappings, lookupSegment } from '../../src/symbols/sourcemap-index.js';
 import { SourceMapScanner } from '../../src/symbols/sourcemap-scan.js';
-import { FUZZ } from '../hardening/fuzz-config.js';
+import { FUZZ } from '../helpers/fuzz-config.js';
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
 

@@ -16,7 +16,7 @@ import { defaultSymbolKinds } from '../../src/symbols/default-kinds.js';
 import { SymbolService } from '../../src/symbols/service.js';
 import { SOURCE_MAP_LIMITS } from '../../src/symbols/sourcemap-index.js';
 import { openPendingFile } from '../../src/symbols/storage.js';
-import { CLI, ensureBuilt, startServe, type ServeProcess } from '../foundation/cli-helpers.js';
+import { CLI, ensureBuilt, startServe, type ServeProcess } from '../helpers/cli.js';
 import { createTestDatabase, dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { makeProject } from '../ingest/helpers.js';
 import { uploadSymbols } from './helpers.js';

@@ -6,7 +6,7 @@
 // answering; parsing runs on the parse thread, so /health answers while a big map parses.
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, ensureBuilt, startServe, type ServeProcess } from '../foundation/cli-helpers.js';
+import { CLI, ensureBuilt, startServe, type ServeProcess } from '../helpers/cli.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
 
 interface Project {

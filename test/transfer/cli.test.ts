@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/editions/node/open-store.js';
 import type { Store } from '../../src/store/database.js';
-import { childEnv, CLI, ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';
+import { childEnv, CLI, ensureBuilt, REPO, runCli } from '../helpers/cli.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { generateDsnKey } from '../../src/store/projects.js';
 import { envelope, errorEvent, post, sessionUpdate } from '../ingest/helpers.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeTransferRuntime } from '../../src/editions/node/transfer.js';
 import type { Store } from '../../src/store/database.js';
 import { exportResponse, importResponse } from '../../src/transfer/http.js';
-import { ensureBuilt, REPO, runCli } from '../foundation/cli-helpers.js';
+import { ensureBuilt, REPO, runCli } from '../helpers/cli.js';
 import { dialects, type TestServer } from '../helpers/server.js';
 import { bodyLines, emptyStore, exportText, filledSource } from './support.js';
 

@@ -20,7 +20,7 @@ import { ManualClock } from '../../src/clock.js';
 import { type DialectName, startTestServer, type TestServer } from '../helpers/server.js';
 import { dsnOf, envelope, errorEvent, eventId, post, sessionUpdate } from '../ingest/helpers.js';
 import { androidCrashEnvelope, newEventId } from '../attachments/mobile-envelopes.js';
-import { openTestStore, type TestStore } from '../writer/factory.js';
+import { openTestStore, type TestStore } from '../helpers/factory.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/transfer');
 

@@ -15,7 +15,7 @@ import { CHUNK_SIZE, MAX_SYMBOL_FILE_BYTES } from '../../src/limits.js';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import type { UploadLimits } from '../../src/symbols/upload.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { buildIosFixture, writeIosBundle, type IosFixture } from '../symbols-native/ios-fixture.js';
+import { buildIosFixture, writeIosBundle, type IosFixture } from '../symbols/native/ios-fixture.js';
 import { runCli } from './cli.js';
 
 const KEY = 'assemble-limits-key-0123456789abcdef';

@@ -1,8 +1,8 @@
 // How long an assemble request waits for its assembly: up to `waitMs`, then `created`
 // while the work goes on (the server edition, 20 s); with Infinity until the end, which
 // is what the serverless edition uses, since a Worker's pending work is cancelled once it
-// has answered (test/workers/sentry-cli.test.ts runs the real uploads there, and
-// test/workers-runtime/symbols.test.ts checks the Worker's setting). SQLite and PostgreSQL.
+// has answered (test/editions/workers/sentry-cli.test.ts runs the real uploads there, and
+// test/editions/workers/runtime/symbols.test.ts checks the Worker's setting). SQLite and PostgreSQL.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';

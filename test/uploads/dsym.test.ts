@@ -1,6 +1,6 @@
 // `debug-files upload` of a real dSYM with the real sentry-cli 3.x and 2.x: a fat
 // (arm64 + x86_64) dSYM bundle built with clang, ld64.lld and dsymutil
-// (test/symbols-native/ios-fixture.ts). sentry-cli splits it into one upload per slice
+// (test/symbols/native/ios-fixture.ts). sentry-cli splits it into one upload per slice
 // through chunk-upload + difs/assemble; each slice is listed by the symbols API under
 // its debug id, and real iOS crashes sent through ingest (in C and in C++ code) come out
 // symbolicated as llvm-symbolizer answers, C++ names demangled. SQLite and PostgreSQL.
@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { buildIosFixture, expectLlvmFrames, iosEvent, writeIosBundle, type IosFixture } from '../symbols-native/ios-fixture.js';
+import { buildIosFixture, expectLlvmFrames, iosEvent, writeIosBundle, type IosFixture } from '../symbols/native/ios-fixture.js';
 import { eventDetail, sendEvent } from '../symbols/helpers.js';
 import { ok, runCli } from './cli.js';
 

@@ -4,7 +4,7 @@
 // cost about a tenth of the ingest throughput (measured: the ingest benchmark). Every
 // other request, and any ingest request this does not recognise exactly, goes to the
 // Hono app, which also serves these routes in every other edition; the answers are
-// the same (test/foundation/direct-ingest.test.ts compares them).
+// the same (test/editions/node/direct-ingest.test.ts compares them).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { AppDeps } from '../../context.js';
 import { matchIngestPath } from '../../http/auth.js';
