@@ -33,13 +33,15 @@ const signins = argv.smoke ? 3 : Number(argv.signins);
 const requests = argv.smoke ? 100 : Number(argv.requests);
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
-if (!fs.existsSync(path.join(root, 'dist/editions/workers/local.js'))) execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+if (!fs.existsSync(path.join(root, 'dist/editions/workers/local.js')))
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
 const dist = (p) => import(path.join(root, 'dist', p));
 const { loadConfig } = await dist('config.js');
 const { buildNodeDeps, startServer } = await dist('editions/node/server.js');
 const { hashPassword, verifyPassword } = await dist('accounts/password.js');
 const { buildWorkerBundle, startLocalWorker } = await dist('editions/workers/local.js');
-const { resolveToken, touchToken, createSession, findSession, findUser, findUserByEmail } = await dist('accounts/store.js');
+const { resolveToken, touchToken, createSession, findSession, findUser, findUserByEmail } =
+  await dist('accounts/store.js');
 const { apiKeyDigests, matchApiKeyDigest } = await dist('http/auth.js');
 
 const API_KEY = 'bench-accounts-key';
@@ -47,7 +49,10 @@ const PASSWORD = 'bench-password-1';
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-bench-accounts-'));
 
 async function json(base, p, init = {}) {
-  const res = await fetch(base + p, { ...init, headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', ...init.headers } });
+  const res = await fetch(base + p, {
+    ...init,
+    headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', ...init.headers },
+  });
   if (res.status >= 400) throw new Error(`${p} answered ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -71,9 +76,14 @@ async function signInTimes(base) {
 }
 
 async function setUp(base) {
-  await json(base, '/api/users', { method: 'POST', body: JSON.stringify({ email: 'bench@example.com', role: 'admin', password: PASSWORD }) });
+  await json(base, '/api/users', {
+    method: 'POST',
+    body: JSON.stringify({ email: 'bench@example.com', role: 'admin', password: PASSWORD }),
+  });
   const user = (await json(base, '/api/users')).find((u) => u.email === 'bench@example.com');
-  return (await json(base, '/api/tokens', { method: 'POST', body: JSON.stringify({ name: 'bench', user_id: user.id }) })).token;
+  return (
+    await json(base, '/api/tokens', { method: 'POST', body: JSON.stringify({ name: 'bench', user_id: user.id }) })
+  ).token;
 }
 
 function summary(times) {
@@ -83,7 +93,11 @@ function summary(times) {
 
 /** Each percentile of `b` less `a`'s. */
 function delta(a, b) {
-  return { p50_ms: round(b.p50_ms - a.p50_ms, 3), p95_ms: round(b.p95_ms - a.p95_ms, 3), p99_ms: round(b.p99_ms - a.p99_ms, 3) };
+  return {
+    p50_ms: round(b.p50_ms - a.p50_ms, 3),
+    p95_ms: round(b.p95_ms - a.p95_ms, 3),
+    p99_ms: round(b.p99_ms - a.p99_ms, 3),
+  };
 }
 
 /**
@@ -107,7 +121,11 @@ async function interleaved(fns, rounds) {
 async function credentialChecks(deps, token, results) {
   const db = deps.store.db;
   const user = await findUserByEmail(db, 'bench@example.com');
-  const sessionId = await createSession(deps.store, { userId: Number(user.id), apiKeyId: null, ip: null, userAgent: null }, Date.now());
+  const sessionId = await createSession(
+    deps.store,
+    { userId: Number(user.id), apiKeyId: null, ip: null, userAgent: null },
+    Date.now(),
+  );
   const digests = apiKeyDigests([API_KEY]);
   const [key, tok, session] = await interleaved(
     [
@@ -150,7 +168,12 @@ async function main() {
   }
 
   // The Node edition on SQLite.
-  const config = loadConfig({ DATABASE_URL: `sqlite:${path.join(work, 'node.db')}`, API_KEYS: API_KEY, RATE_LIMIT: '0', LOG_LEVEL: 'warn' });
+  const config = loadConfig({
+    DATABASE_URL: `sqlite:${path.join(work, 'node.db')}`,
+    API_KEYS: API_KEY,
+    RATE_LIMIT: '0',
+    LOG_LEVEL: 'warn',
+  });
   const deps = await buildNodeDeps(config, {});
   const server = await startServer(deps, 0, '127.0.0.1');
   const token = await setUp(server.url);
@@ -176,7 +199,12 @@ async function main() {
 
   // The Worker in workerd, D1 local.
   const bundle = await buildWorkerBundle(path.join(work, 'bundle'));
-  const worker = await startLocalWorker({ bundle, dataDir: path.join(work, 'd1'), port: 0, settings: { API_KEYS: API_KEY, RATE_LIMIT: '0', LOG_LEVEL: 'warn' } });
+  const worker = await startLocalWorker({
+    bundle,
+    dataDir: path.join(work, 'd1'),
+    port: 0,
+    settings: { API_KEYS: API_KEY, RATE_LIMIT: '0', LOG_LEVEL: 'warn' },
+  });
   try {
     await setUp(worker.url);
     results.workerd_sign_in = summary(await signInTimes(worker.url));

@@ -20,16 +20,17 @@ const file = path.join(dir, 'faultline.db');
 const url = `sqlite:${file}`;
 
 try {
-  execFileSync(process.execPath, [path.join(root, 'dist/cli/main.js'), 'migrate'], { env: { ...process.env, DATABASE_URL: url } });
+  execFileSync(process.execPath, [path.join(root, 'dist/cli/main.js'), 'migrate'], {
+    env: { ...process.env, DATABASE_URL: url },
+  });
   const seedStart = Date.now();
   const db = new BetterSqlite3(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = OFF');
   const now = Date.UTC(2026, 10, 1);
-  db.prepare(`insert into projects (slug, name, platform, dsn_key, sample_keep_first, sample_rate, daily_quota, created_at) values ('big', 'big', 'backend', ?, 100, 1, 0, ?)`).run(
-    randomBytes(16).toString('hex'),
-    now,
-  );
+  db.prepare(
+    `insert into projects (slug, name, platform, dsn_key, sample_keep_first, sample_rate, daily_quota, created_at) values ('big', 'big', 'backend', ?, 100, 1, 0, ?)`,
+  ).run(randomBytes(16).toString('hex'), now);
   const ISSUES = 1000;
   const insIssue = db.prepare(
     `insert into issues (project_id, fingerprint, title, level, error_type, screen, location, platform, status, event_count, stored_count, users, first_seen, last_seen, first_release, last_release, created_at, updated_at)
@@ -43,7 +44,8 @@ try {
   const insTag = db.prepare('insert into event_tags (project_id, event_id, key, value) values (1, ?, ?, ?)');
   const per = Math.ceil(N / ISSUES);
   db.transaction(() => {
-    for (let i = 0; i < ISSUES; i++) insIssue.run(i.toString(16).padStart(32, '0'), `TypeError: issue ${i}`, per, per, now, now, now, now);
+    for (let i = 0; i < ISSUES; i++)
+      insIssue.run(i.toString(16).padStart(32, '0'), `TypeError: issue ${i}`, per, per, now, now, now, now);
   })();
   const blob = randomBytes(16 * 1024);
   let chunk = 0;
@@ -79,10 +81,14 @@ try {
   const sourceBytes = fs.statSync(file).size;
 
   const target = path.join(dir, 'copy.db');
-  const run = spawnSync('/usr/bin/time', ['-f', 'TIME %e %M', process.execPath, path.join(root, 'dist/cli/main.js'), 'backup', target], {
-    env: { ...process.env, DATABASE_URL: url },
-    encoding: 'utf8',
-  });
+  const run = spawnSync(
+    '/usr/bin/time',
+    ['-f', 'TIME %e %M', process.execPath, path.join(root, 'dist/cli/main.js'), 'backup', target],
+    {
+      env: { ...process.env, DATABASE_URL: url },
+      encoding: 'utf8',
+    },
+  );
   if (run.status !== 0) throw new Error(`backup failed: ${run.stderr}`);
   const stderr = run.stderr;
   const summary = run.stdout.trim();

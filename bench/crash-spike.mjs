@@ -35,7 +35,11 @@ function rng(seed) {
 }
 
 async function insertChunked(db, table, rows, size = 500) {
-  for (let i = 0; i < rows.length; i += size) await db.insertInto(table).values(rows.slice(i, i + size)).execute();
+  for (let i = 0; i < rows.length; i += size)
+    await db
+      .insertInto(table)
+      .values(rows.slice(i, i + size))
+      .execute();
 }
 
 async function seed(store, now, shape) {
@@ -56,12 +60,19 @@ async function seed(store, now, shape) {
     await insertChunked(tx, 'projects', projects);
     const ids = (await tx.selectFrom('projects').select('id').orderBy('id').execute()).map((r) => Number(r.id));
     const rules = [];
-    for (const id of ids) for (const type of ['new_issue', 'regression', 'crash_spike']) rules.push({ project_id: id, type, enabled: 1, cooldown_minutes: 60, last_triggered: null });
+    for (const id of ids)
+      for (const type of ['new_issue', 'regression', 'crash_spike'])
+        rules.push({ project_id: id, type, enabled: 1, cooldown_minutes: 60, last_triggered: null });
     await insertChunked(tx, 'alert_rules', rules);
     await insertChunked(
       tx,
       'alert_channels',
-      ids.map((id) => ({ project_id: id, kind: 'webhook', config: JSON.stringify({ url: 'http://93.184.216.34/hook' }), created_at: now })),
+      ids.map((id) => ({
+        project_id: id,
+        kind: 'webhook',
+        config: JSON.stringify({ url: 'http://93.184.216.34/hook' }),
+        created_at: now,
+      })),
     );
     const hourly = [];
     ids.forEach((id, n) => {
@@ -73,7 +84,19 @@ async function seed(store, now, shape) {
           else crashes = Math.floor(random() * 3);
           if (shape === 'typical' && n < 20 && h <= 1) crashes = 15;
           const events = crashes * 4 + Math.floor(random() * 20);
-          hourly.push({ project_id: id, bucket, release, events, crashes, errors: events - crashes, fatal: crashes, error: events - crashes, warning: 0, info: 0, debug: 0 });
+          hourly.push({
+            project_id: id,
+            bucket,
+            release,
+            events,
+            crashes,
+            errors: events - crashes,
+            fatal: crashes,
+            error: events - crashes,
+            warning: 0,
+            info: 0,
+            debug: 0,
+          });
         }
       }
     });

@@ -22,7 +22,8 @@ import { createFiller, readTemplateFile, writeTemplateFile } from './lib/payload
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 
-if (!fs.existsSync(path.join(root, 'dist/store/d1-ingest.js'))) execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+if (!fs.existsSync(path.join(root, 'dist/store/d1-ingest.js')))
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
 const dist = (p) => import(path.join(root, 'dist', p));
 
 /** D1's page size (what `PRAGMA page_size` answers in a local D1). */
@@ -36,8 +37,15 @@ function pagesOf(file) {
   const db = new Database(file);
   try {
     db.pragma('wal_checkpoint(TRUNCATE)');
-    const byName = new Map(db.prepare('select name, sum(pgsize) as bytes from dbstat group by name').all().map((r) => [r.name, r.bytes]));
-    const used = (db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true })) * db.pragma('page_size', { simple: true });
+    const byName = new Map(
+      db
+        .prepare('select name, sum(pgsize) as bytes from dbstat group by name')
+        .all()
+        .map((r) => [r.name, r.bytes]),
+    );
+    const used =
+      (db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true })) *
+      db.pragma('page_size', { simple: true });
     return { byName, used };
   } finally {
     db.close();
@@ -75,7 +83,11 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
 
     const templatesFile = path.join(work, 'templates');
     writeTemplateFile(templatesFile);
-    const filler = createFiller({ templates: readTemplateFile(templatesFile), prefix: randomBytes(8).toString('hex'), fingerprints });
+    const filler = createFiller({
+      templates: readTemplateFile(templatesFile),
+      prefix: randomBytes(8).toString('hex'),
+      fingerprints,
+    });
     const db = new Database(file);
     db.pragma('foreign_keys = on');
     const cache = new Map();
@@ -99,7 +111,9 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
       }
     });
     const options = { random: Math.random, compress: compressBlob, objectKey: r2 ? payloadObjectKey : undefined };
-    const receipts = db.prepare('insert into ingest_receipts (message_id, committed_at) select value, ? from json_each(?)');
+    const receipts = db.prepare(
+      'insert into ingest_receipts (message_id, committed_at) select value, ? from json_each(?)',
+    );
     let pending = [];
     const commitPending = () => {
       if (pending.length === 0) return;
@@ -112,7 +126,11 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
     while (stored < events) {
       const { kind, body } = filler.next();
       const parsed = { kind: 'envelope', envelope: parseEnvelope(new TextEncoder().encode(body)) };
-      const { work: w } = buildWork(project, parsed, { receivedAt: Date.now(), clientIp: null, md5Hex: workersIngestRuntime.md5Hex });
+      const { work: w } = buildWork(project, parsed, {
+        receivedAt: Date.now(),
+        clientIp: null,
+        md5Hex: workersIngestRuntime.md5Hex,
+      });
       // The queue consumer merges a delivery's works of one project (up to 100 messages).
       if (queue) {
         pending.push(prepareWork(w));
@@ -130,7 +148,13 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
       .map(([name, bytes]) => ({ name, bytes_per_event: (bytes - (before.byName.get(name) ?? 0)) / count }))
       .filter((r) => r.bytes_per_event !== 0)
       .sort((a, b) => b.bytes_per_event - a.bytes_per_event);
-    return { events: count, requests, tag_rows_per_event: tagRows / count, bytes_per_event: (after.used - before.used) / count, byName };
+    return {
+      events: count,
+      requests,
+      tag_rows_per_event: tagRows / count,
+      bytes_per_event: (after.used - before.used) / count,
+      byName,
+    };
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
@@ -146,7 +170,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       json: { type: 'boolean', default: false },
     },
   });
-  const result = await d1BytesPerEvent({ events: Number(argv.events), fingerprints: Number(argv.fingerprints), r2: argv.r2, queue: argv.queue });
+  const result = await d1BytesPerEvent({
+    events: Number(argv.events),
+    fingerprints: Number(argv.fingerprints),
+    r2: argv.r2,
+    queue: argv.queue,
+  });
   if (argv.json) process.stdout.write(`${JSON.stringify(result)}\n`);
   else {
     process.stdout.write(

@@ -23,12 +23,16 @@ const dialect = isPg
   ? new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 4 }) })
   : new SqliteDialect({ database: new BetterSqlite3(url.replace(/^sqlite:/, ''), { readonly: true }) });
 const db = new Kysely({ dialect, log: (e) => e.level === 'query' && log.push(e.query) });
-const raw = isPg ? new pg.Client({ connectionString: url }) : new BetterSqlite3(url.replace(/^sqlite:/, ''), { readonly: true });
+const raw = isPg
+  ? new pg.Client({ connectionString: url })
+  : new BetterSqlite3(url.replace(/^sqlite:/, ''), { readonly: true });
 if (isPg) await raw.connect();
 
 async function explain(q) {
   if (isPg) {
-    const rows = (await raw.query(`explain (analyze, buffers) ${q.sql}`, q.parameters)).rows.map((r) => r['QUERY PLAN']);
+    const rows = (await raw.query(`explain (analyze, buffers) ${q.sql}`, q.parameters)).rows.map(
+      (r) => r['QUERY PLAN'],
+    );
     return rows;
   }
   const stmt = raw.prepare(`explain query plan ${q.sql}`);
@@ -56,17 +60,36 @@ const project = await db.selectFrom('projects').select(['id']).where('slug', '='
 const pid = Number(project.id);
 const now = Date.now();
 await show('issues list, q=is:unresolved level:error timeout, environment=production', () =>
-  listIssues(db, pid, parseIssueListQuery({ q: 'is:unresolved level:error timeout', environment: 'production' }, now), now),
+  listIssues(
+    db,
+    pid,
+    parseIssueListQuery({ q: 'is:unresolved level:error timeout', environment: 'production' }, now),
+    now,
+  ),
 );
 await show('issues list, default', () => listIssues(db, pid, parseIssueListQuery({}, now), now));
-const fp = fingerprintArg ?? (await db.selectFrom('issues').select('fingerprint').where('project_id', '=', pid).orderBy('event_count', 'desc').limit(1).executeTakeFirstOrThrow()).fingerprint;
+const fp =
+  fingerprintArg ??
+  (
+    await db
+      .selectFrom('issues')
+      .select('fingerprint')
+      .where('project_id', '=', pid)
+      .orderBy('event_count', 'desc')
+      .limit(1)
+      .executeTakeFirstOrThrow()
+  ).fingerprint;
 const found = await findIssue(db, pid, fp);
 let latest = null;
 await show(`issue ${fp}: detail`, async () => {
   latest = (await issueDetail(db, pid, fp, {}, now, { found })).latest_event_id;
 });
 await show('issue: activity, events, feedback', () =>
-  Promise.all([listActivity(db, Number(found.row.id)), listEvents(db, pid, parseEventListQuery({ fingerprint: fp, limit: '10' }, now)), listFeedback(db, pid, { issueId: Number(found.row.id), limit: 20 })]),
+  Promise.all([
+    listActivity(db, Number(found.row.id)),
+    listEvents(db, pid, parseEventListQuery({ fingerprint: fp, limit: '10' }, now)),
+    listFeedback(db, pid, { issueId: Number(found.row.id), limit: 20 }),
+  ]),
 );
 await show(`event ${latest}: detail`, () => eventDetail(db, pid, String(latest), decompress));
 await db.destroy();

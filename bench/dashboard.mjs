@@ -103,8 +103,20 @@ async function startServer(databaseUrl, logFile) {
   const port = await freePort();
   const env = { ...process.env };
   for (const k of ['PUBLIC_URL', 'CORS_ORIGIN', 'RETENTION_DAYS']) delete env[k];
-  Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', API_KEYS: API_KEY, NODE_ENV: 'production' });
-  const proc = startProcess(process.execPath, ['--max-old-space-size=1536', path.join(root, 'dist/cli/main.js'), 'serve'], { env, logFile, cwd: root });
+  Object.assign(env, {
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT: '0',
+    API_KEYS: API_KEY,
+    NODE_ENV: 'production',
+  });
+  const proc = startProcess(
+    process.execPath,
+    ['--max-old-space-size=1536', path.join(root, 'dist/cli/main.js'), 'serve'],
+    { env, logFile, cwd: root },
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitForHealth(url, proc);
   return { proc, url };
@@ -183,7 +195,16 @@ async function timePage(base, cookie, p, samples, headers = {}, serverPid = null
   const cpuMs = cpuAfter === null ? null : round(((cpuAfter - cpuBefore) * 1000) / samples);
   const [p50, p95, p99] = percentiles(times, [50, 95, 99]);
   const [s50, s95] = serverTimes.length ? percentiles(serverTimes, [50, 95]) : [null, null];
-  return { page: p, p50_ms: round(p50), p95_ms: round(p95), p99_ms: round(p99), server_p50_ms: s50 === null ? null : round(s50), server_p95_ms: s95 === null ? null : round(s95), server_cpu_ms: cpuMs, html_bytes: bytes };
+  return {
+    page: p,
+    p50_ms: round(p50),
+    p95_ms: round(p95),
+    p99_ms: round(p99),
+    server_p50_ms: s50 === null ? null : round(s50),
+    server_p95_ms: s95 === null ? null : round(s95),
+    server_cpu_ms: cpuMs,
+    html_bytes: bytes,
+  };
 }
 
 async function bytesOf(base, cookie, p) {
@@ -202,10 +223,20 @@ async function benchMerge(base, counter, kind) {
   const { issues } = await api(base, 'GET', '/api/projects/merge/issues?days=90');
   const [into, from] = issues;
   const started = performance.now();
-  const merged = await api(base, 'POST', '/api/projects/merge/issues/merge', { fingerprints: [from.fingerprint], into: into.fingerprint });
+  const merged = await api(base, 'POST', '/api/projects/merge/issues/merge', {
+    fingerprints: [from.fingerprint],
+    into: into.fingerprint,
+  });
   const ms = round(performance.now() - started);
-  log(`[${kind}] merged ${from.event_count} events into an issue of ${into.event_count} in ${ms} ms (now ${merged.event_count})`);
-  return { events: [into.event_count, from.event_count], merged_event_count: merged.event_count, ms, load_seconds: loaded.seconds };
+  log(
+    `[${kind}] merged ${from.event_count} events into an issue of ${into.event_count} in ${ms} ms (now ${merged.event_count})`,
+  );
+  return {
+    events: [into.event_count, from.event_count],
+    merged_event_count: merged.event_count,
+    ms,
+    load_seconds: loaded.seconds,
+  };
 }
 
 async function benchDatabase(kind, runDir) {
@@ -224,7 +255,11 @@ async function benchDatabase(kind, runDir) {
       maxAgeHours: Number(argv['max-age-hours']),
       rebuild: argv.rebuild,
     });
-    log(db.fresh ? `[${kind}] loading the cached dataset anew: ${db.reason}` : `[${kind}] measuring the cached dataset of ${db.meta.built_at}`);
+    log(
+      db.fresh
+        ? `[${kind}] loading the cached dataset anew: ${db.reason}`
+        : `[${kind}] measuring the cached dataset of ${db.meta.built_at}`,
+    );
     if (!db.fresh) reused = db.url;
   }
   log(`[${kind}] database ${db.url}`);
@@ -233,7 +268,9 @@ async function benchDatabase(kind, runDir) {
   try {
     let loaded = { seconds: null };
     if (!reused) {
-      log(`[${kind}] loading ${Math.ceil(opts.events / opts.amplify)} events over ${opts.issues} fingerprints${opts.amplify > 1 ? `, then copying them to ${opts.events}` : ''} ...`);
+      log(
+        `[${kind}] loading ${Math.ceil(opts.events / opts.amplify)} events over ${opts.issues} fingerprints${opts.amplify > 1 ? `, then copying them to ${opts.events}` : ''} ...`,
+      );
       loaded = await loadEvents(server.url, counter, 'query', Math.ceil(opts.events / opts.amplify));
       log(`[${kind}] loaded in ${loaded.seconds} s${loaded.failed ? ` (${loaded.failed} failed requests)` : ''}`);
       if (opts.amplify > 1) {
@@ -247,11 +284,24 @@ async function benchDatabase(kind, runDir) {
       db.markLoaded?.({ load_seconds: loaded.seconds, failed_requests: loaded.failed });
     }
     const projects = await api(server.url, 'GET', '/api/projects');
-    if (!(projects.projects ?? projects).some((p) => p.slug === 'empty')) await api(server.url, 'POST', '/api/projects', { slug: 'empty', name: 'Empty', platform: 'web' });
+    if (!(projects.projects ?? projects).some((p) => p.slug === 'empty'))
+      await api(server.url, 'POST', '/api/projects', { slug: 'empty', name: 'Empty', platform: 'web' });
     const cookie = await signIn(server.url);
 
-    const assets = { css: await bytesOf(server.url, cookie, '/static/dashboard.css'), js: await bytesOf(server.url, cookie, '/static/dashboard.js') };
-    const emptyPages = ['/', '/empty', '/empty/issues', '/empty/events', '/empty/releases', '/empty/alerts', '/empty/symbols', '/empty/settings'];
+    const assets = {
+      css: await bytesOf(server.url, cookie, '/static/dashboard.css'),
+      js: await bytesOf(server.url, cookie, '/static/dashboard.js'),
+    };
+    const emptyPages = [
+      '/',
+      '/empty',
+      '/empty/issues',
+      '/empty/events',
+      '/empty/releases',
+      '/empty/alerts',
+      '/empty/symbols',
+      '/empty/settings',
+    ];
     const weight = [];
     for (const p of emptyPages) {
       const html = await bytesOf(server.url, cookie, p);
@@ -261,10 +311,17 @@ async function benchDatabase(kind, runDir) {
     const issues = await api(server.url, 'GET', '/api/projects/query/issues?sort=events&limit=5');
     // Triage: an issue with 50 activity entries (comments and status changes through the API).
     const busy = issues.issues[1]?.fingerprint;
-    const activityBefore = (await api(server.url, 'GET', `/api/projects/query/issues/${busy}/activity`)).activity.length;
+    const activityBefore = (await api(server.url, 'GET', `/api/projects/query/issues/${busy}/activity`)).activity
+      .length;
     for (let i = activityBefore; i < 50; i++) {
-      if (i % 5 === 0) await api(server.url, 'PATCH', `/api/projects/query/issues/${busy}`, { status: i % 10 === 0 ? 'triaged' : 'unresolved' });
-      else await api(server.url, 'POST', `/api/projects/query/issues/${busy}/comments`, { text: `Comment ${i}: ${'looked into it. '.repeat(8)}` });
+      if (i % 5 === 0)
+        await api(server.url, 'PATCH', `/api/projects/query/issues/${busy}`, {
+          status: i % 10 === 0 ? 'triaged' : 'unresolved',
+        });
+      else
+        await api(server.url, 'POST', `/api/projects/query/issues/${busy}/comments`, {
+          text: `Comment ${i}: ${'looked into it. '.repeat(8)}`,
+        });
     }
     const events = await api(server.url, 'GET', '/api/projects/query/events?limit=1');
     const fp = issues.issues[0]?.fingerprint;
@@ -295,12 +352,24 @@ async function benchDatabase(kind, runDir) {
       const r = await timePage(server.url, cookie, p, opts.samples, {}, server.proc.pid);
       const j = await timePage(server.url, `x=1`, apiPath, opts.samples, { authorization: `Bearer ${API_KEY}` });
       r.api = { path: apiPath, p50_ms: j.p50_ms, p95_ms: j.p95_ms };
-      log(`[${kind}] ${p}: p50 ${r.p50_ms} ms, p95 ${r.p95_ms} ms, p99 ${r.p99_ms} ms (in the dashboard: p50 ${r.server_p50_ms}, p95 ${r.server_p95_ms}; server CPU ${r.server_cpu_ms} ms per request), ${r.html_bytes} B; JSON route: p50 ${j.p50_ms} ms, p95 ${j.p95_ms} ms`);
+      log(
+        `[${kind}] ${p}: p50 ${r.p50_ms} ms, p95 ${r.p95_ms} ms, p99 ${r.p99_ms} ms (in the dashboard: p50 ${r.server_p50_ms}, p95 ${r.server_p95_ms}; server CPU ${r.server_cpu_ms} ms per request), ${r.html_bytes} B; JSON route: p50 ${j.p50_ms} ms, p95 ${j.p95_ms} ms`,
+      );
       latency.push(r);
     }
-    for (const w of weight) log(`[${kind}] empty ${w.page}: ${w.html_bytes} B HTML, ${w.with_assets_bytes} B with CSS and JS`);
+    for (const w of weight)
+      log(`[${kind}] empty ${w.page}: ${w.html_bytes} B HTML, ${w.with_assets_bytes} B with CSS and JS`);
     const merge = opts.mergeEvents > 0 && !reused ? await benchMerge(server.url, counter, kind) : null;
-    return { kind, events: opts.events, issues: opts.issues, load_seconds: loaded.seconds, assets, weight, latency, merge };
+    return {
+      kind,
+      events: opts.events,
+      issues: opts.issues,
+      load_seconds: loaded.seconds,
+      assets,
+      weight,
+      latency,
+      merge,
+    };
   } finally {
     await counter.close?.();
     await server.proc.stop();
@@ -313,7 +382,13 @@ async function main() {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const runDir = path.join(here, 'results');
   fs.mkdirSync(runDir, { recursive: true });
-  const result = { kind: 'dashboard', at: new Date().toISOString(), cpus: os.cpus().length, samples: opts.samples, databases: {} };
+  const result = {
+    kind: 'dashboard',
+    at: new Date().toISOString(),
+    cpus: os.cpus().length,
+    samples: opts.samples,
+    databases: {},
+  };
   for (const kind of opts.dbs) result.databases[kind] = await benchDatabase(kind, runDir);
   const file = path.join(runDir, `dashboard-${stamp}.json`);
   fs.writeFileSync(file, JSON.stringify(result, null, 2));

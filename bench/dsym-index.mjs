@@ -30,7 +30,6 @@ const { values: args } = parseArgs({
   },
 });
 
-
 /** One compile unit: many functions, each with its own record type and inlined templates. */
 function unitSource(unit, functions) {
   const out = unitNamespace(unit, functions);
@@ -52,18 +51,47 @@ async function buildDsym(dir, units, functions) {
     fs.writeFileSync(src, unitSource(u, functions));
     const obj = path.join(dir, `cu${u}.o`);
     objects.push(obj);
-    jobs.push(['clang++', '-target', 'arm64-apple-macos11', '-g', '-O2', '-fno-exceptions', '-fno-rtti', '-c', src, '-o', obj]);
+    jobs.push([
+      'clang++',
+      '-target',
+      'arm64-apple-macos11',
+      '-g',
+      '-O2',
+      '-fno-exceptions',
+      '-fno-rtti',
+      '-c',
+      src,
+      '-o',
+      obj,
+    ]);
   }
   const main = path.join(dir, 'main.cpp');
   const decls = Array.from({ length: units }, (_, u) => `long entry${u}(long);`).join('\n');
-  fs.writeFileSync(main, `${decls}\nint main(int argc, char**) { long s = argc;\n${Array.from({ length: units }, (_, u) => `  s += entry${u}(s);`).join('\n')}\n  return (int)s; }\n`);
+  fs.writeFileSync(
+    main,
+    `${decls}\nint main(int argc, char**) { long s = argc;\n${Array.from({ length: units }, (_, u) => `  s += entry${u}(s);`).join('\n')}\n  return (int)s; }\n`,
+  );
   objects.push(path.join(dir, 'main.o'));
   jobs.push(['clang++', '-target', 'arm64-apple-macos11', '-g', '-O2', '-c', main, '-o', path.join(dir, 'main.o')]);
   const started = Date.now();
   process.stderr.write(`compiling ${jobs.length} units (2 at a time)...\n`);
   await runPool(jobs, 2);
   const exe = path.join(dir, 'Big');
-  execFileSync('ld64.lld-14', ['-arch', 'arm64', '-platform_version', 'macos', '11.0', '11.0', '-e', '_main', '-undefined', 'dynamic_lookup', ...objects, '-o', exe]);
+  execFileSync('ld64.lld-14', [
+    '-arch',
+    'arm64',
+    '-platform_version',
+    'macos',
+    '11.0',
+    '11.0',
+    '-e',
+    '_main',
+    '-undefined',
+    'dynamic_lookup',
+    ...objects,
+    '-o',
+    exe,
+  ]);
   execFileSync('dsymutil', [exe, '-o', path.join(dir, 'Big.dSYM')], { stdio: ['ignore', 'ignore', 'ignore'] });
   process.stderr.write(`built in ${Math.round((Date.now() - started) / 1000)} s\n`);
   return dwarf;
@@ -91,7 +119,7 @@ async function measure(file, lookups) {
   const text = slice.sections.find((s) => s.name === '__text');
   const dwarfBytes = slice.sections.filter((s) => s.segment === '__DWARF').reduce((n, s) => n + s.size, 0);
   let seed = 42;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const addrs = Array.from({ length: lookups }, () => text.addr + Math.floor(random() * text.size));
   for (let i = 0; i < 20000; i++) index.lookup(addrs[i % addrs.length]); // warm-up
   const times = new Float64Array(lookups);
@@ -122,7 +150,11 @@ async function measure(file, lookups) {
     lookups,
     frames_per_lookup: Math.round((frames / lookups) * 100) / 100,
     lookup_us: { p50: us(percentile(times, 50)), p95: us(percentile(times, 95)), p99: us(percentile(times, 99)) },
-    lookup_and_demangle_us: { p50: us(percentile(timesDemangled, 50)), p95: us(percentile(timesDemangled, 95)), p99: us(percentile(timesDemangled, 99)) },
+    lookup_and_demangle_us: {
+      p50: us(percentile(timesDemangled, 50)),
+      p95: us(percentile(timesDemangled, 95)),
+      p99: us(percentile(timesDemangled, 99)),
+    },
   };
 }
 
@@ -132,7 +164,15 @@ if (args.measure) {
 } else {
   if (!fs.existsSync(path.join(root, 'dist/symbols/dsym.js'))) throw new Error('run `npm run build` first');
   const file = await buildDsym(args.cache, Number(args.units), Number(args.functions));
-  const out = execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--measure', file, '--lookups', args.lookups], { maxBuffer: 1 << 24 });
-  const result = { machine: `${os.cpus().length} cores (shared: numbers are noisy)`, node: process.version, ...JSON.parse(out.toString()) };
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', fileURLToPath(import.meta.url), '--measure', file, '--lookups', args.lookups],
+    { maxBuffer: 1 << 24 },
+  );
+  const result = {
+    machine: `${os.cpus().length} cores (shared: numbers are noisy)`,
+    node: process.version,
+    ...JSON.parse(out.toString()),
+  };
   console.log(JSON.stringify(result, null, 2));
 }

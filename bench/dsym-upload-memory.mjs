@@ -35,7 +35,6 @@ const { values: args } = parseArgs({
 const KEY = 'bench-dsym-upload-key-0123456789abcdef';
 const CLI = path.join(root, 'node_modules/@sentry/cli/bin/sentry-cli');
 
-
 function unitSource(functions) {
   const out = unitNamespace(0, functions);
   out.push('int main(int argc, char**) { long s = argc;');
@@ -52,8 +51,33 @@ function baseDsym(dir) {
   fs.writeFileSync(path.join(dir, 'common.h'), COMMON_H);
   fs.writeFileSync(path.join(dir, 'cu0.cpp'), unitSource(600));
   const run = (cmd, a) => execFileSync(cmd, a, { cwd: dir, stdio: ['ignore', 'ignore', 'ignore'] });
-  run('clang++', ['-target', 'arm64-apple-macos11', '-g', '-O2', '-fno-exceptions', '-fno-rtti', '-c', 'cu0.cpp', '-o', 'cu0.o']);
-  run('ld64.lld-14', ['-arch', 'arm64', '-platform_version', 'macos', '11.0', '11.0', '-e', '_main', '-undefined', 'dynamic_lookup', 'cu0.o', '-o', 'Base']);
+  run('clang++', [
+    '-target',
+    'arm64-apple-macos11',
+    '-g',
+    '-O2',
+    '-fno-exceptions',
+    '-fno-rtti',
+    '-c',
+    'cu0.cpp',
+    '-o',
+    'cu0.o',
+  ]);
+  run('ld64.lld-14', [
+    '-arch',
+    'arm64',
+    '-platform_version',
+    'macos',
+    '11.0',
+    '11.0',
+    '-e',
+    '_main',
+    '-undefined',
+    'dynamic_lookup',
+    'cu0.o',
+    '-o',
+    'Base',
+  ]);
   run('dsymutil', ['Base', '-o', 'Base.dSYM']);
   return dwarf;
 }
@@ -65,7 +89,9 @@ async function bigDsym(base, mb, out) {
   const bytes = new Uint8Array(fs.readFileSync(base));
   const [slice] = readMachO(bytes);
   const sections = {};
-  for (const s of slice.sections) if (s.segment === '__DWARF' && s.fileOffset >= 0) sections[s.name] = bytes.subarray(s.fileOffset, s.fileOffset + s.size);
+  for (const s of slice.sections)
+    if (s.segment === '__DWARF' && s.fileOffset >= 0)
+      sections[s.name] = bytes.subarray(s.fileOffset, s.fileOffset + s.size);
   const others = Object.values(sections).reduce((n, s) => n + s.length, 0) - sections.__debug_info.length;
   const copies = Math.max(1, Math.ceil((mb * 1048576 - others) / sections.__debug_info.length));
   const info = new Uint8Array(sections.__debug_info.length * copies);
@@ -79,7 +105,9 @@ async function bigDsym(base, mb, out) {
   const total = offset + names.reduce((n, k) => n + sections[k].length, 0);
   const file = new Uint8Array(total);
   const v = new DataView(file.buffer);
-  const ascii = (at, text) => { for (let i = 0; i < text.length; i++) file[at + i] = text.charCodeAt(i); };
+  const ascii = (at, text) => {
+    for (let i = 0; i < text.length; i++) file[at + i] = text.charCodeAt(i);
+  };
   v.setUint32(0, 0xfeedfacf, true);
   v.setUint32(4, 0x0100000c, true);
   v.setUint32(12, 0xa, true);
@@ -110,7 +138,16 @@ function cli(url, argv, cwd) {
   return new Promise((resolve, reject) => {
     const child = spawn(CLI, argv, {
       cwd,
-      env: { PATH: process.env.PATH, HOME: os.tmpdir(), SENTRY_URL: url, SENTRY_AUTH_TOKEN: KEY, SENTRY_ORG: 'o', SENTRY_PROJECT: 'app', SENTRY_DISABLE_UPDATE_CHECK: '1', SENTRY_LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: os.tmpdir(),
+        SENTRY_URL: url,
+        SENTRY_AUTH_TOKEN: KEY,
+        SENTRY_ORG: 'o',
+        SENTRY_PROJECT: 'app',
+        SENTRY_DISABLE_UPDATE_CHECK: '1',
+        SENTRY_LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -129,28 +166,56 @@ async function measure(pid, work) {
   const started = Date.now();
   await work();
   const stats = procStats(pid);
-  return { idle_rss_mb: Math.round(idle / 1048576), peak_rss_mb: Math.round(stats.hwm / 1048576), peak_growth_mb: Math.round((stats.hwm - idle) / 1048576), seconds: (Date.now() - started) / 1000 };
+  return {
+    idle_rss_mb: Math.round(idle / 1048576),
+    peak_rss_mb: Math.round(stats.hwm / 1048576),
+    peak_growth_mb: Math.round((stats.hwm - idle) / 1048576),
+    seconds: (Date.now() - started) / 1000,
+  };
 }
 
-if (!fs.existsSync(path.join(args.dist, 'cli/main.js'))) throw new Error(`no built server at ${args.dist}: run \`npx tsc -p tsconfig.build.json\``);
+if (!fs.existsSync(path.join(args.dist, 'cli/main.js')))
+  throw new Error(`no built server at ${args.dist}: run \`npx tsc -p tsconfig.build.json\``);
 const base = baseDsym(args.cache);
-const big = await bigDsym(base, Number(args.mb), path.join(args.cache, `Big${args.mb}.dSYM/Contents/Resources/DWARF/Big`));
+const big = await bigDsym(
+  base,
+  Number(args.mb),
+  path.join(args.cache, `Big${args.mb}.dSYM/Contents/Resources/DWARF/Big`),
+);
 
 /** One upload on a fresh server and database: its peak RSS and time. */
 async function onFreshServer(upload) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-dsym-upload-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = startProcess(process.execPath, ['--max-old-space-size=4096', path.join(args.dist, 'cli/main.js'), 'serve'], {
-    env: { ...process.env, DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', API_KEYS: KEY },
-    logFile: path.join(dir, 'server.log'),
-  });
+  const server = startProcess(
+    process.execPath,
+    ['--max-old-space-size=4096', path.join(args.dist, 'cli/main.js'), 'serve'],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT: '0',
+        API_KEYS: KEY,
+      },
+      logFile: path.join(dir, 'server.log'),
+    },
+  );
   try {
     await waitForHealth(url, server);
-    const created = await fetch(`${url}/api/projects`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'app', platform: 'ios' }) });
+    const created = await fetch(`${url}/api/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ slug: 'app', platform: 'ios' }),
+    });
     if (created.status !== 201) throw new Error(`project: ${created.status} ${await created.text()}`);
     const result = await measure(server.child.pid, () => upload(url));
-    const listed = await (await fetch(`${url}/api/projects/app/symbols`, { headers: { authorization: `Bearer ${KEY}` } })).json();
+    const listed = await (
+      await fetch(`${url}/api/projects/app/symbols`, { headers: { authorization: `Bearer ${KEY}` } })
+    ).json();
     result.stored = listed.symbols.map((s) => `${s.kind} ${Math.round(s.size / 1048576)} MB`);
     return result;
   } finally {
@@ -160,15 +225,27 @@ async function onFreshServer(upload) {
   }
 }
 
-const result = { machine: `${os.cpus().length} cores (shared: numbers are noisy)`, load: os.loadavg()[0].toFixed(1), node: process.version, dist: args.dist, dsym_mb: Math.round(fs.statSync(big).size / 1048576) };
-result.sentry_cli_upload = await onFreshServer((url) => cli(url, ['debug-files', 'upload', '--wait', path.dirname(big)]));
+const result = {
+  machine: `${os.cpus().length} cores (shared: numbers are noisy)`,
+  load: os.loadavg()[0].toFixed(1),
+  node: process.version,
+  dist: args.dist,
+  dsym_mb: Math.round(fs.statSync(big).size / 1048576),
+};
+result.sentry_cli_upload = await onFreshServer((url) =>
+  cli(url, ['debug-files', 'upload', '--wait', path.dirname(big)]),
+);
 if (!args['skip-route']) {
   result.symbols_route_upload = await onFreshServer(async (url) => {
     const form = new FormData();
     form.append('kind', 'dsym');
     form.append('release', 'bench');
     form.append('file', await fs.openAsBlob(big), 'Big');
-    const res = await fetch(`${url}/api/projects/app/symbols`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` }, body: form });
+    const res = await fetch(`${url}/api/projects/app/symbols`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}` },
+      body: form,
+    });
     if (res.status !== 201) throw new Error(`symbols route: ${res.status} ${await res.text()}`);
   });
 }

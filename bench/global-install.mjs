@@ -14,9 +14,18 @@ import { fileURLToPath } from 'node:url';
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const prebuilt = process.argv.includes('--prebuilt');
 const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-global-install-'));
-const env = { ...process.env, npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' };
+const env = {
+  ...process.env,
+  npm_config_fund: 'false',
+  npm_config_audit: 'false',
+  npm_config_update_notifier: 'false',
+};
 if (prebuilt) delete env.npm_config_build_from_source;
-else Object.assign(env, { npm_config_build_from_source: 'true', npm_config_nodedir: process.env.npm_config_nodedir ?? '/usr' });
+else
+  Object.assign(env, {
+    npm_config_build_from_source: 'true',
+    npm_config_nodedir: process.env.npm_config_nodedir ?? '/usr',
+  });
 
 function timed(label, cmd, args, cwd) {
   const started = performance.now();
@@ -27,8 +36,12 @@ function timed(label, cmd, args, cwd) {
 }
 
 try {
-  console.log(`node ${process.version}, ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)}`);
-  const packed = JSON.parse(timed('npm pack (build included)', 'npm', ['pack', '--json', '--pack-destination', temp], repo));
+  console.log(
+    `node ${process.version}, ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)}`,
+  );
+  const packed = JSON.parse(
+    timed('npm pack (build included)', 'npm', ['pack', '--json', '--pack-destination', temp], repo),
+  );
   const tarball = path.join(temp, packed[0].filename);
   console.log(`tarball: ${(packed[0].size / 1024).toFixed(0)} KiB, ${packed[0].entryCount} files`);
   const prefix = path.join(temp, 'prefix');

@@ -57,30 +57,75 @@ function hostile(i, project) {
     environment: 'hostile',
     tags: { a: hex(90), b: hex(90) },
     user: { id: hex(8) },
-    request: { headers: { 'User-Agent': `Mozilla/5.0 (X11; Linux x86_64) Hostile/${hex(6)} Chrome/131.0.${i}.0 Safari/537.36` } },
-    exception: { values: [{ type: `E${hex(3)}`, value: hex(40), stacktrace: { frames: [{ filename: `/app/${hex(6)}.js`, function: hex(6), lineno: i, in_app: true }] } }] },
+    request: {
+      headers: { 'User-Agent': `Mozilla/5.0 (X11; Linux x86_64) Hostile/${hex(6)} Chrome/131.0.${i}.0 Safari/537.36` },
+    },
+    exception: {
+      values: [
+        {
+          type: `E${hex(3)}`,
+          value: hex(40),
+          stacktrace: { frames: [{ filename: `/app/${hex(6)}.js`, function: hex(6), lineno: i, in_app: true }] },
+        },
+      ],
+    },
     ...extra,
   });
-  const env = (items) => `{}\n${items.map((p) => `{"type":"event"}\n${typeof p === 'string' ? p : JSON.stringify(p)}`).join('\n')}`;
+  const env = (items) =>
+    `{}\n${items.map((p) => `{"type":"event"}\n${typeof p === 'string' ? p : JSON.stringify(p)}`).join('\n')}`;
   const deep = (n, open = '[', close = ']') => open.repeat(n) + '1' + close.repeat(n);
   switch (i % 14) {
     case 0: // deep nesting in several places, valid events beside it
-      return { method: 'POST', path: ingest, body: env([JSON.stringify(event()).replace('"level":"error"', `"level":"error","extra":${deep(5000)}`), event(), event()]) };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: env([
+          JSON.stringify(event()).replace('"level":"error"', `"level":"error","extra":${deep(5000)}`),
+          event(),
+          event(),
+        ]),
+      };
     case 1:
-      return { method: 'POST', path: ingest, body: env([JSON.stringify(event()).replace('"tags":{', `"tags":{"deep":${deep(5000, '{"a":', '}')},`)]) };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: env([JSON.stringify(event()).replace('"tags":{', `"tags":{"deep":${deep(5000, '{"a":', '}')},`)]),
+      };
     case 2: // 100 distinct events with long text: many issues, releases, seen ids
-      return { method: 'POST', path: ingest, body: env(Array.from({ length: 100 }, () => event({ message: hex(2000) }))) };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: env(Array.from({ length: 100 }, () => event({ message: hex(2000) }))),
+      };
     case 3: // a gzip bomb (413)
       return { method: 'POST', path: ingest, headers: { 'Content-Encoding': 'gzip' }, body: BOMB };
     case 4: // a body of a few MB that is one big event (stored)
-      return { method: 'POST', path: ingest, body: env([event({ extra: { blob: 'x'.repeat(BIG ? (12 + (i % 8)) * MB : (i % 3) * MB + 1000) } })]) };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: env([event({ extra: { blob: 'x'.repeat(BIG ? (12 + (i % 8)) * MB : (i % 3) * MB + 1000) } })]),
+      };
     case 5: // over the 20 MB limit (413), now and then
       if (i % 70 === 5) return { method: 'POST', path: ingest, body: OVERSIZED };
-      return { method: 'POST', path: ingest, body: env([event({ breadcrumbs: Array.from({ length: 300 }, () => ({ message: hex(100), data: { a: hex(50) } })) })]) };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: env([
+          event({ breadcrumbs: Array.from({ length: 300 }, () => ({ message: hex(100), data: { a: hex(50) } })) }),
+        ]),
+      };
     case 6: // malformed
-      return { method: 'POST', path: ingest, body: `{"dsn":"http://%ff@h/1"}\n{"type":"event","length":99999}\n${hex(500)}` };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: `{"dsn":"http://%ff@h/1"}\n{"type":"event","length":99999}\n${hex(500)}`,
+      };
     case 7: // NUL and lone surrogates everywhere
-      return { method: 'POST', path: ingest, body: env([JSON.stringify(event({ message: 'a\u0000b\ud800' })).replaceAll('"hostile"', '"\\u0000\\ud800"')]) };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: env([JSON.stringify(event({ message: 'a\u0000b\ud800' })).replaceAll('"hostile"', '"\\u0000\\ud800"')]),
+      };
     case 8: // wrong key (401)
       return { method: 'POST', path: `/api/${project.id}/envelope/?sentry_key=${hex(16)}`, body: env([event()]) };
     case 9: // sessions with many releases and sids
@@ -90,13 +135,28 @@ function hostile(i, project) {
         body: `{}\n${Array.from({ length: 50 }, () => `{"type":"session"}\n${JSON.stringify({ sid: hex(16), init: true, started: new Date().toISOString(), status: 'unhandled', attrs: { release: `rel-${hex(4)}` } })}`).join('\n')}`,
       };
     case 10: // management: bad query parameters and paths
-      return { method: 'GET', path: `/api/projects/${project.slug}/issues?q=${hex(200)}&days=${i}&limit=abc&environment=%00` };
+      return {
+        method: 'GET',
+        path: `/api/projects/${project.slug}/issues?q=${hex(200)}&days=${i}&limit=abc&environment=%00`,
+      };
     case 11:
-      return { method: 'GET', path: `/api/projects/${project.slug}/events?release=${'%ed%a0%80'.repeat(10)}&q=${hex(300)}` };
+      return {
+        method: 'GET',
+        path: `/api/projects/${project.slug}/events?release=${'%ed%a0%80'.repeat(10)}&q=${hex(300)}`,
+      };
     case 12:
-      return { method: 'POST', path: `/api/projects`, headers: { 'content-type': 'application/json' }, body: `{"slug":"${hex(40)}","name":${JSON.stringify(hex(10))},"x":${deep(3000)}}` };
+      return {
+        method: 'POST',
+        path: `/api/projects`,
+        headers: { 'content-type': 'application/json' },
+        body: `{"slug":"${hex(40)}","name":${JSON.stringify(hex(10))},"x":${deep(3000)}}`,
+      };
     default: // an envelope of many small malformed items
-      return { method: 'POST', path: ingest, body: `{}\n${Array.from({ length: 2000 }, () => `{"type":"event"}\n{"event_id":${hex(4)}`).join('\n')}` };
+      return {
+        method: 'POST',
+        path: ingest,
+        body: `{}\n${Array.from({ length: 2000 }, () => `{"type":"event"}\n{"event_id":${hex(4)}`).join('\n')}`,
+      };
   }
 }
 
@@ -144,14 +204,25 @@ async function main() {
   const allocator = GLIBC_DEFAULT ? {} : { MALLOC_MMAP_THRESHOLD_: '131072' };
   const args = ['--max-old-space-size=1536', '--v8-pool-size=2', ...(TRACE_GC ? ['--trace-gc'] : []), CLI, 'serve'];
   const server = startProcess(process.execPath, args, {
-    env: { ...allocator, ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0' },
+    env: {
+      ...allocator,
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT: '0',
+    },
     logFile,
     cwd: ROOT,
   });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHealth(base, server);
-    const created = await fetch(`${base}/api/projects`, { method: 'POST', body: JSON.stringify({ slug: `hostile-${hex(3)}` }) });
+    const created = await fetch(`${base}/api/projects`, {
+      method: 'POST',
+      body: JSON.stringify({ slug: `hostile-${hex(3)}` }),
+    });
     const p = await created.json();
     const project = { id: p.id, slug: p.slug, key: new URL(p.dsn).username };
     console.log(
@@ -166,12 +237,17 @@ async function main() {
       const statuses = await pass(base, project, REQUESTS);
       const rss = await idleRss(server.pid);
       readings.push(rss);
-      console.log(`run ${run}: idle RSS ${mb(rss)} MB (${(rss / baseline).toFixed(2)}x warm-up, peak so far ${mb(procStats(server.pid).hwm)} MB)  statuses ${JSON.stringify(statuses)}`);
-      if (statuses[500] || statuses[0] === REQUESTS) console.log(`  run ${run}: the server failed some requests (see ${logFile})`);
+      console.log(
+        `run ${run}: idle RSS ${mb(rss)} MB (${(rss / baseline).toFixed(2)}x warm-up, peak so far ${mb(procStats(server.pid).hwm)} MB)  statuses ${JSON.stringify(statuses)}`,
+      );
+      if (statuses[500] || statuses[0] === REQUESTS)
+        console.log(`  run ${run}: the server failed some requests (see ${logFile})`);
     }
     const worst = Math.max(...readings) / baseline;
     const rising = readings.every((r, i) => i === 0 || r > readings[i - 1]);
-    console.log(`highest idle RSS ${worst.toFixed(2)}x warm-up (limit ${LIMIT}x)${rising ? '; every run higher than the one before' : ''}`);
+    console.log(
+      `highest idle RSS ${worst.toFixed(2)}x warm-up (limit ${LIMIT}x)${rising ? '; every run higher than the one before' : ''}`,
+    );
     console.log('(numbers from a shared machine: noisy)');
     if (worst > LIMIT || (rising && readings.length > 2)) process.exitCode = 1;
   } finally {

@@ -224,7 +224,10 @@ async function openLoop() {
   // A server that fell behind could take minutes to answer the queue: wait at most
   // drainSeconds, then count what is left as failed with the time waited so far.
   const drain = Promise.all([...pending]);
-  const timedOut = await Promise.race([drain.then(() => false), sleep((cfg.drainSeconds ?? 30) * 1000).then(() => true)]);
+  const timedOut = await Promise.race([
+    drain.then(() => false),
+    sleep((cfg.drainSeconds ?? 30) * 1000).then(() => true),
+  ]);
   if (timedOut) {
     unfinished = pending.size;
     for (const intended of pendingIntended.values()) {
@@ -246,17 +249,21 @@ recordFrom = started + (cfg.warmup ?? 0) * 1000;
 process.stdout.write('START\n');
 let timer;
 if (cfg.duration > 0) timer = setTimeout(() => (stopping = true), ((cfg.warmup ?? 0) + cfg.duration) * 1000);
-setTimeout(() => {
-  started = recordFrom;
-  issuedAtRecordStart = { events: issuedEvents, sessions: issuedSessions };
-}, (cfg.warmup ?? 0) * 1000).unref();
+setTimeout(
+  () => {
+    started = recordFrom;
+    issuedAtRecordStart = { events: issuedEvents, sessions: issuedSessions };
+  },
+  (cfg.warmup ?? 0) * 1000,
+).unref();
 let issuedAtRecordStart = { events: 0, sessions: 0 };
 await (cfg.mode === 'open' ? openLoop() : closedLoop());
 clearTimeout(timer);
 const seconds = (performance.now() - started) / 1000;
 pool.destroy();
 // Requests abandoned after the drain timeout must not be answered into a torn-down report.
-if (unfinished > 0) firstError ??= `${unfinished} requests still unanswered ${cfg.drainSeconds ?? 30} s after the schedule ended`;
+if (unfinished > 0)
+  firstError ??= `${unfinished} requests still unanswered ${cfg.drainSeconds ?? 30} s after the schedule ended`;
 const p = percentiles(latencies, [50, 90, 95, 99, 100]);
 process.stdout.write(
   `RESULT ${JSON.stringify({

@@ -36,7 +36,11 @@ const SCHEDULES = [
 ];
 
 async function insertChunked(db, table, rows, size = 500) {
-  for (let i = 0; i < rows.length; i += size) await db.insertInto(table).values(rows.slice(i, i + size)).execute();
+  for (let i = 0; i < rows.length; i += size)
+    await db
+      .insertInto(table)
+      .values(rows.slice(i, i + size))
+      .execute();
 }
 
 async function seed(store, now) {
@@ -45,7 +49,16 @@ async function seed(store, now) {
     await insertChunked(
       tx,
       'projects',
-      Array.from({ length: PROJECTS }, (_, i) => ({ slug: `p${i}`, name: `Project ${i}`, platform: 'other', dsn_key: `${i}`.padStart(32, '0'), sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: now })),
+      Array.from({ length: PROJECTS }, (_, i) => ({
+        slug: `p${i}`,
+        name: `Project ${i}`,
+        platform: 'other',
+        dsn_key: `${i}`.padStart(32, '0'),
+        sample_keep_first: 100,
+        sample_rate: 1,
+        daily_quota: 0,
+        created_at: now,
+      })),
     );
     const ids = (await tx.selectFrom('projects').select('id').orderBy('id').execute()).map((r) => Number(r.id));
     const monitors = Array.from({ length: MONITORS }, (_, i) => {
@@ -82,7 +95,10 @@ async function seed(store, now) {
 /** Makes the first `due` monitors missed at `now` and `timedOut` runs past max_runtime; the rest not due. */
 async function arrange(store, now, due, timedOut) {
   const db = store.db;
-  await db.updateTable('monitors').set({ health: 'ok', failures: 0, next_expected_at: now + 60 * MIN, deadline_at: now + 65 * MIN }).execute();
+  await db
+    .updateTable('monitors')
+    .set({ health: 'ok', failures: 0, next_expected_at: now + 60 * MIN, deadline_at: now + 65 * MIN })
+    .execute();
   await db.deleteFrom('monitor_checkins').execute();
   await db.deleteFrom('alert_outbox').execute();
   if (due > 0) {
@@ -93,11 +109,27 @@ async function arrange(store, now, due, timedOut) {
       .execute();
   }
   if (timedOut > 0) {
-    const open = await db.selectFrom('monitors').select(['id', 'project_id']).orderBy('id', 'desc').limit(timedOut).execute();
+    const open = await db
+      .selectFrom('monitors')
+      .select(['id', 'project_id'])
+      .orderBy('id', 'desc')
+      .limit(timedOut)
+      .execute();
     await insertChunked(
       db,
       'monitor_checkins',
-      open.map((m, i) => ({ project_id: m.project_id, monitor_id: m.id, check_in_id: `${i}`.padStart(32, 'a'), status: 'in_progress', environment: null, release: null, duration_ms: null, created_at: now - 40 * MIN, updated_at: now - 40 * MIN, timeout_at: now - 10 * MIN })),
+      open.map((m, i) => ({
+        project_id: m.project_id,
+        monitor_id: m.id,
+        check_in_id: `${i}`.padStart(32, 'a'),
+        status: 'in_progress',
+        environment: null,
+        release: null,
+        duration_ms: null,
+        created_at: now - 40 * MIN,
+        updated_at: now - 40 * MIN,
+        timeout_at: now - 10 * MIN,
+      })),
     );
   }
 }

@@ -55,12 +55,33 @@ async function buildElf(dir, units, functions) {
     const src = path.join(dir, `cu${u}.cpp`);
     fs.writeFileSync(src, unitSource(u, functions));
     objects.push(path.join(dir, `cu${u}.o`));
-    jobs.push(['clang++', '--target=x86_64-linux-gnu', '-g', '-O2', '-fPIC', '-fno-exceptions', '-fno-rtti', '-c', src, '-o', objects.at(-1)]);
+    jobs.push([
+      'clang++',
+      '--target=x86_64-linux-gnu',
+      '-g',
+      '-O2',
+      '-fPIC',
+      '-fno-exceptions',
+      '-fno-rtti',
+      '-c',
+      src,
+      '-o',
+      objects.at(-1),
+    ]);
   }
   const started = Date.now();
   process.stderr.write(`compiling ${jobs.length} units (2 at a time)...\n`);
   await runPool(jobs, 2);
-  execFileSync('clang++', ['--target=x86_64-linux-gnu', '-fuse-ld=lld', '-shared', '-nostdlib', '-Wl,--build-id=sha1', ...objects, '-o', out]);
+  execFileSync('clang++', [
+    '--target=x86_64-linux-gnu',
+    '-fuse-ld=lld',
+    '-shared',
+    '-nostdlib',
+    '-Wl,--build-id=sha1',
+    ...objects,
+    '-o',
+    out,
+  ]);
   process.stderr.write(`built in ${Math.round((Date.now() - started) / 1000)} s\n`);
   return out;
 }
@@ -74,7 +95,9 @@ async function measure(file, lookups, dumps) {
   const { NativeIndex } = await import(path.join(root, 'dist/symbols/native/lookup-index.js'));
   const { readElf } = await import(path.join(root, 'dist/symbols/native/elf.js'));
   const { breakpadIndex } = await import(path.join(root, 'dist/symbols/breakpad.js'));
-  const { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } = await import(path.join(root, 'dist/minidump/process.js'));
+  const { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } = await import(
+    path.join(root, 'dist/minidump/process.js')
+  );
   const bytes = new Uint8Array(fs.readFileSync(file));
   globalThis.gc?.();
   const rssBefore = process.memoryUsage().rss;
@@ -87,7 +110,7 @@ async function measure(file, lookups, dumps) {
   const text = elf.sections.find((s) => s.name === '.text');
   const debugBytes = elf.sections.filter((s) => s.name.startsWith('.debug_')).reduce((n, s) => n + s.size, 0);
   let seed = 42;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const addrs = Array.from({ length: lookups }, () => text.addr + Math.floor(random() * text.size));
   for (let i = 0; i < 20000; i++) index.lookup(addrs[i % addrs.length]);
   const times = new Float64Array(lookups);
@@ -117,7 +140,15 @@ async function measure(file, lookups, dumps) {
     peak_rss_growth_mb: mb(peakRss - rssBefore),
     index_mb: mb(inspected.index.byteLength),
     lookup_us: { p50: us(percentile(times, 50)), p95: us(percentile(times, 95)), p99: us(percentile(times, 99)) },
-    minidump: { bytes: dump.byteLength, runs: dumps, ms: { p50: us(percentile(dumpTimes, 50)), p95: us(percentile(dumpTimes, 95)), p99: us(percentile(dumpTimes, 99)) } },
+    minidump: {
+      bytes: dump.byteLength,
+      runs: dumps,
+      ms: {
+        p50: us(percentile(dumpTimes, 50)),
+        p95: us(percentile(dumpTimes, 95)),
+        p99: us(percentile(dumpTimes, 99)),
+      },
+    },
     synthetic_minidump: await measureSyntheticDump(Math.min(dumps, 500)),
   };
 }
@@ -131,15 +162,22 @@ async function syntheticDump() {
   const STACK = 48 * 1024;
   const FUNCS = 500;
   let seed = 7;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const modules = Array.from({ length: MODULES }, (_, m) => ({
-    base: 0x7f0000000000 + m * 0x1000000, size: 0x100000, name: `/usr/lib/libbench${m}.so`,
+    base: 0x7f0000000000 + m * 0x1000000,
+    size: 0x100000,
+    name: `/usr/lib/libbench${m}.so`,
     elf: { buildId: (m + 1).toString(16).padStart(8, '0').repeat(5) },
   }));
   const syms = modules.map((_, m) => {
-    const lines = [`MODULE Linux x86_64 ${(m + 1).toString(16).padStart(8, '0').repeat(4).toUpperCase()}0 libbench${m}.so`];
+    const lines = [
+      `MODULE Linux x86_64 ${(m + 1).toString(16).padStart(8, '0').repeat(4).toUpperCase()}0 libbench${m}.so`,
+    ];
     for (let f = 0; f < FUNCS; f++) lines.push(`FUNC ${(0x1000 + f * 0x100).toString(16)} 100 0 bench${m}_fn${f}`);
-    for (let f = 0; f < FUNCS; f++) lines.push(`STACK CFI INIT ${(0x1000 + f * 0x100).toString(16)} 100 .cfa: $rsp 16 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^`);
+    for (let f = 0; f < FUNCS; f++)
+      lines.push(
+        `STACK CFI INIT ${(0x1000 + f * 0x100).toString(16)} 100 .cfa: $rsp 16 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^`,
+      );
     return new TextEncoder().encode(`${lines.join('\n')}\n`);
   });
   const pc = () => {
@@ -157,14 +195,23 @@ async function syntheticDump() {
     }
     return { id: 100 + t, regs: { rip: pc(), rsp: start, rbp: start }, stack: { start, bytes } };
   });
-  const dump = writeMinidump({ arch: 'amd64', os: 'linux', osVersion: '6.1.0', threads, modules, exception: { threadId: 100, code: 11, flags: 1 } });
+  const dump = writeMinidump({
+    arch: 'amd64',
+    os: 'linux',
+    osVersion: '6.1.0',
+    threads,
+    modules,
+    exception: { threadId: 100, code: 11, flags: 1 },
+  });
   return { dump, syms };
 }
 
 async function measureSyntheticDump(dumps) {
   const { NativeIndex } = await import(path.join(root, 'dist/symbols/native/lookup-index.js'));
   const { breakpadIndex } = await import(path.join(root, 'dist/symbols/breakpad.js'));
-  const { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } = await import(path.join(root, 'dist/minidump/process.js'));
+  const { breakpadUnwindInfo, processMinidump, readBreakpadUnwind } = await import(
+    path.join(root, 'dist/minidump/process.js')
+  );
   const { dump, syms } = await syntheticDump();
   const cache = new Map();
   for (const sym of syms) {
@@ -185,7 +232,11 @@ async function measureSyntheticDump(dumps) {
   const cpu = process.cpuUsage(cpu0);
   times.sort();
   return {
-    bytes: dump.byteLength, modules: 40, threads: 20, frames, runs: dumps,
+    bytes: dump.byteLength,
+    modules: 40,
+    threads: 20,
+    frames,
+    runs: dumps,
     ms: { p50: us(percentile(times, 50)), p95: us(percentile(times, 95)), p99: us(percentile(times, 99)) },
     cpu_ms_per_dump: us((cpu.user + cpu.system) / 1000 / dumps),
   };
@@ -197,6 +248,19 @@ if (args.only === 'minidump') {
   console.log(JSON.stringify(await measure(args.measure, Number(args.lookups), Number(args.dumps))));
 } else {
   const file = await buildElf(args.cache, Number(args.units), Number(args.functions));
-  const out = execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--measure', file, '--lookups', args.lookups, '--dumps', args.dumps], { maxBuffer: 1 << 24 }).toString();
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--expose-gc',
+      fileURLToPath(import.meta.url),
+      '--measure',
+      file,
+      '--lookups',
+      args.lookups,
+      '--dumps',
+      args.dumps,
+    ],
+    { maxBuffer: 1 << 24 },
+  ).toString();
   console.log(JSON.stringify(JSON.parse(out), null, 1));
 }

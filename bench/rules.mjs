@@ -12,20 +12,39 @@ const rounds = Number(process.argv[2] ?? 10);
 const CALLS = 2_000_000;
 
 const inline = {
-  keepsEvent: (isCrash, n, p, random) => isCrash || n <= p.sample_keep_first || p.sample_rate >= 1 || (p.sample_rate > 0 && random() < p.sample_rate),
+  keepsEvent: (isCrash, n, p, random) =>
+    isCrash || n <= p.sample_keep_first || p.sample_rate >= 1 || (p.sample_rate > 0 && random() < p.sample_rate),
   sessionClass: (status, errors) =>
-    status === 'crashed' || status === 'unhandled' ? 'crashed' : status === 'errored' || status === 'abnormal' || errors > 0 ? 'errored' : 'ok',
-  regresses: (release, ts, resolvedAt, known) => (release !== '' ? !(known?.get(release) !== undefined && known.get(release) < resolvedAt) : ts > resolvedAt),
+    status === 'crashed' || status === 'unhandled'
+      ? 'crashed'
+      : status === 'errored' || status === 'abnormal' || errors > 0
+        ? 'errored'
+        : 'ok',
+  regresses: (release, ts, resolvedAt, known) =>
+    release !== '' ? !(known?.get(release) !== undefined && known.get(release) < resolvedAt) : ts > resolvedAt,
   snoozeEnded: (i, now) =>
     i.status === 'ignored' &&
-    (i.ignore_until !== null ? now >= i.ignore_until : i.ignore_count !== null ? i.event_count - (i.ignored_event_count ?? 0) >= i.ignore_count : false),
+    (i.ignore_until !== null
+      ? now >= i.ignore_until
+      : i.ignore_count !== null
+        ? i.event_count - (i.ignored_event_count ?? 0) >= i.ignore_count
+        : false),
 };
 const described = { keepsEvent, sessionClass, regresses, snoozeEnded };
 
 const project = { id: 1, sample_keep_first: 100, sample_rate: 0.5, daily_quota: 0 };
 const statuses = ['ok', 'exited', 'errored', 'crashed', 'unhandled', 'abnormal'];
 const known = new Map([['app@1', 10]]);
-const issue = { status: 'ignored', event_count: 50, users: 3, ignore_until: null, ignore_count: 100, ignore_users: null, ignored_event_count: 10, ignored_users: null };
+const issue = {
+  status: 'ignored',
+  event_count: 50,
+  users: 3,
+  ignore_until: null,
+  ignore_count: 100,
+  ignore_users: null,
+  ignored_event_count: 10,
+  ignored_users: null,
+};
 const random = Math.random;
 
 function cpu(fn) {
@@ -85,5 +104,9 @@ for (let r = 0; r < rounds; r++) {
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const per = (x) => ((x * 1e6) / (CALLS * 4)).toFixed(1);
-console.log(`rule calls, median CPU per call: inline ${per(median(ms.inline))} ns, described ${per(median(ms.described))} ns (ratio ${(median(ms.described) / median(ms.inline)).toFixed(2)})`);
-console.log(`planBatch of 1000 events and 200 session updates: median ${median(ms.plan).toFixed(2)} ms CPU (${((median(ms.plan) * 1000) / 1200).toFixed(2)} µs per item)`);
+console.log(
+  `rule calls, median CPU per call: inline ${per(median(ms.inline))} ns, described ${per(median(ms.described))} ns (ratio ${(median(ms.described) / median(ms.inline)).toFixed(2)})`,
+);
+console.log(
+  `planBatch of 1000 events and 200 session updates: median ${median(ms.plan).toFixed(2)} ms CPU (${((median(ms.plan) * 1000) / 1200).toFixed(2)} µs per item)`,
+);

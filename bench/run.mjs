@@ -106,7 +106,10 @@ const opts = {
   fingerprints: 200,
   sessionEvery: 10,
   alertChannels: num('alert-channels', 0),
-  alertKinds: argv['alert-kinds'].split(',').map((k) => k.trim()).filter(Boolean),
+  alertKinds: argv['alert-kinds']
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean),
   settleMs: smoke ? 500 : 1000,
 };
 const SPREAD_SECONDS = 6 * 24 * 3600;
@@ -172,7 +175,14 @@ async function startFaultline(databaseUrl, logFile, cpuProfDir, extraEnv = {}) {
   const port = await freePort();
   const env = { ...process.env };
   for (const k of ['API_KEYS', 'PUBLIC_URL', 'CORS_ORIGIN', 'RETENTION_DAYS']) delete env[k];
-  Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', NODE_ENV: 'production' });
+  Object.assign(env, {
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT: '0',
+    NODE_ENV: 'production',
+  });
   // The alert channels' receiver listens on 127.0.0.1.
   if (opts.alertChannels > 0) env.WEBHOOK_ALLOW_PRIVATE = 'true';
   Object.assign(env, extraEnv);
@@ -210,7 +220,8 @@ async function api(base, method, pathname, body) {
 
 async function createProject(base, slug) {
   const r = await api(base, 'POST', '/api/projects', { slug, name: `bench ${slug}`, platform: 'backend' });
-  if (r.status !== 201 || !r.json?.dsn) throw new Error(`POST /api/projects answered ${r.status} ${r.text.slice(0, 300)}`);
+  if (r.status !== 201 || !r.json?.dsn)
+    throw new Error(`POST /api/projects answered ${r.status} ${r.text.slice(0, 300)}`);
   const dsn = new URL(r.json.dsn);
   const id = Number(r.json.id ?? dsn.pathname.split('/').pop());
   return {
@@ -236,10 +247,11 @@ async function startSlowReceiver(delayMs) {
   return {
     url: `http://127.0.0.1:${server.address().port}/hook`,
     received: () => received,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(resolve);
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
   };
 }
 
@@ -260,7 +272,10 @@ async function startSlowSmtp(delayMs) {
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    env: { SMTP_URL: `smtp://127.0.0.1:${server.server.address().port}/?tls.rejectUnauthorized=false`, SMTP_FROM: 'bench@faultline.test' },
+    env: {
+      SMTP_URL: `smtp://127.0.0.1:${server.server.address().port}/?tls.rejectUnauthorized=false`,
+      SMTP_FROM: 'bench@faultline.test',
+    },
     received: () => received,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
@@ -310,7 +325,10 @@ function usageBetween(u0, u1, seconds, events) {
     ...(db ? { database_cpu_cores: round((u1.db.cpu - u0.db.cpu) / seconds) } : {}),
     ...(written === null
       ? {}
-      : { storage_writes_mb_per_s: round(written / 2 ** 20 / seconds, 1), ...(events ? { storage_writes_kb_per_event: round(written / 1024 / events, 1) } : {}) }),
+      : {
+          storage_writes_mb_per_s: round(written / 2 ** 20 / seconds, 1),
+          ...(events ? { storage_writes_kb_per_event: round(written / 1024 / events, 1) } : {}),
+        }),
   };
 }
 
@@ -337,7 +355,11 @@ async function settle(counter, projectId, sinceMs, settleMs) {
  * are committed. Processed events/s = committed events / wall time from the first
  * request until the last of them is committed (read from the database).
  */
-async function ingestPhase(ctx, project, { generator, duration, events, fingerprints, spreadSeconds = 0, connections }) {
+async function ingestPhase(
+  ctx,
+  project,
+  { generator, duration, events, fingerprints, spreadSeconds = 0, connections },
+) {
   const { counter, server } = ctx;
   const before = await counter.all(project.id);
   ctx.sampler.mark();
@@ -442,7 +464,12 @@ async function fixedRatePhase(target, ingestPath, { ctxSampler, kind } = {}) {
     statuses: r.statuses,
     first_error: r.first_error,
     latency_ms: r.latency_ms,
-    ...(ctxSampler ? { ...usageBetween(usage0, usage1, r.seconds + opts.rateWarmup), server_peak_rss_mb: round(ctxSampler.mark() / 2 ** 20, 1) } : {}),
+    ...(ctxSampler
+      ? {
+          ...usageBetween(usage0, usage1, r.seconds + opts.rateWarmup),
+          server_peak_rss_mb: round(ctxSampler.mark() / 2 ** 20, 1),
+        }
+      : {}),
   };
 }
 
@@ -476,7 +503,8 @@ async function backlogPhase(ctx) {
     }
     if (seen.issues === null) {
       const i = await api(ctx.server.url, 'GET', `/api/projects/${project.slug}/issues?limit=500`);
-      const sum = i.status === 200 ? (i.json?.issues ?? []).reduce((s, x) => s + (x.event_count ?? 0), 0) : `status ${i.status}`;
+      const sum =
+        i.status === 200 ? (i.json?.issues ?? []).reduce((s, x) => s + (x.event_count ?? 0), 0) : `status ${i.status}`;
       last.issues = sum;
       if (i.status === 200 && sum >= n) seen.issues = performance.now();
     }
@@ -495,8 +523,10 @@ async function backlogPhase(ctx) {
     issues_lag_after_last_ack_s: lag(seen.issues),
     last_seen_totals: last,
   };
-  if (seen.overview === null) warn(`backlog: overview never showed ${n} events (last: ${JSON.stringify(last.overview)})`);
-  if (seen.issues === null) warn(`backlog: issues list never summed to ${n} events (last: ${JSON.stringify(last.issues)})`);
+  if (seen.overview === null)
+    warn(`backlog: overview never showed ${n} events (last: ${JSON.stringify(last.overview)})`);
+  if (seen.issues === null)
+    warn(`backlog: issues list never summed to ${n} events (last: ${JSON.stringify(last.issues)})`);
   return out;
 }
 
@@ -535,7 +565,9 @@ async function queryPhase(ctx, generator) {
   });
   const counts = await ctx.counter.all(project.id);
   if (await ctx.counter.vacuumIfAutovacuumOff()) {
-    note('query: the PostgreSQL server runs with autovacuum off; the harness ran VACUUM ANALYZE after loading, as autovacuum would have');
+    note(
+      'query: the PostgreSQL server runs with autovacuum off; the harness ran VACUUM ANALYZE after loading, as autovacuum would have',
+    );
   }
   const base = ctx.server.url;
   const slug = project.slug;
@@ -547,7 +579,10 @@ async function queryPhase(ctx, generator) {
     ['issues list', () => `/api/projects/${slug}/issues`],
     ['issue detail', (i) => `/api/projects/${slug}/issues/${fps[i % Math.max(1, fps.length)] ?? 'none'}`],
     ['events page', () => `/api/projects/${slug}/events`],
-    ['events, tag filter (customer: ~0.01%)', (i) => `/api/projects/${slug}/events?tag.customer=c${(i * 37) % opts.queryIssues}`],
+    [
+      'events, tag filter (customer: ~0.01%)',
+      (i) => `/api/projects/${slug}/events?tag.customer=c${(i * 37) % opts.queryIssues}`,
+    ],
     ['events, tag filter (region: ~25%)', () => `/api/projects/${slug}/events?tag.region=eu-west-1`],
     ['releases list', () => `/api/projects/${slug}/releases`],
     ['release detail', () => `/api/projects/${slug}/releases/${release}`],
@@ -581,7 +616,9 @@ const f = (x, unit = '') => (x === null || x === undefined ? 'n/a' : `${x}${unit
 const lat = (l) => (l ? `${f(l.p50)} / ${f(l.p95)} / ${f(l.p99)}` : 'n/a');
 /** The server's and the local PostgreSQL's storage writes of a phase: MB/s, and KB per event where counted. */
 const storage = (phase) =>
-  phase?.storage_writes_mb_per_s === undefined ? 'n/a' : `${phase.storage_writes_mb_per_s}${phase.storage_writes_kb_per_event === undefined ? '' : `, ${phase.storage_writes_kb_per_event}`}`;
+  phase?.storage_writes_mb_per_s === undefined
+    ? 'n/a'
+    : `${phase.storage_writes_mb_per_s}${phase.storage_writes_kb_per_event === undefined ? '' : `, ${phase.storage_writes_kb_per_event}`}`;
 
 function printSummary(result) {
   const dbs = Object.keys(result.databases);
@@ -598,16 +635,22 @@ function printSummary(result) {
   row(`latency at ${opts.rate} events/s p50/p95/p99 ms`, (d) => lat(d.fixed_rate?.latency_ms));
   row(`  baseline at ${opts.rate} events/s`, () => lat(b?.fixed_rate?.latency_ms));
   row('server CPU at saturation (cores)', (d) => f(d.saturation?.server_cpu_cores));
-  row('  database server CPU (cores, local PostgreSQL)', (d) => (d.saturation?.database_cpu_cores === undefined ? 'n/a' : f(d.saturation.database_cpu_cores)));
+  row('  database server CPU (cores, local PostgreSQL)', (d) =>
+    d.saturation?.database_cpu_cores === undefined ? 'n/a' : f(d.saturation.database_cpu_cores),
+  );
   row('  load generator CPU (cores)', (d) => f(d.saturation?.generator_cpu_cores));
   row('storage writes at saturation MB/s, KB per event', (d) => storage(d.saturation));
   row(`storage writes at ${opts.rate} events/s MB/s`, (d) => storage(d.fixed_rate));
   row('server peak RSS under load MB', (d) => f(d.peak_rss_under_load_mb));
   row('server peak RSS whole run (VmHWM) MB', (d) => f(d.peak_rss_run_mb));
   row(`backlog ${opts.backlog} events: issues / overview visible s`, (d) =>
-    d.backlog ? `${f(d.backlog.issues_visible_after_s)} / ${f(d.backlog.overview_visible_after_s)} (sent in ${d.backlog.send_seconds})` : 'n/a',
+    d.backlog
+      ? `${f(d.backlog.issues_visible_after_s)} / ${f(d.backlog.overview_visible_after_s)} (sent in ${d.backlog.send_seconds})`
+      : 'n/a',
   );
-  row(`query set: events loaded, load events/s`, (d) => (d.query ? `${d.query.events_loaded}, ${d.query.load.processed_events_per_s}/s` : 'n/a'));
+  row(`query set: events loaded, load events/s`, (d) =>
+    d.query ? `${d.query.events_loaded}, ${d.query.load.processed_events_per_s}/s` : 'n/a',
+  );
   row('query set: database size MB', (d) => (d.query ? round(d.query.database_bytes / 2 ** 20, 0) : 'n/a'));
   for (const name of result.databases[dbs[0]]?.query?.latency.map((l) => l.name) ?? []) {
     row(`  ${name} p50/p95 ms`, (d) => {
@@ -642,14 +685,23 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     if (opts.alertChannels > 0) {
       alertReceiver = await startSlowReceiver(2000);
       await addAlertChannels(server.url, project, alertReceiver, opts.alertChannels);
-      log(`  ${opts.alertChannels} channels (${opts.alertKinds.join(', ')}) on the project (receivers answering after 2 s), cooldowns 0`);
+      log(
+        `  ${opts.alertChannels} channels (${opts.alertKinds.join(', ')}) on the project (receivers answering after 2 s), cooldowns 0`,
+      );
     }
 
     if (opts.warmupSeconds > 0) {
       log(`  warm-up ${opts.warmupSeconds} s`);
-      await ingestPhase(ctx, project, { generator, duration: opts.warmupSeconds, fingerprints: opts.fingerprints, connections: opts.connections });
+      await ingestPhase(ctx, project, {
+        generator,
+        duration: opts.warmupSeconds,
+        fingerprints: opts.fingerprints,
+        connections: opts.connections,
+      });
     }
-    log(`  saturation: ${opts.saturationEvents ? `${opts.saturationEvents} events` : `${opts.duration} s`}, ${generator}, ${opts.connections} connections`);
+    log(
+      `  saturation: ${opts.saturationEvents ? `${opts.saturationEvents} events` : `${opts.duration} s`}, ${generator}, ${opts.connections} connections`,
+    );
     out.saturation = await ingestPhase(ctx, project, {
       generator,
       duration: opts.duration,
@@ -657,36 +709,58 @@ async function benchDatabase(kind, generator, baseline, runDir) {
       fingerprints: opts.fingerprints,
       connections: opts.connections,
     });
-    log(`    ${out.saturation.accepted_requests_per_s} requests/s accepted, ${out.saturation.processed_events_per_s} events/s processed`);
+    log(
+      `    ${out.saturation.accepted_requests_per_s} requests/s accepted, ${out.saturation.processed_events_per_s} events/s processed`,
+    );
     if (out.saturation.processed_events === 0) warn('saturation: no event was processed');
     if (httpErrors(out.saturation.statuses) > 0)
-      warn(`saturation: requests answered with errors ${JSON.stringify(out.saturation.statuses)} ${out.saturation.first_error ?? ''}`);
-    else if (out.saturation.requests_failed > 0) note(`saturation: ${out.saturation.requests_failed} requests not answered ${JSON.stringify(out.saturation.statuses)}`);
+      warn(
+        `saturation: requests answered with errors ${JSON.stringify(out.saturation.statuses)} ${out.saturation.first_error ?? ''}`,
+      );
+    else if (out.saturation.requests_failed > 0)
+      note(
+        `saturation: ${out.saturation.requests_failed} requests not answered ${JSON.stringify(out.saturation.statuses)}`,
+      );
     if (baseline?.saturation) {
-      out.ratio_accepted = round(out.saturation.accepted_requests_per_s / baseline.saturation.accepted_requests_per_s, 3);
-      const baselineEvents = (baseline.saturation.accepted_requests_per_s * (opts.sessionEvery - 1)) / opts.sessionEvery;
+      out.ratio_accepted = round(
+        out.saturation.accepted_requests_per_s / baseline.saturation.accepted_requests_per_s,
+        3,
+      );
+      const baselineEvents =
+        (baseline.saturation.accepted_requests_per_s * (opts.sessionEvery - 1)) / opts.sessionEvery;
       out.ratio_processed = round(out.saturation.processed_events_per_s / baselineEvents, 3);
     }
 
     log(`  fixed rate: ${opts.rate} events/s for ${opts.rateDuration} s`);
     out.fixed_rate = await fixedRatePhase(server, project.ingestPath, { ctxSampler: ctx.sampler, kind });
     log(`    p50/p95/p99 ${lat(out.fixed_rate.latency_ms)} ms at ${out.fixed_rate.achieved_requests_per_s} requests/s`);
-    if (out.fixed_rate.overloaded) note(`fixed rate: the server fell more than 5 s behind ${opts.rate} events/s; the run stopped early`);
+    if (out.fixed_rate.overloaded)
+      note(`fixed rate: the server fell more than 5 s behind ${opts.rate} events/s; the run stopped early`);
     // Requests abandoned by the generator may still be committing; let them finish before the next phase.
     await settle(counter, project.id, performance.now(), opts.settleMs);
     if (httpErrors(out.fixed_rate.statuses) > 0)
-      warn(`fixed rate: requests answered with errors ${JSON.stringify(out.fixed_rate.statuses)} ${out.fixed_rate.first_error ?? ''}`);
-    else if (out.fixed_rate.requests_failed > 0) note(`fixed rate: ${out.fixed_rate.requests_failed} requests not answered ${JSON.stringify(out.fixed_rate.statuses)}`);
+      warn(
+        `fixed rate: requests answered with errors ${JSON.stringify(out.fixed_rate.statuses)} ${out.fixed_rate.first_error ?? ''}`,
+      );
+    else if (out.fixed_rate.requests_failed > 0)
+      note(
+        `fixed rate: ${out.fixed_rate.requests_failed} requests not answered ${JSON.stringify(out.fixed_rate.statuses)}`,
+      );
     out.peak_rss_under_load_mb = Math.max(out.saturation.server_peak_rss_mb, out.fixed_rate.server_peak_rss_mb);
 
     log(`  backlog: ${opts.backlog} events, then poll the read API`);
     out.backlog = await backlogPhase(ctx);
-    log(`    issues visible after ${out.backlog.issues_visible_after_s} s, overview after ${out.backlog.overview_visible_after_s} s (sent in ${out.backlog.send_seconds} s)`);
+    log(
+      `    issues visible after ${out.backlog.issues_visible_after_s} s, overview after ${out.backlog.overview_visible_after_s} s (sent in ${out.backlog.send_seconds} s)`,
+    );
 
     if (opts.queryEvents > 0) {
       out.query = await queryPhase(ctx, generator);
-      log(`    loaded ${out.query.events_loaded} events at ${out.query.load.processed_events_per_s}/s; database ${round(out.query.database_bytes / 2 ** 20, 0)} MB`);
-      for (const l of out.query.latency) log(`    ${l.name}: p50 ${l.p50_ms} ms, p95 ${l.p95_ms} ms${l.problem ? ` (${l.problem})` : ''}`);
+      log(
+        `    loaded ${out.query.events_loaded} events at ${out.query.load.processed_events_per_s}/s; database ${round(out.query.database_bytes / 2 ** 20, 0)} MB`,
+      );
+      for (const l of out.query.latency)
+        log(`    ${l.name}: p50 ${l.p50_ms} ms, p95 ${l.p95_ms} ms${l.problem ? ` (${l.problem})` : ''}`);
     }
     out.peak_rss_run_mb = round((ctx.sampler.now().hwm ?? 0) / 2 ** 20, 1);
     if (alertReceiver) {
@@ -694,7 +768,9 @@ async function benchDatabase(kind, generator, baseline, runDir) {
       out.alert_kinds = opts.alertKinds;
       out.alert_requests_received = alertReceiver.received();
       if (smtp) out.alert_emails_received = smtp.received();
-      log(`    alert receiver got ${out.alert_requests_received} requests${smtp ? `, the SMTP server ${out.alert_emails_received} messages` : ''}`);
+      log(
+        `    alert receiver got ${out.alert_requests_received} requests${smtp ? `, the SMTP server ${out.alert_emails_received} messages` : ''}`,
+      );
     }
   } finally {
     ctx?.sampler.stop();
@@ -702,7 +778,8 @@ async function benchDatabase(kind, generator, baseline, runDir) {
     await smtp?.close();
     await counter?.close().catch(() => {});
     if (server) await server.proc.stop();
-    if (!argv['keep-data']) await database.drop().catch((err) => log(`  ! could not drop the ${kind} database: ${err.message}`));
+    if (!argv['keep-data'])
+      await database.drop().catch((err) => log(`  ! could not drop the ${kind} database: ${err.message}`));
     else log(`  kept ${database.url}`);
   }
   return out;
@@ -713,7 +790,8 @@ async function runBaseline(generator, runDir) {
   const b = await startBaseline(path.join(runDir, 'baseline.log'));
   const s = sampler(b.pid);
   try {
-    const path_ = '/api/1/envelope/?sentry_version=7&sentry_key=baseline&sentry_client=sentry.javascript.node%2F11.12.0';
+    const path_ =
+      '/api/1/envelope/?sentry_version=7&sentry_key=baseline&sentry_client=sentry.javascript.node%2F11.12.0';
     const load = startLoad({
       generator,
       mode: 'closed',
@@ -787,15 +865,23 @@ async function profileRun(runDir, generator, kind) {
       await addAlertChannels(server.url, project, alertReceiver, opts.alertChannels);
       log(`  ${opts.alertChannels} channels (${opts.alertKinds.join(', ')}) on the project, cooldowns 0`);
     }
-    sat = await ingestPhase(ctx, project, { generator, duration: opts.profileDuration, fingerprints: opts.fingerprints, connections: opts.connections });
+    sat = await ingestPhase(ctx, project, {
+      generator,
+      duration: opts.profileDuration,
+      fingerprints: opts.fingerprints,
+      connections: opts.connections,
+    });
     ctx.sampler.stop();
-    log(`  ${sat.accepted_requests_per_s} requests/s accepted, ${sat.processed_events_per_s} events/s processed (profiler on)`);
+    log(
+      `  ${sat.accepted_requests_per_s} requests/s accepted, ${sat.processed_events_per_s} events/s processed (profiler on)`,
+    );
   } finally {
     await counter?.close().catch(() => {});
     const exit = server ? await server.proc.stop('SIGTERM', 60_000) : null;
     await alertReceiver?.close();
     await smtp?.close();
-    if (exit && exit.code !== 0) log(`  ! server exited with ${JSON.stringify(exit)}; the profile is written only on a clean exit`);
+    if (exit && exit.code !== 0)
+      log(`  ! server exited with ${JSON.stringify(exit)}; the profile is written only on a clean exit`);
     if (!argv['keep-data']) await database.drop().catch(() => {});
   }
   // One file per thread: the main thread, then any worker threads the server started.
@@ -803,20 +889,38 @@ async function profileRun(runDir, generator, kind) {
     .readdirSync(profDir)
     .filter((x) => x.endsWith('.cpuprofile'))
     .sort();
-  if (files.length === 0) throw new Error(`no .cpuprofile in ${profDir}: the server did not exit cleanly on SIGTERM (try --entry edition)`);
+  if (files.length === 0)
+    throw new Error(`no .cpuprofile in ${profDir}: the server did not exit cleanly on SIGTERM (try --entry edition)`);
   const threads = [];
   for (const [i, name] of files.entries()) {
     const file = path.join(profDir, name);
     const summary = summarizeProfile(file, i === 0 ? 30 : 12);
     threads.push({ file: path.relative(root, file), thread: i === 0 ? 'main' : `worker ${i}`, summary });
-    log(`\n${i === 0 ? 'main thread' : `worker thread ${i}`}: ${path.relative(root, file)}: ${summary.busyMs} ms busy, ${summary.idlePct}% idle`);
+    log(
+      `\n${i === 0 ? 'main thread' : `worker thread ${i}`}: ${path.relative(root, file)}: ${summary.busyMs} ms busy, ${summary.idlePct}% idle`,
+    );
     log('self time by function (% of busy time):');
-    log(table(summary.functions.map((x) => [`${x.pct}%`, x.selfMs, x.name, x.file]), ['%', 'ms', 'function', 'where']));
+    log(
+      table(
+        summary.functions.map((x) => [`${x.pct}%`, x.selfMs, x.name, x.file]),
+        ['%', 'ms', 'function', 'where'],
+      ),
+    );
     if (i === 0) {
       log('\nself time by package / file group:');
-      log(table(summary.packages.map((x) => [`${x.pct}%`, x.selfMs, x.package]), ['%', 'ms', 'package']));
+      log(
+        table(
+          summary.packages.map((x) => [`${x.pct}%`, x.selfMs, x.package]),
+          ['%', 'ms', 'package'],
+        ),
+      );
       log('\nby faultline function, including the library and runtime code it calls:');
-      log(table(summary.owners.map((x) => [`${x.pct}%`, x.ms, x.owner]), ['%', 'ms', 'function']));
+      log(
+        table(
+          summary.owners.map((x) => [`${x.pct}%`, x.ms, x.owner]),
+          ['%', 'ms', 'function'],
+        ),
+      );
     }
   }
   return { saturation: sat, threads };
@@ -834,8 +938,11 @@ async function main() {
   let generator = argv.generator;
   if (generator === 'auto') generator = wrk ? 'wrk' : 'node';
   if (generator === 'wrk' && !wrk) throw new Error('--generator wrk: wrk is not installed (apt-get install wrk)');
-  const dbs = argv.db ? argv.db.split(',').map((s) => s.trim()) : ['sqlite', ...(postgresBaseUrl() ? ['postgres'] : [])];
-  for (const d of dbs) if (!['sqlite', 'postgres'].includes(d)) throw new Error(`--db: unknown database ${d} (sqlite, postgres)`);
+  const dbs = argv.db
+    ? argv.db.split(',').map((s) => s.trim())
+    : ['sqlite', ...(postgresBaseUrl() ? ['postgres'] : [])];
+  for (const d of dbs)
+    if (!['sqlite', 'postgres'].includes(d)) throw new Error(`--db: unknown database ${d} (sqlite, postgres)`);
 
   const result = {
     kind: smoke ? 'smoke' : argv.profile ? 'profile' : 'full',
@@ -846,8 +953,12 @@ async function main() {
     baseline: null,
     databases: {},
   };
-  log(`faultline benchmark (${result.kind}); generator for closed-loop phases: ${generator}${wrk ? ` (wrk ${wrk})` : ' (wrk not installed)'}`);
-  log(`machine: ${result.machine.nproc} cores (${result.machine.cpu_model}), node ${process.version}; results in ${path.relative(root, runDir)}`);
+  log(
+    `faultline benchmark (${result.kind}); generator for closed-loop phases: ${generator}${wrk ? ` (wrk ${wrk})` : ' (wrk not installed)'}`,
+  );
+  log(
+    `machine: ${result.machine.nproc} cores (${result.machine.cpu_model}), node ${process.version}; results in ${path.relative(root, runDir)}`,
+  );
 
   if (argv.profile) {
     result.profile = await profileRun(runDir, generator, dbs[0]);

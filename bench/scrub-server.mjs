@@ -24,19 +24,34 @@ const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const key = 'scrub-bench-key-0123456789';
 const server = startProcess(process.execPath, [path.join(root, 'dist/cli/main.js'), 'serve'], {
-  env: { ...process.env, DATABASE_URL: `sqlite:${path.join(dir, 'faultline.db')}`, PORT: String(port), HOST: '127.0.0.1', API_KEYS: key, RATE_LIMIT: '0', LOG_LEVEL: 'warn' },
+  env: {
+    ...process.env,
+    DATABASE_URL: `sqlite:${path.join(dir, 'faultline.db')}`,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    API_KEYS: key,
+    RATE_LIMIT: '0',
+    LOG_LEVEL: 'warn',
+  },
   logFile: path.join(dir, 'server.log'),
   cwd: root,
 });
 try {
   await waitForHealth(base, server);
   const create = async (body) => {
-    const r = await fetch(`${base}/api/projects`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${base}/api/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (r.status !== 201) throw new Error(`project: ${r.status} ${await r.text()}`);
     return r.json();
   };
   const off = await create({ slug: 'scrub-off', scrub_defaults: false });
-  const on = await create({ slug: 'scrub-on', scrub_fields: Array.from({ length: 20 }, (_, i) => `custom_field_${i}`) });
+  const on = await create({
+    slug: 'scrub-on',
+    scrub_fields: Array.from({ length: 20 }, (_, i) => `custom_field_${i}`),
+  });
   const phase = async (project, n) => {
     const dsnKey = new URL(project.dsn).username;
     const before = procStats(server.pid).cpu;

@@ -15,10 +15,27 @@ import { buildTemplates, createFiller, EXCEPTION_TYPES, RELEASES } from './lib/p
 const rounds = Number(process.argv[2] ?? 12);
 const PER_ROUND = 4000;
 
-const base = { id: 1, slug: 'b', name: 'b', platform: 'backend', dsn_key: 'k', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: 0, storage_budget_mb: 0 };
+const base = {
+  id: 1,
+  slug: 'b',
+  name: 'b',
+  platform: 'backend',
+  dsn_key: 'k',
+  sample_keep_first: 100,
+  sample_rate: 1,
+  daily_quota: 0,
+  created_at: 0,
+  storage_budget_mb: 0,
+};
 const off = { ...base, scrub_defaults: 0, scrub_ip_addresses: 0, scrub_fields: '[]', safe_fields: '[]' };
 const custom = Array.from({ length: 20 }, (_, i) => `custom_field_${i}`);
-const on = { ...base, scrub_defaults: 1, scrub_ip_addresses: 0, scrub_fields: JSON.stringify(custom), safe_fields: '[]' };
+const on = {
+  ...base,
+  scrub_defaults: 1,
+  scrub_ip_addresses: 0,
+  scrub_fields: JSON.stringify(custom),
+  safe_fields: '[]',
+};
 
 const templates = { ...buildTemplates(), types: EXCEPTION_TYPES, releases: RELEASES };
 const filler = createFiller({ templates, prefix: '0123456789abcdef', fingerprints: 500, sessionEvery: 0 });
@@ -32,7 +49,11 @@ function run(project, from = 0, to = bodies.length) {
   for (let i = from; i < to; i++) {
     const body = bodies[i];
     const envelope = parseEnvelope(body);
-    const { work } = buildWork(project, { kind: 'envelope', envelope }, { receivedAt: Date.now(), clientIp: '10.0.0.1', md5Hex: nodeIngestRuntime.md5Hex });
+    const { work } = buildWork(
+      project,
+      { kind: 'envelope', envelope },
+      { receivedAt: Date.now(), clientIp: '10.0.0.1', md5Hex: nodeIngestRuntime.md5Hex },
+    );
     events += work.events.length;
   }
   const used = process.cpuUsage(start);
@@ -67,7 +88,11 @@ for (let r = 0; r < rounds; r++) {
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const scrubbed = (() => {
   const envelope = parseEnvelope(bodies[0]);
-  const { work } = buildWork(on, { kind: 'envelope', envelope }, { receivedAt: Date.now(), clientIp: null, md5Hex: nodeIngestRuntime.md5Hex });
+  const { work } = buildWork(
+    on,
+    { kind: 'envelope', envelope },
+    { receivedAt: Date.now(), clientIp: null, md5Hex: nodeIngestRuntime.md5Hex },
+  );
   return new TextDecoder().decode(work.events[0].raw).includes('_scrubbed');
 })();
 console.log(

@@ -42,14 +42,18 @@ if (!fs.existsSync(CLI)) {
 }
 // Part 1 needs full collections between measurements.
 if (typeof globalThis.gc !== 'function') {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=4096', ...process.argv.slice(1)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=4096', ...process.argv.slice(1)], {
+    stdio: 'inherit',
+  });
   process.exit(r.status ?? 1);
 }
 
 const SERVER_ONLY = process.argv.includes('--server-only');
 const { parseSourceMap, LoadedSourceMap } = await import('../dist/symbols/sourcemap.js');
 // The limits (a build from before them has none: the same sizes then, for comparison).
-const { SOURCE_MAP_LIMITS } = await import('../dist/symbols/sourcemap-index.js').catch(() => ({ SOURCE_MAP_LIMITS: { maxSegments: 10_000_000, maxLines: 2_000_000 } }));
+const { SOURCE_MAP_LIMITS } = await import('../dist/symbols/sourcemap-index.js').catch(() => ({
+  SOURCE_MAP_LIMITS: { maxSegments: 10_000_000, maxLines: 2_000_000 },
+}));
 
 const scale = QUICK ? 0.1 : 1;
 
@@ -115,7 +119,14 @@ function measureLoaded(label, bytes) {
   const charged = loaded.memoryBytes;
   loaded.lookup(1, 1);
   loaded = null;
-  return { label, fileMB: round(bytes.length / MB, 1), parseMs: round(parseMs, 0), heldMB: round((after - before) / MB, 1), chargedMB: round(charged / MB, 1), ratio: round(charged / (after - before), 2) };
+  return {
+    label,
+    fileMB: round(bytes.length / MB, 1),
+    parseMs: round(parseMs, 0),
+    heldMB: round((after - before) / MB, 1),
+    chargedMB: round(charged / MB, 1),
+    ratio: round(charged / (after - before), 2),
+  };
 }
 
 function measureTraceMapping(label, bytes) {
@@ -126,11 +137,24 @@ function measureTraceMapping(label, bytes) {
   const parseMs = performance.now() - t0;
   const after = held();
   map = null;
-  return { label, fileMB: round(bytes.length / MB, 1), parseMs: round(parseMs, 0), heldMB: round((after - before) / MB, 1), chargedMB: round((bytes.length * 3 + 4096) / MB, 1), ratio: null };
+  return {
+    label,
+    fileMB: round(bytes.length / MB, 1),
+    parseMs: round(parseMs, 0),
+    heldMB: round((after - before) / MB, 1),
+    chargedMB: round((bytes.length * 3 + 4096) / MB, 1),
+    ratio: null,
+  };
 }
 
-console.log(`node ${process.version}, ${os.cpus().length} CPUs, heap limit ${round(v8.getHeapStatistics().heap_size_limit / MB, 0)} MB${QUICK ? ', --quick' : ''}`);
-const realistic = { segments: Math.round(2_000_000 * scale), lines: Math.round(5_000 * scale), contentBytes: Math.round(40 * MB * scale) };
+console.log(
+  `node ${process.version}, ${os.cpus().length} CPUs, heap limit ${round(v8.getHeapStatistics().heap_size_limit / MB, 0)} MB${QUICK ? ', --quick' : ''}`,
+);
+const realistic = {
+  segments: Math.round(2_000_000 * scale),
+  lines: Math.round(5_000 * scale),
+  contentBytes: Math.round(40 * MB * scale),
+};
 const largest = {
   segments: Math.round(SOURCE_MAP_LIMITS.maxSegments * scale),
   lines: Math.round((SOURCE_MAP_LIMITS.maxLines - 10_000) * scale),
@@ -141,8 +165,20 @@ const largest = {
 const shapes = [
   ['realistic (2 M segments, 40 MB sourcesContent)', realistic],
   ['no sourcesContent, 2 M segments', { ...realistic, contentBytes: 0, files: 2000 }],
-  ['degenerate: 10 M segments on one line', { segments: Math.round(SOURCE_MAP_LIMITS.maxSegments * scale), lines: 1, contentBytes: 0, files: 1, names: 1 }],
-  ['500 000 names, 1 M segments', { segments: Math.round(1_000_000 * scale), lines: 2000, contentBytes: 0, files: 100, names: Math.round(500_000 * scale) }],
+  [
+    'degenerate: 10 M segments on one line',
+    { segments: Math.round(SOURCE_MAP_LIMITS.maxSegments * scale), lines: 1, contentBytes: 0, files: 1, names: 1 },
+  ],
+  [
+    '500 000 names, 1 M segments',
+    {
+      segments: Math.round(1_000_000 * scale),
+      lines: 2000,
+      contentBytes: 0,
+      files: 100,
+      names: Math.round(500_000 * scale),
+    },
+  ],
 ];
 const rows = [];
 for (const [label, shape] of SERVER_ONLY ? [] : shapes) {
@@ -171,13 +207,30 @@ async function serverRun(label, bytes) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-bench-sm-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = { ...process.env, DATABASE_URL: `sqlite:${path.join(dir, 'f.db')}`, PORT: String(port), HOST: '127.0.0.1', RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
+  const env = {
+    ...process.env,
+    DATABASE_URL: `sqlite:${path.join(dir, 'f.db')}`,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    RATE_LIMIT: '0',
+    LOG_LEVEL: 'warn',
+  };
   delete env.API_KEYS;
   // As `npm start` runs it.
-  const server = startProcess(process.execPath, ['--max-old-space-size=1536', CLI, 'serve'], { env: { ...env, MALLOC_MMAP_THRESHOLD_: '131072' }, logFile: path.join(dir, 'server.log'), cwd: ROOT });
+  const server = startProcess(process.execPath, ['--max-old-space-size=1536', CLI, 'serve'], {
+    env: { ...env, MALLOC_MMAP_THRESHOLD_: '131072' },
+    logFile: path.join(dir, 'server.log'),
+    cwd: ROOT,
+  });
   try {
     await waitForHealth(url, server);
-    const created = await (await fetch(`${url}/api/projects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'bench' }) })).json();
+    const created = await (
+      await fetch(`${url}/api/projects`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slug: 'bench' }),
+      })
+    ).json();
     const key = new URL(created.dsn).username;
     const idleRss = procStats(server.pid).rss;
     // The control: /health on the idle server for 3 s (the machine's own noise).
@@ -200,10 +253,29 @@ async function serverRun(label, bytes) {
     let peak = 0;
     const rssTimer = setInterval(() => (peak = Math.max(peak, procStats(server.pid)?.rss ?? 0)), 50);
     const id = randomBytes(16).toString('hex');
-    const frames = [{ abs_path: 'https://cdn.example.com/app.min.js', filename: 'https://cdn.example.com/app.min.js', function: 'o', lineno: 3, colno: 40, in_app: true }];
-    const event = { event_id: id, platform: 'javascript', level: 'error', release: '1.0', timestamp: Date.now() / 1000, exception: { values: [{ type: 'Error', value: 'boom', stacktrace: { frames } }] } };
+    const frames = [
+      {
+        abs_path: 'https://cdn.example.com/app.min.js',
+        filename: 'https://cdn.example.com/app.min.js',
+        function: 'o',
+        lineno: 3,
+        colno: 40,
+        in_app: true,
+      },
+    ];
+    const event = {
+      event_id: id,
+      platform: 'javascript',
+      level: 'error',
+      release: '1.0',
+      timestamp: Date.now() / 1000,
+      exception: { values: [{ type: 'Error', value: 'boom', stacktrace: { frames } }] },
+    };
     const t0 = performance.now();
-    const res = await fetch(`${url}/api/${created.id}/envelope/?sentry_key=${key}`, { method: 'POST', body: `{"event_id":"${id}"}\n{"type":"event"}\n${JSON.stringify(event)}\n` });
+    const res = await fetch(`${url}/api/${created.id}/envelope/?sentry_key=${key}`, {
+      method: 'POST',
+      body: `{"event_id":"${id}"}\n{"type":"event"}\n${JSON.stringify(event)}\n`,
+    });
     await res.arrayBuffer();
     const ingestMs = performance.now() - t0;
     let symbolicatedMs = null;

@@ -51,8 +51,14 @@ function* proguardLines(bytes) {
     lines.push(`    java.lang.String title -> a`);
     for (let m = 0; m < 12; m++) {
       const start = m * 10 + 1;
-      lines.push(`    ${start}:${start + 9}:void handleEvent${m}(int,java.lang.String):${100 + m * 20}:${109 + m * 20} -> ${String.fromCharCode(97 + (m % 26))}`);
-      if (m % 4 === 0) lines.push(`    ${start + 500}:${start + 500}:void helper${m}():${300 + m}:${300 + m} -> ${String.fromCharCode(97 + (m % 26))}`, `    ${start + 500}:${start + 500}:void handleEvent${m}(int,java.lang.String):${105 + m * 20} -> ${String.fromCharCode(97 + (m % 26))}`);
+      lines.push(
+        `    ${start}:${start + 9}:void handleEvent${m}(int,java.lang.String):${100 + m * 20}:${109 + m * 20} -> ${String.fromCharCode(97 + (m % 26))}`,
+      );
+      if (m % 4 === 0)
+        lines.push(
+          `    ${start + 500}:${start + 500}:void helper${m}():${300 + m}:${300 + m} -> ${String.fromCharCode(97 + (m % 26))}`,
+          `    ${start + 500}:${start + 500}:void handleEvent${m}(int,java.lang.String):${105 + m * 20} -> ${String.fromCharCode(97 + (m % 26))}`,
+        );
     }
     const text = lines.join('\n') + '\n';
     size += text.length;
@@ -86,7 +92,10 @@ function sourceMap(bytes) {
   let prevName = 0;
   for (let s = 0; size < bytes; s++) {
     sources.push(`webpack://app/./src/module${s}.js`);
-    const content = Array.from({ length: perSource }, (_, i) => `  const value${i} = compute(${i}); // line ${i + 1} of module ${s}`).join('\n');
+    const content = Array.from(
+      { length: perSource },
+      (_, i) => `  const value${i} = compute(${i}); // line ${i + 1} of module ${s}`,
+    ).join('\n');
     contents.push(content);
     size += content.length;
     // Generated line per source: a segment every 40 columns mapping to consecutive source lines.
@@ -94,7 +103,9 @@ function sourceMap(bytes) {
       const segs = [];
       for (let i = 0; i < 100; i++) {
         const line = block * 100 + i;
-        segs.push(vlq(i === 0 ? 0 : 40) + vlq(s - prevSource) + vlq(line - prevLine) + vlq(2 - prevCol) + vlq(0 - prevName));
+        segs.push(
+          vlq(i === 0 ? 0 : 40) + vlq(s - prevSource) + vlq(line - prevLine) + vlq(2 - prevCol) + vlq(0 - prevName),
+        );
         prevSource = s;
         prevLine = line;
         prevCol = 2;
@@ -105,7 +116,14 @@ function sourceMap(bytes) {
       size += text.length;
     }
   }
-  return JSON.stringify({ version: 3, file: 'app.min.js', sources, sourcesContent: contents, names: ['compute'], mappings: lines.join(';') });
+  return JSON.stringify({
+    version: 3,
+    file: 'app.min.js',
+    sources,
+    sourcesContent: contents,
+    names: ['compute'],
+    mappings: lines.join(';'),
+  });
 }
 
 // ------------------------------------------------------------------ server and HTTP
@@ -143,15 +161,24 @@ async function json(url, init) {
 function uploadStream(url, fields, filename, chunks) {
   const boundary = `----bench${Date.now()}`;
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => (res.statusCode === 201 ? resolve(JSON.parse(body)) : reject(new Error(`${res.statusCode} ${body}`))));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } },
+      (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () =>
+          res.statusCode === 201 ? resolve(JSON.parse(body)) : reject(new Error(`${res.statusCode} ${body}`)),
+        );
+      },
+    );
     req.on('error', reject);
     (async () => {
-      for (const [k, v] of Object.entries(fields)) req.write(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`);
-      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+      for (const [k, v] of Object.entries(fields))
+        req.write(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`);
+      req.write(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      );
       for await (const c of chunks) if (!req.write(c)) await new Promise((r) => req.once('drain', r));
       req.end(`\r\n--${boundary}--\r\n`);
     })().catch(reject);
@@ -182,16 +209,33 @@ function javaFrames(n, seed = 0) {
   return Array.from({ length: n }, (_, i) => {
     const c = (i * 7919 + seed) % 20000;
     const m = i % 12;
-    return { module: `a.a${c.toString(36)}`, function: String.fromCharCode(97 + m), filename: 'SourceFile', lineno: m * 10 + 5, in_app: true };
+    return {
+      module: `a.a${c.toString(36)}`,
+      function: String.fromCharCode(97 + m),
+      filename: 'SourceFile',
+      lineno: m * 10 + 5,
+      in_app: true,
+    };
   });
 }
 
 function jsFrames(n) {
-  return Array.from({ length: n }, (_, i) => ({ abs_path: 'https://shop.example.com/static/app.min.js', filename: 'app.min.js', function: 'x', lineno: 1 + (i % 20), colno: 1 + 40 * (i % 90), in_app: true }));
+  return Array.from({ length: n }, (_, i) => ({
+    abs_path: 'https://shop.example.com/static/app.min.js',
+    filename: 'app.min.js',
+    function: 'x',
+    lineno: 1 + (i % 20),
+    colno: 1 + 40 * (i % 90),
+    in_app: true,
+  }));
 }
 
 async function sendEvent(base, project, event) {
-  const res = await fetch(`${base}/api/${project.id}/store/?sentry_key=${project.key}`, { method: 'POST', body: JSON.stringify(event), headers: { 'content-type': 'application/json' } });
+  const res = await fetch(`${base}/api/${project.id}/store/?sentry_key=${project.key}`, {
+    method: 'POST',
+    body: JSON.stringify(event),
+    headers: { 'content-type': 'application/json' },
+  });
   if (res.status !== 200) throw new Error(`ingest ${res.status} ${await res.text()}`);
 }
 
@@ -204,11 +248,21 @@ function percentile(sorted, p) {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-bench-symbols-'));
 const dbUrl = process.env.BENCH_DATABASE_URL ?? `sqlite:${path.join(dir, 'bench.db')}`;
 const server = await startServer(dbUrl);
-const out = { machine: `${os.cpus().length} cores, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`, database: dbUrl.split(':')[0] };
+const out = {
+  machine: `${os.cpus().length} cores, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+  database: dbUrl.split(':')[0],
+};
 try {
   const base = server.url;
   const mk = async (slug) => {
-    const p = await json(`${base}/api/projects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug }) });
+    const p = await json(`${base}/api/projects`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slug }),
+    });
     return { ...p, key: /\/\/([0-9a-f]{32})@/.exec(p.dsn)[1] };
   };
   const android = await mk('bench-android');
@@ -217,7 +271,14 @@ try {
 
   // 1. First symbolicated event after upload.
   let t = performance.now();
-  const [mapping] = (await uploadStream(`${base}/api/projects/bench-android/symbols`, { kind: 'proguard', release: 'app@1' }, 'mapping.txt', batched(proguardLines(PROGUARD_MB * MB)))).symbols;
+  const [mapping] = (
+    await uploadStream(
+      `${base}/api/projects/bench-android/symbols`,
+      { kind: 'proguard', release: 'app@1' },
+      'mapping.txt',
+      batched(proguardLines(PROGUARD_MB * MB)),
+    )
+  ).symbols;
   out.proguard_upload_ms = Math.round(performance.now() - t);
   out.proguard_mb = +(mapping.size / MB).toFixed(1);
   t = performance.now();
@@ -230,11 +291,20 @@ try {
   if (!resymOnly) {
     const mapText = sourceMap(SOURCEMAP_MB * MB);
     t = performance.now();
-    await uploadStream(`${base}/api/projects/bench-web/symbols`, { kind: 'sourcemap', release: 'web@1' }, 'app.min.js.map', [mapText]);
+    await uploadStream(
+      `${base}/api/projects/bench-web/symbols`,
+      { kind: 'sourcemap', release: 'web@1' },
+      'app.min.js.map',
+      [mapText],
+    );
     out.sourcemap_upload_ms = Math.round(performance.now() - t);
     out.sourcemap_mb = +(mapText.length / MB).toFixed(1);
     t = performance.now();
-    await sendEvent(base, web, { platform: 'javascript', release: 'web@1', exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] } });
+    await sendEvent(base, web, {
+      platform: 'javascript',
+      release: 'web@1',
+      exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] },
+    });
     out.sourcemap_first_event_ms = Math.round(performance.now() - t);
 
     // 2. Per-event cost once cached, in this process.
@@ -243,7 +313,15 @@ try {
     const service = new SymbolService({ store, clock: { now: () => Date.now() }, logger: pino({ level: 'silent' }) });
     for (const [name, projectId, event] of [
       ['proguard', android.id, (i) => javaEvent('app@1', javaFrames(30, i % 50))],
-      ['sourcemap', web.id, () => ({ platform: 'javascript', release: 'web@1', exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] } })],
+      [
+        'sourcemap',
+        web.id,
+        () => ({
+          platform: 'javascript',
+          release: 'web@1',
+          exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: jsFrames(30) } }] },
+        }),
+      ],
     ]) {
       const times = [];
       for (let i = 0; i < (quick ? 500 : 3000); i++) {
@@ -256,7 +334,11 @@ try {
       }
       times.splice(0, 50);
       times.sort((a, b) => a - b);
-      out[`${name}_30_frames_ms`] = { p50: +percentile(times, 50).toFixed(3), p95: +percentile(times, 95).toFixed(3), p99: +percentile(times, 99).toFixed(3) };
+      out[`${name}_30_frames_ms`] = {
+        p50: +percentile(times, 50).toFixed(3),
+        p95: +percentile(times, 95).toFixed(3),
+        p99: +percentile(times, 99).toFixed(3),
+      };
     }
     await store.close();
 
@@ -264,14 +346,18 @@ try {
     const rate = async (project, make, n) => {
       let i = 0;
       const s = performance.now();
-      await Promise.all(Array.from({ length: 8 }, async () => {
-        while (i < n) await sendEvent(base, project, make(i++));
-      }));
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (i < n) await sendEvent(base, project, make(i++));
+        }),
+      );
       return n / ((performance.now() - s) / 1000);
     };
     const n = quick ? 300 : 2000;
     out.ingest_plain_events_per_s = Math.round(await rate(plain, (i) => javaEvent('app@1', javaFrames(30, i % 50)), n));
-    out.ingest_symbolicated_events_per_s = Math.round(await rate(android, (i) => javaEvent('app@1', javaFrames(30, i % 50)), n));
+    out.ingest_symbolicated_events_per_s = Math.round(
+      await rate(android, (i) => javaEvent('app@1', javaFrames(30, i % 50)), n),
+    );
     out.ingest_ratio = +(out.ingest_symbolicated_events_per_s / out.ingest_plain_events_per_s).toFixed(2);
 
     // 4. RSS growth while a big mapping is uploaded.
@@ -279,7 +365,12 @@ try {
     let peak = before.rss;
     const sampler = setInterval(() => (peak = Math.max(peak, status(server.child.pid).rss)), 20);
     t = performance.now();
-    await uploadStream(`${base}/api/projects/bench-android/symbols`, { kind: 'proguard', release: 'app@2' }, 'big-mapping.txt', batched(proguardLines(BIG_UPLOAD_MB * MB)));
+    await uploadStream(
+      `${base}/api/projects/bench-android/symbols`,
+      { kind: 'proguard', release: 'app@2' },
+      'big-mapping.txt',
+      batched(proguardLines(BIG_UPLOAD_MB * MB)),
+    );
     clearInterval(sampler);
     out.big_upload_mb = BIG_UPLOAD_MB;
     out.big_upload_s = +((performance.now() - t) / 1000).toFixed(1);
@@ -292,7 +383,11 @@ try {
   const store2 = await openStore(dbUrl);
   const logger = pino({ level: 'silent' });
   const clock = { now: () => Date.now() };
-  const projectRow = await store2.db.selectFrom('projects').selectAll().where('id', '=', android.id).executeTakeFirstOrThrow();
+  const projectRow = await store2.db
+    .selectFrom('projects')
+    .selectAll()
+    .where('id', '=', android.id)
+    .executeTakeFirstOrThrow();
   const writer = createIngestWriter({ store: store2, clock, logger });
   let written = 0;
   t = performance.now();
@@ -302,7 +397,15 @@ try {
       const events = [];
       for (let e = 0; e < 50 && written < RESYMBOLICATE_EVENTS; e++, written++) {
         const payload = new TextEncoder().encode(JSON.stringify(javaEvent('app@9', javaFrames(30, written % 500))));
-        events.push(normalizeEvent(payload, { receivedAt: Date.now(), sentAt: null, envelopeEventId: null, clientIp: null, md5Hex: nodeIngestRuntime.md5Hex }));
+        events.push(
+          normalizeEvent(payload, {
+            receivedAt: Date.now(),
+            sentAt: null,
+            envelopeEventId: null,
+            clientIp: null,
+            md5Hex: nodeIngestRuntime.md5Hex,
+          }),
+        );
       }
       works.push(writer.submit({ project: projectRow, receivedAt: Date.now(), events, sessions: [], aggregates: [] }));
     }
@@ -310,7 +413,12 @@ try {
   }
   await writer.close();
   out.resymbolicate_seed_s = +((performance.now() - t) / 1000).toFixed(1);
-  await store2.db.updateTable('symbol_files').set({ release: 'app@9' }).where('project_id', '=', android.id).where('release', '=', 'app@1').execute();
+  await store2.db
+    .updateTable('symbol_files')
+    .set({ release: 'app@9' })
+    .where('project_id', '=', android.id)
+    .where('release', '=', 'app@1')
+    .execute();
   const service2 = new SymbolService({ store: store2, clock, logger, readPayloads: storedPayloads });
   t = performance.now();
   await scheduleResymbolication(store2, android.id, 'app@9', Date.now());

@@ -35,7 +35,14 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(REPO, 'dist/cli/main.js');
 
 const { values } = parseArgs({
-  options: { events: { type: 'string', default: '1000000' }, issues: { type: 'string', default: '10000' }, db: { type: 'string' }, 'cpu-prof': { type: 'string' }, keep: { type: 'boolean' }, 'export-only': { type: 'string' } },
+  options: {
+    events: { type: 'string', default: '1000000' },
+    issues: { type: 'string', default: '10000' },
+    db: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    keep: { type: 'boolean' },
+    'export-only': { type: 'string' },
+  },
 });
 const EVENTS = Number(values.events);
 const ISSUES = Number(values.issues);
@@ -48,20 +55,61 @@ const mb = (bytes) => Math.round(bytes / 2 ** 20);
 function* queryLines() {
   const now = Date.now();
   const iso = (ms) => new Date(ms).toISOString();
-  yield JSON.stringify({ type: 'meta', format: 1, exported_at: iso(now), source: { faultline: 'bench', database: 'generated', project: null }, expected_lines: 0 });
-  yield JSON.stringify({ type: 'project', slug: 'query', id: 1, dsn_key: '0123456789abcdef0123456789abcdef', name: 'query', platform: 'backend', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(now - 86_400_000) });
+  yield JSON.stringify({
+    type: 'meta',
+    format: 1,
+    exported_at: iso(now),
+    source: { faultline: 'bench', database: 'generated', project: null },
+    expected_lines: 0,
+  });
+  yield JSON.stringify({
+    type: 'project',
+    slug: 'query',
+    id: 1,
+    dsn_key: '0123456789abcdef0123456789abcdef',
+    name: 'query',
+    platform: 'backend',
+    sample_keep_first: 100,
+    sample_rate: 1,
+    daily_quota: 0,
+    created_at: iso(now - 86_400_000),
+  });
   const fingerprint = (f) => f.toString(16).padStart(32, '0');
   const perIssue = Math.ceil(EVENTS / ISSUES);
   for (let f = 0; f < ISSUES; f++) {
     const type = EXCEPTION_TYPES[f % EXCEPTION_TYPES.length];
     yield JSON.stringify({
-      type: 'issue', project: 'query', fingerprint: fingerprint(f), status: 'unresolved', title: `${type}: item ${f}`, level: 'error', error_type: type, screen: '', location: 'app.js:1', platform: 'node',
-      event_count: perIssue, stored_count: perIssue, users: 10, first_seen: iso(now - 86_400_000), last_seen: iso(now), first_release: RELEASES[0], last_release: RELEASES[1],
-      resolved_release: null, resolved_at: null, regressed_at: null, created_at: iso(now - 86_400_000), updated_at: iso(now),
+      type: 'issue',
+      project: 'query',
+      fingerprint: fingerprint(f),
+      status: 'unresolved',
+      title: `${type}: item ${f}`,
+      level: 'error',
+      error_type: type,
+      screen: '',
+      location: 'app.js:1',
+      platform: 'node',
+      event_count: perIssue,
+      stored_count: perIssue,
+      users: 10,
+      first_seen: iso(now - 86_400_000),
+      last_seen: iso(now),
+      first_release: RELEASES[0],
+      last_release: RELEASES[1],
+      resolved_release: null,
+      resolved_at: null,
+      regressed_at: null,
+      created_at: iso(now - 86_400_000),
+      updated_at: iso(now),
     });
   }
   const templates = buildTemplates();
-  const filler = createFiller({ templates: { ...templates, types: EXCEPTION_TYPES, releases: RELEASES }, prefix: '0123456789abcdef', fingerprints: ISSUES, spreadSeconds: 86_400 });
+  const filler = createFiller({
+    templates: { ...templates, types: EXCEPTION_TYPES, releases: RELEASES },
+    prefix: '0123456789abcdef',
+    fingerprints: ISSUES,
+    spreadSeconds: 86_400,
+  });
   const sessions = [];
   let ec = 0;
   while (ec < EVENTS) {
@@ -78,16 +126,51 @@ function* queryLines() {
     const event = JSON.parse(payload);
     const exception = event.exception.values[0];
     yield JSON.stringify({
-      type: 'event', project: 'query', event_id: header.event_id, fingerprint: fingerprint(f), timestamp: iso(event.timestamp * 1000), received_at: iso(now),
-      level: event.level ?? 'error', platform: 'node', release: event.release ?? '', dist: '', environment: event.environment ?? '', user_id: event.user?.id ?? null,
-      user_email: null, user_username: null, user_ip: null, device_id: null, device_model: null, os_name: 'Linux', os_version: '6.1', screen: '',
-      error_type: exception.type, error_location: 'app.js:1', title: `${exception.type}: ${exception.value}`, message: exception.value, is_crash: false,
-      sdk_name: 'sentry.javascript.node', tags: event.tags ?? {}, symbolicated: null, payload,
+      type: 'event',
+      project: 'query',
+      event_id: header.event_id,
+      fingerprint: fingerprint(f),
+      timestamp: iso(event.timestamp * 1000),
+      received_at: iso(now),
+      level: event.level ?? 'error',
+      platform: 'node',
+      release: event.release ?? '',
+      dist: '',
+      environment: event.environment ?? '',
+      user_id: event.user?.id ?? null,
+      user_email: null,
+      user_username: null,
+      user_ip: null,
+      device_id: null,
+      device_model: null,
+      os_name: 'Linux',
+      os_version: '6.1',
+      screen: '',
+      error_type: exception.type,
+      error_location: 'app.js:1',
+      title: `${exception.type}: ${exception.value}`,
+      message: exception.value,
+      is_crash: false,
+      sdk_name: 'sentry.javascript.node',
+      tags: event.tags ?? {},
+      symbolicated: null,
+      payload,
     });
   }
   for (const body of sessions) {
     const s = JSON.parse(body);
-    yield JSON.stringify({ type: 'session', project: 'query', sid: s.sid, did: s.did ?? null, release: s.attrs.release, environment: s.attrs.environment ?? '', started: s.started, status: s.status, errors: s.errors ?? 0, updated_at: s.timestamp });
+    yield JSON.stringify({
+      type: 'session',
+      project: 'query',
+      sid: s.sid,
+      did: s.did ?? null,
+      release: s.attrs.release,
+      environment: s.attrs.environment ?? '',
+      started: s.started,
+      status: s.status,
+      errors: s.errors ?? 0,
+      updated_at: s.timestamp,
+    });
   }
 }
 
@@ -108,9 +191,14 @@ async function writeLines(file, lines) {
 function run(args, env, { inputFile, countOutput } = {}) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${args[0]}-${Date.now()}.cpuprofile`] : [];
+    const profile = profileDir
+      ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${args[0]}-${Date.now()}.cpuprofile`]
+      : [];
     const stdin = inputFile ? fs.openSync(inputFile, 'r') : 'ignore';
-    const child = spawn(process.execPath, ['--max-old-space-size=1536', ...profile, CLI, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: [stdin, 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--max-old-space-size=1536', ...profile, CLI, ...args], {
+      env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+      stdio: [stdin, 'pipe', 'pipe'],
+    });
     if (typeof stdin === 'number') fs.closeSync(stdin);
     const memory = sampler(child.pid, 100);
     let stderr = '';
@@ -139,8 +227,17 @@ function run(args, env, { inputFile, countOutput } = {}) {
 /** Events per CPU second of the CLI process (on a shared machine closer to what it can do than the wall clock). */
 const perCpu = (r) => (r.cpu ? Math.round(EVENTS / r.cpu) : null);
 
-const exportFigures = (r) => ({ seconds: +r.seconds.toFixed(1), events_per_s: Math.round(EVENTS / r.seconds), cpu_s: r.cpu, events_per_cpu_s: perCpu(r), peak_rss_mb: mb(r.peak), lines: r.lines, file_mb: mb(r.bytes) });
-const describeExport = (e) => `export ${e.events_per_s} events/s (${e.seconds} s; ${e.events_per_cpu_s} events per CPU second; peak RSS ${e.peak_rss_mb} MB, ${e.lines} lines, ${e.file_mb} MB)`;
+const exportFigures = (r) => ({
+  seconds: +r.seconds.toFixed(1),
+  events_per_s: Math.round(EVENTS / r.seconds),
+  cpu_s: r.cpu,
+  events_per_cpu_s: perCpu(r),
+  peak_rss_mb: mb(r.peak),
+  lines: r.lines,
+  file_mb: mb(r.bytes),
+});
+const describeExport = (e) =>
+  `export ${e.events_per_s} events/s (${e.seconds} s; ${e.events_per_cpu_s} events per CPU second; peak RSS ${e.peak_rss_mb} MB, ${e.lines} lines, ${e.file_mb} MB)`;
 
 async function exportFrom(url) {
   const exported = await run(['export'], { DATABASE_URL: url }, { countOutput: true });
@@ -163,16 +260,25 @@ if (values['export-only']) {
     try {
       log(`${kind}: importing ${EVENTS} events over ${ISSUES} issues ...`);
       const imported = await run(['import'], { DATABASE_URL: db.url }, { inputFile: file });
-      if (imported.code !== 0) throw new Error(`import failed (${imported.code}):\n${imported.stderr}\n${imported.stdout}`);
+      if (imported.code !== 0)
+        throw new Error(`import failed (${imported.code}):\n${imported.stderr}\n${imported.stdout}`);
       log(imported.stdout.trim());
       log(`${kind}: exporting ...`);
       results[kind] = {
         events: EVENTS,
-        import: { seconds: +imported.seconds.toFixed(1), events_per_s: Math.round(EVENTS / imported.seconds), cpu_s: imported.cpu, events_per_cpu_s: perCpu(imported), peak_rss_mb: mb(imported.peak) },
+        import: {
+          seconds: +imported.seconds.toFixed(1),
+          events_per_s: Math.round(EVENTS / imported.seconds),
+          cpu_s: imported.cpu,
+          events_per_cpu_s: perCpu(imported),
+          peak_rss_mb: mb(imported.peak),
+        },
         export: await exportFrom(db.url),
       };
       const r = results[kind];
-      log(`${kind}: import ${r.import.events_per_s} events/s (${r.import.seconds} s; ${r.import.events_per_cpu_s} events per CPU second of the CLI; peak RSS ${r.import.peak_rss_mb} MB); ${describeExport(r.export)}`);
+      log(
+        `${kind}: import ${r.import.events_per_s} events/s (${r.import.seconds} s; ${r.import.events_per_cpu_s} events per CPU second of the CLI; peak RSS ${r.import.peak_rss_mb} MB); ${describeExport(r.export)}`,
+      );
     } finally {
       if (values.keep) log(`${kind}: kept ${db.url}`);
       else await db.drop();

@@ -39,7 +39,7 @@ async function writeMapping(file, bytes) {
     let block = '';
     for (let i = 0; i < 2000; i++, n++) {
       block += `com.example.feature${n % 97}.Class${n} -> a.b${n.toString(36)}:\n`;
-      block += `    ${n % 900 + 1}:${n % 900 + 4}:void handle${n}(int,java.lang.String):${n % 700 + 10}:${n % 700 + 13} -> a\n`;
+      block += `    ${(n % 900) + 1}:${(n % 900) + 4}:void handle${n}(int,java.lang.String):${(n % 700) + 10}:${(n % 700) + 13} -> a\n`;
       block += `    java.lang.String field${n} -> b\n`;
     }
     written += Buffer.byteLength(block);
@@ -89,13 +89,29 @@ async function main() {
 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    server = startProcess(process.execPath, ['--max-old-space-size=1536', path.join(root, 'dist/cli/main.js'), 'serve'], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', API_KEYS: KEY, LOG_LEVEL: 'warn', RATE_LIMIT: '0' },
-      logFile: path.join(work, 'server.log'),
-    });
+    server = startProcess(
+      process.execPath,
+      ['--max-old-space-size=1536', path.join(root, 'dist/cli/main.js'), 'serve'],
+      {
+        cwd: root,
+        env: {
+          ...process.env,
+          DATABASE_URL: db.url,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          API_KEYS: KEY,
+          LOG_LEVEL: 'warn',
+          RATE_LIMIT: '0',
+        },
+        logFile: path.join(work, 'server.log'),
+      },
+    );
     await waitForHealth(url, server);
-    const created = await fetch(`${url}/api/projects`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'bench', platform: 'android' }) });
+    const created = await fetch(`${url}/api/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ slug: 'bench', platform: 'android' }),
+    });
     if (!created.ok) throw new Error(`creating the project failed: ${created.status}`);
     await sleep(1000);
     const mem = sampler(server.pid, 50);
@@ -104,13 +120,23 @@ async function main() {
 
     process.stderr.write(`uploading ${mb(size)} MB with sentry-cli 3.x (proguard upload)…\n`);
     const started = performance.now();
-    const env = { PATH: process.env.PATH, HOME: os.tmpdir(), SENTRY_URL: url, SENTRY_AUTH_TOKEN: KEY, SENTRY_ORG: 'bench', SENTRY_PROJECT: 'bench', SENTRY_DISABLE_UPDATE_CHECK: '1' };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: os.tmpdir(),
+      SENTRY_URL: url,
+      SENTRY_AUTH_TOKEN: KEY,
+      SENTRY_ORG: 'bench',
+      SENTRY_PROJECT: 'bench',
+      SENTRY_DISABLE_UPDATE_CHECK: '1',
+    };
     const cli = await runCli(['proguard', 'upload', file], env);
     const cliDone = performance.now();
     if (cli.code !== 0) throw new Error(`sentry-cli failed:\n${cli.out}`);
     // Large files may still be assembling when the CLI returns ("processing pending"): wait until stored.
     for (;;) {
-      const r = await fetch(`${url}/api/0/projects/bench/bench/files/dsyms/?debug_id=${uuid}`, { headers: { authorization: `Bearer ${KEY}` } });
+      const r = await fetch(`${url}/api/0/projects/bench/bench/files/dsyms/?debug_id=${uuid}`, {
+        headers: { authorization: `Bearer ${KEY}` },
+      });
       const list = await r.json();
       if (Array.isArray(list) && list.length > 0) {
         if (list[0].size !== size) throw new Error(`stored ${list[0].size} bytes, expected ${size}`);

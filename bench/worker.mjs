@@ -43,7 +43,8 @@ const duration = argv.smoke ? 3 : Number(argv.duration);
 const connections = Number(argv.connections);
 const fingerprints = Number(argv.fingerprints);
 
-if (!fs.existsSync(path.join(root, 'dist/editions/workers/local.js'))) execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+if (!fs.existsSync(path.join(root, 'dist/editions/workers/local.js')))
+  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
 const dist = (p) => import(path.join(root, 'dist', p));
 const { buildWorkerBundle, startLocalWorker } = await dist('editions/workers/local.js');
 const { compressBlob, workersIngestRuntime } = await dist('editions/workers/runtime.js');
@@ -126,7 +127,11 @@ const ownCpu = () => {
 };
 
 async function createProject(base, slug) {
-  const r = await fetch(`${base}/api/projects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug, platform: 'backend' }) });
+  const r = await fetch(`${base}/api/projects`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ slug, platform: 'backend' }),
+  });
   const body = await r.json();
   if (r.status !== 201) throw new Error(`POST /api/projects answered ${r.status} ${JSON.stringify(body)}`);
   const dsn = new URL(body.dsn);
@@ -182,18 +187,28 @@ function statementsPerRequest() {
   for (let i = 0; i < 200; i++) {
     const { kind, body } = filler.next();
     const parsed = { kind: 'envelope', envelope: parseEnvelope(new TextEncoder().encode(body)) };
-    const { work } = buildWork(project, parsed, { receivedAt: Date.now(), clientIp: null, md5Hex: workersIngestRuntime.md5Hex });
-    counts[kind].push(buildD1IngestCommit(prepareWork(work), { random: Math.random, compress: compressBlob }).statements.length);
+    const { work } = buildWork(project, parsed, {
+      receivedAt: Date.now(),
+      clientIp: null,
+      md5Hex: workersIngestRuntime.md5Hex,
+    });
+    counts[kind].push(
+      buildD1IngestCommit(prepareWork(work), { random: Math.random, compress: compressBlob }).statements.length,
+    );
   }
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   return { event: mean(counts.event), session: mean(counts.session), all: mean([...counts.event, ...counts.session]) };
 }
 
 async function main() {
-  log(`faultline serverless bench: ${duration} s per edition, ${connections} connections, ${fingerprints} fingerprints, ${os.cpus().length} cores (shared)`);
+  log(
+    `faultline serverless bench: ${duration} s per edition, ${connections} connections, ${fingerprints} fingerprints, ${os.cpus().length} cores (shared)`,
+  );
   // --- the Worker: cold starts, then the load
   const bundle = await buildWorkerBundle(path.join(work, 'bundle'));
-  const dataDir = argv['d1-dir'] ? fs.mkdtempSync(path.join(argv['d1-dir'], 'faultline-bench-d1-')) : path.join(work, 'd1');
+  const dataDir = argv['d1-dir']
+    ? fs.mkdtempSync(path.join(argv['d1-dir'], 'faultline-bench-d1-'))
+    : path.join(work, 'd1');
   const settings = { RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
   let t = performance.now();
   let worker = await startLocalWorker({ bundle, dataDir, port: 0, settings, queue: false, blobs: false });
@@ -208,15 +223,29 @@ async function main() {
   const workerdUpMs2 = performance.now() - t;
   const existing = await firstAnswers(worker.url);
   const workerProject = await createProject(worker.url, 'bench');
-  log(`worker: cold start ${round(workerdUpMs)} ms to workerd up + ${round(fresh.firstMs)} ms to the first answer (fresh D1)`);
+  log(
+    `worker: cold start ${round(workerdUpMs)} ms to workerd up + ${round(fresh.firstMs)} ms to the first answer (fresh D1)`,
+  );
 
   // --- the Node edition
   const db = await createBenchDatabase('sqlite', { dataDir: work });
   const port = await freePort();
-  const env = { ...process.env, DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', NODE_ENV: 'production' };
+  const env = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT: '0',
+    NODE_ENV: 'production',
+  };
   for (const k of ['API_KEYS', 'PUBLIC_URL', 'RETENTION_DAYS']) delete env[k];
   t = performance.now();
-  const node = startProcess(process.execPath, ['--max-old-space-size=1536', path.join(root, 'dist/cli/main.js'), 'serve'], { env, logFile: path.join(work, 'node.log'), cwd: root });
+  const node = startProcess(
+    process.execPath,
+    ['--max-old-space-size=1536', path.join(root, 'dist/cli/main.js'), 'serve'],
+    { env, logFile: path.join(work, 'node.log'), cwd: root },
+  );
   const nodeUrl = `http://127.0.0.1:${port}`;
   await waitForHealth(nodeUrl, node);
   const nodeStartMs = performance.now() - t;
@@ -271,7 +300,15 @@ async function main() {
   withR2 = await startLocalWorker({ bundle, dataDir: r2Dir, port: 0, settings, queue: false, blobs: true });
   log('load: worker with the R2 bucket');
   const r2Result = await load(withR2.url, r2Project.path, () => childCpu('workerd') + ownCpu());
-  const r2Counted = Number((await (await withR2.miniflare.getD1Database('DB')).prepare('select coalesce(sum(event_count), 0) as n from issues').first()).n);
+  const r2Counted = Number(
+    (
+      await (
+        await withR2.miniflare.getD1Database('DB')
+      )
+        .prepare('select coalesce(sum(event_count), 0) as n from issues')
+        .first()
+    ).n,
+  );
   await withR2.close();
   r2Result.d1_bytes_per_event = d1Bytes(r2Dir) / Math.max(1, r2Counted);
   r2Result.d1_added_bytes_per_event = (d1UsedBytes(r2Dir) - r2Baseline) / Math.max(1, r2Counted);
@@ -288,18 +325,52 @@ async function main() {
     direct: await d1BytesPerEvent({ events: 3000, fingerprints, r2: true }),
     queue: await d1BytesPerEvent({ events: 3000, fingerprints, r2: true, queue: true }),
   };
-  const top = (r) => r.byName.slice(0, 8).map((t) => `${t.name} ${round(t.bytes_per_event, 0)}`).join(', ');
+  const top = (r) =>
+    r.byName
+      .slice(0, 8)
+      .map((t) => `${t.name} ${round(t.bytes_per_event, 0)}`)
+      .join(', ');
 
   const rows = [
-    ['ingest events/s', round(nodeResult.events_per_s, 0), round(workerResult.events_per_s, 0), round(workerResult.events_per_s / nodeResult.events_per_s, 2)],
-    ['latency p50 (ms)', round(nodeResult.p50, 1), round(workerResult.p50, 1), round(workerResult.p50 / nodeResult.p50, 2)],
-    ['latency p99 (ms)', round(nodeResult.p99, 1), round(workerResult.p99, 1), round(workerResult.p99 / nodeResult.p99, 2)],
-    ['server CPU-ms per request', round(nodeResult.cpu_ms_per_request, 2), round(workerResult.cpu_ms_per_request, 2), round(workerResult.cpu_ms_per_request / nodeResult.cpu_ms_per_request, 2)],
+    [
+      'ingest events/s',
+      round(nodeResult.events_per_s, 0),
+      round(workerResult.events_per_s, 0),
+      round(workerResult.events_per_s / nodeResult.events_per_s, 2),
+    ],
+    [
+      'latency p50 (ms)',
+      round(nodeResult.p50, 1),
+      round(workerResult.p50, 1),
+      round(workerResult.p50 / nodeResult.p50, 2),
+    ],
+    [
+      'latency p99 (ms)',
+      round(nodeResult.p99, 1),
+      round(workerResult.p99, 1),
+      round(workerResult.p99 / nodeResult.p99, 2),
+    ],
+    [
+      'server CPU-ms per request',
+      round(nodeResult.cpu_ms_per_request, 2),
+      round(workerResult.cpu_ms_per_request, 2),
+      round(workerResult.cpu_ms_per_request / nodeResult.cpu_ms_per_request, 2),
+    ],
     ['failed requests', nodeResult.failed, workerResult.failed, ''],
   ];
   const queueRows = [
-    ['answered events/s', round(workerResult.events_per_s, 0), round(queueResult.events_per_s, 0), round(queueResult.events_per_s / workerResult.events_per_s, 2)],
-    ['committed events/s', round(workerResult.events_per_s, 0), round(queueResult.committed_events_per_s, 0), round(queueResult.committed_events_per_s / workerResult.events_per_s, 2)],
+    [
+      'answered events/s',
+      round(workerResult.events_per_s, 0),
+      round(queueResult.events_per_s, 0),
+      round(queueResult.events_per_s / workerResult.events_per_s, 2),
+    ],
+    [
+      'committed events/s',
+      round(workerResult.events_per_s, 0),
+      round(queueResult.committed_events_per_s, 0),
+      round(queueResult.committed_events_per_s / workerResult.events_per_s, 2),
+    ],
     ['latency p50 (ms)', round(workerResult.p50, 1), round(queueResult.p50, 1), ''],
     ['latency p99 (ms)', round(workerResult.p99, 1), round(queueResult.p99, 1), ''],
     ['failed requests', workerResult.failed, queueResult.failed, ''],
@@ -326,7 +397,9 @@ async function main() {
     `Worker counted ${counted.n} events; it acknowledged ${workerResult.events}.`,
   ];
   process.stdout.write(`${out.join('\n')}\n`);
-  process.stdout.write(`RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, queue: queueResult, r2: r2Result, byTable, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`);
+  process.stdout.write(
+    `RESULT ${JSON.stringify({ node: nodeResult, worker: workerResult, queue: queueResult, r2: r2Result, byTable, perRequest, coldStart: { workerdUpMs, fresh, workerdUpMs2, existing, nodeStartMs } })}\n`,
+  );
 }
 
 main().catch((err) => {

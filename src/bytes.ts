@@ -12,7 +12,10 @@ export interface ByteRangeSource {
 
 /** A source over bytes already in memory. */
 export function bytesSource(bytes: Uint8Array): ByteRangeSource {
-  return { size: bytes.byteLength, read: async (offset, length) => bytes.subarray(offset, Math.min(bytes.byteLength, offset + length)) };
+  return {
+    size: bytes.byteLength,
+    read: async (offset, length) => bytes.subarray(offset, Math.min(bytes.byteLength, offset + length)),
+  };
 }
 
 /** The parts one after another in one array (`total`: their summed length, when known); a single part as it is. */
@@ -38,7 +41,11 @@ export function concatBytes(parts: readonly Uint8Array[], total?: number): Uint8
  * loaded is kept, as readers go in steps smaller than a piece. A piece shorter than
  * its place (a file cut short) ends the read there.
  */
-export function piecesSource(starts: readonly number[], size: number, load: (index: number) => Promise<Uint8Array>): ByteRangeSource {
+export function piecesSource(
+  starts: readonly number[],
+  size: number,
+  load: (index: number) => Promise<Uint8Array>,
+): ByteRangeSource {
   let cached: { index: number; data: Uint8Array } | null = null;
   const piece = async (index: number) => {
     if (cached?.index !== index) cached = { index, data: await load(index) };

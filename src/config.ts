@@ -75,10 +75,16 @@ function smtpConfig(env: Record<string, string | undefined>): SmtpConfig | null 
     throw new ConfigError('SMTP_URL must look like smtp://user:password@host:587 or smtps://user:password@host:465');
   }
   if ((url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || url.hostname === '') {
-    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "${url.protocol.replace(/:$/, '')}")`);
+    throw new ConfigError(
+      `SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "${url.protocol.replace(/:$/, '')}")`,
+    );
   }
-  if (from === '') throw new ConfigError('SMTP_URL is set but SMTP_FROM is not: set the sender address, e.g. SMTP_FROM="Faultline <alerts@example.com>"');
-  if (/[\r\n]/.test(from) || !from.includes('@')) throw new ConfigError(`SMTP_FROM must be one email address, optionally with a name (got ${JSON.stringify(from)})`);
+  if (from === '')
+    throw new ConfigError(
+      'SMTP_URL is set but SMTP_FROM is not: set the sender address, e.g. SMTP_FROM="Faultline <alerts@example.com>"',
+    );
+  if (/[\r\n]/.test(from) || !from.includes('@'))
+    throw new ConfigError(`SMTP_FROM must be one email address, optionally with a name (got ${JSON.stringify(from)})`);
   return { url: raw, from };
 }
 
@@ -100,15 +106,33 @@ function loadOidc(env: Record<string, string | undefined>): OidcConfig | null {
   }
   const clientId = (env.OIDC_CLIENT_ID ?? '').trim();
   const clientSecret = (env.OIDC_CLIENT_SECRET ?? '').trim();
-  if (clientId === '' || clientSecret === '') throw new ConfigError('OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set with OIDC_ISSUER');
+  if (clientId === '' || clientSecret === '')
+    throw new ConfigError('OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set with OIDC_ISSUER');
   const allowedDomains = list(env.OIDC_ALLOWED_DOMAINS).map((d) => d.toLowerCase().replace(/^@/, ''));
-  if (allowedDomains.length === 0) throw new ConfigError('OIDC_ALLOWED_DOMAINS must list the email domains allowed to sign in with SSO (e.g. example.com)');
+  if (allowedDomains.length === 0)
+    throw new ConfigError(
+      'OIDC_ALLOWED_DOMAINS must list the email domains allowed to sign in with SSO (e.g. example.com)',
+    );
   const role = (env.OIDC_DEFAULT_ROLE ?? '').trim() || 'viewer';
-  if (role !== 'viewer' && role !== 'member' && role !== 'admin') throw new ConfigError(`OIDC_DEFAULT_ROLE must be viewer, member or admin (got ${JSON.stringify(role)})`);
-  return { issuer, clientId, clientSecret, allowedDomains, defaultRole: role, adminGroups: list(env.OIDC_ADMIN_GROUPS) };
+  if (role !== 'viewer' && role !== 'member' && role !== 'admin')
+    throw new ConfigError(`OIDC_DEFAULT_ROLE must be viewer, member or admin (got ${JSON.stringify(role)})`);
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    allowedDomains,
+    defaultRole: role,
+    adminGroups: list(env.OIDC_ADMIN_GROUPS),
+  };
 }
 
-function integer(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
+function integer(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const n = Number(raw);
@@ -135,7 +159,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const logLevel = (env.LOG_LEVEL ?? 'info').trim() || 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(logLevel)})`);
+    throw new ConfigError(
+      `LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(logLevel)})`,
+    );
   }
   const apiKeys = (env.API_KEYS ?? '')
     .split(',')
@@ -148,7 +174,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   try {
     trustedProxies = parseAddressRanges((env.TRUSTED_PROXIES ?? '').trim() || LOOPBACK_RANGES);
   } catch (err) {
-    throw new ConfigError(`TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": ${(err as Error).message}`);
+    throw new ConfigError(
+      `TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": ${(err as Error).message}`,
+    );
   }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -174,7 +202,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 /** Whether `host` accepts connections from this machine only (127.0.0.0/8, ::1, localhost). */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
   const v4 = h.startsWith('::ffff:') ? h.slice('::ffff:'.length) : h;
   return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);

@@ -48,7 +48,10 @@ export function parseAddressRange(text: string): AddressRange | null {
  */
 export function parseAddressRanges(list: string): AddressRange[] {
   const out: AddressRange[] = [];
-  for (const entry of list.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+  for (const entry of list
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')) {
     if (entry.toLowerCase() === 'none') continue;
     if (entry.toLowerCase() === LOOPBACK_RANGES) {
       out.push(parseAddressRange('127.0.0.0/8')!, parseAddressRange('::1')!);
@@ -137,7 +140,11 @@ export function parseIPv6(text: string): number[] | null {
   let out: number[];
   if (halves.length === 2) {
     if (all.length > want - 1) return null;
-    out = [...head.map((g) => parseInt(g, 16)), ...Array(want - all.length).fill(0), ...rest.map((g) => parseInt(g, 16))];
+    out = [
+      ...head.map((g) => parseInt(g, 16)),
+      ...Array(want - all.length).fill(0),
+      ...rest.map((g) => parseInt(g, 16)),
+    ];
   } else {
     if (all.length !== want) return null;
     out = all.map((g) => parseInt(g, 16));

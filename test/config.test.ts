@@ -96,11 +96,29 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ API_KEYS: 'good,has space' }, 'API_KEYS must be a comma-separated list of keys without spaces inside a key'],
     [{ OIDC_ISSUER: 'https://id.example.com' }, 'OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set'],
-    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b' }, 'OIDC_ALLOWED_DOMAINS must list the email domains'],
+    [
+      { OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b' },
+      'OIDC_ALLOWED_DOMAINS must list the email domains',
+    ],
     [{ OIDC_ISSUER: 'id.example.com' }, 'OIDC_ISSUER must be the provider'],
-    [{ OIDC_ISSUER: 'https://id.example.com', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b', OIDC_ALLOWED_DOMAINS: 'x.com', OIDC_DEFAULT_ROLE: 'root' }, 'OIDC_DEFAULT_ROLE must be viewer, member or admin'],
-    [{ TRUSTED_PROXIES: '10.0.0.0/8,proxy' }, 'TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": "proxy" is not'],
-    [{ SMTP_URL: 'https://u:hunter2@mail.example.com' }, 'SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "https")'],
+    [
+      {
+        OIDC_ISSUER: 'https://id.example.com',
+        OIDC_CLIENT_ID: 'a',
+        OIDC_CLIENT_SECRET: 'b',
+        OIDC_ALLOWED_DOMAINS: 'x.com',
+        OIDC_DEFAULT_ROLE: 'root',
+      },
+      'OIDC_DEFAULT_ROLE must be viewer, member or admin',
+    ],
+    [
+      { TRUSTED_PROXIES: '10.0.0.0/8,proxy' },
+      'TRUSTED_PROXIES must be a comma-separated list of IP addresses or CIDR ranges, "loopback" or "none": "proxy" is not',
+    ],
+    [
+      { SMTP_URL: 'https://u:hunter2@mail.example.com' },
+      'SMTP_URL must start with smtp:// or smtps:// and name a host (got the scheme "https")',
+    ],
     [{ SMTP_URL: 'mail.example.com:587', SMTP_FROM: 'a@example.com' }, 'SMTP_URL must start with smtp:// or smtps://'],
     [{ SMTP_URL: 'smtp://u:hunter2@mail.example.com:587' }, 'SMTP_URL is set but SMTP_FROM is not'],
     [{ SMTP_FROM: 'a@example.com' }, 'SMTP_FROM is set but SMTP_URL is not'],
@@ -135,6 +153,8 @@ describe('DATABASE_URL', () => {
   });
 
   it('hides the password in descriptions', () => {
-    expect(redact('postgres://user:s3cret@db.example:5432/faultline')).toBe('postgres://user:***@db.example:5432/faultline');
+    expect(redact('postgres://user:s3cret@db.example:5432/faultline')).toBe(
+      'postgres://user:***@db.example:5432/faultline',
+    );
   });
 });

@@ -9,9 +9,36 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 
 const COPIED = [
-  'project_id', 'issue_id', 'fingerprint', 'level', 'platform', 'release', 'dist', 'environment', 'user_id', 'user_email', 'user_username', 'user_ip',
-  'device_id', 'device_model', 'os_name', 'os_version', 'screen', 'error_type', 'error_location', 'title', 'message', 'is_crash', 'sdk_name', 'tags',
-  'detail', 'raw', 'symbolicated', 'payload_chunk', 'payload_start', 'payload_length',
+  'project_id',
+  'issue_id',
+  'fingerprint',
+  'level',
+  'platform',
+  'release',
+  'dist',
+  'environment',
+  'user_id',
+  'user_email',
+  'user_username',
+  'user_ip',
+  'device_id',
+  'device_model',
+  'os_name',
+  'os_version',
+  'screen',
+  'error_type',
+  'error_location',
+  'title',
+  'message',
+  'is_crash',
+  'sdk_name',
+  'tags',
+  'detail',
+  'raw',
+  'symbolicated',
+  'payload_chunk',
+  'payload_start',
+  'payload_length',
 ];
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -21,7 +48,10 @@ function statements(d, { projectId, k, spanMs, now, maxId }) {
   const step = Math.floor(spanMs / k);
   const cols = COPIED.join(', ');
   const ecols = COPIED.map((c) => `e.${c}`).join(', ');
-  const series = d === 'pg' ? `generate_series(1, ${k - 1}) as s(n)` : `(with recursive s(n) as (select 1 union all select n + 1 from s where n < ${k - 1}) select n from s) as s`;
+  const series =
+    d === 'pg'
+      ? `generate_series(1, ${k - 1}) as s(n)`
+      : `(with recursive s(n) as (select 1 union all select n + 1 from s where n < ${k - 1}) select n from s) as s`;
   const newId = d === 'pg' ? `md5(e.id::text || ':' || s.n::text)` : `lower(hex(randomblob(16)))`;
   const ts = `(${first} + (((e.timestamp - ${first} - s.n * ${step}) % ${spanMs}) + ${spanMs}) % ${spanMs})`;
   const issues = `(select id from issues where project_id = ${projectId})`;
@@ -81,7 +111,9 @@ export async function amplify(url, { projectId, k, spanMs, now = Date.now(), log
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const maxId = Number((await client.query('select max(id) as m from events where project_id = $1', [projectId])).rows[0].m);
+    const maxId = Number(
+      (await client.query('select max(id) as m from events where project_id = $1', [projectId])).rows[0].m,
+    );
     await client.query('begin');
     for (const s of statements('pg', { projectId, k, spanMs, now, maxId })) {
       const t = performance.now();
@@ -90,7 +122,9 @@ export async function amplify(url, { projectId, k, spanMs, now = Date.now(), log
     }
     await client.query('commit');
     await client.query('vacuum analyze');
-    return Number((await client.query('select count(*) as n from events where project_id = $1', [projectId])).rows[0].n);
+    return Number(
+      (await client.query('select count(*) as n from events where project_id = $1', [projectId])).rows[0].n,
+    );
   } finally {
     await client.end();
   }

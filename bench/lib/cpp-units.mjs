@@ -30,10 +30,16 @@ static inline __attribute__((always_inline)) long fold(int a, int k) { long s = 
 
 /** The lines of `namespace mod<unit>` with `functions` functions fn0…; every eighth is what an entry point calls. */
 export function unitNamespace(unit, functions) {
-  const out = ['#include "common.h"', `namespace mod${unit} {`, 'struct Rec0 { int a; long b; double c; Box<int> box; };'];
+  const out = [
+    '#include "common.h"',
+    `namespace mod${unit} {`,
+    'struct Rec0 { int a; long b; double c; Box<int> box; };',
+  ];
   for (let k = 0; k < functions; k++) {
     if (k > 0) out.push(`struct Rec${k} { int a; long b; double c; Box<int> box; Box<Rec${k - 1}*> link; };`);
-    out.push(`__attribute__((noinline)) long fn${k}(long x) { Rec${k} r{}; r.a = (int)x; long s = mix<long>(x, ${k}); s += Pair<long, Rec${k}>::combine(s, r); return s + fold(r.a, ${k % 7}); }`);
+    out.push(
+      `__attribute__((noinline)) long fn${k}(long x) { Rec${k} r{}; r.a = (int)x; long s = mix<long>(x, ${k}); s += Pair<long, Rec${k}>::combine(s, r); return s + fold(r.a, ${k % 7}); }`,
+    );
   }
   out.push('}');
   return out;

@@ -12,7 +12,11 @@ import { postgresBaseUrl } from './db.mjs';
 export const DATASET_VERSION = 1;
 
 export function sizeLabel(events) {
-  return events % 1_000_000 === 0 ? `${events / 1_000_000}m` : events % 1000 === 0 ? `${events / 1000}k` : String(events);
+  return events % 1_000_000 === 0
+    ? `${events / 1_000_000}m`
+    : events % 1000 === 0
+      ? `${events / 1000}k`
+      : String(events);
 }
 
 /**
@@ -20,7 +24,10 @@ export function sizeLabel(events) {
  * markLoaded(info), drop() }. `fresh` is true when it has to be loaded; the caller loads it and
  * then calls markLoaded.
  */
-export async function cachedDatabase(kind, { dir, events, issues, amplify = 1, knownMigrations, maxAgeHours, rebuild }) {
+export async function cachedDatabase(
+  kind,
+  { dir, events, issues, amplify = 1, knownMigrations, maxAgeHours, rebuild },
+) {
   fs.mkdirSync(dir, { recursive: true });
   const label = `${sizeLabel(events)}-${sizeLabel(issues)}`;
   const metaFile = path.join(dir, `${kind}-${label}.json`);
@@ -34,9 +41,9 @@ export async function cachedDatabase(kind, { dir, events, issues, amplify = 1, k
         ? `built by dataset version ${meta.version}`
         : (meta.amplify ?? 1) !== amplify
           ? `built with --amplify ${meta.amplify ?? 1}`
-        : Date.now() - Date.parse(meta.built_at) > maxAgeHours * 3600_000
-          ? `older than ${maxAgeHours} h`
-          : await db.check(events, knownMigrations);
+          : Date.now() - Date.parse(meta.built_at) > maxAgeHours * 3600_000
+            ? `older than ${maxAgeHours} h`
+            : await db.check(events, knownMigrations);
   if (reason) {
     await db.drop();
     await db.create();
@@ -50,7 +57,10 @@ export async function cachedDatabase(kind, { dir, events, issues, amplify = 1, k
     meta,
     counter: () => db.counter(),
     markLoaded(info) {
-      fs.writeFileSync(metaFile, `${JSON.stringify({ version: DATASET_VERSION, events, issues, amplify, url: db.url, built_at: new Date().toISOString(), ...info }, null, 2)}\n`);
+      fs.writeFileSync(
+        metaFile,
+        `${JSON.stringify({ version: DATASET_VERSION, events, issues, amplify, url: db.url, built_at: new Date().toISOString(), ...info }, null, 2)}\n`,
+      );
     },
     drop: async () => {},
   };
@@ -74,7 +84,10 @@ function sqliteDatabase(dir, label) {
       const db = new BetterSqlite3(file, { readonly: true });
       try {
         return verdict(
-          db.prepare('select name from kysely_migration').all().map((r) => r.name),
+          db
+            .prepare('select name from kysely_migration')
+            .all()
+            .map((r) => r.name),
           Number(db.prepare('select coalesce(sum(event_count), 0) as n from issues').get().n),
           events,
           knownMigrations,
@@ -115,7 +128,9 @@ async function postgresDatabase(events, issues) {
   return {
     url: url.toString(),
     async check(expected, knownMigrations) {
-      const exists = await admin(async (c) => (await c.query('select 1 from pg_database where datname = $1', [name])).rowCount > 0);
+      const exists = await admin(
+        async (c) => (await c.query('select 1 from pg_database where datname = $1', [name])).rowCount > 0,
+      );
       if (!exists) return 'the database is missing';
       const c = new pg.Client({ connectionString: url.toString() });
       await c.connect();
@@ -155,7 +170,9 @@ function sqliteCounter(file) {
   const open = () => (db ??= new BetterSqlite3(file, { readonly: true, fileMustExist: true }));
   return {
     async count(_what, projectId) {
-      return Number(open().prepare('select coalesce(sum(event_count), 0) as n from issues where project_id = ?').get(projectId).n);
+      return Number(
+        open().prepare('select coalesce(sum(event_count), 0) as n from issues where project_id = ?').get(projectId).n,
+      );
     },
     async vacuumIfAutovacuumOff() {
       return false;
@@ -171,7 +188,10 @@ async function postgresCounter(url) {
   await client.connect();
   return {
     async count(_what, projectId) {
-      return Number((await client.query('select coalesce(sum(event_count), 0) as n from issues where project_id = $1', [projectId])).rows[0].n);
+      return Number(
+        (await client.query('select coalesce(sum(event_count), 0) as n from issues where project_id = $1', [projectId]))
+          .rows[0].n,
+      );
     },
     // A kept dataset is measured for a day: analysed once, as autovacuum would soon after the load.
     async vacuumIfAutovacuumOff() {

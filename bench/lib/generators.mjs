@@ -45,11 +45,16 @@ function collectCpu(pid, holder) {
 function startWrk(opts) {
   const duration = opts.duration > 0 ? opts.duration : 24 * 3600; // unbounded runs are stopped with SIGINT
   const args = [
-    '-t', String(opts.threads ?? 1),
-    '-c', String(opts.connections),
-    '-d', `${duration}s`,
-    '--timeout', '30s',
-    '-s', path.join(benchDir, 'wrk', 'envelopes.lua'),
+    '-t',
+    String(opts.threads ?? 1),
+    '-c',
+    String(opts.connections),
+    '-d',
+    `${duration}s`,
+    '--timeout',
+    '30s',
+    '-s',
+    path.join(benchDir, 'wrk', 'envelopes.lua'),
     opts.url,
     '--',
     opts.templatesFile,
@@ -116,7 +121,11 @@ function startNode(opts) {
     events: opts.events ?? 0,
     warmup: opts.warmup ?? 0,
   };
-  const child = track(spawn(process.execPath, [path.join(benchDir, 'loadgen.mjs'), JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(
+    spawn(process.execPath, [path.join(benchDir, 'loadgen.mjs'), JSON.stringify(cfg)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let started = performance.now();
   const holder = { cpu: 0 };
   const stopCpu = collectCpu(child.pid, holder);

@@ -13,10 +13,26 @@ import fs from 'node:fs';
 export const TEMPLATE_FORMAT = 'faultline-bench-templates 1';
 
 export const EXCEPTION_TYPES = [
-  'TypeError', 'RangeError', 'ReferenceError', 'SyntaxError', 'Error',
-  'ValidationError', 'DatabaseError', 'TimeoutError', 'NotFoundError', 'AuthError',
-  'ConnectionResetError', 'PaymentDeclinedError', 'QuotaExceededError', 'ParseError', 'ConfigError',
-  'CacheMissError', 'RateLimitError', 'SerializationError', 'PermissionDeniedError', 'UnknownStateError',
+  'TypeError',
+  'RangeError',
+  'ReferenceError',
+  'SyntaxError',
+  'Error',
+  'ValidationError',
+  'DatabaseError',
+  'TimeoutError',
+  'NotFoundError',
+  'AuthError',
+  'ConnectionResetError',
+  'PaymentDeclinedError',
+  'QuotaExceededError',
+  'ParseError',
+  'ConfigError',
+  'CacheMissError',
+  'RateLimitError',
+  'SerializationError',
+  'PermissionDeniedError',
+  'UnknownStateError',
 ];
 
 export const RELEASES = Array.from({ length: 10 }, (_, i) => `shop-api@2.${i}.0`);
@@ -37,9 +53,24 @@ const SESSION_STATUSES = [
 
 const SDK = { name: 'sentry.javascript.node', version: '11.12.0' };
 const INTEGRATIONS = [
-  'EventFilters', 'FunctionToString', 'LinkedErrors', 'Dedupe', 'RequestData', 'NodeSystemError', 'Console',
-  'Http', 'NodeFetch', 'OnUncaughtException', 'OnUnhandledRejection', 'ContextLines', 'LocalVariablesAsync',
-  'Context', 'ChildProcess', 'ProcessSession', 'Modules', 'Express',
+  'EventFilters',
+  'FunctionToString',
+  'LinkedErrors',
+  'Dedupe',
+  'RequestData',
+  'NodeSystemError',
+  'Console',
+  'Http',
+  'NodeFetch',
+  'OnUncaughtException',
+  'OnUnhandledRejection',
+  'ContextLines',
+  'LocalVariablesAsync',
+  'Context',
+  'ChildProcess',
+  'ProcessSession',
+  'Modules',
+  'Express',
 ];
 const REGIONS = ['eu-west-1', 'us-east-1', 'ap-south-1', 'sa-east-1'];
 const ROUTES = ['POST /api/orders', 'GET /api/cart', 'POST /api/checkout', 'GET /api/products/:id', 'PUT /api/profile'];
@@ -97,7 +128,14 @@ function breadcrumbs(count) {
       category: i % 3 === 0 ? 'http' : 'console',
       level: 'info',
       ...(i % 3 === 0
-        ? { type: 'http', data: { method: 'GET', url: `http://inventory.internal:8080/api/stock/${1000 + i}?include=warehouses`, status_code: 200 } }
+        ? {
+            type: 'http',
+            data: {
+              method: 'GET',
+              url: `http://inventory.internal:8080/api/stock/${1000 + i}?include=warehouses`,
+              status_code: 200,
+            },
+          }
         : { message: `loaded ${i * 7} rows from orders_${i} in ${i + 3}ms (cache miss, shard ${i % 5})` }),
     });
   }
@@ -108,9 +146,14 @@ function eventTemplate(index, nowIso) {
   const large = LARGE_EVERY.includes(index);
   const crash = index === 7; // 1 in 20 events is unhandled
   const frames = [];
-  frames.push(
-    { filename: 'node:internal/process/task_queues', module: 'task_queues', function: 'process.processTicksAndRejections', lineno: 95, colno: 5, in_app: false },
-  );
+  frames.push({
+    filename: 'node:internal/process/task_queues',
+    module: 'task_queues',
+    function: 'process.processTicksAndRejections',
+    lineno: 95,
+    colno: 5,
+    in_app: false,
+  });
   if (large) {
     for (let i = 0; i < 10; i++) frames.push(vendorFrame(i, true));
   } else {
@@ -137,7 +180,13 @@ function eventTemplate(index, nowIso) {
       runtime: { name: 'node', version: 'v20.20.2' },
       app: { app_start_time: nowIso, app_memory: 120537088 },
       os: { kernel_version: '6.1.0-18-amd64', name: 'Debian', version: index % 2 ? '12.5' : '12.11' },
-      device: { arch: 'x64', memory_size: 25276502016, free_memory: 24806260736, processor_count: 2, cpu_description: 'AMD EPYC' },
+      device: {
+        arch: 'x64',
+        memory_size: 25276502016,
+        free_memory: 24806260736,
+        processor_count: 2,
+        cpu_description: 'AMD EPYC',
+      },
       culture: { locale: 'en-US', timezone: 'UTC' },
     },
     server_name: `web-${index % 4}`,
@@ -153,15 +202,26 @@ function eventTemplate(index, nowIso) {
     event.request = {
       method: 'POST',
       url: 'https://shop.example.com/api/orders?expand=items',
-      headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36', accept: 'application/json' },
+      headers: {
+        'user-agent':
+          'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36',
+        accept: 'application/json',
+      },
     };
-    event.extra = { cart: Array.from({ length: 12 }, (_, i) => ({ sku: `SKU-${10000 + i}`, quantity: i % 3, price_cents: 1999 + i })) };
+    event.extra = {
+      cart: Array.from({ length: 12 }, (_, i) => ({ sku: `SKU-${10000 + i}`, quantity: i % 3, price_cents: 1999 + i })),
+    };
   }
   const header = {
     event_id: '@@E@@',
     sent_at: nowIso,
     sdk: SDK,
-    trace: { environment: event.environment, release: '@@R@@', public_key: 'benchkey', trace_id: 'fb8d646ddfc145f386a844658c646e3c' },
+    trace: {
+      environment: event.environment,
+      release: '@@R@@',
+      public_key: 'benchkey',
+      trace_id: 'fb8d646ddfc145f386a844658c646e3c',
+    },
   };
   // The number slot is written as a bare number, as the SDK sends `timestamp`.
   return `${JSON.stringify(header)}\n{"type":"event"}\n${JSON.stringify(event).replace('"@@T@@"', '@@T@@')}`;
@@ -234,7 +294,15 @@ function compile(template) {
  * Fills templates request by request, the same way bench/wrk/envelopes.lua does:
  * request n (1-based) is a session when n % sessionEvery == 0, else the next event.
  */
-export function createFiller({ templates, prefix, fingerprints, spreadSeconds = 0, users = 5000, sessionEvery = 10, offset = 0 }) {
+export function createFiller({
+  templates,
+  prefix,
+  fingerprints,
+  spreadSeconds = 0,
+  users = 5000,
+  sessionEvery = 10,
+  offset = 0,
+}) {
   if (!/^[0-9a-f]{16}$/.test(prefix)) throw new Error('prefix must be 16 hex characters');
   const events = templates.events.map(compile);
   const sessions = templates.sessions.map(compile);

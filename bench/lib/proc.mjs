@@ -169,7 +169,8 @@ export function startProcess(command, args, { env, logFile, cwd }) {
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   exited.then(() => {
     fs.closeSync(log);
-    for (const w of lineWaiters.splice(0)) w.reject(new Error(`${command} exited before printing the expected line (see ${logFile})`));
+    for (const w of lineWaiters.splice(0))
+      w.reject(new Error(`${command} exited before printing the expected line (see ${logFile})`));
   });
   return {
     child,
@@ -194,7 +195,8 @@ export async function waitForHealth(url, proc, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   let lastError = '';
   while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null) throw new Error(`server exited with code ${proc.child.exitCode} before it answered /health`);
+    if (proc.child.exitCode !== null)
+      throw new Error(`server exited with code ${proc.child.exitCode} before it answered /health`);
     try {
       const r = await fetch(`${url}/health`);
       if (r.ok) return;

@@ -19,7 +19,11 @@ function shortFile(url) {
 function packageOf(url) {
   if (!url) return '(native/V8)';
   const f = shortFile(url);
-  if (f.startsWith('npm:')) return f.split('/').slice(0, f.startsWith('npm:@') ? 2 : 1).join('/');
+  if (f.startsWith('npm:'))
+    return f
+      .split('/')
+      .slice(0, f.startsWith('npm:@') ? 2 : 1)
+      .join('/');
   if (f.startsWith('node:')) return 'node: (core)';
   if (f.startsWith('dist/')) return f.split('/').slice(0, 2).join('/');
   return f;
@@ -42,7 +46,8 @@ export function summarizeProfile(file, top = 25) {
     if (ownerCache.has(id)) return ownerCache.get(id);
     const n = byId.get(id);
     let owner;
-    if (n.callFrame.url.includes('/dist/') && !n.callFrame.url.includes('/node_modules/')) owner = `${n.callFrame.functionName || '(anonymous)'} ${shortFile(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
+    if (n.callFrame.url.includes('/dist/') && !n.callFrame.url.includes('/node_modules/'))
+      owner = `${n.callFrame.functionName || '(anonymous)'} ${shortFile(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
     else owner = parent.has(id) ? ownerOf(parent.get(id)) : null;
     ownerCache.set(id, owner);
     return owner;
@@ -101,11 +106,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const s = summarizeProfile(process.argv[2], Number(process.argv[3] ?? 30));
   console.log(`total ${s.totalMs} ms, busy ${s.busyMs} ms, idle ${s.idlePct}%`);
   console.log('\nself time by function (% of busy time):');
-  for (const f of s.functions) console.log(`${String(f.pct).padStart(5)}%  ${String(f.selfMs).padStart(7)} ms  ${f.name}  ${f.file}`);
+  for (const f of s.functions)
+    console.log(`${String(f.pct).padStart(5)}%  ${String(f.selfMs).padStart(7)} ms  ${f.name}  ${f.file}`);
   console.log('\nby file:');
   for (const f of s.files) console.log(`${String(f.pct).padStart(5)}%  ${String(f.selfMs).padStart(7)} ms  ${f.file}`);
   console.log('\nby faultline function, including the library code it calls:');
   for (const o of s.owners) console.log(`${String(o.pct).padStart(5)}%  ${String(o.ms).padStart(7)} ms  ${o.owner}`);
   console.log('\nby package:');
-  for (const p of s.packages) console.log(`${String(p.pct).padStart(5)}%  ${String(p.selfMs).padStart(7)} ms  ${p.package}`);
+  for (const p of s.packages)
+    console.log(`${String(p.pct).padStart(5)}%  ${String(p.selfMs).padStart(7)} ms  ${p.package}`);
 }

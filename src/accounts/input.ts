@@ -1,9 +1,19 @@
 // The bodies of the accounts API, checked field by field (unknown fields refused, so a
 // typo never passes silently). Shared by the API, the dashboard and the CLI.
-import { AccountInputError, checkName, checkPassword, isRole, normaliseEmail, parseExpiry, type Role, ROLES } from './rules.js';
+import {
+  AccountInputError,
+  checkName,
+  checkPassword,
+  isRole,
+  normaliseEmail,
+  parseExpiry,
+  type Role,
+  ROLES,
+} from './rules.js';
 
 function object(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new AccountInputError('request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new AccountInputError('request body must be a JSON object');
   return body as Record<string, unknown>;
 }
 
@@ -14,7 +24,8 @@ function onlyFields(o: Record<string, unknown>, allowed: string[]): void {
 }
 
 export function parseRole(value: unknown): Role {
-  if (!isRole(value)) throw new AccountInputError(`role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(value)})`);
+  if (!isRole(value))
+    throw new AccountInputError(`role must be one of ${ROLES.join(', ')} (got ${JSON.stringify(value)})`);
   return value;
 }
 
@@ -67,10 +78,12 @@ export interface TokenCreateInput {
 export function parseTokenCreate(body: unknown, now: number): TokenCreateInput {
   const o = object(body ?? {});
   onlyFields(o, ['name', 'expires_at', 'user_id']);
-  if (typeof o.name !== 'string' || o.name.trim() === '' || o.name.length > 200) throw new AccountInputError('name must be a non-empty string of at most 200 characters');
+  if (typeof o.name !== 'string' || o.name.trim() === '' || o.name.length > 200)
+    throw new AccountInputError('name must be a non-empty string of at most 200 characters');
   let userId: number | null = null;
   if (o.user_id !== undefined && o.user_id !== null) {
-    if (typeof o.user_id !== 'number' || !Number.isSafeInteger(o.user_id) || o.user_id < 1) throw new AccountInputError('user_id must be a positive integer');
+    if (typeof o.user_id !== 'number' || !Number.isSafeInteger(o.user_id) || o.user_id < 1)
+      throw new AccountInputError('user_id must be a positive integer');
     userId = o.user_id;
   }
   return { name: o.name.trim(), expiresAt: parseExpiry(o.expires_at, now), userId };
@@ -78,6 +91,7 @@ export function parseTokenCreate(body: unknown, now: number): TokenCreateInput {
 
 /** A positive integer id in a path. */
 export function parseId(raw: string | undefined, what: string): number {
-  if (!raw || !/^[1-9][0-9]{0,14}$/.test(raw)) throw new AccountInputError(`${what} ${JSON.stringify(raw ?? '')} not found`, 404);
+  if (!raw || !/^[1-9][0-9]{0,14}$/.test(raw))
+    throw new AccountInputError(`${what} ${JSON.stringify(raw ?? '')} not found`, 404);
   return Number(raw);
 }

@@ -24,7 +24,10 @@ export interface SsoIdentity {
 }
 
 /** What the verified ID token's claims allow: a verified email in an allowed domain. */
-export function ssoIdentity(claims: Record<string, unknown>, settings: Pick<OidcConfig, 'allowedDomains' | 'adminGroups'>): SsoIdentity {
+export function ssoIdentity(
+  claims: Record<string, unknown>,
+  settings: Pick<OidcConfig, 'allowedDomains' | 'adminGroups'>,
+): SsoIdentity {
   let email: string;
   try {
     email = normaliseEmail(claims.email);
@@ -32,7 +35,8 @@ export function ssoIdentity(claims: Record<string, unknown>, settings: Pick<Oidc
     throw new SsoRefusal('the identity provider sent no valid email address (ask for the "email" scope)');
   }
   if (claims.email_verified !== true) throw new SsoRefusal(`the identity provider has not verified ${email}`);
-  if (!settings.allowedDomains.includes(emailDomain(email))) throw new SsoRefusal(`${email} is not in a domain allowed to sign in here`);
+  if (!settings.allowedDomains.includes(emailDomain(email)))
+    throw new SsoRefusal(`${email} is not in a domain allowed to sign in here`);
   const groups = Array.isArray(claims.groups) ? claims.groups.filter((g): g is string => typeof g === 'string') : [];
   const name = typeof claims.name === 'string' && claims.name.trim() !== '' ? claims.name.trim().slice(0, 200) : null;
   return { email, name, admin: groups.some((g) => settings.adminGroups.includes(g)) };
@@ -57,7 +61,13 @@ export class SsoClient {
     if (!this.discovered) {
       // Plain http only for a provider on this machine or a test; production issuers are https.
       const insecure = this.settings.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : undefined;
-      this.discovered = oidc.discovery(new URL(this.settings.issuer), this.settings.clientId, this.settings.clientSecret, undefined, insecure);
+      this.discovered = oidc.discovery(
+        new URL(this.settings.issuer),
+        this.settings.clientId,
+        this.settings.clientSecret,
+        undefined,
+        insecure,
+      );
       this.discovered.catch(() => {
         this.discovered = null;
       });
@@ -71,8 +81,14 @@ export class SsoClient {
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
-    await this.db.deleteFrom('sso_states').where('created_at', '<', now - SSO_STATE_TTL_MS).execute();
-    await this.db.insertInto('sso_states').values({ state_hash: await secretHash(state), nonce, code_verifier: verifier, next, created_at: now }).execute();
+    await this.db
+      .deleteFrom('sso_states')
+      .where('created_at', '<', now - SSO_STATE_TTL_MS)
+      .execute();
+    await this.db
+      .insertInto('sso_states')
+      .values({ state_hash: await secretHash(state), nonce, code_verifier: verifier, next, created_at: now })
+      .execute();
     return oidc
       .buildAuthorizationUrl(config, {
         redirect_uri: redirectUri,
@@ -96,7 +112,8 @@ export class SsoClient {
     // Spent before anything else: a replayed state finds nothing, whatever happens next.
     const row = await this.db.deleteFrom('sso_states').where('state_hash', '=', hash).returningAll().executeTakeFirst();
     if (error) throw new SsoRefusal(`the identity provider refused the sign-in (${error.slice(0, 100)})`);
-    if (!row || Number(row.created_at) < now - SSO_STATE_TTL_MS) throw new SsoRefusal('this sign-in link is unknown, used or expired; start again');
+    if (!row || Number(row.created_at) < now - SSO_STATE_TTL_MS)
+      throw new SsoRefusal('this sign-in link is unknown, used or expired; start again');
     const config = await this.configuration();
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
     try {

@@ -25,8 +25,18 @@ function fromBase64url(text: string): Uint8Array | null {
 }
 
 async function derive(password: string, salt: Uint8Array, iterations: number): Promise<Uint8Array> {
-  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(password.normalize('NFC')), 'PBKDF2', false, ['deriveBits']);
-  const bits = await crypto.subtle.deriveBits({ name: 'PBKDF2', hash: 'SHA-256', salt: salt as Uint8Array<ArrayBuffer>, iterations }, key, HASH_BITS);
+  const key = await crypto.subtle.importKey(
+    'raw',
+    new TextEncoder().encode(password.normalize('NFC')),
+    'PBKDF2',
+    false,
+    ['deriveBits'],
+  );
+  const bits = await crypto.subtle.deriveBits(
+    { name: 'PBKDF2', hash: 'SHA-256', salt: salt as Uint8Array<ArrayBuffer>, iterations },
+    key,
+    HASH_BITS,
+  );
   return new Uint8Array(bits);
 }
 
@@ -54,7 +64,10 @@ function parse(stored: string): { iterations: number; salt: Uint8Array; hash: Ui
  * Whether `password` matches `stored`, and whether the hash should be replaced (made
  * with fewer iterations than today's). A malformed hash never matches.
  */
-export async function verifyPassword(password: string, stored: string | null): Promise<{ ok: boolean; rehash: boolean }> {
+export async function verifyPassword(
+  password: string,
+  stored: string | null,
+): Promise<{ ok: boolean; rehash: boolean }> {
   const parsed = stored ? parse(stored) : null;
   if (!parsed) {
     // The same work as a real check, so timing does not tell whether the account exists.

@@ -35,7 +35,17 @@ export function apiKeyActor(keyHashHex: string): Actor {
  * Classes of management routes, each with the role it needs. `self` routes act on the
  * caller's own account (any role; the route checks for admin when another user is named).
  */
-export type RouteClass = 'read' | 'self' | 'triage' | 'alerts' | 'symbols' | 'uploads' | 'projects' | 'users' | 'audit' | 'transfer';
+export type RouteClass =
+  | 'read'
+  | 'self'
+  | 'triage'
+  | 'alerts'
+  | 'symbols'
+  | 'uploads'
+  | 'projects'
+  | 'users'
+  | 'audit'
+  | 'transfer';
 
 export const ROUTE_CLASS_ROLE: Record<RouteClass, Role> = {
   read: 'viewer',
@@ -113,13 +123,17 @@ export class AccountInputError extends Error {
   }
 }
 
-const EMAIL = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const EMAIL =
+  /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 
 /** An email as stored and compared: trimmed, lower case; a malformed one is refused. */
 export function normaliseEmail(input: unknown): string {
   if (typeof input !== 'string') throw new AccountInputError('email must be a string such as "ana@example.com"');
   const email = input.trim().toLowerCase();
-  if (email.length > 254 || !EMAIL.test(email)) throw new AccountInputError(`email ${JSON.stringify(input.slice(0, 100))} is not a valid address such as "ana@example.com"`);
+  if (email.length > 254 || !EMAIL.test(email))
+    throw new AccountInputError(
+      `email ${JSON.stringify(input.slice(0, 100))} is not a valid address such as "ana@example.com"`,
+    );
   return email;
 }
 
@@ -136,8 +150,10 @@ export const PASSWORD_MAX_LENGTH = 1024;
 export function checkPassword(input: unknown): string {
   if (typeof input !== 'string') throw new AccountInputError('password must be a string');
   const length = [...input].length;
-  if (length < PASSWORD_MIN_LENGTH) throw new AccountInputError(`password must be at least ${PASSWORD_MIN_LENGTH} characters long`);
-  if (length > PASSWORD_MAX_LENGTH) throw new AccountInputError(`password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
+  if (length < PASSWORD_MIN_LENGTH)
+    throw new AccountInputError(`password must be at least ${PASSWORD_MIN_LENGTH} characters long`);
+  if (length > PASSWORD_MAX_LENGTH)
+    throw new AccountInputError(`password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
   return input;
 }
 
@@ -204,7 +220,11 @@ export interface AdminSeat {
  * Refuses a change that would leave no enabled admin (409): removing, disabling or
  * demoting the last one. `after` is the user as the change leaves them, null when removed.
  */
-export function lastAdminRefusal(users: AdminSeat[], targetId: number, after: { role: Role; disabled: boolean } | null): string | null {
+export function lastAdminRefusal(
+  users: AdminSeat[],
+  targetId: number,
+  after: { role: Role; disabled: boolean } | null,
+): string | null {
   const enabledAdmins = users.filter((u) => u.role === 'admin' && !u.disabled);
   const target = enabledAdmins.find((u) => u.id === targetId);
   if (!target || enabledAdmins.length > 1) return null;

@@ -9,7 +9,16 @@ import type { Store } from '../store/database.js';
 import type { Database } from '../store/schema.js';
 import type { Selectable, Updateable } from 'kysely';
 import type { UserTable, PersonalTokenTable, AuditLogTable, UserSessionTable } from '../store/schema.js';
-import { AccountInputError, type Actor, isRole, lastAdminRefusal, newPersonalToken, randomText, type Role, secretHash } from './rules.js';
+import {
+  AccountInputError,
+  type Actor,
+  isRole,
+  lastAdminRefusal,
+  newPersonalToken,
+  randomText,
+  type Role,
+  secretHash,
+} from './rules.js';
 
 type Db = Kysely<Database>;
 export type UserRow = Selectable<UserTable>;
@@ -54,7 +63,15 @@ export function auditJson(a: AuditRow) {
   } catch {
     details = {};
   }
-  return { id: Number(a.id), at: iso(Number(a.at)), actor: a.actor, action: a.action, target: a.target, details, ip: a.ip };
+  return {
+    id: Number(a.id),
+    at: iso(Number(a.at)),
+    actor: a.actor,
+    action: a.action,
+    target: a.target,
+    details,
+    ip: a.ip,
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -142,14 +159,40 @@ export interface NewUser {
  * Creates a user and records it; the first user also ends every setup token. A taken
  * email is a 409.
  */
-export async function createUser(store: Store, input: NewUser, now: number, audit: Omit<AuditEntry, 'action' | 'target'>): Promise<UserRow> {
-  if (await findUserByEmail(store.db, input.email)) throw new AccountInputError(`a user with email ${input.email} already exists`, 409);
+export async function createUser(
+  store: Store,
+  input: NewUser,
+  now: number,
+  audit: Omit<AuditEntry, 'action' | 'target'>,
+): Promise<UserRow> {
+  if (await findUserByEmail(store.db, input.email))
+    throw new AccountInputError(`a user with email ${input.email} already exists`, 409);
   const db = store.db;
   try {
     await store.atomic([
-      db.insertInto('users').values({ email: input.email, name: input.name, role: input.role, disabled: 0, password_hash: input.passwordHash, created_at: now, last_login_at: null }).compile(),
+      db
+        .insertInto('users')
+        .values({
+          email: input.email,
+          name: input.name,
+          role: input.role,
+          disabled: 0,
+          password_hash: input.passwordHash,
+          created_at: now,
+          last_login_at: null,
+        })
+        .compile(),
       db.deleteFrom('setup_tokens').compile(),
-      auditQuery(db, { ...audit, action: 'user.create', target: input.email, details: { role: input.role, ...(audit.details ?? {}) } }, now),
+      auditQuery(
+        db,
+        {
+          ...audit,
+          action: 'user.create',
+          target: input.email,
+          details: { role: input.role, ...(audit.details ?? {}) },
+        },
+        now,
+      ),
     ]);
   } catch (err) {
     if (isUniqueViolation(err)) throw new AccountInputError(`a user with email ${input.email} already exists`, 409);
@@ -177,7 +220,13 @@ async function adminSeats(db: Db) {
  * their sessions (and a disabled user's tokens stop working by the auth check). The
  * last enabled admin cannot be demoted or disabled (409).
  */
-export async function updateUser(store: Store, user: UserRow, patch: UserPatch, now: number, audit: Omit<AuditEntry, 'action' | 'target'>): Promise<UserRow> {
+export async function updateUser(
+  store: Store,
+  user: UserRow,
+  patch: UserPatch,
+  now: number,
+  audit: Omit<AuditEntry, 'action' | 'target'>,
+): Promise<UserRow> {
   const db = store.db;
   const id = Number(user.id);
   const after = { role: patch.role ?? (user.role as Role), disabled: patch.disabled ?? Number(user.disabled) === 1 };
@@ -190,19 +239,28 @@ export async function updateUser(store: Store, user: UserRow, patch: UserPatch, 
   if (patch.passwordHash !== undefined) values.password_hash = patch.passwordHash;
   const queries: CompiledQuery[] = [];
   if (Object.keys(values).length > 0) queries.push(db.updateTable('users').set(values).where('id', '=', id).compile());
-  if (patch.disabled === true || patch.passwordHash !== undefined) queries.push(db.deleteFrom('user_sessions').where('user_id', '=', id).compile());
+  if (patch.disabled === true || patch.passwordHash !== undefined)
+    queries.push(db.deleteFrom('user_sessions').where('user_id', '=', id).compile());
   const details: Record<string, unknown> = {};
   if (patch.name !== undefined) details.name = patch.name;
   if (patch.role !== undefined) details.role = patch.role;
   if (patch.disabled !== undefined) details.disabled = patch.disabled;
   if (patch.passwordHash !== undefined) details.password = 'changed';
-  const action = patch.passwordHash !== undefined && Object.keys(details).length === 1 ? 'user.password' : 'user.update';
-  queries.push(auditQuery(db, { ...audit, action, target: user.email, details: { ...details, ...(audit.details ?? {}) } }, now));
+  const action =
+    patch.passwordHash !== undefined && Object.keys(details).length === 1 ? 'user.password' : 'user.update';
+  queries.push(
+    auditQuery(db, { ...audit, action, target: user.email, details: { ...details, ...(audit.details ?? {}) } }, now),
+  );
   await store.atomic(queries);
   return (await findUser(db, id)) ?? user;
 }
 
-export async function deleteUser(store: Store, user: UserRow, now: number, audit: Omit<AuditEntry, 'action' | 'target'>): Promise<void> {
+export async function deleteUser(
+  store: Store,
+  user: UserRow,
+  now: number,
+  audit: Omit<AuditEntry, 'action' | 'target'>,
+): Promise<void> {
   const refusal = lastAdminRefusal(await adminSeats(store.db), Number(user.id), null);
   if (refusal) throw new AccountInputError(refusal, 409);
   const db = store.db;
@@ -217,7 +275,13 @@ export async function deleteUser(store: Store, user: UserRow, now: number, audit
   ]);
 }
 
-export async function recordSignIn(store: Store, user: UserRow, now: number, rehash: string | null, audit: Omit<AuditEntry, 'action' | 'target'>): Promise<void> {
+export async function recordSignIn(
+  store: Store,
+  user: UserRow,
+  now: number,
+  rehash: string | null,
+  audit: Omit<AuditEntry, 'action' | 'target'>,
+): Promise<void> {
   const db = store.db;
   const set: { last_login_at: number; password_hash?: string } = { last_login_at: now };
   if (rehash) set.password_hash = rehash;
@@ -244,10 +308,33 @@ export async function createToken(
   const hash = await secretHash(token);
   const db = store.db;
   await store.atomic([
-    db.insertInto('personal_tokens').values({ user_id: Number(user.id), name, token_hash: hash, created_at: now, expires_at: expiresAt, last_used_at: null }).compile(),
-    auditQuery(db, { ...audit, action: 'token.create', target: user.email, details: { name, expires_at: expiresAt === null ? null : iso(expiresAt) } }, now),
+    db
+      .insertInto('personal_tokens')
+      .values({
+        user_id: Number(user.id),
+        name,
+        token_hash: hash,
+        created_at: now,
+        expires_at: expiresAt,
+        last_used_at: null,
+      })
+      .compile(),
+    auditQuery(
+      db,
+      {
+        ...audit,
+        action: 'token.create',
+        target: user.email,
+        details: { name, expires_at: expiresAt === null ? null : iso(expiresAt) },
+      },
+      now,
+    ),
   ]);
-  const row = await db.selectFrom('personal_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('personal_tokens')
+    .selectAll()
+    .where('token_hash', '=', hash)
+    .executeTakeFirstOrThrow();
   return { token, row };
 }
 
@@ -261,16 +348,30 @@ export async function findToken(db: Db, id: number): Promise<TokenRow | undefine
   return db.selectFrom('personal_tokens').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function deleteToken(store: Store, token: TokenRow, ownerEmail: string, now: number, audit: Omit<AuditEntry, 'action' | 'target'>): Promise<void> {
+export async function deleteToken(
+  store: Store,
+  token: TokenRow,
+  ownerEmail: string,
+  now: number,
+  audit: Omit<AuditEntry, 'action' | 'target'>,
+): Promise<void> {
   const db = store.db;
   await store.atomic([
     db.deleteFrom('personal_tokens').where('id', '=', Number(token.id)).compile(),
-    auditQuery(db, { ...audit, action: 'token.delete', target: ownerEmail, details: { name: token.name, id: Number(token.id) } }, now),
+    auditQuery(
+      db,
+      { ...audit, action: 'token.delete', target: ownerEmail, details: { name: token.name, id: Number(token.id) } },
+      now,
+    ),
   ]);
 }
 
 /** The token and its user for a presented personal token, when both are usable at `now`. */
-export async function resolveToken(db: Db, presented: string, now: number): Promise<{ token: TokenRow; user: UserRow } | null> {
+export async function resolveToken(
+  db: Db,
+  presented: string,
+  now: number,
+): Promise<{ token: TokenRow; user: UserRow } | null> {
   const hash = await secretHash(presented);
   const row = await db
     .selectFrom('personal_tokens')
@@ -361,7 +462,11 @@ export function isSessionId(text: string | undefined): text is string {
 /** The live session of a cookie's session id, refreshing its idle time; null when ended, expired or idle. */
 export async function findSession(db: Db, id: string, now: number): Promise<SessionRow | null> {
   if (!isSessionId(id)) return null;
-  const row = await db.selectFrom('user_sessions').selectAll().where('id_hash', '=', await secretHash(id)).executeTakeFirst();
+  const row = await db
+    .selectFrom('user_sessions')
+    .selectAll()
+    .where('id_hash', '=', await secretHash(id))
+    .executeTakeFirst();
   if (!row) return null;
   if (Number(row.expires_at) <= now || Number(row.last_seen_at) + SESSION_IDLE_MS <= now) {
     await db.deleteFrom('user_sessions').where('id_hash', '=', row.id_hash).execute();
@@ -375,7 +480,10 @@ export async function findSession(db: Db, id: string, now: number): Promise<Sess
 
 export async function deleteSession(db: Db, id: string): Promise<void> {
   if (!isSessionId(id)) return;
-  await db.deleteFrom('user_sessions').where('id_hash', '=', await secretHash(id)).execute();
+  await db
+    .deleteFrom('user_sessions')
+    .where('id_hash', '=', await secretHash(id))
+    .execute();
 }
 
 export async function listSessions(db: Db, userId: number, now: number): Promise<SessionRow[]> {
@@ -390,7 +498,12 @@ export async function listSessions(db: Db, userId: number, now: number): Promise
 }
 
 /** Ends every session of a user ("end sessions"). */
-export async function endSessions(store: Store, user: UserRow, now: number, audit: Omit<AuditEntry, 'action' | 'target'>): Promise<void> {
+export async function endSessions(
+  store: Store,
+  user: UserRow,
+  now: number,
+  audit: Omit<AuditEntry, 'action' | 'target'>,
+): Promise<void> {
   const db = store.db;
   await store.atomic([
     db.deleteFrom('user_sessions').where('user_id', '=', Number(user.id)).compile(),
@@ -406,21 +519,34 @@ export async function endSessions(store: Store, user: UserRow, now: number, audi
 export async function createInvite(db: Db, userId: number, now: number): Promise<{ token: string; expiresAt: number }> {
   const token = randomText(40);
   const expiresAt = now + INVITE_TTL_MS;
-  await db.insertInto('user_invites').values({ token_hash: await secretHash(token), user_id: userId, created_at: now, expires_at: expiresAt }).execute();
+  await db
+    .insertInto('user_invites')
+    .values({ token_hash: await secretHash(token), user_id: userId, created_at: now, expires_at: expiresAt })
+    .execute();
   return { token, expiresAt };
 }
 
 /** The user an invite token is for, when it is valid at `now`. */
 export async function findInvite(db: Db, token: string, now: number): Promise<UserRow | null> {
   if (!/^[A-Za-z0-9]{40}$/.test(token)) return null;
-  const invite = await db.selectFrom('user_invites').selectAll().where('token_hash', '=', await secretHash(token)).executeTakeFirst();
+  const invite = await db
+    .selectFrom('user_invites')
+    .selectAll()
+    .where('token_hash', '=', await secretHash(token))
+    .executeTakeFirst();
   if (!invite || Number(invite.expires_at) <= now) return null;
   const user = await findUser(db, Number(invite.user_id));
   return user && Number(user.disabled) === 0 ? user : null;
 }
 
 /** Sets the invited user's password and spends the invite (and any other of theirs). */
-export async function acceptInvite(store: Store, user: UserRow, passwordHash: string, now: number, ip: string | null): Promise<void> {
+export async function acceptInvite(
+  store: Store,
+  user: UserRow,
+  passwordHash: string,
+  now: number,
+  ip: string | null,
+): Promise<void> {
   const db = store.db;
   await store.atomic([
     db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', Number(user.id)).compile(),
@@ -432,13 +558,22 @@ export async function acceptInvite(store: Store, user: UserRow, passwordHash: st
 /** A new setup token (kept hashed, so every instance accepts it) while no user exists. */
 export async function createSetupToken(db: Db, now: number): Promise<string> {
   const token = randomText(32);
-  await db.insertInto('setup_tokens').values({ token_hash: await secretHash(token), created_at: now }).execute();
+  await db
+    .insertInto('setup_tokens')
+    .values({ token_hash: await secretHash(token), created_at: now })
+    .execute();
   return token;
 }
 
 export async function setupTokenValid(db: Db, token: string): Promise<boolean> {
   if (!/^[A-Za-z0-9]{32}$/.test(token)) return false;
-  return (await db.selectFrom('setup_tokens').select('token_hash').where('token_hash', '=', await secretHash(token)).executeTakeFirst()) !== undefined;
+  return (
+    (await db
+      .selectFrom('setup_tokens')
+      .select('token_hash')
+      .where('token_hash', '=', await secretHash(token))
+      .executeTakeFirst()) !== undefined
+  );
 }
 
 /** The stored form of a session id (to tell the current session in a list). */

@@ -85,7 +85,8 @@ function ipv6Reason(g: number[]): string | null {
   if (zeroUpTo(5) && g[5] === 0xffff) return mapped(ipv4Reason(embeddedV4(g, 6)));
   if (zeroUpTo(6)) return mapped(ipv4Reason(embeddedV4(g, 6)));
   // 64:ff9b::/96 (NAT64) and 2002::/16 (6to4) carry an IPv4 address too.
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return mapped(ipv4Reason(embeddedV4(g, 6)));
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0))
+    return mapped(ipv4Reason(embeddedV4(g, 6)));
   if (g[0] === 0x2002) return mapped(ipv4Reason(embeddedV4(g, 1)));
   if ((g[0] & 0xffc0) === 0xfe80) return 'a link-local address (fe80::/10)';
   if ((g[0] & 0xffc0) === 0xfec0) return 'a site-local address (fec0::/10)';

@@ -22,13 +22,27 @@ export function assigneeHearsOf(outcome: AlertOutcome): boolean {
  * The email to the enabled assignee of the issue a regression alert names, or null (not a
  * regression, no assignee, a disabled one, the issue gone).
  */
-export async function assigneeMail(db: Kysely<Database>, alertId: number, publicUrl: string | null): Promise<{ message: MailMessage; userId: number } | null> {
+export async function assigneeMail(
+  db: Kysely<Database>,
+  alertId: number,
+  publicUrl: string | null,
+): Promise<{ message: MailMessage; userId: number } | null> {
   const row = await db
     .selectFrom('alert_outbox as o')
     .innerJoin('issues as i', 'i.id', 'o.issue_id')
     .innerJoin('users as u', 'u.id', 'i.assignee_id')
     .innerJoin('projects as p', 'p.id', 'o.project_id')
-    .select(['o.payload', 'o.created_at', 'o.triggered_at', 'u.id as user_id', 'u.email', 'u.name', 'u.disabled', 'p.slug', 'p.name as project_name'])
+    .select([
+      'o.payload',
+      'o.created_at',
+      'o.triggered_at',
+      'u.id as user_id',
+      'u.email',
+      'u.name',
+      'u.disabled',
+      'p.slug',
+      'p.name as project_name',
+    ])
     .where('o.id', '=', alertId)
     .where('o.type', '=', 'regression')
     .executeTakeFirst();
@@ -39,7 +53,11 @@ export async function assigneeMail(db: Kysely<Database>, alertId: number, public
   } catch {
     // an unreadable payload: the email says what the project and type say
   }
-  const content = { ...payload, type: 'regression', triggered_at: Number(row.triggered_at ?? row.created_at) } as AlertContent;
+  const content = {
+    ...payload,
+    type: 'regression',
+    triggered_at: Number(row.triggered_at ?? row.created_at),
+  } as AlertContent;
   const project: AlertProject = { slug: row.slug, name: row.project_name };
   const mail = emailMessage(content, project, publicUrl, { assignee: row.name || row.email });
   return { message: { to: [row.email], ...mail }, userId: Number(row.user_id) };

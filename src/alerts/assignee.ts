@@ -47,7 +47,11 @@ export interface AssignedIssue {
 
 /** The email telling an assignee what a user said about their issue. */
 export function feedbackEmail(issue: AssignedIssue, f: FeedbackAlertFields, publicUrl: string | null): MailContent {
-  const link = alertLink(publicUrl, { slug: issue.projectSlug, name: issue.projectName }, { type: 'new_issue', fingerprint: issue.fingerprint, triggered_at: 0 });
+  const link = alertLink(
+    publicUrl,
+    { slug: issue.projectSlug, name: issue.projectName },
+    { type: 'new_issue', fingerprint: issue.fingerprint, triggered_at: 0 },
+  );
   const who = f.name && f.email ? `${f.name} <${f.email}>` : f.name || f.email || 'A user';
   const subject = clip(`[Faultline] User feedback on ${issue.title}`.replace(/[\r\n\t]+/g, ' '), 200);
   const facts: [string, string][] = [
@@ -56,7 +60,16 @@ export function feedbackEmail(issue: AssignedIssue, f: FeedbackAlertFields, publ
     ...(f.url ? ([['Page', f.url]] as [string, string][]) : []),
     ...(f.event_id ? ([['Event', f.event_id]] as [string, string][]) : []),
   ];
-  const text = [`User feedback on an issue assigned to you`, '', issue.title, '', f.comments, '', ...facts.map(([k, v]) => `${k}: ${v}`), ...(link ? ['', link] : [])];
+  const text = [
+    `User feedback on an issue assigned to you`,
+    '',
+    issue.title,
+    '',
+    f.comments,
+    '',
+    ...facts.map(([k, v]) => `${k}: ${v}`),
+    ...(link ? ['', link] : []),
+  ];
   const html = [
     '<!doctype html><html><body style="font-family:sans-serif">',
     '<h2 style="margin:0 0 8px">User feedback on an issue assigned to you</h2>',

@@ -14,7 +14,8 @@ import type { AlertRuntime } from './transport.js';
 
 export type AlertConfig = Pick<Config, 'publicUrl' | 'webhookAllowPrivate' | 'telegramBotToken' | 'telegramApiUrl'>;
 
-const PRIVATE_HINT = 'webhooks may only reach public addresses (the server setting WEBHOOK_ALLOW_PRIVATE=true allows others)';
+const PRIVATE_HINT =
+  'webhooks may only reach public addresses (the server setting WEBHOOK_ALLOW_PRIVATE=true allows others)';
 
 /**
  * Refuses a webhook URL whose host is, or resolves to, a non-public address, unless
@@ -45,7 +46,9 @@ export async function checkWebhookHost(url: string, runtime: AlertRuntime, allow
  */
 export function checkProviderScheme(url: string, allowPrivate: boolean): void {
   if (allowPrivate || new URL(url).protocol === 'https:') return;
-  throw new AlertInputError(`config.url must be an https URL (the server setting WEBHOOK_ALLOW_PRIVATE=true also allows http)`);
+  throw new AlertInputError(
+    `config.url must be an https URL (the server setting WEBHOOK_ALLOW_PRIVATE=true also allows http)`,
+  );
 }
 
 /** Validates a POST alerts/channels body completely, then stores the channel. */
@@ -64,7 +67,9 @@ export async function addChannel(
     await checkWebhookHost(input.config.url, runtime, config.webhookAllowPrivate);
   }
   if (input.kind === 'email' && !runtime.mail) {
-    throw new AlertInputError(runtime.mailUnavailable ?? 'email channels need the server settings SMTP_URL and SMTP_FROM, which are not set');
+    throw new AlertInputError(
+      runtime.mailUnavailable ?? 'email channels need the server settings SMTP_URL and SMTP_FROM, which are not set',
+    );
   }
   if (input.kind === 'telegram' && !config.telegramBotToken) {
     throw new AlertInputError('telegram channels need the server setting TELEGRAM_BOT_TOKEN, which is not set');

@@ -116,13 +116,23 @@ function digestItem(raw: Record<string, unknown>, project: AlertProject, publicU
     if (typeof raw[k] === 'number') item[k] = raw[k] as number;
   }
   if (item.fingerprint !== undefined || item.monitor !== undefined) {
-    const url = alertLink(publicUrl, project, { type: 'new_issue', fingerprint: item.fingerprint, monitor: item.monitor, triggered_at: 0 });
+    const url = alertLink(publicUrl, project, {
+      type: 'new_issue',
+      fingerprint: item.fingerprint,
+      monitor: item.monitor,
+      triggered_at: 0,
+    });
     if (url !== undefined) item.url = url;
   }
   return item;
 }
 
-function digestPayload(content: AlertContent, digest: DigestFields, project: AlertProject, publicUrl: string | null): WebhookPayload {
+function digestPayload(
+  content: AlertContent,
+  digest: DigestFields,
+  project: AlertProject,
+  publicUrl: string | null,
+): WebhookPayload {
   const payload: WebhookPayload = {
     type: content.type,
     digest: true,
@@ -159,10 +169,13 @@ export function webhookPayload(content: AlertContent, project: AlertProject, pub
 
 /** The short plain-text Telegram message: type, project, title, counts, link. */
 export function telegramText(content: AlertContent, project: AlertProject, publicUrl: string | null): string {
-  if (content.digest && content.type !== 'test') return telegramDigestText(content.type, content.digest, project, publicUrl);
+  if (content.digest && content.type !== 'test')
+    return telegramDigestText(content.type, content.digest, project, publicUrl);
   const lines = [`${TITLES[content.type]} in ${project.name} (${project.slug})`];
   if (content.type === 'crash_spike') {
-    lines.push(`${content.recent} crashes in the last 60 minutes; hourly average of the 24 hours before: ${content.baseline}`);
+    lines.push(
+      `${content.recent} crashes in the last 60 minutes; hourly average of the 24 hours before: ${content.baseline}`,
+    );
   } else if (content.type === 'test') {
     lines.push('Faultline can reach this chat.');
   } else if (content.type === 'monitor') {
@@ -181,17 +194,28 @@ export function telegramText(content: AlertContent, project: AlertProject, publi
 }
 
 /** "3 new issues in Shop app (shop-app) since 10:02 UTC", one line per listed alert, "and N more", the link. */
-function telegramDigestText(type: AlertType, digest: DigestFields, project: AlertProject, publicUrl: string | null): string {
+function telegramDigestText(
+  type: AlertType,
+  digest: DigestFields,
+  project: AlertProject,
+  publicUrl: string | null,
+): string {
   const since = new Date(digest.since).toISOString();
   const [one, many] = DIGEST_NOUNS[type];
-  const lines = [`${digest.count} ${digest.count === 1 ? one : many} in ${project.name} (${project.slug}) since ${since.slice(0, 10)} ${since.slice(11, 16)} UTC`];
+  const lines = [
+    `${digest.count} ${digest.count === 1 ? one : many} in ${project.name} (${project.slug}) since ${since.slice(0, 10)} ${since.slice(11, 16)} UTC`,
+  ];
   for (const raw of digest.items) {
     const item = digestItem(raw, project, null);
     if (type === 'crash_spike') {
       lines.push(`- ${item.recent} crashes in 60 minutes (hourly average before: ${item.baseline})`);
       continue;
     }
-    const facts = [item.level, item.event_count !== undefined ? `${item.event_count} event${item.event_count === 1 ? '' : 's'}` : undefined, item.release && `release ${item.release}`]
+    const facts = [
+      item.level,
+      item.event_count !== undefined ? `${item.event_count} event${item.event_count === 1 ? '' : 's'}` : undefined,
+      item.release && `release ${item.release}`,
+    ]
       .filter(Boolean)
       .join(', ');
     lines.push(`- ${(item.title ?? item.fingerprint ?? '').slice(0, 150)}${facts ? ` (${facts})` : ''}`);
@@ -206,7 +230,9 @@ function telegramDigestText(type: AlertType, digest: DigestFields, project: Aler
 /** `sha256=<hex HMAC-SHA256 of body>` with Web Crypto. */
 export async function signBody(secret: string, body: string): Promise<string> {
   const enc = new TextEncoder();
-  const key = await crypto.subtle.importKey('raw', enc.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const key = await crypto.subtle.importKey('raw', enc.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'sign',
+  ]);
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, enc.encode(body)));
   return `sha256=${Array.from(mac, (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
@@ -233,13 +259,19 @@ export interface SendContext {
 function failureText(err: unknown, timeoutMs: number): string {
   if (err instanceof ForbiddenAddressError) return err.message;
   const e = err as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'ETIMEDOUT') return `no answer within ${timeoutMs / 1000} s`;
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || e?.code === 'ETIMEDOUT')
+    return `no answer within ${timeoutMs / 1000} s`;
   const code = e?.code ?? e?.cause?.code;
   const message = e?.cause?.message ?? e?.message ?? String(err);
   return code && !message.includes(code) ? `${code}: ${message}` : message;
 }
 
-export async function sendWebhook(config: WebhookConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+export async function sendWebhook(
+  config: WebhookConfig,
+  content: AlertContent,
+  project: AlertProject,
+  ctx: SendContext,
+): Promise<SendResult> {
   const body = JSON.stringify(webhookPayload(content, project, ctx.publicUrl));
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -249,9 +281,21 @@ export async function sendWebhook(config: WebhookConfig, content: AlertContent, 
   if (ctx.deliveryId !== undefined) headers['x-faultline-delivery'] = String(ctx.deliveryId);
   if (config.secret) headers[SIGNATURE_HEADER.toLowerCase()] = await signBody(config.secret, body);
   try {
-    const response = await ctx.runtime.post({ url: config.url, headers, body, timeoutMs: WEBHOOK_TIMEOUT_MS, guardAddresses: !ctx.webhookAllowPrivate });
-    if (response.status >= 200 && response.status < 300) return { delivered: true, status: response.status, error: null };
-    if (response.status >= 300 && response.status < 400) return { delivered: false, status: response.status, error: `HTTP ${response.status}: redirects are not followed` };
+    const response = await ctx.runtime.post({
+      url: config.url,
+      headers,
+      body,
+      timeoutMs: WEBHOOK_TIMEOUT_MS,
+      guardAddresses: !ctx.webhookAllowPrivate,
+    });
+    if (response.status >= 200 && response.status < 300)
+      return { delivered: true, status: response.status, error: null };
+    if (response.status >= 300 && response.status < 400)
+      return {
+        delivered: false,
+        status: response.status,
+        error: `HTTP ${response.status}: redirects are not followed`,
+      };
     return { delivered: false, status: response.status, error: `HTTP ${response.status}` };
   } catch (err) {
     return { delivered: false, status: null, error: failureText(err, WEBHOOK_TIMEOUT_MS) };
@@ -261,11 +305,20 @@ export async function sendWebhook(config: WebhookConfig, content: AlertContent, 
 /** Longest wait a Telegram 429 may ask for before the next attempt. */
 const MAX_RETRY_AFTER_MS = HOUR_MS;
 
-export async function sendTelegram(config: TelegramConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+export async function sendTelegram(
+  config: TelegramConfig,
+  content: AlertContent,
+  project: AlertProject,
+  ctx: SendContext,
+): Promise<SendResult> {
   const token = ctx.telegramBotToken;
   if (!token) return { delivered: false, status: null, error: 'TELEGRAM_BOT_TOKEN is not set on the server' };
   const hide = (text: string) => text.split(token).join('<token>');
-  const body = JSON.stringify({ chat_id: config.chat_id, text: telegramText(content, project, ctx.publicUrl), disable_web_page_preview: true });
+  const body = JSON.stringify({
+    chat_id: config.chat_id,
+    text: telegramText(content, project, ctx.publicUrl),
+    disable_web_page_preview: true,
+  });
   try {
     const response = await ctx.runtime.post({
       url: `${ctx.telegramApiUrl}/bot${token}/sendMessage`,
@@ -280,11 +333,17 @@ export async function sendTelegram(config: TelegramConfig, content: AlertContent
     } catch {
       // not JSON: judged by the status alone
     }
-    if (response.status >= 200 && response.status < 300 && answer.ok !== false) return { delivered: true, status: response.status, error: null };
+    if (response.status >= 200 && response.status < 300 && answer.ok !== false)
+      return { delivered: true, status: response.status, error: null };
     const description = typeof answer.description === 'string' ? `: ${hide(answer.description).slice(0, 300)}` : '';
-    const result: SendResult = { delivered: false, status: response.status, error: `Telegram answered HTTP ${response.status}${description}` };
+    const result: SendResult = {
+      delivered: false,
+      status: response.status,
+      error: `Telegram answered HTTP ${response.status}${description}`,
+    };
     const retryAfter = Number(answer.parameters?.retry_after);
-    if (response.status === 429 && Number.isFinite(retryAfter) && retryAfter > 0) result.retryAfterMs = Math.min(retryAfter * 1000, MAX_RETRY_AFTER_MS);
+    if (response.status === 429 && Number.isFinite(retryAfter) && retryAfter > 0)
+      result.retryAfterMs = Math.min(retryAfter * 1000, MAX_RETRY_AFTER_MS);
     return result;
   } catch (err) {
     return { delivered: false, status: null, error: hide(failureText(err, TELEGRAM_TIMEOUT_MS)) };
@@ -299,10 +358,20 @@ const PROVIDER_NAMES: Record<ProviderKind, string> = { slack: 'Slack', discord: 
  * incoming-webhook URL, with the webhook's address rules. The URL is the credential: no
  * error text names it.
  */
-export async function sendProvider(kind: ProviderKind, config: ProviderConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+export async function sendProvider(
+  kind: ProviderKind,
+  config: ProviderConfig,
+  content: AlertContent,
+  project: AlertProject,
+  ctx: SendContext,
+): Promise<SendResult> {
   // Checked again here: an imported channel never went through creation's checks.
   if (!ctx.webhookAllowPrivate && !config.url.startsWith('https:')) {
-    return { delivered: false, status: null, error: `${PROVIDER_NAMES[kind]} hooks must be https URLs (WEBHOOK_ALLOW_PRIVATE=true also allows http)` };
+    return {
+      delivered: false,
+      status: null,
+      error: `${PROVIDER_NAMES[kind]} hooks must be https URLs (WEBHOOK_ALLOW_PRIVATE=true also allows http)`,
+    };
   }
   const body = JSON.stringify(PROVIDER_MESSAGES[kind](content, project, ctx.publicUrl));
   const hide = (text: string) => text.split(config.url).join('<webhook url>');
@@ -314,10 +383,16 @@ export async function sendProvider(kind: ProviderKind, config: ProviderConfig, c
       timeoutMs: WEBHOOK_TIMEOUT_MS,
       guardAddresses: !ctx.webhookAllowPrivate,
     });
-    if (response.status >= 200 && response.status < 300) return { delivered: true, status: response.status, error: null };
+    if (response.status >= 200 && response.status < 300)
+      return { delivered: true, status: response.status, error: null };
     const detail = response.body.trim().replace(/\s+/g, ' ').slice(0, 200);
-    const result: SendResult = { delivered: false, status: response.status, error: hide(`${PROVIDER_NAMES[kind]} answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`) };
-    if (response.status >= 300 && response.status < 400) result.error = `HTTP ${response.status}: redirects are not followed`;
+    const result: SendResult = {
+      delivered: false,
+      status: response.status,
+      error: hide(`${PROVIDER_NAMES[kind]} answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`),
+    };
+    if (response.status >= 300 && response.status < 400)
+      result.error = `HTTP ${response.status}: redirects are not followed`;
     // Discord's rate limit says in its body how many seconds to wait.
     if (response.status === 429) {
       let wait = Number.NaN;
@@ -335,13 +410,27 @@ export async function sendProvider(kind: ProviderKind, config: ProviderConfig, c
 }
 
 /** Email: one message to the channel's recipients through the runtime's MailSender. */
-export async function sendEmail(config: EmailConfig, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+export async function sendEmail(
+  config: EmailConfig,
+  content: AlertContent,
+  project: AlertProject,
+  ctx: SendContext,
+): Promise<SendResult> {
   const mail = ctx.runtime.mail;
-  if (!mail) return { delivered: false, status: null, error: ctx.runtime.mailUnavailable ?? 'email is not configured on the server (SMTP_URL, SMTP_FROM)' };
+  if (!mail)
+    return {
+      delivered: false,
+      status: null,
+      error: ctx.runtime.mailUnavailable ?? 'email is not configured on the server (SMTP_URL, SMTP_FROM)',
+    };
   try {
     const result = await mail.send({ to: config.to, ...emailMessage(content, project, ctx.publicUrl) });
     if (result.accepted.length > 0) return { delivered: true, status: null, error: null };
-    return { delivered: false, status: null, error: `the mail server accepted no recipient: ${result.response}`.slice(0, 300) };
+    return {
+      delivered: false,
+      status: null,
+      error: `the mail server accepted no recipient: ${result.response}`.slice(0, 300),
+    };
   } catch (err) {
     return { delivered: false, status: null, error: failureText(err, WEBHOOK_TIMEOUT_MS).slice(0, 300) };
   }
@@ -354,7 +443,12 @@ export interface StoredChannel {
 }
 
 /** One attempt at one channel. */
-export async function sendToChannel(channel: StoredChannel, content: AlertContent, project: AlertProject, ctx: SendContext): Promise<SendResult> {
+export async function sendToChannel(
+  channel: StoredChannel,
+  content: AlertContent,
+  project: AlertProject,
+  ctx: SendContext,
+): Promise<SendResult> {
   let config: unknown;
   try {
     config = JSON.parse(channel.config);

@@ -95,7 +95,14 @@ export interface PassSummary {
 }
 
 function emptySummary(): PassSummary {
-  return { alerts: { sent: 0, taken: 0, disabled: 0, no_channel: 0, held: 0, filtered: 0 }, digests: 0, assignee_emails: 0, sent: 0, failed: 0, retried: 0 };
+  return {
+    alerts: { sent: 0, taken: 0, disabled: 0, no_channel: 0, held: 0, filtered: 0 },
+    digests: 0,
+    assignee_emails: 0,
+    sent: 0,
+    failed: 0,
+    retried: 0,
+  };
 }
 
 function randomHolder(): string {
@@ -179,12 +186,20 @@ export class AlertDispatcher {
       try {
         const result = await runtime.mail.send(mail.message);
         this.summary.assignee_emails += 1;
-        logger.info({ alert_id: alertId, user_id: mail.userId, accepted: result.accepted.length }, 'regression emailed to its assignee');
+        logger.info(
+          { alert_id: alertId, user_id: mail.userId, accepted: result.accepted.length },
+          'regression emailed to its assignee',
+        );
       } catch (err) {
-        logger.warn({ alert_id: alertId, user_id: mail.userId, error: (err as Error).message }, 'the email to the assignee of a regressed issue failed');
+        logger.warn(
+          { alert_id: alertId, user_id: mail.userId, error: (err as Error).message },
+          'the email to the assignee of a regressed issue failed',
+        );
       }
     })()
-      .catch((err) => logger.error({ err, alert_id: alertId }, 'could not prepare the email to the assignee of a regressed issue'))
+      .catch((err) =>
+        logger.error({ err, alert_id: alertId }, 'could not prepare the email to the assignee of a regressed issue'),
+      )
       .finally(() => this.assigneeMails.delete(sending));
     this.assigneeMails.add(sending);
   }
@@ -294,10 +309,16 @@ export class AlertDispatcher {
       else if (!runtime.mail) state = 'no_mail';
       else {
         try {
-          const result = await runtime.mail.send({ to: [issue.to], ...feedbackEmail(issue, parseFeedbackAlertPayload(row.payload), config.publicUrl) });
+          const result = await runtime.mail.send({
+            to: [issue.to],
+            ...feedbackEmail(issue, parseFeedbackAlertPayload(row.payload), config.publicUrl),
+          });
           state = result.accepted.length > 0 ? 'sent' : 'failed';
         } catch (err) {
-          logger.warn({ alert_id: row.id, err: err instanceof Error ? err.message : String(err) }, 'assignee email not sent');
+          logger.warn(
+            { alert_id: row.id, err: err instanceof Error ? err.message : String(err) },
+            'assignee email not sent',
+          );
           state = 'failed';
         }
       }
@@ -310,7 +331,13 @@ export class AlertDispatcher {
     const due = await dueDigests(this.deps.store.db, this.deps.clock.now(), 100);
     for (const { project_id, type } of due) {
       if (this.stopped) return;
-      const outcome = await sendDigest(this.deps.store, project_id, type, this.deps.clock.now(), this.options.wallClock());
+      const outcome = await sendDigest(
+        this.deps.store,
+        project_id,
+        type,
+        this.deps.clock.now(),
+        this.options.wallClock(),
+      );
       if (outcome === 'sent') this.summary.digests += 1;
       if (outcome !== 'taken') this.deps.logger.debug({ project_id, type, outcome }, 'digest of held-back alerts');
     }
@@ -326,7 +353,14 @@ export class AlertDispatcher {
       if (!(await anyDeliveryDue(this.deps.store.db, wallNow))) return any;
       const busy = [...this.perChannel].filter(([, n]) => n >= this.options.perChannel).map(([id]) => id);
       // At most one delivery per channel each round; rounds go on while slots are free.
-      const claimed = await claimDeliveries(this.deps.store, this.holder, wallNow, wallNow + this.options.leaseMs, free, busy);
+      const claimed = await claimDeliveries(
+        this.deps.store,
+        this.holder,
+        wallNow,
+        wallNow + this.options.leaseMs,
+        free,
+        busy,
+      );
       if (claimed.length === 0) return any;
       any = true;
       for (const d of claimed) this.launch(d);
@@ -336,7 +370,12 @@ export class AlertDispatcher {
   private launch(d: ClaimedDelivery): void {
     this.perChannel.set(d.channel_id, (this.perChannel.get(d.channel_id) ?? 0) + 1);
     const attempt = this.attempt(d)
-      .catch((err) => this.deps.logger.error({ err, delivery_id: d.id }, 'alert delivery attempt failed unexpectedly; its lease runs out and it is tried again'))
+      .catch((err) =>
+        this.deps.logger.error(
+          { err, delivery_id: d.id },
+          'alert delivery attempt failed unexpectedly; its lease runs out and it is tried again',
+        ),
+      )
       .finally(() => {
         this.inFlight.delete(d.id);
         const n = (this.perChannel.get(d.channel_id) ?? 1) - 1;
@@ -351,7 +390,14 @@ export class AlertDispatcher {
     const { store, logger, config } = this.deps;
     const db = store.db;
     const ctx = await deliveryContext(db, d);
-    const log = { delivery_id: d.id, alert_id: d.alert_id, project_id: d.project_id, channel_id: d.channel_id, type: d.type, attempt: d.attempts };
+    const log = {
+      delivery_id: d.id,
+      alert_id: d.alert_id,
+      project_id: d.project_id,
+      channel_id: d.channel_id,
+      type: d.type,
+      attempt: d.attempts,
+    };
     if (!ctx.project) return; // the project is gone, and its deliveries with it
     let result: SendResult;
     if (!ctx.channel) {
@@ -363,7 +409,11 @@ export class AlertDispatcher {
       } catch {
         payload = {};
       }
-      const content = { ...payload, type: d.type, triggered_at: ctx.alert?.triggered_at ?? this.deps.clock.now() } as AlertContent;
+      const content = {
+        ...payload,
+        type: d.type,
+        triggered_at: ctx.alert?.triggered_at ?? this.deps.clock.now(),
+      } as AlertContent;
       result = await sendToChannel(ctx.channel, content, ctx.project, {
         runtime: this.deps.runtime,
         publicUrl: config.publicUrl,
@@ -385,13 +435,19 @@ export class AlertDispatcher {
     if (!ctx.channel || d.attempts >= maxAttempts) {
       const { gaveBack } = await markFailed(store, d, this.holder, result.status, error);
       this.summary.failed += 1;
-      logger.warn({ ...log, status: result.status, error, cooldown_given_back: gaveBack }, 'alert delivery failed for good');
+      logger.warn(
+        { ...log, status: result.status, error, cooldown_given_back: gaveBack },
+        'alert delivery failed for good',
+      );
       return;
     }
     const delay = result.retryAfterMs ?? this.options.retryDelaysMs[d.attempts - 1];
     if (await scheduleRetry(db, d, this.holder, result.status, error, this.options.wallClock() + delay)) {
       this.summary.retried += 1;
-      logger.warn({ ...log, status: result.status, error, retry_in_ms: delay }, 'alert delivery attempt failed; trying again later');
+      logger.warn(
+        { ...log, status: result.status, error, retry_in_ms: delay },
+        'alert delivery attempt failed; trying again later',
+      );
     }
   }
 }
@@ -403,7 +459,11 @@ export class AlertDispatcher {
  */
 export async function runAlertsOnce(
   deps: DispatcherDeps,
-  options: { dispatcher?: Partial<DispatcherOptions>; waitMs?: number; onSpikes?: (spikes: SpikeCheckResult) => void } = {},
+  options: {
+    dispatcher?: Partial<DispatcherOptions>;
+    waitMs?: number;
+    onSpikes?: (spikes: SpikeCheckResult) => void;
+  } = {},
 ): Promise<{ spikes: SpikeCheckResult; pass: PassSummary }> {
   const dispatcher = new AlertDispatcher(deps, options.dispatcher);
   try {

@@ -36,7 +36,14 @@ export function issueAlertOutboxRow(
     environment: fields.environment ?? '',
   };
   if (fields.first_seen !== undefined) payload.first_seen = Number(fields.first_seen);
-  return { project_id: projectId, type, issue_id: issueId, payload: JSON.stringify(payload), state: OUTBOX_PENDING, created_at: at };
+  return {
+    project_id: projectId,
+    type,
+    issue_id: issueId,
+    payload: JSON.stringify(payload),
+    state: OUTBOX_PENDING,
+    created_at: at,
+  };
 }
 
 /** The outbox state of an alert its rule's cooldown holds back for the next digest. */
@@ -79,7 +86,8 @@ export function namedIssues(payload: string | null): { fingerprint: string; titl
   } catch {
     return [];
   }
-  const list = v?.digest && Array.isArray(v.digest.items) ? (v.digest.items as { fingerprint?: unknown; title?: unknown }[]) : [v];
+  const list =
+    v?.digest && Array.isArray(v.digest.items) ? (v.digest.items as { fingerprint?: unknown; title?: unknown }[]) : [v];
   return list
     .filter((i) => i && typeof i.fingerprint === 'string')
     .map((i) => ({ fingerprint: i.fingerprint as string, title: typeof i.title === 'string' ? i.title : '' }));

@@ -54,7 +54,12 @@ export interface AlertCause {
  * environment or level (a crash spike) is not held back by that filter.
  */
 export function ruleLetsThrough(filters: RuleFilters, cause: AlertCause): boolean {
-  if (filters.environments.length > 0 && cause.environment !== undefined && !filters.environments.includes(cause.environment)) return false;
+  if (
+    filters.environments.length > 0 &&
+    cause.environment !== undefined &&
+    !filters.environments.includes(cause.environment)
+  )
+    return false;
   if (filters.min_level !== null && cause.level !== undefined) {
     const at = ALERT_LEVELS.indexOf(cause.level as AlertLevel);
     if (at < ALERT_LEVELS.indexOf(filters.min_level)) return false;
@@ -68,7 +73,11 @@ export function ruleChannels(filters: RuleFilters, channelIds: number[]): number
 }
 
 /** The filters as stored (alert_rules columns), read back leniently: anything unreadable is "all". */
-export function storedRuleFilters(row: { environments?: string | null; min_level?: string | null; channels?: string | null }): RuleFilters {
+export function storedRuleFilters(row: {
+  environments?: string | null;
+  min_level?: string | null;
+  channels?: string | null;
+}): RuleFilters {
   const list = (text: string | null | undefined): unknown[] => {
     try {
       const v = text ? JSON.parse(text) : [];
@@ -100,14 +109,23 @@ const rulePatchSchema = z.strictObject(
       .optional(),
     environments: z
       .array(
-        z.string({ error: ENVIRONMENTS_MESSAGE }).min(1, { error: ENVIRONMENTS_MESSAGE }).max(MAX_ENVIRONMENT_LENGTH, { error: ENVIRONMENTS_MESSAGE }),
+        z
+          .string({ error: ENVIRONMENTS_MESSAGE })
+          .min(1, { error: ENVIRONMENTS_MESSAGE })
+          .max(MAX_ENVIRONMENT_LENGTH, { error: ENVIRONMENTS_MESSAGE }),
         { error: ENVIRONMENTS_MESSAGE },
       )
       .max(MAX_RULE_ENVIRONMENTS, { error: ENVIRONMENTS_MESSAGE })
       .optional(),
     min_level: z.enum(ALERT_LEVELS, { error: LEVEL_MESSAGE }).nullable().optional(),
     channels: z
-      .array(z.int({ error: CHANNELS_MESSAGE }).positive({ error: CHANNELS_MESSAGE }).max(Number.MAX_SAFE_INTEGER, { error: CHANNELS_MESSAGE }), { error: CHANNELS_MESSAGE })
+      .array(
+        z
+          .int({ error: CHANNELS_MESSAGE })
+          .positive({ error: CHANNELS_MESSAGE })
+          .max(Number.MAX_SAFE_INTEGER, { error: CHANNELS_MESSAGE }),
+        { error: CHANNELS_MESSAGE },
+      )
       .max(MAX_RULE_CHANNELS, { error: CHANNELS_MESSAGE })
       .optional(),
   },
@@ -174,7 +192,10 @@ const CHAT_MESSAGE = 'config.chat_id must be an integer chat id or an "@channeln
 
 const webhookSchema = z.strictObject(
   {
-    url: z.string({ error: URL_MESSAGE }).min(1, { error: URL_MESSAGE }).max(MAX_WEBHOOK_URL_LENGTH, { error: URL_MESSAGE }),
+    url: z
+      .string({ error: URL_MESSAGE })
+      .min(1, { error: URL_MESSAGE })
+      .max(MAX_WEBHOOK_URL_LENGTH, { error: URL_MESSAGE }),
     secret: z
       .string({ error: `config.secret must be a string of 1 to ${MAX_SECRET_LENGTH} characters` })
       .min(1, { error: `config.secret must be a string of 1 to ${MAX_SECRET_LENGTH} characters` })
@@ -186,10 +207,13 @@ const webhookSchema = z.strictObject(
 
 const telegramSchema = z.strictObject(
   {
-    chat_id: z.union([
-      z.int({ error: CHAT_MESSAGE }).refine((n) => Number.isSafeInteger(n) && n !== 0, { error: CHAT_MESSAGE }),
-      z.string({ error: CHAT_MESSAGE }).regex(/^@[A-Za-z][A-Za-z0-9_]{3,63}$/, { error: CHAT_MESSAGE }),
-    ], { error: CHAT_MESSAGE }),
+    chat_id: z.union(
+      [
+        z.int({ error: CHAT_MESSAGE }).refine((n) => Number.isSafeInteger(n) && n !== 0, { error: CHAT_MESSAGE }),
+        z.string({ error: CHAT_MESSAGE }).regex(/^@[A-Za-z][A-Za-z0-9_]{3,63}$/, { error: CHAT_MESSAGE }),
+      ],
+      { error: CHAT_MESSAGE },
+    ),
   },
   { error: unknownFields(['chat_id']) },
 );
@@ -208,7 +232,12 @@ const emailSchema = z.strictObject(
 const addressSchema = z.email();
 
 const providerSchema = z.strictObject(
-  { url: z.string({ error: URL_MESSAGE }).min(1, { error: URL_MESSAGE }).max(MAX_WEBHOOK_URL_LENGTH, { error: URL_MESSAGE }) },
+  {
+    url: z
+      .string({ error: URL_MESSAGE })
+      .min(1, { error: URL_MESSAGE })
+      .max(MAX_WEBHOOK_URL_LENGTH, { error: URL_MESSAGE }),
+  },
   { error: unknownFields(['url']) },
 );
 
@@ -221,7 +250,8 @@ export function parseWebhookUrl(raw: string): URL {
   } catch {
     throw new AlertInputError(URL_MESSAGE);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AlertInputError(`${URL_MESSAGE} (got the scheme "${url.protocol.replace(/:$/, '')}")`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new AlertInputError(`${URL_MESSAGE} (got the scheme "${url.protocol.replace(/:$/, '')}")`);
   if (url.hostname === '') throw new AlertInputError(URL_MESSAGE);
   return url;
 }
@@ -232,15 +262,21 @@ export function parseWebhookUrl(raw: string): URL {
  * need DNS.
  */
 export function parseChannelInput(body: unknown): ChannelInput {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new AlertInputError('request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new AlertInputError('request body must be a JSON object');
   const { kind, config, ...rest } = body as Record<string, unknown>;
   const extra = Object.keys(rest);
-  if (extra.length > 0) throw new AlertInputError(`unknown field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `"${k}"`).join(', ')}; allowed fields are kind, config`);
+  if (extra.length > 0)
+    throw new AlertInputError(
+      `unknown field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `"${k}"`).join(', ')}; allowed fields are kind, config`,
+    );
   if (typeof kind !== 'string' || !(CHANNEL_KINDS as readonly string[]).includes(kind)) {
     throw new AlertInputError(`kind must be one of ${CHANNEL_KINDS.map((k) => `"${k}"`).join(', ')}`);
   }
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
-    throw new AlertInputError('config must be an object: {url} for webhook, slack, discord and teams, {chat_id} for telegram, {to} for email');
+    throw new AlertInputError(
+      'config must be an object: {url} for webhook, slack, discord and teams, {chat_id} for telegram, {to} for email',
+    );
   }
   if (kind === 'email') {
     const result = emailSchema.safeParse(config);
@@ -249,7 +285,8 @@ export function parseChannelInput(body: unknown): ChannelInput {
     const to: string[] = [];
     for (const raw of result.data.to) {
       const address = raw.trim();
-      if (!addressSchema.safeParse(address).success) throw new AlertInputError(`config.to: ${JSON.stringify(raw.slice(0, 100))} is not an email address`);
+      if (!addressSchema.safeParse(address).success)
+        throw new AlertInputError(`config.to: ${JSON.stringify(raw.slice(0, 100))} is not an email address`);
       if (seen.has(address.toLowerCase())) continue;
       seen.add(address.toLowerCase());
       to.push(address);
@@ -266,7 +303,10 @@ export function parseChannelInput(body: unknown): ChannelInput {
     if (!result.success) throw new AlertInputError(firstMessage(result.error));
     if (result.data.secret?.includes('\0')) throw new AlertInputError('config.secret must not contain NUL characters');
     const url = parseWebhookUrl(result.data.url);
-    return { kind, config: { url: url.href, ...(result.data.secret !== undefined ? { secret: result.data.secret } : {}) } };
+    return {
+      kind,
+      config: { url: url.href, ...(result.data.secret !== undefined ? { secret: result.data.secret } : {}) },
+    };
   }
   const result = telegramSchema.safeParse(config);
   if (!result.success) throw new AlertInputError(firstMessage(result.error));

@@ -53,7 +53,8 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 export function evaluateCrashSpike(hours: HourCrashes[], now: number): SpikeVerdict {
   const recentFrom = now - SPIKE_RECENT_MS;
   const recent = crashesBetween(hours, recentFrom, now, now);
-  const baseline = crashesBetween(hours, recentFrom - SPIKE_BASELINE_HOURS * HOUR_MS, recentFrom, now) / SPIKE_BASELINE_HOURS;
+  const baseline =
+    crashesBetween(hours, recentFrom - SPIKE_BASELINE_HOURS * HOUR_MS, recentFrom, now) / SPIKE_BASELINE_HOURS;
   // A tiny tolerance so proportions that should add up to a whole count do.
   const fires = recent + 1e-9 >= SPIKE_MIN_CRASHES && recent + 1e-9 >= SPIKE_FACTOR * baseline;
   return { recent: round2(recent), baseline: round2(baseline), fires };
@@ -82,8 +83,15 @@ export async function runCrashSpikeCheck(store: Store, now: number): Promise<Spi
     .select('r.project_id')
     .where('r.type', '=', 'crash_spike')
     .where('r.enabled', '=', 1)
-    .where((eb) => eb.or([eb('r.last_triggered', 'is', null), eb(eb('r.last_triggered', '+', eb('r.cooldown_minutes', '*', 60_000)), '<=', now)]))
-    .where((eb) => eb.exists(eb.selectFrom('alert_channels as c').select('c.id').whereRef('c.project_id', '=', 'r.project_id')))
+    .where((eb) =>
+      eb.or([
+        eb('r.last_triggered', 'is', null),
+        eb(eb('r.last_triggered', '+', eb('r.cooldown_minutes', '*', 60_000)), '<=', now),
+      ]),
+    )
+    .where((eb) =>
+      eb.exists(eb.selectFrom('alert_channels as c').select('c.id').whereRef('c.project_id', '=', 'r.project_id')),
+    )
     .where('h.bucket', '>=', hourBucket(recentFrom))
     .where('h.bucket', '<=', now)
     .groupBy('r.project_id')
@@ -102,7 +110,8 @@ export async function runCrashSpikeCheck(store: Store, now: number): Promise<Spi
       .where('bucket', '<=', now)
       .groupBy(['project_id', 'bucket'])
       .execute();
-    for (const r of rows) byProject.get(Number(r.project_id))!.push({ bucket: Number(r.bucket), crashes: Number(r.crashes) });
+    for (const r of rows)
+      byProject.get(Number(r.project_id))!.push({ bucket: Number(r.bucket), crashes: Number(r.crashes) });
   }
   for (const [projectId, hours] of byProject) {
     const verdict = evaluateCrashSpike(hours, now);

@@ -46,7 +46,15 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).to
 export async function insertDefaultRules(db: Db, projectId: number): Promise<void> {
   await db
     .insertInto('alert_rules')
-    .values(ALERT_TYPES.map((type) => ({ project_id: projectId, type, enabled: RULE_DEFAULTS.enabled ? 1 : 0, cooldown_minutes: RULE_DEFAULTS.cooldown_minutes, last_triggered: null })))
+    .values(
+      ALERT_TYPES.map((type) => ({
+        project_id: projectId,
+        type,
+        enabled: RULE_DEFAULTS.enabled ? 1 : 0,
+        cooldown_minutes: RULE_DEFAULTS.cooldown_minutes,
+        last_triggered: null,
+      })),
+    )
     .onConflict((oc) => oc.columns(['project_id', 'type']).doNothing())
     .execute();
 }
@@ -75,10 +83,19 @@ export async function updateRule(db: Db, projectId: number, type: AlertType, pat
   if (patch.channels && patch.channels.length > 0) {
     const known = new Set((await listChannels(db, projectId)).map((c) => Number(c.id)));
     const unknown = patch.channels.filter((id) => !known.has(id));
-    if (unknown.length > 0) throw new AlertInputError(`channels: ${unknown.join(', ')} ${unknown.length > 1 ? 'are not channels' : 'is not a channel'} of this project`);
+    if (unknown.length > 0)
+      throw new AlertInputError(
+        `channels: ${unknown.join(', ')} ${unknown.length > 1 ? 'are not channels' : 'is not a channel'} of this project`,
+      );
   }
   await insertDefaultRules(db, projectId);
-  const set: { enabled?: number; cooldown_minutes?: number; environments?: string; min_level?: string | null; channels?: string } = {};
+  const set: {
+    enabled?: number;
+    cooldown_minutes?: number;
+    environments?: string;
+    min_level?: string | null;
+    channels?: string;
+  } = {};
   if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
   if (patch.cooldown_minutes !== undefined) set.cooldown_minutes = patch.cooldown_minutes;
   if (patch.environments !== undefined) set.environments = JSON.stringify(patch.environments);
@@ -107,11 +124,17 @@ export interface ChannelRow {
 export function channelJson(row: ChannelRow) {
   const config = JSON.parse(row.config) as Record<string, unknown>;
   let shown: Record<string, unknown>;
-  if (row.kind === 'webhook') shown = { url: config.url, has_secret: typeof config.secret === 'string' && config.secret !== '' };
+  if (row.kind === 'webhook')
+    shown = { url: config.url, has_secret: typeof config.secret === 'string' && config.secret !== '' };
   else if (row.kind === 'telegram') shown = { chat_id: config.chat_id };
   else if (row.kind === 'email') shown = { to: config.to };
   else shown = { host: hostOf(config.url) };
-  return { id: Number(row.id), kind: row.kind, config: shown, created_at: new Date(Number(row.created_at)).toISOString() };
+  return {
+    id: Number(row.id),
+    kind: row.kind,
+    config: shown,
+    created_at: new Date(Number(row.created_at)).toISOString(),
+  };
 }
 
 function hostOf(url: unknown): string | null {
@@ -128,7 +151,12 @@ export async function listChannels(db: Db, projectId: number): Promise<ChannelRo
 
 export async function findChannel(db: Db, projectId: number, id: number): Promise<ChannelRow | undefined> {
   if (!Number.isSafeInteger(id) || id <= 0) return undefined;
-  return db.selectFrom('alert_channels').selectAll().where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('alert_channels')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export async function createChannel(db: Db, projectId: number, input: ChannelInput, now: number): Promise<ChannelRow> {
@@ -145,11 +173,22 @@ export async function createChannel(db: Db, projectId: number, input: ChannelInp
  * read first; each update is conditional on the rule's channels being as read, so a rule
  * changed meanwhile keeps its list, where the id then names no channel.
  */
-export async function deleteChannel(store: Pick<Store, 'db' | 'atomic'>, projectId: number, id: number): Promise<boolean> {
+export async function deleteChannel(
+  store: Pick<Store, 'db' | 'atomic'>,
+  projectId: number,
+  id: number,
+): Promise<boolean> {
   if (!Number.isSafeInteger(id) || id <= 0) return false;
   const db = store.db;
-  const rules = await db.selectFrom('alert_rules').select(['type', 'channels']).where('project_id', '=', projectId).where('channels', '<>', '[]').execute();
-  const statements = [db.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).returning('id').compile()];
+  const rules = await db
+    .selectFrom('alert_rules')
+    .select(['type', 'channels'])
+    .where('project_id', '=', projectId)
+    .where('channels', '<>', '[]')
+    .execute();
+  const statements = [
+    db.deleteFrom('alert_channels').where('project_id', '=', projectId).where('id', '=', id).returning('id').compile(),
+  ];
   for (const rule of rules) {
     const channels = storedRuleFilters(rule).channels;
     if (!channels.includes(id)) continue;
@@ -161,7 +200,9 @@ export async function deleteChannel(store: Pick<Store, 'db' | 'atomic'>, project
         .where('type', '=', rule.type)
         .where('channels', '=', rule.channels)
         // Only when this batch deleted the channel (it is gone now).
-        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('alert_channels').select('id').where('id', '=', id))))
+        .where(({ not, exists, selectFrom }) =>
+          not(exists(selectFrom('alert_channels').select('id').where('id', '=', id))),
+        )
         .returning('type')
         .compile(),
     );
@@ -179,7 +220,17 @@ export async function listDeliveries(db: Db, projectId: number) {
   const rows = await db
     .selectFrom('alert_deliveries as d')
     .leftJoin('alert_outbox as o', 'o.id', 'd.alert_id')
-    .select(['d.id', 'd.type', 'd.channel_id', 'd.state', 'd.attempts', 'd.last_error', 'd.created_at', 'd.sent_at', 'o.payload'])
+    .select([
+      'd.id',
+      'd.type',
+      'd.channel_id',
+      'd.state',
+      'd.attempts',
+      'd.last_error',
+      'd.created_at',
+      'd.sent_at',
+      'o.payload',
+    ])
     .where('d.project_id', '=', projectId)
     .orderBy('d.id', 'desc')
     .limit(DELIVERY_LIST_LIMIT)
@@ -197,7 +248,11 @@ export async function listDeliveries(db: Db, projectId: number) {
   }));
 }
 
-function deliveryIssues(payload: string | null): { digest: boolean; issue_count: number; issues: { fingerprint: string; title: string }[] } {
+function deliveryIssues(payload: string | null): {
+  digest: boolean;
+  issue_count: number;
+  issues: { fingerprint: string; title: string }[];
+} {
   const issues = namedIssues(payload);
   let digest: { count?: unknown } | undefined;
   try {
@@ -243,20 +298,43 @@ export async function recordTestDelivery(
 // ---------------------------------------------------------------------------
 
 /** Records an alert to be sent (the crash-spike check; the ingest batch writes its own rows). */
-export async function recordAlert(db: Db, projectId: number, type: AlertType, payload: object, now: number): Promise<void> {
+export async function recordAlert(
+  db: Db,
+  projectId: number,
+  type: AlertType,
+  payload: object,
+  now: number,
+): Promise<void> {
   await db
     .insertInto('alert_outbox')
-    .values({ project_id: projectId, type, issue_id: null, payload: JSON.stringify(payload), state: OUTBOX_PENDING, created_at: now })
+    .values({
+      project_id: projectId,
+      type,
+      issue_id: null,
+      payload: JSON.stringify(payload),
+      state: OUTBOX_PENDING,
+      created_at: now,
+    })
     .execute();
 }
 
 export async function pendingAlertIds(db: Db, limit: number): Promise<number[]> {
-  const rows = await db.selectFrom('alert_outbox').select('id').where('state', '=', OUTBOX_PENDING).where('type', '!=', ASSIGNEE_FEEDBACK).orderBy('id').limit(limit).execute();
+  const rows = await db
+    .selectFrom('alert_outbox')
+    .select('id')
+    .where('state', '=', OUTBOX_PENDING)
+    .where('type', '!=', ASSIGNEE_FEEDBACK)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
   return rows.map((r) => Number(r.id));
 }
 
 /** Assignee emails recorded and not yet taken (src/alerts/assignee.ts), oldest first. */
-export async function pendingAssigneeMails(db: Db, limit: number): Promise<{ id: number; issue_id: number | null; payload: string }[]> {
+export async function pendingAssigneeMails(
+  db: Db,
+  limit: number,
+): Promise<{ id: number; issue_id: number | null; payload: string }[]> {
   const rows = await db
     .selectFrom('alert_outbox')
     .select(['id', 'issue_id', 'payload'])
@@ -265,20 +343,37 @@ export async function pendingAssigneeMails(db: Db, limit: number): Promise<{ id:
     .orderBy('id')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ id: Number(r.id), issue_id: r.issue_id === null ? null : Number(r.issue_id), payload: r.payload }));
+  return rows.map((r) => ({
+    id: Number(r.id),
+    issue_id: r.issue_id === null ? null : Number(r.issue_id),
+    payload: r.payload,
+  }));
 }
 
 /** Takes a recorded assignee email for this process; false when another took it first. */
 export async function claimAssigneeMail(store: Store, id: number): Promise<boolean> {
   const [result] = await store.atomic([
-    store.db.updateTable('alert_outbox').set({ state: 'claimed' }).where('id', '=', id).where('state', '=', OUTBOX_PENDING).returning('id').compile(),
+    store.db
+      .updateTable('alert_outbox')
+      .set({ state: 'claimed' })
+      .where('id', '=', id)
+      .where('state', '=', OUTBOX_PENDING)
+      .returning('id')
+      .compile(),
   ]);
   return (result?.rows.length ?? 0) > 0;
 }
 
 /** Records how a claimed assignee email ended. */
-export async function finishAssigneeMail(store: Store, id: number, state: AssigneeMailState, at: number): Promise<void> {
-  await store.atomic([store.db.updateTable('alert_outbox').set({ state, triggered_at: at }).where('id', '=', id).compile()]);
+export async function finishAssigneeMail(
+  store: Store,
+  id: number,
+  state: AssigneeMailState,
+  at: number,
+): Promise<void> {
+  await store.atomic([
+    store.db.updateTable('alert_outbox').set({ state, triggered_at: at }).where('id', '=', id).compile(),
+  ]);
 }
 
 /** The issue and its assignee's address as they are now; null when it has no (enabled) assignee any more. */
@@ -292,7 +387,14 @@ export async function assignedIssue(db: Db, issueId: number): Promise<(AssignedI
     .where('u.disabled', '=', 0)
     .executeTakeFirst();
   if (!row) return null;
-  return { title: row.title, fingerprint: row.fingerprint, projectSlug: row.slug, projectName: row.project_name, assigneeName: row.user_name, to: row.email };
+  return {
+    title: row.title,
+    fingerprint: row.fingerprint,
+    projectSlug: row.slug,
+    projectName: row.project_name,
+    assigneeName: row.user_name,
+    to: row.email,
+  };
 }
 
 export type AlertOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel' | 'held' | 'filtered';
@@ -308,13 +410,29 @@ async function ruleFor(db: Db, projectId: number, type: string) {
     .where('project_id', '=', projectId)
     .where('type', '=', type)
     .executeTakeFirstOrThrow();
-  return { ...rule, filters: storedRuleFilters(rule), prev: rule.last_triggered === null ? null : Number(rule.last_triggered) };
+  return {
+    ...rule,
+    filters: storedRuleFilters(rule),
+    prev: rule.last_triggered === null ? null : Number(rule.last_triggered),
+  };
 }
 
 /** The channels a rule sends to, of those the project has now. */
-async function channelsFor(db: Db, projectId: number, rule: { filters: Parameters<typeof ruleChannels>[0] }): Promise<number[]> {
-  const all = await db.selectFrom('alert_channels').select('id').where('project_id', '=', projectId).orderBy('id').execute();
-  return ruleChannels(rule.filters, all.map((c) => Number(c.id)));
+async function channelsFor(
+  db: Db,
+  projectId: number,
+  rule: { filters: Parameters<typeof ruleChannels>[0] },
+): Promise<number[]> {
+  const all = await db
+    .selectFrom('alert_channels')
+    .select('id')
+    .where('project_id', '=', projectId)
+    .orderBy('id')
+    .execute();
+  return ruleChannels(
+    rule.filters,
+    all.map((c) => Number(c.id)),
+  );
 }
 
 /**
@@ -353,13 +471,20 @@ function cooldownOpen(db: Db, projectId: number, type: string, prev: number | nu
     .where((eb) =>
       prev === null
         ? eb('r.last_triggered', 'is', null)
-        : eb.and([eb('r.last_triggered', '=', prev), eb(sql<number>`r.last_triggered + r.cooldown_minutes * 60000`, '<=', now)]),
+        : eb.and([
+            eb('r.last_triggered', '=', prev),
+            eb(sql<number>`r.last_triggered + r.cooldown_minutes * 60000`, '<=', now),
+          ]),
     );
 }
 
 /** The outbox row this unit claimed (its state is the unit's token). */
 function claimedRow(db: Db, projectId: number, type: string, token: string) {
-  return db.selectFrom('alert_outbox as t').where('t.project_id', '=', projectId).where('t.type', '=', type).where('t.state', '=', token);
+  return db
+    .selectFrom('alert_outbox as t')
+    .where('t.project_id', '=', projectId)
+    .where('t.type', '=', type)
+    .where('t.state', '=', token);
 }
 
 /** Moves the rule's last_triggered to `now` when this unit claimed its outbox row. */
@@ -374,7 +499,15 @@ function takeCooldown(db: Db, projectId: number, type: string, token: string, no
 }
 
 /** One pending delivery per channel of `channelIds` the project still has, for the outbox row this unit claimed. */
-function insertDeliveries(db: Db, projectId: number, type: string, token: string, channelIds: number[], now: number, wallNow: number) {
+function insertDeliveries(
+  db: Db,
+  projectId: number,
+  type: string,
+  token: string,
+  channelIds: number[],
+  now: number,
+  wallNow: number,
+) {
   return db
     .insertInto('alert_deliveries')
     .columns(['project_id', 'alert_id', 'channel_id', 'type', 'state', 'attempts', 'created_at', 'next_attempt_at'])
@@ -417,15 +550,26 @@ function alertCause(payload: string): AlertCause {
  * sent only when the cooldown compare-and-set holds, else held for the rule's next
  * digest (sendDueDigests). `taken` when another process got it first.
  */
-export async function dispatchAlert(store: AtomicStore, alertId: number, now: number, wallNow: number): Promise<AlertOutcome> {
+export async function dispatchAlert(
+  store: AtomicStore,
+  alertId: number,
+  now: number,
+  wallNow: number,
+): Promise<AlertOutcome> {
   const db = store.db;
-  const alert = await db.selectFrom('alert_outbox').select(['project_id', 'type', 'payload', 'state']).where('id', '=', alertId).executeTakeFirst();
+  const alert = await db
+    .selectFrom('alert_outbox')
+    .select(['project_id', 'type', 'payload', 'state'])
+    .where('id', '=', alertId)
+    .executeTakeFirst();
   if (!alert || alert.state !== OUTBOX_PENDING) return 'taken';
   const projectId = Number(alert.project_id);
   const type = alert.type;
   const pending = () => db.updateTable('alert_outbox').where('id', '=', alertId).where('state', '=', OUTBOX_PENDING);
   const setAside = async (state: 'disabled' | 'filtered' | 'no_channel'): Promise<AlertOutcome> => {
-    const [r] = await store.atomic([pending().set({ state, triggered_at: null, prev_triggered: null }).returning('id').compile()]);
+    const [r] = await store.atomic([
+      pending().set({ state, triggered_at: null, prev_triggered: null }).returning('id').compile(),
+    ]);
     return r.rows.length > 0 ? state : 'taken';
   };
   const rule = await ruleFor(db, projectId, type);
@@ -446,7 +590,12 @@ export async function dispatchAlert(store: AtomicStore, alertId: number, now: nu
       .compile(),
     takeCooldown(db, projectId, type, token, now),
     insertDeliveries(db, projectId, type, token, channels, now, wallNow),
-    db.updateTable('alert_outbox').set({ state: 'sent', triggered_at: now, prev_triggered: rule.prev }).where('id', '=', alertId).where('state', '=', token).compile(),
+    db
+      .updateTable('alert_outbox')
+      .set({ state: 'sent', triggered_at: now, prev_triggered: rule.prev })
+      .where('id', '=', alertId)
+      .where('state', '=', token)
+      .compile(),
   ]);
   const state = (decided.rows[0] as { state?: string } | undefined)?.state;
   if (state === undefined) return 'taken';
@@ -460,11 +609,18 @@ export async function dispatchAlert(store: AtomicStore, alertId: number, now: nu
 export async function dueDigests(db: Db, now: number, limit: number): Promise<{ project_id: number; type: string }[]> {
   const rows = await db
     .selectFrom('alert_outbox as o')
-    .innerJoin('alert_rules as r', (join) => join.onRef('r.project_id', '=', 'o.project_id').onRef('r.type', '=', 'o.type'))
+    .innerJoin('alert_rules as r', (join) =>
+      join.onRef('r.project_id', '=', 'o.project_id').onRef('r.type', '=', 'o.type'),
+    )
     .select(['o.project_id', 'o.type'])
     .distinct()
     .where('o.state', '=', OUTBOX_HELD)
-    .where((eb) => eb.or([eb('r.last_triggered', 'is', null), eb(sql<number>`r.last_triggered + r.cooldown_minutes * 60000`, '<=', now)]))
+    .where((eb) =>
+      eb.or([
+        eb('r.last_triggered', 'is', null),
+        eb(sql<number>`r.last_triggered + r.cooldown_minutes * 60000`, '<=', now),
+      ]),
+    )
     .orderBy('o.project_id')
     .orderBy('o.type')
     .limit(limit)
@@ -483,10 +639,21 @@ export type DigestOutcome = 'sent' | 'taken' | 'disabled' | 'no_channel';
  * and whose later statements act only when it was. A rule switched off or left without
  * channels meanwhile sets its held alerts aside as a single alert would be.
  */
-export async function sendDigest(store: AtomicStore, projectId: number, type: string, now: number, wallNow: number): Promise<DigestOutcome> {
+export async function sendDigest(
+  store: AtomicStore,
+  projectId: number,
+  type: string,
+  now: number,
+  wallNow: number,
+): Promise<DigestOutcome> {
   const db = store.db;
   const rule = await ruleFor(db, projectId, type);
-  const held = () => db.updateTable('alert_outbox').where('project_id', '=', projectId).where('type', '=', type).where('state', '=', OUTBOX_HELD);
+  const held = () =>
+    db
+      .updateTable('alert_outbox')
+      .where('project_id', '=', projectId)
+      .where('type', '=', type)
+      .where('state', '=', OUTBOX_HELD);
   if (Number(rule.enabled) !== 1) {
     await store.atomic([held().set({ state: 'disabled' }).compile()]);
     return 'disabled';
@@ -509,7 +676,9 @@ export async function sendDigest(store: AtomicStore, projectId: number, type: st
   const last = ids[ids.length - 1];
   const idSum = ids.reduce((a, b) => a + b, 0);
   const token = claimToken();
-  const payload = JSON.stringify({ digest: digestFields(rows.map((r) => ({ payload: r.payload, created_at: Number(r.created_at) }))) });
+  const payload = JSON.stringify({
+    digest: digestFields(rows.map((r) => ({ payload: r.payload, created_at: Number(r.created_at) }))),
+  });
   // The held alerts up to the last one read are still exactly those read: none was sent
   // or set aside meanwhile (count and sum of their ids).
   const sameHeld = sql<boolean>`(select count(*) from alert_outbox h where h.project_id = ${projectId} and h.type = ${type} and h.state = ${OUTBOX_HELD} and h.id <= ${last}) = ${ids.length}
@@ -527,7 +696,13 @@ export async function sendDigest(store: AtomicStore, projectId: number, type: st
       .where(({ exists }) => exists(claimedRow(db, projectId, type, token).select('t.id')))
       .compile(),
     insertDeliveries(db, projectId, type, token, channels, now, wallNow),
-    db.updateTable('alert_outbox').set({ state: 'sent' }).where('project_id', '=', projectId).where('type', '=', type).where('state', '=', token).compile(),
+    db
+      .updateTable('alert_outbox')
+      .set({ state: 'sent' })
+      .where('project_id', '=', projectId)
+      .where('type', '=', type)
+      .where('state', '=', token)
+      .compile(),
   ]);
   return digest.rows.length > 0 ? 'sent' : 'taken';
 }
@@ -624,24 +799,48 @@ export interface DeliveryContext {
 export async function deliveryContext(db: Db, d: ClaimedDelivery): Promise<DeliveryContext> {
   const [project, channel, alert] = await Promise.all([
     db.selectFrom('projects').select(['slug', 'name']).where('id', '=', d.project_id).executeTakeFirst(),
-    db.selectFrom('alert_channels').select(['id', 'kind', 'config']).where('id', '=', d.channel_id).where('project_id', '=', d.project_id).executeTakeFirst(),
+    db
+      .selectFrom('alert_channels')
+      .select(['id', 'kind', 'config'])
+      .where('id', '=', d.channel_id)
+      .where('project_id', '=', d.project_id)
+      .executeTakeFirst(),
     d.alert_id === null
       ? Promise.resolve(undefined)
-      : db.selectFrom('alert_outbox').select(['payload', 'triggered_at']).where('id', '=', d.alert_id).executeTakeFirst(),
+      : db
+          .selectFrom('alert_outbox')
+          .select(['payload', 'triggered_at'])
+          .where('id', '=', d.alert_id)
+          .executeTakeFirst(),
   ]);
   return {
     project,
     channel: channel && { id: Number(channel.id), kind: channel.kind, config: channel.config },
-    alert: alert && { payload: alert.payload, triggered_at: alert.triggered_at === null ? null : Number(alert.triggered_at) },
+    alert: alert && {
+      payload: alert.payload,
+      triggered_at: alert.triggered_at === null ? null : Number(alert.triggered_at),
+    },
   };
 }
 
 /** Only the lease holder may settle a delivery; false when its lease was lost meanwhile. */
 function held(d: ClaimedDelivery, holder: string) {
-  return (eb: any) => eb.and([eb('id', '=', d.id), eb('claimed_by', '=', holder), eb('lease_until', '=', d.lease_until), eb('state', '=', 'pending')]);
+  return (eb: any) =>
+    eb.and([
+      eb('id', '=', d.id),
+      eb('claimed_by', '=', holder),
+      eb('lease_until', '=', d.lease_until),
+      eb('state', '=', 'pending'),
+    ]);
 }
 
-export async function markDelivered(db: Db, d: ClaimedDelivery, holder: string, status: number | null, now: number): Promise<boolean> {
+export async function markDelivered(
+  db: Db,
+  d: ClaimedDelivery,
+  holder: string,
+  status: number | null,
+  now: number,
+): Promise<boolean> {
   const r = await db
     .updateTable('alert_deliveries')
     .set({ state: 'sent', sent_at: now, status, last_error: null, lease_until: null })
@@ -650,7 +849,14 @@ export async function markDelivered(db: Db, d: ClaimedDelivery, holder: string, 
   return Number(r.numUpdatedRows) > 0;
 }
 
-export async function scheduleRetry(db: Db, d: ClaimedDelivery, holder: string, status: number | null, error: string, nextAttemptAt: number): Promise<boolean> {
+export async function scheduleRetry(
+  db: Db,
+  d: ClaimedDelivery,
+  holder: string,
+  status: number | null,
+  error: string,
+  nextAttemptAt: number,
+): Promise<boolean> {
   const r = await db
     .updateTable('alert_deliveries')
     .set({ status, last_error: error, next_attempt_at: nextAttemptAt, lease_until: null })
@@ -667,7 +873,13 @@ export async function scheduleRetry(db: Db, d: ClaimedDelivery, holder: string, 
  * alert's last two deliveries at once the second waits and sees the first's outcome
  * (PostgreSQL's row lock; SQLite and D1 run one writer at a time).
  */
-export async function markFailed(store: AtomicStore, d: ClaimedDelivery, holder: string, status: number | null, error: string): Promise<{ gaveBack: boolean }> {
+export async function markFailed(
+  store: AtomicStore,
+  d: ClaimedDelivery,
+  holder: string,
+  status: number | null,
+  error: string,
+): Promise<{ gaveBack: boolean }> {
   const db = store.db;
   const fail = db
     .updateTable('alert_deliveries')
@@ -684,16 +896,44 @@ export async function markFailed(store: AtomicStore, d: ClaimedDelivery, holder:
   // still stands as sent.
   const lastHope = (eb: ExpressionBuilder<Database, 'alert_outbox' | 'alert_rules'>) =>
     eb.and([
-      eb.exists(db.selectFrom('alert_deliveries as f').select('f.id').where('f.id', '=', d.id).where('f.state', '=', 'failed').where('f.claimed_by', '=', holder)),
-      eb.not(eb.exists(db.selectFrom('alert_deliveries as a').select('a.id').where('a.alert_id', '=', alertId).where('a.state', 'in', ['pending', 'sent']))),
-      eb.exists(db.selectFrom('alert_outbox as s').select('s.id').where('s.id', '=', alertId).where('s.state', '=', 'sent').where('s.triggered_at', 'is not', null)),
+      eb.exists(
+        db
+          .selectFrom('alert_deliveries as f')
+          .select('f.id')
+          .where('f.id', '=', d.id)
+          .where('f.state', '=', 'failed')
+          .where('f.claimed_by', '=', holder),
+      ),
+      eb.not(
+        eb.exists(
+          db
+            .selectFrom('alert_deliveries as a')
+            .select('a.id')
+            .where('a.alert_id', '=', alertId)
+            .where('a.state', 'in', ['pending', 'sent']),
+        ),
+      ),
+      eb.exists(
+        db
+          .selectFrom('alert_outbox as s')
+          .select('s.id')
+          .where('s.id', '=', alertId)
+          .where('s.state', '=', 'sent')
+          .where('s.triggered_at', 'is not', null),
+      ),
     ]);
   const results = await store.atomic([
-    db.updateTable('alert_outbox').set((eb) => ({ state: eb.ref('state') })).where('id', '=', alertId).compile(),
+    db
+      .updateTable('alert_outbox')
+      .set((eb) => ({ state: eb.ref('state') }))
+      .where('id', '=', alertId)
+      .compile(),
     fail,
     db
       .updateTable('alert_rules')
-      .set((eb) => ({ last_triggered: eb.selectFrom('alert_outbox as p').select('p.prev_triggered').where('p.id', '=', alertId) }))
+      .set((eb) => ({
+        last_triggered: eb.selectFrom('alert_outbox as p').select('p.prev_triggered').where('p.id', '=', alertId),
+      }))
       .where((eb) =>
         eb.and([
           eb.exists(

@@ -89,5 +89,6 @@ export const fetchPost: HttpPost = async (request) => {
  */
 export const webAlertRuntime: AlertRuntime = {
   post: fetchPost,
-  mailUnavailable: 'email channels are not available on the serverless edition (Cloudflare Workers has no SMTP client); use slack, discord, teams or webhook channels there, or the server edition',
+  mailUnavailable:
+    'email channels are not available on the serverless edition (Cloudflare Workers has no SMTP client); use slack, discord, teams or webhook channels there, or the server edition',
 };

@@ -3,11 +3,22 @@
 // the names and content types kept, and what the dashboard may show inline (images
 // recognised by their magic bytes, never by the type the client claimed).
 // docs/api.md "Attachments" describes them.
-import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_PER_EVENT, MAX_ATTACHMENT_NAME, MAX_ATTACHMENTS_BYTES, MAX_MINIDUMP_BYTES } from '../limits.js';
+import {
+  MAX_ATTACHMENT_BYTES,
+  MAX_ATTACHMENTS_PER_EVENT,
+  MAX_ATTACHMENT_NAME,
+  MAX_ATTACHMENTS_BYTES,
+  MAX_MINIDUMP_BYTES,
+} from '../limits.js';
 import { PayloadTooLargeError } from '../ingest/errors.js';
 
 /** The attachment types Sentry's SDKs send; any other value is stored as `event.attachment`. */
-export const ATTACHMENT_TYPES = ['event.attachment', 'event.view_hierarchy', 'event.minidump', 'event.applecrashreport'] as const;
+export const ATTACHMENT_TYPES = [
+  'event.attachment',
+  'event.view_hierarchy',
+  'event.minidump',
+  'event.applecrashreport',
+] as const;
 export type AttachmentType = (typeof ATTACHMENT_TYPES)[number];
 
 /** An attachment read from an envelope, waiting for its event to be committed. */
@@ -27,7 +38,9 @@ export interface AttachmentItem {
 }
 
 export function attachmentTypeOf(value: unknown): AttachmentType {
-  return typeof value === 'string' && (ATTACHMENT_TYPES as readonly string[]).includes(value) ? (value as AttachmentType) : 'event.attachment';
+  return typeof value === 'string' && (ATTACHMENT_TYPES as readonly string[]).includes(value)
+    ? (value as AttachmentType)
+    : 'event.attachment';
 }
 
 /** The largest attachment of a type (minidumps may be larger: docs/api.md "Attachments"). */
@@ -43,14 +56,20 @@ export function cleanAttachmentName(value: unknown, type: AttachmentType): strin
   if (slash >= 0) name = name.slice(slash + 1);
   name = Array.from(name.trim()).slice(0, MAX_ATTACHMENT_NAME).join('');
   if (name !== '') return name;
-  return type === 'event.minidump' ? 'minidump.dmp' : type === 'event.view_hierarchy' ? 'view-hierarchy.json' : 'attachment';
+  return type === 'event.minidump'
+    ? 'minidump.dmp'
+    : type === 'event.view_hierarchy'
+      ? 'view-hierarchy.json'
+      : 'attachment';
 }
 
 /** A `type/subtype` content type in lowercase without parameters, or application/octet-stream. */
 export function cleanContentType(value: unknown): string {
   if (typeof value !== 'string') return 'application/octet-stream';
   const base = value.split(';')[0].trim().toLowerCase();
-  return /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/.test(base) ? base : 'application/octet-stream';
+  return /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/.test(base)
+    ? base
+    : 'application/octet-stream';
 }
 
 /**
@@ -60,18 +79,25 @@ export function cleanContentType(value: unknown): string {
  * envelope (PayloadTooLargeError → 413). Without an event to belong to, attachments are
  * dropped; past MAX_ATTACHMENTS_PER_EVENT the rest are dropped. `dropped` counts both.
  */
-export function collectAttachments(items: AttachmentItem[], eventId: string | null): { attachments: PendingAttachment[]; dropped: number } {
+export function collectAttachments(
+  items: AttachmentItem[],
+  eventId: string | null,
+): { attachments: PendingAttachment[]; dropped: number } {
   let total = 0;
   for (const item of items) {
     const type = attachmentTypeOf(item.headers.attachment_type);
     const limit = maxAttachmentBytes(type);
     if (item.payload.byteLength > limit) {
-      throw new PayloadTooLargeError(`an attachment (${type}) is ${item.payload.byteLength} bytes; the limit is ${limit} bytes`);
+      throw new PayloadTooLargeError(
+        `an attachment (${type}) is ${item.payload.byteLength} bytes; the limit is ${limit} bytes`,
+      );
     }
     total += item.payload.byteLength;
   }
   if (total > MAX_ATTACHMENTS_BYTES) {
-    throw new PayloadTooLargeError(`the envelope's attachments add up to ${total} bytes; the limit is ${MAX_ATTACHMENTS_BYTES} bytes`);
+    throw new PayloadTooLargeError(
+      `the envelope's attachments add up to ${total} bytes; the limit is ${MAX_ATTACHMENTS_BYTES} bytes`,
+    );
   }
   if (eventId === null) return { attachments: [], dropped: items.length };
   const attachments = items.slice(0, MAX_ATTACHMENTS_PER_EVENT).map((item): PendingAttachment => {
@@ -104,8 +130,10 @@ function startsWith(bytes: Uint8Array, prefix: readonly number[], at = 0): boole
 export function sniffImage(bytes: Uint8Array): InlineImageType | null {
   if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png';
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return 'image/jpeg';
-  if (startsWith(bytes, [0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) return 'image/gif';
-  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) return 'image/webp';
+  if (startsWith(bytes, [0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61)
+    return 'image/gif';
+  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8))
+    return 'image/webp';
   return null;
 }
 

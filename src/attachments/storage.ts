@@ -32,7 +32,14 @@ export interface AttachmentBlobs {
    * Statements that store the bytes of the attachment named by (project, event, digest),
    * run after its row is inserted; objects they name are in `objects`, written first.
    */
-  writes(db: Db, dialect: Dialect, key: AttachmentKey, bytes: Uint8Array, receivedAt: number, objects: BlobObject[]): CompiledQuery[];
+  writes(
+    db: Db,
+    dialect: Dialect,
+    key: AttachmentKey,
+    bytes: Uint8Array,
+    receivedAt: number,
+    objects: BlobObject[],
+  ): CompiledQuery[];
   /** The bytes, chunk by chunk, from `fromChunk` on. */
   read(db: Db, attachmentId: number, fromChunk?: number): AsyncGenerator<Uint8Array>;
   /** The first bytes of the file (at most `n`), read without loading its first chunk whole. */
@@ -73,7 +80,12 @@ export const chunkBlobs: AttachmentBlobs = {
   },
   async *read(db, attachmentId, fromChunk = 0) {
     for (let seq = fromChunk; ; seq++) {
-      const row = await db.selectFrom('attachment_chunks').select('data').where('attachment_id', '=', attachmentId).where('seq', '=', seq).executeTakeFirst();
+      const row = await db
+        .selectFrom('attachment_chunks')
+        .select('data')
+        .where('attachment_id', '=', attachmentId)
+        .where('seq', '=', seq)
+        .executeTakeFirst();
       if (!row) return;
       yield row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data as ArrayBuffer);
     }
@@ -116,14 +128,25 @@ export function bucketBlobs(bucket: BlobBucket): AttachmentBlobs {
     },
     async *read(db, attachmentId, fromChunk = 0) {
       for (let seq = fromChunk; ; seq++) {
-        const row = await db.selectFrom('attachment_chunks').select(['data', 'r2_key']).where('attachment_id', '=', attachmentId).where('seq', '=', seq).executeTakeFirst();
+        const row = await db
+          .selectFrom('attachment_chunks')
+          .select(['data', 'r2_key'])
+          .where('attachment_id', '=', attachmentId)
+          .where('seq', '=', seq)
+          .executeTakeFirst();
         if (!row) return;
-        if (row.r2_key === null || row.r2_key === undefined) yield row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data as ArrayBuffer);
+        if (row.r2_key === null || row.r2_key === undefined)
+          yield row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data as ArrayBuffer);
         else yield (await readObject(bucket, row.r2_key)) ?? new Uint8Array(0);
       }
     },
     async prefix(db, attachmentId, n) {
-      const row = await db.selectFrom('attachment_chunks').select('r2_key').where('attachment_id', '=', attachmentId).where('seq', '=', 0).executeTakeFirst();
+      const row = await db
+        .selectFrom('attachment_chunks')
+        .select('r2_key')
+        .where('attachment_id', '=', attachmentId)
+        .where('seq', '=', 0)
+        .executeTakeFirst();
       if (!row) return new Uint8Array(0);
       if (row.r2_key === null || row.r2_key === undefined) return chunkBlobs.prefix(db, attachmentId, n);
       return (await readObject(bucket, row.r2_key, 0, n)) ?? new Uint8Array(0);
@@ -137,7 +160,8 @@ export function attachmentBlobsOf(bucket: BlobBucket | undefined): AttachmentBlo
   return bucket ? bucketBlobs(bucket) : chunkBlobs;
 }
 
-const hex = (buffer: ArrayBuffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
+const hex = (buffer: ArrayBuffer) =>
+  Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 
 /** SHA-1 of the name and bytes: the attachment's identity within its event (a resend matches). */
 export async function attachmentDigest(name: string, bytes: Uint8Array): Promise<string> {
@@ -173,7 +197,10 @@ export function attachmentWrites(
     })
     .onConflict((oc) => oc.columns(['project_id', 'event_id', 'digest']).doNothing())
     .compile();
-  return [row, ...blobs.writes(db, dialect, { projectId, eventId: file.eventId, digest }, file.bytes, receivedAt, objects)];
+  return [
+    row,
+    ...blobs.writes(db, dialect, { projectId, eventId: file.eventId, digest }, file.bytes, receivedAt, objects),
+  ];
 }
 
 /** The receive times of the project's stored events among `eventIds`. */
@@ -194,7 +221,12 @@ async function storedEvents(db: Db, projectId: number, eventIds: string[]): Prom
  * project has not stored (sampled out, refused, never sent) are dropped, as Sentry drops
  * attachments without an event. Returns how many files were written or already there.
  */
-export async function storeAttachment(store: Store, projectId: number, files: PendingAttachment[], blobs: AttachmentBlobs = chunkBlobs): Promise<number> {
+export async function storeAttachment(
+  store: Store,
+  projectId: number,
+  files: PendingAttachment[],
+  blobs: AttachmentBlobs = chunkBlobs,
+): Promise<number> {
   if (files.length === 0) return 0;
   const events = await storedEvents(store.db, projectId, [...new Set(files.map((f) => f.eventId))]);
   const queries: CompiledQuery[] = [];
@@ -204,7 +236,18 @@ export async function storeAttachment(store: Store, projectId: number, files: Pe
     const receivedAt = events.get(file.eventId);
     if (receivedAt === undefined) continue;
     kept++;
-    queries.push(...attachmentWrites(store.db, store.dialect, projectId, receivedAt, file, await attachmentDigest(file.name, file.bytes), blobs, objects));
+    queries.push(
+      ...attachmentWrites(
+        store.db,
+        store.dialect,
+        projectId,
+        receivedAt,
+        file,
+        await attachmentDigest(file.name, file.bytes),
+        blobs,
+        objects,
+      ),
+    );
   }
   // Objects before the rows naming them: a failed commit leaves only orphans (swept by retention).
   if (objects.length > 0) await blobs.put?.(objects);
@@ -225,13 +268,24 @@ export function attachmentJson(row: AttachmentRow) {
 }
 
 export function listAttachments(db: Db, projectId: number, eventId: string): Promise<AttachmentRow[]> {
-  return db.selectFrom('attachments').selectAll().where('project_id', '=', projectId).where('event_id', '=', eventId).orderBy('id').execute();
+  return db
+    .selectFrom('attachments')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('event_id', '=', eventId)
+    .orderBy('id')
+    .execute();
 }
 
 /** One of the project's attachments by id (digits), or undefined. */
 export async function getAttachment(db: Db, projectId: number, id: string): Promise<AttachmentRow | undefined> {
   if (!/^[0-9]{1,15}$/.test(id)) return undefined;
-  return db.selectFrom('attachments').selectAll().where('project_id', '=', projectId).where('id', '=', Number(id)).executeTakeFirst();
+  return db
+    .selectFrom('attachments')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('id', '=', Number(id))
+    .executeTakeFirst();
 }
 
 /** The attachment's bytes as a stream that holds one chunk at a time. */
@@ -258,12 +312,21 @@ export async function readAttachmentHead(db: Db, id: number, blobs: AttachmentBl
 }
 
 /** The first bytes of the file (at most `n`), read without loading its first chunk whole. */
-export function attachmentPrefix(db: Db, id: number, n: number, blobs: AttachmentBlobs = chunkBlobs): Promise<Uint8Array> {
+export function attachmentPrefix(
+  db: Db,
+  id: number,
+  n: number,
+  blobs: AttachmentBlobs = chunkBlobs,
+): Promise<Uint8Array> {
   return blobs.prefix(db, id, n);
 }
 
 /** The whole file, for a caller that bounded its size beforehand. */
-export async function readAttachmentBytes(db: Db, row: AttachmentRow, blobs: AttachmentBlobs = chunkBlobs): Promise<Uint8Array> {
+export async function readAttachmentBytes(
+  db: Db,
+  row: AttachmentRow,
+  blobs: AttachmentBlobs = chunkBlobs,
+): Promise<Uint8Array> {
   const out = new Uint8Array(Number(row.size));
   let at = 0;
   const chunks = blobs.read(db, Number(row.id));
@@ -296,14 +359,23 @@ export interface EventFile {
 }
 
 /** The event's files for its page: each sniffed from its first bytes, small view hierarchies read. */
-export async function eventFiles(db: Db, projectId: number, eventId: string, blobs: AttachmentBlobs = chunkBlobs): Promise<EventFile[]> {
+export async function eventFiles(
+  db: Db,
+  projectId: number,
+  eventId: string,
+  blobs: AttachmentBlobs = chunkBlobs,
+): Promise<EventFile[]> {
   const rows = await listAttachments(db, projectId, eventId);
   return Promise.all(
     rows.map(async (row): Promise<EventFile> => {
       const id = Number(row.id);
       if (row.attachment_type === 'event.view_hierarchy') {
         const small = Number(row.size) <= MAX_VIEW_HIERARCHY_RENDER_BYTES;
-        return { row, image: false, hierarchy: small ? readViewHierarchy(await readAttachmentBytes(db, row, blobs)) : null };
+        return {
+          row,
+          image: false,
+          hierarchy: small ? readViewHierarchy(await readAttachmentBytes(db, row, blobs)) : null,
+        };
       }
       return { row, image: sniffImage(await attachmentPrefix(db, id, SNIFF_BYTES, blobs)) !== null, hierarchy: null };
     }),
@@ -321,6 +393,8 @@ export function attachmentsOfEvents(db: Db, projectId: number, eventRowIds: numb
   const attachmentIds = sql`(select a.id from attachments a where a.project_id = ${projectId} and a.event_id in (select e.event_id from events e where e.id in (${ids})))`;
   return [
     sql`delete from attachment_chunks where attachment_id in ${attachmentIds}`.compile(db),
-    sql`delete from attachments where project_id = ${projectId} and event_id in (select e.event_id from events e where e.id in (${ids}))`.compile(db),
+    sql`delete from attachments where project_id = ${projectId} and event_id in (select e.event_id from events e where e.id in (${ids}))`.compile(
+      db,
+    ),
   ];
 }

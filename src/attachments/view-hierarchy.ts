@@ -60,7 +60,8 @@ export function readViewHierarchy(bytes: Uint8Array, maxNodes = MAX_VIEW_HIERARC
     nodes++;
     const [x, y, w, h] = GEOMETRY.map((k) => num(value[k]));
     const frame = w !== null && h !== null ? `${x ?? 0},${y ?? 0} ${w}×${h}` : null;
-    const visible = value.visible === false ? false : typeof value.visibility === 'string' ? value.visibility === 'visible' : true;
+    const visible =
+      value.visible === false ? false : typeof value.visibility === 'string' ? value.visibility === 'visible' : true;
     const attributes: [string, string][] = [];
     for (const [k, v] of Object.entries(value)) {
       if (SHOWN.has(k) || v === null || typeof v === 'object') continue;
@@ -87,5 +88,10 @@ export function readViewHierarchy(bytes: Uint8Array, maxNodes = MAX_VIEW_HIERARC
     const node = read(w, 0);
     if (node) windows.push(node);
   }
-  return { renderingSystem: typeof doc.rendering_system === 'string' ? short(doc.rendering_system) : null, windows, nodes, cut };
+  return {
+    renderingSystem: typeof doc.rendering_system === 'string' ? short(doc.rendering_system) : null,
+    windows,
+    nodes,
+    cut,
+  };
 }

@@ -29,7 +29,12 @@ const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 
 
 export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary): string {
   const a = pass.alerts;
-  const set = [a.held && `${a.held} held for a digest`, a.filtered && `${a.filtered} outside the rule's filters`, a.disabled && `${a.disabled} of disabled rules`, a.no_channel && `${a.no_channel} without a channel`]
+  const set = [
+    a.held && `${a.held} held for a digest`,
+    a.filtered && `${a.filtered} outside the rule's filters`,
+    a.disabled && `${a.disabled} of disabled rules`,
+    a.no_channel && `${a.no_channel} without a channel`,
+  ]
     .filter(Boolean)
     .join(', ');
   return (
@@ -39,17 +44,28 @@ export function formatAlertsSummary(spikes: SpikeCheckResult, pass: PassSummary)
   );
 }
 
-export async function alertsCommand(options: AlertsCommandOptions): Promise<{ monitors: MonitorCheckResult; spikes: SpikeCheckResult; pass: PassSummary }> {
+export async function alertsCommand(
+  options: AlertsCommandOptions,
+): Promise<{ monitors: MonitorCheckResult; spikes: SpikeCheckResult; pass: PassSummary }> {
   const err = options.stderr ?? ((line: string) => process.stderr.write(line + '\n'));
   const out = options.stdout ?? ((line: string) => process.stdout.write(line + '\n'));
   err(`alerts: checking cron monitors and crash spikes and sending pending alerts (${options.store.description})`);
   const monitors = await runMonitorCheck(options.store, (options.clock ?? systemClock).now());
-  err(`  cron monitors: ${plural(monitors.missed, 'missed check-in')}, ${plural(monitors.timed_out, 'time-out')}, ${plural(monitors.incidents, 'incident')} opened`);
+  err(
+    `  cron monitors: ${plural(monitors.missed, 'missed check-in')}, ${plural(monitors.timed_out, 'time-out')}, ${plural(monitors.incidents, 'incident')} opened`,
+  );
   const { spikes, pass } = await runAlertsOnce(
-    { store: options.store, clock: options.clock ?? systemClock, logger: options.logger, config: options.config, runtime: options.runtime },
+    {
+      store: options.store,
+      clock: options.clock ?? systemClock,
+      logger: options.logger,
+      config: options.config,
+      runtime: options.runtime,
+    },
     {
       dispatcher: options.dispatcher,
-      onSpikes: (found) => err(`  crash spikes: ${found.spikes.length} of ${plural(found.candidates, 'candidate project')}`),
+      onSpikes: (found) =>
+        err(`  crash spikes: ${found.spikes.length} of ${plural(found.candidates, 'candidate project')}`),
     },
   );
   out(formatAlertsSummary(spikes, pass));
@@ -59,13 +75,18 @@ export async function alertsCommand(options: AlertsCommandOptions): Promise<{ mo
 export function register(program: Command, cli: CliContext): void {
   program
     .command('alerts')
-    .description('check cron monitors and crash spikes once and send pending alerts, then exit (run every minute without a long-lived server)')
+    .description(
+      'check cron monitors and crash spikes once and send pending alerts, then exit (run every minute without a long-lived server)',
+    )
     .action(async () => {
       const config = cli.config();
       const { default: pino } = await import('pino');
       const { nodeAlertRuntimeFor } = await import('../editions/node/alerts.js');
       // Log lines go to stderr with the progress; stdout keeps only the summary.
-      const logger = pino({ level: config.logLevel, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
+      const logger = pino(
+        { level: config.logLevel, base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
+        pino.destination(2),
+      );
       const store = await cli.openMigratedStore(config, logger);
       try {
         await alertsCommand({ config, store, runtime: nodeAlertRuntimeFor(config), logger });

@@ -7,14 +7,22 @@ import { parseDatabaseUrl } from '../store/database.js';
 import { CliError, type CliContext } from './context.js';
 import { progressReporter } from './progress.js';
 
-export async function backupCommand(databaseUrl: string | undefined, file: string, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<BackupResult> {
+export async function backupCommand(
+  databaseUrl: string | undefined,
+  file: string,
+  out: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+): Promise<BackupResult> {
   const target = parseDatabaseUrl(databaseUrl);
   if (target.dialect !== 'sqlite') {
-    throw new CliError('faultline backup copies SQLite databases; for PostgreSQL use pg_dump (docs/operations.md "Backups")');
+    throw new CliError(
+      'faultline backup copies SQLite databases; for PostgreSQL use pg_dump (docs/operations.md "Backups")',
+    );
   }
   const progress = progressReporter('backup', 'pages');
   try {
-    const result = await backupSqlite(target.path, file, (p) => progress.update(p.totalPages - p.remainingPages, p.totalPages, p.oneStep ? '(in one step)' : ''));
+    const result = await backupSqlite(target.path, file, (p) =>
+      progress.update(p.totalPages - p.remainingPages, p.totalPages, p.oneStep ? '(in one step)' : ''),
+    );
     progress.stop();
     out(
       `backup: ${result.file}: ${result.bytes} bytes, ${result.pages} pages, ${result.issues} issues, ${result.events} events, integrity ${result.integrity}, ${result.seconds.toFixed(1)} s`,

@@ -30,7 +30,8 @@ export const cliContext: CliContext = {
     const store = await openStore(config.databaseUrl);
     try {
       const { applied, version } = await migrate(store);
-      if (applied.length > 0) logger?.info({ applied, version, database: store.description }, 'database schema migrated');
+      if (applied.length > 0)
+        logger?.info({ applied, version, database: store.description }, 'database schema migrated');
     } catch (err) {
       await store.close();
       throw err;
@@ -41,13 +42,21 @@ export const cliContext: CliContext = {
 
 /** The management API key a command uses unless told another: the first of API_KEYS. */
 export function firstApiKey(env: Record<string, string | undefined> = process.env): string | undefined {
-  return (env.API_KEYS ?? '').split(',').map((k) => k.trim()).find((k) => k !== '');
+  return (env.API_KEYS ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .find((k) => k !== '');
 }
 
 /** One line a person can act on, for any failure of a command. */
 export function describeFailure(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
-  if (err instanceof CliError || err instanceof ConfigError || err instanceof DatabaseConfigError || err instanceof SchemaTooNewError) {
+  if (
+    err instanceof CliError ||
+    err instanceof ConfigError ||
+    err instanceof DatabaseConfigError ||
+    err instanceof SchemaTooNewError
+  ) {
     return err.message;
   }
   const code = (err as NodeJS.ErrnoException).code;

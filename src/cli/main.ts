@@ -38,6 +38,7 @@ try {
   await createProgram().parseAsync(process.argv);
 } catch (err) {
   process.stderr.write(`faultline: ${describeFailure(err)}\n`);
-  if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+  if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace')
+    process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
   process.exit(1);
 }

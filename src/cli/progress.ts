@@ -12,7 +12,11 @@ export interface ProgressReporter {
   stop(): void;
 }
 
-export function progressReporter(label: string, unit: string, stream: NodeJS.WriteStream = process.stderr): ProgressReporter {
+export function progressReporter(
+  label: string,
+  unit: string,
+  stream: NodeJS.WriteStream = process.stderr,
+): ProgressReporter {
   const started = Date.now();
   const tty = stream.isTTY === true;
   const bar = new cliProgress.SingleBar(

@@ -48,7 +48,9 @@ export function register(program: Command, cli: CliContext): void {
     .action(async (opts: { batchSize: string }) => {
       const batchSize = Number(opts.batchSize);
       if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
-        throw new CliError(`--batch-size must be an integer between 1 and 100000 (got ${JSON.stringify(opts.batchSize)})`);
+        throw new CliError(
+          `--batch-size must be an integer between 1 and 100000 (got ${JSON.stringify(opts.batchSize)})`,
+        );
       }
       const config = cli.config();
       const store = await cli.openMigratedStore(config);

@@ -49,7 +49,9 @@ async function api(base: string, apiKey: string | undefined, path: string, init:
   try {
     return await fetch(base + path, { ...init, headers });
   } catch (err) {
-    throw new SeedError(`cannot reach the server at ${base}: ${(err as Error).message}; is it running (faultline serve) and is --url right?`);
+    throw new SeedError(
+      `cannot reach the server at ${base}: ${(err as Error).message}; is it running (faultline serve) and is --url right?`,
+    );
   }
 }
 
@@ -64,11 +66,17 @@ async function errorText(res: Response): Promise<string> {
   return text.slice(0, 200) || res.statusText;
 }
 
-async function ensureProject(base: string, apiKey: string | undefined, slug: string): Promise<{ project: ProjectJson; created: boolean }> {
+async function ensureProject(
+  base: string,
+  apiKey: string | undefined,
+  slug: string,
+): Promise<{ project: ProjectJson; created: boolean }> {
   const found = await api(base, apiKey, `/api/projects/${encodeURIComponent(slug)}`);
   if (found.status === 200) return { project: (await found.json()) as ProjectJson, created: false };
-  if (found.status === 401) throw new SeedError('the management API refused the API key; pass --api-key or set API_KEYS');
-  if (found.status !== 404) throw new SeedError(`looking up project "${slug}" failed with ${found.status}: ${await errorText(found)}`);
+  if (found.status === 401)
+    throw new SeedError('the management API refused the API key; pass --api-key or set API_KEYS');
+  if (found.status !== 404)
+    throw new SeedError(`looking up project "${slug}" failed with ${found.status}: ${await errorText(found)}`);
   const res = await api(base, apiKey, '/api/projects', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
@@ -91,11 +99,18 @@ async function send(base: string, projectId: number, key: string, body: string):
   for (let attempt = 1; ; attempt++) {
     let res: Response;
     try {
-      res = await fetch(`${base}/api/${projectId}/envelope/?sentry_version=7&sentry_key=${encodeURIComponent(key)}&sentry_client=faultline-seed%2F1`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/x-sentry-envelope', 'Content-Encoding': 'gzip', 'User-Agent': 'faultline-seed/1' },
-        body: gz,
-      });
+      res = await fetch(
+        `${base}/api/${projectId}/envelope/?sentry_version=7&sentry_key=${encodeURIComponent(key)}&sentry_client=faultline-seed%2F1`,
+        {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/x-sentry-envelope',
+            'Content-Encoding': 'gzip',
+            'User-Agent': 'faultline-seed/1',
+          },
+          body: gz,
+        },
+      );
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS) throw new SeedError(`sending to ${base} failed: ${(err as Error).message}`);
       await sleep(500 * attempt);
@@ -108,7 +123,8 @@ async function send(base: string, projectId: number, key: string, body: string):
     const message = await errorText(res);
     if (res.status === 429 && message === 'daily quota exceeded') return false;
     const retryable = res.status === 429 || res.status === 503;
-    if (!retryable || attempt >= MAX_ATTEMPTS) throw new SeedError(`the server refused an envelope with ${res.status}: ${message}`);
+    if (!retryable || attempt >= MAX_ATTEMPTS)
+      throw new SeedError(`the server refused an envelope with ${res.status}: ${message}`);
     const retryAfter = Number(res.headers.get('retry-after') ?? '1');
     await sleep(Math.min(61, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : 1) * 1000);
   }
@@ -118,7 +134,11 @@ export async function runSeed(options: SeedRunOptions): Promise<SeedResult> {
   const base = options.url.replace(/\/+$/, '');
   const progress = options.progress ?? (() => {});
   const { project, created } = await ensureProject(base, options.apiKey, options.slug);
-  progress(created ? `created project "${project.slug}" (id ${project.id})` : `using project "${project.slug}" (id ${project.id})`);
+  progress(
+    created
+      ? `created project "${project.slug}" (id ${project.id})`
+      : `using project "${project.slug}" (id ${project.id})`,
+  );
   const dsn = parseDsn(project.dsn);
   if (!dsn) throw new SeedError(`the server returned a DSN that cannot be read: ${project.dsn}`);
 
@@ -131,7 +151,9 @@ export async function runSeed(options: SeedRunOptions): Promise<SeedResult> {
     const accepted = await send(base, project.id, dsn.key, envelope.body);
     if (!accepted) refused += envelope.items;
     done++;
-    progress(`  ${done}/${plan.envelopes.length}: ${envelope.items} ${envelope.kind}${accepted ? '' : ' refused (daily quota exceeded)'}`);
+    progress(
+      `  ${done}/${plan.envelopes.length}: ${envelope.items} ${envelope.kind}${accepted ? '' : ' refused (daily quota exceeded)'}`,
+    );
   }
   return { projectId: project.id, slug: project.slug, created, dsn: project.dsn, plan, refused };
 }
@@ -144,7 +166,9 @@ export async function runSeed(options: SeedRunOptions): Promise<SeedResult> {
 export function defaultSeedUrl(env: Record<string, string | undefined> = process.env): string {
   const { port, host } = loadConfig({ PORT: env.PORT, HOST: env.HOST });
   if (port === 0) {
-    throw new SeedError('PORT is 0 (serve picks a free port), so the server address is unknown; pass --url with the URL serve logged');
+    throw new SeedError(
+      'PORT is 0 (serve picks a free port), so the server address is unknown; pass --url with the URL serve logged',
+    );
   }
   return localBaseUrl(host, port);
 }
@@ -154,7 +178,10 @@ export function register(program: Command, _cli?: CliContext): void {
     .command('seed')
     .description('send a week of demo events and sessions to a running server through its ingest endpoint')
     .argument('[slug]', 'project to fill; created when it does not exist', 'demo')
-    .option('--url <url>', 'base URL of the running server (default: http://127.0.0.1:$PORT, or $HOST when it is not a wildcard address)')
+    .option(
+      '--url <url>',
+      'base URL of the running server (default: http://127.0.0.1:$PORT, or $HOST when it is not a wildcard address)',
+    )
     .option('--api-key <key>', 'management API key (default: the first of API_KEYS)')
     .option('--days <n>', 'how many days back to fill (1-30)', '7')
     .option('--seed <n>', 'random seed, for repeatable data (default: the current time)')
@@ -164,10 +191,18 @@ export function register(program: Command, _cli?: CliContext): void {
         throw new SeedError(`--days must be an integer between 1 and 30 (got ${JSON.stringify(opts.days)})`);
       }
       const seed = opts.seed === undefined ? undefined : Number(opts.seed);
-      if (seed !== undefined && !Number.isInteger(seed)) throw new SeedError(`--seed must be an integer (got ${JSON.stringify(opts.seed)})`);
+      if (seed !== undefined && !Number.isInteger(seed))
+        throw new SeedError(`--seed must be an integer (got ${JSON.stringify(opts.seed)})`);
       const apiKey = opts.apiKey ?? firstApiKey();
       const url = opts.url ?? defaultSeedUrl();
-      const result = await runSeed({ slug, url, apiKey, days, seed, progress: (line) => process.stderr.write(line + '\n') });
+      const result = await runSeed({
+        slug,
+        url,
+        apiKey,
+        days,
+        seed,
+        progress: (line) => process.stderr.write(line + '\n'),
+      });
       const { plan } = result;
       const lines = [
         `Seeded project "${result.slug}" (id ${result.projectId}) on ${url}`,

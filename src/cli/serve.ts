@@ -16,11 +16,15 @@ const SHUTDOWN_GRACE_MS = 30_000;
 function throwListenFailure(err: unknown, host: string, port: number): never {
   const code = (err as NodeJS.ErrnoException).code;
   const where = `${host}:${port}`;
-  if (code === 'EADDRINUSE') throw new CliError(`cannot listen on ${where}: the port is already in use (stop the other process or set PORT)`);
-  if (code === 'EACCES') throw new CliError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT)`);
+  if (code === 'EADDRINUSE')
+    throw new CliError(`cannot listen on ${where}: the port is already in use (stop the other process or set PORT)`);
+  if (code === 'EACCES')
+    throw new CliError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; set PORT)`);
   if (code === 'EADDRNOTAVAIL') throw new CliError(`cannot listen on ${where}: no such local address (check HOST)`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'EINVAL') {
-    throw new CliError(`cannot listen on ${where}: HOST ${JSON.stringify(host)} is not an address or host name of this machine (check HOST)`);
+    throw new CliError(
+      `cannot listen on ${where}: HOST ${JSON.stringify(host)} is not an address or host name of this machine (check HOST)`,
+    );
   }
   throw err;
 }
@@ -80,7 +84,10 @@ export function register(program: Command, cli: CliContext): void {
       if (!usersExist) {
         const token = await createSetupToken(deps.store.db, deps.clock.now());
         const setupUrl = `${(config.publicUrl ?? server.url).replace(/\/+$/, '')}/login/setup`;
-        logger.info({ setup_url: setupUrl }, `no user yet: create the first admin at ${setupUrl} with the one-time setup token ${token}, or run faultline users create`);
+        logger.info(
+          { setup_url: setupUrl },
+          `no user yet: create the first admin at ${setupUrl} with the one-time setup token ${token}, or run faultline users create`,
+        );
       }
       // Before the startup line, so it is the last thing read before "listening on".
       // Users close the API as API_KEYS does (docs/api.md "Authentication").

@@ -58,7 +58,9 @@ async function refusal(res: Response): Promise<CliError> {
 }
 
 /** Fetches every part of a remote export and writes the lines to `out`. Returns the lines written. */
-export async function exportFromRemote(options: RemoteOptions & { project?: string; out: NodeJS.WritableStream }): Promise<number> {
+export async function exportFromRemote(
+  options: RemoteOptions & { project?: string; out: NodeJS.WritableStream },
+): Promise<number> {
   const bar = progressReporter('export', 'lines', options.err);
   let cursor: string | null = null;
   let written = 0;
@@ -84,7 +86,8 @@ export async function exportFromRemote(options: RemoteOptions & { project?: stri
               continue;
             }
             if (index++ < done) continue;
-            if (line.text.startsWith('{"type":"meta"')) expected = (JSON.parse(line.text) as { expected_lines?: number }).expected_lines ?? 0;
+            if (line.text.startsWith('{"type":"meta"'))
+              expected = (JSON.parse(line.text) as { expected_lines?: number }).expected_lines ?? 0;
             if (!options.out.write(line.text + '\n')) await once(options.out, 'drain');
             done++;
             written++;
@@ -92,8 +95,11 @@ export async function exportFromRemote(options: RemoteOptions & { project?: stri
           }
           break;
         } catch (err) {
-          if (attempt >= ATTEMPTS) throw new CliError(`reading the export from ${options.url} failed: ${(err as Error).message}`);
-          options.err.write(`faultline: the export answer broke off (${(err as Error).message}); fetching that part again\n`);
+          if (attempt >= ATTEMPTS)
+            throw new CliError(`reading the export from ${options.url} failed: ${(err as Error).message}`);
+          options.err.write(
+            `faultline: the export answer broke off (${(err as Error).message}); fetching that part again\n`,
+          );
         }
       }
       bar.update(written, expected);
@@ -106,10 +112,19 @@ export async function exportFromRemote(options: RemoteOptions & { project?: stri
 }
 
 /** Sends an export file to a remote instance in parts; returns the summary of all parts. */
-export async function importToRemote(options: RemoteOptions & { input: AsyncIterable<Uint8Array | string>; requestLines?: number }): Promise<ImportSummary> {
+export async function importToRemote(
+  options: RemoteOptions & { input: AsyncIterable<Uint8Array | string>; requestLines?: number },
+): Promise<ImportSummary> {
   const maxLines = options.requestLines ?? IMPORT_REQUEST_LINES;
   const bar = progressReporter('import', 'lines', options.err);
-  const total: ImportSummary = { lines: 0, format: 0, types: {}, unknown: tallyByName(), problems: [], problemCount: 0 };
+  const total: ImportSummary = {
+    lines: 0,
+    format: 0,
+    types: {},
+    unknown: tallyByName(),
+    problems: [],
+    problemCount: 0,
+  };
   let meta: string | null = null;
   let expected = 0;
   let part: string[] = [];

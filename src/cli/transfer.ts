@@ -8,7 +8,14 @@ import type { Command } from 'commander';
 import { nodeTransferRuntime } from '../editions/node/transfer.js';
 import type { Store } from '../store/database.js';
 import { ExportInputError, prepareExport } from '../transfer/export.js';
-import { BATCH_LINES, endsEarlyMessage, formatImportSummary, ImportRefusedError, importNdjson, type ImportSummary } from '../transfer/import.js';
+import {
+  BATCH_LINES,
+  endsEarlyMessage,
+  formatImportSummary,
+  ImportRefusedError,
+  importNdjson,
+  type ImportSummary,
+} from '../transfer/import.js';
 import { CliError, type CliContext, firstApiKey, VERSION } from './context.js';
 import { progressReporter } from './progress.js';
 import { exportFromRemote, importToRemote } from './transfer-remote.js';
@@ -46,7 +53,9 @@ export async function exportCommand(options: ExportCommandOptions): Promise<Reco
     bar.stop();
   }
   const written = Object.entries(counts).filter(([, n]) => n > 0);
-  options.err.write(`export: wrote ${1 + written.reduce((s, [, n]) => s + n, 0)} lines (meta and ${written.map(([t, n]) => `${n} ${t}`).join(', ') || 'nothing else'})\n`);
+  options.err.write(
+    `export: wrote ${1 + written.reduce((s, [, n]) => s + n, 0)} lines (meta and ${written.map(([t, n]) => `${n} ${t}`).join(', ') || 'nothing else'})\n`,
+  );
   return counts;
 }
 
@@ -69,7 +78,11 @@ export async function importCommand(options: ImportCommandOptions): Promise<Impo
       notice: (message) => options.err.write(`import: ${message}\n`),
       onProgress: (p) => {
         const events = p.summary.types.event;
-        bar.update(p.lines, p.expected, events && events.added + events.kept > 0 ? `| events ${events.added} added, ${events.kept} kept` : '');
+        bar.update(
+          p.lines,
+          p.expected,
+          events && events.added + events.kept > 0 ? `| events ${events.added} added, ${events.kept} kept` : '',
+        );
       },
     });
   } catch (err) {
@@ -86,9 +99,14 @@ export async function importCommand(options: ImportCommandOptions): Promise<Impo
 export function register(program: Command, cli: CliContext): void {
   program
     .command('export')
-    .description('write every project (or one) with its issues, aggregates, events and sessions as newline-delimited JSON to standard output')
+    .description(
+      'write every project (or one) with its issues, aggregates, events and sessions as newline-delimited JSON to standard output',
+    )
     .argument('[project_slug]', 'export only this project')
-    .option('--from <url>', "export from a remote instance's GET /api/export (the serverless edition) instead of DATABASE_URL")
+    .option(
+      '--from <url>',
+      "export from a remote instance's GET /api/export (the serverless edition) instead of DATABASE_URL",
+    )
     .option('--api-key <key>', 'API key of the remote instance (default: the first of API_KEYS)')
     .action(async (slug: string | undefined, opts: { from?: string; apiKey?: string }) => {
       // `faultline export | head` closes the pipe early: stop quietly.
@@ -96,7 +114,13 @@ export function register(program: Command, cli: CliContext): void {
         if (err.code === 'EPIPE') process.exit(0);
       });
       if (opts.from) {
-        const lines = await exportFromRemote({ url: opts.from, apiKey: opts.apiKey ?? firstApiKey(), project: slug, out: process.stdout, err: process.stderr });
+        const lines = await exportFromRemote({
+          url: opts.from,
+          apiKey: opts.apiKey ?? firstApiKey(),
+          project: slug,
+          out: process.stdout,
+          err: process.stderr,
+        });
         process.stderr.write(`export: wrote ${lines} lines from ${opts.from}\n`);
         return;
       }
@@ -111,24 +135,39 @@ export function register(program: Command, cli: CliContext): void {
 
   program
     .command('import')
-    .description('read an export file from standard input: add what is missing, keep what exists (safe to repeat, safe beside a running server)')
+    .description(
+      'read an export file from standard input: add what is missing, keep what exists (safe to repeat, safe beside a running server)',
+    )
     .option('--batch-size <n>', `lines written per transaction (1-10000)`, String(BATCH_LINES))
-    .option('--to <url>', "import into a remote instance's POST /api/import (the serverless edition) instead of DATABASE_URL")
+    .option(
+      '--to <url>',
+      "import into a remote instance's POST /api/import (the serverless edition) instead of DATABASE_URL",
+    )
     .option('--api-key <key>', 'API key of the remote instance (default: the first of API_KEYS)')
     .option('--request-lines <n>', 'with --to: lines per request (1-100000)', String(IMPORT_REQUEST_LINES))
     .action(async (opts: { batchSize: string; to?: string; apiKey?: string; requestLines: string }) => {
       const batchLines = Number(opts.batchSize);
       if (!Number.isInteger(batchLines) || batchLines < 1 || batchLines > 10_000) {
-        throw new CliError(`--batch-size must be an integer between 1 and 10000 (got ${JSON.stringify(opts.batchSize)})`);
+        throw new CliError(
+          `--batch-size must be an integer between 1 and 10000 (got ${JSON.stringify(opts.batchSize)})`,
+        );
       }
       if (process.stdin.isTTY) throw new CliError('pipe an export file into it: faultline import < export.ndjson');
       let summary: ImportSummary;
       if (opts.to) {
         const requestLines = Number(opts.requestLines);
         if (!Number.isInteger(requestLines) || requestLines < 1 || requestLines > 100_000) {
-          throw new CliError(`--request-lines must be an integer between 1 and 100000 (got ${JSON.stringify(opts.requestLines)})`);
+          throw new CliError(
+            `--request-lines must be an integer between 1 and 100000 (got ${JSON.stringify(opts.requestLines)})`,
+          );
         }
-        summary = await importToRemote({ url: opts.to, apiKey: opts.apiKey ?? firstApiKey(), input: process.stdin, err: process.stderr, requestLines });
+        summary = await importToRemote({
+          url: opts.to,
+          apiKey: opts.apiKey ?? firstApiKey(),
+          input: process.stdin,
+          err: process.stderr,
+          requestLines,
+        });
         process.stdout.write(`Imported ${summary.lines} lines (format ${summary.format}) into ${opts.to}:\n`);
         for (const line of formatImportSummary(summary)) process.stdout.write(line + '\n');
         failOnProblems(summary);
@@ -137,7 +176,13 @@ export function register(program: Command, cli: CliContext): void {
       const config = cli.config();
       const store = await cli.openMigratedStore(config);
       try {
-        summary = await importCommand({ store, batchLines, input: process.stdin, out: (line) => process.stdout.write(line + '\n'), err: process.stderr });
+        summary = await importCommand({
+          store,
+          batchLines,
+          input: process.stdin,
+          out: (line) => process.stdout.write(line + '\n'),
+          err: process.stderr,
+        });
       } finally {
         await store.close();
       }
@@ -146,8 +191,11 @@ export function register(program: Command, cli: CliContext): void {
 }
 
 function failOnProblems(summary: ImportSummary): void {
-  if (summary.endsEarly) throw new CliError(`${endsEarlyMessage(summary.endsEarly)}; the lines before it were imported`);
+  if (summary.endsEarly)
+    throw new CliError(`${endsEarlyMessage(summary.endsEarly)}; the lines before it were imported`);
   if (summary.problemCount > 0) {
-    throw new CliError(`${summary.problemCount} line${summary.problemCount === 1 ? ' was' : 's were'} not imported (first at line ${summary.problems[0].line}); the other lines were imported`);
+    throw new CliError(
+      `${summary.problemCount} line${summary.problemCount === 1 ? ' was' : 's were'} not imported (first at line ${summary.problems[0].line}); the other lines were imported`,
+    );
   }
 }

@@ -8,7 +8,15 @@ import type { Command } from 'commander';
 import { parseRole, parseUserCreate } from '../accounts/input.js';
 import { hashPassword } from '../accounts/password.js';
 import { AccountInputError, checkPassword, normaliseEmail } from '../accounts/rules.js';
-import { createInvite, createUser, findUserByEmail, listUsers, updateUser, type UserRow, userJson } from '../accounts/store.js';
+import {
+  createInvite,
+  createUser,
+  findUserByEmail,
+  listUsers,
+  updateUser,
+  type UserRow,
+  userJson,
+} from '../accounts/store.js';
 import type { Store } from '../store/database.js';
 import { CliError, type CliContext } from './context.js';
 
@@ -17,7 +25,9 @@ const CLI_AUDIT = { actor: 'system', ip: null, details: { via: 'cli' } };
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /** Reads a line from the terminal without echoing it. */
@@ -102,7 +112,12 @@ export function register(program: Command, cli: CliContext): void {
         const input = parseUserCreate({ email: o.email, name: o.name, role: o.role });
         const password = o.invite ? null : await readPassword(Boolean(o.passwordStdin));
         const now = Date.now();
-        const user = await createUser(store, { ...input, passwordHash: password === null ? null : await hashPassword(password) }, now, CLI_AUDIT);
+        const user = await createUser(
+          store,
+          { ...input, passwordHash: password === null ? null : await hashPassword(password) },
+          now,
+          CLI_AUDIT,
+        );
         process.stderr.write(`Created ${user.role} ${user.email} (id ${Number(user.id)})\n`);
         if (o.invite) {
           const invite = await createInvite(store.db, Number(user.id), now);
@@ -122,7 +137,9 @@ export function register(program: Command, cli: CliContext): void {
         const rows = (await listUsers(store.db)).map(userJson);
         for (const u of rows) {
           process.stdout.write(
-            o.json ? `${JSON.stringify(u)}\n` : `${u.id}\t${u.email}\t${u.role}${u.disabled ? '\tdisabled' : ''}\t${u.name}\n`,
+            o.json
+              ? `${JSON.stringify(u)}\n`
+              : `${u.id}\t${u.email}\t${u.role}${u.disabled ? '\tdisabled' : ''}\t${u.name}\n`,
           );
         }
         process.stderr.write(`${rows.length} user${rows.length === 1 ? '' : 's'}\n`);

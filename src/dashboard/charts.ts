@@ -37,7 +37,12 @@ export function sparkline(values: number[] | undefined, label = 'events per hour
  * (zero-filled by the caller); `series` names the stack order. Each series is one
  * path; each non-empty bucket gets a transparent hover target with its numbers.
  */
-export function stackedBars(buckets: string[], values: Map<string, Map<string, number>>, series: string[], label: string): Html {
+export function stackedBars(
+  buckets: string[],
+  values: Map<string, Map<string, number>>,
+  series: string[],
+  label: string,
+): Html {
   const w = 720;
   const h = 160;
   const pad = 18;
@@ -59,7 +64,9 @@ export function stackedBars(buckets: string[], values: Map<string, Map<string, n
       if (series.length > 1) parts.push(`${s || '(no release)'} ${n}`);
     });
     const tip = `${b.slice(0, 10)} ${b.slice(11, 13)}h: ${totals[i]}${parts.length ? ` (${parts.join(', ')})` : ''}`;
-    tips.push(`<rect x="${r(i * bw)}" y="0" width="${r(bw)}" height="${h}" fill="transparent"><title>${escapeText(tip)}</title></rect>`);
+    tips.push(
+      `<rect x="${r(i * bw)}" y="0" width="${r(bw)}" height="${h}" fill="transparent"><title>${escapeText(tip)}</title></rect>`,
+    );
   });
   const total = totals.reduce((a, b) => a + b, 0);
   return html`<figure class="chart">
@@ -91,7 +98,8 @@ function escapeText(s: string): string {
 /** Colour-free legend of the series, each with its swatch. */
 export function legend(series: string[]): Html {
   return html`<ul class="legend">${series.map(
-    (s, i) => html`<li><svg width="10" height="10" aria-hidden="true"><rect width="10" height="10" fill="${seriesColour(i)}"/></svg> ${s || '(no release)'}</li>`,
+    (s, i) =>
+      html`<li><svg width="10" height="10" aria-hidden="true"><rect width="10" height="10" fill="${seriesColour(i)}"/></svg> ${s || '(no release)'}</li>`,
   )}</ul>`;
 }
 

@@ -74,7 +74,9 @@ export function rawStackTrace(platform: string, exceptions: ChainException[]): s
   const frame = style === 'jvm' ? jvmFrame : javascriptFrame;
   return [...exceptions]
     .reverse()
-    .map((e, i) => [`${i === 0 ? '' : 'Caused by: '}${head(e, style === 'jvm')}`, ...[...e.frames].reverse().map(frame)].join('\n'))
+    .map((e, i) =>
+      [`${i === 0 ? '' : 'Caused by: '}${head(e, style === 'jvm')}`, ...[...e.frames].reverse().map(frame)].join('\n'),
+    )
     .join('\n');
 }
 
@@ -89,7 +91,9 @@ export interface ContextLine {
 export const CONTEXT_LINES = 5;
 
 function stringList(v: unknown): string[] {
-  return Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : x === null || x === undefined ? '' : String(x))) : [];
+  return Array.isArray(v)
+    ? v.map((x) => (typeof x === 'string' ? x : x === null || x === undefined ? '' : String(x)))
+    : [];
 }
 
 /**
@@ -201,7 +205,8 @@ export function breadcrumbData(type: unknown, data: unknown): { summary: string 
     const d = data as Record<string, unknown>;
     if (typeof d.url === 'string') {
       const method = typeof d.method === 'string' ? `${d.method} ` : '';
-      const status = typeof d.status_code === 'number' || typeof d.status_code === 'string' ? ` → ${d.status_code}` : '';
+      const status =
+        typeof d.status_code === 'number' || typeof d.status_code === 'string' ? ` → ${d.status_code}` : '';
       const rest = entries.filter(([k]) => k !== 'url' && k !== 'method' && k !== 'status_code');
       return { summary: `${method}${d.url}${status}`, entries: rest.map(([k, v]) => [k, valueText(v)]) };
     }
@@ -214,7 +219,11 @@ export function breadcrumbData(type: unknown, data: unknown): { summary: string 
  * cut, and the whole title when one of `candidates` (what the title was made from)
  * begins with it and goes on.
  */
-export function titleDisplay(title: string, candidates: string[], maxLength: number): { text: string; full: string | null } {
+export function titleDisplay(
+  title: string,
+  candidates: string[],
+  maxLength: number,
+): { text: string; full: string | null } {
   if (title.length < maxLength) return { text: title, full: null };
   const full = candidates.map(firstLine).find((c) => c.length > title.length && c.startsWith(title));
   return full ? { text: `${title}…`, full } : { text: title, full: null };

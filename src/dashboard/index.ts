@@ -34,16 +34,42 @@ import { SignInThrottle } from '../store/rate-limits.js';
 import { REQUEST_ID_HEADER } from '../http/request-meta.js';
 import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { eventDetail, eventDetailOf, findEvent, listEvents, parseEventListQuery } from '../read/events.js';
-import { bulkSetStatus, findIssue, issueDetail, listIssues, parseBulkBody, parseIssueListQuery, parseStatusBody, setIssueStatus } from '../read/issues.js';
+import {
+  bulkSetStatus,
+  findIssue,
+  issueDetail,
+  listIssues,
+  parseBulkBody,
+  parseIssueListQuery,
+  parseStatusBody,
+  setIssueStatus,
+} from '../read/issues.js';
 import { addComment, deleteComment, ForbiddenError, listActivity, parseCommentBody } from '../triage/activity.js';
 import { overview, projectIsEmpty } from '../read/overview.js';
 import { listReleases, releaseDetail } from '../read/releases.js';
-import { createProject, deleteProject, findProjectBySlug, listProjects, rotateProjectKey, SLUG_PATTERN, SlugTakenError, updateProject } from '../store/projects.js';
+import {
+  createProject,
+  deleteProject,
+  findProjectBySlug,
+  listProjects,
+  rotateProjectKey,
+  SLUG_PATTERN,
+  SlugTakenError,
+  updateProject,
+} from '../store/projects.js';
 import { isIssueStatus } from '../read/params.js';
 import type { ProjectRow } from '../store/schema.js';
 import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
 import { ALERT_TYPES, AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
-import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
+import {
+  channelJson,
+  deleteChannel,
+  findChannel,
+  listChannels,
+  listDeliveries,
+  listRules,
+  updateRule,
+} from '../alerts/store.js';
 import { webAlertRuntime } from '../alerts/transport.js';
 import { CSS, FAVICON_SVG, JS } from './assets.js';
 import { alertsPage } from './pages/alerts.js';
@@ -55,8 +81,23 @@ import { feedbackPage } from './pages/feedback.js';
 import { listSymbolFiles, symbolFileJson } from '../symbols/storage.js';
 import { symbolsPage } from './pages/symbols.js';
 import { monitorListPage, monitorPage } from './pages/monitors.js';
-import { checkinJson, findMonitor, listMonitors, monitorJson, recentCheckins, recentCheckinsOf } from '../monitors/store.js';
-import { href, locationUnderBasePath, nonEmpty, pathWithoutBasePath, projectPath, underBasePath, type Html } from './html.js';
+import {
+  checkinJson,
+  findMonitor,
+  listMonitors,
+  monitorJson,
+  recentCheckins,
+  recentCheckinsOf,
+} from '../monitors/store.js';
+import {
+  href,
+  locationUnderBasePath,
+  nonEmpty,
+  pathWithoutBasePath,
+  projectPath,
+  underBasePath,
+  type Html,
+} from './html.js';
 import type { PageContext } from './layout.js';
 import { setupCard } from './setup.js';
 import { eventListPage, eventListQuery, eventPage, type EventDetail } from './pages/events.js';
@@ -67,7 +108,17 @@ import { accountPage, auditPage, continuePage, invitePage, loginPage, setupPage,
 import { csrfTokenOf, randomToken, sameOrigin, sameToken, SESSION_TTL_MS } from './session.js';
 import { apiKeyDigests, matchApiKeyDigest, setRequestActor, userActor } from '../http/auth.js';
 import { audit, auditFrom } from '../http/audit.js';
-import { AccountInputError, type Actor, type Role, apiKeyActor, checkPassword, dashboardRouteRole, normaliseEmail, roleRefusal, SYSTEM_ACTOR } from '../accounts/rules.js';
+import {
+  AccountInputError,
+  type Actor,
+  type Role,
+  apiKeyActor,
+  checkPassword,
+  dashboardRouteRole,
+  normaliseEmail,
+  roleRefusal,
+  SYSTEM_ACTOR,
+} from '../accounts/rules.js';
 import { hashPassword, verifyPassword } from '../accounts/password.js';
 import { parseRole, parseUserCreate } from '../accounts/input.js';
 import { SsoClient, SsoRefusal, ssoRole } from '../accounts/oidc.js';
@@ -109,7 +160,13 @@ export const CSRF_COOKIE = 'faultline_csrf';
 
 /** Paths the dashboard answers: everything except the JSON API, the health check and the metrics. */
 export function isDashboardPath(path: string): boolean {
-  return !(path === '/api' || path.startsWith('/api/') || path === '/health' || path.startsWith('/health/') || path === '/metrics');
+  return !(
+    path === '/api' ||
+    path.startsWith('/api/') ||
+    path === '/health' ||
+    path.startsWith('/health/') ||
+    path === '/metrics'
+  );
 }
 
 /** The symbol upload form's target: its body streams, past the 1 MB form limit. */
@@ -118,7 +175,8 @@ function isUploadPath(path: string): boolean {
 }
 
 /** Content-Security-Policy of every page: nothing from another host, no inline script or style. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** A signed-in request: its session and who it is. */
 interface Signed {
@@ -146,7 +204,8 @@ async function form(c: Context): Promise<Record<string, string | string[]>> {
     if (Array.isArray(v)) out[k] = v.filter((x): x is string => typeof x === 'string');
     else if (typeof v === 'string') out[k] = v;
     const values = out[k] === undefined ? [] : Array.isArray(out[k]) ? out[k] : [out[k]];
-    if (hasUnsafeText(k) || values.some(hasUnsafeText)) throw new HttpError(400, 'The form holds a NUL character, which is not allowed.');
+    if (hasUnsafeText(k) || values.some(hasUnsafeText))
+      throw new HttpError(400, 'The form holds a NUL character, which is not allowed.');
   }
   return out;
 }
@@ -166,7 +225,11 @@ function numberField(v: string | string[] | undefined): number | undefined {
  */
 function ruleFilterFields(f: Record<string, string | string[]>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  if (f.environments !== undefined) out.environments = one(f.environments).split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (f.environments !== undefined)
+    out.environments = one(f.environments)
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e !== '');
   if (f.min_level !== undefined) out.min_level = one(f.min_level) === '' ? null : one(f.min_level);
   if (f.channels_shown !== undefined) {
     const ticked = f.channels === undefined ? [] : Array.isArray(f.channels) ? f.channels : [f.channels];
@@ -228,8 +291,18 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   /** A new session for this browser (a new id at every sign-in) and its cookie. */
   async function startSession(c: Context, who: { userId: number | null; apiKeyId: string | null }): Promise<void> {
     const address = clientAddressOf(deps, c.req.raw, c.env);
-    const id = await createSession(deps.store, { ...who, ip: address === 'unknown' ? null : address, userAgent: c.req.header('user-agent') ?? null }, now());
-    setCookie(c, SESSION_COOKIE, id, { httpOnly: true, sameSite: 'Strict', secure: secure(c), path: '/', maxAge: Math.floor(SESSION_TTL_MS / 1000) });
+    const id = await createSession(
+      deps.store,
+      { ...who, ip: address === 'unknown' ? null : address, userAgent: c.req.header('user-agent') ?? null },
+      now(),
+    );
+    setCookie(c, SESSION_COOKIE, id, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure: secure(c),
+      path: '/',
+      maxAge: Math.floor(SESSION_TTL_MS / 1000),
+    });
   }
 
   async function loginOptions(email?: string) {
@@ -269,9 +342,15 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   // Symbol uploads stream into src/symbols, which enforces its own limits.
   app.use((c, next) => (isUploadPath(c.req.path) ? next() : formLimit(c, next)));
 
-  app.get('/static/dashboard.css', (c) => c.body(CSS, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }));
-  app.get('/static/dashboard.js', (c) => c.body(JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }));
-  app.get('/static/favicon.svg', (c) => c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400' }));
+  app.get('/static/dashboard.css', (c) =>
+    c.body(CSS, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }),
+  );
+  app.get('/static/dashboard.js', (c) =>
+    c.body(JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=3600' }),
+  );
+  app.get('/static/favicon.svg', (c) =>
+    c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400' }),
+  );
 
   app.get('/login', async (c) => {
     if (!(await signInRequired())) return c.redirect('/', 303);
@@ -287,7 +366,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const users = await presence.exists();
     if (deps.config.rateLimit > 0) {
       const decision = await deps.rateLimiter.hit(`login:${address}`, now());
-      if (!decision.allowed) return c.html(loginPage('/', 'Too many sign-in attempts; wait a minute.', await loginOptions()), 429, { 'Retry-After': String(decision.retryAfterSeconds) });
+      if (!decision.allowed)
+        return c.html(loginPage('/', 'Too many sign-in attempts; wait a minute.', await loginOptions()), 429, {
+          'Retry-After': String(decision.retryAfterSeconds),
+        });
     }
     const f = await form(c);
     const next = safeNext(one(f.next));
@@ -295,9 +377,20 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     // Failures count per client address and per account: an email, or the instance's API keys as one account.
     const throttle = await signInThrottle.begin(address, users ? `user:${typedEmail}` : API_KEY_ACCOUNT, now());
     if (!throttle.allowed) {
-      deps.logger.warn({ event: 'dashboard_sign_in_throttled', retry_after: throttle.retryAfterSeconds }, 'dashboard sign-in refused: too many failed attempts');
+      deps.logger.warn(
+        { event: 'dashboard_sign_in_throttled', retry_after: throttle.retryAfterSeconds },
+        'dashboard sign-in refused: too many failed attempts',
+      );
       const minutes = Math.ceil(throttle.retryAfterSeconds / 60);
-      return c.html(loginPage(next, `Too many failed sign-ins; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, await loginOptions(typedEmail)), 429, { 'Retry-After': String(throttle.retryAfterSeconds) });
+      return c.html(
+        loginPage(
+          next,
+          `Too many failed sign-ins; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+          await loginOptions(typedEmail),
+        ),
+        429,
+        { 'Retry-After': String(throttle.retryAfterSeconds) },
+      );
     }
     const ip = address === 'unknown' ? null : address;
     if (users) {
@@ -317,7 +410,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
         return render(c, loginPage(next, 'Wrong email or password.', await loginOptions(typedEmail)), 401);
       }
       await throttle.attempt.succeeded();
-      await recordSignIn(deps.store, usable, now(), rehash ? await hashPassword(password) : null, { actor: usable.email, ip });
+      await recordSignIn(deps.store, usable, now(), rehash ? await hashPassword(password) : null, {
+        actor: usable.email,
+        ip,
+      });
       await startSession(c, { userId: Number(usable.id), apiKeyId: null });
       return c.redirect(next, 303);
     }
@@ -363,13 +459,27 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const role = ssoRole(identity, user ? (user.role as Role) : null, sso.settings.defaultRole);
     if (!user) {
       // A first SSO sign-in creates the user; an existing one with that email is the same person.
-      user = await createUser(deps.store, { email: identity.email, name: identity.name ?? identity.email.slice(0, identity.email.indexOf('@')), role, passwordHash: null }, now(), {
+      user = await createUser(
+        deps.store,
+        {
+          email: identity.email,
+          name: identity.name ?? identity.email.slice(0, identity.email.indexOf('@')),
+          role,
+          passwordHash: null,
+        },
+        now(),
+        {
+          actor: 'system',
+          ip,
+          details: { via: 'sso' },
+        },
+      );
+    } else if (role !== user.role) {
+      user = await updateUser(deps.store, user, { role }, now(), {
         actor: 'system',
         ip,
-        details: { via: 'sso' },
+        details: { via: 'sso', groups: 'admin' },
       });
-    } else if (role !== user.role) {
-      user = await updateUser(deps.store, user, { role }, now(), { actor: 'system', ip, details: { via: 'sso', groups: 'admin' } });
     }
     await recordSignIn(deps.store, user, now(), null, { actor: user.email, ip, details: { via: 'sso' } });
     await startSession(c, { userId: Number(user.id), apiKeyId: null });
@@ -392,18 +502,38 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const f = await form(c);
     const entered = { email: one(f.email), name: one(f.name) };
     const throttle = await signInThrottle.begin(address, 'setup', now());
-    if (!throttle.allowed) return c.html(setupPage('Too many wrong setup tokens; try again later.', entered), 429, { 'Retry-After': String(throttle.retryAfterSeconds) });
+    if (!throttle.allowed)
+      return c.html(setupPage('Too many wrong setup tokens; try again later.', entered), 429, {
+        'Retry-After': String(throttle.retryAfterSeconds),
+      });
     if (!(await setupTokenValid(db, one(f.setup_token).trim()))) {
       await audit(deps, c, 'setup.failed', null);
-      return render(c, setupPage('That is not the setup token (it is in the server’s log, and works only while no user exists).', entered), 401);
+      return render(
+        c,
+        setupPage(
+          'That is not the setup token (it is in the server’s log, and works only while no user exists).',
+          entered,
+        ),
+        401,
+      );
     }
     await throttle.attempt.succeeded();
     let user: UserRow;
     try {
-      const input = parseUserCreate({ email: entered.email, name: entered.name || undefined, role: 'admin', password: one(f.password) });
-      user = await createUser(deps.store, { ...input, passwordHash: await hashPassword(input.password ?? '') }, now(), { actor: 'system', ip: address === 'unknown' ? null : address, details: { via: 'setup' } });
+      const input = parseUserCreate({
+        email: entered.email,
+        name: entered.name || undefined,
+        role: 'admin',
+        password: one(f.password),
+      });
+      user = await createUser(deps.store, { ...input, passwordHash: await hashPassword(input.password ?? '') }, now(), {
+        actor: 'system',
+        ip: address === 'unknown' ? null : address,
+        details: { via: 'setup' },
+      });
     } catch (err) {
-      if (err instanceof AccountInputError) return render(c, setupPage(err.message, entered), err.status as ContentfulStatusCode);
+      if (err instanceof AccountInputError)
+        return render(c, setupPage(err.message, entered), err.status as ContentfulStatusCode);
       throw err;
     }
     await startSession(c, { userId: Number(user.id), apiKeyId: null });
@@ -412,7 +542,15 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/login/invite/:token', async (c) => {
     const user = await findInvite(db, c.req.param('token'), now());
-    if (!user) return c.html(errorPage(ctxOrAnonymous(c), 410, 'This invite link is not valid: it has expired or was used. Ask an admin for a new one.'), 410);
+    if (!user)
+      return c.html(
+        errorPage(
+          ctxOrAnonymous(c),
+          410,
+          'This invite link is not valid: it has expired or was used. Ask an admin for a new one.',
+        ),
+        410,
+      );
     return render(c, invitePage(c.req.param('token'), user.email));
   });
 
@@ -420,7 +558,15 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return c.text('cross-site request refused', 403);
     const token = c.req.param('token');
     const user = await findInvite(db, token, now());
-    if (!user) return c.html(errorPage(ctxOrAnonymous(c), 410, 'This invite link is not valid: it has expired or was used. Ask an admin for a new one.'), 410);
+    if (!user)
+      return c.html(
+        errorPage(
+          ctxOrAnonymous(c),
+          410,
+          'This invite link is not valid: it has expired or was used. Ask an admin for a new one.',
+        ),
+        410,
+      );
     const f = await form(c);
     let password: string;
     try {
@@ -443,9 +589,12 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     if (required) {
       const signed = await currentSession(c);
       if (!signed) {
-        if (c.req.method === 'GET' || c.req.method === 'HEAD') return c.redirect(href('/login', { next: c.req.path === '/' ? undefined : pathWithQuery(c) }), 303);
+        if (c.req.method === 'GET' || c.req.method === 'HEAD')
+          return c.redirect(href('/login', { next: c.req.path === '/' ? undefined : pathWithQuery(c) }), 303);
         const referer = c.req.header('referer');
-        const back = referer ? pathWithoutBasePath(new URL(referer, c.req.url).pathname, publicBasePath(deps.config)) : '/';
+        const back = referer
+          ? pathWithoutBasePath(new URL(referer, c.req.url).pathname, publicBasePath(deps.config))
+          : '/';
         return c.html(loginPage(safeNext(back), 'Sign in first.', await loginOptions()), 401);
       }
       csrf = await csrfTokenOf(signed.sessionId);
@@ -461,9 +610,16 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     setRequestActor(c, actor);
     // A size-capped database (D1) nearing its cap says so on every page (src/store/capacity.ts).
     const capacity = await storeCapacity(deps.store, deps.config.d1MaxSizeMb);
-    c.set('page', { csrf, signedIn: required, now: now(), actor: required ? actor : undefined, warning: capacity?.warning ?? undefined });
+    c.set('page', {
+      csrf,
+      signedIn: required,
+      now: now(),
+      actor: required ? actor : undefined,
+      warning: capacity?.warning ?? undefined,
+    });
     if (c.req.method === 'POST') {
-      const refused = (why: string) => c.html(errorPage(c.get('page'), 403, `${why}; reload the page and try again.`), 403);
+      const refused = (why: string) =>
+        c.html(errorPage(c.get('page'), 403, `${why}; reload the page and try again.`), 403);
       if (!sameOrigin(originHeaders(c), allowedOrigins(c))) return refused('This form was sent from another site');
       // A multipart upload carries the token in the form's URL, so its body is never buffered here.
       const multipart = (c.req.header('content-type') ?? '').toLowerCase().startsWith('multipart/form-data');
@@ -471,7 +627,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       if (!token || !sameToken(token, csrf)) return refused('This form’s security token is missing or out of date');
     }
     const roleProblem = roleRefusal(actor.role, dashboardRouteRole(c.req.method, c.req.path), 'This page or action');
-    if (roleProblem) return c.html(errorPage(c.get('page'), 403, `${roleProblem}; you are signed in as ${actor.label} (${actor.role}).`), 403);
+    if (roleProblem)
+      return c.html(
+        errorPage(c.get('page'), 403, `${roleProblem}; you are signed in as ${actor.label} (${actor.role}).`),
+        403,
+      );
     return next();
   });
 
@@ -501,7 +661,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     return { user: userJson(user), sessions, tokens: (await listTokens(db, Number(user.id))).map(tokenJson) };
   }
 
-  async function renderAccount(c: Context<Env>, o: { message?: string; error?: string; newToken?: string } = {}, status: ContentfulStatusCode = 200) {
+  async function renderAccount(
+    c: Context<Env>,
+    o: { message?: string; error?: string; newToken?: string } = {},
+    status: ContentfulStatusCode = 200,
+  ) {
     const d = await accountData(c);
     return render(c, accountPage(pageCtx(c), d.user, d.sessions, d.tokens, o), status);
   }
@@ -514,7 +678,13 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/settings', async (c) => {
     const q = c.req.query();
-    return renderAccount(c, { message: q.password ? 'Password changed; your other sessions have ended.' : q.deleted ? 'Token deleted.' : undefined });
+    return renderAccount(c, {
+      message: q.password
+        ? 'Password changed; your other sessions have ended.'
+        : q.deleted
+          ? 'Token deleted.'
+          : undefined,
+    });
   });
 
   app.post('/settings/password', async (c) => {
@@ -544,11 +714,13 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const f = await form(c);
     const name = one(f.name).trim();
     const date = one(f.expires_at).trim();
-    if (name === '' || name.length > 200) return renderAccount(c, { error: 'A token needs a name of at most 200 characters.' }, 400);
+    if (name === '' || name.length > 200)
+      return renderAccount(c, { error: 'A token needs a name of at most 200 characters.' }, 400);
     let expiresAt: number | null = null;
     if (date !== '') {
       expiresAt = /^\d{4}-\d{2}-\d{2}$/.test(date) ? Date.parse(`${date}T00:00:00Z`) : Number.NaN;
-      if (!Number.isFinite(expiresAt) || expiresAt <= now()) return renderAccount(c, { error: 'The expiry must be a date in the future.' }, 400);
+      if (!Number.isFinite(expiresAt) || expiresAt <= now())
+        return renderAccount(c, { error: 'The expiry must be a date in the future.' }, 400);
     }
     const { token } = await createToken(deps.store, user, name, expiresAt, now(), auditFrom(deps, c));
     return renderAccount(c, { newToken: token }, 201);
@@ -558,13 +730,18 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const user = signedUser(c);
     const raw = c.req.param('id');
     const token = /^[0-9]{1,15}$/.test(raw) ? await findToken(db, Number(raw)) : undefined;
-    if (!token || Number(token.user_id) !== Number(user.id)) throw new HttpError(404, `There is no token ${raw} of yours.`);
+    if (!token || Number(token.user_id) !== Number(user.id))
+      throw new HttpError(404, `There is no token ${raw} of yours.`);
     await deleteToken(deps.store, token, user.email, now(), auditFrom(deps, c));
     return c.redirect('/settings?deleted=1', 303);
   });
 
   // Admin: users and the audit log.
-  async function renderUsers(c: Context<Env>, o: { message?: string; error?: string; inviteUrl?: string } = {}, status: ContentfulStatusCode = 200) {
+  async function renderUsers(
+    c: Context<Env>,
+    o: { message?: string; error?: string; inviteUrl?: string } = {},
+    status: ContentfulStatusCode = 200,
+  ) {
     return render(c, usersPage(pageCtx(c), (await listUsers(db)).map(userJson), o), status);
   }
 
@@ -577,18 +754,38 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.get('/admin/users', async (c) => {
     const q = c.req.query();
-    return renderUsers(c, { message: q.saved ? 'User saved.' : q.ended ? 'Their sessions have ended.' : q.deleted ? 'User deleted.' : undefined });
+    return renderUsers(c, {
+      message: q.saved
+        ? 'User saved.'
+        : q.ended
+          ? 'Their sessions have ended.'
+          : q.deleted
+            ? 'User deleted.'
+            : undefined,
+    });
   });
 
   app.post('/admin/users', async (c) => {
     const f = await form(c);
     try {
-      const input = parseUserCreate({ email: one(f.email), name: one(f.name) || undefined, role: one(f.role) || undefined });
-      const user = await createUser(deps.store, { ...input, passwordHash: null }, now(), { ...auditFrom(deps, c), details: { invited: true } });
+      const input = parseUserCreate({
+        email: one(f.email),
+        name: one(f.name) || undefined,
+        role: one(f.role) || undefined,
+      });
+      const user = await createUser(deps.store, { ...input, passwordHash: null }, now(), {
+        ...auditFrom(deps, c),
+        details: { invited: true },
+      });
       const invite = await createInvite(db, Number(user.id), now());
-      return renderUsers(c, { message: `User ${user.email} created.`, inviteUrl: `${base(c)}/login/invite/${invite.token}` }, 201);
+      return renderUsers(
+        c,
+        { message: `User ${user.email} created.`, inviteUrl: `${base(c)}/login/invite/${invite.token}` },
+        201,
+      );
     } catch (err) {
-      if (err instanceof AccountInputError) return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
+      if (err instanceof AccountInputError)
+        return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
       throw err;
     }
   });
@@ -602,7 +799,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       if (f.disabled !== undefined) patch.disabled = one(f.disabled) === 'true';
       await updateUser(deps.store, user, patch, now(), auditFrom(deps, c));
     } catch (err) {
-      if (err instanceof AccountInputError) return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
+      if (err instanceof AccountInputError)
+        return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
       throw err;
     }
     return c.redirect('/admin/users?saved=1', 303);
@@ -617,7 +815,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     try {
       await deleteUser(deps.store, await userOr404(c), now(), auditFrom(deps, c));
     } catch (err) {
-      if (err instanceof AccountInputError) return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
+      if (err instanceof AccountInputError)
+        return renderUsers(c, { error: err.message }, err.status as ContentfulStatusCode);
       throw err;
     }
     return c.redirect('/admin/users?deleted=1', 303);
@@ -629,7 +828,15 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const rows = await listAudit(db, { before, limit: 101, actor: q.actor, action: q.action, target: q.target });
     const pageRows = rows.slice(0, 100);
     const filters = { actor: q.actor ?? '', action: q.action ?? '', target: q.target ?? '' };
-    return render(c, auditPage(pageCtx(c), pageRows.map(auditJson), filters, rows.length > 100 ? Number(pageRows[pageRows.length - 1].id) : null));
+    return render(
+      c,
+      auditPage(
+        pageCtx(c),
+        pageRows.map(auditJson),
+        filters,
+        rows.length > 100 ? Number(pageRows[pageRows.length - 1].id) : null,
+      ),
+    );
   });
 
   async function projectOr404(c: Context<Env>): Promise<ProjectRow> {
@@ -644,22 +851,50 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/', async (c) => {
     const projects = (await listProjects(db)).map((p) => views(c, p));
     const deleted = c.req.query('deleted');
-    return render(c, projectListPage(pageCtx(c), projects, {}, undefined, deleted && SLUG_PATTERN.test(deleted) ? `Project "${deleted}" was deleted.` : undefined));
+    return render(
+      c,
+      projectListPage(
+        pageCtx(c),
+        projects,
+        {},
+        undefined,
+        deleted && SLUG_PATTERN.test(deleted) ? `Project "${deleted}" was deleted.` : undefined,
+      ),
+    );
   });
 
   app.post('/new', async (c) => {
     const f = await form(c);
-    const input = { slug: one(f.slug).trim(), name: one(f.name).trim() || undefined, platform: one(f.platform) || undefined };
+    const input = {
+      slug: one(f.slug).trim(),
+      name: one(f.name).trim() || undefined,
+      platform: one(f.platform) || undefined,
+    };
     const projects = async () => (await listProjects(db)).map((p) => views(c, p));
     const parsed = createSchema.safeParse(input);
-    if (!parsed.success) return render(c, projectListPage(pageCtx(c), await projects(), { ...input, name: input.name ?? '' } as Record<string, string>, zodMessage(parsed.error)), 400);
+    if (!parsed.success)
+      return render(
+        c,
+        projectListPage(
+          pageCtx(c),
+          await projects(),
+          { ...input, name: input.name ?? '' } as Record<string, string>,
+          zodMessage(parsed.error),
+        ),
+        400,
+      );
     try {
       const project = await createProject(db, withDefaults(parsed.data), now(), PROJECT_CREATED);
       deps.logger.info({ project: project.slug, project_id: project.id }, 'project created');
       await audit(deps, c, 'project.create', project.slug);
       return c.redirect(`${projectPath(project.slug, 'settings')}?created=1`, 303);
     } catch (err) {
-      if (err instanceof SlugTakenError) return render(c, projectListPage(pageCtx(c), await projects(), input as Record<string, string>, err.message), 409);
+      if (err instanceof SlugTakenError)
+        return render(
+          c,
+          projectListPage(pageCtx(c), await projects(), input as Record<string, string>, err.message),
+          409,
+        );
       throw err;
     }
   });
@@ -667,7 +902,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   /** The page context, with the set-up card when the project has received nothing yet. */
   const projectCtx = async (c: Context, p: ProjectRow): Promise<{ ctx: PageContext; empty: boolean }> => {
     const empty = await projectIsEmpty(db, p.id);
-    return { ctx: empty ? { ...pageCtx(c), notice: setupCard({ dsn: views(c, p).dsn, platform: p.platform }) } : pageCtx(c), empty };
+    return {
+      ctx: empty ? { ...pageCtx(c), notice: setupCard({ dsn: views(c, p).dsn, platform: p.platform }) } : pageCtx(c),
+      empty,
+    };
   };
 
   app.get('/:slug', async (c) => {
@@ -681,8 +919,14 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const { updated, updated_to: updatedTo, ...q } = nonEmpty(c.req.query());
     const parsed = parseIssueListQuery(q, now());
-    const [list, { ctx }] = await Promise.all([listIssues(db, p.id, parsed, now(), actorOf(c).userId), projectCtx(c, p)]);
-    const message = updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo) ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.` : undefined;
+    const [list, { ctx }] = await Promise.all([
+      listIssues(db, p.id, parsed, now(), actorOf(c).userId),
+      projectCtx(c, p),
+    ]);
+    const message =
+      updated !== undefined && /^[0-9]{1,6}$/.test(updated) && isIssueStatus(updatedTo)
+        ? `${updated} issue${updated === '1' ? '' : 's'} set to ${updatedTo}.`
+        : undefined;
     return render(c, issueListPage(ctx, p, q, list, parsed.limit, message));
   });
 
@@ -708,7 +952,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const { set, ...q } = nonEmpty(c.req.query());
     const found = await findIssue(db, p.id, fingerprint);
     // A merged issue's page is the page of the issue it was merged into (links sent before the merge).
-    if (found.mergedInto !== undefined) return c.redirect(href(projectPath(p.slug, 'issues', found.mergedInto), { ...q, set }), 302);
+    if (found.mergedInto !== undefined)
+      return c.redirect(href(projectPath(p.slug, 'issues', found.mergedInto), { ...q, set }), 302);
     const issueId = Number(found.row.id);
     // Everything but the shown event's neighbours and files is known from the issue row:
     // read together (on PostgreSQL, each on a connection of the pool).
@@ -720,24 +965,60 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       listActivity(db, issueId),
       listFeedback(db, p.id, { issueId, limit: 20 }),
     ]);
-    const event: EventDetail | null = asked ?? (issue.latest_event_id !== null ? await eventOf(String(issue.latest_event_id)) : null);
-    if (event && event.fingerprint !== issue.fingerprint) throw new HttpError(404, `Event ${q.event} does not belong to this issue.`);
+    const event: EventDetail | null =
+      asked ?? (issue.latest_event_id !== null ? await eventOf(String(issue.latest_event_id)) : null);
+    if (event && event.fingerprint !== issue.fingerprint)
+      throw new HttpError(404, `Event ${q.event} does not belong to this issue.`);
     const [older, files] = await Promise.all([
-      event ? listEvents(db, p.id, parseEventListQuery({ fingerprint: issue.fingerprint, before: String(event.id), limit: '1' }, now())) : null,
+      event
+        ? listEvents(
+            db,
+            p.id,
+            parseEventListQuery({ fingerprint: issue.fingerprint, before: String(event.id), limit: '1' }, now()),
+          )
+        : null,
       event ? eventFiles(db, p.id, event.event_id, attachmentBlobsOf(deps.blobs)) : [],
     ]);
-    const message = isIssueStatus(set) ? `Status set to ${set}.` : set === 'comment' ? 'Comment added.' : set === 'uncomment' ? 'Comment deleted.' : set === 'assigned' ? 'Assigned.' : set === 'unassigned' ? 'Unassigned.' : undefined;
+    const message = isIssueStatus(set)
+      ? `Status set to ${set}.`
+      : set === 'comment'
+        ? 'Comment added.'
+        : set === 'uncomment'
+          ? 'Comment deleted.'
+          : set === 'assigned'
+            ? 'Assigned.'
+            : set === 'unassigned'
+              ? 'Unassigned.'
+              : undefined;
     // A newer event is known when the shown one is among the newest few listed on the page.
     const at = event ? recent.events.findIndex((e) => e.id === event.id) : -1;
     const newer = at > 0 ? recent.events[at - 1].id : null;
-    return render(c, issuePage(pageCtx(c), p, issue, q, event, recent.events, { older: older?.events[0]?.id ?? null, newer }, message, files, activity, feedback.feedback));
+    return render(
+      c,
+      issuePage(
+        pageCtx(c),
+        p,
+        issue,
+        q,
+        event,
+        recent.events,
+        { older: older?.events[0]?.id ?? null, newer },
+        message,
+        files,
+        activity,
+        feedback.feedback,
+      ),
+    );
   });
 
   app.post('/:slug/issues/:fingerprint/status', async (c) => {
     const p = await projectOr404(c);
     const fingerprint = c.req.param('fingerprint');
     const f = await form(c);
-    const { status, snooze } = parseBulkBody({ fingerprints: [], status: one(f.status), ...snoozeFields(one(f.snooze), now()) }, now());
+    const { status, snooze } = parseBulkBody(
+      { fingerprints: [], status: one(f.status), ...snoozeFields(one(f.snooze), now()) },
+      now(),
+    );
     await setIssueStatus(deps.store, p.id, fingerprint, { status, snooze }, now(), actorOf(c));
     await audit(deps, c, 'issue.status', `${p.slug}/${fingerprint}`, { status });
     return c.redirect(href(projectPath(p.slug, 'issues', fingerprint), { set: status }), 303);
@@ -749,7 +1030,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const email = one((await form(c)).assignee)?.trim() ?? '';
     const change = parseStatusBody({ assignee: email === '' ? null : email }, now());
     const issue = await setIssueStatus(deps.store, p.id, fingerprint, change, now(), actorOf(c));
-    return c.redirect(href(projectPath(p.slug, 'issues', issue.fingerprint), { set: issue.assignee ? 'assigned' : 'unassigned' }), 303);
+    return c.redirect(
+      href(projectPath(p.slug, 'issues', issue.fingerprint), { set: issue.assignee ? 'assigned' : 'unassigned' }),
+      303,
+    );
   });
 
   app.post('/:slug/issues/:fingerprint/comments', async (c) => {
@@ -775,7 +1059,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/events', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    const [list, { ctx }] = await Promise.all([listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now())), projectCtx(c, p)]);
+    const [list, { ctx }] = await Promise.all([
+      listEvents(db, p.id, parseEventListQuery(eventListQuery(q), now())),
+      projectCtx(c, p),
+    ]);
     return render(c, eventListPage(ctx, p, q, list));
   });
 
@@ -798,14 +1085,27 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     if (!row) throw new HttpError(404, 'There is no such attachment in this project.');
     return row;
   };
-  app.get('/:slug/attachments/:aid', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), false, attachmentBlobsOf(deps.blobs)));
-  app.get('/:slug/attachments/:aid/image', async (c) => attachmentDownload(deps.store, await attachmentOr404(c), true, attachmentBlobsOf(deps.blobs)));
+  app.get('/:slug/attachments/:aid', async (c) =>
+    attachmentDownload(deps.store, await attachmentOr404(c), false, attachmentBlobsOf(deps.blobs)),
+  );
+  app.get('/:slug/attachments/:aid/image', async (c) =>
+    attachmentDownload(deps.store, await attachmentOr404(c), true, attachmentBlobsOf(deps.blobs)),
+  );
 
   app.get('/:slug/feedback', async (c) => {
     const p = await projectOr404(c);
     const cursor = c.req.query('cursor');
-    if (cursor !== undefined && !/^[0-9]{1,15}$/.test(cursor)) throw new HttpError(400, 'That page of feedback does not exist.');
-    return render(c, feedbackPage(pageCtx(c), p, await listFeedback(db, p.id, { limit: 50, before: cursor === undefined ? undefined : Number(cursor) }), cursor));
+    if (cursor !== undefined && !/^[0-9]{1,15}$/.test(cursor))
+      throw new HttpError(400, 'That page of feedback does not exist.');
+    return render(
+      c,
+      feedbackPage(
+        pageCtx(c),
+        p,
+        await listFeedback(db, p.id, { limit: 50, before: cursor === undefined ? undefined : Number(cursor) }),
+        cursor,
+      ),
+    );
   });
 
   app.get('/:slug/releases', async (c) => {
@@ -818,13 +1118,27 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/releases/:version{.+}', async (c) => {
     const p = await projectOr404(c);
     const q = nonEmpty(c.req.query());
-    return render(c, releasePage(pageCtx(c), p, q, await releaseDetail(db, p.id, c.req.param('version'), q, now(), RELEASE_PAGE_ISSUES + 1)));
+    return render(
+      c,
+      releasePage(
+        pageCtx(c),
+        p,
+        q,
+        await releaseDetail(db, p.id, c.req.param('version'), q, now(), RELEASE_PAGE_ISSUES + 1),
+      ),
+    );
   });
 
   app.get('/:slug/settings', async (c) => {
     const p = await projectOr404(c);
     const q = c.req.query();
-    const message = q.created ? 'Project created. Give this DSN to your app’s Sentry SDK.' : q.rotated ? 'A new key was made; the old DSN no longer works.' : q.saved ? 'Settings saved.' : undefined;
+    const message = q.created
+      ? 'Project created. Give this DSN to your app’s Sentry SDK.'
+      : q.rotated
+        ? 'A new key was made; the old DSN no longer works.'
+        : q.saved
+          ? 'Settings saved.'
+          : undefined;
     return render(c, settingsPage(pageCtx(c), views(c, p), { message, usage: await projectUsage(db, p, now()) }));
   });
 
@@ -885,7 +1199,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.post('/:slug/delete', async (c) => {
     const p = await projectOr404(c);
     if (one((await form(c)).confirm).trim() !== p.slug) {
-      return render(c, settingsPage(pageCtx(c), views(c, p), { error: `Type the slug "${p.slug}" exactly to delete the project.` }), 400);
+      return render(
+        c,
+        settingsPage(pageCtx(c), views(c, p), { error: `Type the slug "${p.slug}" exactly to delete the project.` }),
+        400,
+      );
     }
     await deleteProject(db, p.id, deps.blobs);
     deps.logger.info({ project: p.slug, project_id: p.id }, 'project deleted (dashboard)');
@@ -897,29 +1215,43 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   const alertRuntime = deps.alertRuntime ?? webAlertRuntime;
 
   async function alertsData(projectId: number) {
-    const [rules, channels, deliveries] = await Promise.all([listRules(db, projectId), listChannels(db, projectId), listDeliveries(db, projectId)]);
+    const [rules, channels, deliveries] = await Promise.all([
+      listRules(db, projectId),
+      listChannels(db, projectId),
+      listDeliveries(db, projectId),
+    ]);
     return { rules, channels: channels.map(channelJson), deliveries };
   }
 
   app.get('/:slug/alerts', async (c) => {
     const p = await projectOr404(c);
     const q = c.req.query();
-    const tested = q.test === 'delivered' || q.test === 'failed' ? `The test alert ${q.test === 'delivered' ? 'was delivered' : 'was not delivered (the error is in the deliveries below)'}${/^[0-9]{3}$/.test(q.status ?? '') ? ` (HTTP ${q.status})` : ''}.` : undefined;
-    const message = tested ?? (q.added ? 'Channel added.' : q.deleted ? 'Channel deleted.' : q.saved ? 'Rule saved.' : undefined);
+    const tested =
+      q.test === 'delivered' || q.test === 'failed'
+        ? `The test alert ${q.test === 'delivered' ? 'was delivered' : 'was not delivered (the error is in the deliveries below)'}${/^[0-9]{3}$/.test(q.status ?? '') ? ` (HTTP ${q.status})` : ''}.`
+        : undefined;
+    const message =
+      tested ?? (q.added ? 'Channel added.' : q.deleted ? 'Channel deleted.' : q.saved ? 'Rule saved.' : undefined);
     return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { message }));
   });
 
   app.post('/:slug/alerts/rules/:type', async (c) => {
     const p = await projectOr404(c);
     const type = c.req.param('type');
-    if (!isAlertType(type)) throw new HttpError(404, `There is no alert type "${type}" (types are ${ALERT_TYPES.join(', ')}).`);
+    if (!isAlertType(type))
+      throw new HttpError(404, `There is no alert type "${type}" (types are ${ALERT_TYPES.join(', ')}).`);
     const f = await form(c);
     try {
-      const patch = parseRulePatch({ enabled: one(f.enabled) === 'true', cooldown_minutes: numberField(f.cooldown_minutes), ...ruleFilterFields(f) });
+      const patch = parseRulePatch({
+        enabled: one(f.enabled) === 'true',
+        cooldown_minutes: numberField(f.cooldown_minutes),
+        ...ruleFilterFields(f),
+      });
       await updateRule(db, p.id, type, patch);
       await audit(deps, c, 'alert_rule.update', `${p.slug}/${type}`, patch as unknown as Record<string, unknown>);
     } catch (err) {
-      if (err instanceof AlertInputError) return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { error: err.message }), 400);
+      if (err instanceof AlertInputError)
+        return render(c, alertsPage(pageCtx(c), p, await alertsData(p.id), { error: err.message }), 400);
       throw err;
     }
     return c.redirect(`${projectPath(p.slug, 'alerts')}?saved=1`, 303);
@@ -939,7 +1271,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
             : { kind: f.kind, config: { url: f.url ?? '' } };
     try {
       const channel = await addChannel(db, p.id, body, deps.config, alertRuntime, now());
-      deps.logger.info({ project: p.slug, channel_id: Number(channel.id), kind: channel.kind }, 'alert channel created (dashboard)');
+      deps.logger.info(
+        { project: p.slug, channel_id: Number(channel.id), kind: channel.kind },
+        'alert channel created (dashboard)',
+      );
       await audit(deps, c, 'alert_channel.create', p.slug, { id: Number(channel.id), kind: channel.kind });
     } catch (err) {
       if (err instanceof AlertInputError) {
@@ -962,7 +1297,10 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
     const p = await projectOr404(c);
     const channel = await channelOr404(c, p.id);
     const result = await sendTestAlert(db, p, channel, deps.config, alertRuntime, deps.clock);
-    return c.redirect(href(projectPath(p.slug, 'alerts'), { test: result.delivered ? 'delivered' : 'failed', status: result.status }), 303);
+    return c.redirect(
+      href(projectPath(p.slug, 'alerts'), { test: result.delivered ? 'delivered' : 'failed', status: result.status }),
+      303,
+    );
   });
 
   app.post('/:slug/alerts/channels/:id/delete', async (c) => {
@@ -978,8 +1316,19 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/monitors', async (c) => {
     const p = await projectOr404(c);
     const monitors = await listMonitors(db, p.id);
-    const checkins = await recentCheckinsOf(db, monitors.map((m) => m.id), 30);
-    return render(c, monitorListPage(pageCtx(c), p, monitors.map((m) => ({ monitor: monitorJson(m), checkins: (checkins.get(m.id) ?? []).map(checkinJson) }))));
+    const checkins = await recentCheckinsOf(
+      db,
+      monitors.map((m) => m.id),
+      30,
+    );
+    return render(
+      c,
+      monitorListPage(
+        pageCtx(c),
+        p,
+        monitors.map((m) => ({ monitor: monitorJson(m), checkins: (checkins.get(m.id) ?? []).map(checkinJson) })),
+      ),
+    );
   });
 
   app.get('/:slug/monitors/:monitor', async (c) => {
@@ -993,7 +1342,12 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.get('/:slug/symbols', async (c) => {
     const p = await projectOr404(c);
     const q = c.req.query();
-    const message = q.uploaded && /^[0-9]{1,4}$/.test(q.uploaded) ? `${q.uploaded} file${q.uploaded === '1' ? '' : 's'} uploaded.` : q.deleted ? 'Symbol file deleted.' : undefined;
+    const message =
+      q.uploaded && /^[0-9]{1,4}$/.test(q.uploaded)
+        ? `${q.uploaded} file${q.uploaded === '1' ? '' : 's'} uploaded.`
+        : q.deleted
+          ? 'Symbol file deleted.'
+          : undefined;
     return render(c, symbolsPage(pageCtx(c), p, (await listSymbolFiles(db, p.id)).map(symbolFileJson), { message }));
   });
 
@@ -1005,7 +1359,11 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
       return c.redirect(href(projectPath(p.slug, 'symbols'), { uploaded: stored.length }), 303);
     } catch (err) {
       if (err instanceof HttpError && err.status === 400) {
-        return render(c, symbolsPage(pageCtx(c), p, (await listSymbolFiles(db, p.id)).map(symbolFileJson), { error: err.message }), 400);
+        return render(
+          c,
+          symbolsPage(pageCtx(c), p, (await listSymbolFiles(db, p.id)).map(symbolFileJson), { error: err.message }),
+          400,
+        );
       }
       throw err;
     }
@@ -1014,7 +1372,8 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
   app.post('/:slug/symbols/:id/delete', async (c) => {
     const p = await projectOr404(c);
     const raw = c.req.param('id');
-    const deleted = /^[0-9]{1,15}$/.test(raw) && deps.symbols ? await deps.symbols.deleteFile(p.id, Number(raw)) : false;
+    const deleted =
+      /^[0-9]{1,15}$/.test(raw) && deps.symbols ? await deps.symbols.deleteFile(p.id, Number(raw)) : false;
     if (!deleted) throw new HttpError(404, `There is no symbol file ${raw} in this project.`);
     await audit(deps, c, 'symbol.delete', p.slug, { id: Number(raw) });
     return c.redirect(`${projectPath(p.slug, 'symbols')}?deleted=1`, 303);
@@ -1024,10 +1383,18 @@ export function dashboardApp(deps: AppDeps, presence: UserPresence = new UserPre
 
   app.onError((err, c) => {
     const ctx = ctxOrAnonymous(c);
-    if (err instanceof ReadInputError || err instanceof ReadNotFoundError || err instanceof HttpError || err instanceof AccountInputError) {
+    if (
+      err instanceof ReadInputError ||
+      err instanceof ReadNotFoundError ||
+      err instanceof HttpError ||
+      err instanceof AccountInputError
+    ) {
       return c.html(errorPage(ctx, err.status, err.message), err.status as ContentfulStatusCode);
     }
-    deps.logger.error({ err, method: c.req.method, path: c.req.path }, 'unexpected failure while rendering a dashboard page');
+    deps.logger.error(
+      { err, method: c.req.method, path: c.req.path },
+      'unexpected failure while rendering a dashboard page',
+    );
     return c.html(errorPage(ctx, 500, 'Something went wrong on the server; the log has the details.'), 500);
   });
 
@@ -1048,7 +1415,11 @@ function pathWithQuery(c: Context): string {
 }
 
 function originHeaders(c: Context) {
-  return { origin: c.req.header('origin'), referer: c.req.header('referer'), fetchSite: c.req.header('sec-fetch-site') };
+  return {
+    origin: c.req.header('origin'),
+    referer: c.req.header('referer'),
+    fetchSite: c.req.header('sec-fetch-site'),
+  };
 }
 
 /** The issue page's snooze choice (pages/issues.ts SNOOZES, `<kind>:<amount>`) as the API's fields. */

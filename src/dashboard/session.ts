@@ -20,7 +20,9 @@ function base64url(bytes: Uint8Array): string {
 
 /** The CSRF token every form of the session with this id carries. */
 export async function csrfTokenOf(sessionId: string): Promise<string> {
-  return base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(`faultline-csrf.${sessionId}`))));
+  return base64url(
+    new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(`faultline-csrf.${sessionId}`))),
+  );
 }
 
 /** Compares two tokens in time independent of where they differ. */
@@ -39,7 +41,10 @@ export function randomToken(): string {
  * `Sec-Fetch-Site`, when sent, must not be cross-site or same-site. A request with
  * none of these headers (not a browser) passes on to the token check.
  */
-export function sameOrigin(headers: { origin?: string; referer?: string; fetchSite?: string }, allowed: string[]): boolean {
+export function sameOrigin(
+  headers: { origin?: string; referer?: string; fetchSite?: string },
+  allowed: string[],
+): boolean {
   if (headers.fetchSite && headers.fetchSite !== 'same-origin' && headers.fetchSite !== 'none') return false;
   const source = headers.origin ?? (headers.referer ? originOf(headers.referer) : undefined);
   if (source === undefined) return true;

@@ -18,7 +18,8 @@ export const SDK_SETUPS: SdkSetup[] = [
     id: 'android',
     label: 'Android',
     install: '// app/build.gradle\nimplementation "io.sentry:sentry-android:7.18.0"',
-    code: (dsn) => `<!-- AndroidManifest.xml, inside <application> -->\n<meta-data android:name="io.sentry.dsn" android:value="${dsn}" />`,
+    code: (dsn) =>
+      `<!-- AndroidManifest.xml, inside <application> -->\n<meta-data android:name="io.sentry.dsn" android:value="${dsn}" />`,
   },
   {
     id: 'ios',
@@ -30,7 +31,8 @@ export const SDK_SETUPS: SdkSetup[] = [
     id: 'react-native',
     label: 'React Native',
     install: 'npm install @sentry/react-native',
-    code: (dsn) => `import * as Sentry from '@sentry/react-native';\n\nSentry.init({ dsn: '${dsn}' });\n\nexport default Sentry.wrap(App);`,
+    code: (dsn) =>
+      `import * as Sentry from '@sentry/react-native';\n\nSentry.init({ dsn: '${dsn}' });\n\nexport default Sentry.wrap(App);`,
   },
   {
     id: 'flutter',
@@ -43,13 +45,15 @@ export const SDK_SETUPS: SdkSetup[] = [
     id: 'javascript',
     label: 'JavaScript',
     install: 'npm install @sentry/browser',
-    code: (dsn) => `import * as Sentry from '@sentry/browser';\n\nSentry.init({ dsn: '${dsn}', release: 'my-app@1.0.0' });`,
+    code: (dsn) =>
+      `import * as Sentry from '@sentry/browser';\n\nSentry.init({ dsn: '${dsn}', release: 'my-app@1.0.0' });`,
   },
   {
     id: 'node',
     label: 'Node',
     install: 'npm install @sentry/node',
-    code: (dsn) => `// instrument.js, loaded before the rest of the app\nconst Sentry = require('@sentry/node');\n\nSentry.init({ dsn: '${dsn}' });`,
+    code: (dsn) =>
+      `// instrument.js, loaded before the rest of the app\nconst Sentry = require('@sentry/node');\n\nSentry.init({ dsn: '${dsn}' });`,
   },
   {
     id: 'python',
@@ -61,7 +65,8 @@ export const SDK_SETUPS: SdkSetup[] = [
     id: 'go',
     label: 'Go',
     install: 'go get github.com/getsentry/sentry-go',
-    code: (dsn) => `err := sentry.Init(sentry.ClientOptions{Dsn: "${dsn}"})\nif err != nil {\n\tlog.Fatalf("sentry.Init: %s", err)\n}\ndefer sentry.Flush(2 * time.Second)`,
+    code: (dsn) =>
+      `err := sentry.Init(sentry.ClientOptions{Dsn: "${dsn}"})\nif err != nil {\n\tlog.Fatalf("sentry.Init: %s", err)\n}\ndefer sentry.Flush(2 * time.Second)`,
   },
   {
     id: 'ruby',

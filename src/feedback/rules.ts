@@ -51,7 +51,15 @@ export function parseUserReport(payload: Uint8Array, receivedAt: number): Feedba
   if (!eventId) throw new InvalidItemError('user_report: event_id must be 32 hex characters');
   const comments = cut(v.comments, MAX_FEEDBACK_COMMENTS);
   if (comments === '') throw new InvalidItemError('user_report: comments are empty');
-  return { eventId, name: cut(v.name, MAX_FEEDBACK_NAME), email: cut(v.email, MAX_FEEDBACK_EMAIL), comments, url: '', source: 'user_report', createdAt: receivedAt };
+  return {
+    eventId,
+    name: cut(v.name, MAX_FEEDBACK_NAME),
+    email: cut(v.email, MAX_FEEDBACK_EMAIL),
+    comments,
+    url: '',
+    source: 'user_report',
+    createdAt: receivedAt,
+  };
 }
 
 /** A `feedback` item (the feedback widget and `captureFeedback`): the event's `contexts.feedback`. */
@@ -83,10 +91,15 @@ const BODY_MESSAGES = {
 
 export const userFeedbackBody = z
   .object({
-    event_id: z.string({ error: BODY_MESSAGES.event_id }).refine((s) => cleanUuid(s) !== null, { error: BODY_MESSAGES.event_id }),
+    event_id: z
+      .string({ error: BODY_MESSAGES.event_id })
+      .refine((s) => cleanUuid(s) !== null, { error: BODY_MESSAGES.event_id }),
     name: z.string({ error: BODY_MESSAGES.name }).max(10_000, { error: BODY_MESSAGES.name }).optional(),
     email: z.string({ error: BODY_MESSAGES.email }).max(10_000, { error: BODY_MESSAGES.email }).optional(),
-    comments: z.string({ error: BODY_MESSAGES.comments }).min(1, { error: BODY_MESSAGES.comments }).max(100_000, { error: 'comments: at most 100 000 characters' }),
+    comments: z
+      .string({ error: BODY_MESSAGES.comments })
+      .min(1, { error: BODY_MESSAGES.comments })
+      .max(100_000, { error: 'comments: at most 100 000 characters' }),
   })
   .strict();
 

@@ -16,7 +16,8 @@ import type { FeedbackInput } from './rules.js';
 
 type Db = Kysely<Database>;
 
-const hex = (buffer: ArrayBuffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
+const hex = (buffer: ArrayBuffer) =>
+  Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 
 export async function feedbackDigest(f: FeedbackInput): Promise<string> {
   const text = JSON.stringify([f.source, f.eventId, f.name, f.email, f.comments, f.url]);
@@ -29,13 +30,24 @@ export async function feedbackDigest(f: FeedbackInput): Promise<string> {
  * in the alert outbox in the same write (src/alerts/assignee.ts), before the feedback row,
  * so a resend records none.
  */
-export async function storeFeedback(store: Store, projectId: number, items: FeedbackInput[], receivedAt: number): Promise<void> {
+export async function storeFeedback(
+  store: Store,
+  projectId: number,
+  items: FeedbackInput[],
+  receivedAt: number,
+): Promise<void> {
   if (items.length === 0) return;
   const queries = [];
   for (const f of items) {
     const digest = await feedbackDigest(f);
     if (f.eventId) {
-      const payload = feedbackAlertPayload({ event_id: f.eventId, name: f.name, email: f.email, comments: f.comments, url: f.url });
+      const payload = feedbackAlertPayload({
+        event_id: f.eventId,
+        name: f.name,
+        email: f.email,
+        comments: f.comments,
+        url: f.url,
+      });
       queries.push(
         store.db
           .insertInto('alert_outbox')
@@ -57,7 +69,17 @@ export async function storeFeedback(store: Store, projectId: number, items: Feed
               .where('s.project_id', '=', projectId)
               .where('s.event_id', '=', f.eventId)
               .where('i.assignee_id', 'is not', null)
-              .where((w) => w.not(w.exists(w.selectFrom('user_feedback').select('id').where('project_id', '=', projectId).where('digest', '=', digest)))),
+              .where((w) =>
+                w.not(
+                  w.exists(
+                    w
+                      .selectFrom('user_feedback')
+                      .select('id')
+                      .where('project_id', '=', projectId)
+                      .where('digest', '=', digest),
+                  ),
+                ),
+              ),
           )
           .compile(),
       );
@@ -108,17 +130,37 @@ export interface FeedbackQuery {
 }
 
 /** Newest first; `next_cursor` is the id to pass as `cursor` for the next page, null at the end. */
-export async function listFeedback(db: Db, projectId: number, q: FeedbackQuery): Promise<{ feedback: FeedbackJson[]; next_cursor: string | null }> {
+export async function listFeedback(
+  db: Db,
+  projectId: number,
+  q: FeedbackQuery,
+): Promise<{ feedback: FeedbackJson[]; next_cursor: string | null }> {
   let query = db
     .selectFrom('user_feedback as f')
-    .leftJoin('seen_events as s', (j) => j.onRef('s.project_id', '=', 'f.project_id').onRef('s.event_id', '=', 'f.event_id'))
+    .leftJoin('seen_events as s', (j) =>
+      j.onRef('s.project_id', '=', 'f.project_id').onRef('s.event_id', '=', 'f.event_id'),
+    )
     .leftJoin('events as e', 'e.id', 's.stored_id')
     .leftJoin('issues as i', 'i.id', 'e.issue_id')
-    .select(['f.id', 'f.event_id', 'f.name', 'f.email', 'f.comments', 'f.url', 'f.source', 'f.created_at', 'e.id as stored_id', 'i.fingerprint'])
+    .select([
+      'f.id',
+      'f.event_id',
+      'f.name',
+      'f.email',
+      'f.comments',
+      'f.url',
+      'f.source',
+      'f.created_at',
+      'e.id as stored_id',
+      'i.fingerprint',
+    ])
     .where('f.project_id', '=', projectId);
   if (q.issueId !== undefined) query = query.where('e.issue_id', '=', q.issueId);
   if (q.before !== undefined) query = query.where('f.id', '<', q.before);
-  const rows = await query.orderBy('f.id', 'desc').limit(q.limit + 1).execute();
+  const rows = await query
+    .orderBy('f.id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
   const page = rows.slice(0, q.limit);
   return {
     feedback: page.map((r) => ({
@@ -142,7 +184,9 @@ export async function feedbackCounts(db: Db, projectId: number, issueIds: number
   if (issueIds.length === 0) return new Map();
   const rows = await db
     .selectFrom('user_feedback as f')
-    .innerJoin('seen_events as s', (j) => j.onRef('s.project_id', '=', 'f.project_id').onRef('s.event_id', '=', 'f.event_id'))
+    .innerJoin('seen_events as s', (j) =>
+      j.onRef('s.project_id', '=', 'f.project_id').onRef('s.event_id', '=', 'f.event_id'),
+    )
     .innerJoin('events as e', 'e.id', 's.stored_id')
     .select(['e.issue_id', sql<number>`count(*)`.as('n')])
     .where('f.project_id', '=', projectId)
@@ -157,11 +201,23 @@ export async function feedbackCounts(db: Db, projectId: number, issueIds: number
  * deletion"), to run in the erasure's atomic write before the events go: feedback on
  * the erased events, and feedback the user sent under the erased email address.
  */
-export function feedbackOfEndUser(db: Kysely<Database>, projectId: number, eventRowIds: number[], user: { column: string; value: string }): CompiledQuery[] {
+export function feedbackOfEndUser(
+  db: Kysely<Database>,
+  projectId: number,
+  eventRowIds: number[],
+  user: { column: string; value: string },
+): CompiledQuery[] {
   const out: CompiledQuery[] = [];
   if (eventRowIds.length > 0) {
-    out.push(sql`delete from user_feedback where project_id = ${projectId} and event_id in (select e.event_id from events e where e.id in (${sql.join(eventRowIds)}))`.compile(db));
+    out.push(
+      sql`delete from user_feedback where project_id = ${projectId} and event_id in (select e.event_id from events e where e.id in (${sql.join(eventRowIds)}))`.compile(
+        db,
+      ),
+    );
   }
-  if (user.column === 'user_email') out.push(db.deleteFrom('user_feedback').where('project_id', '=', projectId).where('email', '=', user.value).compile());
+  if (user.column === 'user_email')
+    out.push(
+      db.deleteFrom('user_feedback').where('project_id', '=', projectId).where('email', '=', user.value).compile(),
+    );
   return out;
 }

@@ -4,7 +4,15 @@
 import { Hono } from 'hono';
 import { addChannel, sendTestAlert } from '../alerts/channel-admin.js';
 import { ALERT_TYPES, AlertInputError, isAlertType, parseRulePatch } from '../alerts/rules.js';
-import { channelJson, deleteChannel, findChannel, listChannels, listDeliveries, listRules, updateRule } from '../alerts/store.js';
+import {
+  channelJson,
+  deleteChannel,
+  findChannel,
+  listChannels,
+  listDeliveries,
+  listRules,
+  updateRule,
+} from '../alerts/store.js';
 import { webAlertRuntime } from '../alerts/transport.js';
 import type { AppDeps } from '../context.js';
 import { findProjectBySlug } from '../store/projects.js';
@@ -64,14 +72,18 @@ export function alertRoutes(deps: AppDeps): Hono {
     const project = await projectOr404(c.req.param('slug'));
     const body = await readJson(c);
     const channel = await input(() => addChannel(db, project.id, body, deps.config, runtime, deps.clock.now()));
-    deps.logger.info({ project: project.slug, channel_id: Number(channel.id), kind: channel.kind }, 'alert channel created');
+    deps.logger.info(
+      { project: project.slug, channel_id: Number(channel.id), kind: channel.kind },
+      'alert channel created',
+    );
     await audit(deps, c, 'alert_channel.create', project.slug, { id: Number(channel.id), kind: channel.kind });
     return c.json(channelJson(channel), 201);
   });
 
   app.delete('/api/projects/:slug/alerts/channels/:id', async (c) => {
     const project = await projectOr404(c.req.param('slug'));
-    if (!(await deleteChannel(deps.store, project.id, channelId(c.req.param('id'))))) throw notFound(`alert channel ${JSON.stringify(c.req.param('id'))}`);
+    if (!(await deleteChannel(deps.store, project.id, channelId(c.req.param('id')))))
+      throw notFound(`alert channel ${JSON.stringify(c.req.param('id'))}`);
     deps.logger.info({ project: project.slug, channel_id: Number(c.req.param('id')) }, 'alert channel deleted');
     await audit(deps, c, 'alert_channel.delete', project.slug, { id: Number(c.req.param('id')) });
     return c.body(null, 204);

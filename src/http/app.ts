@@ -52,7 +52,8 @@ export function createApp(deps: AppDeps): Hono {
 
   const managementBodyLimit = bodyLimit({
     maxSize: MANAGEMENT_BODY_LIMIT,
-    onError: (c) => errorResponse(c, 413, `request body too large; the limit on this route is ${MANAGEMENT_BODY_LIMIT} bytes (1 MB)`),
+    onError: (c) =>
+      errorResponse(c, 413, `request body too large; the limit on this route is ${MANAGEMENT_BODY_LIMIT} bytes (1 MB)`),
   });
   app.use((c, next) => (hasOwnBodyLimit(c.req.path) ? next() : managementBodyLimit(c, next)));
 
@@ -60,9 +61,14 @@ export function createApp(deps: AppDeps): Hono {
     methodNotAllowed({
       app,
       onMethodNotAllowed: (c, methods) =>
-        errorResponse(c, 405, `method ${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(', ')}`, {
-          Allow: methods.join(', '),
-        }),
+        errorResponse(
+          c,
+          405,
+          `method ${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(', ')}`,
+          {
+            Allow: methods.join(', '),
+          },
+        ),
     }),
   );
 

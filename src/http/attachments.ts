@@ -42,11 +42,19 @@ export async function eventAttachments(store: Store, projectId: number, idOrEven
  * The answer of a download: the bytes streamed chunk by chunk. `inline` asks for an
  * image to show: served with the sniffed image type when the bytes are one, else 415.
  */
-export async function attachmentDownload(store: Store, row: AttachmentRow, inline: boolean, blobs: AttachmentBlobs = chunkBlobs): Promise<Response> {
+export async function attachmentDownload(
+  store: Store,
+  row: AttachmentRow,
+  inline: boolean,
+  blobs: AttachmentBlobs = chunkBlobs,
+): Promise<Response> {
   const id = Number(row.id);
   const sniffed = sniffImage(await readAttachmentHead(store.db, id, blobs));
   if (inline && !sniffed) {
-    return Response.json({ error: 'this attachment is not a PNG, JPEG, WebP or GIF image; download it instead' }, { status: 415, headers: DOWNLOAD_HEADERS });
+    return Response.json(
+      { error: 'this attachment is not a PNG, JPEG, WebP or GIF image; download it instead' },
+      { status: 415, headers: DOWNLOAD_HEADERS },
+    );
   }
   return new Response(readAttachment(store.db, id, blobs), {
     status: 200,

@@ -18,7 +18,13 @@ export function auditFrom(deps: AppDeps, c: Context): Pick<AuditEntry, 'actor' |
  * Records one action. A failure to write it is logged, not answered: the change it
  * records has already happened.
  */
-export async function audit(deps: AppDeps, c: Context, action: string, target: string | null, details: Record<string, unknown> = {}): Promise<void> {
+export async function audit(
+  deps: AppDeps,
+  c: Context,
+  action: string,
+  target: string | null,
+  details: Record<string, unknown> = {},
+): Promise<void> {
   try {
     await recordAudit(deps.store, { ...auditFrom(deps, c), action, target, details }, deps.clock.now());
   } catch (err) {

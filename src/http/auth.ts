@@ -4,7 +4,17 @@
 // request's actor. Decides which paths are exempt (health, ingest).
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AppDeps } from '../context.js';
-import { apiKeyActor, type Actor, isPersonalToken, isRole, type Role, ROUTE_CLASS_ROLE, roleRefusal, routeClass, SYSTEM_ACTOR } from '../accounts/rules.js';
+import {
+  apiKeyActor,
+  type Actor,
+  isPersonalToken,
+  isRole,
+  type Role,
+  ROUTE_CLASS_ROLE,
+  roleRefusal,
+  routeClass,
+  SYSTEM_ACTOR,
+} from '../accounts/rules.js';
 import { resolveToken, touchToken } from '../accounts/store.js';
 import type { UserPresence } from '../accounts/presence.js';
 import { errorResponse, HttpError } from './errors.js';
@@ -101,7 +111,13 @@ export async function matchApiKeyDigest(digests: ApiKeyDigests, presented: strin
 
 /** The actor of a user as the role checks see them. */
 export function userActor(user: { id: number; email: string; role: string }): Actor {
-  return { kind: 'user', userId: Number(user.id), email: user.email, label: user.email, role: isRole(user.role) ? user.role : 'viewer' };
+  return {
+    kind: 'user',
+    userId: Number(user.id),
+    email: user.email,
+    label: user.email,
+    role: isRole(user.role) ? user.role : 'viewer',
+  };
 }
 
 /**
@@ -138,7 +154,11 @@ export function managementAuth(deps: AppDeps, presence: UserPresence): Middlewar
     if (!actor && deps.config.apiKeys.length === 0 && !(await presence.exists())) actor = SYSTEM_ACTOR;
     if (!actor) return errorResponse(c, 401, 'unauthorized', { 'WWW-Authenticate': 'Bearer' });
     c.set(ACTOR, actor);
-    const refusal = roleRefusal(actor.role, ROUTE_CLASS_ROLE[routeClass(c.req.method, c.req.path)], `${c.req.method} ${c.req.path}`);
+    const refusal = roleRefusal(
+      actor.role,
+      ROUTE_CLASS_ROLE[routeClass(c.req.method, c.req.path)],
+      `${c.req.method} ${c.req.path}`,
+    );
     if (refusal) return errorResponse(c, 403, refusal);
     return next();
   };

@@ -23,7 +23,12 @@ export class HttpError extends Error {
   }
 }
 
-export function errorResponse(c: Context, status: ContentfulStatusCode, message: string, headers: Record<string, string> = {}): Response {
+export function errorResponse(
+  c: Context,
+  status: ContentfulStatusCode,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
   return c.json({ error: message }, status, headers);
 }
 
@@ -43,7 +48,8 @@ export async function readJson(c: Context, limit: number = MANAGEMENT_BODY_LIMIT
   try {
     bytes = await readBody(c.req.raw.body, limit);
   } catch (err) {
-    if (err instanceof PayloadTooLargeError) throw new HttpError(413, `request body is larger than ${limit} bytes`, { Connection: 'close' });
+    if (err instanceof PayloadTooLargeError)
+      throw new HttpError(413, `request body is larger than ${limit} bytes`, { Connection: 'close' });
     throw err;
   }
   const text = new TextDecoder().decode(bytes);
@@ -99,6 +105,12 @@ export function handleError(err: Error, c: Context, logger: Logger): Response {
 /** What a 500 says: never the internals, which go to the log with the request id. */
 export const INTERNAL_ERROR = 'internal error';
 
-export function logUnexpectedFailure(logger: Logger, err: unknown, requestId: string, method: string, path: string): void {
+export function logUnexpectedFailure(
+  logger: Logger,
+  err: unknown,
+  requestId: string,
+  method: string,
+  path: string,
+): void {
   logger.error({ err, request_id: requestId, method, path }, 'unexpected failure while handling a request');
 }

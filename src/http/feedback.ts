@@ -17,7 +17,11 @@ export function feedbackRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const db = deps.store.db;
 
-  async function project(c: Context, find: (db: AppDeps['store']['db'], key: string) => Promise<ProjectRow | undefined>, param: string): Promise<ProjectRow> {
+  async function project(
+    c: Context,
+    find: (db: AppDeps['store']['db'], key: string) => Promise<ProjectRow | undefined>,
+    param: string,
+  ): Promise<ProjectRow> {
     const key = c.req.param(param) ?? '';
     const row = await find(db, key);
     if (!row) throw new HttpError(404, `project ${JSON.stringify(key)} not found`);
@@ -31,7 +35,12 @@ export function feedbackRoutes(deps: AppDeps): Hono {
     const now = deps.clock.now();
     const input = feedbackFromBody(parsed.data, now);
     await storeFeedback(deps.store, p.id, [input], now);
-    const row = await db.selectFrom('user_feedback').select(['id', 'created_at']).where('project_id', '=', p.id).where('digest', '=', await feedbackDigest(input)).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('user_feedback')
+      .select(['id', 'created_at'])
+      .where('project_id', '=', p.id)
+      .where('digest', '=', await feedbackDigest(input))
+      .executeTakeFirstOrThrow();
     // Sentry's answer (its UserReport serializer), so its SDKs and scripts read it.
     return c.json({
       id: String(row.id),
@@ -49,11 +58,13 @@ export function feedbackRoutes(deps: AppDeps): Hono {
     const p = await project(c, findProjectBySlug, 'slug');
     const q = c.req.query();
     for (const name of Object.keys(q)) {
-      if (!['cursor', 'limit', 'issue'].includes(name)) throw badRequest(`unknown parameter ${JSON.stringify(name)}; this route takes cursor, limit and issue`);
+      if (!['cursor', 'limit', 'issue'].includes(name))
+        throw badRequest(`unknown parameter ${JSON.stringify(name)}; this route takes cursor, limit and issue`);
     }
     let limit = 50;
     if (q.limit !== undefined) {
-      if (!/^[0-9]{1,6}$/.test(q.limit) || Number(q.limit) < 1) throw badRequest('limit must be a whole number from 1 to 100');
+      if (!/^[0-9]{1,6}$/.test(q.limit) || Number(q.limit) < 1)
+        throw badRequest('limit must be a whole number from 1 to 100');
       limit = Math.min(MAX_LIMIT, Number(q.limit));
     }
     let before: number | undefined;

@@ -23,7 +23,10 @@ function peerAddress(deps: ForwardingDeps, request: Request, env: unknown): stri
 export function ignoreUntrustedForwarding(deps: ForwardingDeps): MiddlewareHandler {
   return async (c, next) => {
     const raw = c.req.raw;
-    if (FORWARDED_ORIGIN.some((name) => raw.headers.has(name)) && !inAddressRanges(peerAddress(deps, raw, c.env), deps.config.trustedProxies)) {
+    if (
+      FORWARDED_ORIGIN.some((name) => raw.headers.has(name)) &&
+      !inAddressRanges(peerAddress(deps, raw, c.env), deps.config.trustedProxies)
+    ) {
       const headers = new Headers(raw.headers);
       for (const name of FORWARDED_ORIGIN) headers.delete(name);
       c.req.raw = new Request(raw, { headers, duplex: 'half' } as RequestInit);
@@ -42,7 +45,10 @@ export function clientAddressOf(deps: ForwardingDeps, request: Request, env: unk
   if (!peer) return 'unknown';
   const ranges = deps.config.trustedProxies;
   if (!inAddressRanges(peer, ranges)) return peer;
-  const hops = (request.headers.get('x-forwarded-for') ?? '').split(',').map((h) => h.trim()).filter((h) => h !== '');
+  const hops = (request.headers.get('x-forwarded-for') ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
   for (let i = hops.length - 1; i >= 0; i--) if (!inAddressRanges(hops[i], ranges)) return hops[i];
   return hops[0] ?? peer;
 }

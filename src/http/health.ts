@@ -21,7 +21,13 @@ export function healthRoutes(deps: AppDeps): Hono {
     if (ok) {
       const disk = deps.diskGuard ? await deps.diskGuard() : null;
       if (disk?.low) {
-        return c.json({ status: 'low disk', detail: `${disk.freeMb} MB free, below MIN_FREE_DISK_MB=${disk.minFreeMb}: ingest is refused` }, 503);
+        return c.json(
+          {
+            status: 'low disk',
+            detail: `${disk.freeMb} MB free, below MIN_FREE_DISK_MB=${disk.minFreeMb}: ingest is refused`,
+          },
+          503,
+        );
       }
       const capacity = await storeCapacity(deps.store, deps.config.d1MaxSizeMb);
       return c.json(capacity ? { status: 'ok', storage: capacity } : { status: 'ok' });

@@ -62,15 +62,17 @@ export function ingestRoutes(deps: AppDeps): Hono {
 
   for (const endpoint of ['envelope', 'store'] as const) {
     for (const path of PATHS[endpoint]) {
-      app.options(path, () =>
-        new Response(null, {
-          status: 204,
-          headers: {
-            'Access-Control-Allow-Methods': 'POST, OPTIONS',
-            'Access-Control-Allow-Headers': ALLOW_HEADERS,
-            'Access-Control-Max-Age': '3600',
-          },
-        }),
+      app.options(
+        path,
+        () =>
+          new Response(null, {
+            status: 204,
+            headers: {
+              'Access-Control-Allow-Methods': 'POST, OPTIONS',
+              'Access-Control-Allow-Headers': ALLOW_HEADERS,
+              'Access-Control-Max-Age': '3600',
+            },
+          }),
       );
       app.post(path, async (c) => {
         const url = new URL(c.req.url);
@@ -88,7 +90,12 @@ export function ingestRoutes(deps: AppDeps): Hono {
     }
   }
   // Legacy cron check-ins (src/ingest/cron.ts): GET or POST, the key in the path or as for envelopes.
-  for (const path of ['/api/:projectId{[0-9]+}/cron/:slug/:key', '/api/:projectId{[0-9]+}/cron/:slug/:key/', '/api/:projectId{[0-9]+}/cron/:slug', '/api/:projectId{[0-9]+}/cron/:slug/']) {
+  for (const path of [
+    '/api/:projectId{[0-9]+}/cron/:slug/:key',
+    '/api/:projectId{[0-9]+}/cron/:slug/:key/',
+    '/api/:projectId{[0-9]+}/cron/:slug',
+    '/api/:projectId{[0-9]+}/cron/:slug/',
+  ]) {
     app.on(['GET', 'POST'], path, async (c) => {
       const result = await handleCronCheckIn(deps, {
         projectId: c.req.param('projectId') ?? '',
@@ -107,8 +114,13 @@ export function ingestRoutes(deps: AppDeps): Hono {
     app.post(path, async (c) => {
       const url = new URL(c.req.url);
       const boundary = multipartBoundary(c.req.header('content-type') ?? null);
-      const refuse = (status: number, error: string) => new Response(JSON.stringify({ error }), { status, headers: { 'Content-Type': 'application/json', 'X-Sentry-Error': error } });
-      if (!boundary || !c.req.raw.body) return refuse(400, 'a minidump upload is multipart/form-data with the minidump in "upload_file_minidump"');
+      const refuse = (status: number, error: string) =>
+        new Response(JSON.stringify({ error }), {
+          status,
+          headers: { 'Content-Type': 'application/json', 'X-Sentry-Error': error },
+        });
+      if (!boundary || !c.req.raw.body)
+        return refuse(400, 'a minidump upload is multipart/form-data with the minidump in "upload_file_minidump"');
       let envelope: Uint8Array;
       try {
         envelope = await minidumpUploadEnvelope(c.req.raw.body, boundary);
@@ -147,7 +159,10 @@ async function minidumpUploadEnvelope(body: ReadableStream<Uint8Array>, boundary
   let dump: Uint8Array | null = null;
   let filename = 'upload_file_minidump';
   const fields: [string, string][] = [];
-  for await (const part of parseMultipart(body, boundary, { maxParts: 256, maxBytes: MAX_MINIDUMP_BYTES + MAX_MINIDUMP_FIELDS_BYTES })) {
+  for await (const part of parseMultipart(body, boundary, {
+    maxParts: 256,
+    maxBytes: MAX_MINIDUMP_BYTES + MAX_MINIDUMP_FIELDS_BYTES,
+  })) {
     if (part.name === 'upload_file_minidump') {
       dump = await part.bytes(MAX_MINIDUMP_BYTES);
       filename = part.filename ?? filename;
@@ -162,7 +177,8 @@ async function minidumpUploadEnvelope(body: ReadableStream<Uint8Array>, boundary
   try {
     readMinidump(dump);
   } catch (err) {
-    if (err instanceof BadMinidump) throw new MultipartError(`upload_file_minidump is not a readable minidump: ${err.message}`);
+    if (err instanceof BadMinidump)
+      throw new MultipartError(`upload_file_minidump is not a readable minidump: ${err.message}`);
     throw err;
   }
   const event = sentryFormFields(fields);
@@ -172,7 +188,9 @@ async function minidumpUploadEnvelope(body: ReadableStream<Uint8Array>, boundary
     `${JSON.stringify({ ...(typeof event.event_id === 'string' ? { event_id: event.event_id } : {}) })}\n` +
       `${JSON.stringify({ type: 'event', length: eventBytes.byteLength })}\n`,
   );
-  const attachmentHeader = encoder.encode(`\n${JSON.stringify({ type: 'attachment', length: dump.byteLength, attachment_type: MINIDUMP_ATTACHMENT_TYPE, filename })}\n`);
+  const attachmentHeader = encoder.encode(
+    `\n${JSON.stringify({ type: 'attachment', length: dump.byteLength, attachment_type: MINIDUMP_ATTACHMENT_TYPE, filename })}\n`,
+  );
   return concatBytes([head, eventBytes, attachmentHeader, dump]);
 }
 
@@ -182,7 +200,10 @@ async function minidumpUploadEnvelope(body: ReadableStream<Uint8Array>, boundary
  * connection's peer as the edition reports it. A forged header only changes the
  * IP shown on the client's own events, which the client could set directly anyway.
  */
-export function clientIpOf(header: (name: string) => string | null | undefined, remote: string | null | undefined): string | null {
+export function clientIpOf(
+  header: (name: string) => string | null | undefined,
+  remote: string | null | undefined,
+): string | null {
   const forwarded = header('x-forwarded-for');
   if (forwarded) {
     const first = forwarded.split(',')[0].trim();

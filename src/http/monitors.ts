@@ -4,7 +4,17 @@
 import { Hono } from 'hono';
 import type { AppDeps } from '../context.js';
 import { MonitorConfigError, parseMonitorPatch } from '../monitors/config.js';
-import { checkinJson, configOf, deleteMonitor, findMonitor, listMonitors, monitorJson, recentCheckins, updateMonitor, type MonitorRow } from '../monitors/store.js';
+import {
+  checkinJson,
+  configOf,
+  deleteMonitor,
+  findMonitor,
+  listMonitors,
+  monitorJson,
+  recentCheckins,
+  updateMonitor,
+  type MonitorRow,
+} from '../monitors/store.js';
 import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { badRequest, HttpError, notFound, readJson } from './errors.js';
@@ -51,7 +61,10 @@ export function monitorRoutes(deps: AppDeps): Hono {
       throw err;
     }
     if (!(await updateMonitor(deps.store, monitor, patch, deps.clock.now()))) {
-      throw new HttpError(409, 'the monitor changed while this request was handled (a check-in arrived); send the PATCH again');
+      throw new HttpError(
+        409,
+        'the monitor changed while this request was handled (a check-in arrived); send the PATCH again',
+      );
     }
     return c.json(await detail(await monitorOr404(project, monitor.slug)));
   });

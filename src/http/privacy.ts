@@ -22,16 +22,30 @@ export function privacyRoutes(deps: AppDeps): Hono {
     const project = await findProjectBySlug(db, slug);
     if (!project) throw notFound(`project "${slug}"`);
     const { compressBlob } = deps;
-    if (!compressBlob) throw new HttpError(501, 'this edition cannot rewrite stored payloads, so it cannot erase end users');
+    if (!compressBlob)
+      throw new HttpError(501, 'this edition cannot rewrite stored payloads, so it cannot erase end users');
     const user = parseEndUser(c.req.param('user'));
     if (user.value === '') throw new HttpError(400, 'the end user must not be empty');
     // What hangs off the user's events in other domains goes in the same atomic writes.
-    const extra = [(db: typeof deps.store.db, pid: number, ids: number[]) => attachmentsOfEvents(db, pid, ids), feedbackOfEndUser];
-    const run = erasing.then(() => eraseEndUser({ store: deps.store, compressBlob, decompressBlob: deps.decompressBlob, blobs: deps.blobs }, project.id, user, extra));
+    const extra = [
+      (db: typeof deps.store.db, pid: number, ids: number[]) => attachmentsOfEvents(db, pid, ids),
+      feedbackOfEndUser,
+    ];
+    const run = erasing.then(() =>
+      eraseEndUser(
+        { store: deps.store, compressBlob, decompressBlob: deps.decompressBlob, blobs: deps.blobs },
+        project.id,
+        user,
+        extra,
+      ),
+    );
     erasing = run.catch(() => undefined);
     const summary = await run;
     // The user's identity is personal data: the log names the project and the counts only.
-    deps.logger.info({ project: project.slug, project_id: project.id, events: summary.events, chunks: summary.chunks }, 'end user data erased');
+    deps.logger.info(
+      { project: project.slug, project_id: project.id, events: summary.events, chunks: summary.chunks },
+      'end user data erased',
+    );
     return c.body(null, 204);
   });
 

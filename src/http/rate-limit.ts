@@ -29,8 +29,15 @@ export class MemoryRateLimiter implements RateLimiter {
 }
 
 /** The 429 every rate-limited route answers; extra headers (e.g. X-Sentry-Rate-Limits) may be added. */
-export function rateLimitedResponse(c: Context, decision: RateLimitDecision, headers: Record<string, string> = {}): Response {
-  return errorResponse(c, 429, 'rate limit exceeded', { 'Retry-After': String(decision.retryAfterSeconds), ...headers });
+export function rateLimitedResponse(
+  c: Context,
+  decision: RateLimitDecision,
+  headers: Record<string, string> = {},
+): Response {
+  return errorResponse(c, 429, 'rate limit exceeded', {
+    'Retry-After': String(decision.retryAfterSeconds),
+    ...headers,
+  });
 }
 
 /**

@@ -56,7 +56,8 @@ export function readRoutes(deps: AppDeps): Hono {
       try {
         return await fn(c);
       } catch (err) {
-        if (err instanceof ReadInputError || err instanceof ReadNotFoundError) throw new HttpError(err.status, err.message);
+        if (err instanceof ReadInputError || err instanceof ReadNotFoundError)
+          throw new HttpError(err.status, err.message);
         throw err;
       }
     };
@@ -70,7 +71,15 @@ export function readRoutes(deps: AppDeps): Hono {
     `${P}/issues`,
     handle(async (c) => {
       const p = await project(c);
-      return c.json(await listIssues(db, p.id, parseIssueListQuery(query(c, ISSUE_LIST_PARAMETERS), now()), now(), actorOf(c).userId));
+      return c.json(
+        await listIssues(
+          db,
+          p.id,
+          parseIssueListQuery(query(c, ISSUE_LIST_PARAMETERS), now()),
+          now(),
+          actorOf(c).userId,
+        ),
+      );
     }),
   );
 
@@ -81,7 +90,11 @@ export function readRoutes(deps: AppDeps): Hono {
       const p = await project(c);
       const { fingerprints, ...change } = parseBulkBody(await readJson(c), now());
       const result = await bulkSetStatus(deps.store, p.id, fingerprints, change, now(), actorOf(c));
-      await audit(deps, c, 'issue.bulk_status', p.slug, { status: change.status, ...(change.assignee !== undefined ? { assignee: change.assignee } : {}), fingerprints });
+      await audit(deps, c, 'issue.bulk_status', p.slug, {
+        status: change.status,
+        ...(change.assignee !== undefined ? { assignee: change.assignee } : {}),
+        fingerprints,
+      });
       return c.json(result);
     }),
   );
@@ -122,7 +135,10 @@ export function readRoutes(deps: AppDeps): Hono {
       const change = parseStatusBody(await readJson(c), now());
       const fingerprint = c.req.param('fingerprint') ?? '';
       const result = await setIssueStatus(deps.store, p.id, fingerprint, change, now(), actorOf(c));
-      await audit(deps, c, change.status !== null ? 'issue.status' : 'issue.assign', `${p.slug}/${fingerprint}`, { status: change.status, ...(change.assignee !== undefined ? { assignee: change.assignee } : {}) });
+      await audit(deps, c, change.status !== null ? 'issue.status' : 'issue.assign', `${p.slug}/${fingerprint}`, {
+        status: change.status,
+        ...(change.assignee !== undefined ? { assignee: change.assignee } : {}),
+      });
       return c.json(result);
     }),
   );

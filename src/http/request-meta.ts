@@ -12,10 +12,23 @@ export function requestIdFor(sent: string | null | undefined): string {
 }
 
 /** The one log line per request; the query string is left out (it may carry a DSN key). */
-export function logRequest(logger: Logger, method: string, path: string, status: number, startedMs: number, requestId: string): void {
+export function logRequest(
+  logger: Logger,
+  method: string,
+  path: string,
+  status: number,
+  startedMs: number,
+  requestId: string,
+): void {
   if (!logger.isLevelEnabled('info')) return;
   logger.info(
-    { method, path, status, duration_ms: Math.round((performance.now() - startedMs) * 100) / 100, request_id: requestId },
+    {
+      method,
+      path,
+      status,
+      duration_ms: Math.round((performance.now() - startedMs) * 100) / 100,
+      request_id: requestId,
+    },
     'request',
   );
 }

@@ -7,7 +7,13 @@ import { findProjectBySlug } from '../store/projects.js';
 import type { ProjectRow } from '../store/schema.js';
 import { SymbolInputError } from '../symbols/kinds.js';
 import { MultipartError, multipartBoundary, parseMultipart } from '../symbols/multipart.js';
-import { SYMBOL_KINDS, symbolFileJson, listSymbolFiles, type SymbolFileRow, type SymbolKind } from '../symbols/storage.js';
+import {
+  SYMBOL_KINDS,
+  symbolFileJson,
+  listSymbolFiles,
+  type SymbolFileRow,
+  type SymbolKind,
+} from '../symbols/storage.js';
 import { HttpError, badRequest, notFound } from './errors.js';
 import { MAX_SYMBOL_DIST, MAX_SYMBOL_FIELD, MAX_SYMBOL_RELEASE, REFUSED_UPLOAD_DRAIN_BYTES } from '../limits.js';
 import { audit } from './audit.js';
@@ -61,13 +67,16 @@ export async function receiveSymbolUpload(
         fields[part.name] = (await part.text(MAX_SYMBOL_FIELD)).trim();
         continue;
       }
-      if (part.name !== 'file') throw badRequest(`unexpected file field ${JSON.stringify(part.name)}; the file goes in "file"`);
+      if (part.name !== 'file')
+        throw badRequest(`unexpected file field ${JSON.stringify(part.name)}; the file goes in "file"`);
       const kind = fields.kind;
       if (kind === undefined) throw badRequest('the "kind" field must come before the file in the form');
-      if (!SYMBOL_KINDS.includes(kind as (typeof SYMBOL_KINDS)[number])) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
+      if (!SYMBOL_KINDS.includes(kind as (typeof SYMBOL_KINDS)[number]))
+        throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
       const release = fields.release ?? '';
       const dist = fields.dist ?? '';
-      if (release.length > MAX_SYMBOL_RELEASE) throw badRequest(`release must be at most ${MAX_SYMBOL_RELEASE} characters`);
+      if (release.length > MAX_SYMBOL_RELEASE)
+        throw badRequest(`release must be at most ${MAX_SYMBOL_RELEASE} characters`);
       if (dist.length > MAX_SYMBOL_DIST) throw badRequest(`dist must be at most ${MAX_SYMBOL_DIST} characters`);
       if (release.includes('\0') || dist.includes('\0')) throw badRequest('release and dist must not contain NUL');
       const filename = (part.filename ?? '').replace(/\0/g, '').slice(0, 1024) || 'upload';
@@ -83,7 +92,8 @@ export async function receiveSymbolUpload(
   }
   if (files === 0) {
     await upload.abort();
-    if (fields.kind !== undefined && !SYMBOL_KINDS.includes(fields.kind as (typeof SYMBOL_KINDS)[number])) throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
+    if (fields.kind !== undefined && !SYMBOL_KINDS.includes(fields.kind as (typeof SYMBOL_KINDS)[number]))
+      throw badRequest(`kind must be one of ${SYMBOL_KINDS.join(', ')}`);
     throw badRequest('the form has no "file" field');
   }
   deps.logger.info({ project: p.slug, files: stored.length }, 'symbol files uploaded');

@@ -22,7 +22,12 @@ export function transferRoutes(deps: AppDeps): Hono {
     IMPORT_PATH,
     bodyLimit({
       maxSize: IMPORT_BODY_LIMIT,
-      onError: (c) => errorResponse(c, 413, `request body too large; send at most ${IMPORT_BODY_LIMIT} bytes per request (faultline import --to splits a file)`),
+      onError: (c) =>
+        errorResponse(
+          c,
+          413,
+          `request body too large; send at most ${IMPORT_BODY_LIMIT} bytes per request (faultline import --to splits a file)`,
+        ),
     }),
     async (c) => {
       const res = await importResponse(http, c.req.raw);

@@ -7,7 +7,15 @@ import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { findIssue } from '../read/issues.js';
 import { checkParameters } from '../read/params.js';
 import { findProjectBySlug } from '../store/projects.js';
-import { addComment, deleteComment, editComment, ForbiddenError, listActivity, parseCommentBody, type Actor } from '../triage/activity.js';
+import {
+  addComment,
+  deleteComment,
+  editComment,
+  ForbiddenError,
+  listActivity,
+  parseCommentBody,
+  type Actor,
+} from '../triage/activity.js';
 import { requestActor } from './auth.js';
 import { audit } from './audit.js';
 import { HttpError, readJson } from './errors.js';
@@ -39,7 +47,8 @@ export function triageRoutes(deps: AppDeps): Hono {
       try {
         return await fn(c);
       } catch (err) {
-        if (err instanceof ReadInputError || err instanceof ReadNotFoundError || err instanceof ForbiddenError) throw new HttpError(err.status, err.message);
+        if (err instanceof ReadInputError || err instanceof ReadNotFoundError || err instanceof ForbiddenError)
+          throw new HttpError(err.status, err.message);
         throw err;
       }
     };
@@ -49,7 +58,10 @@ export function triageRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       checkParameters(c.req.query(), { names: [] });
       const { row, mergedInto } = await issue(c);
-      return c.json({ activity: await listActivity(db, Number(row.id)), ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}) });
+      return c.json({
+        activity: await listActivity(db, Number(row.id)),
+        ...(mergedInto !== undefined ? { merged_into: mergedInto } : {}),
+      });
     }),
   );
 
@@ -58,7 +70,17 @@ export function triageRoutes(deps: AppDeps): Hono {
     handle(async (c) => {
       const text = parseCommentBody(await readJson(c));
       const { project, row } = await issue(c);
-      return c.json(await addComment(deps.store, project.id, { id: Number(row.id), last_release: row.last_release }, text, actorOf(c), now()), 201);
+      return c.json(
+        await addComment(
+          deps.store,
+          project.id,
+          { id: Number(row.id), last_release: row.last_release },
+          text,
+          actorOf(c),
+          now(),
+        ),
+        201,
+      );
     }),
   );
 

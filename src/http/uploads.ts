@@ -59,7 +59,15 @@ function boundaryOf(c: Context): string {
 }
 
 function projectSummary(p: ProjectRow) {
-  return { id: String(p.id), slug: p.slug, name: p.name, platform: p.platform, dateCreated: new Date(Number(p.created_at)).toISOString(), isMember: true, hasAccess: true };
+  return {
+    id: String(p.id),
+    slug: p.slug,
+    name: p.name,
+    platform: p.platform,
+    dateCreated: new Date(Number(p.created_at)).toISOString(),
+    isMember: true,
+    hasAccess: true,
+  };
 }
 
 export function uploadRoutes(deps: AppDeps): Hono {
@@ -80,13 +88,34 @@ export function uploadRoutes(deps: AppDeps): Hono {
       waitMs: deps.assembleWaitMs,
       onAssembled: async (job, result) => {
         const slugs = targets.filter((p) => job.projectIds.includes(Number(p.id))).map((p) => p.slug);
-        const dif = job.kind === 'dif' ? (result as { symbolType?: unknown; debugId?: unknown } | undefined) : undefined;
+        const dif =
+          job.kind === 'dif' ? (result as { symbolType?: unknown; debugId?: unknown } | undefined) : undefined;
         const details =
           job.kind === 'dif'
-            ? { via: 'sentry-cli', name: job.name, checksum: job.checksum, type: dif?.symbolType ?? null, debug_id: dif?.debugId ?? null }
-            : { via: 'sentry-cli', checksum: job.checksum, files: (result as { files?: unknown } | undefined)?.files ?? 0, projects: slugs };
+            ? {
+                via: 'sentry-cli',
+                name: job.name,
+                checksum: job.checksum,
+                type: dif?.symbolType ?? null,
+                debug_id: dif?.debugId ?? null,
+              }
+            : {
+                via: 'sentry-cli',
+                checksum: job.checksum,
+                files: (result as { files?: unknown } | undefined)?.files ?? 0,
+                projects: slugs,
+              };
         try {
-          await recordAudit(deps.store, { ...who, action: job.kind === 'dif' ? 'symbol.upload' : 'artifact_bundle.upload', target: slugs.join(','), details }, deps.clock.now());
+          await recordAudit(
+            deps.store,
+            {
+              ...who,
+              action: job.kind === 'dif' ? 'symbol.upload' : 'artifact_bundle.upload',
+              target: slugs.join(','),
+              details,
+            },
+            deps.clock.now(),
+          );
         } catch (err) {
           deps.logger.error({ err }, 'writing an audit entry failed');
         }
@@ -94,24 +123,43 @@ export function uploadRoutes(deps: AppDeps): Hono {
     };
   };
   /** A release's audit target and details: its version and the projects' slugs. */
-  const releaseAudit = async (c: Context, action: string, version: string, projectIds: number[], details: Record<string, unknown> = {}) => {
+  const releaseAudit = async (
+    c: Context,
+    action: string,
+    version: string,
+    projectIds: number[],
+    details: Record<string, unknown> = {},
+  ) => {
     const map = await projectMap();
-    await audit(deps, c, action, version, { via: 'sentry-cli', projects: projectIds.map((id) => map.get(id)?.slug ?? String(id)), ...details });
+    await audit(deps, c, action, version, {
+      via: 'sentry-cli',
+      projects: projectIds.map((id) => map.get(id)?.slug ?? String(id)),
+      ...details,
+    });
   };
   /**
    * The audit entries of a release body's change: its commits, its finalizing (sentry-cli
    * sends the release again before set-commits: a body that only names it records nothing).
    */
   const changeAudits = async (c: Context, version: string, projectIds: number[], change: ReleaseChange) => {
-    if (change.commits !== undefined && projectIds.length > 0) await releaseAudit(c, 'release.set_commits', version, projectIds, { commits: change.commits.length });
-    if (change.dateReleased) await releaseAudit(c, 'release.finalize', version, projectIds, { released_at: new Date(change.dateReleased).toISOString() });
+    if (change.commits !== undefined && projectIds.length > 0)
+      await releaseAudit(c, 'release.set_commits', version, projectIds, { commits: change.commits.length });
+    if (change.dateReleased)
+      await releaseAudit(c, 'release.finalize', version, projectIds, {
+        released_at: new Date(change.dateReleased).toISOString(),
+      });
   };
 
   app.onError((err, c) => {
     // The rest of a refused body is not read: the connection closes after the answer, so a
     // client never sends its next request into the remains of this one.
     if (err instanceof UploadError || err instanceof ZipError) {
-      return errorResponse(c, err instanceof UploadError ? err.status : 400, err.message, c.req.raw.body ? { Connection: 'close' } : {});
+      return errorResponse(
+        c,
+        err instanceof UploadError ? err.status : 400,
+        err.message,
+        c.req.raw.body ? { Connection: 'close' } : {},
+      );
     }
     return handleError(err, c, deps.logger);
   });
@@ -137,14 +185,23 @@ export function uploadRoutes(deps: AppDeps): Hono {
   /** Sentry's JSON of releases (rows of one version each), with their commits and deploys. */
   async function releasesJson(groups: CliReleaseTable[][]) {
     const projectIds = [...new Set(groups.flat().map((r) => Number(r.project_id)))];
-    const [map, activity] = await Promise.all([projectMap(), releaseActivity(db, projectIds, groups.map((g) => g[0].version), 1)]);
+    const [map, activity] = await Promise.all([
+      projectMap(),
+      releaseActivity(
+        db,
+        projectIds,
+        groups.map((g) => g[0].version),
+        1,
+      ),
+    ]);
     return groups.map((rows) => releaseJson(rows, map, activity.get(rows[0].version)));
   }
   const oneReleaseJson = async (rows: CliReleaseTable[]) => (await releasesJson([rows]))[0];
 
   /** The commits a release body sets, on the release rows of these projects. */
   async function applyCommits(projectIds: number[], version: string, change: ReleaseChange) {
-    if (change.commits !== undefined && projectIds.length > 0) await setReleaseCommits(deps.store, projectIds, version, change.commits);
+    if (change.commits !== undefined && projectIds.length > 0)
+      await setReleaseCommits(deps.store, projectIds, version, change.commits);
   }
 
   /** The release rows of `{version}` (404 as Sentry answers an unknown release). */
@@ -162,18 +219,33 @@ export function uploadRoutes(deps: AppDeps): Hono {
   }
 
   // sentry-cli `info` and token checks.
-  app.get('/api/0/', (c) => c.json({ version: '0', auth: { scopes: ['org:read', 'project:read', 'project:write', 'project:releases'] }, user: null }));
+  app.get('/api/0/', (c) =>
+    c.json({
+      version: '0',
+      auth: { scopes: ['org:read', 'project:read', 'project:write', 'project:releases'] },
+      user: null,
+    }),
+  );
 
   app.get('/api/0/organizations/', (c) => c.json([ORGANIZATION]));
-  app.on('GET', paths('/api/0/organizations/:org/'), (c) => c.json({ ...ORGANIZATION, features: [], status: { id: 'active', name: 'active' } }));
-  app.on('GET', paths('/api/0/organizations/:org/projects/'), async (c) => c.json((await listProjects(db)).map(projectSummary)));
-  app.on('GET', paths('/api/0/projects/:org/:project/'), async (c) => c.json({ ...projectSummary(await project(c)), organization: ORGANIZATION }));
+  app.on('GET', paths('/api/0/organizations/:org/'), (c) =>
+    c.json({ ...ORGANIZATION, features: [], status: { id: 'active', name: 'active' } }),
+  );
+  app.on('GET', paths('/api/0/organizations/:org/projects/'), async (c) =>
+    c.json((await listProjects(db)).map(projectSummary)),
+  );
+  app.on('GET', paths('/api/0/projects/:org/:project/'), async (c) =>
+    c.json({ ...projectSummary(await project(c)), organization: ORGANIZATION }),
+  );
   // No repository integrations: set-commits --auto falls back to the local git history.
   app.on('GET', paths('/api/0/organizations/:org/repos/'), (c) => c.json([]));
 
   app.on('GET', paths('/api/0/organizations/:org/chunk-upload/'), (c) =>
     c.json(
-      chunkUploadOptions(`${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`, symbols.maxFileBytes()),
+      chunkUploadOptions(
+        `${publicBaseUrl(c, deps.config)}/api/0/organizations/${encodeURIComponent(c.req.param('org') ?? '')}/chunk-upload/`,
+        symbols.maxFileBytes(),
+      ),
     ),
   );
   app.on('POST', paths('/api/0/organizations/:org/chunk-upload/'), async (c) => {
@@ -193,7 +265,13 @@ export function uploadRoutes(deps: AppDeps): Hono {
   app.on('POST', paths('/api/0/organizations/:org/artifactbundle/assemble/'), async (c) => {
     const request = parseBundleAssembleBody(await readJsonBody(c));
     const targets = await projectsNamed(request.projects);
-    return c.json(await assembleBundle(assembleContext(c, targets), targets.map((p) => Number(p.id)), request));
+    return c.json(
+      await assembleBundle(
+        assembleContext(c, targets),
+        targets.map((p) => Number(p.id)),
+        request,
+      ),
+    );
   });
 
   // Legacy debug-file routes (sentry-cli 2.x `upload-proguard`, and uploads without chunking).
@@ -216,7 +294,10 @@ export function uploadRoutes(deps: AppDeps): Hono {
     if (!body) throw new UploadError(400, 'expected a multipart part "file" with a ZIP of debug files');
     let zip: Uint8Array | null = null;
     try {
-      for await (const part of parseMultipart(body, boundary, { maxParts: 16, maxBytes: LEGACY_ZIP_LIMIT + 1024 * 1024 })) {
+      for await (const part of parseMultipart(body, boundary, {
+        maxParts: 16,
+        maxBytes: LEGACY_ZIP_LIMIT + 1024 * 1024,
+      })) {
         if (part.name === 'file' && zip === null) zip = await part.bytes(LEGACY_ZIP_LIMIT);
       }
     } catch (err) {
@@ -241,10 +322,13 @@ export function uploadRoutes(deps: AppDeps): Hono {
     const body = (await readJsonBody(c)) as Record<string, unknown> | undefined;
     const release = body?.release_name;
     const uuid = body?.proguard_uuid;
-    if (typeof release !== 'string' || release === '' || typeof uuid !== 'string') throw new UploadError(400, 'release_name and proguard_uuid are required');
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid)) throw new UploadError(400, 'proguard_uuid must be a UUID');
+    if (typeof release !== 'string' || release === '' || typeof uuid !== 'string')
+      throw new UploadError(400, 'release_name and proguard_uuid are required');
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid))
+      throw new UploadError(400, 'proguard_uuid must be a UUID');
     const mappings = await symbols.findByDebugId(Number(p.id), uuid.toLowerCase());
-    if (!mappings.some((m) => m.kind === 'proguard')) throw new UploadError(400, `no ProGuard mapping with UUID ${uuid} was uploaded to this project`);
+    if (!mappings.some((m) => m.kind === 'proguard'))
+      throw new UploadError(400, `no ProGuard mapping with UUID ${uuid} was uploaded to this project`);
     const added = await associateProguardRelease(db, Number(p.id), release, uuid, deps.clock.now());
     if (!added) return errorResponse(c, 409, 'this ProGuard mapping is already associated with that release');
     await releaseAudit(c, 'release.associate_proguard', release, [Number(p.id)], { proguard_uuid: uuid.toLowerCase() });
@@ -258,13 +342,15 @@ export function uploadRoutes(deps: AppDeps): Hono {
   // Releases, organization form (3.x; 2.x with several projects).
   app.on('GET', paths('/api/0/organizations/:org/releases/'), async (c) => {
     const projectFilter = c.req.queries('project');
-    const ids = projectFilter && projectFilter.length > 0 ? (await projectsNamed(projectFilter)).map((p) => Number(p.id)) : null;
+    const ids =
+      projectFilter && projectFilter.length > 0 ? (await projectsNamed(projectFilter)).map((p) => Number(p.id)) : null;
     return c.json(await releasesJson(await listReleases(db, ids)));
   });
   app.on('POST', paths('/api/0/organizations/:org/releases/'), async (c) => {
     const change = parseReleaseBody(await readJsonBody(c));
     if (!change.version) throw new UploadError(400, 'version is required');
-    if (!change.projects || change.projects.length === 0) throw new UploadError(400, 'projects must name at least one project');
+    if (!change.projects || change.projects.length === 0)
+      throw new UploadError(400, 'projects must name at least one project');
     const targets = await projectsNamed(change.projects);
     const ids = targets.map((p) => Number(p.id));
     const created = await upsertRelease(db, ids, change.version, change, deps.clock.now());
@@ -273,11 +359,16 @@ export function uploadRoutes(deps: AppDeps): Hono {
     await changeAudits(c, change.version, ids, change);
     return c.json(await oneReleaseJson(await findRelease(db, ids, change.version)), created ? 201 : 200);
   });
-  app.on('GET', paths('/api/0/organizations/:org/releases/:version/'), async (c) => c.json(await oneReleaseJson(await existingRelease(c))));
+  app.on('GET', paths('/api/0/organizations/:org/releases/:version/'), async (c) =>
+    c.json(await oneReleaseJson(await existingRelease(c))),
+  );
   app.on('PUT', paths('/api/0/organizations/:org/releases/:version/'), async (c) => {
     const v = version(c);
     const change = parseReleaseBody(await readJsonBody(c));
-    const ids = change.projects && change.projects.length > 0 ? (await projectsNamed(change.projects)).map((p) => Number(p.id)) : null;
+    const ids =
+      change.projects && change.projects.length > 0
+        ? (await projectsNamed(change.projects)).map((p) => Number(p.id))
+        : null;
     const existing = await findRelease(db, ids, v);
     if (existing.length === 0) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
     const existingIds = existing.map((r) => Number(r.project_id));
@@ -302,7 +393,15 @@ export function uploadRoutes(deps: AppDeps): Hono {
   // Deploys (3.x `deploys new|list`, 2.x `releases deploys`, the build plugins' `release.deploy`).
   app.on('GET', paths('/api/0/organizations/:org/releases/:version/deploys/'), async (c) => {
     const rows = await existingRelease(c);
-    return c.json((await listDeploys(db, rows.map((r) => Number(r.project_id)), rows[0].version)).map(deployJson));
+    return c.json(
+      (
+        await listDeploys(
+          db,
+          rows.map((r) => Number(r.project_id)),
+          rows[0].version,
+        )
+      ).map(deployJson),
+    );
   });
   app.on('POST', paths('/api/0/organizations/:org/releases/:version/deploys/'), async (c) => {
     const rows = await existingRelease(c);
@@ -311,11 +410,15 @@ export function uploadRoutes(deps: AppDeps): Hono {
     if (input.projects) {
       const named = (await projectsNamed(input.projects)).map((p) => Number(p.id));
       const outside = named.filter((id) => !ids.includes(id));
-      if (outside.length > 0) throw new UploadError(400, `release ${JSON.stringify(rows[0].version)} is not in every project named`);
+      if (outside.length > 0)
+        throw new UploadError(400, `release ${JSON.stringify(rows[0].version)} is not in every project named`);
       ids = named;
     }
     const deploy = deployJson(await createDeploy(deps.store, ids, rows[0].version, input, deps.clock.now()));
-    await releaseAudit(c, 'deploy.create', rows[0].version, ids, { environment: deploy.environment, name: deploy.name });
+    await releaseAudit(c, 'deploy.create', rows[0].version, ids, {
+      environment: deploy.environment,
+      name: deploy.name,
+    });
     return c.json(deploy, 201);
   });
 
@@ -344,7 +447,8 @@ export function uploadRoutes(deps: AppDeps): Hono {
     const p = await project(c);
     const v = version(c);
     const change = parseReleaseBody(await readJsonBody(c));
-    if ((await updateRelease(db, [Number(p.id)], v, change)) === 0) throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
+    if ((await updateRelease(db, [Number(p.id)], v, change)) === 0)
+      throw new UploadError(404, `release ${JSON.stringify(v)} not found`);
     await applyCommits([Number(p.id)], v, change);
     await changeAudits(c, v, [Number(p.id)], change);
     return c.json(await oneReleaseJson(await findRelease(db, [Number(p.id)], v)));
@@ -352,7 +456,8 @@ export function uploadRoutes(deps: AppDeps): Hono {
   app.on('DELETE', paths('/api/0/projects/:org/:project/releases/:version/'), async (c) => {
     const p = await project(c);
     const v = version(c);
-    if ((await deleteRelease(db, [Number(p.id)], v)) === 0) throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
+    if ((await deleteRelease(db, [Number(p.id)], v)) === 0)
+      throw new UploadError(404, `release ${JSON.stringify(c.req.param('version'))} not found`);
     await releaseAudit(c, 'release.delete', v, [Number(p.id)]);
     return c.body(null, 204);
   });

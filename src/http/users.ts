@@ -59,10 +59,15 @@ export function userRoutes(deps: AppDeps): Hono {
   app.post('/api/users', async (c) => {
     const input = parseUserCreate(await readJson(c));
     const passwordHash = input.password === null ? null : await hashPassword(input.password);
-    const user = await createUser(deps.store, { email: input.email, name: input.name, role: input.role, passwordHash }, now(), {
-      ...auditFrom(deps, c),
-      details: { invited: input.password === null },
-    });
+    const user = await createUser(
+      deps.store,
+      { email: input.email, name: input.name, role: input.role, passwordHash },
+      now(),
+      {
+        ...auditFrom(deps, c),
+        details: { invited: input.password === null },
+      },
+    );
     const body: Record<string, unknown> = userJson(user);
     if (input.password === null) {
       const invite = await createInvite(db, Number(user.id), now());
@@ -77,7 +82,15 @@ export function userRoutes(deps: AppDeps): Hono {
     const user = await me(c);
     if (user) return c.json(userJson(user));
     const actor = requestActor(c);
-    return c.json({ id: null, email: null, name: actor.label, role: actor.role, disabled: false, created_at: null, last_login_at: null });
+    return c.json({
+      id: null,
+      email: null,
+      name: actor.label,
+      role: actor.role,
+      disabled: false,
+      created_at: null,
+      last_login_at: null,
+    });
   });
 
   app.get('/api/users/:id', async (c) => c.json(userJson(await userOr404(c.req.param('id')))));
@@ -88,12 +101,18 @@ export function userRoutes(deps: AppDeps): Hono {
     const patch = parseUserPatch(await readJson(c), target.email);
     if (!isAdmin(c)) {
       if (!self) throw new HttpError(403, 'changing another user needs the admin role');
-      if (patch.role !== undefined || patch.disabled !== undefined) throw new HttpError(403, 'changing a role or disabling a user needs the admin role');
+      if (patch.role !== undefined || patch.disabled !== undefined)
+        throw new HttpError(403, 'changing a role or disabling a user needs the admin role');
     }
     const updated = await updateUser(
       deps.store,
       target,
-      { name: patch.name, role: patch.role, disabled: patch.disabled, passwordHash: patch.password === undefined ? undefined : await hashPassword(patch.password) },
+      {
+        name: patch.name,
+        role: patch.role,
+        disabled: patch.disabled,
+        passwordHash: patch.password === undefined ? undefined : await hashPassword(patch.password),
+      },
       now(),
       auditFrom(deps, c),
     );
@@ -108,7 +127,8 @@ export function userRoutes(deps: AppDeps): Hono {
   // "End sessions": every dashboard session of the user ends at once, on every instance.
   app.delete('/api/users/:id/sessions', async (c) => {
     const target = await userOr404(c.req.param('id'));
-    if (!isAdmin(c) && requestActor(c).userId !== Number(target.id)) throw new HttpError(403, 'ending another user’s sessions needs the admin role');
+    if (!isAdmin(c) && requestActor(c).userId !== Number(target.id))
+      throw new HttpError(403, 'ending another user’s sessions needs the admin role');
     await endSessions(deps.store, target, now(), auditFrom(deps, c));
     return c.body(null, 204);
   });
@@ -118,7 +138,8 @@ export function userRoutes(deps: AppDeps): Hono {
     const user = await me(c);
     if (raw !== undefined) {
       const id = parseId(raw, 'user');
-      if (!isAdmin(c) && user && Number(user.id) !== id) throw new HttpError(403, 'listing another user’s tokens needs the admin role');
+      if (!isAdmin(c) && user && Number(user.id) !== id)
+        throw new HttpError(403, 'listing another user’s tokens needs the admin role');
       return c.json((await listTokens(db, id)).map(tokenJson));
     }
     // An API key has no tokens of its own: it sees every user's.
@@ -134,7 +155,8 @@ export function userRoutes(deps: AppDeps): Hono {
       owner = (await findUser(db, input.userId)) ?? null;
       if (!owner) throw new AccountInputError(`user ${input.userId} not found`, 404);
     }
-    if (!owner) throw new AccountInputError('an API key has no user of its own: give user_id to create a token for a user');
+    if (!owner)
+      throw new AccountInputError('an API key has no user of its own: give user_id to create a token for a user');
     if (Number(owner.disabled) === 1) throw new AccountInputError(`user ${owner.email} is disabled`, 409);
     const { token, row } = await createToken(deps.store, owner, input.name, input.expiresAt, now(), auditFrom(deps, c));
     return c.json({ ...tokenJson(row), token }, 201);
@@ -145,7 +167,8 @@ export function userRoutes(deps: AppDeps): Hono {
     const token = await findToken(db, id);
     const caller = requestActor(c);
     // Another user's token is not found for a non-admin: its existence is not theirs to know.
-    if (!token || (!isAdmin(c) && caller.userId !== Number(token.user_id))) throw new AccountInputError(`token ${id} not found`, 404);
+    if (!token || (!isAdmin(c) && caller.userId !== Number(token.user_id)))
+      throw new AccountInputError(`token ${id} not found`, 404);
     const owner = await findUser(db, Number(token.user_id));
     await deleteToken(deps.store, token, owner?.email ?? String(token.user_id), now(), auditFrom(deps, c));
     return c.body(null, 204);
@@ -154,12 +177,21 @@ export function userRoutes(deps: AppDeps): Hono {
   app.get('/api/audit', async (c) => {
     const q = c.req.query();
     for (const k of Object.keys(q)) {
-      if (!['before', 'limit', 'actor', 'action', 'target'].includes(k)) throw new HttpError(400, `unknown query parameter "${k}"; allowed: before, limit, actor, action, target`);
+      if (!['before', 'limit', 'actor', 'action', 'target'].includes(k))
+        throw new HttpError(400, `unknown query parameter "${k}"; allowed: before, limit, actor, action, target`);
     }
-    if (q.before !== undefined && !/^[1-9][0-9]{0,14}$/.test(q.before)) throw new HttpError(400, 'before must be an audit entry id (a positive integer), as given in next_before');
-    if (q.limit !== undefined && !/^[1-9][0-9]{0,5}$/.test(q.limit)) throw new HttpError(400, `limit must be an integer from 1 to ${MAX_LIMIT} (larger values are capped)`);
+    if (q.before !== undefined && !/^[1-9][0-9]{0,14}$/.test(q.before))
+      throw new HttpError(400, 'before must be an audit entry id (a positive integer), as given in next_before');
+    if (q.limit !== undefined && !/^[1-9][0-9]{0,5}$/.test(q.limit))
+      throw new HttpError(400, `limit must be an integer from 1 to ${MAX_LIMIT} (larger values are capped)`);
     const limit = Math.min(q.limit === undefined ? DEFAULT_LIMIT : Number(q.limit), MAX_LIMIT);
-    const rows = await listAudit(db, { before: q.before === undefined ? undefined : Number(q.before), limit: limit + 1, actor: q.actor, action: q.action, target: q.target });
+    const rows = await listAudit(db, {
+      before: q.before === undefined ? undefined : Number(q.before),
+      limit: limit + 1,
+      actor: q.actor,
+      action: q.action,
+      target: q.target,
+    });
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     return c.json({ entries: page.map(auditJson), more, next_before: more ? Number(page[page.length - 1].id) : null });

@@ -45,7 +45,11 @@ export function parseSentryAuthHeader(value: string | null | undefined): Partial
     if (eq < 0) continue;
     // A repeated header arrives joined with ", " (`Sentry a=1, Sentry b=2`): each
     // value's own `Sentry` prefix goes, so its fields are read like the first one's.
-    const name = part.slice(0, eq).trim().toLowerCase().replace(/^sentry\s+/, '');
+    const name = part
+      .slice(0, eq)
+      .trim()
+      .toLowerCase()
+      .replace(/^sentry\s+/, '');
     const value = part.slice(eq + 1).trim();
     const earlier = fields.get(name);
     if (name === 'sentry_key' && earlier !== undefined && earlier !== value) {
@@ -54,7 +58,10 @@ export function parseSentryAuthHeader(value: string | null | undefined): Partial
     fields.set(name, value);
   }
   const key = fields.get('sentry_key');
-  return { key: key === undefined || key === '' ? undefined : key, version: parseVersion(fields.get('sentry_version')) };
+  return {
+    key: key === undefined || key === '' ? undefined : key,
+    version: parseVersion(fields.get('sentry_version')),
+  };
 }
 
 const BASIC = /^basic(?:\s+(.*))?$/is;
@@ -142,7 +149,8 @@ export function credentialsFromRequest(input: RequestCredentialsInput): Credenti
   const authorization = parseSentryAuthHeader(input.authorization) ?? parseBasicAuthHeader(input.authorization);
   if (authorization) found.push({ source: 'authorization', auth: authorization });
   const queryKeys = input.query.getAll('sentry_key');
-  if (queryKeys.some((k) => k !== queryKeys[0])) throw new AuthError('the query string names different DSN keys; send one sentry_key');
+  if (queryKeys.some((k) => k !== queryKeys[0]))
+    throw new AuthError('the query string names different DSN keys; send one sentry_key');
   const queryKey = queryKeys.length > 0 ? queryKeys[0] : null;
   const queryVersion = parseVersion(input.query.get('sentry_version'));
   if (queryKey !== null || queryVersion !== null) {
@@ -154,14 +162,19 @@ export function credentialsFromRequest(input: RequestCredentialsInput): Credenti
     if (f.auth.version !== null && f.auth.version !== undefined) version = Math.max(version ?? 0, f.auth.version);
   }
   if (version !== null && version > PROTOCOL_VERSION) {
-    throw new AuthError(`unsupported protocol version ${version}; this server accepts sentry_version up to ${PROTOCOL_VERSION}`, 400);
+    throw new AuthError(
+      `unsupported protocol version ${version}; this server accepts sentry_version up to ${PROTOCOL_VERSION}`,
+      400,
+    );
   }
 
   const withKey = found.filter((f) => f.auth.key !== undefined);
   if (withKey.length === 0) return null;
   const key = withKey[0].auth.key as string;
   if (withKey.some((f) => f.auth.key !== key)) {
-    throw new AuthError(`the request names different DSN keys in ${withKey.map((f) => f.source).join(' and ')}; send one key`);
+    throw new AuthError(
+      `the request names different DSN keys in ${withKey.map((f) => f.source).join(' and ')}; send one key`,
+    );
   }
   return { key, version, source: withKey[0].source };
 }

@@ -7,8 +7,22 @@
 // a wrong key is 401, a malformed check-in or monitor_config 400.
 import type { Credential } from './auth.js';
 import { AuthError, credentialsFromRequest } from './auth.js';
-import { BadPayloadError, ClientAbortedError, CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, IngestUnavailableError, PayloadTooLargeError } from './errors.js';
-import { authorize, errorReply, storeCheckIns, type HeaderReader, type IngestResponse, type PipelineDeps } from './pipeline.js';
+import {
+  BadPayloadError,
+  ClientAbortedError,
+  CLIENT_ABORTED,
+  CLIENT_CLOSED_REQUEST,
+  IngestUnavailableError,
+  PayloadTooLargeError,
+} from './errors.js';
+import {
+  authorize,
+  errorReply,
+  storeCheckIns,
+  type HeaderReader,
+  type IngestResponse,
+  type PipelineDeps,
+} from './pipeline.js';
 import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
 import { MAX_CRON_BODY_BYTES } from '../limits.js';
 
@@ -24,13 +38,19 @@ export interface CronRequest {
 
 function checkInFromQuery(query: URLSearchParams, slug: string): CheckInInput {
   const duration = query.get('duration');
-  const raw: Record<string, unknown> = { status: query.get('status') ?? undefined, check_in_id: query.get('check_in_id') ?? undefined, environment: query.get('environment') ?? undefined };
+  const raw: Record<string, unknown> = {
+    status: query.get('status') ?? undefined,
+    check_in_id: query.get('check_in_id') ?? undefined,
+    environment: query.get('environment') ?? undefined,
+  };
   if (duration !== null) {
     const n = Number(duration);
-    if (duration.trim() === '' || !Number.isFinite(n)) throw new InvalidCheckInError('duration must be a number of seconds, 0 or more');
+    if (duration.trim() === '' || !Number.isFinite(n))
+      throw new InvalidCheckInError('duration must be a number of seconds, 0 or more');
     raw.duration = n;
   }
-  if (raw.status === undefined) throw new InvalidCheckInError('the query parameter status is required (ok, error or in_progress)');
+  if (raw.status === undefined)
+    throw new InvalidCheckInError('the query parameter status is required (ok, error or in_progress)');
   return parseCheckIn(raw, slug);
 }
 
@@ -38,12 +58,20 @@ export async function handleCronCheckIn(deps: PipelineDeps, req: CronRequest): P
   const receivedAt = deps.clock.now();
   const pathProjectId = Number(req.projectId);
   try {
-    let credential: Credential | null = credentialsFromRequest({ xSentryAuth: req.headers.get('x-sentry-auth'), authorization: req.headers.get('authorization'), query: req.query });
+    let credential: Credential | null = credentialsFromRequest({
+      xSentryAuth: req.headers.get('x-sentry-auth'),
+      authorization: req.headers.get('authorization'),
+      query: req.query,
+    });
     if (req.pathKey !== null) {
-      if (credential && credential.key !== req.pathKey) throw new AuthError('the path names a different DSN key than the request\'s authentication');
+      if (credential && credential.key !== req.pathKey)
+        throw new AuthError("the path names a different DSN key than the request's authentication");
       credential = { key: req.pathKey, version: credential?.version ?? null, source: 'path' };
     }
-    if (!credential) throw new AuthError('missing DSN key: put it in the path (/api/{project_id}/cron/{monitor_slug}/{sentry_key}/), the X-Sentry-Auth header or the sentry_key query parameter');
+    if (!credential)
+      throw new AuthError(
+        'missing DSN key: put it in the path (/api/{project_id}/cron/{monitor_slug}/{sentry_key}/), the X-Sentry-Auth header or the sentry_key query parameter',
+      );
     const project = await authorize(deps, credential, pathProjectId);
     const decision = await deps.rateLimiter.hit(`dsn:${credential.key}`, receivedAt);
     if (!decision.allowed) return { status: 202, body: {}, headers: {} };
@@ -64,7 +92,8 @@ export async function handleCronCheckIn(deps: PipelineDeps, req: CronRequest): P
         checkIn = checkInFromQuery(req.query, req.monitorSlug);
       }
     } catch (err) {
-      if (err instanceof InvalidCheckInError || err instanceof MonitorConfigError) throw new BadPayloadError(err.message);
+      if (err instanceof InvalidCheckInError || err instanceof MonitorConfigError)
+        throw new BadPayloadError(err.message);
       throw err;
     }
     await storeCheckIns(deps, project.id, [checkIn], receivedAt);

@@ -64,7 +64,6 @@ import { PayloadTooLargeError } from './errors.js';
 import { secondsToNextUtcMidnight, snoozeEndedSql } from './plan.js';
 import { hourBucketSql, KEEPS_EVENT, QUOTA_ACCEPTS, REGRESSES, sessionClassSql, toSql } from './rules.js';
 
-
 /** What a JSON parameter may take: the value limit less room for the rest of a row. */
 const JSON_PART_BYTES = 1_900_000;
 
@@ -95,7 +94,24 @@ export function randomMarker(random: Random = Math.random): number {
 // ids (JSON array, in order, distinct), ?6 the events' facts (JSON array of objects),
 // ?7 and on: what a statement takes of its own.
 
-const FACT_FIELDS = ['i', 'id', 'fp', 'ts', 'b', 'lv', 'rel', 'env', 'pf', 'uk', 'cr', 'dr', 't', 'et', 'sc', 'loc'] as const;
+const FACT_FIELDS = [
+  'i',
+  'id',
+  'fp',
+  'ts',
+  'b',
+  'lv',
+  'rel',
+  'env',
+  'pf',
+  'uk',
+  'cr',
+  'dr',
+  't',
+  'et',
+  'sc',
+  'loc',
+] as const;
 
 type Fact = (typeof FACT_FIELDS)[number];
 
@@ -111,7 +127,9 @@ const issueFingerprint = (fp: string) =>
  * facts a statement uses (each json_extract is compiled per statement: D1 prepares every
  * statement of a batch).
  */
-const fresh = (...fields: Fact[]) => `f AS (SELECT ${fields.map((k) => `${k === 'fp' ? issueFingerprint(`json_extract(j.value, '$.fp')`) : `json_extract(j.value, '$.${k}')`} AS "${k}"`).join(', ')}
+const fresh = (
+  ...fields: Fact[]
+) => `f AS (SELECT ${fields.map((k) => `${k === 'fp' ? issueFingerprint(`json_extract(j.value, '$.fp')`) : `json_extract(j.value, '$.${k}')`} AS "${k}"`).join(', ')}
   FROM json_each(?6) j JOIN seen_events s ON s.project_id = ?1 AND s.event_id = json_extract(j.value, '$.id') AND s.stored_id = ?3)`;
 
 /** The regression rule: an event `f` against the issue `i`. */
@@ -136,11 +154,32 @@ const STORED = `st AS (SELECT e.id, e.timestamp AS ts, e.issue_id FROM seen_even
 
 /** The `events` columns taken from an event's row as JSON (eventRow), in insert order. */
 const EVENT_ROW_FIELDS = [
-  'event_id', 'fingerprint', 'timestamp', 'received_at', 'level', 'platform', 'release', 'dist', 'environment',
-  'user_id', 'user_email', 'user_username', 'user_ip', 'device_id', 'device_model', 'os_name', 'os_version', 'screen', 'error_type', 'error_location',
-  'title', 'message', 'is_crash', 'sdk_name', 'tags',
+  'event_id',
+  'fingerprint',
+  'timestamp',
+  'received_at',
+  'level',
+  'platform',
+  'release',
+  'dist',
+  'environment',
+  'user_id',
+  'user_email',
+  'user_username',
+  'user_ip',
+  'device_id',
+  'device_model',
+  'os_name',
+  'os_version',
+  'screen',
+  'error_type',
+  'error_location',
+  'title',
+  'message',
+  'is_crash',
+  'sdk_name',
+  'tags',
 ];
-
 
 const SQL = {
   /** What the quota decision sees (same snapshot as the next statement: one transaction). */
@@ -154,7 +193,8 @@ const SQL = {
       AND ${toSql(QUOTA_ACCEPTS, {
         quota: 'p.daily_quota',
         used: 'coalesce((SELECT u.events FROM daily_usage u WHERE u.project_id = ?1 AND u.day = ?4), 0)',
-        fresh: '(SELECT count(*) FROM json_each(?5) k WHERE NOT EXISTS (SELECT 1 FROM seen_events s WHERE s.project_id = ?1 AND s.event_id = k.value))',
+        fresh:
+          '(SELECT count(*) FROM json_each(?5) k WHERE NOT EXISTS (SELECT 1 FROM seen_events s WHERE s.project_id = ?1 AND s.event_id = k.value))',
       })}
     ORDER BY j.key
     ON CONFLICT DO NOTHING
@@ -358,7 +398,10 @@ function jsonParts(items: string[], max: number, what: string): string[] {
   let bytes = 2;
   for (const item of items) {
     const size = utf8Bytes(item) + 1;
-    if (size + 2 > max) throw new PayloadTooLargeError(`${what} is ${size} bytes once stored; the serverless edition stores at most ${max} bytes per value`);
+    if (size + 2 > max)
+      throw new PayloadTooLargeError(
+        `${what} is ${size} bytes once stored; the serverless edition stores at most ${max} bytes per value`,
+      );
     if (current.length > 0 && bytes + size > max) {
       parts.push(`[${current.join(',')}]`);
       current = [];
@@ -371,7 +414,11 @@ function jsonParts(items: string[], max: number, what: string): string[] {
   return parts;
 }
 
-function eventRow(e: EventInput, receivedAt: number, slot: { chunk: number; start: number; length: number }): Record<string, unknown> {
+function eventRow(
+  e: EventInput,
+  receivedAt: number,
+  slot: { chunk: number; start: number; length: number },
+): Record<string, unknown> {
   return {
     ...eventFields(e, receivedAt),
     chunk: slot.chunk,
@@ -383,11 +430,34 @@ function eventRow(e: EventInput, receivedAt: number, slot: { chunk: number; star
 
 /** A work's session updates folded per sid as plan.ts applies them in order (the latest wins). */
 function foldSessions(work: PreparedWork) {
-  const bySid = new Map<string, { sid: string; did: string | null; rel: string; env: string; started: number; status: string; errors: number; ts: number; anr: number }>();
+  const bySid = new Map<
+    string,
+    {
+      sid: string;
+      did: string | null;
+      rel: string;
+      env: string;
+      started: number;
+      status: string;
+      errors: number;
+      ts: number;
+      anr: number;
+    }
+  >();
   for (const u of work.sessions) {
     const s = bySid.get(u.sid);
     if (!s) {
-      bySid.set(u.sid, { sid: u.sid, did: u.did, rel: u.release, env: u.environment, started: u.started, status: u.status, errors: u.errors, ts: u.timestamp, anr: u.anr });
+      bySid.set(u.sid, {
+        sid: u.sid,
+        did: u.did,
+        rel: u.release,
+        env: u.environment,
+        started: u.started,
+        status: u.status,
+        errors: u.errors,
+        ts: u.timestamp,
+        anr: u.anr,
+      });
       continue;
     }
     if (u.timestamp < s.ts) continue;
@@ -455,7 +525,9 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
     })),
   );
   if (utf8Bytes(facts) > JSON_PART_BYTES) {
-    throw new PayloadTooLargeError(`the envelope's events take ${utf8Bytes(facts)} bytes of titles and keys; the serverless edition takes at most ${JSON_PART_BYTES}`);
+    throw new PayloadTooLargeError(
+      `the envelope's events take ${utf8Bytes(facts)} bytes of titles and keys; the serverless edition takes at most ${JSON_PART_BYTES}`,
+    );
   }
   const common: unknown[] = [pid, at, marker, utcDay(at), ids, facts];
   const statements: CompiledQuery[] = [];
@@ -532,7 +604,8 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
   if (sessions.length > 0 || aggregates.size > 0) {
     const folded = JSON.stringify(sessions);
     const buckets = JSON.stringify([...aggregates.values()]);
-    if (utf8Bytes(folded) > JSON_PART_BYTES || utf8Bytes(buckets) > JSON_PART_BYTES) throw new PayloadTooLargeError('the envelope carries too many session updates for one request');
+    if (utf8Bytes(folded) > JSON_PART_BYTES || utf8Bytes(buckets) > JSON_PART_BYTES)
+      throw new PayloadTooLargeError('the envelope carries too many session updates for one request');
     add(SQL.sessionHourly, [folded, buckets]);
     if (sessions.length > 0) {
       add(SQL.sessions, [folded]);

@@ -69,7 +69,12 @@ export async function readBody(body: ReadableStream<Uint8Array> | null, limit: n
  * A comma-separated list is undone last-applied first. The decoded size is
  * capped by the decompressor, so decoding stops as soon as it passes `limit`.
  */
-export function decodeContent(bytes: Uint8Array, contentEncoding: string | null, limit: number, decompress: Decompress): Uint8Array {
+export function decodeContent(
+  bytes: Uint8Array,
+  contentEncoding: string | null,
+  limit: number,
+  decompress: Decompress,
+): Uint8Array {
   if (!contentEncoding) return bytes;
   const codings = contentEncoding.split(',');
   let out = bytes;
@@ -88,7 +93,9 @@ function decodeOne(bytes: Uint8Array, coding: string, limit: number, decompress:
       case 'x-gzip':
         return decompress('gzip', bytes, limit);
       case 'deflate':
-        return looksZlibWrapped(bytes) ? inflateEitherWay(bytes, limit, decompress) : decompress('deflate-raw', bytes, limit);
+        return looksZlibWrapped(bytes)
+          ? inflateEitherWay(bytes, limit, decompress)
+          : decompress('deflate-raw', bytes, limit);
       case 'br':
         return decompress('br', bytes, limit);
       default:

@@ -36,10 +36,12 @@ const PLACEHOLDER_NAME = /^(?:\?|<[^>]*>|\[native code\]|native|anonymous)?$/i;
 
 // Numbers, hex and UUIDs in messages and values, replaced by <n>. Hex words need a
 // digit so ordinary words ("face", "bad") survive.
-const PARAM = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b0x[0-9a-f]+\b|\b[0-9a-f]*\d[0-9a-f]*\b|\d+/gi;
+const PARAM =
+  /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b0x[0-9a-f]+\b|\b[0-9a-f]*\d[0-9a-f]*\b|\d+/gi;
 
 // Class names the JVM invents per run (lambdas, reflection accessors, proxies, CGLIB).
-const JVM_GENERATED = /\$\$Lambda\$[^.$]*(?:\/0x[0-9a-f]+)?|GeneratedMethodAccessor\d+|\$Proxy\d+|\$\$EnhancerByCGLIB\$\$[0-9a-f]+/gi;
+const JVM_GENERATED =
+  /\$\$Lambda\$[^.$]*(?:\/0x[0-9a-f]+)?|GeneratedMethodAccessor\d+|\$Proxy\d+|\$\$EnhancerByCGLIB\$\$[0-9a-f]+/gi;
 
 /** Replaces numbers, hex and UUIDs with `<n>`. */
 export function normalizeGroupingText(text: string): string {
@@ -134,7 +136,11 @@ function nativeAddress(f: NormalizedFrame, images: Record<string, unknown>[]): s
     bestBase = base;
   }
   if (best) {
-    const id = best.debug_id ?? best.uuid ?? best.code_id ?? (typeof best.code_file === 'string' ? basename(best.code_file) : '');
+    const id =
+      best.debug_id ??
+      best.uuid ??
+      best.code_id ??
+      (typeof best.code_file === 'string' ? basename(best.code_file) : '');
     return `${String(id).toLowerCase()}+0x${(addr - bestBase).toString(16)}`;
   }
   const frameBase = parseAddr(f.image_addr);
@@ -161,7 +167,11 @@ const ANR_MECHANISM = /^(?:ANR|ANRv2|AppHang|app\.hang|mx_hang_diagnostic)$/i;
 export function isAnrException(e: NormalizedException | null): boolean {
   if (!e) return false;
   const mechanism = typeof e.mechanism?.type === 'string' ? e.mechanism.type : '';
-  return ANR_TYPE.test(e.type) || ANR_MECHANISM.test(mechanism) || (mechanism === 'AppExitInfo' && e.type === 'ApplicationNotResponding');
+  return (
+    ANR_TYPE.test(e.type) ||
+    ANR_MECHANISM.test(mechanism) ||
+    (mechanism === 'AppExitInfo' && e.type === 'ApplicationNotResponding')
+  );
 }
 
 function isSynthetic(e: NormalizedException): boolean {
@@ -277,7 +287,8 @@ export function mainExceptionIndex(exceptions: NormalizedException[]): number {
     }
   }
   if (topLevel.length === 0) return last;
-  const key = (i: number) => JSON.stringify(defaultGroupingInput({ platform: '', main: exceptions[i], message: '', images: [] }));
+  const key = (i: number) =>
+    JSON.stringify(defaultGroupingInput({ platform: '', main: exceptions[i], message: '', images: [] }));
   const first = key(topLevel[0]);
   if (topLevel.some((i) => key(i) !== first)) return last;
   return Math.max(...topLevel);

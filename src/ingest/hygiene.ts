@@ -116,7 +116,8 @@ export function hasUnsafeText(s: string): boolean {
 
 function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
   // `__proto__` from JSON.parse is an own property; plain assignment would set the prototype.
-  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   else target[key] = value;
 }
 

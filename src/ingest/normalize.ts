@@ -6,10 +6,34 @@ import { InvalidItemError } from './errors.js';
 import { parseCleanJson, type CleanParse } from './hygiene.js';
 import { withUserAgentContexts } from './user-agent.js';
 import { encodeSymbolicated } from './symbolicated.js';
-import { groupingInput, hashGroupingInput, isAnrException, locationOf, mainExceptionIndex, type Md5Hex } from './grouping.js';
-import type { EventDetailData, EventSymbolicator, Level, NormalizedEvent, NormalizedException, NormalizedFrame, NormalizedThread, SymbolicationInput } from './types.js';
+import {
+  groupingInput,
+  hashGroupingInput,
+  isAnrException,
+  locationOf,
+  mainExceptionIndex,
+  type Md5Hex,
+} from './grouping.js';
+import type {
+  EventDetailData,
+  EventSymbolicator,
+  Level,
+  NormalizedEvent,
+  NormalizedException,
+  NormalizedFrame,
+  NormalizedThread,
+  SymbolicationInput,
+} from './types.js';
 import { REPORT_KEY, storedReport, type Scrubber } from '../privacy/scrub.js';
-import { MAX_BREADCRUMBS, MAX_EVENT_CLOCK_AHEAD_MS, MAX_MESSAGE, MAX_TAGS, MAX_TAG_KEY, MAX_TAG_VALUE, MAX_TITLE } from '../limits.js';
+import {
+  MAX_BREADCRUMBS,
+  MAX_EVENT_CLOCK_AHEAD_MS,
+  MAX_MESSAGE,
+  MAX_TAGS,
+  MAX_TAG_KEY,
+  MAX_TAG_VALUE,
+  MAX_TITLE,
+} from '../limits.js';
 
 export interface NormalizeContext {
   /** Receive time, epoch ms. */
@@ -272,7 +296,19 @@ export function normalizeBreadcrumbs(v: unknown): Obj[] {
 
 // ---------------------------------------------------------------- exceptions and frames
 
-const FRAME_STRINGS = ['filename', 'abs_path', 'function', 'raw_function', 'module', 'package', 'platform', 'context_line', 'instruction_addr', 'image_addr', 'symbol_addr'] as const;
+const FRAME_STRINGS = [
+  'filename',
+  'abs_path',
+  'function',
+  'raw_function',
+  'module',
+  'package',
+  'platform',
+  'context_line',
+  'instruction_addr',
+  'image_addr',
+  'symbol_addr',
+] as const;
 const ADDRESS_FIELDS = new Set(['instruction_addr', 'image_addr', 'symbol_addr']);
 
 function frameNeedsRepair(f: Obj): boolean {
@@ -405,7 +441,8 @@ function normalizeExceptions(ev: Obj): { exceptions: NormalizedException[]; main
     }
     if (!thread && i === mainIdx) thread = threads.find((t) => t.crashed === true);
     // An ANR names no crashed thread: its stack is the main thread's.
-    if (!thread && i === mainIdx && isAnrException(e)) thread = threads.find((t) => t.main === true || t.name === 'main' || t.name === 'com.apple.main-thread');
+    if (!thread && i === mainIdx && isAnrException(e))
+      thread = threads.find((t) => t.main === true || t.name === 'main' || t.name === 'com.apple.main-thread');
     if (thread) e.frames = stackFrames(thread.stacktrace);
   }
   return { exceptions, main: mainIdx >= 0 ? exceptions[mainIdx] : null };

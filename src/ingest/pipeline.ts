@@ -32,9 +32,26 @@ import {
   PayloadTooLargeError,
 } from './errors.js';
 import type { Md5Hex } from './grouping.js';
-import { cleanUuid, normalizeEvent, parseEventPayload, parseTimestamp, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
+import {
+  cleanUuid,
+  normalizeEvent,
+  parseEventPayload,
+  parseTimestamp,
+  symbolicationInputOf,
+  type ParsedEventPayload,
+} from './normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
-import type { EventSymbolicator, IngestRuntime, IngestSink, IngestSymbolication, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate, SymbolicationInput } from './types.js';
+import type {
+  EventSymbolicator,
+  IngestRuntime,
+  IngestSink,
+  IngestSymbolication,
+  IngestWork,
+  NormalizedEvent,
+  SessionAggregate,
+  SessionUpdate,
+  SymbolicationInput,
+} from './types.js';
 import { MAX_BODY_BYTES, MAX_CHECK_INS_PER_ENVELOPE, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
 import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
 import { attachmentBlobsOf, storeAttachment } from '../attachments/storage.js';
@@ -112,7 +129,11 @@ export async function handleIngest(deps: PipelineDeps, req: IngestRequest): Prom
   return res;
 }
 
-async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { events: number }): Promise<IngestResponse> {
+async function answerIngest(
+  deps: PipelineDeps,
+  req: IngestRequest,
+  counted: { events: number },
+): Promise<IngestResponse> {
   const receivedAt = deps.clock.now();
   const pathProjectId = Number(req.projectId);
   try {
@@ -131,7 +152,9 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
 
     const declaredLength = Number(req.headers.get('content-length') ?? '');
     if (Number.isFinite(declaredLength) && declaredLength > MAX_BODY_BYTES) {
-      throw new PayloadTooLargeError(`the request body is ${declaredLength} bytes; the limit is ${MAX_BODY_BYTES} bytes (20 MB)`);
+      throw new PayloadTooLargeError(
+        `the request body is ${declaredLength} bytes; the limit is ${MAX_BODY_BYTES} bytes (20 MB)`,
+      );
     }
 
     // A key outside the body is checked before the body is read, so a wrong key or a
@@ -163,7 +186,9 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
       if (fromDsn) {
         const dsnProject = projectIdFromEnvelopeDsn(dsn);
         if (dsnProject !== pathProjectId) {
-          throw new AuthError(`the envelope's dsn names project ${dsnProject}, but the request was sent to project ${pathProjectId}`);
+          throw new AuthError(
+            `the envelope's dsn names project ${dsnProject}, but the request was sent to project ${pathProjectId}`,
+          );
         }
         if (credential && credential.key !== fromDsn.key) {
           throw new AuthError("the envelope's dsn names a different DSN key than the request's authentication");
@@ -185,7 +210,12 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
     // A minidump attachment becomes the envelope's event (src/minidump), before
     // symbolication; the minidump item stays in the envelope and is kept with that event
     // like the other attachments (src/attachments).
-    if (parsed.kind === 'envelope' && parsed.envelope.items.some((i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE)) {
+    if (
+      parsed.kind === 'envelope' &&
+      parsed.envelope.items.some(
+        (i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE,
+      )
+    ) {
       const started = performance.now();
       const expanded = await expandMinidumpEnvelope(deps.store.db, project.id, parsed.envelope);
       // An unreadable dump leaves the envelope as it came, with no attachment to keep.
@@ -194,7 +224,12 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
     }
 
     const symbolication = deps.symbols ? await prepareSymbolication(deps, deps.symbols, project.id, parsed) : null;
-    const { work, skipped, attachments, checkIns, feedback } = buildWork(project, parsed, { receivedAt, clientIp: req.clientIp, md5Hex, symbolication });
+    const { work, skipped, attachments, checkIns, feedback } = buildWork(project, parsed, {
+      receivedAt,
+      clientIp: req.clientIp,
+      md5Hex,
+      symbolication,
+    });
     if (skipped > 0) deps.logger.debug({ project: project.id, skipped }, 'skipped malformed envelope items');
     counted.events = work.events.length;
     const firstEventId = work.events[0]?.eventId;
@@ -237,7 +272,13 @@ async function answerIngest(deps: PipelineDeps, req: IngestRequest, counted: { e
  * sends the whole envelope again (the event is then a duplicate; files and feedback are
  * stored once).
  */
-async function commitAfterEvents(deps: PipelineDeps, projectId: number, attachments: PendingAttachment[], feedback: FeedbackInput[], receivedAt: number): Promise<void> {
+async function commitAfterEvents(
+  deps: PipelineDeps,
+  projectId: number,
+  attachments: PendingAttachment[],
+  feedback: FeedbackInput[],
+  receivedAt: number,
+): Promise<void> {
   if (attachments.length === 0 && feedback.length === 0) return;
   try {
     await storeAttachment(deps.store, projectId, attachments, attachmentBlobsOf(deps.blobs));
@@ -249,7 +290,12 @@ async function commitAfterEvents(deps: PipelineDeps, projectId: number, attachme
 }
 
 /** Records check-ins; a failing database is a 503, as for events, so the client sends them again. */
-export async function storeCheckIns(deps: PipelineDeps, projectId: number, checkIns: CheckInInput[], receivedAt: number): Promise<void> {
+export async function storeCheckIns(
+  deps: PipelineDeps,
+  projectId: number,
+  checkIns: CheckInInput[],
+  receivedAt: number,
+): Promise<void> {
   try {
     await recordCheckIns(deps, projectId, checkIns, receivedAt);
   } catch (err) {
@@ -258,7 +304,11 @@ export async function storeCheckIns(deps: PipelineDeps, projectId: number, check
   }
 }
 
-export async function authorize(deps: PipelineDeps, credential: Credential, pathProjectId: number): Promise<ProjectRow> {
+export async function authorize(
+  deps: PipelineDeps,
+  credential: Credential,
+  pathProjectId: number,
+): Promise<ProjectRow> {
   let project: ProjectRow | undefined;
   try {
     project = await findProjectForIngest(deps.store.db, pathProjectId, credential.key);
@@ -305,9 +355,16 @@ interface PreparedSymbolication {
  * A project without symbol files costs a cached flag lookup. A failure here never fails
  * the request: the events are stored unsymbolicated.
  */
-async function prepareSymbolication(deps: PipelineDeps, symbols: IngestSymbolication, projectId: number, parsed: Parsed): Promise<PreparedSymbolication | null> {
+async function prepareSymbolication(
+  deps: PipelineDeps,
+  symbols: IngestSymbolication,
+  projectId: number,
+  parsed: Parsed,
+): Promise<PreparedSymbolication | null> {
   const payloads =
-    parsed.kind === 'store' ? [parsed.payload] : parsed.envelope.items.filter((item) => item.type === 'event').map((item) => item.payload);
+    parsed.kind === 'store'
+      ? [parsed.payload]
+      : parsed.envelope.items.filter((item) => item.type === 'event').map((item) => item.payload);
   if (payloads.length === 0 || payloads.length > MAX_EVENTS_PER_ENVELOPE) return null;
   try {
     let has = symbols.projectHasSymbols(projectId);
@@ -343,7 +400,17 @@ interface BuildContext {
 }
 
 /** Envelope items (or the store event) → the writer's work. Malformed items are skipped (and counted). */
-export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext): { work: IngestWork; skipped: number; attachments: PendingAttachment[]; checkIns: CheckInInput[]; feedback: FeedbackInput[] } {
+export function buildWork(
+  project: ProjectRow,
+  parsed: Parsed,
+  ctx: BuildContext,
+): {
+  work: IngestWork;
+  skipped: number;
+  attachments: PendingAttachment[];
+  checkIns: CheckInInput[];
+  feedback: FeedbackInput[];
+} {
   const events: NormalizedEvent[] = [];
   const checkIns: CheckInInput[] = [];
   const sessions: SessionUpdate[] = [];
@@ -368,21 +435,32 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
       );
     } catch (err) {
       // The store body is the one event: if it is unusable, the request is.
-      if (err instanceof InvalidItemError) throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
+      if (err instanceof InvalidItemError)
+        throw new BadPayloadError(`the store body is not a usable event: ${err.message}`);
       throw err;
     }
-    return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: 0, attachments: [], checkIns, feedback: [] };
+    return {
+      work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates },
+      skipped: 0,
+      attachments: [],
+      checkIns,
+      feedback: [],
+    };
   }
 
   const { headers, items } = parsed.envelope;
   let skipped = parsed.envelope.malformed;
   const eventItems = items.filter((item) => item.type === 'event').length;
   if (eventItems > MAX_EVENTS_PER_ENVELOPE) {
-    throw new PayloadTooLargeError(`the envelope has ${eventItems} event items; at most ${MAX_EVENTS_PER_ENVELOPE} are accepted in one envelope`);
+    throw new PayloadTooLargeError(
+      `the envelope has ${eventItems} event items; at most ${MAX_EVENTS_PER_ENVELOPE} are accepted in one envelope`,
+    );
   }
   const checkInItems = items.filter((item) => item.type === 'check_in').length;
   if (checkInItems > MAX_CHECK_INS_PER_ENVELOPE) {
-    throw new PayloadTooLargeError(`the envelope has ${checkInItems} check_in items; at most ${MAX_CHECK_INS_PER_ENVELOPE} are accepted in one envelope`);
+    throw new PayloadTooLargeError(
+      `the envelope has ${checkInItems} check_in items; at most ${MAX_CHECK_INS_PER_ENVELOPE} are accepted in one envelope`,
+    );
   }
   const sentAt = parseTimestamp(headers.sent_at);
   // The envelope's event_id names one event: only the first event without an id of its
@@ -443,7 +521,13 @@ export function buildWork(project: ProjectRow, parsed: Parsed, ctx: BuildContext
   // Attachments belong to the envelope's event: the header's event_id, else its one event.
   const attachmentEvent = headerEventId ?? (events.length === 1 ? events[0].eventId : null);
   const { attachments, dropped } = collectAttachments(attachmentItems, attachmentEvent);
-  return { work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates }, skipped: skipped + dropped, attachments, checkIns, feedback };
+  return {
+    work: { project, receivedAt: ctx.receivedAt, events, sessions, aggregates },
+    skipped: skipped + dropped,
+    attachments,
+    checkIns,
+    feedback,
+  };
 }
 
 /**

@@ -53,7 +53,17 @@ import {
   type WriteCounts,
   type WriteSet,
 } from '../store/write-set.js';
-import { compile, hourBucket, KEEPS_EVENT, QUOTA_ACCEPTS, REGRESSES, sessionClass, SNOOZE_ENDED, toSql, type SessionClass } from './rules.js';
+import {
+  compile,
+  hourBucket,
+  KEEPS_EVENT,
+  QUOTA_ACCEPTS,
+  REGRESSES,
+  sessionClass,
+  SNOOZE_ENDED,
+  toSql,
+  type SessionClass,
+} from './rules.js';
 
 export { sessionClass, type SessionClass };
 
@@ -86,7 +96,15 @@ function projectKeys(projectId: number, works: PreparedWork[]): ProjectKeys {
     }
     for (const s of w.sessions) sids.add(s.sid);
   }
-  return { projectId, eventIds: [...eventIds], days: [...days], fingerprints: [...fingerprints].sort(), releases: [...releases], sids: [...sids], userKeys: [...userKeys] };
+  return {
+    projectId,
+    eventIds: [...eventIds],
+    days: [...days],
+    fingerprints: [...fingerprints].sort(),
+    releases: [...releases],
+    sids: [...sids],
+    userKeys: [...userKeys],
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -120,12 +138,27 @@ export function secondsToNextUtcMidnight(at: number): number {
  * resolved at `resolvedAt`. With a release, unless the issue saw that release before it
  * was resolved; without one, when the event is newer than the resolution.
  */
-export function regresses(release: string, timestamp: number, resolvedAt: number, knownReleases: ReadonlyMap<string, number> | null): boolean {
+export function regresses(
+  release: string,
+  timestamp: number,
+  resolvedAt: number,
+  knownReleases: ReadonlyMap<string, number> | null,
+): boolean {
   return regressesRule({ release, ts: timestamp, resolvedAt, releaseFirstSeen: knownReleases?.get(release) });
 }
 
 /** What the snooze rule reads of an issue. */
-export type SnoozeFacts = Pick<IssueRecord, 'status' | 'event_count' | 'users' | 'ignore_until' | 'ignore_count' | 'ignore_users' | 'ignored_event_count' | 'ignored_users'>;
+export type SnoozeFacts = Pick<
+  IssueRecord,
+  | 'status'
+  | 'event_count'
+  | 'users'
+  | 'ignore_until'
+  | 'ignore_count'
+  | 'ignore_users'
+  | 'ignored_event_count'
+  | 'ignored_users'
+>;
 
 /**
  * The snooze rule (docs/api.md "Snoozing"): an `ignored` issue with a condition returns
@@ -138,7 +171,16 @@ export function snoozeEnded(issue: SnoozeFacts, now: number): boolean {
   return snoozeEndedRule({ ...issue, now });
 }
 
-const SNOOZE_COLUMNS = ['status', 'event_count', 'users', 'ignore_until', 'ignore_count', 'ignore_users', 'ignored_event_count', 'ignored_users'] as const;
+const SNOOZE_COLUMNS = [
+  'status',
+  'event_count',
+  'users',
+  'ignore_until',
+  'ignore_count',
+  'ignore_users',
+  'ignored_event_count',
+  'ignored_users',
+] as const;
 
 /** snoozeEnded as an SQL condition on an `issues` row, `now` being the SQL text of the time (D1 ingest, the periodic job). */
 export function snoozeEndedSql(now: string): string {
@@ -151,7 +193,13 @@ export function snoozeEndedSql(now: string): string {
  * nor keep-first rule decides and the rate is strictly between 0 and 1.
  */
 export function keepsEvent(isCrash: boolean, eventCount: number, project: ProjectSettings, random: Random): boolean {
-  return keeps({ crash: isCrash ? 1 : 0, rank: eventCount, keepFirst: project.sample_keep_first, rate: project.sample_rate, draw: random });
+  return keeps({
+    crash: isCrash ? 1 : 0,
+    rank: eventCount,
+    keepFirst: project.sample_keep_first,
+    rate: project.sample_rate,
+    draw: random,
+  });
 }
 
 interface ReleaseAcc {
@@ -212,7 +260,9 @@ class Planner {
       usage: [...this.usage.values()],
       seen: this.seen,
       sessions: this.sessions,
-      sessionHourly: [...this.sessionHourly.values()].filter((h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0 || (h.anr ?? 0) !== 0),
+      sessionHourly: [...this.sessionHourly.values()].filter(
+        (h) => h.total !== 0 || h.crashed !== 0 || h.errored !== 0 || (h.anr ?? 0) !== 0,
+      ),
       sessionUsers: [...this.sessionUsers.values()],
     };
   }
@@ -254,7 +304,12 @@ class Planner {
       }
       for (const id of local) seen.add(id);
       // stored_id is filled in once the stored events have their ids (linkStoredEvents).
-      const rows: SeenEventRecord[] = fresh.map((e) => ({ project_id: pid, event_id: e.eventId, received_at: work.receivedAt, stored_id: null }));
+      const rows: SeenEventRecord[] = fresh.map((e) => ({
+        project_id: pid,
+        event_id: e.eventId,
+        received_at: work.receivedAt,
+        stored_id: null,
+      }));
       this.seen.push(...rows);
       accepted.push({ work, events: fresh, seen: rows });
     }
@@ -374,7 +429,11 @@ class Planner {
             if (e.timestamp > acc.last) acc.last = e.timestamp;
             if (e.platform !== '') acc.platforms.add(e.platform);
           } else {
-            releases.set(e.release, { first: e.timestamp, last: e.timestamp, platforms: new Set(e.platform !== '' ? [e.platform] : []) });
+            releases.set(e.release, {
+              first: e.timestamp,
+              last: e.timestamp,
+              platforms: new Set(e.platform !== '' ? [e.platform] : []),
+            });
           }
         }
         const bucket = hourBucket(e.timestamp);
@@ -387,7 +446,14 @@ class Planner {
 
         if (keepsEvent(e.isCrash, row.event_count, project, this.random)) {
           row.stored_count += 1;
-          this.stored.push({ input: e, issue, projectId: pid, receivedAt: at, id: snap.eventIds?.get(e.eventId) ?? null, seen: seen[i] });
+          this.stored.push({
+            input: e,
+            issue,
+            projectId: pid,
+            receivedAt: at,
+            id: snap.eventIds?.get(e.eventId) ?? null,
+            seen: seen[i],
+          });
         }
         this.counts.accepted++;
       }
@@ -433,7 +499,19 @@ class Planner {
     const key = `${pid}:${bucket}:${e.release}`;
     let h = this.projectHourly.get(key);
     if (!h) {
-      h = { project_id: pid, bucket, release: e.release, events: 0, crashes: 0, errors: 0, fatal: 0, error: 0, warning: 0, info: 0, debug: 0 };
+      h = {
+        project_id: pid,
+        bucket,
+        release: e.release,
+        events: 0,
+        crashes: 0,
+        errors: 0,
+        fatal: 0,
+        error: 0,
+        warning: 0,
+        info: 0,
+        debug: 0,
+      };
       this.projectHourly.set(key, h);
     }
     h.events += 1;
@@ -449,7 +527,13 @@ class Planner {
   private sessionUpdates(pid: number, works: PreparedWork[], snap: ProjectSnapshot): void {
     const states = new Map<string, SessionState>();
     for (const r of snap.sessions) {
-      const row = { ...r, started: num(r.started), errors: num(r.errors), updated_at: num(r.updated_at), anr: num(r.anr ?? 0) };
+      const row = {
+        ...r,
+        started: num(r.started),
+        errors: num(r.errors),
+        updated_at: num(r.updated_at),
+        anr: num(r.anr ?? 0),
+      };
       states.set(r.sid, { row, before: sessionClass(row.status, row.errors), beforeAnr: row.anr, changed: false });
     }
     for (const work of works) {
@@ -497,7 +581,8 @@ class Planner {
       if (!state.changed) continue;
       this.sessions.push(state.row);
       const after = sessionClass(state.row.status, state.row.errors);
-      if (state.row.did !== null) this.sessionUser(pid, state.row.release, hourBucket(state.row.started), state.row.did, after === 'crashed');
+      if (state.row.did !== null)
+        this.sessionUser(pid, state.row.release, hourBucket(state.row.started), state.row.did, after === 'crashed');
       const anr = state.row.anr ?? 0;
       if (after === state.before && anr === state.beforeAnr) continue;
       const h = this.sessionBucket(pid, state.row.release, hourBucket(state.row.started));
@@ -547,7 +632,13 @@ export function alertOutboxRows(plan: WriteSet): Record<string, unknown>[] {
   for (const c of plan.changes) {
     // A snooze that ended is activity, not an alert.
     if (c.kind === 'snooze_ended') continue;
-    rows.push(issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, { ...c.issue.row, release: c.release, environment: c.environment }));
+    rows.push(
+      issueAlertOutboxRow(c.issue.row.project_id, c.issue.row.id, c.kind, c.at, {
+        ...c.issue.row,
+        release: c.release,
+        environment: c.environment,
+      }),
+    );
   }
   return rows;
 }

@@ -66,7 +66,12 @@ export const KEEPS_EVENT: Condition = {
     { cmp: '=', left: fact('crash'), right: value(1) },
     { cmp: '<=', left: fact('rank'), right: fact('keepFirst') },
     { cmp: '>=', left: fact('rate'), right: value(1) },
-    { all: [{ cmp: '>', left: fact('rate'), right: value(0) }, { cmp: '<', left: fact('draw'), right: fact('rate') }] },
+    {
+      all: [
+        { cmp: '>', left: fact('rate'), right: value(0) },
+        { cmp: '<', left: fact('draw'), right: fact('rate') },
+      ],
+    },
   ],
 };
 
@@ -76,7 +81,12 @@ export const KEEPS_EVENT: Condition = {
  * resolution; without one, when the event (`ts`) is newer than the resolution.
  */
 export const REGRESSES: Condition = {
-  cases: [{ when: { fact: 'release', isNot: '' }, decide: { not: { cmp: '<', left: fact('releaseFirstSeen'), right: fact('resolvedAt') } } }],
+  cases: [
+    {
+      when: { fact: 'release', isNot: '' },
+      decide: { not: { cmp: '<', left: fact('releaseFirstSeen'), right: fact('resolvedAt') } },
+    },
+  ],
   otherwise: { cmp: '>', left: fact('ts'), right: fact('resolvedAt') },
 };
 
@@ -94,11 +104,19 @@ export const SNOOZE_ENDED: Condition = {
         { when: { present: 'ignore_until' }, decide: { cmp: '>=', left: fact('now'), right: fact('ignore_until') } },
         {
           when: { present: 'ignore_count' },
-          decide: { cmp: '>=', left: { minus: [fact('event_count'), { orZero: 'ignored_event_count' }] }, right: fact('ignore_count') },
+          decide: {
+            cmp: '>=',
+            left: { minus: [fact('event_count'), { orZero: 'ignored_event_count' }] },
+            right: fact('ignore_count'),
+          },
         },
         {
           when: { present: 'ignore_users' },
-          decide: { cmp: '>=', left: { minus: [fact('users'), { orZero: 'ignored_users' }] }, right: fact('ignore_users') },
+          decide: {
+            cmp: '>=',
+            left: { minus: [fact('users'), { orZero: 'ignored_users' }] },
+            right: fact('ignore_users'),
+          },
         },
       ],
       otherwise: { always: false },
@@ -114,7 +132,15 @@ export type SessionClass = 'none' | 'ok' | 'errored' | 'crashed';
  */
 export const SESSION_CLASSES: readonly { class: Exclude<SessionClass, 'none' | 'ok'>; when: Condition }[] = [
   { class: 'crashed', when: { fact: 'status', in: ['crashed', 'unhandled'] } },
-  { class: 'errored', when: { any: [{ fact: 'status', in: ['errored', 'abnormal'] }, { cmp: '>', left: fact('errors'), right: value(0) }] } },
+  {
+    class: 'errored',
+    when: {
+      any: [
+        { fact: 'status', in: ['errored', 'abnormal'] },
+        { cmp: '>', left: fact('errors'), right: value(0) },
+      ],
+    },
+  },
 ];
 
 /** The hour buckets of every hourly table: the UTC hour an event or session started in. */
@@ -279,15 +305,19 @@ function operandSql(o: Operand, columns: Columns): string {
 
 /** `condition` as an SQL boolean expression over `columns`, with the JavaScript executor's meaning. */
 export function toSql(condition: Condition, columns: Columns): string {
-  if ('cmp' in condition) return `coalesce(${operandSql(condition.left, columns)} ${condition.cmp} ${operandSql(condition.right, columns)}, false)`;
-  if ('in' in condition) return `coalesce(${column(columns, condition.fact)} IN (${condition.in.map(quote).join(', ')}), false)`;
+  if ('cmp' in condition)
+    return `coalesce(${operandSql(condition.left, columns)} ${condition.cmp} ${operandSql(condition.right, columns)}, false)`;
+  if ('in' in condition)
+    return `coalesce(${column(columns, condition.fact)} IN (${condition.in.map(quote).join(', ')}), false)`;
   if ('isNot' in condition) return `coalesce(${column(columns, condition.fact)} <> ${quote(condition.isNot)}, false)`;
   if ('present' in condition) return `(${column(columns, condition.present)} IS NOT NULL)`;
   if ('any' in condition) return `(${condition.any.map((c) => toSql(c, columns)).join(' OR ')})`;
   if ('all' in condition) return `(${condition.all.map((c) => toSql(c, columns)).join(' AND ')})`;
   if ('not' in condition) return `(NOT ${toSql(condition.not, columns)})`;
   if ('cases' in condition) {
-    const whens = condition.cases.map((c) => `WHEN ${toSql(c.when, columns)} THEN ${toSql(c.decide, columns)}`).join(' ');
+    const whens = condition.cases
+      .map((c) => `WHEN ${toSql(c.when, columns)} THEN ${toSql(c.decide, columns)}`)
+      .join(' ');
     return `(CASE ${whens} ELSE ${toSql(condition.otherwise, columns)} END)`;
   }
   return condition.always ? 'true' : 'false';

@@ -5,7 +5,11 @@
 // the CLI sends the envelopes built here through the real ingest path.
 import { DAY_MS, HOUR_MS } from '../clock.js';
 
-export const SEED_RELEASES = ['com.example.shop@1.0.0+100', 'com.example.shop@1.1.0+110', 'com.example.shop@1.2.0+120'] as const;
+export const SEED_RELEASES = [
+  'com.example.shop@1.0.0+100',
+  'com.example.shop@1.1.0+110',
+  'com.example.shop@1.2.0+120',
+] as const;
 type Release = (typeof SEED_RELEASES)[number];
 
 /** When each release started rolling out, in days before now, and how widely it spreads. */
@@ -66,14 +70,38 @@ interface IssueTemplate {
 }
 
 const ALL = SEED_RELEASES;
-const IOS_IMAGE = { type: 'macho', debug_id: '6a8f3c2e-1b4d-3e5f-9a7b-2c1d0e9f8a7b', image_addr: '0x100000000', image_size: 8_388_608, code_file: '/private/var/containers/Bundle/Application/ShopApp.app/ShopApp', arch: 'arm64e' };
+const IOS_IMAGE = {
+  type: 'macho',
+  debug_id: '6a8f3c2e-1b4d-3e5f-9a7b-2c1d0e9f8a7b',
+  image_addr: '0x100000000',
+  image_size: 8_388_608,
+  code_file: '/private/var/containers/Bundle/Application/ShopApp.app/ShopApp',
+  arch: 'arm64e',
+};
 
 function jsFrames(frames: Array<[string, string, number]>): Frame[] {
   // Caller first, the throwing frame last, as SDKs send them.
   return [
-    { filename: 'node_modules/react-native/Libraries/Core/Timers/JSTimers.js', function: 'callTimers', lineno: 446, in_app: false },
-    { filename: 'node_modules/react/cjs/react.production.js', function: 'renderWithHooks', lineno: 1203, in_app: false },
-    ...frames.map(([filename, fn, lineno]) => ({ filename: `app:///${filename}`, abs_path: `app:///${filename}`, function: fn, lineno, colno: 17, in_app: true })),
+    {
+      filename: 'node_modules/react-native/Libraries/Core/Timers/JSTimers.js',
+      function: 'callTimers',
+      lineno: 446,
+      in_app: false,
+    },
+    {
+      filename: 'node_modules/react/cjs/react.production.js',
+      function: 'renderWithHooks',
+      lineno: 1203,
+      in_app: false,
+    },
+    ...frames.map(([filename, fn, lineno]) => ({
+      filename: `app:///${filename}`,
+      abs_path: `app:///${filename}`,
+      function: fn,
+      lineno,
+      colno: 17,
+      in_app: true,
+    })),
   ];
 }
 
@@ -114,7 +142,12 @@ const TEMPLATES: IssueTemplate[] = [
         type: 'TypeError',
         value: "Cannot read property 'price' of undefined",
         mechanism: { type: 'generic', handled: true },
-        stacktrace: { frames: jsFrames([['src/screens/ProductScreen.tsx', 'ProductScreen', 58], ['src/components/PriceTag.tsx', 'formatPrice', 21]]) },
+        stacktrace: {
+          frames: jsFrames([
+            ['src/screens/ProductScreen.tsx', 'ProductScreen', 58],
+            ['src/components/PriceTag.tsx', 'formatPrice', 21],
+          ]),
+        },
       },
     }),
   },
@@ -132,7 +165,12 @@ const TEMPLATES: IssueTemplate[] = [
         type: 'AxiosError',
         value: `Request failed with status code ${rand.pick([500, 502, 503])}`,
         mechanism: { type: 'generic', handled: true },
-        stacktrace: { frames: jsFrames([['src/api/cart.ts', 'fetchCart', 34], ['src/api/client.ts', 'request', 88]]) },
+        stacktrace: {
+          frames: jsFrames([
+            ['src/api/cart.ts', 'fetchCart', 34],
+            ['src/api/client.ts', 'request', 88],
+          ]),
+        },
       },
     }),
   },
@@ -150,7 +188,12 @@ const TEMPLATES: IssueTemplate[] = [
         type: 'Error',
         value: 'Payment session expired before confirmation',
         mechanism: { type: 'onunhandledrejection', handled: false },
-        stacktrace: { frames: jsFrames([['src/checkout/usePayment.ts', 'confirmPayment', 112], ['src/checkout/session.ts', 'assertActive', 19]]) },
+        stacktrace: {
+          frames: jsFrames([
+            ['src/checkout/usePayment.ts', 'confirmPayment', 112],
+            ['src/checkout/session.ts', 'assertActive', 19],
+          ]),
+        },
       },
     }),
   },
@@ -178,8 +221,20 @@ const TEMPLATES: IssueTemplate[] = [
       exception: {
         type: 'EXC_BAD_ACCESS',
         value: 'KERN_INVALID_ADDRESS at 0x0000000000000010',
-        mechanism: { type: 'mach', handled: false, meta: { signal: { number: 11, name: 'SIGSEGV' }, mach_exception: { exception: 1, code: 1, subcode: 16, name: 'EXC_BAD_ACCESS' } } },
-        stacktrace: { frames: nativeFrames([['-[RNPaymentSheet present:]', 0x4f10], ['-[PaymentSheetController configureWithIntent:]', 0x5a3c]]) },
+        mechanism: {
+          type: 'mach',
+          handled: false,
+          meta: {
+            signal: { number: 11, name: 'SIGSEGV' },
+            mach_exception: { exception: 1, code: 1, subcode: 16, name: 'EXC_BAD_ACCESS' },
+          },
+        },
+        stacktrace: {
+          frames: nativeFrames([
+            ['-[RNPaymentSheet present:]', 0x4f10],
+            ['-[PaymentSheetController configureWithIntent:]', 0x5a3c],
+          ]),
+        },
       },
       debugImages: [IOS_IMAGE],
     }),
@@ -199,7 +254,12 @@ const TEMPLATES: IssueTemplate[] = [
         type: 'EXC_BREAKPOINT',
         value: 'Fatal error: Index out of range',
         mechanism: { type: 'mach', handled: false, meta: { signal: { number: 5, name: 'SIGTRAP' } } },
-        stacktrace: { frames: nativeFrames([['SearchResultsDataSource.collectionView(_:cellForItemAt:)', 0x8c20], ['Array.subscript.getter', 0x9110]]) },
+        stacktrace: {
+          frames: nativeFrames([
+            ['SearchResultsDataSource.collectionView(_:cellForItemAt:)', 0x8c20],
+            ['Array.subscript.getter', 0x9110],
+          ]),
+        },
       },
       debugImages: [IOS_IMAGE],
     }),
@@ -331,7 +391,10 @@ export class Rng {
   }
   hex(chars: number): string {
     let out = '';
-    while (out.length < chars) out += Math.floor(this.next() * 0x10000).toString(16).padStart(4, '0');
+    while (out.length < chars)
+      out += Math.floor(this.next() * 0x10000)
+        .toString(16)
+        .padStart(4, '0');
     return out.slice(0, chars);
   }
 }
@@ -386,9 +449,24 @@ function contexts(d: Device, release: Release) {
 function breadcrumbs(rand: Rng, ts: number, screen: string) {
   const crumbs = [];
   const from = rand.pick(SCREENS.filter((s) => s !== screen));
-  crumbs.push({ timestamp: (ts - 45_000) / 1000, type: 'navigation', category: 'navigation', data: { from: 'HomeScreen', to: from } });
-  crumbs.push({ timestamp: (ts - 20_000) / 1000, type: 'navigation', category: 'navigation', data: { from, to: screen } });
-  crumbs.push({ timestamp: (ts - 8_000) / 1000, type: 'http', category: 'xhr', data: { method: 'GET', url: 'https://api.example.com/v2/cart', status_code: 200 } });
+  crumbs.push({
+    timestamp: (ts - 45_000) / 1000,
+    type: 'navigation',
+    category: 'navigation',
+    data: { from: 'HomeScreen', to: from },
+  });
+  crumbs.push({
+    timestamp: (ts - 20_000) / 1000,
+    type: 'navigation',
+    category: 'navigation',
+    data: { from, to: screen },
+  });
+  crumbs.push({
+    timestamp: (ts - 8_000) / 1000,
+    type: 'http',
+    category: 'xhr',
+    data: { method: 'GET', url: 'https://api.example.com/v2/cart', status_code: 200 },
+  });
   crumbs.push({ timestamp: (ts - 1_500) / 1000, type: 'user', category: 'ui.click', message: `${screen} > Button` });
   return { values: crumbs };
 }
@@ -460,7 +538,11 @@ export function buildSeedPlan(options: SeedOptions): SeedPlan {
         environment: 'production',
         transaction: template.screen,
         user: { id: userId(rand) },
-        tags: { locale: rand.pick(LOCALES), 'os.name': d.os === 'ios' ? 'iOS' : 'Android', device_class: rand.pick(['high', 'medium', 'low']) },
+        tags: {
+          locale: rand.pick(LOCALES),
+          'os.name': d.os === 'ios' ? 'iOS' : 'Android',
+          device_class: rand.pick(['high', 'medium', 'low']),
+        },
         contexts: contexts(d, release),
         breadcrumbs: breadcrumbs(rand, ts, template.screen),
         sdk: sdkFor(template.platform),

@@ -30,7 +30,9 @@ export function encodeSymbolicated(out: SymbolicationOutput): string {
 function threadsEntry(value: unknown, exceptionCount: number): unknown[] | null {
   if (!Array.isArray(value) || value.length !== exceptionCount + 1) return null;
   const last: unknown = value[exceptionCount];
-  return last !== null && typeof last === 'object' && Array.isArray((last as Record<string, unknown>).threads) ? ((last as Record<string, unknown>).threads as unknown[]) : null;
+  return last !== null && typeof last === 'object' && Array.isArray((last as Record<string, unknown>).threads)
+    ? ((last as Record<string, unknown>).threads as unknown[])
+    : null;
 }
 
 /** The stored symbolicated frames of each thread (null where unchanged); null when none were stored. */

@@ -30,7 +30,13 @@ export function userAgentOf(request: unknown): string | null {
   const headers = request.headers;
   if (Array.isArray(headers)) {
     for (const pair of headers) {
-      if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0].toLowerCase() === 'user-agent' && typeof pair[1] === 'string') return pair[1];
+      if (
+        Array.isArray(pair) &&
+        typeof pair[0] === 'string' &&
+        pair[0].toLowerCase() === 'user-agent' &&
+        typeof pair[1] === 'string'
+      )
+        return pair[1];
     }
     return null;
   }
@@ -51,8 +57,14 @@ export function contextsFromUserAgent(ua: string): UserAgentContexts {
   const out: UserAgentContexts = {};
   if (ua.length <= MAX_USER_AGENT && ua.trim() !== '') {
     const result = new UAParser(ua).getResult();
-    if (result.browser.name) out.browser = { type: 'browser', name: result.browser.name, ...(result.browser.version ? { version: result.browser.version } : {}) };
-    if (result.os.name) out.os = { type: 'os', name: result.os.name, ...(result.os.version ? { version: result.os.version } : {}) };
+    if (result.browser.name)
+      out.browser = {
+        type: 'browser',
+        name: result.browser.name,
+        ...(result.browser.version ? { version: result.browser.version } : {}),
+      };
+    if (result.os.name)
+      out.os = { type: 'os', name: result.os.name, ...(result.os.version ? { version: result.os.version } : {}) };
     const model = result.device.model;
     if (model) {
       out.device = {

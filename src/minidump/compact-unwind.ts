@@ -22,7 +22,15 @@ const COMPRESSED_PAGE = 3;
 /** x86_64 compact-unwind register numbers (1–6) → the walker's names. */
 const X86_64_SAVED = ['', 'rbx', 'r12', 'r13', 'r14', 'r15', 'rbp'];
 /** How a frameless function's permutation of n saved registers is decoded (Lehmer code divisors). */
-const PERMUTATION_DIVISORS: number[][] = [[], [1], [5, 1], [20, 4, 1], [60, 12, 3, 1], [120, 24, 6, 2, 1], [120, 24, 6, 2, 1]];
+const PERMUTATION_DIVISORS: number[][] = [
+  [],
+  [1],
+  [5, 1],
+  [20, 4, 1],
+  [60, 12, 3, 1],
+  [120, 24, 6, 2, 1],
+  [120, 24, 6, 2, 1],
+];
 
 /** The registers a frameless x86_64 function saved, in push order, from the encoding's permutation. */
 export function decodePermutation(count: number, permutation: number): number[] | null {
@@ -95,7 +103,8 @@ export function compactEncodingRules(encoding: number, arch: string): string | '
       }
       return parts;
     };
-    if (mode === 0x04000000) return ['.cfa: $x29 16 +', '.ra: .cfa -8 + ^', '$x29: .cfa -16 + ^', ...pairs(-24)].join(' ');
+    if (mode === 0x04000000)
+      return ['.cfa: $x29 16 +', '.ra: .cfa -8 + ^', '$x29: .cfa -16 + ^', ...pairs(-24)].join(' ');
     if (mode === 0x02000000) {
       // Frameless leaf: the stack size in 16-byte units, the return address still in x30.
       const size = ((encoding >>> 12) & 0xfff) * 16;
@@ -116,7 +125,11 @@ interface FirstLevel {
  * (`dwarf`, the image's `__eh_frame`) for the functions whose encoding points there.
  * Addresses are relative to the image's load address (its Mach header), as the walker asks.
  */
-export function compactUnwindInfo(bytes: Uint8Array, arch: string, dwarf: ModuleUnwindInfo | null): ModuleUnwindInfo | null {
+export function compactUnwindInfo(
+  bytes: Uint8Array,
+  arch: string,
+  dwarf: ModuleUnwindInfo | null,
+): ModuleUnwindInfo | null {
   if (arch !== 'x86_64' && arch !== 'arm64') return null;
   let common: number[];
   let index: FirstLevel[];

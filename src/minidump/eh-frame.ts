@@ -38,27 +38,70 @@ export type CfiSection = 'eh_frame' | 'debug_frame';
 
 /** DWARF register numbers → the walker's register names. */
 const REGISTERS: Record<string, string[]> = {
-  x86_64: ['rax', 'rdx', 'rcx', 'rbx', 'rsi', 'rdi', 'rbp', 'rsp', 'r8', 'r9', 'r10', 'r11', 'r12', 'r13', 'r14', 'r15', 'rip'],
+  x86_64: [
+    'rax',
+    'rdx',
+    'rcx',
+    'rbx',
+    'rsi',
+    'rdi',
+    'rbp',
+    'rsp',
+    'r8',
+    'r9',
+    'r10',
+    'r11',
+    'r12',
+    'r13',
+    'r14',
+    'r15',
+    'rip',
+  ],
   arm64: [...Array.from({ length: 31 }, (_, i) => `x${i}`), 'sp'],
   x86: ['eax', 'ecx', 'edx', 'ebx', 'esp', 'ebp', 'esi', 'edi', 'eip'],
   arm: [...Array.from({ length: 13 }, (_, i) => `r${i}`), 'sp', 'lr', 'pc'],
 };
 
-function readPointer(r: ByteReader, encoding: number, sectionAddr: number, sectionStart: number, addrSize: number): number {
+function readPointer(
+  r: ByteReader,
+  encoding: number,
+  sectionAddr: number,
+  sectionStart: number,
+  addrSize: number,
+): number {
   if (encoding === 0xff) return 0;
   const fieldAddr = sectionAddr + (r.pos - sectionStart);
   let v: number;
   switch (encoding & 0x0f) {
-    case 0x00: v = r.uN(addrSize); break;
-    case 0x01: v = r.uleb(); break;
-    case 0x02: v = r.u16(); break;
-    case 0x03: v = r.u32(); break;
-    case 0x04: v = r.u64(); break;
-    case 0x09: v = r.sleb(); break;
-    case 0x0a: v = (r.u16() << 16) >> 16; break;
-    case 0x0b: v = r.u32() | 0; break;
-    case 0x0c: v = r.u64(); break;
-    default: throw new BadNativeFile(`pointer encoding 0x${encoding.toString(16)}`);
+    case 0x00:
+      v = r.uN(addrSize);
+      break;
+    case 0x01:
+      v = r.uleb();
+      break;
+    case 0x02:
+      v = r.u16();
+      break;
+    case 0x03:
+      v = r.u32();
+      break;
+    case 0x04:
+      v = r.u64();
+      break;
+    case 0x09:
+      v = r.sleb();
+      break;
+    case 0x0a:
+      v = (r.u16() << 16) >> 16;
+      break;
+    case 0x0b:
+      v = r.u32() | 0;
+      break;
+    case 0x0c:
+      v = r.u64();
+      break;
+    default:
+      throw new BadNativeFile(`pointer encoding 0x${encoding.toString(16)}`);
   }
   if ((encoding & 0x70) === 0x10) v += fieldAddr;
   return v;
@@ -69,9 +112,27 @@ const MAX_EXPRESSION_BYTES = 256;
 
 /** Operations that map onto one postfix token of the walker's evaluator (src/minidump/unwind.ts). */
 const EXPRESSION_TOKENS = new Map<number, string>([
-  [0x06, '^'], [0x12, 'dup'], [0x13, 'drop'], [0x14, 'over'], [0x16, 'swap'], [0x1a, '&'], [0x1b, '/'], [0x1c, '-'], [0x1d, '%'],
-  [0x1e, '*'], [0x1f, 'neg'], [0x21, '|'], [0x22, '+'], [0x24, '<<'], [0x25, '>>'], [0x29, '=='], [0x2a, '>='], [0x2b, '>'],
-  [0x2c, '<='], [0x2d, '<'], [0x2e, '!='],
+  [0x06, '^'],
+  [0x12, 'dup'],
+  [0x13, 'drop'],
+  [0x14, 'over'],
+  [0x16, 'swap'],
+  [0x1a, '&'],
+  [0x1b, '/'],
+  [0x1c, '-'],
+  [0x1d, '%'],
+  [0x1e, '*'],
+  [0x1f, 'neg'],
+  [0x21, '|'],
+  [0x22, '+'],
+  [0x24, '<<'],
+  [0x25, '>>'],
+  [0x29, '=='],
+  [0x2a, '>='],
+  [0x2b, '>'],
+  [0x2c, '<='],
+  [0x2d, '<'],
+  [0x2e, '!='],
 ]);
 
 /**
@@ -79,7 +140,13 @@ const EXPRESSION_TOKENS = new Map<number, string>([
  * operation beyond the common subset (branches, register locations, TLS, typed stack):
  * the walk then does not use the rule. No branches means the evaluation is one pass.
  */
-export function dwarfExpressionToPostfix(bytes: Uint8Array, start: number, end: number, names: string[], addrSize: number): string | null {
+export function dwarfExpressionToPostfix(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  names: string[],
+  addrSize: number,
+): string | null {
   if (end - start > MAX_EXPRESSION_BYTES) return null;
   const r = new ByteReader(bytes, start, end);
   const out: string[] = [];
@@ -87,8 +154,14 @@ export function dwarfExpressionToPostfix(bytes: Uint8Array, start: number, end: 
   while (r.pos < r.end) {
     const op = r.u8();
     const token = EXPRESSION_TOKENS.get(op);
-    if (token !== undefined) { out.push(token); continue; }
-    if (op >= 0x30 && op <= 0x4f) { out.push(String(op - 0x30)); continue; }
+    if (token !== undefined) {
+      out.push(token);
+      continue;
+    }
+    if (op >= 0x30 && op <= 0x4f) {
+      out.push(String(op - 0x30));
+      continue;
+    }
     if ((op >= 0x70 && op <= 0x8f) || op === 0x92) {
       const name = reg(op === 0x92 ? r.uleb() : op - 0x70);
       const offset = r.sleb();
@@ -97,20 +170,48 @@ export function dwarfExpressionToPostfix(bytes: Uint8Array, start: number, end: 
       continue;
     }
     switch (op) {
-      case 0x03: out.push(String(r.uN(addrSize))); break;
-      case 0x08: out.push(String(r.u8())); break;
-      case 0x09: out.push(String(r.i8())); break;
-      case 0x0a: out.push(String(r.u16())); break;
-      case 0x0b: out.push(String((r.u16() << 16) >> 16)); break;
-      case 0x0c: out.push(String(r.u32())); break;
-      case 0x0d: out.push(String(r.u32() | 0)); break;
-      case 0x0e: case 0x0f: out.push(String(r.u64())); break;
-      case 0x10: out.push(String(r.uleb())); break;
-      case 0x11: out.push(String(r.sleb())); break;
-      case 0x23: out.push(String(r.uleb()), '+'); break;
-      case 0x94: if (r.u8() !== addrSize) return null; out.push('^'); break;
-      case 0x96: break; // DW_OP_nop
-      default: return null;
+      case 0x03:
+        out.push(String(r.uN(addrSize)));
+        break;
+      case 0x08:
+        out.push(String(r.u8()));
+        break;
+      case 0x09:
+        out.push(String(r.i8()));
+        break;
+      case 0x0a:
+        out.push(String(r.u16()));
+        break;
+      case 0x0b:
+        out.push(String((r.u16() << 16) >> 16));
+        break;
+      case 0x0c:
+        out.push(String(r.u32()));
+        break;
+      case 0x0d:
+        out.push(String(r.u32() | 0));
+        break;
+      case 0x0e:
+      case 0x0f:
+        out.push(String(r.u64()));
+        break;
+      case 0x10:
+        out.push(String(r.uleb()));
+        break;
+      case 0x11:
+        out.push(String(r.sleb()));
+        break;
+      case 0x23:
+        out.push(String(r.uleb()), '+');
+        break;
+      case 0x94:
+        if (r.u8() !== addrSize) return null;
+        out.push('^');
+        break;
+      case 0x96:
+        break; // DW_OP_nop
+      default:
+        return null;
     }
   }
   return out.length > 0 ? out.join(' ') : null;
@@ -129,12 +230,25 @@ interface RuleSet {
 }
 
 /** The `.eh_frame` of one ELF file: `bytes` the section, `addr` its address, `arch` the walker's. */
-export function ehFrameUnwindInfo(bytes: Uint8Array, addr: number, arch: string, is64: boolean, loadAddress: number): ModuleUnwindInfo | null {
+export function ehFrameUnwindInfo(
+  bytes: Uint8Array,
+  addr: number,
+  arch: string,
+  is64: boolean,
+  loadAddress: number,
+): ModuleUnwindInfo | null {
   return dwarfCfiUnwindInfo(bytes, addr, arch, is64, loadAddress, 'eh_frame');
 }
 
 /** The `.eh_frame` or `.debug_frame` of one ELF file: `bytes` the section, `addr` its address, `arch` the walker's. */
-export function dwarfCfiUnwindInfo(bytes: Uint8Array, addr: number, arch: string, is64: boolean, loadAddress: number, section: CfiSection): ModuleUnwindInfo | null {
+export function dwarfCfiUnwindInfo(
+  bytes: Uint8Array,
+  addr: number,
+  arch: string,
+  is64: boolean,
+  loadAddress: number,
+  section: CfiSection,
+): ModuleUnwindInfo | null {
   const names = REGISTERS[arch];
   if (!names) return null;
   const defaultAddrSize = is64 ? 8 : 4;
@@ -190,7 +304,15 @@ export function dwarfCfiUnwindInfo(bytes: Uint8Array, addr: number, arch: string
           }
           r.seek(augEnd);
         }
-        cies.set(pos, { codeAlign, dataAlign, ra, encoding, addrSize, instructions: [r.pos, end], hasAugmentationData });
+        cies.set(pos, {
+          codeAlign,
+          dataAlign,
+          ra,
+          encoding,
+          addrSize,
+          instructions: [r.pos, end],
+          hasAugmentationData,
+        });
       } else {
         // .eh_frame: the distance back from this field to the CIE; .debug_frame: the CIE's section offset.
         const cie = cies.get(eh ? bodyStart - id : id);
@@ -244,38 +366,125 @@ export function dwarfCfiUnwindInfo(bytes: Uint8Array, addr: number, arch: string
           if (!isCie && loc > target) return true;
           continue;
         }
-        if (high === 0x80) { state.saved.set(low, offsetRule(r.uleb() * dataAlign)); continue; }
+        if (high === 0x80) {
+          state.saved.set(low, offsetRule(r.uleb() * dataAlign));
+          continue;
+        }
         if (high === 0xc0) {
           restore(low);
           continue;
         }
         switch (op) {
-          case 0x00: break;
-          case 0x01: loc = readPointer(r, fde.cie.encoding, addr, 0, addrSize); if (!isCie && loc > target) return true; break;
-          case 0x02: loc += r.u8() * codeAlign; if (!isCie && loc > target) return true; break;
-          case 0x03: loc += r.u16() * codeAlign; if (!isCie && loc > target) return true; break;
-          case 0x04: loc += r.u32() * codeAlign; if (!isCie && loc > target) return true; break;
-          case 0x05: { const reg = r.uleb(); state.saved.set(reg, offsetRule(r.uleb() * dataAlign)); break; }
-          case 0x06: restore(r.uleb()); break;
-          case 0x07: state.saved.set(r.uleb(), UNDEFINED); break; // for the RA, the end of the stack
-          case 0x08: state.saved.delete(r.uleb()); break;
-          case 0x09: { const reg = r.uleb(); state.saved.set(reg, name(r.uleb())); break; }
-          case 0x0a: stack.push({ cfaReg: state.cfaReg, cfaOffset: state.cfaOffset, cfaExpr: state.cfaExpr, saved: new Map(state.saved) }); break;
-          case 0x0b: { const top = stack.pop(); if (top) Object.assign(state, top); break; }
-          case 0x0c: state.cfaReg = r.uleb(); state.cfaOffset = r.uleb(); state.cfaExpr = undefined; break;
-          case 0x0d: state.cfaReg = r.uleb(); state.cfaExpr = undefined; break;
-          case 0x0e: state.cfaOffset = r.uleb(); break;
-          case 0x0f: state.cfaExpr = expression(r); break;
-          case 0x10: { const reg = r.uleb(); const e = expression(r); state.saved.set(reg, e === null ? null : `.cfa ${e} ^`); break; }
-          case 0x11: { const reg = r.uleb(); state.saved.set(reg, offsetRule(r.sleb() * dataAlign)); break; }
-          case 0x12: state.cfaReg = r.uleb(); state.cfaOffset = r.sleb() * dataAlign; state.cfaExpr = undefined; break;
-          case 0x13: state.cfaOffset = r.sleb() * dataAlign; break;
-          case 0x14: { const reg = r.uleb(); state.saved.set(reg, `.cfa ${r.uleb() * dataAlign} +`); break; }
-          case 0x15: { const reg = r.uleb(); state.saved.set(reg, `.cfa ${r.sleb() * dataAlign} +`); break; }
-          case 0x16: { const reg = r.uleb(); const e = expression(r); state.saved.set(reg, e === null ? null : `.cfa ${e}`); break; }
-          case 0x2e: r.uleb(); break;
-          case 0x2f: { const reg = r.uleb(); state.saved.set(reg, offsetRule(-r.uleb() * dataAlign)); break; }
-          default: return false;
+          case 0x00:
+            break;
+          case 0x01:
+            loc = readPointer(r, fde.cie.encoding, addr, 0, addrSize);
+            if (!isCie && loc > target) return true;
+            break;
+          case 0x02:
+            loc += r.u8() * codeAlign;
+            if (!isCie && loc > target) return true;
+            break;
+          case 0x03:
+            loc += r.u16() * codeAlign;
+            if (!isCie && loc > target) return true;
+            break;
+          case 0x04:
+            loc += r.u32() * codeAlign;
+            if (!isCie && loc > target) return true;
+            break;
+          case 0x05: {
+            const reg = r.uleb();
+            state.saved.set(reg, offsetRule(r.uleb() * dataAlign));
+            break;
+          }
+          case 0x06:
+            restore(r.uleb());
+            break;
+          case 0x07:
+            state.saved.set(r.uleb(), UNDEFINED);
+            break; // for the RA, the end of the stack
+          case 0x08:
+            state.saved.delete(r.uleb());
+            break;
+          case 0x09: {
+            const reg = r.uleb();
+            state.saved.set(reg, name(r.uleb()));
+            break;
+          }
+          case 0x0a:
+            stack.push({
+              cfaReg: state.cfaReg,
+              cfaOffset: state.cfaOffset,
+              cfaExpr: state.cfaExpr,
+              saved: new Map(state.saved),
+            });
+            break;
+          case 0x0b: {
+            const top = stack.pop();
+            if (top) Object.assign(state, top);
+            break;
+          }
+          case 0x0c:
+            state.cfaReg = r.uleb();
+            state.cfaOffset = r.uleb();
+            state.cfaExpr = undefined;
+            break;
+          case 0x0d:
+            state.cfaReg = r.uleb();
+            state.cfaExpr = undefined;
+            break;
+          case 0x0e:
+            state.cfaOffset = r.uleb();
+            break;
+          case 0x0f:
+            state.cfaExpr = expression(r);
+            break;
+          case 0x10: {
+            const reg = r.uleb();
+            const e = expression(r);
+            state.saved.set(reg, e === null ? null : `.cfa ${e} ^`);
+            break;
+          }
+          case 0x11: {
+            const reg = r.uleb();
+            state.saved.set(reg, offsetRule(r.sleb() * dataAlign));
+            break;
+          }
+          case 0x12:
+            state.cfaReg = r.uleb();
+            state.cfaOffset = r.sleb() * dataAlign;
+            state.cfaExpr = undefined;
+            break;
+          case 0x13:
+            state.cfaOffset = r.sleb() * dataAlign;
+            break;
+          case 0x14: {
+            const reg = r.uleb();
+            state.saved.set(reg, `.cfa ${r.uleb() * dataAlign} +`);
+            break;
+          }
+          case 0x15: {
+            const reg = r.uleb();
+            state.saved.set(reg, `.cfa ${r.sleb() * dataAlign} +`);
+            break;
+          }
+          case 0x16: {
+            const reg = r.uleb();
+            const e = expression(r);
+            state.saved.set(reg, e === null ? null : `.cfa ${e}`);
+            break;
+          }
+          case 0x2e:
+            r.uleb();
+            break;
+          case 0x2f: {
+            const reg = r.uleb();
+            state.saved.set(reg, offsetRule(-r.uleb() * dataAlign));
+            break;
+          }
+          default:
+            return false;
         }
       }
       return true;

@@ -38,7 +38,11 @@ export interface MinidumpAttachment {
 }
 
 /** The .sym files of the modules (by debug id), read for their STACK CFI records. */
-async function unwindInfoFor(db: Kysely<Database>, projectId: number, modules: MinidumpModule[]): Promise<Map<string, ModuleUnwindInfo>> {
+async function unwindInfoFor(
+  db: Kysely<Database>,
+  projectId: number,
+  modules: MinidumpModule[],
+): Promise<Map<string, ModuleUnwindInfo>> {
   const ids = [...new Set(modules.map((m) => m.debugId).filter((id) => id !== ''))];
   const out = new Map<string, ModuleUnwindInfo>();
   for (let i = 0; i < ids.length; i += 200) {
@@ -119,10 +123,23 @@ async function machoUnwindInfo(db: Kysely<Database>, id: number, size: number): 
     const source = storedFileSource(db, id, size);
     const [slice] = await readMachOFrom(source);
     if (!slice) return null;
-    const section = (name: string) => slice.sections.find((s) => s.segment === '__TEXT' && s.name === name && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES);
+    const section = (name: string) =>
+      slice.sections.find(
+        (s) =>
+          s.segment === '__TEXT' && s.name === name && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES,
+      );
     const unwind = section('__unwind_info');
     const eh = section('__eh_frame');
-    const dwarf = eh ? dwarfCfiUnwindInfo(await source.read(eh.fileOffset, eh.size), eh.addr, slice.arch, slice.is64, slice.textVmaddr, 'eh_frame') : null;
+    const dwarf = eh
+      ? dwarfCfiUnwindInfo(
+          await source.read(eh.fileOffset, eh.size),
+          eh.addr,
+          slice.arch,
+          slice.is64,
+          slice.textVmaddr,
+          'eh_frame',
+        )
+      : null;
     if (!unwind) return dwarf;
     return compactUnwindInfo(await source.read(unwind.fileOffset, unwind.size), slice.arch, dwarf) ?? dwarf;
   } catch (err) {
@@ -136,15 +153,29 @@ async function machoUnwindInfo(db: Kysely<Database>, id: number, size: number): 
  * its `.debug_frame` for the addresses `.eh_frame` does not cover (a split debug file has
  * only the latter; code built without unwind tables too), and its symbols.
  */
-async function elfUnwindInfo(db: Kysely<Database>, id: number, size: number, indexSize: number): Promise<ModuleUnwindInfo | null> {
+async function elfUnwindInfo(
+  db: Kysely<Database>,
+  id: number,
+  size: number,
+  indexSize: number,
+): Promise<ModuleUnwindInfo | null> {
   try {
     const source = storedFileSource(db, id, size);
     const elf = await readElfFrom(source);
     const tables: ModuleUnwindInfo[] = [];
     for (const kind of ['eh_frame', 'debug_frame'] as const) {
-      const section = elf.sections.find((s) => s.name === `.${kind}` && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES);
+      const section = elf.sections.find(
+        (s) => s.name === `.${kind}` && s.fileOffset >= 0 && s.size > 0 && s.size <= MAX_EH_FRAME_BYTES,
+      );
       if (!section) continue;
-      const info = dwarfCfiUnwindInfo(await source.read(section.fileOffset, section.size), section.addr, elf.arch, elf.is64, elf.loadAddress, kind);
+      const info = dwarfCfiUnwindInfo(
+        await source.read(section.fileOffset, section.size),
+        section.addr,
+        elf.arch,
+        elf.is64,
+        elf.loadAddress,
+        kind,
+      );
       if (info) tables.push(info);
     }
     if (tables.length === 0) return null;
@@ -162,7 +193,9 @@ async function elfUnwindInfo(db: Kysely<Database>, id: number, size: number, ind
     } catch {
       index = null;
     }
-    return index ? { cfiAt, knows: (rel) => index.lookup(rel + elf.loadAddress).some((f) => f.function !== '') } : { cfiAt };
+    return index
+      ? { cfiAt, knows: (rel) => index.lookup(rel + elf.loadAddress).some((f) => f.function !== '') }
+      : { cfiAt };
   } catch (err) {
     if (err instanceof BadNativeFile) return null;
     throw err;
@@ -173,12 +206,19 @@ async function elfUnwindInfo(db: Kysely<Database>, id: number, size: number, ind
 const MAX_EH_FRAME_BYTES = 64 * 1024 * 1024;
 
 /** The event a minidump stands for, merged under the SDK's own event fields. */
-export async function minidumpEvent(db: Kysely<Database>, projectId: number, bytes: Uint8Array, base: Record<string, unknown>): Promise<Record<string, unknown>> {
-  if (bytes.byteLength > MAX_MINIDUMP_BYTES) throw new BadMinidump(`the minidump is ${bytes.byteLength} bytes; at most ${MAX_MINIDUMP_BYTES} are read`);
+export async function minidumpEvent(
+  db: Kysely<Database>,
+  projectId: number,
+  bytes: Uint8Array,
+  base: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  if (bytes.byteLength > MAX_MINIDUMP_BYTES)
+    throw new BadMinidump(`the minidump is ${bytes.byteLength} bytes; at most ${MAX_MINIDUMP_BYTES} are read`);
   const modules = readMinidump(bytes).modules;
   const unwind = await unwindInfoFor(db, projectId, modules);
   const { event } = processMinidump(bytes, (m) => unwind.get(m.debugId) ?? null);
-  const baseContexts = base.contexts && typeof base.contexts === 'object' ? (base.contexts as Record<string, unknown>) : {};
+  const baseContexts =
+    base.contexts && typeof base.contexts === 'object' ? (base.contexts as Record<string, unknown>) : {};
   return {
     ...event,
     ...base,
@@ -214,7 +254,9 @@ export async function expandMinidumpEnvelope(
   projectId: number,
   envelope: ParsedEnvelope,
 ): Promise<{ envelope: ParsedEnvelope; attachments: MinidumpAttachment[] }> {
-  const index = envelope.items.findIndex((i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE);
+  const index = envelope.items.findIndex(
+    (i) => i.type === 'attachment' && i.headers.attachment_type === MINIDUMP_ATTACHMENT_TYPE,
+  );
   if (index < 0) return { envelope, attachments: [] };
   const item = envelope.items[index];
   const eventAt = envelope.items.findIndex((i) => i.type === 'event');
@@ -228,13 +270,26 @@ export async function expandMinidumpEnvelope(
     if (err instanceof BadMinidump) return { envelope, attachments: [] };
     throw err;
   }
-  const eventItem: EnvelopeItem = { type: 'event', headers: { type: 'event' }, payload: new TextEncoder().encode(JSON.stringify(event)) };
+  const eventItem: EnvelopeItem = {
+    type: 'event',
+    headers: { type: 'event' },
+    payload: new TextEncoder().encode(JSON.stringify(event)),
+  };
   const items = envelope.items.filter((_, i) => i !== eventAt);
   items.unshift(eventItem);
   const filename = typeof item.headers.filename === 'string' ? item.headers.filename : 'minidump.dmp';
   return {
     envelope: { ...envelope, items },
-    attachments: [{ projectId, eventId, filename, contentType: 'application/x-dmp', attachmentType: MINIDUMP_ATTACHMENT_TYPE, bytes: item.payload }],
+    attachments: [
+      {
+        projectId,
+        eventId,
+        filename,
+        contentType: 'application/x-dmp',
+        attachmentType: MINIDUMP_ATTACHMENT_TYPE,
+        bytes: item.payload,
+      },
+    ],
   };
 }
 

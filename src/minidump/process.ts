@@ -8,20 +8,59 @@
 
 import { BreakpadReader } from '../symbols/native/breakpad.js';
 import type { NativeIndex } from '../symbols/native/lookup-index.js';
-import { contextRegisters, MAX_DUMP_STEPS, walkThread, type ModuleUnwindInfo, type WalkedFrame, type WinFrameInfo } from './unwind.js';
+import {
+  contextRegisters,
+  MAX_DUMP_STEPS,
+  walkThread,
+  type ModuleUnwindInfo,
+  type WalkedFrame,
+  type WinFrameInfo,
+} from './unwind.js';
 import { readMinidump, type Minidump, type MinidumpException, type MinidumpModule } from './reader.js';
 
 /** The largest minidump accepted (the ingest body limit). */
 export const MAX_MINIDUMP_BYTES = 20 * 1024 * 1024;
 
 const SIGNALS: Record<number, string> = {
-  1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 4: 'SIGILL', 5: 'SIGTRAP', 6: 'SIGABRT', 7: 'SIGBUS', 8: 'SIGFPE', 9: 'SIGKILL',
-  10: 'SIGUSR1', 11: 'SIGSEGV', 12: 'SIGUSR2', 13: 'SIGPIPE', 14: 'SIGALRM', 15: 'SIGTERM', 31: 'SIGSYS',
+  1: 'SIGHUP',
+  2: 'SIGINT',
+  3: 'SIGQUIT',
+  4: 'SIGILL',
+  5: 'SIGTRAP',
+  6: 'SIGABRT',
+  7: 'SIGBUS',
+  8: 'SIGFPE',
+  9: 'SIGKILL',
+  10: 'SIGUSR1',
+  11: 'SIGSEGV',
+  12: 'SIGUSR2',
+  13: 'SIGPIPE',
+  14: 'SIGALRM',
+  15: 'SIGTERM',
+  31: 'SIGSYS',
 };
 const SEGV_CODES: Record<number, string> = { 1: 'SEGV_MAPERR', 2: 'SEGV_ACCERR' };
 const BUS_CODES: Record<number, string> = { 1: 'BUS_ADRALN', 2: 'BUS_ADRERR', 3: 'BUS_OBJERR' };
-const FPE_CODES: Record<number, string> = { 1: 'FPE_INTDIV', 2: 'FPE_INTOVF', 3: 'FPE_FLTDIV', 4: 'FPE_FLTOVF', 5: 'FPE_FLTUND', 6: 'FPE_FLTRES', 7: 'FPE_FLTINV', 8: 'FPE_FLTSUB' };
-const ILL_CODES: Record<number, string> = { 1: 'ILL_ILLOPC', 2: 'ILL_ILLOPN', 3: 'ILL_ILLADR', 4: 'ILL_ILLTRP', 5: 'ILL_PRVOPC', 6: 'ILL_PRVREG', 7: 'ILL_COPROC', 8: 'ILL_BADSTK' };
+const FPE_CODES: Record<number, string> = {
+  1: 'FPE_INTDIV',
+  2: 'FPE_INTOVF',
+  3: 'FPE_FLTDIV',
+  4: 'FPE_FLTOVF',
+  5: 'FPE_FLTUND',
+  6: 'FPE_FLTRES',
+  7: 'FPE_FLTINV',
+  8: 'FPE_FLTSUB',
+};
+const ILL_CODES: Record<number, string> = {
+  1: 'ILL_ILLOPC',
+  2: 'ILL_ILLOPN',
+  3: 'ILL_ILLADR',
+  4: 'ILL_ILLTRP',
+  5: 'ILL_PRVOPC',
+  6: 'ILL_PRVREG',
+  7: 'ILL_COPROC',
+  8: 'ILL_BADSTK',
+};
 const WINDOWS_CODES = new Map<number, string>([
   [0xc0000005, 'EXCEPTION_ACCESS_VIOLATION'],
   [0xc0000006, 'EXCEPTION_IN_PAGE_ERROR'],
@@ -39,7 +78,17 @@ const WINDOWS_CODES = new Map<number, string>([
   [0xe06d7363, 'Unhandled C++ Exception'],
   [0x40000015, 'STATUS_FATAL_APP_EXIT'],
 ]);
-const MAC_CODES: Record<number, string> = { 1: 'EXC_BAD_ACCESS', 2: 'EXC_BAD_INSTRUCTION', 3: 'EXC_ARITHMETIC', 4: 'EXC_EMULATION', 5: 'EXC_SOFTWARE', 6: 'EXC_BREAKPOINT', 10: 'EXC_CRASH', 11: 'EXC_RESOURCE', 12: 'EXC_GUARD' };
+const MAC_CODES: Record<number, string> = {
+  1: 'EXC_BAD_ACCESS',
+  2: 'EXC_BAD_INSTRUCTION',
+  3: 'EXC_ARITHMETIC',
+  4: 'EXC_EMULATION',
+  5: 'EXC_SOFTWARE',
+  6: 'EXC_BREAKPOINT',
+  10: 'EXC_CRASH',
+  11: 'EXC_RESOURCE',
+  12: 'EXC_GUARD',
+};
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
 
@@ -47,7 +96,8 @@ const hex = (n: number): string => `0x${n.toString(16)}`;
 export function exceptionName(os: string, e: MinidumpException): { type: string; reason: string } {
   if (os === 'Windows NT') {
     let type = WINDOWS_CODES.get(e.code) ?? hex(e.code);
-    if (e.code === 0xc0000005 || e.code === 0xc0000006) type += ({ 0: '_READ', 1: '_WRITE', 8: '_EXEC' } as Record<number, string>)[e.params[0] ?? -1] ?? '';
+    if (e.code === 0xc0000005 || e.code === 0xc0000006)
+      type += ({ 0: '_READ', 1: '_WRITE', 8: '_EXEC' } as Record<number, string>)[e.params[0] ?? -1] ?? '';
     return { type, reason: type };
   }
   if (os === 'Mac OS X' || os === 'iOS') {
@@ -56,7 +106,8 @@ export function exceptionName(os: string, e: MinidumpException): { type: string;
   }
   if (e.code === 0xffffffff) return { type: 'DUMP_REQUESTED', reason: 'DUMP_REQUESTED' };
   const type = SIGNALS[e.code] ?? `signal ${e.code}`;
-  const codes = e.code === 11 ? SEGV_CODES : e.code === 7 ? BUS_CODES : e.code === 8 ? FPE_CODES : e.code === 4 ? ILL_CODES : {};
+  const codes =
+    e.code === 11 ? SEGV_CODES : e.code === 7 ? BUS_CODES : e.code === 8 ? FPE_CODES : e.code === 4 ? ILL_CODES : {};
   const sub = codes[e.flags];
   return { type, reason: sub ? `${type} / ${sub}` : type };
 }
@@ -93,13 +144,17 @@ export function breakpadUnwindInfo(reader: BreakpadReader, index: NativeIndex | 
 
 /** What Breakpad's x86 walker runs for an FPO record: the return address above the frame, %ebp saved below it or kept. */
 const FPO_PROGRAM = '$eip .raSearchStart ^ = $esp .raSearchStart 4 + =';
-const FPO_EBP_PROGRAM = '$eip .raSearchStart ^ = $ebp $esp .cbCalleeParams + .cbSavedRegs + 8 - ^ = $esp .raSearchStart 4 + =';
+const FPO_EBP_PROGRAM =
+  '$eip .raSearchStart ^ = $ebp $esp .cbCalleeParams + .cbSavedRegs + 8 - ^ = $esp .raSearchStart 4 + =';
 
 /** The STACK WIN record covering an address: a FRAME_DATA record (program string) before an FPO one. */
 function stackWinLookup(reader: BreakpadReader): (rel: number) => WinFrameInfo | null {
   const win = reader.win;
   const byType = [4, 0].map((type) => {
-    const order = win.type.map((_, i) => i).filter((i) => win.type[i] === type).sort((a, b) => win.addr[a] - win.addr[b]);
+    const order = win.type
+      .map((_, i) => i)
+      .filter((i) => win.type[i] === type)
+      .sort((a, b) => win.addr[a] - win.addr[b]);
     return { order, starts: order.map((i) => win.addr[i]) };
   });
   return (rel) => {
@@ -126,7 +181,11 @@ function stackWinLookup(reader: BreakpadReader): (rel: number) => WinFrameInfo |
 
 function imageOf(m: MinidumpModule, arch: string): Record<string, unknown> {
   // Sentry's debug id of a PDB: its GUID and, when not zero, its age in hex (`…-1a`).
-  const debugId = m.debugId ? (m.type === 'pe' && m.age > 0 ? `${m.debugId}-${m.age.toString(16)}` : m.debugId) : undefined;
+  const debugId = m.debugId
+    ? m.type === 'pe' && m.age > 0
+      ? `${m.debugId}-${m.age.toString(16)}`
+      : m.debugId
+    : undefined;
   return {
     type: m.type,
     code_file: m.name,
@@ -141,11 +200,13 @@ function imageOf(m: MinidumpModule, arch: string): Record<string, unknown> {
 
 /** Frames oldest call first, as SDKs send them. */
 function framesOf(walked: WalkedFrame[]): Record<string, unknown>[] {
-  return walked.map((f) => ({
-    instruction_addr: hex(f.pc),
-    trust: f.trust,
-    ...(f.module ? { package: f.module.name, image_addr: hex(f.module.base) } : {}),
-  })).reverse();
+  return walked
+    .map((f) => ({
+      instruction_addr: hex(f.pc),
+      trust: f.trust,
+      ...(f.module ? { package: f.module.name, image_addr: hex(f.module.base) } : {}),
+    }))
+    .reverse();
 }
 
 const SENTRY_ARCH: Record<string, string> = { amd64: 'x86_64', x86: 'x86', arm64: 'arm64', arm: 'arm' };
@@ -160,7 +221,10 @@ export interface ProcessedMinidump {
  * Reads and walks a minidump. `unwind` gives the unwind information of a module (from the
  * project's uploaded files), or null. Throws BadMinidump when the file is not a minidump.
  */
-export function processMinidump(bytes: Uint8Array, unwind: (m: MinidumpModule) => ModuleUnwindInfo | null): ProcessedMinidump {
+export function processMinidump(
+  bytes: Uint8Array,
+  unwind: (m: MinidumpModule) => ModuleUnwindInfo | null,
+): ProcessedMinidump {
   const dump = readMinidump(bytes);
   const arch = dump.system?.arch ?? 'unknown';
   const os = dump.system?.os ?? 'unknown';
@@ -193,7 +257,12 @@ export function processMinidump(bytes: Uint8Array, unwind: (m: MinidumpModule) =
     },
     debug_meta: { images: dump.modules.map((m) => imageOf(m, sentryArch)) },
     contexts: {
-      os: { type: 'os', name: os === 'Mac OS X' ? 'macOS' : os === 'Windows NT' ? 'Windows' : os, version: dump.system?.osVersion, build: dump.system?.osBuild || undefined },
+      os: {
+        type: 'os',
+        name: os === 'Mac OS X' ? 'macOS' : os === 'Windows NT' ? 'Windows' : os,
+        version: dump.system?.osVersion,
+        build: dump.system?.osBuild || undefined,
+      },
       device: { type: 'device', arch: sentryArch, processor_count: dump.system?.cpuCount },
     },
   };
@@ -201,15 +270,24 @@ export function processMinidump(bytes: Uint8Array, unwind: (m: MinidumpModule) =
     const { type, reason } = exceptionName(os, dump.exception);
     const registers = crashed?.context ? contextRegisters(arch, crashed.context) : null;
     event.exception = {
-      values: [{
-        type,
-        value: `Fatal Error: ${reason} at ${hex(dump.exception.address)}`,
-        thread_id: dump.exception.threadId,
-        mechanism: { type: 'minidump', handled: false, synthetic: true },
-        ...(crashed && crashed.walked.length > 0
-          ? { stacktrace: { frames: framesOf(crashed.walked), ...(registers ? { registers: Object.fromEntries(Object.entries(registers).map(([k, v]) => [k, hex(v)])) } : {}) } }
-          : {}),
-      }],
+      values: [
+        {
+          type,
+          value: `Fatal Error: ${reason} at ${hex(dump.exception.address)}`,
+          thread_id: dump.exception.threadId,
+          mechanism: { type: 'minidump', handled: false, synthetic: true },
+          ...(crashed && crashed.walked.length > 0
+            ? {
+                stacktrace: {
+                  frames: framesOf(crashed.walked),
+                  ...(registers
+                    ? { registers: Object.fromEntries(Object.entries(registers).map(([k, v]) => [k, hex(v)])) }
+                    : {}),
+                },
+              }
+            : {}),
+        },
+      ],
     };
   }
   if (dump.timestamp > 0) event.timestamp = dump.timestamp;

@@ -17,7 +17,16 @@ export class BadMinidump extends Error {
 }
 
 const MAGIC = 0x504d444d; // "MDMP"
-const STREAM = { threadList: 3, moduleList: 4, memoryList: 5, exception: 6, systemInfo: 7, memory64List: 9, miscInfo: 15, linuxCpuInfo: 0x47670003 } as const;
+const STREAM = {
+  threadList: 3,
+  moduleList: 4,
+  memoryList: 5,
+  exception: 6,
+  systemInfo: 7,
+  memory64List: 9,
+  miscInfo: 15,
+  linuxCpuInfo: 0x47670003,
+} as const;
 /** Real dumps have tens of streams, hundreds of threads and modules; more is a hostile file. */
 const MAX_STREAMS = 4096;
 const MAX_THREADS = 8192;
@@ -91,7 +100,8 @@ class Reader {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
   check(offset: number, size: number, what: string): void {
-    if (offset < 0 || size < 0 || offset + size > this.bytes.byteLength) throw new BadMinidump(`${what} lies outside the file (offset ${offset}, ${size} bytes)`);
+    if (offset < 0 || size < 0 || offset + size > this.bytes.byteLength)
+      throw new BadMinidump(`${what} lies outside the file (offset ${offset}, ${size} bytes)`);
   }
   u16(at: number): number {
     this.check(at, 2, 'a field');
@@ -122,25 +132,41 @@ class Reader {
 
 function archOf(processor: number): CpuArch {
   switch (processor) {
-    case 0: return 'x86';
-    case 5: case 0x8003: return 'arm';
-    case 9: return 'amd64';
-    case 12: case 0x8005: return 'arm64';
-    default: return 'unknown';
+    case 0:
+      return 'x86';
+    case 5:
+    case 0x8003:
+      return 'arm';
+    case 9:
+      return 'amd64';
+    case 12:
+    case 0x8005:
+      return 'arm64';
+    default:
+      return 'unknown';
   }
 }
 
 function osOf(platform: number): string {
   switch (platform) {
-    case 2: return 'Windows NT';
-    case 0x8101: return 'Mac OS X';
-    case 0x8102: return 'iOS';
-    case 0x8201: return 'Linux';
-    case 0x8203: return 'Android';
-    case 0x8204: return 'PS3';
-    case 0x8205: return 'NaCl';
-    case 0x8206: return 'Fuchsia';
-    default: return 'unknown';
+    case 2:
+      return 'Windows NT';
+    case 0x8101:
+      return 'Mac OS X';
+    case 0x8102:
+      return 'iOS';
+    case 0x8201:
+      return 'Linux';
+    case 0x8203:
+      return 'Android';
+    case 0x8204:
+      return 'PS3';
+    case 0x8205:
+      return 'NaCl';
+    case 0x8206:
+      return 'Fuchsia';
+    default:
+      return 'unknown';
   }
 }
 
@@ -151,7 +177,13 @@ function hex(bytes: Uint8Array): string {
 }
 
 /** The ids a module's CodeView record gives it, by the record's signature. */
-function codeView(r: Reader, rva: number, size: number, os: string, name: string): Pick<MinidumpModule, 'debugId' | 'age' | 'codeId' | 'debugFile' | 'type'> {
+function codeView(
+  r: Reader,
+  rva: number,
+  size: number,
+  os: string,
+  name: string,
+): Pick<MinidumpModule, 'debugId' | 'age' | 'codeId' | 'debugFile' | 'type'> {
   const type = os === 'Windows NT' ? 'pe' : os === 'Mac OS X' || os === 'iOS' ? 'macho' : 'elf';
   const none = { debugId: '', age: 0, codeId: '', debugFile: '', type } as const;
   if (size < 4 || size > 64 * 1024) return none;
@@ -167,7 +199,13 @@ function codeView(r: Reader, rva: number, size: number, os: string, name: string
     let end = 24;
     while (end < size && record[end] !== 0) end++;
     const debugFile = new TextDecoder().decode(record.subarray(24, end));
-    return { debugId: formatUuid(guid, 0), age, codeId: type === 'macho' ? formatUuid(guid, 0).replace(/-/g, '') : '', debugFile, type };
+    return {
+      debugId: formatUuid(guid, 0),
+      age,
+      codeId: type === 'macho' ? formatUuid(guid, 0).replace(/-/g, '') : '',
+      debugFile,
+      type,
+    };
   }
   if (signature === 0x4270454c) {
     // BpEL: Breakpad's ELF build id record.
@@ -197,7 +235,16 @@ export function readMinidump(bytes: Uint8Array): Minidump {
     r.check(rva, size, `stream ${type}`);
     streams.set(type, { rva, size });
   }
-  const dump: Minidump = { bytes, timestamp, system: null, threads: [], modules: [], exception: null, memory: [], processId: null };
+  const dump: Minidump = {
+    bytes,
+    timestamp,
+    system: null,
+    threads: [],
+    modules: [],
+    exception: null,
+    memory: [],
+    processId: null,
+  };
 
   const system = streams.get(STREAM.systemInfo);
   if (system && system.size >= 32) {
@@ -223,7 +270,8 @@ export function readMinidump(bytes: Uint8Array): Minidump {
   const threads = streams.get(STREAM.threadList);
   if (threads && threads.size >= 4) {
     const count = r.u32(threads.rva);
-    if (count > MAX_THREADS || 4 + count * 48 > threads.size) throw new BadMinidump(`a thread list of ${count} threads in ${threads.size} bytes`);
+    if (count > MAX_THREADS || 4 + count * 48 > threads.size)
+      throw new BadMinidump(`a thread list of ${count} threads in ${threads.size} bytes`);
     for (let i = 0; i < count; i++) {
       const at = threads.rva + 4 + 48 * i;
       const stackStart = r.u64(at + 24);
@@ -244,7 +292,8 @@ export function readMinidump(bytes: Uint8Array): Minidump {
   const modules = streams.get(STREAM.moduleList);
   if (modules && modules.size >= 4) {
     const count = r.u32(modules.rva);
-    if (count > MAX_MODULES || 4 + count * 108 > modules.size) throw new BadMinidump(`a module list of ${count} modules in ${modules.size} bytes`);
+    if (count > MAX_MODULES || 4 + count * 108 > modules.size)
+      throw new BadMinidump(`a module list of ${count} modules in ${modules.size} bytes`);
     for (let i = 0; i < count; i++) {
       const at = modules.rva + 4 + 108 * i;
       const base = r.u64(at);
@@ -274,7 +323,8 @@ export function readMinidump(bytes: Uint8Array): Minidump {
   const memory = streams.get(STREAM.memoryList);
   if (memory && memory.size >= 4) {
     const count = r.u32(memory.rva);
-    if (count > MAX_MEMORY_RANGES || 4 + count * 16 > memory.size) throw new BadMinidump(`a memory list of ${count} ranges in ${memory.size} bytes`);
+    if (count > MAX_MEMORY_RANGES || 4 + count * 16 > memory.size)
+      throw new BadMinidump(`a memory list of ${count} ranges in ${memory.size} bytes`);
     for (let i = 0; i < count; i++) {
       const at = memory.rva + 4 + 16 * i;
       const start = r.u64(at);
@@ -287,7 +337,8 @@ export function readMinidump(bytes: Uint8Array): Minidump {
   if (memory64 && memory64.size >= 16) {
     const count = r.u64(memory64.rva);
     let rva = r.u64(memory64.rva + 8);
-    if (count > MAX_MEMORY_RANGES || 16 + count * 16 > memory64.size) throw new BadMinidump(`a memory64 list of ${count} ranges in ${memory64.size} bytes`);
+    if (count > MAX_MEMORY_RANGES || 16 + count * 16 > memory64.size)
+      throw new BadMinidump(`a memory64 list of ${count} ranges in ${memory64.size} bytes`);
     for (let i = 0; i < count; i++) {
       const at = memory64.rva + 16 + 16 * i;
       const start = r.u64(at);
@@ -297,7 +348,8 @@ export function readMinidump(bytes: Uint8Array): Minidump {
     }
   }
   // Thread stacks are memory too (Breakpad lists them in both places; Crashpad only here).
-  for (const t of dump.threads) if (t.stack) dump.memory.push({ start: t.stack.start, size: t.stack.size, rva: t.stack.rva });
+  for (const t of dump.threads)
+    if (t.stack) dump.memory.push({ start: t.stack.start, size: t.stack.size, rva: t.stack.rva });
   dump.memory.sort((a, b) => a.start - b.start);
 
   const exception = streams.get(STREAM.exception);
@@ -312,7 +364,10 @@ export function readMinidump(bytes: Uint8Array): Minidump {
       flags: r.u32(at + 12),
       address: r.u64(at + 24),
       params: Array.from({ length: paramCount }, (_, i) => r.u64(at + 40 + 8 * i)),
-      context: contextSize > 0 && contextSize <= 64 * 1024 && contextRva + contextSize <= bytes.byteLength ? bytes.subarray(contextRva, contextRva + contextSize) : null,
+      context:
+        contextSize > 0 && contextSize <= 64 * 1024 && contextRva + contextSize <= bytes.byteLength
+          ? bytes.subarray(contextRva, contextRva + contextSize)
+          : null,
     };
   }
 

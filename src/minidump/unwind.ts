@@ -79,30 +79,65 @@ function u32(b: Uint8Array, at: number): number {
 }
 
 const AMD64_REGS: [string, number][] = [
-  ['rax', 0x78], ['rcx', 0x80], ['rdx', 0x88], ['rbx', 0x90], ['rsp', 0x98], ['rbp', 0xa0], ['rsi', 0xa8], ['rdi', 0xb0],
-  ['r8', 0xb8], ['r9', 0xc0], ['r10', 0xc8], ['r11', 0xd0], ['r12', 0xd8], ['r13', 0xe0], ['r14', 0xe8], ['r15', 0xf0], ['rip', 0xf8],
+  ['rax', 0x78],
+  ['rcx', 0x80],
+  ['rdx', 0x88],
+  ['rbx', 0x90],
+  ['rsp', 0x98],
+  ['rbp', 0xa0],
+  ['rsi', 0xa8],
+  ['rdi', 0xb0],
+  ['r8', 0xb8],
+  ['r9', 0xc0],
+  ['r10', 0xc8],
+  ['r11', 0xd0],
+  ['r12', 0xd8],
+  ['r13', 0xe0],
+  ['r14', 0xe8],
+  ['r15', 0xf0],
+  ['rip', 0xf8],
 ];
 const X86_REGS: [string, number][] = [
-  ['edi', 0x9c], ['esi', 0xa0], ['ebx', 0xa4], ['edx', 0xa8], ['ecx', 0xac], ['eax', 0xb0], ['ebp', 0xb4], ['eip', 0xb8], ['esp', 0xc4],
+  ['edi', 0x9c],
+  ['esi', 0xa0],
+  ['ebx', 0xa4],
+  ['edx', 0xa8],
+  ['ecx', 0xac],
+  ['eax', 0xb0],
+  ['ebp', 0xb4],
+  ['eip', 0xb8],
+  ['esp', 0xc4],
 ];
 
 const ARCHS: Partial<Record<CpuArch, ArchSpec>> = {
   amd64: {
-    word: 8, pc: 'rip', sp: 'rsp', fp: 'rbp', fpLayout: { savedFp: 0, returnAddress: 8, callerSp: 16 },
+    word: 8,
+    pc: 'rip',
+    sp: 'rsp',
+    fp: 'rbp',
+    fpLayout: { savedFp: 0, returnAddress: 8, callerSp: 16 },
     read(c) {
       if (c.byteLength < 0x100) return null;
       return new Map(AMD64_REGS.map(([name, at]) => [name, u64(c, at)]));
     },
   },
   x86: {
-    word: 4, pc: 'eip', sp: 'esp', fp: 'ebp', fpLayout: { savedFp: 0, returnAddress: 4, callerSp: 8 },
+    word: 4,
+    pc: 'eip',
+    sp: 'esp',
+    fp: 'ebp',
+    fpLayout: { savedFp: 0, returnAddress: 4, callerSp: 8 },
     read(c) {
       if (c.byteLength < 0xc8) return null;
       return new Map(X86_REGS.map(([name, at]) => [name, u32(c, at)]));
     },
   },
   arm64: {
-    word: 8, pc: 'pc', sp: 'sp', fp: 'x29', fpLayout: { savedFp: 0, returnAddress: 8, callerSp: 16 },
+    word: 8,
+    pc: 'pc',
+    sp: 'sp',
+    fp: 'x29',
+    fpLayout: { savedFp: 0, returnAddress: 8, callerSp: 16 },
     read(c) {
       if (c.byteLength < 8 + 33 * 8) return null;
       const regs: Registers = new Map();
@@ -113,7 +148,11 @@ const ARCHS: Partial<Record<CpuArch, ArchSpec>> = {
     },
   },
   arm: {
-    word: 4, pc: 'pc', sp: 'sp', fp: 'r11', fpLayout: { savedFp: 0, returnAddress: 4, callerSp: 8 },
+    word: 4,
+    pc: 'pc',
+    sp: 'sp',
+    fp: 'r11',
+    fpLayout: { savedFp: 0, returnAddress: 4, callerSp: 8 },
     read(c) {
       if (c.byteLength < 4 + 16 * 4) return null;
       const regs: Registers = new Map();
@@ -146,7 +185,12 @@ const BIGINT_OPS: Record<string, (a: bigint, b: bigint) => bigint> = {
   '>>': (a, b) => (b < 64n ? a >> b : 0n),
 };
 const COMPARISONS: Record<string, (a: number, b: number) => boolean> = {
-  '==': (a, b) => a === b, '!=': (a, b) => a !== b, '>=': (a, b) => a >= b, '>': (a, b) => a > b, '<=': (a, b) => a <= b, '<': (a, b) => a < b,
+  '==': (a, b) => a === b,
+  '!=': (a, b) => a !== b,
+  '>=': (a, b) => a >= b,
+  '>': (a, b) => a > b,
+  '<=': (a, b) => a <= b,
+  '<': (a, b) => a < b,
 };
 
 /**
@@ -169,20 +213,37 @@ function evaluate(expr: string[], regs: Registers, dump: Minidump, spec: ArchSpe
       const a = stack.pop();
       if (a === undefined || b === undefined) return null;
       switch (token) {
-        case '+': stack.push(a + b); break;
-        case '-': stack.push(a - b); break;
-        case '*': stack.push(a * b); break;
-        case '/': if (b === 0) return null; stack.push(Math.trunc(a / b)); break;
-        case '%': if (b === 0) return null; stack.push(a % b); break;
-        case '@': if (b <= 0) return null; stack.push(a - (a % b)); break;
+        case '+':
+          stack.push(a + b);
+          break;
+        case '-':
+          stack.push(a - b);
+          break;
+        case '*':
+          stack.push(a * b);
+          break;
+        case '/':
+          if (b === 0) return null;
+          stack.push(Math.trunc(a / b));
+          break;
+        case '%':
+          if (b === 0) return null;
+          stack.push(a % b);
+          break;
+        case '@':
+          if (b <= 0) return null;
+          stack.push(a - (a % b));
+          break;
       }
     } else if (token in BIGINT_OPS || token in COMPARISONS) {
       const b = stack.pop();
       const a = stack.pop();
       if (a === undefined || b === undefined || !Number.isSafeInteger(a) || !Number.isSafeInteger(b)) return null;
-      stack.push(token in COMPARISONS
-        ? Number(COMPARISONS[token](a, b))
-        : Number(BIGINT_OPS[token](BigInt.asUintN(64, BigInt(a)), BigInt.asUintN(64, BigInt(b)))));
+      stack.push(
+        token in COMPARISONS
+          ? Number(COMPARISONS[token](a, b))
+          : Number(BIGINT_OPS[token](BigInt.asUintN(64, BigInt(a)), BigInt.asUintN(64, BigInt(b)))),
+      );
     } else if (token === 'dup' || token === 'drop' || token === 'neg') {
       const a = stack.pop();
       if (a === undefined) return null;
@@ -230,7 +291,13 @@ const MAX_WIN_TOKENS = 512;
  * callee's parameters, the locals and the saved registers). The caller's registers, or null
  * when the program does not give both its instruction and its stack pointer.
  */
-function callerByWin(dump: Minidump, spec: ArchSpec, regs: Registers, info: WinFrameInfo, calleeParamSize: number): Registers | null {
+function callerByWin(
+  dump: Minidump,
+  spec: ArchSpec,
+  regs: Registers,
+  info: WinFrameInfo,
+  calleeParamSize: number,
+): Registers | null {
   const tokens = info.program.trim().split(/\s+/);
   if (tokens.length > MAX_WIN_TOKENS) return null;
   const esp = regs.get('esp');
@@ -238,13 +305,19 @@ function callerByWin(dump: Minidump, spec: ArchSpec, regs: Registers, info: WinF
   if (esp === undefined || ebp === undefined) return null;
   const raSearch = esp + calleeParamSize + info.localSize + info.savedRegSize;
   const vars = new Map<string, number>([
-    ['$esp', esp], ['$ebp', ebp],
-    ['.cbParams', info.paramSize], ['.cbCalleeParams', calleeParamSize], ['.cbSavedRegs', info.savedRegSize],
-    ['.cbLocals', info.localSize], ['.raSearch', raSearch], ['.raSearchStart', raSearch],
+    ['$esp', esp],
+    ['$ebp', ebp],
+    ['.cbParams', info.paramSize],
+    ['.cbCalleeParams', calleeParamSize],
+    ['.cbSavedRegs', info.savedRegSize],
+    ['.cbLocals', info.localSize],
+    ['.raSearch', raSearch],
+    ['.raSearchStart', raSearch],
   ]);
   for (const r of ['ebx', 'esi', 'edi']) if (regs.has(r)) vars.set(`$${r}`, regs.get(r)!);
   const stack: Array<number | string> = [];
-  const value = (v: number | string | undefined): number | null => (v === undefined ? null : typeof v === 'number' ? v : (vars.get(v) ?? null));
+  const value = (v: number | string | undefined): number | null =>
+    v === undefined ? null : typeof v === 'number' ? v : (vars.get(v) ?? null);
   for (const token of tokens) {
     if (token === '=') {
       const rhs = value(stack.pop());
@@ -262,12 +335,27 @@ function callerByWin(dump: Minidump, spec: ArchSpec, regs: Registers, info: WinF
       const a = value(stack.pop());
       if (a === null || b === null) return null;
       switch (token) {
-        case '+': stack.push((a + b) >>> 0); break;
-        case '-': stack.push((a - b) >>> 0); break;
-        case '*': stack.push(Math.imul(a, b) >>> 0); break;
-        case '/': if (b === 0) return null; stack.push(Math.trunc(a / b) >>> 0); break;
-        case '%': if (b === 0) return null; stack.push((a % b) >>> 0); break;
-        case '@': if (b <= 0 || (b & (b - 1)) !== 0) return null; stack.push((a & ~(b - 1)) >>> 0); break;
+        case '+':
+          stack.push((a + b) >>> 0);
+          break;
+        case '-':
+          stack.push((a - b) >>> 0);
+          break;
+        case '*':
+          stack.push(Math.imul(a, b) >>> 0);
+          break;
+        case '/':
+          if (b === 0) return null;
+          stack.push(Math.trunc(a / b) >>> 0);
+          break;
+        case '%':
+          if (b === 0) return null;
+          stack.push((a % b) >>> 0);
+          break;
+        case '@':
+          if (b <= 0 || (b & (b - 1)) !== 0) return null;
+          stack.push((a & ~(b - 1)) >>> 0);
+          break;
       }
     } else if (token.startsWith('$') || token.startsWith('.')) {
       stack.push(token);
@@ -331,7 +419,14 @@ export function walkThread(
   if (!spec || !start) return [];
   let regs = start;
   let calleeParamSize = 0;
-  const frames: WalkedFrame[] = [{ pc: regs.get(spec.pc)!, trust: 'context', module: moduleAt(dump, regs.get(spec.pc)!), registers: Object.fromEntries(regs) }];
+  const frames: WalkedFrame[] = [
+    {
+      pc: regs.get(spec.pc)!,
+      trust: 'context',
+      module: moduleAt(dump, regs.get(spec.pc)!),
+      registers: Object.fromEntries(regs),
+    },
+  ];
   while (frames.length < MAX_FRAMES && budget.steps > 0) {
     budget.steps--;
     const last = frames[frames.length - 1];

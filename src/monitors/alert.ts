@@ -28,11 +28,18 @@ export function monitorAlertPayload(
   o: { failures: number; environment?: string | null; expectedAt?: number | null; maxRuntime?: number },
 ): MonitorAlertPayload {
   if (transition === 'recovery') {
-    return { title: `Monitor ${slug} recovered`, monitor: slug, reason: 'recovered', failures: o.failures, ...(o.environment ? { environment: o.environment } : {}) };
+    return {
+      title: `Monitor ${slug} recovered`,
+      monitor: slug,
+      reason: 'recovered',
+      failures: o.failures,
+      ...(o.environment ? { environment: o.environment } : {}),
+    };
   }
   const reason = outcome === 'ok' ? 'error' : outcome;
   let title = `Monitor ${slug} ${REASONS[reason]}`;
-  if (reason === 'timeout' && o.maxRuntime !== undefined) title += ` (running longer than ${o.maxRuntime} minute${o.maxRuntime === 1 ? '' : 's'})`;
+  if (reason === 'timeout' && o.maxRuntime !== undefined)
+    title += ` (running longer than ${o.maxRuntime} minute${o.maxRuntime === 1 ? '' : 's'})`;
   if (o.failures > 1) title += ` (${o.failures} failures in a row)`;
   const payload: MonitorAlertPayload = { title, monitor: slug, reason, failures: o.failures };
   if (o.environment) payload.environment = o.environment;

@@ -10,13 +10,19 @@ import { Schedules } from './schedule.js';
 import { recordCheckIn, type CheckInOutcome } from './store.js';
 
 /** Records a request's check-ins in order; what became of each is logged (debug), never answered. */
-export async function recordCheckIns(deps: { store: Store; logger: Logger }, projectId: number, checkIns: CheckInInput[], now: number): Promise<CheckInOutcome[]> {
+export async function recordCheckIns(
+  deps: { store: Store; logger: Logger },
+  projectId: number,
+  checkIns: CheckInInput[],
+  now: number,
+): Promise<CheckInOutcome[]> {
   const schedules = new Schedules();
   const outcomes: CheckInOutcome[] = [];
   for (const ci of checkIns) {
     const outcome = await recordCheckIn(deps.store, projectId, ci, now, schedules);
     outcomes.push(outcome);
-    if (outcome !== 'stored') deps.logger.debug({ project: projectId, monitor: ci.slug, outcome }, 'check-in not stored');
+    if (outcome !== 'stored')
+      deps.logger.debug({ project: projectId, monitor: ci.slug, outcome }, 'check-in not stored');
   }
   return outcomes;
 }

@@ -6,12 +6,7 @@
 // at all (no slug, an unknown status) is an InvalidCheckInError, skipped like any bad
 // envelope item.
 import { z } from 'zod';
-import {
-  MAX_MONITOR_MINUTES,
-  MAX_MONITOR_SCHEDULE,
-  MAX_MONITOR_SLUG,
-  MAX_MONITOR_THRESHOLD,
-} from '../limits.js';
+import { MAX_MONITOR_MINUTES, MAX_MONITOR_SCHEDULE, MAX_MONITOR_SLUG, MAX_MONITOR_THRESHOLD } from '../limits.js';
 import { checkCrontab, checkTimezone, INTERVAL_UNITS, type Schedule } from './schedule.js';
 
 export class MonitorConfigError extends Error {}
@@ -24,7 +19,13 @@ export type ClientStatus = (typeof CLIENT_STATUSES)[number];
 export const CHECKIN_STATUSES = ['ok', 'error', 'in_progress', 'missed', 'timeout'] as const;
 
 /** Sentry's defaults for the fields a config leaves out. */
-export const CONFIG_DEFAULTS = { checkin_margin: 1, max_runtime: 30, timezone: 'UTC', failure_issue_threshold: 1, recovery_threshold: 1 };
+export const CONFIG_DEFAULTS = {
+  checkin_margin: 1,
+  max_runtime: 30,
+  timezone: 'UTC',
+  failure_issue_threshold: 1,
+  recovery_threshold: 1,
+};
 
 export interface MonitorConfig {
   schedule: Schedule;
@@ -64,10 +65,19 @@ const threshold = (name: string) =>
 const scheduleSchema = z.discriminatedUnion(
   'type',
   [
-    z.object({ type: z.literal('crontab'), value: z.string({ error: 'schedule.value must be a crontab string' }).max(MAX_MONITOR_SCHEDULE, 'schedule.value is too long') }),
+    z.object({
+      type: z.literal('crontab'),
+      value: z
+        .string({ error: 'schedule.value must be a crontab string' })
+        .max(MAX_MONITOR_SCHEDULE, 'schedule.value is too long'),
+    }),
     z.object({
       type: z.literal('interval'),
-      value: z.number({ error: 'schedule.value must be a positive whole number' }).int('schedule.value must be a positive whole number').min(1, 'schedule.value must be a positive whole number').max(1_000_000),
+      value: z
+        .number({ error: 'schedule.value must be a positive whole number' })
+        .int('schedule.value must be a positive whole number')
+        .min(1, 'schedule.value must be a positive whole number')
+        .max(1_000_000),
       unit: z.enum(INTERVAL_UNITS, { error: `schedule.unit must be one of ${INTERVAL_UNITS.join(', ')}` }),
     }),
   ],
@@ -87,12 +97,15 @@ function firstIssue(err: z.ZodError): string {
   const issue = err.issues[0];
   const where = issue.path.join('.');
   // Messages written above already name their field.
-  return issue.message.startsWith(String(issue.path[issue.path.length - 1] ?? '')) || where === '' ? issue.message : `${where}: ${issue.message}`;
+  return issue.message.startsWith(String(issue.path[issue.path.length - 1] ?? '')) || where === ''
+    ? issue.message
+    : `${where}: ${issue.message}`;
 }
 
 /** A `monitor_config` object → the monitor's settings, defaults filled in; MonitorConfigError when malformed. */
 export function parseMonitorConfig(raw: unknown): MonitorConfig {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new MonitorConfigError('monitor_config must be an object');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new MonitorConfigError('monitor_config must be an object');
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new MonitorConfigError(`monitor_config: ${firstIssue(parsed.error)}`);
   const c = parsed.data;
@@ -148,7 +161,8 @@ function shortText(v: unknown, max: number): string | null {
  * CheckInInput. `slug` overrides the object's `monitor_slug` (the legacy route's path).
  */
 export function parseCheckIn(raw: unknown, slug?: string): CheckInInput {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new InvalidCheckInError('a check-in must be a JSON object');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new InvalidCheckInError('a check-in must be a JSON object');
   const v = raw as Record<string, unknown>;
   const rawSlug = slug ?? v.monitor_slug;
   if (typeof rawSlug !== 'string') throw new InvalidCheckInError('monitor_slug must be a string');
@@ -159,10 +173,12 @@ export function parseCheckIn(raw: unknown, slug?: string): CheckInInput {
   }
   let duration: number | null = null;
   if (v.duration !== undefined && v.duration !== null) {
-    if (typeof v.duration !== 'number' || !Number.isFinite(v.duration) || v.duration < 0) throw new InvalidCheckInError('duration must be a number of seconds, 0 or more');
+    if (typeof v.duration !== 'number' || !Number.isFinite(v.duration) || v.duration < 0)
+      throw new InvalidCheckInError('duration must be a number of seconds, 0 or more');
     duration = v.duration;
   }
-  const config = v.monitor_config === undefined || v.monitor_config === null ? null : parseMonitorConfig(v.monitor_config);
+  const config =
+    v.monitor_config === undefined || v.monitor_config === null ? null : parseMonitorConfig(v.monitor_config);
   return {
     slug: cleanSlug,
     checkInId: checkInIdOf(v.check_in_id),
@@ -176,7 +192,10 @@ export function parseCheckIn(raw: unknown, slug?: string): CheckInInput {
 
 /** A monitor's settings in monitor_config's own shape (what PATCH merges into). */
 export function configObject(c: MonitorConfig): Record<string, unknown> {
-  const schedule = c.schedule.type === 'interval' ? { type: 'interval', value: Number(c.schedule.value), unit: c.schedule.unit } : { type: 'crontab', value: c.schedule.value };
+  const schedule =
+    c.schedule.type === 'interval'
+      ? { type: 'interval', value: Number(c.schedule.value), unit: c.schedule.unit }
+      : { type: 'crontab', value: c.schedule.value };
   return {
     schedule,
     timezone: c.schedule.timezone,
@@ -193,19 +212,29 @@ const PATCH_KEYS = new Set(['status', 'config']);
  * `PATCH …/monitors/{slug}`: `status` (active or disabled) and/or `config` (monitor_config
  * fields, merged into the current ones and checked whole). MonitorConfigError when bad.
  */
-export function parseMonitorPatch(body: unknown, current: MonitorConfig): { enabled?: boolean; config?: MonitorConfig } {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new MonitorConfigError('the body must be a JSON object');
+export function parseMonitorPatch(
+  body: unknown,
+  current: MonitorConfig,
+): { enabled?: boolean; config?: MonitorConfig } {
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new MonitorConfigError('the body must be a JSON object');
   const v = body as Record<string, unknown>;
   const unknown = Object.keys(v).filter((k) => !PATCH_KEYS.has(k));
-  if (unknown.length > 0) throw new MonitorConfigError(`unknown field ${unknown.map((k) => JSON.stringify(k)).join(', ')} (fields are status and config)`);
-  if (v.status === undefined && v.config === undefined) throw new MonitorConfigError('nothing to change: send status and/or config');
+  if (unknown.length > 0)
+    throw new MonitorConfigError(
+      `unknown field ${unknown.map((k) => JSON.stringify(k)).join(', ')} (fields are status and config)`,
+    );
+  if (v.status === undefined && v.config === undefined)
+    throw new MonitorConfigError('nothing to change: send status and/or config');
   const out: { enabled?: boolean; config?: MonitorConfig } = {};
   if (v.status !== undefined) {
-    if (v.status !== 'active' && v.status !== 'disabled') throw new MonitorConfigError('status must be "active" or "disabled"');
+    if (v.status !== 'active' && v.status !== 'disabled')
+      throw new MonitorConfigError('status must be "active" or "disabled"');
     out.enabled = v.status === 'active';
   }
   if (v.config !== undefined) {
-    if (v.config === null || typeof v.config !== 'object' || Array.isArray(v.config)) throw new MonitorConfigError('config must be an object of monitor_config fields');
+    if (v.config === null || typeof v.config !== 'object' || Array.isArray(v.config))
+      throw new MonitorConfigError('config must be an object of monitor_config fields');
     out.config = parseMonitorConfig({ ...configObject(current), ...(v.config as Record<string, unknown>) });
   }
   return out;

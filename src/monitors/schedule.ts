@@ -18,7 +18,12 @@ export interface Schedule {
 }
 
 const NICKNAMES = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly']);
-const UNIT_MS: Partial<Record<IntervalUnit, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000 };
+const UNIT_MS: Partial<Record<IntervalUnit, number>> = {
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+  week: 604_800_000,
+};
 
 /** Why a time zone name is not usable, or null when it is (an IANA name such as Europe/Vienna, or UTC). */
 export function checkTimezone(tz: string): string | null {

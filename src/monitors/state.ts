@@ -22,12 +22,14 @@ export function applyOutcome(h: Health, outcome: Outcome, t: Thresholds): { next
   if (outcome === 'ok') {
     if (h.health === 'ok') return { next: { health: 'ok', failures: 0, successes: 0 }, transition: null };
     const successes = h.successes + 1;
-    if (successes >= t.recovery_threshold) return { next: { health: 'ok', failures: 0, successes: 0 }, transition: 'recovery' };
+    if (successes >= t.recovery_threshold)
+      return { next: { health: 'ok', failures: 0, successes: 0 }, transition: 'recovery' };
     return { next: { health: 'failing', failures: h.failures, successes }, transition: null };
   }
   const failures = h.failures + 1;
   if (h.health === 'failing') return { next: { health: 'failing', failures, successes: 0 }, transition: null };
-  if (failures >= t.failure_issue_threshold) return { next: { health: 'failing', failures, successes: 0 }, transition: 'incident' };
+  if (failures >= t.failure_issue_threshold)
+    return { next: { health: 'failing', failures, successes: 0 }, transition: 'incident' };
   return { next: { health: 'ok', failures, successes: 0 }, transition: null };
 }
 
@@ -41,7 +43,13 @@ export function deadlineOf(expected: number, checkinMarginMinutes: number): numb
  * deadline has already passed (a server that was down records one miss, not one per
  * tick it slept through).
  */
-export function nextAfterMiss(schedules: Schedules, schedule: Schedule, expected: number, marginMinutes: number, now: number): number {
+export function nextAfterMiss(
+  schedules: Schedules,
+  schedule: Schedule,
+  expected: number,
+  marginMinutes: number,
+  now: number,
+): number {
   return schedules.next(schedule, Math.max(expected, now - marginMinutes * 60_000));
 }
 
@@ -50,7 +58,12 @@ export function nextAfterMiss(schedules: Schedules, schedule: Schedule, expected
  * ok/error) at `at`: the schedule's next time after it, never earlier than what was
  * already expected (an early check-in does not pull the schedule back).
  */
-export function nextAfterCheckIn(schedules: Schedules, schedule: Schedule, at: number, expected: number | null): number {
+export function nextAfterCheckIn(
+  schedules: Schedules,
+  schedule: Schedule,
+  at: number,
+  expected: number | null,
+): number {
   const next = schedules.next(schedule, at);
   return expected !== null && expected > next ? expected : next;
 }

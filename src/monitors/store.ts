@@ -13,7 +13,16 @@ import { MONITOR_RECENT_CHECKINS } from '../limits.js';
 import { monitorAlertPayload } from './alert.js';
 import type { CheckInInput, MonitorConfig } from './config.js';
 import { Schedules, type IntervalUnit, type Schedule } from './schedule.js';
-import { applyOutcome, deadlineOf, durationMs, nextAfterCheckIn, nextAfterMiss, type Health, type Outcome, type Transition } from './state.js';
+import {
+  applyOutcome,
+  deadlineOf,
+  durationMs,
+  nextAfterCheckIn,
+  nextAfterMiss,
+  type Health,
+  type Outcome,
+  type Transition,
+} from './state.js';
 
 type Db = Kysely<Database>;
 export type MonitorRow = Selectable<MonitorTable>;
@@ -39,7 +48,12 @@ const bigint = (v: number | null): RawBuilder<number | null> => sql`cast(${v} as
 const text = (v: string | null): RawBuilder<string | null> => sql`cast(${v} as text)`;
 
 export function scheduleOf(m: Pick<MonitorRow, 'schedule_type' | 'schedule' | 'schedule_unit' | 'timezone'>): Schedule {
-  return { type: m.schedule_type === 'interval' ? 'interval' : 'crontab', value: m.schedule, unit: (m.schedule_unit as IntervalUnit | null) ?? null, timezone: m.timezone };
+  return {
+    type: m.schedule_type === 'interval' ? 'interval' : 'crontab',
+    value: m.schedule,
+    unit: (m.schedule_unit as IntervalUnit | null) ?? null,
+    timezone: m.timezone,
+  };
 }
 
 export function configOf(m: MonitorRow): MonitorConfig {
@@ -70,19 +84,40 @@ function sameSchedule(a: Schedule, b: Schedule): boolean {
 }
 
 function healthOf(m: MonitorRow): Health {
-  return { health: m.health === 'failing' ? 'failing' : 'ok', failures: Number(m.failures), successes: Number(m.successes) };
+  return {
+    health: m.health === 'failing' ? 'failing' : 'ok',
+    failures: Number(m.failures),
+    successes: Number(m.successes),
+  };
 }
 
 /** The outbox row of a `monitor` alert, written only where the monitor row carries `claim`. */
-function alertStatement(db: Db, monitorWhere: { id?: number; projectId: number; slug: string }, claim: string, payload: object, now: number) {
+function alertStatement(
+  db: Db,
+  monitorWhere: { id?: number; projectId: number; slug: string },
+  claim: string,
+  payload: object,
+  now: number,
+) {
   let select = db
     .selectFrom('monitors')
-    .select(['project_id', text('monitor').as('type'), bigint(null).as('issue_id'), text(JSON.stringify(payload)).as('payload'), text('pending').as('state'), bigint(now).as('created_at')])
+    .select([
+      'project_id',
+      text('monitor').as('type'),
+      bigint(null).as('issue_id'),
+      text(JSON.stringify(payload)).as('payload'),
+      text('pending').as('state'),
+      bigint(now).as('created_at'),
+    ])
     .where('project_id', '=', monitorWhere.projectId)
     .where('slug', '=', monitorWhere.slug)
     .where('claim', '=', claim);
   if (monitorWhere.id !== undefined) select = select.where('id', '=', monitorWhere.id);
-  return db.insertInto('alert_outbox').columns(['project_id', 'type', 'issue_id', 'payload', 'state', 'created_at']).expression(select).compile();
+  return db
+    .insertInto('alert_outbox')
+    .columns(['project_id', 'type', 'issue_id', 'payload', 'state', 'created_at'])
+    .expression(select)
+    .compile();
 }
 
 /** A new check-in row, written only where the monitor row carries `claim`. */
@@ -90,11 +125,31 @@ function insertCheckinStatement(
   db: Db,
   where: { projectId: number; slug: string },
   claim: string,
-  c: { checkInId: string; status: string; environment: string | null; release: string | null; durationMs: number | null; createdAt: number; updatedAt: number; timeoutAt: number | null },
+  c: {
+    checkInId: string;
+    status: string;
+    environment: string | null;
+    release: string | null;
+    durationMs: number | null;
+    createdAt: number;
+    updatedAt: number;
+    timeoutAt: number | null;
+  },
 ) {
   return db
     .insertInto('monitor_checkins')
-    .columns(['project_id', 'monitor_id', 'check_in_id', 'status', 'environment', 'release', 'duration_ms', 'created_at', 'updated_at', 'timeout_at'])
+    .columns([
+      'project_id',
+      'monitor_id',
+      'check_in_id',
+      'status',
+      'environment',
+      'release',
+      'duration_ms',
+      'created_at',
+      'updated_at',
+      'timeout_at',
+    ])
     .expression(
       db
         .selectFrom('monitors')
@@ -118,7 +173,8 @@ function insertCheckinStatement(
 }
 
 function claimedBy(db: Db, monitorId: number, claim: string) {
-  return (eb: any) => eb.exists(db.selectFrom('monitors').select('id').where('id', '=', monitorId).where('claim', '=', claim));
+  return (eb: any) =>
+    eb.exists(db.selectFrom('monitors').select('id').where('id', '=', monitorId).where('claim', '=', claim));
 }
 
 const affected = (r: { numAffectedRows?: bigint } | undefined) => Number(r?.numAffectedRows ?? 0) > 0;
@@ -140,7 +196,13 @@ const CLOSING_CHECK_IN_POLL_MS = 100;
  * little for the in-progress one to create it (an unknown monitor is dropped after that).
  */
 async function findOrAwaitMonitor(db: Db, projectId: number, ci: CheckInInput): Promise<MonitorRow | undefined> {
-  const find = () => db.selectFrom('monitors').selectAll().where('project_id', '=', projectId).where('slug', '=', ci.slug).executeTakeFirst();
+  const find = () =>
+    db
+      .selectFrom('monitors')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('slug', '=', ci.slug)
+      .executeTakeFirst();
   let m = await find();
   if (m || ci.config || ci.checkInId === null || ci.status === 'in_progress') return m;
   for (let waited = 0; !m && waited < CLOSING_CHECK_IN_WAIT_MS; waited += CLOSING_CHECK_IN_POLL_MS) {
@@ -156,7 +218,13 @@ async function findOrAwaitMonitor(db: Db, projectId: number, ci: CheckInInput): 
  * records a `monitor` alert when an incident opens or closes. A check-in for a monitor
  * that does not exist and carries no config is dropped (`unknown_monitor`), as Sentry does.
  */
-export async function recordCheckIn(store: Store, projectId: number, ci: CheckInInput, now: number, schedules = new Schedules()): Promise<CheckInOutcome> {
+export async function recordCheckIn(
+  store: Store,
+  projectId: number,
+  ci: CheckInInput,
+  now: number,
+  schedules = new Schedules(),
+): Promise<CheckInOutcome> {
   const db = store.db;
   for (let attempt = 0; attempt < CHECK_IN_ATTEMPTS; attempt++) {
     const m = await findOrAwaitMonitor(db, projectId, ci);
@@ -171,7 +239,12 @@ export async function recordCheckIn(store: Store, projectId: number, ci: CheckIn
       let q = db.selectFrom('monitor_checkins').selectAll().where('monitor_id', '=', m.id);
       q = ci.checkInId !== null ? q.where('check_in_id', '=', ci.checkInId) : q.where('status', '=', 'in_progress');
       open = await q.orderBy('id', 'desc').limit(1).executeTakeFirst();
-      if (open && ci.checkInId !== null && (ci.status === 'in_progress' || (open.status !== 'in_progress' && open.status !== 'timeout'))) return 'duplicate';
+      if (
+        open &&
+        ci.checkInId !== null &&
+        (ci.status === 'in_progress' || (open.status !== 'in_progress' && open.status !== 'timeout'))
+      )
+        return 'duplicate';
       if (open && ci.status === 'in_progress') open = undefined;
     }
 
@@ -181,7 +254,10 @@ export async function recordCheckIn(store: Store, projectId: number, ci: CheckIn
     const step = outcome ? applyOutcome(health, outcome, config) : { next: health, transition: null as Transition };
     const scheduleChanged = m ? !sameSchedule(scheduleOf(m), config.schedule) : true;
     const expected = m?.next_expected_at == null ? null : Number(m.next_expected_at);
-    const nextExpected = open && !scheduleChanged ? expected! : nextAfterCheckIn(schedules, config.schedule, now, scheduleChanged ? null : expected);
+    const nextExpected =
+      open && !scheduleChanged
+        ? expected!
+        : nextAfterCheckIn(schedules, config.schedule, now, scheduleChanged ? null : expected);
     const values = {
       ...configColumns(config),
       health: step.next.health,
@@ -280,8 +356,22 @@ const values = (rows: RawBuilder<unknown>[][]) => sql.join(rows.map((r) => sql`(
  * chunk's claim (RETURNING their ids); the missed check-ins and the alerts are written
  * for those monitors only.
  */
-function missedStatements(db: Db, updates: MissedUpdate[], alerts: { id: number; payload: string }[], claim: string, now: number) {
-  const rows = updates.map((u) => [bigint(u.id), bigint(u.version), text(u.health.health), bigint(u.health.failures), bigint(u.health.successes), bigint(u.next), bigint(u.deadline)]);
+function missedStatements(
+  db: Db,
+  updates: MissedUpdate[],
+  alerts: { id: number; payload: string }[],
+  claim: string,
+  now: number,
+) {
+  const rows = updates.map((u) => [
+    bigint(u.id),
+    bigint(u.version),
+    text(u.health.health),
+    bigint(u.health.failures),
+    bigint(u.health.successes),
+    bigint(u.next),
+    bigint(u.deadline),
+  ]);
   const statements = [
     sql`with v(id, version, health, failures, successes, next_expected_at, deadline_at) as (values ${values(rows)})
       update monitors set health = v.health, failures = v.failures, successes = v.successes, last_status = 'missed',
@@ -329,16 +419,30 @@ export interface MonitorCheckOptions {
  * incidents that open are recorded as `monitor` alerts for the dispatcher. Then check-ins
  * older than the retention are deleted (a bounded batch per pass).
  */
-export async function runMonitorCheck(store: Store, now: number, options: MonitorCheckOptions = {}): Promise<MonitorCheckResult> {
+export async function runMonitorCheck(
+  store: Store,
+  now: number,
+  options: MonitorCheckOptions = {},
+): Promise<MonitorCheckResult> {
   const db = store.db;
   const limit = options.limit ?? 50_000;
   const schedules = new Schedules();
   const result: MonitorCheckResult = { missed: 0, timed_out: 0, incidents: 0, recoveries: 0, conflicts: 0 };
 
-  const due = await db.selectFrom('monitors').selectAll().where('deadline_at', '<=', now).where('enabled', '=', 1).orderBy('deadline_at').limit(limit).execute();
+  const due = await db
+    .selectFrom('monitors')
+    .selectAll()
+    .where('deadline_at', '<=', now)
+    .where('enabled', '=', 1)
+    .orderBy('deadline_at')
+    .limit(limit)
+    .execute();
   // Three statements per chunk of monitors (their rows as a VALUES list), so a minute in
   // which thousands are missed costs a few statements, not a few per monitor.
-  const perChunk = Math.max(1, Math.min(CHECK_CHUNK, Math.floor((store.capabilities.maxBoundParameters - 4) / MISSED_ROW_PARAMETERS)));
+  const perChunk = Math.max(
+    1,
+    Math.min(CHECK_CHUNK, Math.floor((store.capabilities.maxBoundParameters - 4) / MISSED_ROW_PARAMETERS)),
+  );
   for (let i = 0; i < due.length; i += perChunk) {
     const chunk = due.slice(i, i + perChunk);
     const claim = token();
@@ -350,9 +454,25 @@ export async function runMonitorCheck(store: Store, now: number, options: Monito
       const expected = Number(m.next_expected_at);
       const step = applyOutcome(healthOf(m), 'missed', config);
       const next = nextAfterMiss(schedules, config.schedule, expected, config.checkin_margin, now);
-      updates.push({ id: Number(m.id), version: Number(m.version), health: step.next, next, deadline: deadlineOf(next, config.checkin_margin), expected });
+      updates.push({
+        id: Number(m.id),
+        version: Number(m.version),
+        health: step.next,
+        next,
+        deadline: deadlineOf(next, config.checkin_margin),
+        expected,
+      });
       transitions.set(Number(m.id), step.transition);
-      if (step.transition) alerts.push({ id: Number(m.id), payload: JSON.stringify(monitorAlertPayload(m.slug, step.transition, 'missed', { failures: step.next.failures, expectedAt: expected })) });
+      if (step.transition)
+        alerts.push({
+          id: Number(m.id),
+          payload: JSON.stringify(
+            monitorAlertPayload(m.slug, step.transition, 'missed', {
+              failures: step.next.failures,
+              expectedAt: expected,
+            }),
+          ),
+        });
     }
     const results = await store.atomic(missedStatements(db, updates, alerts, claim, now));
     const won = (results[0].rows as { id: number }[]).map((r) => Number(r.id));
@@ -398,14 +518,28 @@ export async function runMonitorCheck(store: Store, now: number, options: Monito
         health = step.next;
         transitions.push(step.transition);
         if (step.transition) {
-          alerts.push(monitorAlertPayload(m.slug, step.transition, 'timeout', { failures: health.failures, environment: c.environment, maxRuntime: config.max_runtime }));
+          alerts.push(
+            monitorAlertPayload(m.slug, step.transition, 'timeout', {
+              failures: health.failures,
+              environment: c.environment,
+              maxRuntime: config.max_runtime,
+            }),
+          );
         }
       }
       firsts.push({ at: queries.length, count: checkins.length, transitions });
       queries.push(
         db
           .updateTable('monitors')
-          .set({ health: health.health, failures: health.failures, successes: health.successes, last_status: 'timeout', version: Number(m.version) + 1, claim, updated_at: now })
+          .set({
+            health: health.health,
+            failures: health.failures,
+            successes: health.successes,
+            last_status: 'timeout',
+            version: Number(m.version) + 1,
+            claim,
+            updated_at: now,
+          })
           .where('id', '=', m.id)
           .where('version', '=', m.version)
           .compile(),
@@ -423,7 +557,10 @@ export async function runMonitorCheck(store: Store, now: number, options: Monito
           .where(claimedBy(db, m.id, claim))
           .compile(),
       );
-      for (const payload of alerts) queries.push(alertStatement(db, { id: m.id, projectId: Number(m.project_id), slug: m.slug }, claim, payload, now));
+      for (const payload of alerts)
+        queries.push(
+          alertStatement(db, { id: m.id, projectId: Number(m.project_id), slug: m.slug }, claim, payload, now),
+        );
     }
     if (queries.length === 0) continue;
     const results = await store.atomic(queries);
@@ -441,7 +578,16 @@ export async function runMonitorCheck(store: Store, now: number, options: Monito
   const keep = options.keepCheckinsMs ?? 30 * 86_400_000;
   await db
     .deleteFrom('monitor_checkins')
-    .where('id', 'in', db.selectFrom('monitor_checkins').select('id').where('created_at', '<', now - keep).where('status', '<>', 'in_progress').limit(5000))
+    .where(
+      'id',
+      'in',
+      db
+        .selectFrom('monitor_checkins')
+        .select('id')
+        .where('created_at', '<', now - keep)
+        .where('status', '<>', 'in_progress')
+        .limit(5000),
+    )
     .execute();
   return result;
 }
@@ -454,7 +600,9 @@ const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(Number(m
 
 export function monitorJson(m: MonitorRow) {
   const schedule =
-    m.schedule_type === 'interval' ? { type: 'interval', value: Number(m.schedule), unit: m.schedule_unit } : { type: 'crontab', value: m.schedule };
+    m.schedule_type === 'interval'
+      ? { type: 'interval', value: Number(m.schedule), unit: m.schedule_unit }
+      : { type: 'crontab', value: m.schedule };
   return {
     slug: m.slug,
     status: Number(m.enabled) === 1 ? 'active' : 'disabled',
@@ -493,15 +641,34 @@ export async function listMonitors(db: Db, projectId: number): Promise<MonitorRo
 }
 
 export async function findMonitor(db: Db, projectId: number, slug: string): Promise<MonitorRow | undefined> {
-  return db.selectFrom('monitors').selectAll().where('project_id', '=', projectId).where('slug', '=', slug).executeTakeFirst();
+  return db
+    .selectFrom('monitors')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('slug', '=', slug)
+    .executeTakeFirst();
 }
 
-export async function recentCheckins(db: Db, monitorId: number, limit = MONITOR_RECENT_CHECKINS): Promise<CheckinRow[]> {
-  return db.selectFrom('monitor_checkins').selectAll().where('monitor_id', '=', monitorId).orderBy('id', 'desc').limit(limit).execute();
+export async function recentCheckins(
+  db: Db,
+  monitorId: number,
+  limit = MONITOR_RECENT_CHECKINS,
+): Promise<CheckinRow[]> {
+  return db
+    .selectFrom('monitor_checkins')
+    .selectAll()
+    .where('monitor_id', '=', monitorId)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 /** The latest check-ins of several monitors (the list page's status strips), newest first per monitor. */
-export async function recentCheckinsOf(db: Db, monitorIds: number[], perMonitor: number): Promise<Map<number, CheckinRow[]>> {
+export async function recentCheckinsOf(
+  db: Db,
+  monitorIds: number[],
+  perMonitor: number,
+): Promise<Map<number, CheckinRow[]>> {
   const out = new Map<number, CheckinRow[]>(monitorIds.map((id) => [id, []]));
   await Promise.all(monitorIds.map(async (id) => out.set(id, await recentCheckins(db, id, perMonitor))));
   return out;
@@ -511,11 +678,21 @@ export async function recentCheckinsOf(db: Db, monitorIds: number[], perMonitor:
  * Applies a PATCH (status and/or a new config, already checked) as one conditional write;
  * a monitor set active again expects its next check-in from `now`. False on a conflict.
  */
-export async function updateMonitor(store: Store, m: MonitorRow, patch: { enabled?: boolean; config?: MonitorConfig }, now: number): Promise<boolean> {
+export async function updateMonitor(
+  store: Store,
+  m: MonitorRow,
+  patch: { enabled?: boolean; config?: MonitorConfig },
+  now: number,
+): Promise<boolean> {
   const config = patch.config ?? configOf(m);
   const enabled = patch.enabled ?? Number(m.enabled) === 1;
-  const reschedule = (patch.enabled === true && Number(m.enabled) !== 1) || !sameSchedule(scheduleOf(m), config.schedule);
-  const expected = reschedule ? new Schedules().next(config.schedule, now) : m.next_expected_at === null ? null : Number(m.next_expected_at);
+  const reschedule =
+    (patch.enabled === true && Number(m.enabled) !== 1) || !sameSchedule(scheduleOf(m), config.schedule);
+  const expected = reschedule
+    ? new Schedules().next(config.schedule, now)
+    : m.next_expected_at === null
+      ? null
+      : Number(m.next_expected_at);
   const [r] = await store.atomic([
     store.db
       .updateTable('monitors')

@@ -24,7 +24,11 @@ export const DISK_LOW_MESSAGE = 'the server is low on disk space and refuses new
  * A guard over `freeBytes` (the edition's reading of the file system). A failing reading
  * counts as not low: the guard must never refuse ingest because it could not look.
  */
-export function createDiskGuard(freeBytes: () => Promise<number>, minFreeMb: number, now: () => number = Date.now): DiskGuard {
+export function createDiskGuard(
+  freeBytes: () => Promise<number>,
+  minFreeMb: number,
+  now: () => number = Date.now,
+): DiskGuard {
   let cached: { state: DiskState; until: number } | null = null;
   let pending: Promise<DiskState> | null = null;
   return async () => {

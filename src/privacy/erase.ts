@@ -30,7 +30,8 @@ export function parseEndUser(segment: string): EndUser {
   const m = /^(email|username|ip|id):(.+)$/s.exec(segment);
   if (m) {
     const kind = m[1];
-    const column = kind === 'email' ? 'user_email' : kind === 'username' ? 'user_username' : kind === 'ip' ? 'user_ip' : 'user_id';
+    const column =
+      kind === 'email' ? 'user_email' : kind === 'username' ? 'user_username' : kind === 'ip' ? 'user_ip' : 'user_id';
     return { column, value: m[2], userKey: `${kind}:${m[2]}` };
   }
   return { column: 'user_id', value: segment, userKey: `id:${segment}` };
@@ -41,7 +42,12 @@ export function parseEndUser(segment: string): EndUser {
  * the end user (attachments, user feedback), run in the same atomic write before the
  * events go. The caller passes them (src/http/privacy.ts), so this domain imports none.
  */
-export type EndUserRows = (db: Kysely<Database>, projectId: number, eventIds: number[], user: EndUser) => CompiledQuery[];
+export type EndUserRows = (
+  db: Kysely<Database>,
+  projectId: number,
+  eventIds: number[],
+  user: EndUser,
+) => CompiledQuery[];
 
 export interface EraseDeps {
   store: Store;
@@ -66,7 +72,12 @@ const BLANK = 0x20;
  * holding one of the user's payloads is rewritten with that range blanked, so the other
  * events' offsets stay valid.
  */
-export async function eraseEndUser(deps: EraseDeps, projectId: number, user: EndUser, extra: EndUserRows[] = []): Promise<EraseSummary> {
+export async function eraseEndUser(
+  deps: EraseDeps,
+  projectId: number,
+  user: EndUser,
+  extra: EndUserRows[] = [],
+): Promise<EraseSummary> {
   const { store } = deps;
   const db = store.db;
   const summary: EraseSummary = { events: 0, chunks: 0 };
@@ -96,7 +107,11 @@ export async function eraseEndUser(deps: EraseDeps, projectId: number, user: End
     const replaced: string[] = [];
     const objects: { key: string; data: Uint8Array }[] = [];
     for (const [chunkId, ranges] of byChunk) {
-      const chunk = await db.selectFrom('payload_chunks').select(['data', 'r2_key', 'received_at']).where('id', '=', chunkId).executeTakeFirst();
+      const chunk = await db
+        .selectFrom('payload_chunks')
+        .select(['data', 'r2_key', 'received_at'])
+        .where('id', '=', chunkId)
+        .executeTakeFirst();
       if (!chunk) continue;
       const key = chunk.r2_key ?? null;
       const stored = key === null ? chunk.data : deps.blobs ? await readObject(deps.blobs, key) : null;
@@ -108,9 +123,21 @@ export async function eraseEndUser(deps: EraseDeps, projectId: number, user: End
         const data = deps.compressBlob(bytes);
         objects.push({ key: fresh, data });
         replaced.push(key);
-        queries.push(db.updateTable('payload_chunks').set({ r2_key: fresh, object_bytes: data.byteLength }).where('id', '=', chunkId).compile());
+        queries.push(
+          db
+            .updateTable('payload_chunks')
+            .set({ r2_key: fresh, object_bytes: data.byteLength })
+            .where('id', '=', chunkId)
+            .compile(),
+        );
       } else {
-        queries.push(db.updateTable('payload_chunks').set({ data: deps.compressBlob(bytes) }).where('id', '=', chunkId).compile());
+        queries.push(
+          db
+            .updateTable('payload_chunks')
+            .set({ data: deps.compressBlob(bytes) })
+            .where('id', '=', chunkId)
+            .compile(),
+        );
       }
       summary.chunks++;
     }
@@ -127,7 +154,14 @@ export async function eraseEndUser(deps: EraseDeps, projectId: number, user: End
       );
       queries.push(db.deleteFrom('event_tags').where('event_id', 'in', ids).compile());
       // Resends of these event ids stay deduplicated; they just no longer point at a row.
-      queries.push(db.updateTable('seen_events').set({ stored_id: null }).where('project_id', '=', projectId).where('stored_id', 'in', ids).compile());
+      queries.push(
+        db
+          .updateTable('seen_events')
+          .set({ stored_id: null })
+          .where('project_id', '=', projectId)
+          .where('stored_id', 'in', ids)
+          .compile(),
+      );
       for (const build of extra) queries.push(...build(db, projectId, ids, user));
       queries.push(db.deleteFrom('events').where('id', 'in', ids).compile());
     }

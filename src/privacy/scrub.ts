@@ -200,7 +200,10 @@ export function compileScrubber(settings: ScrubSettings): Scrubber {
     .filter((w) => w !== '');
   const compiled: Compiled = {
     // `_` in a word also matches `-`, as header names spell it (X-Api-Key for api_key).
-    keyRule: words.length > 0 ? new RegExp([...new Set(words)].map((w) => escapeRegExp(w).replace(/_/g, '[-_]')).join('|'), 'i') : null,
+    keyRule:
+      words.length > 0
+        ? new RegExp([...new Set(words)].map((w) => escapeRegExp(w).replace(/_/g, '[-_]')).join('|'), 'i')
+        : null,
     safe: new Set(settings.safe_fields.map((f) => f.trim().toLowerCase())),
     ip: settings.scrub_ip_addresses,
     keys: new Map(),
@@ -516,7 +519,10 @@ export function scrubberFor(row: {
   let s = compiledByRow.get(row);
   if (s === undefined) {
     const settings = scrubSettingsOf(row);
-    s = settings.scrub_defaults || settings.scrub_ip_addresses || settings.scrub_fields.length > 0 ? compileScrubber(settings) : null;
+    s =
+      settings.scrub_defaults || settings.scrub_ip_addresses || settings.scrub_fields.length > 0
+        ? compileScrubber(settings)
+        : null;
     compiledByRow.set(row, s);
   }
   return s;

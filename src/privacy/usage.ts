@@ -70,8 +70,14 @@ export interface ProjectUsage {
 }
 
 /** Retention's budget plan (src/store/retention.ts RetentionDomains): the hours and their bytes come from storage_usage, kept by triggers. */
-export async function storageBudgetPlan(db: Db, project: { id: number; storage_budget_mb: number }): Promise<BudgetPlan> {
-  const [payloads, attachments] = await Promise.all([usageHours(db, project.id, 'payloads'), usageHours(db, project.id, 'attachments')]);
+export async function storageBudgetPlan(
+  db: Db,
+  project: { id: number; storage_budget_mb: number },
+): Promise<BudgetPlan> {
+  const [payloads, attachments] = await Promise.all([
+    usageHours(db, project.id, 'payloads'),
+    usageHours(db, project.id, 'attachments'),
+  ]);
   return budgetPlan(payloads, attachments, project.storage_budget_mb * MB);
 }
 
@@ -93,7 +99,11 @@ function isoDay(ms: number): string {
 }
 
 /** One project's usage; `now` decides the growth window. */
-export async function projectUsage(db: Db, project: { id: number; slug: string; storage_budget_mb: number }, now: number): Promise<ProjectUsage> {
+export async function projectUsage(
+  db: Db,
+  project: { id: number; slug: string; storage_budget_mb: number },
+  now: number,
+): Promise<ProjectUsage> {
   const since = Math.floor(now / DAY_MS) * DAY_MS - (GROWTH_DAYS - 1) * DAY_MS;
   const [kinds, events, symbols, growth, received] = await Promise.all([
     db
@@ -102,7 +112,11 @@ export async function projectUsage(db: Db, project: { id: number; slug: string; 
       .where('project_id', '=', project.id)
       .groupBy('kind')
       .execute(),
-    db.selectFrom('issues').select(sql<number>`coalesce(sum(stored_count), 0)`.as('n')).where('project_id', '=', project.id).executeTakeFirst(),
+    db
+      .selectFrom('issues')
+      .select(sql<number>`coalesce(sum(stored_count), 0)`.as('n'))
+      .where('project_id', '=', project.id)
+      .executeTakeFirst(),
     db
       .selectFrom('symbol_files')
       .select([sql<number>`count(*)`.as('n'), sql<number>`coalesce(sum(size + index_size), 0)`.as('bytes')])
@@ -114,7 +128,12 @@ export async function projectUsage(db: Db, project: { id: number; slug: string; 
       .where('project_id', '=', project.id)
       .where('bucket', '>=', since)
       .execute(),
-    db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', project.id).where('day', '>=', since).execute(),
+    db
+      .selectFrom('daily_usage')
+      .select(['day', 'events'])
+      .where('project_id', '=', project.id)
+      .where('day', '>=', since)
+      .execute(),
   ]);
   const days = new Map<string, { bytes: number; events: number }>();
   for (let d = since; d <= now; d += DAY_MS) days.set(isoDay(d), { bytes: 0, events: 0 });

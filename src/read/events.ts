@@ -94,18 +94,24 @@ export function parseEventListQuery(query: QueryParams, now: number): EventListQ
     if (key === '') throw new ReadInputError('tag filters are written tag.<key>=<value>; the tag key may not be empty');
     tags.push([key, value]);
   }
-  if (tags.length > MAX_TAG_FILTERS) throw new ReadInputError(`at most ${MAX_TAG_FILTERS} tag.<key> filters may be combined`);
+  if (tags.length > MAX_TAG_FILTERS)
+    throw new ReadInputError(`at most ${MAX_TAG_FILTERS} tag.<key> filters may be combined`);
   let crash = false;
   if (query.crash !== undefined) {
     const v = query.crash.trim().toLowerCase();
     if (v === '1' || v === 'true') crash = true;
-    else if (v !== '0' && v !== 'false') throw new ReadInputError(`crash must be 1 or true (only crashes), or 0 or false (no filter) (got ${JSON.stringify(query.crash)})`);
+    else if (v !== '0' && v !== 'false')
+      throw new ReadInputError(
+        `crash must be 1 or true (only crashes), or 0 or false (no filter) (got ${JSON.stringify(query.crash)})`,
+      );
   }
   let before: number | undefined;
   if (query.before !== undefined) {
     const text = query.before.trim();
     if (!/^[0-9]{1,16}$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < 1) {
-      throw new ReadInputError(`before must be an event id (a positive integer), as given in next_before (got ${JSON.stringify(query.before)})`);
+      throw new ReadInputError(
+        `before must be an event id (a positive integer), as given in next_before (got ${JSON.stringify(query.before)})`,
+      );
     }
     before = Number(text);
   }
@@ -172,7 +178,9 @@ export function eventSummaryJson(row: EventSummaryRow): EventSummaryJson {
     error_type: row.error_type,
     error_location: row.error_location,
     screen: row.screen,
-    user: hasUser ? { id: row.user_id, email: row.user_email, username: row.user_username, ip_address: row.user_ip } : null,
+    user: hasUser
+      ? { id: row.user_id, email: row.user_email, username: row.user_username, ip_address: row.user_ip }
+      : null,
     device: { id: row.device_id, model: row.device_model },
     os: { name: row.os_name, version: row.os_version },
     tags: parseTags(row.tags),
@@ -288,10 +296,14 @@ export async function listEvents(
 
   // Filters the driver's index does not answer: with any of them, the walk gets a floor.
   const residualExact = EXACT_FILTERS.filter(
-    (k) => q.exact[k] !== undefined && !(k === 'user_id' && driver.kind === 'user') && !(k === 'release' && driver.kind === 'release'),
+    (k) =>
+      q.exact[k] !== undefined &&
+      !(k === 'user_id' && driver.kind === 'user') &&
+      !(k === 'release' && driver.kind === 'release'),
   );
   const residualTags = driver.kind === 'tag' ? q.tags.slice(1) : q.tags;
-  const residual = residualExact.length > 0 || residualTags.length > 0 || q.crash || q.q !== undefined || q.window !== null;
+  const residual =
+    residualExact.length > 0 || residualTags.length > 0 || q.crash || q.q !== undefined || q.window !== null;
   const budget = options.scanBudget ?? SCAN_BUDGET;
   // With a window, ids at or below `lowest` hold no event of it: the walk ends there.
   const lowest = q.window ? await windowFloor(db, q.window.from) : undefined;
@@ -333,7 +345,10 @@ export async function listEvents(
       .where('events.project_id', '=', projectId) as unknown as SelectQueryBuilder<Database, 'events', object>;
   } else {
     query = db.selectFrom('events');
-    query = driver.kind === 'issue' ? query.where('events.issue_id', '=', driver.issueId) : query.where('events.project_id', '=', projectId);
+    query =
+      driver.kind === 'issue'
+        ? query.where('events.issue_id', '=', driver.issueId)
+        : query.where('events.project_id', '=', projectId);
   }
   query = bounded(query, 'events.id');
   for (const [key, value] of residualTags) {
@@ -362,7 +377,8 @@ export async function listEvents(
   if (q.q !== undefined) {
     query = query.where(containsText('events.message', q.q));
   }
-  if (q.window) query = query.where('events.timestamp', '>=', q.window.from).where('events.timestamp', '<', q.window.to);
+  if (q.window)
+    query = query.where('events.timestamp', '>=', q.window.from).where('events.timestamp', '<', q.window.to);
 
   const rows = (await query
     .select(SUMMARY_COLUMNS.map((c) => `events.${c}` as const))
@@ -409,7 +425,12 @@ export async function findEvent(db: Db, projectId: number, idOrEventId: string):
   const text = idOrEventId.trim().toLowerCase();
   let row: EventRow | undefined;
   if (/^[0-9]{1,16}$/.test(text) && Number.isSafeInteger(Number(text))) {
-    row = await db.selectFrom('events').selectAll().where('project_id', '=', projectId).where('id', '=', Number(text)).executeTakeFirst();
+    row = await db
+      .selectFrom('events')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('id', '=', Number(text))
+      .executeTakeFirst();
   } else {
     const hex = text.replace(/-/g, '');
     if (/^[0-9a-f]{32}$/.test(hex)) {
@@ -425,7 +446,10 @@ export async function findEvent(db: Db, projectId: number, idOrEventId: string):
         .executeTakeFirst();
     }
   }
-  if (!row) throw new ReadNotFoundError(`event ${JSON.stringify(idOrEventId)} not found in this project (give its id or its 32-hex event_id)`);
+  if (!row)
+    throw new ReadNotFoundError(
+      `event ${JSON.stringify(idOrEventId)} not found in this project (give its id or its 32-hex event_id)`,
+    );
   return row;
 }
 
@@ -442,24 +466,53 @@ function detailOrNothing(raw: Uint8Array, userIp: string | null): Partial<EventD
  * The issue's events just older and just newer than `id` (events_issue_id index, one seek
  * each), for paging through an issue's events one at a time; null at either end.
  */
-async function neighbours(db: Db, issueId: number, id: number): Promise<{ previous_id: number | null; next_id: number | null }> {
+async function neighbours(
+  db: Db,
+  issueId: number,
+  id: number,
+): Promise<{ previous_id: number | null; next_id: number | null }> {
   const [older, newer] = await Promise.all([
-    db.selectFrom('events').select('id').where('issue_id', '=', issueId).where('id', '<', id).orderBy('id', 'desc').limit(1).executeTakeFirst(),
-    db.selectFrom('events').select('id').where('issue_id', '=', issueId).where('id', '>', id).orderBy('id', 'asc').limit(1).executeTakeFirst(),
+    db
+      .selectFrom('events')
+      .select('id')
+      .where('issue_id', '=', issueId)
+      .where('id', '<', id)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst(),
+    db
+      .selectFrom('events')
+      .select('id')
+      .where('issue_id', '=', issueId)
+      .where('id', '>', id)
+      .orderBy('id', 'asc')
+      .limit(1)
+      .executeTakeFirst(),
   ]);
   return { previous_id: older ? Number(older.id) : null, next_id: newer ? Number(newer.id) : null };
 }
 
-export async function eventDetail(db: Db, projectId: number, idOrEventId: string, decompressBlob: DecompressBlob, blobs?: BlobBucket) {
+export async function eventDetail(
+  db: Db,
+  projectId: number,
+  idOrEventId: string,
+  decompressBlob: DecompressBlob,
+  blobs?: BlobBucket,
+) {
   return eventDetailOf(db, await findEvent(db, projectId, idOrEventId), decompressBlob, blobs);
 }
 
 /** eventDetail of a row already found (findEvent), so a page can read the event's files beside it. */
 export async function eventDetailOf(db: Db, row: EventRow, decompressBlob: DecompressBlob, blobs?: BlobBucket) {
-  const [raw, around] = await Promise.all([readStoredPayload(db, row, decompressBlob, blobs), neighbours(db, Number(row.issue_id), Number(row.id))]);
+  const [raw, around] = await Promise.all([
+    readStoredPayload(db, row, decompressBlob, blobs),
+    neighbours(db, Number(row.issue_id), Number(row.id)),
+  ]);
   // Rows written before the detail was derived on read still carry it encoded.
   const detail: Partial<EventDetailData> =
-    row.detail.byteLength > 0 ? (decodeJsonBlob<Partial<EventDetailData>>(row.detail, decompressBlob) ?? {}) : detailOrNothing(raw, row.user_ip);
+    row.detail.byteLength > 0
+      ? (decodeJsonBlob<Partial<EventDetailData>>(row.detail, decompressBlob) ?? {})
+      : detailOrNothing(raw, row.user_ip);
   const summary = eventSummaryJson(row);
   const exceptions = Array.isArray(detail.exceptions) ? detail.exceptions : [];
   // Symbolicated frames are stored per exception, in the chain's order; they go beside the
@@ -477,7 +530,11 @@ export async function eventDetailOf(db: Db, row: EventRow, decompressBlob: Decom
       // The type as received stays beside the remapped one, so a reader can match it to logs.
       const remapped =
         s?.type !== undefined
-          ? { type: s.type, ...(s.module !== undefined ? { module: s.module } : {}), obfuscated_type: e.module ? `${e.module}.${e.type}` : e.type }
+          ? {
+              type: s.type,
+              ...(s.module !== undefined ? { module: s.module } : {}),
+              obfuscated_type: e.module ? `${e.module}.${e.type}` : e.type,
+            }
           : {};
       return { ...e, ...remapped, symbolicated_frames: s?.frames ?? null };
     }),
@@ -488,7 +545,10 @@ export async function eventDetailOf(db: Db, row: EventRow, decompressBlob: Decom
     extra: detail.extra ?? null,
     debug_images: detail.debug_images ?? [],
     // Threads' symbolicated frames, in the detail's order (the crashed thread first), likewise beside the originals.
-    threads: (Array.isArray(detail.threads) ? detail.threads : []).map((t, i) => ({ ...t, symbolicated_frames: perThread?.[i] ?? null })),
+    threads: (Array.isArray(detail.threads) ? detail.threads : []).map((t, i) => ({
+      ...t,
+      symbolicated_frames: perThread?.[i] ?? null,
+    })),
     fingerprint_input: detail.fingerprint_input ?? null,
     logger: detail.logger ?? null,
     server_name: detail.server_name ?? null,

@@ -28,7 +28,14 @@ import { MAX_BULK, MAX_EVENT_CLOCK_AHEAD_MS } from '../limits.js';
 import type { Store } from '../store/database.js';
 import { statusChangeStatement, type Actor } from '../triage/activity.js';
 import { parseSnooze, SNOOZE_FIELDS, snoozeData, type Snooze } from '../triage/snooze.js';
-import { assignedChangeStatement, assigneesOf, parseAssigneeRef, resolveAssignee, type AssigneeJson, type AssigneeRef } from '../triage/assignee.js';
+import {
+  assignedChangeStatement,
+  assigneesOf,
+  parseAssigneeRef,
+  resolveAssignee,
+  type AssigneeJson,
+  type AssigneeRef,
+} from '../triage/assignee.js';
 
 type Db = Kysely<Database>;
 // biome-ignore lint/complexity/noBannedTypes: Kysely's type for a query that selects nothing yet
@@ -98,7 +105,18 @@ export interface IssueListQuery {
 
 /** The issues list's parameters (checkParameters). */
 export const ISSUE_LIST_PARAMETERS: RouteParameters = {
-  names: ['status', 'level', 'release', 'environment', 'assignee', 'q', 'sort', 'limit', 'offset', ...WINDOW_PARAMETERS],
+  names: [
+    'status',
+    'level',
+    'release',
+    'environment',
+    'assignee',
+    'q',
+    'sort',
+    'limit',
+    'offset',
+    ...WINDOW_PARAMETERS,
+  ],
 };
 
 function parseSearch(q: string | undefined): { q?: string; search?: IssueSearch } {
@@ -174,23 +192,39 @@ function inEnvironment(query: IssueQuery, environment: string, window: TimeWindo
 /** The assignee filter: `none`, `me` (the signed-in user; an API key is nobody) or a user's email. */
 function assignedTo(query: IssueQuery, assignee: string, viewer: number | null): IssueQuery {
   if (assignee === 'none') return query.where('assignee_id', 'is', null);
-  if (assignee === 'me') return viewer === null ? query.where(sql<boolean>`1 = 0`) : query.where('assignee_id', '=', viewer);
+  if (assignee === 'me')
+    return viewer === null ? query.where(sql<boolean>`1 = 0`) : query.where('assignee_id', '=', viewer);
   // Emails are stored lower case (src/accounts/rules.ts).
-  return query.where('assignee_id', 'in', (eb) => eb.selectFrom('users').select('id').where('email', '=', assignee.trim().toLowerCase()));
+  return query.where('assignee_id', 'in', (eb) =>
+    eb.selectFrom('users').select('id').where('email', '=', assignee.trim().toLowerCase()),
+  );
 }
 
 /** The search syntax's filters (src/read/search-query.ts), each on an index or a primary key. */
-function searched(query: IssueQuery, projectId: number, s: IssueSearch, window: TimeWindow, viewer: number | null): IssueQuery {
+function searched(
+  query: IssueQuery,
+  projectId: number,
+  s: IssueSearch,
+  window: TimeWindow,
+  viewer: number | null,
+): IssueQuery {
   for (const status of s.statuses) query = query.where('status', '=', status);
   if (s.assigned !== null) query = query.where('assignee_id', s.assigned ? 'is not' : 'is', null);
   for (const a of s.assignees) query = assignedTo(query, a, viewer);
   for (const level of s.levels) query = query.where('level', '=', level);
   for (const release of s.firstReleases) query = query.where('first_release', '=', release);
   // The row's own columns before the subqueries (SQLite tests them in this order).
-  for (const text of s.text) query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
+  for (const text of s.text)
+    query = query.where((eb) => eb.or([containsText('title', text), containsText('location', text)]));
   for (const release of s.releases) {
     query = query.where((eb) =>
-      eb.exists(eb.selectFrom('issue_releases as ir').select(sql`1`.as('one')).whereRef('ir.issue_id', '=', 'issues.id').where('ir.release', '=', release)),
+      eb.exists(
+        eb
+          .selectFrom('issue_releases as ir')
+          .select(sql`1`.as('one'))
+          .whereRef('ir.issue_id', '=', 'issues.id')
+          .where('ir.release', '=', release),
+      ),
     );
   }
   for (const env of s.environments) query = inEnvironment(query, env, window);
@@ -198,7 +232,13 @@ function searched(query: IssueQuery, projectId: number, s: IssueSearch, window: 
     // The distinct-user keys ingest keeps: an SDK user id, else an email (src/ingest/normalize.ts).
     const keys = [`id:${user}`, `email:${user}`];
     query = query.where((eb) =>
-      eb.exists(eb.selectFrom('issue_users as iu').select(sql`1`.as('one')).whereRef('iu.issue_id', '=', 'issues.id').where('iu.user_key', 'in', keys)),
+      eb.exists(
+        eb
+          .selectFrom('issue_users as iu')
+          .select(sql`1`.as('one'))
+          .whereRef('iu.issue_id', '=', 'issues.id')
+          .where('iu.user_key', 'in', keys),
+      ),
     );
   }
   for (const tag of s.tags) {
@@ -240,9 +280,12 @@ export async function listIssues(
     return query;
   };
   /** The window itself, on last_seen: needed only where a minute straddles its bounds. */
-  const exactly = (query: IssueQuery) => query.where('last_seen', '>=', q.window.from).where('last_seen', '<', q.window.to);
+  const exactly = (query: IssueQuery) =>
+    query.where('last_seen', '>=', q.window.from).where('last_seen', '<', q.window.to);
   // The window through issues_project_last_seen_minute (the minutes it touches), then exactly.
-  const inWindow = filtered((query) => exactly(query.where('last_seen_minute', '>=', first).where('last_seen_minute', '<=', last)));
+  const inWindow = filtered((query) =>
+    exactly(query.where('last_seen_minute', '>=', first).where('last_seen_minute', '<=', last)),
+  );
   // Newest first walks issues_project_last_seen_minute backwards and sorts each minute's
   // rows by last_seen: the same order as last_seen alone, since the minute follows it.
   const order =
@@ -256,7 +299,14 @@ export async function listIssues(
   let listed = inWindow.selectAll();
   for (const column of order) listed = listed.orderBy(column, 'desc');
   const count = (query: IssueQuery) => query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  if (q.status || q.level || q.release !== undefined || q.environment !== undefined || q.assignee !== undefined || q.search) {
+  if (
+    q.status ||
+    q.level ||
+    q.release !== undefined ||
+    q.environment !== undefined ||
+    q.assignee !== undefined ||
+    q.search
+  ) {
     // A filter on the rows' own columns reads every issue of the window to count them, so
     // the total comes with the page from that one pass (a page past the end counts apart).
     const page = await listed
@@ -280,7 +330,11 @@ export async function listIssues(
 }
 
 /** The issue of `fingerprint`, or for a merged fingerprint the issue it was merged into (`mergedInto`). */
-export async function findIssue(db: Db, projectId: number, fingerprint: string): Promise<{ row: IssueRow; mergedInto?: string }> {
+export async function findIssue(
+  db: Db,
+  projectId: number,
+  fingerprint: string,
+): Promise<{ row: IssueRow; mergedInto?: string }> {
   const found = await findIssueOrMerged(db, projectId, fingerprint);
   if (!found) throw new ReadNotFoundError(`issue ${JSON.stringify(fingerprint)} not found in this project`);
   return found;
@@ -381,7 +435,14 @@ export async function issueDetail(
  * on every database collation.
  */
 async function breakdownCombos(db: Db, projectId: number, issueId: number, window: TimeWindow, limit: number) {
-  const floor = await scanFloor(db, projectId, { kind: 'issue', issueId }, undefined, undefined, limit * BREAKDOWN_SCAN_FACTOR);
+  const floor = await scanFloor(
+    db,
+    projectId,
+    { kind: 'issue', issueId },
+    undefined,
+    undefined,
+    limit * BREAKDOWN_SCAN_FACTOR,
+  );
   const newest = db
     .selectFrom('events')
     .select([...BREAKDOWN_KEYS, 'os_name'])
@@ -408,15 +469,26 @@ async function breakdownCombos(db: Db, projectId: number, issueId: number, windo
  * such an event the ids stay as history, and the answer falls back to the newest or
  * oldest stored event by receive order (events_issue_id); null when none is stored.
  */
-async function newestAndOldestStored(db: Db, issue: IssueRow): Promise<{ latest: number | null; oldest: number | null }> {
+async function newestAndOldestStored(
+  db: Db,
+  issue: IssueRow,
+): Promise<{ latest: number | null; oldest: number | null }> {
   const last = issue.last_seen_id === null ? null : Number(issue.last_seen_id);
   const first = issue.first_seen_id === null ? null : Number(issue.first_seen_id);
   const wanted = [last, first].filter((id): id is number => id !== null);
   const present = new Set(
-    wanted.length === 0 ? [] : (await db.selectFrom('events').select('id').where('id', 'in', wanted).execute()).map((r) => Number(r.id)),
+    wanted.length === 0
+      ? []
+      : (await db.selectFrom('events').select('id').where('id', 'in', wanted).execute()).map((r) => Number(r.id)),
   );
   const byReceipt = async (direction: 'asc' | 'desc') => {
-    const row = await db.selectFrom('events').select('id').where('issue_id', '=', Number(issue.id)).orderBy('id', direction).limit(1).executeTakeFirst();
+    const row = await db
+      .selectFrom('events')
+      .select('id')
+      .where('issue_id', '=', Number(issue.id))
+      .orderBy('id', direction)
+      .limit(1)
+      .executeTakeFirst();
     return row ? Number(row.id) : null;
   };
   const [latest, oldest] = await Promise.all([
@@ -462,7 +534,8 @@ function statusColumns(status: IssueStatus, snooze: Snooze | null, now: number) 
 }
 
 function bodyObject(body: unknown, shape: string): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ReadInputError(`request body must be a JSON object ${shape}`);
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ReadInputError(`request body must be a JSON object ${shape}`);
   return body as Record<string, unknown>;
 }
 
@@ -471,7 +544,8 @@ function parseChange(fields: Record<string, unknown>, now: number): StatusChange
   const assignee = 'assignee' in fields ? parseAssigneeRef(fields.assignee) : undefined;
   // The assignee alone may change; otherwise a status is required.
   if (status === undefined && assignee !== undefined) {
-    if (SNOOZE_FIELDS.some((f) => fields[f] !== undefined && fields[f] !== null)) throw new ReadInputError('a snooze needs status "ignored"');
+    if (SNOOZE_FIELDS.some((f) => fields[f] !== undefined && fields[f] !== null))
+      throw new ReadInputError('a snooze needs status "ignored"');
     return { status: null, snooze: null, assignee };
   }
   if (!isIssueStatus(status)) throw new ReadInputError(statusProblem(status));
@@ -483,12 +557,22 @@ export function parseStatusBody(body: unknown, now: number): StatusChange {
 }
 
 /** The statements of a change to the listed issues: each change's activity first, then the update. */
-async function changeStatements(store: Store, projectId: number, fingerprints: string[], change: StatusChange, now: number, actor: Actor | null) {
+async function changeStatements(
+  store: Store,
+  projectId: number,
+  fingerprints: string[],
+  change: StatusChange,
+  now: number,
+  actor: Actor | null,
+) {
   const db = store.db;
   const assignee = change.assignee === undefined ? undefined : await resolveAssignee(db, change.assignee);
   const statements: CompiledQuery[] = [];
   const set: Record<string, unknown> = {};
-  if (change.status !== null) statements.push(statusChangeStatement(db, projectId, fingerprints, change.status, now, actor, snoozeData(change.snooze)));
+  if (change.status !== null)
+    statements.push(
+      statusChangeStatement(db, projectId, fingerprints, change.status, now, actor, snoozeData(change.snooze)),
+    );
   if (assignee !== undefined) {
     statements.push(assignedChangeStatement(db, projectId, fingerprints, assignee, now, actor));
     set.assignee_id = assignee?.id ?? null;
@@ -514,7 +598,11 @@ export async function issuesJson(db: Db, rows: IssueRow[], sparklines?: Map<numb
     rows.length > 0 ? feedbackCounts(db, Number(rows[0].project_id), ids) : new Map<number, number>(),
   ]);
   return rows.map((r) => ({
-    ...issueJson(r, sparklines?.get(Number(r.id)), r.assignee_id === null ? null : (assignees.get(Number(r.assignee_id)) ?? null)),
+    ...issueJson(
+      r,
+      sparklines?.get(Number(r.id)),
+      r.assignee_id === null ? null : (assignees.get(Number(r.assignee_id)) ?? null),
+    ),
     feedback_count: feedback.get(Number(r.id)) ?? 0,
   }));
 }

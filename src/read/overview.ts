@@ -80,15 +80,28 @@ export async function overview(db: Db, projectId: number, query: QueryParams, no
     levels.warning += Number(r.warning);
     levels.info += Number(r.info) + Number(r.debug);
     if (Number(r.events) > 0) {
-      timeline.push({ bucket: iso(Number(r.bucket)), release: r.release, events: Number(r.events), crashes: Number(r.crashes) });
+      timeline.push({
+        bucket: iso(Number(r.bucket)),
+        release: r.release,
+        events: Number(r.events),
+        crashes: Number(r.crashes),
+      });
     }
   }
 
   let crash_free: OverviewJson['crash_free'] = null;
   if (sessionRows.length > 0) {
-    const candidates = sessionRows.map((r) => ({ release: r.release, total: Number(r.total), crashed: Number(r.crashed) }));
+    const candidates = sessionRows.map((r) => ({
+      release: r.release,
+      total: Number(r.total),
+      crashed: Number(r.crashed),
+    }));
     const chosen = await newestSessionRelease(db, projectId, candidates);
-    crash_free = { release: chosen.release, rate: crashFreeRate(chosen.total, chosen.crashed) ?? 1, sessions: chosen.total };
+    crash_free = {
+      release: chosen.release,
+      rate: crashFreeRate(chosen.total, chosen.crashed) ?? 1,
+      sessions: chosen.total,
+    };
   }
 
   timeline.sort((a, b) => compareText(a.bucket, b.bucket) || compareText(a.release, b.release));
@@ -118,14 +131,26 @@ interface SessionCandidate {
  * release is first seen at its first event (releases.first_seen) or its first session
  * hour (session_hourly's primary key, one seek per release), whichever came first.
  */
-async function newestSessionRelease(db: Db, projectId: number, candidates: SessionCandidate[]): Promise<SessionCandidate> {
+async function newestSessionRelease(
+  db: Db,
+  projectId: number,
+  candidates: SessionCandidate[],
+): Promise<SessionCandidate> {
   if (candidates.length === 1) return candidates[0];
   const firstSeen = new Map<string, number>();
   const seen = (release: string, at: number) => firstSeen.set(release, Math.min(firstSeen.get(release) ?? at, at));
   // Versions per query: within what every database binds in one statement (D1 the fewest).
-  for (const part of chunks(candidates.map((c) => c.release), D1_MAX_BOUND_PARAMETERS - 1)) {
+  for (const part of chunks(
+    candidates.map((c) => c.release),
+    D1_MAX_BOUND_PARAMETERS - 1,
+  )) {
     const [events, sessions] = await Promise.all([
-      db.selectFrom('releases').select(['release', 'first_seen']).where('project_id', '=', projectId).where('release', 'in', part).execute(),
+      db
+        .selectFrom('releases')
+        .select(['release', 'first_seen'])
+        .where('project_id', '=', projectId)
+        .where('release', 'in', part)
+        .execute(),
       db
         .selectFrom('session_hourly')
         .select((eb) => ['release', eb.fn.min<number>('bucket').as('first')])
@@ -137,7 +162,9 @@ async function newestSessionRelease(db: Db, projectId: number, candidates: Sessi
     for (const r of events) seen(r.release, Number(r.first_seen));
     for (const r of sessions) seen(r.release, Number(r.first));
   }
-  return [...candidates].sort((x, y) => (firstSeen.get(y.release) ?? -1) - (firstSeen.get(x.release) ?? -1) || compareText(y.release, x.release))[0];
+  return [...candidates].sort(
+    (x, y) => (firstSeen.get(y.release) ?? -1) - (firstSeen.get(x.release) ?? -1) || compareText(y.release, x.release),
+  )[0];
 }
 
 /**

@@ -10,7 +10,8 @@ export { LEVELS } from '../ingest/types.js';
 
 function nonNegativeInteger(name: string, raw: string): number {
   const text = raw.trim();
-  if (!/^[0-9]{1,15}$/.test(text)) throw new ReadInputError(`${name} must be a non-negative integer (got ${JSON.stringify(raw)})`);
+  if (!/^[0-9]{1,15}$/.test(text))
+    throw new ReadInputError(`${name} must be a non-negative integer (got ${JSON.stringify(raw)})`);
   return Number(text);
 }
 
@@ -29,7 +30,11 @@ export function parseOffset(raw: string | undefined): number {
   return n;
 }
 
-export function parseEnum<T extends string>(name: string, raw: string | undefined, allowed: readonly T[]): T | undefined {
+export function parseEnum<T extends string>(
+  name: string,
+  raw: string | undefined,
+  allowed: readonly T[],
+): T | undefined {
   if (raw === undefined) return undefined;
   if (!(allowed as readonly string[]).includes(raw)) {
     throw new ReadInputError(`${name} must be one of ${allowed.join(', ')} (got ${JSON.stringify(raw)})`);
@@ -74,7 +79,9 @@ export function checkParameters(query: Record<string, string | undefined>, allow
     if (allowed.names.includes(name) || allowed.prefixes?.some((p) => name.startsWith(p))) continue;
     const taken = [...allowed.names, ...(allowed.prefixes ?? []).map((p) => `${p}<key>`)];
     throw new ReadInputError(
-      taken.length === 0 ? `unknown parameter ${JSON.stringify(name)}; this route takes none` : `unknown parameter ${JSON.stringify(name)}; allowed: ${taken.join(', ')}`,
+      taken.length === 0
+        ? `unknown parameter ${JSON.stringify(name)}; this route takes none`
+        : `unknown parameter ${JSON.stringify(name)}; allowed: ${taken.join(', ')}`,
     );
   }
 }

@@ -91,11 +91,25 @@ const zeroSessions = (): SessionCounts => ({ total: 0, crashed: 0, errored: 0, a
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(Number(ms)));
 
 function commitJson(c: CommitRow): ReleaseCommitJson {
-  return { id: c.commit_id, repository: c.repository, message: c.message, author_name: c.author_name, author_email: c.author_email, date: isoOrNull(c.date) };
+  return {
+    id: c.commit_id,
+    repository: c.repository,
+    message: c.message,
+    author_name: c.author_name,
+    author_email: c.author_email,
+    date: isoOrNull(c.date),
+  };
 }
 
 function deployJson(d: DeployRow): ReleaseDeployJson {
-  return { id: d.deploy_id, environment: d.environment, name: d.name, url: d.url, date_started: isoOrNull(d.date_started), date_finished: iso(Number(d.date_finished)) };
+  return {
+    id: d.deploy_id,
+    environment: d.environment,
+    name: d.name,
+    url: d.url,
+    date_started: isoOrNull(d.date_started),
+    date_finished: iso(Number(d.date_finished)),
+  };
 }
 
 function releaseJson(
@@ -135,7 +149,12 @@ function releaseJson(
  * The project's CLI releases created or released in the window, and those among
  * `versions` (releases the window shows for their events or sessions).
  */
-async function cliReleases(db: Db, projectId: number, w: TimeWindow, versions: string[]): Promise<Map<string, CliReleaseTable>> {
+async function cliReleases(
+  db: Db,
+  projectId: number,
+  w: TimeWindow,
+  versions: string[],
+): Promise<Map<string, CliReleaseTable>> {
   const inWindow = await db
     .selectFrom('cli_releases')
     .selectAll()
@@ -151,7 +170,13 @@ async function cliReleases(db: Db, projectId: number, w: TimeWindow, versions: s
   const others = versions.filter((v) => !out.has(v));
   // Versions per query: within what every database binds in one statement (D1 the fewest).
   for (const part of chunks(others, D1_MAX_BOUND_PARAMETERS - 1)) {
-    for (const r of await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', 'in', part).execute()) out.set(r.version, r);
+    for (const r of await db
+      .selectFrom('cli_releases')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('version', 'in', part)
+      .execute())
+      out.set(r.version, r);
   }
   return out;
 }
@@ -198,7 +223,12 @@ async function sessionCounts(db: Db, projectId: number, w: TimeWindow, release?:
     .where('bucket', '<=', b.last);
   if (release !== undefined) q = q.where('release', '=', release);
   for (const r of await q.groupBy('release').execute()) {
-    out.set(r.release, { total: Number(r.total), crashed: Number(r.crashed), errored: Number(r.errored), anr: Number(r.anr) });
+    out.set(r.release, {
+      total: Number(r.total),
+      crashed: Number(r.crashed),
+      errored: Number(r.errored),
+      anr: Number(r.anr),
+    });
   }
   return out;
 }
@@ -210,7 +240,10 @@ export function userCountsQuery(db: Db, projectId: number, first: number, last: 
     .select((eb) => [
       'release',
       eb.fn.count<number>('did').distinct().as('total'),
-      eb.fn.count<number>(eb.case().when('crashed', '=', 1).then(eb.ref('did')).end()).distinct().as('crashed'),
+      eb.fn
+        .count<number>(eb.case().when('crashed', '=', 1).then(eb.ref('did')).end())
+        .distinct()
+        .as('crashed'),
     ])
     .where('project_id', '=', projectId)
     .where('release', 'in', versions)
@@ -224,7 +257,12 @@ export function userCountsQuery(db: Db, projectId: number, first: number, last: 
  * hours session_hourly counts), from session_users (its primary key: one range per
  * release of `versions`). A user is crashed when any of those sessions crashed.
  */
-async function userCounts(db: Db, projectId: number, w: TimeWindow, versions: string[]): Promise<Map<string, UserCounts>> {
+async function userCounts(
+  db: Db,
+  projectId: number,
+  w: TimeWindow,
+  versions: string[],
+): Promise<Map<string, UserCounts>> {
   const b = windowBuckets(w);
   const out = new Map<string, UserCounts>();
   if (!b || versions.length === 0) return out;
@@ -266,7 +304,12 @@ async function sessionSpan(db: Db, projectId: number, release: string) {
  * Releases active in the window: seen by events in it (releases.first_seen..last_seen
  * overlapping the window) or with sessions in it. Newest first (by first_seen).
  */
-export async function listReleases(db: Db, projectId: number, query: QueryParams, now: number): Promise<{ releases: ReleaseJson[] }> {
+export async function listReleases(
+  db: Db,
+  projectId: number,
+  query: QueryParams,
+  now: number,
+): Promise<{ releases: ReleaseJson[] }> {
   const w = parseWindow(query, now);
   const [rows, counts, sessions, newIssues] = await Promise.all([
     db
@@ -282,7 +325,12 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
   ]);
   const bases = new Map<string, ReleaseBase>();
   for (const r of rows) {
-    bases.set(r.release, { release: r.release, platforms: releasePlatforms(r.platforms), first_seen: Number(r.first_seen), last_seen: Number(r.last_seen) });
+    bases.set(r.release, {
+      release: r.release,
+      platforms: releasePlatforms(r.platforms),
+      first_seen: Number(r.first_seen),
+      last_seen: Number(r.last_seen),
+    });
   }
   // Releases with sessions in the window but outside the events' span (or without events at all).
   const missing = [...sessions.keys(), ...counts.keys()].filter((r) => r !== '' && !bases.has(r));
@@ -294,7 +342,12 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
       .where('release', 'in', [...new Set(missing)])
       .execute();
     for (const r of known) {
-      bases.set(r.release, { release: r.release, platforms: releasePlatforms(r.platforms), first_seen: Number(r.first_seen), last_seen: Number(r.last_seen) });
+      bases.set(r.release, {
+        release: r.release,
+        platforms: releasePlatforms(r.platforms),
+        first_seen: Number(r.first_seen),
+        last_seen: Number(r.last_seen),
+      });
     }
     for (const release of new Set(missing)) {
       if (bases.has(release)) continue;
@@ -308,9 +361,16 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
     if (!bases.has(version)) bases.set(version, { release: version, platforms: [], first_seen: null, last_seen: null });
   }
   const [activity, users] = await Promise.all([
-    cli.size > 0 ? releaseActivity(db, [projectId], [...cli.keys()], RELEASE_LIST_ACTIVITY) : new Map<string, ReleaseActivity>(),
+    cli.size > 0
+      ? releaseActivity(db, [projectId], [...cli.keys()], RELEASE_LIST_ACTIVITY)
+      : new Map<string, ReleaseActivity>(),
     // Only releases with sessions in the window can have users in it.
-    userCounts(db, projectId, w, [...bases.keys()].filter((r) => sessions.has(r))),
+    userCounts(
+      db,
+      projectId,
+      w,
+      [...bases.keys()].filter((r) => sessions.has(r)),
+    ),
   ]);
   // A release the CLI created before any event sorts by its creation.
   const since = (base: ReleaseBase) => base.first_seen ?? Number(cli.get(base.release)?.date_created ?? 0);
@@ -330,7 +390,14 @@ export async function listReleases(db: Db, projectId: number, query: QueryParams
   return { releases };
 }
 
-async function issuesBy(db: Db, projectId: number, column: 'first_release' | 'last_release', release: string, now: number, limit: number): Promise<IssueJson[]> {
+async function issuesBy(
+  db: Db,
+  projectId: number,
+  column: 'first_release' | 'last_release',
+  release: string,
+  now: number,
+  limit: number,
+): Promise<IssueJson[]> {
   const rows: IssueRow[] = await db
     .selectFrom('issues')
     .selectAll()
@@ -347,7 +414,14 @@ async function issuesBy(db: Db, projectId: number, column: 'first_release' | 'la
  * A release's health and issues. `issueLimit`: issues listed per list (introduced,
  * present), busiest first; a page that shows fewer asks for fewer, and their sparklines.
  */
-export async function releaseDetail(db: Db, projectId: number, version: string, query: QueryParams, now: number, issueLimit = RELEASE_ISSUES_LIMIT) {
+export async function releaseDetail(
+  db: Db,
+  projectId: number,
+  version: string,
+  query: QueryParams,
+  now: number,
+  issueLimit = RELEASE_ISSUES_LIMIT,
+) {
   const w = parseWindow(query, now);
   const row = await db
     .selectFrom('releases')
@@ -358,16 +432,28 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
   const cli =
     version === ''
       ? undefined
-      : await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
+      : await db
+          .selectFrom('cli_releases')
+          .selectAll()
+          .where('project_id', '=', projectId)
+          .where('version', '=', version)
+          .executeTakeFirst();
   let base: ReleaseBase;
   if (row) {
-    base = { release: row.release, platforms: releasePlatforms(row.platforms), first_seen: Number(row.first_seen), last_seen: Number(row.last_seen) };
+    base = {
+      release: row.release,
+      platforms: releasePlatforms(row.platforms),
+      first_seen: Number(row.first_seen),
+      last_seen: Number(row.last_seen),
+    };
   } else {
     const span = version === '' ? null : await sessionSpan(db, projectId, version);
     if (!span && !cli) throw new ReadNotFoundError(`release ${JSON.stringify(version)} not found in this project`);
     base = { release: version, platforms: [], first_seen: span?.first ?? null, last_seen: span?.last ?? null };
   }
-  const activity = cli ? (await releaseActivity(db, [projectId], [version], Math.max(MAX_RELEASE_COMMITS, DEPLOY_LIST_LIMIT))).get(version) : undefined;
+  const activity = cli
+    ? (await releaseActivity(db, [projectId], [version], Math.max(MAX_RELEASE_COMMITS, DEPLOY_LIST_LIMIT))).get(version)
+    : undefined;
   const b = windowBuckets(w);
   const [counts, sessions, users, newIssues, hourly, sessionHourly, introduced, present] = await Promise.all([
     eventCounts(db, projectId, w, version),
@@ -398,8 +484,14 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
     issuesBy(db, projectId, 'last_release', version, now, issueLimit),
   ]);
 
-  const perBucket = new Map(hourly.map((r) => [Number(r.bucket), { events: Number(r.events), crashes: Number(r.crashes) }]));
-  const timeline = bucketList(w).map((t) => ({ bucket: iso(t), events: perBucket.get(t)?.events ?? 0, crashes: perBucket.get(t)?.crashes ?? 0 }));
+  const perBucket = new Map(
+    hourly.map((r) => [Number(r.bucket), { events: Number(r.events), crashes: Number(r.crashes) }]),
+  );
+  const timeline = bucketList(w).map((t) => ({
+    bucket: iso(t),
+    events: perBucket.get(t)?.events ?? 0,
+    crashes: perBucket.get(t)?.crashes ?? 0,
+  }));
 
   const perDay = new Map<number, SessionCounts>();
   for (const r of sessionHourly) {
@@ -413,11 +505,24 @@ export async function releaseDetail(db: Db, projectId: number, version: string, 
   }
   const daily_health = dayList(w).map((day) => {
     const d = perDay.get(day) ?? zeroSessions();
-    return { day: iso(day), ...d, crash_free_rate: crashFreeRate(d.total, d.crashed), anr_rate: anrRate(d.total, d.anr) };
+    return {
+      day: iso(day),
+      ...d,
+      crash_free_rate: crashFreeRate(d.total, d.crashed),
+      anr_rate: anrRate(d.total, d.anr),
+    };
   });
 
   return {
-    release: releaseJson(base, counts.get(version), sessions.get(version), users.get(version), newIssues.get(version) ?? 0, cli, activity),
+    release: releaseJson(
+      base,
+      counts.get(version),
+      sessions.get(version),
+      users.get(version),
+      newIssues.get(version) ?? 0,
+      cli,
+      activity,
+    ),
     from: iso(w.from),
     to: iso(w.to),
     daily_health,

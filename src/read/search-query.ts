@@ -24,7 +24,18 @@ export interface IssueSearch {
 }
 
 export function emptySearch(): IssueSearch {
-  return { statuses: [], assigned: null, assignees: [], levels: [], releases: [], firstReleases: [], environments: [], users: [], tags: [], text: [] };
+  return {
+    statuses: [],
+    assigned: null,
+    assignees: [],
+    levels: [],
+    releases: [],
+    firstReleases: [],
+    environments: [],
+    users: [],
+    tags: [],
+    text: [],
+  };
 }
 
 /** The longest `q` taken, and the most tokens. */
@@ -68,7 +79,10 @@ function tokenize(q: string): Token[] {
     const start = i;
     if (q[i] === '"') {
       const [value, end] = quoted(i);
-      if (end < q.length && !/\s/.test(q[end])) throw new SearchSyntaxError(`malformed search token ${JSON.stringify(q.slice(start, end + 1))}: put a blank after a quoted phrase`);
+      if (end < q.length && !/\s/.test(q[end]))
+        throw new SearchSyntaxError(
+          `malformed search token ${JSON.stringify(q.slice(start, end + 1))}: put a blank after a quoted phrase`,
+        );
       tokens.push({ text: q.slice(start, end), key: null, value });
       i = end;
       continue;
@@ -82,16 +96,22 @@ function tokenize(q: string): Token[] {
         const [v, end] = quoted(i);
         value = v;
         i = end;
-        if (i < q.length && !/\s/.test(q[i])) throw new SearchSyntaxError(`malformed search token ${JSON.stringify(q.slice(start, i + 1))}`);
+        if (i < q.length && !/\s/.test(q[i]))
+          throw new SearchSyntaxError(`malformed search token ${JSON.stringify(q.slice(start, i + 1))}`);
       } else {
         const from = i;
         while (i < q.length && !/\s/.test(q[i])) i++;
         value = q.slice(from, i);
-        if (value.includes('"')) throw new SearchSyntaxError(`malformed search token ${JSON.stringify(q.slice(start, i))}`);
+        if (value.includes('"'))
+          throw new SearchSyntaxError(`malformed search token ${JSON.stringify(q.slice(start, i))}`);
       }
       const text = q.slice(start, i);
-      if (!KEY.test(key)) throw new SearchSyntaxError(`malformed search token ${JSON.stringify(text)}: a key is letters, digits, "_", "." or "-"`);
-      if (value === '') throw new SearchSyntaxError(`malformed search token ${JSON.stringify(text)}: ${key}: needs a value`);
+      if (!KEY.test(key))
+        throw new SearchSyntaxError(
+          `malformed search token ${JSON.stringify(text)}: a key is letters, digits, "_", "." or "-"`,
+        );
+      if (value === '')
+        throw new SearchSyntaxError(`malformed search token ${JSON.stringify(text)}: ${key}: needs a value`);
       tokens.push({ text, key, value });
       continue;
     }
@@ -112,7 +132,8 @@ const IS_VALUES = [...ISSUE_STATUSES, 'assigned', 'unassigned'];
 export function parseIssueSearch(q: string): IssueSearch {
   if (q.length > MAX_SEARCH_LENGTH) throw new SearchSyntaxError(`q must be at most ${MAX_SEARCH_LENGTH} characters`);
   const tokens = tokenize(q);
-  if (tokens.length > MAX_SEARCH_TOKENS) throw new SearchSyntaxError(`q may hold at most ${MAX_SEARCH_TOKENS} tokens (got ${tokens.length})`);
+  if (tokens.length > MAX_SEARCH_TOKENS)
+    throw new SearchSyntaxError(`q may hold at most ${MAX_SEARCH_TOKENS} tokens (got ${tokens.length})`);
   const out = emptySearch();
   const words: string[] = [];
   for (const t of tokens) {
@@ -125,7 +146,10 @@ export function parseIssueSearch(q: string): IssueSearch {
         const v = t.value.toLowerCase();
         if (v === 'assigned' || v === 'unassigned') out.assigned = v === 'assigned';
         else if ((ISSUE_STATUSES as readonly string[]).includes(v)) out.statuses.push(v as IssueStatus);
-        else throw new SearchSyntaxError(`unknown search token ${JSON.stringify(t.text)}: is: takes ${IS_VALUES.join(', ')}`);
+        else
+          throw new SearchSyntaxError(
+            `unknown search token ${JSON.stringify(t.text)}: is: takes ${IS_VALUES.join(', ')}`,
+          );
         break;
       }
       case 'assigned':
@@ -133,7 +157,10 @@ export function parseIssueSearch(q: string): IssueSearch {
         break;
       case 'level': {
         const v = t.value.toLowerCase();
-        if (!(LEVELS as readonly string[]).includes(v)) throw new SearchSyntaxError(`unknown search token ${JSON.stringify(t.text)}: level: takes ${LEVELS.join(', ')}`);
+        if (!(LEVELS as readonly string[]).includes(v))
+          throw new SearchSyntaxError(
+            `unknown search token ${JSON.stringify(t.text)}: level: takes ${LEVELS.join(', ')}`,
+          );
         out.levels.push(v);
         break;
       }
@@ -162,7 +189,15 @@ export function parseIssueSearch(q: string): IssueSearch {
 /** True when the search asks for nothing. */
 export function isEmptySearch(s: IssueSearch): boolean {
   return (
-    s.statuses.length + s.assignees.length + s.levels.length + s.releases.length + s.firstReleases.length + s.environments.length + s.users.length + s.tags.length + s.text.length === 0 &&
-    s.assigned === null
+    s.statuses.length +
+      s.assignees.length +
+      s.levels.length +
+      s.releases.length +
+      s.firstReleases.length +
+      s.environments.length +
+      s.users.length +
+      s.tags.length +
+      s.text.length ===
+      0 && s.assigned === null
   );
 }

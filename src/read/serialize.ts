@@ -8,8 +8,16 @@ import type { IssueRow } from '../store/schema.js';
 type IssueTime = 'first_seen' | 'last_seen' | 'created_at' | 'updated_at';
 /** Snooze bookkeeping and the assignee's id stay inside; `ignore_until` goes out as RFC 3339. */
 type IssueInternal = 'ignored_event_count' | 'ignored_users' | 'assignee_id' | 'ignore_until';
-export type IssueJson = Omit<IssueRecord, 'id' | 'project_id' | 'resolved_at' | 'regressed_at' | IssueTime | IssueInternal> &
-  Record<IssueTime, string> & { ignore_until: string | null; assignee: { id: number; email: string; name: string } | null; sparkline?: number[]; feedback_count?: number };
+export type IssueJson = Omit<
+  IssueRecord,
+  'id' | 'project_id' | 'resolved_at' | 'regressed_at' | IssueTime | IssueInternal
+> &
+  Record<IssueTime, string> & {
+    ignore_until: string | null;
+    assignee: { id: number; email: string; name: string } | null;
+    sparkline?: number[];
+    feedback_count?: number;
+  };
 
 export function issueJson(row: IssueRow, sparkline?: number[], assignee: IssueJson['assignee'] = null): IssueJson {
   const snoozed = row.status === 'ignored';

@@ -52,7 +52,9 @@ function parseDays(raw: string): number {
 function parseTime(name: 'from' | 'to', raw: string): number {
   const t = parseRfc3339(raw);
   if (t === null) {
-    throw new ReadInputError(`${name} must be an RFC 3339 date-time such as 2025-01-31T00:00:00Z (got ${JSON.stringify(raw)})`);
+    throw new ReadInputError(
+      `${name} must be an RFC 3339 date-time such as 2025-01-31T00:00:00Z (got ${JSON.stringify(raw)})`,
+    );
   }
   return t;
 }

@@ -22,7 +22,10 @@ import type { DecompressBlob } from './stored-payload.js';
 /** What Faultline uses of an R2 bucket binding (R2Bucket has these members). */
 export interface BlobBucket {
   put(key: string, value: Uint8Array): Promise<unknown>;
-  get(key: string, options?: { range?: { offset: number; length: number } }): Promise<{ arrayBuffer(): Promise<ArrayBuffer> } | null>;
+  get(
+    key: string,
+    options?: { range?: { offset: number; length: number } },
+  ): Promise<{ arrayBuffer(): Promise<ArrayBuffer> } | null>;
   delete(keys: string | string[]): Promise<void>;
   list(options?: { prefix?: string; cursor?: string; limit?: number; startAfter?: string }): Promise<{
     objects: { key: string }[];
@@ -80,10 +83,17 @@ export function bucketOf(db: object): BlobBucket | undefined {
 }
 
 /** The chunk bytes of a row: its `data`, or its object's when `r2_key` names one (empty when that is gone). */
-export async function chunkBytes(db: object, row: { data: Uint8Array | ArrayBuffer; r2_key?: string | null }, offset = 0, length?: number): Promise<Uint8Array> {
+export async function chunkBytes(
+  db: object,
+  row: { data: Uint8Array | ArrayBuffer; r2_key?: string | null },
+  offset = 0,
+  length?: number,
+): Promise<Uint8Array> {
   if (row.r2_key === null || row.r2_key === undefined) {
     const data = row.data instanceof Uint8Array ? row.data : new Uint8Array(row.data);
-    return length === undefined && offset === 0 ? data : data.subarray(offset, length === undefined ? undefined : offset + length);
+    return length === undefined && offset === 0
+      ? data
+      : data.subarray(offset, length === undefined ? undefined : offset + length);
   }
   const bucket = bucketOf(db);
   return (bucket ? await readObject(bucket, row.r2_key, offset, length) : null) ?? new Uint8Array(0);
@@ -91,11 +101,15 @@ export async function chunkBytes(db: object, row: { data: Uint8Array | ArrayBuff
 
 /** Writes objects (before the batch naming them commits), a few at a time. */
 export async function putObjects(bucket: BlobBucket, objects: { key: string; data: Uint8Array }[]): Promise<void> {
-  for (let i = 0; i < objects.length; i += 8) await Promise.all(objects.slice(i, i + 8).map((o) => bucket.put(o.key, o.data)));
+  for (let i = 0; i < objects.length; i += 8)
+    await Promise.all(objects.slice(i, i + 8).map((o) => bucket.put(o.key, o.data)));
 }
 
 /** Deletes objects by key (after the commit that removed their rows); nulls are skipped. */
-export async function deleteObjects(bucket: BlobBucket | undefined, keys: (string | null | undefined)[]): Promise<number> {
+export async function deleteObjects(
+  bucket: BlobBucket | undefined,
+  keys: (string | null | undefined)[],
+): Promise<number> {
   const present = keys.filter((k): k is string => typeof k === 'string' && k !== '');
   if (!bucket) return 0;
   for (let i = 0; i < present.length; i += DELETE_KEYS) await bucket.delete(present.slice(i, i + DELETE_KEYS));
@@ -103,7 +117,12 @@ export async function deleteObjects(bucket: BlobBucket | undefined, keys: (strin
 }
 
 /** An object's bytes (or `length` of them from `offset`), or null when it is gone. */
-export async function readObject(bucket: BlobBucket, key: string, offset = 0, length?: number): Promise<Uint8Array | null> {
+export async function readObject(
+  bucket: BlobBucket,
+  key: string,
+  offset = 0,
+  length?: number,
+): Promise<Uint8Array | null> {
   const object = await bucket.get(key, length === undefined ? undefined : { range: { offset, length } });
   return object ? new Uint8Array(await object.arrayBuffer()) : null;
 }
@@ -113,7 +132,12 @@ export async function readObject(bucket: BlobBucket, key: string, offset = 0, le
  * `cutoff`'s: expired or orphaned (retention has deleted the rows of that age first).
  * Returns how many it deleted.
  */
-export async function sweepObjects(bucket: BlobBucket, prefix: string, cutoff: number, signal?: { aborted: boolean }): Promise<number> {
+export async function sweepObjects(
+  bucket: BlobBucket,
+  prefix: string,
+  cutoff: number,
+  signal?: { aborted: boolean },
+): Promise<number> {
   const limit = `${prefix}${day(cutoff)}/`;
   let deleted = 0;
   for (;;) {
@@ -170,7 +194,11 @@ export async function readPayloadChunks(
 ): Promise<Map<number, Uint8Array>> {
   const out = new Map<number, Uint8Array>();
   for (let i = 0; i < ids.length; i += 200) {
-    const found = await db.selectFrom('payload_chunks').select(['id', 'data', 'r2_key']).where('id', 'in', ids.slice(i, i + 200)).execute();
+    const found = await db
+      .selectFrom('payload_chunks')
+      .select(['id', 'data', 'r2_key'])
+      .where('id', 'in', ids.slice(i, i + 200))
+      .execute();
     await Promise.all(
       found.map(async (c) => {
         if (c.r2_key === null || c.r2_key === undefined) {

@@ -32,7 +32,10 @@ export function databaseCapacity(bytes: number, limitBytes: number): DatabaseCap
 }
 
 /** How full a size-capped database (D1) is, or null where the store reports no size. */
-export async function storeCapacity(store: Pick<Store, 'sizeBytes'>, limitMb: number): Promise<DatabaseCapacity | null> {
+export async function storeCapacity(
+  store: Pick<Store, 'sizeBytes'>,
+  limitMb: number,
+): Promise<DatabaseCapacity | null> {
   const bytes = store.sizeBytes ? await store.sizeBytes().catch(() => null) : null;
   return bytes === null ? null : databaseCapacity(bytes, limitMb * 1024 * 1024);
 }

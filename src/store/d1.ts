@@ -111,7 +111,10 @@ function quotedEnd(text: string, start: number, close: string): number {
 }
 
 /** The statement D1 is sent: within D1's parameter count, else with its values inlined. */
-export function fitToD1(query: { sql: string; parameters: readonly unknown[] }): { sql: string; parameters: unknown[] } {
+export function fitToD1(query: { sql: string; parameters: readonly unknown[] }): {
+  sql: string;
+  parameters: unknown[];
+} {
   let { sql: text } = query;
   let parameters = [...query.parameters];
   if (parameters.length > D1_MAX_BOUND_PARAMETERS) {
@@ -123,7 +126,11 @@ export function fitToD1(query: { sql: string; parameters: readonly unknown[] }):
       const close = ch === "'" || ch === '"' || ch === '`' ? ch : ch === '[' ? ']' : null;
       const comment = ch === '-' && text[i + 1] === '-' ? '\n' : ch === '/' && text[i + 1] === '*' ? '*/' : null;
       if (close || comment) {
-        const end = close ? quotedEnd(text, i, close) : text.indexOf(comment!, i + 2) < 0 ? text.length : text.indexOf(comment!, i + 2) + comment!.length;
+        const end = close
+          ? quotedEnd(text, i, close)
+          : text.indexOf(comment!, i + 2) < 0
+            ? text.length
+            : text.indexOf(comment!, i + 2) + comment!.length;
         out += text.slice(i, end);
         i = end;
       } else if (ch === '?') {
@@ -143,7 +150,9 @@ export function fitToD1(query: { sql: string; parameters: readonly unknown[] }):
     parameters = kept;
   }
   if (parameters.length > D1_MAX_BOUND_PARAMETERS) {
-    throw new D1LimitError(`statement binds ${parameters.length} parameters; D1 binds at most ${D1_MAX_BOUND_PARAMETERS}`);
+    throw new D1LimitError(
+      `statement binds ${parameters.length} parameters; D1 binds at most ${D1_MAX_BOUND_PARAMETERS}`,
+    );
   }
   const bytes = new TextEncoder().encode(text).byteLength;
   if (bytes > D1_MAX_STATEMENT_BYTES) {
@@ -232,7 +241,9 @@ class D1Introspector implements DatabaseIntrospector {
     for (const table of tables.rows) {
       if (internal.includes(table.name)) continue;
       const columns = await sql<{ name: string; type: string; notnull: number; dflt_value: unknown; pk: number }>`
-        select name, type, "notnull", dflt_value, pk from pragma_table_info(${table.name}) order by cid`.execute(this.db);
+        select name, type, "notnull", dflt_value, pk from pragma_table_info(${table.name}) order by cid`.execute(
+        this.db,
+      );
       const pk = columns.rows.filter((c) => c.pk > 0);
       const rowid = pk.length === 1 && pk[0].type.toLowerCase() === 'integer' ? pk[0].name : null;
       out.push({

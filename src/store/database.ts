@@ -47,7 +47,8 @@ export function parseDatabaseUrl(url: string | undefined): DatabaseTarget {
   if (m) {
     let p = m[2];
     if (p.startsWith('//')) p = p.slice(2);
-    if (p === '') throw new DatabaseConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/faultline.db');
+    if (p === '')
+      throw new DatabaseConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/faultline.db');
     return { dialect: 'sqlite', path: p };
   }
   throw new DatabaseConfigError(

@@ -19,7 +19,11 @@ export type CommitOptions = SqliteBatchOptions;
 
 /** Writes the works in one transaction; throws (after rolling back) when the database fails. */
 export function commitIngestBatch(store: Store, works: PreparedWork[], options: CommitOptions): Promise<BatchResult> {
-  return store.db.getExecutor().provideConnection((connection) =>
-    store.dialect === 'postgres' ? commitPostgresBatch(store.db, connection, works, options) : commitSqliteBatch(store.db, connection, works, options),
-  );
+  return store.db
+    .getExecutor()
+    .provideConnection((connection) =>
+      store.dialect === 'postgres'
+        ? commitPostgresBatch(store.db, connection, works, options)
+        : commitSqliteBatch(store.db, connection, works, options),
+    );
 }

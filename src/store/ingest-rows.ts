@@ -3,7 +3,14 @@
 // rows built from the planner's write set (src/store/write-set.ts), and the writes that
 // are the same on every database as data (aggregateWrites), which each dialect module
 // turns into its own statements. Web APIs only.
-import type { CompiledQuery, Compilable, Insertable, OnConflictBuilder, OnConflictDoNothingBuilder, OnConflictUpdateBuilder } from 'kysely';
+import type {
+  CompiledQuery,
+  Compilable,
+  Insertable,
+  OnConflictBuilder,
+  OnConflictDoNothingBuilder,
+  OnConflictUpdateBuilder,
+} from 'kysely';
 import { LEVELS } from './records.js';
 import {
   issueChangeRows,
@@ -20,7 +27,13 @@ import {
   type WriteCounts,
   type WriteSet,
 } from './write-set.js';
-import { packPayloads, type CompressBlob, type PackedChunk, type PackedPayloads, type PayloadSlot } from './payloads.js';
+import {
+  packPayloads,
+  type CompressBlob,
+  type PackedChunk,
+  type PackedPayloads,
+  type PayloadSlot,
+} from './payloads.js';
 import type { Database, EventTable } from './schema.js';
 
 /**
@@ -81,7 +94,10 @@ export function packStoredPayloads(plan: WriteSet, compress: CompressBlob): Pack
  */
 export function compileTakingOnly(query: Compilable, parameters: number, what: string): CompiledQuery {
   const compiled = query.compile();
-  if (compiled.parameters.length !== parameters) throw new Error(`${what}: takes ${compiled.parameters.length} parameters, not ${parameters} (the conflict clause must take none)`);
+  if (compiled.parameters.length !== parameters)
+    throw new Error(
+      `${what}: takes ${compiled.parameters.length} parameters, not ${parameters} (the conflict clause must take none)`,
+    );
   return compiled;
 }
 
@@ -89,7 +105,9 @@ export function compileTakingOnly(query: Compilable, parameters: number, what: s
 export type ColumnSpec = readonly (readonly [string, 'int8' | 'text' | 'bytea'])[];
 
 /** An ON CONFLICT clause a write takes (it binds no parameters: see compileTakingOnly). */
-export type Conflict = (oc: OnConflictBuilder<any, any>) => OnConflictUpdateBuilder<any, any> | OnConflictDoNothingBuilder<any, any>;
+export type Conflict = (
+  oc: OnConflictBuilder<any, any>,
+) => OnConflictUpdateBuilder<any, any> | OnConflictDoNothingBuilder<any, any>;
 
 /** Rows to insert into one table, with what to do on a conflict. */
 export interface TableWrite {
@@ -101,7 +119,9 @@ export interface TableWrite {
 
 /** An issue row written back: ingest's columns take the batch's final values. */
 export function issueUpsert(oc: OnConflictBuilder<any, any>) {
-  return oc.columns(['project_id', 'fingerprint']).doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)])));
+  return oc
+    .columns(['project_id', 'fingerprint'])
+    .doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)])));
 }
 
 export const ISSUE_COLUMNS: ColumnSpec = [
@@ -297,7 +317,11 @@ export const SESSION_USER_COLUMNS: ColumnSpec = [
 /** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
 export function additive(table: string, key: string[], counters: string[]) {
   return (oc: OnConflictBuilder<any, any>) =>
-    oc.columns(key).doUpdateSet(Object.fromEntries(counters.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))])));
+    oc
+      .columns(key)
+      .doUpdateSet(
+        Object.fromEntries(counters.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))])),
+      );
 }
 
 export function issueColumns(row: PlannedIssueRow): Record<string, unknown> {
@@ -341,7 +365,11 @@ export function eventFields(e: EventInput, receivedAt: number) {
 }
 
 /** An event's row; its payload is at `slot` of the chunk whose id is `chunkIds[slot.chunk]`. */
-export function eventValues(s: PlannedEvent, chunkIds: number[], slot: PayloadSlot): Insertable<EventTable> & Record<string, unknown> {
+export function eventValues(
+  s: PlannedEvent,
+  chunkIds: number[],
+  slot: PayloadSlot,
+): Insertable<EventTable> & Record<string, unknown> {
   const e = s.input;
   return {
     project_id: s.projectId,
@@ -377,7 +405,12 @@ export function aggregateWrites(plan: WriteSet, planner: IngestPlanner): TableWr
           .doUpdateSet({ first_seen: (eb: any) => eb.ref('excluded.first_seen') })
           .where((eb: any) => eb('excluded.first_seen', '<', eb.ref('issue_releases.first_seen'))),
     },
-    { table: 'issue_hourly', spec: ISSUE_HOURLY_COLUMNS, rows: issueHourlyRows(plan), conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']) },
+    {
+      table: 'issue_hourly',
+      spec: ISSUE_HOURLY_COLUMNS,
+      rows: issueHourlyRows(plan),
+      conflict: additive('issue_hourly', ['issue_id', 'bucket'], ['events']),
+    },
     {
       table: 'issue_environment_hourly',
       spec: ISSUE_ENVIRONMENT_HOURLY_COLUMNS,
@@ -403,8 +436,18 @@ export function aggregateWrites(plan: WriteSet, planner: IngestPlanner): TableWr
           platforms: (eb: any) => eb.ref('excluded.platforms'),
         }),
     },
-    { table: 'daily_usage', spec: USAGE_COLUMNS, rows: plan.usage as unknown as Record<string, unknown>[], conflict: additive('daily_usage', ['project_id', 'day'], ['events']) },
-    { table: 'seen_events', spec: SEEN_COLUMNS, rows: plan.seen as unknown as Record<string, unknown>[], conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing() },
+    {
+      table: 'daily_usage',
+      spec: USAGE_COLUMNS,
+      rows: plan.usage as unknown as Record<string, unknown>[],
+      conflict: additive('daily_usage', ['project_id', 'day'], ['events']),
+    },
+    {
+      table: 'seen_events',
+      spec: SEEN_COLUMNS,
+      rows: plan.seen as unknown as Record<string, unknown>[],
+      conflict: (oc) => oc.columns(['project_id', 'event_id']).doNothing(),
+    },
     {
       table: 'sessions',
       spec: SESSION_COLUMNS,
@@ -431,7 +474,13 @@ export function aggregateWrites(plan: WriteSet, planner: IngestPlanner): TableWr
       // A user once crashed in that hour stays crashed (CASE: SQLite's max() is PostgreSQL's greatest()).
       conflict: (oc) =>
         oc.columns(['project_id', 'release', 'bucket', 'did']).doUpdateSet({
-          crashed: (eb: any) => eb.case().when('excluded.crashed', '>', eb.ref('session_users.crashed')).then(eb.ref('excluded.crashed')).else(eb.ref('session_users.crashed')).end(),
+          crashed: (eb: any) =>
+            eb
+              .case()
+              .when('excluded.crashed', '>', eb.ref('session_users.crashed'))
+              .then(eb.ref('excluded.crashed'))
+              .else(eb.ref('session_users.crashed'))
+              .end(),
         }),
     },
   ];

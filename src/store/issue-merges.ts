@@ -20,7 +20,16 @@ export interface MergeIssue {
 }
 
 /** The columns that follow the newest event of the issues merged (plan.ts: the issue's latest event). */
-const LATEST_COLUMNS = ['last_seen_id', 'last_release', 'title', 'level', 'error_type', 'screen', 'location', 'platform'] as const;
+const LATEST_COLUMNS = [
+  'last_seen_id',
+  'last_release',
+  'title',
+  'level',
+  'error_type',
+  'screen',
+  'location',
+  'platform',
+] as const;
 /** The columns that follow the oldest event. */
 const EARLIEST_COLUMNS = ['first_seen_id', 'first_release'] as const;
 
@@ -28,7 +37,13 @@ const EARLIEST_COLUMNS = ['first_seen_id', 'first_release'] as const;
  * The statements that merge `source` into `target` (one issue of the same project each).
  * Run them in one transaction, or as one atomic batch on D1.
  */
-export function mergeStatements(db: Db, projectId: number, target: MergeIssue, source: MergeIssue, now: number): CompiledQuery[] {
+export function mergeStatements(
+  db: Db,
+  projectId: number,
+  target: MergeIssue,
+  source: MergeIssue,
+  now: number,
+): CompiledQuery[] {
   const T = sql`cast(${target.id} as bigint)`;
   const S = source.id;
   const later = sql`s.last_seen > issues.last_seen`;
@@ -78,7 +93,11 @@ export function mergedChange(
   projectId: number,
   targetId: number,
   now: number,
-  by: { actor: string | null; actorUserId: number | null; fingerprints: string[] } = { actor: null, actorUserId: null, fingerprints: [] },
+  by: { actor: string | null; actorUserId: number | null; fingerprints: string[] } = {
+    actor: null,
+    actorUserId: null,
+    fingerprints: [],
+  },
 ): CompiledQuery {
   const data = JSON.stringify({ fingerprints: by.fingerprints });
   return sql`insert into issue_changes (project_id, issue_id, kind, at, release, actor, actor_user_id, data)
@@ -90,7 +109,13 @@ export function mergedChange(
  * Maps `fingerprint` to the issue `issueId` (its later events go there), unless an issue
  * with that fingerprint exists or the fingerprint is mapped already.
  */
-export function mapFingerprint(db: Db, projectId: number, fingerprint: string, issueId: number, now: number): CompiledQuery {
+export function mapFingerprint(
+  db: Db,
+  projectId: number,
+  fingerprint: string,
+  issueId: number,
+  now: number,
+): CompiledQuery {
   return sql`insert into issue_merges (project_id, fingerprint, issue_id, merged_at)
     select cast(${projectId} as bigint), cast(${fingerprint} as text), cast(${issueId} as bigint), cast(${now} as bigint)
     where not exists (select 1 from issues where project_id = ${projectId} and fingerprint = ${fingerprint})
@@ -98,8 +123,17 @@ export function mapFingerprint(db: Db, projectId: number, fingerprint: string, i
 }
 
 /** The issue a merged (or mapped) fingerprint's events go to, or undefined. */
-export async function mergedIssueId(db: Db | Transaction<Database>, projectId: number, fingerprint: string): Promise<number | undefined> {
-  const row = await db.selectFrom('issue_merges').select('issue_id').where('project_id', '=', projectId).where('fingerprint', '=', fingerprint).executeTakeFirst();
+export async function mergedIssueId(
+  db: Db | Transaction<Database>,
+  projectId: number,
+  fingerprint: string,
+): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('issue_merges')
+    .select('issue_id')
+    .where('project_id', '=', projectId)
+    .where('fingerprint', '=', fingerprint)
+    .executeTakeFirst();
   return row ? Number(row.issue_id) : undefined;
 }
 

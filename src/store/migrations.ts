@@ -63,8 +63,16 @@ function m001(dialect: Dialect): Migration {
         .addColumn('updated_at', big, (c) => c.notNull())
         .addUniqueConstraint('issues_project_fingerprint', ['project_id', 'fingerprint'])
         .execute();
-      await db.schema.createIndex('issues_project_last_seen').on('issues').columns(['project_id', 'last_seen']).execute();
-      await db.schema.createIndex('issues_project_first_seen').on('issues').columns(['project_id', 'first_seen']).execute();
+      await db.schema
+        .createIndex('issues_project_last_seen')
+        .on('issues')
+        .columns(['project_id', 'last_seen'])
+        .execute();
+      await db.schema
+        .createIndex('issues_project_first_seen')
+        .on('issues')
+        .columns(['project_id', 'first_seen'])
+        .execute();
 
       await db.schema
         .createTable('issue_releases')
@@ -98,7 +106,11 @@ function m001(dialect: Dialect): Migration {
         .addColumn('at', big, (c) => c.notNull())
         .addColumn('release', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('issue_changes_project_kind_at').on('issue_changes').columns(['project_id', 'kind', 'at']).execute();
+      await db.schema
+        .createIndex('issue_changes_project_kind_at')
+        .on('issue_changes')
+        .columns(['project_id', 'kind', 'at'])
+        .execute();
       await db.schema.createIndex('issue_changes_issue').on('issue_changes').column('issue_id').execute();
 
       await db.schema
@@ -138,7 +150,11 @@ function m001(dialect: Dialect): Migration {
       await db.schema.createIndex('events_project_event_id').on('events').columns(['project_id', 'event_id']).execute();
       await db.schema.createIndex('events_project_id').on('events').columns(['project_id', 'id']).execute();
       await db.schema.createIndex('events_issue_timestamp').on('events').columns(['issue_id', 'timestamp']).execute();
-      await db.schema.createIndex('events_project_release').on('events').columns(['project_id', 'release', 'id']).execute();
+      await db.schema
+        .createIndex('events_project_release')
+        .on('events')
+        .columns(['project_id', 'release', 'id'])
+        .execute();
       await db.schema.createIndex('events_received').on('events').column('received_at').execute();
 
       await db.schema
@@ -148,7 +164,11 @@ function m001(dialect: Dialect): Migration {
         .addColumn('key', 'text', (c) => c.notNull())
         .addColumn('value', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('event_tags_lookup').on('event_tags').columns(['project_id', 'key', 'value', 'event_id']).execute();
+      await db.schema
+        .createIndex('event_tags_lookup')
+        .on('event_tags')
+        .columns(['project_id', 'key', 'value', 'event_id'])
+        .execute();
       await db.schema.createIndex('event_tags_event').on('event_tags').column('event_id').execute();
 
       await db.schema
@@ -175,7 +195,11 @@ function m001(dialect: Dialect): Migration {
         .addColumn('debug', big, (c) => c.notNull())
         .addPrimaryKeyConstraint('project_hourly_pk', ['project_id', 'bucket', 'release'])
         .execute();
-      await db.schema.createIndex('project_hourly_release').on('project_hourly').columns(['project_id', 'release', 'bucket']).execute();
+      await db.schema
+        .createIndex('project_hourly_release')
+        .on('project_hourly')
+        .columns(['project_id', 'release', 'bucket'])
+        .execute();
 
       await db.schema
         .createTable('releases')
@@ -220,7 +244,11 @@ function m001(dialect: Dialect): Migration {
         .addColumn('errored', big, (c) => c.notNull())
         .addPrimaryKeyConstraint('session_hourly_pk', ['project_id', 'release', 'bucket'])
         .execute();
-      await db.schema.createIndex('session_hourly_project_bucket').on('session_hourly').columns(['project_id', 'bucket']).execute();
+      await db.schema
+        .createIndex('session_hourly_project_bucket')
+        .on('session_hourly')
+        .columns(['project_id', 'bucket'])
+        .execute();
     },
   };
 }
@@ -237,11 +265,27 @@ function m002(): Migration {
   return {
     async up(db: Db) {
       await db.schema.createIndex('events_issue_id').on('events').columns(['issue_id', 'id']).execute();
-      await db.schema.createIndex('events_project_user').on('events').columns(['project_id', 'user_id', 'id']).execute();
-      await db.schema.createIndex('issues_project_first_release').on('issues').columns(['project_id', 'first_release']).execute();
-      await db.schema.createIndex('issues_project_last_release').on('issues').columns(['project_id', 'last_release']).execute();
+      await db.schema
+        .createIndex('events_project_user')
+        .on('events')
+        .columns(['project_id', 'user_id', 'id'])
+        .execute();
+      await db.schema
+        .createIndex('issues_project_first_release')
+        .on('issues')
+        .columns(['project_id', 'first_release'])
+        .execute();
+      await db.schema
+        .createIndex('issues_project_last_release')
+        .on('issues')
+        .columns(['project_id', 'last_release'])
+        .execute();
       await db.schema.createIndex('issue_hourly_bucket').on('issue_hourly').column('bucket').execute();
-      await db.schema.createIndex('sessions_project_release_started').on('sessions').columns(['project_id', 'release', 'started']).execute();
+      await db.schema
+        .createIndex('sessions_project_release_started')
+        .on('sessions')
+        .columns(['project_id', 'release', 'started'])
+        .execute();
     },
   };
 }
@@ -315,7 +359,9 @@ function m006(dialect: Dialect): Migration {
   return {
     async up(db: Db) {
       if (dialect !== 'postgres') return;
-      await sql`alter table events alter column raw set storage external, alter column detail set storage external`.execute(db);
+      await sql`alter table events alter column raw set storage external, alter column detail set storage external`.execute(
+        db,
+      );
     },
   };
 }
@@ -354,14 +400,17 @@ function m008(dialect: Dialect): Migration {
         // SQLite assigns ids (autoincrement: never reused, so a late event can never name
         // another chunk); PostgreSQL ingest gives each chunk the id of its first event, so
         // no sequence.
-        .addColumn('id', dialect === 'postgres' ? big : 'integer', (c) => (dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement()))
+        .addColumn('id', dialect === 'postgres' ? big : 'integer', (c) =>
+          dialect === 'postgres' ? c.primaryKey() : c.primaryKey().autoIncrement(),
+        )
         .addColumn('project_id', big, (c) => c.notNull().references('projects.id').onDelete('cascade'))
         .addColumn('received_at', big, (c) => c.notNull())
         .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('payload_chunks_received').on('payload_chunks').column('received_at').execute();
       await db.schema.createIndex('payload_chunks_project').on('payload_chunks').column('project_id').execute();
-      if (dialect === 'postgres') await sql`alter table payload_chunks alter column data set storage external`.execute(db);
+      if (dialect === 'postgres')
+        await sql`alter table payload_chunks alter column data set storage external`.execute(db);
       await db.schema.alterTable('events').addColumn('payload_chunk', big).execute();
       await db.schema.alterTable('events').addColumn('payload_start', big).execute();
       await db.schema.alterTable('events').addColumn('payload_length', big).execute();
@@ -394,7 +443,18 @@ const DELETE_CASCADES: readonly [parent: string, column: string, children: reado
   [
     'projects',
     'project_id',
-    ['event_tags', 'events', 'issues', 'seen_events', 'project_hourly', 'releases', 'daily_usage', 'sessions', 'session_hourly', 'payload_chunks'],
+    [
+      'event_tags',
+      'events',
+      'issues',
+      'seen_events',
+      'project_hourly',
+      'releases',
+      'daily_usage',
+      'sessions',
+      'session_hourly',
+      'payload_chunks',
+    ],
   ],
   ['issues', 'issue_id', ['issue_releases', 'issue_users', 'issue_hourly']],
   ['events', 'event_id', ['event_tags']],
@@ -428,12 +488,18 @@ function m009(dialect: Dialect): Migration {
       // `gone` is the statement's deleted rows (a transition table): one delete per child
       // table per statement, however many parent rows it removed.
       for (const [parent, column, children] of DELETE_CASCADES) {
-        const deletes = children.map((child) => `  delete from ${child} where ${column} in (select id from gone);`).join('\n');
+        const deletes = children
+          .map((child) => `  delete from ${child} where ${column} in (select id from gone);`)
+          .join('\n');
         await sql
-          .raw(`create or replace function faultline_delete_${parent}_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`)
+          .raw(
+            `create or replace function faultline_delete_${parent}_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`,
+          )
           .execute(db);
         await sql
-          .raw(`create trigger ${parent}_delete_rows after delete on ${parent} referencing old table as gone for each statement execute function faultline_delete_${parent}_rows()`)
+          .raw(
+            `create trigger ${parent}_delete_rows after delete on ${parent} referencing old table as gone for each statement execute function faultline_delete_${parent}_rows()`,
+          )
           .execute(db);
       }
     },
@@ -466,7 +532,11 @@ function m010(dialect: Dialect): Migration {
           return dialect === 'postgres' ? generated.stored() : generated;
         })
         .execute();
-      await db.schema.createIndex('issues_project_last_seen_minute').on('issues').columns(['project_id', 'last_seen_minute']).execute();
+      await db.schema
+        .createIndex('issues_project_last_seen_minute')
+        .on('issues')
+        .columns(['project_id', 'last_seen_minute'])
+        .execute();
       await db.schema.dropIndex('issues_project_last_seen').execute();
       if (dialect === 'postgres') await db.schema.dropIndex('issues_project_last_release').execute();
     },
@@ -521,7 +591,12 @@ function m012(dialect: Dialect): Migration {
         .addColumn('triggered_at', big)
         .addColumn('prev_triggered', big)
         .execute();
-      await db.schema.createIndex('alert_outbox_pending').on('alert_outbox').column('id').where(sql.ref('state'), '=', 'pending').execute();
+      await db.schema
+        .createIndex('alert_outbox_pending')
+        .on('alert_outbox')
+        .column('id')
+        .where(sql.ref('state'), '=', 'pending')
+        .execute();
       await db.schema.createIndex('alert_outbox_project').on('alert_outbox').column('project_id').execute();
 
       await db.schema
@@ -541,7 +616,11 @@ function m012(dialect: Dialect): Migration {
         .addColumn('lease_until', big)
         .addColumn('claimed_by', 'text')
         .execute();
-      await db.schema.createIndex('alert_deliveries_project').on('alert_deliveries').columns(['project_id', 'id']).execute();
+      await db.schema
+        .createIndex('alert_deliveries_project')
+        .on('alert_deliveries')
+        .columns(['project_id', 'id'])
+        .execute();
       await db.schema.createIndex('alert_deliveries_alert').on('alert_deliveries').column('alert_id').execute();
       await db.schema
         .createIndex('alert_deliveries_pending')
@@ -584,7 +663,11 @@ function m013(dialect: Dialect): Migration {
         .addColumn('meta', 'text', (c) => c.notNull())
         .addColumn('uploaded_at', big, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('symbol_files_debug_id').on('symbol_files').columns(['project_id', 'kind', 'debug_id']).execute();
+      await db.schema
+        .createIndex('symbol_files_debug_id')
+        .on('symbol_files')
+        .columns(['project_id', 'kind', 'debug_id'])
+        .execute();
       await db.schema
         .createIndex('symbol_files_release_name')
         .on('symbol_files')
@@ -598,7 +681,8 @@ function m013(dialect: Dialect): Migration {
         .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
         .addPrimaryKeyConstraint('symbol_chunks_pk', ['file_id', 'part', 'seq'])
         .execute();
-      if (dialect === 'postgres') await sql`alter table symbol_chunks alter column data set storage external`.execute(db);
+      if (dialect === 'postgres')
+        await sql`alter table symbol_chunks alter column data set storage external`.execute(db);
       await db.schema
         .createTable('symbol_jobs')
         .addColumn('id', id, auto)
@@ -635,7 +719,8 @@ function m014(dialect: Dialect): Migration {
         .addColumn('batch', 'text')
         .execute();
       await db.schema.createIndex('upload_chunks_created').on('upload_chunks').column('created_at').execute();
-      if (dialect === 'postgres') await sql`alter table upload_chunks alter column data set storage external`.execute(db);
+      if (dialect === 'postgres')
+        await sql`alter table upload_chunks alter column data set storage external`.execute(db);
 
       await db.schema
         .createTable('upload_assemblies')
@@ -659,7 +744,11 @@ function m014(dialect: Dialect): Migration {
         .addColumn('date_released', big)
         .addPrimaryKeyConstraint('cli_releases_pk', ['project_id', 'version'])
         .execute();
-      await db.schema.createIndex('cli_releases_project_created').on('cli_releases').columns(['project_id', 'date_created']).execute();
+      await db.schema
+        .createIndex('cli_releases_project_created')
+        .on('cli_releases')
+        .columns(['project_id', 'date_created'])
+        .execute();
 
       await db.schema
         .createTable('proguard_releases')
@@ -683,7 +772,11 @@ function m014(dialect: Dialect): Migration {
 function m015(): Migration {
   return {
     async up(db: Db) {
-      await db.schema.createIndex('issues_project_first_release_seen').on('issues').columns(['project_id', 'first_release', 'first_seen']).execute();
+      await db.schema
+        .createIndex('issues_project_first_release_seen')
+        .on('issues')
+        .columns(['project_id', 'first_release', 'first_seen'])
+        .execute();
       await db.schema.dropIndex('issues_project_first_release').execute();
     },
   };
@@ -698,7 +791,9 @@ function m015(): Migration {
 function m016(): Migration {
   return {
     async up(db: Db) {
-      await sql`update symbol_files set serves_basename = substr(serves_basename, 1, 200) where length(serves_basename) > 200`.execute(db);
+      await sql`update symbol_files set serves_basename = substr(serves_basename, 1, 200) where length(serves_basename) > 200`.execute(
+        db,
+      );
     },
   };
 }
@@ -720,7 +815,12 @@ function m017(): Migration {
         .addColumn('merged_at', big, (c) => c.notNull())
         .addPrimaryKeyConstraint('issue_merges_pk', ['project_id', 'fingerprint'])
         .execute();
-      await db.schema.createIndex('issue_merges_issue').unique().on('issue_merges').columns(['issue_id', 'fingerprint']).execute();
+      await db.schema
+        .createIndex('issue_merges_issue')
+        .unique()
+        .on('issue_merges')
+        .columns(['issue_id', 'fingerprint'])
+        .execute();
     },
   };
 }
@@ -746,7 +846,11 @@ function m018(): Migration {
         .addColumn('date', big)
         .addPrimaryKeyConstraint('release_commits_pk', ['project_id', 'version', 'repository', 'commit_id'])
         .execute();
-      await db.schema.createIndex('release_commits_position').on('release_commits').columns(['project_id', 'version', 'position']).execute();
+      await db.schema
+        .createIndex('release_commits_position')
+        .on('release_commits')
+        .columns(['project_id', 'version', 'position'])
+        .execute();
 
       await db.schema
         .createTable('release_deploys')
@@ -760,7 +864,11 @@ function m018(): Migration {
         .addColumn('date_finished', big, (c) => c.notNull())
         .addPrimaryKeyConstraint('release_deploys_pk', ['project_id', 'deploy_id'])
         .execute();
-      await db.schema.createIndex('release_deploys_version').on('release_deploys').columns(['project_id', 'version', 'date_finished']).execute();
+      await db.schema
+        .createIndex('release_deploys_version')
+        .on('release_deploys')
+        .columns(['project_id', 'version', 'date_finished'])
+        .execute();
     },
   };
 }
@@ -773,11 +881,22 @@ function m018(): Migration {
 function m019(): Migration {
   return {
     async up(db: Db) {
-      await db.schema.alterTable('alert_rules').addColumn('environments', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema
+        .alterTable('alert_rules')
+        .addColumn('environments', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
       await db.schema.alterTable('alert_rules').addColumn('min_level', 'text').execute();
-      await db.schema.alterTable('alert_rules').addColumn('channels', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+      await db.schema
+        .alterTable('alert_rules')
+        .addColumn('channels', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
       await db.schema.alterTable('alert_outbox').addColumn('digest_id', big).execute();
-      await db.schema.createIndex('alert_outbox_held').on('alert_outbox').columns(['project_id', 'type', 'id']).where(sql.ref('state'), '=', 'held').execute();
+      await db.schema
+        .createIndex('alert_outbox_held')
+        .on('alert_outbox')
+        .columns(['project_id', 'type', 'id'])
+        .where(sql.ref('state'), '=', 'held')
+        .execute();
     },
   };
 }
@@ -795,7 +914,11 @@ function m020(): Migration {
         .addColumn('message_id', 'text', (c) => c.primaryKey())
         .addColumn('committed_at', big, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('ingest_receipts_committed_at').on('ingest_receipts').column('committed_at').execute();
+      await db.schema
+        .createIndex('ingest_receipts_committed_at')
+        .on('ingest_receipts')
+        .column('committed_at')
+        .execute();
     },
   };
 }
@@ -922,7 +1045,8 @@ function m022Attachments(dialect: Dialect): Migration {
         .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
         .addPrimaryKeyConstraint('attachment_chunks_pk', ['attachment_id', 'seq'])
         .execute();
-      if (dialect === 'postgres') await sql`alter table attachment_chunks alter column data set storage external`.execute(db);
+      if (dialect === 'postgres')
+        await sql`alter table attachment_chunks alter column data set storage external`.execute(db);
     },
   };
 }
@@ -935,11 +1059,26 @@ function m022Attachments(dialect: Dialect): Migration {
 function m023PrivacyAndStorage(): Migration {
   return {
     async up(db: Db) {
-      await db.schema.alterTable('projects').addColumn('scrub_defaults', big, (c) => c.notNull().defaultTo(1)).execute();
-      await db.schema.alterTable('projects').addColumn('scrub_ip_addresses', big, (c) => c.notNull().defaultTo(0)).execute();
-      await db.schema.alterTable('projects').addColumn('scrub_fields', 'text', (c) => c.notNull().defaultTo('[]')).execute();
-      await db.schema.alterTable('projects').addColumn('safe_fields', 'text', (c) => c.notNull().defaultTo('[]')).execute();
-      await db.schema.alterTable('projects').addColumn('storage_budget_mb', big, (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('projects')
+        .addColumn('scrub_defaults', big, (c) => c.notNull().defaultTo(1))
+        .execute();
+      await db.schema
+        .alterTable('projects')
+        .addColumn('scrub_ip_addresses', big, (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('projects')
+        .addColumn('scrub_fields', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
+      await db.schema
+        .alterTable('projects')
+        .addColumn('safe_fields', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
+      await db.schema
+        .alterTable('projects')
+        .addColumn('storage_budget_mb', big, (c) => c.notNull().defaultTo(0))
+        .execute();
     },
   };
 }
@@ -958,13 +1097,22 @@ function m024Triage(dialect: Dialect): Migration {
       await db.schema.alterTable('issue_changes').addColumn('actor', 'text').execute();
       await db.schema.alterTable('issue_changes').addColumn('actor_user_id', big).execute();
       await db.schema.alterTable('issue_changes').addColumn('data', 'text').execute();
-      for (const column of ['ignore_until', 'ignore_count', 'ignore_users', 'ignored_event_count', 'ignored_users', 'assignee_id']) {
+      for (const column of [
+        'ignore_until',
+        'ignore_count',
+        'ignore_users',
+        'ignored_event_count',
+        'ignored_users',
+        'assignee_id',
+      ]) {
         await db.schema.alterTable('issues').addColumn(column, big).execute();
       }
       await db.schema
         .createTable('issue_environment_hourly')
         // PostgreSQL: no foreign key, as for issue_hourly (migration 009); the issues' delete trigger removes the rows.
-        .addColumn('issue_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('issues.id').onDelete('cascade')))
+        .addColumn('issue_id', big, (c) =>
+          dialect === 'postgres' ? c.notNull() : c.notNull().references('issues.id').onDelete('cascade'),
+        )
         .addColumn('environment', 'text', (c) => c.notNull())
         .addColumn('bucket', big, (c) => c.notNull())
         .addColumn('events', big, (c) => c.notNull())
@@ -972,11 +1120,22 @@ function m024Triage(dialect: Dialect): Migration {
         .execute();
       if (dialect === 'postgres') {
         const children = ['issue_releases', 'issue_users', 'issue_hourly', 'issue_environment_hourly'];
-        const deletes = children.map((child) => `  delete from ${child} where issue_id in (select id from gone);`).join('\n');
-        await sql.raw(`create or replace function faultline_delete_issues_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`).execute(db);
+        const deletes = children
+          .map((child) => `  delete from ${child} where issue_id in (select id from gone);`)
+          .join('\n');
+        await sql
+          .raw(
+            `create or replace function faultline_delete_issues_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`,
+          )
+          .execute(db);
       }
       // The time snoozes the periodic job ends.
-      await db.schema.createIndex('issues_snoozed_until').on('issues').column('ignore_until').where(sql.ref('ignore_until'), 'is not', null).execute();
+      await db.schema
+        .createIndex('issues_snoozed_until')
+        .on('issues')
+        .column('ignore_until')
+        .where(sql.ref('ignore_until'), 'is not', null)
+        .execute();
     },
   };
 }
@@ -1018,7 +1177,12 @@ function m025Monitors(dialect: Dialect): Migration {
         .addColumn('created_at', big, (c) => c.notNull())
         .addColumn('updated_at', big, (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('monitors_project_slug').unique().on('monitors').columns(['project_id', 'slug']).execute();
+      await db.schema
+        .createIndex('monitors_project_slug')
+        .unique()
+        .on('monitors')
+        .columns(['project_id', 'slug'])
+        .execute();
       await db.schema.createIndex('monitors_deadline').on('monitors').column('deadline_at').execute();
 
       await db.schema
@@ -1035,8 +1199,16 @@ function m025Monitors(dialect: Dialect): Migration {
         .addColumn('updated_at', big, (c) => c.notNull())
         .addColumn('timeout_at', big)
         .execute();
-      await db.schema.createIndex('monitor_checkins_monitor').on('monitor_checkins').columns(['monitor_id', 'id']).execute();
-      await db.schema.createIndex('monitor_checkins_check_in_id').on('monitor_checkins').columns(['monitor_id', 'check_in_id']).execute();
+      await db.schema
+        .createIndex('monitor_checkins_monitor')
+        .on('monitor_checkins')
+        .columns(['monitor_id', 'id'])
+        .execute();
+      await db.schema
+        .createIndex('monitor_checkins_check_in_id')
+        .on('monitor_checkins')
+        .columns(['monitor_id', 'check_in_id'])
+        .execute();
       await db.schema.createIndex('monitor_checkins_created').on('monitor_checkins').column('created_at').execute();
       await db.schema
         .createIndex('monitor_checkins_open')
@@ -1062,7 +1234,9 @@ function m026StorageUsage(dialect: Dialect): Migration {
       // migration 009): a delete trigger on projects removes the rows instead.
       await db.schema
         .createTable('storage_usage')
-        .addColumn('project_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade')))
+        .addColumn('project_id', big, (c) =>
+          dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade'),
+        )
         .addColumn('kind', 'text', (c) => c.notNull())
         .addColumn('bucket', big, (c) => c.notNull())
         .addColumn('count', big, (c) => c.notNull())
@@ -1070,7 +1244,10 @@ function m026StorageUsage(dialect: Dialect): Migration {
         .addPrimaryKeyConstraint('storage_usage_pk', ['project_id', 'kind', 'bucket'])
         .execute();
       // Integer division, not `%`: D1 computed garbage for `x - x % n` inside a trigger.
-      const hour = (t: string) => (dialect === 'postgres' ? `(${t}.received_at / 3600000) * 3600000` : `cast(${t}.received_at / 3600000 as integer) * 3600000`);
+      const hour = (t: string) =>
+        dialect === 'postgres'
+          ? `(${t}.received_at / 3600000) * 3600000`
+          : `cast(${t}.received_at / 3600000 as integer) * 3600000`;
       // An update may move a chunk to another hour (the D1 ingest batch writes a marker
       // time first, then the real one): the old hour loses it, the new one gains it, and
       // an hour left empty goes.
@@ -1108,17 +1285,25 @@ end $$`,
           )
           .execute(db);
         await sql
-          .raw('create trigger projects_delete_storage_usage after delete on projects referencing old table as gone for each statement execute function faultline_delete_storage_usage_rows()')
+          .raw(
+            'create trigger projects_delete_storage_usage after delete on projects referencing old table as gone for each statement execute function faultline_delete_storage_usage_rows()',
+          )
           .execute(db);
       } else {
         const add = `insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'payloads', ${hour('new')}, 1, length(new.data))
   on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;`;
         const remove = `update storage_usage set count = count - 1, bytes = bytes - length(old.data) where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
   delete from storage_usage where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')} and count <= 0;`;
-        await sql.raw(`create trigger payload_chunks_usage_insert after insert on payload_chunks begin\n  ${add}\nend`).execute(db);
-        await sql.raw(`create trigger payload_chunks_usage_delete after delete on payload_chunks begin\n  ${remove}\nend`).execute(db);
         await sql
-          .raw(`create trigger payload_chunks_usage_update after update of data, received_at, project_id on payload_chunks begin\n  ${remove}\n  ${add}\nend`)
+          .raw(`create trigger payload_chunks_usage_insert after insert on payload_chunks begin\n  ${add}\nend`)
+          .execute(db);
+        await sql
+          .raw(`create trigger payload_chunks_usage_delete after delete on payload_chunks begin\n  ${remove}\nend`)
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_update after update of data, received_at, project_id on payload_chunks begin\n  ${remove}\n  ${add}\nend`,
+          )
           .execute(db);
       }
       const length = dialect === 'postgres' ? 'octet_length' : 'length';
@@ -1147,7 +1332,9 @@ function m027CrashFreeUsers(dialect: Dialect): Migration {
     async up(db: Db) {
       await db.schema
         .createTable('session_users')
-        .addColumn('project_id', big, (c) => (dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade')))
+        .addColumn('project_id', big, (c) =>
+          dialect === 'postgres' ? c.notNull() : c.notNull().references('projects.id').onDelete('cascade'),
+        )
         .addColumn('release', 'text', (c) => c.notNull())
         .addColumn('bucket', big, (c) => c.notNull())
         .addColumn('did', 'text', (c) => c.notNull())
@@ -1156,8 +1343,14 @@ function m027CrashFreeUsers(dialect: Dialect): Migration {
         .execute();
       if (dialect === 'postgres') {
         const children = [...DELETE_CASCADES.find(([parent]) => parent === 'projects')![2], 'session_users'];
-        const deletes = children.map((child) => `  delete from ${child} where project_id in (select id from gone);`).join('\n');
-        await sql.raw(`create or replace function faultline_delete_projects_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`).execute(db);
+        const deletes = children
+          .map((child) => `  delete from ${child} where project_id in (select id from gone);`)
+          .join('\n');
+        await sql
+          .raw(
+            `create or replace function faultline_delete_projects_rows() returns trigger language plpgsql as $$\nbegin\n${deletes}\n  return null;\nend $$`,
+          )
+          .execute(db);
       }
       await sql`insert into session_users (project_id, release, bucket, did, crashed)
         select project_id, release, (started / 3600000) * 3600000, did, max(case when status in ('crashed', 'unhandled') then 1 else 0 end)
@@ -1194,7 +1387,11 @@ function m028UserFeedback(dialect: Dialect): Migration {
         .addColumn('received_at', big, (c) => c.notNull())
         .addUniqueConstraint('user_feedback_digest', ['project_id', 'digest'])
         .execute();
-      await db.schema.createIndex('user_feedback_event').on('user_feedback').columns(['project_id', 'event_id']).execute();
+      await db.schema
+        .createIndex('user_feedback_event')
+        .on('user_feedback')
+        .columns(['project_id', 'event_id'])
+        .execute();
       await db.schema.createIndex('user_feedback_list').on('user_feedback').columns(['project_id', 'id']).execute();
       await db.schema.createIndex('user_feedback_received').on('user_feedback').column('received_at').execute();
     },
@@ -1209,8 +1406,14 @@ function m028UserFeedback(dialect: Dialect): Migration {
 function m029AnrSessions(): Migration {
   return {
     async up(db: Db) {
-      await db.schema.alterTable('sessions').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-      await db.schema.alterTable('session_hourly').addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('sessions')
+        .addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('session_hourly')
+        .addColumn('anr', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
     },
   };
 }
@@ -1240,7 +1443,12 @@ function m031SymbolObjectsInR2(): Migration {
     async up(db: Db) {
       await db.schema.alterTable('symbol_chunks').addColumn('r2_key', 'text').execute();
       await db.schema.alterTable('upload_chunks').addColumn('r2_key', 'text').execute();
-      await db.schema.createIndex('symbol_chunks_r2_key').on('symbol_chunks').column('r2_key').where(sql.ref('r2_key'), 'is not', null).execute();
+      await db.schema
+        .createIndex('symbol_chunks_r2_key')
+        .on('symbol_chunks')
+        .column('r2_key')
+        .where(sql.ref('r2_key'), 'is not', null)
+        .execute();
     },
   };
 }
@@ -1255,7 +1463,10 @@ function m031SymbolObjectsInR2(): Migration {
  * stored attachments.
  */
 function mUsageObjectsAndAttachments(dialect: Dialect): Migration {
-  const hour = (t: string) => (dialect === 'postgres' ? `(${t}.received_at / 3600000) * 3600000` : `cast(${t}.received_at / 3600000 as integer) * 3600000`);
+  const hour = (t: string) =>
+    dialect === 'postgres'
+      ? `(${t}.received_at / 3600000) * 3600000`
+      : `cast(${t}.received_at / 3600000 as integer) * 3600000`;
   const length = dialect === 'postgres' ? 'octet_length' : 'length';
   const bytes = (t: string) => `coalesce(${t}.object_bytes, ${length}(${t}.data))`;
   return {
@@ -1304,18 +1515,31 @@ end $$`,
           )
           .execute(db);
         await sql
-          .raw('create trigger attachments_storage_usage after insert or delete on attachments for each row execute function faultline_storage_usage_attachments()')
+          .raw(
+            'create trigger attachments_storage_usage after insert or delete on attachments for each row execute function faultline_storage_usage_attachments()',
+          )
           .execute(db);
       } else {
         const add = `insert into storage_usage (project_id, kind, bucket, count, bytes) values (new.project_id, 'payloads', ${hour('new')}, 1, ${bytes('new')})
   on conflict (project_id, kind, bucket) do update set count = count + 1, bytes = bytes + excluded.bytes;`;
         const remove = `update storage_usage set count = count - 1, bytes = bytes - ${bytes('old')} where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')};
   delete from storage_usage where project_id = old.project_id and kind = 'payloads' and bucket = ${hour('old')} and count <= 0;`;
-        for (const name of ['payload_chunks_usage_insert', 'payload_chunks_usage_delete', 'payload_chunks_usage_update']) await sql.raw(`drop trigger ${name}`).execute(db);
-        await sql.raw(`create trigger payload_chunks_usage_insert after insert on payload_chunks begin\n  ${add}\nend`).execute(db);
-        await sql.raw(`create trigger payload_chunks_usage_delete after delete on payload_chunks begin\n  ${remove}\nend`).execute(db);
+        for (const name of [
+          'payload_chunks_usage_insert',
+          'payload_chunks_usage_delete',
+          'payload_chunks_usage_update',
+        ])
+          await sql.raw(`drop trigger ${name}`).execute(db);
         await sql
-          .raw(`create trigger payload_chunks_usage_update after update of data, object_bytes, received_at, project_id on payload_chunks begin\n  ${remove}\n  ${add}\nend`)
+          .raw(`create trigger payload_chunks_usage_insert after insert on payload_chunks begin\n  ${add}\nend`)
+          .execute(db);
+        await sql
+          .raw(`create trigger payload_chunks_usage_delete after delete on payload_chunks begin\n  ${remove}\nend`)
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger payload_chunks_usage_update after update of data, object_bytes, received_at, project_id on payload_chunks begin\n  ${remove}\n  ${add}\nend`,
+          )
           .execute(db);
         await sql
           .raw(

@@ -103,7 +103,11 @@ export async function readStoredPayloads(
   bucket?: BlobBucket,
 ): Promise<Map<number, Uint8Array>> {
   const out = new Map<number, Uint8Array>();
-  const chunkIds = [...new Set(rows.filter((r) => r.payload_chunk !== null && r.payload_chunk !== undefined).map((r) => Number(r.payload_chunk)))];
+  const chunkIds = [
+    ...new Set(
+      rows.filter((r) => r.payload_chunk !== null && r.payload_chunk !== undefined).map((r) => Number(r.payload_chunk)),
+    ),
+  ];
   const chunks = await readPayloadChunks(db, chunkIds, decompress, bucket);
   for (const r of rows) {
     if (r.payload_chunk === null || r.payload_chunk === undefined) {

@@ -64,7 +64,12 @@ const COMMIT = CompiledQuery.raw('commit');
 const ROLLBACK = CompiledQuery.raw('rollback');
 
 /** Writes the works in one transaction on `connection`; throws (after rolling back) when the database fails. */
-export function commitPostgresBatch(db: Db, connection: DatabaseConnection, works: PreparedWork[], options: BatchOptions): Promise<BatchResult> {
+export function commitPostgresBatch(
+  db: Db,
+  connection: DatabaseConnection,
+  works: PreparedWork[],
+  options: BatchOptions,
+): Promise<BatchResult> {
   return inPipelinedTransaction(connection, (send) => new PostgresBatch(db, send, options).run(works));
 }
 
@@ -167,7 +172,11 @@ class PostgresBatch {
   }
 
   async run(works: PreparedWork[]): Promise<BatchResult> {
-    const plan = this.options.planner.planBatch(works, await this.read(this.options.planner.batchKeys(works)), this.options.random);
+    const plan = this.options.planner.planBatch(
+      works,
+      await this.read(this.options.planner.batchKeys(works)),
+      this.options.random,
+    );
     await this.write(plan);
     return batchResult(plan);
   }
@@ -188,11 +197,17 @@ class PostgresBatch {
       const pid = k.projectId;
       const fingerprints = pgArrayLiteral(k.fingerprints, 'text');
       return Promise.all([
-        this.rows<{ event_id: string; id: number | null }>(CompiledQuery.raw(PG_READ_EVENT_IDS, [pgArrayLiteral(k.eventIds, 'text'), pid])),
+        this.rows<{ event_id: string; id: number | null }>(
+          CompiledQuery.raw(PG_READ_EVENT_IDS, [pgArrayLiteral(k.eventIds, 'text'), pid]),
+        ),
         this.rows<{ day: number; events: number }>(lookup('daily_usage', pid, 'day', k.days, 'int8')),
         // Locked in fingerprint order (projectKeys sorts them).
-        this.rows<IssueWithTimes & { key: string; new_id: number | null }>(CompiledQuery.raw(PG_READ_ISSUES, [fingerprints, pid])),
-        this.rows<ProjectSnapshot['resolvedReleases'][number]>(CompiledQuery.raw(PG_READ_RESOLVED_RELEASES, [fingerprints, pid])),
+        this.rows<IssueWithTimes & { key: string; new_id: number | null }>(
+          CompiledQuery.raw(PG_READ_ISSUES, [fingerprints, pid]),
+        ),
+        this.rows<ProjectSnapshot['resolvedReleases'][number]>(
+          CompiledQuery.raw(PG_READ_RESOLVED_RELEASES, [fingerprints, pid]),
+        ),
         this.rows<ReleaseRow>(lookup('releases', pid, 'release', k.releases, 'text')),
         this.rows<SessionRow>(lookup('sessions', pid, 'sid', k.sids, 'text')),
       ]);
@@ -238,13 +253,15 @@ class PostgresBatch {
     // The snooze rule's reads, only when an issue is snoozed until a number of users.
     for (const key of keys) {
       const snap = snapshots.get(key.projectId)!;
-      const snoozed = snap.issues.filter((i) => i.status === 'ignored' && i.ignore_users !== null).map((i) => num(i.id));
+      const snoozed = snap.issues
+        .filter((i) => i.status === 'ignored' && i.ignore_users !== null)
+        .map((i) => num(i.id));
       if (snoozed.length === 0 || key.userKeys.length === 0) continue;
       const rows = await this.rows<{ issue_id: number; user_key: string }>(
-        CompiledQuery.raw('select issue_id, user_key from issue_users where issue_id = any($1::int8[]) and user_key = any($2::text[])', [
-          pgArrayLiteral(snoozed, 'int8'),
-          pgArrayLiteral(key.userKeys, 'text'),
-        ]),
+        CompiledQuery.raw(
+          'select issue_id, user_key from issue_users where issue_id = any($1::int8[]) and user_key = any($2::text[])',
+          [pgArrayLiteral(snoozed, 'int8'), pgArrayLiteral(key.userKeys, 'text')],
+        ),
       );
       for (const id of snoozed) snap.knownUsers.set(id, new Set());
       for (const r of rows) snap.knownUsers.get(num(r.issue_id))?.add(r.user_key);
@@ -263,11 +280,19 @@ class PostgresBatch {
    * parameter per value; it becomes part of the batch's one writing statement
    * (flushDeferred). Rows are split only when a column's array would pass a value's limit.
    */
-  private insertRows(table: keyof Database, spec: ColumnSpec, rows: Record<string, unknown>[], conflict?: Conflict): void {
+  private insertRows(
+    table: keyof Database,
+    spec: ColumnSpec,
+    rows: Record<string, unknown>[],
+    conflict?: Conflict,
+  ): void {
     const db = this.db as unknown as Kysely<any>;
     const columns = spec.map(([name]) => name);
     const template = pgWriteTemplate(`${table}|${conflict ? 'upsert' : 'insert'}`, spec.length, () => {
-      const query = db.insertInto(table).columns(columns).expression(sql`select * from unnest(${unnestParameters(spec)})`);
+      const query = db
+        .insertInto(table)
+        .columns(columns)
+        .expression(sql`select * from unnest(${unnestParameters(spec)})`);
       return conflict ? query.onConflict(conflict) : query;
     });
     for (const params of arrayParameters(spec, rows)) this.deferred.push({ template, params });
@@ -320,7 +345,11 @@ class PostgresBatch {
       CHUNK_COLUMNS_WITH_ID,
       chunks.map((c, i) => ({ id: chunkIds[i], ...chunkRow(c) })),
     );
-    this.insertRows('events', EVENT_COLUMNS_WITH_ID, plan.stored.map((s, i) => ({ id: s.id, ...eventValues(s, chunkIds, slots[i]) })));
+    this.insertRows(
+      'events',
+      EVENT_COLUMNS_WITH_ID,
+      plan.stored.map((s, i) => ({ id: s.id, ...eventValues(s, chunkIds, slots[i]) })),
+    );
     this.insertRows('event_tags', TAG_COLUMNS, tagRows(plan));
     if (plan.issues.length > 0) {
       this.deferred.push({
@@ -361,7 +390,12 @@ class PostgresBatch {
 
 /** The array parameters of `unnest(...)` on PostgreSQL for these rows: one literal per column. */
 function pgArrays(spec: ColumnSpec, rows: Record<string, unknown>[]): string[] {
-  return spec.map(([name, type]) => pgArrayLiteral(rows.map((r) => r[name]), type));
+  return spec.map(([name, type]) =>
+    pgArrayLiteral(
+      rows.map((r) => r[name]),
+      type,
+    ),
+  );
 }
 
 /** `$1::int8[], $2::text[], …` in a statement compiled once as a template (pgWriteTemplate). */
@@ -384,7 +418,8 @@ function pgWriteTemplate(key: string, parameters: number, build: () => Compilabl
   if (template === undefined) {
     const { sql: text } = compileTakingOnly(build(), parameters, `write template ${key}`);
     const numbers = [...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
-    if (numbers.length !== parameters || numbers.some((n, i) => n !== i + 1)) throw new Error(`write template ${key}: expected the parameters $1 … $${parameters} in order`);
+    if (numbers.length !== parameters || numbers.some((n, i) => n !== i + 1))
+      throw new Error(`write template ${key}: expected the parameters $1 … $${parameters} in order`);
     template = text.split(/\$\d+/);
     pgWriteTemplates.set(key, template);
   }

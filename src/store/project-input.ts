@@ -21,7 +21,10 @@ const MESSAGES = {
 
 function fieldList(message: string) {
   return z
-    .array(z.string({ error: message }).trim().min(1, { error: message }).max(MAX_SCRUB_FIELD_LENGTH, { error: message }), { error: message })
+    .array(
+      z.string({ error: message }).trim().min(1, { error: message }).max(MAX_SCRUB_FIELD_LENGTH, { error: message }),
+      { error: message },
+    )
     .max(MAX_SCRUB_LIST, { error: message })
     .optional();
 }
@@ -47,14 +50,24 @@ const fields = {
     .max(NAME_MAX_LENGTH, { error: MESSAGES.name })
     .optional(),
   platform: z.enum(PLATFORMS, { error: MESSAGES.platform }).optional(),
-  sample_keep_first: z.int({ error: MESSAGES.sample_keep_first }).min(0, { error: MESSAGES.sample_keep_first }).optional(),
-  sample_rate: z.number({ error: MESSAGES.sample_rate }).min(0, { error: MESSAGES.sample_rate }).max(1, { error: MESSAGES.sample_rate }).optional(),
+  sample_keep_first: z
+    .int({ error: MESSAGES.sample_keep_first })
+    .min(0, { error: MESSAGES.sample_keep_first })
+    .optional(),
+  sample_rate: z
+    .number({ error: MESSAGES.sample_rate })
+    .min(0, { error: MESSAGES.sample_rate })
+    .max(1, { error: MESSAGES.sample_rate })
+    .optional(),
   daily_quota: z.int({ error: MESSAGES.daily_quota }).min(0, { error: MESSAGES.daily_quota }).optional(),
   scrub_defaults: z.boolean({ error: MESSAGES.scrub_defaults }).optional(),
   scrub_ip_addresses: z.boolean({ error: MESSAGES.scrub_ip_addresses }).optional(),
   scrub_fields: fieldList(MESSAGES.scrub_fields),
   safe_fields: fieldList(MESSAGES.safe_fields),
-  storage_budget_mb: z.int({ error: MESSAGES.storage_budget_mb }).min(0, { error: MESSAGES.storage_budget_mb }).optional(),
+  storage_budget_mb: z
+    .int({ error: MESSAGES.storage_budget_mb })
+    .min(0, { error: MESSAGES.storage_budget_mb })
+    .optional(),
 };
 
 /** The privacy and storage fields of a validated body, as the projects row stores them. */

@@ -46,7 +46,8 @@ export function slugProblem(slug: string): string | null {
     return 'slug must be 1 to 64 characters: lowercase letters, digits, ".", "_" or "-", starting with a letter or digit';
   }
   if (/^[0-9]+$/.test(slug)) return 'slug must not be all digits (numeric slugs clash with project ids)';
-  if (RESERVED_SLUGS.includes(slug)) return `slug "${slug}" is reserved; reserved slugs are ${RESERVED_SLUGS.join(', ')}`;
+  if (RESERVED_SLUGS.includes(slug))
+    return `slug "${slug}" is reserved; reserved slugs are ${RESERVED_SLUGS.join(', ')}`;
   return null;
 }
 
@@ -75,7 +76,16 @@ export interface NewProjectInput {
 export type ProjectPatch = Partial<
   Pick<
     NewProjectInput,
-    'name' | 'platform' | 'sample_keep_first' | 'sample_rate' | 'daily_quota' | 'scrub_defaults' | 'scrub_ip_addresses' | 'scrub_fields' | 'safe_fields' | 'storage_budget_mb'
+    | 'name'
+    | 'platform'
+    | 'sample_keep_first'
+    | 'sample_rate'
+    | 'daily_quota'
+    | 'scrub_defaults'
+    | 'scrub_ip_addresses'
+    | 'scrub_fields'
+    | 'safe_fields'
+    | 'storage_budget_mb'
   >
 >;
 
@@ -185,7 +195,12 @@ export async function findProjectByDsnKey(db: Db, dsnKey: string): Promise<Proje
 export type ProjectCreated = (db: Db, project: ProjectRow) => Promise<void>;
 
 /** Inserts a project with a fresh DSN key, then runs `onCreated`. Throws SlugTakenError when the slug exists (also under a race). */
-export async function createProject(db: Db, input: NewProjectInput, now: number, onCreated: readonly ProjectCreated[] = []): Promise<ProjectRow> {
+export async function createProject(
+  db: Db,
+  input: NewProjectInput,
+  now: number,
+  onCreated: readonly ProjectCreated[] = [],
+): Promise<ProjectRow> {
   if (await findProjectBySlug(db, input.slug)) throw new SlugTakenError(input.slug);
   try {
     const project = await db
@@ -205,7 +220,10 @@ export async function createProject(db: Db, input: NewProjectInput, now: number,
 export async function updateProject(db: Db, id: number, patch: ProjectPatch): Promise<ProjectRow | undefined> {
   const values = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
   if (Object.keys(values).length === 0) return findProjectById(db, id);
-  return forgettingProjects(db, db.updateTable('projects').set(values).where('id', '=', id).returningAll().executeTakeFirst());
+  return forgettingProjects(
+    db,
+    db.updateTable('projects').set(values).where('id', '=', id).returningAll().executeTakeFirst(),
+  );
 }
 
 /**
@@ -216,7 +234,12 @@ export async function updateProject(db: Db, id: number, patch: ProjectPatch): Pr
 export async function deleteProject(db: Db, id: number, blobs?: BlobBucket): Promise<boolean> {
   const keys = blobs
     ? [
-        ...(await db.selectFrom('payload_chunks').select('r2_key').where('project_id', '=', id).where('r2_key', 'is not', null).execute()),
+        ...(await db
+          .selectFrom('payload_chunks')
+          .select('r2_key')
+          .where('project_id', '=', id)
+          .where('r2_key', 'is not', null)
+          .execute()),
         ...(await db
           .selectFrom('attachment_chunks')
           .select('r2_key')
@@ -238,12 +261,22 @@ export async function deleteProject(db: Db, id: number, blobs?: BlobBucket): Pro
 
 /** Gives the project a new DSN key; the old one stops working with this commit. */
 export async function rotateProjectKey(db: Db, id: number): Promise<ProjectRow | undefined> {
-  return forgettingProjects(db, db.updateTable('projects').set({ dsn_key: generateDsnKey() }).where('id', '=', id).returningAll().executeTakeFirst());
+  return forgettingProjects(
+    db,
+    db
+      .updateTable('projects')
+      .set({ dsn_key: generateDsnKey() })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst(),
+  );
 }
 
 function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
   if (!e) return false;
   // PostgreSQL unique_violation, SQLite SQLITE_CONSTRAINT_UNIQUE.
-  return e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/i.test(e.message ?? '');
+  return (
+    e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/i.test(e.message ?? '')
+  );
 }

@@ -63,7 +63,11 @@ export async function claimRateLimit(
  * minute). The sign-in throttle's rows outlive a minute and are swept by it.
  */
 export async function deleteRateLimitWindowsBefore(store: Store, before: number): Promise<void> {
-  await store.db.deleteFrom('rate_limit_windows').where('window_start', '<', before).where('key', 'not like', `${SIGN_IN_KEY_PREFIX}%`).execute();
+  await store.db
+    .deleteFrom('rate_limit_windows')
+    .where('window_start', '<', before)
+    .where('key', 'not like', `${SIGN_IN_KEY_PREFIX}%`)
+    .execute();
 }
 
 interface KeyState {
@@ -156,7 +160,12 @@ export interface FailureBucket {
  * after the end of that minute, so the oldest buckets leave first until fewer than
  * `limit` remain. At least 1.
  */
-export function signInRetryAfterSeconds(buckets: FailureBucket[], now: number, limit: number, windowMs: number): number {
+export function signInRetryAfterSeconds(
+  buckets: FailureBucket[],
+  now: number,
+  limit: number,
+  windowMs: number,
+): number {
   let remaining = buckets.reduce((n, b) => n + b.failures, 0);
   let at = now;
   for (const b of [...buckets].sort((x, y) => x.start - y.start)) {
@@ -167,9 +176,7 @@ export function signInRetryAfterSeconds(buckets: FailureBucket[], now: number, l
   return Math.max(1, Math.ceil((at - now) / 1000));
 }
 
-export type SignInDecision =
-  | { allowed: true; attempt: SignInAttempt }
-  | { allowed: false; retryAfterSeconds: number };
+export type SignInDecision = { allowed: true; attempt: SignInAttempt } | { allowed: false; retryAfterSeconds: number };
 
 /** An attempt let through: it counts as a failure unless it is reported a success. */
 export interface SignInAttempt {
@@ -208,11 +215,16 @@ export class SignInThrottle {
     let retryAfterSeconds = 0;
     for (const key of keys) {
       // This attempt is among the rows: the earlier ones are what it is checked against.
-      const buckets = rows.filter((r) => r.key === key).map((r) => ({ start: Number(r.window_start), failures: Number(r.claimed) }));
+      const buckets = rows
+        .filter((r) => r.key === key)
+        .map((r) => ({ start: Number(r.window_start), failures: Number(r.claimed) }));
       const own = buckets.find((b) => b.start === minute);
       if (own) own.failures -= 1;
       if (buckets.reduce((n, b) => n + b.failures, 0) >= this.limit) {
-        retryAfterSeconds = Math.max(retryAfterSeconds, signInRetryAfterSeconds(buckets, now, this.limit, this.windowMs));
+        retryAfterSeconds = Math.max(
+          retryAfterSeconds,
+          signInRetryAfterSeconds(buckets, now, this.limit, this.windowMs),
+        );
       }
     }
     const undo = async () => {
@@ -229,7 +241,11 @@ export class SignInThrottle {
     await this.store.db
       .insertInto('rate_limit_windows')
       .values({ key, window_start: windowStart, claimed: delta })
-      .onConflict((oc) => oc.columns(['key', 'window_start']).doUpdateSet({ claimed: sql<number>`rate_limit_windows.claimed + ${delta}` }))
+      .onConflict((oc) =>
+        oc
+          .columns(['key', 'window_start'])
+          .doUpdateSet({ claimed: sql<number>`rate_limit_windows.claimed + ${delta}` }),
+      )
       .execute();
   }
 

@@ -16,7 +16,16 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Logger } from '../logger.js';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
-import { ATTACHMENT_PREFIX, deleteObjects, PAYLOAD_PREFIX, SYMBOL_PREFIX, sweepObjects, sweepUnnamedObjects, UPLOAD_PREFIX, type BlobBucket } from './blobs.js';
+import {
+  ATTACHMENT_PREFIX,
+  deleteObjects,
+  PAYLOAD_PREFIX,
+  SYMBOL_PREFIX,
+  sweepObjects,
+  sweepUnnamedObjects,
+  UPLOAD_PREFIX,
+  type BlobBucket,
+} from './blobs.js';
 import type { Store } from './database.js';
 import type { Database } from './schema.js';
 import { DELIVERY_LIST_LIMIT } from '../limits.js';
@@ -191,7 +200,13 @@ async function deleteEventBatchAtomically(
 }
 
 /** One batch of expired events: their tags, the rows, and the issues' stored_count. */
-async function deleteEventBatch(db: Db, cutoff: number, batchSize: number, batch?: Store['atomic'], projectId?: number): Promise<EventBatchResult> {
+async function deleteEventBatch(
+  db: Db,
+  cutoff: number,
+  batchSize: number,
+  batch?: Store['atomic'],
+  projectId?: number,
+): Promise<EventBatchResult> {
   if (batch) return deleteEventBatchAtomically(db, batch, cutoff, batchSize, projectId);
   return withRetry(() =>
     db.transaction().execute(async (tx) => {
@@ -241,8 +256,13 @@ async function deleteKeyedBatch(
   const picked = sql`(${cols}) in (select ${cols} from ${sql.table(table)} where ${condition} limit ${batchSize})`;
   if (blobs && table === 'payload_chunks') {
     // The objects' keys come back from the delete itself; the objects go once it committed.
-    const { rows } = await withRetry(() => sql<{ r2_key: string | null }>`delete from payload_chunks where ${picked} returning r2_key`.execute(db));
-    await deleteObjects(blobs, rows.map((r) => r.r2_key));
+    const { rows } = await withRetry(() =>
+      sql<{ r2_key: string | null }>`delete from payload_chunks where ${picked} returning r2_key`.execute(db),
+    );
+    await deleteObjects(
+      blobs,
+      rows.map((r) => r.r2_key),
+    );
     return rows.length;
   }
   if (blobs && table === 'attachments') {
@@ -250,9 +270,14 @@ async function deleteKeyedBatch(
     // objects go once the rows are deleted (the day's sweep would leave a budget's alone).
     // By subquery, not an id list: D1 binds at most 100 values.
     const pick = sql`select id from attachments where ${condition} order by id limit ${batchSize}`;
-    const keys = await sql<{ r2_key: string | null }>`select r2_key from attachment_chunks where attachment_id in (${pick}) and r2_key is not null`.execute(db);
+    const keys = await sql<{
+      r2_key: string | null;
+    }>`select r2_key from attachment_chunks where attachment_id in (${pick}) and r2_key is not null`.execute(db);
     const result = await withRetry(() => sql`delete from attachments where id in (${pick})`.execute(db));
-    await deleteObjects(blobs, keys.rows.map((k) => k.r2_key));
+    await deleteObjects(
+      blobs,
+      keys.rows.map((k) => k.r2_key),
+    );
     return Number(result.numAffectedRows ?? 0);
   }
   const result = await withRetry(() => sql`delete from ${sql.table(table)} where ${picked}`.execute(db));
@@ -263,7 +288,11 @@ async function deleteKeyedBatch(
 async function namedSymbolObjects(db: Db, keys: string[]): Promise<Set<string>> {
   const named = new Set<string>();
   for (let i = 0; i < keys.length; i += 100) {
-    const rows = await db.selectFrom('symbol_chunks').select('r2_key').where('r2_key', 'in', keys.slice(i, i + 100)).execute();
+    const rows = await db
+      .selectFrom('symbol_chunks')
+      .select('r2_key')
+      .where('r2_key', 'in', keys.slice(i, i + 100))
+      .execute();
     for (const r of rows) if (r.r2_key) named.add(r.r2_key);
   }
   return named;
@@ -314,12 +343,21 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // (src/privacy/usage.ts budgetPlan), from storage_usage (kept by triggers), not from
   // reading the rows.
   const budgeted = options.budgetPlan
-    ? await db.selectFrom('projects').select(['id', 'storage_budget_mb']).where('storage_budget_mb', '>', 0).orderBy('id').execute()
+    ? await db
+        .selectFrom('projects')
+        .select(['id', 'storage_budget_mb'])
+        .where('storage_budget_mb', '>', 0)
+        .orderBy('id')
+        .execute()
     : [];
   for (const project of budgeted) {
     if (stopped()) break;
-    const plan = await options.budgetPlan!(db, { id: project.id, storage_budget_mb: Number(project.storage_budget_mb) });
-    if (plan.attachmentsBefore !== null) await keyed('attachments', ['id'], sql`project_id = ${project.id} and received_at < ${plan.attachmentsBefore}`);
+    const plan = await options.budgetPlan!(db, {
+      id: project.id,
+      storage_budget_mb: Number(project.storage_budget_mb),
+    });
+    if (plan.attachmentsBefore !== null)
+      await keyed('attachments', ['id'], sql`project_id = ${project.id} and received_at < ${plan.attachmentsBefore}`);
     if (plan.eventsBefore === null) continue;
     while (!stopped()) {
       const b = await deleteEventBatch(db, plan.eventsBefore, batchSize, options.batch, project.id);
@@ -366,9 +404,21 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
   // Per project, so each batch walks the (project_id, bucket, …) keys instead of the whole table.
   const projects = await db.selectFrom('projects').select('id').orderBy('id').execute();
   for (const { id } of projects) {
-    await keyed('project_hourly', ['project_id', 'bucket', 'release'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
-    await keyed('session_hourly', ['project_id', 'release', 'bucket'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
-    await keyed('session_users', ['project_id', 'release', 'bucket', 'did'], sql`project_id = ${id} and bucket < ${aggregateCutoff}`);
+    await keyed(
+      'project_hourly',
+      ['project_id', 'bucket', 'release'],
+      sql`project_id = ${id} and bucket < ${aggregateCutoff}`,
+    );
+    await keyed(
+      'session_hourly',
+      ['project_id', 'release', 'bucket'],
+      sql`project_id = ${id} and bucket < ${aggregateCutoff}`,
+    );
+    await keyed(
+      'session_users',
+      ['project_id', 'release', 'bucket', 'did'],
+      sql`project_id = ${id} and bucket < ${aggregateCutoff}`,
+    );
     await keyed('daily_usage', ['project_id', 'day'], sql`project_id = ${id} and day < ${aggregateCutoff}`);
     await deleteOldAlerts(id);
   }
@@ -389,7 +439,13 @@ export async function retentionWork(db: Db, options: RetentionOptions): Promise<
     // Symbol objects live as long as their file: those of a file replaced at commit, or
     // of a write that failed, are named by no row (written at least a day ago, so none is
     // a chunk whose row is still being written).
-    await sweepUnnamedObjects(options.blobs, SYMBOL_PREFIX, options.now - DAY_MS, (keys) => namedSymbolObjects(db, keys), options.signal);
+    await sweepUnnamedObjects(
+      options.blobs,
+      SYMBOL_PREFIX,
+      options.now - DAY_MS,
+      (keys) => namedSymbolObjects(db, keys),
+      options.signal,
+    );
   }
   if (!stopped()) await deleteAccountLeftovers(db, options.now);
   return { rawCutoff, aggregateCutoff, deleted, issuesUpdated: issuesUpdated.size, aborted: stopped() };
@@ -402,7 +458,10 @@ const SESSION_IDLE_DAYS = 7;
 
 /** Audit entries past 400 days, sessions past their end, invites past theirs. */
 async function deleteAccountLeftovers(db: Db, now: number): Promise<void> {
-  await db.deleteFrom('audit_log').where('at', '<', now - AUDIT_RETENTION_DAYS * DAY_MS).execute();
+  await db
+    .deleteFrom('audit_log')
+    .where('at', '<', now - AUDIT_RETENTION_DAYS * DAY_MS)
+    .execute();
   await db
     .deleteFrom('user_sessions')
     .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', now - SESSION_IDLE_DAYS * DAY_MS)]))
@@ -414,7 +473,13 @@ async function deleteAccountLeftovers(db: Db, now: number): Promise<void> {
  * Takes the named lease when it is free or expired: one statement, so of two
  * processes racing for it exactly one gets it. Times are wall-clock epoch ms.
  */
-export async function takeLease(db: Db, name: string, holder: string, now: number, leaseMs = LEASE_MS): Promise<boolean> {
+export async function takeLease(
+  db: Db,
+  name: string,
+  holder: string,
+  now: number,
+  leaseMs = LEASE_MS,
+): Promise<boolean> {
   const res = await db
     .insertInto('job_locks')
     .values({ name, holder, expires_at: now + leaseMs })
@@ -429,8 +494,19 @@ export async function takeLease(db: Db, name: string, holder: string, now: numbe
 }
 
 /** Extends a lease still held by `holder`; false when it was lost (expired and taken over). */
-export async function renewLease(db: Db, name: string, holder: string, now: number, leaseMs = LEASE_MS): Promise<boolean> {
-  const res = await db.updateTable('job_locks').set({ expires_at: now + leaseMs }).where('name', '=', name).where('holder', '=', holder).executeTakeFirst();
+export async function renewLease(
+  db: Db,
+  name: string,
+  holder: string,
+  now: number,
+  leaseMs = LEASE_MS,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('job_locks')
+    .set({ expires_at: now + leaseMs })
+    .where('name', '=', name)
+    .where('holder', '=', holder)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
 }
 
@@ -485,7 +561,9 @@ export async function runRetention(store: Store, options: RetentionOptions): Pro
   if (store.dialect === 'postgres') {
     // The lock lives on one pinned connection for the whole run; the work uses the pool.
     return store.db.connection().execute(async (conn) => {
-      const got = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${RETENTION_LOCK_KEY}) as locked`.execute(conn);
+      const got = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${RETENTION_LOCK_KEY}) as locked`.execute(
+        conn,
+      );
       if (!got.rows[0]?.locked) return skipped();
       try {
         return { ran: true, ...(await retentionWork(store.db, options)) };
@@ -501,7 +579,14 @@ export async function runRetention(store: Store, options: RetentionOptions): Pro
         return lost.aborted || outer?.aborted === true;
       },
     };
-    return { ran: true, ...(await retentionWork(store.db, { batch: store.capabilities.supportsInteractiveTransactions ? undefined : store.atomic, ...options, signal })) };
+    return {
+      ran: true,
+      ...(await retentionWork(store.db, {
+        batch: store.capabilities.supportsInteractiveTransactions ? undefined : store.atomic,
+        ...options,
+        signal,
+      })),
+    };
   });
   return done ?? skipped();
 }
@@ -538,15 +623,25 @@ export interface RetentionJob {
  * The background retention of `serve`: first run `firstDelayMs` after start,
  * then every hour. Timers are unref'd so they never keep the process alive.
  */
-export function startRetentionJob(deps: RetentionJobDeps, options: { firstDelayMs?: number; intervalMs?: number } = {}): RetentionJob {
+export function startRetentionJob(
+  deps: RetentionJobDeps,
+  options: { firstDelayMs?: number; intervalMs?: number } = {},
+): RetentionJob {
   const signal = { aborted: false };
   let current: Promise<RetentionSummary | null> | null = null;
   const runOnce = () => {
     if (current) return current;
     current = (async () => {
       try {
-        const summary = await runRetention(deps.store, { now: deps.clock.now(), retentionDays: deps.retentionDays, sweepers: deps.sweepers, budgetPlan: deps.budgetPlan, signal });
-        if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
+        const summary = await runRetention(deps.store, {
+          now: deps.clock.now(),
+          retentionDays: deps.retentionDays,
+          sweepers: deps.sweepers,
+          budgetPlan: deps.budgetPlan,
+          signal,
+        });
+        if (summary.ran)
+          deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
         else deps.logger.debug('retention skipped: another instance holds the lock');
         return summary;
       } catch (err) {

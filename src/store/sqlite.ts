@@ -4,7 +4,14 @@
 // with `in (...)` lists, has it planned, and writes the write set with multi-row
 // inserts of a few fixed sizes; new issues and events get their ids from RETURNING.
 // docs/architecture.md ("The ingest writer (group commit)") explains the design.
-import { CompiledQuery, type Compilable, type DatabaseConnection, type Kysely, type OnConflictBuilder, type RawBuilder } from 'kysely';
+import {
+  CompiledQuery,
+  type Compilable,
+  type DatabaseConnection,
+  type Kysely,
+  type OnConflictBuilder,
+  type RawBuilder,
+} from 'kysely';
 import {
   emptySnapshot,
   issueUserRows,
@@ -147,7 +154,12 @@ export class IssueCache {
 }
 
 /** Writes the works in one transaction on `connection`; throws (after rolling back) when the database fails. */
-export async function commitSqliteBatch(db: Db, connection: DatabaseConnection, works: PreparedWork[], options: SqliteBatchOptions): Promise<BatchResult> {
+export async function commitSqliteBatch(
+  db: Db,
+  connection: DatabaseConnection,
+  works: PreparedWork[],
+  options: SqliteBatchOptions,
+): Promise<BatchResult> {
   const send: Send = async (query) => (await connection.executeQuery(query)).rows as Record<string, unknown>[];
   const batch = new SqliteBatch(db, send, options);
   try {
@@ -243,7 +255,11 @@ class SqliteBatch {
 
   /** Fresh sample/quota settings (the transaction holds the write lock already). */
   private projectSettings(ids: number[]) {
-    return this.db.selectFrom('projects').select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota']).where('id', 'in', ids).orderBy('id');
+    return this.db
+      .selectFrom('projects')
+      .select(['id', 'sample_keep_first', 'sample_rate', 'daily_quota'])
+      .where('id', 'in', ids)
+      .orderBy('id');
   }
 
   /** The project's issues with the event times behind first/last_seen_id. */
@@ -263,7 +279,10 @@ class SqliteBatch {
       this.options.issueCache.check(num(row.data_version));
     }
     const projects = new Map<number, ProjectSettings>();
-    for (const part of chunks(keys.map((k) => k.projectId), IN_LIST)) {
+    for (const part of chunks(
+      keys.map((k) => k.projectId),
+      IN_LIST,
+    )) {
       for (const r of await this.rows<ProjectSettings>(this.projectSettings(part))) projects.set(num(r.id), r);
     }
     const snapshots = new Map<number, ProjectSnapshot>();
@@ -274,11 +293,19 @@ class SqliteBatch {
       if (!projects.has(pid)) continue;
       const db = this.db;
       for (const part of chunks(k.eventIds, IN_LIST)) {
-        const rows = await this.rows<{ event_id: string }>(db.selectFrom('seen_events').select('event_id').where('project_id', '=', pid).where('event_id', 'in', part));
+        const rows = await this.rows<{ event_id: string }>(
+          db.selectFrom('seen_events').select('event_id').where('project_id', '=', pid).where('event_id', 'in', part),
+        );
         for (const r of rows) snap.seen.add(r.event_id);
       }
       if (projects.get(pid)!.daily_quota > 0 && k.days.length > 0) {
-        const rows = await this.rows<{ day: number; events: number }>(db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', pid).where('day', 'in', k.days));
+        const rows = await this.rows<{ day: number; events: number }>(
+          db
+            .selectFrom('daily_usage')
+            .select(['day', 'events'])
+            .where('project_id', '=', pid)
+            .where('day', 'in', k.days),
+        );
         for (const r of rows) snap.used.set(num(r.day), num(r.events));
       }
       const cache = this.options.issueCache;
@@ -299,14 +326,20 @@ class SqliteBatch {
         }
       }
       for (const part of chunks(unknown, IN_LIST)) {
-        snap.issues.push(...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.fingerprint', 'in', part))));
+        snap.issues.push(
+          ...(await this.rows<IssueWithTimes>(this.issuesQuery(pid).where('issues.fingerprint', 'in', part))),
+        );
       }
       // Fingerprints no issue has: merged into another issue, or new.
       const known = new Set(snap.issues.map((i) => i.fingerprint));
       const missing = unknown.filter((f) => !known.has(f));
       for (const part of chunks(missing, IN_LIST)) {
         const rows = await this.rows<{ fingerprint: string; issue_id: number }>(
-          db.selectFrom('issue_merges').select(['fingerprint', 'issue_id']).where('project_id', '=', pid).where('fingerprint', 'in', part),
+          db
+            .selectFrom('issue_merges')
+            .select(['fingerprint', 'issue_id'])
+            .where('project_id', '=', pid)
+            .where('fingerprint', 'in', part),
         );
         for (const r of rows) snap.aliases.set(r.fingerprint, num(r.issue_id));
       }
@@ -319,14 +352,24 @@ class SqliteBatch {
       const resolved = snap.issues.filter((i) => i.status === 'resolved').map((i) => num(i.id));
       for (const part of chunks(resolved, IN_LIST)) {
         snap.resolvedReleases.push(
-          ...(await this.rows<ProjectSnapshot['resolvedReleases'][number]>(db.selectFrom('issue_releases').select(['issue_id', 'release', 'first_seen']).where('issue_id', 'in', part))),
+          ...(await this.rows<ProjectSnapshot['resolvedReleases'][number]>(
+            db.selectFrom('issue_releases').select(['issue_id', 'release', 'first_seen']).where('issue_id', 'in', part),
+          )),
         );
       }
       for (const part of chunks(k.releases, IN_LIST)) {
-        snap.releases.push(...(await this.rows<ReleaseRow>(db.selectFrom('releases').selectAll().where('project_id', '=', pid).where('release', 'in', part))));
+        snap.releases.push(
+          ...(await this.rows<ReleaseRow>(
+            db.selectFrom('releases').selectAll().where('project_id', '=', pid).where('release', 'in', part),
+          )),
+        );
       }
       for (const part of chunks(k.sids, IN_LIST)) {
-        snap.sessions.push(...(await this.rows<SessionRow>(db.selectFrom('sessions').selectAll().where('project_id', '=', pid).where('sid', 'in', part))));
+        snap.sessions.push(
+          ...(await this.rows<SessionRow>(
+            db.selectFrom('sessions').selectAll().where('project_id', '=', pid).where('sid', 'in', part),
+          )),
+        );
       }
     }
     return { projects, snapshots };
@@ -340,7 +383,9 @@ class SqliteBatch {
       const id = num(issue.id);
       const known = new Set<string>();
       for (const part of chunks(userKeys, IN_LIST)) {
-        const rows = await this.rows<{ user_key: string }>(this.db.selectFrom('issue_users').select('user_key').where('issue_id', '=', id).where('user_key', 'in', part));
+        const rows = await this.rows<{ user_key: string }>(
+          this.db.selectFrom('issue_users').select('user_key').where('issue_id', '=', id).where('user_key', 'in', part),
+        );
         for (const r of rows) known.add(r.user_key);
       }
       snap.knownUsers.set(id, known);
@@ -415,7 +460,8 @@ class SqliteBatch {
       plan.issues.map((s) => issueColumns(s.row)),
       { conflict: issueUpsert },
     );
-    for (const w of aggregateWrites(plan, this.options.planner)) await this.insertRows(w.table, w.spec, w.rows, { conflict: w.conflict });
+    for (const w of aggregateWrites(plan, this.options.planner))
+      await this.insertRows(w.table, w.spec, w.rows, { conflict: w.conflict });
   }
 }
 

@@ -22,7 +22,9 @@ export async function readStoredPayload(
   bucket?: BlobBucket,
 ): Promise<Uint8Array> {
   if (row.payload_chunk === null || row.payload_chunk === undefined) return decompress(row.raw);
-  const chunk = (await readPayloadChunks(db, [Number(row.payload_chunk)], decompress, bucket)).get(Number(row.payload_chunk));
+  const chunk = (await readPayloadChunks(db, [Number(row.payload_chunk)], decompress, bucket)).get(
+    Number(row.payload_chunk),
+  );
   if (!chunk) return new Uint8Array(0);
   const start = Number(row.payload_start ?? 0);
   return chunk.subarray(start, start + Number(row.payload_length ?? 0));

@@ -4,7 +4,18 @@
 // (src/ingest/plan.ts) returns, the rows built from a write set once the database
 // assigned its ids, and `IngestPlanner`, the rules a batch is handed: the store runs
 // them and never imports them. Web APIs only.
-import type { EventRowFields, IssueRecord, DailyUsageRecord, ProjectHourlyRecord, ProjectRecord, ReleaseRecord, SeenEventRecord, SessionHourlyRecord, SessionUserRecord, SessionRecord } from './records.js';
+import type {
+  EventRowFields,
+  IssueRecord,
+  DailyUsageRecord,
+  ProjectHourlyRecord,
+  ProjectRecord,
+  ReleaseRecord,
+  SeenEventRecord,
+  SessionHourlyRecord,
+  SessionUserRecord,
+  SessionRecord,
+} from './records.js';
 
 // ---------------------------------------------------------------------------
 // A work in row shape
@@ -127,7 +138,18 @@ export interface ProjectSnapshot {
 
 /** A snapshot with nothing in it, for a project whose keys are not read. */
 export function emptySnapshot(): ProjectSnapshot {
-  return { seen: new Set(), eventIds: null, used: new Map(), issues: [], aliases: new Map(), knownUsers: new Map(), resolvedReleases: [], newIssueIds: null, releases: [], sessions: [] };
+  return {
+    seen: new Set(),
+    eventIds: null,
+    used: new Map(),
+    issues: [],
+    aliases: new Map(),
+    knownUsers: new Map(),
+    resolvedReleases: [],
+    newIssueIds: null,
+    releases: [],
+    sessions: [],
+  };
 }
 
 export interface BatchSnapshot {
@@ -136,7 +158,6 @@ export interface BatchSnapshot {
   /** What was read for each project, by id; a missing one reads as empty. */
   snapshots: Map<number, ProjectSnapshot>;
 }
-
 
 // ---------------------------------------------------------------------------
 // The write set
@@ -261,23 +282,34 @@ export function issueUserRows(plan: WriteSet): { issue_id: number | null; user_k
 
 export function issueReleaseRows(plan: WriteSet): { issue_id: number | null; release: string; first_seen: number }[] {
   const rows: { issue_id: number | null; release: string; first_seen: number }[] = [];
-  for (const s of plan.issues) for (const [release, first] of s.releaseFirstSeen) rows.push({ issue_id: s.row.id, release, first_seen: first });
+  for (const s of plan.issues)
+    for (const [release, first] of s.releaseFirstSeen) rows.push({ issue_id: s.row.id, release, first_seen: first });
   return rows;
 }
 
 export function issueHourlyRows(plan: WriteSet): { issue_id: number | null; bucket: number; events: number }[] {
   const rows: { issue_id: number | null; bucket: number; events: number }[] = [];
-  for (const s of plan.issues) for (const [bucket, events] of s.hourly) rows.push({ issue_id: s.row.id, bucket, events });
+  for (const s of plan.issues)
+    for (const [bucket, events] of s.hourly) rows.push({ issue_id: s.row.id, bucket, events });
   return rows;
 }
 
-export function issueEnvironmentHourlyRows(plan: WriteSet): { issue_id: number | null; environment: string; bucket: number; events: number }[] {
+export function issueEnvironmentHourlyRows(
+  plan: WriteSet,
+): { issue_id: number | null; environment: string; bucket: number; events: number }[] {
   const rows: { issue_id: number | null; environment: string; bucket: number; events: number }[] = [];
   for (const s of plan.issues) for (const h of s.environmentHourly.values()) rows.push({ issue_id: s.row.id, ...h });
   return rows;
 }
 
-export function issueChangeRows(plan: WriteSet): { project_id: number; issue_id: number | null; kind: string; at: number; release: string }[] {
-  return plan.changes.map((c) => ({ project_id: c.issue.row.project_id, issue_id: c.issue.row.id, kind: c.kind, at: c.at, release: c.release }));
+export function issueChangeRows(
+  plan: WriteSet,
+): { project_id: number; issue_id: number | null; kind: string; at: number; release: string }[] {
+  return plan.changes.map((c) => ({
+    project_id: c.issue.row.project_id,
+    issue_id: c.issue.row.id,
+    kind: c.kind,
+    at: c.at,
+    release: c.release,
+  }));
 }
-

@@ -4,7 +4,14 @@
 // index a dSYM or an ELF file gets (FUNC, line, INLINE and PUBLIC records), built here once
 // and stored beside it. At ingest, frames of native images (`elf`, `macho`, `pe`) that no
 // dSYM or ELF file symbolicated are looked up at `instruction_addr - image_addr`.
-import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
+import {
+  SymbolInputError,
+  type EventView,
+  type FileInspector,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+  type SymbolLookup,
+} from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
 import { BreakpadReader } from './native/breakpad.js';
 import { debugIdsOfFrames, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
@@ -17,7 +24,10 @@ const IMAGE_TYPES = ['elf', 'macho', 'pe'];
 
 export class LoadedBreakpad implements LoadedSymbols {
   readonly memoryBytes: number;
-  constructor(readonly index: NativeIndex, size: number) {
+  constructor(
+    readonly index: NativeIndex,
+    size: number,
+  ) {
     this.memoryBytes = size;
   }
 }
@@ -52,16 +62,28 @@ function inspect(name: string): FileInspector {
         if (failure) throw failure;
         reader.finish();
       } catch (err) {
-        if (err instanceof BadNativeFile) throw new SymbolInputError(`${basenameOf(name)} is not a Breakpad symbol file: ${err.message}`);
+        if (err instanceof BadNativeFile)
+          throw new SymbolInputError(`${basenameOf(name)} is not a Breakpad symbol file: ${err.message}`);
         throw err;
       }
       const module = reader.module!;
-      const features = [...(reader.funcs.length > 0 || reader.publics.length > 0 ? ['symtab'] : []), ...(reader.lineCount > 0 ? ['debug'] : [])];
-      return [{
-        debugId: module.debugId,
-        meta: { arch: module.arch, os: module.os, code_id: module.codeId || null, object_name: module.name, features },
-        index: breakpadIndex(reader),
-      }];
+      const features = [
+        ...(reader.funcs.length > 0 || reader.publics.length > 0 ? ['symtab'] : []),
+        ...(reader.lineCount > 0 ? ['debug'] : []),
+      ];
+      return [
+        {
+          debugId: module.debugId,
+          meta: {
+            arch: module.arch,
+            os: module.os,
+            code_id: module.codeId || null,
+            object_name: module.name,
+            features,
+          },
+          index: breakpadIndex(reader),
+        },
+      ];
     },
   };
 }
@@ -102,4 +124,3 @@ export const breakpadHandler: SymbolKindHandler<LoadedBreakpad> = {
     );
   },
 };
-

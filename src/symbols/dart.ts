@@ -6,7 +6,15 @@
 // `Instance of 'xB'` in its value is named too. Found by the event's release (and dist);
 // a map stored with a debug id is also found by the debug id of one of the event's images.
 import { MAX_SYMBOL_FILE_BYTES } from '../limits.js';
-import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup, type SymbolicationState } from './kinds.js';
+import {
+  SymbolInputError,
+  type EventView,
+  type FileInspector,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+  type SymbolLookup,
+  type SymbolicationState,
+} from './kinds.js';
 import type { SymbolFileRow } from './storage.js';
 
 export class DartSymbolMap implements LoadedSymbols {
@@ -24,14 +32,19 @@ export function parseDartSymbolMap(bytes: Uint8Array): Map<string, string> {
   try {
     value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   } catch {
-    throw new SymbolInputError('a Dart symbol map must be JSON: an array of strings, original and obfuscated names in pairs');
+    throw new SymbolInputError(
+      'a Dart symbol map must be JSON: an array of strings, original and obfuscated names in pairs',
+    );
   }
   if (!Array.isArray(value) || value.length % 2 !== 0 || !value.every((v) => typeof v === 'string')) {
-    throw new SymbolInputError('a Dart symbol map must be an array of strings with an even length (original, obfuscated, …)');
+    throw new SymbolInputError(
+      'a Dart symbol map must be an array of strings with an even length (original, obfuscated, …)',
+    );
   }
   const names = new Map<string, string>();
   // sentry-cli puts ["SENTRY_DEBUG_ID_MARKER", debug id] first, so each upload's checksum differs; it names nothing.
-  for (let i = value[0] === 'SENTRY_DEBUG_ID_MARKER' ? 2 : 0; i < value.length; i += 2) names.set(value[i + 1] as string, value[i] as string);
+  for (let i = value[0] === 'SENTRY_DEBUG_ID_MARKER' ? 2 : 0; i < value.length; i += 2)
+    names.set(value[i + 1] as string, value[i] as string);
   return names;
 }
 
@@ -41,7 +54,8 @@ function inspectDart(): FileInspector {
   return {
     push(chunk) {
       size += chunk.byteLength;
-      if (size > MAX_SYMBOL_FILE_BYTES) throw new SymbolInputError(`a Dart symbol map is at most ${MAX_SYMBOL_FILE_BYTES} bytes`);
+      if (size > MAX_SYMBOL_FILE_BYTES)
+        throw new SymbolInputError(`a Dart symbol map is at most ${MAX_SYMBOL_FILE_BYTES} bytes`);
       chunks.push(chunk.slice());
     },
     finish() {
@@ -71,16 +85,21 @@ const INSTANCE_OF = /Instance of '([^']+)'/g;
 export const dartSymbolMapHandler: SymbolKindHandler<DartSymbolMap> = {
   kind: 'dartsymbolmap',
   recognises(name, head) {
-    return /symbol[-_]?map.*\.json$|obfuscation.*\.json$/i.test(name) && new TextDecoder().decode(head.subarray(0, 64)).trimStart().startsWith('[');
+    return (
+      /symbol[-_]?map.*\.json$|obfuscation.*\.json$/i.test(name) &&
+      new TextDecoder().decode(head.subarray(0, 64)).trimStart().startsWith('[')
+    );
   },
   inspect: inspectDart,
   load(_file: SymbolFileRow, bytes: Uint8Array) {
     return new DartSymbolMap(parseDartSymbolMap(bytes));
   },
   lookups(event) {
-    if (event.platform !== 'dart' && event.platform !== 'flutter' && !event.exceptions.some((e) => e.type !== '')) return [];
+    if (event.platform !== 'dart' && event.platform !== 'flutter' && !event.exceptions.some((e) => e.type !== ''))
+      return [];
     const out: SymbolLookup[] = debugIds(event).map((debugId) => ({ kind: 'dartsymbolmap', by: 'debug_id', debugId }));
-    if (event.release !== '') out.push({ kind: 'dartsymbolmap', by: 'release', release: event.release, dist: event.dist });
+    if (event.release !== '')
+      out.push({ kind: 'dartsymbolmap', by: 'release', release: event.release, dist: event.dist });
     return out;
   },
   symbolicate(event, state: SymbolicationState, resolve) {

@@ -10,9 +10,21 @@
 import type { SymbolKind } from './storage.js';
 
 /** Kinds whose file says what it is: its own id wins over the uploader's. */
-const NAMES_ITSELF: ReadonlySet<SymbolKind> = new Set<SymbolKind>(['dsym', 'elf', 'breakpad', 'sourcebundle', 'pe', 'pdb', 'wasm']);
+const NAMES_ITSELF: ReadonlySet<SymbolKind> = new Set<SymbolKind>([
+  'dsym',
+  'elf',
+  'breakpad',
+  'sourcebundle',
+  'pe',
+  'pdb',
+  'wasm',
+]);
 
 /** The debug id a file of `kind` is stored under: `named` by the uploader, `own` read from the file. */
-export function storedDebugId(kind: SymbolKind, named: string | undefined, own: string | undefined): string | undefined {
+export function storedDebugId(
+  kind: SymbolKind,
+  named: string | undefined,
+  own: string | undefined,
+): string | undefined {
   return NAMES_ITSELF.has(kind) ? (own ?? named) : (named ?? own);
 }

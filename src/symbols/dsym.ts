@@ -3,7 +3,15 @@
 // file per architecture slice, named by its LC_UUID, with its lookup index built here once
 // and stored beside it. At ingest, frames of `macho` images are symbolicated from that index
 // alone (src/symbols/native holds the readers, the index and the frame rules).
-import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
+import {
+  SymbolInputError,
+  type EventView,
+  type FileInspector,
+  type InspectedFile,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+  type SymbolLookup,
+} from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
 import { debugIdsOfFrames, machoImages, symbolicateFrames, type JsonObject } from './native/frames.js';
 import { buildNativeIndex, buildNativeIndexFrom, isCurrentNativeIndex, NativeIndex } from './native/lookup-index.js';
@@ -13,7 +21,10 @@ import { basenameOf, type SymbolFileRow } from './storage.js';
 
 export class LoadedDsym implements LoadedSymbols {
   readonly memoryBytes: number;
-  constructor(readonly index: NativeIndex, size: number) {
+  constructor(
+    readonly index: NativeIndex,
+    size: number,
+  ) {
     this.memoryBytes = size;
   }
 }
@@ -40,12 +51,15 @@ export async function inspectMachO(name: string, file: Uint8Array | ByteRangeSou
     const slices = await readMachOFrom(source);
     const fat = slices.length > 1 || slices[0].start !== 0;
     for (const slice of slices) {
-      if (slice.debugId === '') throw new BadNativeFile(`${basenameOf(name)} (${slice.arch}) has no LC_UUID, so no debug id`);
+      if (slice.debugId === '')
+        throw new BadNativeFile(`${basenameOf(name)} (${slice.arch}) has no LC_UUID, so no debug id`);
     }
     const files: InspectedFile[] = [];
     for (const slice of slices) {
       files.push({
-        ...(fat ? { range: [slice.start, slice.end] as [number, number], filename: `${basenameOf(name)} (${slice.arch})` } : {}),
+        ...(fat
+          ? { range: [slice.start, slice.end] as [number, number], filename: `${basenameOf(name)} (${slice.arch})` }
+          : {}),
         debugId: slice.debugId,
         meta: describeSlice(slice),
         index: await buildNativeIndexFrom(source, slice),
@@ -53,7 +67,8 @@ export async function inspectMachO(name: string, file: Uint8Array | ByteRangeSou
     }
     return files;
   } catch (err) {
-    if (err instanceof BadNativeFile) throw new SymbolInputError(`${basenameOf(name)} is not a readable Mach-O dSYM: ${err.message}`);
+    if (err instanceof BadNativeFile)
+      throw new SymbolInputError(`${basenameOf(name)} is not a readable Mach-O dSYM: ${err.message}`);
     throw err;
   }
 }
@@ -69,7 +84,9 @@ function inspectDsym(name: string): FileInspector {
     },
     async finish(stored) {
       if (!looksLikeMachO(head)) {
-        throw new SymbolInputError(`${basenameOf(name)} is not a dSYM: expected a Mach-O file, thin or fat, or a zip of a .dSYM bundle holding one`);
+        throw new SymbolInputError(
+          `${basenameOf(name)} is not a dSYM: expected a Mach-O file, thin or fat, or a zip of a .dSYM bundle holding one`,
+        );
       }
       if (!stored) throw new Error('a dSYM is inspected from where it was stored');
       return inspectMachO(name, stored);
@@ -111,6 +128,11 @@ export const dsymHandler: SymbolKindHandler<LoadedDsym> = {
     const images = machoImages(event.images);
     if (images.length === 0) return;
     const demangle = state.demangle;
-    symbolicateFrames(state as { frames: JsonObject[][]; changed: boolean }, images, (image) => resolve({ kind: 'dsym', by: 'debug_id', debugId: image.debugId })[0]?.index ?? null, demangle);
+    symbolicateFrames(
+      state as { frames: JsonObject[][]; changed: boolean },
+      images,
+      (image) => resolve({ kind: 'dsym', by: 'debug_id', debugId: image.debugId })[0]?.index ?? null,
+      demangle,
+    );
   },
 };

@@ -6,17 +6,47 @@
 // kept (their `serves` is the role, `debug` or `symtab`, and a file only replaces one of
 // its role), and frames use the one with DWARF first. At ingest, frames of `elf` images
 // are symbolicated from the stored indexes alone.
-import { SymbolInputError, type EventView, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup } from './kinds.js';
+import {
+  SymbolInputError,
+  type EventView,
+  type FileInspector,
+  type InspectedFile,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+  type SymbolLookup,
+} from './kinds.js';
 import { BadNativeFile } from './native/bytes.js';
-import { elfHasDwarf, elfIndexParts, inflateElfDebugSections, elfIndexRanges, elfObjectKind, elfSection, looksLikeElf, movedElf, readElf, readElfFrom, type ElfFile } from './native/elf.js';
+import {
+  elfHasDwarf,
+  elfIndexParts,
+  inflateElfDebugSections,
+  elfIndexRanges,
+  elfObjectKind,
+  elfSection,
+  looksLikeElf,
+  movedElf,
+  readElf,
+  readElfFrom,
+  type ElfFile,
+} from './native/elf.js';
 import { debugIdsOfFrames, nativeImages, symbolicateFrames, type JsonObject } from './native/frames.js';
-import { buildIndex, buildIndexAsync, gatherRanges, isCurrentNativeIndex, NativeIndex, type IndexSource } from './native/lookup-index.js';
+import {
+  buildIndex,
+  buildIndexAsync,
+  gatherRanges,
+  isCurrentNativeIndex,
+  NativeIndex,
+  type IndexSource,
+} from './native/lookup-index.js';
 import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
 
 export class LoadedElf implements LoadedSymbols {
   readonly memoryBytes: number;
-  constructor(readonly index: NativeIndex, size: number) {
+  constructor(
+    readonly index: NativeIndex,
+    size: number,
+  ) {
     this.memoryBytes = size;
   }
 }
@@ -53,7 +83,8 @@ export async function inspectElf(name: string, file: Uint8Array | ByteRangeSourc
     const index = await buildIndexAsync(indexSource(bytes, movedElf(elf, moved, bytes.byteLength)));
     return [{ debugId: elf.debugId, serves: elfHasDwarf(elf) ? 'debug' : 'symtab', meta: describeElf(elf), index }];
   } catch (err) {
-    if (err instanceof BadNativeFile) throw new SymbolInputError(`${basenameOf(name)} is not a readable ELF file: ${err.message}`);
+    if (err instanceof BadNativeFile)
+      throw new SymbolInputError(`${basenameOf(name)} is not a readable ELF file: ${err.message}`);
     throw err;
   }
 }
@@ -103,7 +134,12 @@ export const elfHandler: SymbolKindHandler<LoadedElf> = {
   symbolicate(event, state, resolve) {
     const images = nativeImages(event.images, 'elf');
     if (images.length === 0) return;
-    symbolicateFrames(state as { frames: JsonObject[][]; changed: boolean }, images, (image) => bestIndex(resolve({ kind: 'elf', by: 'debug_id', debugId: image.debugId })), state.demangle);
+    symbolicateFrames(
+      state as { frames: JsonObject[][]; changed: boolean },
+      images,
+      (image) => bestIndex(resolve({ kind: 'elf', by: 'debug_id', debugId: image.debugId })),
+      state.demangle,
+    );
   },
 };
 

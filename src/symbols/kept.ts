@@ -3,7 +3,13 @@
 // debug id the client names them by), lists, finds, deletes and exports them like any
 // symbol file, and symbolicates nothing with them: their handlers look nothing up. A
 // file is of its kind when its first bytes carry the format's magic.
-import { SymbolInputError, type FileInspector, type InspectedFile, type LoadedSymbols, type SymbolKindHandler } from './kinds.js';
+import {
+  SymbolInputError,
+  type FileInspector,
+  type InspectedFile,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+} from './kinds.js';
 import { KEPT_SYMBOL_KINDS, type KeptSymbolKind } from './storage.js';
 
 /** Enough of a file's start to tell every kept format apart. */
@@ -49,7 +55,8 @@ class KeptInspector implements FileInspector {
   }
 
   finish(): InspectedFile[] {
-    if (keptKindOf(this.head) !== this.kind) throw new SymbolInputError(`${JSON.stringify(this.name)} is not a ${FORMAT_NAMES[this.kind]} file`);
+    if (keptKindOf(this.head) !== this.kind)
+      throw new SymbolInputError(`${JSON.stringify(this.name)} is not a ${FORMAT_NAMES[this.kind]} file`);
     return [{ meta: { format: this.kind, symbolicated: false } }];
   }
 }

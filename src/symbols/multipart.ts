@@ -66,7 +66,6 @@ function indexOfSeq(hay: Uint8Array, needle: Uint8Array, from: number): number {
   return -1;
 }
 
-
 function headerParam(value: string, param: string): string | null {
   const re = new RegExp(`;\\s*${param}\\*?=(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, 'i');
   const m = re.exec(value);
@@ -127,7 +126,8 @@ export async function* parseMultipart(
 
   for (;;) {
     // After a boundary: "--" ends the body, else optional whitespace and CRLF.
-    while (buf.length < 2) if (!(await more())) throw new MultipartError('the multipart body ends without its closing boundary');
+    while (buf.length < 2)
+      if (!(await more())) throw new MultipartError('the multipart body ends without its closing boundary');
     if (buf[0] === 0x2d && buf[1] === 0x2d) return;
     let eol: number;
     while ((eol = indexOfSeq(buf, encoder.encode('\r\n'), 0)) < 0) {
@@ -138,12 +138,17 @@ export async function* parseMultipart(
 
     // Headers up to the blank line.
     let end: number;
-    while ((end = indexOfSeq(buf, encoder.encode('\r\n\r\n'), 0)) < 0 && !(buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a)) {
-      if (buf.length > MAX_MULTIPART_HEADER_BYTES) throw new MultipartError(`a multipart part's headers are longer than ${MAX_MULTIPART_HEADER_BYTES} bytes`);
+    while (
+      (end = indexOfSeq(buf, encoder.encode('\r\n\r\n'), 0)) < 0 &&
+      !(buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a)
+    ) {
+      if (buf.length > MAX_MULTIPART_HEADER_BYTES)
+        throw new MultipartError(`a multipart part's headers are longer than ${MAX_MULTIPART_HEADER_BYTES} bytes`);
       if (!(await more())) throw new MultipartError('the multipart body ends inside part headers');
     }
     // Headers that arrived in one read are held to the same limit as those that did not.
-    if (end > MAX_MULTIPART_HEADER_BYTES) throw new MultipartError(`a multipart part's headers are longer than ${MAX_MULTIPART_HEADER_BYTES} bytes`);
+    if (end > MAX_MULTIPART_HEADER_BYTES)
+      throw new MultipartError(`a multipart part's headers are longer than ${MAX_MULTIPART_HEADER_BYTES} bytes`);
     let headerText = '';
     if (buf[0] === 0x0d && buf[1] === 0x0a && (end < 0 || end > 0)) {
       buf = buf.subarray(2);
@@ -157,9 +162,11 @@ export async function* parseMultipart(
       if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
     }
     const disposition = headers.get('content-disposition') ?? '';
-    if (!/^form-data\b/i.test(disposition)) throw new MultipartError('a multipart part has no "Content-Disposition: form-data" header');
+    if (!/^form-data\b/i.test(disposition))
+      throw new MultipartError('a multipart part has no "Content-Disposition: form-data" header');
     parts += 1;
-    if (limits.maxParts !== undefined && parts > limits.maxParts) throw new MultipartLimitError('parts', `the multipart body has more than ${limits.maxParts} parts`);
+    if (limits.maxParts !== undefined && parts > limits.maxParts)
+      throw new MultipartLimitError('parts', `the multipart body has more than ${limits.maxParts} parts`);
     const name = headerParam(disposition, 'name') ?? '';
     const filename = headerParam(disposition, 'filename');
 
@@ -195,7 +202,8 @@ export async function* parseMultipart(
         try {
           return decoder.decode(await part.bytes(max));
         } catch (err) {
-          if (err instanceof MultipartLimitError) throw new MultipartError(`the form field ${JSON.stringify(name)} is longer than ${max} bytes`);
+          if (err instanceof MultipartLimitError)
+            throw new MultipartError(`the form field ${JSON.stringify(name)} is longer than ${max} bytes`);
           throw err;
         }
       },
@@ -204,7 +212,8 @@ export async function* parseMultipart(
         let size = 0;
         for await (const c of part.body) {
           size += c.length;
-          if (size > max) throw new MultipartLimitError('part', `the part ${JSON.stringify(name)} is larger than ${max} bytes`);
+          if (size > max)
+            throw new MultipartLimitError('part', `the part ${JSON.stringify(name)} is larger than ${max} bytes`);
           chunks.push(c);
         }
         return concatBytes(chunks, size);

@@ -16,7 +16,15 @@
 // loading a 30 MB mapping is one scan for class lines, not a parse of every method.
 import { sha1 } from '@noble/hashes/legacy.js';
 import type { NormalizedFrame } from '../ingest/types.js';
-import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup, type SymbolicationState } from './kinds.js';
+import {
+  SymbolInputError,
+  type EventView,
+  type FileInspector,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+  type SymbolLookup,
+  type SymbolicationState,
+} from './kinds.js';
 import type { SymbolFileRow } from './storage.js';
 
 // ---------------------------------------------------------------- debug ids
@@ -60,7 +68,8 @@ export const PROGUARD_NAMESPACE = (() => {
 })();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const UUID_IN_NAME = /(?:^|[/\\])(?:proguard[/\\])?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:\.txt)?$/i;
+const UUID_IN_NAME =
+  /(?:^|[/\\])(?:proguard[/\\])?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:\.txt)?$/i;
 
 /** The debug id an uploader put in the name (`proguard/<uuid>.txt`), else null. */
 export function debugIdFromName(name: string): string | null {
@@ -148,7 +157,10 @@ export function inspectProguard(name: string): FileInspector {
   const check = (line: string) => {
     lineNo++;
     const parsed = parseMappingLine(line.endsWith('\r') ? line.slice(0, -1) : line);
-    if (!parsed) throw new SymbolInputError(`${name} is not a ProGuard mapping: line ${lineNo} does not parse: ${JSON.stringify(line.slice(0, 120))}`);
+    if (!parsed)
+      throw new SymbolInputError(
+        `${name} is not a ProGuard mapping: line ${lineNo} does not parse: ${JSON.stringify(line.slice(0, 120))}`,
+      );
     if (parsed.type === 'class') {
       classes++;
       sawClass = true;
@@ -165,7 +177,10 @@ export function inspectProguard(name: string): FileInspector {
       from = nl + 1;
     }
     pending = pending.slice(from);
-    if (pending.length > MAX_LINE) throw new SymbolInputError(`${name} is not a ProGuard mapping: line ${lineNo + 1} is longer than ${MAX_LINE} characters`);
+    if (pending.length > MAX_LINE)
+      throw new SymbolInputError(
+        `${name} is not a ProGuard mapping: line ${lineNo + 1} is longer than ${MAX_LINE} characters`,
+      );
   };
   return {
     push(chunk) {
@@ -173,7 +188,8 @@ export function inspectProguard(name: string): FileInspector {
       try {
         feed(decoder.decode(chunk, { stream: true }));
       } catch (err) {
-        if (err instanceof TypeError) throw new SymbolInputError(`${name} is not a ProGuard mapping: it is not UTF-8 text`);
+        if (err instanceof TypeError)
+          throw new SymbolInputError(`${name} is not a ProGuard mapping: it is not UTF-8 text`);
         throw err;
       }
     },
@@ -181,11 +197,15 @@ export function inspectProguard(name: string): FileInspector {
       try {
         feed(decoder.decode());
       } catch (err) {
-        if (err instanceof TypeError) throw new SymbolInputError(`${name} is not a ProGuard mapping: it is not UTF-8 text`);
+        if (err instanceof TypeError)
+          throw new SymbolInputError(`${name} is not a ProGuard mapping: it is not UTF-8 text`);
         throw err;
       }
       if (pending !== '') check(pending);
-      if (classes === 0) throw new SymbolInputError(`${name} is not a ProGuard mapping: it names no class (expected lines like "com.example.Foo -> a.a:")`);
+      if (classes === 0)
+        throw new SymbolInputError(
+          `${name} is not a ProGuard mapping: it names no class (expected lines like "com.example.Foo -> a.a:")`,
+        );
       return [{ debugId: fromName ?? hasher!.digest(), meta: { classes } }];
     },
   };
@@ -290,7 +310,11 @@ export class ProguardMapping implements LoadedSymbols {
    * The original frames of one obfuscated frame, innermost (inlined) first; null when the
    * class is unknown. `line` 0 means the frame had none.
    */
-  remapFrame(className: string, method: string, line: number): { className: string; method: string; line: number }[] | null {
+  remapFrame(
+    className: string,
+    method: string,
+    line: number,
+  ): { className: string; method: string; line: number }[] | null {
     const c = this.byObfuscated.get(className);
     if (!c) return null;
     const entries = this.members(c).get(method);
@@ -318,7 +342,12 @@ export class ProguardMapping implements LoadedSymbols {
 /** The original line of an entry for an obfuscated line `at` (0 = unknown). */
 function originalLine(e: MethodEntry, at: number): number {
   if (e.origStart > 0) {
-    if (e.end > 0 && at >= e.start && at <= e.end && (e.origEnd === 0 ? e.start === e.end : e.origEnd - e.origStart === e.end - e.start)) {
+    if (
+      e.end > 0 &&
+      at >= e.start &&
+      at <= e.end &&
+      (e.origEnd === 0 ? e.start === e.end : e.origEnd - e.origStart === e.end - e.start)
+    ) {
       return e.origStart + (at - e.start);
     }
     return e.origStart;
@@ -371,7 +400,11 @@ export function remapJavaFrame(mapping: ProguardMapping, frame: NormalizedFrame)
 }
 
 /** The original exception type: `module` + `type` (Java SDK) or a qualified `type`. */
-export function remapExceptionType(mapping: ProguardMapping, type: string, module: string | undefined): { type: string; module?: string } | null {
+export function remapExceptionType(
+  mapping: ProguardMapping,
+  type: string,
+  module: string | undefined,
+): { type: string; module?: string } | null {
   const full = module ? `${module}.${type}` : type;
   const original = mapping.originalClass(full);
   if (!original) return null;
@@ -393,7 +426,9 @@ function proguardImages(event: EventView): string[] {
 }
 
 function hasJavaFrames(event: EventView): boolean {
-  for (const e of event.exceptions) for (const f of e.frames) if (typeof f.module === 'string' && f.module !== '' && typeof f.function === 'string') return true;
+  for (const e of event.exceptions)
+    for (const f of e.frames)
+      if (typeof f.module === 'string' && f.module !== '' && typeof f.function === 'string') return true;
   return false;
 }
 
@@ -414,7 +449,8 @@ export const proguardHandler: SymbolKindHandler<ProguardMapping> = {
     if (!hasJavaFrames(event) && !event.exceptions.some((e) => e.type !== '')) return [];
     const images = proguardImages(event);
     // By the event's proguard image uuid, else by release (docs/api.md "What matching looks for").
-    if (images.length > 0) return images.map((debugId) => ({ kind: 'proguard', by: 'debug_id', debugId }) satisfies SymbolLookup);
+    if (images.length > 0)
+      return images.map((debugId) => ({ kind: 'proguard', by: 'debug_id', debugId }) satisfies SymbolLookup);
     if (event.release === '') return [];
     return [{ kind: 'proguard', by: 'release', release: event.release, dist: event.dist }];
   },

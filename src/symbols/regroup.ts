@@ -39,11 +39,19 @@ interface IssueFacts {
 
 const FACT_COLUMNS = ['id', 'fingerprint', 'title', 'error_type', 'location', 'first_seen'] as const;
 
-function facts(row: { id: number; fingerprint: string; title: string; error_type: string; location: string; first_seen: number }): IssueFacts {
+function facts(row: {
+  id: number;
+  fingerprint: string;
+  title: string;
+  error_type: string;
+  location: string;
+  first_seen: number;
+}): IssueFacts {
   return { ...row, id: Number(row.id), first_seen: Number(row.first_seen) };
 }
 
-const sameFields = (a: EventFields, b: EventFields) => a.title === b.title && a.errorType === b.errorType && a.location === b.location;
+const sameFields = (a: EventFields, b: EventFields) =>
+  a.title === b.title && a.errorType === b.errorType && a.location === b.location;
 
 /** The older of two issues (first seen earlier; ties: the one created first), which a merge keeps. */
 function older(a: IssueFacts, b: IssueFacts): boolean {
@@ -56,13 +64,23 @@ function older(a: IssueFacts, b: IssueFacts): boolean {
  * database the batch then commits to). Titles first, so that a merge takes the fields
  * of the latest event already symbolicated.
  */
-export async function regroupStatements(reader: Db, projectId: number, events: RegroupedEvent[], now: number): Promise<CompiledQuery[]> {
+export async function regroupStatements(
+  reader: Db,
+  projectId: number,
+  events: RegroupedEvent[],
+  now: number,
+): Promise<CompiledQuery[]> {
   if (events.length === 0) return [];
   const issues = new Map<number, IssueFacts>();
   const ids = [...new Set(events.map((e) => e.issueId))];
   // Parts within D1's 100 parameters a statement.
   for (const part of chunks(ids, 90)) {
-    for (const row of await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('id', 'in', part).execute()) issues.set(Number(row.id), facts(row));
+    for (const row of await reader
+      .selectFrom('issues')
+      .select([...FACT_COLUMNS])
+      .where('id', 'in', part)
+      .execute())
+      issues.set(Number(row.id), facts(row));
   }
   const statements: CompiledQuery[] = [];
 
@@ -108,10 +126,20 @@ export async function regroupStatements(reader: Db, projectId: number, events: R
     if (known !== undefined) {
       found = survivor(known);
     } else {
-      let other = await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('project_id', '=', projectId).where('fingerprint', '=', fingerprint).executeTakeFirst();
+      let other = await reader
+        .selectFrom('issues')
+        .select([...FACT_COLUMNS])
+        .where('project_id', '=', projectId)
+        .where('fingerprint', '=', fingerprint)
+        .executeTakeFirst();
       if (!other) {
         const id = await mergedIssueId(reader, projectId, fingerprint);
-        if (id !== undefined) other = await reader.selectFrom('issues').select([...FACT_COLUMNS]).where('id', '=', id).executeTakeFirst();
+        if (id !== undefined)
+          other = await reader
+            .selectFrom('issues')
+            .select([...FACT_COLUMNS])
+            .where('id', '=', id)
+            .executeTakeFirst();
       }
       if (other) {
         if (!issues.has(Number(other.id))) issues.set(Number(other.id), facts(other));
@@ -126,7 +154,10 @@ export async function regroupStatements(reader: Db, projectId: number, events: R
     planned.set(fingerprint, found.id);
     if (found.id === own.id) continue;
     const [target, source] = older(own, found) ? [own, found] : [found, own];
-    statements.push(...mergeStatements(reader, projectId, target, source, now), mergedChange(reader, projectId, target.id, now));
+    statements.push(
+      ...mergeStatements(reader, projectId, target, source, now),
+      mergedChange(reader, projectId, target.id, now),
+    );
     mergedInto.set(source.id, target.id);
     planned.set(fingerprint, target.id);
   }

@@ -20,7 +20,12 @@ import type { Logger } from '../logger.js';
 import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
 import type { Md5Hex } from '../ingest/grouping.js';
-import { normalizeEvent, parseEventPayload, symbolicationInputOf, type ParsedEventPayload } from '../ingest/normalize.js';
+import {
+  normalizeEvent,
+  parseEventPayload,
+  symbolicationInputOf,
+  type ParsedEventPayload,
+} from '../ingest/normalize.js';
 import type { EventSymbolicator, SymbolicationInput } from '../ingest/types.js';
 import { runLocked } from '../store/issue-merges.js';
 import { regroupStatements, type RegroupedEvent } from './regroup.js';
@@ -79,12 +84,30 @@ export interface ResymbolicationDeps {
 }
 
 /** Records a run for the release ('' = every release) over the events of the last 48 hours. */
-export async function scheduleResymbolication(store: Store, projectId: number, release: string, now: number): Promise<number> {
+export async function scheduleResymbolication(
+  store: Store,
+  projectId: number,
+  release: string,
+  now: number,
+): Promise<number> {
   // Finished runs are kept a week, to be looked at; then they go.
-  await store.db.deleteFrom('symbol_jobs').where('state', '=', 'done').where('created_at', '<', now - 7 * DAY_MS).execute();
+  await store.db
+    .deleteFrom('symbol_jobs')
+    .where('state', '=', 'done')
+    .where('created_at', '<', now - 7 * DAY_MS)
+    .execute();
   const row = await store.db
     .insertInto('symbol_jobs')
-    .values({ project_id: projectId, release, since: now - RESYMBOLICATE_WINDOW_MS, cursor: -1, state: 'pending', done: 0, lease_until: 0, created_at: now })
+    .values({
+      project_id: projectId,
+      release,
+      since: now - RESYMBOLICATE_WINDOW_MS,
+      cursor: -1,
+      state: 'pending',
+      done: 0,
+      lease_until: 0,
+      created_at: now,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return Number(row.id);
@@ -110,7 +133,12 @@ export class ResymbolicationRunner {
       return;
     }
     this.running = this.loop()
-      .catch((err) => this.deps.logger.error({ err }, 're-symbolication stopped after an error; it resumes at the next upload or start'))
+      .catch((err) =>
+        this.deps.logger.error(
+          { err },
+          're-symbolication stopped after an error; it resumes at the next upload or start',
+        ),
+      )
       .finally(() => {
         this.running = null;
         if (this.again && !this.stopped) {
@@ -158,7 +186,12 @@ export class ResymbolicationRunner {
   }
 
   private async anyPending(): Promise<boolean> {
-    const row = await this.deps.store.db.selectFrom('symbol_jobs').select('id').where('state', '=', 'pending').limit(1).executeTakeFirst();
+    const row = await this.deps.store.db
+      .selectFrom('symbol_jobs')
+      .select('id')
+      .where('state', '=', 'pending')
+      .limit(1)
+      .executeTakeFirst();
     return row !== undefined;
   }
 
@@ -252,7 +285,11 @@ export class ResymbolicationRunner {
       if ((await this.batch(state, this.batchEvents, () => this.stopped)) === 0) break;
       batches++;
       // A line every ten batches (5 000 events): long runs show they are moving.
-      if (batches % 10 === 0) this.deps.logger.info({ job: state.id, cursor: state.cursor, symbolicated: state.done }, 're-symbolication progress');
+      if (batches % 10 === 0)
+        this.deps.logger.info(
+          { job: state.id, cursor: state.cursor, symbolicated: state.done },
+          're-symbolication progress',
+        );
       await this.deps.onBatch?.(state.id, state.done);
       if (this.stopped) return;
     }
@@ -265,7 +302,10 @@ export class ResymbolicationRunner {
       .set({ state: 'done', cursor: state.cursor, done: state.done, lease_until: 0 })
       .where('id', '=', state.id)
       .execute();
-    this.deps.logger.info({ job: state.id, project: state.projectId, release: state.release, symbolicated: state.done }, 're-symbolication finished');
+    this.deps.logger.info(
+      { job: state.id, project: state.projectId, release: state.release, symbolicated: state.done },
+      're-symbolication finished',
+    );
   }
 
   /**
@@ -279,14 +319,32 @@ export class ResymbolicationRunner {
     if (state.cursor === Number.MAX_SAFE_INTEGER) return 0;
     let q = db
       .selectFrom('events')
-      .select(['id', 'raw', 'payload_chunk', 'payload_start', 'payload_length', 'received_at', 'issue_id', 'fingerprint', 'timestamp', 'title', 'error_type', 'error_location'])
+      .select([
+        'id',
+        'raw',
+        'payload_chunk',
+        'payload_start',
+        'payload_length',
+        'received_at',
+        'issue_id',
+        'fingerprint',
+        'timestamp',
+        'title',
+        'error_type',
+        'error_location',
+      ])
       .where('project_id', '=', state.projectId)
       .where('id', '>', state.cursor);
     if (state.release !== '') q = q.where('release', '=', state.release);
     const rows = await q.orderBy('id').limit(limit).execute();
     if (rows.length === 0) return 0;
     const payloads = await this.deps.readPayloads(db, rows);
-    const inputs: { row: (typeof rows)[number]; raw: Uint8Array; parsed: ParsedEventPayload; input: SymbolicationInput }[] = [];
+    const inputs: {
+      row: (typeof rows)[number];
+      raw: Uint8Array;
+      parsed: ParsedEventPayload;
+      input: SymbolicationInput;
+    }[] = [];
     for (const row of rows) {
       if (Number(row.received_at) < state.since) continue;
       const raw = payloads.get(Number(row.id));
@@ -313,13 +371,27 @@ export class ResymbolicationRunner {
       // Grouping, title, type and location from the symbolicated frames, by ingest's own rules.
       let n: ReturnType<typeof normalizeEvent>;
       try {
-        n = normalizeEvent(raw, { receivedAt: Number(row.received_at), sentAt: null, envelopeEventId: null, clientIp: null, md5Hex: this.deps.md5Hex, parsed, symbolicate: () => out });
+        n = normalizeEvent(raw, {
+          receivedAt: Number(row.received_at),
+          sentAt: null,
+          envelopeEventId: null,
+          clientIp: null,
+          md5Hex: this.deps.md5Hex,
+          parsed,
+          symbolicate: () => out,
+        });
       } catch {
         continue; // the frames alone, as for a payload that no longer parses
       }
       Object.assign(update, { title: n.title, errorType: n.errorType, location: n.location });
       // An event stored under its issue's fingerprint that the frames leave as it was changes nothing about issues.
-      if (n.fingerprint === row.fingerprint && n.title === row.title && n.errorType === row.error_type && n.location === row.error_location) continue;
+      if (
+        n.fingerprint === row.fingerprint &&
+        n.title === row.title &&
+        n.errorType === row.error_type &&
+        n.location === row.error_location
+      )
+        continue;
       regrouped.push({
         issueId: Number(row.issue_id),
         timestamp: Number(row.timestamp),
@@ -342,7 +414,12 @@ export class ResymbolicationRunner {
         : updates.map((u) =>
             db
               .updateTable('events')
-              .set({ symbolicated: u.symbolicated, ...(u.title !== undefined ? { title: u.title, error_type: u.errorType, error_location: u.location } : {}) })
+              .set({
+                symbolicated: u.symbolicated,
+                ...(u.title !== undefined
+                  ? { title: u.title, error_type: u.errorType, error_location: u.location }
+                  : {}),
+              })
               .where('id', '=', u.id)
               .compile(),
           );
@@ -378,7 +455,11 @@ export interface EventFrameUpdate {
  * (D1 binds 100 parameters per statement, and each statement of a batch counts against
  * an invocation's queries). An event whose frames alone pass the limit keeps what it had.
  */
-export function frameUpdatesForBatch(updates: EventFrameUpdate[], maxValueBytes: number, logger?: Logger): CompiledQuery[] {
+export function frameUpdatesForBatch(
+  updates: EventFrameUpdate[],
+  maxValueBytes: number,
+  logger?: Logger,
+): CompiledQuery[] {
   const statements: CompiledQuery[] = [];
   const max = maxValueBytes - 1024;
   let part: string[] = [];
@@ -402,7 +483,10 @@ export function frameUpdatesForBatch(updates: EventFrameUpdate[], maxValueBytes:
     const item = JSON.stringify({ id: u.id, s: u.symbolicated, t: u.title, et: u.errorType, loc: u.location });
     const size = utf8.encode(item).byteLength + 1;
     if (size + 2 > max) {
-      logger?.warn({ event: u.id, bytes: size }, 'symbolicated frames too large to store on this database; the event keeps its frames');
+      logger?.warn(
+        { event: u.id, bytes: size },
+        'symbolicated frames too large to store on this database; the event keeps its frames',
+      );
       continue;
     }
     if (bytes + size > max) flush();

@@ -9,10 +9,25 @@
 import type { Logger } from '../logger.js';
 import { HOUR_MS, type Clock } from '../clock.js';
 import type { Md5Hex } from '../ingest/grouping.js';
-import type { EventSymbolicator, NormalizedException, SymbolicationInput, SymbolicationOutput } from '../ingest/types.js';
+import type {
+  EventSymbolicator,
+  NormalizedException,
+  SymbolicationInput,
+  SymbolicationOutput,
+} from '../ingest/types.js';
 import type { Store } from '../store/database.js';
 import { ByteLru, TtlMap } from './cache.js';
-import { checkSymbolKinds, handlerOf, lookupKey, type LoadedSymbols, type SymbolKindHandler, type SymbolKinds, type SymbolParser, type SymbolicationState, type SymbolLookup } from './kinds.js';
+import {
+  checkSymbolKinds,
+  handlerOf,
+  lookupKey,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+  type SymbolKinds,
+  type SymbolParser,
+  type SymbolicationState,
+  type SymbolLookup,
+} from './kinds.js';
 import type { Demangler } from './native/demangle.js';
 import { servesRank } from './sourcemap.js';
 import { ResymbolicationRunner, scheduleResymbolication, type ReadPayloads, type StepResult } from './resymbolicate.js';
@@ -149,7 +164,9 @@ export class SymbolService {
   start(): void {
     if (!this.options.steps) this.jobs?.kick();
     const sweep = (everything: boolean) =>
-      this.sweepAbandoned(everything).catch((err) => this.options.logger.warn({ err }, 'could not remove half-written symbol files'));
+      this.sweepAbandoned(everything).catch((err) =>
+        this.options.logger.warn({ err }, 'could not remove half-written symbol files'),
+      );
     this.sweeping = sweep(this.options.soleWriter === true);
     this.sweepTimer ??= setInterval(() => {
       this.sweeping = sweep(false);
@@ -192,7 +209,13 @@ export class SymbolService {
 
   /** The one way symbol files are stored: the Symbols routes and the sentry-cli routes both stage here. */
   beginUpload(): SymbolIntake {
-    const staged = new StagedUpload(this.db, this.options.kinds, this.options.clock.now(), this.options.uploadLimits, this.options.store);
+    const staged = new StagedUpload(
+      this.db,
+      this.options.kinds,
+      this.options.clock.now(),
+      this.options.uploadLimits,
+      this.options.store,
+    );
     const projects = new Set<number>();
     return {
       stage: async (target, source) => {
@@ -321,7 +344,8 @@ export class SymbolService {
         if (!handler) return null;
         try {
           let index = Number(row.index_size) > 0 ? await readSymbolBytes(this.db, id, INDEX_PART) : null;
-          if (index && handler.indexIsCurrent && handler.rebuildIndex && !handler.indexIsCurrent(index)) index = await this.rebuildIndex(row, handler.rebuildIndex);
+          if (index && handler.indexIsCurrent && handler.rebuildIndex && !handler.indexIsCurrent(index))
+            index = await this.rebuildIndex(row, handler.rebuildIndex);
           const bytes = index && handler.loadsFromIndex ? new Uint8Array(0) : await readSymbolBytes(this.db, id);
           if (!bytes) return null;
           const parser = this.options.parser;
@@ -334,7 +358,10 @@ export class SymbolService {
           return loaded;
         } catch (err) {
           this.broken.set(id, true, this.now());
-          this.options.logger.warn({ err, file: id, kind: row.kind }, 'symbol file could not be loaded; frames that need it stay unsymbolicated');
+          this.options.logger.warn(
+            { err, file: id, kind: row.kind },
+            'symbol file could not be loaded; frames that need it stay unsymbolicated',
+          );
           return null;
         }
       })().finally(() => this.loading.delete(id));
@@ -348,13 +375,19 @@ export class SymbolService {
    * the next load (docs/architecture.md "Symbolication"). Saving is best effort: two
    * processes rebuilding one file at once may clash, and the next load rebuilds again.
    */
-  private async rebuildIndex(row: SymbolFileRow, rebuild: NonNullable<SymbolKindHandler['rebuildIndex']>): Promise<Uint8Array> {
+  private async rebuildIndex(
+    row: SymbolFileRow,
+    rebuild: NonNullable<SymbolKindHandler['rebuildIndex']>,
+  ): Promise<Uint8Array> {
     const id = Number(row.id);
     const index = await rebuild(row, storedFileSource(this.db, id, Number(row.size)));
     try {
       await saveDerivedIndex(this.db, id, [index]);
     } catch (err) {
-      this.options.logger.warn({ err, file: id }, 'a rebuilt symbol index could not be saved; it is rebuilt again on the next load');
+      this.options.logger.warn(
+        { err, file: id },
+        'a rebuilt symbol index could not be saved; it is rebuilt again on the next load',
+      );
     }
     this.options.logger.info({ file: id, kind: row.kind }, 'symbol index rebuilt for the current format');
     return index;
@@ -407,11 +440,22 @@ export const MAX_SYMBOLICATED_THREADS = 32;
 function withThreadStacks(input: SymbolicationInput): SymbolicationInput {
   const threads = (input.threads ?? []).slice(0, MAX_SYMBOLICATED_THREADS);
   if (threads.length === 0) return input;
-  return { ...input, exceptions: [...input.exceptions, ...threads.map((t): NormalizedException => ({ type: '', value: '', frames: t.frames }))] };
+  return {
+    ...input,
+    exceptions: [
+      ...input.exceptions,
+      ...threads.map((t): NormalizedException => ({ type: '', value: '', frames: t.frames })),
+    ],
+  };
 }
 
 /** Runs the handlers of the project's kinds over an event, in the list's order, each on the frames the previous one left. */
-export function runHandlers(input: SymbolicationInput, handlers: SymbolKinds, resolved: Map<string, LoadedSymbols[]>, demangle?: Demangler): SymbolicationOutput | null {
+export function runHandlers(
+  input: SymbolicationInput,
+  handlers: SymbolKinds,
+  resolved: Map<string, LoadedSymbols[]>,
+  demangle?: Demangler,
+): SymbolicationOutput | null {
   const view = withThreadStacks(input);
   if (view.exceptions.length === 0) return null;
   const state: SymbolicationState = {

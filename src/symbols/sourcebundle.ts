@@ -80,7 +80,9 @@ export function readSourceBundle(bytes: Uint8Array): Map<string, Uint8Array> {
   const files = new Map<string, Uint8Array>();
   const manifestBytes = entries['manifest.json'];
   if (!manifestBytes) return files;
-  const manifest = JSON.parse(new TextDecoder().decode(manifestBytes)) as { files?: Record<string, { type?: string; path?: string; url?: string }> };
+  const manifest = JSON.parse(new TextDecoder().decode(manifestBytes)) as {
+    files?: Record<string, { type?: string; path?: string; url?: string }>;
+  };
   for (const [name, info] of Object.entries(manifest.files ?? {})) {
     const data = entries[name];
     if (!data || !info || (info.type !== undefined && info.type !== 'source')) continue;
@@ -103,7 +105,9 @@ function inspect(): FileInspector {
         try {
           const entry = (await readZipDirectory(stored)).find((e) => e.name === 'manifest.json');
           if (entry) {
-            const manifest = JSON.parse(new TextDecoder().decode(await readZipEntryBytes(stored, entry, MAX_MANIFEST_BYTES))) as Record<string, unknown>;
+            const manifest = JSON.parse(
+              new TextDecoder().decode(await readZipEntryBytes(stored, entry, MAX_MANIFEST_BYTES)),
+            ) as Record<string, unknown>;
             debugId = normaliseDebugId(manifest.debug_id) ?? undefined;
           }
         } catch {
@@ -118,7 +122,10 @@ function inspect(): FileInspector {
 const NATIVE_TYPES = ['elf', 'macho', 'pe'];
 
 function jvmDebugIds(images: Record<string, unknown>[]): string[] {
-  return images.filter((i) => i && i.type === 'jvm').map((i) => normaliseDebugId(i.debug_id)).filter((id): id is string => id !== null);
+  return images
+    .filter((i) => i && i.type === 'jvm')
+    .map((i) => normaliseDebugId(i.debug_id))
+    .filter((id): id is string => id !== null);
 }
 
 function bundlesNeeded(event: EventView): string[] {
@@ -149,17 +156,22 @@ function withContext(frame: JsonObject, lines: string[]): JsonObject | null {
 
 export const sourceBundleHandler: SymbolKindHandler<LoadedSourceBundle> = {
   kind: 'sourcebundle',
-  recognises: (_name, head) => head.byteLength >= 4 && head[0] === 0x53 && head[1] === 0x59 && head[2] === 0x53 && head[3] === 0x42,
+  recognises: (_name, head) =>
+    head.byteLength >= 4 && head[0] === 0x53 && head[1] === 0x59 && head[2] === 0x53 && head[3] === 0x42,
   inspect,
   load(_file, bytes) {
     return new LoadedSourceBundle(readSourceBundle(bytes), bytes.byteLength);
   },
   lookups(event) {
-    return bundlesNeeded(event).map((debugId) => ({ kind: 'sourcebundle', by: 'debug_id', debugId }) satisfies SymbolLookup);
+    return bundlesNeeded(event).map(
+      (debugId) => ({ kind: 'sourcebundle', by: 'debug_id', debugId }) satisfies SymbolLookup,
+    );
   },
   symbolicate(event, state, resolve) {
     const images = nativeImages(event.images, ...NATIVE_TYPES);
-    const jvm = jvmDebugIds(event.images).flatMap((debugId) => resolve({ kind: 'sourcebundle', by: 'debug_id', debugId }));
+    const jvm = jvmDebugIds(event.images).flatMap((debugId) =>
+      resolve({ kind: 'sourcebundle', by: 'debug_id', debugId }),
+    );
     if (images.length === 0 && jvm.length === 0) return;
     for (let i = 0; i < state.frames.length; i++) {
       let changed = false;

@@ -45,7 +45,21 @@ export function minifiedName(sdkFunction: string | undefined): string {
   return /^[A-Za-z_$][\w$]*$/.test(last) && !USELESS_NAMES.has(last) ? last : '';
 }
 
-const KEYWORDS = new Set(['if', 'for', 'while', 'switch', 'catch', 'with', 'return', 'typeof', 'new', 'await', 'yield', 'super', 'function']);
+const KEYWORDS = new Set([
+  'if',
+  'for',
+  'while',
+  'switch',
+  'catch',
+  'with',
+  'return',
+  'typeof',
+  'new',
+  'await',
+  'yield',
+  'super',
+  'function',
+]);
 
 /** Offsets where the lines of a text start. */
 export function lineStartsOf(content: string): number[] {
@@ -55,7 +69,12 @@ export function lineStartsOf(content: string): number[] {
 }
 
 /** Offset of a 1-based line and column in a text (its line starts given, or found); -1 when outside it. */
-function offsetOf(content: string, line: number, column: number, starts: readonly number[] = lineStartsOf(content)): number {
+function offsetOf(
+  content: string,
+  line: number,
+  column: number,
+  starts: readonly number[] = lineStartsOf(content),
+): number {
   if (!(line >= 1 && line <= starts.length)) return -1;
   const offset = starts[line - 1];
   const end = line < starts.length ? starts[line] - 1 : content.length;
@@ -80,7 +99,13 @@ function closeParen(text: string, open: number): number {
  * (`name(…) {`), or a function assigned to a name or property (`name = (…) =>`,
  * `name: function`).
  */
-export function definesFunctionAt(content: string, line: number, column: number, name: string, lineStarts?: readonly number[]): boolean {
+export function definesFunctionAt(
+  content: string,
+  line: number,
+  column: number,
+  name: string,
+  lineStarts?: readonly number[],
+): boolean {
   if (!/^[A-Za-z_$][\w$]*$/.test(name)) return false;
   const at = offsetOf(content, line, column, lineStarts);
   if (at < 0 || content.slice(at, at + name.length) !== name) return false;
@@ -88,7 +113,8 @@ export function definesFunctionAt(content: string, line: number, column: number,
   const before = content.slice(Math.max(0, at - 40), at);
   if (/\bfunction\s*\*?\s*$/.test(before)) return true;
   const after = content.slice(at + name.length, at + name.length + 400);
-  if (/^\s*[=:]\s*(?:async\s+)?(?:function\b|[A-Za-z_$][\w$]*\s*=>|\([^()]*\)\s*(?::[^=;{}()]*)?=>)/.test(after)) return true;
+  if (/^\s*[=:]\s*(?:async\s+)?(?:function\b|[A-Za-z_$][\w$]*\s*=>|\([^()]*\)\s*(?::[^=;{}()]*)?=>)/.test(after))
+    return true;
   const call = /^\s*(?:<[^<>]*>)?\s*\(/.exec(after);
   if (call && !/(?:\.|\bnew\s+)\s*$/.test(before) && !KEYWORDS.has(name)) {
     const closed = closeParen(after, call[0].length - 1);
@@ -152,7 +178,13 @@ export function mappedFunctionName(sdkFunction: string | undefined, enclosing: s
 export type MapLookup = (
   line: number,
   column: number,
-) => { source: number; line: number; column: number; name: string | null; /** 1-based column where the segment starts, when known. */ generatedColumn?: number } | null;
+) => {
+  source: number;
+  line: number;
+  column: number;
+  name: string | null /** 1-based column where the segment starts, when known. */;
+  generatedColumn?: number;
+} | null;
 
 /** How far back (columns of the minified line) the enclosing function's name is looked for, so a frame costs a bounded number of lookups; a longer function keeps the SDK's name. */
 export const MAX_SCAN_COLUMNS = 4000;
@@ -162,12 +194,23 @@ export const MAX_SCAN_COLUMNS = 4000;
  * looking up each column backwards (at most `maxColumns` of them): a mapping starts where
  * the lookup's answer changes.
  */
-export function* namedMappingsBefore(lookup: MapLookup, line: number, column: number, maxColumns = MAX_SCAN_COLUMNS): Generator<NamedMapping> {
+export function* namedMappingsBefore(
+  lookup: MapLookup,
+  line: number,
+  column: number,
+  maxColumns = MAX_SCAN_COLUMNS,
+): Generator<NamedMapping> {
   let current = lookup(line, column);
   let nextStart = column + 1;
   const stop = Math.max(1, column - maxColumns);
   const same = (a: ReturnType<MapLookup>, b: ReturnType<MapLookup>) =>
-    a === b || (a !== null && b !== null && a.source === b.source && a.line === b.line && a.column === b.column && a.name === b.name);
+    a === b ||
+    (a !== null &&
+      b !== null &&
+      a.source === b.source &&
+      a.line === b.line &&
+      a.column === b.column &&
+      a.name === b.name);
   for (let c = column - 1; c >= stop - 1; c--) {
     // Every column from where the current segment starts maps as it does: skip to the one before.
     const starts = current?.generatedColumn;
@@ -180,7 +223,14 @@ export function* namedMappingsBefore(lookup: MapLookup, line: number, column: nu
     }
     // `current` starts at c + 1.
     if (current !== null && current.name !== null && c + 1 < column) {
-      yield { column: c + 1, width: nextStart - (c + 1), source: current.source, line: current.line, originalColumn: current.column, name: current.name };
+      yield {
+        column: c + 1,
+        width: nextStart - (c + 1),
+        source: current.source,
+        line: current.line,
+        originalColumn: current.column,
+        name: current.name,
+      };
     }
     nextStart = c + 1;
     current = here;

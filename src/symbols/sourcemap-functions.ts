@@ -15,7 +15,9 @@ export interface FunctionMap {
 }
 
 const BASE64 = new Int8Array(128).fill(-1);
-'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => (BASE64[c.charCodeAt(0)] = i));
+'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+  .split('')
+  .forEach((c, i) => (BASE64[c.charCodeAt(0)] = i));
 
 /** The VLQ numbers of one segment; null when it is not valid base64 VLQ. */
 function vlqSegment(text: string): number[] | null {

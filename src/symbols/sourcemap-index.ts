@@ -38,7 +38,8 @@ const SEMI = 0x3b;
 const COMMA = 0x2c;
 /** Base64 digit values by byte, -1 for any other byte. */
 const DIGIT = new Int8Array(256).fill(-1);
-for (let i = 0; i < 64; i++) DIGIT['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.charCodeAt(i)] = i;
+for (let i = 0; i < 64; i++)
+  DIGIT['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.charCodeAt(i)] = i;
 
 /**
  * Decodes `mappings` bytes pushed in any pieces; throws SymbolInputError on anything a
@@ -115,7 +116,8 @@ export class MappingsDecoder {
         }
         continue;
       }
-      if (b !== COMMA && b !== SEMI) this.fail(`the mappings hold the character ${JSON.stringify(String.fromCharCode(b))}`);
+      if (b !== COMMA && b !== SEMI)
+        this.fail(`the mappings hold the character ${JSON.stringify(String.fromCharCode(b))}`);
       if (inValue) this.fail('a mapping value is cut short');
       this.fields = fields;
       this.inValue = false;
@@ -145,7 +147,9 @@ export class MappingsDecoder {
     if (this.atLineEnd) this.atLineEnd(this.line, this.lineSorted);
     this.line++;
     if (this.counted.lines + this.line + 1 > this.limits.maxLines) {
-      throw new SymbolInputError(`${this.fileName} has more than ${this.limits.maxLines} generated lines (the limit of a source map)`);
+      throw new SymbolInputError(
+        `${this.fileName} has more than ${this.limits.maxLines} generated lines (the limit of a source map)`,
+      );
     }
     this.col = 0;
     this.lineSorted = true;
@@ -189,14 +193,22 @@ export class MappingsDecoder {
     this.segments++;
     this.segmentsInLine++;
     if (this.counted.segments + this.segments > this.limits.maxSegments) {
-      throw new SymbolInputError(`${this.fileName} has more than ${this.limits.maxSegments} mappings (the limit of a source map)`);
+      throw new SymbolInputError(
+        `${this.fileName} has more than ${this.limits.maxSegments} mappings (the limit of a source map)`,
+      );
     }
   }
 
   /** Checks the largest source and name index against the map's lists. */
   checkIndexes(sources: number, names: number): void {
-    if (this.maxSrc >= sources) throw new SymbolInputError(`${this.fileName}: a mapping points to source ${this.maxSrc}, but the map has ${sources} sources`);
-    if (this.maxName >= names) throw new SymbolInputError(`${this.fileName}: a mapping names name ${this.maxName}, but the map has ${names} names`);
+    if (this.maxSrc >= sources)
+      throw new SymbolInputError(
+        `${this.fileName}: a mapping points to source ${this.maxSrc}, but the map has ${sources} sources`,
+      );
+    if (this.maxName >= names)
+      throw new SymbolInputError(
+        `${this.fileName}: a mapping names name ${this.maxName}, but the map has ${names} names`,
+      );
   }
 }
 
@@ -248,7 +260,8 @@ export function indexMappings(
   dec.beforeSegment = (start, nextCol) => {
     // Only at the first segment of a column (a lookup of that column starts there), and
     // only while the line is in order.
-    if (start - last >= CHECKPOINT_BYTES && nextCol > prevSegCol && dec.lineSorted && nextCol >= dec.col) add(start, nextCol);
+    if (start - last >= CHECKPOINT_BYTES && nextCol > prevSegCol && dec.lineSorted && nextCol >= dec.col)
+      add(start, nextCol);
     prevSegCol = nextCol;
   };
   dec.atLineEnd = (line, sorted) => {
@@ -263,7 +276,13 @@ export function indexMappings(
   dec.push(bytes);
   dec.end();
   return {
-    index: { bytes, checkpoints: Int32Array.from(cps), unsorted: Int32Array.from(unsorted), lines: dec.lines, segments: dec.segments },
+    index: {
+      bytes,
+      checkpoints: Int32Array.from(cps),
+      unsorted: Int32Array.from(unsorted),
+      lines: dec.lines,
+      segments: dec.segments,
+    },
     decoder: dec,
   };
 }

@@ -25,7 +25,20 @@ const MAX_KEPT_STRING = 64 * 1024;
 const MAX_DEPTH = 64;
 
 /** What a value is to the map (decides what the scan does with it). */
-type Role = 'map' | 'version' | 'mappings' | 'sources' | 'names' | 'sections' | 'section' | 'offset' | 'offset-line' | 'offset-column' | 'keep' | 'count' | 'skip';
+type Role =
+  | 'map'
+  | 'version'
+  | 'mappings'
+  | 'sources'
+  | 'names'
+  | 'sections'
+  | 'section'
+  | 'offset'
+  | 'offset-line'
+  | 'offset-column'
+  | 'keep'
+  | 'count'
+  | 'skip';
 
 /** The facts of one map object (the root, or a section's map). */
 interface MapFacts {
@@ -103,7 +116,15 @@ export class SourceMapScanner {
       }
       const b = chunk[i];
       if (this.atom !== null) {
-        if ((b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x2b || b === 0x2e || b === 0x45 || b === 0x65 || (b >= 0x61 && b <= 0x7a)) {
+        if (
+          (b >= 0x30 && b <= 0x39) ||
+          b === 0x2d ||
+          b === 0x2b ||
+          b === 0x2e ||
+          b === 0x45 ||
+          b === 0x65 ||
+          (b >= 0x61 && b <= 0x7a)
+        ) {
           if (this.atom.length > 64) this.fail('a number or literal is too long');
           this.atom += String.fromCharCode(b);
           i++;
@@ -221,14 +242,31 @@ export class SourceMapScanner {
     if (b === 0x7b) {
       let map: MapFacts | null = null;
       if (role === 'map') {
-        map = { root: this.stack.length === 0, version: undefined, mappings: null, sources: -1, names: -1, sections: -1, seen: new Set() };
-      } else if (role !== 'section' && role !== 'offset' && role !== 'skip') this.fail(`"${this.top()?.key}" is not what a source map has there`);
-      this.stack.push({ kind: 'object', role, key: '', state: 'start', map, offset: role === 'section' ? { line: -1, column: -1 } : undefined });
+        map = {
+          root: this.stack.length === 0,
+          version: undefined,
+          mappings: null,
+          sources: -1,
+          names: -1,
+          sections: -1,
+          seen: new Set(),
+        };
+      } else if (role !== 'section' && role !== 'offset' && role !== 'skip')
+        this.fail(`"${this.top()?.key}" is not what a source map has there`);
+      this.stack.push({
+        kind: 'object',
+        role,
+        key: '',
+        state: 'start',
+        map,
+        offset: role === 'section' ? { line: -1, column: -1 } : undefined,
+      });
       return;
     }
     if (b === 0x5b) {
-      if (role !== 'sources' && role !== 'names' && role !== 'sections' && role !== 'skip') this.fail(`"${this.top()?.key}" is not what a source map has there`);
-      if (role === 'sections' && !this.top()!.map!.root) this.fail('a section\'s map has sections of its own');
+      if (role !== 'sources' && role !== 'names' && role !== 'sections' && role !== 'skip')
+        this.fail(`"${this.top()?.key}" is not what a source map has there`);
+      if (role === 'sections' && !this.top()!.map!.root) this.fail("a section's map has sections of its own");
       this.stack.push({ kind: 'array', role, key: '', state: 'start', map: null, count: 0 });
       return;
     }
@@ -236,7 +274,8 @@ export class SourceMapScanner {
       if (role === 'mappings') {
         const map = this.top()!.map!;
         map.mappings = new MappingsDecoder(this.name, this.limits, this.counted);
-      } else if (role !== 'keep' && role !== 'skip' && role !== 'count') this.fail(`"${this.top()?.key}" is not what a source map has there`);
+      } else if (role !== 'keep' && role !== 'skip' && role !== 'count')
+        this.fail(`"${this.top()?.key}" is not what a source map has there`);
       this.str = { role, kept: role === 'keep' ? [] : null, escape: 0, hex: 0 };
       return;
     }
@@ -264,13 +303,15 @@ export class SourceMapScanner {
     this.atom = null;
     const role = this.atomRole;
     let v: unknown;
-    if (text === 'true' || text === 'false' || text === 'null') v = text === 'true' ? true : text === 'false' ? false : null;
+    if (text === 'true' || text === 'false' || text === 'null')
+      v = text === 'true' ? true : text === 'false' ? false : null;
     else if (/^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/.test(text)) v = Number(text);
     else this.fail(`it has ${JSON.stringify(text)} where a value belongs`);
     const f = this.top();
     if (role === 'version') f!.map!.version = v;
     else if (role === 'offset-line' || role === 'offset-column') {
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0x3fffffff) this.fail('a section offset is not a line and column');
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0x3fffffff)
+        this.fail('a section offset is not a line and column');
       const section = this.stack[this.stack.length - 2];
       section.offset![role === 'offset-line' ? 'line' : 'column'] = v;
     } else if (role !== 'skip' && role !== 'count' && role !== 'keep') {
@@ -325,7 +366,8 @@ export class SourceMapScanner {
       if (b < 0x20) this.fail('a string holds a control character');
       if (b === 0x5c) s.escape = 1;
       if (s.kept) {
-        if (s.kept.length >= MAX_KEPT_STRING) this.fail(s.role === 'key' ? 'a key is too long' : 'its "file" or "debugId" is too long');
+        if (s.kept.length >= MAX_KEPT_STRING)
+          this.fail(s.role === 'key' ? 'a key is too long' : 'its "file" or "debugId" is too long');
         s.kept.push(b);
       }
     }
@@ -364,10 +406,14 @@ export class SourceMapScanner {
       if (o.line < 0 || o.column < 0) this.fail('a section has no "offset" with "line" and "column"');
       if (!f.hasMap) this.fail('a section has no "map"');
       const prev = this.lastOffset;
-      if (prev && (o.line < prev.line || (o.line === prev.line && o.column <= prev.column))) this.fail('its sections are not in increasing offset order');
+      if (prev && (o.line < prev.line || (o.line === prev.line && o.column <= prev.column)))
+        this.fail('its sections are not in increasing offset order');
       this.lastOffset = o;
       this.result.sections++;
-      if (this.result.sections > this.limits.maxSections) throw new SymbolInputError(`${this.name} has more than ${this.limits.maxSections} sections (the limit of a source map)`);
+      if (this.result.sections > this.limits.maxSections)
+        throw new SymbolInputError(
+          `${this.name} has more than ${this.limits.maxSections} sections (the limit of a source map)`,
+        );
     }
     this.valueEnded();
   }

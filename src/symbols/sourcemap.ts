@@ -10,9 +10,24 @@
 // (in that order of preference).
 import { TraceMap, type SourceMapInput } from '@jridgewell/trace-mapping';
 import type { NormalizedFrame } from '../ingest/types.js';
-import { SymbolInputError, type EventView, type FileInspector, type LoadedSymbols, type SymbolKindHandler, type SymbolLookup, type SymbolicationState } from './kinds.js';
+import {
+  SymbolInputError,
+  type EventView,
+  type FileInspector,
+  type LoadedSymbols,
+  type SymbolKindHandler,
+  type SymbolLookup,
+  type SymbolicationState,
+} from './kinds.js';
 import { basenameOf, type SymbolFileRow } from './storage.js';
-import { indexBytes, indexMappings, lookupSegment, SOURCE_MAP_LIMITS, type MappingsIndex, type SourceMapLimits } from './sourcemap-index.js';
+import {
+  indexBytes,
+  indexMappings,
+  lookupSegment,
+  SOURCE_MAP_LIMITS,
+  type MappingsIndex,
+  type SourceMapLimits,
+} from './sourcemap-index.js';
 import { SourceMapScanner } from './sourcemap-scan.js';
 import { functionMapsOf, functionNameAt, type FunctionMap } from './sourcemap-functions.js';
 import { enclosingFunctionName, frameFiles, mappedFunctionName, namedMappingsBefore } from './sourcemap-frames.js';
@@ -109,7 +124,8 @@ function packStrings(list: readonly unknown[], encoder: TextEncoder): PackedStri
       at += written;
       rest = read < rest.length ? rest.slice(read) : '';
       // Full: twice the size, or what the rest needs at most (bounded, so one huge string grows in steps).
-      if (rest.length > 0) bytes = growTo(bytes, at, Math.max(bytes.length * 2, at + Math.min(rest.length * 3, 64 * 1024 * 1024)));
+      if (rest.length > 0)
+        bytes = growTo(bytes, at, Math.max(bytes.length * 2, at + Math.min(rest.length * 3, 64 * 1024 * 1024)));
     }
     offsets[i + 1] = at;
   }
@@ -135,14 +151,19 @@ function unpack(p: PackedStrings, i: number, maxBytes = Number.MAX_SAFE_INTEGER)
  * (checked again, within `limits`: a file stored before they existed may exceed them).
  * Throws SymbolInputError on a map that is not usable.
  */
-export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMapLimits = SOURCE_MAP_LIMITS): SourceMapData {
+export function parseSourceMap(
+  bytes: Uint8Array,
+  name: string,
+  limits: SourceMapLimits = SOURCE_MAP_LIMITS,
+): SourceMapData {
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder().decode(bytes).replace(/^\uFEFF/, ''));
   } catch {
     throw new SymbolInputError(`${name} is not a source map: it is not JSON`);
   }
-  if (!isObject(json) || json.version !== 3) throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
+  if (!isObject(json) || json.version !== 3)
+    throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
   const parts: MapPart[] = [];
   const sources: unknown[] = [];
   const names: unknown[] = [];
@@ -153,8 +174,10 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
   const encoder = new TextEncoder();
   const addPart = (map: Json, line: number, column: number, sectioned: boolean) => {
     if (map.version !== 3) throw new SymbolInputError(`${name} is not a source map: "version" must be 3`);
-    if (typeof map.mappings !== 'string') throw new SymbolInputError(`${name} is not a source map: it has no "mappings" string`);
-    if (!Array.isArray(map.sources)) throw new SymbolInputError(`${name} is not a source map: it has no "sources" list`);
+    if (typeof map.mappings !== 'string')
+      throw new SymbolInputError(`${name} is not a source map: it has no "mappings" string`);
+    if (!Array.isArray(map.sources))
+      throw new SymbolInputError(`${name} is not a source map: it has no "sources" list`);
     const partNames: unknown[] = Array.isArray(map.names) ? map.names : [];
     const { index, decoder } = indexMappings(encoder.encode(map.mappings), name, limits, counted);
     decoder.checkIndexes(map.sources.length, partNames.length);
@@ -162,7 +185,13 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
     counted.lines += index.lines;
     // An indexed map's sources are resolved against their sourceRoot (as trace-mapping flattens them).
     const partSources: unknown[] = sectioned
-      ? new TraceMap({ version: 3, sources: map.sources, sourceRoot: map.sourceRoot, names: [], mappings: '' } as unknown as SourceMapInput).resolvedSources
+      ? new TraceMap({
+          version: 3,
+          sources: map.sources,
+          sourceRoot: map.sourceRoot,
+          names: [],
+          mappings: '',
+        } as unknown as SourceMapInput).resolvedSources
       : map.sources;
     parts.push({ line, column, index, sourceBase: sources.length, nameBase: names.length });
     const partContents: unknown[] = Array.isArray(map.sourcesContent) ? map.sourcesContent : [];
@@ -176,10 +205,16 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
     for (const n of partNames) names.push(n);
   };
   if (Array.isArray(json.sections)) {
-    if (json.sections.length > limits.maxSections) throw new SymbolInputError(`${name} has more than ${limits.maxSections} sections (the limit of a source map)`);
+    if (json.sections.length > limits.maxSections)
+      throw new SymbolInputError(`${name} has more than ${limits.maxSections} sections (the limit of a source map)`);
     for (const section of json.sections as unknown[]) {
       const offset = isObject(section) && isObject(section.offset) ? section.offset : null;
-      if (!offset || !isObject((section as Json).map) || !Number.isInteger(offset.line) || !Number.isInteger(offset.column)) {
+      if (
+        !offset ||
+        !isObject((section as Json).map) ||
+        !Number.isInteger(offset.line) ||
+        !Number.isInteger(offset.column)
+      ) {
         throw new SymbolInputError(`${name} is not a source map: a section has no "offset" or "map"`);
       }
       addPart((section as Json).map as Json, offset.line as number, offset.column as number, true);
@@ -219,12 +254,22 @@ export function parseSourceMap(bytes: Uint8Array, name: string, limits: SourceMa
     functionMaps: hasFunctionMaps ? functionMaps : null,
     memoryBytes: 0,
   };
-  const arrays = [data.sources, data.names, data.contents].reduce((n, p) => n + p.bytes.byteLength + p.offsets.byteLength, 0);
+  const arrays = [data.sources, data.names, data.contents].reduce(
+    (n, p) => n + p.bytes.byteLength + p.offsets.byteLength,
+    0,
+  );
   data.memoryBytes =
     MAP_OVERHEAD +
     arrays +
-    (data.functionMaps ?? []).reduce((n, f) => n + PART_OVERHEAD + (f ? f.starts.byteLength + f.names.reduce((k, name) => k + 32 + name.length * 2, 0) : 0), 0) +
-    hasContent.byteLength + data.lineStarts.byteLength + lineIndex.byteLength + parts.reduce((n, p) => n + PART_OVERHEAD + indexBytes(p.index), 0);
+    (data.functionMaps ?? []).reduce(
+      (n, f) =>
+        n + PART_OVERHEAD + (f ? f.starts.byteLength + f.names.reduce((k, name) => k + 32 + name.length * 2, 0) : 0),
+      0,
+    ) +
+    hasContent.byteLength +
+    data.lineStarts.byteLength +
+    lineIndex.byteLength +
+    parts.reduce((n, p) => n + PART_OVERHEAD + indexBytes(p.index), 0);
   return data;
 }
 
@@ -270,7 +315,10 @@ export class LoadedSourceMap implements LoadedSymbols {
   }
 
   /** The original position of a 1-based line and column of the minified file; null when unmapped. */
-  lookup(line: number, column: number): { source: number; line: number; column: number; name: string | null; generatedColumn: number } | null {
+  lookup(
+    line: number,
+    column: number,
+  ): { source: number; line: number; column: number; name: string | null; generatedColumn: number } | null {
     if (!(line >= 1) || !(column >= 1) || !Number.isFinite(line) || !Number.isFinite(column)) return null;
     const l = Math.floor(line) - 1;
     let c = Math.floor(column) - 1;
@@ -292,7 +340,12 @@ export class LoadedSourceMap implements LoadedSymbols {
   }
 
   /** `find()` once per minified position and name; later frames at it read the answer kept. */
-  enclosingName(line: number, column: number, minifiedName: string | undefined, find: () => string | null): string | null {
+  enclosingName(
+    line: number,
+    column: number,
+    minifiedName: string | undefined,
+    find: () => string | null,
+  ): string | null {
     const key = `${line}:${column}:${minifiedName ?? ''}`;
     const known = this.enclosingNames.get(key);
     if (known !== undefined) return known;
@@ -333,7 +386,9 @@ export class LoadedSourceMap implements LoadedSymbols {
         if (contents.bytes[to - 1] === 10) to--;
         if (to > from && contents.bytes[to - 1] === 13) to--;
       }
-      return utf8.decode(contents.bytes.subarray(from, Math.min(to, from + MAX_CONTEXT_BYTES))).slice(0, MAX_CONTEXT_LINE);
+      return utf8
+        .decode(contents.bytes.subarray(from, Math.min(to, from + MAX_CONTEXT_BYTES)))
+        .slice(0, MAX_CONTEXT_LINE);
     };
     const range = (from: number, to: number) => {
       const out: string[] = [];
@@ -394,15 +449,21 @@ export function mapJsFrame(map: LoadedSourceMap, frame: NormalizedFrame): Normal
   const column = frame.colno as number;
   // A React Native function map names the scope itself, as Sentry's symbolicator does for Hermes.
   const scope = map.functionName(pos.source, pos.line, pos.column);
-  const enclosing = scope ? scope : map.enclosingName(line, column, frame.function, () => {
-    // Each source's text is decoded once per frame, however many candidates it is checked for.
-    const contents = new Map<number, string | null>();
-    const contentOf = (s: number): string | null => {
-      if (!contents.has(s)) contents.set(s, map.sourceContent(s));
-      return contents.get(s) ?? null;
-    };
-    return enclosingFunctionName(frame.function, namedMappingsBefore((l, c) => map.lookup(l, c), line, column), contentOf);
-  });
+  const enclosing = scope
+    ? scope
+    : map.enclosingName(line, column, frame.function, () => {
+        // Each source's text is decoded once per frame, however many candidates it is checked for.
+        const contents = new Map<number, string | null>();
+        const contentOf = (s: number): string | null => {
+          if (!contents.has(s)) contents.set(s, map.sourceContent(s));
+          return contents.get(s) ?? null;
+        };
+        return enclosingFunctionName(
+          frame.function,
+          namedMappingsBefore((l, c) => map.lookup(l, c), line, column),
+          contentOf,
+        );
+      });
   const name = mappedFunctionName(frame.function, enclosing);
   if (name !== undefined) out.function = name;
   delete out.pre_context;
@@ -419,7 +480,11 @@ export const sourceMapHandler: SymbolKindHandler<LoadedSourceMap> = {
   recognises(name, head) {
     if (/\.map$/i.test(name)) return true;
     const text = new TextDecoder().decode(head.subarray(0, 512)).trimStart();
-    return text.startsWith('{') && /"version"\s*:\s*3/.test(text) && /"(mappings|sections)"/.test(new TextDecoder().decode(head));
+    return (
+      text.startsWith('{') &&
+      /"version"\s*:\s*3/.test(text) &&
+      /"(mappings|sections)"/.test(new TextDecoder().decode(head))
+    );
   },
   inspect: inspectSourceMap,
   load(file: SymbolFileRow, bytes: Uint8Array) {
@@ -442,7 +507,8 @@ export const sourceMapHandler: SymbolKindHandler<LoadedSourceMap> = {
         seen.add(file);
         const debugId = debugIdFor(event, file);
         if (debugId) out.push({ kind: 'sourcemap', by: 'debug_id', debugId });
-        else if (event.release !== '') out.push({ kind: 'sourcemap', by: 'release', release: event.release, dist: event.dist, name: file });
+        else if (event.release !== '')
+          out.push({ kind: 'sourcemap', by: 'release', release: event.release, dist: event.dist, name: file });
       }
     }
     return out;

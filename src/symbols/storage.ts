@@ -47,7 +47,15 @@ export const SYMBOL_CHUNK_BYTES = 512 * 1024;
  * (default-kinds.ts): a row of a kind the edition has no handler for is still listed,
  * exported and deleted, only not symbolicated.
  */
-export const SYMBOL_KINDS = ['proguard', 'sourcemap', 'dsym', 'elf', 'breakpad', 'dartsymbolmap', 'sourcebundle'] as const;
+export const SYMBOL_KINDS = [
+  'proguard',
+  'sourcemap',
+  'dsym',
+  'elf',
+  'breakpad',
+  'dartsymbolmap',
+  'sourcebundle',
+] as const;
 /**
  * Debug files sentry-cli uploads that Faultline keeps but does not symbolicate with (a
  * CI step uploading a whole build folder succeeds): one kind per format, so an
@@ -124,7 +132,8 @@ export async function* iterateBytes(source: ByteSource): AsyncGenerator<Uint8Arr
       reader.releaseLock();
     }
   } else {
-    for await (const chunk of source as AsyncIterable<Uint8Array> | Iterable<Uint8Array>) if (chunk.byteLength > 0) yield chunk;
+    for await (const chunk of source as AsyncIterable<Uint8Array> | Iterable<Uint8Array>)
+      if (chunk.byteLength > 0) yield chunk;
   }
 }
 
@@ -183,7 +192,13 @@ export class ChunkWriter {
     if (bucket && key) await bucket.put(key, data);
     await this.db
       .insertInto('symbol_chunks')
-      .values({ file_id: this.fileId, part: this.part, seq: this.seq++, data: key ? new Uint8Array(0) : data, r2_key: key })
+      .values({
+        file_id: this.fileId,
+        part: this.part,
+        seq: this.seq++,
+        data: key ? new Uint8Array(0) : data,
+        r2_key: key,
+      })
       .execute();
     // A fresh buffer: the driver may still hold the last one.
     this.buffer = new Uint8Array(SYMBOL_CHUNK_BYTES);
@@ -198,7 +213,13 @@ export class ChunkWriter {
 }
 
 /** Writes `source` into chunks of `part` of file `fileId`; returns the byte count. Stops past `maxBytes`. */
-async function writeChunks(db: Db, fileId: number, part: number, source: ByteSource, maxBytes: number): Promise<number> {
+async function writeChunks(
+  db: Db,
+  fileId: number,
+  part: number,
+  source: ByteSource,
+  maxBytes: number,
+): Promise<number> {
   const writer = new ChunkWriter(db, fileId, part, maxBytes);
   for await (const chunk of iterateBytes(source)) await writer.write(chunk);
   return writer.close();
@@ -236,7 +257,12 @@ export interface PendingWriter {
   close(): Promise<PendingFile>;
 }
 
-export async function openPendingFile(db: Db, meta: SymbolFileMeta, now: number, maxBytes = UNLIMITED): Promise<PendingWriter> {
+export async function openPendingFile(
+  db: Db,
+  meta: SymbolFileMeta,
+  now: number,
+  maxBytes = UNLIMITED,
+): Promise<PendingWriter> {
   const row = await db
     .insertInto('symbol_files')
     .values({ ...rowValues(meta, now), state: 'writing', size: 0, index_size: 0 })
@@ -259,7 +285,13 @@ export async function openPendingFile(db: Db, meta: SymbolFileMeta, now: number,
  * Streams `source` into a new `writing` row (never listed, never matched) and returns its
  * id and size. On failure the partial row is removed and the error rethrown.
  */
-export async function writePendingFile(db: Db, meta: SymbolFileMeta, source: ByteSource, now: number, maxBytes = UNLIMITED): Promise<PendingFile> {
+export async function writePendingFile(
+  db: Db,
+  meta: SymbolFileMeta,
+  source: ByteSource,
+  now: number,
+  maxBytes = UNLIMITED,
+): Promise<PendingFile> {
   const writer = await openPendingFile(db, meta, now, maxBytes);
   try {
     for await (const chunk of iterateBytes(source)) await writer.write(chunk);
@@ -271,7 +303,13 @@ export async function writePendingFile(db: Db, meta: SymbolFileMeta, source: Byt
 }
 
 /** Bytes [start, end) of a file's part as a stream (reads only the chunks it needs). */
-export function readSymbolRange(db: Db, fileId: number, start: number, end: number, part = FILE_PART): ReadableStream<Uint8Array> {
+export function readSymbolRange(
+  db: Db,
+  fileId: number,
+  start: number,
+  end: number,
+  part = FILE_PART,
+): ReadableStream<Uint8Array> {
   let seq = Math.floor(start / SYMBOL_CHUNK_BYTES);
   let offset = seq * SYMBOL_CHUNK_BYTES;
   return new ReadableStream<Uint8Array>({
@@ -300,7 +338,13 @@ export function readSymbolRange(db: Db, fileId: number, start: number, end: numb
 export function storedFileSource(db: Db, fileId: number, size: number, part = FILE_PART): ByteRangeSource {
   const starts = Array.from({ length: Math.ceil(size / SYMBOL_CHUNK_BYTES) }, (_, seq) => seq * SYMBOL_CHUNK_BYTES);
   return piecesSource(starts, size, async (seq) => {
-    const row = await db.selectFrom('symbol_chunks').select(['data', 'r2_key']).where('file_id', '=', fileId).where('part', '=', part).where('seq', '=', seq).executeTakeFirst();
+    const row = await db
+      .selectFrom('symbol_chunks')
+      .select(['data', 'r2_key'])
+      .where('file_id', '=', fileId)
+      .where('part', '=', part)
+      .where('seq', '=', seq)
+      .executeTakeFirst();
     return row ? chunkBytes(db, row) : new Uint8Array(0);
   });
 }
@@ -312,7 +356,11 @@ export function readSymbolFile(db: Db, fileId: number, part = FILE_PART): Readab
 
 /** The whole part in one buffer (what a parser needs); null when the file has no such part. */
 export async function readSymbolBytes(db: Db, fileId: number, part = FILE_PART): Promise<Uint8Array | null> {
-  const file = await db.selectFrom('symbol_files').select(['size', 'index_size']).where('id', '=', fileId).executeTakeFirst();
+  const file = await db
+    .selectFrom('symbol_files')
+    .select(['size', 'index_size'])
+    .where('id', '=', fileId)
+    .executeTakeFirst();
   if (!file) return null;
   const size = Number(part === FILE_PART ? file.size : file.index_size);
   if (part === INDEX_PART && size === 0) return null;
@@ -335,7 +383,14 @@ function yieldToEventLoop(): Promise<void> {
 }
 
 /** A byte range of one pending file as a new pending file (a fat Mach-O's slice). */
-export async function copyPendingRange(db: Db, fromId: number, meta: SymbolFileMeta, start: number, end: number, now: number): Promise<PendingFile> {
+export async function copyPendingRange(
+  db: Db,
+  fromId: number,
+  meta: SymbolFileMeta,
+  start: number,
+  end: number,
+  now: number,
+): Promise<PendingFile> {
   return writePendingFile(db, meta, readSymbolRange(db, fromId, start, end), now);
 }
 
@@ -375,10 +430,21 @@ function finalSet(final: FinalFacts | undefined): Partial<Record<keyof SymbolFil
 }
 
 /** The delete of the ready files `row` (now ready as `id`) replaces (docs/api.md "Symbol routes"). */
-function replacedBy(db: Db, row: Pick<SymbolFileRow, 'project_id' | 'kind' | 'debug_id' | 'release' | 'filename' | 'serves'>, id: number) {
-  let q = db.deleteFrom('symbol_files').where('project_id', '=', row.project_id).where('kind', '=', row.kind).where('state', '=', 'ready').where('id', '!=', id);
+function replacedBy(
+  db: Db,
+  row: Pick<SymbolFileRow, 'project_id' | 'kind' | 'debug_id' | 'release' | 'filename' | 'serves'>,
+  id: number,
+) {
+  let q = db
+    .deleteFrom('symbol_files')
+    .where('project_id', '=', row.project_id)
+    .where('kind', '=', row.kind)
+    .where('state', '=', 'ready')
+    .where('id', '!=', id);
   if (row.kind === 'elf') q = q.where('serves', '=', row.serves);
-  return row.debug_id !== '' ? q.where('debug_id', '=', row.debug_id) : q.where('debug_id', '=', '').where('release', '=', row.release).where('filename', '=', row.filename);
+  return row.debug_id !== ''
+    ? q.where('debug_id', '=', row.debug_id)
+    : q.where('debug_id', '=', '').where('release', '=', row.release).where('filename', '=', row.filename);
 }
 
 /**
@@ -399,7 +465,11 @@ export async function commitSymbolFiles(
   const pending = new Map<number, SymbolFileRow>();
   const ids = [...new Set(files.map((f) => f.id))];
   for (let i = 0; i < ids.length; i += 500) {
-    const rows = await db.selectFrom('symbol_files').selectAll().where('id', 'in', ids.slice(i, i + 500)).execute();
+    const rows = await db
+      .selectFrom('symbol_files')
+      .selectAll()
+      .where('id', 'in', ids.slice(i, i + 500))
+      .execute();
     for (const row of rows) pending.set(Number(row.id), row);
   }
   const queries: CompiledQuery[] = [];
@@ -408,9 +478,20 @@ export async function commitSymbolFiles(
     if (!row) throw new Error(`symbol file ${id} to commit is gone`);
     const set = finalSet(final);
     const after = { ...row, ...(set as Partial<SymbolFileRow>) };
-    queries.push(db.updateTable('symbol_files').set(set as any).where('id', '=', id).returningAll().compile());
+    queries.push(
+      db
+        .updateTable('symbol_files')
+        .set(set as any)
+        .where('id', '=', id)
+        .returningAll()
+        .compile(),
+    );
     // Only once the file is ready: a file gone since it was read replaces nothing.
-    const replaced = replacedBy(db, after, id).where((eb) => eb.exists(eb.selectFrom('symbol_files as f').select('f.id').where('f.id', '=', id).where('f.state', '=', 'ready')));
+    const replaced = replacedBy(db, after, id).where((eb) =>
+      eb.exists(
+        eb.selectFrom('symbol_files as f').select('f.id').where('f.id', '=', id).where('f.state', '=', 'ready'),
+      ),
+    );
     queries.push(replaced.returning('id').compile());
   }
   const results = await atomic(queries);
@@ -435,7 +516,10 @@ async function deleteChunkRows(db: Db, fileIds: number[], part?: number): Promis
     return;
   }
   const rows = await q.returning('r2_key').execute();
-  await deleteObjects(bucket, rows.map((r) => r.r2_key));
+  await deleteObjects(
+    bucket,
+    rows.map((r) => r.r2_key),
+  );
 }
 
 /** Drops files (pending or not) and their chunks. */
@@ -448,7 +532,13 @@ export async function discardSymbolFiles(db: Db, ids: number[]): Promise<void> {
 }
 
 /** Streams and stores one file, applying the replacement rule; the stored row. */
-export async function saveSymbolFile(db: Db, meta: SymbolFileMeta, source: ByteSource, now: number, maxBytes = UNLIMITED): Promise<SymbolFileRow> {
+export async function saveSymbolFile(
+  db: Db,
+  meta: SymbolFileMeta,
+  source: ByteSource,
+  now: number,
+  maxBytes = UNLIMITED,
+): Promise<SymbolFileRow> {
   const pending = await writePendingFile(db, meta, source, now, maxBytes);
   try {
     const [row] = await commitSymbolFiles(db, [{ id: pending.id }]);
@@ -489,7 +579,12 @@ export async function deleteSymbolFile(db: Db, projectId: number, id: number): P
 }
 
 /** The ready files of a kind with this debug id, newest first (a few: ELF keeps a debug file and its stripped object). */
-export async function findAllByDebugId(db: Db, projectId: number, kind: SymbolKind, debugId: string): Promise<SymbolFileRow[]> {
+export async function findAllByDebugId(
+  db: Db,
+  projectId: number,
+  kind: SymbolKind,
+  debugId: string,
+): Promise<SymbolFileRow[]> {
   return db
     .selectFrom('symbol_files')
     .selectAll()
@@ -503,7 +598,12 @@ export async function findAllByDebugId(db: Db, projectId: number, kind: SymbolKi
 }
 
 /** The newest ready file of a kind with this debug id. */
-export async function findByDebugId(db: Db, projectId: number, kind: SymbolKind, debugId: string): Promise<SymbolFileRow | undefined> {
+export async function findByDebugId(
+  db: Db,
+  projectId: number,
+  kind: SymbolKind,
+  debugId: string,
+): Promise<SymbolFileRow | undefined> {
   return db
     .selectFrom('symbol_files')
     .selectAll()
@@ -533,7 +633,8 @@ export async function findByRelease(
     .where('kind', '=', kind)
     .where('release', '=', release)
     .where('state', '=', 'ready');
-  if (options.servesBasename !== undefined) q = q.where('serves_basename', '=', indexedBasename(options.servesBasename));
+  if (options.servesBasename !== undefined)
+    q = q.where('serves_basename', '=', indexedBasename(options.servesBasename));
   if (options.dist !== undefined) q = q.where('dist', '=', options.dist);
   return q.orderBy('id', 'desc').limit(50).execute();
 }
@@ -566,6 +667,9 @@ export async function sweepAbandonedWrites(db: Db, olderThan: number): Promise<n
     .where('uploaded_at', '<', olderThan)
     .limit(SWEEP_BATCH)
     .execute();
-  await discardSymbolFiles(db, rows.map((r) => Number(r.id)));
+  await discardSymbolFiles(
+    db,
+    rows.map((r) => Number(r.id)),
+  );
   return rows.length;
 }

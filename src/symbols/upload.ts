@@ -10,7 +10,14 @@
 // so its central directory (at its end) is checked last.
 import type { Kysely } from 'kysely';
 import type { Database } from '../store/schema.js';
-import { handlerOf, SymbolInputError, type FileInspector, type InspectedFile, type SymbolKindHandler, type SymbolKinds } from './kinds.js';
+import {
+  handlerOf,
+  SymbolInputError,
+  type FileInspector,
+  type InspectedFile,
+  type SymbolKindHandler,
+  type SymbolKinds,
+} from './kinds.js';
 import { storedDebugId } from './debug-id.js';
 import {
   commitSymbolFiles,
@@ -39,7 +46,10 @@ const HEAD_BYTES = 4096;
  * weighed by storedDebugId (debug-id.ts); `serves` (source maps: the minified file the map
  * serves, from an artifact bundle's manifest) overrides what the map says.
  */
-export type UploadTarget = Pick<SymbolFileMeta, 'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId' | 'serves'>;
+export type UploadTarget = Pick<
+  SymbolFileMeta,
+  'projectId' | 'kind' | 'release' | 'dist' | 'filename' | 'debugId' | 'serves'
+>;
 
 type Db = Kysely<Database>;
 
@@ -115,7 +125,13 @@ class FileIntake {
     this.inspector = this.handler.inspect(this.name);
     this.writer = await openPendingFile(
       this.db,
-      { projectId: this.target.projectId, kind: this.target.kind, release: this.target.release, dist: this.target.dist, filename: this.name },
+      {
+        projectId: this.target.projectId,
+        kind: this.target.kind,
+        release: this.target.release,
+        dist: this.target.dist,
+        filename: this.name,
+      },
       this.now,
     );
     this.pendingIds.push(this.writer.id);
@@ -170,7 +186,10 @@ async function peek(source: ByteSource, n: number): Promise<{ head: Uint8Array; 
   return { head, all: withHead(head, it) };
 }
 
-type Commit = { id: number; final: { debugId?: string; serves?: string; filename?: string; meta?: Record<string, unknown> } };
+type Commit = {
+  id: number;
+  final: { debugId?: string; serves?: string; filename?: string; meta?: Record<string, unknown> };
+};
 
 /**
  * Files of one request (one or more uploads, each a file or a zip), written as pending as
@@ -274,7 +293,13 @@ export async function storeUpload(
 }
 
 /** Pending files as the kinds split them (slices copied out, derived indexes stored): what to commit. */
-async function splitResults(db: Db, target: UploadTarget, results: FileResult[], now: number, pendingIds: number[]): Promise<Commit[]> {
+async function splitResults(
+  db: Db,
+  target: UploadTarget,
+  results: FileResult[],
+  now: number,
+  pendingIds: number[],
+): Promise<Commit[]> {
   const commits: Commit[] = [];
   for (const r of results) {
     const whole = r.files.length === 1 && !r.files[0].range;
@@ -285,7 +310,13 @@ async function splitResults(db: Db, target: UploadTarget, results: FileResult[],
         const copy = await copyPendingRange(
           db,
           r.id,
-          { projectId: target.projectId, kind: target.kind, release: target.release, dist: target.dist, filename: f.filename ?? r.name },
+          {
+            projectId: target.projectId,
+            kind: target.kind,
+            release: target.release,
+            dist: target.dist,
+            filename: f.filename ?? r.name,
+          },
           start,
           end,
           now,

@@ -17,7 +17,6 @@ import { bytesSource, concatBytes, type ByteRangeSource } from '../bytes.js';
 /** An archive that is not a readable ZIP, or an entry that cannot be read: 400, nothing stored. */
 export class ZipError extends SymbolInputError {}
 
-
 export interface ZipEntry {
   name: string;
   /** 0 stored, 8 deflated (others are refused when the entry is read). */
@@ -42,7 +41,18 @@ const invalid = (why: string) => new ZipError(`not a valid ZIP archive: ${why}`)
 
 /** Names of the compression methods of APPNOTE 4.4.5 an uploader may meet. */
 const METHOD_NAMES: Record<number, string> = {
-  1: 'shrunk', 6: 'imploded', 9: 'deflate64', 12: 'bzip2', 14: 'LZMA', 19: 'LZ77', 93: 'zstd', 95: 'xz', 96: 'JPEG', 97: 'WavPack', 98: 'PPMd', 99: 'AES encryption',
+  1: 'shrunk',
+  6: 'imploded',
+  9: 'deflate64',
+  12: 'bzip2',
+  14: 'LZMA',
+  19: 'LZ77',
+  93: 'zstd',
+  95: 'xz',
+  96: 'JPEG',
+  97: 'WavPack',
+  98: 'PPMd',
+  99: 'AES encryption',
 };
 
 /**
@@ -117,7 +127,8 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
     // The ZIP64 record sits right before its locator; its own recorded offset may be unprefixed.
     const record = await source.read(tailStart + locator - 56, 56);
     const rv = view(record);
-    if (record.byteLength < 56 || rv.getUint32(0, true) !== ZIP64_EOCD_SIGNATURE) throw invalid('missing ZIP64 end of central directory');
+    if (record.byteLength < 56 || rv.getUint32(0, true) !== ZIP64_EOCD_SIGNATURE)
+      throw invalid('missing ZIP64 end of central directory');
     entries = u64(rv, 32);
     cdSize = u64(rv, 40);
     cdOffset = u64(rv, 48);
@@ -133,7 +144,8 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
   const out: ZipEntry[] = [];
   let at = 0;
   for (let n = 0; n < entries; n++) {
-    if (at + 46 > cd.byteLength || cv.getUint32(at, true) !== CENTRAL_SIGNATURE) throw invalid('damaged central directory');
+    if (at + 46 > cd.byteLength || cv.getUint32(at, true) !== CENTRAL_SIGNATURE)
+      throw invalid('damaged central directory');
     const flags = cv.getUint16(at + 8, true);
     const method = cv.getUint16(at + 10, true);
     const crc = cv.getUint32(at + 16, true);
@@ -174,20 +186,27 @@ export async function readZipDirectory(source: ByteRangeSource): Promise<ZipEntr
  * yields more than `maxSize` bytes or more than its directory says, and at its end when
  * its bytes do not match the directory's CRC-32.
  */
-export async function* readZipEntry(source: ByteRangeSource, entry: ZipEntry, maxSize = Number.MAX_SAFE_INTEGER): AsyncGenerator<Uint8Array> {
+export async function* readZipEntry(
+  source: ByteRangeSource,
+  entry: ZipEntry,
+  maxSize = Number.MAX_SAFE_INTEGER,
+): AsyncGenerator<Uint8Array> {
   const problem = entryProblem(entry.name, entry.method, 0);
   if (problem) throw new ZipError(problem);
-  if (entry.size > maxSize) throw new ZipError(`the zip entry ${JSON.stringify(entry.name)} is larger than ${maxSize} bytes`);
+  if (entry.size > maxSize)
+    throw new ZipError(`the zip entry ${JSON.stringify(entry.name)} is larger than ${maxSize} bytes`);
   const header = await source.read(entry.localHeaderOffset, 30);
   const hv = view(header);
-  if (header.byteLength < 30 || hv.getUint32(0, true) !== LOCAL_SIGNATURE) throw invalid(`damaged local header of ${JSON.stringify(entry.name)}`);
+  if (header.byteLength < 30 || hv.getUint32(0, true) !== LOCAL_SIGNATURE)
+    throw invalid(`damaged local header of ${JSON.stringify(entry.name)}`);
   const dataStart = entry.localHeaderOffset + 30 + hv.getUint16(26, true) + hv.getUint16(28, true);
   const dataEnd = dataStart + entry.compressedSize;
   if (dataEnd > source.size) throw invalid(`entry ${JSON.stringify(entry.name)} runs past the end`);
   const limit = Math.min(maxSize, entry.size);
   let produced = 0;
   let crc = 0;
-  const overflow = () => new ZipError(`the zip entry ${JSON.stringify(entry.name)} inflates to more than its recorded size`);
+  const overflow = () =>
+    new ZipError(`the zip entry ${JSON.stringify(entry.name)} inflates to more than its recorded size`);
   if (entry.method === 0) {
     for (let at = dataStart; at < dataEnd; at += READ_STEP) {
       const piece = await source.read(at, Math.min(READ_STEP, dataEnd - at));
@@ -227,7 +246,11 @@ export async function* readZipEntry(source: ByteRangeSource, entry: ZipEntry, ma
 }
 
 /** An entry read whole (small entries only: manifests). */
-export async function readZipEntryBytes(source: ByteRangeSource, entry: ZipEntry, maxSize: number): Promise<Uint8Array> {
+export async function readZipEntryBytes(
+  source: ByteRangeSource,
+  entry: ZipEntry,
+  maxSize: number,
+): Promise<Uint8Array> {
   const out = new Uint8Array(Math.min(entry.size, maxSize));
   let at = 0;
   for await (const chunk of readZipEntry(source, entry, maxSize)) {
@@ -239,13 +262,18 @@ export async function readZipEntryBytes(source: ByteRangeSource, entry: ZipEntry
 
 /** True for a path that stays inside the archive: relative, no `..` segment, no drive or backslash tricks. */
 export function isSafeArchivePath(name: string): boolean {
-  if (name === '' || name.startsWith('/') || name.includes('\\') || name.includes('\0') || /^[A-Za-z]:/.test(name)) return false;
+  if (name === '' || name.startsWith('/') || name.includes('\\') || name.includes('\0') || /^[A-Za-z]:/.test(name))
+    return false;
   return !name.split('/').some((segment) => segment === '..');
 }
 
 /** A byte count as people read it in a refusal: `1 GB`, `256 MB`, else bytes. */
 export function sizeText(n: number): string {
-  return n % (1024 * 1024 * 1024) === 0 ? `${n / (1024 * 1024 * 1024)} GB` : n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MB` : `${n} bytes`;
+  return n % (1024 * 1024 * 1024) === 0
+    ? `${n / (1024 * 1024 * 1024)} GB`
+    : n % (1024 * 1024) === 0
+      ? `${n / (1024 * 1024)} MB`
+      : `${n} bytes`;
 }
 
 /** Why a zip past the unpacked limit is refused (every upload route says it alike); `what`: "the zip", "source maps". */
@@ -291,7 +319,10 @@ export interface StreamedEntry {
   end(): Promise<void>;
 }
 
-type ZipEvent = { kind: 'file'; file: UnzipFile } | { kind: 'data'; file: UnzipFile; data: Uint8Array; final: boolean } | { kind: 'error'; message: string };
+type ZipEvent =
+  | { kind: 'file'; file: UnzipFile }
+  | { kind: 'data'; file: UnzipFile; data: Uint8Array; final: boolean }
+  | { kind: 'error'; message: string };
 
 /**
  * Reads a zip as it streams in, handing each file entry's inflated bytes to what `open`
@@ -304,9 +335,16 @@ type ZipEvent = { kind: 'file'; file: UnzipFile } | { kind: 'data'; file: UnzipF
  * CRC-32s. Data is inflated ZIP_STEP_BYTES of input at a time, so one step never
  * produces more than about 16 MB, and reading stops as soon as a limit is passed.
  */
-export async function readStreamedZip(source: AsyncIterable<Uint8Array>, limits: StreamedZipLimits, open: (name: string) => StreamedEntry | null): Promise<void> {
+export async function readStreamedZip(
+  source: AsyncIterable<Uint8Array>,
+  limits: StreamedZipLimits,
+  open: (name: string) => StreamedEntry | null,
+): Promise<void> {
   const { maxFileBytes, maxZipEntries, maxZipUnpackedBytes } = limits;
-  const tooBig = (name: string) => new ZipError(`the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${sizeText(maxFileBytes)} per file)`);
+  const tooBig = (name: string) =>
+    new ZipError(
+      `the zip entry ${JSON.stringify(name)} is larger than ${maxFileBytes} bytes (${sizeText(maxFileBytes)} per file)`,
+    );
   const tooMuch = () => new ZipError(unpackedTooLargeMessage('the zip', maxZipUnpackedBytes));
   const events: ZipEvent[] = [];
   const unzip = new Unzip((file) => {
@@ -336,14 +374,16 @@ export async function readStreamedZip(source: AsyncIterable<Uint8Array>, limits:
         const file = ev.file;
         entries++;
         if (entries > maxZipEntries) throw new ZipError(tooManyEntriesMessage(maxZipEntries));
-        if (unsafeEntryName(file.name)) throw new ZipError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
+        if (unsafeEntryName(file.name))
+          throw new ZipError(`the zip entry ${JSON.stringify(file.name)} points outside the archive`);
         // Sizes the local header declares refuse a bomb before a byte is inflated; the bytes
         // actually inflated are counted too, for zips written without sizes (or lying).
         const declared = file.originalSize ?? 0;
         if (declared > maxFileBytes) throw tooBig(file.name);
         declaredTotal += declared;
         if (declaredTotal > maxZipUnpackedBytes) throw tooMuch();
-        const ignored = isDirectoryName(file.name) || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
+        const ignored =
+          isDirectoryName(file.name) || /(^|\/)__MACOSX\//.test(file.name) || /(^|\/)\.DS_Store$/.test(file.name);
         sinks.set(file, ignored ? null : open(file.name));
         open_.add(file);
         const problem = entryProblem(file.name, file.compression, 0);
@@ -397,7 +437,8 @@ export async function readStreamedZip(source: AsyncIterable<Uint8Array>, limits:
   await drain();
   if (open_.size > 0) throw new ZipError('the zip is truncated: an entry ends before its data does');
   const end = concatBytes(tail, tailBytes);
-  if (!hasEndOfCentralDirectory(end.subarray(Math.max(0, end.byteLength - 65_557)))) throw new ZipError('the zip is truncated: it has no end of central directory record');
+  if (!hasEndOfCentralDirectory(end.subarray(Math.max(0, end.byteLength - 65_557))))
+    throw new ZipError('the zip is truncated: it has no end of central directory record');
   checkCentralDirectory(await streamedDirectory(end, totalBytes > end.byteLength), read);
 }
 
@@ -418,13 +459,18 @@ async function streamedDirectory(end: Uint8Array, cut: boolean) {
 }
 
 /** The entries read must be those the directory lists, in order, with its sizes and CRC-32s. */
-function checkCentralDirectory(listed: { name: string; size: number; crc32: number }[], read: { name: string; size: number; crc: number }[]): void {
+function checkCentralDirectory(
+  listed: { name: string; size: number; crc32: number }[],
+  read: { name: string; size: number; crc: number }[],
+): void {
   const files = listed.filter((e) => !isDirectoryName(e.name));
   for (let i = 0; i < Math.max(files.length, read.length); i++) {
     const a = files[i];
     const b = read[i];
     if (!a || !b || a.name !== b.name || a.size !== b.size) {
-      throw new ZipError(`the zip's central directory does not list the entries it holds (entry ${JSON.stringify((b ?? a).name)})`);
+      throw new ZipError(
+        `the zip's central directory does not list the entries it holds (entry ${JSON.stringify((b ?? a).name)})`,
+      );
     }
     if (a.crc32 !== b.crc) throw new ZipError(crcMismatch(a.name));
   }

@@ -11,7 +11,15 @@ import { z } from 'zod';
 import { isPasswordHash } from '../accounts/password.js';
 import { isRole, normaliseEmail } from '../accounts/rules.js';
 import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
-import { type BatchOutcome, type ExportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
+import {
+  type BatchOutcome,
+  type ExportContext,
+  insertRows,
+  type LineType,
+  type Parsed,
+  partsOf,
+  type Problem,
+} from './line-type.js';
 
 const PAGE = 1000;
 
@@ -29,7 +37,9 @@ function reader(spec: InstanceSpec, join = sql``, extra = sql``, where = sql`1 =
   return {
     async count(ctx: ExportContext) {
       if (ctx.projectId !== undefined) return 0;
-      const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(spec.table)} t where ${where}`.execute(ctx.db);
+      const { rows } = await sql<{
+        n: number | string;
+      }>`select count(*) as n from ${sql.table(spec.table)} t where ${where}`.execute(ctx.db);
       return Number(rows[0]?.n ?? 0);
     },
     async *read(ctx: ExportContext, after?: (string | number)[] | null) {
@@ -37,7 +47,11 @@ function reader(spec: InstanceSpec, join = sql``, extra = sql``, where = sql`1 =
       let cursor = Number(after?.[0] ?? 0);
       const limit = ctx.pageRows ?? PAGE;
       for (;;) {
-        const { rows } = await sql<Record<string, unknown>>`select t.* ${extra} from ${sql.table(spec.table)} t ${join} where t.id > ${cursor} and ${where} order by t.id limit ${limit}`.execute(ctx.db);
+        const { rows } = await sql<
+          Record<string, unknown>
+        >`select t.* ${extra} from ${sql.table(spec.table)} t ${join} where t.id > ${cursor} and ${where} order by t.id limit ${limit}`.execute(
+          ctx.db,
+        );
         if (rows.length === 0) return;
         const lines = rows.map((r) => {
           const line: Record<string, unknown> = { type: spec.type };
@@ -89,7 +103,8 @@ export const userLineType: LineType<Row> = {
       return `email: ${(err as Error).message}`;
     }
     if (!isRole(v.role)) return 'role: must be viewer, member or admin';
-    if (v.password_hash !== null && !isPasswordHash(String(v.password_hash))) return 'password_hash: not a hash this server reads';
+    if (v.password_hash !== null && !isPasswordHash(String(v.password_hash)))
+      return 'password_hash: not a hash this server reads';
     return null;
   }),
   async write(ctx, batch): Promise<BatchOutcome> {
@@ -109,20 +124,30 @@ const TOKEN_COLUMNS: ColumnSpec[] = [
 
 export const personalTokenLineType: LineType<Row> = {
   type: 'personal_token',
-  ...reader({ type: 'personal_token', table: 'personal_tokens', columns: TOKEN_COLUMNS }, sql`join users u on u.id = t.user_id`, sql`, u.email as user_email`),
-  parse: parser<Row>(schemaOf(TOKEN_COLUMNS, { user: z.string().min(1) }), (v) => (/^[0-9a-f]{64}$/.test(String(v.token_hash)) ? null : 'token_hash: must be 64 lower-case hex digits (a SHA-256)')),
+  ...reader(
+    { type: 'personal_token', table: 'personal_tokens', columns: TOKEN_COLUMNS },
+    sql`join users u on u.id = t.user_id`,
+    sql`, u.email as user_email`,
+  ),
+  parse: parser<Row>(schemaOf(TOKEN_COLUMNS, { user: z.string().min(1) }), (v) =>
+    /^[0-9a-f]{64}$/.test(String(v.token_hash)) ? null : 'token_hash: must be 64 lower-case hex digits (a SHA-256)',
+  ),
   async write(ctx, batch): Promise<BatchOutcome> {
     const problems: Problem[] = [];
     const emails = [...new Set(batch.map((b) => String(b.value.user)))];
     const ids = new Map<string, number>();
     for (const part of partsOf(emails)) {
-      for (const r of await ctx.db.selectFrom('users').select(['id', 'email']).where('email', 'in', part).execute()) ids.set(r.email, Number(r.id));
+      for (const r of await ctx.db.selectFrom('users').select(['id', 'email']).where('email', 'in', part).execute())
+        ids.set(r.email, Number(r.id));
     }
     const rows: Row[] = [];
     for (const item of batch) {
       const userId = ids.get(String(item.value.user));
       if (userId === undefined) {
-        problems.push({ line: item.line, message: `user ${JSON.stringify(item.value.user)} is not in the file before this line nor on this server` });
+        problems.push({
+          line: item.line,
+          message: `user ${JSON.stringify(item.value.user)} is not in the file before this line nor on this server`,
+        });
         continue;
       }
       const { user: _user, ...rest } = item.value;
@@ -147,7 +172,9 @@ export const auditLineType: LineType<Row> = {
   // An import's own entries stay with the instance that took it: moving the log elsewhere
   // and back gives the same lines.
   ...reader({ type: 'audit', table: 'audit_log', columns: AUDIT_COLUMNS }, sql``, sql``, sql`t.action <> 'import'`),
-  parse: parser<Row>(schemaOf(AUDIT_COLUMNS), (v) => (/^[A-Za-z0-9]{1,64}$/.test(String(v.uid)) ? null : 'uid: must be 1 to 64 letters and digits')),
+  parse: parser<Row>(schemaOf(AUDIT_COLUMNS), (v) =>
+    /^[A-Za-z0-9]{1,64}$/.test(String(v.uid)) ? null : 'uid: must be 1 to 64 letters and digits',
+  ),
   async write(ctx, batch): Promise<BatchOutcome> {
     const rows = batch.map((b) => b.value);
     const added = await insertRows(ctx.db, ctx.dialect, 'audit_log', rows, ['uid']);

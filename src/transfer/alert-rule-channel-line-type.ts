@@ -36,11 +36,19 @@ async function links(ctx: ExportContext): Promise<{ project_id: number; type: st
   let query = ctx.db.selectFrom('alert_rules').select(['project_id', 'type', 'channels']).where('channels', '<>', '[]');
   if (ctx.projectId !== undefined) query = query.where('project_id', '=', ctx.projectId);
   const rules: { project_id: number; type: string; channels: string }[] = await query.execute();
-  const out = rules.flatMap((r) => storedRuleFilters(r).channels.map((id) => ({ project_id: Number(r.project_id), type: r.type, channel_id: id })));
-  return out.sort((a, b) => a.project_id - b.project_id || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0) || a.channel_id - b.channel_id);
+  const out = rules.flatMap((r) =>
+    storedRuleFilters(r).channels.map((id) => ({ project_id: Number(r.project_id), type: r.type, channel_id: id })),
+  );
+  return out.sort(
+    (a, b) =>
+      a.project_id - b.project_id || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0) || a.channel_id - b.channel_id,
+  );
 }
 
-const after = (a: Cursor, b: Cursor) => (a[0] as number) - (b[0] as number) || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0) || (a[2] as number) - (b[2] as number);
+const after = (a: Cursor, b: Cursor) =>
+  (a[0] as number) - (b[0] as number) ||
+  (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0) ||
+  (a[2] as number) - (b[2] as number);
 
 export const alertRuleChannelLineType: LineType<RuleChannelValue> = {
   type: 'alert_rule_channel',
@@ -56,14 +64,25 @@ export const alertRuleChannelLineType: LineType<RuleChannelValue> = {
     const ids = [...new Set(wanted.map((l) => l.channel_id))];
     const channels = new Map<number, { project_id: number; kind: string; config: string }>();
     for (let i = 0; i < ids.length; i += 500) {
-      const rows = await ctx.db.selectFrom('alert_channels').select(['id', 'project_id', 'kind', 'config']).where('id', 'in', ids.slice(i, i + 500)).execute();
-      for (const r of rows) channels.set(Number(r.id), { project_id: Number(r.project_id), kind: r.kind, config: r.config });
+      const rows = await ctx.db
+        .selectFrom('alert_channels')
+        .select(['id', 'project_id', 'kind', 'config'])
+        .where('id', 'in', ids.slice(i, i + 500))
+        .execute();
+      for (const r of rows)
+        channels.set(Number(r.id), { project_id: Number(r.project_id), kind: r.kind, config: r.config });
     }
     const lines: Record<string, unknown>[] = [];
     for (const l of wanted) {
       const channel = channels.get(l.channel_id);
       if (!channel || channel.project_id !== l.project_id) continue; // deleted meanwhile
-      lines.push({ type: 'alert_rule_channel', project: ctx.projectSlugs.get(l.project_id), alert: l.type, kind: channel.kind, config: JSON.parse(channel.config) });
+      lines.push({
+        type: 'alert_rule_channel',
+        project: ctx.projectSlugs.get(l.project_id),
+        alert: l.type,
+        kind: channel.kind,
+        config: JSON.parse(channel.config),
+      });
     }
     const last = wanted[wanted.length - 1];
     yield { lines, last: [last.project_id, last.type, last.channel_id] };
@@ -80,7 +99,10 @@ export const alertRuleChannelLineType: LineType<RuleChannelValue> = {
     const problems: Problem[] = [];
     const projects = await ctx.projectIds(batch.map((b) => b.value.project));
     // Per project: its channels by kind and config, and each rule's list as it stands.
-    const byProject = new Map<number, { channels: Map<string, number>; rules: Map<string, number[]>; changed: Set<string> }>();
+    const byProject = new Map<
+      number,
+      { channels: Map<string, number>; rules: Map<string, number[]>; changed: Set<string> }
+    >();
     let added = 0;
     let kept = 0;
     for (const item of batch) {
@@ -91,10 +113,23 @@ export const alertRuleChannelLineType: LineType<RuleChannelValue> = {
       }
       let state = byProject.get(projectId);
       if (!state) {
-        const channels = await ctx.db.selectFrom('alert_channels').select(['id', 'kind', 'config']).where('project_id', '=', projectId).execute();
-        const rules = await ctx.db.selectFrom('alert_rules').select(['type', 'channels']).where('project_id', '=', projectId).execute();
+        const channels = await ctx.db
+          .selectFrom('alert_channels')
+          .select(['id', 'kind', 'config'])
+          .where('project_id', '=', projectId)
+          .execute();
+        const rules = await ctx.db
+          .selectFrom('alert_rules')
+          .select(['type', 'channels'])
+          .where('project_id', '=', projectId)
+          .execute();
         state = {
-          channels: new Map(channels.map((c: { id: number; kind: string; config: string }) => [`${c.kind}\u0000${canonicalConfig(c.config)}`, Number(c.id)])),
+          channels: new Map(
+            channels.map((c: { id: number; kind: string; config: string }) => [
+              `${c.kind}\u0000${canonicalConfig(c.config)}`,
+              Number(c.id),
+            ]),
+          ),
           rules: new Map(rules.map((r: { type: string; channels: string }) => [r.type, storedRuleFilters(r).channels])),
           changed: new Set(),
         };
@@ -103,9 +138,15 @@ export const alertRuleChannelLineType: LineType<RuleChannelValue> = {
       const channelId = state.channels.get(`${item.value.kind}\u0000${item.value.config}`);
       const list = state.rules.get(item.value.alert);
       if (channelId === undefined) {
-        problems.push({ line: item.line, message: `the ${item.value.kind} channel it names is not a channel of project "${item.value.project}" (its alert_channel line must come before it)` });
+        problems.push({
+          line: item.line,
+          message: `the ${item.value.kind} channel it names is not a channel of project "${item.value.project}" (its alert_channel line must come before it)`,
+        });
       } else if (list === undefined) {
-        problems.push({ line: item.line, message: `the ${item.value.alert} rule of project "${item.value.project}" is not in the database (its alert_rule line must come before it)` });
+        problems.push({
+          line: item.line,
+          message: `the ${item.value.alert} rule of project "${item.value.project}" is not in the database (its alert_rule line must come before it)`,
+        });
       } else if (list.includes(channelId)) {
         kept += 1;
       } else {
@@ -117,7 +158,12 @@ export const alertRuleChannelLineType: LineType<RuleChannelValue> = {
     for (const [projectId, state] of byProject) {
       for (const type of state.changed) {
         const list = [...state.rules.get(type)!].sort((a, b) => a - b);
-        await ctx.db.updateTable('alert_rules').set({ channels: JSON.stringify(list) }).where('project_id', '=', projectId).where('type', '=', type).execute();
+        await ctx.db
+          .updateTable('alert_rules')
+          .set({ channels: JSON.stringify(list) })
+          .where('project_id', '=', projectId)
+          .where('type', '=', type)
+          .execute();
       }
     }
     return { added, kept, problems };

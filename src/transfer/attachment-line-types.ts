@@ -13,7 +13,12 @@ const ATTACHMENT_KEY: ColumnSpec[] = [
   { column: 'digest', kind: 'text' },
 ];
 
-const ATTACHMENT_PARENT: ParentSpec = { name: 'attachment', table: 'attachments', column: 'attachment_id', key: ATTACHMENT_KEY };
+const ATTACHMENT_PARENT: ParentSpec = {
+  name: 'attachment',
+  table: 'attachments',
+  column: 'attachment_id',
+  key: ATTACHMENT_KEY,
+};
 
 export const attachmentLineType = tableLineType({
   type: 'attachment',

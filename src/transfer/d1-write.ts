@@ -38,7 +38,6 @@ import type { Store } from '../store/database.js';
 import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
 import type { BatchItem, BatchOutcome, ImportContext, LineType } from './line-type.js';
 
-
 /** Line types written statement by statement (see the header). */
 const DIRECT_TYPES = new Set(['project']);
 
@@ -128,7 +127,12 @@ export function splitInsert(query: CompiledQuery): CompiledQuery[] {
   const parts: CompiledQuery[] = [];
   for (let r = 0; r < rows; r += perStatement) {
     const n = Math.min(perStatement, rows - r);
-    parts.push(CompiledQuery.raw(head + new Array(n).fill(tuple).join(', ') + tail, query.parameters.slice(r * columns, (r + n) * columns)));
+    parts.push(
+      CompiledQuery.raw(
+        head + new Array(n).fill(tuple).join(', ') + tail,
+        query.parameters.slice(r * columns, (r + n) * columns),
+      ),
+    );
   }
   return parts;
 }

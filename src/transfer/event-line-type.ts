@@ -11,8 +11,26 @@ import { sql } from 'kysely';
 import { decodeJsonBlob } from '../store/stored-payload.js';
 import { payloadObjectKey, putObjects, readPayloadChunks } from '../store/blobs.js';
 import { z } from 'zod';
-import { type ColumnSpec, describeZodError, fieldSchema, fromBase64, textBytes, toBase64, toField, utf8OrNull } from './format.js';
-import { type BatchOutcome, type ExportContext, type ImportContext, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
+import {
+  type ColumnSpec,
+  describeZodError,
+  fieldSchema,
+  fromBase64,
+  textBytes,
+  toBase64,
+  toField,
+  utf8OrNull,
+} from './format.js';
+import {
+  type BatchOutcome,
+  type ExportContext,
+  type ImportContext,
+  insertRows,
+  type LineType,
+  type Parsed,
+  partsOf,
+  type Problem,
+} from './line-type.js';
 import { levelProblem } from './line-checks.js';
 import { issueIds, issueKey, missingIssue, missingProject } from './table-line-type.js';
 
@@ -58,7 +76,10 @@ const schema = z
     first_of_issue: z.boolean().optional(),
     last_of_issue: z.boolean().optional(),
   })
-  .refine((v) => (v.payload === undefined) !== (v.payload_base64 === undefined), 'an event needs exactly one of payload and payload_base64');
+  .refine(
+    (v) => (v.payload === undefined) !== (v.payload_base64 === undefined),
+    'an event needs exactly one of payload and payload_base64',
+  );
 
 interface EventValue {
   project: string;
@@ -105,7 +126,9 @@ export const eventLineType: LineType<EventValue> = {
   type: 'event',
 
   async count(ctx) {
-    const { rows } = await sql<{ n: number }>`select count(*) as n from events e where ${projectCondition(ctx)}`.execute(ctx.db);
+    const { rows } = await sql<{
+      n: number;
+    }>`select count(*) as n from events e where ${projectCondition(ctx)}`.execute(ctx.db);
     return Number(rows[0]?.n ?? 0);
   },
 
@@ -131,7 +154,8 @@ export const eventLineType: LineType<EventValue> = {
         else missing.push(id);
       }
       for (const part of partsOf(missing, CHUNKS_PER_QUERY)) {
-        for (const [id, data] of await readPayloadChunks(ctx.db, part, ctx.runtime.decompress, ctx.runtime.blobs)) chunks.set(id, data);
+        for (const [id, data] of await readPayloadChunks(ctx.db, part, ctx.runtime.decompress, ctx.runtime.blobs))
+          chunks.set(id, data);
       }
       const lines: Record<string, unknown>[] = [];
       for (const r of rows) {
@@ -195,11 +219,19 @@ export const eventLineType: LineType<EventValue> = {
       if (projectId === undefined) problems.push({ line: item.line, message: missingProject(item.value.project) });
       else placed.push({ line: item.line, value: item.value, projectId });
     }
-    const issues = await issueIds(ctx, placed.map((p) => ({ projectId: p.projectId, fingerprint: p.value.row.fingerprint as string })));
+    const issues = await issueIds(
+      ctx,
+      placed.map((p) => ({ projectId: p.projectId, fingerprint: p.value.row.fingerprint as string })),
+    );
     const known = new Set<string>();
     for (const [projectId, eventIds] of groupEventIds(placed)) {
       for (const part of partsOf(eventIds)) {
-        const rows = await ctx.db.selectFrom('seen_events').select('event_id').where('project_id', '=', projectId).where('event_id', 'in', part).execute();
+        const rows = await ctx.db
+          .selectFrom('seen_events')
+          .select('event_id')
+          .where('project_id', '=', projectId)
+          .where('event_id', 'in', part)
+          .execute();
         for (const r of rows) known.add(`${projectId}\u0000${r.event_id}`);
       }
     }
@@ -223,20 +255,38 @@ export const eventLineType: LineType<EventValue> = {
 
     const ids = await allocateIds(ctx, 'events', fresh.length);
     const { chunks, slots } = ctx.runtime.packPayloads(
-      fresh.map((f) => ({ projectId: f.projectId, receivedAt: f.value.row.received_at as number, payload: f.value.payload })),
+      fresh.map((f) => ({
+        projectId: f.projectId,
+        receivedAt: f.value.row.received_at as number,
+        payload: f.value.payload,
+      })),
     );
     // SQLite numbers chunks from their own sequence; PostgreSQL ingest gives a chunk the
     // id of its first event (migration 008), and so does import.
-    const chunkIds = ctx.dialect === 'postgres' ? chunks.map((c) => ids[c.members[0]]) : await allocateIds(ctx, 'payload_chunks', chunks.length);
+    const chunkIds =
+      ctx.dialect === 'postgres'
+        ? chunks.map((c) => ids[c.members[0]])
+        : await allocateIds(ctx, 'payload_chunks', chunks.length);
     // With a bucket, the chunks become objects first, as at ingest (src/store/blobs.ts).
     const blobs = ctx.runtime.blobs;
     const keys = chunks.map((c) => (blobs ? payloadObjectKey(c.receivedAt) : null));
-    if (blobs) await putObjects(blobs, chunks.map((c, i) => ({ key: keys[i] as string, data: c.data })));
+    if (blobs)
+      await putObjects(
+        blobs,
+        chunks.map((c, i) => ({ key: keys[i] as string, data: c.data })),
+      );
     await insertRows(
       ctx.db,
       ctx.dialect,
       'payload_chunks',
-      chunks.map((c, i) => ({ id: chunkIds[i], project_id: c.projectId, received_at: c.receivedAt, data: blobs ? new Uint8Array(0) : c.data, r2_key: keys[i], object_bytes: blobs ? c.data.byteLength : null })),
+      chunks.map((c, i) => ({
+        id: chunkIds[i],
+        project_id: c.projectId,
+        received_at: c.receivedAt,
+        data: blobs ? new Uint8Array(0) : c.data,
+        r2_key: keys[i],
+        object_bytes: blobs ? c.data.byteLength : null,
+      })),
     );
     const empty = new Uint8Array(0);
     await insertRows(
@@ -259,21 +309,40 @@ export const eventLineType: LineType<EventValue> = {
       ctx.db,
       ctx.dialect,
       'event_tags',
-      fresh.flatMap((f, i) => f.value.tags.map(([key, value]) => ({ project_id: f.projectId, event_id: ids[i], key, value }))),
+      fresh.flatMap((f, i) =>
+        f.value.tags.map(([key, value]) => ({ project_id: f.projectId, event_id: ids[i], key, value })),
+      ),
     );
     await insertRows(
       ctx.db,
       ctx.dialect,
       'seen_events',
-      fresh.map((f, i) => ({ project_id: f.projectId, event_id: f.value.row.event_id, received_at: f.value.row.received_at, stored_id: ids[i] })),
+      fresh.map((f, i) => ({
+        project_id: f.projectId,
+        event_id: f.value.row.event_id,
+        received_at: f.value.row.received_at,
+        stored_id: ids[i],
+      })),
       // Where the batch commits after its reads (D1), an event another writer stored
       // meanwhile must fail the batch, which is then planned again, not be stored twice.
       ctx.afterCommit ? undefined : ['project_id', 'event_id'],
     );
     for (let i = 0; i < fresh.length; i++) {
       const f = fresh[i];
-      if (f.value.first) await ctx.db.updateTable('issues').set({ first_seen_id: ids[i] }).where('id', '=', f.issueId).where('first_seen_id', 'is', null).execute();
-      if (f.value.last) await ctx.db.updateTable('issues').set({ last_seen_id: ids[i] }).where('id', '=', f.issueId).where('last_seen_id', 'is', null).execute();
+      if (f.value.first)
+        await ctx.db
+          .updateTable('issues')
+          .set({ first_seen_id: ids[i] })
+          .where('id', '=', f.issueId)
+          .where('first_seen_id', 'is', null)
+          .execute();
+      if (f.value.last)
+        await ctx.db
+          .updateTable('issues')
+          .set({ last_seen_id: ids[i] })
+          .where('id', '=', f.issueId)
+          .where('last_seen_id', 'is', null)
+          .execute();
     }
     return { added: fresh.length, kept, problems };
   },
@@ -305,14 +374,22 @@ function groupEventIds(placed: { value: EventValue; projectId: number }[]): Map<
  * PostgreSQL draws them from the table's sequence; on SQLite the transaction holds the
  * write lock (BEGIN IMMEDIATE), so the ids after the highest ever given are free.
  */
-export async function allocateIds(ctx: ImportContext, table: 'events' | 'payload_chunks', n: number): Promise<number[]> {
+export async function allocateIds(
+  ctx: ImportContext,
+  table: 'events' | 'payload_chunks',
+  n: number,
+): Promise<number[]> {
   if (n === 0) return [];
   if (ctx.dialect === 'postgres') {
-    const { rows } = await sql<{ id: number }>`select nextval(pg_get_serial_sequence(${table}, 'id')) as id from generate_series(1, ${n})`.execute(ctx.db);
+    const { rows } = await sql<{
+      id: number;
+    }>`select nextval(pg_get_serial_sequence(${table}, 'id')) as id from generate_series(1, ${n})`.execute(ctx.db);
     return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
   }
   const { rows } = await sql<{ top: number | null; seq: number | null }>`
-    select (select max(id) from ${sql.table(table)}) as top, (select seq from sqlite_sequence where name = ${table}) as seq`.execute(ctx.db);
+    select (select max(id) from ${sql.table(table)}) as top, (select seq from sqlite_sequence where name = ${table}) as seq`.execute(
+    ctx.db,
+  );
   const base = Math.max(Number(rows[0]?.top ?? 0), Number(rows[0]?.seq ?? 0));
   return Array.from({ length: n }, (_, i) => base + i + 1);
 }

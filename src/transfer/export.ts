@@ -68,12 +68,17 @@ export interface PreparedExport {
 }
 
 /** Opens an export: finds the projects, counts the lines, builds the meta line. */
-export async function prepareExport(store: Store, runtime: TransferRuntime, options: ExportOptions): Promise<PreparedExport> {
+export async function prepareExport(
+  store: Store,
+  runtime: TransferRuntime,
+  options: ExportOptions,
+): Promise<PreparedExport> {
   const db = store.db as ExportContext['db'];
   let query = db.selectFrom('projects').select(['id', 'slug']).orderBy('id');
   if (options.project !== undefined) query = query.where('slug', '=', options.project);
   const projects = await query.execute();
-  if (options.project !== undefined && projects.length === 0) throw new ExportInputError(`no project with slug "${options.project}"`);
+  if (options.project !== undefined && projects.length === 0)
+    throw new ExportInputError(`no project with slug "${options.project}"`);
   const ctx: ExportContext = {
     db,
     dialect: store.dialect,
@@ -137,7 +142,7 @@ export async function prepareExport(store: Store, runtime: TransferRuntime, opti
     meta,
     expected,
     chunks,
-    next: () => next
+    next: () => next,
   };
 }
 
@@ -195,7 +200,9 @@ async function openSnapshot(store: Store): Promise<{ db: Kysely<any>; end(): Pro
     failed = reject;
   });
   const finished = db.connection().execute(async (conn) => {
-    await sql.raw(store.dialect === 'postgres' ? 'begin isolation level repeatable read read only' : 'begin').execute(conn);
+    await sql
+      .raw(store.dialect === 'postgres' ? 'begin isolation level repeatable read read only' : 'begin')
+      .execute(conn);
     try {
       // SQLite starts the snapshot at the first read.
       await sql`select 1 from projects limit 1`.execute(conn);
@@ -234,7 +241,8 @@ export function decodePosition(text: string): ExportPosition {
     value.length === 2 &&
     typeof value[0] === 'string' &&
     LINE_TYPES.some((t) => t.type === value[0]) &&
-    (value[1] === null || (Array.isArray(value[1]) && value[1].every((v: unknown) => typeof v === 'string' || typeof v === 'number')));
+    (value[1] === null ||
+      (Array.isArray(value[1]) && value[1].every((v: unknown) => typeof v === 'string' || typeof v === 'number')));
   if (!ok) throw new ExportInputError('cursor: not a cursor from a previous export answer');
   return { type: (value as [string, Cursor | null])[0], after: (value as [string, Cursor | null])[1] };
 }

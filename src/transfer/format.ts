@@ -108,7 +108,10 @@ const FIELD_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   bool: z.boolean(),
   json,
   'json?': z.unknown().transform((v) => (v === undefined ? null : v)),
-  list: z.array(z.unknown()).optional().transform((v) => v ?? []),
+  list: z
+    .array(z.unknown())
+    .optional()
+    .transform((v) => v ?? []),
   'text-added': text.nullish().transform((v) => v ?? null),
   'count-added': int
     .refine((n) => n >= 0, 'must not be negative')

@@ -43,9 +43,16 @@ export async function exportResponse(deps: TransferHttpDeps, url: URL): Promise<
   try {
     start = cursor === null ? undefined : decodePosition(cursor);
     // Pages no larger than the part, so an answer holds at most about twice `limit` lines.
-    prepared = await prepareExport(deps.store, deps.runtime, { project, version: deps.version, count: start === undefined, pageRows: Math.min(limit, 1000), snapshot: deps.snapshot });
+    prepared = await prepareExport(deps.store, deps.runtime, {
+      project,
+      version: deps.version,
+      count: start === undefined,
+      pageRows: Math.min(limit, 1000),
+      snapshot: deps.snapshot,
+    });
   } catch (err) {
-    if (err instanceof ExportInputError) return jsonError(err.message.startsWith('no project') ? 404 : 400, err.message);
+    if (err instanceof ExportInputError)
+      return jsonError(err.message.startsWith('no project') ? 404 : 400, err.message);
     throw err;
   }
   const chunks = prepared.chunks({ start, maxLines: limit });

@@ -90,7 +90,9 @@ interface Line {
 }
 
 /** Splits a byte or text stream into lines, numbered from 1; the last may lack its newline. */
-export async function* readLines(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<Line | { number: number; tooLong: true }> {
+export async function* readLines(
+  source: AsyncIterable<Uint8Array | string>,
+): AsyncGenerator<Line | { number: number; tooLong: true }> {
   const decoder = new TextDecoder('utf-8');
   let pending = '';
   let number = 0;
@@ -121,7 +123,14 @@ export async function importNdjson(
   source: AsyncIterable<Uint8Array | string>,
   options: ImportOptions = {},
 ): Promise<ImportSummary> {
-  const summary: ImportSummary = { lines: 0, format: 0, types: {}, unknown: tallyByName(), problems: [], problemCount: 0 };
+  const summary: ImportSummary = {
+    lines: 0,
+    format: 0,
+    types: {},
+    unknown: tallyByName(),
+    problems: [],
+    problemCount: 0,
+  };
   for (const t of LINE_TYPES) summary.types[t.type] = { added: 0, kept: 0, failed: 0 };
   const problem = (p: Problem, type?: string) => {
     summary.problemCount++;
@@ -162,13 +171,19 @@ export async function importNdjson(
     try {
       parsed = JSON.parse(line.text);
     } catch {
-      if (!sawMeta) throw new ImportRefusedError(`line ${line.number}: the file does not start with an export's meta line (not JSON)`);
+      if (!sawMeta)
+        throw new ImportRefusedError(
+          `line ${line.number}: the file does not start with an export's meta line (not JSON)`,
+        );
       problem({ line: line.number, message: 'not JSON (a truncated or damaged line)' });
       continue;
     }
     if (!sawMeta) {
       const meta = metaSchema.safeParse(parsed);
-      if (!meta.success) throw new ImportRefusedError(`line ${line.number}: the file does not start with an export's meta line ({"type":"meta","format":…})`);
+      if (!meta.success)
+        throw new ImportRefusedError(
+          `line ${line.number}: the file does not start with an export's meta line ({"type":"meta","format":…})`,
+        );
       if (meta.data.format > FORMAT_VERSION) {
         throw new ImportRefusedError(
           `the file is export format ${meta.data.format}, written by a newer faultline; this version reads format ${FORMAT_VERSION} and older: upgrade faultline to import it`,
@@ -179,7 +194,12 @@ export async function importNdjson(
       sawMeta = true;
       continue;
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { type?: unknown }).type !== 'string') {
+    if (
+      parsed === null ||
+      typeof parsed !== 'object' ||
+      Array.isArray(parsed) ||
+      typeof (parsed as { type?: unknown }).type !== 'string'
+    ) {
       problem({ line: line.number, message: 'not a JSON object with a "type"' });
       continue;
     }
@@ -218,7 +238,13 @@ export async function importNdjson(
  * Writes a batch in one transaction; when the database refuses it, each line alone, so
  * only the lines it refuses are lost (reported as problems).
  */
-async function writeBatch(store: Store, runtime: TransferRuntime, type: LineType, items: BatchItem<unknown>[], notice: (m: string) => void): Promise<BatchOutcome> {
+async function writeBatch(
+  store: Store,
+  runtime: TransferRuntime,
+  type: LineType,
+  items: BatchItem<unknown>[],
+  notice: (m: string) => void,
+): Promise<BatchOutcome> {
   for (let attempt = 1; ; attempt++) {
     try {
       // Without interactive transactions (D1), one atomic batch of recorded statements.
@@ -226,8 +252,13 @@ async function writeBatch(store: Store, runtime: TransferRuntime, type: LineType
       // row locks and ids from its sequences there (project-line-type.ts,
       // event-line-type.ts), and recorded statements cut to D1's 100 parameters would
       // slow a bulk import down.
-      if (!store.capabilities.supportsInteractiveTransactions) return await writeBatchAtomically(store, type, items, (db, afterCommit) => importContext(store, runtime, db, notice, afterCommit));
-      return await writeTransaction(store, (db) => type.write(importContext(store, runtime, db as unknown as Kysely<any>, notice), items));
+      if (!store.capabilities.supportsInteractiveTransactions)
+        return await writeBatchAtomically(store, type, items, (db, afterCommit) =>
+          importContext(store, runtime, db, notice, afterCommit),
+        );
+      return await writeTransaction(store, (db) =>
+        type.write(importContext(store, runtime, db as unknown as Kysely<any>, notice), items),
+      );
     } catch (err) {
       // Another writer held the database too long, or PostgreSQL chose this transaction to
       // fail: the same batch succeeds when run again.
@@ -237,7 +268,13 @@ async function writeBatch(store: Store, runtime: TransferRuntime, type: LineType
       }
       if (items.length === 1) {
         if (!(await store.ping())) throw err;
-        return { added: 0, kept: 0, problems: [{ line: items[0].line, message: `${type.type}: the database refused it: ${(err as Error).message}` }] };
+        return {
+          added: 0,
+          kept: 0,
+          problems: [
+            { line: items[0].line, message: `${type.type}: the database refused it: ${(err as Error).message}` },
+          ],
+        };
       }
       const total: BatchOutcome = { added: 0, kept: 0, problems: [] };
       for (const item of items) {
@@ -259,10 +296,19 @@ function isTransient(err: unknown): boolean {
   // batch, planned again from fresh reads, goes through.
   if (/D1_ERROR.*(UNIQUE constraint failed|SQLITE_BUSY)/s.test(String((err as Error)?.message ?? ''))) return true;
   const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') || ['40001', '40P01', '55P03'].includes(code));
+  return (
+    typeof code === 'string' &&
+    (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') || ['40001', '40P01', '55P03'].includes(code))
+  );
 }
 
-function importContext(store: Store, runtime: TransferRuntime, db: Kysely<any>, notice: (m: string) => void, afterCommit?: ImportContext['afterCommit']): ImportContext {
+function importContext(
+  store: Store,
+  runtime: TransferRuntime,
+  db: Kysely<any>,
+  notice: (m: string) => void,
+  afterCommit?: ImportContext['afterCommit'],
+): ImportContext {
   return {
     db,
     dialect: store.dialect,
@@ -289,17 +335,25 @@ export function endsEarlyMessage(e: { line: number; expected: number }): string 
 /** The summary as lines for a person: one per type with rows, then unknown types and problems. */
 export function formatImportSummary(summary: ImportSummary): string[] {
   const out: string[] = [];
-  const width = Math.max(...Object.keys(summary.types).map((t) => t.length), ...Object.keys(summary.unknown).map((t) => t.length), 4);
+  const width = Math.max(
+    ...Object.keys(summary.types).map((t) => t.length),
+    ...Object.keys(summary.unknown).map((t) => t.length),
+    4,
+  );
   for (const [type, c] of Object.entries(summary.types)) {
     if (c.added + c.kept + c.failed === 0) continue;
-    out.push(`  ${type.padEnd(width)}  ${c.added} added, ${c.kept} kept${c.failed > 0 ? `, ${c.failed} not imported` : ''}`);
+    out.push(
+      `  ${type.padEnd(width)}  ${c.added} added, ${c.kept} kept${c.failed > 0 ? `, ${c.failed} not imported` : ''}`,
+    );
   }
-  for (const [type, n] of Object.entries(summary.unknown)) out.push(`  ${type.padEnd(width)}  ${n} skipped (unknown type)`);
+  for (const [type, n] of Object.entries(summary.unknown))
+    out.push(`  ${type.padEnd(width)}  ${n} skipped (unknown type)`);
   if (summary.endsEarly) out.push(`${endsEarlyMessage(summary.endsEarly)}: the rest of it is missing`);
   if (summary.problemCount > 0) {
     out.push(`${summary.problemCount} line${summary.problemCount === 1 ? '' : 's'} not imported:`);
     for (const p of summary.problems) out.push(`  line ${p.line}: ${p.message}`);
-    if (summary.problemCount > summary.problems.length) out.push(`  … and ${summary.problemCount - summary.problems.length} more`);
+    if (summary.problemCount > summary.problems.length)
+      out.push(`  … and ${summary.problemCount - summary.problems.length} more`);
   }
   return out;
 }

@@ -41,7 +41,19 @@ export function allOf(...checks: Check[]): Check {
 }
 
 export const projectProblem: Check = (line) => {
-  const { slug, name, platform, sample_keep_first, sample_rate, daily_quota, scrub_defaults, scrub_ip_addresses, scrub_fields, safe_fields, storage_budget_mb } = line;
+  const {
+    slug,
+    name,
+    platform,
+    sample_keep_first,
+    sample_rate,
+    daily_quota,
+    scrub_defaults,
+    scrub_ip_addresses,
+    scrub_fields,
+    safe_fields,
+    storage_budget_mb,
+  } = line;
   const result = createSchema.safeParse({
     slug,
     name,
@@ -72,17 +84,26 @@ export const alertRuleProblem: Check = allOf(
     ),
 );
 
-export const alertChannelProblem: Check = (line) => alertInputProblem(() => parseChannelInput({ kind: line.kind, config: line.config }));
+export const alertChannelProblem: Check = (line) =>
+  alertInputProblem(() => parseChannelInput({ kind: line.kind, config: line.config }));
 
 export const levelProblem: Check = oneOf('level', LEVELS, (v) => (LEVELS as readonly unknown[]).includes(v));
 
 export const issueStatusProblem: Check = oneOf('status', ISSUE_STATUSES, isIssueStatus);
 
-export const sessionStatusProblem: Check = (line) => (isSessionStatus(line.status) ? null : `status: ${JSON.stringify(line.status)} is not a session status`);
+export const sessionStatusProblem: Check = (line) =>
+  isSessionStatus(line.status) ? null : `status: ${JSON.stringify(line.status)} is not a session status`;
 
-export const symbolKindProblem: Check = oneOf('kind', [...SYMBOL_KINDS, ...KEPT_SYMBOL_KINDS], (v) => typeof v === 'string' && ((SYMBOL_KINDS as readonly string[]).includes(v) || isKeptKind(v)));
+export const symbolKindProblem: Check = oneOf(
+  'kind',
+  [...SYMBOL_KINDS, ...KEPT_SYMBOL_KINDS],
+  (v) => typeof v === 'string' && ((SYMBOL_KINDS as readonly string[]).includes(v) || isKeptKind(v)),
+);
 
-export const symbolPartProblem: Check = (line) => (line.part === FILE_PART || line.part === INDEX_PART ? null : `part: must be ${FILE_PART} (the file) or ${INDEX_PART} (its index)`);
+export const symbolPartProblem: Check = (line) =>
+  line.part === FILE_PART || line.part === INDEX_PART
+    ? null
+    : `part: must be ${FILE_PART} (the file) or ${INDEX_PART} (its index)`;
 
 /** A release version field as sentry-cli's release routes accept it. */
 export function versionFieldProblem(field: string): Check {
@@ -94,8 +115,12 @@ export function versionFieldProblem(field: string): Check {
 
 /** A monitor line: its slug and settings as a check-in's monitor_config would have to say them. */
 export const monitorProblem: Check = (line) => {
-  if (typeof line.slug !== 'string' || slugifyMonitor(line.slug) !== line.slug || line.slug === '') return 'slug: must be a monitor slug (lowercase letters, digits, - and _)';
-  const schedule = line.schedule_type === 'interval' ? { type: 'interval', value: Number(line.schedule), unit: line.schedule_unit } : { type: line.schedule_type, value: line.schedule };
+  if (typeof line.slug !== 'string' || slugifyMonitor(line.slug) !== line.slug || line.slug === '')
+    return 'slug: must be a monitor slug (lowercase letters, digits, - and _)';
+  const schedule =
+    line.schedule_type === 'interval'
+      ? { type: 'interval', value: Number(line.schedule), unit: line.schedule_unit }
+      : { type: line.schedule_type, value: line.schedule };
   try {
     parseMonitorConfig({
       schedule,
@@ -113,4 +138,8 @@ export const monitorProblem: Check = (line) => {
   return null;
 };
 
-export const checkinStatusProblem: Check = oneOf('status', CHECKIN_STATUSES, (v) => typeof v === 'string' && (CHECKIN_STATUSES as readonly string[]).includes(v));
+export const checkinStatusProblem: Check = oneOf(
+  'status',
+  CHECKIN_STATUSES,
+  (v) => typeof v === 'string' && (CHECKIN_STATUSES as readonly string[]).includes(v),
+);

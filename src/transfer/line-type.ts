@@ -149,7 +149,13 @@ export async function insertRows(
  * and a plain INSERT keeps its parameters typed by the columns. Returns how many rows were
  * really inserted.
  */
-export async function insertMissingRows(db: Kysely<any>, dialect: Dialect, table: string, rows: Record<string, unknown>[], key: string[]): Promise<number> {
+export async function insertMissingRows(
+  db: Kysely<any>,
+  dialect: Dialect,
+  table: string,
+  rows: Record<string, unknown>[],
+  key: string[],
+): Promise<number> {
   if (dialect === 'postgres' || rows.length === 0) return insertRows(db, dialect, table, rows);
   const columns = Object.keys(rows[0]);
   const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / columns.length));

@@ -9,7 +9,17 @@ import { eventLineType } from './event-line-type.js';
 import type { LineType } from './line-type.js';
 import { projectLineType } from './project-line-type.js';
 import { symbolChunkLineType, symbolLineType } from './symbol-line-types.js';
-import { alertChannelProblem, alertRuleProblem, allOf, checkinStatusProblem, issueStatusProblem, levelProblem, monitorProblem, sessionStatusProblem, versionFieldProblem } from './line-checks.js';
+import {
+  alertChannelProblem,
+  alertRuleProblem,
+  allOf,
+  checkinStatusProblem,
+  issueStatusProblem,
+  levelProblem,
+  monitorProblem,
+  sessionStatusProblem,
+  versionFieldProblem,
+} from './line-checks.js';
 import { ISSUE_PARENT, tableLineType } from './table-line-type.js';
 
 export const issueLineType = tableLineType({
@@ -125,7 +135,12 @@ export const LINE_TYPES: readonly LineType[] = [
   tableLineType({
     type: 'monitor_checkin',
     table: 'monitor_checkins',
-    parent: { name: 'monitor', table: 'monitors', column: 'monitor_id', key: [{ column: 'slug', field: 'monitor', kind: 'text' }] },
+    parent: {
+      name: 'monitor',
+      table: 'monitors',
+      column: 'monitor_id',
+      key: [{ column: 'slug', field: 'monitor', kind: 'text' }],
+    },
     key: ['check_in_id'],
     order: ['id'],
     existing: 'lookup',

@@ -29,7 +29,11 @@ const COLUMNS: ColumnSpec[] = [
 /** Fields newer than the format's first version: files written before them import with the defaults. */
 const OPTIONAL = new Set(['scrub_defaults', 'scrub_ip_addresses', 'scrub_fields', 'safe_fields', 'storage_budget_mb']);
 
-const schema = z.object(Object.fromEntries(COLUMNS.map((c) => [c.column, OPTIONAL.has(c.column) ? fieldSchema(c.kind).optional() : fieldSchema(c.kind)])));
+const schema = z.object(
+  Object.fromEntries(
+    COLUMNS.map((c) => [c.column, OPTIONAL.has(c.column) ? fieldSchema(c.kind).optional() : fieldSchema(c.kind)]),
+  ),
+);
 
 type ProjectValue = Record<string, unknown> & { slug: string; id: number; dsn_key: string };
 
@@ -43,12 +47,19 @@ export const projectLineType: LineType<ProjectValue> = {
   },
 
   async *read(ctx, after) {
-    let query = ctx.db.selectFrom('projects').selectAll().where('id', '>', Number(after?.[0] ?? 0)).orderBy('id');
+    let query = ctx.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('id', '>', Number(after?.[0] ?? 0))
+      .orderBy('id');
     if (ctx.projectId !== undefined) query = query.where('id', '=', ctx.projectId);
     const rows = (await query.execute()).filter((r) => ctx.projectSlugs.has(Number(r.id)));
     if (rows.length === 0) return;
     yield {
-      lines: rows.map((r) => ({ type: 'project', ...Object.fromEntries(COLUMNS.map((c) => [c.column, toField(c.kind, r[c.column])])) })),
+      lines: rows.map((r) => ({
+        type: 'project',
+        ...Object.fromEntries(COLUMNS.map((c) => [c.column, toField(c.kind, r[c.column])])),
+      })),
       last: [Number(rows[rows.length - 1].id)],
     };
   },
@@ -71,27 +82,43 @@ export const projectLineType: LineType<ProjectValue> = {
     // next value, and after explicit ids went in, it is moved past every id in use.
     const catchUpSequence = async () => {
       if (ctx.dialect === 'postgres') {
-        await sql`select setval(pg_get_serial_sequence('projects', 'id'), greatest((select max(id) from projects), (select last_value from projects_id_seq)))`.execute(ctx.db);
+        await sql`select setval(pg_get_serial_sequence('projects', 'id'), greatest((select max(id) from projects), (select last_value from projects_id_seq)))`.execute(
+          ctx.db,
+        );
       }
     };
     await catchUpSequence();
     let explicitIds = false;
     for (const { value } of batch) {
-      const existing = await ctx.db.selectFrom('projects').select('id').where('slug', '=', value.slug).executeTakeFirst();
+      const existing = await ctx.db
+        .selectFrom('projects')
+        .select('id')
+        .where('slug', '=', value.slug)
+        .executeTakeFirst();
       if (existing) {
         kept++;
         continue;
       }
       const idTaken = await ctx.db.selectFrom('projects').select('id').where('id', '=', value.id).executeTakeFirst();
-      const keyTaken = await ctx.db.selectFrom('projects').select('id').where('dsn_key', '=', value.dsn_key).executeTakeFirst();
+      const keyTaken = await ctx.db
+        .selectFrom('projects')
+        .select('id')
+        .where('dsn_key', '=', value.dsn_key)
+        .executeTakeFirst();
       const row: Record<string, unknown> = { ...value, dsn_key: keyTaken ? generateDsnKey() : value.dsn_key };
       if (idTaken) delete row.id;
       else explicitIds = true;
       const created = await ctx.db.insertInto('projects').values(row).returning('id').executeTakeFirstOrThrow();
       added++;
       const id = Number(created.id);
-      if (idTaken) ctx.notice(`project "${value.slug}": id ${value.id} is taken here, so it was created as id ${id}; its DSN now ends in /${id}`);
-      if (keyTaken) ctx.notice(`project "${value.slug}": its DSN key is used by another project here, so it got a new one (${row.dsn_key})`);
+      if (idTaken)
+        ctx.notice(
+          `project "${value.slug}": id ${value.id} is taken here, so it was created as id ${id}; its DSN now ends in /${id}`,
+        );
+      if (keyTaken)
+        ctx.notice(
+          `project "${value.slug}": its DSN key is used by another project here, so it got a new one (${row.dsn_key})`,
+        );
     }
     if (explicitIds) await catchUpSequence();
     return { added, kept, problems };

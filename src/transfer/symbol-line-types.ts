@@ -69,14 +69,20 @@ export const symbolChunkLineType = tableLineType({
   async resolve(ctx, rows) {
     const blobs = ctx.runtime.blobs ?? bucketOf(ctx.db);
     if (!blobs) return;
-    for (const row of rows) if (typeof row.r2_key === 'string') row.data = (await readObject(blobs, row.r2_key)) ?? new Uint8Array(0);
+    for (const row of rows)
+      if (typeof row.r2_key === 'string') row.data = (await readObject(blobs, row.r2_key)) ?? new Uint8Array(0);
   },
 });
 
 /** Makes the importing files among `fileIds` whose chunks are complete ready (or drops them for a ready equal). */
 async function finishImportedFiles(ctx: ImportContext, fileIds: number[]): Promise<void> {
   for (const id of fileIds) {
-    const file = await ctx.db.selectFrom('symbol_files').selectAll().where('id', '=', id).where('state', '=', IMPORTING).executeTakeFirst();
+    const file = await ctx.db
+      .selectFrom('symbol_files')
+      .selectAll()
+      .where('id', '=', id)
+      .where('state', '=', IMPORTING)
+      .executeTakeFirst();
     if (!file) continue;
     const { rows } = await sql<{ part: number; bytes: number | string }>`
       select part, sum(length(data)) as bytes from symbol_chunks where file_id = ${id} group by part`.execute(ctx.db);
@@ -92,14 +98,28 @@ async function finishImportedFiles(ctx: ImportContext, fileIds: number[]): Promi
       .where('kind', '=', file.kind)
       .where('state', '=', 'ready')
       .where('id', '!=', id);
-    equal = file.debug_id !== '' ? equal.where('debug_id', '=', file.debug_id) : equal.where('debug_id', '=', '').where('release', '=', file.release).where('filename', '=', file.filename);
+    equal =
+      file.debug_id !== ''
+        ? equal.where('debug_id', '=', file.debug_id)
+        : equal.where('debug_id', '=', '').where('release', '=', file.release).where('filename', '=', file.filename);
     if (await equal.executeTakeFirst()) {
-      const stillImporting = ctx.db.selectFrom('symbol_files').select('id').where('id', '=', id).where('state', '=', IMPORTING);
+      const stillImporting = ctx.db
+        .selectFrom('symbol_files')
+        .select('id')
+        .where('id', '=', id)
+        .where('state', '=', IMPORTING);
       await ctx.db.deleteFrom('symbol_chunks').where('file_id', 'in', stillImporting).execute();
       await ctx.db.deleteFrom('symbol_files').where('id', '=', id).where('state', '=', IMPORTING).execute();
-      ctx.notice(`symbol file ${file.filename} (${file.kind}, release ${file.release || 'none'}): an equal file is already here, kept instead`);
+      ctx.notice(
+        `symbol file ${file.filename} (${file.kind}, release ${file.release || 'none'}): an equal file is already here, kept instead`,
+      );
     } else {
-      await ctx.db.updateTable('symbol_files').set({ state: 'ready' }).where('id', '=', id).where('state', '=', IMPORTING).execute();
+      await ctx.db
+        .updateTable('symbol_files')
+        .set({ state: 'ready' })
+        .where('id', '=', id)
+        .where('state', '=', IMPORTING)
+        .execute();
     }
   }
 }

@@ -5,7 +5,19 @@
 import { type RawBuilder, sql } from 'kysely';
 import { z } from 'zod';
 import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
-import { type BatchItem, type BatchOutcome, type Cursor, type ExportContext, type ImportContext, insertMissingRows, insertRows, type LineType, type Parsed, partsOf, type Problem } from './line-type.js';
+import {
+  type BatchItem,
+  type BatchOutcome,
+  type Cursor,
+  type ExportContext,
+  type ImportContext,
+  insertMissingRows,
+  insertRows,
+  type LineType,
+  type Parsed,
+  partsOf,
+  type Problem,
+} from './line-type.js';
 
 /** A row of a project that other rows hang under, found by its natural key within the project. */
 export interface ParentSpec {
@@ -19,7 +31,12 @@ export interface ParentSpec {
   key: ColumnSpec[];
 }
 
-export const ISSUE_PARENT: ParentSpec = { name: 'issue', table: 'issues', column: 'issue_id', key: [{ column: 'fingerprint', kind: 'text' }] };
+export const ISSUE_PARENT: ParentSpec = {
+  name: 'issue',
+  table: 'issues',
+  column: 'issue_id',
+  key: [{ column: 'fingerprint', kind: 'text' }],
+};
 
 export interface TableLineSpec {
   type: string;
@@ -102,7 +119,9 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
     type: spec.type,
 
     async count(ctx) {
-      const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${from} where ${conditions(ctx, null)}`.execute(ctx.db);
+      const { rows } = await sql<{
+        n: number | string;
+      }>`select count(*) as n from ${from} where ${conditions(ctx, null)}`.execute(ctx.db);
       return Number(rows[0]?.n ?? 0);
     },
 
@@ -114,7 +133,11 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       const limit = Math.min(ctx.pageRows ?? PAGE_ROWS, spec.pageRows ?? PAGE_ROWS);
       let cursor: unknown[] | null = after ?? null;
       for (;;) {
-        const { rows }: { rows: Record<string, unknown>[] } = await sql<Record<string, unknown>>`select t.* ${parentFields} from ${from} where ${conditions(ctx, cursor)} order by ${order} limit ${limit}`.execute(ctx.db);
+        const { rows }: { rows: Record<string, unknown>[] } = await sql<
+          Record<string, unknown>
+        >`select t.* ${parentFields} from ${from} where ${conditions(ctx, cursor)} order by ${order} limit ${limit}`.execute(
+          ctx.db,
+        );
         if (spec.resolve) await spec.resolve(ctx, rows);
         const lines: Record<string, unknown>[] = [];
         for (const row of rows) {
@@ -141,7 +164,14 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       const data = result.data as Record<string, unknown>;
       const row: Record<string, unknown> = {};
       for (const c of spec.columns) row[c.column] = data[c.field ?? c.column];
-      return { ok: true, value: { project: data.project as string, parentKey: (parent?.key ?? []).map((k) => data[k.field ?? k.column]), row } };
+      return {
+        ok: true,
+        value: {
+          project: data.project as string,
+          parentKey: (parent?.key ?? []).map((k) => data[k.field ?? k.column]),
+          row,
+        },
+      };
     },
 
     async write(ctx, batch): Promise<BatchOutcome> {
@@ -154,11 +184,19 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
         else placed.push({ item, projectId, parentId: projectId });
       }
       if (parent) {
-        const ids = await parentIds(ctx, parent, placed.map((p) => ({ projectId: p.projectId, key: p.item.value.parentKey })));
+        const ids = await parentIds(
+          ctx,
+          parent,
+          placed.map((p) => ({ projectId: p.projectId, key: p.item.value.parentKey })),
+        );
         const found: typeof placed = [];
         for (const p of placed) {
           const id = ids.get(parentKey(p.projectId, p.item.value.parentKey));
-          if (id === undefined) problems.push({ line: p.item.line, message: missingParent(parent, p.item.value.project, p.item.value.parentKey) });
+          if (id === undefined)
+            problems.push({
+              line: p.item.line,
+              message: missingParent(parent, p.item.value.project, p.item.value.parentKey),
+            });
           else found.push({ ...p, parentId: id });
         }
         placed = found;
@@ -173,7 +211,11 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       if (spec.existing === 'lookup') {
         const seen = new Set<string>();
         for (const part of partsOf([...new Set(rows.map((r) => r[parentColumn] as number))])) {
-          const existing = await ctx.db.selectFrom(spec.table).select(keyColumns).where(parentColumn, 'in', part).execute();
+          const existing = await ctx.db
+            .selectFrom(spec.table)
+            .select(keyColumns)
+            .where(parentColumn, 'in', part)
+            .execute();
           for (const r of existing) seen.add(rowKey(r, keyColumns));
         }
         rows = rows.filter((r) => {
@@ -211,7 +253,11 @@ function parentKey(projectId: number, key: unknown[]): string {
 }
 
 /** Parent ids by project and key (`parentKey`), for the keys that exist. */
-async function parentIds(ctx: ImportContext, parent: ParentSpec, wanted: { projectId: number; key: unknown[] }[]): Promise<Map<string, number>> {
+async function parentIds(
+  ctx: ImportContext,
+  parent: ParentSpec,
+  wanted: { projectId: number; key: unknown[] }[],
+): Promise<Map<string, number>> {
   const byProject = new Map<number, Map<string, unknown[]>>();
   for (const w of wanted) {
     let keys = byProject.get(w.projectId);
@@ -226,8 +272,19 @@ async function parentIds(ctx: ImportContext, parent: ParentSpec, wanted: { proje
         columns.length === 1
           ? sql`${sql.ref(columns[0])} in (${sql.join(part.map((k) => sql`${k[0]}`))})`
           : sql`(${sql.join(columns.map((c) => sql.ref(c)))}) in (${sql.join(part.map((k) => sql`(${sql.join(k.map((v) => sql`${v}`))})`))})`;
-      const { rows } = await sql<Record<string, unknown>>`select id, ${sql.join(columns.map((c) => sql.ref(c)))} from ${sql.table(parent.table)} where project_id = ${projectId} and ${match}`.execute(ctx.db);
-      for (const r of rows) ids.set(parentKey(projectId, columns.map((c) => r[c])), Number(r.id));
+      const { rows } = await sql<
+        Record<string, unknown>
+      >`select id, ${sql.join(columns.map((c) => sql.ref(c)))} from ${sql.table(parent.table)} where project_id = ${projectId} and ${match}`.execute(
+        ctx.db,
+      );
+      for (const r of rows)
+        ids.set(
+          parentKey(
+            projectId,
+            columns.map((c) => r[c]),
+          ),
+          Number(r.id),
+        );
     }
   }
   return ids;
@@ -242,6 +299,13 @@ export function issueKey(projectId: number, fingerprint: string): string {
 }
 
 /** Issue ids by project and fingerprint (`issueKey`), for the pairs that exist. */
-export function issueIds(ctx: ImportContext, wanted: { projectId: number; fingerprint: string }[]): Promise<Map<string, number>> {
-  return parentIds(ctx, ISSUE_PARENT, wanted.map((w) => ({ projectId: w.projectId, key: [w.fingerprint] })));
+export function issueIds(
+  ctx: ImportContext,
+  wanted: { projectId: number; fingerprint: string }[],
+): Promise<Map<string, number>> {
+  return parentIds(
+    ctx,
+    ISSUE_PARENT,
+    wanted.map((w) => ({ projectId: w.projectId, key: [w.fingerprint] })),
+  );
 }

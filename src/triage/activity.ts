@@ -52,14 +52,21 @@ function parseData(text: string | null): Record<string, unknown> {
  * what happened (a regression is resolved → regression, a snooze that ended ignored →
  * unresolved, both with the service as actor).
  */
-export function activityJson(row: Pick<ChangeRow, 'id' | 'kind' | 'at' | 'release' | 'actor' | 'data'>): ActivityJson | null {
+export function activityJson(
+  row: Pick<ChangeRow, 'id' | 'kind' | 'at' | 'release' | 'actor' | 'data'>,
+): ActivityJson | null {
   const base = { id: Number(row.id), actor: row.actor, created_at: iso(Number(row.at)) };
   const data = parseData(row.data);
   switch (row.kind) {
     case 'new_issue':
       return { ...base, type: 'first_seen', actor: null, data: { release: row.release } };
     case 'snooze_ended':
-      return { ...base, type: 'status', actor: null, data: { from: 'ignored', to: 'unresolved', reason: 'snooze_ended' } };
+      return {
+        ...base,
+        type: 'status',
+        actor: null,
+        data: { from: 'ignored', to: 'unresolved', reason: 'snooze_ended' },
+      };
     case 'merged':
     case 'comment':
     case 'assigned':
@@ -68,7 +75,11 @@ export function activityJson(row: Pick<ChangeRow, 'id' | 'kind' | 'at' | 'releas
       if (!STATUS_KINDS.has(row.kind)) return null;
       // A regression ingest found (no actor, no data).
       if (row.kind === 'regression' && row.actor === null && row.data === null) {
-        return { ...base, type: 'status', data: { from: 'resolved', to: 'regression', reason: 'regression', release: row.release } };
+        return {
+          ...base,
+          type: 'status',
+          data: { from: 'resolved', to: 'regression', reason: 'regression', release: row.release },
+        };
       }
       return { ...base, type: 'status', data: { to: row.kind, ...data } };
   }
@@ -88,24 +99,37 @@ export async function listActivity(db: Db, issueId: number): Promise<ActivityJso
 
 /** A comment's text from a request body: 1 to 10 000 characters, not only blanks. */
 export function parseCommentBody(body: unknown): string {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ReadInputError('request body must be a JSON object {"text": "<comment>"}');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ReadInputError('request body must be a JSON object {"text": "<comment>"}');
   const text = (body as Record<string, unknown>).text;
   if (typeof text !== 'string') throw new ReadInputError('text must be a string of 1 to 10000 characters');
   const length = [...text].length;
   if (text.trim() === '') throw new ReadInputError('text must not be empty');
-  if (length > MAX_COMMENT_CHARS) throw new ReadInputError(`text must be at most ${MAX_COMMENT_CHARS} characters (got ${length})`);
+  if (length > MAX_COMMENT_CHARS)
+    throw new ReadInputError(`text must be at most ${MAX_COMMENT_CHARS} characters (got ${length})`);
   return text;
 }
 
 /** The author-or-admin rule for editing and deleting a comment. */
-export function mayChangeComment(actor: Actor, comment: { actor: string | null; actor_user_id: number | null }): boolean {
+export function mayChangeComment(
+  actor: Actor,
+  comment: { actor: string | null; actor_user_id: number | null },
+): boolean {
   if (actor.admin) return true;
   if (actor.userId !== null) return comment.actor_user_id !== null && Number(comment.actor_user_id) === actor.userId;
   return comment.actor !== null && comment.actor === actor.label;
 }
 
 /** The row of a change a person makes (status, comment, merge), as an insert of its values. */
-export function changeValues(projectId: number, issueId: number, kind: string, at: number, release: string, actor: Actor | null, data: Record<string, unknown> | null) {
+export function changeValues(
+  projectId: number,
+  issueId: number,
+  kind: string,
+  at: number,
+  release: string,
+  actor: Actor | null,
+  data: Record<string, unknown> | null,
+) {
   return {
     project_id: projectId,
     issue_id: issueId,
@@ -118,7 +142,14 @@ export function changeValues(projectId: number, issueId: number, kind: string, a
   };
 }
 
-export async function addComment(store: Store, projectId: number, issue: { id: number; last_release: string }, text: string, actor: Actor, now: number): Promise<ActivityJson> {
+export async function addComment(
+  store: Store,
+  projectId: number,
+  issue: { id: number; last_release: string },
+  text: string,
+  actor: Actor,
+  now: number,
+): Promise<ActivityJson> {
   const [result] = await store.atomic([
     store.db
       .insertInto('issue_changes')
@@ -132,7 +163,13 @@ export async function addComment(store: Store, projectId: number, issue: { id: n
 async function findComment(db: Db, issueId: number, id: string): Promise<ChangeRow> {
   const n = /^[0-9]{1,15}$/.test(id) ? Number(id) : Number.NaN;
   const row = Number.isSafeInteger(n)
-    ? await db.selectFrom('issue_changes').selectAll().where('id', '=', n).where('issue_id', '=', issueId).where('kind', '=', 'comment').executeTakeFirst()
+    ? await db
+        .selectFrom('issue_changes')
+        .selectAll()
+        .where('id', '=', n)
+        .where('issue_id', '=', issueId)
+        .where('kind', '=', 'comment')
+        .executeTakeFirst()
     : undefined;
   if (!row) throw new ReadNotFoundError(`comment ${JSON.stringify(id)} not found on this issue`);
   return row;
@@ -147,7 +184,14 @@ function checkMay(actor: Actor, row: ChangeRow): void {
 }
 
 /** Edits a comment's text (author or admin); keeps when it was written, records when it was edited. */
-export async function editComment(store: Store, issueId: number, id: string, text: string, actor: Actor, now: number): Promise<ActivityJson> {
+export async function editComment(
+  store: Store,
+  issueId: number,
+  id: string,
+  text: string,
+  actor: Actor,
+  now: number,
+): Promise<ActivityJson> {
   const row = await findComment(store.db, issueId, id);
   checkMay(actor, row);
   const data = JSON.stringify({ text, edited_at: iso(now) });
@@ -168,7 +212,9 @@ export async function editComment(store: Store, issueId: number, id: string, tex
 export async function deleteComment(store: Store, issueId: number, id: string, actor: Actor): Promise<void> {
   const row = await findComment(store.db, issueId, id);
   checkMay(actor, row);
-  await store.atomic([store.db.deleteFrom('issue_changes').where('id', '=', Number(row.id)).where('kind', '=', 'comment').compile()]);
+  await store.atomic([
+    store.db.deleteFrom('issue_changes').where('id', '=', Number(row.id)).where('kind', '=', 'comment').compile(),
+  ]);
 }
 
 /**

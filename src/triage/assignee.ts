@@ -34,7 +34,8 @@ export async function resolveAssignee(db: Db, ref: AssigneeRef): Promise<Assigne
   query = typeof ref === 'number' ? query.where('id', '=', ref) : query.where('email', '=', ref);
   const user = await query.executeTakeFirst();
   if (!user) throw new ReadInputError(`assignee ${JSON.stringify(ref)} is no user`);
-  if (Number(user.disabled) !== 0) throw new ReadInputError(`assignee ${JSON.stringify(ref)} is disabled; only enabled users can be assigned`);
+  if (Number(user.disabled) !== 0)
+    throw new ReadInputError(`assignee ${JSON.stringify(ref)} is disabled; only enabled users can be assigned`);
   return { id: Number(user.id), email: user.email, name: user.name };
 }
 
@@ -43,7 +44,11 @@ export async function assigneesOf(db: Db, ids: (number | null)[]): Promise<Map<n
   const wanted = [...new Set(ids.filter((id): id is number => id !== null).map(Number))];
   const out = new Map<number, AssigneeJson>();
   for (let i = 0; i < wanted.length; i += 500) {
-    const rows = await db.selectFrom('users').select(['id', 'email', 'name']).where('id', 'in', wanted.slice(i, i + 500)).execute();
+    const rows = await db
+      .selectFrom('users')
+      .select(['id', 'email', 'name'])
+      .where('id', 'in', wanted.slice(i, i + 500))
+      .execute();
     for (const r of rows) out.set(Number(r.id), { id: Number(r.id), email: r.email, name: r.name });
   }
   return out;
@@ -53,7 +58,14 @@ export async function assigneesOf(db: Db, ids: (number | null)[]): Promise<Map<n
  * The `assigned` activity of the listed issues whose assignee changes, run before the
  * update in its transaction: data = the new assignee (null: unassigned).
  */
-export function assignedChangeStatement(db: Db, projectId: number, fingerprints: string[], assignee: AssigneeJson | null, now: number, actor: Actor | null): CompiledQuery {
+export function assignedChangeStatement(
+  db: Db,
+  projectId: number,
+  fingerprints: string[],
+  assignee: AssigneeJson | null,
+  now: number,
+  actor: Actor | null,
+): CompiledQuery {
   const data = JSON.stringify({ assignee });
   const to = assignee?.id ?? null;
   return db
@@ -74,7 +86,11 @@ export function assignedChangeStatement(db: Db, projectId: number, fingerprints:
         ])
         .where('project_id', '=', projectId)
         .where('fingerprint', 'in', fingerprints)
-        .where(to === null ? sql<boolean>`assignee_id is not null` : sql<boolean>`(assignee_id is null or assignee_id <> ${to})`)
+        .where(
+          to === null
+            ? sql<boolean>`assignee_id is not null`
+            : sql<boolean>`(assignee_id is null or assignee_id <> ${to})`,
+        )
         .orderBy('id'),
     )
     .compile();

@@ -29,12 +29,15 @@ export function parseSnooze(body: Record<string, unknown>, status: string, now: 
   const value = body[field];
   if (field === 'ignore_until') {
     const ms = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
-    if (!Number.isFinite(ms)) throw new ReadInputError(`ignore_until must be an RFC 3339 time (got ${JSON.stringify(value)})`);
+    if (!Number.isFinite(ms))
+      throw new ReadInputError(`ignore_until must be an RFC 3339 time (got ${JSON.stringify(value)})`);
     if (ms <= now) throw new ReadInputError(`ignore_until must be in the future (got ${value})`);
     return { until: ms };
   }
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_SNOOZE_COUNT) {
-    throw new ReadInputError(`${field} must be a whole number from 1 to ${MAX_SNOOZE_COUNT} (got ${JSON.stringify(value)})`);
+    throw new ReadInputError(
+      `${field} must be a whole number from 1 to ${MAX_SNOOZE_COUNT} (got ${JSON.stringify(value)})`,
+    );
   }
   return field === 'ignore_count' ? { count: value } : { users: value };
 }

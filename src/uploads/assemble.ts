@@ -72,15 +72,25 @@ interface AssemblyRecord {
 }
 
 /** A file's chunks, validated: checksum and each chunk 40 lowercase hex digits. */
-export function validateChunkList(checksum: unknown, chunks: unknown, what: string): { checksum: string; chunks: string[] } {
-  if (typeof checksum !== 'string' || !SHA1_PATTERN.test(checksum)) throw new UploadError(400, `${what}: checksum must be a SHA-1 of 40 lowercase hex digits`);
+export function validateChunkList(
+  checksum: unknown,
+  chunks: unknown,
+  what: string,
+): { checksum: string; chunks: string[] } {
+  if (typeof checksum !== 'string' || !SHA1_PATTERN.test(checksum))
+    throw new UploadError(400, `${what}: checksum must be a SHA-1 of 40 lowercase hex digits`);
   if (!Array.isArray(chunks) || chunks.some((c) => typeof c !== 'string' || !SHA1_PATTERN.test(c))) {
     throw new UploadError(400, `${what}: chunks must be a list of SHA-1s of 40 lowercase hex digits`);
   }
   return { checksum, chunks: chunks as string[] };
 }
 
-async function readRecord(db: Db, projectId: number, kind: AssemblyKind, checksum: string): Promise<(AssemblyRecord & { updated_at: number }) | undefined> {
+async function readRecord(
+  db: Db,
+  projectId: number,
+  kind: AssemblyKind,
+  checksum: string,
+): Promise<(AssemblyRecord & { updated_at: number }) | undefined> {
   return db
     .selectFrom('upload_assemblies')
     .select(['state', 'detail', 'result', 'updated_at'])
@@ -91,7 +101,13 @@ async function readRecord(db: Db, projectId: number, kind: AssemblyKind, checksu
 }
 
 /** Claims the assembly of a file: true for the one request that inserted (or revived) the record. */
-async function claim(db: Db, projectIds: number[], kind: AssemblyKind, checksum: string, now: number): Promise<boolean> {
+async function claim(
+  db: Db,
+  projectIds: number[],
+  kind: AssemblyKind,
+  checksum: string,
+  now: number,
+): Promise<boolean> {
   const [first, ...others] = projectIds;
   const res = await db
     .insertInto('upload_assemblies')
@@ -100,7 +116,12 @@ async function claim(db: Db, projectIds: number[], kind: AssemblyKind, checksum:
       oc
         .columns(['project_id', 'kind', 'checksum'])
         .doUpdateSet({ state: 'assembling', detail: null, result: null, updated_at: now })
-        .where((eb) => eb.or([eb('upload_assemblies.state', '!=', 'assembling'), eb('upload_assemblies.updated_at', '<', now - STALE_ASSEMBLY_MS)]))
+        .where((eb) =>
+          eb.or([
+            eb('upload_assemblies.state', '!=', 'assembling'),
+            eb('upload_assemblies.updated_at', '<', now - STALE_ASSEMBLY_MS),
+          ]),
+        )
         .where('upload_assemblies.state', '!=', 'ok'),
     )
     .executeTakeFirst();
@@ -108,27 +129,62 @@ async function claim(db: Db, projectIds: number[], kind: AssemblyKind, checksum:
   for (const projectId of others) {
     await db
       .insertInto('upload_assemblies')
-      .values({ project_id: projectId, kind, checksum, state: 'assembling', detail: null, result: null, updated_at: now })
-      .onConflict((oc) => oc.columns(['project_id', 'kind', 'checksum']).doUpdateSet({ state: 'assembling', detail: null, result: null, updated_at: now }))
+      .values({
+        project_id: projectId,
+        kind,
+        checksum,
+        state: 'assembling',
+        detail: null,
+        result: null,
+        updated_at: now,
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(['project_id', 'kind', 'checksum'])
+          .doUpdateSet({ state: 'assembling', detail: null, result: null, updated_at: now }),
+      )
       .execute();
   }
   return true;
 }
 
-async function finish(db: Db, projectIds: number[], kind: AssemblyKind, checksum: string, now: number, outcome: { state: 'ok' | 'error'; detail?: string; result?: unknown }) {
+async function finish(
+  db: Db,
+  projectIds: number[],
+  kind: AssemblyKind,
+  checksum: string,
+  now: number,
+  outcome: { state: 'ok' | 'error'; detail?: string; result?: unknown },
+) {
   await db
     .updateTable('upload_assemblies')
-    .set({ state: outcome.state, detail: outcome.detail ?? null, result: outcome.result === undefined ? null : JSON.stringify(outcome.result), updated_at: now })
+    .set({
+      state: outcome.state,
+      detail: outcome.detail ?? null,
+      result: outcome.result === undefined ? null : JSON.stringify(outcome.result),
+      updated_at: now,
+    })
     .where('project_id', 'in', projectIds)
     .where('kind', '=', kind)
     .where('checksum', '=', checksum)
     .execute();
 }
 
-function answerOf(record: AssemblyRecord, now: number, updatedAt: number): (AssembleAnswer & { result?: unknown }) | null {
-  if (record.state === 'ok') return { state: 'ok', missingChunks: [], detail: null, result: record.result ? (JSON.parse(record.result) as OkRecord).result : undefined };
+function answerOf(
+  record: AssemblyRecord,
+  now: number,
+  updatedAt: number,
+): (AssembleAnswer & { result?: unknown }) | null {
+  if (record.state === 'ok')
+    return {
+      state: 'ok',
+      missingChunks: [],
+      detail: null,
+      result: record.result ? (JSON.parse(record.result) as OkRecord).result : undefined,
+    };
   if (record.state === 'error') return { state: 'error', missingChunks: [], detail: record.detail };
-  if (record.state === 'assembling' && updatedAt >= now - STALE_ASSEMBLY_MS) return { state: 'assembling', missingChunks: [], detail: null };
+  if (record.state === 'assembling' && updatedAt >= now - STALE_ASSEMBLY_MS)
+    return { state: 'assembling', missingChunks: [], detail: null };
   return null;
 }
 
@@ -139,7 +195,12 @@ export const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(
  * The bytes of a file from its chunks, in order, one chunk read at a time; throws when a
  * chunk is gone or the whole does not hash to `checksum`.
  */
-export async function* chunkBytes(db: Db, chunks: readonly string[], checksum: string, createSha1: CreateSha1): AsyncGenerator<Uint8Array> {
+export async function* chunkBytes(
+  db: Db,
+  chunks: readonly string[],
+  checksum: string,
+  createSha1: CreateSha1,
+): AsyncGenerator<Uint8Array> {
   const hash = createSha1();
   for (const sha1 of chunks) {
     // SQLite answers synchronously: without a turn of the event loop per chunk, a large
@@ -151,11 +212,16 @@ export async function* chunkBytes(db: Db, chunks: readonly string[], checksum: s
     yield data;
   }
   const actual = hash.digestHex();
-  if (actual !== checksum) throw new UploadError(400, `checksum mismatch: the assembled file hashes to ${actual}, not ${checksum}`);
+  if (actual !== checksum)
+    throw new UploadError(400, `checksum mismatch: the assembled file hashes to ${actual}, not ${checksum}`);
 }
 
 /** Random access over a file's chunks (an artifact bundle's ZIP directory is at its end). */
-export function chunkRangeSource(db: Db, chunks: readonly string[], sizes: ReadonlyMap<string, number>): ByteRangeSource {
+export function chunkRangeSource(
+  db: Db,
+  chunks: readonly string[],
+  sizes: ReadonlyMap<string, number>,
+): ByteRangeSource {
   const starts: number[] = [];
   let size = 0;
   for (const sha1 of chunks) {
@@ -200,21 +266,30 @@ interface OkRecord {
  * One file's assemble step, the same for DIFs and bundles: an earlier outcome when there
  * is one, else the missing chunks, else the assembly (waited for up to `waitMs`).
  */
-export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promise<AssembleAnswer & { result?: unknown }> {
+export async function assembleOne(
+  ctx: AssembleContext,
+  job: AssembleJob,
+): Promise<AssembleAnswer & { result?: unknown }> {
   const now = ctx.now();
   let record = await readRecord(ctx.db, job.projectIds[0], job.kind, job.checksum);
   if (record?.state === 'ok') {
     // Its files deleted since (symbols API): the upload counts as new.
     const ok = JSON.parse(record.result ?? '{}') as Partial<OkRecord>;
     if (!(await ctx.symbols.allStored(ok.fileIds ?? []))) {
-      await ctx.db.deleteFrom('upload_assemblies').where('project_id', 'in', job.projectIds).where('kind', '=', job.kind).where('checksum', '=', job.checksum).execute();
+      await ctx.db
+        .deleteFrom('upload_assemblies')
+        .where('project_id', 'in', job.projectIds)
+        .where('kind', '=', job.kind)
+        .where('checksum', '=', job.checksum)
+        .execute();
       record = undefined;
     }
   }
   if (record) {
     const earlier = answerOf(record, now, Number(record.updated_at));
     // An error is final for that upload, but chunks sent again are a new attempt.
-    if (earlier && !(earlier.state === 'error' && job.chunks.length > 0 && (await allPresent(ctx.db, job.chunks, now)))) return earlier;
+    if (earlier && !(earlier.state === 'error' && job.chunks.length > 0 && (await allPresent(ctx.db, job.chunks, now))))
+      return earlier;
   }
   if (job.chunks.length === 0) return { state: 'not_found', missingChunks: [], detail: null };
   const sizes = await presentChunks(ctx.db, job.chunks, now);
@@ -229,18 +304,29 @@ export async function assembleOne(ctx: AssembleContext, job: AssembleJob): Promi
   if (missing.length > 0) return { state: 'not_found', missingChunks: missing, detail: null };
   if (!(await claim(ctx.db, job.projectIds, job.kind, job.checksum, now))) {
     const again = await readRecord(ctx.db, job.projectIds[0], job.kind, job.checksum);
-    return (again && answerOf(again, now, Number(again.updated_at))) ?? { state: 'assembling', missingChunks: [], detail: null };
+    return (
+      (again && answerOf(again, now, Number(again.updated_at))) ?? {
+        state: 'assembling',
+        missingChunks: [],
+        detail: null,
+      }
+    );
   }
   const work = (async (): Promise<AssembleAnswer & { result?: unknown }> => {
     try {
       const { result, fileIds } = await job.run(sizes);
-      await finish(ctx.db, job.projectIds, job.kind, job.checksum, ctx.now(), { state: 'ok', result: { result, fileIds } satisfies OkRecord });
+      await finish(ctx.db, job.projectIds, job.kind, job.checksum, ctx.now(), {
+        state: 'ok',
+        result: { result, fileIds } satisfies OkRecord,
+      });
       await deleteChunks(ctx.db, job.chunks).catch(() => undefined);
       await ctx.onAssembled?.(job, result);
       return { state: 'ok', missingChunks: [], detail: null, result };
     } catch (err) {
       const detail = failureDetail(err);
-      await finish(ctx.db, job.projectIds, job.kind, job.checksum, ctx.now(), { state: 'error', detail }).catch(() => undefined);
+      await finish(ctx.db, job.projectIds, job.kind, job.checksum, ctx.now(), { state: 'error', detail }).catch(
+        () => undefined,
+      );
       if (detail === 'internal error while assembling the file') throw err;
       return { state: 'error', missingChunks: [], detail };
     }
@@ -260,4 +346,3 @@ async function allPresent(db: Db, chunks: string[], now: number): Promise<boolea
   const sizes = await presentChunks(db, chunks, now);
   return chunks.every((c) => sizes.has(c));
 }
-

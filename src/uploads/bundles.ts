@@ -7,10 +7,25 @@
 // URL it serves, and the release and dist of the request or the manifest. Debug-file
 // source bundles (`--include-sources`, `bundle-jvm`) share the format: their manifest
 // names the debug id of the object whose sources they hold.
-import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
+import {
+  assembleOne,
+  chunkBytes,
+  chunkRangeSource,
+  portableSha1,
+  validateChunkList,
+  type AssembleAnswer,
+  type AssembleContext,
+} from './assemble.js';
 import { UploadError } from './errors.js';
 import type { SymbolFileToStore } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, unpackedTooLargeMessage, type ZipEntry } from '../symbols/zip.js';
+import {
+  isSafeArchivePath,
+  readZipDirectory,
+  readZipEntry,
+  readZipEntryBytes,
+  unpackedTooLargeMessage,
+  type ZipEntry,
+} from '../symbols/zip.js';
 import type { ByteRangeSource } from '../bytes.js';
 import { tooLargeMessage } from '../symbols/upload.js';
 import { MAX_MANIFEST_BYTES, MAX_SYMBOL_DIST, MAX_SYMBOL_RELEASE } from '../limits.js';
@@ -25,10 +40,15 @@ export interface BundleAssembleRequest {
 }
 
 export function parseBundleAssembleBody(body: unknown): BundleAssembleRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new UploadError(400, 'request body must be a JSON object');
   const v = body as Record<string, unknown>;
   const { checksum, chunks } = validateChunkList(v.checksum, v.chunks, 'artifact bundle');
-  if (!Array.isArray(v.projects) || v.projects.length === 0 || v.projects.some((p) => typeof p !== 'string' || p === '')) {
+  if (
+    !Array.isArray(v.projects) ||
+    v.projects.length === 0 ||
+    v.projects.some((p) => typeof p !== 'string' || p === '')
+  ) {
     throw new UploadError(400, 'projects must be a non-empty list of project slugs or ids');
   }
   const text = (value: unknown, name: string, max: number) => {
@@ -67,29 +87,43 @@ export function parseManifest(bytes: Uint8Array): BundleManifest {
   } catch {
     throw new UploadError(400, 'artifact bundle: manifest.json is not valid JSON');
   }
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new UploadError(400, 'artifact bundle: manifest.json must be an object');
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    throw new UploadError(400, 'artifact bundle: manifest.json must be an object');
   // Its text is stored (release, dist, URLs): what the API's JSON bodies may not hold, it may not either.
   const unsafe = unsafeJsonProblem(json, 'manifest.json');
   if (unsafe) throw new UploadError(400, `artifact bundle: ${unsafe}`);
   const m = json as Record<string, unknown>;
   const filesRaw = m.files ?? {};
-  if (filesRaw === null || typeof filesRaw !== 'object' || Array.isArray(filesRaw)) throw new UploadError(400, 'artifact bundle: manifest.json "files" must be an object');
+  if (filesRaw === null || typeof filesRaw !== 'object' || Array.isArray(filesRaw))
+    throw new UploadError(400, 'artifact bundle: manifest.json "files" must be an object');
   const files = new Map<string, ManifestFile>();
   for (const [path, info] of Object.entries(filesRaw as Record<string, unknown>)) {
-    if (!isSafeArchivePath(path)) throw new UploadError(400, `artifact bundle: unsafe path ${JSON.stringify(path)} in manifest.json`);
-    if (info === null || typeof info !== 'object') throw new UploadError(400, `artifact bundle: manifest entry ${JSON.stringify(path)} must be an object`);
+    if (!isSafeArchivePath(path))
+      throw new UploadError(400, `artifact bundle: unsafe path ${JSON.stringify(path)} in manifest.json`);
+    if (info === null || typeof info !== 'object')
+      throw new UploadError(400, `artifact bundle: manifest entry ${JSON.stringify(path)} must be an object`);
     const i = info as Record<string, unknown>;
     const headers: Record<string, string> = {};
     if (i.headers && typeof i.headers === 'object') {
-      for (const [k, v] of Object.entries(i.headers as Record<string, unknown>)) if (typeof v === 'string') headers[k.toLowerCase()] = v;
+      for (const [k, v] of Object.entries(i.headers as Record<string, unknown>))
+        if (typeof v === 'string') headers[k.toLowerCase()] = v;
     }
-    files.set(path, { type: typeof i.type === 'string' ? i.type : '', url: typeof i.url === 'string' ? i.url : '', headers });
+    files.set(path, {
+      type: typeof i.type === 'string' ? i.type : '',
+      url: typeof i.url === 'string' ? i.url : '',
+      headers,
+    });
   }
   const str = (v: unknown) => (typeof v === 'string' ? v : '');
   const release = str(m.release);
   const dist = str(m.dist);
-  if (release.length > MAX_SYMBOL_RELEASE) throw new UploadError(400, `artifact bundle: manifest.json release must be at most ${MAX_SYMBOL_RELEASE} characters`);
-  if (dist.length > MAX_SYMBOL_DIST) throw new UploadError(400, `artifact bundle: manifest.json dist must be at most ${MAX_SYMBOL_DIST} characters`);
+  if (release.length > MAX_SYMBOL_RELEASE)
+    throw new UploadError(
+      400,
+      `artifact bundle: manifest.json release must be at most ${MAX_SYMBOL_RELEASE} characters`,
+    );
+  if (dist.length > MAX_SYMBOL_DIST)
+    throw new UploadError(400, `artifact bundle: manifest.json dist must be at most ${MAX_SYMBOL_DIST} characters`);
   return { files, release, dist, debugId: str(m.debug_id) };
 }
 
@@ -105,8 +139,11 @@ export async function sourceBundleDebugId(zip: ByteRangeSource): Promise<string 
   try {
     const manifestEntry = (await readZipDirectory(zip)).find((e) => e.name === 'manifest.json');
     if (!manifestEntry) return undefined;
-    const manifest: unknown = JSON.parse(new TextDecoder().decode(await readZipEntryBytes(zip, manifestEntry, MAX_MANIFEST_BYTES)));
-    const id = manifest !== null && typeof manifest === 'object' ? (manifest as Record<string, unknown>).debug_id : undefined;
+    const manifest: unknown = JSON.parse(
+      new TextDecoder().decode(await readZipEntryBytes(zip, manifestEntry, MAX_MANIFEST_BYTES)),
+    );
+    const id =
+      manifest !== null && typeof manifest === 'object' ? (manifest as Record<string, unknown>).debug_id : undefined;
     return typeof id === 'string' && SOURCE_BUNDLE_DEBUG_ID.test(id) ? id.toLowerCase() : undefined;
   } catch {
     return undefined;
@@ -115,7 +152,8 @@ export async function sourceBundleDebugId(zip: ByteRangeSource): Promise<string 
 
 /** Resolves a `Sourcemap` header against the URL of the file that names it. */
 export function resolveSourcemapUrl(fileUrl: string, reference: string): string {
-  if (/^[a-z][a-z0-9+.-]*:/i.test(reference) || reference.startsWith('~/') || reference.startsWith('/')) return reference;
+  if (/^[a-z][a-z0-9+.-]*:/i.test(reference) || reference.startsWith('~/') || reference.startsWith('/'))
+    return reference;
   const dir = fileUrl.slice(0, fileUrl.lastIndexOf('/') + 1);
   const parts: string[] = [];
   for (const segment of (dir + reference).split('/')) {
@@ -145,24 +183,34 @@ export interface BundleLimits {
  * (by the size the archive records, which its reading holds it to) past the per-file
  * limit and all maps together within the unpacked limit.
  */
-export async function bundleSourceMaps(zip: ByteRangeSource, release: string, dist: string, limits: BundleLimits): Promise<SymbolFileToStore[]> {
+export async function bundleSourceMaps(
+  zip: ByteRangeSource,
+  release: string,
+  dist: string,
+  limits: BundleLimits,
+): Promise<SymbolFileToStore[]> {
   const entries = await readZipDirectory(zip);
   const byName = new Map<string, ZipEntry>();
   for (const entry of entries) {
-    if (!isSafeArchivePath(entry.name)) throw new UploadError(400, `artifact bundle: unsafe path ${JSON.stringify(entry.name)}`);
+    if (!isSafeArchivePath(entry.name))
+      throw new UploadError(400, `artifact bundle: unsafe path ${JSON.stringify(entry.name)}`);
     byName.set(entry.name, entry);
   }
   const manifestEntry = byName.get('manifest.json');
   if (!manifestEntry) throw new UploadError(400, 'artifact bundle: manifest.json is missing');
   const manifest = parseManifest(await readZipEntryBytes(zip, manifestEntry, MAX_MANIFEST_BYTES));
   for (const path of manifest.files.keys()) {
-    if (!byName.has(path)) throw new UploadError(400, `artifact bundle: ${JSON.stringify(path)} is in manifest.json but not in the archive`);
+    if (!byName.has(path))
+      throw new UploadError(400, `artifact bundle: ${JSON.stringify(path)} is in manifest.json but not in the archive`);
   }
   // Which minified file each map serves, and the debug id the minified file carries.
   const servedBy = new Map<string, { url: string; debugId?: string }>();
   for (const file of manifest.files.values()) {
     if (file.type === 'source_map' || !file.headers.sourcemap || !file.url) continue;
-    servedBy.set(resolveSourcemapUrl(file.url, file.headers.sourcemap), { url: file.url, debugId: normalizeDebugId(file.headers['debug-id']) });
+    servedBy.set(resolveSourcemapUrl(file.url, file.headers.sourcemap), {
+      url: file.url,
+      debugId: normalizeDebugId(file.headers['debug-id']),
+    });
   }
   const effectiveRelease = release || manifest.release;
   const effectiveDist = dist || manifest.dist;
@@ -172,9 +220,11 @@ export async function bundleSourceMaps(zip: ByteRangeSource, release: string, di
     if (file.type !== 'source_map') continue;
     const url = file.url || `~/${path.replace(/^files\/_\/_\//, '')}`;
     const entry = byName.get(path)!;
-    if (entry.size > limits.maxMapBytes) throw new UploadError(400, `artifact bundle: ${tooLargeMessage(url, limits.maxMapBytes)}`);
+    if (entry.size > limits.maxMapBytes)
+      throw new UploadError(400, `artifact bundle: ${tooLargeMessage(url, limits.maxMapBytes)}`);
     unpacked += entry.size;
-    if (unpacked > limits.maxUnpackedBytes) throw new UploadError(400, `artifact bundle: ${unpackedTooLargeMessage('source maps', limits.maxUnpackedBytes)}`);
+    if (unpacked > limits.maxUnpackedBytes)
+      throw new UploadError(400, `artifact bundle: ${unpackedTooLargeMessage('source maps', limits.maxUnpackedBytes)}`);
     const minified = servedBy.get(url);
     out.push({
       kind: 'sourcemap',
@@ -194,7 +244,11 @@ export interface BundleResult {
 }
 
 /** Answers one `artifactbundle/assemble/` request for the resolved projects. */
-export async function assembleBundle(ctx: AssembleContext, projectIds: number[], request: BundleAssembleRequest): Promise<AssembleAnswer> {
+export async function assembleBundle(
+  ctx: AssembleContext,
+  projectIds: number[],
+  request: BundleAssembleRequest,
+): Promise<AssembleAnswer> {
   const answer = await assembleOne(ctx, {
     projectIds,
     kind: 'artifact_bundle',

@@ -26,7 +26,15 @@ export const UPLOAD_CONCURRENCY = 2;
 export const CHUNK_TTL_MS = HOUR_MS;
 
 /** What the uploader may send, advertised to sentry-cli 2.x (3.x sends everything). */
-export const ACCEPTED_CAPABILITIES = ['debug_files', 'release_files', 'artifact_bundles', 'artifact_bundles_v2', 'proguard', 'sources', 'dartsymbolmap'] as const;
+export const ACCEPTED_CAPABILITIES = [
+  'debug_files',
+  'release_files',
+  'artifact_bundles',
+  'artifact_bundles_v2',
+  'proguard',
+  'sources',
+  'dartsymbolmap',
+] as const;
 
 export const SHA1_PATTERN = /^[0-9a-f]{40}$/;
 
@@ -61,7 +69,8 @@ export function gunzipChunk(decompress: Decompress, compressed: Uint8Array, limi
   try {
     return decompress('gzip', compressed, limit);
   } catch (err) {
-    if (err instanceof DecodedTooLargeError) throw new UploadError(400, `chunk is larger than the chunk size of ${limit} bytes`);
+    if (err instanceof DecodedTooLargeError)
+      throw new UploadError(400, `chunk is larger than the chunk size of ${limit} bytes`);
     throw new UploadError(400, 'chunk is not valid gzip data');
   }
 }
@@ -80,7 +89,11 @@ export interface ReceiveChunksOptions {
  * verified and written as pending; when every part passed, the request's chunks become
  * visible in one statement, else its pending rows are deleted. Returns the chunk count.
  */
-export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, options: ReceiveChunksOptions): Promise<number> {
+export async function receiveChunks(
+  db: Db,
+  body: ReadableStream<Uint8Array>,
+  options: ReceiveChunksOptions,
+): Promise<number> {
   const sha1Hex = options.sha1Hex ?? webSha1Hex;
   const batch = `${options.now}-${Math.random().toString(36).slice(2)}`;
   const bucket = bucketOf(db);
@@ -95,24 +108,40 @@ export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, op
     for await (const part of parts) {
       const field = part.name ?? '';
       if (field !== 'file' && field !== 'file_gzip') {
-        if (field === 'file_brotli') throw new UploadError(400, 'brotli chunks are not supported; the server offers gzip');
+        if (field === 'file_brotli')
+          throw new UploadError(400, 'brotli chunks are not supported; the server offers gzip');
         continue;
       }
       const claimed = (part.filename ?? '').toLowerCase();
-      if (!SHA1_PATTERN.test(claimed)) throw new UploadError(400, `chunk part filename must be the chunk's SHA-1 (40 hex digits), got ${JSON.stringify(part.filename ?? '')}`);
+      if (!SHA1_PATTERN.test(claimed))
+        throw new UploadError(
+          400,
+          `chunk part filename must be the chunk's SHA-1 (40 hex digits), got ${JSON.stringify(part.filename ?? '')}`,
+        );
       // gzip of incompressible data is slightly larger than the data.
       const sent = await part.bytes(CHUNK_SIZE + 64 * 1024);
       const data = field === 'file_gzip' ? gunzipChunk(options.decompress, sent, CHUNK_SIZE) : sent;
-      if (data.byteLength > CHUNK_SIZE) throw new UploadError(400, `chunk ${claimed} is larger than the chunk size of ${CHUNK_SIZE} bytes`);
+      if (data.byteLength > CHUNK_SIZE)
+        throw new UploadError(400, `chunk ${claimed} is larger than the chunk size of ${CHUNK_SIZE} bytes`);
       const actual = await sha1Hex(data);
-      if (actual !== claimed) throw new UploadError(400, `checksum mismatch: chunk named ${claimed} has SHA-1 ${actual}`);
+      if (actual !== claimed)
+        throw new UploadError(400, `checksum mismatch: chunk named ${claimed} has SHA-1 ${actual}`);
       count++;
       const key = bucket ? uploadObjectKey(options.now) : null;
       if (bucket && key) await bucket.put(key, data);
       const insert = db
         .insertInto('upload_chunks')
-        .values({ sha1: claimed, size: data.byteLength, data: key ? new Uint8Array(0) : data, r2_key: key, created_at: options.now, batch })
-        .onConflict((oc) => oc.column('sha1').doUpdateSet({ created_at: options.now }).where('upload_chunks.batch', 'is', null));
+        .values({
+          sha1: claimed,
+          size: data.byteLength,
+          data: key ? new Uint8Array(0) : data,
+          r2_key: key,
+          created_at: options.now,
+          batch,
+        })
+        .onConflict((oc) =>
+          oc.column('sha1').doUpdateSet({ created_at: options.now }).where('upload_chunks.batch', 'is', null),
+        );
       if (bucket) {
         // A chunk stored before keeps its object: the one just written is named by no row.
         const row = await insert.returning('r2_key').executeTakeFirst();
@@ -128,8 +157,10 @@ export async function receiveChunks(db: Db, body: ReadableStream<Uint8Array>, op
   } catch (err) {
     await deleteChunkRows(db, db.deleteFrom('upload_chunks').where('batch', '=', batch)).catch(() => undefined);
     if (err instanceof MultipartLimitError) {
-      if (err.limit === 'parts') throw new UploadError(400, `too many chunks in one request; at most ${CHUNKS_PER_REQUEST}`);
-      if (err.limit === 'part') throw new UploadError(400, `chunk is larger than the chunk size of ${CHUNK_SIZE} bytes`);
+      if (err.limit === 'parts')
+        throw new UploadError(400, `too many chunks in one request; at most ${CHUNKS_PER_REQUEST}`);
+      if (err.limit === 'part')
+        throw new UploadError(400, `chunk is larger than the chunk size of ${CHUNK_SIZE} bytes`);
       throw new UploadError(400, `request is larger than ${MAX_REQUEST_SIZE} bytes`);
     }
     if (err instanceof MultipartError) throw new UploadError(400, `malformed multipart body: ${err.message}`);
@@ -161,7 +192,12 @@ export async function presentChunks(db: Db, sha1s: readonly string[], now: numbe
 
 /** One stored chunk's bytes, or undefined when it is gone. */
 export async function readChunk(db: Db, sha1: string): Promise<Uint8Array | undefined> {
-  const row = await db.selectFrom('upload_chunks').select(['data', 'r2_key']).where('sha1', '=', sha1).where('batch', 'is', null).executeTakeFirst();
+  const row = await db
+    .selectFrom('upload_chunks')
+    .select(['data', 'r2_key'])
+    .where('sha1', '=', sha1)
+    .where('batch', 'is', null)
+    .executeTakeFirst();
   if (!row) return undefined;
   if (row.r2_key === null || row.r2_key === undefined) return row.data;
   const bytes = await chunkBytes(db, row);
@@ -176,7 +212,10 @@ async function deleteChunkRows(db: Db, query: ChunkDelete): Promise<number> {
   const bucket = bucketOf(db);
   if (!bucket) return Number((await query.executeTakeFirst()).numDeletedRows ?? 0);
   const rows = await query.returning('r2_key').execute();
-  await deleteObjects(bucket, rows.map((r) => r.r2_key));
+  await deleteObjects(
+    bucket,
+    rows.map((r) => r.r2_key),
+  );
   return rows.length;
 }
 

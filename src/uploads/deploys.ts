@@ -44,7 +44,8 @@ export function optionalDate(value: unknown, name: string): number | null {
 
 /** The body of `POST .../deploys/` as sentry-cli sends it. */
 export function parseDeployBody(body: unknown): DeployInput {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new UploadError(400, 'request body must be a JSON object');
   const b = body as Record<string, unknown>;
   const environment = optionalText(b.environment, 'environment', MAX_DEPLOY_NAME_LENGTH);
   // Sentry's environment names: no slashes or line breaks.
@@ -58,7 +59,8 @@ export function parseDeployBody(body: unknown): DeployInput {
     dateFinished: optionalDate(b.dateFinished, 'dateFinished'),
   };
   if (b.projects !== undefined && b.projects !== null) {
-    if (!Array.isArray(b.projects) || b.projects.some((p) => typeof p !== 'string')) throw new UploadError(400, 'projects must be a list of project slugs');
+    if (!Array.isArray(b.projects) || b.projects.some((p) => typeof p !== 'string'))
+      throw new UploadError(400, 'projects must be a list of project slugs');
     if (b.projects.length > 0) out.projects = b.projects as string[];
   }
   return out;
@@ -79,7 +81,13 @@ export function deployJson(row: DeployRow) {
 export type DeployJson = ReturnType<typeof deployJson>;
 
 /** Records one deploy of `version` in each of these projects (all rows or none), under one new id. */
-export async function createDeploy(store: Store, projectIds: number[], version: string, input: DeployInput, now: number): Promise<DeployRow> {
+export async function createDeploy(
+  store: Store,
+  projectIds: number[],
+  version: string,
+  input: DeployInput,
+  now: number,
+): Promise<DeployRow> {
   const row: Omit<DeployRow, 'project_id'> = {
     deploy_id: crypto.randomUUID().replace(/-/g, ''),
     version,
@@ -91,7 +99,12 @@ export async function createDeploy(store: Store, projectIds: number[], version: 
   };
   await executeAtomically(
     store,
-    projectIds.map((projectId) => store.db.insertInto('release_deploys').values({ ...row, project_id: projectId }).compile()),
+    projectIds.map((projectId) =>
+      store.db
+        .insertInto('release_deploys')
+        .values({ ...row, project_id: projectId })
+        .compile(),
+    ),
   );
   return { ...row, project_id: projectIds[0] };
 }
@@ -100,7 +113,12 @@ export async function createDeploy(store: Store, projectIds: number[], version: 
  * The deploys of `version` in these projects (all projects when null), newest first, each
  * once (a deploy of a release in several projects has a row in each).
  */
-export async function listDeploys(db: Db, projectIds: number[] | null, version: string, limit = DEPLOY_LIST_LIMIT): Promise<DeployRow[]> {
+export async function listDeploys(
+  db: Db,
+  projectIds: number[] | null,
+  version: string,
+  limit = DEPLOY_LIST_LIMIT,
+): Promise<DeployRow[]> {
   let q = db.selectFrom('release_deploys').selectAll().where('version', '=', version);
   if (projectIds) q = q.where('project_id', 'in', projectIds);
   const rows = await q.orderBy('date_finished', 'desc').orderBy('deploy_id').orderBy('project_id').execute();

@@ -22,7 +22,17 @@ export function proguardUuidOf(name: string): string | null {
 const MACHO_MAGICS = new Set([0xfeedface, 0xfeedfacf, 0xcefaedfe, 0xcffaedfe]);
 const FAT_MAGICS = new Set([0xcafebabe, 0xbebafeca, 0xcafebabf]);
 
-export type DifFormat = 'proguard' | 'macho' | 'elf' | 'pe' | 'pdb' | 'wasm' | 'breakpad' | 'sourcebundle' | 'dartsymbolmap' | 'unknown';
+export type DifFormat =
+  | 'proguard'
+  | 'macho'
+  | 'elf'
+  | 'pe'
+  | 'pdb'
+  | 'wasm'
+  | 'breakpad'
+  | 'sourcebundle'
+  | 'dartsymbolmap'
+  | 'unknown';
 
 /** A JSON array of strings: a Dart symbol map, as `sentry-cli dart-symbol-map upload` assembles it (docs/api.md). */
 const JSON_STRING_ARRAY = /^\uFEFF?\s*\[\s*"/;
@@ -64,7 +74,14 @@ function symbolTypeOf(kind: string): string {
 /** The `dif` object of an assemble answer and of the legacy upload's array. */
 export function difJson(file: StoredSymbolFile, checksum: string, objectName: string) {
   const meta = file.meta;
-  const arch = typeof meta.arch === 'string' ? meta.arch : typeof meta.cpu === 'string' ? meta.cpu : file.kind === 'proguard' ? 'any' : 'unknown';
+  const arch =
+    typeof meta.arch === 'string'
+      ? meta.arch
+      : typeof meta.cpu === 'string'
+        ? meta.cpu
+        : file.kind === 'proguard'
+          ? 'any'
+          : 'unknown';
   return {
     id: String(file.id),
     uuid: file.debugId || null,
@@ -77,7 +94,15 @@ export function difJson(file: StoredSymbolFile, checksum: string, objectName: st
     size: file.size,
     sha1: checksum,
     dateCreated: iso(file.uploadedAt),
-    data: { features: Array.isArray(meta.features) ? meta.features : file.kind === 'proguard' ? ['mapping'] : file.kind === 'sourcebundle' ? ['sources'] : ['debug', 'symtab'] },
+    data: {
+      features: Array.isArray(meta.features)
+        ? meta.features
+        : file.kind === 'proguard'
+          ? ['mapping']
+          : file.kind === 'sourcebundle'
+            ? ['sources']
+            : ['debug', 'symtab'],
+    },
   };
 }
 

@@ -5,13 +5,28 @@
 // wasm and source bundles are kept-only kinds, symbolicating nothing; a source bundle
 // under the debug id its manifest names); unknown files are refused with a detail
 // sentry-cli prints, never stored half.
-import { assembleOne, chunkBytes, chunkRangeSource, portableSha1, validateChunkList, type AssembleAnswer, type AssembleContext } from './assemble.js';
+import {
+  assembleOne,
+  chunkBytes,
+  chunkRangeSource,
+  portableSha1,
+  validateChunkList,
+  type AssembleAnswer,
+  type AssembleContext,
+} from './assemble.js';
 import { sourceBundleDebugId } from './bundles.js';
 import { readChunk } from './chunks.js';
 import { difFormat, difJson, proguardUuidOf, symbolKindOf, type DifFormat, type DifJson } from './dif.js';
 import { UploadError } from './errors.js';
 import type { StoredSymbolFile, SymbolFileToStore, SymbolPort } from './symbol-port.js';
-import { isSafeArchivePath, readZipDirectory, readZipEntry, readZipEntryBytes, tooManyEntriesMessage, unpackedTooLargeMessage } from '../symbols/zip.js';
+import {
+  isSafeArchivePath,
+  readZipDirectory,
+  readZipEntry,
+  readZipEntryBytes,
+  tooManyEntriesMessage,
+  unpackedTooLargeMessage,
+} from '../symbols/zip.js';
 import { bytesSource, type ByteRangeSource } from '../bytes.js';
 import { MAX_DIFS_PER_REQUEST } from '../limits.js';
 
@@ -24,15 +39,20 @@ export interface DifRequestFile {
 
 /** The body of `difs/assemble/`: `{"<sha1>": {"name", "debug_id"?, "chunks": [...]}}`. */
 export function parseDifAssembleBody(body: unknown): DifRequestFile[] {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object keyed by file checksum');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new UploadError(400, 'request body must be a JSON object keyed by file checksum');
   const entries = Object.entries(body as Record<string, unknown>);
-  if (entries.length > MAX_DIFS_PER_REQUEST) throw new UploadError(400, `at most ${MAX_DIFS_PER_REQUEST} files per request`);
+  if (entries.length > MAX_DIFS_PER_REQUEST)
+    throw new UploadError(400, `at most ${MAX_DIFS_PER_REQUEST} files per request`);
   return entries.map(([key, value]) => {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new UploadError(400, `file ${key}: must be an object with name and chunks`);
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new UploadError(400, `file ${key}: must be an object with name and chunks`);
     const v = value as Record<string, unknown>;
     const { checksum, chunks } = validateChunkList(key, v.chunks, `file ${key}`);
-    if (typeof v.name !== 'string' || v.name === '') throw new UploadError(400, `file ${key}: name must be a non-empty string`);
-    if (v.debug_id !== undefined && v.debug_id !== null && typeof v.debug_id !== 'string') throw new UploadError(400, `file ${key}: debug_id must be a string`);
+    if (typeof v.name !== 'string' || v.name === '')
+      throw new UploadError(400, `file ${key}: name must be a non-empty string`);
+    if (v.debug_id !== undefined && v.debug_id !== null && typeof v.debug_id !== 'string')
+      throw new UploadError(400, `file ${key}: debug_id must be a string`);
     const debugId = typeof v.debug_id === 'string' && v.debug_id !== '' ? v.debug_id.toLowerCase() : undefined;
     return { checksum, name: v.name, debugId, chunks };
   });
@@ -69,7 +89,11 @@ function basename(path: string): string {
 }
 
 /** Answers one `difs/assemble/` request: each checksum of the request, with its state. */
-export async function assembleDifs(ctx: AssembleContext, projectId: number, files: DifRequestFile[]): Promise<Record<string, AssembleAnswer & { dif?: DifJson }>> {
+export async function assembleDifs(
+  ctx: AssembleContext,
+  projectId: number,
+  files: DifRequestFile[],
+): Promise<Record<string, AssembleAnswer & { dif?: DifJson }>> {
   const out: Record<string, AssembleAnswer & { dif?: DifJson }> = {};
   for (const file of files) {
     const answer = await assembleOne(ctx, {
@@ -86,11 +110,21 @@ export async function assembleDifs(ctx: AssembleContext, projectId: number, file
         const refusal = ctx.symbols.sizeRefusal(kind, file.name, size);
         if (refusal) throw new UploadError(400, refusal);
         const debugId =
-          kind === 'proguard' ? proguardUuidOf(file.name)! : kind === 'sourcebundle' ? ((await sourceBundleDebugId(chunkRangeSource(ctx.db, file.chunks, sizes))) ?? file.debugId) : file.debugId;
-        const stored = await ctx.symbols.storeAll(
-          projectId,
-          [{ kind, filename: file.name, release: '', dist: '', debugId, source: chunkBytes(ctx.db, file.chunks, file.checksum, ctx.createSha1 ?? portableSha1) }],
-        );
+          kind === 'proguard'
+            ? proguardUuidOf(file.name)!
+            : kind === 'sourcebundle'
+              ? ((await sourceBundleDebugId(chunkRangeSource(ctx.db, file.chunks, sizes))) ?? file.debugId)
+              : file.debugId;
+        const stored = await ctx.symbols.storeAll(projectId, [
+          {
+            kind,
+            filename: file.name,
+            release: '',
+            dist: '',
+            debugId,
+            source: chunkBytes(ctx.db, file.chunks, file.checksum, ctx.createSha1 ?? portableSha1),
+          },
+        ]);
         const match = stored.find((s) => !debugId || s.debugId === debugId) ?? stored[0];
         return { result: difJson(match, file.checksum, basename(file.name)), fileIds: stored.map((s) => s.id) };
       },
@@ -115,7 +149,8 @@ export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: B
   const files: SymbolFileToStore[] = [];
   let unpacked = 0;
   for (const entry of entries) {
-    if (!isSafeArchivePath(entry.name)) throw new UploadError(400, `ZIP entry ${JSON.stringify(entry.name)} has an unsafe path`);
+    if (!isSafeArchivePath(entry.name))
+      throw new UploadError(400, `ZIP entry ${JSON.stringify(entry.name)} has an unsafe path`);
     const head = await firstBytes(zip, entry);
     const format = difFormat(entry.name, head);
     if (format === 'unknown' || basename(entry.name).startsWith('.')) continue;
@@ -132,7 +167,14 @@ export async function storeDifZip(symbols: SymbolPort, projectId: number, zip: B
         : kind === 'sourcebundle'
           ? await sourceBundleDebugId(bytesSource(await readZipEntryBytes(zip, entry, symbols.fileLimit(kind))))
           : undefined;
-    files.push({ kind, filename: entry.name, release: '', dist: '', debugId, source: readZipEntry(zip, entry, symbols.fileLimit(kind)) });
+    files.push({
+      kind,
+      filename: entry.name,
+      release: '',
+      dist: '',
+      debugId,
+      source: readZipEntry(zip, entry, symbols.fileLimit(kind)),
+    });
   }
   if (files.length === 0) return [];
   const stored: StoredSymbolFile[] = await symbols.storeAll(projectId, files);
@@ -148,4 +190,3 @@ async function firstBytes(zip: ByteRangeSource, entry: Parameters<typeof readZip
     await it.return(undefined);
   }
 }
-

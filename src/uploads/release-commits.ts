@@ -12,7 +12,12 @@ import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
 import type { Database, ReleaseCommitTable } from '../store/schema.js';
 import { optionalDate, optionalText } from './deploys.js';
 import { UploadError } from './errors.js';
-import { MAX_COMMIT_ID_LENGTH, MAX_COMMIT_MESSAGE_LENGTH, MAX_RELEASE_COMMITS, MAX_RELEASE_TEXT_LENGTH } from '../limits.js';
+import {
+  MAX_COMMIT_ID_LENGTH,
+  MAX_COMMIT_MESSAGE_LENGTH,
+  MAX_RELEASE_COMMITS,
+  MAX_RELEASE_TEXT_LENGTH,
+} from '../limits.js';
 
 type Db = Kysely<Database>;
 export type CommitRow = ReleaseCommitTable;
@@ -37,8 +42,10 @@ function commitId(value: unknown, name: string): string {
 }
 
 function list(value: unknown, name: string): Record<string, unknown>[] {
-  if (!Array.isArray(value) || value.some((c) => c === null || typeof c !== 'object' || Array.isArray(c))) throw new UploadError(400, `${name} must be a list of objects`);
-  if (value.length > MAX_RELEASE_COMMITS) throw new UploadError(400, `at most ${MAX_RELEASE_COMMITS} ${name} per release`);
+  if (!Array.isArray(value) || value.some((c) => c === null || typeof c !== 'object' || Array.isArray(c)))
+    throw new UploadError(400, `${name} must be a list of objects`);
+  if (value.length > MAX_RELEASE_COMMITS)
+    throw new UploadError(400, `at most ${MAX_RELEASE_COMMITS} ${name} per release`);
   return value as Record<string, unknown>[];
 }
 
@@ -75,7 +82,12 @@ export function parseReleaseCommits(body: Record<string, unknown>): CommitInput[
 }
 
 /** Replaces the commits of `version` in these projects with `commits` (in one transaction; D1 one batch). */
-export async function setReleaseCommits(store: Store, projectIds: number[], version: string, commits: CommitInput[]): Promise<void> {
+export async function setReleaseCommits(
+  store: Store,
+  projectIds: number[],
+  version: string,
+  commits: CommitInput[],
+): Promise<void> {
   const db = store.db;
   const seen = new Set<string>();
   const unique = commits.filter((c) => {
@@ -84,7 +96,9 @@ export async function setReleaseCommits(store: Store, projectIds: number[], vers
     seen.add(key);
     return true;
   });
-  const queries = [db.deleteFrom('release_commits').where('project_id', 'in', projectIds).where('version', '=', version).compile()];
+  const queries = [
+    db.deleteFrom('release_commits').where('project_id', 'in', projectIds).where('version', '=', version).compile(),
+  ];
   for (const projectId of projectIds) {
     const rows: CommitRow[] = unique.map((c, position) => ({
       project_id: projectId,
@@ -97,13 +111,19 @@ export async function setReleaseCommits(store: Store, projectIds: number[], vers
       author_email: c.authorEmail,
       date: c.date,
     }));
-    for (const part of chunks(rows, ROWS_PER_INSERT)) queries.push(db.insertInto('release_commits').values(part).compile());
+    for (const part of chunks(rows, ROWS_PER_INSERT))
+      queries.push(db.insertInto('release_commits').values(part).compile());
   }
   await executeAtomically(store, queries);
 }
 
 /** The commits of `version` in one project, in the order sent (the first `limit`). */
-export async function listCommits(db: Db, projectId: number, version: string, limit = MAX_RELEASE_COMMITS): Promise<CommitRow[]> {
+export async function listCommits(
+  db: Db,
+  projectId: number,
+  version: string,
+  limit = MAX_RELEASE_COMMITS,
+): Promise<CommitRow[]> {
   return db
     .selectFrom('release_commits')
     .selectAll()
@@ -120,7 +140,8 @@ export function commitJson(row: CommitRow) {
     id: row.commit_id,
     message: row.message,
     dateCreated: row.date === null ? null : iso(Number(row.date)),
-    author: row.author_name === null && row.author_email === null ? null : { name: row.author_name, email: row.author_email },
+    author:
+      row.author_name === null && row.author_email === null ? null : { name: row.author_name, email: row.author_email },
     repository: { name: row.repository },
   };
 }

@@ -30,8 +30,15 @@ export interface ReleaseChange {
 
 /** A release version as Sentry allows it: non-empty, no slashes or newlines, not `.`/`..`/`latest`. */
 export function versionProblem(version: string): string | null {
-  if (version.trim() === '' || version.length > MAX_VERSION_LENGTH) return `release version must be 1 to ${MAX_VERSION_LENGTH} characters`;
-  if (/[\n\r\t\f\x0b/\\]/.test(version) || version === '.' || version === '..' || version === ' ' || version.toLowerCase() === 'latest') {
+  if (version.trim() === '' || version.length > MAX_VERSION_LENGTH)
+    return `release version must be 1 to ${MAX_VERSION_LENGTH} characters`;
+  if (
+    /[\n\r\t\f\x0b/\\]/.test(version) ||
+    version === '.' ||
+    version === '..' ||
+    version === ' ' ||
+    version.toLowerCase() === 'latest'
+  ) {
     return `release version ${JSON.stringify(version)} is not allowed (no slashes or line breaks; not ".", ".." or "latest")`;
   }
   return null;
@@ -49,7 +56,8 @@ function dateField(value: unknown, name: string): number | null | undefined {
 /** The fields of a release body sentry-cli sends (others, e.g. `status`, are ignored). */
 export function parseReleaseBody(body: unknown): ReleaseChange {
   if (body === undefined) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new UploadError(400, 'request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new UploadError(400, 'request body must be a JSON object');
   const b = body as Record<string, unknown>;
   const out: ReleaseChange = {};
   if (b.version !== undefined) {
@@ -65,7 +73,8 @@ export function parseReleaseBody(body: unknown): ReleaseChange {
   out.dateStarted = dateField(b.dateStarted, 'dateStarted');
   out.dateReleased = dateField(b.dateReleased, 'dateReleased');
   if (b.projects !== undefined) {
-    if (!Array.isArray(b.projects) || b.projects.some((p) => typeof p !== 'string')) throw new UploadError(400, 'projects must be a list of project slugs');
+    if (!Array.isArray(b.projects) || b.projects.some((p) => typeof p !== 'string'))
+      throw new UploadError(400, 'projects must be a list of project slugs');
     out.projects = b.projects as string[];
   }
   out.commits = parseReleaseCommits(b);
@@ -94,7 +103,12 @@ const ACTIVITY_PROJECTS_PER_QUERY = 8;
  * `perRelease` of each listed. A version's commits are those of its first project that has
  * any (set-commits gives every project of the release the same list).
  */
-export async function releaseActivity(db: Db, projectIds: number[] | null, versions: string[], perRelease: number): Promise<Map<string, ReleaseActivity>> {
+export async function releaseActivity(
+  db: Db,
+  projectIds: number[] | null,
+  versions: string[],
+  perRelease: number,
+): Promise<Map<string, ReleaseActivity>> {
   const out = new Map<string, ReleaseActivity>();
   const inProjects = (id: number) => projectIds === null || projectIds.includes(Number(id));
   // The tables' keys start with the project: a few projects are named in the query, so
@@ -106,7 +120,9 @@ export async function releaseActivity(db: Db, projectIds: number[] | null, versi
       const q = db.selectFrom('release_commits').where('version', 'in', part);
       return named ? q.where('project_id', 'in', named) : q;
     };
-    const deployRows = named ? db.selectFrom('release_deploys').where('project_id', 'in', named) : db.selectFrom('release_deploys');
+    const deployRows = named
+      ? db.selectFrom('release_deploys').where('project_id', 'in', named)
+      : db.selectFrom('release_deploys');
     const [counts, firstCommits, deploys] = await Promise.all([
       commitRows()
         .select((eb) => ['project_id', 'version', eb.fn.countAll<number>().as('n')])
@@ -114,7 +130,12 @@ export async function releaseActivity(db: Db, projectIds: number[] | null, versi
         .orderBy('project_id')
         .execute(),
       commitRows().selectAll().where('position', '<', perRelease).orderBy('project_id').orderBy('position').execute(),
-      deployRows.selectAll().where('version', 'in', part).orderBy('date_finished', 'desc').orderBy('deploy_id').execute(),
+      deployRows
+        .selectAll()
+        .where('version', 'in', part)
+        .orderBy('date_finished', 'desc')
+        .orderBy('deploy_id')
+        .execute(),
     ]);
     const commitProject = new Map<string, number>();
     for (const c of counts) {
@@ -139,11 +160,17 @@ export async function releaseActivity(db: Db, projectIds: number[] | null, versi
 }
 
 /** Sentry's release JSON for rows of one version (one row per project). */
-export function releaseJson(rows: CliRelease[], projects: ReadonlyMap<number, ProjectRow>, activity: ReleaseActivity = NO_ACTIVITY) {
+export function releaseJson(
+  rows: CliRelease[],
+  projects: ReadonlyMap<number, ProjectRow>,
+  activity: ReleaseActivity = NO_ACTIVITY,
+) {
   const first = rows[0];
   const created = Math.min(...rows.map((r) => Number(r.date_created)));
-  const released = rows.map((r) => (r.date_released === null ? null : Number(r.date_released))).find((d) => d !== null) ?? null;
-  const started = rows.map((r) => (r.date_started === null ? null : Number(r.date_started))).find((d) => d !== null) ?? null;
+  const released =
+    rows.map((r) => (r.date_released === null ? null : Number(r.date_released))).find((d) => d !== null) ?? null;
+  const started =
+    rows.map((r) => (r.date_started === null ? null : Number(r.date_started))).find((d) => d !== null) ?? null;
   return {
     version: first.version,
     shortVersion: first.version,
@@ -185,10 +212,21 @@ function authorsOf(commits: CommitRow[]): { name: string | null; email: string |
  * `releases new` on an existing version is an update, as on Sentry). Returns whether
  * any row was new.
  */
-export async function upsertRelease(db: Db, projectIds: number[], version: string, change: ReleaseChange, now: number): Promise<boolean> {
+export async function upsertRelease(
+  db: Db,
+  projectIds: number[],
+  version: string,
+  change: ReleaseChange,
+  now: number,
+): Promise<boolean> {
   let created = false;
   for (const projectId of projectIds) {
-    const existing = await db.selectFrom('cli_releases').selectAll().where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
+    const existing = await db
+      .selectFrom('cli_releases')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('version', '=', version)
+      .executeTakeFirst();
     if (!existing) {
       const res = await db
         .insertInto('cli_releases')
@@ -213,16 +251,31 @@ export async function upsertRelease(db: Db, projectIds: number[], version: strin
 }
 
 /** Applies the given fields to the release rows of these projects; the number of rows changed. */
-export async function updateRelease(db: Db, projectIds: number[], version: string, change: ReleaseChange): Promise<number> {
+export async function updateRelease(
+  db: Db,
+  projectIds: number[],
+  version: string,
+  change: ReleaseChange,
+): Promise<number> {
   const set: Partial<CliRelease> = {};
   if (change.url !== undefined) set.url = change.url;
   if (change.dateStarted !== undefined) set.date_started = change.dateStarted;
   if (change.dateReleased !== undefined) set.date_released = change.dateReleased;
   if (Object.keys(set).length === 0) {
-    const rows = await db.selectFrom('cli_releases').select('project_id').where('project_id', 'in', projectIds).where('version', '=', version).execute();
+    const rows = await db
+      .selectFrom('cli_releases')
+      .select('project_id')
+      .where('project_id', 'in', projectIds)
+      .where('version', '=', version)
+      .execute();
     return rows.length;
   }
-  const res = await db.updateTable('cli_releases').set(set).where('project_id', 'in', projectIds).where('version', '=', version).executeTakeFirst();
+  const res = await db
+    .updateTable('cli_releases')
+    .set(set)
+    .where('project_id', 'in', projectIds)
+    .where('version', '=', version)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows);
 }
 
@@ -237,7 +290,11 @@ export async function findRelease(db: Db, projectIds: number[] | null, version: 
 export async function listReleases(db: Db, projectIds: number[] | null): Promise<CliRelease[][]> {
   let q = db.selectFrom('cli_releases').selectAll();
   if (projectIds) q = q.where('project_id', 'in', projectIds);
-  const rows = await q.orderBy('date_created', 'desc').orderBy('version').limit(RELEASE_LIST_LIMIT * 10).execute();
+  const rows = await q
+    .orderBy('date_created', 'desc')
+    .orderBy('version')
+    .limit(RELEASE_LIST_LIMIT * 10)
+    .execute();
   const byVersion = new Map<string, CliRelease[]>();
   for (const row of rows) {
     const list = byVersion.get(row.version) ?? [];
@@ -264,7 +321,13 @@ export async function deleteRelease(db: Db, projectIds: number[] | null, version
  * Associates a ProGuard mapping with a release (build plugins; sentry-cli 2.x
  * `upload-proguard --app-id`): false when the pair was already recorded (409).
  */
-export async function associateProguardRelease(db: Db, projectId: number, release: string, uuid: string, now: number): Promise<boolean> {
+export async function associateProguardRelease(
+  db: Db,
+  projectId: number,
+  release: string,
+  uuid: string,
+  now: number,
+): Promise<boolean> {
   const res = await db
     .insertInto('proguard_releases')
     .values({ project_id: projectId, release, proguard_uuid: uuid.toLowerCase(), created_at: now })

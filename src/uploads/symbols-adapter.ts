@@ -51,7 +51,10 @@ export function symbolPortFor(deps: { store: Store; symbols?: SymbolService }): 
       try {
         for (const file of files) {
           const { kind, filename, release, dist, debugId, serves, source } = file;
-          await intake.stageFile({ projectId, kind: kind as SymbolKind, filename, release, dist, debugId, serves }, source);
+          await intake.stageFile(
+            { projectId, kind: kind as SymbolKind, filename, release, dist, debugId, serves },
+            source,
+          );
         }
         return (await intake.commit()).map(stored);
       } catch (err) {
@@ -74,7 +77,12 @@ export function symbolPortFor(deps: { store: Store; symbols?: SymbolService }): 
       const unique = [...new Set(ids)];
       for (let i = 0; i < unique.length; i += 500) {
         const part = unique.slice(i, i + 500);
-        const rows = await db.selectFrom('symbol_files').select('id').where('id', 'in', part).where('state', '=', 'ready').execute();
+        const rows = await db
+          .selectFrom('symbol_files')
+          .select('id')
+          .where('id', 'in', part)
+          .where('state', '=', 'ready')
+          .execute();
         if (rows.length !== part.length) return false;
       }
       return true;

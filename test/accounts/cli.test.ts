@@ -8,7 +8,13 @@ import { Client } from '../dashboard/fixture.js';
 
 describe.each(dialects)('faultline users on %s', (dialect) => {
   let database: TestDatabase;
-  const run = (args: string[], input?: string) => runCli(['users', ...args], { DATABASE_URL: database.url, PUBLIC_URL: 'https://errors.example.com' }, undefined, input);
+  const run = (args: string[], input?: string) =>
+    runCli(
+      ['users', ...args],
+      { DATABASE_URL: database.url, PUBLIC_URL: 'https://errors.example.com' },
+      undefined,
+      input,
+    );
 
   beforeAll(async () => {
     ensureBuilt();
@@ -19,7 +25,10 @@ describe.each(dialects)('faultline users on %s', (dialect) => {
   });
 
   it('creates the first admin from standard input and refuses bad input', async () => {
-    const created = await run(['create', '--email', 'Root@Example.com', '--role', 'admin', '--password-stdin'], 'root-password-1\n');
+    const created = await run(
+      ['create', '--email', 'Root@Example.com', '--role', 'admin', '--password-stdin'],
+      'root-password-1\n',
+    );
     expect(created.stderr).toContain('Created admin root@example.com');
     expect(created.code).toBe(0);
     expect(created.stdout + created.stderr).not.toContain('root-password-1');
@@ -27,7 +36,11 @@ describe.each(dialects)('faultline users on %s', (dialect) => {
       [['create', '--email', 'root@example.com', '--password-stdin'], 'another-password', /already exists/],
       [['create', '--email', 'x@example.com', '--password-stdin'], 'short', /at least 10 characters/],
       [['create', '--email', 'not-an-email', '--password-stdin'], 'long-enough-pw', /not a valid address/],
-      [['create', '--email', 'x@example.com', '--role', 'owner', '--password-stdin'], 'long-enough-pw', /role must be one of/],
+      [
+        ['create', '--email', 'x@example.com', '--role', 'owner', '--password-stdin'],
+        'long-enough-pw',
+        /role must be one of/,
+      ],
       [['create', '--email', 'x@example.com'], undefined, /--password-stdin/],
       [['set-role', 'root@example.com', 'viewer'], undefined, /last enabled admin/],
       [['disable', 'nobody@example.com'], undefined, /there is no user nobody@example.com/],
@@ -47,7 +60,10 @@ describe.each(dialects)('faultline users on %s', (dialect) => {
     expect((await run(['disable', 'bo@example.com'])).code).toBe(0);
     const list = await run(['list', '--json']);
     expect(list.stderr).toContain('2 users');
-    const users = list.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const users = list.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(users.map((u) => [u.email, u.role, u.disabled])).toEqual([
       ['root@example.com', 'admin', false],
       ['bo@example.com', 'viewer', true],
@@ -86,7 +102,11 @@ describe('faultline serve without users', () => {
       expect(line?.setup_url).toBe(`${serve.url}/login/setup`);
       const token = /setup token ([A-Za-z0-9]{32})/.exec(line!.msg)![1];
       const c = new Client(serve.url);
-      const res = await c.post('/login/setup', { setup_token: token, email: 'first@example.com', password: 'first-password' });
+      const res = await c.post('/login/setup', {
+        setup_token: token,
+        email: 'first@example.com',
+        password: 'first-password',
+      });
       expect(res.status).toBe(303);
       expect((await c.request('/admin/users')).status).toBe(200);
     } finally {

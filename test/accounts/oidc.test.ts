@@ -17,7 +17,12 @@ import { Client } from '../dashboard/fixture.js';
 
 const API_KEY = 'oidc-test-key';
 /** The provider's signing key, known to the test so it can sign ID tokens of its own. */
-const SIGNING = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'test-signing', alg: 'RS256', use: 'sig' };
+const SIGNING = {
+  ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+  kid: 'test-signing',
+  alg: 'RS256',
+  use: 'sig',
+};
 interface Person {
   email: string;
   email_verified: boolean;
@@ -38,7 +43,10 @@ class Browser {
   async get(url: string): Promise<Response> {
     const u = new URL(url);
     const cookies = this.jar.get(u.host) ?? new Map<string, string>();
-    const res = await fetch(url, { redirect: 'manual', headers: cookies.size ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {} });
+    const res = await fetch(url, {
+      redirect: 'manual',
+      headers: cookies.size ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {},
+    });
     for (const line of res.headers.getSetCookie()) {
       const pair = line.split(';')[0];
       const name = pair.slice(0, pair.indexOf('='));
@@ -74,7 +82,11 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
       OIDC_ADMIN_GROUPS: 'ops',
     });
     s = await startTestServer(dialect, { env: env('faultline'), clock: { now: () => Date.now() } });
-    other = await startTestServer(dialect, { env: env('other-app'), database: s.database, clock: { now: () => Date.now() } });
+    other = await startTestServer(dialect, {
+      env: env('other-app'),
+      database: s.database,
+      clock: { now: () => Date.now() },
+    });
     const provider = new Provider(issuer, {
       clients: ['faultline', 'other-app'].map((id) => ({
         client_id: id,
@@ -93,7 +105,10 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
       },
       // Consent is given: the test is about the relying party.
       async loadExistingGrant(ctx: any) {
-        const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
+        const grant = new ctx.oidc.provider.Grant({
+          clientId: ctx.oidc.client.clientId,
+          accountId: ctx.oidc.session.accountId,
+        });
         grant.addOIDCScope('openid email profile');
         await grant.save();
         return grant;
@@ -105,7 +120,9 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
         if (forgedIdToken) {
           // A token endpoint answering with an ID token issued to another client.
           res.setHeader('content-type', 'application/json');
-          res.end(JSON.stringify({ access_token: 'forged', token_type: 'Bearer', expires_in: 60, id_token: forgedIdToken }));
+          res.end(
+            JSON.stringify({ access_token: 'forged', token_type: 'Bearer', expires_in: 60, id_token: forgedIdToken }),
+          );
           return;
         }
         const end = res.end.bind(res);
@@ -116,7 +133,12 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
       }
       if (req.url?.startsWith('/interaction/')) {
         // The person "types their password": the account the test is signing in.
-        await provider.interactionFinished(req, res, { login: { accountId: signingIn } }, { mergeWithLastSubmission: false });
+        await provider.interactionFinished(
+          req,
+          res,
+          { login: { accountId: signingIn } },
+          { mergeWithLastSubmission: false },
+        );
         return;
       }
       void callback(req, res);
@@ -131,7 +153,11 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
   });
 
   /** Runs the browser's part up to the redirect back to a Faultline callback; returns that URL. */
-  async function toCallback(server: TestServer, who: string, next = '/'): Promise<{ client: Client; callback: string; nonce: string }> {
+  async function toCallback(
+    server: TestServer,
+    who: string,
+    next = '/',
+  ): Promise<{ client: Client; callback: string; nonce: string }> {
     signingIn = who;
     const client = new Client(server.url);
     const start = await client.request(`/login/sso?next=${encodeURIComponent(next)}`);
@@ -186,21 +212,32 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     expect(await res.text()).toContain('content="0;url=/admin/users"');
     expect((await client.request('/admin/users')).status).toBe(200);
     const users = await (await s.api('/api/users')).json();
-    expect(users.filter((u: { email: string }) => u.email.startsWith('ana'))).toEqual([expect.objectContaining({ email: 'ana@example.com', name: 'Ana Admin', role: 'admin' })]);
+    expect(users.filter((u: { email: string }) => u.email.startsWith('ana'))).toEqual([
+      expect.objectContaining({ email: 'ana@example.com', name: 'Ana Admin', role: 'admin' }),
+    ]);
     const signIns = await (await s.api('/api/audit?action=user.sign_in')).json();
     expect(signIns.entries[0]).toMatchObject({ actor: 'ana@example.com', details: { via: 'sso' } });
     // Without a group: the default role.
     expect((await signIn('bo')).res.status).toBe(200);
-    expect((await (await s.api('/api/users')).json()).find((u: { email: string }) => u.email === 'bo@example.com').role).toBe('viewer');
+    expect(
+      (await (await s.api('/api/users')).json()).find((u: { email: string }) => u.email === 'bo@example.com').role,
+    ).toBe('viewer');
   });
 
   it('links an existing user with that email', async () => {
-    const created = await (await s.api('/api/users', { method: 'POST', json: { email: 'carl@example.com', role: 'member', password: 'carl-password' } })).json();
+    const created = await (
+      await s.api('/api/users', {
+        method: 'POST',
+        json: { email: 'carl@example.com', role: 'member', password: 'carl-password' },
+      })
+    ).json();
     const { client, res } = await signIn('carl');
     expect(res.status).toBe(200);
     const me = await client.request('/settings');
     expect(await me.text()).toContain('carl@example.com');
-    const carl = (await (await s.api('/api/users')).json()).filter((u: { email: string }) => u.email === 'carl@example.com');
+    const carl = (await (await s.api('/api/users')).json()).filter(
+      (u: { email: string }) => u.email === 'carl@example.com',
+    );
     expect(carl).toEqual([expect.objectContaining({ id: created.id, role: 'member' })]);
   });
 
@@ -255,7 +292,7 @@ describe.each(dialects)('OIDC sign-in on %s', (dialect) => {
     }
   });
 
-  it('refuses an ID token from another issuer, signed with the provider\'s own key', async () => {
+  it("refuses an ID token from another issuer, signed with the provider's own key", async () => {
     /** An ID token as the provider signs them, for the sign-in whose nonce is given. */
     const idToken = (iss: string, nonce: string) => {
       const now = Math.floor(Date.now() / 1000);

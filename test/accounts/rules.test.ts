@@ -138,7 +138,10 @@ describe('SSO claims', () => {
   const settings = { allowedDomains: ['example.com'], adminGroups: ['ops'] };
   it('need a verified email in an allowed domain; an admin group makes an admin', async () => {
     const { ssoIdentity, ssoRole, SsoRefusal } = await import('../../src/accounts/oidc.js');
-    const ana = ssoIdentity({ email: 'Ana@Example.com', email_verified: true, name: ' Ana ', groups: ['ops', 3] }, settings);
+    const ana = ssoIdentity(
+      { email: 'Ana@Example.com', email_verified: true, name: ' Ana ', groups: ['ops', 3] },
+      settings,
+    );
     expect(ana).toEqual({ email: 'ana@example.com', name: 'Ana', admin: true });
     expect(ssoRole(ana, 'viewer', 'viewer')).toBe('admin');
     const bo = ssoIdentity({ email: 'bo@example.com', email_verified: true }, settings);

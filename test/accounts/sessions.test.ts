@@ -36,7 +36,11 @@ describe.each(dialects)('dashboard sessions on %s', (dialect) => {
     await a?.close();
   });
 
-  async function signIn(server: TestServer, email: string, password = `${email}-pw`): Promise<{ client: Client; res: Response }> {
+  async function signIn(
+    server: TestServer,
+    email: string,
+    password = `${email}-pw`,
+  ): Promise<{ client: Client; res: Response }> {
     const client = new Client(server.url);
     const res = await client.post('/login', { email, password, next: '/web' });
     return { client, res };
@@ -68,8 +72,13 @@ describe.each(dialects)('dashboard sessions on %s', (dialect) => {
     expect((await signIn(a, 'nobody@example.com')).res.status).toBe(401);
     expect((await new Client(a.url).signIn(API_KEY)).status).toBe(401);
     const audit = await (await a.api('/api/audit?action=user.sign_in_failed')).json();
-    expect(audit.entries.map((e: { target: string }) => e.target)).toEqual(expect.arrayContaining(['bo@example.com', 'nobody@example.com']));
-    expect((await (await a.api('/api/audit?action=user.sign_in')).json()).entries[0]).toMatchObject({ actor: 'bo@example.com', target: 'bo@example.com' });
+    expect(audit.entries.map((e: { target: string }) => e.target)).toEqual(
+      expect.arrayContaining(['bo@example.com', 'nobody@example.com']),
+    );
+    expect((await (await a.api('/api/audit?action=user.sign_in')).json()).entries[0]).toMatchObject({
+      actor: 'bo@example.com',
+      target: 'bo@example.com',
+    });
   });
 
   it('ends sessions at once on the other instance: sign-out, disable, password change, end sessions', async () => {
@@ -80,20 +89,34 @@ describe.each(dialects)('dashboard sessions on %s', (dialect) => {
     expect((await there.request('/web')).status).toBe(303);
 
     const s2 = onB((await signIn(a, 'bo@example.com')).client);
-    expect((await a.api(`/api/users/${ids['bo@example.com']}`, { method: 'PATCH', json: { disabled: true } })).status).toBe(200);
+    expect(
+      (await a.api(`/api/users/${ids['bo@example.com']}`, { method: 'PATCH', json: { disabled: true } })).status,
+    ).toBe(200);
     expect((await s2.request('/web')).status).toBe(303);
     expect((await signIn(a, 'bo@example.com')).res.status).toBe(401);
-    expect((await a.api(`/api/users/${ids['bo@example.com']}`, { method: 'PATCH', json: { disabled: false } })).status).toBe(200);
+    expect(
+      (await a.api(`/api/users/${ids['bo@example.com']}`, { method: 'PATCH', json: { disabled: false } })).status,
+    ).toBe(200);
 
     const s3 = onB((await signIn(a, 'bo@example.com')).client);
-    expect((await a.api(`/api/users/${ids['bo@example.com']}`, { method: 'PATCH', json: { password: 'bo-second-password' } })).status).toBe(200);
+    expect(
+      (
+        await a.api(`/api/users/${ids['bo@example.com']}`, {
+          method: 'PATCH',
+          json: { password: 'bo-second-password' },
+        })
+      ).status,
+    ).toBe(200);
     expect((await s3.request('/web')).status).toBe(303);
 
     const s4 = onB((await signIn(a, 'bo@example.com', 'bo-second-password')).client);
     expect((await s4.request('/web')).status).toBe(200);
     expect((await a.api(`/api/users/${ids['bo@example.com']}/sessions`, { method: 'DELETE' })).status).toBe(204);
     expect((await s4.request('/web')).status).toBe(303);
-    expect((await a.api(`/api/users/${ids['bo@example.com']}`, { method: 'PATCH', json: { password: 'bo@example.com-pw' } })).status).toBe(200);
+    expect(
+      (await a.api(`/api/users/${ids['bo@example.com']}`, { method: 'PATCH', json: { password: 'bo@example.com-pw' } }))
+        .status,
+    ).toBe(200);
   });
 
   it('expires a session after 7 idle days, and 30 days after sign-in whatever the use', async () => {
@@ -121,7 +144,8 @@ describe.each(dialects)('dashboard sessions on %s', (dialect) => {
     const member = (await signIn(a, 'bo@example.com')).client;
     const admin = (await signIn(a, 'ana@example.com')).client;
     const rename = async (c: Client) => c.post('/web/settings', { _csrf: await c.csrf('/web'), name: 'Web app' });
-    const rule = async (c: Client) => c.post('/web/alerts/rules/new_issue', { _csrf: await c.csrf('/web'), enabled: 'true', cooldown_minutes: '30' });
+    const rule = async (c: Client) =>
+      c.post('/web/alerts/rules/new_issue', { _csrf: await c.csrf('/web'), enabled: 'true', cooldown_minutes: '30' });
     expect((await rename(viewer)).status).toBe(403);
     expect((await rename(member)).status).toBe(403);
     expect((await rename(admin)).status).toBe(303);
@@ -153,7 +177,8 @@ describe.each(dialects)('dashboard sessions on %s', (dialect) => {
     // The earlier tests' failures (same client address) are past the window.
     const start = NOW + 60 * 60_000;
     clock.set(start);
-    for (let i = 0; i < 10; i++) expect((await signIn(i % 2 ? a : b, 'ana@example.com', `wrong-${i}-password`)).res.status).toBe(401);
+    for (let i = 0; i < 10; i++)
+      expect((await signIn(i % 2 ? a : b, 'ana@example.com', `wrong-${i}-password`)).res.status).toBe(401);
     const refused = (await signIn(b, 'ana@example.com')).res;
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(14 * 60);
@@ -177,24 +202,42 @@ describe.each(dialects)('first admin and invites on %s', (dialect) => {
     const token = await createSetupToken(s.deps.store.db, NOW);
     const c = new Client(s.url);
     expect((await c.request('/login/setup')).status).toBe(200);
-    const wrong = await c.post('/login/setup', { setup_token: 'x'.repeat(32), email: 'root@example.com', password: 'root-password' });
+    const wrong = await c.post('/login/setup', {
+      setup_token: 'x'.repeat(32),
+      email: 'root@example.com',
+      password: 'root-password',
+    });
     expect(wrong.status).toBe(401);
     const short = await c.post('/login/setup', { setup_token: token, email: 'root@example.com', password: 'short' });
     expect(short.status).toBe(400);
-    const ok = await c.post('/login/setup', { setup_token: token, email: 'root@example.com', password: 'root-password' });
+    const ok = await c.post('/login/setup', {
+      setup_token: token,
+      email: 'root@example.com',
+      password: 'root-password',
+    });
     expect(ok.status).toBe(303);
     expect((await c.request('/')).status).toBe(200);
     expect((await c.request('/login/setup')).status).toBe(303);
-    const again = await new Client(s.url).post('/login/setup', { setup_token: token, email: 'evil@example.com', password: 'evil-password' });
+    const again = await new Client(s.url).post('/login/setup', {
+      setup_token: token,
+      email: 'evil@example.com',
+      password: 'evil-password',
+    });
     expect(again.status).toBe(303);
     expect((await fetch(`${s.url}/api/projects`)).status).toBe(401);
-    expect(await s.deps.store.db.selectFrom('users').select('email').execute()).toEqual([{ email: 'root@example.com' }]);
+    expect(await s.deps.store.db.selectFrom('users').select('email').execute()).toEqual([
+      { email: 'root@example.com' },
+    ]);
   });
 
   it('lets an invited user set a password once, within 7 days', async () => {
     const admin = new Client(s.url);
     await admin.post('/login', { email: 'root@example.com', password: 'root-password' });
-    const created = await admin.post('/admin/users', { _csrf: await admin.csrf('/admin/users'), email: 'new@example.com', role: 'member' });
+    const created = await admin.post('/admin/users', {
+      _csrf: await admin.csrf('/admin/users'),
+      email: 'new@example.com',
+      role: 'member',
+    });
     expect(created.status).toBe(201);
     const url = /id="invite-url">([^<]+)</.exec(await created.text())![1];
     const path = new URL(url).pathname;
@@ -206,7 +249,11 @@ describe.each(dialects)('first admin and invites on %s', (dialect) => {
     expect((await new Client(s.url).request(path)).status).toBe(410);
     expect((await new Client(s.url).request(`/login/invite/${'a'.repeat(40)}`)).status).toBe(410);
     // An invite is good for 7 days.
-    const late = await admin.post('/admin/users', { _csrf: await admin.csrf('/admin/users'), email: 'late@example.com', role: 'viewer' });
+    const late = await admin.post('/admin/users', {
+      _csrf: await admin.csrf('/admin/users'),
+      email: 'late@example.com',
+      role: 'viewer',
+    });
     const latePath = new URL(/id="invite-url">([^<]+)</.exec(await late.text())![1]).pathname;
     (s.clock as ManualClock).set(NOW + 7 * DAY_MS);
     expect((await new Client(s.url).request(latePath)).status).toBe(410);

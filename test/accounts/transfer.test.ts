@@ -22,9 +22,21 @@ describe.each(dialects)('accounts in export and import on %s', (dialect) => {
   beforeAll(async () => {
     source = await startTestServer(dialect, { env: { API_KEYS: API_KEY }, clock: new ManualClock(NOW) });
     target = await startTestServer(dialect, { env: { API_KEYS: API_KEY }, clock: new ManualClock(NOW) });
-    const ana = await (await source.api('/api/users', { method: 'POST', json: { email: 'ana@example.com', role: 'admin', password: 'ana-password-1' } })).json();
+    const ana = await (
+      await source.api('/api/users', {
+        method: 'POST',
+        json: { email: 'ana@example.com', role: 'admin', password: 'ana-password-1' },
+      })
+    ).json();
     await source.api('/api/users', { method: 'POST', json: { email: 'bo@example.com', role: 'member' } });
-    token = (await (await source.api('/api/tokens', { method: 'POST', json: { name: 'ci', user_id: ana.id, expires_at: '2030-01-01T00:00:00Z' } })).json()).token;
+    token = (
+      await (
+        await source.api('/api/tokens', {
+          method: 'POST',
+          json: { name: 'ci', user_id: ana.id, expires_at: '2030-01-01T00:00:00Z' },
+        })
+      ).json()
+    ).token;
     await source.api('/api/projects', { method: 'POST', json: { slug: 'web' } });
     await createSetupToken(source.deps.store.db, NOW);
     await new Client(source.url).post('/login', { email: 'ana@example.com', password: 'ana-password-1' });
@@ -40,8 +52,15 @@ describe.each(dialects)('accounts in export and import on %s', (dialect) => {
     expect(counts).toMatchObject({ user: 2, personal_token: 1 });
     expect(counts.audit).toBeGreaterThanOrEqual(5);
     expect(Object.keys(counts).filter((t) => /session|invite|setup/.test(t) && t !== 'session')).toEqual([]);
-    const users = bodyLines(file).map((l) => JSON.parse(l)).filter((l) => l.type === 'user');
-    expect(users[0]).toMatchObject({ email: 'ana@example.com', role: 'admin', disabled: false, password_hash: expect.stringMatching(/^pbkdf2-sha256\$600000\$/) });
+    const users = bodyLines(file)
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.type === 'user');
+    expect(users[0]).toMatchObject({
+      email: 'ana@example.com',
+      role: 'admin',
+      disabled: false,
+      password_hash: expect.stringMatching(/^pbkdf2-sha256\$600000\$/),
+    });
     expect(users[1].password_hash).toBeNull();
     expect(file).not.toContain('ana-password-1');
     expect(file).not.toContain(token);
@@ -57,17 +76,56 @@ describe.each(dialects)('accounts in export and import on %s', (dialect) => {
     const again = await importText(target.deps.store, file);
     expect(added(again)).toMatchObject({ user: 0, personal_token: 0, audit: 0 });
     expect(bodyLines(await exportText(target.deps.store))).toEqual(bodyLines(file));
-    expect((await fetch(`${target.url}/api/users/me`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
-    expect((await new Client(target.url).post('/login', { email: 'ana@example.com', password: 'ana-password-1' })).status).toBe(303);
+    expect((await fetch(`${target.url}/api/users/me`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+      200,
+    );
+    expect(
+      (await new Client(target.url).post('/login', { email: 'ana@example.com', password: 'ana-password-1' })).status,
+    ).toBe(303);
   });
 
   it('refuses malformed account lines by line number and writes nothing of them', async () => {
     const bad = [
       JSON.stringify({ type: 'meta', format: 1, exported_at: '2026-11-25T12:00:00.000Z', source: {} }),
-      JSON.stringify({ type: 'user', email: 'Upper@Example.com', name: 'x', role: 'admin', disabled: false, password_hash: null, created_at: '2026-11-25T12:00:00.000Z', last_login_at: null }),
-      JSON.stringify({ type: 'user', email: 'x@example.com', name: 'x', role: 'owner', disabled: false, password_hash: null, created_at: '2026-11-25T12:00:00.000Z', last_login_at: null }),
-      JSON.stringify({ type: 'user', email: 'y@example.com', name: 'y', role: 'viewer', disabled: false, password_hash: 'plain-text', created_at: '2026-11-25T12:00:00.000Z', last_login_at: null }),
-      JSON.stringify({ type: 'personal_token', user: 'nobody@example.com', name: 't', token_hash: 'a'.repeat(64), created_at: '2026-11-25T12:00:00.000Z', expires_at: null, last_used_at: null }),
+      JSON.stringify({
+        type: 'user',
+        email: 'Upper@Example.com',
+        name: 'x',
+        role: 'admin',
+        disabled: false,
+        password_hash: null,
+        created_at: '2026-11-25T12:00:00.000Z',
+        last_login_at: null,
+      }),
+      JSON.stringify({
+        type: 'user',
+        email: 'x@example.com',
+        name: 'x',
+        role: 'owner',
+        disabled: false,
+        password_hash: null,
+        created_at: '2026-11-25T12:00:00.000Z',
+        last_login_at: null,
+      }),
+      JSON.stringify({
+        type: 'user',
+        email: 'y@example.com',
+        name: 'y',
+        role: 'viewer',
+        disabled: false,
+        password_hash: 'plain-text',
+        created_at: '2026-11-25T12:00:00.000Z',
+        last_login_at: null,
+      }),
+      JSON.stringify({
+        type: 'personal_token',
+        user: 'nobody@example.com',
+        name: 't',
+        token_hash: 'a'.repeat(64),
+        created_at: '2026-11-25T12:00:00.000Z',
+        expires_at: null,
+        last_used_at: null,
+      }),
       '',
     ].join('\n');
     const summary = await importText(target.deps.store, bad);

@@ -16,17 +16,30 @@ describe.each(dialects)('accounts API on %s', (dialect) => {
   const as = (bearer: string) => ({ authorization: `Bearer ${bearer}` });
 
   beforeAll(async () => {
-    s = await startTestServer(dialect, { env: { API_KEYS: API_KEY, PUBLIC_URL: 'https://errors.example.com' }, clock: new ManualClock(NOW), logger });
+    s = await startTestServer(dialect, {
+      env: { API_KEYS: API_KEY, PUBLIC_URL: 'https://errors.example.com' },
+      clock: new ManualClock(NOW),
+      logger,
+    });
   });
   afterAll(async () => {
     await s?.close();
   });
 
   it('creates users, refusing bad input with 4xx and changing nothing', async () => {
-    const ok = await s.api('/api/users', { method: 'POST', json: { email: ' Ana@Example.com ', name: 'Ana', role: 'admin', password: 'ana-password-1' } });
+    const ok = await s.api('/api/users', {
+      method: 'POST',
+      json: { email: ' Ana@Example.com ', name: 'Ana', role: 'admin', password: 'ana-password-1' },
+    });
     expect(ok.status).toBe(201);
     const ana = await ok.json();
-    expect(ana).toMatchObject({ email: 'ana@example.com', name: 'Ana', role: 'admin', disabled: false, last_login_at: null });
+    expect(ana).toMatchObject({
+      email: 'ana@example.com',
+      name: 'Ana',
+      role: 'admin',
+      disabled: false,
+      last_login_at: null,
+    });
     expect(ana).not.toHaveProperty('password_hash');
     expect(JSON.stringify(ana)).not.toContain('ana-password-1');
     const bad: [unknown, number, RegExp][] = [
@@ -42,7 +55,9 @@ describe.each(dialects)('accounts API on %s', (dialect) => {
       expect(res.status, JSON.stringify(json)).toBe(status);
       expect((await res.json()).error).toMatch(message);
     }
-    expect((await (await s.api('/api/users')).json()).map((u: { email: string }) => u.email)).toEqual(['ana@example.com']);
+    expect((await (await s.api('/api/users')).json()).map((u: { email: string }) => u.email)).toEqual([
+      'ana@example.com',
+    ]);
   });
 
   it('gives a one-time invite link, valid 7 days, to a user created without a password', async () => {
@@ -90,10 +105,23 @@ describe.each(dialects)('accounts API on %s', (dialect) => {
     expect(list.map((t: { name: string }) => t.name)).toEqual(['ci', 'laptop']);
     expect(JSON.stringify(list)).not.toMatch(/flt_/);
     // A member cannot make a token for someone else, nor see an admin's.
-    const anaToken = await (await s.api('/api/tokens', { method: 'POST', json: { name: 'ana', user_id: users[0].id } })).json();
-    expect((await s.api('/api/tokens', { method: 'POST', json: { name: 'x', user_id: users[0].id }, headers: as(token) })).status).toBe(403);
+    const anaToken = await (
+      await s.api('/api/tokens', { method: 'POST', json: { name: 'ana', user_id: users[0].id } })
+    ).json();
+    expect(
+      (await s.api('/api/tokens', { method: 'POST', json: { name: 'x', user_id: users[0].id }, headers: as(token) }))
+        .status,
+    ).toBe(403);
     expect((await s.api(`/api/tokens/${anaToken.id}`, { method: 'DELETE', headers: as(token) })).status).toBe(404);
-    expect((await s.api('/api/tokens', { method: 'POST', json: { name: 'x', expires_at: '2001-01-01T00:00:00Z' }, headers: as(token) })).status).toBe(400);
+    expect(
+      (
+        await s.api('/api/tokens', {
+          method: 'POST',
+          json: { name: 'x', expires_at: '2001-01-01T00:00:00Z' },
+          headers: as(token),
+        })
+      ).status,
+    ).toBe(400);
     expect((await s.api('/api/tokens', { method: 'POST', json: { name: 'x' } })).status).toBe(400);
     // Deleting it ends it at once.
     expect((await s.api(`/api/tokens/${id}`, { method: 'DELETE', headers: as(token) })).status).toBe(204);
@@ -103,21 +131,49 @@ describe.each(dialects)('accounts API on %s', (dialect) => {
   it('lets a user change their own name and password, but not their role', async () => {
     const users = await (await s.api('/api/users')).json();
     const bo = users.find((u: { email: string }) => u.email === 'bo@example.com');
-    const { token } = await (await s.api('/api/tokens', { method: 'POST', json: { name: 'self', user_id: bo.id } })).json();
-    expect((await s.api(`/api/users/${bo.id}`, { method: 'PATCH', json: { name: 'Bo', password: 'bo-new-password' }, headers: as(token) })).status).toBe(200);
-    expect((await s.api(`/api/users/${bo.id}`, { method: 'PATCH', json: { role: 'admin' }, headers: as(token) })).status).toBe(403);
-    expect((await s.api(`/api/users/${users[0].id}`, { method: 'PATCH', json: { name: 'x' }, headers: as(token) })).status).toBe(403);
-    expect((await (await s.api('/api/users/me', { headers: as(token) })).json())).toMatchObject({ email: 'bo@example.com', name: 'Bo', role: 'member' });
+    const { token } = await (
+      await s.api('/api/tokens', { method: 'POST', json: { name: 'self', user_id: bo.id } })
+    ).json();
+    expect(
+      (
+        await s.api(`/api/users/${bo.id}`, {
+          method: 'PATCH',
+          json: { name: 'Bo', password: 'bo-new-password' },
+          headers: as(token),
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await s.api(`/api/users/${bo.id}`, { method: 'PATCH', json: { role: 'admin' }, headers: as(token) })).status,
+    ).toBe(403);
+    expect(
+      (await s.api(`/api/users/${users[0].id}`, { method: 'PATCH', json: { name: 'x' }, headers: as(token) })).status,
+    ).toBe(403);
+    expect(await (await s.api('/api/users/me', { headers: as(token) })).json()).toMatchObject({
+      email: 'bo@example.com',
+      name: 'Bo',
+      role: 'member',
+    });
   });
 
   it('records every change in the audit log, newest first, with a before cursor', async () => {
     expect((await s.api('/api/projects', { method: 'POST', json: { slug: 'web' } })).status).toBe(201);
     expect((await s.api('/api/projects/web', { method: 'PATCH', json: { sample_rate: 0.5 } })).status).toBe(200);
     expect((await s.api('/api/projects/web/rotate-key', { method: 'POST' })).status).toBe(200);
-    expect((await s.api('/api/projects/web/alerts/new_issue', { method: 'PATCH', json: { enabled: false } })).status).toBe(200);
+    expect(
+      (await s.api('/api/projects/web/alerts/new_issue', { method: 'PATCH', json: { enabled: false } })).status,
+    ).toBe(200);
     const page = await (await s.api('/api/audit?limit=3')).json();
-    expect(page.entries.map((e: { action: string }) => e.action)).toEqual(['alert_rule.update', 'project.rotate_key', 'project.update']);
-    expect(page.entries[0]).toMatchObject({ actor: expect.stringMatching(/^api key [0-9a-f]{8}$/), target: 'web/new_issue', at: new Date(NOW).toISOString() });
+    expect(page.entries.map((e: { action: string }) => e.action)).toEqual([
+      'alert_rule.update',
+      'project.rotate_key',
+      'project.update',
+    ]);
+    expect(page.entries[0]).toMatchObject({
+      actor: expect.stringMatching(/^api key [0-9a-f]{8}$/),
+      target: 'web/new_issue',
+      at: new Date(NOW).toISOString(),
+    });
     expect(page.more).toBe(true);
     const rest = await (await s.api(`/api/audit?before=${page.next_before}&limit=500`)).json();
     const actions = rest.entries.map((e: { action: string }) => e.action);
@@ -145,12 +201,42 @@ describe.each(dialects)('accounts housekeeping on %s', (dialect) => {
       const { retentionWork } = await import('../../src/store/retention.js');
       const { createSession, createInvite } = await import('../../src/accounts/store.js');
       const user = await (await s.api('/api/users', { method: 'POST', json: { email: 'old@example.com' } })).json();
-      await createSession(s.deps.store, { userId: user.id, apiKeyId: null, ip: null, userAgent: null }, NOW - 8 * 86_400_000);
-      const live = await createSession(s.deps.store, { userId: user.id, apiKeyId: null, ip: null, userAgent: null }, NOW);
+      await createSession(
+        s.deps.store,
+        { userId: user.id, apiKeyId: null, ip: null, userAgent: null },
+        NOW - 8 * 86_400_000,
+      );
+      const live = await createSession(
+        s.deps.store,
+        { userId: user.id, apiKeyId: null, ip: null, userAgent: null },
+        NOW,
+      );
       await createInvite(s.deps.store.db, user.id, NOW - 8 * 86_400_000);
       const db = s.deps.store.db;
-      await db.insertInto('audit_log').values({ uid: 'old1', at: NOW - 401 * 86_400_000, actor: 'system', action: 'x', target: null, details: '{}', ip: null }).execute();
-      await db.insertInto('audit_log').values({ uid: 'kept1', at: NOW - 399 * 86_400_000, actor: 'system', action: 'x', target: null, details: '{}', ip: null }).execute();
+      await db
+        .insertInto('audit_log')
+        .values({
+          uid: 'old1',
+          at: NOW - 401 * 86_400_000,
+          actor: 'system',
+          action: 'x',
+          target: null,
+          details: '{}',
+          ip: null,
+        })
+        .execute();
+      await db
+        .insertInto('audit_log')
+        .values({
+          uid: 'kept1',
+          at: NOW - 399 * 86_400_000,
+          actor: 'system',
+          action: 'x',
+          target: null,
+          details: '{}',
+          ip: null,
+        })
+        .execute();
       await retentionWork(db, { now: NOW, retentionDays: 30 });
       const uids = (await db.selectFrom('audit_log').select('uid').execute()).map((r) => r.uid);
       expect(uids).toContain('kept1');
@@ -158,7 +244,9 @@ describe.each(dialects)('accounts housekeeping on %s', (dialect) => {
       expect(await db.selectFrom('user_sessions').select('id_hash').execute()).toHaveLength(1);
       expect(live).toMatch(/^[A-Za-z0-9]{43}$/);
       // The user's own invite (from the API) is 7 days from NOW: it stays; the 8-day-old one is gone.
-      expect(await db.selectFrom('user_invites').select('expires_at').execute()).toEqual([{ expires_at: expect.anything() }]);
+      expect(await db.selectFrom('user_invites').select('expires_at').execute()).toEqual([
+        { expires_at: expect.anything() },
+      ]);
     } finally {
       await s.close();
     }

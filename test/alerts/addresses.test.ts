@@ -40,7 +40,15 @@ export const FORBIDDEN_ADDRESSES: [string, RegExp][] = [
   ['ff02::1', /multicast/],
 ];
 
-export const PUBLIC_ADDRESSES = ['8.8.8.8', '93.184.216.34', '172.32.0.1', '1.1.1.1', '2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8'];
+export const PUBLIC_ADDRESSES = [
+  '8.8.8.8',
+  '93.184.216.34',
+  '172.32.0.1',
+  '1.1.1.1',
+  '2606:4700:4700::1111',
+  '2001:4860:4860::8888',
+  '::ffff:8.8.8.8',
+];
 
 describe('alert webhook address rules', () => {
   it.each(FORBIDDEN_ADDRESSES)('refuses %s', (address, reason) => {
@@ -56,7 +64,8 @@ describe('alert webhook address rules', () => {
     expect(parseIPv4('1.2.772')).toBe(0x01020304);
     expect(parseIPv4('0x01.0x02.0x03.0x04')).toBe(0x01020304);
     expect(parseIPv4('16909060')).toBe(0x01020304);
-    for (const bad of ['256.1.1.1', '1.2.3.4.5', '1..2', 'a.b.c.d', '08.1.1.1', '4294967296', '', 'example.com']) expect(parseIPv4(bad)).toBeNull();
+    for (const bad of ['256.1.1.1', '1.2.3.4.5', '1..2', 'a.b.c.d', '08.1.1.1', '4294967296', '', 'example.com'])
+      expect(parseIPv4(bad)).toBeNull();
   });
 
   it('parses IPv6 with :: anywhere and a trailing IPv4 part', () => {
@@ -65,7 +74,8 @@ describe('alert webhook address rules', () => {
     expect(parseIPv6('::ffff:1.2.3.4')).toEqual([0, 0, 0, 0, 0, 0xffff, 0x0102, 0x0304]);
     expect(parseIPv6('1:2:3:4:5:6:1.2.3.4')).toEqual([1, 2, 3, 4, 5, 6, 0x0102, 0x0304]);
     expect(parseIPv6('[::1]')).toEqual([0, 0, 0, 0, 0, 0, 0, 1]);
-    for (const bad of ['1:2:3', '1::2::3', '1:2:3:4:5:6:7:8:9', 'g::1', '::1.2.3', 'example.com']) expect(parseIPv6(bad)).toBeNull();
+    for (const bad of ['1:2:3', '1::2::3', '1:2:3:4:5:6:7:8:9', 'g::1', '::1.2.3', 'example.com'])
+      expect(parseIPv6(bad)).toBeNull();
   });
 
   it('judges URL hosts: localhost names and bracketed literals without DNS', () => {

@@ -51,7 +51,12 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
       }),
     );
     t = await startTestServer(dialect, {
-      env: { WEBHOOK_ALLOW_PRIVATE: 'true', TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: bot.url, PUBLIC_URL: 'https://faultline.example' },
+      env: {
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        TELEGRAM_BOT_TOKEN: TOKEN,
+        TELEGRAM_API_URL: bot.url,
+        PUBLIC_URL: 'https://faultline.example',
+      },
       logger,
       serverOptions: ALERT_OPTIONS,
     });
@@ -64,7 +69,10 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
 
   async function addTelegram(slug: string): Promise<number> {
     chatIds -= 1;
-    const res = await t.api(`/api/projects/${slug}/alerts/channels`, { method: 'POST', json: { kind: 'telegram', config: { chat_id: chatIds } } });
+    const res = await t.api(`/api/projects/${slug}/alerts/channels`, {
+      method: 'POST',
+      json: { kind: 'telegram', config: { chat_id: chatIds } },
+    });
     expect(res.status).toBe(201);
     expect((await res.json()).config).toEqual({ chat_id: chatIds });
     return chatIds;
@@ -78,7 +86,10 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
 
   it("a project created through the API starts with every rule's row (alerts' project-created hook); the store alone adds none", async () => {
     const db = t.deps.store.db;
-    const rulesOf = async (projectId: number) => (await db.selectFrom('alert_rules').select('type').where('project_id', '=', projectId).execute()).map((r) => r.type).sort();
+    const rulesOf = async (projectId: number) =>
+      (await db.selectFrom('alert_rules').select('type').where('project_id', '=', projectId).execute())
+        .map((r) => r.type)
+        .sort();
     const p = await apiProject(t, 'Hooked app');
     expect(await rulesOf(p.id)).toEqual([...ALERT_TYPES].sort());
     const bare = await createProject(db, { ...PROJECT_DEFAULTS, slug: `bare-${dialect}`, name: 'Bare' }, 0);
@@ -94,15 +105,31 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
 
     const listed = await (await t.api(`/api/projects/${p.slug}/alerts`)).json();
     expect(listed.rules).toEqual(
-      ['new_issue', 'regression', 'crash_spike', 'monitor'].map((type) => ({ project_id: p.id, type, enabled: true, cooldown_minutes: 60, last_triggered: null, environments: [], min_level: null, channels: [] })),
+      ['new_issue', 'regression', 'crash_spike', 'monitor'].map((type) => ({
+        project_id: p.id,
+        type,
+        enabled: true,
+        cooldown_minutes: 60,
+        last_triggered: null,
+        environments: [],
+        min_level: null,
+        channels: [],
+      })),
     );
-    expect(listed.channels[0]).toMatchObject({ kind: 'webhook', config: { url: `${hook.url}/hook`, has_secret: true } });
+    expect(listed.channels[0]).toMatchObject({
+      kind: 'webhook',
+      config: { url: `${hook.url}/hook`, has_secret: true },
+    });
     expect(listed.channels[0].created_at).toMatch(/Z$/);
     expect(JSON.stringify(listed)).not.toContain(secret);
 
     const ts = t.clock.now() - 1000;
     await sendEvents(t, p, [errorEvent({ timestamp: ts, release: 'app@1.0.0' })]);
-    await until(() => hook.requests.length === 1 && bot.messages.some((m) => m.json?.chat_id === chat), 8000, 'both channels');
+    await until(
+      () => hook.requests.length === 1 && bot.messages.some((m) => m.json?.chat_id === chat),
+      8000,
+      'both channels',
+    );
 
     const got = hook.requests[0];
     expect(got.headers['user-agent']).toBe('faultline');
@@ -147,17 +174,27 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     const p = await apiProject(t);
     const hook = await Receiver.start();
     await addWebhook(t, p, hook.url);
-    expect((await t.api(`/api/projects/${p.slug}/alerts/regression`, { method: 'PATCH', json: { cooldown_minutes: 0 } })).status).toBe(200);
+    expect(
+      (await t.api(`/api/projects/${p.slug}/alerts/regression`, { method: 'PATCH', json: { cooldown_minutes: 0 } }))
+        .status,
+    ).toBe(200);
     const ts = Date.now() - 10_000;
     await sendEvents(t, p, [errorEvent({ timestamp: ts, release: 'app@1.0.0' })]);
     await until(() => hook.requests.length === 1);
     const fingerprint = hook.requests[0].json.fingerprint;
 
-    const resolve = () => t.api(`/api/projects/${p.slug}/issues/${fingerprint}`, { method: 'PATCH', json: { status: 'resolved' } });
+    const resolve = () =>
+      t.api(`/api/projects/${p.slug}/issues/${fingerprint}`, { method: 'PATCH', json: { status: 'resolved' } });
     expect((await resolve()).status).toBe(200);
     await sendEvents(t, p, [errorEvent({ timestamp: ts + 1, release: 'app@2.0.0' })]);
     await until(() => hook.requests.length === 2);
-    expect(hook.requests[1].json).toMatchObject({ type: 'regression', fingerprint, release: 'app@2.0.0', event_count: 2, title: 'TypeError: boom' });
+    expect(hook.requests[1].json).toMatchObject({
+      type: 'regression',
+      fingerprint,
+      release: 'app@2.0.0',
+      event_count: 2,
+      title: 'TypeError: boom',
+    });
 
     // Still a regression: more events change nothing.
     await sendEvents(t, p, [errorEvent({ timestamp: ts + 2, release: 'app@2.0.0' })]);
@@ -184,7 +221,12 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     await sendEvents(t, p, [errorEvent({ timestamp: ts, fn: 'second' })]);
     await settled();
     expect(hook.requests).toHaveLength(1);
-    const states = await t.deps.store.db.selectFrom('alert_outbox').select('state').where('project_id', '=', p.id).orderBy('id').execute();
+    const states = await t.deps.store.db
+      .selectFrom('alert_outbox')
+      .select('state')
+      .where('project_id', '=', p.id)
+      .orderBy('id')
+      .execute();
     expect(states.map((s) => s.state)).toEqual(['sent', 'held']);
 
     (t.clock as ManualClock).advance(61 * 60_000);
@@ -260,15 +302,25 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     await addWebhook(t, p, fast.url);
     // Four alerts at once (no cooldown): the fast channel gets all four while the slow one
     // holds at most two of the dispatcher's slots.
-    expect((await t.api(`/api/projects/${p.slug}/alerts/new_issue`, { method: 'PATCH', json: { cooldown_minutes: 0 } })).status).toBe(200);
+    expect(
+      (await t.api(`/api/projects/${p.slug}/alerts/new_issue`, { method: 'PATCH', json: { cooldown_minutes: 0 } }))
+        .status,
+    ).toBe(200);
     const started = Date.now();
-    await sendEvents(t, p, ['a', 'b', 'c', 'd'].map((fn) => errorEvent({ timestamp: Date.now(), fn: `slowpoke_${fn}` })));
+    await sendEvents(
+      t,
+      p,
+      ['a', 'b', 'c', 'd'].map((fn) => errorEvent({ timestamp: Date.now(), fn: `slowpoke_${fn}` })),
+    );
     await until(() => fast.requests.length === 4, 1400, 'the fast channel');
     expect(slow.requests).toHaveLength(0);
     expect(Date.now() - started).toBeLessThan(1400);
     await until(() => slow.requests.length === 4, 8000, 'the slow channel');
 
-    const patched = await t.api(`/api/projects/${p.slug}/alerts/new_issue`, { method: 'PATCH', json: { enabled: false } });
+    const patched = await t.api(`/api/projects/${p.slug}/alerts/new_issue`, {
+      method: 'PATCH',
+      json: { enabled: false },
+    });
     expect(await patched.json()).toMatchObject({ type: 'new_issue', enabled: false, cooldown_minutes: 0 });
     await sendEvents(t, p, [errorEvent({ timestamp: Date.now(), fn: 'unheard' })]);
     await settled();
@@ -293,12 +345,18 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
 
     // An error answer naming the token, and an unreachable API: the token is cut out.
     const channelId = (await (await t.api(`/api/projects/${p.slug}/alerts`)).json()).channels[0].id;
-    bot.receiver.script.push({ status: 401, body: JSON.stringify({ ok: false, description: `Unauthorized: bot${TOKEN} is not valid` }) });
+    bot.receiver.script.push({
+      status: 401,
+      body: JSON.stringify({ ok: false, description: `Unauthorized: bot${TOKEN} is not valid` }),
+    });
     const tested = await t.api(`/api/projects/${p.slug}/alerts/channels/${channelId}/test`, { method: 'POST' });
     const answer = await tested.json();
     expect(answer).toMatchObject({ delivered: false, status: 401 });
     expect(answer.error).toContain('Unauthorized');
-    const all = JSON.stringify(await deliveries(t, p)) + JSON.stringify(answer) + JSON.stringify(await (await t.api(`/api/projects/${p.slug}/alerts`)).json());
+    const all =
+      JSON.stringify(await deliveries(t, p)) +
+      JSON.stringify(answer) +
+      JSON.stringify(await (await t.api(`/api/projects/${p.slug}/alerts`)).json());
     expect(all).not.toContain(TOKEN);
     expect(all).not.toContain('SECRET-token');
     expect(logLines.join('')).not.toContain('SECRET-token');
@@ -312,11 +370,17 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
     const ok = await t.api(`/api/projects/${p.slug}/alerts/channels/${id}/test`, { method: 'POST' });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ delivered: true, status: 200, error: null });
-    expect(hook.requests[0].json).toMatchObject({ type: 'test', project: { slug: p.slug }, url: `https://faultline.example/${p.slug}` });
+    expect(hook.requests[0].json).toMatchObject({
+      type: 'test',
+      project: { slug: p.slug },
+      url: `https://faultline.example/${p.slug}`,
+    });
     expect(verifySignature('k', hook.requests[0].body, hook.requests[0].headers['x-faultline-signature'])).toBe(true);
 
     hook.script = [{ status: 302 }];
-    const redirected = await (await t.api(`/api/projects/${p.slug}/alerts/channels/${id}/test`, { method: 'POST' })).json();
+    const redirected = await (
+      await t.api(`/api/projects/${p.slug}/alerts/channels/${id}/test`, { method: 'POST' })
+    ).json();
     expect(redirected).toEqual({ delivered: false, status: 302, error: 'HTTP 302: redirects are not followed' });
     await hook.stop();
     const down = await (await t.api(`/api/projects/${p.slug}/alerts/channels/${id}/test`, { method: 'POST' })).json();
@@ -352,7 +416,11 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
       const check = async () => (await t.server.alerts!.checkSpikes()).spikes.map((s) => s.project_id);
 
       // No baseline: 9 crashes in the last hour is below the floor of 10, 10 is a spike.
-      await sendEvents(t, quiet, Array.from({ length: 9 }, (_, i) => crash(H - 30 * 60_000 + i)));
+      await sendEvents(
+        t,
+        quiet,
+        Array.from({ length: 9 }, (_, i) => crash(H - 30 * 60_000 + i)),
+      );
       expect(await check()).not.toContain(quiet.id);
       await sendEvents(t, quiet, [crash(H - 10 * 60_000)]);
       expect(await check()).toContain(quiet.id);
@@ -372,7 +440,11 @@ describe.each(dialects)('alerts (%s)', (dialect) => {
       const baseline = [];
       for (let h = 2; h <= 25; h++) for (let i = 0; i < 4; i++) baseline.push(crash(H - h * HOUR + i * 60_000));
       await sendEvents(t, busy, baseline);
-      await sendEvents(t, busy, Array.from({ length: 11 }, (_, i) => crash(H - 50 * 60_000 + i)));
+      await sendEvents(
+        t,
+        busy,
+        Array.from({ length: 11 }, (_, i) => crash(H - 50 * 60_000 + i)),
+      );
       expect(await check()).not.toContain(busy.id);
       await sendEvents(t, busy, [crash(H - 5 * 60_000)]);
       expect(await check()).toContain(busy.id);
@@ -441,15 +513,24 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
     const p = await apiProject(t);
     const before = await stored(p.id);
     for (const url of SSRF_URLS) {
-      const res = await t.api(`/api/projects/${p.slug}/alerts/channels`, { method: 'POST', json: { kind: 'webhook', config: { url } } });
+      const res = await t.api(`/api/projects/${p.slug}/alerts/channels`, {
+        method: 'POST',
+        json: { kind: 'webhook', config: { url } },
+      });
       expect(res.status, url).toBe(400);
       expect((await res.json()).error, url).toMatch(/WEBHOOK_ALLOW_PRIVATE/);
     }
     // A local receiver, the tests' own, is refused too.
-    const local = await t.api(`/api/projects/${p.slug}/alerts/channels`, { method: 'POST', json: { kind: 'webhook', config: { url: hook.url } } });
+    const local = await t.api(`/api/projects/${p.slug}/alerts/channels`, {
+      method: 'POST',
+      json: { kind: 'webhook', config: { url: hook.url } },
+    });
     expect(local.status).toBe(400);
     expect(await stored(p.id)).toEqual(before);
-    const ok = await t.api(`/api/projects/${p.slug}/alerts/channels`, { method: 'POST', json: { kind: 'webhook', config: { url: 'http://93.184.216.34/hook' } } });
+    const ok = await t.api(`/api/projects/${p.slug}/alerts/channels`, {
+      method: 'POST',
+      json: { kind: 'webhook', config: { url: 'http://93.184.216.34/hook' } },
+    });
     expect(ok.status).toBe(201);
   });
 
@@ -458,10 +539,17 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
     // A channel that passed creation (made while allowed, or its name resolved elsewhere then).
     const channel = await t.deps.store.db
       .insertInto('alert_channels')
-      .values({ project_id: p.id, kind: 'webhook', config: JSON.stringify({ url: `http://localhost:${hook.port}/` }), created_at: Date.now() })
+      .values({
+        project_id: p.id,
+        kind: 'webhook',
+        config: JSON.stringify({ url: `http://localhost:${hook.port}/` }),
+        created_at: Date.now(),
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
-    const tested = await (await t.api(`/api/projects/${p.slug}/alerts/channels/${channel.id}/test`, { method: 'POST' })).json();
+    const tested = await (
+      await t.api(`/api/projects/${p.slug}/alerts/channels/${channel.id}/test`, { method: 'POST' })
+    ).json();
     expect(tested).toMatchObject({ delivered: false, status: null });
     expect(tested.error).toMatch(/loopback/);
     await sendEvents(t, p, [errorEvent({ timestamp: Date.now() })]);
@@ -482,7 +570,9 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
     }
     await expect(nodeHttpPost({ ...request, url: `http://localhost.:${hook.port}/` })).rejects.toThrow(/loopback/);
     // Without the guard, the same transport reaches it.
-    await expect(nodeHttpPost({ ...request, guardAddresses: false, url: `http://localhost:${hook.port}/` })).resolves.toMatchObject({ status: 200 });
+    await expect(
+      nodeHttpPost({ ...request, guardAddresses: false, url: `http://localhost:${hook.port}/` }),
+    ).resolves.toMatchObject({ status: 200 });
     expect(hook.requests).toHaveLength(1);
     hook.requests.length = 0;
   });
@@ -518,14 +608,24 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'ftp://93.184.216.34/x' } }, 400],
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'javascript:alert(1)' } }, 400],
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'file:///etc/passwd' } }, 400],
-      ['POST', `${base}/channels`, { kind: 'webhook', config: { url: `http://93.184.216.34/${'a'.repeat(2048)}` } }, 400],
+      [
+        'POST',
+        `${base}/channels`,
+        { kind: 'webhook', config: { url: `http://93.184.216.34/${'a'.repeat(2048)}` } },
+        400,
+      ],
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'http://93.184.216.34/', secret: '' } }, 400],
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'http://93.184.216.34/', secret: 7 } }, 400],
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'http://93.184.216.34/', headers: {} } }, 400],
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'http://93.184.216.34/\u0000' } }, 400],
       ['POST', `${base}/channels`, { kind: 'webhook', config: { url: 'http://93.184.216.34/' }, name: 'x' }, 400],
       ['POST', `${base}/channels`, { kind: 'telegram', config: { chat_id: 42 } }, 400], // no TELEGRAM_BOT_TOKEN on this server
-      ['POST', `/api/projects/nope-missing/alerts/channels`, { kind: 'webhook', config: { url: 'http://93.184.216.34/' } }, 404],
+      [
+        'POST',
+        `/api/projects/nope-missing/alerts/channels`,
+        { kind: 'webhook', config: { url: 'http://93.184.216.34/' } },
+        404,
+      ],
       ['DELETE', `${base}/channels/999999`, undefined, 404],
       ['DELETE', `${base}/channels/abc`, undefined, 404],
       ['DELETE', `${base}/channels/-1`, undefined, 404],
@@ -554,7 +654,10 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
       expect(res.headers.get('allow'), path).toBe(allow);
       expect((await res.json()).error).toContain('method PATCH is not allowed');
     }
-    const telegram = await t.api(`${base}/channels`, { method: 'POST', json: { kind: 'telegram', config: { chat_id: 42 } } });
+    const telegram = await t.api(`${base}/channels`, {
+      method: 'POST',
+      json: { kind: 'telegram', config: { chat_id: 42 } },
+    });
     expect((await telegram.json()).error).toMatch(/TELEGRAM_BOT_TOKEN/);
     expect(await stored(p.id)).toEqual(before);
     // A channel of another project is unknown here.
@@ -567,7 +670,10 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
 
   it('PATCH changes only the fields sent', async () => {
     const p = await apiProject(t);
-    const res = await t.api(`/api/projects/${p.slug}/alerts/crash_spike`, { method: 'PATCH', json: { cooldown_minutes: 43_200 } });
+    const res = await t.api(`/api/projects/${p.slug}/alerts/crash_spike`, {
+      method: 'PATCH',
+      json: { cooldown_minutes: 43_200 },
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
       project_id: p.id,
@@ -579,7 +685,10 @@ describe.each(dialects)('alerts input and the SSRF guard (%s)', (dialect) => {
       min_level: null,
       channels: [],
     });
-    const off = await t.api(`/api/projects/${p.slug}/alerts/crash_spike`, { method: 'PATCH', json: { enabled: false } });
+    const off = await t.api(`/api/projects/${p.slug}/alerts/crash_spike`, {
+      method: 'PATCH',
+      json: { enabled: false },
+    });
     expect(await off.json()).toMatchObject({ enabled: false, cooldown_minutes: 43_200 });
     const rules = (await (await t.api(`/api/projects/${p.slug}/alerts`)).json()).rules;
     expect(rules.map((r: any) => [r.type, r.enabled, r.cooldown_minutes])).toEqual([

@@ -20,7 +20,13 @@ describe.each(dialects)('assignee emails (%s)', (dialect) => {
     smtp = await SmtpSink.start();
     t = await startTestServer(dialect, {
       clock,
-      env: { API_KEYS: API_KEY, WEBHOOK_ALLOW_PRIVATE: 'true', PUBLIC_URL: 'https://faultline.example', SMTP_URL: smtp.url(), SMTP_FROM: 'Faultline <alerts@faultline.example>' },
+      env: {
+        API_KEYS: API_KEY,
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        PUBLIC_URL: 'https://faultline.example',
+        SMTP_URL: smtp.url(),
+        SMTP_FROM: 'Faultline <alerts@faultline.example>',
+      },
       serverOptions: { alerts: { pollMs: 25 } },
     });
   });
@@ -49,10 +55,17 @@ describe.each(dialects)('assignee emails (%s)', (dialect) => {
   /** A project with one issue, assigned as asked, then resolved. */
   async function resolvedIssue(assignee: string | null, fn: string) {
     const p = await apiProject(t, 'Shop app');
-    await sendEvents(t, p, [errorEvent({ timestamp: clock.now() - 60_000, fn, value: `boom in ${fn}`, release: 'shop@1.0' })]);
+    await sendEvents(t, p, [
+      errorEvent({ timestamp: clock.now() - 60_000, fn, value: `boom in ${fn}`, release: 'shop@1.0' }),
+    ]);
     await settled();
-    const issue = await t.deps.store.db.selectFrom('issues').select('fingerprint').where('project_id', '=', p.id).executeTakeFirstOrThrow();
-    const patch = (json: unknown) => t.api(`/api/projects/${p.slug}/issues/${issue.fingerprint}`, { method: 'PATCH', json });
+    const issue = await t.deps.store.db
+      .selectFrom('issues')
+      .select('fingerprint')
+      .where('project_id', '=', p.id)
+      .executeTakeFirstOrThrow();
+    const patch = (json: unknown) =>
+      t.api(`/api/projects/${p.slug}/issues/${issue.fingerprint}`, { method: 'PATCH', json });
     if (assignee) expect((await patch({ assignee })).status).toBe(200);
     expect((await patch({ status: 'resolved' })).status).toBe(200);
     const regress = async (release: string) => {
@@ -86,7 +99,13 @@ describe.each(dialects)('assignee emails (%s)', (dialect) => {
     expect(mailsTo(ann.email)).toHaveLength(2);
     // The team heard of the first; the second waits in the cooldown for the digest.
     expect(hook.requests).toHaveLength(1);
-    const states = await t.deps.store.db.selectFrom('alert_outbox').select('state').where('project_id', '=', p.id).where('type', '=', 'regression').orderBy('id').execute();
+    const states = await t.deps.store.db
+      .selectFrom('alert_outbox')
+      .select('state')
+      .where('project_id', '=', p.id)
+      .where('type', '=', 'regression')
+      .orderBy('id')
+      .execute();
     expect(states.map((r) => r.state)).toEqual(['sent', 'held']);
     await hook.stop();
   });
@@ -110,7 +129,10 @@ describe.each(dialects)('assignee emails (%s)', (dialect) => {
 
     const cy = await user('Cy');
     const off = await resolvedIssue(cy.email, 'switched-off');
-    expect((await t.api(`/api/projects/${off.p.slug}/alerts/regression`, { method: 'PATCH', json: { enabled: false } })).status).toBe(200);
+    expect(
+      (await t.api(`/api/projects/${off.p.slug}/alerts/regression`, { method: 'PATCH', json: { enabled: false } }))
+        .status,
+    ).toBe(200);
     await off.regress('shop@2.0');
 
     await sleep(300);
@@ -122,17 +144,30 @@ describe.each(dialects)('assignee emails without SMTP (%s)', (dialect) => {
   it('a regression of an assigned issue sends nothing and fails nothing', async () => {
     const t = await startTestServer(dialect, { env: { API_KEYS: API_KEY }, serverOptions: { alerts: { pollMs: 25 } } });
     try {
-      const res = await t.api('/api/users', { method: 'POST', json: { email: 'dee@shop.example', name: 'Dee', role: 'member' } });
+      const res = await t.api('/api/users', {
+        method: 'POST',
+        json: { email: 'dee@shop.example', name: 'Dee', role: 'member' },
+      });
       expect(res.status).toBe(201);
       const p = await apiProject(t);
       await sendEvents(t, p, [errorEvent({ timestamp: Date.now() - 60_000, fn: 'x', release: 'a@1' })]);
-      const issue = await t.deps.store.db.selectFrom('issues').select('fingerprint').where('project_id', '=', p.id).executeTakeFirstOrThrow();
-      const patch = (json: unknown) => t.api(`/api/projects/${p.slug}/issues/${issue.fingerprint}`, { method: 'PATCH', json });
+      const issue = await t.deps.store.db
+        .selectFrom('issues')
+        .select('fingerprint')
+        .where('project_id', '=', p.id)
+        .executeTakeFirstOrThrow();
+      const patch = (json: unknown) =>
+        t.api(`/api/projects/${p.slug}/issues/${issue.fingerprint}`, { method: 'PATCH', json });
       expect((await patch({ assignee: 'dee@shop.example' })).status).toBe(200);
       expect((await patch({ status: 'resolved' })).status).toBe(200);
       await sendEvents(t, p, [errorEvent({ timestamp: Date.now() - 30_000, fn: 'x', release: 'a@2' })]);
       await until(async () => (await pendingOutbox(t)) === 0);
-      const row = await t.deps.store.db.selectFrom('alert_outbox').select(['type', 'state']).where('project_id', '=', p.id).where('type', '=', 'regression').executeTakeFirstOrThrow();
+      const row = await t.deps.store.db
+        .selectFrom('alert_outbox')
+        .select(['type', 'state'])
+        .where('project_id', '=', p.id)
+        .where('type', '=', 'regression')
+        .executeTakeFirstOrThrow();
       expect(row.state).toBe('no_channel');
     } finally {
       await t.close();

@@ -5,7 +5,12 @@
 // feedback on an unassigned issue records no email.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { ASSIGNEE_FEEDBACK, feedbackAlertPayload, feedbackEmail, parseFeedbackAlertPayload } from '../../src/alerts/assignee.js';
+import {
+  ASSIGNEE_FEEDBACK,
+  feedbackAlertPayload,
+  feedbackEmail,
+  parseFeedbackAlertPayload,
+} from '../../src/alerts/assignee.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { post } from '../ingest/helpers.js';
 import { androidEvent, buildEnvelope, mobileFixture, newEventId } from '../attachments/mobile-envelopes.js';
@@ -15,7 +20,8 @@ import { apiProject, sleep, until } from './support.js';
 
 const NOW = Date.UTC(2026, 10, 21, 10, 0);
 const FROM = 'Faultline <alerts@faultline.example>';
-const userReport = (eventId: string) => JSON.parse(mobileFixture('cocoa-user-report.json').toString().replace('ASSOCIATED', eventId));
+const userReport = (eventId: string) =>
+  JSON.parse(mobileFixture('cocoa-user-report.json').toString().replace('ASSOCIATED', eventId));
 
 describe.each(dialects)('feedback email to the assignee (%s)', (dialect) => {
   let t: TestServer;
@@ -25,10 +31,18 @@ describe.each(dialects)('feedback email to the assignee (%s)', (dialect) => {
     smtp = await SmtpSink.start();
     t = await startTestServer(dialect, {
       clock: new ManualClock(NOW),
-      env: { API_KEYS: 'assignee-mail-key-0123456789', PUBLIC_URL: 'https://faultline.example', SMTP_URL: smtp.url(), SMTP_FROM: FROM },
+      env: {
+        API_KEYS: 'assignee-mail-key-0123456789',
+        PUBLIC_URL: 'https://faultline.example',
+        SMTP_URL: smtp.url(),
+        SMTP_FROM: FROM,
+      },
       serverOptions: { alerts: { pollMs: 25, retryDelaysMs: [100, 200] } },
     });
-    const res = await t.api('/api/users', { method: 'POST', json: { email: 'dana@example.com', name: 'Dana', role: 'member', password: 'correct horse battery' } });
+    const res = await t.api('/api/users', {
+      method: 'POST',
+      json: { email: 'dana@example.com', name: 'Dana', role: 'member', password: 'correct horse battery' },
+    });
     expect(res.status, await res.clone().text()).toBe(201);
   });
 
@@ -38,23 +52,53 @@ describe.each(dialects)('feedback email to the assignee (%s)', (dialect) => {
   });
 
   async function crashIssue(p: ProjectRow, id: string): Promise<string> {
-    expect((await post(t, p, buildEnvelope({ event_id: id }, [{ headers: { type: 'event' }, payload: androidEvent(id, NOW - 60_000) }]))).status).toBe(200);
-    return ((await (await t.api(`/api/projects/${p.slug}/events/${id}`)).json()) as { fingerprint: string }).fingerprint;
+    expect(
+      (
+        await post(
+          t,
+          p,
+          buildEnvelope({ event_id: id }, [{ headers: { type: 'event' }, payload: androidEvent(id, NOW - 60_000) }]),
+        )
+      ).status,
+    ).toBe(200);
+    return ((await (await t.api(`/api/projects/${p.slug}/events/${id}`)).json()) as { fingerprint: string })
+      .fingerprint;
   }
 
-  const sendReport = async (p: ProjectRow, id: string) => expect((await post(t, p, buildEnvelope({ event_id: newEventId() }, [{ headers: { type: 'user_report' }, payload: userReport(id) }]))).status).toBe(200);
+  const sendReport = async (p: ProjectRow, id: string) =>
+    expect(
+      (
+        await post(
+          t,
+          p,
+          buildEnvelope({ event_id: newEventId() }, [{ headers: { type: 'user_report' }, payload: userReport(id) }]),
+        )
+      ).status,
+    ).toBe(200);
 
   const outbox = async (projectId: number) =>
-    t.deps.store.db.selectFrom('alert_outbox').select(['state', 'issue_id']).where('project_id', '=', projectId).where('type', '=', ASSIGNEE_FEEDBACK).execute();
+    t.deps.store.db
+      .selectFrom('alert_outbox')
+      .select(['state', 'issue_id'])
+      .where('project_id', '=', projectId)
+      .where('type', '=', ASSIGNEE_FEEDBACK)
+      .execute();
 
   it('records the email with the feedback, then sends it to the assignee; a resend sends nothing more', async () => {
     const p = await apiProject(t, 'Shop iOS');
     const id = newEventId();
     const fp = await crashIssue(p, id);
-    const assign = await t.api(`/api/projects/${p.slug}/issues/${fp}`, { method: 'PATCH', json: { assignee: 'Dana@Example.com' } });
+    const assign = await t.api(`/api/projects/${p.slug}/issues/${fp}`, {
+      method: 'PATCH',
+      json: { assignee: 'Dana@Example.com' },
+    });
     expect(assign.status, await assign.clone().text()).toBe(200);
     await sendReport(p, id);
-    await until(() => smtp.messages.some((m) => m.envelope.to.includes('dana@example.com')), 8000, 'the assignee email');
+    await until(
+      () => smtp.messages.some((m) => m.envelope.to.includes('dana@example.com')),
+      8000,
+      'the assignee email',
+    );
     const [mail] = smtp.messages.filter((m) => m.envelope.to.includes('dana@example.com'));
     expect(mail.secure).toBe(true);
     expect(mail.mail.subject).toMatch(/^\[Faultline\] User feedback on /);
@@ -83,9 +127,23 @@ describe.each(dialects)('feedback email to the assignee (%s)', (dialect) => {
 });
 
 describe('the assignee feedback email (pure)', () => {
-  const issue = { title: 'TypeError: <b>x</b>', fingerprint: 'f'.repeat(32), projectSlug: 'shop', projectName: 'Shop', assigneeName: 'Dana' };
+  const issue = {
+    title: 'TypeError: <b>x</b>',
+    fingerprint: 'f'.repeat(32),
+    projectSlug: 'shop',
+    projectName: 'Shop',
+    assigneeName: 'Dana',
+  };
   it('escapes what the user wrote, keeps it in the text part, and reads its payload back', () => {
-    const f = parseFeedbackAlertPayload(feedbackAlertPayload({ event_id: 'e'.repeat(32), name: 'Eve', email: '', comments: '<script>alert(1)</script>\nsecond line', url: '' }));
+    const f = parseFeedbackAlertPayload(
+      feedbackAlertPayload({
+        event_id: 'e'.repeat(32),
+        name: 'Eve',
+        email: '',
+        comments: '<script>alert(1)</script>\nsecond line',
+        url: '',
+      }),
+    );
     const mail = feedbackEmail(issue, f, null);
     expect(mail.html).not.toContain('<script>');
     expect(mail.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');

@@ -8,7 +8,17 @@ import { ManualClock } from '../../src/clock.js';
 import { runRetention } from '../../src/store/retention.js';
 import { createTestDatabase, dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { errorEvent } from '../ingest/helpers.js';
-import { FakeBotApi, Receiver, addWebhook, apiProject, deliveries, pendingOutbox, sendEvents, sleep, until } from './support.js';
+import {
+  FakeBotApi,
+  Receiver,
+  addWebhook,
+  apiProject,
+  deliveries,
+  pendingOutbox,
+  sendEvents,
+  sleep,
+  until,
+} from './support.js';
 
 const MINUTE = 60_000;
 const ALERT_OPTIONS = { alerts: { pollMs: 25, retryDelaysMs: [150, 300] } };
@@ -20,24 +30,42 @@ async function settled(t: TestServer): Promise<void> {
 }
 
 async function outboxStates(t: TestServer, projectId: number): Promise<string[]> {
-  const rows = await t.deps.store.db.selectFrom('alert_outbox').select('state').where('project_id', '=', projectId).orderBy('id').execute();
+  const rows = await t.deps.store.db
+    .selectFrom('alert_outbox')
+    .select('state')
+    .where('project_id', '=', projectId)
+    .orderBy('id')
+    .execute();
   return rows.map((r) => r.state);
 }
 
-const threeIssues = (ts: number) => ['alpha', 'beta', 'gamma'].map((fn) => errorEvent({ timestamp: ts, fn, value: `boom in ${fn}` }));
+const threeIssues = (ts: number) =>
+  ['alpha', 'beta', 'gamma'].map((fn) => errorEvent({ timestamp: ts, fn, value: `boom in ${fn}` }));
 
 describe.each(dialects)('alert digests and rule filters (%s)', (dialect) => {
   it('three new issues within the cooldown: one alert at once, one digest naming the other two when the cooldown ends', async () => {
     const bot = await FakeBotApi.start();
     const t = await startTestServer(dialect, {
-      env: { WEBHOOK_ALLOW_PRIVATE: 'true', PUBLIC_URL: 'https://faultline.example', TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: bot.url },
+      env: {
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        PUBLIC_URL: 'https://faultline.example',
+        TELEGRAM_BOT_TOKEN: TOKEN,
+        TELEGRAM_API_URL: bot.url,
+      },
       serverOptions: ALERT_OPTIONS,
     });
     const hook = await Receiver.start();
     try {
       const p = await apiProject(t, 'Shop app');
       await addWebhook(t, p, hook.url);
-      expect((await t.api(`/api/projects/${p.slug}/alerts/channels`, { method: 'POST', json: { kind: 'telegram', config: { chat_id: -42 } } })).status).toBe(201);
+      expect(
+        (
+          await t.api(`/api/projects/${p.slug}/alerts/channels`, {
+            method: 'POST',
+            json: { kind: 'telegram', config: { chat_id: -42 } },
+          })
+        ).status,
+      ).toBe(201);
       const ts = t.clock.now() - 5000;
       await sendEvents(t, p, threeIssues(ts));
       await until(() => hook.requests.length === 1 && bot.messages.length === 1);
@@ -64,7 +92,12 @@ describe.each(dialects)('alert digests and rule filters (%s)', (dialect) => {
         url: `https://faultline.example/${p.slug}`,
       });
       expect(digest.issues.map((i: any) => i.title)).toEqual(['TypeError: boom in beta', 'TypeError: boom in gamma']);
-      expect(digest.issues[0]).toMatchObject({ level: 'error', event_count: 1, release: 'app@1.0.0', environment: 'test' });
+      expect(digest.issues[0]).toMatchObject({
+        level: 'error',
+        event_count: 1,
+        release: 'app@1.0.0',
+        environment: 'test',
+      });
       expect(digest.issues[0].url).toBe(`https://faultline.example/${p.slug}/issues/${digest.issues[0].fingerprint}`);
       expect(Date.parse(digest.since)).toBe(Date.parse(first.triggered_at));
       const text: string = bot.messages[1].json.text;
@@ -75,7 +108,13 @@ describe.each(dialects)('alert digests and rule filters (%s)', (dialect) => {
       // Deliveries name their issues: the single alert its one, the digest both.
       const list = await deliveries(t, p);
       const webhookOnes = list.filter((d) => d.channel_id === list.at(-1).channel_id);
-      expect(webhookOnes.map((d) => ({ digest: d.digest, issue_count: d.issue_count, titles: d.issues.map((i: any) => i.title) }))).toEqual([
+      expect(
+        webhookOnes.map((d) => ({
+          digest: d.digest,
+          issue_count: d.issue_count,
+          titles: d.issues.map((i: any) => i.title),
+        })),
+      ).toEqual([
         { digest: true, issue_count: 2, titles: ['TypeError: boom in beta', 'TypeError: boom in gamma'] },
         { digest: false, issue_count: 1, titles: ['TypeError: boom in alpha'] },
       ]);
@@ -140,30 +179,67 @@ describe.each(dialects)('alert digests and rule filters (%s)', (dialect) => {
         json: { cooldown_minutes: 0, environments: ['production'], min_level: 'error', channels: [oneId] },
       });
       expect(patch.status).toBe(200);
-      expect(await patch.json()).toMatchObject({ type: 'new_issue', environments: ['production'], min_level: 'error', channels: [oneId] });
+      expect(await patch.json()).toMatchObject({
+        type: 'new_issue',
+        environments: ['production'],
+        min_level: 'error',
+        channels: [oneId],
+      });
       const listed = await (await t.api(`/api/projects/${p.slug}/alerts`)).json();
-      expect(listed.rules.find((r: any) => r.type === 'new_issue')).toMatchObject({ environments: ['production'], min_level: 'error', channels: [oneId] });
-      expect(listed.rules.find((r: any) => r.type === 'regression')).toMatchObject({ environments: [], min_level: null, channels: [] });
+      expect(listed.rules.find((r: any) => r.type === 'new_issue')).toMatchObject({
+        environments: ['production'],
+        min_level: 'error',
+        channels: [oneId],
+      });
+      expect(listed.rules.find((r: any) => r.type === 'regression')).toMatchObject({
+        environments: [],
+        min_level: null,
+        channels: [],
+      });
 
       const ts = t.clock.now() - 5000;
       await sendEvents(t, p, [{ ...errorEvent({ timestamp: ts, fn: 'staging_only' }), environment: 'staging' }]);
-      await sendEvents(t, p, [{ ...errorEvent({ timestamp: ts, fn: 'just_a_warning', level: 'warning' }), environment: 'production' }]);
-      await sendEvents(t, p, [{ ...errorEvent({ timestamp: ts, fn: 'real_one', value: 'production error' }), environment: 'production' }]);
+      await sendEvents(t, p, [
+        { ...errorEvent({ timestamp: ts, fn: 'just_a_warning', level: 'warning' }), environment: 'production' },
+      ]);
+      await sendEvents(t, p, [
+        { ...errorEvent({ timestamp: ts, fn: 'real_one', value: 'production error' }), environment: 'production' },
+      ]);
       await until(() => one.requests.length === 1);
       await settled(t);
       expect(one.requests).toHaveLength(1);
-      expect(one.requests[0].json).toMatchObject({ title: 'TypeError: production error', environment: 'production', level: 'error' });
+      expect(one.requests[0].json).toMatchObject({
+        title: 'TypeError: production error',
+        environment: 'production',
+        level: 'error',
+      });
       expect(two.requests).toHaveLength(0);
       expect(await outboxStates(t, p.id)).toEqual(['filtered', 'filtered', 'sent']);
 
       // A fatal passes min_level error; empty lists mean every environment and channel again.
-      expect((await t.api(`/api/projects/${p.slug}/alerts/new_issue`, { method: 'PATCH', json: { environments: [], channels: [] } })).status).toBe(200);
-      await sendEvents(t, p, [{ ...errorEvent({ timestamp: ts, fn: 'fatal_one', level: 'fatal' }), environment: 'staging' }]);
+      expect(
+        (
+          await t.api(`/api/projects/${p.slug}/alerts/new_issue`, {
+            method: 'PATCH',
+            json: { environments: [], channels: [] },
+          })
+        ).status,
+      ).toBe(200);
+      await sendEvents(t, p, [
+        { ...errorEvent({ timestamp: ts, fn: 'fatal_one', level: 'fatal' }), environment: 'staging' },
+      ]);
       await until(() => one.requests.length === 2 && two.requests.length === 1);
 
       // A deleted channel leaves the rules limited to it.
       const twoId = (await (await t.api(`/api/projects/${p.slug}/alerts`)).json()).channels[1].id;
-      expect((await t.api(`/api/projects/${p.slug}/alerts/regression`, { method: 'PATCH', json: { channels: [oneId, twoId] } })).status).toBe(200);
+      expect(
+        (
+          await t.api(`/api/projects/${p.slug}/alerts/regression`, {
+            method: 'PATCH',
+            json: { channels: [oneId, twoId] },
+          })
+        ).status,
+      ).toBe(200);
       expect((await t.api(`/api/projects/${p.slug}/alerts/channels/${oneId}`, { method: 'DELETE' })).status).toBe(204);
       const after = await (await t.api(`/api/projects/${p.slug}/alerts`)).json();
       expect(after.rules.find((r: any) => r.type === 'regression').channels).toEqual([twoId]);

@@ -21,16 +21,24 @@ function mrkdwn(text: string): string {
     .replace(/\n/g, '<br>');
 }
 
-type Block = { type: string; text?: { text: string }; fields?: { text: string }[]; elements?: { text: string | { text: string }; url?: string }[] };
+type Block = {
+  type: string;
+  text?: { text: string };
+  fields?: { text: string }[];
+  elements?: { text: string | { text: string }; url?: string }[];
+};
 
 export function slackPreview(payload: { blocks: Block[] }): string {
   const blocks = payload.blocks
     .map((b) => {
       if (b.type === 'header') return `<div class="header">${esc(b.text!.text)}</div>`;
-      if (b.type === 'section' && b.fields) return `<div class="fields">${b.fields.map((f) => `<div>${mrkdwn(f.text)}</div>`).join('')}</div>`;
+      if (b.type === 'section' && b.fields)
+        return `<div class="fields">${b.fields.map((f) => `<div>${mrkdwn(f.text)}</div>`).join('')}</div>`;
       if (b.type === 'section') return `<div class="section">${mrkdwn(b.text!.text)}</div>`;
-      if (b.type === 'actions') return `<div>${b.elements!.map((e) => `<a class="button" href="${esc(e.url ?? '#')}">${esc((e.text as { text: string }).text)}</a>`).join('')}</div>`;
-      if (b.type === 'context') return `<div class="context">${b.elements!.map((e) => mrkdwn(e.text as string)).join(' ')}</div>`;
+      if (b.type === 'actions')
+        return `<div>${b.elements!.map((e) => `<a class="button" href="${esc(e.url ?? '#')}">${esc((e.text as { text: string }).text)}</a>`).join('')}</div>`;
+      if (b.type === 'context')
+        return `<div class="context">${b.elements!.map((e) => mrkdwn(e.text as string)).join(' ')}</div>`;
       return '';
     })
     .join('');
@@ -47,18 +55,31 @@ export function slackPreview(payload: { blocks: Block[] }): string {
 /** Discord markdown: `[text](url)` links, backslash escapes. */
 function discordMarkdown(text: string): string {
   return esc(text)
-    .replace(/\[((?:\\.|[^\]\\])*)\]\((https?:[^)\s]+)\)/g, (_m, label: string, url: string) => `<a href="${url}">${label}</a>`)
+    .replace(
+      /\[((?:\\.|[^\]\\])*)\]\((https?:[^)\s]+)\)/g,
+      (_m, label: string, url: string) => `<a href="${url}">${label}</a>`,
+    )
     .replace(/\\(.)/g, '$1')
     .replace(/\n/g, '<br>');
 }
 
-type Embed = { title: string; url?: string; description?: string; color?: number; fields?: { name: string; value: string; inline?: boolean }[]; footer?: { text: string }; timestamp?: string };
+type Embed = {
+  title: string;
+  url?: string;
+  description?: string;
+  color?: number;
+  fields?: { name: string; value: string; inline?: boolean }[];
+  footer?: { text: string };
+  timestamp?: string;
+};
 
 export function discordPreview(payload: { embeds: Embed[] }): string {
   const e = payload.embeds[0];
   const color = `#${(e.color ?? 0).toString(16).padStart(6, '0')}`;
   const title = e.url ? `<a href="${esc(e.url)}">${esc(e.title)}</a>` : esc(e.title);
-  const fields = (e.fields ?? []).map((f) => `<div class="field"><div class="fname">${esc(f.name)}</div><div>${esc(f.value)}</div></div>`).join('');
+  const fields = (e.fields ?? [])
+    .map((f) => `<div class="field"><div class="fname">${esc(f.name)}</div><div>${esc(f.value)}</div></div>`)
+    .join('');
   return PAGE(
     `<div class="msg"><div class="avatar">F</div><div style="flex:1"><div class="who">Faultline <span class="bot">BOT</span> <span class="time">Today at 10:02</span></div>
     <div class="embed" style="border-left-color:${color}"><div class="title">${title}</div><div class="desc">${discordMarkdown(e.description ?? '')}</div>
@@ -71,7 +92,14 @@ export function discordPreview(payload: { embeds: Embed[] }): string {
   );
 }
 
-type CardElement = { type: string; text?: string; size?: string; weight?: string; color?: string; facts?: { title: string; value: string }[] };
+type CardElement = {
+  type: string;
+  text?: string;
+  size?: string;
+  weight?: string;
+  color?: string;
+  facts?: { title: string; value: string }[];
+};
 
 function cardMarkdown(text: string): string {
   return esc(text)
@@ -79,16 +107,25 @@ function cardMarkdown(text: string): string {
     .replace(/\n/g, '<br>');
 }
 
-export function teamsPreview(payload: { attachments: { content: { body: CardElement[]; actions?: { title: string; url: string }[] } }[] }): string {
+export function teamsPreview(payload: {
+  attachments: { content: { body: CardElement[]; actions?: { title: string; url: string }[] } }[];
+}): string {
   const card = payload.attachments[0].content;
   const body = card.body
     .map((el) => {
-      if (el.type === 'FactSet') return `<table>${el.facts!.map((f) => `<tr><th>${esc(f.title)}</th><td>${esc(f.value)}</td></tr>`).join('')}</table>`;
-      const cls = [el.size === 'Medium' ? 'medium' : '', el.weight === 'Bolder' ? 'bold' : '', el.color === 'Attention' ? 'attention' : ''].join(' ');
+      if (el.type === 'FactSet')
+        return `<table>${el.facts!.map((f) => `<tr><th>${esc(f.title)}</th><td>${esc(f.value)}</td></tr>`).join('')}</table>`;
+      const cls = [
+        el.size === 'Medium' ? 'medium' : '',
+        el.weight === 'Bolder' ? 'bold' : '',
+        el.color === 'Attention' ? 'attention' : '',
+      ].join(' ');
       return `<div class="tb ${cls}">${cardMarkdown(el.text ?? '')}</div>`;
     })
     .join('');
-  const actions = (card.actions ?? []).map((a) => `<a class="action" href="${esc(a.url)}">${esc(a.title)}</a>`).join('');
+  const actions = (card.actions ?? [])
+    .map((a) => `<a class="action" href="${esc(a.url)}">${esc(a.title)}</a>`)
+    .join('');
   return PAGE(
     `<div class="who"><span class="avatar">F</span> Workflows <span class="time">10:02</span></div><div class="card">${body}<div>${actions}</div></div>`,
     `body{background:#f5f5f5;color:#242424;font-family:"Segoe UI","DejaVu Sans",sans-serif} .who{font-size:13px;color:#616161;margin-bottom:6px;display:flex;align-items:center;gap:8px}

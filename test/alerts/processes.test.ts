@@ -12,15 +12,29 @@ import { Receiver, addWebhook, apiProject, crash, deliveries, sendEvents, sleep,
 beforeAll(() => ensureBuilt());
 
 async function api(base: string, path: string, method = 'GET', json?: unknown): Promise<any> {
-  const res = await fetch(base + path, { method, headers: json ? { 'content-type': 'application/json' } : {}, body: json ? JSON.stringify(json) : undefined });
+  const res = await fetch(base + path, {
+    method,
+    headers: json ? { 'content-type': 'application/json' } : {},
+    body: json ? JSON.stringify(json) : undefined,
+  });
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
   return res.status === 204 ? null : res.json();
 }
 
-async function ingest(base: string, project: { id: number; dsn: string }, events: Record<string, unknown>[]): Promise<void> {
+async function ingest(
+  base: string,
+  project: { id: number; dsn: string },
+  events: Record<string, unknown>[],
+): Promise<void> {
   const key = new URL(project.dsn).username;
-  const body = envelope({ event_id: events[0].event_id }, events.map((payload) => ({ type: 'event', payload })));
-  const res = await fetch(`${base}/api/${project.id}/envelope/?sentry_key=${key}&sentry_version=7`, { method: 'POST', body: body as unknown as BodyInit });
+  const body = envelope(
+    { event_id: events[0].event_id },
+    events.map((payload) => ({ type: 'event', payload })),
+  );
+  const res = await fetch(`${base}/api/${project.id}/envelope/?sentry_key=${key}&sentry_version=7`, {
+    method: 'POST',
+    body: body as unknown as BodyInit,
+  });
   if (res.status !== 200) throw new Error(`ingest: ${res.status} ${await res.text()}`);
 }
 
@@ -36,14 +50,22 @@ describe.each(dialects)('alerts across restarts (%s)', (dialect) => {
     const probe = await Receiver.start();
     const port = probe.port;
     await probe.stop();
-    const options = { env: { WEBHOOK_ALLOW_PRIVATE: 'true' }, database, serverOptions: { alerts: { pollMs: 25, retryDelaysMs: [1000, 1000] } } };
+    const options = {
+      env: { WEBHOOK_ALLOW_PRIVATE: 'true' },
+      database,
+      serverOptions: { alerts: { pollMs: 25, retryDelaysMs: [1000, 1000] } },
+    };
     let t = await startTestServer(dialect, options);
     let hook: Receiver | undefined;
     try {
       const p = await apiProject(t);
       await addWebhook(t, p, `http://127.0.0.1:${port}/down-then-up`);
       await sendEvents(t, p, [errorEvent({ timestamp: t.clock.now() })]);
-      await until(async () => (await deliveries(t, p))[0]?.attempts === 1 && (await deliveries(t, p))[0]?.last_error !== null, 8000, 'the first failed attempt');
+      await until(
+        async () => (await deliveries(t, p))[0]?.attempts === 1 && (await deliveries(t, p))[0]?.last_error !== null,
+        8000,
+        'the first failed attempt',
+      );
       expect((await deliveries(t, p))[0]).toMatchObject({ state: 'pending', attempts: 1 });
       expect((await deliveries(t, p))[0].last_error).toMatch(/ECONNREFUSED/);
       await t.close();
@@ -71,25 +93,40 @@ describe.each(dialects)('alerts across restarts (%s)', (dialect) => {
     try {
       serve = await startServe({ env });
       const project = await api(serve.url, '/api/projects', 'POST', { slug: 'cron-app' });
-      await api(serve.url, '/api/projects/cron-app/alerts/channels', 'POST', { kind: 'webhook', config: { url: hook.url } });
+      await api(serve.url, '/api/projects/cron-app/alerts/channels', 'POST', {
+        kind: 'webhook',
+        config: { url: hook.url },
+      });
       const now = Date.now();
-      await ingest(serve.url, project, Array.from({ length: 11 }, () => crash(now)));
+      await ingest(
+        serve.url,
+        project,
+        Array.from({ length: 11 }, () => crash(now)),
+      );
       // serve (on SQLite through its batch thread) recorded the new issue and sends it.
-      await until(() => hook.requests.some((r) => r.json?.type === 'new_issue'), 8000, 'the new_issue alert from serve');
+      await until(
+        () => hook.requests.some((r) => r.json?.type === 'new_issue'),
+        8000,
+        'the new_issue alert from serve',
+      );
       await stop(serve);
       serve = undefined;
 
       const first = await runCli(['alerts'], env);
       expect(first.code, first.stderr).toBe(0);
       expect(first.stderr).toContain('alerts: checking cron monitors and crash spikes and sending pending alerts');
-      expect(first.stdout.trim()).toBe('alerts: 1 crash spike found; 1 alert sent out; 1 delivery sent, 0 failed, 0 retried');
+      expect(first.stdout.trim()).toBe(
+        'alerts: 1 crash spike found; 1 alert sent out; 1 delivery sent, 0 failed, 0 retried',
+      );
       const spike = hook.requests.find((r) => r.json?.type === 'crash_spike');
       expect(spike?.json).toMatchObject({ type: 'crash_spike', project: { slug: 'cron-app' }, baseline: 0 });
       expect(spike!.json.recent).toBeGreaterThanOrEqual(10);
 
       const second = await runCli(['alerts'], env);
       expect(second.code, second.stderr).toBe(0);
-      expect(second.stdout.trim()).toBe('alerts: 0 crash spikes found; 0 alerts sent out; 0 deliveries sent, 0 failed, 0 retried');
+      expect(second.stdout.trim()).toBe(
+        'alerts: 0 crash spikes found; 0 alerts sent out; 0 deliveries sent, 0 failed, 0 retried',
+      );
       expect(hook.requests.filter((r) => r.json?.type === 'crash_spike')).toHaveLength(1);
     } finally {
       await stop(serve);
@@ -143,7 +180,10 @@ describe.runIf(dialects.includes('postgres'))('two server processes on one Postg
 
   it('hold what the cooldown holds back, and send exactly one digest of it when it ends', async () => {
     const project = await api(a!.url, '/api/projects', 'POST', { slug: 'digest-shared', name: 'Shop app' });
-    await api(a!.url, '/api/projects/digest-shared/alerts/channels', 'POST', { kind: 'webhook', config: { url: `${hook.url}/digest` } });
+    await api(a!.url, '/api/projects/digest-shared/alerts/channels', 'POST', {
+      kind: 'webhook',
+      config: { url: `${hook.url}/digest` },
+    });
     const arrived = () => hook.requests.filter((r) => r.path === '/digest');
     // Three new issues, through both instances at once: one alert, two held.
     await Promise.all([
@@ -158,7 +198,10 @@ describe.runIf(dialects.includes('postgres'))('two server processes on one Postg
     const db = new pg.Client({ connectionString: database.url });
     await db.connect();
     try {
-      await db.query(`update alert_rules set last_triggered = last_triggered - $1 where project_id = $2 and type = 'new_issue'`, [61 * 60_000, project.id]);
+      await db.query(
+        `update alert_rules set last_triggered = last_triggered - $1 where project_id = $2 and type = 'new_issue'`,
+        [61 * 60_000, project.id],
+      );
     } finally {
       await db.end();
     }

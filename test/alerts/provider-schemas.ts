@@ -10,9 +10,15 @@
 //     (https://adaptivecards.io/explorer/, version ≤ 1.5, message ≤ 28 KB).
 import { z } from 'zod';
 
-const plainText = (max: number) => z.strictObject({ type: z.literal('plain_text'), text: z.string().min(1).max(max), emoji: z.boolean().optional() });
-const mrkdwn = (max: number) => z.strictObject({ type: z.literal('mrkdwn'), text: z.string().min(1).max(max), verbatim: z.boolean().optional() });
-const httpUrl = (max: number) => z.string().max(max).regex(/^https?:\/\//);
+const plainText = (max: number) =>
+  z.strictObject({ type: z.literal('plain_text'), text: z.string().min(1).max(max), emoji: z.boolean().optional() });
+const mrkdwn = (max: number) =>
+  z.strictObject({ type: z.literal('mrkdwn'), text: z.string().min(1).max(max), verbatim: z.boolean().optional() });
+const httpUrl = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .regex(/^https?:\/\//);
 
 const slackBlock = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('header'), text: plainText(150), block_id: z.string().max(255).optional() }),
@@ -20,18 +26,36 @@ const slackBlock = z.discriminatedUnion('type', [
     .strictObject({
       type: z.literal('section'),
       text: z.union([plainText(3000), mrkdwn(3000)]).optional(),
-      fields: z.array(z.union([plainText(2000), mrkdwn(2000)])).min(1).max(10).optional(),
+      fields: z
+        .array(z.union([plainText(2000), mrkdwn(2000)]))
+        .min(1)
+        .max(10)
+        .optional(),
       block_id: z.string().max(255).optional(),
     })
     .refine((s) => s.text !== undefined || s.fields !== undefined, 'a section needs text or fields'),
   z.strictObject({
     type: z.literal('actions'),
     elements: z
-      .array(z.strictObject({ type: z.literal('button'), text: plainText(75), url: httpUrl(3000).optional(), action_id: z.string().max(255).optional(), value: z.string().max(2000).optional() }))
+      .array(
+        z.strictObject({
+          type: z.literal('button'),
+          text: plainText(75),
+          url: httpUrl(3000).optional(),
+          action_id: z.string().max(255).optional(),
+          value: z.string().max(2000).optional(),
+        }),
+      )
       .min(1)
       .max(25),
   }),
-  z.strictObject({ type: z.literal('context'), elements: z.array(z.union([plainText(3000), mrkdwn(3000)])).min(1).max(10) }),
+  z.strictObject({
+    type: z.literal('context'),
+    elements: z
+      .array(z.union([plainText(3000), mrkdwn(3000)]))
+      .min(1)
+      .max(10),
+  }),
   z.strictObject({ type: z.literal('divider') }),
 ]);
 
@@ -48,10 +72,24 @@ const discordEmbed = z
     timestamp: z.iso.datetime().optional(),
     color: z.int().min(0).max(0xffffff).optional(),
     footer: z.strictObject({ text: z.string().min(1).max(2048), icon_url: z.string().optional() }).optional(),
-    fields: z.array(z.strictObject({ name: z.string().min(1).max(256), value: z.string().min(1).max(1024), inline: z.boolean().optional() })).max(25).optional(),
+    fields: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1).max(256),
+          value: z.string().min(1).max(1024),
+          inline: z.boolean().optional(),
+        }),
+      )
+      .max(25)
+      .optional(),
   })
   .refine(
-    (e) => e.title.length + (e.description?.length ?? 0) + (e.footer?.text.length ?? 0) + (e.fields ?? []).reduce((n, f) => n + f.name.length + f.value.length, 0) <= 6000,
+    (e) =>
+      e.title.length +
+        (e.description?.length ?? 0) +
+        (e.footer?.text.length ?? 0) +
+        (e.fields ?? []).reduce((n, f) => n + f.name.length + f.value.length, 0) <=
+      6000,
     'an embed holds at most 6000 characters in all',
   );
 
@@ -74,7 +112,10 @@ const cardElement = z.discriminatedUnion('type', [
     color: z.enum(['Default', 'Dark', 'Light', 'Accent', 'Good', 'Warning', 'Attention']).optional(),
     isSubtle: z.boolean().optional(),
   }),
-  z.strictObject({ type: z.literal('FactSet'), facts: z.array(z.strictObject({ title: z.string(), value: z.string() })).min(1) }),
+  z.strictObject({
+    type: z.literal('FactSet'),
+    facts: z.array(z.strictObject({ title: z.string(), value: z.string() })).min(1),
+  }),
 ]);
 
 export const adaptiveCardSchema = z.strictObject({
@@ -82,14 +123,23 @@ export const adaptiveCardSchema = z.strictObject({
   type: z.literal('AdaptiveCard'),
   version: z.enum(['1.0', '1.1', '1.2', '1.3', '1.4', '1.5']),
   body: z.array(cardElement).min(1),
-  actions: z.array(z.strictObject({ type: z.literal('Action.OpenUrl'), title: z.string().min(1), url: httpUrl(4096) })).max(6).optional(),
+  actions: z
+    .array(z.strictObject({ type: z.literal('Action.OpenUrl'), title: z.string().min(1), url: httpUrl(4096) }))
+    .max(6)
+    .optional(),
 });
 
 export const teamsSchema = z
   .strictObject({
     type: z.literal('message'),
     attachments: z
-      .array(z.strictObject({ contentType: z.literal('application/vnd.microsoft.card.adaptive'), contentUrl: z.null().optional(), content: adaptiveCardSchema }))
+      .array(
+        z.strictObject({
+          contentType: z.literal('application/vnd.microsoft.card.adaptive'),
+          contentUrl: z.null().optional(),
+          content: adaptiveCardSchema,
+        }),
+      )
       .length(1),
   })
   .refine((m) => new TextEncoder().encode(JSON.stringify(m)).length <= 28_000, 'a Teams message is at most 28 KB');
@@ -97,6 +147,9 @@ export const teamsSchema = z
 /** Parses, failing the test with zod's message naming the field. */
 export function expectValid<T>(schema: z.ZodType<T>, payload: unknown): T {
   const result = schema.safeParse(payload);
-  if (!result.success) throw new Error(`payload does not match the provider's schema: ${z.prettifyError(result.error)}\n${JSON.stringify(payload).slice(0, 2000)}`);
+  if (!result.success)
+    throw new Error(
+      `payload does not match the provider's schema: ${z.prettifyError(result.error)}\n${JSON.stringify(payload).slice(0, 2000)}`,
+    );
   return result.data;
 }

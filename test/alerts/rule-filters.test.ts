@@ -4,7 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import { telegramText, webhookPayload } from '../../src/alerts/channels.js';
 import { DIGEST_LISTED, digestFields, namedIssues } from '../../src/alerts/outbox.js';
-import { AlertInputError, NO_FILTERS, parseRulePatch, ruleChannels, ruleLetsThrough, storedRuleFilters } from '../../src/alerts/rules.js';
+import {
+  AlertInputError,
+  NO_FILTERS,
+  parseRulePatch,
+  ruleChannels,
+  ruleLetsThrough,
+  storedRuleFilters,
+} from '../../src/alerts/rules.js';
 
 const project = { slug: 'shop-app', name: 'Shop app' };
 const at = Date.UTC(2026, 10, 21, 10, 2);
@@ -22,7 +29,13 @@ describe('rule filters', () => {
 
   it('min_level lets through that level and the ones above it', () => {
     const errors = { ...NO_FILTERS, min_level: 'error' as const };
-    expect(['debug', 'info', 'warning', 'error', 'fatal'].map((level) => ruleLetsThrough(errors, { level }))).toEqual([false, false, false, true, true]);
+    expect(['debug', 'info', 'warning', 'error', 'fatal'].map((level) => ruleLetsThrough(errors, { level }))).toEqual([
+      false,
+      false,
+      false,
+      true,
+      true,
+    ]);
   });
 
   it('channels: empty means all of the project, a list only those that still exist', () => {
@@ -31,14 +44,29 @@ describe('rule filters', () => {
   });
 
   it('reads stored filters leniently', () => {
-    expect(storedRuleFilters({ environments: '["production"]', min_level: 'warning', channels: '[4]' })).toEqual({ environments: ['production'], min_level: 'warning', channels: [4] });
+    expect(storedRuleFilters({ environments: '["production"]', min_level: 'warning', channels: '[4]' })).toEqual({
+      environments: ['production'],
+      min_level: 'warning',
+      channels: [4],
+    });
     expect(storedRuleFilters({ environments: 'nonsense', min_level: 'loud', channels: null })).toEqual(NO_FILTERS);
   });
 
   it('PATCH bodies: filters alone are enough, duplicates fold, bad values are refused', () => {
-    expect(parseRulePatch({ environments: ['production', 'production'], channels: [2, 2] })).toEqual({ environments: ['production'], channels: [2] });
+    expect(parseRulePatch({ environments: ['production', 'production'], channels: [2, 2] })).toEqual({
+      environments: ['production'],
+      channels: [2],
+    });
     expect(parseRulePatch({ min_level: null })).toEqual({ min_level: null });
-    for (const body of [{}, { min_level: 'loud' }, { environments: [1] }, { channels: [-1] }, { channels: [1.5] }, { channels: 'all' }, { environment: ['x'] }]) {
+    for (const body of [
+      {},
+      { min_level: 'loud' },
+      { environments: [1] },
+      { channels: [-1] },
+      { channels: [1.5] },
+      { channels: 'all' },
+      { environment: ['x'] },
+    ]) {
       expect(() => parseRulePatch(body), JSON.stringify(body)).toThrow(AlertInputError);
     }
   });
@@ -46,7 +74,14 @@ describe('rule filters', () => {
 
 describe('digests', () => {
   const held = Array.from({ length: 23 }, (_, i) => ({
-    payload: JSON.stringify({ title: `Error ${i}`, fingerprint: `fp${i}`, level: 'error', event_count: i + 1, release: 'app@2', environment: 'production' }),
+    payload: JSON.stringify({
+      title: `Error ${i}`,
+      fingerprint: `fp${i}`,
+      level: 'error',
+      event_count: i + 1,
+      release: 'app@2',
+      environment: 'production',
+    }),
     created_at: at + i * 1000,
   }));
 
@@ -61,7 +96,11 @@ describe('digests', () => {
   });
 
   it('webhook: the digest form, with "more" for those not listed', () => {
-    const payload = webhookPayload({ type: 'new_issue', digest: digestFields(held), triggered_at: at + 3_600_000 }, project, 'https://errors.example.com');
+    const payload = webhookPayload(
+      { type: 'new_issue', digest: digestFields(held), triggered_at: at + 3_600_000 },
+      project,
+      'https://errors.example.com',
+    );
     expect(payload).toMatchObject({
       type: 'new_issue',
       digest: true,
@@ -86,13 +125,21 @@ describe('digests', () => {
   });
 
   it('Telegram: a headline, one line per listed issue, "and N more", the project link', () => {
-    const lines = telegramText({ type: 'regression', digest: digestFields(held), triggered_at: at }, project, 'https://errors.example.com').split('\n');
+    const lines = telegramText(
+      { type: 'regression', digest: digestFields(held), triggered_at: at },
+      project,
+      'https://errors.example.com',
+    ).split('\n');
     expect(lines[0]).toBe('23 regressions in Shop app (shop-app) since 2026-11-21 10:02 UTC');
     expect(lines[1]).toBe('- Error 0 (error, 1 event, release app@2)');
     expect(lines).toHaveLength(1 + 20 + 2);
     expect(lines.at(-2)).toBe('and 3 more');
     expect(lines.at(-1)).toBe('https://errors.example.com/shop-app');
-    const one = telegramText({ type: 'new_issue', digest: digestFields(held.slice(0, 1)), triggered_at: at }, project, null);
+    const one = telegramText(
+      { type: 'new_issue', digest: digestFields(held.slice(0, 1)), triggered_at: at },
+      project,
+      null,
+    );
     expect(one.split('\n')[0]).toBe('1 new issue in Shop app (shop-app) since 2026-11-21 10:02 UTC');
   });
 });

@@ -33,13 +33,15 @@ export class SmtpSink {
       allowInsecureAuth: false,
       logger: false,
       onAuth(auth, _session, callback) {
-        if (auth.username === sink.user && auth.password === sink.password) return callback(null, { user: auth.username });
+        if (auth.username === sink.user && auth.password === sink.password)
+          return callback(null, { user: auth.username });
         callback(Object.assign(new Error('Invalid username or password'), { responseCode: 535 }));
       },
       onData(stream, session, callback) {
         simpleParser(stream)
           .then((mail) => {
-            if (sink.refuse) return callback(Object.assign(new Error(sink.refuse.message), { responseCode: sink.refuse.code }));
+            if (sink.refuse)
+              return callback(Object.assign(new Error(sink.refuse.message), { responseCode: sink.refuse.code }));
             sink.messages.push({
               mail,
               secure: session.secure,

@@ -84,7 +84,11 @@ export class Receiver {
 }
 
 /** Waits until `check` holds, polling every 20 ms. */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 8000, what = 'condition'): Promise<void> {
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 8000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -110,14 +114,20 @@ export async function apiProject(t: TestServer, name = 'Alerting app'): Promise<
 }
 
 export async function addWebhook(t: TestServer, project: ProjectRow, url: string, secret?: string): Promise<number> {
-  const res = await t.api(`/api/projects/${project.slug}/alerts/channels`, { method: 'POST', json: { kind: 'webhook', config: { url, ...(secret ? { secret } : {}) } } });
+  const res = await t.api(`/api/projects/${project.slug}/alerts/channels`, {
+    method: 'POST',
+    json: { kind: 'webhook', config: { url, ...(secret ? { secret } : {}) } },
+  });
   if (res.status !== 201) throw new Error(`channel create: ${res.status} ${await res.text()}`);
   return (await res.json()).id;
 }
 
 /** Sends events (one envelope) and expects 200. */
 export async function sendEvents(t: TestServer, project: ProjectRow, events: Record<string, unknown>[]): Promise<void> {
-  const body = envelope({ event_id: events[0].event_id }, events.map((payload) => ({ type: 'event', payload })));
+  const body = envelope(
+    { event_id: events[0].event_id },
+    events.map((payload) => ({ type: 'event', payload })),
+  );
   const res = await post(t, project, body);
   if (res.status !== 200) throw new Error(`ingest: ${res.status} ${await res.text()}`);
 }
@@ -160,7 +170,12 @@ export class FakeBotApi {
   tooManyRequests(retryAfterSeconds: number): void {
     this.receiver.script.push({
       status: 429,
-      body: JSON.stringify({ ok: false, error_code: 429, description: `Too Many Requests: retry after ${retryAfterSeconds}`, parameters: { retry_after: retryAfterSeconds } }),
+      body: JSON.stringify({
+        ok: false,
+        error_code: 429,
+        description: `Too Many Requests: retry after ${retryAfterSeconds}`,
+        parameters: { retry_after: retryAfterSeconds },
+      }),
     });
   }
   stop(): Promise<void> {

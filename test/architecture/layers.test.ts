@@ -18,7 +18,19 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
-const DOMAINS = ['ingest', 'read', 'store', 'alerts', 'monitors', 'symbols', 'uploads', 'transfer', 'attachments', 'privacy', 'feedback'];
+const DOMAINS = [
+  'ingest',
+  'read',
+  'store',
+  'alerts',
+  'monitors',
+  'symbols',
+  'uploads',
+  'transfer',
+  'attachments',
+  'privacy',
+  'feedback',
+];
 const FRONTS = ['http', 'dashboard', 'cli', 'editions'];
 const DOMAIN_FOLDERS = [...DOMAINS.filter((d) => d !== 'store'), 'accounts', 'triage', 'minidump'];
 
@@ -26,15 +38,13 @@ const DOMAIN_FOLDERS = [...DOMAINS.filter((d) => d !== 'store'), 'accounts', 'tr
  * The upward arrows the layering allows, each with its reason (at most three). An arrow
  * is `from -> to` between nodes of the folder graph: a folder, or a module of src/ itself.
  */
-const ALLOWED_UPWARD: Record<string, string> = {
-};
+const ALLOWED_UPWARD: Record<string, string> = {};
 
 /** Folder cycles still to break. */
 const KNOWN_CYCLES: string[] = [
   'alerts ↔ attachments ↔ feedback ↔ ingest ↔ minidump ↔ symbols ↔ triage',
   'dashboard ↔ http',
 ];
-
 
 function sources(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -120,10 +130,12 @@ function cycles(edges: Map<string, string[]>): string[][] {
 }
 
 function upwardArrows(edges: Map<string, string[]>): string[] {
-  return [...edges.keys()].filter((key) => {
-    const [from, to] = key.split(' -> ');
-    return rankOf(from) < rankOf(to);
-  }).sort();
+  return [...edges.keys()]
+    .filter((key) => {
+      const [from, to] = key.split(' -> ');
+      return rankOf(from) < rankOf(to);
+    })
+    .sort();
 }
 
 function sourceTexts(): { rel: string; text: string }[] {
@@ -140,26 +152,41 @@ describe('layers', () => {
   it.each(DOMAINS)('src/%s imports no HTTP, dashboard, CLI or edition code', (domain) => {
     const files = sources(path.join(SRC, domain));
     expect(files.length).toBeGreaterThan(0);
-    const offending = files.flatMap((f) => importedFolders(f).filter((folder) => FRONTS.includes(folder)).map((folder) => `${path.relative(SRC, f)} → src/${folder}`));
+    const offending = files.flatMap((f) =>
+      importedFolders(f)
+        .filter((folder) => FRONTS.includes(folder))
+        .map((folder) => `${path.relative(SRC, f)} → src/${folder}`),
+    );
     expect(offending).toEqual([]);
   });
 
   it('finds an import that breaks the rule (the check itself)', () => {
     const probe = path.join(SRC, 'read', 'probe.ts');
     expect(importedFolders(probe, "import { publicBaseUrl } from '../http/public-url.js';\n")).toEqual(['http']);
-    expect(importedFolders(probe, "import type { Context } from '../dashboard/index.js';\nimport { x } from './params.js';\n")).toEqual(['dashboard', 'read']);
+    expect(
+      importedFolders(
+        probe,
+        "import type { Context } from '../dashboard/index.js';\nimport { x } from './params.js';\n",
+      ),
+    ).toEqual(['dashboard', 'read']);
   });
 
   it('outside src/store and src/editions, writes that commit together go through Store.atomic', () => {
-    const files = sources(SRC).filter((f) => !/^(store|editions)\//.test(path.relative(SRC, f).split(path.sep).join('/')));
-    const offending = files.filter((f) => ownWritePaths(fs.readFileSync(f, 'utf8')).length > 0).map((f) => path.relative(SRC, f).split(path.sep).join('/'));
+    const files = sources(SRC).filter(
+      (f) => !/^(store|editions)\//.test(path.relative(SRC, f).split(path.sep).join('/')),
+    );
+    const offending = files
+      .filter((f) => ownWritePaths(fs.readFileSync(f, 'utf8')).length > 0)
+      .map((f) => path.relative(SRC, f).split(path.sep).join('/'));
     expect(offending).toEqual([]);
   });
 
   it('finds a transaction or a batch opened outside the store (the check itself)', () => {
     expect(ownWritePaths('await db.transaction().execute(async (trx) => {});')).toEqual(['.transaction()']);
     expect(ownWritePaths('if (store.batch) await store.batch!(queries);')).toEqual(['store.batch', 'store.batch']);
-    expect(ownWritePaths('// one db.batch() on D1\nawait this.batch(state);\nawait store.atomic(queries);')).toEqual([]);
+    expect(ownWritePaths('// one db.batch() on D1\nawait this.batch(state);\nawait store.atomic(queries);')).toEqual(
+      [],
+    );
   });
 
   it('only src/editions builds the symbol kind list; no registry of kinds or installed demangler remains', () => {
@@ -170,11 +197,12 @@ describe('layers', () => {
     const globals = files.filter((f) => globalSymbolState(fs.readFileSync(f, 'utf8')).length > 0).map(rel);
     expect(globals).toEqual([]);
     // The editions do build it (else the check would pass on a renamed module).
-    expect(sources(path.join(SRC, 'editions')).filter((f) => importsKindList(f)).map(rel).sort()).toEqual([
-      'editions/node/server.ts',
-      'editions/node/symbol-parse-thread-worker.ts',
-      'editions/workers/deps.ts',
-    ]);
+    expect(
+      sources(path.join(SRC, 'editions'))
+        .filter((f) => importsKindList(f))
+        .map(rel)
+        .sort(),
+    ).toEqual(['editions/node/server.ts', 'editions/node/symbol-parse-thread-worker.ts', 'editions/workers/deps.ts']);
   });
 
   it('finds an import of the kind list or a global registry outside the editions (the check itself)', () => {
@@ -194,26 +222,39 @@ describe('layers', () => {
 
   it('src/store imports no domain folder, front or context.ts: only itself and the base modules', () => {
     const edges = folderGraph(sourceTexts());
-    const offending = [...edges].filter(([key]) => key.startsWith('store -> ') && rankOf(key.split(' -> ')[1]) !== 0).flatMap(([, why]) => why);
+    const offending = [...edges]
+      .filter(([key]) => key.startsWith('store -> ') && rankOf(key.split(' -> ')[1]) !== 0)
+      .flatMap(([, why]) => why);
     expect(offending).toEqual([]);
   });
 
   it('upward arrows are only the listed ones, at most three', () => {
     const edges = folderGraph(sourceTexts());
     const arrows = upwardArrows(edges);
-    expect(arrows.map((a) => (a in ALLOWED_UPWARD ? a : `${a}: ${edges.get(a)!.join('; ')}`))).toEqual(Object.keys(ALLOWED_UPWARD).sort());
+    expect(arrows.map((a) => (a in ALLOWED_UPWARD ? a : `${a}: ${edges.get(a)!.join('; ')}`))).toEqual(
+      Object.keys(ALLOWED_UPWARD).sort(),
+    );
   });
 
   it('finds cycles and upward arrows (the check itself)', () => {
     const edges = folderGraph([
-      { rel: path.join('store', 'a.ts'), text: "import { b } from '../ingest/b.js';\nimport { c } from '../clock.js';" },
-      { rel: path.join('ingest', 'b.ts'), text: "import type { A } from '../store/a.js';\nimport { t } from './t.js';" },
+      {
+        rel: path.join('store', 'a.ts'),
+        text: "import { b } from '../ingest/b.js';\nimport { c } from '../clock.js';",
+      },
+      {
+        rel: path.join('ingest', 'b.ts'),
+        text: "import type { A } from '../store/a.js';\nimport { t } from './t.js';",
+      },
       { rel: path.join('http', 'h.ts'), text: "import { d } from '../dashboard/d.js';" },
       { rel: path.join('dashboard', 'd.ts'), text: "import { r } from '../read/r.js';" },
       { rel: path.join('read', 'r.ts'), text: "import { h } from '../http/h.js';" },
       { rel: 'clock.ts', text: "import { x } from './context.js';" },
     ]);
-    expect(cycles(edges)).toEqual([['dashboard', 'http', 'read'], ['ingest', 'store']]);
+    expect(cycles(edges)).toEqual([
+      ['dashboard', 'http', 'read'],
+      ['ingest', 'store'],
+    ]);
     expect(upwardArrows(edges)).toEqual(['clock -> context', 'read -> http', 'store -> ingest']);
     expect(DOMAIN_FOLDERS.every((d) => rankOf(d) === 2)).toBe(true);
   });
@@ -222,7 +263,14 @@ describe('layers', () => {
 /** True when a file imports the kind list's builder (default-kinds.ts) or the old side-effect registration. */
 function importsKindList(file: string, text = fs.readFileSync(file, 'utf8')): boolean {
   const specifiers = [...text.matchAll(/\b(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => m[1]);
-  return specifiers.some((s) => /^symbols\/(default-kinds|register)\.js$/.test(path.relative(SRC, path.resolve(path.dirname(file), s)).split(path.sep).join('/')));
+  return specifiers.some((s) =>
+    /^symbols\/(default-kinds|register)\.js$/.test(
+      path
+        .relative(SRC, path.resolve(path.dirname(file), s))
+        .split(path.sep)
+        .join('/'),
+    ),
+  );
 }
 
 /** Names of a process-wide kind registry or installed demangler in a file's code (comments left out). */

@@ -14,7 +14,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 /** Every source, test and bench file (and vitest.config.ts) but this one. */
 function checkedFiles(): string[] {
   return ['src', 'test', 'bench', 'vitest.config.ts']
-    .flatMap((p) => (fs.statSync(path.join(ROOT, p)).isDirectory() ? filesUnder(path.join(ROOT, p)) : [path.join(ROOT, p)]))
+    .flatMap((p) =>
+      fs.statSync(path.join(ROOT, p)).isDirectory() ? filesUnder(path.join(ROOT, p)) : [path.join(ROOT, p)],
+    )
     .filter((file) => file !== fileURLToPath(import.meta.url));
 }
 
@@ -47,7 +49,9 @@ describe('the checkout is self-contained', () => {
       fs
         .readFileSync(file, 'utf8')
         .split('\n')
-        .flatMap((line, i) => (/DECISIONS/.test(line) ? [`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`] : [])),
+        .flatMap((line, i) =>
+          /DECISIONS/.test(line) ? [`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`] : [],
+        ),
     );
     expect(offenders).toEqual([]);
   });

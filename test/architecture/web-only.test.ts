@@ -137,11 +137,13 @@ async function closureOf(entry: string): Promise<Closure> {
       continue;
     }
     for (const imported of inputs[file].imports) {
-      if (imported.external && NODE_BUILTINS.has(imported.path)) violations.push(`Node built-in ${imported.path}: ${chain(file)} -> ${imported.path}`);
+      if (imported.external && NODE_BUILTINS.has(imported.path))
+        violations.push(`Node built-in ${imported.path}: ${chain(file)} -> ${imported.path}`);
     }
     if (!file.includes('node_modules/')) {
       const text = code(file);
-      for (const [name, pattern] of NODE_GLOBALS) if (pattern.test(text)) violations.push(`Node global ${name}: ${chain(file)}`);
+      for (const [name, pattern] of NODE_GLOBALS)
+        if (pattern.test(text)) violations.push(`Node global ${name}: ${chain(file)}`);
     }
   }
   return { files: queue, violations };
@@ -152,14 +154,27 @@ describe('web-only rule on the import closure of the shared app', () => {
     const { files, violations } = await closureOf('src/http/app.ts');
     // The closure is the whole app, not a stub: every route module and the domain code behind it.
     expect(files).toEqual(
-      expect.arrayContaining(['src/http/read.ts', 'src/http/ingest.ts', 'src/read/events.ts', 'src/ingest/pipeline.ts', 'src/store/projects.ts']),
+      expect.arrayContaining([
+        'src/http/read.ts',
+        'src/http/ingest.ts',
+        'src/read/events.ts',
+        'src/ingest/pipeline.ts',
+        'src/store/projects.ts',
+      ]),
     );
     expect(violations).toEqual([]);
   });
 
   it('src/transfer/http.ts (export and import, mounted by the serverless edition) reaches none either', async () => {
     const { files, violations } = await closureOf('src/transfer/http.ts');
-    expect(files).toEqual(expect.arrayContaining(['src/transfer/export.ts', 'src/transfer/import.ts', 'src/transfer/line-types.ts', 'src/transfer/event-line-type.ts']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'src/transfer/export.ts',
+        'src/transfer/import.ts',
+        'src/transfer/line-types.ts',
+        'src/transfer/event-line-type.ts',
+      ]),
+    );
     expect(violations).toEqual([]);
   });
 
@@ -172,7 +187,14 @@ describe('web-only rule on the import closure of the shared app', () => {
         .filter((f) => f.endsWith('.ts'))
         .map((f) => `${dir}/${f}`),
     );
-    expect(modules).toEqual(expect.arrayContaining(['src/store/database.ts', 'src/store/migrate.ts', 'src/store/ingest-batch.ts', 'src/ingest/plan.ts']));
+    expect(modules).toEqual(
+      expect.arrayContaining([
+        'src/store/database.ts',
+        'src/store/migrate.ts',
+        'src/store/ingest-batch.ts',
+        'src/ingest/plan.ts',
+      ]),
+    );
     const violations = (await Promise.all(modules.map(closureOf))).flatMap((c) => c.violations);
     // PostgreSQL is opened only by the Node edition (pg is a Node package), so its array
     // literals may use Buffer's hex encoder, several times faster than one in JS.
@@ -184,7 +206,9 @@ describe('web-only rule on the import closure of the shared app', () => {
     const { violations } = await closureOf('src/editions/node/server.ts');
     const text = violations.join('\n');
     expect(text).toMatch(/Node built-in node:zlib: src\/editions\/node\/server\.ts -> .* -> node:zlib/);
-    expect(text).toContain('Node built-in node:crypto: src/editions/node/server.ts -> src/editions/node/runtime.ts -> node:crypto');
+    expect(text).toContain(
+      'Node built-in node:crypto: src/editions/node/server.ts -> src/editions/node/runtime.ts -> node:crypto',
+    );
     for (const pkg of NODE_EDITION_PACKAGES) expect(text).toContain(`Node-edition package ${pkg}:`);
     expect(text).toContain('Node global setImmediate: src/editions/node/server.ts -> src/editions/node/runtime.ts');
   });

@@ -10,7 +10,14 @@ import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES } from '../../src/limits.js
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { dsnOf, makeProject, post } from '../ingest/helpers.js';
 import { emptyStore, exportText, importText } from '../transfer/support.js';
-import { androidCrashEnvelope, androidEvent, buildEnvelope, mobileFixture, newEventId, screenshotItem } from './mobile-envelopes.js';
+import {
+  androidCrashEnvelope,
+  androidEvent,
+  buildEnvelope,
+  mobileFixture,
+  newEventId,
+  screenshotItem,
+} from './mobile-envelopes.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 const DAY = 86_400_000;
@@ -43,7 +50,12 @@ describe.each(dialects)('attachments on %s', (dialect) => {
     const files = await list(p.slug, id);
     expect(files.map((f) => [f.name, f.content_type, f.attachment_type, f.size])).toEqual([
       ['screenshot.png', 'image/png', 'event.attachment', mobileFixture('screenshot.png').length],
-      ['view-hierarchy.json', 'application/json', 'event.view_hierarchy', mobileFixture('android-view-hierarchy.json').length],
+      [
+        'view-hierarchy.json',
+        'application/json',
+        'event.view_hierarchy',
+        mobileFixture('android-view-hierarchy.json').length,
+      ],
     ]);
 
     const png = await t.api(`/api/projects/${p.slug}/attachments/${files[0].id}`);
@@ -67,7 +79,13 @@ describe.each(dialects)('attachments on %s', (dialect) => {
     const p = await makeProject(t);
     const id = newEventId();
     const big = new Uint8Array(1_300_000).map((_, i) => (i * 31) % 251);
-    const res = await post(t, p, androidCrashEnvelope(id, NOW, dsnOf(t, p), [{ headers: { type: 'attachment', filename: 'log.bin' }, payload: big }]));
+    const res = await post(
+      t,
+      p,
+      androidCrashEnvelope(id, NOW, dsnOf(t, p), [
+        { headers: { type: 'attachment', filename: 'log.bin' }, payload: big },
+      ]),
+    );
     expect(res.status).toBe(200);
     const file = (await list(p.slug, id)).find((f) => f.name === 'log.bin')!;
     expect(file.size).toBe(big.length);
@@ -79,8 +97,14 @@ describe.each(dialects)('attachments on %s', (dialect) => {
     const p = await makeProject(t);
     const id = newEventId();
     const hostile = [
-      { headers: { type: 'attachment', filename: 'x.html', content_type: 'text/html' }, payload: '<script>parent.pwned=1</script>' },
-      { headers: { type: 'attachment', filename: 'x.svg', content_type: 'image/svg+xml' }, payload: '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>' },
+      {
+        headers: { type: 'attachment', filename: 'x.html', content_type: 'text/html' },
+        payload: '<script>parent.pwned=1</script>',
+      },
+      {
+        headers: { type: 'attachment', filename: 'x.svg', content_type: 'image/svg+xml' },
+        payload: '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>',
+      },
     ];
     expect((await post(t, p, androidCrashEnvelope(id, NOW, dsnOf(t, p), hostile))).status).toBe(200);
     for (const f of (await list(p.slug, id)).filter((x) => x.name.startsWith('x.'))) {
@@ -95,7 +119,13 @@ describe.each(dialects)('attachments on %s', (dialect) => {
     const p = await makeProject(t);
     const id = newEventId();
     const tooBig = new Uint8Array(MAX_ATTACHMENT_BYTES + 1);
-    const res = await post(t, p, androidCrashEnvelope(id, NOW, dsnOf(t, p), [{ headers: { type: 'attachment', filename: 'big.bin' }, payload: tooBig }]));
+    const res = await post(
+      t,
+      p,
+      androidCrashEnvelope(id, NOW, dsnOf(t, p), [
+        { headers: { type: 'attachment', filename: 'big.bin' }, payload: tooBig },
+      ]),
+    );
     expect(res.status).toBe(413);
     expect(((await res.json()) as { error: string }).error).toMatch(/attachment/);
     expect((await t.api(`/api/projects/${p.slug}/events/${id}/attachments`)).status).toBe(404);
@@ -108,7 +138,15 @@ describe.each(dialects)('attachments on %s', (dialect) => {
   it('attaches a file sent after its event, and drops one whose event was never stored', async () => {
     const p = await makeProject(t);
     const id = newEventId();
-    expect((await post(t, p, buildEnvelope({ event_id: id }, [{ headers: { type: 'event' }, payload: androidEvent(id, NOW) }]))).status).toBe(200);
+    expect(
+      (
+        await post(
+          t,
+          p,
+          buildEnvelope({ event_id: id }, [{ headers: { type: 'event' }, payload: androidEvent(id, NOW) }]),
+        )
+      ).status,
+    ).toBe(200);
     expect(await list(p.slug, id)).toEqual([]);
     const later = await post(t, p, buildEnvelope({ event_id: id }, [screenshotItem()]));
     expect(later.status).toBe(200);
@@ -116,7 +154,10 @@ describe.each(dialects)('attachments on %s', (dialect) => {
 
     const unknown = newEventId();
     expect((await post(t, p, buildEnvelope({ event_id: unknown }, [screenshotItem()]))).status).toBe(200);
-    expect(await attachmentUsage(t.deps.store.db, p.id)).toEqual({ count: 1, bytes: mobileFixture('screenshot.png').length });
+    expect(await attachmentUsage(t.deps.store.db, p.id)).toEqual({
+      count: 1,
+      bytes: mobileFixture('screenshot.png').length,
+    });
     // Unknown ids are a 404, not an error.
     expect((await t.api(`/api/projects/${p.slug}/attachments/999999999`)).status).toBe(404);
     expect((await t.api(`/api/projects/${p.slug}/attachments/abc`)).status).toBe(404);
@@ -138,20 +179,43 @@ describe.each(dialects)('attachments on %s', (dialect) => {
     expect(await list(p.slug, kept)).toHaveLength(2);
     const chunks = async () =>
       Number(
-        (await t.deps.store.db.selectFrom('attachment_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('attachment_id', 'in', t.deps.store.db.selectFrom('attachments').select('id').where('project_id', '=', p.id)).executeTakeFirstOrThrow()).n,
+        (
+          await t.deps.store.db
+            .selectFrom('attachment_chunks')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where(
+              'attachment_id',
+              'in',
+              t.deps.store.db.selectFrom('attachments').select('id').where('project_id', '=', p.id),
+            )
+            .executeTakeFirstOrThrow()
+        ).n,
       );
     expect(await chunks()).toBe(2);
     const orphans = await t.deps.store.db
       .selectFrom('attachment_chunks')
       .select('attachment_id')
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('attachments').select('id').whereRef('attachments.id', '=', 'attachment_chunks.attachment_id'))))
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('attachments')
+              .select('id')
+              .whereRef('attachments.id', '=', 'attachment_chunks.attachment_id'),
+          ),
+        ),
+      )
       .execute();
     expect(orphans).toEqual([]);
 
     expect((await t.api(`/api/projects/${p.slug}`, { method: 'DELETE' })).status).toBeLessThan(300);
-    expect((await t.deps.store.db.selectFrom('attachments').select('id').where('project_id', '=', p.id).execute()).length).toBe(0);
+    expect(
+      (await t.deps.store.db.selectFrom('attachments').select('id').where('project_id', '=', p.id).execute()).length,
+    ).toBe(0);
     const left = await t.deps.store.db.selectFrom('attachment_chunks').select('attachment_id').execute();
-    const ids = new Set((await t.deps.store.db.selectFrom('attachments').select('id').execute()).map((r) => Number(r.id)));
+    const ids = new Set(
+      (await t.deps.store.db.selectFrom('attachments').select('id').execute()).map((r) => Number(r.id)),
+    );
     expect(left.every((c) => ids.has(Number(c.attachment_id)))).toBe(true);
   });
 
@@ -159,9 +223,22 @@ describe.each(dialects)('attachments on %s', (dialect) => {
     const p = await makeProject(t);
     const id = newEventId();
     const big = new Uint8Array(700_000).map((_, i) => i % 253);
-    expect((await post(t, p, androidCrashEnvelope(id, NOW, dsnOf(t, p), [{ headers: { type: 'attachment', filename: 'trace.bin' }, payload: big }]))).status).toBe(200);
+    expect(
+      (
+        await post(
+          t,
+          p,
+          androidCrashEnvelope(id, NOW, dsnOf(t, p), [
+            { headers: { type: 'attachment', filename: 'trace.bin' }, payload: big },
+          ]),
+        )
+      ).status,
+    ).toBe(200);
     const file = await exportText(t.deps.store, { project: p.slug });
-    const lines = file.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string });
+    const lines = file
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string });
     expect(lines.filter((l) => l.type === 'attachment')).toHaveLength(3);
     expect(lines.filter((l) => l.type === 'attachment_chunk')).toHaveLength(4);
     expect(lines.findIndex((l) => l.type === 'attachment')).toBeGreaterThan(lines.findIndex((l) => l.type === 'event'));

@@ -23,8 +23,16 @@ export function buildEnvelope(header: Record<string, unknown>, items: EnvelopeIt
   const parts: Buffer[] = [Buffer.from(JSON.stringify(header) + '\n')];
   for (const item of items) {
     const payload =
-      typeof item.payload === 'string' ? Buffer.from(item.payload) : item.payload instanceof Uint8Array ? Buffer.from(item.payload) : Buffer.from(JSON.stringify(item.payload));
-    parts.push(Buffer.from(JSON.stringify({ ...item.headers, length: payload.length }) + '\n'), payload, Buffer.from('\n'));
+      typeof item.payload === 'string'
+        ? Buffer.from(item.payload)
+        : item.payload instanceof Uint8Array
+          ? Buffer.from(item.payload)
+          : Buffer.from(JSON.stringify(item.payload));
+    parts.push(
+      Buffer.from(JSON.stringify({ ...item.headers, length: payload.length }) + '\n'),
+      payload,
+      Buffer.from('\n'),
+    );
   }
   return Buffer.concat(parts);
 }
@@ -40,21 +48,44 @@ export function androidEvent(eventId: string, timestamp: number): Record<string,
 }
 
 export const screenshotItem = (bytes: Uint8Array = mobileFixture('screenshot.png')): EnvelopeItem => ({
-  headers: { type: 'attachment', filename: 'screenshot.png', content_type: 'image/png', attachment_type: 'event.attachment' },
+  headers: {
+    type: 'attachment',
+    filename: 'screenshot.png',
+    content_type: 'image/png',
+    attachment_type: 'event.attachment',
+  },
   payload: bytes,
 });
 
 export const viewHierarchyItem = (bytes: Uint8Array = mobileFixture('android-view-hierarchy.json')): EnvelopeItem => ({
-  headers: { type: 'attachment', filename: 'view-hierarchy.json', content_type: 'application/json', attachment_type: 'event.view_hierarchy' },
+  headers: {
+    type: 'attachment',
+    filename: 'view-hierarchy.json',
+    content_type: 'application/json',
+    attachment_type: 'event.view_hierarchy',
+  },
   payload: bytes,
 });
 
 /** What sentry-android sends for a crash with `attachScreenshot` and `attachViewHierarchy`. */
-export function androidCrashEnvelope(eventId: string, timestamp: number, dsn: string, extra: EnvelopeItem[] = []): Buffer {
-  return buildEnvelope({ event_id: eventId, dsn, sdk: { name: 'sentry.java.android', version: '7.14.0' }, sent_at: new Date(timestamp).toISOString() }, [
-    { headers: { type: 'event', content_type: 'application/json' }, payload: androidEvent(eventId, timestamp) },
-    screenshotItem(),
-    viewHierarchyItem(),
-    ...extra,
-  ]);
+export function androidCrashEnvelope(
+  eventId: string,
+  timestamp: number,
+  dsn: string,
+  extra: EnvelopeItem[] = [],
+): Buffer {
+  return buildEnvelope(
+    {
+      event_id: eventId,
+      dsn,
+      sdk: { name: 'sentry.java.android', version: '7.14.0' },
+      sent_at: new Date(timestamp).toISOString(),
+    },
+    [
+      { headers: { type: 'event', content_type: 'application/json' }, payload: androidEvent(eventId, timestamp) },
+      screenshotItem(),
+      viewHierarchyItem(),
+      ...extra,
+    ],
+  );
 }

@@ -1,18 +1,37 @@
 // The attachment rules without a database: limits, names, content types, which event
 // the files belong to, and image sniffing by magic bytes.
 import { describe, expect, it } from 'vitest';
-import { cleanAttachmentName, cleanContentType, collectAttachments, contentDisposition, servedContentType, sniffImage } from '../../src/attachments/rules.js';
+import {
+  cleanAttachmentName,
+  cleanContentType,
+  collectAttachments,
+  contentDisposition,
+  servedContentType,
+  sniffImage,
+} from '../../src/attachments/rules.js';
 import { PayloadTooLargeError } from '../../src/ingest/errors.js';
-import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_PER_EVENT, MAX_MINIDUMP_BYTES, MAX_VIEW_HIERARCHY_RENDER_BYTES } from '../../src/limits.js';
+import {
+  MAX_ATTACHMENT_BYTES,
+  MAX_ATTACHMENTS_PER_EVENT,
+  MAX_MINIDUMP_BYTES,
+  MAX_VIEW_HIERARCHY_RENDER_BYTES,
+} from '../../src/limits.js';
 import { readViewHierarchy } from '../../src/attachments/view-hierarchy.js';
 
 const ID = 'a'.repeat(32);
-const item = (headers: Record<string, unknown>, size = 3) => ({ headers: { type: 'attachment', ...headers }, payload: new Uint8Array(size) });
+const item = (headers: Record<string, unknown>, size = 3) => ({
+  headers: { type: 'attachment', ...headers },
+  payload: new Uint8Array(size),
+});
 
 describe('collectAttachments', () => {
   it('keeps names, types and attachment types, defaulting what is missing or unknown', () => {
     const { attachments, dropped } = collectAttachments(
-      [item({ filename: 'screenshot.png', content_type: 'image/png' }), item({ attachment_type: 'event.view_hierarchy' }), item({ attachment_type: 'event.bogus', content_type: 'text/html; charset=x' })],
+      [
+        item({ filename: 'screenshot.png', content_type: 'image/png' }),
+        item({ attachment_type: 'event.view_hierarchy' }),
+        item({ attachment_type: 'event.bogus', content_type: 'text/html; charset=x' }),
+      ],
       ID,
     );
     expect(dropped).toBe(0);
@@ -25,8 +44,12 @@ describe('collectAttachments', () => {
 
   it('refuses the envelope for a file over its type limit, allowing larger minidumps', () => {
     expect(() => collectAttachments([item({}, MAX_ATTACHMENT_BYTES + 1)], ID)).toThrow(PayloadTooLargeError);
-    expect(collectAttachments([item({ attachment_type: 'event.minidump' }, MAX_ATTACHMENT_BYTES + 1)], ID).attachments).toHaveLength(1);
-    expect(() => collectAttachments([item({ attachment_type: 'event.minidump' }, MAX_MINIDUMP_BYTES + 1)], ID)).toThrow(PayloadTooLargeError);
+    expect(
+      collectAttachments([item({ attachment_type: 'event.minidump' }, MAX_ATTACHMENT_BYTES + 1)], ID).attachments,
+    ).toHaveLength(1);
+    expect(() => collectAttachments([item({ attachment_type: 'event.minidump' }, MAX_MINIDUMP_BYTES + 1)], ID)).toThrow(
+      PayloadTooLargeError,
+    );
   });
 
   it('drops files without an event and past the count limit', () => {
@@ -52,8 +75,12 @@ describe('names and headers', () => {
   });
 
   it('quotes names in Content-Disposition safely', () => {
-    expect(contentDisposition('attachment', 'a"b\\c\r\n.png')).toBe(`attachment; filename="a_b_c__.png"; filename*=UTF-8''a%22b%5Cc%0D%0A.png`);
-    expect(contentDisposition('inline', 'écran.png')).toBe(`inline; filename="_cran.png"; filename*=UTF-8''%C3%A9cran.png`);
+    expect(contentDisposition('attachment', 'a"b\\c\r\n.png')).toBe(
+      `attachment; filename="a_b_c__.png"; filename*=UTF-8''a%22b%5Cc%0D%0A.png`,
+    );
+    expect(contentDisposition('inline', 'écran.png')).toBe(
+      `inline; filename="_cran.png"; filename*=UTF-8''%C3%A9cran.png`,
+    );
   });
 });
 
@@ -80,19 +107,49 @@ describe('sniffImage', () => {
 });
 
 describe('readViewHierarchy', () => {
-  const doc = (windows: unknown) => new TextEncoder().encode(JSON.stringify({ rendering_system: 'apple_uikit', windows }));
-  const chain = (depth: number): Record<string, unknown> => (depth === 0 ? { type: 'UILabel' } : { type: 'UIView', children: [chain(depth - 1)] });
+  const doc = (windows: unknown) =>
+    new TextEncoder().encode(JSON.stringify({ rendering_system: 'apple_uikit', windows }));
+  const chain = (depth: number): Record<string, unknown> =>
+    depth === 0 ? { type: 'UILabel' } : { type: 'UIView', children: [chain(depth - 1)] };
 
   it('reads types, identifiers, geometry, visibility and other scalar attributes', () => {
-    const vh = readViewHierarchy(doc([{ type: 'UIWindow', identifier: 'main', x: 0, y: 0, width: 390, height: 844, alpha: 1, visible: true, children: [{ type: 'UIButton', visibility: 'gone', tag: 7 }] }]))!;
+    const vh = readViewHierarchy(
+      doc([
+        {
+          type: 'UIWindow',
+          identifier: 'main',
+          x: 0,
+          y: 0,
+          width: 390,
+          height: 844,
+          alpha: 1,
+          visible: true,
+          children: [{ type: 'UIButton', visibility: 'gone', tag: 7 }],
+        },
+      ]),
+    )!;
     expect(vh.renderingSystem).toBe('apple_uikit');
-    expect(vh.windows[0]).toMatchObject({ type: 'UIWindow', identifier: 'main', frame: '0,0 390×844', visible: true, attributes: [['alpha', '1']] });
-    expect(vh.windows[0].children[0]).toMatchObject({ type: 'UIButton', visible: false, attributes: [['tag', '7']], children: [] });
+    expect(vh.windows[0]).toMatchObject({
+      type: 'UIWindow',
+      identifier: 'main',
+      frame: '0,0 390×844',
+      visible: true,
+      attributes: [['alpha', '1']],
+    });
+    expect(vh.windows[0].children[0]).toMatchObject({
+      type: 'UIButton',
+      visible: false,
+      attributes: [['tag', '7']],
+      children: [],
+    });
     expect([vh.nodes, vh.cut]).toEqual([2, false]);
   });
 
   it('cuts the tree at the node limit and at a deep nesting', () => {
-    const wide = readViewHierarchy(doc([{ type: 'Root', children: Array.from({ length: 50 }, () => ({ type: 'Cell' })) }]), 10)!;
+    const wide = readViewHierarchy(
+      doc([{ type: 'Root', children: Array.from({ length: 50 }, () => ({ type: 'Cell' })) }]),
+      10,
+    )!;
     expect([wide.nodes, wide.cut, wide.windows[0].children.length]).toEqual([10, true, 9]);
     expect(readViewHierarchy(doc([chain(500)]))!.cut).toBe(true);
   });

@@ -27,7 +27,9 @@ async function migrationNames(url: string): Promise<string[]> {
   if (url.startsWith('sqlite:')) {
     const db = new Database(url.slice('sqlite:'.length), { readonly: true });
     try {
-      return (db.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map((r) => r.name);
+      return (db.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map(
+        (r) => r.name,
+      );
     } finally {
       db.close();
     }
@@ -65,13 +67,17 @@ async function isMigrated(url: string): Promise<boolean> {
 async function addFutureMigration(url: string): Promise<void> {
   if (url.startsWith('sqlite:')) {
     const db = new Database(url.slice('sqlite:'.length));
-    db.prepare("insert into kysely_migration (name, timestamp) values ('999_from_the_future', '2030-01-01T00:00:00.000Z')").run();
+    db.prepare(
+      "insert into kysely_migration (name, timestamp) values ('999_from_the_future', '2030-01-01T00:00:00.000Z')",
+    ).run();
     db.close();
     return;
   }
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  await client.query("insert into kysely_migration (name, timestamp) values ('999_from_the_future', '2030-01-01T00:00:00.000Z')");
+  await client.query(
+    "insert into kysely_migration (name, timestamp) values ('999_from_the_future', '2030-01-01T00:00:00.000Z')",
+  );
   await client.end();
 }
 
@@ -97,7 +103,10 @@ describe('faultline --help and --version', () => {
     ] as [string[], string][]) {
       const res = await runCli(args);
       expect(res.code, args.join(' ')).toBe(1);
-      expect(res.stderr.split('\n').filter((l) => l !== ''), args.join(' ')).toEqual([message, '(add --help to see the commands and options)']);
+      expect(
+        res.stderr.split('\n').filter((l) => l !== ''),
+        args.join(' '),
+      ).toEqual([message, '(add --help to see the commands and options)']);
     }
   });
 
@@ -114,7 +123,9 @@ describe('faultline --help and --version', () => {
       expect(scheme.stderr).toContain('faultline: DATABASE_URL: unsupported value "mysql://root@localhost/db"');
       const closed = await runCli([command], { DATABASE_URL: 'postgres://postgres:hunter2@127.0.0.1:1/faultline' });
       expect(closed.code, command).toBe(1);
-      expect(closed.stderr).toContain('faultline: DATABASE_URL: cannot connect to PostgreSQL postgres://postgres:***@127.0.0.1:1/faultline');
+      expect(closed.stderr).toContain(
+        'faultline: DATABASE_URL: cannot connect to PostgreSQL postgres://postgres:***@127.0.0.1:1/faultline',
+      );
       expect(closed.stderr).not.toContain('hunter2');
       const dir = tempDir();
       fs.writeFileSync(path.join(dir, 'not-a-dir'), '');
@@ -125,7 +136,9 @@ describe('faultline --help and --version', () => {
       const started = Date.now();
       const proc = await runCli([command], { DATABASE_URL: 'sqlite:/proc/faultline-test/f.db' });
       expect(proc.code, command).toBe(1);
-      expect(proc.stderr).toContain('faultline: DATABASE_URL: cannot create the folder /proc/faultline-test for SQLite database /proc/faultline-test/f.db');
+      expect(proc.stderr).toContain(
+        'faultline: DATABASE_URL: cannot create the folder /proc/faultline-test for SQLite database /proc/faultline-test/f.db',
+      );
       expect(Date.now() - started).toBeLessThan(10_000);
     }
   });
@@ -140,7 +153,11 @@ describe('npm start with DATABASE_URL unset', () => {
     fs.symlinkSync(path.join(REPO, 'dist'), path.join(dir, 'dist'));
     fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'));
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    const serve = await startServe({ cwd: dir, command: [npm, ['start', '--silent']], env: { DATABASE_URL: undefined } });
+    const serve = await startServe({
+      cwd: dir,
+      command: [npm, ['start', '--silent']],
+      env: { DATABASE_URL: undefined },
+    });
     try {
       const res = await fetch(serve.url + '/health');
       expect(res.status).toBe(200);
@@ -163,7 +180,10 @@ describe('npm start with DATABASE_URL unset', () => {
       // SIGTERM to npm alone, as a service manager or `kill <pid>` sends it: npm passes it
       // on, and the server itself must get it (not a shell between them) and stop cleanly.
       serve.child.kill('SIGTERM');
-      const ended = await Promise.race([serve.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000))]);
+      const ended = await Promise.race([
+        serve.exited.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 10_000)),
+      ]);
       expect(ended, 'the server outlived npm').toBe(true);
       expect(serve.lines.some((l) => l.msg === 'stopped')).toBe(true);
     } finally {
@@ -209,7 +229,9 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
       expect(listening).toHaveLength(1);
       expect(listening[0].url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(listening[0].msg).toContain(listening[0].url);
-      expect(listening[0].database).toMatch(dialect === 'sqlite' ? /^sqlite:\// : /^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
+      expect(listening[0].database).toMatch(
+        dialect === 'sqlite' ? /^sqlite:\// : /^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/,
+      );
       expect(JSON.stringify(serve.lines)).not.toContain('hunter2');
 
       expect((await fetch(serve.url + '/health')).status).toBe(200);
@@ -242,11 +264,14 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
     try {
       // A request whose body is still arriving when the signal comes.
       const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/api/projects', agent: false }, (res) => {
-          let body = '';
-          res.on('data', (d) => (body += d));
-          res.on('end', () => resolve({ status: res.statusCode!, body }));
-        });
+        const req = http.request(
+          { host: '127.0.0.1', port, method: 'POST', path: '/api/projects', agent: false },
+          (res) => {
+            let body = '';
+            res.on('data', (d) => (body += d));
+            res.on('end', () => resolve({ status: res.statusCode!, body }));
+          },
+        );
         req.on('error', reject);
         req.write('{"slug": "in-fl');
         // A failed check here rejects the response, so the test fails at its await.
@@ -270,7 +295,10 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
     } finally {
       // Only a server that did not stop on its own gets another signal: a second signal
       // during shutdown exits 1 at once, so sending it right away raced the shutdown.
-      const stopped = await Promise.race([serve.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 10_000))]);
+      const stopped = await Promise.race([
+        serve.exited.then(() => true),
+        new Promise<false>((r) => setTimeout(() => r(false), 10_000)),
+      ]);
       if (!stopped) serve.signal('SIGTERM');
     }
     expect(await serve.exited).toBe(0);
@@ -310,9 +338,16 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     const port = (blocker.address() as net.AddressInfo).port;
     try {
-      const res = await runCli(['serve'], { DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' });
+      const res = await runCli(['serve'], {
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'silent',
+      });
       expect(res.code).toBe(1);
-      expect(res.stderr).toBe(`faultline: cannot listen on 127.0.0.1:${port}: the port is already in use (stop the other process or set PORT)\n`);
+      expect(res.stderr).toBe(
+        `faultline: cannot listen on 127.0.0.1:${port}: the port is already in use (stop the other process or set PORT)\n`,
+      );
       // Found before the database is touched: nothing migrated.
       expect(await isMigrated(db.url)).toBe(false);
     } finally {
@@ -326,7 +361,9 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
     try {
       const res = await runCli(['serve'], { DATABASE_URL: db.url, PORT: '0', HOST: '999.1.1.1', LOG_LEVEL: 'silent' });
       expect(res.code).toBe(1);
-      expect(res.stderr).toBe('faultline: cannot listen on 999.1.1.1:0: HOST "999.1.1.1" is not an address or host name of this machine (check HOST)\n');
+      expect(res.stderr).toBe(
+        'faultline: cannot listen on 999.1.1.1:0: HOST "999.1.1.1" is not an address or host name of this machine (check HOST)\n',
+      );
       expect(await isMigrated(db.url)).toBe(false);
     } finally {
       await db.drop();
@@ -353,7 +390,10 @@ describe.each(dialects)('faultline CLI on %s', (dialect) => {
 describe.skipIf(!dialects.includes('postgres'))('two serve instances on one fresh PostgreSQL database', () => {
   it('both come up and the schema is migrated once', async () => {
     const db = await createTestDatabase('postgres');
-    const started = await Promise.allSettled([startServe({ env: { DATABASE_URL: db.url } }), startServe({ env: { DATABASE_URL: db.url } })]);
+    const started = await Promise.allSettled([
+      startServe({ env: { DATABASE_URL: db.url } }),
+      startServe({ env: { DATABASE_URL: db.url } }),
+    ]);
     const servers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     try {
       for (const s of started) if (s.status === 'rejected') throw s.reason;
@@ -368,7 +408,10 @@ describe.skipIf(!dialects.includes('postgres'))('two serve instances on one fres
       expect(new Set(names).size).toBe(names.length);
       expect(migrated[0].lines.find((l) => l.msg === 'database schema migrated')!.applied).toEqual(names);
       // Both serve the same data.
-      const created = await fetch(servers[0].url + '/api/projects', { method: 'POST', body: JSON.stringify({ slug: 'shared' }) });
+      const created = await fetch(servers[0].url + '/api/projects', {
+        method: 'POST',
+        body: JSON.stringify({ slug: 'shared' }),
+      });
       expect(created.status).toBe(201);
       expect((await fetch(servers[1].url + '/api/projects/shared')).status).toBe(200);
     } finally {

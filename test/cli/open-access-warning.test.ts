@@ -34,7 +34,9 @@ describe('openAccessWarning', () => {
 describe('serve', () => {
   async function warnings(env: Record<string, string | undefined>): Promise<Record<string, any>[]> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-open-'));
-    const serve = await startServe({ env: { DATABASE_URL: `sqlite:${path.join(dir, 'f.db')}`, API_KEYS: undefined, ...env } });
+    const serve = await startServe({
+      env: { DATABASE_URL: `sqlite:${path.join(dir, 'f.db')}`, API_KEYS: undefined, ...env },
+    });
     serve.signal('SIGTERM');
     expect(await serve.exited).toBe(0);
     fs.rmSync(dir, { recursive: true, force: true });

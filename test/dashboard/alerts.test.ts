@@ -43,35 +43,40 @@ describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
     await t?.close();
   });
 
-  it.skipIf(noChromium)('adds a webhook channel, sends a test alert to it, shows the delivery and deletes the channel (Chromium)', async () => {
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    page.on('dialog', (d) => d.accept());
-    await page.goto(`${t.url}/login?next=/demo/alerts`);
-    await page.getByLabel('API key').fill(API_KEY);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${t.url}/demo/alerts`);
-    await page.getByLabel('Webhook URL').fill(receiverUrl);
-    await page.getByLabel('Webhook secret (optional)').fill('s3cret-value');
-    await page.getByRole('button', { name: 'Add channel' }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toContain('Channel added');
-    expect(await page.locator('#channels-h ~ div table').textContent()).toContain(`${receiverUrl} (signed with a secret)`);
-    expect(await page.content()).not.toContain('s3cret-value');
+  it.skipIf(noChromium)(
+    'adds a webhook channel, sends a test alert to it, shows the delivery and deletes the channel (Chromium)',
+    async () => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      page.on('dialog', (d) => d.accept());
+      await page.goto(`${t.url}/login?next=/demo/alerts`);
+      await page.getByLabel('API key').fill(API_KEY);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${t.url}/demo/alerts`);
+      await page.getByLabel('Webhook URL').fill(receiverUrl);
+      await page.getByLabel('Webhook secret (optional)').fill('s3cret-value');
+      await page.getByRole('button', { name: 'Add channel' }).click();
+      await expect.poll(() => page.getByRole('status').textContent()).toContain('Channel added');
+      expect(await page.locator('#channels-h ~ div table').textContent()).toContain(
+        `${receiverUrl} (signed with a secret)`,
+      );
+      expect(await page.content()).not.toContain('s3cret-value');
 
-    const before = received.length;
-    await page.getByRole('button', { name: 'Send test' }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toContain('was delivered (HTTP 200)');
-    expect(received.length).toBe(before + 1);
-    expect(received.at(-1)!.body).toContain('Test alert from Faultline');
-    expect(await page.locator('#deliveries-h ~ div table').textContent()).toContain('test');
+      const before = received.length;
+      await page.getByRole('button', { name: 'Send test' }).click();
+      await expect.poll(() => page.getByRole('status').textContent()).toContain('was delivered (HTTP 200)');
+      expect(received.length).toBe(before + 1);
+      expect(received.at(-1)!.body).toContain('Test alert from Faultline');
+      expect(await page.locator('#deliveries-h ~ div table').textContent()).toContain('test');
 
-    const api = await (await t.api('/api/projects/demo/alerts')).json();
-    expect(api.channels).toHaveLength(1);
-    await page.getByRole('button', { name: 'Delete' }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toContain('Channel deleted');
-    expect((await (await t.api('/api/projects/demo/alerts')).json()).channels).toHaveLength(0);
-    await context.close();
-  });
+      const api = await (await t.api('/api/projects/demo/alerts')).json();
+      expect(api.channels).toHaveLength(1);
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await expect.poll(() => page.getByRole('status').textContent()).toContain('Channel deleted');
+      expect((await (await t.api('/api/projects/demo/alerts')).json()).channels).toHaveLength(0);
+      await context.close();
+    },
+  );
 
   it('saves rules and shows the alerts API’s validation messages', async () => {
     const c = new Client(t.url);
@@ -79,8 +84,15 @@ describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
     const csrf = await c.csrf('/demo/alerts');
     expect((await c.post('/demo/alerts/rules/regression', { _csrf: csrf, cooldown_minutes: '15' })).status).toBe(303);
     const rules = (await (await t.api('/api/projects/demo/alerts')).json()).rules;
-    expect(rules.find((r: { type: string }) => r.type === 'regression')).toMatchObject({ enabled: false, cooldown_minutes: 15 });
-    const tooLong = await c.post('/demo/alerts/rules/new_issue', { _csrf: csrf, enabled: 'true', cooldown_minutes: '99999' });
+    expect(rules.find((r: { type: string }) => r.type === 'regression')).toMatchObject({
+      enabled: false,
+      cooldown_minutes: 15,
+    });
+    const tooLong = await c.post('/demo/alerts/rules/new_issue', {
+      _csrf: csrf,
+      enabled: 'true',
+      cooldown_minutes: '99999',
+    });
     expect(tooLong.status).toBe(400);
     expect(await tooLong.text()).toContain('cooldown_minutes must be an integer between 0 and 43200');
     expect((await c.post('/demo/alerts/rules/nope', { _csrf: csrf, enabled: 'true' })).status).toBe(404);
@@ -90,13 +102,25 @@ describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
     const telegram = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'telegram', chat_id: '-100123' });
     expect(telegram.status).toBe(400);
     expect(await telegram.text()).toContain('TELEGRAM_BOT_TOKEN');
-    const email = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'email', to: 'oncall@example.com, lead@example.com' });
+    const email = await c.post('/demo/alerts/channels', {
+      _csrf: csrf,
+      kind: 'email',
+      to: 'oncall@example.com, lead@example.com',
+    });
     expect(email.status).toBe(400);
     expect(await email.text()).toContain('SMTP_URL');
-    const slackFtp = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'slack', url: 'ftp://93.184.216.34/services/T0/B0/SECRETPART' });
+    const slackFtp = await c.post('/demo/alerts/channels', {
+      _csrf: csrf,
+      kind: 'slack',
+      url: 'ftp://93.184.216.34/services/T0/B0/SECRETPART',
+    });
     expect(slackFtp.status).toBe(400);
     expect(await slackFtp.text()).toContain('config.url must be an absolute http or https URL');
-    const slack = await c.post('/demo/alerts/channels', { _csrf: csrf, kind: 'slack', url: 'https://93.184.216.34/services/T0/B0/SECRETPART' });
+    const slack = await c.post('/demo/alerts/channels', {
+      _csrf: csrf,
+      kind: 'slack',
+      url: 'https://93.184.216.34/services/T0/B0/SECRETPART',
+    });
     expect(slack.status).toBe(303);
     const listed = await (await c.request('/demo/alerts')).text();
     expect(listed).toContain('hook at 93.184.216.34');
@@ -109,13 +133,29 @@ describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
   it('shows and saves a rule’s filters: environments, lowest level and channels', async () => {
     const c = new Client(t.url);
     await c.signIn(API_KEY);
-    const made = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: receiverUrl } } });
-    const other = await t.api('/api/projects/demo/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: `${receiverUrl}/2` } } });
+    const made = await t.api('/api/projects/demo/alerts/channels', {
+      method: 'POST',
+      json: { kind: 'webhook', config: { url: receiverUrl } },
+    });
+    const other = await t.api('/api/projects/demo/alerts/channels', {
+      method: 'POST',
+      json: { kind: 'webhook', config: { url: `${receiverUrl}/2` } },
+    });
     const [one, two] = [(await made.json()).id, (await other.json()).id];
     const csrf = await c.csrf('/demo/alerts');
-    const fields = { _csrf: csrf, enabled: 'true', cooldown_minutes: '30', environments: ' production, eu-prod ,', min_level: 'error', channels: [String(two)], channels_shown: '1' };
+    const fields = {
+      _csrf: csrf,
+      enabled: 'true',
+      cooldown_minutes: '30',
+      environments: ' production, eu-prod ,',
+      min_level: 'error',
+      channels: [String(two)],
+      channels_shown: '1',
+    };
     expect((await c.post('/demo/alerts/rules/new_issue', fields)).status).toBe(303);
-    const rule = (await (await t.api('/api/projects/demo/alerts')).json()).rules.find((r: { type: string }) => r.type === 'new_issue');
+    const rule = (await (await t.api('/api/projects/demo/alerts')).json()).rules.find(
+      (r: { type: string }) => r.type === 'new_issue',
+    );
     expect(rule).toMatchObject({ environments: ['production', 'eu-prod'], min_level: 'error', channels: [two] });
     const shown = await (await c.request('/demo/alerts')).text();
     expect(shown).toContain('value="production, eu-prod"');
@@ -132,7 +172,11 @@ describe.each(dialects)('dashboard alerts page on %s', (dialect) => {
 
     // No channel ticked: all channels again.
     expect((await c.post('/demo/alerts/rules/new_issue', { ...fields, channels: [] })).status).toBe(303);
-    expect((await (await t.api('/api/projects/demo/alerts')).json()).rules.find((r: { type: string }) => r.type === 'new_issue').channels).toEqual([]);
+    expect(
+      (await (await t.api('/api/projects/demo/alerts')).json()).rules.find(
+        (r: { type: string }) => r.type === 'new_issue',
+      ).channels,
+    ).toEqual([]);
     for (const id of [one, two]) await t.api(`/api/projects/demo/alerts/channels/${id}`, { method: 'DELETE' });
   });
 

@@ -13,15 +13,36 @@ import { androidCrashEnvelope, newEventId, viewHierarchyItem } from '../attachme
 import { API_KEY, startDashboardServer } from './fixture.js';
 
 const HOSTILE = [
-  { headers: { type: 'attachment', filename: 'evil.png', content_type: 'image/png' }, payload: '<html><body><script>alert("html-as-png");window.top.__xss=1</script></body></html>' },
-  { headers: { type: 'attachment', filename: 'evil.svg', content_type: 'image/svg+xml' }, payload: '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(\'svg\')"><script>alert("svg-script")</script></svg>' },
-  { headers: { type: 'attachment', filename: 'evil.jpg', content_type: 'image/jpeg' }, payload: 'alert("js-as-jpeg");window.__xss=3' },
-  { headers: { type: 'attachment', filename: 'page.html', content_type: 'text/html' }, payload: '<script>alert("html")</script>' },
+  {
+    headers: { type: 'attachment', filename: 'evil.png', content_type: 'image/png' },
+    payload: '<html><body><script>alert("html-as-png");window.top.__xss=1</script></body></html>',
+  },
+  {
+    headers: { type: 'attachment', filename: 'evil.svg', content_type: 'image/svg+xml' },
+    payload:
+      '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(\'svg\')"><script>alert("svg-script")</script></svg>',
+  },
+  {
+    headers: { type: 'attachment', filename: 'evil.jpg', content_type: 'image/jpeg' },
+    payload: 'alert("js-as-jpeg");window.__xss=3',
+  },
+  {
+    headers: { type: 'attachment', filename: 'page.html', content_type: 'text/html' },
+    payload: '<script>alert("html")</script>',
+  },
 ];
 
 const HOSTILE_HIERARCHY = JSON.stringify({
   rendering_system: '<img src=x onerror=alert("vh-rs")>',
-  windows: [{ type: '<script>alert("vh")</script>', identifier: '"><svg onload=alert("vh-id")>', width: 10, height: 10, children: [{ type: 'Leaf', text: '<iframe src="javascript:alert(1)">' }] }],
+  windows: [
+    {
+      type: '<script>alert("vh")</script>',
+      identifier: '"><svg onload=alert("vh-id")>',
+      width: 10,
+      height: 10,
+      children: [{ type: 'Leaf', text: '<iframe src="javascript:alert(1)">' }],
+    },
+  ],
 });
 
 let browser: Browser;
@@ -44,8 +65,13 @@ describe.skipIf(lacks('chromium')).each(dialects)('attachments in Chromium on %s
   beforeAll(async () => {
     t = await startDashboardServer(dialect);
     project = await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'mobile', name: 'Mobile' }, Date.now());
-    expect((await post(t, project, androidCrashEnvelope(good, Date.now() - 5_000, dsnOf(t, project)))).status).toBe(200);
-    const hostile = androidCrashEnvelope(evil, Date.now(), dsnOf(t, project), [...HOSTILE, viewHierarchyItem(Buffer.from(HOSTILE_HIERARCHY))]);
+    expect((await post(t, project, androidCrashEnvelope(good, Date.now() - 5_000, dsnOf(t, project)))).status).toBe(
+      200,
+    );
+    const hostile = androidCrashEnvelope(evil, Date.now(), dsnOf(t, project), [
+      ...HOSTILE,
+      viewHierarchyItem(Buffer.from(HOSTILE_HIERARCHY)),
+    ]);
     expect((await post(t, project, hostile)).status).toBe(200);
     context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
     dialogs = [];
@@ -88,7 +114,11 @@ describe.skipIf(lacks('chromium')).each(dialects)('attachments in Chromium on %s
     expect((await page.locator('main').textContent())!).toContain('<script>alert("vh")</script>');
     expect(await page.locator('main script, main iframe, main svg').count()).toBe(0);
 
-    const list = (await (await t.api(`/api/projects/mobile/events/${evil}/attachments`, { headers: { authorization: `Bearer ${API_KEY}` } })).json()) as {
+    const list = (await (
+      await t.api(`/api/projects/mobile/events/${evil}/attachments`, {
+        headers: { authorization: `Bearer ${API_KEY}` },
+      })
+    ).json()) as {
       attachments: { id: string; name: string }[];
     };
     for (const file of list.attachments.filter((f) => f.name.startsWith('evil') || f.name === 'page.html')) {

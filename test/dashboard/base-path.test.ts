@@ -23,7 +23,10 @@ describe('dashboard under a PUBLIC_URL path', () => {
   let client: Client;
 
   beforeAll(async () => {
-    t = await startTestServer('sqlite', { env: { API_KEYS: API_KEY, PUBLIC_URL: `https://errors.example.com${PREFIX}` }, clock: { now: () => Date.now() } });
+    t = await startTestServer('sqlite', {
+      env: { API_KEYS: API_KEY, PUBLIC_URL: `https://errors.example.com${PREFIX}` },
+      clock: { now: () => Date.now() },
+    });
     demo = await seedDemo(t);
     const list = await (await t.api('/api/projects/demo/issues?limit=1')).json();
     fingerprint = list.issues[0].fingerprint;
@@ -91,7 +94,12 @@ describe('dashboard under a PUBLIC_URL path', () => {
     expect(rotated.status).toBe(303);
     expect(rotated.headers.get('location')).toBe(`${PREFIX}/demo/settings?rotated=1`);
 
-    const bulk = await client.post('/demo/issues/bulk', { _csrf: csrf, fingerprints: [fingerprint], status: 'resolved', back: '/demo/issues?level=error' });
+    const bulk = await client.post('/demo/issues/bulk', {
+      _csrf: csrf,
+      fingerprints: [fingerprint],
+      status: 'resolved',
+      back: '/demo/issues?level=error',
+    });
     expect(bulk.status).toBe(303);
     expect(bulk.headers.get('location')).toBe(`${PREFIX}/demo/issues?level=error&updated=1&updated_to=resolved`);
     expect(demo.slug).toBe('demo');
@@ -103,9 +111,12 @@ describe('dashboard under a PUBLIC_URL path', () => {
 
 describe('underBasePath', () => {
   it('moves the templates’ root-relative URLs and leaves event text, other hosts and the root alone', async () => {
-    const page = await html`<a href="/demo">x</a><form action="/demo/delete"></form><script src="/static/dashboard.js"></script>
+    const page =
+      await html`<a href="/demo">x</a><form action="/demo/delete"></form><script src="/static/dashboard.js"></script>
 <a href="//cdn.example/x">y</a><a href="https://example.com/">z</a><p>${'<a href="/evil">'}</p><input value="/demo/issues">`;
-    expect(underBasePath(String(page), PREFIX)).toBe(`<a href="/faultline/demo">x</a><form action="/faultline/demo/delete"></form><script src="/faultline/static/dashboard.js"></script>
+    expect(
+      underBasePath(String(page), PREFIX),
+    ).toBe(`<a href="/faultline/demo">x</a><form action="/faultline/demo/delete"></form><script src="/faultline/static/dashboard.js"></script>
 <a href="//cdn.example/x">y</a><a href="https://example.com/">z</a><p>&lt;a href=&quot;/evil&quot;&gt;</p><input value="/demo/issues">`);
     expect(underBasePath(String(page), '')).toBe(String(page));
     expect(locationUnderBasePath('/login?next=%2F', PREFIX)).toBe('/faultline/login?next=%2F');

@@ -19,7 +19,10 @@ import { CHROMIUM, lacks } from '../helpers/tools.js';
 import { API_KEY, XSS, seedDemo, sendXssEvent, startDashboardServer, symbolicateLatest } from './fixture.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SHOTS = process.env.FAULTLINE_SCREENSHOTS === '1' ? path.join(root, 'docs/screenshots') : fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-shots-'));
+const SHOTS =
+  process.env.FAULTLINE_SCREENSHOTS === '1'
+    ? path.join(root, 'docs/screenshots')
+    : fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-shots-'));
 
 let browser: Browser;
 beforeAll(async () => {
@@ -33,7 +36,9 @@ afterAll(async () => {
 async function attackerSite(target: string): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((_req, res) => {
     res.setHeader('content-type', 'text/html');
-    res.end(`<form id="f" method="post" action="${target}"><input name="confirm" value="demo"></form><script>document.getElementById('f').submit()</script>`);
+    res.end(
+      `<form id="f" method="post" action="${target}"><input name="confirm" value="demo"></form><script>document.getElementById('f').submit()</script>`,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -60,7 +65,11 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
     const issues = await (await t.api('/api/projects/demo/issues?q=NullPointerException')).json();
     symbolicatedIssue = issues.issues[0].fingerprint;
     symbolicatedNames = await symbolicateLatest(t, demo, symbolicatedIssue);
-    const xss = await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'xss', name: 'XSS corpus' }, Date.now());
+    const xss = await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug: 'xss', name: 'XSS corpus' },
+      Date.now(),
+    );
     xssEventId = await sendXssEvent(t, xss);
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
@@ -83,7 +92,9 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
     const overview = await (await t.api('/api/projects/demo/overview')).json();
     const stats = await page.locator('.stat').allTextContents();
     expect(stats.some((s) => s.replace(/,/g, '').includes(`${overview.totals.events}events`))).toBe(true);
-    expect(await page.locator('.legend li').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('com.example.shop@1.2.0+120')]));
+    expect(await page.locator('.legend li').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('com.example.shop@1.2.0+120')]),
+    );
     // A new tab of the same browser needs no second sign-in.
     const other = await context.newPage();
     await other.goto(`${t.url}/demo/releases`);
@@ -100,7 +111,8 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
     const fatal = await (await t.api('/api/projects/demo/issues?level=fatal')).json();
     const rows = page.locator('tbody tr');
     expect(await rows.count()).toBe(fatal.issues.length);
-    for (const level of await page.locator('tbody tr .sub > span:first-child').allTextContents()) expect(level).toBe('fatal');
+    for (const level of await page.locator('tbody tr .sub > span:first-child').allTextContents())
+      expect(level).toBe('fatal');
     await page.locator('input[name="q"]').fill('nullpointer');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/q=nullpointer/);
@@ -132,7 +144,8 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
     await page.getByRole('button', { name: 'Ignore' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('2 issues set to ignored');
     expect(new URL(page.url()).searchParams.get('status')).toBe('unresolved');
-    for (const fp of chosen) expect((await (await t.api(`/api/projects/demo/issues/${fp}`)).json()).status).toBe('ignored');
+    for (const fp of chosen)
+      expect((await (await t.api(`/api/projects/demo/issues/${fp}`)).json()).status).toBe('ignored');
   });
 
   it('shows an issue’s stack symbolicated beside the frames as received', async () => {
@@ -200,7 +213,10 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
     expect(after).not.toBe(before);
     expect((await (await t.api('/api/projects/demo')).json()).dsn).toBe(after);
     const oldKey = new URL(before).username;
-    const refused = await fetch(`${t.url}/api/${demo.id}/store/?sentry_key=${oldKey}`, { method: 'POST', body: '{"message":"x"}' });
+    const refused = await fetch(`${t.url}/api/${demo.id}/store/?sentry_key=${oldKey}`, {
+      method: 'POST',
+      body: '{"message":"x"}',
+    });
     expect(refused.status).toBe(401);
   });
 
@@ -212,10 +228,30 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
     // The fragment navigation lands a moment after the key press (seen on a loaded machine).
     await expect.poll(() => new URL(page.url()).hash, { timeout: 5000 }).toBe('#main');
     const storage = await context.storageState();
-    for (const viewport of [{ width: 390, height: 844 }, { width: 640, height: 450 }]) {
-      const small = await browser.newContext({ viewport, storageState: storage, isMobile: viewport.width < 500, hasTouch: viewport.width < 500 });
+    for (const viewport of [
+      { width: 390, height: 844 },
+      { width: 640, height: 450 },
+    ]) {
+      const small = await browser.newContext({
+        viewport,
+        storageState: storage,
+        isMobile: viewport.width < 500,
+        hasTouch: viewport.width < 500,
+      });
       const p = await small.newPage();
-      for (const path of ['/', '/demo', '/demo/issues', `/demo/issues/${symbolicatedIssue}`, '/demo/events', '/demo/releases', '/demo/alerts', '/demo/monitors', '/demo/monitors/invoice-sync', '/demo/symbols', '/demo/settings']) {
+      for (const path of [
+        '/',
+        '/demo',
+        '/demo/issues',
+        `/demo/issues/${symbolicatedIssue}`,
+        '/demo/events',
+        '/demo/releases',
+        '/demo/alerts',
+        '/demo/monitors',
+        '/demo/monitors/invoice-sync',
+        '/demo/symbols',
+        '/demo/settings',
+      ]) {
         await p.goto(t.url + path);
         expect(await overflows(p), `${path} at ${viewport.width}px`).toBe(false);
       }
@@ -251,7 +287,10 @@ describe.skipIf(lacks('chromium')).each(dialects)('dashboard in Chromium on %s',
       await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
     }
     await page.goto(`${t.url}/demo/issues/${symbolicatedIssue}`);
-    await page.locator('.exception').first().evaluate((el) => el.scrollIntoView());
+    await page
+      .locator('.exception')
+      .first()
+      .evaluate((el) => el.scrollIntoView());
     await page.screenshot({ path: path.join(SHOTS, 'issue-stack.png') });
     expect(fs.readdirSync(SHOTS).filter((f) => f.endsWith('.png')).length).toBeGreaterThanOrEqual(shots.length);
   });

@@ -22,7 +22,10 @@ import { API_KEY } from './fixture.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const FIXTURES = path.join(root, 'test/fixtures');
-const SHOTS = process.env.FAULTLINE_SCREENSHOTS === '1' ? path.join(root, 'docs/screenshots') : fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-shots-'));
+const SHOTS =
+  process.env.FAULTLINE_SCREENSHOTS === '1'
+    ? path.join(root, 'docs/screenshots')
+    : fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-shots-'));
 const NOW = Date.parse('2026-11-21T14:00:00.000Z');
 
 /** An event whose breadcrumbs carry long unbroken text: a URL, a category, data keys and values. */
@@ -41,8 +44,23 @@ function longCrumbsEvent(): Record<string, unknown> {
           mechanism: { type: 'onerror', handled: false },
           stacktrace: {
             frames: [
-              { abs_path: long('https://cdn.example.com/assets/vendor-', 140) + '.js', function: 'dispatch', lineno: 1, colno: 48213, in_app: false },
-              { abs_path: 'https://shop.example.com/assets/app.js', function: 'addToCart', lineno: 88, colno: 17, in_app: true, context_line: long('const item = items.find((i) => i.sku === ', 120), pre_context: ['function addToCart(sku) {'], post_context: ['  cart.push(item.id);', '}'] },
+              {
+                abs_path: long('https://cdn.example.com/assets/vendor-', 140) + '.js',
+                function: 'dispatch',
+                lineno: 1,
+                colno: 48213,
+                in_app: false,
+              },
+              {
+                abs_path: 'https://shop.example.com/assets/app.js',
+                function: 'addToCart',
+                lineno: 88,
+                colno: 17,
+                in_app: true,
+                context_line: long('const item = items.find((i) => i.sku === ', 120),
+                pre_context: ['function addToCart(sku) {'],
+                post_context: ['  cart.push(item.id);', '}'],
+              },
             ],
           },
         },
@@ -50,11 +68,33 @@ function longCrumbsEvent(): Record<string, unknown> {
     },
     breadcrumbs: [
       { timestamp: base, type: 'navigation', category: 'navigation', data: { from: '/', to: long('/search?q=', 200) } },
-      { timestamp: base + 1, type: 'http', category: 'fetch', level: 'warning', data: { method: 'GET', url: long('https://api.example.com/v1/items?filter=', 260), status_code: 503 } },
-      { timestamp: base + 2, type: 'default', category: long('console.', 90), level: 'error', message: long('Uncaught promise rejection: ', 300), data: { [long('key_', 80)]: long('value_', 250), arguments: [long('arg', 120)] } },
-      { timestamp: base + 3, type: 'user', category: 'ui.click', message: 'body > div#app > main > section.cart > button.add-to-cart[data-sku="SKU-123"]' },
+      {
+        timestamp: base + 1,
+        type: 'http',
+        category: 'fetch',
+        level: 'warning',
+        data: { method: 'GET', url: long('https://api.example.com/v1/items?filter=', 260), status_code: 503 },
+      },
+      {
+        timestamp: base + 2,
+        type: 'default',
+        category: long('console.', 90),
+        level: 'error',
+        message: long('Uncaught promise rejection: ', 300),
+        data: { [long('key_', 80)]: long('value_', 250), arguments: [long('arg', 120)] },
+      },
+      {
+        timestamp: base + 3,
+        type: 'user',
+        category: 'ui.click',
+        message: 'body > div#app > main > section.cart > button.add-to-cart[data-sku="SKU-123"]',
+      },
     ],
-    request: { method: 'GET', url: long('https://shop.example.com/cart?session=', 180), headers: { 'User-Agent': long('Mozilla/5.0 ', 150), Referer: 'https://shop.example.com/' } },
+    request: {
+      method: 'GET',
+      url: long('https://shop.example.com/cart?session=', 180),
+      headers: { 'User-Agent': long('Mozilla/5.0 ', 150), Referer: 'https://shop.example.com/' },
+    },
     extra: { [long('very_long_extra_key_', 60)]: long('v', 300) },
     contexts: { browser: { name: 'Chrome', version: '131.0.0' }, device: { memory_size: 8_589_934_592 } },
   };
@@ -71,14 +111,30 @@ describe.skipIf(lacks('chromium')).each(dialects)('the event page in Chromium on
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     t = await startTestServer(dialect, { env: { API_KEYS: API_KEY, RATE_LIMIT: '0' }, clock: new ManualClock(NOW) });
     const db = t.deps.store.db;
-    const android = await createProject(db, { ...PROJECT_DEFAULTS, slug: 'android', name: 'Android', platform: 'android' }, NOW);
-    const python = await createProject(db, { ...PROJECT_DEFAULTS, slug: 'py', name: 'Python', platform: 'backend' }, NOW);
+    const android = await createProject(
+      db,
+      { ...PROJECT_DEFAULTS, slug: 'android', name: 'Android', platform: 'android' },
+      NOW,
+    );
+    const python = await createProject(
+      db,
+      { ...PROJECT_DEFAULTS, slug: 'py', name: 'Python', platform: 'backend' },
+      NOW,
+    );
     const web = await createProject(db, { ...PROJECT_DEFAULTS, slug: 'web', name: 'Web', platform: 'web' }, NOW);
-    await uploadOk(t, android, { kind: 'proguard', release: 'com.example.app@1.0.0+1', files: [{ name: 'mapping.txt', data: fs.readFileSync(path.join(JAVA_FIXTURES, 'mapping.txt')) }] });
+    await uploadOk(t, android, {
+      kind: 'proguard',
+      release: 'com.example.app@1.0.0+1',
+      files: [{ name: 'mapping.txt', data: fs.readFileSync(path.join(JAVA_FIXTURES, 'mapping.txt')) }],
+    });
     const javaEvent = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'event-shapes/java-threads-event.json'), 'utf8'));
-    const detail = async (slug: string, id: string) => (await (await t.api(`/api/projects/${slug}/events/${id}`)).json()).id as number;
+    const detail = async (slug: string, id: string) =>
+      (await (await t.api(`/api/projects/${slug}/events/${id}`)).json()).id as number;
     ids.java = await detail('android', await sendEvent(t, android, { ...javaEvent, event_id: eventId() }));
-    const res = await post(t, python, fs.readFileSync(path.join(FIXTURES, 'sdk-captures/python-store-event.json')), { endpoint: 'store', headers: { 'Content-Type': 'application/json' } });
+    const res = await post(t, python, fs.readFileSync(path.join(FIXTURES, 'sdk-captures/python-store-event.json')), {
+      endpoint: 'store',
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(res.status).toBe(200);
     ids.python = (await (await t.api('/api/projects/py/events')).json()).events[0].id;
     ids.web = await detail('web', await sendEvent(t, web, longCrumbsEvent()));
@@ -106,10 +162,17 @@ describe.skipIf(lacks('chromium')).each(dialects)('the event page in Chromium on
     expect(await current.locator('td.ln').textContent()).toBe('7');
     expect(await current.locator('code').textContent()).toBe('    raise ValueError("py depcheck boom")');
     // The marked line stands out: its background differs from the other lines'.
-    const colours = await first.locator('tr').evaluateAll((rows) => rows.map((r) => getComputedStyle(r).backgroundColor));
+    const colours = await first
+      .locator('tr')
+      .evaluateAll((rows) => rows.map((r) => getComputedStyle(r).backgroundColor));
     expect(colours[5]).not.toBe(colours[4]);
     // The line numbers are not part of a copied selection of the code.
-    expect(await first.locator('td.ln').first().evaluate((el) => getComputedStyle(el).userSelect)).toBe('none');
+    expect(
+      await first
+        .locator('td.ln')
+        .first()
+        .evaluate((el) => getComputedStyle(el).userSelect),
+    ).toBe('none');
     // The frame's variables wait behind their expander.
     const vars = page.locator('details.vars').first();
     expect(await vars.locator('dl').isVisible()).toBe(false);
@@ -135,7 +198,11 @@ describe.skipIf(lacks('chromium')).each(dialects)('the event page in Chromium on
     expect(appFrames.slice(0, 2)).toEqual(['com.example.app.Parser.validate', 'com.example.app.Parser.parse']);
     await run.locator('summary').click();
     for (let i = 0; i < 3; i++) expect(await hidden.nth(i).isVisible()).toBe(true);
-    expect(await hidden.locator('code').allTextContents()).toEqual(['android.os.Handler.dispatchMessage', 'android.os.Looper.loop', 'java.lang.Thread.run']);
+    expect(await hidden.locator('code').allTextContents()).toEqual([
+      'android.os.Handler.dispatchMessage',
+      'android.os.Looper.loop',
+      'java.lang.Thread.run',
+    ]);
     // The raw trace, behind its own expander, in the JVM's form.
     const raw = page.locator('details.raw-trace');
     expect(await raw.locator('pre').isVisible()).toBe(false);
@@ -147,43 +214,81 @@ describe.skipIf(lacks('chromium')).each(dialects)('the event page in Chromium on
     await page.goto(`${t.url}/android/events/${ids.java}`);
     const threads = page.locator('details.thread');
     expect(await threads.count()).toBe(3);
-    expect(await threads.locator('summary strong').allTextContents()).toEqual(['main', 'FinalizerDaemon', 'OkHttp ConnectionPool']);
-    expect(await threads.evaluateAll((els) => els.map((e) => (e as HTMLDetailsElement).open))).toEqual([true, false, false]);
+    expect(await threads.locator('summary strong').allTextContents()).toEqual([
+      'main',
+      'FinalizerDaemon',
+      'OkHttp ConnectionPool',
+    ]);
+    expect(await threads.evaluateAll((els) => els.map((e) => (e as HTMLDetailsElement).open))).toEqual([
+      true,
+      false,
+      false,
+    ]);
     expect(await threads.nth(0).locator('.badge.l-fatal').textContent()).toBe('crashed');
     const daemon = threads.nth(1);
     expect(await daemon.locator('ol.stack').isVisible()).toBe(false);
     await daemon.locator('summary').click();
     expect(await daemon.locator('ol.stack').isVisible()).toBe(true);
     // A thread with only library frames shows them all (nothing to single out).
-    expect(await daemon.locator('ol.stack > li code').allTextContents()).toEqual(['java.lang.Object.wait', 'java.lang.Daemons$FinalizerDaemon.runInternal', 'java.lang.Thread.run']);
+    expect(await daemon.locator('ol.stack > li code').allTextContents()).toEqual([
+      'java.lang.Object.wait',
+      'java.lang.Daemons$FinalizerDaemon.runInternal',
+      'java.lang.Thread.run',
+    ]);
     if (dialect === 'sqlite') {
       await page.goto(`${t.url}/android/events/${ids.java}`);
       await page.screenshot({ path: path.join(SHOTS, 'event.png'), fullPage: true });
-      await page.locator('details.thread').first().evaluate((el) => el.scrollIntoView());
+      await page
+        .locator('details.thread')
+        .first()
+        .evaluate((el) => el.scrollIntoView());
       await page.screenshot({ path: path.join(SHOTS, 'event-threads.png') });
     }
   });
 
   it('fits a 390 px phone: long breadcrumbs wrap, nothing scrolls sideways, controls are at least 24 px', async () => {
     const storage = await context.storageState();
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: storage, isMobile: true, hasTouch: true });
+    const phone = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      storageState: storage,
+      isMobile: true,
+      hasTouch: true,
+    });
     try {
       const p = await phone.newPage();
-      for (const [slug, id] of [['web', ids.web], ['android', ids.java], ['py', ids.python]] as const) {
+      for (const [slug, id] of [
+        ['web', ids.web],
+        ['android', ids.java],
+        ['py', ids.python],
+      ] as const) {
         await p.goto(`${t.url}/${slug}/events/${id}`);
         // Open every expander, so what they hold is measured too.
         await p.evaluate(() => document.querySelectorAll('details').forEach((d) => d.setAttribute('open', '')));
-        const widths = await p.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+        const widths = await p.evaluate(() => ({
+          scroll: document.documentElement.scrollWidth,
+          client: document.documentElement.clientWidth,
+        }));
         // What sticks out, named in the failure message.
         const wide = await p.evaluate(() =>
           [...document.querySelectorAll('main *')]
             .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
-            .filter((el) => !el.parentElement || el.parentElement.getBoundingClientRect().right <= document.documentElement.clientWidth + 1)
+            .filter(
+              (el) =>
+                !el.parentElement ||
+                el.parentElement.getBoundingClientRect().right <= document.documentElement.clientWidth + 1,
+            )
             .map((el) => `${el.tagName}.${el.className}`),
         );
-        expect(widths.scroll, `${slug}: page scrollWidth ≤ clientWidth; too wide: ${wide.join(', ')}`).toBeLessThanOrEqual(widths.client);
+        expect(
+          widths.scroll,
+          `${slug}: page scrollWidth ≤ clientWidth; too wide: ${wide.join(', ')}`,
+        ).toBeLessThanOrEqual(widths.client);
         const crumbs = await p.locator('ol.crumbs > li').evaluateAll((els) =>
-          els.map((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, right: el.getBoundingClientRect().right })),
+          els.map((el) => ({
+            scroll: el.scrollWidth,
+            client: el.clientWidth,
+            right: el.getBoundingClientRect().right,
+          })),
         );
         for (const c of crumbs) {
           expect(c.scroll, `${slug}: a breadcrumb scrolls sideways`).toBeLessThanOrEqual(c.client);
@@ -194,7 +299,10 @@ describe.skipIf(lacks('chromium')).each(dialects)('the event page in Chromium on
         const small = await p.evaluate(() =>
           [...document.querySelectorAll('summary, button, input, select, nav a, .pager a, header.top a')]
             .filter((el) => (el as HTMLElement).offsetParent !== null || el.tagName === 'SUMMARY')
-            .map((el) => ({ what: `${el.tagName} ${(el.textContent ?? '').trim().slice(0, 30)}`, box: el.getBoundingClientRect() }))
+            .map((el) => ({
+              what: `${el.tagName} ${(el.textContent ?? '').trim().slice(0, 30)}`,
+              box: el.getBoundingClientRect(),
+            }))
             .filter(({ box }) => box.width > 0 && (box.height < 24 || box.width < 24))
             .map(({ what, box }) => `${what}: ${Math.round(box.width)}×${Math.round(box.height)}`),
         );

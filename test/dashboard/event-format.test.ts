@@ -53,13 +53,27 @@ describe('rawStackTrace', () => {
   });
 
   it('keeps a type that is already qualified and names a frame without a file Unknown Source', () => {
-    const out = rawStackTrace('java', [{ type: 'com.example.Boom', module: 'com.example', value: '', frames: [{ module: 'a.B', function: 'c' }] }]);
+    const out = rawStackTrace('java', [
+      { type: 'com.example.Boom', module: 'com.example', value: '', frames: [{ module: 'a.B', function: 'c' }] },
+    ]);
     expect(out).toBe('com.example.Boom\n\tat a.B.c(Unknown Source)');
   });
 
   it('prints a Python traceback: cause first, oldest call first, the source line under each frame', () => {
     const chain: ChainException[] = [
-      { type: 'KeyError', value: "'id'", frames: [{ filename: 'app.py', abs_path: '/srv/app.py', function: 'load', lineno: 3, context_line: '    return row["id"]  ' }] },
+      {
+        type: 'KeyError',
+        value: "'id'",
+        frames: [
+          {
+            filename: 'app.py',
+            abs_path: '/srv/app.py',
+            function: 'load',
+            lineno: 3,
+            context_line: '    return row["id"]  ',
+          },
+        ],
+      },
       { type: 'ValueError', value: 'bad row', frames: [{ filename: 'x.py', function: 'f', lineno: 9 }] },
     ];
     expect(rawStackTrace('python', chain)).toBe(
@@ -90,7 +104,12 @@ describe('rawStackTrace', () => {
         ],
       },
     ];
-    const expected = ['TypeError: x is undefined', '    at g (nocol.js:4)', '    at f (file.js:1:2)', '    at https://shop.example/app.js:1:200'].join('\n');
+    const expected = [
+      'TypeError: x is undefined',
+      '    at g (nocol.js:4)',
+      '    at f (file.js:1:2)',
+      '    at https://shop.example/app.js:1:200',
+    ].join('\n');
     expect(rawStackTrace('javascript', chain)).toBe(expected);
     expect(rawStackTrace('node', chain)).toBe(expected);
     expect(stackStyle('cocoa')).toBe('javascript');
@@ -130,10 +149,19 @@ describe('contextLines', () => {
 
   it('leaves numbers out without a line number and below line 1, and shows nothing without a context line', () => {
     expect(contextLines({ ...frame, lineno: undefined }).every((l) => l.lineno === null)).toBe(true);
-    expect(contextLines({ lineno: 2, pre_context: ['a', 'b', 'c'], context_line: 'd' }).map((l) => l.lineno)).toEqual([null, null, 1, 2]);
+    expect(contextLines({ lineno: 2, pre_context: ['a', 'b', 'c'], context_line: 'd' }).map((l) => l.lineno)).toEqual([
+      null,
+      null,
+      1,
+      2,
+    ]);
     expect(contextLines({ lineno: 3, pre_context: ['a'] })).toEqual([]);
     // Non-string entries (a repaired payload) become text rather than breaking the page.
-    expect(contextLines({ lineno: 3, pre_context: [null, 7], context_line: 'x' }).map((l) => l.text)).toEqual(['', '7', 'x']);
+    expect(contextLines({ lineno: 3, pre_context: [null, 7], context_line: 'x' }).map((l) => l.text)).toEqual([
+      '',
+      '7',
+      'x',
+    ]);
   });
 });
 
@@ -143,7 +171,9 @@ describe('frameRuns', () => {
 
   it('collapses each run of library frames between app frames', () => {
     const runs = frameRuns([lib('a'), lib('b'), app('c'), lib('d'), app('e'), { function: 'f' }]);
-    expect(runs.map((r) => (r.kind === 'frame' ? r.frame.function : r.frames.map((f) => f.function).join('+')))).toEqual(['a+b', 'c', 'd', 'e', 'f']);
+    expect(
+      runs.map((r) => (r.kind === 'frame' ? r.frame.function : r.frames.map((f) => f.function).join('+'))),
+    ).toEqual(['a+b', 'c', 'd', 'e', 'f']);
     expect(runs.map((r) => r.kind)).toEqual(['collapsed', 'frame', 'collapsed', 'frame', 'collapsed']);
   });
 
@@ -176,7 +206,15 @@ describe('formatBytes', () => {
 
 describe('breadcrumbData and empty fields', () => {
   it('reads an HTTP breadcrumb as its request line, the rest as key/value text', () => {
-    expect(breadcrumbData('http', { method: 'POST', url: 'https://x/y', status_code: 502, reason: 'Bad Gateway', body: { a: 1 } })).toEqual({
+    expect(
+      breadcrumbData('http', {
+        method: 'POST',
+        url: 'https://x/y',
+        status_code: 502,
+        reason: 'Bad Gateway',
+        body: { a: 1 },
+      }),
+    ).toEqual({
       summary: 'POST https://x/y → 502',
       entries: [
         ['reason', 'Bad Gateway'],

@@ -21,7 +21,8 @@ import { API_KEY, Client, XSS, sendXssEvent } from './fixture.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
 const NOW = Date.parse('2026-11-21T14:00:00.000Z');
-const javaEvent = (): Record<string, unknown> => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'event-shapes/java-threads-event.json'), 'utf8'));
+const javaEvent = (): Record<string, unknown> =>
+  JSON.parse(fs.readFileSync(path.join(FIXTURES, 'event-shapes/java-threads-event.json'), 'utf8'));
 
 /** Text of the page between two markers (a section of the event view). */
 function section(html: string, from: string, to: string): string {
@@ -31,8 +32,15 @@ function section(html: string, from: string, to: string): string {
   return html.slice(start + from.length, end < 0 ? undefined : end);
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-const decode = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const decode = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 
 describe.each(dialects)('event detail and event page on %s', (dialect) => {
   let t: TestServer;
@@ -48,14 +56,20 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
     java = await createProject(db, { ...PROJECT_DEFAULTS, slug: 'android', name: 'Android', platform: 'android' }, NOW);
     python = await createProject(db, { ...PROJECT_DEFAULTS, slug: 'py', name: 'Python', platform: 'python' }, NOW);
     node = await createProject(db, { ...PROJECT_DEFAULTS, slug: 'node', name: 'Node', platform: 'node' }, NOW);
-    await uploadOk(t, java, { kind: 'proguard', release: 'com.example.app@1.0.0+1', files: [{ name: 'mapping.txt', data: fs.readFileSync(path.join(JAVA_FIXTURES, 'mapping.txt')) }] });
+    await uploadOk(t, java, {
+      kind: 'proguard',
+      release: 'com.example.app@1.0.0+1',
+      files: [{ name: 'mapping.txt', data: fs.readFileSync(path.join(JAVA_FIXTURES, 'mapping.txt')) }],
+    });
     for (let i = 0; i < 3; i++) javaIds.push(await sendEvent(t, java, { ...javaEvent(), event_id: eventId() }));
     const store = await post(t, python, fs.readFileSync(path.join(FIXTURES, 'sdk-captures/python-store-event.json')), {
       endpoint: 'store',
       headers: { 'Content-Type': 'application/json' },
     });
     expect(store.status).toBe(200);
-    expect((await post(t, node, fs.readFileSync(path.join(FIXTURES, 'sdk-captures/node-event.envelope')))).status).toBe(200);
+    expect((await post(t, node, fs.readFileSync(path.join(FIXTURES, 'sdk-captures/node-event.envelope')))).status).toBe(
+      200,
+    );
     browser = new Client(t.url);
     await browser.signIn(API_KEY);
   });
@@ -77,14 +91,26 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
 
   it('lists threads crashed first and keeps the type as received beside the ProGuard-remapped one', async () => {
     const e = await detail(java, javaIds[1]);
-    expect(e.threads.map((th: { name: string }) => th.name)).toEqual(['main', 'FinalizerDaemon', 'OkHttp ConnectionPool']);
+    expect(e.threads.map((th: { name: string }) => th.name)).toEqual([
+      'main',
+      'FinalizerDaemon',
+      'OkHttp ConnectionPool',
+    ]);
     expect(e.threads[0]).toMatchObject({ id: '1', crashed: true, current: true, main: true, state: 'RUNNABLE' });
     expect(e.threads[1]).toMatchObject({ id: '2', crashed: false, state: 'WAITING' });
     expect(e.threads[1].frames.map((f: { function: string }) => f.function)).toEqual(['run', 'runInternal', 'wait']);
     const [cause, main] = e.exceptions;
-    expect(main).toMatchObject({ type: 'InvalidInputException', module: 'com.example.app', obfuscated_type: 'com.example.app.a' });
+    expect(main).toMatchObject({
+      type: 'InvalidInputException',
+      module: 'com.example.app',
+      obfuscated_type: 'com.example.app.a',
+    });
     expect(main.mechanism).toEqual({ type: 'UncaughtExceptionHandler', handled: false });
-    expect(cause).toMatchObject({ type: 'FileNotFoundException', module: 'java.io', mechanism: { type: 'chained', handled: false } });
+    expect(cause).toMatchObject({
+      type: 'FileNotFoundException',
+      module: 'java.io',
+      mechanism: { type: 'chained', handled: false },
+    });
     expect(cause.obfuscated_type).toBeUndefined();
     expect(e.raw_size).toBeGreaterThan(1000);
   });
@@ -108,9 +134,15 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
     const text = decode(html);
     // The raw trace as the JVM prints it, from the remapped frames, cause after the main exception.
     const trace = decode(section(html, '<summary>Raw stack trace</summary><pre>', '</pre>'));
-    expect(trace).toContain('com.example.app.InvalidInputException: bad input: item-1\n\tat com.example.app.Parser.validate(Parser.java:34)\n\tat com.example.app.Parser.parse(Parser.java:29)');
-    expect(trace).toContain('\tat com.example.app.Main.main(Main.java:5)\n\tat android.os.Handler.dispatchMessage(Handler.java:99)');
-    expect(trace).toContain('Caused by: java.io.FileNotFoundException: /data/user/0/com.example.app/files/items.json (No such file or directory)\n\tat java.io.FileInputStream.open0(FileInputStream.java)');
+    expect(trace).toContain(
+      'com.example.app.InvalidInputException: bad input: item-1\n\tat com.example.app.Parser.validate(Parser.java:34)\n\tat com.example.app.Parser.parse(Parser.java:29)',
+    );
+    expect(trace).toContain(
+      '\tat com.example.app.Main.main(Main.java:5)\n\tat android.os.Handler.dispatchMessage(Handler.java:99)',
+    );
+    expect(trace).toContain(
+      'Caused by: java.io.FileNotFoundException: /data/user/0/com.example.app/files/items.json (No such file or directory)\n\tat java.io.FileInputStream.open0(FileInputStream.java)',
+    );
     expect(trace.indexOf('Caused by')).toBeGreaterThan(trace.indexOf('InvalidInputException'));
     expect(text).toContain('Received as <code>com.example.app.a</code> (remapped with ProGuard)');
     // Each JVM frame names its class; the three library frames under the app's are one expander.
@@ -129,7 +161,9 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
     const e = await detail(java, javaIds[0]);
     const html = await pageOf(java, e.id);
     const crumbs = decode(section(html, '<h3>Breadcrumbs</h3>', '</ol>'));
-    expect(crumbs).toContain('GET https://api.example.com/v1/items?page=2&filter=category%3Dhousehold-and-kitchen-appliances-with-a-very-long-name → 500');
+    expect(crumbs).toContain(
+      'GET https://api.example.com/v1/items?page=2&filter=category%3Dhousehold-and-kitchen-appliances-with-a-very-long-name → 500',
+    );
     expect(crumbs).toMatch(/13:45:31\.250<\/span>\s*<span class="badge">http<\/span>/);
     expect(crumbs).toContain('<span class="l-error">error</span>');
     expect(crumbs).toContain('<dt>view.id</dt><dd><code>load_items_button</code></dd>');
@@ -151,12 +185,18 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
     const list = await (await t.api('/api/projects/py/events')).json();
     const html = await pageOf(python, list.events[0].id);
     const ctx = section(html, '<table class="ctx">', '</table>');
-    const rows = [...ctx.matchAll(/<tr( class="cur")?><td class="ln">(\d*)<\/td><td><code>([^<]*)<\/code>/g)].map((m) => [Number(m[2]), decode(m[3]), m[1] !== undefined]);
+    const rows = [...ctx.matchAll(/<tr( class="cur")?><td class="ln">(\d*)<\/td><td><code>([^<]*)<\/code>/g)].map(
+      (m) => [Number(m[2]), decode(m[3]), m[1] !== undefined],
+    );
     // The innermost frame (boom, line 7) is listed first.
     expect(rows).toEqual([
       [2, 'import sys, sentry_sdk', false],
       [3, 'port = sys.argv[1]', false],
-      [4, 'sentry_sdk.init(dsn=f"http://publickey@127.0.0.1:{port}/1", release="app@1.0.0", environment="test",', false],
+      [
+        4,
+        'sentry_sdk.init(dsn=f"http://publickey@127.0.0.1:{port}/1", release="app@1.0.0", environment="test",',
+        false,
+      ],
       [5, '                auto_session_tracking=True, default_integrations=True)', false],
       [6, 'def boom():', false],
       [7, '    raise ValueError("py depcheck boom")', true],
@@ -204,7 +244,10 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
   it('ends a title ingest cut with an ellipsis and keeps the whole title on hover', async () => {
     const value = `${'a'.repeat(40)} ${'b'.repeat(120)}`;
     const frames = [{ function: 'f', filename: 'f.js', lineno: 1, colno: 2, in_app: true }];
-    const id = await sendEvent(t, node, { platform: 'node', exception: { values: [{ type: 'TypeError', value, stacktrace: { frames } }] } });
+    const id = await sendEvent(t, node, {
+      platform: 'node',
+      exception: { values: [{ type: 'TypeError', value, stacktrace: { frames } }] },
+    });
     const e = await detail(node, id);
     const full = `TypeError: ${value}`;
     expect(e.title).toBe(full.slice(0, 100));
@@ -213,7 +256,9 @@ describe.each(dialects)('event detail and event page on %s', (dialect) => {
     const list = await (await browser.request('/node/events')).text();
     expect(list).toContain(`<a class="title" href="/node/events/${e.id}" title="${full}">${full.slice(0, 100)}…</a>`);
     // A title that was not cut has neither.
-    expect(list).toMatch(/<a class="title" href="\/node\/events\/\d+">TypeError: depcheck boom: cannot read foo of undefined<\/a>/);
+    expect(list).toMatch(
+      /<a class="title" href="\/node\/events\/\d+">TypeError: depcheck boom: cannot read foo of undefined<\/a>/,
+    );
   });
 
   it('renders the XSS corpus as text in context lines, vars, threads, breadcrumbs, request, extra and the raw trace', async () => {

@@ -11,7 +11,10 @@ import { envelope, post } from '../ingest/helpers.js';
 export const API_KEY = 'dashboard-test-key-0123456789';
 export const OTHER_KEY = 'second-key-abcdefabcdef';
 
-export function startDashboardServer(dialect: DialectName, env: Record<string, string> = { API_KEYS: `${API_KEY},${OTHER_KEY}` }): Promise<TestServer> {
+export function startDashboardServer(
+  dialect: DialectName,
+  env: Record<string, string> = { API_KEYS: `${API_KEY},${OTHER_KEY}` },
+): Promise<TestServer> {
   // Real time: seeded events are spread over the week before now.
   return startTestServer(dialect, { env, clock: { now: () => Date.now() } });
 }
@@ -21,13 +24,37 @@ export async function seedDemo(t: TestServer, apiKey: string | undefined = API_K
   await runSeed({ slug: 'demo', url: t.url, apiKey, seed: 42 });
   const demo = (await findProjectBySlug(t.deps.store.db, 'demo'))!;
   // Two cron monitors, one of them failing, for the Monitors pages.
-  const config = (value: string) => ({ schedule: { type: 'crontab', value }, timezone: 'Europe/Vienna', checkin_margin: 5 });
+  const config = (value: string) => ({
+    schedule: { type: 'crontab', value },
+    timezone: 'Europe/Vienna',
+    checkin_margin: 5,
+  });
   const checkIns = [
-    { check_in_id: crypto.randomUUID(), monitor_slug: 'nightly-backup', status: 'ok', duration: 42.5, environment: 'production', monitor_config: config('0 3 * * *') },
-    { check_in_id: crypto.randomUUID(), monitor_slug: 'invoice-sync', status: 'ok', duration: 3, monitor_config: config('*/15 * * * *') },
+    {
+      check_in_id: crypto.randomUUID(),
+      monitor_slug: 'nightly-backup',
+      status: 'ok',
+      duration: 42.5,
+      environment: 'production',
+      monitor_config: config('0 3 * * *'),
+    },
+    {
+      check_in_id: crypto.randomUUID(),
+      monitor_slug: 'invoice-sync',
+      status: 'ok',
+      duration: 3,
+      monitor_config: config('*/15 * * * *'),
+    },
     { check_in_id: crypto.randomUUID(), monitor_slug: 'invoice-sync', status: 'error', duration: 1.2 },
   ];
-  const res = await post(t, demo, envelope({}, checkIns.map((payload) => ({ type: 'check_in', payload }))));
+  const res = await post(
+    t,
+    demo,
+    envelope(
+      {},
+      checkIns.map((payload) => ({ type: 'check_in', payload })),
+    ),
+  );
   if (res.status !== 200) throw new Error(`check-ins: ${res.status} ${await res.text()}`);
   return demo;
 }
@@ -88,8 +115,24 @@ export async function sendXssEvent(t: TestServer, project: ProjectRow): Promise<
         },
       ],
     },
-    threads: { values: [{ id: XSS[0], name: XSS[1], state: XSS[2], crashed: true, stacktrace: { frames: [{ function: XSS[3], filename: XSS[4], in_app: true }] } }] },
-    request: { method: 'POST', url: XSS[4], headers: { [XSS[0]]: XSS[1] }, query_string: [[XSS[2], XSS[3]]], data: XSS[5] },
+    threads: {
+      values: [
+        {
+          id: XSS[0],
+          name: XSS[1],
+          state: XSS[2],
+          crashed: true,
+          stacktrace: { frames: [{ function: XSS[3], filename: XSS[4], in_app: true }] },
+        },
+      ],
+    },
+    request: {
+      method: 'POST',
+      url: XSS[4],
+      headers: { [XSS[0]]: XSS[1] },
+      query_string: [[XSS[2], XSS[3]]],
+      data: XSS[5],
+    },
     extra: { [XSS[3]]: XSS[0], list: [XSS[1]] },
   };
   await sendStoreEvent(t, project, event);
@@ -97,10 +140,17 @@ export async function sendXssEvent(t: TestServer, project: ProjectRow): Promise<
 }
 
 /** Sends one event through the legacy /store/ route, as an SDK would; throws unless it is accepted. */
-export async function sendStoreEvent(t: TestServer, project: ProjectRow, event: Record<string, unknown>): Promise<void> {
+export async function sendStoreEvent(
+  t: TestServer,
+  project: ProjectRow,
+  event: Record<string, unknown>,
+): Promise<void> {
   const res = await fetch(`${t.url}/api/${project.id}/store/`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${project.dsn_key}` },
+    headers: {
+      'content-type': 'application/json',
+      'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${project.dsn_key}`,
+    },
     body: JSON.stringify(event),
   });
   if (res.status !== 200) throw new Error(`ingest refused the event: ${res.status} ${await res.text()}`);
@@ -113,7 +163,12 @@ export async function sendStoreEvent(t: TestServer, project: ProjectRow, event: 
  */
 export async function symbolicateLatest(t: TestServer, project: ProjectRow, fingerprint: string): Promise<string[]> {
   const db = t.deps.store.db;
-  const issue = await db.selectFrom('issues').select(['id', 'last_seen_id']).where('project_id', '=', project.id).where('fingerprint', '=', fingerprint).executeTakeFirstOrThrow();
+  const issue = await db
+    .selectFrom('issues')
+    .select(['id', 'last_seen_id'])
+    .where('project_id', '=', project.id)
+    .where('fingerprint', '=', fingerprint)
+    .executeTakeFirstOrThrow();
   const detail = await (await t.api(`/api/projects/${project.slug}/events/${issue.last_seen_id}`)).json();
   const names: string[] = [];
   const perException = (detail.exceptions as { frames: unknown[] }[]).map((x, xi) =>
@@ -123,7 +178,11 @@ export async function symbolicateLatest(t: TestServer, project: ProjectRow, fing
       return { function: name, filename: `src/original_${i}.ts`, lineno: 100 + i, in_app: true };
     }),
   );
-  await db.updateTable('events').set({ symbolicated: JSON.stringify(perException) }).where('id', '=', Number(issue.last_seen_id)).execute();
+  await db
+    .updateTable('events')
+    .set({ symbolicated: JSON.stringify(perException) })
+    .where('id', '=', Number(issue.last_seen_id))
+    .execute();
   return names;
 }
 
@@ -146,10 +205,18 @@ export class Client {
   }
 
   /** A same-origin form post (what the page's own forms send). */
-  post(path: string, fields: Record<string, string | string[]>, headers: Record<string, string> = {}): Promise<Response> {
+  post(
+    path: string,
+    fields: Record<string, string | string[]>,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     const body = new URLSearchParams();
     for (const [k, v] of Object.entries(fields)) for (const one of Array.isArray(v) ? v : [v]) body.append(k, one);
-    return this.request(path, { method: 'POST', body, headers: { origin: this.base, 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+    return this.request(path, {
+      method: 'POST',
+      body,
+      headers: { origin: this.base, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    });
   }
 
   async signIn(key: string): Promise<Response> {

@@ -29,10 +29,22 @@ describe.each(dialects)('dashboard privacy and storage on %s', (dialect) => {
     expect(page).toContain('name="scrub_defaults" value="1" checked');
 
     const csrf = await c.csrf(`/${demo.slug}/settings`);
-    const saved = await c.post(`/${demo.slug}/privacy`, { _csrf: csrf, scrub_ip_addresses: '1', scrub_fields: 'ssn\npin', safe_fields: 'csrf_token', storage_budget_mb: '256' });
+    const saved = await c.post(`/${demo.slug}/privacy`, {
+      _csrf: csrf,
+      scrub_ip_addresses: '1',
+      scrub_fields: 'ssn\npin',
+      safe_fields: 'csrf_token',
+      storage_budget_mb: '256',
+    });
     expect(saved.status).toBe(303);
     const json = await (await t.api(`/api/projects/${demo.slug}`)).json();
-    expect(json).toMatchObject({ scrub_defaults: false, scrub_ip_addresses: true, scrub_fields: ['ssn', 'pin'], safe_fields: ['csrf_token'], storage_budget_mb: 256 });
+    expect(json).toMatchObject({
+      scrub_defaults: false,
+      scrub_ip_addresses: true,
+      scrub_fields: ['ssn', 'pin'],
+      safe_fields: ['csrf_token'],
+      storage_budget_mb: 256,
+    });
 
     const bad = await c.post(`/${demo.slug}/privacy`, { _csrf: csrf, scrub_defaults: '1', storage_budget_mb: '-5' });
     expect(bad.status).toBe(400);

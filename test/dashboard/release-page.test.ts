@@ -17,8 +17,21 @@ describe.each(dialects)('release page on %s', (dialect) => {
     p = await createProject(t);
     const db = t.deps.store.db;
     await seedIssues(db, p.id, 40, now - 60_000, { step: 1000 });
-    await db.updateTable('issues').set({ first_release: 'r1', last_release: 'r1' }).where('project_id', '=', p.id).execute();
-    await db.insertInto('releases').values({ project_id: p.id, release: 'r1', platforms: '', first_seen: now - 3_600_000, last_seen: now - 60_000 } as never).execute();
+    await db
+      .updateTable('issues')
+      .set({ first_release: 'r1', last_release: 'r1' })
+      .where('project_id', '=', p.id)
+      .execute();
+    await db
+      .insertInto('releases')
+      .values({
+        project_id: p.id,
+        release: 'r1',
+        platforms: '',
+        first_seen: now - 3_600_000,
+        last_seen: now - 60_000,
+      } as never)
+      .execute();
   });
   afterAll(async () => {
     await t?.close();

@@ -7,9 +7,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProjectBySlug } from '../../src/store/projects.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { API_KEY, Client, OTHER_KEY, XSS, seedDemo, sendStoreEvent, sendXssEvent, startDashboardServer } from './fixture.js';
+import {
+  API_KEY,
+  Client,
+  OTHER_KEY,
+  XSS,
+  seedDemo,
+  sendStoreEvent,
+  sendXssEvent,
+  startDashboardServer,
+} from './fixture.js';
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 describe.each(dialects)('dashboard server side on %s', (dialect) => {
   let t: TestServer;
@@ -81,7 +91,11 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     const after = await findProjectBySlug(t.deps.store.db, 'demo');
     expect(after).toEqual(before);
     expect(await findProjectBySlug(t.deps.store.db, 'sneaky')).toBeUndefined();
-    const statuses = await t.deps.store.db.selectFrom('issues').select('status').where('project_id', '=', demo.id).execute();
+    const statuses = await t.deps.store.db
+      .selectFrom('issues')
+      .select('status')
+      .where('project_id', '=', demo.id)
+      .execute();
     expect(statuses.every((s) => s.status === 'unresolved')).toBe(true);
     // The assets need no session.
     expect((await anonymous.request('/static/dashboard.css')).status).toBe(200);
@@ -106,7 +120,11 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
       expect((await c.request('/demo/issues')).status).toBe(200);
     }
     const https = new Client(t.url);
-    const res = await https.post('/login', { key: API_KEY, next: '/demo' }, { 'x-forwarded-proto': 'https', origin: `https://${new URL(t.url).host}` });
+    const res = await https.post(
+      '/login',
+      { key: API_KEY, next: '/demo' },
+      { 'x-forwarded-proto': 'https', origin: `https://${new URL(t.url).host}` },
+    );
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/demo');
     expect(res.headers.getSetCookie().find((l) => l.startsWith('faultline_session='))).toMatch(/; Secure/i);
@@ -120,8 +138,16 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     await c.signIn(OTHER_KEY);
     const session = c.cookies.get('faultline_session')!;
     expect(session).toMatch(/^[A-Za-z0-9]{43}$/);
-    const other = await startTestServer(dialect, { env: { API_KEYS: `${OTHER_KEY},${API_KEY}` }, database: t.database, clock: { now: () => Date.now() } });
-    const withoutKey = await startTestServer(dialect, { env: { API_KEYS: API_KEY }, database: t.database, clock: { now: () => Date.now() } });
+    const other = await startTestServer(dialect, {
+      env: { API_KEYS: `${OTHER_KEY},${API_KEY}` },
+      database: t.database,
+      clock: { now: () => Date.now() },
+    });
+    const withoutKey = await startTestServer(dialect, {
+      env: { API_KEYS: API_KEY },
+      database: t.database,
+      clock: { now: () => Date.now() },
+    });
     try {
       const there = new Client(other.url);
       there.cookies.set('faultline_session', session);
@@ -133,7 +159,12 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
       await other.close();
       await withoutKey.close();
     }
-    for (const forged of [session.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a')), session.slice(0, -1), `${session}x`, 'x'.repeat(43)]) {
+    for (const forged of [
+      session.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a')),
+      session.slice(0, -1),
+      `${session}x`,
+      'x'.repeat(43),
+    ]) {
       const tampered = new Client(t.url);
       tampered.cookies.set('faultline_session', forged);
       expect((await tampered.request('/')).status).toBe(303);
@@ -155,7 +186,14 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
       ['another session’s token', await a.post('/demo/rotate-key', { _csrf: tokenB })],
       ['cross-site origin', await a.post('/demo/rotate-key', { _csrf: tokenA }, { origin: 'https://evil.example' })],
       ['cross-site fetch', await a.post('/demo/rotate-key', { _csrf: tokenA }, { 'sec-fetch-site': 'cross-site' })],
-      ['foreign referer', await a.request('/demo/rotate-key', { method: 'POST', body: new URLSearchParams({ _csrf: tokenA }), headers: { referer: 'http://evil.example/page' } })],
+      [
+        'foreign referer',
+        await a.request('/demo/rotate-key', {
+          method: 'POST',
+          body: new URLSearchParams({ _csrf: tokenA }),
+          headers: { referer: 'http://evil.example/page' },
+        }),
+      ],
     ];
     for (const [why, res] of attempts) {
       expect(res.status, why).toBe(403);
@@ -171,7 +209,14 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     const c = new Client(t.url);
     await c.signIn(API_KEY);
     const detail = await (await t.api(`/api/projects/demo/events/${xssEventId}`)).json();
-    const paths = [`/demo/events/${detail.id}`, `/demo/issues/${detail.fingerprint}`, '/demo/events', '/demo/issues?q=XssError', '/demo/releases', '/demo'];
+    const paths = [
+      `/demo/events/${detail.id}`,
+      `/demo/issues/${detail.fingerprint}`,
+      '/demo/events',
+      '/demo/issues?q=XssError',
+      '/demo/releases',
+      '/demo',
+    ];
     for (const path of paths) {
       const res = await c.request(path);
       expect(res.status, path).toBe(200);
@@ -191,7 +236,14 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
       level: 'warning',
       platform: 'node',
       message: 'Payment provider slow',
-      exception: { values: [{ value: 'Payment provider slow', stacktrace: { frames: [{ function: 'pay', filename: 'pay.js', lineno: 3, in_app: true }] } }] },
+      exception: {
+        values: [
+          {
+            value: 'Payment provider slow',
+            stacktrace: { frames: [{ function: 'pay', filename: 'pay.js', lineno: 3, in_app: true }] },
+          },
+        ],
+      },
     };
     await sendStoreEvent(t, (await findProjectBySlug(t.deps.store.db, 'demo'))!, event);
     const detail = await (await t.api(`/api/projects/demo/events/${eventId}`)).json();
@@ -219,12 +271,31 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     expect(settings).toContain(escapeHtml(json.dsn));
     expect((await c.post('/new', { _csrf: csrf, slug: 'shop-web' })).status).toBe(409);
 
-    const bad = await c.post('/shop-web/settings', { _csrf: csrf, name: 'Shop web', platform: 'web', sample_keep_first: '5', sample_rate: '2', daily_quota: '0' });
+    const bad = await c.post('/shop-web/settings', {
+      _csrf: csrf,
+      name: 'Shop web',
+      platform: 'web',
+      sample_keep_first: '5',
+      sample_rate: '2',
+      daily_quota: '0',
+    });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain('sample_rate must be between 0 and 1');
-    const saved = await c.post('/shop-web/settings', { _csrf: csrf, name: 'Shop web 2', platform: 'web', sample_keep_first: '5', sample_rate: '0.25', daily_quota: '1000' });
+    const saved = await c.post('/shop-web/settings', {
+      _csrf: csrf,
+      name: 'Shop web 2',
+      platform: 'web',
+      sample_keep_first: '5',
+      sample_rate: '0.25',
+      daily_quota: '1000',
+    });
     expect(saved.status).toBe(303);
-    expect(await (await t.api('/api/projects/shop-web')).json()).toMatchObject({ name: 'Shop web 2', sample_keep_first: 5, sample_rate: 0.25, daily_quota: 1000 });
+    expect(await (await t.api('/api/projects/shop-web')).json()).toMatchObject({
+      name: 'Shop web 2',
+      sample_keep_first: 5,
+      sample_rate: 0.25,
+      daily_quota: 1000,
+    });
 
     const keep = await c.post('/shop-web/delete', { _csrf: csrf, confirm: 'shop' });
     expect(keep.status).toBe(400);
@@ -234,7 +305,12 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     expect((await t.api('/api/projects/shop-web')).status).toBe(404);
 
     const [one, two, three] = fingerprints;
-    const bulk = await c.post('/demo/issues/bulk', { _csrf: csrf, fingerprints: [one, two], status: 'ignored', back: '/demo/issues?level=fatal' });
+    const bulk = await c.post('/demo/issues/bulk', {
+      _csrf: csrf,
+      fingerprints: [one, two],
+      status: 'ignored',
+      back: '/demo/issues?level=fatal',
+    });
     expect(bulk.status).toBe(303);
     expect(bulk.headers.get('location')).toBe('/demo/issues?level=fatal&updated=2&updated_to=ignored');
     const resolved = await c.post(`/demo/issues/${three}/status`, { _csrf: csrf, status: 'resolved' });
@@ -242,9 +318,14 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
     const rows = await (await t.api('/api/projects/demo/issues?limit=500')).json();
     const status = new Map(rows.issues.map((i: { fingerprint: string; status: string }) => [i.fingerprint, i.status]));
     expect([status.get(one), status.get(two), status.get(three)]).toEqual(['ignored', 'ignored', 'resolved']);
-    expect((await c.post('/demo/issues/bulk', { _csrf: csrf, fingerprints: [one], status: 'closed' })).status).toBe(400);
+    expect((await c.post('/demo/issues/bulk', { _csrf: csrf, fingerprints: [one], status: 'closed' })).status).toBe(
+      400,
+    );
     // Put them back for the other cases.
-    await t.api('/api/projects/demo/issues/bulk', { method: 'POST', json: { fingerprints: [one, two, three], status: 'unresolved' } });
+    await t.api('/api/projects/demo/issues/bulk', {
+      method: 'POST',
+      json: { fingerprints: [one, two, three], status: 'unresolved' },
+    });
   });
 
   it('passes filters from the URL to the read functions and shows their errors as pages', async () => {
@@ -274,7 +355,9 @@ describe.each(dialects)('dashboard server side on %s', (dialect) => {
       ['/?deleted=Your+account+is+locked', 'Your account is locked'],
     ];
     for (const [path, words] of forged) expect(await (await c.request(path)).text(), path).not.toContain(words);
-    expect(await (await c.request('/demo/issues?updated=2&updated_to=ignored')).text()).toContain('2 issues set to ignored.');
+    expect(await (await c.request('/demo/issues?updated=2&updated_to=ignored')).text()).toContain(
+      '2 issues set to ignored.',
+    );
   });
 
   it('signs out: the cookie is cleared and pages ask for sign-in again', async () => {
@@ -318,9 +401,14 @@ describe('dashboard without API_KEYS (open, like the API)', () => {
   });
 
   it('sends the page of a merged issue to the page of the issue it was merged into', async () => {
-    const list = (await (await t.api('/api/projects/demo/issues?limit=2')).json()) as { issues: { fingerprint: string }[] };
+    const list = (await (await t.api('/api/projects/demo/issues?limit=2')).json()) as {
+      issues: { fingerprint: string }[];
+    };
     const [into, merged] = list.issues.map((i) => i.fingerprint);
-    expect((await t.api('/api/projects/demo/issues/merge', { method: 'POST', json: { fingerprints: [merged], into } })).status).toBe(200);
+    expect(
+      (await t.api('/api/projects/demo/issues/merge', { method: 'POST', json: { fingerprints: [merged], into } }))
+        .status,
+    ).toBe(200);
     const c = new Client(t.url);
     const res = await c.request(`/demo/issues/${merged}?days=14`);
     expect(res.status).toBe(302);

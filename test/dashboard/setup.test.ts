@@ -10,7 +10,18 @@ import { createProject, findProjectBySlug, PROJECT_DEFAULTS } from '../../src/st
 
 describe('SDK set-up snippets', () => {
   it('covers the ten SDKs, each with the DSN in its code', () => {
-    expect(SDK_SETUPS.map((s) => s.label)).toEqual(['Android', 'iOS', 'React Native', 'Flutter', 'JavaScript', 'Node', 'Python', 'Go', 'Ruby', 'Java']);
+    expect(SDK_SETUPS.map((s) => s.label)).toEqual([
+      'Android',
+      'iOS',
+      'React Native',
+      'Flutter',
+      'JavaScript',
+      'Node',
+      'Python',
+      'Go',
+      'Ruby',
+      'Java',
+    ]);
     for (const s of SDK_SETUPS) expect(s.code('http://k@h/1'), s.label).toContain('http://k@h/1');
   });
 
@@ -44,12 +55,18 @@ describe.each(dialects)('an empty project’s pages on %s', (dialect) => {
   });
 
   it('shows the DSN and the platform’s snippet instead of charts, on every page, until data arrives', async () => {
-    const p = await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'fresh', name: 'Fresh', platform: 'android' }, Date.now());
+    const p = await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug: 'fresh', name: 'Fresh', platform: 'android' },
+      Date.now(),
+    );
     const dsn = (await (await t.api('/api/projects/fresh')).json()).dsn as string;
     const overview = await (await browser.request('/fresh')).text();
     expect(overview).toContain('No events yet: send the first one');
     expect(overview).toContain(`value="${dsn}"`);
-    expect(overview).toContain(`&lt;meta-data android:name=&quot;io.sentry.dsn&quot; android:value=&quot;${dsn}&quot; /&gt;`);
+    expect(overview).toContain(
+      `&lt;meta-data android:name=&quot;io.sentry.dsn&quot; android:value=&quot;${dsn}&quot; /&gt;`,
+    );
     // The Android snippet is shown; the others wait behind the expander.
     expect(overview.indexOf('<h3>Android</h3>')).toBeLessThan(overview.indexOf('<summary>Other SDKs'));
     expect(overview.indexOf('<h3>Flutter</h3>')).toBeGreaterThan(overview.indexOf('<summary>Other SDKs'));
@@ -60,7 +77,11 @@ describe.each(dialects)('an empty project’s pages on %s', (dialect) => {
       expect(html, path).toContain('No events yet: send the first one');
     }
 
-    await sendStoreEvent(t, (await findProjectBySlug(t.deps.store.db, 'fresh'))!, { message: 'first', level: 'error', platform: 'java' });
+    await sendStoreEvent(t, (await findProjectBySlug(t.deps.store.db, 'fresh'))!, {
+      message: 'first',
+      level: 'error',
+      platform: 'java',
+    });
     for (const path of ['/fresh', '/fresh/issues', '/fresh/events', '/fresh/releases']) {
       const html = await (await browser.request(path)).text();
       expect(html, path).not.toContain('No events yet');
@@ -70,12 +91,23 @@ describe.each(dialects)('an empty project’s pages on %s', (dialect) => {
   });
 
   it('names the server SDKs first for a backend project and opens the whole list for other', async () => {
-    await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'server', name: 'Server', platform: 'backend' }, Date.now());
+    await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug: 'server', name: 'Server', platform: 'backend' },
+      Date.now(),
+    );
     const backend = await (await browser.request('/server')).text();
-    for (const label of ['Node', 'Python', 'Go', 'Ruby', 'Java']) expect(backend.indexOf(`<h3>${label}</h3>`), label).toBeLessThan(backend.indexOf('<summary>Other SDKs'));
+    for (const label of ['Node', 'Python', 'Go', 'Ruby', 'Java'])
+      expect(backend.indexOf(`<h3>${label}</h3>`), label).toBeLessThan(backend.indexOf('<summary>Other SDKs'));
     expect(backend).toContain('pip install sentry-sdk');
-    await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'misc', name: 'Misc', platform: 'other' }, Date.now());
+    await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug: 'misc', name: 'Misc', platform: 'other' },
+      Date.now(),
+    );
     const other = await (await browser.request('/misc')).text();
-    expect(other).toContain('<details open><summary>SDK set-up: Android, iOS, React Native, Flutter, JavaScript, Node, Python, Go, Ruby, Java</summary>');
+    expect(other).toContain(
+      '<details open><summary>SDK set-up: Android, iOS, React Native, Flutter, JavaScript, Node, Python, Go, Ruby, Java</summary>',
+    );
   });
 });

@@ -6,7 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { deleteRateLimitWindowsBefore, signInRetryAfterSeconds, SignInThrottle } from '../../src/store/rate-limits.js';
-import { createTestDatabase, dialects, startTestServer, type TestDatabase, type TestServer } from '../helpers/server.js';
+import {
+  createTestDatabase,
+  dialects,
+  startTestServer,
+  type TestDatabase,
+  type TestServer,
+} from '../helpers/server.js';
 import { Client } from './fixture.js';
 
 const KEY = 'throttle-test-key-0123456789abcdef';
@@ -19,10 +25,40 @@ describe('signInRetryAfterSeconds', () => {
     const at = (m: number) => Date.UTC(2026, 0, 10, 12, m);
     const now = at(5) + 10_000;
     // 10 failures at 12:00 and 12:03: one more fits once 12:00's minute (and its 6) is out, at 12:16.
-    expect(signInRetryAfterSeconds([{ start: at(3), failures: 4 }, { start: at(0), failures: 6 }], now, 10, 15 * MINUTE)).toBe((at(16) - now) / 1000);
+    expect(
+      signInRetryAfterSeconds(
+        [
+          { start: at(3), failures: 4 },
+          { start: at(0), failures: 6 },
+        ],
+        now,
+        10,
+        15 * MINUTE,
+      ),
+    ).toBe((at(16) - now) / 1000);
     // 12 failures: dropping 12:00's 3 leaves 9 < 10, so the same moment.
-    expect(signInRetryAfterSeconds([{ start: at(0), failures: 3 }, { start: at(3), failures: 9 }], now, 10, 15 * MINUTE)).toBe((at(16) - now) / 1000);
-    expect(signInRetryAfterSeconds([{ start: at(0), failures: 1 }, { start: at(3), failures: 10 }], now, 10, 15 * MINUTE)).toBe((at(19) - now) / 1000);
+    expect(
+      signInRetryAfterSeconds(
+        [
+          { start: at(0), failures: 3 },
+          { start: at(3), failures: 9 },
+        ],
+        now,
+        10,
+        15 * MINUTE,
+      ),
+    ).toBe((at(16) - now) / 1000);
+    expect(
+      signInRetryAfterSeconds(
+        [
+          { start: at(0), failures: 1 },
+          { start: at(3), failures: 10 },
+        ],
+        now,
+        10,
+        15 * MINUTE,
+      ),
+    ).toBe((at(19) - now) / 1000);
   });
 });
 
@@ -46,7 +82,8 @@ describe.each(dialects)('dashboard sign-in throttle (%s)', (dialect) => {
   });
 
   /** A sign-in from the client `address` (the test client is the trusted loopback proxy naming it). */
-  const signIn = (t: TestServer, key: string, address = '198.51.100.1') => new Client(t.url).post('/login', { key, next: '/' }, { 'x-forwarded-for': address });
+  const signIn = (t: TestServer, key: string, address = '198.51.100.1') =>
+    new Client(t.url).post('/login', { key, next: '/' }, { 'x-forwarded-for': address });
   const clear = () => a.deps.store.db.deleteFrom('rate_limit_windows').execute();
 
   it('after 10 failures, on either instance, answers 429 to the right key too until 15 minutes after the failures’ minute', async () => {
@@ -84,7 +121,9 @@ describe.each(dialects)('dashboard sign-in throttle (%s)', (dialect) => {
   it('lets at most 10 of many concurrent wrong guesses be checked, and counts only those', async () => {
     await clear();
     clock.set(START);
-    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => signIn(i % 2 ? a : b, `guess-${i}`).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => signIn(i % 2 ? a : b, `guess-${i}`).then((r) => r.status)),
+    );
     const checked = statuses.filter((s) => s === 401).length;
     expect(checked).toBeGreaterThan(0);
     expect(checked).toBeLessThanOrEqual(10);

@@ -8,7 +8,8 @@ import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, type TestServer } from '../helpers/server.js';
 import { API_KEY, Client, XSS, seedDemo, sendXssEvent, startDashboardServer } from './fixture.js';
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 describe.each(dialects)('dashboard triage on %s', (dialect) => {
   let t: TestServer;
@@ -50,7 +51,10 @@ describe.each(dialects)('dashboard triage on %s', (dialect) => {
     const { activity } = await (await t.api(`/api/projects/demo/issues/${fingerprint}/activity`)).json();
     const comment = activity.find((e: any) => e.type === 'comment');
     expect(comment.data.text).toBe(text);
-    expect(activity.at(-1)).toMatchObject({ type: 'status', data: { from: 'unresolved', to: 'ignored', ignore_count: 10 } });
+    expect(activity.at(-1)).toMatchObject({
+      type: 'status',
+      data: { from: 'unresolved', to: 'ignored', ignore_count: 10 },
+    });
 
     expect((await c.post(`${path}/comments`, { _csrf: csrf, text: 'x'.repeat(10_001) })).status).toBe(400);
     const deleted = await c.post(`${path}/comments/${comment.id}/delete`, { _csrf: csrf });
@@ -75,10 +79,17 @@ describe.each(dialects)('dashboard triage on %s', (dialect) => {
   });
   it('assigns an issue from its page to a user by email, lists it under "Assigned to me", and refuses an unknown user', async () => {
     // The last test of the file: once a user exists, people sign in with email and password.
-    const user = await (await t.api('/api/users', { method: 'POST', json: { email: 'dana@example.com', name: '<i>Dana</i>', role: 'member', password: 'correct horse battery' } })).json();
+    const user = await (
+      await t.api('/api/users', {
+        method: 'POST',
+        json: { email: 'dana@example.com', name: '<i>Dana</i>', role: 'member', password: 'correct horse battery' },
+      })
+    ).json();
     expect(user.id).toBeGreaterThan(0);
     const c = new Client(t.url);
-    expect((await c.post('/login', { email: 'dana@example.com', password: 'correct horse battery', next: '/' })).status).toBe(303);
+    expect(
+      (await c.post('/login', { email: 'dana@example.com', password: 'correct horse battery', next: '/' })).status,
+    ).toBe(303);
     const path = `/demo/issues/${fingerprint}`;
     const csrf = await c.csrf(path);
     const res = await c.post(`${path}/assign`, { _csrf: csrf, assignee: 'Dana@Example.com' });
@@ -94,7 +105,9 @@ describe.each(dialects)('dashboard triage on %s', (dialect) => {
     expect(await (await c.request(path)).text()).toContain('Unassigned');
     expect(await (await c.request('/demo/issues?assignee=me&days=30')).text()).toContain('No issues match.');
     const { activity } = await (await t.api(`/api/projects/demo/issues/${fingerprint}/activity`)).json();
-    expect(activity.filter((e: any) => e.type === 'assigned').map((e: any) => [e.actor, e.data.assignee?.email ?? null])).toEqual([
+    expect(
+      activity.filter((e: any) => e.type === 'assigned').map((e: any) => [e.actor, e.data.assignee?.email ?? null]),
+    ).toEqual([
       ['dana@example.com', 'dana@example.com'],
       ['dana@example.com', null],
     ]);

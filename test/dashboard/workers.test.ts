@@ -11,7 +11,10 @@ describe('the dashboard on Workers + D1', () => {
   let w: TestWorker;
   beforeAll(async () => {
     w = await startTestWorker({ API_KEYS: KEY, RATE_LIMIT: '0' });
-    expect((await w.api('/api/projects', { method: 'POST', json: { slug: 'edge', name: 'Edge <app>', platform: 'web' } })).status).toBe(201);
+    expect(
+      (await w.api('/api/projects', { method: 'POST', json: { slug: 'edge', name: 'Edge <app>', platform: 'web' } }))
+        .status,
+    ).toBe(201);
   });
   afterAll(async () => {
     await w?.close();
@@ -25,7 +28,16 @@ describe('the dashboard on Workers + D1', () => {
     const home = await c.request('/');
     expect(home.status).toBe(200);
     expect(await home.text()).toContain('Edge &lt;app&gt;');
-    for (const path of ['/edge', '/edge/issues', '/edge/events', '/edge/releases', '/edge/alerts', '/edge/monitors', '/edge/symbols', '/edge/settings']) {
+    for (const path of [
+      '/edge',
+      '/edge/issues',
+      '/edge/events',
+      '/edge/releases',
+      '/edge/alerts',
+      '/edge/monitors',
+      '/edge/symbols',
+      '/edge/settings',
+    ]) {
       expect((await c.request(path)).status, path).toBe(200);
     }
     const before = (await (await w.api('/api/projects/edge')).json()).dsn;

@@ -14,11 +14,26 @@ import { Client } from '../dashboard/fixture.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 
-type FeedbackJson = { id: string; event_id: string | null; event: number | null; issue: string | null; name: string; email: string; comments: string; url: string | null; source: string };
+type FeedbackJson = {
+  id: string;
+  event_id: string | null;
+  event: number | null;
+  issue: string | null;
+  name: string;
+  email: string;
+  comments: string;
+  url: string | null;
+  source: string;
+};
 
-const userReport = (eventId: string) => JSON.parse(mobileFixture('cocoa-user-report.json').toString().replace('ASSOCIATED', eventId));
+const userReport = (eventId: string) =>
+  JSON.parse(mobileFixture('cocoa-user-report.json').toString().replace('ASSOCIATED', eventId));
 const widgetFeedback = (eventId: string | null) => {
-  const f = JSON.parse(mobileFixture('react-native-feedback.json').toString().replace('ASSOCIATED', eventId ?? ''));
+  const f = JSON.parse(
+    mobileFixture('react-native-feedback.json')
+      .toString()
+      .replace('ASSOCIATED', eventId ?? ''),
+  );
   if (eventId === null) delete f.contexts.feedback.associated_event_id;
   f.event_id = newEventId();
   return f;
@@ -34,30 +49,62 @@ describe.each(dialects)('user feedback on %s', (dialect) => {
   });
 
   async function sendEvent(p: ProjectRow, id: string): Promise<string> {
-    expect((await post(t, p, buildEnvelope({ event_id: id }, [{ headers: { type: 'event' }, payload: androidEvent(id, NOW - 60_000) }]))).status).toBe(200);
-    const event = (await (await t.api(`/api/projects/${p.slug}/events/${id}`)).json()) as { fingerprint: string; id: number };
+    expect(
+      (
+        await post(
+          t,
+          p,
+          buildEnvelope({ event_id: id }, [{ headers: { type: 'event' }, payload: androidEvent(id, NOW - 60_000) }]),
+        )
+      ).status,
+    ).toBe(200);
+    const event = (await (await t.api(`/api/projects/${p.slug}/events/${id}`)).json()) as {
+      fingerprint: string;
+      id: number;
+    };
     return event.fingerprint;
   }
 
-  async function feedbackOf(p: ProjectRow, query = ''): Promise<{ feedback: FeedbackJson[]; next_cursor: string | null }> {
+  async function feedbackOf(
+    p: ProjectRow,
+    query = '',
+  ): Promise<{ feedback: FeedbackJson[]; next_cursor: string | null }> {
     const res = await t.api(`/api/projects/${p.slug}/feedback${query}`);
     expect(res.status).toBe(200);
     return res.json() as Promise<{ feedback: FeedbackJson[]; next_cursor: string | null }>;
   }
 
-  const issueOf = async (p: ProjectRow, fp: string) => (await (await t.api(`/api/projects/${p.slug}/issues/${fp}`)).json()) as { feedback_count: number };
+  const issueOf = async (p: ProjectRow, fp: string) =>
+    (await (await t.api(`/api/projects/${p.slug}/issues/${fp}`)).json()) as { feedback_count: number };
 
   it('links a user_report to its event and issue, and counts it on the issue', async () => {
     const p = await makeProject(t);
     const id = newEventId();
     const fp = await sendEvent(p, id);
-    const res = await post(t, p, buildEnvelope({ event_id: id, sdk: { name: 'sentry.cocoa', version: '8.36.0' } }, [{ headers: { type: 'user_report' }, payload: userReport(id) }]));
+    const res = await post(
+      t,
+      p,
+      buildEnvelope({ event_id: id, sdk: { name: 'sentry.cocoa', version: '8.36.0' } }, [
+        { headers: { type: 'user_report' }, payload: userReport(id) },
+      ]),
+    );
     expect(res.status).toBe(200);
     const { feedback } = await feedbackOf(p);
-    expect(feedback).toMatchObject([{ event_id: id, issue: fp, name: 'Grace', email: 'grace@example.com', comments: 'App closed while paying.', source: 'user_report' }]);
+    expect(feedback).toMatchObject([
+      {
+        event_id: id,
+        issue: fp,
+        name: 'Grace',
+        email: 'grace@example.com',
+        comments: 'App closed while paying.',
+        source: 'user_report',
+      },
+    ]);
     expect(feedback[0].event).toEqual(expect.any(Number));
     expect((await issueOf(p, fp)).feedback_count).toBe(1);
-    const list = (await (await t.api(`/api/projects/${p.slug}/issues`)).json()) as { issues: { fingerprint: string; feedback_count: number }[] };
+    const list = (await (await t.api(`/api/projects/${p.slug}/issues`)).json()) as {
+      issues: { fingerprint: string; feedback_count: number }[];
+    };
     expect(list.issues.find((i) => i.fingerprint === fp)?.feedback_count).toBe(1);
     // The resend of the same envelope stores nothing twice.
     await post(t, p, buildEnvelope({ event_id: id }, [{ headers: { type: 'user_report' }, payload: userReport(id) }]));
@@ -68,9 +115,29 @@ describe.each(dialects)('user feedback on %s', (dialect) => {
     const p = await makeProject(t);
     const id = newEventId();
     const fb = widgetFeedback(id);
-    expect((await post(t, p, buildEnvelope({ event_id: fb.event_id, sent_at: new Date(NOW).toISOString() }, [{ headers: { type: 'feedback' }, payload: fb }]))).status).toBe(200);
+    expect(
+      (
+        await post(
+          t,
+          p,
+          buildEnvelope({ event_id: fb.event_id, sent_at: new Date(NOW).toISOString() }, [
+            { headers: { type: 'feedback' }, payload: fb },
+          ]),
+        )
+      ).status,
+    ).toBe(200);
     let { feedback } = await feedbackOf(p);
-    expect(feedback).toMatchObject([{ event_id: id, event: null, issue: null, name: 'Ada', email: 'ada@example.com', url: 'app://checkout', source: 'feedback' }]);
+    expect(feedback).toMatchObject([
+      {
+        event_id: id,
+        event: null,
+        issue: null,
+        name: 'Ada',
+        email: 'ada@example.com',
+        url: 'app://checkout',
+        source: 'feedback',
+      },
+    ]);
     const fp = await sendEvent(p, id);
     ({ feedback } = await feedbackOf(p));
     expect(feedback[0].issue).toBe(fp);
@@ -78,7 +145,9 @@ describe.each(dialects)('user feedback on %s', (dialect) => {
     expect((await feedbackOf(p, `?issue=${fp}`)).feedback).toHaveLength(1);
 
     // Feedback about no event (the widget opened from a menu) is listed on its own.
-    expect((await post(t, p, buildEnvelope({}, [{ headers: { type: 'feedback' }, payload: widgetFeedback(null) }]))).status).toBe(200);
+    expect(
+      (await post(t, p, buildEnvelope({}, [{ headers: { type: 'feedback' }, payload: widgetFeedback(null) }]))).status,
+    ).toBe(200);
     ({ feedback } = await feedbackOf(p));
     expect(feedback.map((f) => f.event_id)).toEqual([null, id]);
     expect((await feedbackOf(p, `?issue=${fp}`)).feedback).toHaveLength(1);
@@ -89,9 +158,23 @@ describe.each(dialects)('user feedback on %s', (dialect) => {
     const id = newEventId();
     const fp = await sendEvent(p, id);
     const route = `/api/0/projects/acme/${p.slug}/user-feedback/`;
-    const ok = await t.api(route, { method: 'POST', json: { event_id: id.replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'), name: 'Lin', email: 'lin@example.com', comments: 'Froze on launch' } });
+    const ok = await t.api(route, {
+      method: 'POST',
+      json: {
+        event_id: id.replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
+        name: 'Lin',
+        email: 'lin@example.com',
+        comments: 'Froze on launch',
+      },
+    });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toMatchObject({ eventID: id, name: 'Lin', email: 'lin@example.com', comments: 'Froze on launch', dateCreated: new Date(NOW).toISOString() });
+    expect(await ok.json()).toMatchObject({
+      eventID: id,
+      name: 'Lin',
+      email: 'lin@example.com',
+      comments: 'Froze on launch',
+      dateCreated: new Date(NOW).toISOString(),
+    });
     expect((await issueOf(p, fp)).feedback_count).toBe(1);
 
     for (const [body, message] of [
@@ -105,10 +188,27 @@ describe.each(dialects)('user feedback on %s', (dialect) => {
       expect(((await res.json()) as { error: string }).error).toMatch(message);
     }
     expect((await t.api(route, { method: 'POST', body: '{not json' })).status).toBe(400);
-    expect((await t.api(`/api/0/projects/acme/no-such-project/user-feedback/`, { method: 'POST', json: { event_id: id, comments: 'x' } })).status).toBe(404);
-    expect((await fetch(`${t.url}${route}`, { method: 'POST', body: JSON.stringify({ event_id: id, comments: 'x' }) })).status).toBe(401);
+    expect(
+      (
+        await t.api(`/api/0/projects/acme/no-such-project/user-feedback/`, {
+          method: 'POST',
+          json: { event_id: id, comments: 'x' },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await fetch(`${t.url}${route}`, { method: 'POST', body: JSON.stringify({ event_id: id, comments: 'x' }) }))
+        .status,
+    ).toBe(401);
     // A malformed item is skipped; the rest of the envelope is kept.
-    const bad = await post(t, p, buildEnvelope({ event_id: id }, [{ headers: { type: 'user_report' }, payload: '{"comments":' }, { headers: { type: 'feedback' }, payload: { contexts: {} } }]));
+    const bad = await post(
+      t,
+      p,
+      buildEnvelope({ event_id: id }, [
+        { headers: { type: 'user_report' }, payload: '{"comments":' },
+        { headers: { type: 'feedback' }, payload: { contexts: {} } },
+      ]),
+    );
     expect(bad.status).toBe(200);
     expect((await feedbackOf(p)).feedback).toHaveLength(1);
   });
@@ -123,13 +223,17 @@ describe.each(dialects)('user feedback on %s', (dialect) => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { feedback: FeedbackJson[]; next_cursor: string | null } = await feedbackOf(p, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: { feedback: FeedbackJson[]; next_cursor: string | null } = await feedbackOf(
+        p,
+        `?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(page.feedback.length).toBeLessThanOrEqual(2);
       seen.push(...page.feedback.map((f) => f.comments));
       cursor = page.next_cursor;
     } while (cursor);
     expect(seen).toEqual(['message 4', 'message 3', 'message 2', 'message 1', 'message 0']);
-    for (const q of ['?limit=0', '?limit=x', '?cursor=abc', '?other=1']) expect((await t.api(`/api/projects/${p.slug}/feedback${q}`)).status, q).toBe(400);
+    for (const q of ['?limit=0', '?limit=x', '?cursor=abc', '?other=1'])
+      expect((await t.api(`/api/projects/${p.slug}/feedback${q}`)).status, q).toBe(400);
     expect((await t.api(`/api/projects/${p.slug}/feedback?issue=${'0'.repeat(32)}`)).status).toBe(404);
   });
 

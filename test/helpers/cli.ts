@@ -21,17 +21,32 @@ function newestMtime(dir: string): number {
 export function ensureBuilt(): void {
   const built = fs.existsSync(CLI) ? fs.statSync(CLI).mtimeMs : 0;
   if (built >= newestMtime(path.join(REPO, 'src'))) return;
-  const result = spawnSync(process.execPath, [path.join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: REPO,
-    encoding: 'utf8',
-  });
+  const result = spawnSync(
+    process.execPath,
+    [path.join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: REPO,
+      encoding: 'utf8',
+    },
+  );
   if (!fs.existsSync(CLI)) throw new Error(`build failed:\n${result.stdout}\n${result.stderr}`);
 }
 
 /** The environment of a child: this one's, minus faultline settings, plus `env`. */
 export function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of ['DATABASE_URL', 'PORT', 'HOST', 'API_KEYS', 'PUBLIC_URL', 'RATE_LIMIT', 'LOG_LEVEL', 'RETENTION_DAYS', 'CORS_ORIGIN']) delete base[k];
+  for (const k of [
+    'DATABASE_URL',
+    'PORT',
+    'HOST',
+    'API_KEYS',
+    'PUBLIC_URL',
+    'RATE_LIMIT',
+    'LOG_LEVEL',
+    'RETENTION_DAYS',
+    'CORS_ORIGIN',
+  ])
+    delete base[k];
   const merged = { ...base, ...env };
   for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k];
   return merged;
@@ -44,9 +59,18 @@ export interface RunResult {
 }
 
 /** Runs `faultline <args>` to completion, with `input` on its standard input when given. */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO, input?: string): Promise<RunResult> {
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  cwd = REPO,
+  input?: string,
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: childEnv(env), stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd,
+      env: childEnv(env),
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     if (input !== undefined) {
       // A command that refuses its input exits before reading all of it.
       child.stdin!.on('error', () => {});
@@ -134,12 +158,17 @@ export function startServe(options: ServeOptions = {}): Promise<ServeProcess> {
 }
 
 /** Waits until a log line matching `match` has arrived (stdout may lag the HTTP response). */
-export async function waitForLine(serve: ServeProcess, match: (line: Record<string, any>) => boolean, timeoutMs = 10_000): Promise<Record<string, any>> {
+export async function waitForLine(
+  serve: ServeProcess,
+  match: (line: Record<string, any>) => boolean,
+  timeoutMs = 10_000,
+): Promise<Record<string, any>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = serve.lines.find(match);
     if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no matching log line; got:\n${serve.lines.map((l) => JSON.stringify(l)).join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(`no matching log line; got:\n${serve.lines.map((l) => JSON.stringify(l)).join('\n')}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

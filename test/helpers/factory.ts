@@ -122,7 +122,10 @@ export interface TestStore {
 }
 
 /** A migrated store on a new empty database of the dialect. */
-export async function openTestStore(dialect: DialectName, options: { backgroundCheckpoints?: boolean } = {}): Promise<TestStore> {
+export async function openTestStore(
+  dialect: DialectName,
+  options: { backgroundCheckpoints?: boolean } = {},
+): Promise<TestStore> {
   const database = await createTestDatabase(dialect);
   const store = await openStore(database.url, options);
   await migrate(store);
@@ -138,7 +141,10 @@ export async function openTestStore(dialect: DialectName, options: { backgroundC
 
 /** A group-commit writer on the store with a silent logger and a manual clock. */
 export function newWriter(store: Store, options: WriterOptions = {}): IngestWriter {
-  return createIngestWriter({ store, clock: new ManualClock(Date.UTC(2026, 0, 10, 12)), logger: pino({ level: 'silent' }) }, options);
+  return createIngestWriter(
+    { store, clock: new ManualClock(Date.UTC(2026, 0, 10, 12)), logger: pino({ level: 'silent' }) },
+    options,
+  );
 }
 
 /** A random() that returns the given values in turn and throws when asked for more. */

@@ -9,7 +9,12 @@ import pg from 'pg';
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { AppDeps } from '../../src/context.js';
-import { buildNodeDeps, startServer, type RunningServer, type StartServerOptions } from '../../src/editions/node/server.js';
+import {
+  buildNodeDeps,
+  startServer,
+  type RunningServer,
+  type StartServerOptions,
+} from '../../src/editions/node/server.js';
 import type { UploadLimits } from '../../src/symbols/upload.js';
 import pino, { type Logger } from 'pino';
 
@@ -21,7 +26,9 @@ export type DialectName = 'sqlite' | 'postgres';
  * silently skipping every PostgreSQL test.
  */
 if (process.env.FAULTLINE_REQUIRE_POSTGRES === '1' && !process.env.TEST_DATABASE_URL) {
-  throw new Error('FAULTLINE_REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set: the PostgreSQL tests would be skipped');
+  throw new Error(
+    'FAULTLINE_REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set: the PostgreSQL tests would be skipped',
+  );
 }
 export const dialects: DialectName[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 

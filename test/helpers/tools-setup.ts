@@ -13,7 +13,9 @@ export default function setup(): () => void {
     const skipped = skippedTools(dir);
     fs.rmSync(dir, { recursive: true, force: true });
     if (skipped.length > 0) {
-      console.log(`\nSkipped the tests that need ${skipped.join(', ')} (not installed): ${installCommand(skipped)} runs them; FAULTLINE_REQUIRE_TOOLS=1 fails instead.`);
+      console.log(
+        `\nSkipped the tests that need ${skipped.join(', ')} (not installed): ${installCommand(skipped)} runs them; FAULTLINE_REQUIRE_TOOLS=1 fails instead.`,
+      );
     }
   };
 }

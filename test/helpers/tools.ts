@@ -26,7 +26,19 @@ interface ToolNeeds {
 const NEEDS: Record<Tool, ToolNeeds> = {
   chromium: { commands: [], files: [CHROMIUM], packages: 'chromium' },
   clang: {
-    commands: ['clang', 'clang++', 'ld64.lld', 'ld.lld', 'dsymutil', 'llvm-lipo', 'llvm-symbolizer', 'llvm-dwarfdump', 'llvm-objdump', 'llvm-nm', 'llvm-objcopy'],
+    commands: [
+      'clang',
+      'clang++',
+      'ld64.lld',
+      'ld.lld',
+      'dsymutil',
+      'llvm-lipo',
+      'llvm-symbolizer',
+      'llvm-dwarfdump',
+      'llvm-objdump',
+      'llvm-nm',
+      'llvm-objcopy',
+    ],
     files: [],
     packages: 'clang lld llvm',
   },

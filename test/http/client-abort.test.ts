@@ -9,13 +9,14 @@ import { captureLogger } from '../helpers/log-capture.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { makeProject, rowCounts } from '../ingest/helpers.js';
 
-
 /** Sends headers promising `length` bytes, part of the body, then closes the socket. */
 function abortMidBody(t: TestServer, method: string, target: string, length: number): Promise<void> {
   const url = new URL(t.url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname, () => {
-      socket.write(`${method} ${target} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"slug":"par`);
+      socket.write(
+        `${method} ${target} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"slug":"par`,
+      );
       setTimeout(() => {
         socket.destroy();
         resolve();
@@ -38,7 +39,11 @@ describe('client aborts', () => {
 
   it.each([
     ['the direct ingest listener', 'POST', () => `/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`],
-    ['the app ingest route', 'POST', () => `/api/%3${String(p.id)[0]}${String(p.id).slice(1)}/envelope/?sentry_key=${p.dsn_key}`],
+    [
+      'the app ingest route',
+      'POST',
+      () => `/api/%3${String(p.id)[0]}${String(p.id).slice(1)}/envelope/?sentry_key=${p.dsn_key}`,
+    ],
     ['a management route', 'POST', () => '/api/projects'],
   ])('on %s: logged as a client abort, not a 500', async (_name, method, target) => {
     const before = await rowCounts(t);

@@ -33,7 +33,10 @@ describe('TRUSTED_PROXIES', () => {
   });
 
   it('takes the client address from X-Forwarded-For only behind a trusted proxy, skipping trusted hops', () => {
-    const deps = (peer: string) => ({ config: loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8' }), clientAddress: () => peer });
+    const deps = (peer: string) => ({
+      config: loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8' }),
+      clientAddress: () => peer,
+    });
     const request = new Request('http://x/', { headers: { 'x-forwarded-for': '6.6.6.6, 203.0.113.9, 10.0.0.2' } });
     expect(clientAddressOf(deps('10.0.0.1'), request, {})).toBe('203.0.113.9');
     expect(clientAddressOf(deps('198.51.100.4'), request, {})).toBe('198.51.100.4');
@@ -48,7 +51,8 @@ describe.each(dialects)('forwarding headers over HTTP (%s)', (dialect) => {
   beforeAll(async () => {
     trusted = await startTestServer(dialect, { env: { API_KEYS: KEY, TRUSTED_PROXIES: '127.0.0.1/32' } });
     untrusted = await startTestServer(dialect, { env: { API_KEYS: KEY, TRUSTED_PROXIES: '10.0.0.0/8' } });
-    for (const t of [trusted, untrusted]) expect((await t.api('/api/projects', { method: 'POST', json: { slug: 'app' } })).status).toBe(201);
+    for (const t of [trusted, untrusted])
+      expect((await t.api('/api/projects', { method: 'POST', json: { slug: 'app' } })).status).toBe(201);
   });
   afterAll(async () => {
     await trusted?.close();
@@ -58,11 +62,19 @@ describe.each(dialects)('forwarding headers over HTTP (%s)', (dialect) => {
   const forged = { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' };
 
   it('DSNs follow them from a trusted proxy only', async () => {
-    const viaProxy = (await (await trusted.api('/api/projects/app', { headers: forged })).json()) as { dsn: string; id: number };
+    const viaProxy = (await (await trusted.api('/api/projects/app', { headers: forged })).json()) as {
+      dsn: string;
+      id: number;
+    };
     expect(viaProxy.dsn).toBe(`https://${dsnKey(viaProxy.dsn)}@evil.example/${viaProxy.id}`);
-    const direct = (await (await untrusted.api('/api/projects/app', { headers: forged })).json()) as { dsn: string; id: number };
+    const direct = (await (await untrusted.api('/api/projects/app', { headers: forged })).json()) as {
+      dsn: string;
+      id: number;
+    };
     expect(direct.dsn).toBe(`http://${dsnKey(direct.dsn)}@${new URL(untrusted.url).host}/${direct.id}`);
-    const options = (await (await untrusted.api('/api/0/organizations/o/chunk-upload/', { headers: forged })).json()) as { url: string };
+    const options = (await (
+      await untrusted.api('/api/0/organizations/o/chunk-upload/', { headers: forged })
+    ).json()) as { url: string };
     expect(new URL(options.url).origin).toBe(new URL(untrusted.url).origin);
   });
 
@@ -72,15 +84,27 @@ describe.each(dialects)('forwarding headers over HTTP (%s)', (dialect) => {
     expect((await new Client(untrusted.url).post('/login', { key: KEY, next: '/' }, evilOrigin)).status).toBe(403);
     expect((await new Client(trusted.url).post('/login', { key: KEY, next: '/' }, evilOrigin)).status).toBe(303);
     // https claimed by the client itself: the session cookie is not marked Secure.
-    const plain = await new Client(untrusted.url).post('/login', { key: KEY, next: '/' }, { 'x-forwarded-proto': 'https' });
+    const plain = await new Client(untrusted.url).post(
+      '/login',
+      { key: KEY, next: '/' },
+      { 'x-forwarded-proto': 'https' },
+    );
     expect(plain.status).toBe(303);
     expect(plain.headers.getSetCookie().find((l) => l.startsWith('faultline_session='))).not.toMatch(/; Secure/i);
-    const secure = await new Client(trusted.url).post('/login', { key: KEY, next: '/' }, { 'x-forwarded-proto': 'https', origin: `https://${new URL(trusted.url).host}` });
+    const secure = await new Client(trusted.url).post(
+      '/login',
+      { key: KEY, next: '/' },
+      { 'x-forwarded-proto': 'https', origin: `https://${new URL(trusted.url).host}` },
+    );
     expect(secure.headers.getSetCookie().find((l) => l.startsWith('faultline_session='))).toMatch(/; Secure/i);
   });
 
   it('a request with a body still arrives whole after its forwarding headers are removed', async () => {
-    const res = await untrusted.api('/api/projects', { method: 'POST', json: { slug: 'second', name: 'Second' }, headers: forged });
+    const res = await untrusted.api('/api/projects', {
+      method: 'POST',
+      json: { slug: 'second', name: 'Second' },
+      headers: forged,
+    });
     expect(res.status).toBe(201);
     const body = (await res.json()) as { name: string; dsn: string };
     expect(body.name).toBe('Second');

@@ -13,7 +13,6 @@ import { dialects, startTestServer, type TestServer } from '../helpers/server.js
 
 const MINUTE = 60_000;
 
-
 /** A GET from a chosen loopback source address (fetch cannot pick one). */
 function getFrom(url: string, localAddress: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -30,7 +29,12 @@ function getFrom(url: string, localAddress: string, headers: Record<string, stri
  * connection whose large body it refused without reading. Chunks are written as
  * they come, so an array body is sent chunked (no Content-Length).
  */
-function send(url: string, method: string, body: Uint8Array | Uint8Array[], headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+function send(
+  url: string,
+  method: string,
+  body: Uint8Array | Uint8Array[],
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent: false }, (res) => {
       let text = '';
@@ -119,7 +123,15 @@ describe.each(dialects)('API-key auth on %s', (dialect) => {
   });
 
   it('refuses a wrong key, another scheme, a prefix of a key and an empty bearer', async () => {
-    for (const authorization of ['Bearer key-three', 'Bearer key-on', 'Bearer key-one-more', 'Basic a2V5LW9uZQ==', 'key-one', 'Bearer ', 'Bearer key-one key-two']) {
+    for (const authorization of [
+      'Bearer key-three',
+      'Bearer key-on',
+      'Bearer key-one-more',
+      'Basic a2V5LW9uZQ==',
+      'key-one',
+      'Bearer ',
+      'Bearer key-one key-two',
+    ]) {
       const res = await raw('/api/projects', { headers: { authorization } });
       expect(res.status, authorization).toBe(401);
       expect(await res.json()).toEqual({ error: 'unauthorized' });
@@ -145,7 +157,10 @@ describe.each(dialects)('API-key auth on %s', (dialect) => {
     const health = await raw('/health');
     expect(health.status).toBe(200);
     for (const path of ['/api/1/envelope/', '/api/1/envelope', '/api/1/store/', '/api/1/store']) {
-      const preflight = await raw(path, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } });
+      const preflight = await raw(path, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+      });
       expect(preflight.status, `OPTIONS ${path}`).not.toBe(401);
       const post = await raw(path, { method: 'POST', body: '{}' });
       const text = await post.text();
@@ -174,7 +189,8 @@ describe.each(dialects)('rate limits on %s', (dialect) => {
   it('allows RATE_LIMIT requests per key per minute, then 429 with Retry-After', async () => {
     const clock = new ManualClock(100 * MINUTE + 15_000);
     const t = await startTestServer(dialect, { clock, env: { API_KEYS: 'alpha,beta', RATE_LIMIT: '3' } });
-    const as = (key: string, path = '/api/projects') => fetch(t.url + path, { headers: { authorization: `Bearer ${key}` } });
+    const as = (key: string, path = '/api/projects') =>
+      fetch(t.url + path, { headers: { authorization: `Bearer ${key}` } });
     try {
       for (let i = 0; i < 3; i++) expect((await as('alpha')).status).toBe(200);
       const limited = await as('alpha');
@@ -223,7 +239,9 @@ describe.each(dialects)('rate limits on %s', (dialect) => {
       // More than the default 600 in one minute.
       const statuses = new Set<number>();
       for (let batch = 0; batch < 13; batch++) {
-        const results = await Promise.all(Array.from({ length: 50 }, () => t.api('/api/nothing').then((r) => r.status)));
+        const results = await Promise.all(
+          Array.from({ length: 50 }, () => t.api('/api/nothing').then((r) => r.status)),
+        );
         for (const s of results) statuses.add(s);
       }
       expect([...statuses]).toEqual([404]);
@@ -267,7 +285,10 @@ describe.each(dialects)('errors, request ids and logs on %s', (dialect) => {
     for (const [method, path, allowed] of cases) {
       const res = await t.api(path, { method });
       expect(res.status, `${method} ${path}`).toBe(405);
-      const allow = (res.headers.get('allow') ?? '').split(',').map((s) => s.trim()).sort();
+      const allow = (res.headers.get('allow') ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .sort();
       for (const m of allowed) expect(allow, `${method} ${path}`).toContain(m);
       expect(allow).not.toContain(method);
       const body = await res.json();
@@ -289,7 +310,12 @@ describe.each(dialects)('errors, request ids and logs on %s', (dialect) => {
     expect(sized.status).toBe(413);
     expect(JSON.parse(sized.body).error).toContain('request body too large');
 
-    const chunks = [enc('{"slug":"huge","name":"'), new Uint8Array(600 * 1024).fill(120), new Uint8Array(600 * 1024).fill(120), enc('"}')];
+    const chunks = [
+      enc('{"slug":"huge","name":"'),
+      new Uint8Array(600 * 1024).fill(120),
+      new Uint8Array(600 * 1024).fill(120),
+      enc('"}'),
+    ];
     const chunked = await send(t.url + '/api/projects', 'POST', chunks, auth);
     expect(chunked.status).toBe(413);
     expect(JSON.parse(chunked.body).error).toContain('request body too large');
@@ -301,7 +327,12 @@ describe.each(dialects)('errors, request ids and logs on %s', (dialect) => {
     const ok = await send(t.url + '/api/projects', 'POST', under, auth);
     expect(ok.status).toBe(400);
     expect(JSON.parse(ok.body).error).toContain('name must be a non-empty string of at most 200 characters');
-    const okChunked = await send(t.url + '/api/projects', 'POST', [under.subarray(0, 500_000), under.subarray(500_000)], auth);
+    const okChunked = await send(
+      t.url + '/api/projects',
+      'POST',
+      [under.subarray(0, 500_000), under.subarray(500_000)],
+      auth,
+    );
     expect(okChunked.status).toBe(400);
   });
 
@@ -328,18 +359,28 @@ describe.each(dialects)('errors, request ids and logs on %s', (dialect) => {
   });
 
   it('logs one JSON line per request with method, path, status, duration and request id', async () => {
-    const res = await t.api('/api/projects/missing?sentry_key=secret', { headers: { 'x-request-id': 'log-line-check' } });
+    const res = await t.api('/api/projects/missing?sentry_key=secret', {
+      headers: { 'x-request-id': 'log-line-check' },
+    });
     expect(res.status).toBe(404);
     const mine = lines.filter((l) => l.request_id === 'log-line-check');
     expect(mine).toHaveLength(1);
     const [line] = mine;
-    expect(line).toMatchObject({ level: 30, method: 'GET', path: '/api/projects/missing', status: 404, request_id: 'log-line-check' });
+    expect(line).toMatchObject({
+      level: 30,
+      method: 'GET',
+      path: '/api/projects/missing',
+      status: 404,
+      request_id: 'log-line-check',
+    });
     expect(typeof line.duration_ms).toBe('number');
     expect(line.duration_ms).toBeGreaterThanOrEqual(0);
     expect(JSON.stringify(line)).not.toContain('secret');
     const unauth = await fetch(t.url + '/api/projects', { headers: { 'x-request-id': 'log-unauth' } });
     expect(unauth.status).toBe(401);
-    expect(lines.filter((l) => l.request_id === 'log-unauth')).toMatchObject([{ status: 401, method: 'GET', path: '/api/projects' }]);
+    expect(lines.filter((l) => l.request_id === 'log-unauth')).toMatchObject([
+      { status: 401, method: 'GET', path: '/api/projects' },
+    ]);
   });
 
   it('answers an unexpected failure with 500 {"error":"internal error"} and logs it with the request id', async () => {

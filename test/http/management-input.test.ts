@@ -9,14 +9,28 @@ import { Client } from '../dashboard/fixture.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** A request with its target sent byte for byte (fetch would resolve dot segments itself). */
-function rawRequest(t: TestServer, method: string, target: string, body?: string): Promise<{ status: number; body: string }> {
+function rawRequest(
+  t: TestServer,
+  method: string,
+  target: string,
+  body?: string,
+): Promise<{ status: number; body: string }> {
   const url = new URL(t.url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path: target, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path: target,
+        headers: body ? { 'content-type': 'application/json' } : {},
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -26,11 +40,15 @@ describe.each(dialects)('management input on %s', (dialect) => {
   let t: TestServer;
   beforeAll(async () => {
     t = await startTestServer(dialect);
-    for (const slug of ['a', 'b']) expect((await t.api('/api/projects', { method: 'POST', json: { slug } })).status).toBe(201);
+    for (const slug of ['a', 'b'])
+      expect((await t.api('/api/projects', { method: 'POST', json: { slug } })).status).toBe(201);
   });
   afterAll(() => t?.close());
 
-  const projects = async () => ((await (await t.api('/api/projects')).json()) as Array<{ slug: string; name: string }>).map((p) => `${p.slug}:${p.name}`);
+  const projects = async () =>
+    ((await (await t.api('/api/projects')).json()) as Array<{ slug: string; name: string }>).map(
+      (p) => `${p.slug}:${p.name}`,
+    );
 
   it.each([
     ['GET', '/api/projects/b/issues?q=%00'],

@@ -58,7 +58,11 @@ describe.each(dialects)('shared rate limiter on %s', (dialect) => {
     await limiter.hit('api:old', t0 + 2 * MINUTE);
     // The sweep runs in the background when a window starts; give it a moment.
     await new Promise((r) => setTimeout(r, 100));
-    const windows = await ts.store.db.selectFrom('rate_limit_windows').select('window_start').where('key', '=', 'api:old').execute();
+    const windows = await ts.store.db
+      .selectFrom('rate_limit_windows')
+      .select('window_start')
+      .where('key', '=', 'api:old')
+      .execute();
     expect(windows.map((w) => Number(w.window_start))).toEqual([t0 + 2 * MINUTE]);
   });
 

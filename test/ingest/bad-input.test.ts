@@ -7,7 +7,18 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { dsnOf, envelope, errorEvent, eventId, eventsOf, makeProject, post, rowCounts, sessionUpdate, sessionsOf } from './helpers.js';
+import {
+  dsnOf,
+  envelope,
+  errorEvent,
+  eventId,
+  eventsOf,
+  makeProject,
+  post,
+  rowCounts,
+  sessionUpdate,
+  sessionsOf,
+} from './helpers.js';
 
 const MB20 = 20 * 1024 * 1024;
 
@@ -18,16 +29,20 @@ const MB20 = 20 * 1024 * 1024;
  */
 function postChunked(t: TestServer, p: ProjectRow, chunks: Iterable<Uint8Array>): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${t.url}/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', agent: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => {
-        const headers = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
-        resolve(new Response(Buffer.concat(parts), { status: res.statusCode, headers }));
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      `${t.url}/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`,
+      { method: 'POST', agent: false },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => {
+          const headers = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+          resolve(new Response(Buffer.concat(parts), { status: res.statusCode, headers }));
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', (err) => (req.destroyed && (req as any).res ? undefined : reject(err)));
     expect(req.getHeader('content-length')).toBeUndefined();
     (async () => {
@@ -59,10 +74,23 @@ function oneEvent(t: TestServer) {
 }
 
 const cases: BadCase[] = [
-  { name: 'wrong key', status: 401, send: (t, p) => post(t, p, oneEvent(t), { key: 'f'.repeat(32) }), error: /DSN key/ },
-  { name: "another project's key", status: 401, send: (t, p, other) => post(t, p, oneEvent(t), { key: other.dsn_key, auth: 'header' }) },
+  {
+    name: 'wrong key',
+    status: 401,
+    send: (t, p) => post(t, p, oneEvent(t), { key: 'f'.repeat(32) }),
+    error: /DSN key/,
+  },
+  {
+    name: "another project's key",
+    status: 401,
+    send: (t, p, other) => post(t, p, oneEvent(t), { key: other.dsn_key, auth: 'header' }),
+  },
   { name: 'no key', status: 401, send: (t, p) => post(t, p, oneEvent(t), { auth: 'none' }), error: /missing DSN key/ },
-  { name: 'unknown project id with a valid key', status: 401, send: (t, p) => post(t, p, oneEvent(t), { projectId: 999999 }) },
+  {
+    name: 'unknown project id with a valid key',
+    status: 401,
+    send: (t, p) => post(t, p, oneEvent(t), { projectId: 999999 }),
+  },
   { name: 'header line not JSON', status: 400, send: (t, p) => post(t, p, '{"event_id": nope\n{"type":"event"}\n{}') },
   { name: 'empty body', status: 400, send: (t, p) => post(t, p, '') },
   {
@@ -86,7 +114,8 @@ const cases: BadCase[] = [
   {
     name: '20 MB + 1 byte declared by Content-Length on the store endpoint',
     status: 413,
-    send: (t, p) => post(t, p, Buffer.alloc(MB20 + 1, 0x20), { endpoint: 'store', headers: { 'Content-Type': 'application/json' } }),
+    send: (t, p) =>
+      post(t, p, Buffer.alloc(MB20 + 1, 0x20), { endpoint: 'store', headers: { 'Content-Type': 'application/json' } }),
   },
   {
     name: 'a chunked body without Content-Length that passes 20 MB',
@@ -97,13 +126,21 @@ const cases: BadCase[] = [
   {
     name: 'a store body that is not JSON',
     status: 400,
-    send: (t, p) => post(t, p, 'this is not an event: {nope}', { endpoint: 'store', headers: { 'Content-Type': 'application/json' } }),
+    send: (t, p) =>
+      post(t, p, 'this is not an event: {nope}', {
+        endpoint: 'store',
+        headers: { 'Content-Type': 'application/json' },
+      }),
     error: /store body/,
   },
   {
     name: 'sentry_version=8',
     status: 400,
-    send: (t, p) => post(t, p, oneEvent(t), { headers: { 'X-Sentry-Auth': `Sentry sentry_key=${p.dsn_key}, sentry_version=8` }, auth: 'none' }),
+    send: (t, p) =>
+      post(t, p, oneEvent(t), {
+        headers: { 'X-Sentry-Auth': `Sentry sentry_key=${p.dsn_key}, sentry_version=8` },
+        auth: 'none',
+      }),
     error: /unsupported protocol version 8/,
   },
   {
@@ -129,7 +166,9 @@ const cases: BadCase[] = [
     name: 'a br body that decodes past 20 MB',
     status: 413,
     send: (t, p) => {
-      const bomb = brotliCompressSync(Buffer.alloc(30 * 1024 * 1024, 0), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 } });
+      const bomb = brotliCompressSync(Buffer.alloc(30 * 1024 * 1024, 0), {
+        params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 },
+      });
       expect(bomb.length).toBeLessThan(8 * 1024);
       return post(t, p, bomb, { headers: { 'Content-Encoding': 'br' } });
     },
@@ -181,7 +220,14 @@ describe.each(dialects)('bad ingest input on %s', (dialect) => {
 
   it('accepts and drops an unknown item type (200, nothing stored)', async () => {
     const before = await rowCounts(t);
-    const res = await post(t, p, envelope({}, [{ type: 'hologram', payload: { x: 1 } }, { type: 'transaction', payload: { type: 'transaction' } }]));
+    const res = await post(
+      t,
+      p,
+      envelope({}, [
+        { type: 'hologram', payload: { x: 1 } },
+        { type: 'transaction', payload: { type: 'transaction' } },
+      ]),
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({});
     expect(await rowCounts(t)).toEqual(before);
@@ -189,7 +235,10 @@ describe.each(dialects)('bad ingest input on %s', (dialect) => {
 
   it('accepts 100 events in one envelope', async () => {
     const q = await makeProject(t);
-    const items = Array.from({ length: 100 }, () => ({ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }));
+    const items = Array.from({ length: 100 }, () => ({
+      type: 'event',
+      payload: errorEvent({ timestamp: t.clock.now() }),
+    }));
     const res = await post(t, q, envelope({}, items));
     expect(res.status).toBe(200);
     expect((await eventsOf(t, q)).length).toBe(100);
@@ -216,7 +265,9 @@ describe.each(dialects)('bad ingest input on %s', (dialect) => {
     const q = await makeProject(t);
     const good = eventId();
     const first = envelope({}, [{ type: 'event', payload: errorEvent({ id: good, timestamp: t.clock.now() }) }]);
-    const broken = Buffer.from(`\n{"type":"event","length":5000}\n${JSON.stringify(errorEvent({ timestamp: t.clock.now() }))}`);
+    const broken = Buffer.from(
+      `\n{"type":"event","length":5000}\n${JSON.stringify(errorEvent({ timestamp: t.clock.now() }))}`,
+    );
     const res = await post(t, q, Buffer.concat([first, broken]));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ id: good });
@@ -225,7 +276,11 @@ describe.each(dialects)('bad ingest input on %s', (dialect) => {
 
   it('an envelope whose only item has a length past the end stores nothing (200)', async () => {
     const before = await rowCounts(t);
-    const res = await post(t, p, Buffer.from(`{}\n{"type":"event","length":5000}\n${JSON.stringify(errorEvent({ timestamp: t.clock.now() }))}`));
+    const res = await post(
+      t,
+      p,
+      Buffer.from(`{}\n{"type":"event","length":5000}\n${JSON.stringify(errorEvent({ timestamp: t.clock.now() }))}`),
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({});
     expect(await rowCounts(t)).toEqual(before);
@@ -284,7 +339,9 @@ describe.each(dialects)('database failure during ingest on %s', (dialect) => {
     const answers: Response[] = [];
     try {
       answers.push(await post(t, p, envelope({}, [{ type: 'event', payload: event() }])));
-      answers.push(await post(t, p, envelope({ dsn: dsnOf(t, p) }, [{ type: 'event', payload: event() }]), { auth: 'none' }));
+      answers.push(
+        await post(t, p, envelope({ dsn: dsnOf(t, p) }, [{ type: 'event', payload: event() }]), { auth: 'none' }),
+      );
       answers.push(await post(t, p, JSON.stringify(event()), { endpoint: 'store', auth: 'header' }));
     } finally {
       await sql`alter table projects_away rename to projects`.execute(t.deps.store.db);

@@ -30,7 +30,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL connection loss', ()
     const dbName = new URL(db.url).pathname.slice(1);
     const serve = await startServe({ env: { DATABASE_URL: db.url, RATE_LIMIT: '1000000' } });
     const terminate = () =>
-      admin((c) => c.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [dbName]));
+      admin((c) =>
+        c.query(
+          'select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
+          [dbName],
+        ),
+      );
     try {
       const created = await fetch(`${serve.url}/api/projects`, {
         method: 'POST',
@@ -76,14 +81,19 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL connection loss', ()
       // Terminating is a signal: wait until the server's backends are gone.
       for (let i = 0; i < 100; i++) {
         await terminate();
-        const { rows } = await admin((c) => c.query('select count(*)::int as n from pg_stat_activity where datname = $1', [dbName]));
+        const { rows } = await admin((c) =>
+          c.query('select count(*)::int as n from pg_stat_activity where datname = $1', [dbName]),
+        );
         if (rows[0].n === 0) break;
         await sleep(50);
       }
       const during = await Promise.all(Array.from({ length: 8 }, (_, i) => send(100_000 + i)));
       stop = true;
       await load;
-      expect({ exit: serve.child.exitCode, signal: serve.child.signalCode }, serve.stderr().slice(0, 2000)).toEqual({ exit: null, signal: null });
+      expect({ exit: serve.child.exitCode, signal: serve.child.signalCode }, serve.stderr().slice(0, 2000)).toEqual({
+        exit: null,
+        signal: null,
+      });
       expect(during.every((s) => s === 503)).toBe(true);
       await admin((c) => c.query(`alter database ${dbName} allow_connections true`));
       // Recovered without a restart.

@@ -115,7 +115,9 @@ describe('decodeContent', () => {
   });
 
   it.each(['gzip', 'deflate', 'br'])('refuses corrupt %s data as a bad payload', (coding) => {
-    expect(() => decodeContent(enc.encode('this is not compressed at all'), coding, 1000, decompress)).toThrow(BadPayloadError);
+    expect(() => decodeContent(enc.encode('this is not compressed at all'), coding, 1000, decompress)).toThrow(
+      BadPayloadError,
+    );
   });
 
   it('accepts a decoded size of exactly the limit and refuses one byte more', () => {

@@ -43,7 +43,10 @@ describe.each(dialects)('durability on %s', (dialect) => {
         const rows = await store.db.selectFrom('events').select('event_id').execute();
         const stored = new Set(rows.map((r) => r.event_id));
         expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
-        const counted = await store.db.selectFrom('issues').select((eb) => eb.fn.sum<number>('event_count').as('n')).executeTakeFirstOrThrow();
+        const counted = await store.db
+          .selectFrom('issues')
+          .select((eb) => eb.fn.sum<number>('event_count').as('n'))
+          .executeTakeFirstOrThrow();
         expect(Number(counted.n)).toBe(200);
       } finally {
         await store.close();

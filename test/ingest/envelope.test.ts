@@ -36,25 +36,44 @@ describe('parseEnvelope: grammar', () => {
   it('uses `length` exactly, even when the payload contains newlines', () => {
     const payload = 'line one\nline two\n';
     const s = `{}\n{"type":"attachment","length":${payload.length}}\n${payload}\n{"type":"event"}\n${EVENT}`;
-    expect(summary(s)).toEqual({ items: [['attachment', payload], ['event', EVENT]], malformed: 0 });
+    expect(summary(s)).toEqual({
+      items: [
+        ['attachment', payload],
+        ['event', EVENT],
+      ],
+      malformed: 0,
+    });
   });
 
   it('counts `length` in bytes, not characters', () => {
     const payload = '{"message":"héllo ✓"}';
     const s = `{}\n{"type":"event","length":${bytes(payload).byteLength}}\n${payload}\n{"type":"session"}\n{}`;
-    expect(summary(s)).toEqual({ items: [['event', payload], ['session', '{}']], malformed: 0 });
+    expect(summary(s)).toEqual({
+      items: [
+        ['event', payload],
+        ['session', '{}'],
+      ],
+      malformed: 0,
+    });
   });
 
   it('accepts empty items with length 0 and without length', () => {
     const s = `{}\n{"type":"attachment","length":0}\n\n{"type":"client_report"}\n\n{"type":"event"}\n${EVENT}`;
     expect(summary(s)).toEqual({
-      items: [['attachment', ''], ['client_report', ''], ['event', EVENT]],
+      items: [
+        ['attachment', ''],
+        ['client_report', ''],
+        ['event', EVENT],
+      ],
       malformed: 0,
     });
   });
 
   it('accepts an item with length at the very end with no newline after it', () => {
-    expect(summary(`{}\n{"type":"event","length":${EVENT.length}}\n${EVENT}`)).toEqual({ items: [['event', EVENT]], malformed: 0 });
+    expect(summary(`{}\n{"type":"event","length":${EVENT.length}}\n${EVENT}`)).toEqual({
+      items: [['event', EVENT]],
+      malformed: 0,
+    });
   });
 
   it('accepts envelopes with no items', () => {
@@ -75,7 +94,10 @@ describe('parseEnvelope: grammar', () => {
   });
 
   it('keeps unknown item types for the caller to drop', () => {
-    expect(summary(`{}\n{"type":"profile"}\n{}\n{"type":"event"}\n${EVENT}`).items.map((i) => i[0])).toEqual(['profile', 'event']);
+    expect(summary(`{}\n{"type":"profile"}\n{}\n{"type":"event"}\n${EVENT}`).items.map((i) => i[0])).toEqual([
+      'profile',
+      'event',
+    ]);
   });
 
   it('returns payloads as views of the body, not copies', () => {
@@ -112,7 +134,10 @@ describe('parseEnvelope: malformed items are skipped and counted', () => {
   });
 
   it('skips an item whose header is a JSON array', () => {
-    expect(summary(`{}\n["event"]\n{}\n{"type":"event"}\n${EVENT}`)).toEqual({ items: [['event', EVENT]], malformed: 1 });
+    expect(summary(`{}\n["event"]\n{}\n{"type":"event"}\n${EVENT}`)).toEqual({
+      items: [['event', EVENT]],
+      malformed: 1,
+    });
   });
 
   it('ends parsing at a `length` past the end, keeping the items before it', () => {
@@ -144,7 +169,10 @@ describe('parseEnvelope: malformed items are skipped and counted', () => {
   });
 
   it('treats length null as absent', () => {
-    expect(summary(`{}\n{"type":"event","length":null}\n${EVENT}`)).toEqual({ items: [['event', EVENT]], malformed: 0 });
+    expect(summary(`{}\n{"type":"event","length":null}\n${EVENT}`)).toEqual({
+      items: [['event', EVENT]],
+      malformed: 0,
+    });
   });
 });
 
@@ -156,7 +184,10 @@ describe('decodeBase64', () => {
     for (let n = 0; n < 5000; n++) {
       let text = '';
       for (let i = next() % 24; i > 0; i--) text += alphabet[next() % alphabet.length];
-      expect(Buffer.from(decodeBase64(Buffer.from(text))).equals(Buffer.from(text, 'base64')), JSON.stringify(text)).toBe(true);
+      expect(
+        Buffer.from(decodeBase64(Buffer.from(text))).equals(Buffer.from(text, 'base64')),
+        JSON.stringify(text),
+      ).toBe(true);
     }
   });
 });

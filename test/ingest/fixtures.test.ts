@@ -31,17 +31,37 @@ function processEnvelope(body: Uint8Array): Processed {
   const env = parseEnvelope(body);
   const sentAt = parseTimestamp(env.headers.sent_at);
   const envelopeEventId = typeof env.headers.event_id === 'string' ? env.headers.event_id : null;
-  const out: Processed = { events: [], sessions: [], aggregates: [], types: env.items.map((i) => i.type), malformed: env.malformed };
+  const out: Processed = {
+    events: [],
+    sessions: [],
+    aggregates: [],
+    types: env.items.map((i) => i.type),
+    malformed: env.malformed,
+  };
   for (const item of env.items) {
-    if (item.type === 'event') out.events.push(withDetail(normalizeEvent(item.payload, { receivedAt: RECEIVED, sentAt, envelopeEventId, clientIp: CLIENT_IP, md5Hex })));
+    if (item.type === 'event')
+      out.events.push(
+        withDetail(
+          normalizeEvent(item.payload, { receivedAt: RECEIVED, sentAt, envelopeEventId, clientIp: CLIENT_IP, md5Hex }),
+        ),
+      );
     else if (item.type === 'session') out.sessions.push(parseSessionUpdate(item.payload, { receivedAt: RECEIVED }));
-    else if (item.type === 'sessions') out.aggregates.push(...parseSessionAggregates(item.payload, { receivedAt: RECEIVED }));
+    else if (item.type === 'sessions')
+      out.aggregates.push(...parseSessionAggregates(item.payload, { receivedAt: RECEIVED }));
   }
   return out;
 }
 
 function processStore(body: Uint8Array): DetailedEvent {
-  return withDetail(normalizeEvent(decodeStoreBody(body, decompress), { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: CLIENT_IP, md5Hex }));
+  return withDetail(
+    normalizeEvent(decodeStoreBody(body, decompress), {
+      receivedAt: RECEIVED,
+      sentAt: null,
+      envelopeEventId: null,
+      clientIp: CLIENT_IP,
+      md5Hex,
+    }),
+  );
 }
 
 const envelopeFile = (name: string) => processEnvelope(readFixture(name));
@@ -49,7 +69,11 @@ const gunzip = (b: Uint8Array) => decodeContent(b, 'gzip', MAX_BODY_BYTES, decom
 
 describe('fixture reader', () => {
   it('reads every request of every capture file', () => {
-    const counts = Object.fromEntries(fixtureNames().filter((n) => n.endsWith('.txt')).map((n) => [n, readRequests(n).length]));
+    const counts = Object.fromEntries(
+      fixtureNames()
+        .filter((n) => n.endsWith('.txt'))
+        .map((n) => [n, readRequests(n).length]),
+    );
     expect(counts).toEqual({
       'node-crash-event-envelope.txt': 1,
       'node-event-envelope.txt': 1,
@@ -66,7 +90,9 @@ describe('fixture reader', () => {
     const [store] = readRequests('python-sentry-sdk-1.9.10-requests.txt');
     expect(store.method).toBe('POST');
     expect(store.path).toBe('/api/1/store/');
-    expect(store.headers['x-sentry-auth']).toBe('Sentry sentry_key=publickey, sentry_version=7, sentry_client=sentry.python/1.9.10');
+    expect(store.headers['x-sentry-auth']).toBe(
+      'Sentry sentry_key=publickey, sentry_version=7, sentry_client=sentry.python/1.9.10',
+    );
     expect(store.headers['content-encoding']).toBe('gzip');
     expect(same(store.body, readFixture('python-store-event.json'))).toBe(true);
 
@@ -85,7 +111,10 @@ describe('fixture reader', () => {
       [readRequests('node-sessions-envelope.txt')[1].body, readFixture('node-session-exited.envelope')],
       [readRequests('node-sessions-envelope.txt')[2].body, readFixture('node-session-crashed.envelope')],
       [readRequests('python-sentry-sdk-1.9.10-requests.txt')[2].body, readFixture('python-session.envelope')],
-      [readRequests('python-sentry-sdk-1.9.10-requests.txt')[4].body, readFixture('python-session-aggregates.envelope')],
+      [
+        readRequests('python-sentry-sdk-1.9.10-requests.txt')[4].body,
+        readFixture('python-session-aggregates.envelope'),
+      ],
       [readRequests('sentry-cli-3.8.0-requests.txt')[0].body, readFixture('sentry-cli-event.envelope')],
     ];
     for (const [a, b] of pairs) expect(same(a, b)).toBe(true);
@@ -95,7 +124,9 @@ describe('fixture reader', () => {
     const [store] = readRequests('python-sentry-sdk-1.9.10-requests.txt');
     const wire = wireBody(store);
     expect(wire[0]).toBe(0x1f); // gzip magic
-    expect(same(decodeContent(wire, store.headers['content-encoding'], MAX_BODY_BYTES, decompress), store.body)).toBe(true);
+    expect(same(decodeContent(wire, store.headers['content-encoding'], MAX_BODY_BYTES, decompress), store.body)).toBe(
+      true,
+    );
     expect(Object.keys(replayHeaders(store)).map((k) => k.toLowerCase())).not.toContain('content-length');
     expect(replayHeaders(store)['X-Sentry-Auth']).toBe(store.headers['x-sentry-auth']);
     const [node] = readRequests('node-event-envelope.txt');
@@ -180,7 +211,14 @@ describe('what the fixtures normalise to', () => {
 
   it('@sentry/node captureMessage: warning, grouped and titled by the message (synthetic exception)', () => {
     const e = envelopeFile('node-message.envelope').events[0];
-    expect(e).toMatchObject({ level: 'warning', title: 'depcheck hello message', message: 'depcheck hello message', errorType: '', location: 'app-a.mjs:14', isCrash: false });
+    expect(e).toMatchObject({
+      level: 'warning',
+      title: 'depcheck hello message',
+      message: 'depcheck hello message',
+      errorType: '',
+      location: 'app-a.mjs:14',
+      isCrash: false,
+    });
     expect(e.detail.fingerprint_input).toEqual(['message', 'node', 'depcheck hello message']);
     expect(e.detail.exceptions).toHaveLength(1);
   });
@@ -189,14 +227,24 @@ describe('what the fixtures normalise to', () => {
     const wire = readFixture('node-gzip-event.envelope.gz');
     expect(wire.byteLength).toBeLessThan(2000);
     const e = processEnvelope(decodeContent(wire, 'gzip', MAX_BODY_BYTES, decompress)).events[0];
-    expect(e).toMatchObject({ eventId: '38b5c49c6fa942b28a168bba07439042', level: 'info', title: 'depcheck big message' });
+    expect(e).toMatchObject({
+      eventId: '38b5c49c6fa942b28a168bba07439042',
+      level: 'info',
+      title: 'depcheck big message',
+    });
     expect((e.detail.extra as { blob: string }).blob).toHaveLength(40 * 1024);
   });
 
   it('@sentry/node request-mode error: transaction, request, user ip, breadcrumbs; SDK frames not grouped', () => {
     const p = processEnvelope(readRequests('node-session-aggregates-envelope.txt')[0].body);
     const e = p.events[0];
-    expect(e).toMatchObject({ screen: 'GET /err', userIp: '127.0.0.1', userKey: 'ip:127.0.0.1', title: 'Error: request failed in handler', location: 'app-b.mjs:13' });
+    expect(e).toMatchObject({
+      screen: 'GET /err',
+      userIp: '127.0.0.1',
+      userKey: 'ip:127.0.0.1',
+      title: 'Error: request failed in handler',
+      location: 'app-b.mjs:13',
+    });
     expect(e.detail.breadcrumbs).toHaveLength(2);
     expect(e.detail.request).toMatchObject({ method: 'GET', url: 'http://127.0.0.1:41759/err' });
     expect(e.detail.fingerprint_input).toEqual(['stack', 'node', 'Error', 'app-b|Server.?']);
@@ -204,15 +252,45 @@ describe('what the fixtures normalise to', () => {
 
   it('@sentry/node session updates', () => {
     expect(envelopeFile('node-session-update.envelope').sessions).toEqual([
-      { sid: '4af27ccd1f45498badd9665548295a0a', did: null, init: true, started: Date.parse('2026-11-21T13:45:21.248Z'), timestamp: Date.parse('2026-11-21T13:45:21.268Z'), status: 'ok', errors: 1, release: 'app@1.0.0', environment: 'test', anr: false },
+      {
+        sid: '4af27ccd1f45498badd9665548295a0a',
+        did: null,
+        init: true,
+        started: Date.parse('2026-11-21T13:45:21.248Z'),
+        timestamp: Date.parse('2026-11-21T13:45:21.268Z'),
+        status: 'ok',
+        errors: 1,
+        release: 'app@1.0.0',
+        environment: 'test',
+        anr: false,
+      },
     ]);
-    expect(envelopeFile('node-session-exited.envelope').sessions[0]).toMatchObject({ sid: '4af27ccd1f45498badd9665548295a0a', init: false, status: 'exited', errors: 1 });
-    expect(envelopeFile('node-session-crashed.envelope').sessions[0]).toMatchObject({ sid: '97cccf799f684d559e4e4284bfd02343', init: true, status: 'crashed', did: 'u1' });
+    expect(envelopeFile('node-session-exited.envelope').sessions[0]).toMatchObject({
+      sid: '4af27ccd1f45498badd9665548295a0a',
+      init: false,
+      status: 'exited',
+      errors: 1,
+    });
+    expect(envelopeFile('node-session-crashed.envelope').sessions[0]).toMatchObject({
+      sid: '97cccf799f684d559e4e4284bfd02343',
+      init: true,
+      status: 'crashed',
+      did: 'u1',
+    });
   });
 
   it('@sentry/node server-mode session aggregates', () => {
     expect(envelopeFile('node-session-aggregates.envelope').aggregates).toEqual([
-      { started: Date.parse('2026-11-21T13:45:00.000Z'), release: 'app@1.0.0', environment: 'test', exited: 3, errored: 1, abnormal: 0, crashed: 0, unhandled: 0 },
+      {
+        started: Date.parse('2026-11-21T13:45:00.000Z'),
+        release: 'app@1.0.0',
+        environment: 'test',
+        exited: 3,
+        errored: 1,
+        abnormal: 0,
+        crashed: 0,
+        unhandled: 0,
+      },
     ]);
   });
 
@@ -230,7 +308,13 @@ describe('what the fixtures normalise to', () => {
       location: 'app-py.py:7',
       sdkName: 'sentry.python',
     });
-    expect(first.detail.fingerprint_input).toEqual(['stack', 'python', 'ValueError', '__main__|<module>', '__main__|boom']);
+    expect(first.detail.fingerprint_input).toEqual([
+      'stack',
+      'python',
+      'ValueError',
+      '__main__|<module>',
+      '__main__|boom',
+    ]);
     expect(again.detail.exceptions[0].frames[0].lineno).not.toBe(first.detail.exceptions[0].frames[0].lineno);
     expect(again.fingerprint).toBe(first.fingerprint);
     expect(again.eventId).not.toBe(first.eventId);
@@ -238,9 +322,23 @@ describe('what the fixtures normalise to', () => {
   });
 
   it('Python SDK sessions: dashed sid, `length` items, trailing newline', () => {
-    expect(envelopeFile('python-session.envelope').sessions[0]).toMatchObject({ sid: 'ada695d4373b4c5ea6794d51cd6b0e99', status: 'exited', init: true, errors: 1 });
+    expect(envelopeFile('python-session.envelope').sessions[0]).toMatchObject({
+      sid: 'ada695d4373b4c5ea6794d51cd6b0e99',
+      status: 'exited',
+      init: true,
+      errors: 1,
+    });
     expect(envelopeFile('python-session-aggregates.envelope').aggregates).toEqual([
-      { started: Date.parse('2026-11-21T13:45:00Z'), release: 'app@1.0.0', environment: 'test', exited: 2, errored: 1, abnormal: 0, crashed: 0, unhandled: 0 },
+      {
+        started: Date.parse('2026-11-21T13:45:00Z'),
+        release: 'app@1.0.0',
+        environment: 'test',
+        exited: 2,
+        errored: 1,
+        abnormal: 0,
+        crashed: 0,
+        unhandled: 0,
+      },
     ]);
   });
 

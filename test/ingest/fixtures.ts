@@ -57,7 +57,8 @@ export function readRequests(name: string): CapturedRequest[] {
       continue;
     }
     const req = /^([A-Z]+) (\S+) HTTP\/[\d.]+$/.exec(first);
-    if (!req) throw new Error(`${name}: expected a request line at byte ${pos}, got ${JSON.stringify(first.slice(0, 80))}`);
+    if (!req)
+      throw new Error(`${name}: expected a request line at byte ${pos}, got ${JSON.stringify(first.slice(0, 80))}`);
     pos = eol + 1;
     const headers: Record<string, string> = {};
     const rawHeaders: Array<[string, string]> = [];

@@ -9,14 +9,13 @@ import type { TestServer } from '../helpers/server.js';
 
 let counter = 0;
 
-export async function makeProject(t: TestServer, overrides: Partial<Pick<ProjectRow, 'sample_keep_first' | 'sample_rate' | 'daily_quota'>> = {}): Promise<ProjectRow> {
+export async function makeProject(
+  t: TestServer,
+  overrides: Partial<Pick<ProjectRow, 'sample_keep_first' | 'sample_rate' | 'daily_quota'>> = {},
+): Promise<ProjectRow> {
   counter += 1;
   const slug = `ingest-${counter}-${randomBytes(3).toString('hex')}`;
-  return createProject(
-    t.deps.store.db,
-    { ...PROJECT_DEFAULTS, slug, name: slug, ...overrides },
-    t.clock.now(),
-  );
+  return createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug, name: slug, ...overrides }, t.clock.now());
 }
 
 /** The DSN an SDK would be given for the project on the test server. */
@@ -55,7 +54,17 @@ export function envelope(header: object, items: Item[], trailingNewline = false)
 }
 
 /** A minimal error event with a stack, at `timestamp` (ms). */
-export function errorEvent(opts: { id?: string; timestamp: number; type?: string; value?: string; fn?: string; level?: string; handled?: boolean; release?: string; user?: string }): Record<string, unknown> {
+export function errorEvent(opts: {
+  id?: string;
+  timestamp: number;
+  type?: string;
+  value?: string;
+  fn?: string;
+  level?: string;
+  handled?: boolean;
+  release?: string;
+  user?: string;
+}): Record<string, unknown> {
   return {
     event_id: opts.id ?? eventId(),
     timestamp: opts.timestamp / 1000,
@@ -82,7 +91,15 @@ export function errorEvent(opts: { id?: string; timestamp: number; type?: string
   };
 }
 
-export function sessionUpdate(opts: { sid?: string; init?: boolean; status?: string; errors?: number; started: number; timestamp?: number; release?: string }) {
+export function sessionUpdate(opts: {
+  sid?: string;
+  init?: boolean;
+  status?: string;
+  errors?: number;
+  started: number;
+  timestamp?: number;
+  release?: string;
+}) {
   return {
     sid: opts.sid ?? eventId(),
     init: opts.init ?? true,
@@ -105,14 +122,20 @@ export interface PostOptions {
   trailingSlash?: boolean;
 }
 
-export async function post(t: TestServer, project: ProjectRow, body: Uint8Array | string, opts: PostOptions = {}): Promise<Response> {
+export async function post(
+  t: TestServer,
+  project: ProjectRow,
+  body: Uint8Array | string,
+  opts: PostOptions = {},
+): Promise<Response> {
   const key = opts.key ?? project.dsn_key;
   const endpoint = opts.endpoint ?? 'envelope';
   let url = `${t.url}/api/${opts.projectId ?? project.id}/${endpoint}${opts.trailingSlash === false ? '' : '/'}`;
   const headers: Record<string, string> = { ...opts.headers };
   const auth = opts.auth ?? 'query';
   if (auth === 'query') url += `?sentry_version=7&sentry_key=${encodeURIComponent(key)}`;
-  if (auth === 'header') headers['X-Sentry-Auth'] = `Sentry sentry_version=7, sentry_client=test/1.0, sentry_key=${key}`;
+  if (auth === 'header')
+    headers['X-Sentry-Auth'] = `Sentry sentry_version=7, sentry_client=test/1.0, sentry_key=${key}`;
   if (auth === 'authorization') headers.Authorization = `Sentry sentry_key=${key}, sentry_version=7`;
   let data: Uint8Array = typeof body === 'string' ? Buffer.from(body) : body;
   if (opts.gzip) {
@@ -162,7 +185,12 @@ export async function eventsOf(t: TestServer, project: ProjectRow) {
 }
 
 export async function sessionsOf(t: TestServer, project: ProjectRow) {
-  return t.deps.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).orderBy('started').execute();
+  return t.deps.store.db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .orderBy('started')
+    .execute();
 }
 
 export async function sessionTotals(t: TestServer, project: ProjectRow) {
@@ -179,6 +207,10 @@ export async function sessionTotals(t: TestServer, project: ProjectRow) {
 }
 
 export async function usageOf(t: TestServer, project: ProjectRow): Promise<number> {
-  const rows = await t.deps.store.db.selectFrom('daily_usage').select('events').where('project_id', '=', project.id).execute();
+  const rows = await t.deps.store.db
+    .selectFrom('daily_usage')
+    .select('events')
+    .where('project_id', '=', project.id)
+    .execute();
   return rows.reduce((sum, r) => sum + Number(r.events), 0);
 }

@@ -2,7 +2,13 @@
 // not miss one), and what cleaning gives, at depths that would overflow the stack of
 // any recursive walk.
 import { describe, expect, it } from 'vitest';
-import { cleanJsonValue, cleanText, DEPTH_LIMIT_MARK, jsonNeedsCleaning, parseCleanJson } from '../../src/ingest/hygiene.js';
+import {
+  cleanJsonValue,
+  cleanText,
+  DEPTH_LIMIT_MARK,
+  jsonNeedsCleaning,
+  parseCleanJson,
+} from '../../src/ingest/hygiene.js';
 import { MAX_JSON_DEPTH } from '../../src/limits.js';
 
 const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);

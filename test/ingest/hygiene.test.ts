@@ -33,7 +33,8 @@ describe.each(dialects)('input hygiene at ingest on %s', (dialect) => {
   });
   afterAll(() => t?.close());
 
-  const send = (body: string) => fetch(`${t.url}/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body });
+  const send = (body: string) =>
+    fetch(`${t.url}/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body });
 
   it('cuts deep nesting at 64 levels, keeps the valid events beside it, and every detail reads back', async () => {
     const now = t.clock.now();
@@ -72,7 +73,10 @@ describe.each(dialects)('input hygiene at ingest on %s', (dialect) => {
     }
     const tagged = stored.find((e) => JSON.stringify(e).includes('depth limit'));
     expect(tagged).toBeDefined();
-    const exDetail = (await (await t.api(`/api/projects/${p.slug}/events/${ex.event_id}`)).json()) as { exceptions: Array<{ value: string }>; title?: string };
+    const exDetail = (await (await t.api(`/api/projects/${p.slug}/events/${ex.event_id}`)).json()) as {
+      exceptions: Array<{ value: string }>;
+      title?: string;
+    };
     expect(JSON.stringify(exDetail)).toContain(DEPTH_LIMIT_MARK);
   });
 
@@ -91,7 +95,9 @@ describe.each(dialects)('input hygiene at ingest on %s', (dialect) => {
     expect(res.status).toBe(200);
     const row = (await eventsOf(t, p)).find((e) => e.event_id === ev.event_id)!;
     expect(row.release).toBe('rel\ufffdx');
-    const releases = (await (await t.api(`/api/projects/${p.slug}/releases`)).json()) as { releases?: Array<{ release?: string; version?: string }> } & Record<string, unknown>;
+    const releases = (await (await t.api(`/api/projects/${p.slug}/releases`)).json()) as {
+      releases?: Array<{ release?: string; version?: string }>;
+    } & Record<string, unknown>;
     expect(JSON.stringify(releases)).toContain('rel\ufffdx');
     const opened = await t.api(`/api/projects/${p.slug}/releases/${encodeURIComponent('rel\ufffdx')}`);
     expect(opened.status).toBe(200);

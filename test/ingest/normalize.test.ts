@@ -6,7 +6,13 @@ import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { withDetail } from './detail.js';
 
 const RECEIVED = Date.UTC(2026, 10, 21, 12, 0, 0);
-const CTX: NormalizeContext = { receivedAt: RECEIVED, sentAt: null, envelopeEventId: null, clientIp: '203.0.113.7', md5Hex: nodeIngestRuntime.md5Hex };
+const CTX: NormalizeContext = {
+  receivedAt: RECEIVED,
+  sentAt: null,
+  envelopeEventId: null,
+  clientIp: '203.0.113.7',
+  md5Hex: nodeIngestRuntime.md5Hex,
+};
 const enc = new TextEncoder();
 
 function norm(event: unknown, ctx: Partial<NormalizeContext> = {}) {
@@ -33,7 +39,9 @@ describe('payload', () => {
   });
 
   it('accepts Python NaN / Infinity tokens (as null) but leaves them alone inside strings', () => {
-    const e = withDetail(normalizeEvent(enc.encode('{"message":"NaN and Infinity","extra":{"a":NaN,"b":-Infinity,"c":Infinity}}'), CTX));
+    const e = withDetail(
+      normalizeEvent(enc.encode('{"message":"NaN and Infinity","extra":{"a":NaN,"b":-Infinity,"c":Infinity}}'), CTX),
+    );
     expect(e.message).toBe('NaN and Infinity');
     expect(e.detail.extra).toEqual({ a: null, b: null, c: null });
   });
@@ -50,16 +58,23 @@ describe('event_id', () => {
   });
 
   it("falls back to the envelope header's id", () => {
-    expect(norm({}, { envelopeEventId: 'd0c6685d-5811-46fd-9d4f-16664397d9fa' }).eventId).toBe('d0c6685d581146fd9d4f16664397d9fa');
+    expect(norm({}, { envelopeEventId: 'd0c6685d-5811-46fd-9d4f-16664397d9fa' }).eventId).toBe(
+      'd0c6685d581146fd9d4f16664397d9fa',
+    );
   });
 
   it("prefers the payload's id over the envelope's", () => {
-    const e = norm({ event_id: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' }, { envelopeEventId: 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' });
+    const e = norm(
+      { event_id: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' },
+      { envelopeEventId: 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' },
+    );
     expect(e.eventId).toBe('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa');
   });
 
   it('skips an invalid payload id for the envelope id', () => {
-    expect(norm({ event_id: 'not-an-id' }, { envelopeEventId: 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' }).eventId).toBe('bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb');
+    expect(norm({ event_id: 'not-an-id' }, { envelopeEventId: 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' }).eventId).toBe(
+      'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb',
+    );
   });
 
   it('makes a random id when none is valid (invalid, nil, missing)', () => {
@@ -175,7 +190,14 @@ describe('release, dist, environment, platform, screen, sdk', () => {
   });
   it('defaults: empty release and dist, environment production, platform other, empty screen and sdk', () => {
     const e = norm({});
-    expect([e.release, e.dist, e.environment, e.platform, e.screen, e.sdkName]).toEqual(['', '', 'production', 'other', '', '']);
+    expect([e.release, e.dist, e.environment, e.platform, e.screen, e.sdkName]).toEqual([
+      '',
+      '',
+      'production',
+      'other',
+      '',
+      '',
+    ]);
   });
   it('stringifies a numeric release and caps its length', () => {
     expect(norm({ release: 42 }).release).toBe('42');
@@ -186,8 +208,20 @@ describe('release, dist, environment, platform, screen, sdk', () => {
 describe('user', () => {
   it('reads id, email, username and ip; the users key is the id', () => {
     const e = norm({ user: { id: 42, email: 'a@b.c', username: 'ann', ip_address: '10.0.0.1', geo: { city: 'X' } } });
-    expect([e.userId, e.userEmail, e.userUsername, e.userIp, e.userKey]).toEqual(['42', 'a@b.c', 'ann', '10.0.0.1', 'id:42']);
-    expect(e.detail.user).toEqual({ id: 42, email: 'a@b.c', username: 'ann', ip_address: '10.0.0.1', geo: { city: 'X' } });
+    expect([e.userId, e.userEmail, e.userUsername, e.userIp, e.userKey]).toEqual([
+      '42',
+      'a@b.c',
+      'ann',
+      '10.0.0.1',
+      'id:42',
+    ]);
+    expect(e.detail.user).toEqual({
+      id: 42,
+      email: 'a@b.c',
+      username: 'ann',
+      ip_address: '10.0.0.1',
+      geo: { city: 'X' },
+    });
   });
   it('keys users by id, else email, else username, else ip', () => {
     expect(norm({ user: { email: 'a@b.c', username: 'ann', ip_address: '10.0.0.1' } }).userKey).toBe('email:a@b.c');
@@ -217,11 +251,15 @@ describe('device and OS', () => {
     expect([e.deviceModel, e.osName, e.osVersion]).toEqual(['iPhone15,2', 'Debian', '12.11']);
   });
   it('falls back to client_os, and finds contexts by their type under another key', () => {
-    const e = norm({ contexts: { client_os: { name: 'Windows', version: '10' }, phone: { type: 'device', model: 'Pixel 8' } } });
+    const e = norm({
+      contexts: { client_os: { name: 'Windows', version: '10' }, phone: { type: 'device', model: 'Pixel 8' } },
+    });
     expect([e.deviceModel, e.osName, e.osVersion]).toEqual(['Pixel 8', 'Windows', '10']);
   });
   it('prefers os over client_os', () => {
-    expect(norm({ contexts: { os: { name: 'Android', version: '14' }, client_os: { name: 'Windows' } } }).osName).toBe('Android');
+    expect(norm({ contexts: { os: { name: 'Android', version: '14' }, client_os: { name: 'Windows' } } }).osName).toBe(
+      'Android',
+    );
   });
   it('takes the device id from the device_id tag, else contexts.device.id, else device_unique_identifier, else app.device_app_hash', () => {
     expect(norm({ tags: { device_id: 't1' }, contexts: { device: { id: 'd1' } } }).deviceId).toBe('t1');
@@ -239,7 +277,12 @@ describe('device and OS', () => {
 
 describe('tags', () => {
   it('reads an object, stringifying values and skipping nulls', () => {
-    expect(norm({ tags: { a: 'x', n: 5, b: true, o: { k: 1 }, z: null } }).tags).toEqual({ a: 'x', n: '5', b: 'true', o: '{"k":1}' });
+    expect(norm({ tags: { a: 'x', n: 5, b: true, o: { k: 1 }, z: null } }).tags).toEqual({
+      a: 'x',
+      n: '5',
+      b: 'true',
+      o: '{"k":1}',
+    });
   });
   it('reads a list of pairs, skipping broken pairs', () => {
     expect(norm({ tags: [['device_id', 'abc'], ['screen', 'Checkout'], ['lonely'], 'x', [1, 2]] }).tags).toEqual({
@@ -289,14 +332,23 @@ describe('exceptions', () => {
     const b = norm({ exception: [ex] });
     const c = norm({ exception: ex });
     for (const e of [a, b, c]) {
-      expect(e.detail.exceptions).toEqual([{ type: 'TypeError', value: 'x is undefined', frames: ex.stacktrace.frames }]);
+      expect(e.detail.exceptions).toEqual([
+        { type: 'TypeError', value: 'x is undefined', frames: ex.stacktrace.frames },
+      ]);
       expect(e.errorType).toBe('TypeError');
     }
     expect(a.fingerprint).toBe(b.fingerprint);
     expect(a.fingerprint).toBe(c.fingerprint);
   });
   it('keeps module and mechanism, and tolerates nulls (Python sends module: null, mechanism: null)', () => {
-    const e = norm({ exception: { values: [{ ...ex, module: null, mechanism: null }, { ...ex, module: 'java.lang', mechanism: { type: 'generic', handled: true } }] } });
+    const e = norm({
+      exception: {
+        values: [
+          { ...ex, module: null, mechanism: null },
+          { ...ex, module: 'java.lang', mechanism: { type: 'generic', handled: true } },
+        ],
+      },
+    });
     expect(e.detail.exceptions[0].module).toBeUndefined();
     expect(e.detail.exceptions[0].mechanism).toBeUndefined();
     expect(e.detail.exceptions[1].module).toBe('java.lang');
@@ -306,25 +358,46 @@ describe('exceptions', () => {
     const frames = [{ function: 'main', instruction_addr: '0x1000' }];
     const e = norm({
       exception: { values: [{ type: 'EXC_BAD_ACCESS', value: 'KERN_INVALID_ADDRESS' }] },
-      threads: { values: [{ id: 1, stacktrace: { frames: [{ function: 'idle' }] } }, { id: 2, crashed: true, stacktrace: { frames } }] },
+      threads: {
+        values: [
+          { id: 1, stacktrace: { frames: [{ function: 'idle' }] } },
+          { id: 2, crashed: true, stacktrace: { frames } },
+        ],
+      },
     });
     expect(e.detail.exceptions[0].frames).toEqual(frames);
   });
   it("uses the stack of the exception's own thread (thread_id) first", () => {
     const e = norm({
       exception: [{ type: 'E', value: 'v', thread_id: 1 }],
-      threads: [{ id: 1, stacktrace: { frames: [{ function: 'worker' }] } }, { id: 2, crashed: true, stacktrace: { frames: [{ function: 'main' }] } }],
+      threads: [
+        { id: 1, stacktrace: { frames: [{ function: 'worker' }] } },
+        { id: 2, crashed: true, stacktrace: { frames: [{ function: 'main' }] } },
+      ],
     });
     expect(e.detail.exceptions[0].frames).toEqual([{ function: 'worker' }]);
     expect(e.detail.exceptions[0]).not.toHaveProperty('thread_id');
   });
   it('repairs frame fields of the wrong type', () => {
-    const e = norm({ exception: [{ type: 'E', stacktrace: { frames: [{ function: 'f', lineno: '12', colno: 'x', in_app: 'yes', instruction_addr: 4096, filename: null }] } }] });
+    const e = norm({
+      exception: [
+        {
+          type: 'E',
+          stacktrace: {
+            frames: [
+              { function: 'f', lineno: '12', colno: 'x', in_app: 'yes', instruction_addr: 4096, filename: null },
+            ],
+          },
+        },
+      ],
+    });
     expect(e.detail.exceptions[0].frames).toEqual([{ function: 'f', lineno: 12, instruction_addr: '0x1000' }]);
   });
   it('keeps well-typed frames as they are, extra fields included', () => {
     const f = { ...frame('a.js', 'f', 3), pre_context: ['x'], vars: { a: 1 } };
-    expect(norm({ exception: [{ type: 'E', stacktrace: { frames: [f, 'junk'] } }] }).detail.exceptions[0].frames).toEqual([f]);
+    expect(
+      norm({ exception: [{ type: 'E', stacktrace: { frames: [f, 'junk'] } }] }).detail.exceptions[0].frames,
+    ).toEqual([f]);
   });
   it('stringifies a non-string value', () => {
     expect(norm({ exception: [{ type: 'E', value: { code: 5 } }] }).detail.exceptions[0].value).toBe('{"code":5}');
@@ -345,7 +418,11 @@ describe('main exception, title, error_type, location', () => {
     const e = norm({
       exception: [
         { type: 'ValueError', value: 'child', mechanism: { type: 'chained', exception_id: 1, parent_id: 0 } },
-        { type: 'ExceptionGroup', value: 'group', mechanism: { type: 'generic', exception_id: 0, is_exception_group: true } },
+        {
+          type: 'ExceptionGroup',
+          value: 'group',
+          mechanism: { type: 'generic', exception_id: 0, is_exception_group: true },
+        },
       ],
     });
     expect(e.errorType).toBe('ValueError');
@@ -375,7 +452,12 @@ describe('main exception, title, error_type, location', () => {
               frame('lib/outer.js', 'outer', 1),
               frame('lib/inner.js', 'inner', 7),
               frame('node_modules/react/index.js', 'render', 99, false),
-              { filename: '/srv/app/node_modules/@sentry/core/build/esm/x.js', function: 'wrap', lineno: 3, in_app: true },
+              {
+                filename: '/srv/app/node_modules/@sentry/core/build/esm/x.js',
+                function: 'wrap',
+                lineno: 3,
+                in_app: true,
+              },
             ],
           },
         },
@@ -384,11 +466,24 @@ describe('main exception, title, error_type, location', () => {
     expect(e.location).toBe('inner.js:7');
   });
   it('locates as basename:function without a line number, and strips URL queries', () => {
-    const e = norm({ exception: [{ type: 'E', stacktrace: { frames: [{ abs_path: 'https://cdn.example.com/js/app.js?v=3', function: 'onClick', in_app: true }] } }] });
+    const e = norm({
+      exception: [
+        {
+          type: 'E',
+          stacktrace: {
+            frames: [{ abs_path: 'https://cdn.example.com/js/app.js?v=3', function: 'onClick', in_app: true }],
+          },
+        },
+      ],
+    });
     expect(e.location).toBe('app.js:onClick');
   });
   it('locates with the innermost frame when none is in-app', () => {
-    const e = norm({ exception: [{ type: 'E', stacktrace: { frames: [frame('a.c', 'main', 1, false), frame('b.c', 'crash', 2, false)] } }] });
+    const e = norm({
+      exception: [
+        { type: 'E', stacktrace: { frames: [frame('a.c', 'main', 1, false), frame('b.c', 'crash', 2, false)] } },
+      ],
+    });
     expect(e.location).toBe('b.c:2');
   });
   it('passes over in-app built-ins without a file (JSON.parse, <anonymous>) to the next frame with one', () => {
@@ -408,10 +503,29 @@ describe('main exception, title, error_type, location', () => {
       ],
     });
     expect(e.location).toBe('config.js:31');
-    const builtinOnly = norm({ exception: [{ type: 'E', stacktrace: { frames: [{ function: 'JSON.parse', in_app: true }, { abs_path: '<anonymous>', function: 'eval', in_app: true }] } }] });
+    const builtinOnly = norm({
+      exception: [
+        {
+          type: 'E',
+          stacktrace: {
+            frames: [
+              { function: 'JSON.parse', in_app: true },
+              { abs_path: '<anonymous>', function: 'eval', in_app: true },
+            ],
+          },
+        },
+      ],
+    });
     expect(builtinOnly.location).toBe('eval');
     const libraryFile = norm({
-      exception: [{ type: 'E', stacktrace: { frames: [frame('node_modules/lib/index.js', 'parse', 5, false), { function: 'JSON.parse', in_app: true }] } }],
+      exception: [
+        {
+          type: 'E',
+          stacktrace: {
+            frames: [frame('node_modules/lib/index.js', 'parse', 5, false), { function: 'JSON.parse', in_app: true }],
+          },
+        },
+      ],
     });
     expect(libraryFile.location).toBe('index.js:5');
   });
@@ -422,7 +536,15 @@ describe('main exception, title, error_type, location', () => {
   it('treats a synthetic exception (captureMessage with a stack) as a message: no error type, message title', () => {
     const e = norm({
       message: 'hello 42',
-      exception: { values: [{ value: 'hello 42', stacktrace: { frames: [frame('app.mjs', '?', 14)] }, mechanism: { type: 'generic', handled: true, synthetic: true } }] },
+      exception: {
+        values: [
+          {
+            value: 'hello 42',
+            stacktrace: { frames: [frame('app.mjs', '?', 14)] },
+            mechanism: { type: 'generic', handled: true, synthetic: true },
+          },
+        ],
+      },
     });
     expect([e.errorType, e.title, e.message, e.location]).toEqual(['', 'hello 42', 'hello 42', 'app.mjs:14']);
   });
@@ -431,7 +553,11 @@ describe('main exception, title, error_type, location', () => {
 describe('message', () => {
   it.each([
     ['logentry.formatted', { logentry: { formatted: 'formatted text', message: 'raw %s' } }, 'formatted text'],
-    ['logentry.message with params', { logentry: { message: 'user %s has %d items, 100%%', params: ['ann', 3] } }, 'user ann has 3 items, 100%'],
+    [
+      'logentry.message with params',
+      { logentry: { message: 'user %s has %d items, 100%%', params: ['ann', 3] } },
+      'user ann has 3 items, 100%',
+    ],
     ['logentry.message', { logentry: { message: 'cli hello' } }, 'cli hello'],
     ['a message string', { message: 'plain' }, 'plain'],
     ['a message object', { message: { formatted: 'from object' } }, 'from object'],
@@ -533,7 +659,15 @@ describe('detail', () => {
     }).detail.threads;
     expect(threads).toEqual([
       { id: '1', name: 'main', crashed: true, current: true, main: true, state: null, frames: [] },
-      { id: '7', name: 'worker', crashed: false, current: false, main: false, state: 'WAITING', frames: [{ function: 'park', lineno: 3 }] },
+      {
+        id: '7',
+        name: 'worker',
+        crashed: false,
+        current: false,
+        main: false,
+        state: 'WAITING',
+        frames: [{ function: 'park', lineno: 3 }],
+      },
       { id: 'x', name: null, crashed: false, current: false, main: false, state: null, frames: [] },
     ]);
     expect(norm({ threads: [{ id: 2 }] }).detail.threads.map((t) => t.id)).toEqual(['2']);

@@ -30,7 +30,12 @@ function event(overrides: Partial<NormalizedEvent> = {}): NormalizedEvent {
 
 function work(
   events: NormalizedEvent[],
-  options: { receivedAt?: number; sessions?: SessionUpdate[]; aggregates?: SessionAggregate[]; projectId?: number } = {},
+  options: {
+    receivedAt?: number;
+    sessions?: SessionUpdate[];
+    aggregates?: SessionAggregate[];
+    projectId?: number;
+  } = {},
 ): PreparedWork {
   const w = {
     project: { id: options.projectId ?? PID },
@@ -92,8 +97,17 @@ const never: Random = () => {
   throw new Error('sampling drew a random number it did not need');
 };
 
-function plan(works: PreparedWork[], project: ProjectSettings = settings(), snap: ProjectSnapshot = snapshot(), random: Random = never): WriteSet {
-  return planBatch(works, { projects: new Map([[project.id, project]]), snapshots: new Map([[project.id, snap]]) }, random);
+function plan(
+  works: PreparedWork[],
+  project: ProjectSettings = settings(),
+  snap: ProjectSnapshot = snapshot(),
+  random: Random = never,
+): WriteSet {
+  return planBatch(
+    works,
+    { projects: new Map([[project.id, project]]), snapshots: new Map([[project.id, snap]]) },
+    random,
+  );
 }
 
 /** A resolved issue that saw release `1.0` (first at `seenAt`) before or after its resolution. */
@@ -117,7 +131,9 @@ describe('regression', () => {
     const out = plan([work([event({ release: '2.0' })])], settings(), resolvedSnapshot());
     expect(out.issues[0].row.status).toBe('regression');
     expect(out.issues[0].row.regressed_at).toBe(NOW);
-    expect(issueChangeRows(out)).toEqual([{ project_id: PID, issue_id: 41, kind: 'regression', at: NOW, release: '2.0' }]);
+    expect(issueChangeRows(out)).toEqual([
+      { project_id: PID, issue_id: 41, kind: 'regression', at: NOW, release: '2.0' },
+    ]);
   });
 
   it('reopens for a release first seen only at or after the resolution', () => {
@@ -152,24 +168,33 @@ describe('merged fingerprints', () => {
   const MERGED = 'a'.repeat(32);
 
   it('counts an event of a merged fingerprint in the issue it was merged into, with that fingerprint', () => {
-    const out = plan([work([event({ fingerprint: MERGED }), event()])], settings(), snapshot({ issues: [issue()], aliases: new Map([[MERGED, 41]]) }));
+    const out = plan(
+      [work([event({ fingerprint: MERGED }), event()])],
+      settings(),
+      snapshot({ issues: [issue()], aliases: new Map([[MERGED, 41]]) }),
+    );
     expect(out.issues).toHaveLength(1);
     expect(out.issues[0].row).toMatchObject({ id: 41, fingerprint: FP, event_count: 12 });
     expect(out.changes).toEqual([]);
     expect(out.stored.map((s) => s.issue.row.fingerprint)).toEqual([FP, FP]);
   });
 
-  it('regresses the issue a merged fingerprint goes to by that issue\'s releases', () => {
+  it("regresses the issue a merged fingerprint goes to by that issue's releases", () => {
     const snap = resolvedSnapshot();
     snap.aliases.set(MERGED, 41);
-    expect(plan([work([event({ fingerprint: MERGED, release: '1.0' })])], settings(), snap).issues[0].row.status).toBe('resolved');
-    expect(plan([work([event({ fingerprint: MERGED, release: '2.0' })])], settings(), snap).issues[0].row.status).toBe('regression');
+    expect(plan([work([event({ fingerprint: MERGED, release: '1.0' })])], settings(), snap).issues[0].row.status).toBe(
+      'resolved',
+    );
+    expect(plan([work([event({ fingerprint: MERGED, release: '2.0' })])], settings(), snap).issues[0].row.status).toBe(
+      'regression',
+    );
   });
 });
 
 describe('daily quota', () => {
   const day = Date.UTC(2026, 10, 25);
-  const quota = (used: number, limit = 3) => [settings({ daily_quota: limit }), snapshot({ used: new Map([[day, used]]) })] as const;
+  const quota = (used: number, limit = 3) =>
+    [settings({ daily_quota: limit }), snapshot({ used: new Map([[day, used]]) })] as const;
 
   it('accepts a work that reaches the quota exactly', () => {
     const out = plan([work([event()])], ...quota(2));
@@ -190,14 +215,34 @@ describe('daily quota', () => {
 
   it('refuses a later work of the batch once earlier ones used the quota, and drops its sessions with it', () => {
     const sid = 'a'.repeat(32);
-    const session: SessionUpdate = { sid, did: null, init: true, started: NOW, timestamp: NOW, status: 'ok', errors: 0, release: '1.0', environment: 'p' };
+    const session: SessionUpdate = {
+      sid,
+      did: null,
+      init: true,
+      started: NOW,
+      timestamp: NOW,
+      status: 'ok',
+      errors: 0,
+      release: '1.0',
+      environment: 'p',
+    };
     const out = plan([work([event()]), work([event()], { sessions: [session] })], ...quota(2));
     expect(out.outcomes.map((o) => o.kind)).toEqual(['ok', 'quota_exceeded']);
     expect(out.sessions).toEqual([]);
   });
 
   it('never refuses a work of sessions only', () => {
-    const session: SessionUpdate = { sid: 'b'.repeat(32), did: null, init: true, started: NOW, timestamp: NOW, status: 'ok', errors: 0, release: '1.0', environment: 'p' };
+    const session: SessionUpdate = {
+      sid: 'b'.repeat(32),
+      did: null,
+      init: true,
+      started: NOW,
+      timestamp: NOW,
+      status: 'ok',
+      errors: 0,
+      release: '1.0',
+      environment: 'p',
+    };
     // Usage can be above the quota (lowered after the day's events): sessions still go in.
     const out = plan([work([], { sessions: [session] })], ...quota(5));
     expect(out.outcomes).toEqual([{ kind: 'ok' }]);
@@ -249,7 +294,9 @@ describe('sampling', () => {
     const events = [event(), event({ isCrash: true }), event(), event(), event()];
     const out = plan([work(events)], settings({ sample_keep_first: 1, sample_rate: 0.5 }), snapshot(), random);
     expect(calls).toBe(3);
-    expect(out.stored.map((s) => s.input.eventId)).toEqual([events[0], events[1], events[2], events[4]].map((e) => e.eventId));
+    expect(out.stored.map((s) => s.input.eventId)).toEqual(
+      [events[0], events[1], events[2], events[4]].map((e) => e.eventId),
+    );
   });
 });
 
@@ -258,7 +305,11 @@ describe('dedupe', () => {
     const old = event();
     const a = event();
     const b = event();
-    const out = plan([work([old, a, { ...a }]), work([{ ...a }, b])], settings(), snapshot({ seen: new Set([old.eventId]) }));
+    const out = plan(
+      [work([old, a, { ...a }]), work([{ ...a }, b])],
+      settings(),
+      snapshot({ seen: new Set([old.eventId]) }),
+    );
     expect(out.counts).toMatchObject({ accepted: 2, duplicates: 3 });
     expect(out.seen.map((s) => s.event_id)).toEqual([a.eventId, b.eventId]);
     expect(out.issues[0].row.event_count).toBe(2);
@@ -267,7 +318,17 @@ describe('dedupe', () => {
 
 describe('sessions', () => {
   const sid = 'c'.repeat(32);
-  const base: SessionUpdate = { sid, did: null, init: false, started: NOW - HOUR_MS, timestamp: NOW, status: 'ok', errors: 0, release: '1.0', environment: 'p' };
+  const base: SessionUpdate = {
+    sid,
+    did: null,
+    init: false,
+    started: NOW - HOUR_MS,
+    timestamp: NOW,
+    status: 'ok',
+    errors: 0,
+    release: '1.0',
+    environment: 'p',
+  };
   const bucket = NOW - HOUR_MS;
 
   it('lets the latest update of a sid decide, whatever the arrival order', () => {
@@ -275,18 +336,50 @@ describe('sessions', () => {
     const older = { ...base, timestamp: NOW + 1000, status: 'exited' as const };
     const out = plan([work([], { sessions: [latest, older] })]);
     expect(out.sessions).toMatchObject([{ sid, status: 'crashed', updated_at: NOW + 2000 }]);
-    expect(out.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0, anr: 0 }]);
+    expect(out.sessionHourly).toEqual([
+      { project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0, anr: 0 },
+    ]);
   });
 
   it('moves a known session between classes without counting it twice', () => {
-    const known = { project_id: PID, sid, did: null, release: '1.0', environment: 'p', started: bucket, status: 'errored', errors: 1, updated_at: NOW - 1 };
-    const out = plan([work([], { sessions: [{ ...base, status: 'crashed' }] })], settings(), snapshot({ sessions: [known] }));
-    expect(out.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 0, crashed: 1, errored: -1, anr: 0 }]);
+    const known = {
+      project_id: PID,
+      sid,
+      did: null,
+      release: '1.0',
+      environment: 'p',
+      started: bucket,
+      status: 'errored',
+      errors: 1,
+      updated_at: NOW - 1,
+    };
+    const out = plan(
+      [work([], { sessions: [{ ...base, status: 'crashed' }] })],
+      settings(),
+      snapshot({ sessions: [known] }),
+    );
+    expect(out.sessionHourly).toEqual([
+      { project_id: PID, release: '1.0', bucket, total: 0, crashed: 1, errored: -1, anr: 0 },
+    ]);
   });
 
   it('ignores an update older than the stored one', () => {
-    const known = { project_id: PID, sid, did: null, release: '1.0', environment: 'p', started: bucket, status: 'ok', errors: 0, updated_at: NOW + 5 };
-    const out = plan([work([], { sessions: [{ ...base, status: 'crashed' }] })], settings(), snapshot({ sessions: [known] }));
+    const known = {
+      project_id: PID,
+      sid,
+      did: null,
+      release: '1.0',
+      environment: 'p',
+      started: bucket,
+      status: 'ok',
+      errors: 0,
+      updated_at: NOW + 5,
+    };
+    const out = plan(
+      [work([], { sessions: [{ ...base, status: 'crashed' }] })],
+      settings(),
+      snapshot({ sessions: [known] }),
+    );
     expect(out.sessions).toEqual([]);
     expect(out.sessionHourly).toEqual([]);
     expect(out.counts.sessionUpdates).toBe(1);
@@ -294,30 +387,76 @@ describe('sessions', () => {
 
   it('counts unhandled as crashed, in updates and in aggregates', () => {
     const update = plan([work([], { sessions: [{ ...base, status: 'unhandled' }] })]);
-    expect(update.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0, anr: 0 }]);
-    const aggregate: SessionAggregate = { started: bucket, release: '1.0', environment: 'p', exited: 2, errored: 0, abnormal: 0, crashed: 0, unhandled: 1 };
+    expect(update.sessionHourly).toEqual([
+      { project_id: PID, release: '1.0', bucket, total: 1, crashed: 1, errored: 0, anr: 0 },
+    ]);
+    const aggregate: SessionAggregate = {
+      started: bucket,
+      release: '1.0',
+      environment: 'p',
+      exited: 2,
+      errored: 0,
+      abnormal: 0,
+      crashed: 0,
+      unhandled: 1,
+    };
     const agg = plan([work([], { aggregates: [aggregate] })]);
-    expect(agg.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 3, crashed: 1, errored: 0, anr: 0 }]);
+    expect(agg.sessionHourly).toEqual([
+      { project_id: PID, release: '1.0', bucket, total: 3, crashed: 1, errored: 0, anr: 0 },
+    ]);
   });
 
   it('counts a session that ends in an ANR once, and moves it when a later update says otherwise', () => {
-    const anr = plan([work([], { sessions: [{ ...base }, { ...base, timestamp: NOW + 1, status: 'abnormal', anr: true }] })]);
+    const anr = plan([
+      work([], { sessions: [{ ...base }, { ...base, timestamp: NOW + 1, status: 'abnormal', anr: true }] }),
+    ]);
     expect(anr.sessions).toMatchObject([{ sid, status: 'abnormal', anr: 1 }]);
-    expect(anr.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 1, crashed: 0, errored: 1, anr: 1 }]);
-    const known = { project_id: PID, sid, did: null, release: '1.0', environment: 'p', started: bucket, status: 'abnormal', errors: 0, updated_at: NOW - 1, anr: 1 };
-    const again = plan([work([], { sessions: [{ ...base, status: 'abnormal', anr: true }] })], settings(), snapshot({ sessions: [known] }));
+    expect(anr.sessionHourly).toEqual([
+      { project_id: PID, release: '1.0', bucket, total: 1, crashed: 0, errored: 1, anr: 1 },
+    ]);
+    const known = {
+      project_id: PID,
+      sid,
+      did: null,
+      release: '1.0',
+      environment: 'p',
+      started: bucket,
+      status: 'abnormal',
+      errors: 0,
+      updated_at: NOW - 1,
+      anr: 1,
+    };
+    const again = plan(
+      [work([], { sessions: [{ ...base, status: 'abnormal', anr: true }] })],
+      settings(),
+      snapshot({ sessions: [known] }),
+    );
     expect(again.sessionHourly).toEqual([]);
-    const crashed = plan([work([], { sessions: [{ ...base, status: 'crashed' }] })], settings(), snapshot({ sessions: [known] }));
-    expect(crashed.sessionHourly).toEqual([{ project_id: PID, release: '1.0', bucket, total: 0, crashed: 1, errored: -1, anr: -1 }]);
+    const crashed = plan(
+      [work([], { sessions: [{ ...base, status: 'crashed' }] })],
+      settings(),
+      snapshot({ sessions: [known] }),
+    );
+    expect(crashed.sessionHourly).toEqual([
+      { project_id: PID, release: '1.0', bucket, total: 0, crashed: 1, errored: -1, anr: -1 },
+    ]);
   });
 });
 
 describe('outbox', () => {
   it('records a new issue once, with its id once the store knows it', () => {
     const first = event({ fingerprint: 'a'.repeat(32), title: 'first', level: 'warning', release: '3.0' });
-    const out = plan([work([first, event({ fingerprint: 'a'.repeat(32), title: 'second', timestamp: first.timestamp - 1 })])]);
+    const out = plan([
+      work([first, event({ fingerprint: 'a'.repeat(32), title: 'second', timestamp: first.timestamp - 1 })]),
+    ]);
     expect(out.changes.map((c) => c.kind)).toEqual(['new_issue']);
-    expect(out.issues[0].row).toMatchObject({ id: null, status: 'unresolved', event_count: 2, first_release: '', last_release: '3.0' });
+    expect(out.issues[0].row).toMatchObject({
+      id: null,
+      status: 'unresolved',
+      event_count: 2,
+      first_release: '',
+      last_release: '3.0',
+    });
     out.issues[0].row.id = 99;
     expect(alertOutboxRows(out)).toEqual([
       {
@@ -341,7 +480,11 @@ describe('outbox', () => {
   });
 
   it('takes a new issue id from the snapshot when the database gave one ahead (PostgreSQL)', () => {
-    const out = plan([work([event({ fingerprint: 'b'.repeat(32) })])], settings(), snapshot({ newIssueIds: new Map([['b'.repeat(32), 500]]) }));
+    const out = plan(
+      [work([event({ fingerprint: 'b'.repeat(32) })])],
+      settings(),
+      snapshot({ newIssueIds: new Map([['b'.repeat(32), 500]]) }),
+    );
     expect(issueChangeRows(out)).toMatchObject([{ issue_id: 500, kind: 'new_issue' }]);
   });
 
@@ -349,7 +492,11 @@ describe('outbox', () => {
     const out = plan([work([event({ release: '2.0' })])], settings(), resolvedSnapshot());
     const [row] = alertOutboxRows(out);
     expect(row).toMatchObject({ type: 'regression', issue_id: 41, created_at: NOW });
-    expect(JSON.parse(String(row.payload))).toMatchObject({ release: '2.0', event_count: 11, first_seen: NOW - 10 * DAY_MS });
+    expect(JSON.parse(String(row.payload))).toMatchObject({
+      release: '2.0',
+      event_count: 11,
+      first_seen: NOW - 10 * DAY_MS,
+    });
   });
 
   it('records nothing for events of a known unresolved issue', () => {

@@ -3,7 +3,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { envelope, errorEvent, eventId, eventsOf, issuesOf, makeProject, post, rowCounts, sessionUpdate, usageOf } from './helpers.js';
+import {
+  envelope,
+  errorEvent,
+  eventId,
+  eventsOf,
+  issuesOf,
+  makeProject,
+  post,
+  rowCounts,
+  sessionUpdate,
+  usageOf,
+} from './helpers.js';
 
 describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
   let t: TestServer;
@@ -17,7 +28,11 @@ describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
   it('keeps the first sample_keep_first events of an issue, then samples at sample_rate; crashes are always kept', async () => {
     const p = await makeProject(t, { sample_keep_first: 2, sample_rate: 0 });
     for (let i = 0; i < 5; i++) {
-      const res = await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now(), fn: 'sampled' }) }]));
+      const res = await post(
+        t,
+        p,
+        envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now(), fn: 'sampled' }) }]),
+      );
       expect(res.status).toBe(200);
     }
     let [issue] = await issuesOf(t, p);
@@ -28,7 +43,13 @@ describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
 
     // The same issue crashing: stored although the rate is 0.
     const crash = eventId();
-    const res = await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ id: crash, timestamp: t.clock.now(), fn: 'sampled', handled: false }) }]));
+    const res = await post(
+      t,
+      p,
+      envelope({}, [
+        { type: 'event', payload: errorEvent({ id: crash, timestamp: t.clock.now(), fn: 'sampled', handled: false }) },
+      ]),
+    );
     expect(res.status).toBe(200);
     [issue] = await issuesOf(t, p);
     expect(Number(issue.event_count)).toBe(6);
@@ -41,7 +62,15 @@ describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
   it('gives an issue none of whose events was stored no first or last event id, through the API too', async () => {
     const p = await makeProject(t, { sample_keep_first: 0, sample_rate: 0 });
     for (let i = 0; i < 2; i++) {
-      expect((await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now(), fn: 'never-stored' }) }]))).status).toBe(200);
+      expect(
+        (
+          await post(
+            t,
+            p,
+            envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now(), fn: 'never-stored' }) }]),
+          )
+        ).status,
+      ).toBe(200);
     }
     const [issue] = (await (await t.api(`/api/projects/${p.slug}/issues`)).json()).issues;
     expect(issue).toMatchObject({ event_count: 2, stored_count: 0, first_seen_id: null, last_seen_id: null });
@@ -50,7 +79,9 @@ describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
   it('stores every event with sample_rate 1 past keep-first', async () => {
     const p = await makeProject(t, { sample_keep_first: 0, sample_rate: 1 });
     for (let i = 0; i < 3; i++) {
-      expect((await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }]))).status).toBe(200);
+      expect(
+        (await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }]))).status,
+      ).toBe(200);
     }
     const [issue] = await issuesOf(t, p);
     expect(Number(issue.event_count)).toBe(3);
@@ -60,7 +91,9 @@ describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
   it('stores and counts a resent event_id once', async () => {
     const p = await makeProject(t);
     const id = eventId();
-    const body = envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now(), user: 'u1' }) }]);
+    const body = envelope({ event_id: id }, [
+      { type: 'event', payload: errorEvent({ id, timestamp: t.clock.now(), user: 'u1' }) },
+    ]);
     const first = await post(t, p, body);
     expect(first.status).toBe(200);
     expect(await first.json()).toEqual({ id });
@@ -73,7 +106,18 @@ describe.each(dialects)('sampling and dedupe on %s', (dialect) => {
     // Twice inside one envelope counts once as well.
     const id2 = eventId();
     const twice = errorEvent({ id: id2, timestamp: t.clock.now() });
-    expect((await post(t, p, envelope({}, [{ type: 'event', payload: twice }, { type: 'event', payload: twice }]))).status).toBe(200);
+    expect(
+      (
+        await post(
+          t,
+          p,
+          envelope({}, [
+            { type: 'event', payload: twice },
+            { type: 'event', payload: twice },
+          ]),
+        )
+      ).status,
+    ).toBe(200);
     const [issue] = await issuesOf(t, p);
     expect(Number(issue.event_count)).toBe(2);
     expect(Number(issue.stored_count)).toBe(2);
@@ -93,7 +137,11 @@ describe.each(dialects)('daily quota on %s', (dialect) => {
     await t?.close();
   });
 
-  const events = (n: number) => envelope({}, Array.from({ length: n }, () => ({ type: 'event', payload: errorEvent({ timestamp: clock.now() }) })));
+  const events = (n: number) =>
+    envelope(
+      {},
+      Array.from({ length: n }, () => ({ type: 'event', payload: errorEvent({ timestamp: clock.now() }) })),
+    );
 
   it('refuses a whole envelope that would pass the quota, until 00:00 UTC', async () => {
     const p = await makeProject(t, { daily_quota: 3 });

@@ -8,7 +8,14 @@ import { gunzipSync, inflateRawSync, inflateSync, brotliDecompressSync } from 'n
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { depthOf } from '../helpers/json.js';
-import { AuthError, credentialFromEnvelopeDsn, credentialsFromRequest, parseBasicAuthHeader, parseDsn, parseSentryAuthHeader } from '../../src/ingest/auth.js';
+import {
+  AuthError,
+  credentialFromEnvelopeDsn,
+  credentialsFromRequest,
+  parseBasicAuthHeader,
+  parseDsn,
+  parseSentryAuthHeader,
+} from '../../src/ingest/auth.js';
 import { decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
 import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from '../../src/ingest/errors.js';
 import { cleanJsonValue, hasUnsafeText, jsonNeedsCleaning } from '../../src/ingest/hygiene.js';
@@ -16,7 +23,6 @@ import { MAX_JSON_DEPTH } from '../../src/limits.js';
 import { eventDetailFromRaw, normalizeEvent } from '../../src/ingest/normalize.js';
 import { parseSessionAggregates, parseSessionUpdate } from '../../src/ingest/sessions.js';
 import { FUZZ } from '../helpers/fuzz-config.js';
-
 
 const md5Hex = (s: string) => createHash('md5').update(s).digest('hex');
 const enc = new TextEncoder();
@@ -33,21 +39,101 @@ const decompress = (format: string, bytes: Uint8Array, max: number): Uint8Array 
 /** Text with the characters that break things: NUL, lone surrogates, newlines, quotes, escapes. */
 const nastyString = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 40 }),
-  fc.string({ unit: fc.constantFrom('\u0000', '\ud800', '\udc00', '\n', '\r', '"', '\\', '%', '{', '}', '[', ']', 'a', '0', ' ', '\ufffd', '😀'), maxLength: 30 }),
+  fc.string({
+    unit: fc.constantFrom(
+      '\u0000',
+      '\ud800',
+      '\udc00',
+      '\n',
+      '\r',
+      '"',
+      '\\',
+      '%',
+      '{',
+      '}',
+      '[',
+      ']',
+      'a',
+      '0',
+      ' ',
+      '\ufffd',
+      '😀',
+    ),
+    maxLength: 30,
+  }),
   fc.string({ unit: 'binary', maxLength: 20 }),
 );
 
 /** Percent-encoding, well-formed or not (`%ff`, `%e0%a0`, `%z`). */
-const percentish = fc.string({ unit: fc.constantFrom('%', 'f', 'F', '0', '8', 'e', 'z', 'a', 'c', '3'), minLength: 1, maxLength: 9 });
+const percentish = fc.string({
+  unit: fc.constantFrom('%', 'f', 'F', '0', '8', 'e', 'z', 'a', 'c', '3'),
+  minLength: 1,
+  maxLength: 9,
+});
 
 /** JSON-like values with event-shaped keys, so the normaliser's branches are reached. */
 const eventKey = fc.constantFrom(
-  'event_id', 'timestamp', 'level', 'platform', 'release', 'dist', 'environment', 'user', 'tags', 'contexts', 'exception', 'values',
-  'stacktrace', 'frames', 'filename', 'function', 'lineno', 'in_app', 'mechanism', 'handled', 'exception_id', 'parent_id',
-  'is_exception_group', 'logentry', 'message', 'params', 'formatted', 'breadcrumbs', 'request', 'headers', 'User-Agent', 'extra',
-  'sdk', 'name', 'fingerprint', 'threads', 'thread_id', 'debug_meta', 'images', 'transaction', 'type', 'value', 'os', 'device',
-  'model', 'version', 'id', 'ip_address', 'instruction_addr', 'synthetic', 'sid', 'started', 'status', 'errors', 'attrs', 'aggregates',
-  'exited', 'crashed', 'unhandled', '__proto__', 'constructor',
+  'event_id',
+  'timestamp',
+  'level',
+  'platform',
+  'release',
+  'dist',
+  'environment',
+  'user',
+  'tags',
+  'contexts',
+  'exception',
+  'values',
+  'stacktrace',
+  'frames',
+  'filename',
+  'function',
+  'lineno',
+  'in_app',
+  'mechanism',
+  'handled',
+  'exception_id',
+  'parent_id',
+  'is_exception_group',
+  'logentry',
+  'message',
+  'params',
+  'formatted',
+  'breadcrumbs',
+  'request',
+  'headers',
+  'User-Agent',
+  'extra',
+  'sdk',
+  'name',
+  'fingerprint',
+  'threads',
+  'thread_id',
+  'debug_meta',
+  'images',
+  'transaction',
+  'type',
+  'value',
+  'os',
+  'device',
+  'model',
+  'version',
+  'id',
+  'ip_address',
+  'instruction_addr',
+  'synthetic',
+  'sid',
+  'started',
+  'status',
+  'errors',
+  'attrs',
+  'aggregates',
+  'exited',
+  'crashed',
+  'unhandled',
+  '__proto__',
+  'constructor',
 );
 const { tree: jsonish } = fc.letrec((tie) => ({
   tree: fc.oneof(
@@ -63,10 +149,12 @@ const { tree: jsonish } = fc.letrec((tie) => ({
 }));
 
 /** JSON text of arbitrary depth (built as text: JSON.stringify would recurse). */
-const deepJson = fc.tuple(fc.integer({ min: 0, max: 3000 }), fc.constantFrom('[', '{"a":'), jsonish).map(([depth, open, inner]) => {
-  const close = open === '[' ? ']' : '}';
-  return `{"exception":{"values":[{"type":"E","value":${open.repeat(depth)}${JSON.stringify(inner) ?? 'null'}${close.repeat(depth)}}]},"extra":${open.repeat(depth)}1${close.repeat(depth)}}`;
-});
+const deepJson = fc
+  .tuple(fc.integer({ min: 0, max: 3000 }), fc.constantFrom('[', '{"a":'), jsonish)
+  .map(([depth, open, inner]) => {
+    const close = open === '[' ? ']' : '}';
+    return `{"exception":{"values":[{"type":"E","value":${open.repeat(depth)}${JSON.stringify(inner) ?? 'null'}${close.repeat(depth)}}]},"extra":${open.repeat(depth)}1${close.repeat(depth)}}`;
+  });
 
 const payloadBytes = fc.oneof(
   jsonish.map((v) => enc.encode(JSON.stringify(v) ?? 'null')),
@@ -81,7 +169,8 @@ function allStrings(root: unknown): string[] {
   while (stack.length) {
     const v = stack.pop();
     if (typeof v === 'string') out.push(v);
-    else if (typeof v === 'object' && v !== null) for (const k of Object.keys(v)) out.push(k), stack.push((v as Record<string, unknown>)[k]);
+    else if (typeof v === 'object' && v !== null)
+      for (const k of Object.keys(v)) out.push(k), stack.push((v as Record<string, unknown>)[k]);
   }
   return out;
 }
@@ -96,23 +185,44 @@ const only = (kinds: Array<new (...args: any[]) => Error>) => (fn: () => unknown
 
 describe('properties of the request-side parsers', () => {
   it('parseEnvelope fails only with BadPayloadError, and its items are views into the body', () => {
-    const envelopeText = fc.array(fc.oneof(jsonish.map((v) => JSON.stringify(v) ?? ''), nastyString, fc.constant('{"type":"event","length":5}')), { maxLength: 8 }).map((lines) => lines.join('\n'));
+    const envelopeText = fc
+      .array(
+        fc.oneof(
+          jsonish.map((v) => JSON.stringify(v) ?? ''),
+          nastyString,
+          fc.constant('{"type":"event","length":5}'),
+        ),
+        { maxLength: 8 },
+      )
+      .map((lines) => lines.join('\n'));
     fc.assert(
-      fc.property(fc.oneof(envelopeText.map((s) => enc.encode(s)), fc.uint8Array({ maxLength: 300 })), (bytes) => {
-        only([BadPayloadError])(() => {
-          const env = parseEnvelope(bytes);
-          for (const item of env.items) expect(item.payload.buffer).toBe(bytes.buffer);
-        });
-      }),
+      fc.property(
+        fc.oneof(
+          envelopeText.map((s) => enc.encode(s)),
+          fc.uint8Array({ maxLength: 300 }),
+        ),
+        (bytes) => {
+          only([BadPayloadError])(() => {
+            const env = parseEnvelope(bytes);
+            for (const item of env.items) expect(item.payload.buffer).toBe(bytes.buffer);
+          });
+        },
+      ),
       FUZZ,
     );
   });
 
   it('decodeStoreBody fails only with BadPayloadError or PayloadTooLargeError', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.uint8Array({ maxLength: 300 }), nastyString.map((s) => enc.encode(s))), (bytes) => {
-        only([BadPayloadError, PayloadTooLargeError])(() => decodeStoreBody(bytes, decompress as never));
-      }),
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 300 }),
+          nastyString.map((s) => enc.encode(s)),
+        ),
+        (bytes) => {
+          only([BadPayloadError, PayloadTooLargeError])(() => decodeStoreBody(bytes, decompress as never));
+        },
+      ),
       FUZZ,
     );
   });
@@ -124,7 +234,29 @@ describe('properties of the request-side parsers', () => {
           const e = normalizeEvent(bytes, ctx);
           expect(e.fingerprint).toMatch(/^[0-9a-f]{32}$/);
           expect(e.title.length).toBeLessThanOrEqual(100);
-          const columns = [e.title, e.message, e.release, e.dist, e.environment, e.errorType, e.location, e.platform, e.screen, e.sdkName, e.userId, e.userEmail, e.userUsername, e.userIp, e.userKey, e.deviceId, e.deviceModel, e.osName, e.osVersion, ...Object.keys(e.tags), ...Object.values(e.tags)];
+          const columns = [
+            e.title,
+            e.message,
+            e.release,
+            e.dist,
+            e.environment,
+            e.errorType,
+            e.location,
+            e.platform,
+            e.screen,
+            e.sdkName,
+            e.userId,
+            e.userEmail,
+            e.userUsername,
+            e.userIp,
+            e.userKey,
+            e.deviceId,
+            e.deviceModel,
+            e.osName,
+            e.osVersion,
+            ...Object.keys(e.tags),
+            ...Object.values(e.tags),
+          ];
           for (const c of columns) if (typeof c === 'string') expect(hasUnsafeText(c), JSON.stringify(c)).toBe(false);
           const stored = JSON.parse(new TextDecoder().decode(e.raw));
           expect(depthOf(stored)).toBeLessThanOrEqual(MAX_JSON_DEPTH);
@@ -142,10 +274,12 @@ describe('properties of the request-side parsers', () => {
       fc.property(payloadBytes, (bytes) => {
         only([InvalidItemError])(() => {
           const s = parseSessionUpdate(bytes, ctx);
-          for (const v of [s.sid, s.release, s.environment, s.status, s.did]) if (typeof v === 'string') expect(hasUnsafeText(v)).toBe(false);
+          for (const v of [s.sid, s.release, s.environment, s.status, s.did])
+            if (typeof v === 'string') expect(hasUnsafeText(v)).toBe(false);
         });
         only([InvalidItemError])(() => {
-          for (const a of parseSessionAggregates(bytes, ctx)) expect(hasUnsafeText(a.release) || hasUnsafeText(a.environment)).toBe(false);
+          for (const a of parseSessionAggregates(bytes, ctx))
+            expect(hasUnsafeText(a.release) || hasUnsafeText(a.environment)).toBe(false);
         });
       }),
       FUZZ,
@@ -154,10 +288,16 @@ describe('properties of the request-side parsers', () => {
 
   it('jsonNeedsCleaning never misses a text whose parsed value the cleaner changes', () => {
     fc.assert(
-      fc.property(fc.oneof(jsonish.map((v) => JSON.stringify(v) ?? 'null'), deepJson), (json) => {
-        const value = JSON.parse(json);
-        if (!jsonNeedsCleaning(json)) expect(JSON.stringify(cleanJsonValue(value))).toBe(JSON.stringify(value));
-      }),
+      fc.property(
+        fc.oneof(
+          jsonish.map((v) => JSON.stringify(v) ?? 'null'),
+          deepJson,
+        ),
+        (json) => {
+          const value = JSON.parse(json);
+          if (!jsonNeedsCleaning(json)) expect(JSON.stringify(cleanJsonValue(value))).toBe(JSON.stringify(value));
+        },
+      ),
       FUZZ,
     );
   });
@@ -176,7 +316,9 @@ describe('properties of the request-side parsers', () => {
   it('the DSN and auth parsers never throw anything but AuthError', () => {
     const dsnLike = fc.oneof(
       nastyString,
-      fc.tuple(fc.constantFrom('http', 'https', 'ftp', ''), fc.oneof(nastyString, percentish), nastyString, nastyString).map(([s, k, h, p]) => `${s}://${k}@${h}/${p}`),
+      fc
+        .tuple(fc.constantFrom('http', 'https', 'ftp', ''), fc.oneof(nastyString, percentish), nastyString, nastyString)
+        .map(([s, k, h, p]) => `${s}://${k}@${h}/${p}`),
       fc.tuple(percentish, fc.nat({ max: 99 })).map(([k, id]) => `http://${k}@127.0.0.1/${id}`),
       fc.webUrl({ withQueryParameters: true, withFragments: true }),
     );

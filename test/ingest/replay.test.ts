@@ -17,7 +17,11 @@ const CAPTURED_BEFORE = Date.parse('2026-11-21T13:47:00Z');
 const MINUTE = 60_000;
 
 /** Splits an envelope into its header line and items (payload bytes, header object). */
-function frames(body: Uint8Array): { header: Buffer; items: Array<{ header: Record<string, unknown>; payload: Buffer }>; trailingNewline: boolean } {
+function frames(body: Uint8Array): {
+  header: Buffer;
+  items: Array<{ header: Record<string, unknown>; payload: Buffer }>;
+  trailingNewline: boolean;
+} {
   const buf = Buffer.from(body);
   let nl = buf.indexOf(0x0a);
   const header = nl < 0 ? buf : buf.subarray(0, nl);
@@ -49,15 +53,21 @@ function frames(body: Uint8Array): { header: Buffer; items: Array<{ header: Reco
 /** Moves every time in a JSON text by `shift` ms (RFC 3339 strings and epoch-second numbers). */
 function shiftTimes(text: string, shift: number): string {
   return text
-    .replace(/"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|\+00:00)"/g, (_m, t: string) => JSON.stringify(new Date(Date.parse(t + 'Z') + shift).toISOString()))
-    .replace(/"(timestamp|start_timestamp|sent_at)":(\d{9,10}(?:\.\d+)?)/g, (_m, k: string, n: string) => `"${k}":${(Number(n) * 1000 + shift) / 1000}`);
+    .replace(/"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|\+00:00)"/g, (_m, t: string) =>
+      JSON.stringify(new Date(Date.parse(t + 'Z') + shift).toISOString()),
+    )
+    .replace(
+      /"(timestamp|start_timestamp|sent_at)":(\d{9,10}(?:\.\d+)?)/g,
+      (_m, k: string, n: string) => `"${k}":${(Number(n) * 1000 + shift) / 1000}`,
+    );
 }
 
 function rewriteText(text: string, key: string, shift: number): string {
   return shiftTimes(text.replaceAll(FIXTURE_KEY, key), shift);
 }
 
-const isEnvelope = (req: CapturedRequest) => /\/envelope\/?(\?|$)/.test(req.path) || req.headers['content-type'] === 'application/x-sentry-envelope';
+const isEnvelope = (req: CapturedRequest) =>
+  /\/envelope\/?(\?|$)/.test(req.path) || req.headers['content-type'] === 'application/x-sentry-envelope';
 
 /** The body with key and times rewritten; envelope item lengths are recomputed. */
 function rewriteBody(req: CapturedRequest, key: string, shift: number): Uint8Array {
@@ -99,7 +109,11 @@ function collect(into: Carried, body: Uint8Array, envelope: boolean) {
     if (item.header.type === 'session') {
       const sid = dashless(p.sid);
       const prev = into.sessions.get(sid);
-      into.sessions.set(sid, { status: p.status, errors: p.errors ?? 0, init: (prev?.init ?? false) || p.init === true });
+      into.sessions.set(sid, {
+        status: p.status,
+        errors: p.errors ?? 0,
+        init: (prev?.init ?? false) || p.init === true,
+      });
     }
     if (item.header.type === 'sessions') {
       for (const b of p.aggregates) {
@@ -120,15 +134,22 @@ function expectedTotals(c: Carried) {
     // `unhandled` (browser SDKs) counts as crashed.
     crashed: started.filter((s) => s.status === 'crashed' || s.status === 'unhandled').length + c.aggregates.crashed,
     errored:
-      started.filter((s) => s.status === 'errored' || s.status === 'abnormal' || (s.errors > 0 && s.status !== 'crashed' && s.status !== 'unhandled')).length +
-      c.aggregates.errored,
+      started.filter(
+        (s) =>
+          s.status === 'errored' ||
+          s.status === 'abnormal' ||
+          (s.errors > 0 && s.status !== 'crashed' && s.status !== 'unhandled'),
+      ).length + c.aggregates.errored,
   };
 }
 
 const CAPTURES = fixtureNames().filter((n) => n.endsWith('.txt'));
 
 async function replay(t: TestServer, project: ProjectRow, req: CapturedRequest, shift: number): Promise<Response> {
-  const url = new URL(req.path.replace(/^\/api\/1\//, `/api/${project.id}/`).replaceAll(FIXTURE_KEY, project.dsn_key), t.url);
+  const url = new URL(
+    req.path.replace(/^\/api\/1\//, `/api/${project.id}/`).replaceAll(FIXTURE_KEY, project.dsn_key),
+    t.url,
+  );
   const headers = replayHeaders(req);
   for (const [k, v] of Object.entries(headers)) headers[k] = v.replaceAll(FIXTURE_KEY, project.dsn_key);
   const body = wireBody({ ...req, body: rewriteBody(req, project.dsn_key, shift) });
@@ -174,7 +195,9 @@ describe.each(dialects)('replayed SDK captures on %s', (dialect) => {
       collect(carried, req.body, isEnvelope(req));
       expect(res.status, `${file} #${req.index}`).toBe(200);
       const body = await res.json();
-      expect(body, `${file} #${req.index}`).toEqual(carried.eventIds.length > before ? { id: carried.eventIds[before] } : {});
+      expect(body, `${file} #${req.index}`).toEqual(
+        carried.eventIds.length > before ? { id: carried.eventIds[before] } : {},
+      );
     }
 
     const events = await eventsOf(t, project);
@@ -186,14 +209,21 @@ describe.each(dialects)('replayed SDK captures on %s', (dialect) => {
       expect(e.release).toBe('app@1.0.0');
     }
     const sessions = await sessionsOf(t, project);
-    expect(new Map(sessions.map((s) => [s.sid, s.status]))).toEqual(new Map([...carried.sessions].map(([sid, s]) => [sid, s.status])));
+    expect(new Map(sessions.map((s) => [s.sid, s.status]))).toEqual(
+      new Map([...carried.sessions].map(([sid, s]) => [sid, s.status])),
+    );
     expect(await sessionTotals(t, project)).toEqual(expectedTotals(carried));
   });
 
   it('stores the details the captures carry: crash flag, message level, legacy store exception, {{auto}} ip', async () => {
     const project = await makeProject(t);
     const shift = Math.floor((Date.now() - 10 * MINUTE - CAPTURED_BEFORE) / MINUTE) * MINUTE;
-    for (const file of ['node-crash-event-envelope.txt', 'node-message-envelope.txt', 'python-sentry-sdk-1.9.10-requests.txt', 'sentry-cli-3.8.0-requests.txt']) {
+    for (const file of [
+      'node-crash-event-envelope.txt',
+      'node-message-envelope.txt',
+      'python-sentry-sdk-1.9.10-requests.txt',
+      'sentry-cli-3.8.0-requests.txt',
+    ]) {
       for (const req of readRequests(file).filter((r) => r.method === 'POST')) {
         expect((await replay(t, project, req, shift)).status).toBe(200);
       }
@@ -228,8 +258,16 @@ const BODY_FILES: Array<{ file: string; endpoint: 'envelope' | 'store'; headers?
   { file: 'node-session-exited.envelope', endpoint: 'envelope' },
   { file: 'node-session-crashed.envelope', endpoint: 'envelope' },
   { file: 'node-session-aggregates.envelope', endpoint: 'envelope' },
-  { file: 'python-session.envelope', endpoint: 'envelope', headers: { 'Content-Type': 'application/x-sentry-envelope' } },
-  { file: 'python-session-aggregates.envelope', endpoint: 'envelope', headers: { 'Content-Type': 'application/x-sentry-envelope' } },
+  {
+    file: 'python-session.envelope',
+    endpoint: 'envelope',
+    headers: { 'Content-Type': 'application/x-sentry-envelope' },
+  },
+  {
+    file: 'python-session-aggregates.envelope',
+    endpoint: 'envelope',
+    headers: { 'Content-Type': 'application/x-sentry-envelope' },
+  },
 ];
 
 describe.each(dialects)('capture bodies replayed byte for byte on %s', (dialect) => {
@@ -262,7 +300,9 @@ describe.each(dialects)('capture bodies replayed byte for byte on %s', (dialect)
     }
     expect((await eventsOf(t, project)).map((e) => e.event_id).sort()).toEqual([...carried.eventIds].sort());
     const sessions = await sessionsOf(t, project);
-    expect(new Map(sessions.map((s) => [s.sid, s.status]))).toEqual(new Map([...carried.sessions].map(([sid, s]) => [sid, s.status])));
+    expect(new Map(sessions.map((s) => [s.sid, s.status]))).toEqual(
+      new Map([...carried.sessions].map(([sid, s]) => [sid, s.status])),
+    );
     expect(await sessionTotals(t, project)).toEqual(expectedTotals(carried));
   });
 });

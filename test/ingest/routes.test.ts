@@ -18,21 +18,35 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     await t?.close();
   });
 
-  it.each(['/api/1/envelope/', '/api/1/envelope', '/api/1/store/', '/api/1/store'])('answers the CORS preflight on %s', async (path) => {
-    const res = await fetch(t.url + path, {
-      method: 'OPTIONS',
-      headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'x-sentry-auth, content-type' },
-    });
-    expect(res.status).toBe(204);
-    expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
-    expect(res.headers.get('access-control-allow-methods')).toBe('POST, OPTIONS');
-    const allowed = (res.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim());
-    for (const h of ['x-sentry-auth', 'content-type', 'content-encoding', 'authorization', 'x-requested-with', 'transfer-encoding']) {
-      expect(allowed).toContain(h);
-    }
-    expect(res.headers.get('access-control-expose-headers')).toBe(EXPOSE);
-    expect(res.headers.get('access-control-max-age')).toBe('3600');
-  });
+  it.each(['/api/1/envelope/', '/api/1/envelope', '/api/1/store/', '/api/1/store'])(
+    'answers the CORS preflight on %s',
+    async (path) => {
+      const res = await fetch(t.url + path, {
+        method: 'OPTIONS',
+        headers: {
+          Origin: 'https://app.example.com',
+          'Access-Control-Request-Method': 'POST',
+          'Access-Control-Request-Headers': 'x-sentry-auth, content-type',
+        },
+      });
+      expect(res.status).toBe(204);
+      expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+      expect(res.headers.get('access-control-allow-methods')).toBe('POST, OPTIONS');
+      const allowed = (res.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim());
+      for (const h of [
+        'x-sentry-auth',
+        'content-type',
+        'content-encoding',
+        'authorization',
+        'x-requested-with',
+        'transfer-encoding',
+      ]) {
+        expect(allowed).toContain(h);
+      }
+      expect(res.headers.get('access-control-expose-headers')).toBe(EXPOSE);
+      expect(res.headers.get('access-control-max-age')).toBe('3600');
+    },
+  );
 
   it('accepts the key in the query string, X-Sentry-Auth, Authorization: Sentry, and the envelope dsn', async () => {
     const p = await makeProject(t);
@@ -41,7 +55,12 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     for (const auth of ['query', 'header', 'authorization'] as const) {
       const id = eventId();
       ids.push(id);
-      const res = await post(t, p, envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: now }) }]), { auth });
+      const res = await post(
+        t,
+        p,
+        envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: now }) }]),
+        { auth },
+      );
       expect(res.status, auth).toBe(200);
       expect(await res.json()).toEqual({ id });
       expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
@@ -49,9 +68,14 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     }
     const id = eventId();
     ids.push(id);
-    const res = await post(t, p, envelope({ event_id: id, dsn: dsnOf(t, p) }, [{ type: 'event', payload: errorEvent({ id, timestamp: now }) }]), {
-      auth: 'none',
-    });
+    const res = await post(
+      t,
+      p,
+      envelope({ event_id: id, dsn: dsnOf(t, p) }, [{ type: 'event', payload: errorEvent({ id, timestamp: now }) }]),
+      {
+        auth: 'none',
+      },
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ id });
     const stored = await eventsOf(t, p);
@@ -62,12 +86,20 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     const p = await makeProject(t);
     const basic = (credentials: string) => ({ Authorization: `Basic ${Buffer.from(credentials).toString('base64')}` });
     const id = eventId();
-    const body = () => envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]);
+    const body = () =>
+      envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]);
     const ok = await post(t, p, body(), { auth: 'none', headers: basic(`${p.dsn_key}:`) });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ id });
     // A secret after the colon is ignored, as sentry_secret is; the scheme is case-insensitive.
-    expect((await post(t, p, body(), { auth: 'none', headers: { Authorization: `basic ${Buffer.from(`${p.dsn_key}:old-secret`).toString('base64')}` } })).status).toBe(200);
+    expect(
+      (
+        await post(t, p, body(), {
+          auth: 'none',
+          headers: { Authorization: `basic ${Buffer.from(`${p.dsn_key}:old-secret`).toString('base64')}` },
+        })
+      ).status,
+    ).toBe(200);
     expect((await eventsOf(t, p)).map((e) => e.event_id)).toEqual([id]);
 
     const before = await rowCounts(t);
@@ -126,7 +158,9 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
       const id = eventId();
       return fetch(`${t.url}/api/${project.id}/envelope/?sentry_key=${key}`, {
         method: 'POST',
-        body: envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]) as BodyInit,
+        body: envelope({ event_id: id }, [
+          { type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) },
+        ]) as BodyInit,
       });
     };
     expect((await send(oldKey)).status).toBe(200);
@@ -142,14 +176,23 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     expect(await rowCounts(t)).toEqual(before);
     const accepted = await send(newKey);
     expect(accepted.status).toBe(200);
-    const stored = await t.deps.store.db.selectFrom('events').select('id').where('project_id', '=', project.id).execute();
+    const stored = await t.deps.store.db
+      .selectFrom('events')
+      .select('id')
+      .where('project_id', '=', project.id)
+      .execute();
     expect(stored).toHaveLength(2);
   });
 
   it('takes the path with or without the trailing slash', async () => {
     const p = await makeProject(t);
     const id = eventId();
-    const res = await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]), { trailingSlash: false });
+    const res = await post(
+      t,
+      p,
+      envelope({}, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]),
+      { trailingSlash: false },
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ id });
   });
@@ -173,10 +216,15 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ id: a });
     const b = eventId();
-    res = await post(t, p, envelope({ event_id: b }, [{ type: 'event', payload: errorEvent({ id: b, timestamp: t.clock.now() }) }]), {
-      endpoint: 'store',
-      headers: { 'Content-Type': 'application/x-sentry-envelope' },
-    });
+    res = await post(
+      t,
+      p,
+      envelope({ event_id: b }, [{ type: 'event', payload: errorEvent({ id: b, timestamp: t.clock.now() }) }]),
+      {
+        endpoint: 'store',
+        headers: { 'Content-Type': 'application/x-sentry-envelope' },
+      },
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ id: b });
     expect((await eventsOf(t, p)).map((e) => e.event_id).sort()).toEqual([a, b].sort());
@@ -185,7 +233,10 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
   it('refuses a protocol version above 7 with 400 and accepts older ones', async () => {
     const p = await makeProject(t);
     const body = envelope({}, [{ type: 'client_report', payload: {} }]);
-    let res = await fetch(`${t.url}/api/${p.id}/envelope/?sentry_version=8&sentry_key=${p.dsn_key}`, { method: 'POST', body: body as BodyInit });
+    let res = await fetch(`${t.url}/api/${p.id}/envelope/?sentry_version=8&sentry_key=${p.dsn_key}`, {
+      method: 'POST',
+      body: body as BodyInit,
+    });
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatch(/sentry_version/);
     for (const v of ['5', '6', '7', '7.0']) {
@@ -203,7 +254,10 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     const other = await makeProject(t);
     const before = await rowCounts(t);
     const event = () => [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }];
-    let res = await post(t, p, envelope({}, event()), { auth: 'header', headers: { Authorization: `Sentry sentry_key=${other.dsn_key}` } });
+    let res = await post(t, p, envelope({}, event()), {
+      auth: 'header',
+      headers: { Authorization: `Sentry sentry_key=${other.dsn_key}` },
+    });
     expect(res.status).toBe(401);
     res = await post(t, p, envelope({ dsn: dsnOf(t, other) }, event()), { auth: 'none' });
     expect(res.status).toBe(401);
@@ -232,13 +286,22 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
           req.on('error', reject);
           req.end(data);
         });
-      const twoHeaders = await raw({ 'X-Sentry-Auth': [`Sentry sentry_version=7, sentry_key=${p.dsn_key}`, `Sentry sentry_version=7, sentry_key=${other.dsn_key}`] });
+      const twoHeaders = await raw({
+        'X-Sentry-Auth': [
+          `Sentry sentry_version=7, sentry_key=${p.dsn_key}`,
+          `Sentry sentry_version=7, sentry_key=${other.dsn_key}`,
+        ],
+      });
       expect(twoHeaders.status, path).toBe(401);
       expect(JSON.parse(twoHeaders.body).error).toMatch(/different DSN keys/);
-      const sameTwice = await raw({ 'X-Sentry-Auth': [`Sentry sentry_key=${p.dsn_key}`, `Sentry sentry_key=${p.dsn_key}`] });
+      const sameTwice = await raw({
+        'X-Sentry-Auth': [`Sentry sentry_key=${p.dsn_key}`, `Sentry sentry_key=${p.dsn_key}`],
+      });
       expect(sameTwice.status, path).toBe(200);
       expect((await raw({}, `?sentry_key=${p.dsn_key}&sentry_key=${other.dsn_key}`)).status, path).toBe(401);
-      const badDsn = envelope({ dsn: `http://%ff@127.0.0.1/${p.id}` }, [{ type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) }]);
+      const badDsn = envelope({ dsn: `http://%ff@127.0.0.1/${p.id}` }, [
+        { type: 'event', payload: errorEvent({ timestamp: t.clock.now() }) },
+      ]);
       const malformed = await raw({}, '', badDsn);
       expect(malformed.status, path).toBe(401);
       expect(JSON.parse(malformed.body).error).toMatch(/dsn/);
@@ -258,7 +321,13 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
     for (const method of ['GET', 'PUT', 'DELETE']) {
       const res = await fetch(`${t.url}/api/1/envelope/`, { method });
       expect(res.status).toBe(405);
-      expect(res.headers.get('allow')?.split(',').map((m) => m.trim()).sort()).toEqual(['OPTIONS', 'POST']);
+      expect(
+        res.headers
+          .get('allow')
+          ?.split(',')
+          .map((m) => m.trim())
+          .sort(),
+      ).toEqual(['OPTIONS', 'POST']);
       expect((await res.json()).error).toMatch(/POST/);
       expect(res.headers.get('access-control-allow-origin'), method).toBe('https://app.example.com');
       expect(res.headers.get('access-control-expose-headers'), method).toBe(EXPOSE);
@@ -312,9 +381,18 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
 
   it('resolves {{auto}} user IPs from X-Forwarded-For, else the connection', async () => {
     const p = await makeProject(t);
-    const event = (id: string) => ({ ...errorEvent({ id, timestamp: t.clock.now() }), user: { id: 'u', ip_address: '{{auto}}' } });
+    const event = (id: string) => ({
+      ...errorEvent({ id, timestamp: t.clock.now() }),
+      user: { id: 'u', ip_address: '{{auto}}' },
+    });
     const [a, b] = [eventId(), eventId()];
-    expect((await post(t, p, envelope({}, [{ type: 'event', payload: event(a) }]), { headers: { 'X-Forwarded-For': '203.0.113.7, 10.0.0.1' } })).status).toBe(200);
+    expect(
+      (
+        await post(t, p, envelope({}, [{ type: 'event', payload: event(a) }]), {
+          headers: { 'X-Forwarded-For': '203.0.113.7, 10.0.0.1' },
+        })
+      ).status,
+    ).toBe(200);
     expect((await post(t, p, envelope({}, [{ type: 'event', payload: event(b) }]))).status).toBe(200);
     const ips = new Map((await eventsOf(t, p)).map((e) => [e.event_id, e.user_ip]));
     expect(ips.get(a)).toBe('203.0.113.7');
@@ -324,7 +402,9 @@ describe.each(dialects)('ingest routes on %s', (dialect) => {
   it('reads a chunked body without Content-Type or Content-Length, as the Node SDK sends it', async () => {
     const p = await makeProject(t);
     const id = eventId();
-    const bytes = envelope({ event_id: id, sent_at: new Date(t.clock.now()).toISOString() }, [{ type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) }]);
+    const bytes = envelope({ event_id: id, sent_at: new Date(t.clock.now()).toISOString() }, [
+      { type: 'event', payload: errorEvent({ id, timestamp: t.clock.now() }) },
+    ]);
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
         for (let i = 0; i < bytes.length; i += 100) controller.enqueue(bytes.subarray(i, i + 100));

@@ -11,18 +11,39 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY_MS, HOUR_MS } from '../../src/clock.js';
 import { compressBlob } from '../../src/editions/workers/runtime.js';
 import { prepareWork } from '../../src/ingest/prepare.js';
-import type { IngestOutcome, IngestWork, NormalizedEvent, SessionAggregate, SessionUpdate } from '../../src/ingest/types.js';
+import type {
+  IngestOutcome,
+  IngestWork,
+  NormalizedEvent,
+  SessionAggregate,
+  SessionUpdate,
+} from '../../src/ingest/types.js';
 import { buildD1IngestCommit } from '../../src/ingest/d1-commit.js';
 import type { Store } from '../../src/store/database.js';
 import type { NewProject, ProjectRow } from '../../src/store/schema.js';
-import { createProject, fp, makeAggregate, makeEvent, makeSession, makeWork, newWriter, openTestStore, type TestStore } from '../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  makeAggregate,
+  makeEvent,
+  makeSession,
+  makeWork,
+  newWriter,
+  openTestStore,
+  type TestStore,
+} from '../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 const RECEIVED = Date.UTC(2026, 0, 10, 12, 0, 5);
 const id = (n: number) => n.toString(16).padStart(32, '0');
 const sid = (n: number) => `5${n.toString(16).padStart(31, '0')}`;
 
-type WorkParts = { events?: Partial<NormalizedEvent>[]; sessions?: Partial<SessionUpdate>[]; aggregates?: Partial<SessionAggregate>[]; receivedAt?: number };
+type WorkParts = {
+  events?: Partial<NormalizedEvent>[];
+  sessions?: Partial<SessionUpdate>[];
+  aggregates?: Partial<SessionAggregate>[];
+  receivedAt?: number;
+};
 /** A step: a work to ingest, or a change made the same way on both databases (resolving, snoozing). */
 type Step = { work: WorkParts } | { change: (db: Store['db'], projectId: number) => Promise<unknown> };
 
@@ -36,11 +57,23 @@ interface RuleCase {
   expect: (state: State) => void;
 }
 
-const setIssue = (values: Record<string, number | string | null>, fingerprint = fp('a')) => async (db: Store['db'], projectId: number) =>
-  db.updateTable('issues').set(values).where('project_id', '=', projectId).where('fingerprint', '=', fingerprint).execute();
-const resolve = (resolvedAt: number) => setIssue({ status: 'resolved', resolved_at: resolvedAt, resolved_release: null });
+const setIssue =
+  (values: Record<string, number | string | null>, fingerprint = fp('a')) =>
+  async (db: Store['db'], projectId: number) =>
+    db
+      .updateTable('issues')
+      .set(values)
+      .where('project_id', '=', projectId)
+      .where('fingerprint', '=', fingerprint)
+      .execute();
+const resolve = (resolvedAt: number) =>
+  setIssue({ status: 'resolved', resolved_at: resolvedAt, resolved_release: null });
 const issue = (s: State, name = 'a') => s.issues.find((i) => i.fingerprint === fp(name));
-const ev = (n: number, extra: Partial<NormalizedEvent> = {}): Partial<NormalizedEvent> => ({ eventId: id(n), fingerprint: fp('a'), ...extra });
+const ev = (n: number, extra: Partial<NormalizedEvent> = {}): Partial<NormalizedEvent> => ({
+  eventId: id(n),
+  fingerprint: fp('a'),
+  ...extra,
+});
 
 const CASES: RuleCase[] = [
   // Dedupe
@@ -155,14 +188,22 @@ const CASES: RuleCase[] = [
     name: 'a rate of 1 keeps every event, a rate of 0 none past keep-first',
     project: { sample_keep_first: 1, sample_rate: 1 },
     draw: 0.99,
-    steps: [{ work: { events: [ev(1), ev(2), ev(3)] } }, { change: async (db, pid) => db.updateTable('projects').set({ sample_rate: 0 }).where('id', '=', pid).execute() }, { work: { events: [ev(4)] } }],
+    steps: [
+      { work: { events: [ev(1), ev(2), ev(3)] } },
+      { change: async (db, pid) => db.updateTable('projects').set({ sample_rate: 0 }).where('id', '=', pid).execute() },
+      { work: { events: [ev(4)] } },
+    ],
     expect: (s) => expect(s.events.map((e) => e.event_id)).toEqual([id(1), id(2), id(3)]),
   },
   // Regression
   {
     rule: 'regression',
     name: 'leaves a resolved issue resolved for a release it saw before the resolution',
-    steps: [{ work: { events: [ev(1, { release: 'app@1' })] } }, { change: resolve(T + 10) }, { work: { events: [ev(2, { release: 'app@1', timestamp: T + 20 })] } }],
+    steps: [
+      { work: { events: [ev(1, { release: 'app@1' })] } },
+      { change: resolve(T + 10) },
+      { work: { events: [ev(2, { release: 'app@1', timestamp: T + 20 })] } },
+    ],
     expect: (s) => {
       expect(issue(s)?.status).toBe('resolved');
       expect(s.changes.map((c) => c.kind)).toEqual(['new_issue']);
@@ -191,7 +232,11 @@ const CASES: RuleCase[] = [
   {
     rule: 'regression',
     name: 'reopens for a release first seen only at the resolution',
-    steps: [{ work: { events: [ev(1, { release: 'app@1' })] } }, { change: resolve(T) }, { work: { events: [ev(2, { release: 'app@1' })] } }],
+    steps: [
+      { work: { events: [ev(1, { release: 'app@1' })] } },
+      { change: resolve(T) },
+      { work: { events: [ev(2, { release: 'app@1' })] } },
+    ],
     expect: (s) => expect(issue(s)?.status).toBe('regression'),
   },
   {
@@ -208,8 +253,13 @@ const CASES: RuleCase[] = [
   {
     rule: 'regression',
     name: 'records one regression per issue even when several events would reopen it',
-    steps: [{ work: { events: [ev(1, { release: 'app@1' })] } }, { change: resolve(T + 10) }, { work: { events: [ev(2, { release: 'app@2' }), ev(3, { release: 'app@3' })] } }],
-    expect: (s) => expect(s.changes.map((c) => `${c.kind} ${c.release}`)).toEqual(['new_issue app@1', 'regression app@2']),
+    steps: [
+      { work: { events: [ev(1, { release: 'app@1' })] } },
+      { change: resolve(T + 10) },
+      { work: { events: [ev(2, { release: 'app@2' }), ev(3, { release: 'app@3' })] } },
+    ],
+    expect: (s) =>
+      expect(s.changes.map((c) => `${c.kind} ${c.release}`)).toEqual(['new_issue app@1', 'regression app@2']),
   },
   // Session class
   {
@@ -243,13 +293,20 @@ const CASES: RuleCase[] = [
   {
     rule: 'session class',
     name: 'moves a known session between classes without counting it twice',
-    steps: [{ work: { sessions: [{ sid: sid(1), status: 'ok', timestamp: T + 1 }] } }, { work: { sessions: [{ sid: sid(1), status: 'unhandled', timestamp: T + 2 }] } }],
-    expect: (s) => expect(s.sessionHourly).toEqual([{ release: 'app@1.0.0', bucket: T, total: 1, crashed: 1, errored: 0, anr: 0 }]),
+    steps: [
+      { work: { sessions: [{ sid: sid(1), status: 'ok', timestamp: T + 1 }] } },
+      { work: { sessions: [{ sid: sid(1), status: 'unhandled', timestamp: T + 2 }] } },
+    ],
+    expect: (s) =>
+      expect(s.sessionHourly).toEqual([{ release: 'app@1.0.0', bucket: T, total: 1, crashed: 1, errored: 0, anr: 0 }]),
   },
   {
     rule: 'session class',
     name: 'ignores an update older than the stored one',
-    steps: [{ work: { sessions: [{ sid: sid(1), status: 'crashed', timestamp: T + 5 }] } }, { work: { sessions: [{ sid: sid(1), status: 'ok', timestamp: T + 4 }] } }],
+    steps: [
+      { work: { sessions: [{ sid: sid(1), status: 'crashed', timestamp: T + 5 }] } },
+      { work: { sessions: [{ sid: sid(1), status: 'ok', timestamp: T + 4 }] } },
+    ],
     expect: (s) => {
       expect(s.sessions.map((x) => x.status)).toEqual(['crashed']);
       expect(s.sessionHourly).toEqual([{ release: 'app@1.0.0', bucket: T, total: 1, crashed: 1, errored: 0, anr: 0 }]);
@@ -262,7 +319,11 @@ const CASES: RuleCase[] = [
     steps: [
       {
         work: {
-          events: [ev(1, { timestamp: T + HOUR_MS - 1 }), ev(2, { timestamp: T + HOUR_MS, environment: 'staging' }), ev(3, { timestamp: T - 1, release: 'app@2' })],
+          events: [
+            ev(1, { timestamp: T + HOUR_MS - 1 }),
+            ev(2, { timestamp: T + HOUR_MS, environment: 'staging' }),
+            ev(3, { timestamp: T - 1, release: 'app@2' }),
+          ],
           sessions: [{ sid: sid(1), started: T + HOUR_MS - 1, timestamp: T + HOUR_MS }],
           aggregates: [{ started: T + HOUR_MS, exited: 2 }],
         },
@@ -383,28 +444,56 @@ async function stateOf(db: Store['db'], pid: number, outcomes: IngestOutcome[]) 
   const ISSUE = `(SELECT fingerprint FROM issues WHERE id = t.issue_id)`;
   return {
     outcomes: outcomes.map((o) => o.kind),
-    issues: await q<Record<string, unknown> & { fingerprint: string }>(`SELECT fingerprint, title, level, status, event_count, stored_count, users, first_seen, last_seen,
+    issues: await q<
+      Record<string, unknown> & { fingerprint: string }
+    >(`SELECT fingerprint, title, level, status, event_count, stored_count, users, first_seen, last_seen,
         first_release, last_release, resolved_at, regressed_at, created_at, updated_at,
         (SELECT event_id FROM events WHERE id = i.first_seen_id) AS first_event, (SELECT event_id FROM events WHERE id = i.last_seen_id) AS last_event
       FROM issues i WHERE ${P} ORDER BY fingerprint`),
-    seen: await q(`SELECT event_id, received_at, stored_id IS NOT NULL AS stored FROM seen_events WHERE ${P} ORDER BY event_id`),
-    events: await q<{ event_id: string }>(`SELECT event_id, timestamp, level, release, environment, is_crash, (SELECT fingerprint FROM issues WHERE id = t.issue_id) AS issue
+    seen: await q(
+      `SELECT event_id, received_at, stored_id IS NOT NULL AS stored FROM seen_events WHERE ${P} ORDER BY event_id`,
+    ),
+    events: await q<{
+      event_id: string;
+    }>(`SELECT event_id, timestamp, level, release, environment, is_crash, (SELECT fingerprint FROM issues WHERE id = t.issue_id) AS issue
       FROM events t WHERE ${P} ORDER BY id`),
     usage: await q<{ day: number; events: number }>(`SELECT day, events FROM daily_usage WHERE ${P} ORDER BY day`),
-    issueHourly: await q<{ bucket: number; events: number }>(`SELECT ${ISSUE} AS issue, bucket, events FROM issue_hourly t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`),
-    issueEnvironmentHourly: await q(`SELECT ${ISSUE} AS issue, environment, bucket, events FROM issue_environment_hourly t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2, 3`),
-    projectHourly: await q<{ bucket: number }>(`SELECT bucket, release, events, crashes, errors, fatal, error, warning, info, debug FROM project_hourly WHERE ${P} ORDER BY 1, 2`),
-    changes: await q<{ kind: string; release: string; at: number }>(`SELECT ${ISSUE} AS fingerprint, kind, at, release FROM issue_changes t WHERE ${P} ORDER BY id`),
-    outbox: (await q<{ type: string; payload: string; state: string }>(`SELECT type, ${ISSUE} AS issue, payload, state, created_at FROM alert_outbox t WHERE ${P} ORDER BY id`)).map((o) => ({
+    issueHourly: await q<{ bucket: number; events: number }>(
+      `SELECT ${ISSUE} AS issue, bucket, events FROM issue_hourly t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`,
+    ),
+    issueEnvironmentHourly: await q(
+      `SELECT ${ISSUE} AS issue, environment, bucket, events FROM issue_environment_hourly t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2, 3`,
+    ),
+    projectHourly: await q<{ bucket: number }>(
+      `SELECT bucket, release, events, crashes, errors, fatal, error, warning, info, debug FROM project_hourly WHERE ${P} ORDER BY 1, 2`,
+    ),
+    changes: await q<{ kind: string; release: string; at: number }>(
+      `SELECT ${ISSUE} AS fingerprint, kind, at, release FROM issue_changes t WHERE ${P} ORDER BY id`,
+    ),
+    outbox: (
+      await q<{ type: string; payload: string; state: string }>(
+        `SELECT type, ${ISSUE} AS issue, payload, state, created_at FROM alert_outbox t WHERE ${P} ORDER BY id`,
+      )
+    ).map((o) => ({
       ...o,
       payload: JSON.parse(o.payload) as unknown,
     })),
     releases: await q(`SELECT release, first_seen, last_seen, platforms FROM releases WHERE ${P} ORDER BY release`),
-    issueReleases: await q(`SELECT ${ISSUE} AS issue, release, first_seen FROM issue_releases t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`),
-    issueUsers: await q(`SELECT ${ISSUE} AS issue, user_key FROM issue_users t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`),
-    sessions: await q<{ status: string }>(`SELECT sid, did, release, environment, started, status, errors, updated_at, anr FROM sessions WHERE ${P} ORDER BY sid`),
-    sessionHourly: await q<{ bucket: number; total: number }>(`SELECT release, bucket, total, crashed, errored, anr FROM session_hourly WHERE ${P} ORDER BY bucket, release`),
-    sessionUsers: await q<{ did: string; crashed: number }>(`SELECT release, bucket, did, crashed FROM session_users WHERE ${P} ORDER BY bucket, release, did`),
+    issueReleases: await q(
+      `SELECT ${ISSUE} AS issue, release, first_seen FROM issue_releases t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`,
+    ),
+    issueUsers: await q(
+      `SELECT ${ISSUE} AS issue, user_key FROM issue_users t WHERE issue_id IN (SELECT id FROM issues WHERE ${P}) ORDER BY 1, 2`,
+    ),
+    sessions: await q<{ status: string }>(
+      `SELECT sid, did, release, environment, started, status, errors, updated_at, anr FROM sessions WHERE ${P} ORDER BY sid`,
+    ),
+    sessionHourly: await q<{ bucket: number; total: number }>(
+      `SELECT release, bucket, total, crashed, errored, anr FROM session_hourly WHERE ${P} ORDER BY bucket, release`,
+    ),
+    sessionUsers: await q<{ did: string; crashed: number }>(
+      `SELECT release, bucket, did, crashed FROM session_users WHERE ${P} ORDER BY bucket, release, did`,
+    ),
   };
 }
 
@@ -431,7 +520,9 @@ describe('the ingest rules table: the planner and the D1 statements agree', () =
   });
 
   it('covers every rule', () => {
-    expect(new Set(CASES.map((c) => c.rule))).toEqual(new Set(['dedupe', 'quota', 'sampling', 'regression', 'session class', 'hourly buckets', 'snooze end']));
+    expect(new Set(CASES.map((c) => c.rule))).toEqual(
+      new Set(['dedupe', 'quota', 'sampling', 'regression', 'session class', 'hourly buckets', 'snooze end']),
+    );
   });
 
   it.each(CASES.map((c) => [`${c.rule}: ${c.name}`, c] as const))('%s', async (_name, c) => {

@@ -23,9 +23,14 @@ const noChromium = lacks('chromium');
 
 function runNodeClient(scenario: string, dsn: string): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [NODE_CLIENT, scenario], { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 }, (err, _stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr });
-    });
+    execFile(
+      process.execPath,
+      [NODE_CLIENT, scenario],
+      { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 },
+      (err, _stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr });
+      },
+    );
   });
 }
 
@@ -103,36 +108,44 @@ describe.each(dialects)('SDK fidelity on %s', (dialect) => {
     ]);
   });
 
-  it.skipIf(noChromium)('@sentry/browser in Chromium: outer-error title, browser and OS from the User-Agent, and an unhandled session counted as crashed', async () => {
-    const context = await browser.newContext();
-    const tab = await context.newPage();
-    await tab.goto(pageUrl);
-    const [issue] = await waitFor('the browser event', async () => {
-      const issues = await issuesOf(t, webProject);
-      return issues.length > 0 && issues;
-    });
-    const sessions = await waitFor('the unhandled session update', async () => {
-      const rows = await sessionsOf(t, webProject);
-      return rows.length > 0 && rows[0].status === 'unhandled' && rows;
-    });
-    await context.close();
-    expect(issue.title).toBe('Error: outer');
-    expect(sessions).toHaveLength(1);
+  it.skipIf(noChromium)(
+    '@sentry/browser in Chromium: outer-error title, browser and OS from the User-Agent, and an unhandled session counted as crashed',
+    async () => {
+      const context = await browser.newContext();
+      const tab = await context.newPage();
+      await tab.goto(pageUrl);
+      const [issue] = await waitFor('the browser event', async () => {
+        const issues = await issuesOf(t, webProject);
+        return issues.length > 0 && issues;
+      });
+      const sessions = await waitFor('the unhandled session update', async () => {
+        const rows = await sessionsOf(t, webProject);
+        return rows.length > 0 && rows[0].status === 'unhandled' && rows;
+      });
+      await context.close();
+      expect(issue.title).toBe('Error: outer');
+      expect(sessions).toHaveLength(1);
 
-    const [event] = await eventsOf(t, webProject);
-    expect(event.platform).toBe('javascript');
-    expect(event.is_crash).toBeTruthy();
-    expect(event.os_name).toBe('Linux');
-    const detail = (await (await t.api(`/api/projects/${webProject.slug}/events/${event.event_id}`)).json()) as { contexts: Record<string, any> };
-    expect(detail.contexts.browser).toMatchObject({ type: 'browser', name: expect.stringMatching(/Chrom/) });
-    expect(detail.contexts.browser.version).toMatch(/^\d+\./);
-    expect(detail.contexts.os).toMatchObject({ type: 'os', name: 'Linux' });
+      const [event] = await eventsOf(t, webProject);
+      expect(event.platform).toBe('javascript');
+      expect(event.is_crash).toBeTruthy();
+      expect(event.os_name).toBe('Linux');
+      const detail = (await (await t.api(`/api/projects/${webProject.slug}/events/${event.event_id}`)).json()) as {
+        contexts: Record<string, any>;
+      };
+      expect(detail.contexts.browser).toMatchObject({ type: 'browser', name: expect.stringMatching(/Chrom/) });
+      expect(detail.contexts.browser.version).toMatch(/^\d+\./);
+      expect(detail.contexts.os).toMatchObject({ type: 'os', name: 'Linux' });
 
-    const { release } = (await (await t.api(`/api/projects/${webProject.slug}/releases/${encodeURIComponent(RELEASE)}`)).json()) as {
-      release: { crashes: number; sessions: { total: number; crashed: number }; crash_free_rate: number };
-    };
-    expect(release.crashes).toBe(1);
-    expect(release.sessions).toMatchObject({ total: 1, crashed: 1 });
-    expect(release.crash_free_rate).toBe(0);
-  }, 30_000);
+      const { release } = (await (
+        await t.api(`/api/projects/${webProject.slug}/releases/${encodeURIComponent(RELEASE)}`)
+      ).json()) as {
+        release: { crashes: number; sessions: { total: number; crashed: number }; crash_free_rate: number };
+      };
+      expect(release.crashes).toBe(1);
+      expect(release.sessions).toMatchObject({ total: 1, crashed: 1 });
+      expect(release.crash_free_rate).toBe(0);
+    },
+    30_000,
+  );
 });

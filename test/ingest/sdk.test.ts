@@ -20,10 +20,15 @@ interface RunResult {
 
 function runClient(scenario: string, dsn: string): Promise<RunResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLIENT, scenario], { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 }, (err, _stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLIENT, scenario],
+      { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 },
+      (err, _stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({ code, stderr });
+      },
+    );
   });
 }
 
@@ -97,7 +102,11 @@ describe.each(dialects)('@sentry/node against the server on %s', (dialect) => {
     expect(issues[0].title).toBe('RangeError: large event');
     const [event] = await eventsOf(t, projects.large);
     // The raw payload is kept whole (the 48 KiB of padding and all), compressed at rest.
-    const chunk = await t.deps.store.db.selectFrom('payload_chunks').select('data').where('id', '=', Number(event.payload_chunk)).executeTakeFirstOrThrow();
+    const chunk = await t.deps.store.db
+      .selectFrom('payload_chunks')
+      .select('data')
+      .where('id', '=', Number(event.payload_chunk))
+      .executeTakeFirstOrThrow();
     expect(chunk.data.byteLength).toBeLessThan(48 * 1024);
     const raw = JSON.parse((await storedPayload(t.deps.store.db, event)).toString('utf8'));
     expect(raw.event_id).toBe(event.event_id);

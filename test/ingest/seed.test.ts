@@ -56,7 +56,13 @@ describe.each(dialects)('faultline seed on %s', (dialect) => {
 
   it('creates the project and fills a week of issues, events and sessions through ingest', async () => {
     const lines: string[] = [];
-    const result = await runSeed({ slug: 'demo', url: t.url, apiKey: API_KEY, seed: 42, progress: (l) => lines.push(l) });
+    const result = await runSeed({
+      slug: 'demo',
+      url: t.url,
+      apiKey: API_KEY,
+      seed: 42,
+      progress: (l) => lines.push(l),
+    });
     expect(result.created).toBe(true);
     expect(result.refused).toBe(0);
     expect(lines[0]).toMatch(/created project "demo"/);
@@ -106,12 +112,15 @@ describe.each(dialects)('faultline seed on %s', (dialect) => {
       const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
       const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
       try {
-        await program.parseAsync(['seed', 'by-port', '--api-key', API_KEY, '--days', '1', '--seed', '3'], { from: 'user' });
+        await program.parseAsync(['seed', 'by-port', '--api-key', API_KEY, '--days', '1', '--seed', '3'], {
+          from: 'user',
+        });
       } finally {
         stdout.mockRestore();
         stderr.mockRestore();
-        for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
+        for (const [k, v] of Object.entries(saved))
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
       }
       return out.join('');
     };
@@ -139,7 +148,9 @@ describe.each(dialects)('faultline seed on %s', (dialect) => {
     const project = (await findProjectBySlug(t.deps.store.db, 'demo'))!;
     const before = (await eventsOf(t, project)).length;
     try {
-      await program.parseAsync(['seed', 'demo', '--url', t.url, '--api-key', API_KEY, '--days', '1', '--seed', '5'], { from: 'user' });
+      await program.parseAsync(['seed', 'demo', '--url', t.url, '--api-key', API_KEY, '--days', '1', '--seed', '5'], {
+        from: 'user',
+      });
     } finally {
       stdout.mockRestore();
       stderr.mockRestore();

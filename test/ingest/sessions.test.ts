@@ -8,11 +8,25 @@ const enc = new TextEncoder();
 const update = (p: unknown) => parseSessionUpdate(enc.encode(JSON.stringify(p)), { receivedAt: RECEIVED });
 const aggregates = (p: unknown) => parseSessionAggregates(enc.encode(JSON.stringify(p)), { receivedAt: RECEIVED });
 
-const BASE = { sid: '79a18c2b97c6472ba5b996ba0b435c6e', started: '2026-11-21T13:46:49.339Z', attrs: { release: 'demo@1.0.0', environment: 'test' } };
+const BASE = {
+  sid: '79a18c2b97c6472ba5b996ba0b435c6e',
+  started: '2026-11-21T13:46:49.339Z',
+  attrs: { release: 'demo@1.0.0', environment: 'test' },
+};
 
 describe('parseSessionUpdate', () => {
   it('reads a full update', () => {
-    expect(update({ ...BASE, init: true, timestamp: '2026-11-21T13:46:49.394Z', status: 'ok', errors: 1, did: 'u1', duration: 0.05 })).toEqual({
+    expect(
+      update({
+        ...BASE,
+        init: true,
+        timestamp: '2026-11-21T13:46:49.394Z',
+        status: 'ok',
+        errors: 1,
+        did: 'u1',
+        duration: 0.05,
+      }),
+    ).toEqual({
       sid: '79a18c2b97c6472ba5b996ba0b435c6e',
       did: 'u1',
       init: true,
@@ -36,7 +50,9 @@ describe('parseSessionUpdate', () => {
   });
 
   it('makes sid dashless lowercase', () => {
-    expect(update({ ...BASE, sid: 'ADA695D4-373B-4C5E-A679-4D51CD6B0E99' }).sid).toBe('ada695d4373b4c5ea6794d51cd6b0e99');
+    expect(update({ ...BASE, sid: 'ADA695D4-373B-4C5E-A679-4D51CD6B0E99' }).sid).toBe(
+      'ada695d4373b4c5ea6794d51cd6b0e99',
+    );
   });
 
   it('makes a random sid when it is missing', () => {
@@ -113,20 +129,50 @@ describe('parseSessionUpdate', () => {
 
 describe('parseSessionAggregates', () => {
   it('reads buckets with counts defaulting to 0', () => {
-    expect(aggregates({ attrs: { release: 'app@1.0.0', environment: 'test' }, aggregates: [{ started: '2026-11-21T13:45:00.000Z', exited: 3, errored: 1 }] })).toEqual([
-      { started: Date.UTC(2026, 10, 21, 13, 45), release: 'app@1.0.0', environment: 'test', exited: 3, errored: 1, abnormal: 0, crashed: 0, unhandled: 0 },
+    expect(
+      aggregates({
+        attrs: { release: 'app@1.0.0', environment: 'test' },
+        aggregates: [{ started: '2026-11-21T13:45:00.000Z', exited: 3, errored: 1 }],
+      }),
+    ).toEqual([
+      {
+        started: Date.UTC(2026, 10, 21, 13, 45),
+        release: 'app@1.0.0',
+        environment: 'test',
+        exited: 3,
+        errored: 1,
+        abnormal: 0,
+        crashed: 0,
+        unhandled: 0,
+      },
     ]);
   });
 
   it('reads every count and defaults environment to production', () => {
-    const [b] = aggregates({ attrs: { release: 'r' }, aggregates: [{ started: '2026-11-21T13:00:00Z', exited: 1, errored: 2, abnormal: 3, crashed: 4, unhandled: 5 }] });
-    expect(b).toMatchObject({ environment: 'production', exited: 1, errored: 2, abnormal: 3, crashed: 4, unhandled: 5 });
+    const [b] = aggregates({
+      attrs: { release: 'r' },
+      aggregates: [{ started: '2026-11-21T13:00:00Z', exited: 1, errored: 2, abnormal: 3, crashed: 4, unhandled: 5 }],
+    });
+    expect(b).toMatchObject({
+      environment: 'production',
+      exited: 1,
+      errored: 2,
+      abnormal: 3,
+      crashed: 4,
+      unhandled: 5,
+    });
   });
 
   it('leaves out buckets without a valid started and buckets with nothing in them', () => {
     const out = aggregates({
       attrs: { release: 'r' },
-      aggregates: [{ exited: 1 }, { started: 'bad', exited: 1 }, { started: '2026-11-21T13:00:00Z' }, 'junk', { started: '2026-11-21T13:01:00Z', crashed: 1 }],
+      aggregates: [
+        { exited: 1 },
+        { started: 'bad', exited: 1 },
+        { started: '2026-11-21T13:00:00Z' },
+        'junk',
+        { started: '2026-11-21T13:01:00Z', crashed: 1 },
+      ],
     });
     expect(out.map((b) => b.crashed)).toEqual([1]);
   });

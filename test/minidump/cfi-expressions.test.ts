@@ -7,7 +7,25 @@ import type { Minidump } from '../../src/minidump/reader.js';
 import { walkThread } from '../../src/minidump/unwind.js';
 import { record, sleb, u32, u64 } from './cfi-fixture.js';
 
-const X86_64 = ['rax', 'rdx', 'rcx', 'rbx', 'rsi', 'rdi', 'rbp', 'rsp', 'r8', 'r9', 'r10', 'r11', 'r12', 'r13', 'r14', 'r15', 'rip'];
+const X86_64 = [
+  'rax',
+  'rdx',
+  'rcx',
+  'rbx',
+  'rsi',
+  'rdi',
+  'rbp',
+  'rsp',
+  'r8',
+  'r9',
+  'r10',
+  'r11',
+  'r12',
+  'r13',
+  'r14',
+  'r15',
+  'rip',
+];
 
 /** A .debug_frame with one CIE (rsp+8, rip at cfa-8) and one FDE at 0x1000..0x1100 whose instructions are `ops`. */
 function debugFrame(ops: number[]): Uint8Array {
@@ -20,12 +38,20 @@ function debugFrame(ops: number[]): Uint8Array {
 const PLT_CFA = [0x77, 8, 0x80, 0, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22];
 
 /** An amd64 context (rsp, rbp, rip) and a dump whose module spans 0x0..0x10000 with memory at 0x7000. */
-function dumpWith(memory: Array<[number, number]>): { dump: Minidump; context: (rsp: number, rbp: number, rip: number) => Uint8Array } {
+function dumpWith(memory: Array<[number, number]>): {
+  dump: Minidump;
+  context: (rsp: number, rbp: number, rip: number) => Uint8Array;
+} {
   const mem = new Uint8Array(0x100);
   const view = new DataView(mem.buffer);
   for (const [at, v] of memory) view.setBigUint64(at - 0x7000, BigInt(v), true);
   const dump: Minidump = {
-    bytes: mem, timestamp: 0, system: null, threads: [], exception: null, processId: null,
+    bytes: mem,
+    timestamp: 0,
+    system: null,
+    threads: [],
+    exception: null,
+    processId: null,
     modules: [{ base: 0, size: 0x10000, name: 'lib.so', debugId: 'd', age: 0, codeId: '', debugFile: '', type: 'elf' }],
     memory: [{ start: 0x7000, size: 0x100, rva: 0 }],
   };
@@ -52,9 +78,20 @@ describe('DWARF expressions in CFI', () => {
   });
 
   it('DW_CFA_def_cfa_expression: the PLT rule, before and after its push', () => {
-    const info = dwarfCfiUnwindInfo(debugFrame([0x0f, PLT_CFA.length, ...PLT_CFA]), 0, 'x86_64', true, 0, 'debug_frame')!;
+    const info = dwarfCfiUnwindInfo(
+      debugFrame([0x0f, PLT_CFA.length, ...PLT_CFA]),
+      0,
+      'x86_64',
+      true,
+      0,
+      'debug_frame',
+    )!;
     expect(info.cfiAt(0x1000)).toBe('.cfa: $rsp 8 + $rip 0 + 15 & 11 >= 3 << + .ra: .cfa -8 + ^');
-    const { dump, context } = dumpWith([[0x7000, 0x5555], [0x7008, 0x2222], [0x7010, 0x3333]]);
+    const { dump, context } = dumpWith([
+      [0x7000, 0x5555],
+      [0x7008, 0x2222],
+      [0x7010, 0x3333],
+    ]);
     // rip & 15 = 6 < 11: cfa = rsp + 8, the return address at rsp.
     const before = walkThread(dump, 'amd64', context(0x7000, 0, 0x1006), () => info);
     expect(before[1]).toMatchObject({ pc: 0x5555, trust: 'cfi' });
@@ -68,7 +105,10 @@ describe('DWARF expressions in CFI', () => {
     const ops = [0x10, 6, 3, 0x11, ...sleb(-16), 0x22, 0x16, 3, 3, 0x08, 0x40, 0x22];
     const info = dwarfCfiUnwindInfo(debugFrame(ops), 0, 'x86_64', true, 0, 'debug_frame')!;
     expect(info.cfiAt(0x1000)).toBe('.cfa: $rsp 8 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^ $rbx: .cfa 64 +');
-    const { dump, context } = dumpWith([[0x7000, 0x7070], [0x7008, 0x1234]]);
+    const { dump, context } = dumpWith([
+      [0x7000, 0x7070],
+      [0x7008, 0x1234],
+    ]);
     // cfa = 0x7010 (rsp + 8 from 0x7008): rip at 0x7008, rbp at 0x7000.
     const frames = walkThread(dump, 'amd64', context(0x7008, 0x7040, 0x1000), () => ({
       cfiAt: (rel) => (rel === 0x1000 ? info.cfiAt(rel) : null),

@@ -9,7 +9,10 @@ import { expect } from 'vitest';
 import { dwarfCfiUnwindInfo } from '../../src/minidump/eh-frame.js';
 import { readElf } from '../../src/symbols/native/elf.js';
 
-export const DEBUG_FRAME_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/debug-frame');
+export const DEBUG_FRAME_FIXTURES = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../fixtures/debug-frame',
+);
 export const DEBUG_FRAME_NAMES = ['x86_64.so', 'aarch64.so', 'i686.so'] as const;
 
 /** llvm-dwarfdump's register names for ours (`$x29` → W29, `$sp` → WSP on aarch64; upper case elsewhere). */
@@ -48,7 +51,14 @@ export async function compareDebugFrameWithDwarfdump(name: string, root = DEBUG_
   const elf = await readElf(bytes);
   const section = elf.sections.find((s) => s.name === '.debug_frame')!;
   expect(elf.sections.some((s) => s.name === '.eh_frame')).toBe(false);
-  const info = dwarfCfiUnwindInfo(bytes.subarray(section.fileOffset, section.fileOffset + section.size), section.addr, elf.arch, elf.is64, elf.loadAddress, 'debug_frame')!;
+  const info = dwarfCfiUnwindInfo(
+    bytes.subarray(section.fileOffset, section.fileOffset + section.size),
+    section.addr,
+    elf.arch,
+    elf.is64,
+    elf.loadAddress,
+    'debug_frame',
+  )!;
   const raName = elf.arch === 'x86_64' ? 'RIP' : elf.arch === 'x86' ? 'EIP' : 'W30';
   const text = fs.readFileSync(path.join(root, `${name}.txt`), 'utf8');
   let compared = 0;
@@ -56,13 +66,20 @@ export async function compareDebugFrameWithDwarfdump(name: string, root = DEBUG_
     const range = / FDE cie=[0-9a-f]+ pc=([0-9a-f]+)\.\.\.([0-9a-f]+)/.exec(fde);
     if (!range) continue;
     const end = parseInt(range[2], 16);
-    const rows = [...fde.matchAll(/^ {2}0x([0-9a-f]+): (.*)$/gm)].map((m) => [parseInt(m[1], 16), m[2].trim()] as const);
+    const rows = [...fde.matchAll(/^ {2}0x([0-9a-f]+): (.*)$/gm)].map(
+      (m) => [parseInt(m[1], 16), m[2].trim()] as const,
+    );
     rows.forEach(([at, row], i) => {
       const last = (i + 1 < rows.length ? rows[i + 1][0] : end) - 1;
       for (const addr of new Set([at, last])) {
         const rules = info.cfiAt(addr - elf.loadAddress);
         expect(rules, `${name} at 0x${addr.toString(16)}`).not.toBeNull();
-        expect(asDwarfdumpRow(rules!, elf.arch, raName), `${name} at 0x${addr.toString(16)}: ${rules}`).toBe(row.split(': ').map((p, j) => (j === 0 ? p : p.split(', ').sort().join(', '))).join(': '));
+        expect(asDwarfdumpRow(rules!, elf.arch, raName), `${name} at 0x${addr.toString(16)}: ${rules}`).toBe(
+          row
+            .split(': ')
+            .map((p, j) => (j === 0 ? p : p.split(', ').sort().join(', ')))
+            .join(': '),
+        );
       }
       compared++;
     });

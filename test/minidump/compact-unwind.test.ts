@@ -39,25 +39,66 @@ function section(common: number[], pages: Array<[number, number[]]>, end: number
   const index: number[] = [];
   const body: number[] = [];
   for (const [fn, page] of pages) {
-    index.push(...le([[fn, 4], [pageAt, 4], [0, 4]]));
+    index.push(
+      ...le([
+        [fn, 4],
+        [pageAt, 4],
+        [0, 4],
+      ]),
+    );
     body.push(...page);
     pageAt += page.length;
   }
-  index.push(...le([[end, 4], [0, 4], [0, 4]]));
+  index.push(
+    ...le([
+      [end, 4],
+      [0, 4],
+      [0, 4],
+    ]),
+  );
   return new Uint8Array([
-    ...le([[1, 4], [commonAt, 4], [common.length, 4], [indexAt, 4], [0, 4], [indexAt, 4], [pages.length + 1, 4]]),
+    ...le([
+      [1, 4],
+      [commonAt, 4],
+      [common.length, 4],
+      [indexAt, 4],
+      [0, 4],
+      [indexAt, 4],
+      [pages.length + 1, 4],
+    ]),
     ...le(common.map((c) => [c, 4] as [number, 4])),
     ...index,
     ...body,
   ]);
 }
 
-const regularPage = (entries: Array<[number, number]>) => [...le([[2, 4], [8, 2], [entries.length, 2]]), ...le(entries.flatMap(([f, e]) => [[f, 4], [e, 4]] as Array<[number, 4]>))];
+const regularPage = (entries: Array<[number, number]>) => [
+  ...le([
+    [2, 4],
+    [8, 2],
+    [entries.length, 2],
+  ]),
+  ...le(
+    entries.flatMap(
+      ([f, e]) =>
+        [
+          [f, 4],
+          [e, 4],
+        ] as Array<[number, 4]>,
+    ),
+  ),
+];
 const compressedPage = (base: number, entries: Array<[number, number]>, local: number[]) => {
   const entriesAt = 12;
   const encodingsAt = entriesAt + entries.length * 4;
   return [
-    ...le([[3, 4], [entriesAt, 2], [entries.length, 2], [encodingsAt, 2], [local.length, 2]]),
+    ...le([
+      [3, 4],
+      [entriesAt, 2],
+      [entries.length, 2],
+      [encodingsAt, 2],
+      [local.length, 2],
+    ]),
     ...le(entries.map(([f, i]) => [((i << 24) | (f - base)) >>> 0, 4] as [number, 4])),
     ...le(local.map((e) => [e, 4] as [number, 4])),
   ];
@@ -80,25 +121,43 @@ const permutationOf = (regs: number[]) => {
 const FRAMELESS = 0x02000000 | (5 << 16) | (2 << 10) | permutationOf([5, 1]);
 
 describe('Mach-O compact unwind', () => {
-  it.skipIf(lacks('clang'))('the committed arm64 executable: every function’s rules are its encoding’s, as llvm-objdump --unwind-info lists them', () => {
-    const listing = execFileSync('llvm-objdump', ['--unwind-info', EXE]).toString();
-    const entries = [...listing.matchAll(/\[\d+\]: function offset=0x([0-9a-f]+), encoding\[\d+\]=0x([0-9a-f]+)/g)].map((m) => [parseInt(m[1], 16), parseInt(m[2], 16)]);
-    expect(entries.length).toBeGreaterThanOrEqual(2);
-    const { bytes } = unwindSection(EXE);
-    const info = compactUnwindInfo(bytes, 'arm64', null)!;
-    const sentinel = parseInt(/\[\d+\]: function offset=0x([0-9a-f]+), 2nd level page offset=0x00000000/.exec(listing)![1], 16);
-    for (const [i, [fn, encoding]] of entries.entries()) {
-      const next = i + 1 < entries.length ? entries[i + 1][0] : sentinel;
-      for (const at of fn < sentinel ? [fn, next - 4] : [fn]) expect(info.cfiAt(at), `0x${at.toString(16)}`).toBe(fn < sentinel ? compactEncodingRules(encoding, 'arm64') : null);
-    }
-    expect(compactEncodingRules(entries[0][1], 'arm64')).toBe('.cfa: $x29 16 + .ra: .cfa -8 + ^ $x29: .cfa -16 + ^ $x19: .cfa -24 + ^ $x20: .cfa -32 + ^');
-  });
+  it.skipIf(lacks('clang'))(
+    'the committed arm64 executable: every function’s rules are its encoding’s, as llvm-objdump --unwind-info lists them',
+    () => {
+      const listing = execFileSync('llvm-objdump', ['--unwind-info', EXE]).toString();
+      const entries = [
+        ...listing.matchAll(/\[\d+\]: function offset=0x([0-9a-f]+), encoding\[\d+\]=0x([0-9a-f]+)/g),
+      ].map((m) => [parseInt(m[1], 16), parseInt(m[2], 16)]);
+      expect(entries.length).toBeGreaterThanOrEqual(2);
+      const { bytes } = unwindSection(EXE);
+      const info = compactUnwindInfo(bytes, 'arm64', null)!;
+      const sentinel = parseInt(
+        /\[\d+\]: function offset=0x([0-9a-f]+), 2nd level page offset=0x00000000/.exec(listing)![1],
+        16,
+      );
+      for (const [i, [fn, encoding]] of entries.entries()) {
+        const next = i + 1 < entries.length ? entries[i + 1][0] : sentinel;
+        for (const at of fn < sentinel ? [fn, next - 4] : [fn])
+          expect(info.cfiAt(at), `0x${at.toString(16)}`).toBe(
+            fn < sentinel ? compactEncodingRules(encoding, 'arm64') : null,
+          );
+      }
+      expect(compactEncodingRules(entries[0][1], 'arm64')).toBe(
+        '.cfa: $x29 16 + .ra: .cfa -8 + ^ $x29: .cfa -16 + ^ $x19: .cfa -24 + ^ $x20: .cfa -32 + ^',
+      );
+    },
+  );
 
   it('x86_64 encodings: RBP frames with saved registers, frameless functions with their pushes, DWARF and none', () => {
-    expect(compactEncodingRules(RBP_FRAME, 'x86_64')).toBe('.cfa: $rbp 16 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^ $rbx: .cfa -32 + ^ $r12: .cfa -24 + ^');
+    expect(compactEncodingRules(RBP_FRAME, 'x86_64')).toBe(
+      '.cfa: $rbp 16 + .ra: .cfa -8 + ^ $rbp: .cfa -16 + ^ $rbx: .cfa -32 + ^ $r12: .cfa -24 + ^',
+    );
     expect(decodePermutation(2, permutationOf([5, 1]))).toEqual([5, 1]);
-    for (const regs of [[1], [6, 5, 4, 3, 2, 1], [2, 4, 6], [3, 1, 6, 2, 5]]) expect(decodePermutation(regs.length, permutationOf(regs))).toEqual(regs);
-    expect(compactEncodingRules(FRAMELESS, 'x86_64')).toBe('.cfa: $rsp 40 + .ra: .cfa -8 + ^ $r15: .cfa -24 + ^ $rbx: .cfa -16 + ^');
+    for (const regs of [[1], [6, 5, 4, 3, 2, 1], [2, 4, 6], [3, 1, 6, 2, 5]])
+      expect(decodePermutation(regs.length, permutationOf(regs))).toEqual(regs);
+    expect(compactEncodingRules(FRAMELESS, 'x86_64')).toBe(
+      '.cfa: $rsp 40 + .ra: .cfa -8 + ^ $r15: .cfa -24 + ^ $rbx: .cfa -16 + ^',
+    );
     expect(compactEncodingRules(0x04000123, 'x86_64')).toBe('dwarf');
     expect(compactEncodingRules(0x03000000, 'x86_64')).toBeNull(); // stack size read from the code
     expect(compactEncodingRules(0, 'x86_64')).toBeNull();
@@ -107,10 +166,32 @@ describe('Mach-O compact unwind', () => {
 
   it('regular and compressed pages, page-local encodings, the sentinel, and DWARF deferral', () => {
     const dwarf = { cfiAt: (rel: number) => (rel === 0x3010 ? '.cfa: $rsp 8 + .ra: .cfa -8 + ^' : null) };
-    const bytes = section([RBP_FRAME, FRAMELESS], [
-      [0x1000, regularPage([[0x1000, RBP_FRAME], [0x1100, 0], [0x1200, FRAMELESS]])],
-      [0x3000, compressedPage(0x3000, [[0x3000, 1], [0x3010, 2], [0x3080, 3]], [0x04000040, RBP_FRAME])],
-    ], 0x4000);
+    const bytes = section(
+      [RBP_FRAME, FRAMELESS],
+      [
+        [
+          0x1000,
+          regularPage([
+            [0x1000, RBP_FRAME],
+            [0x1100, 0],
+            [0x1200, FRAMELESS],
+          ]),
+        ],
+        [
+          0x3000,
+          compressedPage(
+            0x3000,
+            [
+              [0x3000, 1],
+              [0x3010, 2],
+              [0x3080, 3],
+            ],
+            [0x04000040, RBP_FRAME],
+          ),
+        ],
+      ],
+      0x4000,
+    );
     const info = compactUnwindInfo(bytes, 'x86_64', dwarf)!;
     expect(info.cfiAt(0xfff)).toBeNull();
     expect(info.cfiAt(0x1000)).toBe(compactEncodingRules(RBP_FRAME, 'x86_64'));
@@ -129,17 +210,49 @@ describe('Mach-O compact unwind', () => {
   });
 
   it('an arm64 frameless leaf: its caller from x30, then the frame chain', () => {
-    const bytes = section([0x02001000, 0x04000000], [[0x1000, regularPage([[0x1000, 0x02001000], [0x1100, 0x04000000]])]], 0x2000);
+    const bytes = section(
+      [0x02001000, 0x04000000],
+      [
+        [
+          0x1000,
+          regularPage([
+            [0x1000, 0x02001000],
+            [0x1100, 0x04000000],
+          ]),
+        ],
+      ],
+      0x2000,
+    );
     const info = compactUnwindInfo(bytes, 'arm64', null)!;
     const mem = words([0x1000b0, 0x100001180], 8); // at 0x1000a0: the caller's frame record
     const dump: Minidump = {
-      bytes: mem, timestamp: 0, system: null, threads: [], exception: null, processId: null,
-      modules: [{ base: 0x100000000, size: 0x10000, name: 'App', debugId: 'u', age: 0, codeId: '', debugFile: '', type: 'macho' }],
+      bytes: mem,
+      timestamp: 0,
+      system: null,
+      threads: [],
+      exception: null,
+      processId: null,
+      modules: [
+        {
+          base: 0x100000000,
+          size: 0x10000,
+          name: 'App',
+          debugId: 'u',
+          age: 0,
+          codeId: '',
+          debugFile: '',
+          type: 'macho',
+        },
+      ],
       memory: [{ start: 0x1000a0, size: 16, rva: 0 }],
     };
     // The leaf at 0x1010 with 16 bytes of stack; it was called from 0x1104, whose frame record is at x29.
     const context = contextOf('arm64', { pc: 0x100001010, sp: 0x100080, x29: 0x1000a0, x30: 0x100001104 });
     const frames = walkThread(dump, 'arm64', context, () => info);
-    expect(frames.map((f) => [f.pc.toString(16), f.trust])).toEqual([['100001010', 'context'], ['100001104', 'cfi'], ['100001180', 'cfi']]);
+    expect(frames.map((f) => [f.pc.toString(16), f.trust])).toEqual([
+      ['100001010', 'context'],
+      ['100001104', 'cfi'],
+      ['100001180', 'cfi'],
+    ]);
   });
 });

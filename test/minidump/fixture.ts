@@ -9,7 +9,7 @@ export const BREAKPAD_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.
 const TRUST: Record<string, string> = {
   'given as instruction pointer in context': 'context',
   'call frame info': 'cfi',
-  'previous frame\'s frame pointer': 'fp',
+  "previous frame's frame pointer": 'fp',
   'stack scanning': 'scan',
 };
 
@@ -27,4 +27,3 @@ export function stackwalkThreads(report: string): Array<Array<[string, string]>>
   }
   return threads;
 }
-

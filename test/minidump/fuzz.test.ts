@@ -49,8 +49,14 @@ function mutate(bytes: Uint8Array, random: () => number): Uint8Array {
     const at = Math.floor(random() * out.length);
     const kind = random();
     if (kind < 0.4) out[at] = Math.floor(random() * 256);
-    else if (kind < 0.7 && at + 4 <= out.length) new DataView(out.buffer).setUint32(at, [0, 0xffffffff, 0x7fffffff, 0x10000, Math.floor(random() * 2 ** 32)][Math.floor(random() * 5)], true);
-    else if (kind < 0.85) out.fill(Math.floor(random() * 256), at, Math.min(out.length, at + Math.floor(random() * 64)));
+    else if (kind < 0.7 && at + 4 <= out.length)
+      new DataView(out.buffer).setUint32(
+        at,
+        [0, 0xffffffff, 0x7fffffff, 0x10000, Math.floor(random() * 2 ** 32)][Math.floor(random() * 5)],
+        true,
+      );
+    else if (kind < 0.85)
+      out.fill(Math.floor(random() * 256), at, Math.min(out.length, at + Math.floor(random() * 64)));
     else out = out.slice(0, Math.max(1, at));
   }
   return out;
@@ -62,7 +68,14 @@ const bp = (name: string) => new Uint8Array(fs.readFileSync(path.join(BREAKPAD_F
 describe('native fuzzing', () => {
   it(`ELF: ${CASES} mutations of real files end as 400 or an index, each within a bounded time`, async () => {
     const random = rng(SEED);
-    const originals = ['x86_64-dwarf5.so', 'aarch64-dwarf4.so', 'armv7-thumb.so', 'aarch64-split.so.debug', 'x86_64-gz.so', 'x86_64-zdebug.so'].map(elf);
+    const originals = [
+      'x86_64-dwarf5.so',
+      'aarch64-dwarf4.so',
+      'armv7-thumb.so',
+      'aarch64-split.so.debug',
+      'x86_64-gz.so',
+      'x86_64-zdebug.so',
+    ].map(elf);
     const outcomes = { refused: 0, indexed: 0 };
     for (let i = 0; i < CASES; i++) {
       const bytes = mutate(originals[i % originals.length], random);
@@ -111,7 +124,8 @@ describe('native fuzzing', () => {
       const started = performance.now();
       try {
         const { event } = processMinidump(bytes, () => info);
-        for (const t of (event.threads as any).values) expect((t.stacktrace?.frames ?? []).length).toBeLessThanOrEqual(MAX_FRAMES);
+        for (const t of (event.threads as any).values)
+          expect((t.stacktrace?.frames ?? []).length).toBeLessThanOrEqual(MAX_FRAMES);
         outcomes.walked++;
       } catch (err) {
         if (!(err instanceof BadMinidump)) throw new Error(`case ${i}: ${String(err)}`);
@@ -166,18 +180,54 @@ describe('native fuzzing', () => {
 
   it(`STACK WIN: ${CASES} mutated program strings walk an x86 Windows dump within bounds, never throw`, () => {
     const random = rng(SEED + 6);
-    const tokens = ['$T0', '$ebp', '$esp', '$eip', '$ebx', '.raSearch', '.cbSavedRegs', '=', '^', '+', '-', '*', '/', '%', '@', '4', '8', '-4', '0', 'x'];
+    const tokens = [
+      '$T0',
+      '$ebp',
+      '$esp',
+      '$eip',
+      '$ebx',
+      '.raSearch',
+      '.cbSavedRegs',
+      '=',
+      '^',
+      '+',
+      '-',
+      '*',
+      '/',
+      '%',
+      '@',
+      '4',
+      '8',
+      '-4',
+      '0',
+      'x',
+    ];
     const stack = new Uint8Array(0x100);
     new DataView(stack.buffer).setUint32(0x14, 0x401020, true);
     const dump = writeMinidump({
-      arch: 'x86', os: 'windows',
+      arch: 'x86',
+      os: 'windows',
       threads: [{ id: 1, regs: { eip: 0x401010, esp: 0x8000, ebp: 0x8010 }, stack: { start: 0x8000, bytes: stack } }],
-      modules: [{ base: 0x400000, size: 0x10000, name: 'app.exe', pdb: { guid: '3249d99d-0c40-4931-8610-f4e4fb0b6936', age: 1, file: 'app.pdb' } }],
+      modules: [
+        {
+          base: 0x400000,
+          size: 0x10000,
+          name: 'app.exe',
+          pdb: { guid: '3249d99d-0c40-4931-8610-f4e4fb0b6936', age: 1, file: 'app.pdb' },
+        },
+      ],
     });
     for (let i = 0; i < CASES; i++) {
-      const program = Array.from({ length: 1 + Math.floor(random() * 30) }, () => tokens[Math.floor(random() * tokens.length)]).join(' ');
+      const program = Array.from(
+        { length: 1 + Math.floor(random() * 30) },
+        () => tokens[Math.floor(random() * tokens.length)],
+      ).join(' ');
       const sizes = Array.from({ length: 3 }, () => Math.floor(random() * 0x10000).toString(16));
-      const reader = readBreakpadUnwind(new TextEncoder().encode(`MODULE windows x86 3249D99D0C4049318610F4E4FB0B69361 app.pdb\nSTACK WIN 4 0 10000 0 0 ${sizes.join(' ')} 0 1 ${program}\n`));
+      const reader = readBreakpadUnwind(
+        new TextEncoder().encode(
+          `MODULE windows x86 3249D99D0C4049318610F4E4FB0B69361 app.pdb\nSTACK WIN 4 0 10000 0 0 ${sizes.join(' ')} 0 1 ${program}\n`,
+        ),
+      );
       const info = breakpadUnwindInfo(reader, null);
       const { event } = processMinidump(dump, () => info);
       for (const t of (event.threads as any).values) expect(t.stacktrace.frames.length).toBeLessThanOrEqual(MAX_FRAMES);

@@ -20,14 +20,22 @@ function minidumpEnvelope(id: string, event: object, dump: Uint8Array, filename 
   return Buffer.concat([
     Buffer.from(`${JSON.stringify({ event_id: id })}\n${JSON.stringify({ type: 'event', length: payload.length })}\n`),
     payload,
-    Buffer.from(`\n${JSON.stringify({ type: 'attachment', length: dump.byteLength, attachment_type: 'event.minidump', filename })}\n`),
+    Buffer.from(
+      `\n${JSON.stringify({ type: 'attachment', length: dump.byteLength, attachment_type: 'event.minidump', filename })}\n`,
+    ),
     Buffer.from(dump),
   ]);
 }
 
 const read = (name: string) => new Uint8Array(fs.readFileSync(path.join(BREAKPAD_FIXTURES, name)));
 
-function uploadMinidump(t: TestServer, project: ProjectRow, dump: Uint8Array, fields: Record<string, string>, key = project.dsn_key): Promise<Response> {
+function uploadMinidump(
+  t: TestServer,
+  project: ProjectRow,
+  dump: Uint8Array,
+  fields: Record<string, string>,
+  key = project.dsn_key,
+): Promise<Response> {
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
   form.append('upload_file_minidump', new Blob([Buffer.from(dump)]), 'crash.dmp');
@@ -46,7 +54,9 @@ async function expectCrash(t: TestServer, project: ProjectRow, id: string) {
   expect(exception.type).toBe('SIGSEGV');
   expect(exception.value).toBe('Fatal Error: SIGSEGV / SEGV_MAPERR at 0x0');
   const frames = exception.stacktrace?.frames ?? exception.frames;
-  expect(frames.map((f: any) => ({ instruction_addr: f.instruction_addr, trust: f.trust }))).toEqual(expectedCrashedThread());
+  expect(frames.map((f: any) => ({ instruction_addr: f.instruction_addr, trust: f.trust }))).toEqual(
+    expectedCrashedThread(),
+  );
   // Symbolicated from the uploaded .sym: the crash two calls deep.
   const names = detail.exceptions[0].symbolicated_frames.map((f: any) => f.function).filter(Boolean);
   expect(names.slice(-3)).toEqual(['main', 'middle', 'crash_here']);
@@ -64,8 +74,16 @@ describe.each(dialects)('minidumps on %s', (dialect) => {
 
   it('the minidump route: walked, symbolicated, with the sentry[...] fields as event data', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'breakpad', release: 'crasher@1', files: [{ name: 'crasher.sym', data: read('crasher.sym') }] });
-    const res = await uploadMinidump(t, project, read('crash.dmp'), { 'sentry[release]': 'crasher@1', 'sentry[tags][flavour]': 'breakpad', 'sentry[user][id]': 'u1' });
+    await uploadOk(t, project, {
+      kind: 'breakpad',
+      release: 'crasher@1',
+      files: [{ name: 'crasher.sym', data: read('crasher.sym') }],
+    });
+    const res = await uploadMinidump(t, project, read('crash.dmp'), {
+      'sentry[release]': 'crasher@1',
+      'sentry[tags][flavour]': 'breakpad',
+      'sentry[user][id]': 'u1',
+    });
     expect(res.status).toBe(200);
     const { id } = (await res.json()) as { id: string };
     const detail = await expectCrash(t, project, id);
@@ -75,21 +93,33 @@ describe.each(dialects)('minidumps on %s', (dialect) => {
 
   it('with the program uploaded as an ELF file instead: its .eh_frame walks the crash, its symbol table names it', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'elf', release: 'crasher@1', files: [{ name: 'crasher', data: read('crasher') }] });
+    await uploadOk(t, project, {
+      kind: 'elf',
+      release: 'crasher@1',
+      files: [{ name: 'crasher', data: read('crasher') }],
+    });
     const res = await uploadMinidump(t, project, read('crash.dmp'), { 'sentry[release]': 'crasher@1' });
     expect(res.status).toBe(200);
     const detail = await eventDetail(t, project, ((await res.json()) as { id: string }).id);
     const exception = detail.exceptions[0];
     const frames = [...(exception.stacktrace?.frames ?? exception.frames)].reverse();
-    expect(frames.slice(0, 4).map((f: any) => ({ instruction_addr: f.instruction_addr, trust: f.trust }))).toEqual([...expectedCrashedThread()].reverse().slice(0, 4));
+    expect(frames.slice(0, 4).map((f: any) => ({ instruction_addr: f.instruction_addr, trust: f.trust }))).toEqual(
+      [...expectedCrashedThread()].reverse().slice(0, 4),
+    );
     const names = exception.symbolicated_frames.map((f: any) => f.function).filter(Boolean);
     expect(names.slice(-3)).toEqual(['main', 'middle', 'crash_here']);
   });
 
   it('a `sentry` JSON field works the same; a file that is not a minidump is 400 and stores nothing', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'breakpad', release: 'crasher@1', files: [{ name: 'crasher.sym', data: read('crasher.sym') }] });
-    const res = await uploadMinidump(t, project, read('crash.dmp'), { sentry: JSON.stringify({ release: 'crasher@1', environment: 'qa' }) });
+    await uploadOk(t, project, {
+      kind: 'breakpad',
+      release: 'crasher@1',
+      files: [{ name: 'crasher.sym', data: read('crasher.sym') }],
+    });
+    const res = await uploadMinidump(t, project, read('crash.dmp'), {
+      sentry: JSON.stringify({ release: 'crasher@1', environment: 'qa' }),
+    });
     expect(res.status).toBe(200);
     await expectCrash(t, project, ((await res.json()) as { id: string }).id);
     for (const bad of [new TextEncoder().encode('not a minidump'), read('crash.dmp').slice(0, 40)]) {
@@ -103,14 +133,26 @@ describe.each(dialects)('minidumps on %s', (dialect) => {
 
   it('an envelope’s event.minidump attachment becomes its event; a broken one leaves the event as sent', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'breakpad', release: 'crasher@1', files: [{ name: 'crasher.sym', data: read('crasher.sym') }] });
+    await uploadOk(t, project, {
+      kind: 'breakpad',
+      release: 'crasher@1',
+      files: [{ name: 'crasher.sym', data: read('crasher.sym') }],
+    });
     const id = eventId();
-    const body = minidumpEnvelope(id, { event_id: id, release: 'crasher@1', platform: 'native', tags: { via: 'envelope' } }, read('crash.dmp'));
+    const body = minidumpEnvelope(
+      id,
+      { event_id: id, release: 'crasher@1', platform: 'native', tags: { via: 'envelope' } },
+      read('crash.dmp'),
+    );
     expect((await post(t, project, body)).status).toBe(200);
     await expectCrash(t, project, id);
 
     const other = eventId();
-    const broken = minidumpEnvelope(other, { event_id: other, message: 'kept as sent', platform: 'native' }, new TextEncoder().encode('MDMP but not really'));
+    const broken = minidumpEnvelope(
+      other,
+      { event_id: other, message: 'kept as sent', platform: 'native' },
+      new TextEncoder().encode('MDMP but not really'),
+    );
     expect((await post(t, project, broken)).status).toBe(200);
     expect((await eventDetail(t, project, other)).exceptions).toEqual([]);
   });

@@ -27,8 +27,15 @@ describe('minidump stack walking equals minidump_stackwalk', () => {
     const dump = readMinidump(read('crash.dmp'));
     const machine = fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk.txt'), 'utf8').split('\n');
     const modules = machine.filter((l) => l.startsWith('Module|')).map((l) => l.split('|'));
-    expect(dump.modules.map((m) => [path.basename(m.name), m.debugId.replace(/-/g, '') + m.age.toString(16), `0x${m.base.toString(16)}`]).sort())
-      .toEqual(modules.map((m) => [m[1], m[4].toLowerCase(), m[5]]).sort());
+    expect(
+      dump.modules
+        .map((m) => [
+          path.basename(m.name),
+          m.debugId.replace(/-/g, '') + m.age.toString(16),
+          `0x${m.base.toString(16)}`,
+        ])
+        .sort(),
+    ).toEqual(modules.map((m) => [m[1], m[4].toLowerCase(), m[5]]).sort());
     expect(dump.system).toMatchObject({ arch: 'amd64', os: 'Linux' });
     const { event } = ours(true);
     const exception = (event.exception as any).values[0];
@@ -38,32 +45,50 @@ describe('minidump stack walking equals minidump_stackwalk', () => {
   });
 
   it('with the program’s .sym: every frame of every thread, and how it was found', () => {
-    const expected = stackwalkThreads(fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk-full.txt'), 'utf8'));
+    const expected = stackwalkThreads(
+      fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk-full.txt'), 'utf8'),
+    );
     const { event } = ours(true);
-    const got = (event.threads as any).values.map((t: any) => [...t.stacktrace.frames].reverse().map((f: any) => [f.instruction_addr, f.trust]));
+    const got = (event.threads as any).values.map((t: any) =>
+      [...t.stacktrace.frames].reverse().map((f: any) => [f.instruction_addr, f.trust]),
+    );
     expect(got).toEqual(expected);
     expect(expected[0].map(([, trust]) => trust)).toContain('cfi');
     expect(expected.flat().map(([, trust]) => trust)).toContain('scan');
   });
 
   it('with the program itself (no DWARF, its .eh_frame read): the frames CFI finds are those of its .sym', async () => {
-    const expected = stackwalkThreads(fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk-full.txt'), 'utf8'));
+    const expected = stackwalkThreads(
+      fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk-full.txt'), 'utf8'),
+    );
     const bytes = read('crasher');
     const { elf, index } = await buildElfIndex(bytes);
     const section = elf.sections.find((s) => s.name === '.eh_frame')!;
     const info = {
-      ...ehFrameUnwindInfo(bytes.subarray(section.fileOffset, section.fileOffset + section.size), section.addr, elf.arch, elf.is64, elf.loadAddress)!,
+      ...ehFrameUnwindInfo(
+        bytes.subarray(section.fileOffset, section.fileOffset + section.size),
+        section.addr,
+        elf.arch,
+        elf.is64,
+        elf.loadAddress,
+      )!,
       knows: (() => {
         const idx = new NativeIndex(index);
         return (rel: number) => idx.lookup(rel).some((f) => f.function !== '');
       })(),
     };
     const { event } = processMinidump(read('crash.dmp'), (m) => (m.debugId === elf.debugId ? info : null));
-    const got = (event.threads as any).values.map((t: any) => [...t.stacktrace.frames].reverse().map((f: any) => [f.instruction_addr, f.trust]));
+    const got = (event.threads as any).values.map((t: any) =>
+      [...t.stacktrace.frames].reverse().map((f: any) => [f.instruction_addr, f.trust]),
+    );
     // The frames CFI and the context find are Breakpad's; past them the two symbol sources
     // differ (an ELF symbol has a size, a .sym PUBLIC record runs to the next one), so scans
     // may pick other words, and .eh_frame's undefined return address of _start ends the walk.
-    const cfiPrefix = (frames: Array<[string, string]>) => frames.slice(0, frames.findIndex(([, trust]) => trust === 'scan'));
+    const cfiPrefix = (frames: Array<[string, string]>) =>
+      frames.slice(
+        0,
+        frames.findIndex(([, trust]) => trust === 'scan'),
+      );
     expect(cfiPrefix(got[0])).toEqual(cfiPrefix(expected[0]));
     expect(cfiPrefix(got[0]).map(([, trust]) => trust)).toEqual(['context', 'cfi', 'cfi', 'cfi']);
     expect(got[1]).toEqual(expected[1]);
@@ -71,17 +96,22 @@ describe('minidump stack walking equals minidump_stackwalk', () => {
   });
 
   it('without any symbols: the frames minidump_stackwalk finds by frame pointers and scanning', () => {
-    const lines = fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk-nosyms.txt'), 'utf8').split('\n').filter((l) => /^\d+\|\d+\|/.test(l));
+    const lines = fs
+      .readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.stackwalk-nosyms.txt'), 'utf8')
+      .split('\n')
+      .filter((l) => /^\d+\|\d+\|/.test(l));
     const expected = lines.map((l) => {
       const [thread, , module, , , , offset] = l.split('|');
       return [Number(thread), module, offset];
     });
     const { event } = ours(false);
-    const got = (event.threads as any).values.flatMap((t: any, i: number) => [...t.stacktrace.frames].reverse().map((f: any) => {
-      const pc = BigInt(f.instruction_addr);
-      const base = f.image_addr ? BigInt(f.image_addr) : 0n;
-      return [i, f.package ? path.basename(f.package) : '', `0x${(pc - base).toString(16)}`];
-    }));
+    const got = (event.threads as any).values.flatMap((t: any, i: number) =>
+      [...t.stacktrace.frames].reverse().map((f: any) => {
+        const pc = BigInt(f.instruction_addr);
+        const base = f.image_addr ? BigInt(f.image_addr) : 0n;
+        return [i, f.package ? path.basename(f.package) : '', `0x${(pc - base).toString(16)}`];
+      }),
+    );
     expect(got).toEqual(expected);
   });
 });

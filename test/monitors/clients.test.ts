@@ -15,13 +15,18 @@ const CLIENT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'clients'
 
 function runNode(scenario: string, dsn: string): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLIENT, scenario], { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 }, (err, _stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLIENT, scenario],
+      { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 },
+      (err, _stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr });
+      },
+    );
   });
 }
 
-describe.each(dialects)('real clients\' check-ins (%s)', (dialect) => {
+describe.each(dialects)("real clients' check-ins (%s)", (dialect) => {
   let t: TestServer;
   beforeAll(async () => {
     t = await startTestServer(dialect, { clock: { now: () => Date.now() } });
@@ -37,12 +42,37 @@ describe.each(dialects)('real clients\' check-ins (%s)', (dialect) => {
       const result = await runCli(
         version,
         target,
-        ['monitors', 'run', `nightly-${version}`, '--schedule', '0 3 * * *', '--timezone', 'Europe/Vienna', '--check-in-margin', '5', '--max-runtime', '20', '--', process.execPath, '-e', 'setTimeout(() => {}, 200)'],
+        [
+          'monitors',
+          'run',
+          `nightly-${version}`,
+          '--schedule',
+          '0 3 * * *',
+          '--timezone',
+          'Europe/Vienna',
+          '--check-in-margin',
+          '5',
+          '--max-runtime',
+          '20',
+          '--',
+          process.execPath,
+          '-e',
+          'setTimeout(() => {}, 200)',
+        ],
         { env: { SENTRY_DSN: dsnOf(t, p) } },
       );
       expect(result.code, result.stderr).toBe(0);
       const [m] = await monitorRows(t, p);
-      expect(m).toMatchObject({ slug: `nightly-${version}`, schedule_type: 'crontab', schedule: '0 3 * * *', timezone: 'Europe/Vienna', checkin_margin: 5, max_runtime: 20, health: 'ok', last_status: 'ok' });
+      expect(m).toMatchObject({
+        slug: `nightly-${version}`,
+        schedule_type: 'crontab',
+        schedule: '0 3 * * *',
+        timezone: 'Europe/Vienna',
+        checkin_margin: 5,
+        max_runtime: 20,
+        health: 'ok',
+        last_status: 'ok',
+      });
       const checkins = await checkinRows(t, p);
       expect(checkins.map((c) => [c.status, c.environment])).toEqual([['ok', 'production']]);
       expect(Number(checkins[0].duration_ms)).toBeGreaterThanOrEqual(150);
@@ -50,19 +80,37 @@ describe.each(dialects)('real clients\' check-ins (%s)', (dialect) => {
       expect(detail.checkins[0]).toMatchObject({ status: 'ok', environment: 'production' });
     });
 
-    it('a command that fails: an error check-in, the monitor alert, and the command\'s exit code', async () => {
+    it("a command that fails: an error check-in, the monitor alert, and the command's exit code", async () => {
       const p = await makeProject(t);
       const target = { url: t.url, token: 'unused', project: p.slug };
-      const result = await runCli(version, target, ['monitors', 'run', 'failing', '--schedule', '*/5 * * * *', '--', process.execPath, '-e', 'process.exit(3)'], { env: { SENTRY_DSN: dsnOf(t, p) } });
+      const result = await runCli(
+        version,
+        target,
+        ['monitors', 'run', 'failing', '--schedule', '*/5 * * * *', '--', process.execPath, '-e', 'process.exit(3)'],
+        { env: { SENTRY_DSN: dsnOf(t, p) } },
+      );
       expect(result.code).toBe(3);
       expect((await checkinRows(t, p)).map((c) => c.status)).toEqual(['error']);
       expect((await monitorRows(t, p))[0]).toMatchObject({ health: 'failing', failures: 1 });
-      expect(await monitorAlerts(t, p)).toEqual([{ title: 'Monitor failing reported a failure', monitor: 'failing', reason: 'error', failures: 1, environment: 'production' }]);
+      expect(await monitorAlerts(t, p)).toEqual([
+        {
+          title: 'Monitor failing reported a failure',
+          monitor: 'failing',
+          reason: 'error',
+          failures: 1,
+          environment: 'production',
+        },
+      ]);
     });
 
     it('without a schedule for a monitor that does not exist: nothing stored', async () => {
       const p = await makeProject(t);
-      const result = await runCli(version, { url: t.url, token: 'unused', project: p.slug }, ['monitors', 'run', 'ghost', '--', process.execPath, '-e', '0'], { env: { SENTRY_DSN: dsnOf(t, p) } });
+      const result = await runCli(
+        version,
+        { url: t.url, token: 'unused', project: p.slug },
+        ['monitors', 'run', 'ghost', '--', process.execPath, '-e', '0'],
+        { env: { SENTRY_DSN: dsnOf(t, p) } },
+      );
       expect(result.code, result.stderr).toBe(0);
       expect(await monitorRows(t, p)).toEqual([]);
       expect(await checkinRows(t, p)).toEqual([]);
@@ -75,7 +123,18 @@ describe.each(dialects)('real clients\' check-ins (%s)', (dialect) => {
     expect(ok.code, ok.stderr).toBe(0);
     expect(fail.code, fail.stderr).toBe(0);
     const monitors = await monitorRows(t, p);
-    expect(monitors.map((m) => [m.slug, m.schedule_type, m.schedule, m.schedule_unit, m.timezone, Number(m.checkin_margin), Number(m.max_runtime), m.last_status])).toEqual([
+    expect(
+      monitors.map((m) => [
+        m.slug,
+        m.schedule_type,
+        m.schedule,
+        m.schedule_unit,
+        m.timezone,
+        Number(m.checkin_margin),
+        Number(m.max_runtime),
+        m.last_status,
+      ]),
+    ).toEqual([
       ['node-fail', 'interval', '10', 'minute', 'Europe/Vienna', 2, 5, 'error'],
       ['node-ok', 'interval', '10', 'minute', 'Europe/Vienna', 2, 5, 'ok'],
     ]);

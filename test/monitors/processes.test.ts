@@ -24,13 +24,32 @@ describe.each(dialects)('faultline alerts checks cron monitors (%s)', (dialect) 
     const database = await createTestDatabase(dialect);
     const env = { DATABASE_URL: database.url, WEBHOOK_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'warn' };
     try {
-      const t = await startTestServer(dialect, { database, clock: new ManualClock(Date.now() - 2 * 3_600_000), env: { WEBHOOK_ALLOW_PRIVATE: 'true' }, serverOptions: { alerts: false } });
+      const t = await startTestServer(dialect, {
+        database,
+        clock: new ManualClock(Date.now() - 2 * 3_600_000),
+        env: { WEBHOOK_ALLOW_PRIVATE: 'true' },
+        serverOptions: { alerts: false },
+      });
       const slugs = Array.from({ length: 12 }, (_, i) => `job-${i}`);
       const p = await apiProject(t, 'Cron app');
       try {
         await addWebhook(t, p, `${hook.url}/${p.slug}`);
-        expect((await t.api(`/api/projects/${p.slug}/alerts/monitor`, { method: 'PATCH', json: { cooldown_minutes: 0 } })).status).toBe(200);
-        expect(await sendCheckIns(t, p, slugs.map((slug) => ({ check_in_id: crypto.randomUUID(), monitor_slug: slug, status: 'ok', monitor_config: HOURLY })))).toBe(200);
+        expect(
+          (await t.api(`/api/projects/${p.slug}/alerts/monitor`, { method: 'PATCH', json: { cooldown_minutes: 0 } }))
+            .status,
+        ).toBe(200);
+        expect(
+          await sendCheckIns(
+            t,
+            p,
+            slugs.map((slug) => ({
+              check_in_id: crypto.randomUUID(),
+              monitor_slug: slug,
+              status: 'ok',
+              monitor_config: HOURLY,
+            })),
+          ),
+        ).toBe(200);
       } finally {
         await t.close();
       }

@@ -3,30 +3,110 @@
 // at injected times, what a check-in and its monitor_config may say, and the monitor
 // alert as the channels render it.
 import { describe, expect, it } from 'vitest';
-import { InvalidCheckInError, MonitorConfigError, parseCheckIn, parseMonitorConfig, slugifyMonitor } from '../../src/monitors/config.js';
+import {
+  InvalidCheckInError,
+  MonitorConfigError,
+  parseCheckIn,
+  parseMonitorConfig,
+  slugifyMonitor,
+} from '../../src/monitors/config.js';
 import { Schedules, type Schedule } from '../../src/monitors/schedule.js';
 import { monitorAlertPayload } from '../../src/monitors/alert.js';
 import { telegramText, webhookPayload } from '../../src/alerts/channels.js';
 import { summarize } from '../../src/alerts/messages.js';
-import { applyOutcome, deadlineOf, nextAfterCheckIn, nextAfterMiss, timedOut, type Health, type Outcome } from '../../src/monitors/state.js';
+import {
+  applyOutcome,
+  deadlineOf,
+  nextAfterCheckIn,
+  nextAfterMiss,
+  timedOut,
+  type Health,
+  type Outcome,
+} from '../../src/monitors/state.js';
 
 const ok: Health = { health: 'ok', failures: 0, successes: 0 };
-const t = (failure_issue_threshold: number, recovery_threshold: number) => ({ failure_issue_threshold, recovery_threshold });
+const t = (failure_issue_threshold: number, recovery_threshold: number) => ({
+  failure_issue_threshold,
+  recovery_threshold,
+});
 
 describe('applyOutcome', () => {
   const cases: [string, Health, Outcome, ReturnType<typeof t>, Health, string | null][] = [
     ['ok stays ok', ok, 'ok', t(1, 1), ok, null],
-    ['first error opens an incident at threshold 1', ok, 'error', t(1, 1), { health: 'failing', failures: 1, successes: 0 }, 'incident'],
+    [
+      'first error opens an incident at threshold 1',
+      ok,
+      'error',
+      t(1, 1),
+      { health: 'failing', failures: 1, successes: 0 },
+      'incident',
+    ],
     ['a miss opens an incident', ok, 'missed', t(1, 1), { health: 'failing', failures: 1, successes: 0 }, 'incident'],
-    ['a timeout opens an incident', ok, 'timeout', t(1, 1), { health: 'failing', failures: 1, successes: 0 }, 'incident'],
-    ['below the threshold: counted, no incident', ok, 'error', t(3, 1), { health: 'ok', failures: 1, successes: 0 }, null],
-    ['the third failure in a row opens it', { health: 'ok', failures: 2, successes: 0 }, 'missed', t(3, 1), { health: 'failing', failures: 3, successes: 0 }, 'incident'],
+    [
+      'a timeout opens an incident',
+      ok,
+      'timeout',
+      t(1, 1),
+      { health: 'failing', failures: 1, successes: 0 },
+      'incident',
+    ],
+    [
+      'below the threshold: counted, no incident',
+      ok,
+      'error',
+      t(3, 1),
+      { health: 'ok', failures: 1, successes: 0 },
+      null,
+    ],
+    [
+      'the third failure in a row opens it',
+      { health: 'ok', failures: 2, successes: 0 },
+      'missed',
+      t(3, 1),
+      { health: 'failing', failures: 3, successes: 0 },
+      'incident',
+    ],
     ['an ok between failures resets the count', { health: 'ok', failures: 2, successes: 0 }, 'ok', t(3, 1), ok, null],
-    ['failing: another failure is not alerted again', { health: 'failing', failures: 1, successes: 0 }, 'error', t(1, 1), { health: 'failing', failures: 2, successes: 0 }, null],
-    ['failing: one ok recovers at threshold 1', { health: 'failing', failures: 4, successes: 0 }, 'ok', t(1, 1), ok, 'recovery'],
-    ['failing: ok below the recovery threshold', { health: 'failing', failures: 4, successes: 0 }, 'ok', t(1, 2), { health: 'failing', failures: 4, successes: 1 }, null],
-    ['failing: the second ok in a row recovers', { health: 'failing', failures: 4, successes: 1 }, 'ok', t(1, 2), ok, 'recovery'],
-    ['failing: a failure resets the oks in a row', { health: 'failing', failures: 4, successes: 1 }, 'timeout', t(1, 2), { health: 'failing', failures: 5, successes: 0 }, null],
+    [
+      'failing: another failure is not alerted again',
+      { health: 'failing', failures: 1, successes: 0 },
+      'error',
+      t(1, 1),
+      { health: 'failing', failures: 2, successes: 0 },
+      null,
+    ],
+    [
+      'failing: one ok recovers at threshold 1',
+      { health: 'failing', failures: 4, successes: 0 },
+      'ok',
+      t(1, 1),
+      ok,
+      'recovery',
+    ],
+    [
+      'failing: ok below the recovery threshold',
+      { health: 'failing', failures: 4, successes: 0 },
+      'ok',
+      t(1, 2),
+      { health: 'failing', failures: 4, successes: 1 },
+      null,
+    ],
+    [
+      'failing: the second ok in a row recovers',
+      { health: 'failing', failures: 4, successes: 1 },
+      'ok',
+      t(1, 2),
+      ok,
+      'recovery',
+    ],
+    [
+      'failing: a failure resets the oks in a row',
+      { health: 'failing', failures: 4, successes: 1 },
+      'timeout',
+      t(1, 2),
+      { health: 'failing', failures: 5, successes: 0 },
+      null,
+    ],
   ];
   it.each(cases)('%s', (_name, before, outcome, thresholds, after, transition) => {
     expect(applyOutcome(before, outcome, thresholds)).toEqual({ next: after, transition });
@@ -48,7 +128,12 @@ describe('schedules', () => {
   });
 
   it('interval: after the last check-in, months by the calendar', () => {
-    const every = (value: number, unit: Schedule['unit']): Schedule => ({ type: 'interval', value: String(value), unit, timezone: 'UTC' });
+    const every = (value: number, unit: Schedule['unit']): Schedule => ({
+      type: 'interval',
+      value: String(value),
+      unit,
+      timezone: 'UTC',
+    });
     expect(s.next(every(10, 'minute'), at('2026-01-01T10:03:00Z'))).toBe(at('2026-01-01T10:13:00Z'));
     expect(s.next(every(2, 'hour'), at('2026-01-01T10:03:00Z'))).toBe(at('2026-01-01T12:03:00Z'));
     expect(s.next(every(1, 'week'), at('2026-01-01T00:00:00Z'))).toBe(at('2026-01-08T00:00:00Z'));
@@ -66,15 +151,19 @@ describe('schedules', () => {
     expect(nextAfterMiss(s, hourly, expected, 5, at('2026-01-02T08:04:00Z'))).toBe(at('2026-01-02T08:00:00Z'));
     expect(nextAfterMiss(s, hourly, expected, 5, at('2026-01-02T08:06:00Z'))).toBe(at('2026-01-02T09:00:00Z'));
     // An early check-in never pulls the schedule back.
-    expect(nextAfterCheckIn(s, hourly, at('2026-01-01T10:59:58Z'), at('2026-01-01T12:00:00Z'))).toBe(at('2026-01-01T12:00:00Z'));
-    expect(nextAfterCheckIn(s, hourly, at('2026-01-01T11:00:03Z'), at('2026-01-01T11:00:00Z'))).toBe(at('2026-01-01T12:00:00Z'));
+    expect(nextAfterCheckIn(s, hourly, at('2026-01-01T10:59:58Z'), at('2026-01-01T12:00:00Z'))).toBe(
+      at('2026-01-01T12:00:00Z'),
+    );
+    expect(nextAfterCheckIn(s, hourly, at('2026-01-01T11:00:03Z'), at('2026-01-01T11:00:00Z'))).toBe(
+      at('2026-01-01T12:00:00Z'),
+    );
     expect(timedOut(at('2026-01-01T11:00:00Z'), 30, at('2026-01-01T11:29:59Z'))).toBe(false);
     expect(timedOut(at('2026-01-01T11:00:00Z'), 30, at('2026-01-01T11:30:00Z'))).toBe(true);
   });
 });
 
 describe('check-ins and monitor_config', () => {
-  it('fills in Sentry\'s defaults and slugifies', () => {
+  it("fills in Sentry's defaults and slugifies", () => {
     expect(parseMonitorConfig({ schedule: { type: 'crontab', value: ' 0  3 * * * ' } })).toEqual({
       schedule: { type: 'crontab', value: '0 3 * * *', unit: null, timezone: 'UTC' },
       checkin_margin: 1,
@@ -82,7 +171,13 @@ describe('check-ins and monitor_config', () => {
       failure_issue_threshold: 1,
       recovery_threshold: 1,
     });
-    expect(parseCheckIn({ monitor_slug: 'Nightly Backup!', status: 'in_progress', check_in_id: '83a7c03e-d0a0-4e1b-97e2-e3b18d38f244' })).toMatchObject({
+    expect(
+      parseCheckIn({
+        monitor_slug: 'Nightly Backup!',
+        status: 'in_progress',
+        check_in_id: '83a7c03e-d0a0-4e1b-97e2-e3b18d38f244',
+      }),
+    ).toMatchObject({
       slug: 'nightly-backup',
       checkInId: '83a7c03ed0a04e1b97e2e3b18d38f244',
       status: 'in_progress',
@@ -98,10 +193,19 @@ describe('check-ins and monitor_config', () => {
     [{ schedule: { type: 'interval', value: 0, unit: 'minute' } }, /positive whole number/],
     [{ schedule: { type: 'interval', value: 5, unit: 'fortnight' } }, /schedule.unit must be one of/],
     [{ schedule: { type: 'weekly' } }, /schedule must be/],
-    [{ schedule: { type: 'crontab', value: '0 * * * *' }, checkin_margin: -5 }, /checkin_margin must be between 1 and 40320/],
+    [
+      { schedule: { type: 'crontab', value: '0 * * * *' }, checkin_margin: -5 },
+      /checkin_margin must be between 1 and 40320/,
+    ],
     [{ schedule: { type: 'crontab', value: '0 * * * *' }, max_runtime: 1.5 }, /max_runtime must be a whole number/],
-    [{ schedule: { type: 'crontab', value: '0 * * * *' }, failure_issue_threshold: 0 }, /failure_issue_threshold must be between 1 and 720/],
-    [{ schedule: { type: 'crontab', value: '0 * * * *' }, timezone: 'Mars/Olympus' }, /timezone: "Mars\/Olympus" is not a time zone name/],
+    [
+      { schedule: { type: 'crontab', value: '0 * * * *' }, failure_issue_threshold: 0 },
+      /failure_issue_threshold must be between 1 and 720/,
+    ],
+    [
+      { schedule: { type: 'crontab', value: '0 * * * *' }, timezone: 'Mars/Olympus' },
+      /timezone: "Mars\/Olympus" is not a time zone name/,
+    ],
     [[], /monitor_config must be an object/],
   ])('malformed monitor_config %j', (config, message) => {
     expect(() => parseMonitorConfig(config)).toThrow(MonitorConfigError);
@@ -120,13 +224,22 @@ describe('check-ins and monitor_config', () => {
   });
 });
 
-describe('the monitor alert in the channels\' messages', () => {
+describe("the monitor alert in the channels' messages", () => {
   const project = { slug: 'shop', name: 'Shop' };
   const at = Date.parse('2030-06-03T10:05:00Z');
 
   it('webhook, Telegram and the summary the provider messages are built from name the monitor and link to its page', () => {
-    const payload = monitorAlertPayload('nightly', 'incident', 'missed', { failures: 1, expectedAt: Date.parse('2030-06-03T10:00:00Z') });
-    expect(payload).toEqual({ title: 'Monitor nightly missed a check-in', monitor: 'nightly', reason: 'missed', failures: 1, expected_at: '2030-06-03T10:00:00.000Z' });
+    const payload = monitorAlertPayload('nightly', 'incident', 'missed', {
+      failures: 1,
+      expectedAt: Date.parse('2030-06-03T10:00:00Z'),
+    });
+    expect(payload).toEqual({
+      title: 'Monitor nightly missed a check-in',
+      monitor: 'nightly',
+      reason: 'missed',
+      failures: 1,
+      expected_at: '2030-06-03T10:00:00.000Z',
+    });
     const content = { ...payload, type: 'monitor' as const, triggered_at: at };
     expect(webhookPayload(content, project, 'https://errors.example')).toEqual({
       type: 'monitor',
@@ -137,11 +250,23 @@ describe('the monitor alert in the channels\' messages', () => {
       reason: 'missed',
       triggered_at: '2030-06-03T10:05:00.000Z',
     });
-    expect(telegramText(content, project, 'https://errors.example')).toBe('Cron monitor in Shop (shop)\nMonitor nightly missed a check-in\nhttps://errors.example/shop/monitors/nightly');
+    expect(telegramText(content, project, 'https://errors.example')).toBe(
+      'Cron monitor in Shop (shop)\nMonitor nightly missed a check-in\nhttps://errors.example/shop/monitors/nightly',
+    );
     const summary = summarize(content, project, 'https://errors.example');
-    expect(summary).toMatchObject({ headline: 'Cron monitor in Shop', title: 'Monitor nightly missed a check-in', url: 'https://errors.example/shop/monitors/nightly' });
+    expect(summary).toMatchObject({
+      headline: 'Cron monitor in Shop',
+      title: 'Monitor nightly missed a check-in',
+      url: 'https://errors.example/shop/monitors/nightly',
+    });
     expect(summary.facts).toContainEqual({ name: 'Monitor', value: 'nightly' });
     const recovered = monitorAlertPayload('nightly', 'recovery', 'ok', { failures: 1, environment: 'production' });
-    expect(recovered).toEqual({ title: 'Monitor nightly recovered', monitor: 'nightly', reason: 'recovered', failures: 1, environment: 'production' });
+    expect(recovered).toEqual({
+      title: 'Monitor nightly recovered',
+      monitor: 'nightly',
+      reason: 'recovered',
+      failures: 1,
+      environment: 'production',
+    });
   });
 });

@@ -43,7 +43,8 @@ describe.skipIf(lacks('clang'))('native fixtures rebuilt by this machine’s LLV
     const files = Object.keys(nativeAnswers(root).answers);
     expect(files.length).toBeGreaterThanOrEqual(12);
     // Inline chains three deep in the arm64 dSYM prove the comparison covers inlining.
-    for (const rel of files) expect(compareWithLlvm(path.join(root, rel), { root })).toBeGreaterThanOrEqual(rel.startsWith('dsym/') ? 3 : 1);
+    for (const rel of files)
+      expect(compareWithLlvm(path.join(root, rel), { root })).toBeGreaterThanOrEqual(rel.startsWith('dsym/') ? 3 : 1);
   });
 
   it('and with C++ names demangled as llvm-symbolizer demangles them', async () => {
@@ -66,7 +67,9 @@ describe.skipIf(lacks('clang'))('ELF fixtures rebuilt by this machine’s clang 
     for (const name of ELF_NAMES) {
       // The stripped object's answers come from its debug file (llvm-symbolizer follows .gnu_debuglink).
       const from: ElfName = name === 'aarch64-split.so' ? 'aarch64-split.so.debug' : name;
-      const index = new NativeIndex((await buildElfIndex(new Uint8Array(fs.readFileSync(path.join(root, from))))).index);
+      const index = new NativeIndex(
+        (await buildElfIndex(new Uint8Array(fs.readFileSync(path.join(root, from))))).index,
+      );
       compareElfWithLlvm(index, name, { root });
     }
   });
@@ -82,7 +85,8 @@ describe.skipIf(lacks('clang'))('.debug_frame fixtures rebuilt by this machine�
   });
 
   it('our CFI reader answers as llvm-dwarfdump at every row of every fresh build', async () => {
-    for (const name of DEBUG_FRAME_NAMES) expect(await compareDebugFrameWithDwarfdump(name, path.join(out, 'debug-frame'))).toBeGreaterThan(10);
+    for (const name of DEBUG_FRAME_NAMES)
+      expect(await compareDebugFrameWithDwarfdump(name, path.join(out, 'debug-frame'))).toBeGreaterThan(10);
   });
 });
 
@@ -104,6 +108,8 @@ describe.skipIf(lacks('java', 'proguard'))('the Java fixture rebuilt by this mac
     const mapping = new ProguardMapping(new Uint8Array(fx.mapping));
     expect(remapExceptionType(mapping, fx.exceptionType, undefined)).toEqual({ type: fx.retracedType });
     const frames = fx.frames.flatMap((f) => remapJavaFrame(mapping, { ...f }) ?? [{ ...f }]);
-    expect(frames.map((f) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }))).toEqual(fx.retracedFrames);
+    expect(
+      frames.map((f) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno })),
+    ).toEqual(fx.retracedFrames);
   });
 });

@@ -33,14 +33,21 @@ beforeAll(() => {
   tarball = path.join(temp, packed[0].filename);
   files = packed[0].files.map((f: { path: string }) => f.path);
   const prefix = path.join(temp, 'prefix');
-  run(npm, ['install', '-g', '--prefix', prefix, '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', tarball], temp);
+  run(
+    npm,
+    ['install', '-g', '--prefix', prefix, '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', tarball],
+    temp,
+  );
   const installed = path.join(prefix, 'lib/node_modules/faultline/node_modules/better-sqlite3');
   const local = path.join(REPO, 'node_modules/better-sqlite3');
   expect(JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')).version).toBe(
     JSON.parse(fs.readFileSync(path.join(local, 'package.json'), 'utf8')).version,
   );
   fs.mkdirSync(path.join(installed, 'build/Release'), { recursive: true });
-  fs.copyFileSync(path.join(local, 'build/Release/better_sqlite3.node'), path.join(installed, 'build/Release/better_sqlite3.node'));
+  fs.copyFileSync(
+    path.join(local, 'build/Release/better_sqlite3.node'),
+    path.join(installed, 'build/Release/better_sqlite3.node'),
+  );
   bin = path.join(prefix, 'bin/faultline');
 }, 300_000);
 
@@ -54,9 +61,13 @@ describe('npm package', () => {
     expect(files).toContain('dist/editions/node/batch-thread-worker.js');
     expect(files).toContain('README.md');
     expect(files).toContain('package.json');
-    const stray = files.filter((f) => !f.startsWith('dist/') && f !== 'README.md' && f !== 'package.json' && !/^LICEN[CS]E/i.test(f));
+    const stray = files.filter(
+      (f) => !f.startsWith('dist/') && f !== 'README.md' && f !== 'package.json' && !/^LICEN[CS]E/i.test(f),
+    );
     expect(stray).toEqual([]);
-    expect(files.filter((f) => f.endsWith('.map') || f.endsWith('.ts') || f.startsWith('dist/editions/workers/'))).toEqual([]);
+    expect(
+      files.filter((f) => f.endsWith('.map') || f.endsWith('.ts') || f.startsWith('dist/editions/workers/')),
+    ).toEqual([]);
   });
 
   it('installed globally, `faultline` works from another folder with its data there', async () => {

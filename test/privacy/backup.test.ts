@@ -27,7 +27,10 @@ describe('faultline backup', () => {
     for (let round = 0; round < 20; round++) {
       const events = Array.from({ length: 50 }, (_, i) => ({
         type: 'event',
-        payload: { ...errorEvent({ timestamp: Date.now(), fn: `fn${i % 10}` }), extra: { pad: 'x'.repeat(2000 + round * 10 + i) } },
+        payload: {
+          ...errorEvent({ timestamp: Date.now(), fn: `fn${i % 10}` }),
+          extra: { pad: 'x'.repeat(2000 + round * 10 + i) },
+        },
       }));
       expect((await post(t, p, envelope({}, events))).status).toBe(200);
     }
@@ -42,7 +45,10 @@ describe('faultline backup', () => {
     let sent = 0;
     const load = (async () => {
       while (ingesting) {
-        const events = Array.from({ length: 20 }, (_, i) => ({ type: 'event', payload: errorEvent({ timestamp: Date.now(), fn: `fn${i % 10}` }) }));
+        const events = Array.from({ length: 20 }, (_, i) => ({
+          type: 'event',
+          payload: errorEvent({ timestamp: Date.now(), fn: `fn${i % 10}` }),
+        }));
         expect((await post(t, p, envelope({}, events))).status).toBe(200);
         sent++;
       }
@@ -64,7 +70,10 @@ describe('faultline backup', () => {
     const eventsInCopy = Number((copy.prepare('select count(*) as n from events').get() as { n: number }).n);
     expect((copy.pragma('integrity_check') as { integrity_check: string }[])[0].integrity_check).toBe('ok');
     copy.close();
-    const source = await t.deps.store.db.selectFrom('issues').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const source = await t.deps.store.db
+      .selectFrom('issues')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(issuesInCopy).toBe(Number(source.n));
     expect(issuesInCopy).toBe(10);
     expect(eventsInCopy).toBeGreaterThanOrEqual(1000);

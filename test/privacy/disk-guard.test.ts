@@ -66,7 +66,11 @@ describe.skipIf(!hasFallocate)('MIN_FREE_DISK_MB on a real file system (SQLite)'
     const s = await statfs(dir);
     const freeMb = Math.floor((Number(s.bavail) * Number(s.bsize)) / MB);
     // Low with the ballast, clear by 500 MB without it.
-    t = await startTestServer('sqlite', { database, env: { MIN_FREE_DISK_MB: String(freeMb + 500) }, clock: { now: () => Date.now() } });
+    t = await startTestServer('sqlite', {
+      database,
+      env: { MIN_FREE_DISK_MB: String(freeMb + 500) },
+      clock: { now: () => Date.now() },
+    });
     p = await makeProject(t);
   }, 60_000);
   afterAll(async () => {
@@ -91,8 +95,11 @@ describe.skipIf(!hasFallocate)('MIN_FREE_DISK_MB on a real file system (SQLite)'
     await new Promise((r) => setTimeout(r, DISK_CHECK_MS + 200));
     expect((await fetch(`${t.url}/health`)).status).toBe(200);
     const code = await new Promise<number>((resolve) => {
-      execFile(process.execPath, [CLIENT, 'handled'], { env: { ...process.env, FAULTLINE_DSN: dsnOf(t, p) }, timeout: 30_000 }, (err) =>
-        resolve(err ? Number(err.code ?? -1) : 0),
+      execFile(
+        process.execPath,
+        [CLIENT, 'handled'],
+        { env: { ...process.env, FAULTLINE_DSN: dsnOf(t, p) }, timeout: 30_000 },
+        (err) => resolve(err ? Number(err.code ?? -1) : 0),
       );
     });
     expect(code).toBe(0);

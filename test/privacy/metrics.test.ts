@@ -15,7 +15,12 @@ const API_KEY = 'metrics-test-api-key-0123456789';
 
 /** An envelope carrying a minidump as an `event.minidump` attachment (as sentry-native sends it). */
 function minidumpEnvelope(dump: Uint8Array): Buffer {
-  const header = JSON.stringify({ type: 'attachment', length: dump.length, filename: 'crash.dmp', attachment_type: 'event.minidump' });
+  const header = JSON.stringify({
+    type: 'attachment',
+    length: dump.length,
+    filename: 'crash.dmp',
+    attachment_type: 'event.minidump',
+  });
   return Buffer.concat([Buffer.from(`{}\n${header}\n`), Buffer.from(dump), Buffer.from('\n')]);
 }
 
@@ -31,7 +36,9 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
   const helps = new Set<string>();
   const samples: Sample[] = [];
   const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
-  const sampleLine = new RegExp(`^(${NAME})(?:\\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*",?)*)\\})? (-?[0-9.e+-]+|NaN|\\+Inf|-Inf)$`);
+  const sampleLine = new RegExp(
+    `^(${NAME})(?:\\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*",?)*)\\})? (-?[0-9.e+-]+|NaN|\\+Inf|-Inf)$`,
+  );
   for (const line of text.split('\n')) {
     if (line === '') continue;
     let m = new RegExp(`^# HELP (${NAME}) (.*)$`).exec(line);
@@ -48,7 +55,8 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
     m = sampleLine.exec(line);
     if (!m) throw new Error(`not a valid exposition line: ${JSON.stringify(line)}`);
     const family = m[1].replace(/_(bucket|sum|count|total|created)$/, '');
-    if (!types.has(m[1]) && !types.has(family) && !types.has(m[1].replace(/_(bucket|sum|count)$/, ''))) throw new Error(`sample without TYPE: ${line}`);
+    if (!types.has(m[1]) && !types.has(family) && !types.has(m[1].replace(/_(bucket|sum|count)$/, '')))
+      throw new Error(`sample without TYPE: ${line}`);
     const labels: Record<string, string> = {};
     for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
     const value = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : Number(m[3]);
@@ -72,12 +80,20 @@ describe.each(dialects)('GET /metrics on %s', (dialect) => {
     withToken = await startTestServer(dialect, { env: { API_KEYS: API_KEY, METRICS_TOKEN: 'scrape-token' } });
     p = await makeProject(t);
     for (let i = 0; i < 3; i++) {
-      const res = await post(t, p, envelope({}, [{ type: 'event', payload: errorEvent({ timestamp: Date.now() }) }, { type: 'event', payload: errorEvent({ timestamp: Date.now() }) }]));
+      const res = await post(
+        t,
+        p,
+        envelope({}, [
+          { type: 'event', payload: errorEvent({ timestamp: Date.now() }) },
+          { type: 'event', payload: errorEvent({ timestamp: Date.now() }) },
+        ]),
+      );
       expect(res.status).toBe(200);
     }
     // Two real minidumps and one that is not a minidump.
     const dump = fs.readFileSync(path.join(BREAKPAD_FIXTURES, 'crash.dmp'));
-    for (const body of [dump, dump, Buffer.from('MDMP but not really a minidump')]) expect((await post(t, p, minidumpEnvelope(body))).status).toBe(200);
+    for (const body of [dump, dump, Buffer.from('MDMP but not really a minidump')])
+      expect((await post(t, p, minidumpEnvelope(body))).status).toBe(200);
     expect((await post(t, p, 'x', { key: 'f'.repeat(32) })).status).toBe(401);
     expect((await post(t, p, 'not an envelope header\n')).status).toBe(400);
   }, 60_000);
@@ -105,7 +121,9 @@ describe.each(dialects)('GET /metrics on %s', (dialect) => {
     expect(value(samples, 'faultline_minidump_processing_seconds_count', { result: 'processed' })).toBe(2);
     expect(value(samples, 'faultline_minidump_processing_seconds_count', { result: 'unreadable' })).toBe(1);
     expect(value(samples, 'faultline_minidump_processing_seconds_sum', { result: 'processed' })).toBeGreaterThan(0);
-    const dumps = samples.filter((s) => s.name === 'faultline_minidump_processing_seconds_bucket' && s.labels.result === 'processed');
+    const dumps = samples.filter(
+      (s) => s.name === 'faultline_minidump_processing_seconds_bucket' && s.labels.result === 'processed',
+    );
     for (let i = 1; i < dumps.length; i++) expect(dumps[i].value).toBeGreaterThanOrEqual(dumps[i - 1].value);
     expect(dumps.at(-1)).toMatchObject({ labels: { le: '+Inf' }, value: 2 });
 
@@ -118,14 +136,17 @@ describe.each(dialects)('GET /metrics on %s', (dialect) => {
 
     expect(value(samples, 'faultline_ingest_queue_depth')).toBe(0);
     expect(value(samples, 'faultline_database_bytes')).toBeGreaterThan(0);
-    for (const result of ['pending', 'sent', 'failed']) expect(value(samples, 'faultline_alert_deliveries', { result })).toBe(0);
+    for (const result of ['pending', 'sent', 'failed'])
+      expect(value(samples, 'faultline_alert_deliveries', { result })).toBe(0);
     expect(value(samples, 'faultline_resymbolication_backlog')).toBe(0);
     expect(types.get('faultline_symbolication_seconds')).toBe('histogram');
     expect(value(samples, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
   });
 
   it('with METRICS_TOKEN asks for that token, not an API key; each server has its own registry', async () => {
-    expect((await fetch(`${withToken.url}/metrics`, { headers: { authorization: `Bearer ${API_KEY}` } })).status).toBe(401);
+    expect((await fetch(`${withToken.url}/metrics`, { headers: { authorization: `Bearer ${API_KEY}` } })).status).toBe(
+      401,
+    );
     const res = await fetch(`${withToken.url}/metrics`, { headers: { authorization: 'Bearer scrape-token' } });
     expect(res.status).toBe(200);
     const { samples } = parseExposition(await res.text());

@@ -2,7 +2,15 @@
 // fail Luhn, bearer tokens, PEM keys, nested and array values, pair lists, query
 // strings, form bodies and cookie strings, custom and safe fields, IP removal.
 import { describe, expect, it } from 'vitest';
-import { compileScrubber, DEFAULT_SCRUB_WORDS, FILTERED, luhnValid, maybeSensitive, scrubString, type ScrubSettings } from '../../src/privacy/scrub.js';
+import {
+  compileScrubber,
+  DEFAULT_SCRUB_WORDS,
+  FILTERED,
+  luhnValid,
+  maybeSensitive,
+  scrubString,
+  type ScrubSettings,
+} from '../../src/privacy/scrub.js';
 
 const DEFAULTS: ScrubSettings = { scrub_defaults: true, scrub_ip_addresses: false, scrub_fields: [], safe_fields: [] };
 
@@ -56,11 +64,17 @@ describe('key rules', () => {
     expect(report).toBeNull();
   });
   it('scrub_fields add words; safe_fields exempt exact keys (case-insensitive)', () => {
-    const { event } = scrub({ extra: { ssn: '1', SSN_hash: '2', csrf_token: '3', api_token: '4' } }, { scrub_fields: ['SSN'], safe_fields: ['CSRF_TOKEN'] });
+    const { event } = scrub(
+      { extra: { ssn: '1', SSN_hash: '2', csrf_token: '3', api_token: '4' } },
+      { scrub_fields: ['SSN'], safe_fields: ['CSRF_TOKEN'] },
+    );
     expect(event.extra).toEqual({ ssn: FILTERED, SSN_hash: FILTERED, csrf_token: '3', api_token: FILTERED });
   });
   it('without the defaults only scrub_fields apply, and strings are left alone', () => {
-    const { event } = scrub({ extra: { password: 'p', pin: '1234', card: '4111 1111 1111 1111' } }, { scrub_defaults: false, scrub_fields: ['pin'] });
+    const { event } = scrub(
+      { extra: { password: 'p', pin: '1234', card: '4111 1111 1111 1111' } },
+      { scrub_defaults: false, scrub_fields: ['pin'] },
+    );
     expect(event.extra).toEqual({ password: 'p', pin: FILTERED, card: '4111 1111 1111 1111' });
   });
 });
@@ -82,7 +96,11 @@ describe('value rules in any string', () => {
       '-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----',
       `-----BEGIN RSA PRIVATE KEY-----\n${FILTERED}\n-----END RSA PRIVATE KEY-----`,
     ],
-    ['PEM public key (kept)', '-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----', '-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----'],
+    [
+      'PEM public key (kept)',
+      '-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----',
+      '-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----',
+    ],
   ];
   it.each(cases)('%s', (_name, input, expected) => {
     expect(scrubString(input)).toBe(expected);
@@ -106,15 +124,30 @@ describe('value rules in any string', () => {
 
 describe('stack frames', () => {
   it('scrubs frame variables, not code', () => {
-    const frame = { function: 'charge', context_line: 'charge("4111111111111111")', vars: { password: 'p', card: '4111111111111111', n: 1 } };
-    const { event, report } = scrub({ exception: { values: [{ stacktrace: { frames: [frame] } }] }, threads: { values: [{ stacktrace: { frames: [frame] } }] } });
+    const frame = {
+      function: 'charge',
+      context_line: 'charge("4111111111111111")',
+      vars: { password: 'p', card: '4111111111111111', n: 1 },
+    };
+    const { event, report } = scrub({
+      exception: { values: [{ stacktrace: { frames: [frame] } }] },
+      threads: { values: [{ stacktrace: { frames: [frame] } }] },
+    });
     const expected = { ...frame, vars: { password: FILTERED, card: FILTERED, n: 1 } };
-    expect((event.exception as { values: { stacktrace: { frames: unknown[] } }[] }).values[0].stacktrace.frames[0]).toEqual(expected);
-    expect((event.threads as { values: { stacktrace: { frames: unknown[] } }[] }).values[0].stacktrace.frames[0]).toEqual(expected);
+    expect(
+      (event.exception as { values: { stacktrace: { frames: unknown[] } }[] }).values[0].stacktrace.frames[0],
+    ).toEqual(expected);
+    expect(
+      (event.threads as { values: { stacktrace: { frames: unknown[] } }[] }).values[0].stacktrace.frames[0],
+    ).toEqual(expected);
     expect(report?.paths).toContain('exception.values.0.stacktrace.frames.0.vars.password');
   });
   it('leaves sdk, modules and debug_meta alone', () => {
-    const ev = { sdk: { name: 'x', integrations: ['SessionTiming'] }, modules: { 'express-session': '1.17.3' }, debug_meta: { images: [{ code_file: 'auth.so' }] } };
+    const ev = {
+      sdk: { name: 'x', integrations: ['SessionTiming'] },
+      modules: { 'express-session': '1.17.3' },
+      debug_meta: { images: [{ code_file: 'auth.so' }] },
+    };
     expect(scrub(ev).event).toEqual(ev);
   });
 });
@@ -134,7 +167,14 @@ describe('breadcrumbs', () => {
       session_token: 't',
     };
     const { event, report } = scrub({ breadcrumbs: wrap([crumb]) });
-    const out = wrap([{ ...crumb, message: `paid with ${FILTERED}`, data: { url: '/login', password: FILTERED }, session_token: FILTERED }]);
+    const out = wrap([
+      {
+        ...crumb,
+        message: `paid with ${FILTERED}`,
+        data: { url: '/login', password: FILTERED },
+        session_token: FILTERED,
+      },
+    ]);
     expect(event.breadcrumbs).toEqual(out);
     expect(report?.paths).toEqual([`${prefix}.message`, `${prefix}.data.password`, `${prefix}.session_token`]);
   });
@@ -145,12 +185,22 @@ describe('request parts', () => {
     const { event, report } = scrub({
       request: {
         headers: { Authorization: 'Bearer t', Cookie: 'sid=1', 'User-Agent': 'node' },
-        env: { headers: [['X-Api-Key', 'k'], ['Accept', 'json']] },
+        env: {
+          headers: [
+            ['X-Api-Key', 'k'],
+            ['Accept', 'json'],
+          ],
+        },
       },
     });
     expect(event.request).toEqual({
       headers: { Authorization: FILTERED, Cookie: FILTERED, 'User-Agent': 'node' },
-      env: { headers: [['X-Api-Key', FILTERED], ['Accept', 'json']] },
+      env: {
+        headers: [
+          ['X-Api-Key', FILTERED],
+          ['Accept', 'json'],
+        ],
+      },
     });
     expect(report?.total).toBe(3);
   });
@@ -159,16 +209,28 @@ describe('request parts', () => {
       request: {
         url: 'https://x.test/a?token=abc&q=1#frag',
         query_string: 'q=shoes&api_key=123&page=2',
-        env: { query: [['password', 'x'], ['q', 'y']] },
+        env: {
+          query: [
+            ['password', 'x'],
+            ['q', 'y'],
+          ],
+        },
       },
     });
     const r = event.request as Record<string, unknown>;
     expect(r.url).toBe(`https://x.test/a?token=${FILTERED}&q=1#frag`);
     expect(r.query_string).toBe(`q=shoes&api_key=${FILTERED}&page=2`);
-    expect(r.env).toEqual({ query: [['password', FILTERED], ['q', 'y']] });
+    expect(r.env).toEqual({
+      query: [
+        ['password', FILTERED],
+        ['q', 'y'],
+      ],
+    });
   });
   it('form bodies and cookie strings', () => {
-    const { event } = scrub({ request: { data: 'user=bob&password=hunter2&remember=1', cookies: 'theme=dark; sessionid=abc; csrftoken=zz' } });
+    const { event } = scrub({
+      request: { data: 'user=bob&password=hunter2&remember=1', cookies: 'theme=dark; sessionid=abc; csrftoken=zz' },
+    });
     const r = event.request as Record<string, unknown>;
     expect(r.data).toBe(`user=bob&password=${FILTERED}&remember=1`);
     // `cookies` is itself a key word: the whole value goes.
@@ -176,7 +238,11 @@ describe('request parts', () => {
   });
   it('a JSON body is walked as an object', () => {
     const { event } = scrub({ request: { data: { user: 'bob', password: 'p', nested: [{ secret_answer: 'x' }] } } });
-    expect((event.request as Record<string, unknown>).data).toEqual({ user: 'bob', password: FILTERED, nested: [{ secret_answer: FILTERED }] });
+    expect((event.request as Record<string, unknown>).data).toEqual({
+      user: 'bob',
+      password: FILTERED,
+      nested: [{ secret_answer: FILTERED }],
+    });
   });
   it('a form body key that is percent-encoded', () => {
     const { event } = scrub({ request: { data: 'pass%77ord=x&a=b' } });
@@ -186,7 +252,10 @@ describe('request parts', () => {
 
 describe('IP addresses and the report', () => {
   it('scrub_ip_addresses removes the user and request addresses', () => {
-    const { event, report } = scrub({ user: { id: 'u1', ip_address: '10.1.2.3' }, request: { env: { REMOTE_ADDR: '10.1.2.3', SERVER: 'a' } } }, { scrub_ip_addresses: true });
+    const { event, report } = scrub(
+      { user: { id: 'u1', ip_address: '10.1.2.3' }, request: { env: { REMOTE_ADDR: '10.1.2.3', SERVER: 'a' } } },
+      { scrub_ip_addresses: true },
+    );
     expect(event.user).toEqual({ id: 'u1' });
     expect(event.request).toEqual({ env: { SERVER: 'a' } });
     expect(report?.rules).toEqual({ ip: 2 });
@@ -236,9 +305,18 @@ describe('maybeSensitive (the pre-check before the value rules)', () => {
 
   it('finds each word and run at the start, middle and end of longer text', () => {
     const filler = 'loaded 7 rows from orders_1 in 12 ms; ';
-    for (const needle of ['4111 1111 1111 1111', '4111-1111-1111-1', '1234567890123', 'Bearer x', 'bEaReR', '-----BEGIN PRIVATE KEY-----']) {
-      for (const text of [needle + filler, filler + needle + filler, filler + filler + needle]) expect(maybeSensitive(text), text).toBe(true);
+    for (const needle of [
+      '4111 1111 1111 1111',
+      '4111-1111-1111-1',
+      '1234567890123',
+      'Bearer x',
+      'bEaReR',
+      '-----BEGIN PRIVATE KEY-----',
+    ]) {
+      for (const text of [needle + filler, filler + needle + filler, filler + filler + needle])
+        expect(maybeSensitive(text), text).toBe(true);
     }
-    for (const text of [filler.repeat(5), '123456789012 x 123456789012', 'private key', 'bear er']) expect(maybeSensitive(text), text).toBe(false);
+    for (const text of [filler.repeat(5), '123456789012 x 123456789012', 'private key', 'bear er'])
+      expect(maybeSensitive(text), text).toBe(false);
   });
 });

@@ -16,13 +16,27 @@ const CLIENT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'in
 
 function runClient(scenario: string, dsn: string): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLIENT, scenario], { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 }, (err, _stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLIENT, scenario],
+      { env: { ...process.env, FAULTLINE_DSN: dsn }, timeout: 30_000 },
+      (err, _stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr });
+      },
+    );
   });
 }
 
-const SECRETS = ['hunter2-extra', 'sk_live_extra', 'header-secret-token', 'cookie-secret', 'query-secret', 'apikey-secret', 'form-secret', '4111 1111 1111 1111'];
+const SECRETS = [
+  'hunter2-extra',
+  'sk_live_extra',
+  'header-secret-token',
+  'cookie-secret',
+  'query-secret',
+  'apikey-secret',
+  'form-secret',
+  '4111 1111 1111 1111',
+];
 
 describe.each(dialects)('@sentry/node sending secrets, on %s', (dialect) => {
   let t: TestServer;
@@ -48,7 +62,11 @@ describe.each(dialects)('@sentry/node sending secrets, on %s', (dialect) => {
     const issues = await issuesOf(t, project);
     const raw = (await storedPayload(t.deps.store.db, event)).toString('utf8');
     const detail = await (await t.api(`/api/projects/${project.slug}/events/${event.id}`)).text();
-    const tags = await t.deps.store.db.selectFrom('event_tags').selectAll().where('project_id', '=', project.id).execute();
+    const tags = await t.deps.store.db
+      .selectFrom('event_tags')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .execute();
     return JSON.stringify({ event: { ...event, detail: null, raw: null }, issues, tags }) + raw + detail;
   }
 
@@ -63,9 +81,20 @@ describe.each(dialects)('@sentry/node sending secrets, on %s', (dialect) => {
     expect(detail.scrubbed.total).toBeGreaterThanOrEqual(9);
     expect(detail.scrubbed.rules.creditcard).toBeGreaterThanOrEqual(1);
     expect(detail.scrubbed.paths).toEqual(
-      expect.arrayContaining(['extra.db_password', 'extra.config.stripe_api_key', 'request.headers.Authorization', 'request.query_string.token', 'request.data.password']),
+      expect.arrayContaining([
+        'extra.db_password',
+        'extra.config.stripe_api_key',
+        'request.headers.Authorization',
+        'request.query_string.token',
+        'request.data.password',
+      ]),
     );
-    expect(detail.request.headers).toEqual({ Authorization: '[Filtered]', Cookie: '[Filtered]', 'X-Api-Key': '[Filtered]', Accept: 'text/html' });
+    expect(detail.request.headers).toEqual({
+      Authorization: '[Filtered]',
+      Cookie: '[Filtered]',
+      'X-Api-Key': '[Filtered]',
+      Accept: 'text/html',
+    });
     expect(detail.request.data).toBe('user=bob&password=[Filtered]');
     expect(detail.extra.db_password).toBe('[Filtered]');
     expect(detail.extra.config.region).toBe('eu');

@@ -54,7 +54,10 @@ describe('budgetPlan', () => {
   });
   it('takes attachments older than every event before any event', () => {
     // The newest attachment is older than the oldest event: still the attachments go first.
-    expect(budgetPlan([{ bucket: 10 * HOUR, bytes: 100 }], [{ bucket: 1 * HOUR, bytes: 100 }], 150)).toEqual({ attachmentsBefore: 2 * HOUR, eventsBefore: null });
+    expect(budgetPlan([{ bucket: 10 * HOUR, bytes: 100 }], [{ bucket: 1 * HOUR, bytes: 100 }], 150)).toEqual({
+      attachmentsBefore: 2 * HOUR,
+      eventsBefore: null,
+    });
   });
 });
 
@@ -75,12 +78,18 @@ describe.each(dialects)('storage usage and budgets on %s', (dialect) => {
 
   async function chunkBytes(projectId: number): Promise<number> {
     const fn = dialect === 'postgres' ? sql`octet_length(data)` : sql`length(data)`;
-    const r = await sql<{ n: number | string | null }>`select sum(${fn}) as n from payload_chunks where project_id = ${projectId}`.execute(t.deps.store.db);
+    const r = await sql<{
+      n: number | string | null;
+    }>`select sum(${fn}) as n from payload_chunks where project_id = ${projectId}`.execute(t.deps.store.db);
     return Number(r.rows[0]?.n ?? 0);
   }
 
   async function usageBytes(projectId: number): Promise<number> {
-    const r = await t.deps.store.db.selectFrom('storage_usage').select(sql<number>`coalesce(sum(bytes), 0)`.as('n')).where('project_id', '=', projectId).executeTakeFirst();
+    const r = await t.deps.store.db
+      .selectFrom('storage_usage')
+      .select(sql<number>`coalesce(sum(bytes), 0)`.as('n'))
+      .where('project_id', '=', projectId)
+      .executeTakeFirst();
     return Number(r?.n ?? 0);
   }
 
@@ -126,7 +135,9 @@ describe.each(dialects)('storage usage and budgets on %s', (dialect) => {
     await sendAt(T0 + 4 * HOUR, 8);
     const hourBytes = (await usageBytes(p.id)) / 4;
     const budgetMb = Math.max(1, Math.floor((2.5 * hourBytes) / MB));
-    expect((await t.api(`/api/projects/${p.slug}`, { method: 'PATCH', json: { storage_budget_mb: budgetMb } })).status).toBe(200);
+    expect(
+      (await t.api(`/api/projects/${p.slug}`, { method: 'PATCH', json: { storage_budget_mb: budgetMb } })).status,
+    ).toBe(200);
     const before = await eventsOf(t, p);
     const [issueBefore] = await issuesOf(t, p);
 
@@ -141,7 +152,9 @@ describe.each(dialects)('storage usage and budgets on %s', (dialect) => {
     // Oldest first: every event left is newer than every event removed.
     const kept = new Set(after.map((e) => e.id));
     const removed = before.filter((e) => !kept.has(e.id));
-    expect(Math.min(...after.map((e) => Number(e.received_at)))).toBeGreaterThan(Math.max(...removed.map((e) => Number(e.received_at))));
+    expect(Math.min(...after.map((e) => Number(e.received_at)))).toBeGreaterThan(
+      Math.max(...removed.map((e) => Number(e.received_at))),
+    );
     const [issueAfter] = await issuesOf(t, p);
     expect(Number(issueAfter.event_count)).toBe(Number(issueBefore.event_count));
     expect(Number(issueAfter.stored_count)).toBe(after.length);
@@ -166,8 +179,12 @@ describe.each(dialects)('a storage budget takes attachments first on %s', (diale
     const event = errorEvent({ timestamp: at });
     const file = randomBytes(ATTACHMENT_BYTES);
     const body = Buffer.concat([
-      Buffer.from(`${JSON.stringify({ event_id: event.event_id })}\n${JSON.stringify({ type: 'event' })}\n${JSON.stringify(event)}\n`),
-      Buffer.from(`${JSON.stringify({ type: 'attachment', length: file.length, filename: `log-${at}.bin`, content_type: 'application/octet-stream' })}\n`),
+      Buffer.from(
+        `${JSON.stringify({ event_id: event.event_id })}\n${JSON.stringify({ type: 'event' })}\n${JSON.stringify(event)}\n`,
+      ),
+      Buffer.from(
+        `${JSON.stringify({ type: 'attachment', length: file.length, filename: `log-${at}.bin`, content_type: 'application/octet-stream' })}\n`,
+      ),
       file,
       Buffer.from('\n'),
     ]);
@@ -177,13 +194,22 @@ describe.each(dialects)('a storage budget takes attachments first on %s', (diale
   /** What the rows hold: payload chunks' bytes and attachments' sizes, per kind. */
   async function realBytes(): Promise<{ payloads: number; attachments: number }> {
     const fn = dialect === 'postgres' ? sql`octet_length(data)` : sql`length(data)`;
-    const chunks = await sql<{ n: number | string | null }>`select sum(${fn}) as n from payload_chunks where project_id = ${p.id}`.execute(t.deps.store.db);
-    const files = await sql<{ n: number | string | null }>`select sum(size) as n from attachments where project_id = ${p.id}`.execute(t.deps.store.db);
+    const chunks = await sql<{
+      n: number | string | null;
+    }>`select sum(${fn}) as n from payload_chunks where project_id = ${p.id}`.execute(t.deps.store.db);
+    const files = await sql<{
+      n: number | string | null;
+    }>`select sum(size) as n from attachments where project_id = ${p.id}`.execute(t.deps.store.db);
     return { payloads: Number(chunks.rows[0]?.n ?? 0), attachments: Number(files.rows[0]?.n ?? 0) };
   }
 
   async function attachmentTimes(): Promise<number[]> {
-    const rows = await t.deps.store.db.selectFrom('attachments').select('received_at').where('project_id', '=', p.id).orderBy('received_at').execute();
+    const rows = await t.deps.store.db
+      .selectFrom('attachments')
+      .select('received_at')
+      .where('project_id', '=', p.id)
+      .orderBy('received_at')
+      .execute();
     return rows.map((r) => Number(r.received_at));
   }
 
@@ -208,7 +234,9 @@ describe.each(dialects)('a storage budget takes attachments first on %s', (diale
     // 1 MB holds the events and one attachment, not two.
     expect(real.payloads + ATTACHMENT_BYTES).toBeLessThan(MB);
     expect(real.payloads + 2 * ATTACHMENT_BYTES).toBeGreaterThan(MB);
-    expect((await t.api(`/api/projects/${p.slug}`, { method: 'PATCH', json: { storage_budget_mb: 1 } })).status).toBe(200);
+    expect((await t.api(`/api/projects/${p.slug}`, { method: 'PATCH', json: { storage_budget_mb: 1 } })).status).toBe(
+      200,
+    );
     const summary = await runRetention(t.deps.store, { now: T0 + 5 * HOUR, retentionDays: 3650, ...RETENTION_DOMAINS });
     expect(summary.deleted.attachments).toBe(3);
     expect(summary.deleted.events).toBe(0);

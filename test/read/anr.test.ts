@@ -12,7 +12,12 @@ const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 
 /** A session update as sentry-java's Android SDK writes it. */
-function session(sid: string, started: number, update: Record<string, unknown>, release = 'com.example.shop@4.2.0+420') {
+function session(
+  sid: string,
+  started: number,
+  update: Record<string, unknown>,
+  release = 'com.example.shop@4.2.0+420',
+) {
   return {
     sid,
     did: 'u-1842',
@@ -38,7 +43,14 @@ describe.each(dialects)('ANR rate on %s', (dialect) => {
   it('counts sessions that end in an ANR per release and per day', async () => {
     const p = await makeProject(t);
     const send = async (items: Record<string, unknown>[]) => {
-      const res = await post(t, p, buildEnvelope({ sent_at: new Date(NOW).toISOString() }, items.map((payload) => ({ headers: { type: 'session' }, payload }))));
+      const res = await post(
+        t,
+        p,
+        buildEnvelope(
+          { sent_at: new Date(NOW).toISOString() },
+          items.map((payload) => ({ headers: { type: 'session' }, payload })),
+        ),
+      );
       expect(res.status).toBe(200);
     };
     const yesterday = NOW - DAY - 3_600_000;
@@ -48,25 +60,61 @@ describe.each(dialects)('ANR rate on %s', (dialect) => {
     await send(ids.slice(0, 4).map((sid) => session(sid, yesterday, { init: true })));
     await send(ids.slice(4).map((sid) => session(sid, today, { init: true })));
     await send([
-      session(ids[0], yesterday, { status: 'abnormal', abnormal_mechanism: 'anr_foreground', timestamp: new Date(yesterday + 120_000).toISOString() }),
+      session(ids[0], yesterday, {
+        status: 'abnormal',
+        abnormal_mechanism: 'anr_foreground',
+        timestamp: new Date(yesterday + 120_000).toISOString(),
+      }),
       session(ids[1], yesterday, { status: 'exited', timestamp: new Date(yesterday + 120_000).toISOString() }),
-      session(ids[4], today, { status: 'abnormal', abnormal_mechanism: 'anr_background', timestamp: new Date(today + 120_000).toISOString() }),
+      session(ids[4], today, {
+        status: 'abnormal',
+        abnormal_mechanism: 'anr_background',
+        timestamp: new Date(today + 120_000).toISOString(),
+      }),
       session(ids[5], today, { status: 'crashed', timestamp: new Date(today + 120_000).toISOString() }),
     ]);
     // The same final update again (a resend) changes nothing.
-    await send([session(ids[0], yesterday, { status: 'abnormal', abnormal_mechanism: 'anr_foreground', timestamp: new Date(yesterday + 120_000).toISOString() })]);
+    await send([
+      session(ids[0], yesterday, {
+        status: 'abnormal',
+        abnormal_mechanism: 'anr_foreground',
+        timestamp: new Date(yesterday + 120_000).toISOString(),
+      }),
+    ]);
     // A release without sessions has no rate.
     const eventId = newEventId();
-    expect((await post(t, p, buildEnvelope({ event_id: eventId }, [{ headers: { type: 'event' }, payload: { event_id: eventId, release: 'other@1', message: 'x', timestamp: (NOW - 1000) / 1000 } }]))).status).toBe(200);
+    expect(
+      (
+        await post(
+          t,
+          p,
+          buildEnvelope({ event_id: eventId }, [
+            {
+              headers: { type: 'event' },
+              payload: { event_id: eventId, release: 'other@1', message: 'x', timestamp: (NOW - 1000) / 1000 },
+            },
+          ]),
+        )
+      ).status,
+    ).toBe(200);
 
-    const list = (await (await t.api(`/api/projects/${p.slug}/releases?days=7`)).json()) as { releases: { release: string; anr_rate: number | null; crash_free_rate: number | null; sessions: { total: number; anr: number } }[] };
+    const list = (await (await t.api(`/api/projects/${p.slug}/releases?days=7`)).json()) as {
+      releases: {
+        release: string;
+        anr_rate: number | null;
+        crash_free_rate: number | null;
+        sessions: { total: number; anr: number };
+      }[];
+    };
     const shop = list.releases.find((r) => r.release === 'com.example.shop@4.2.0+420')!;
     expect(shop.sessions).toMatchObject({ total: 6, anr: 2 });
     expect(shop.anr_rate).toBeCloseTo(2 / 6, 12);
     expect(shop.crash_free_rate).toBeCloseTo(5 / 6, 12);
     expect(list.releases.find((r) => r.release === 'other@1')?.anr_rate).toBeNull();
 
-    const detail = (await (await t.api(`/api/projects/${p.slug}/releases/${encodeURIComponent('com.example.shop@4.2.0+420')}?days=2`)).json()) as {
+    const detail = (await (
+      await t.api(`/api/projects/${p.slug}/releases/${encodeURIComponent('com.example.shop@4.2.0+420')}?days=2`)
+    ).json()) as {
       release: { anr_rate: number };
       daily_health: { day: string; total: number; anr: number; anr_rate: number | null }[];
     };

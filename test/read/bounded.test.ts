@@ -12,7 +12,19 @@ import { issueDetail } from '../../src/read/issues.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { recordingDb, type RecordingDb } from './plan.js';
 import { seedEvents, seedIssue } from './seed.js';
-import { DAY, GROUPS, HOUR, NOW, createProject, getJson, iso, newEventId, sendEvents, type EventSpec, type TestProject } from './support.js';
+import {
+  DAY,
+  GROUPS,
+  HOUR,
+  NOW,
+  createProject,
+  getJson,
+  iso,
+  newEventId,
+  sendEvents,
+  type EventSpec,
+  type TestProject,
+} from './support.js';
 
 describe.each(dialects)('bounded event walks on %s', (dialect) => {
   let t: TestServer;
@@ -30,13 +42,35 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
     breakdownProject = await createProject(t);
     // P's 2 000 tagged events, then 8 000 newer events of another project with the same tags.
     const ip = await seedIssue(store.db, p.id, { lastSeen: NOW - 9 * DAY });
-    tagged = await seedEvents(store, { projectId: p.id, issueId: ip.id, fingerprint: ip.fingerprint, count: 2000, start: NOW - 10 * DAY, step: 1000, tags: { feature: 'x', region: 'eu' } });
+    tagged = await seedEvents(store, {
+      projectId: p.id,
+      issueId: ip.id,
+      fingerprint: ip.fingerprint,
+      count: 2000,
+      start: NOW - 10 * DAY,
+      step: 1000,
+      tags: { feature: 'x', region: 'eu' },
+    });
     const iq = await seedIssue(store.db, noisy.id, { lastSeen: NOW - 8 * DAY });
-    await seedEvents(store, { projectId: noisy.id, issueId: iq.id, fingerprint: iq.fingerprint, count: 8000, start: NOW - 9 * DAY, step: 1000, tags: { feature: 'x', region: 'eu' } });
+    await seedEvents(store, {
+      projectId: noisy.id,
+      issueId: iq.id,
+      fingerprint: iq.fingerprint,
+      count: 8000,
+      start: NOW - 9 * DAY,
+      step: 1000,
+      tags: { feature: 'x', region: 'eu' },
+    });
     // An issue with 10 000 events on release "new" in the last day and 1 000 older ones (still in the 7-day window).
     const ib = await seedIssue(store.db, breakdownProject.id, { lastSeen: NOW - HOUR });
     breakdownIssue = ib.fingerprint;
-    const common = { projectId: breakdownProject.id, issueId: ib.id, fingerprint: ib.fingerprint, step: 1000, deviceModel: 'Pixel 8' };
+    const common = {
+      projectId: breakdownProject.id,
+      issueId: ib.id,
+      fingerprint: ib.fingerprint,
+      step: 1000,
+      deviceModel: 'Pixel 8',
+    };
     await seedEvents(store, { ...common, count: 1000, start: NOW - 3 * DAY, release: 'old' });
     await seedEvents(store, { ...common, count: 10_000, start: NOW - DAY, release: 'new' });
     if (dialect === 'postgres') await sql`analyze events, event_tags`.execute(store.db);
@@ -48,7 +82,8 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
     await t?.close();
   });
 
-  const list = (query: Record<string, string>) => rec.record((db) => listEvents(db, p.id, parseEventListQuery(query, NOW)));
+  const list = (query: Record<string, string>) =>
+    rec.record((db) => listEvents(db, p.id, parseEventListQuery(query, NOW)));
   /** The page query (the one selecting the summary columns), not the floor lookups. */
   const pageQuery = (queries: CompiledQuery[]) => queries.find((q) => q.sql.includes('"events"."tags"'))!;
 
@@ -63,7 +98,10 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
       const label = JSON.stringify(query);
       const { result, queries } = await list(query);
       // Every one of P's events has both tags: a full page of P's newest events below the cursor.
-      expect(result.events.map((e) => e.id), label).toEqual(Array.from({ length: 50 }, (_, i) => firstId - i));
+      expect(
+        result.events.map((e) => e.id),
+        label,
+      ).toEqual(Array.from({ length: 50 }, (_, i) => firstId - i));
       expect(result.more, label).toBe(true);
       const page = pageQuery(queries);
       if (dialect === 'postgres') {
@@ -73,7 +111,10 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
         expect(await rec.rowsRead(page, 'event_tags'), label).toBeLessThanOrEqual(query['tag.region'] ? 120 : 60);
       } else {
         const plan = rec.sqlitePlan(page);
-        expect(plan.filter((line) => /SCAN (events|event_tags|t)\b/.test(line)), label).toEqual([]);
+        expect(
+          plan.filter((line) => /SCAN (events|event_tags|t)\b/.test(line)),
+          label,
+        ).toEqual([]);
       }
     }
   });
@@ -84,10 +125,17 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
     const sparse = await createProject(t);
     const issue = await seedIssue(t.deps.store.db, sparse.id, { lastSeen: NOW - DAY });
     const base = { projectId: sparse.id, issueId: issue.id, fingerprint: issue.fingerprint, step: 1000 };
-    const rare = await seedEvents(t.deps.store, { ...base, count: 20, start: NOW - 5 * DAY, tags: { customer: 'rare' } });
+    const rare = await seedEvents(t.deps.store, {
+      ...base,
+      count: 20,
+      start: NOW - 5 * DAY,
+      tags: { customer: 'rare' },
+    });
     await seedEvents(t.deps.store, { ...base, count: 5000, start: NOW - 4 * DAY });
     if (dialect === 'postgres') await sql`analyze events, event_tags`.execute(t.deps.store.db);
-    const { result, queries } = await rec.record((db) => listEvents(db, sparse.id, parseEventListQuery({ 'tag.customer': 'rare' }, NOW)));
+    const { result, queries } = await rec.record((db) =>
+      listEvents(db, sparse.id, parseEventListQuery({ 'tag.customer': 'rare' }, NOW)),
+    );
     expect(result.events.map((e) => e.id)).toEqual(Array.from({ length: 20 }, (_, i) => rare.last - i));
     expect(result.more).toBe(false);
     const page = pageQuery(queries);
@@ -104,7 +152,12 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
   it('bounds a second tag filter by project and by the page range', async () => {
     // A residual filter (q) makes the walk examine up to the scan budget: the second tag's
     // lookups stay inside P's tags of that range.
-    const { result, queries } = await list({ 'tag.feature': 'x', 'tag.region': 'eu', q: 'no such text', before: String(tagged.first + 1000) });
+    const { result, queries } = await list({
+      'tag.feature': 'x',
+      'tag.region': 'eu',
+      q: 'no such text',
+      before: String(tagged.first + 1000),
+    });
     expect(result).toEqual({ events: [], more: false, next_before: null });
     const page = pageQuery(queries);
     expect(page.sql).toMatch(/"t"\."project_id" = /);
@@ -126,11 +179,18 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
       environment: [{ value: 'production', count: 10_000 }],
     });
     // A window holding fewer than 10 000 events counts all of them.
-    const older = (await getJson(t, `/api/projects/${breakdownProject.slug}/issues/${breakdownIssue}?from=${iso(NOW - 4 * DAY)}&to=${iso(NOW - 2 * DAY)}`)).body;
+    const older = (
+      await getJson(
+        t,
+        `/api/projects/${breakdownProject.slug}/issues/${breakdownIssue}?from=${iso(NOW - 4 * DAY)}&to=${iso(NOW - 2 * DAY)}`,
+      )
+    ).body;
     expect(older.breakdown.release).toEqual([{ value: 'old', count: 1000 }]);
     // The walk stops after the newest N events: with N = 1 000 of the 11 000 in the window, the
     // plan reads about 1 000 rows (the index backwards), not the issue's whole window.
-    const { result, queries } = await rec.record((db) => issueDetail(db, breakdownProject.id, breakdownIssue, {}, NOW, { breakdownEvents: 1000 }));
+    const { result, queries } = await rec.record((db) =>
+      issueDetail(db, breakdownProject.id, breakdownIssue, {}, NOW, { breakdownEvents: 1000 }),
+    );
     expect(result.breakdown.release).toEqual([{ value: 'new', count: 1000 }]);
     const grouped = queries.find((q) => /group by/i.test(q.sql))!;
     if (dialect === 'postgres') expect(await rec.rowsRead(grouped, 'events')).toBeLessThanOrEqual(1000 + 100);
@@ -189,7 +249,9 @@ describe.each(dialects)('events list with a time window on %s', (dialect) => {
   });
 
   it('answers more=false where older events cannot be in the window, without walking the history', async () => {
-    const page = await listEvents(t.deps.store.db, p.id, parseEventListQuery({ days: '1', limit: '50' }, NOW), { scanBudget: 40 });
+    const page = await listEvents(t.deps.store.db, p.id, parseEventListQuery({ days: '1', limit: '50' }, NOW), {
+      scanBudget: 40,
+    });
     const edgeId = (await getJson(t, `/api/projects/${p.slug}/events/${edge.eventId}`)).body.id;
     const recentIds = Array.from({ length: 20 }, (_, i) => recent.last - i);
     expect(page.events.map((e) => e.id).slice(2)).toEqual([...recentIds, edgeId]);
@@ -199,19 +261,26 @@ describe.each(dialects)('events list with a time window on %s', (dialect) => {
     const all = (await getJson(t, `/api/projects/${p.slug}/events?days=1&limit=500`)).body;
     expect(all.events).toHaveLength(23);
     expect(all.more).toBe(false);
-    const old = (await getJson(t, `/api/projects/${p.slug}/events?from=${iso(NOW - 11 * DAY)}&to=${iso(NOW - 9 * DAY)}&limit=500`)).body;
+    const old = (
+      await getJson(t, `/api/projects/${p.slug}/events?from=${iso(NOW - 11 * DAY)}&to=${iso(NOW - 9 * DAY)}&limit=500`)
+    ).body;
     expect(old.events).toHaveLength(300);
     expect(old.more).toBe(false);
   });
 
   it('folds case in q the same way on both sides of the match', async () => {
-    const ids = async (path: string) => ((await getJson(t, `/api/projects/${p.slug}${path}`)).body.events as { event_id: string }[]).map((e) => e.event_id);
+    const ids = async (path: string) =>
+      ((await getJson(t, `/api/projects/${p.slug}${path}`)).body.events as { event_id: string }[]).map(
+        (e) => e.event_id,
+      );
     const [accented, ascii] = unicode.map((e) => e.eventId);
     // The text as stored, in any ASCII case, always matches.
     expect(await ids(`/events?q=${encodeURIComponent('Échec du')}`)).toEqual([accented]);
     expect(await ids(`/events?q=${encodeURIComponent('ÉCHEC DU')}`)).toEqual([accented]);
     expect(await ids(`/events?q=${encodeURIComponent('failed in zurich')}`)).toEqual([ascii]);
-    const issues = (await getJson(t, `/api/projects/${p.slug}/issues?q=${encodeURIComponent('Échec')}`)).body.issues.map((i: any) => i.title);
+    const issues = (
+      await getJson(t, `/api/projects/${p.slug}/issues?q=${encodeURIComponent('Échec')}`)
+    ).body.issues.map((i: any) => i.title);
     expect(issues).toEqual(['Échec du paiement à Zürich']);
     // Non-ASCII letters in another case: PostgreSQL folds them (this database's ctype), SQLite does not.
     const folded = await ids(`/events?q=${encodeURIComponent('échec du paiement à zÜrich')}`);

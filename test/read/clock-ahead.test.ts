@@ -24,9 +24,14 @@ describe.each(dialects)('issues from clocks that run ahead on %s', (dialect) => 
     const ahead = errorEvent({ timestamp: NOW + 10 * MINUTE, type: 'AheadError' });
     // Two hours ahead is past what ingest keeps: stored at its arrival time.
     const tooFar = errorEvent({ timestamp: NOW + 120 * MINUTE, type: 'FarAheadError' });
-    for (const event of [ahead, tooFar]) expect((await post(t, p, envelope({}, [{ type: 'event', payload: event }]))).status).toBe(200);
+    for (const event of [ahead, tooFar])
+      expect((await post(t, p, envelope({}, [{ type: 'event', payload: event }]))).status).toBe(200);
 
-    const list = async (query: string) => (await (await t.api(`/api/projects/${p.slug}/issues${query}`)).json()).issues as { error_type: string; last_seen: string }[];
+    const list = async (query: string) =>
+      (await (await t.api(`/api/projects/${p.slug}/issues${query}`)).json()).issues as {
+        error_type: string;
+        last_seen: string;
+      }[];
     const listed = await list('');
     expect(listed.map((i) => [i.error_type, i.last_seen])).toEqual([
       ['AheadError', new Date(NOW + 10 * MINUTE).toISOString()],
@@ -34,6 +39,8 @@ describe.each(dialects)('issues from clocks that run ahead on %s', (dialect) => 
     ]);
     expect((await list('?days=1')).map((i) => i.error_type)).toEqual(['AheadError', 'FarAheadError']);
     // An explicit window ends where it says.
-    expect((await list(`?to=${encodeURIComponent(new Date(NOW + MINUTE).toISOString())}`)).map((i) => i.error_type)).toEqual(['FarAheadError']);
+    expect(
+      (await list(`?to=${encodeURIComponent(new Date(NOW + MINUTE).toISOString())}`)).map((i) => i.error_type),
+    ).toEqual(['FarAheadError']);
   });
 });

@@ -77,7 +77,12 @@ describe.each(dialects)('overview crash_free on %s', (dialect) => {
     const body = (await getJson(t, `/api/projects/${p.slug}/overview`)).body;
     expect(body.crash_free).toEqual({ release: 'app@2.0', rate: 0.5, sessions: 2 });
     // A window without 2.0's sessions describes 1.9.
-    const late = (await getJson(t, `/api/projects/${p.slug}/overview?from=${new Date(hour).toISOString()}&to=${new Date(NOW).toISOString()}`)).body;
+    const late = (
+      await getJson(
+        t,
+        `/api/projects/${p.slug}/overview?from=${new Date(hour).toISOString()}&to=${new Date(NOW).toISOString()}`,
+      )
+    ).body;
     expect(late.crash_free).toEqual({ release: 'app@1.9', rate: 1, sessions: 2 });
   });
 
@@ -86,8 +91,16 @@ describe.each(dialects)('overview crash_free on %s', (dialect) => {
     const hour = hourOf(NOW) - HOUR;
     // 3.0's first event is the newest, but its sessions began before 3.1 was seen at all.
     await sendEvents(t, p, [event('app@3.1', NOW - 3 * DAY), event('app@3.0', NOW - DAY)]);
-    await sendSessions(t, p, [session('app@3.0', hour - 4 * DAY, 'exited'), session('app@3.0', hour, 'exited'), session('app@3.1', hour, 'crashed')]);
-    expect((await getJson(t, `/api/projects/${p.slug}/overview?days=7`)).body.crash_free).toEqual({ release: 'app@3.1', rate: 0, sessions: 1 });
+    await sendSessions(t, p, [
+      session('app@3.0', hour - 4 * DAY, 'exited'),
+      session('app@3.0', hour, 'exited'),
+      session('app@3.1', hour, 'crashed'),
+    ]);
+    expect((await getJson(t, `/api/projects/${p.slug}/overview?days=7`)).body.crash_free).toEqual({
+      release: 'app@3.1',
+      rate: 0,
+      sessions: 1,
+    });
   });
 
   it('picks a release known only from sessions, and between two first seen in the same hour the greater version string', async () => {
@@ -98,9 +111,18 @@ describe.each(dialects)('overview crash_free on %s', (dialect) => {
       { started: hour + 60_000, release: 'srv@8', exited: 9, errored: 0, abnormal: 0, crashed: 1 },
       { started: hour + 120_000, release: 'srv@7', exited: 3, errored: 1, abnormal: 0, crashed: 0 },
     ]);
-    expect((await getJson(t, `/api/projects/${p.slug}/overview`)).body.crash_free).toEqual({ release: 'srv@8', rate: 0.9, sessions: 10 });
-    await sendAggregates(t, p, [{ started: hour + 30 * 60_000, release: 'srv@9', exited: 4, errored: 0, abnormal: 0, crashed: 0 }]);
-    expect((await getJson(t, `/api/projects/${p.slug}/overview`)).body.crash_free).toEqual({ release: 'srv@9', rate: 1, sessions: 4 });
+    expect((await getJson(t, `/api/projects/${p.slug}/overview`)).body.crash_free).toEqual({
+      release: 'srv@8',
+      rate: 0.9,
+      sessions: 10,
+    });
+    await sendAggregates(t, p, [
+      { started: hour + 30 * 60_000, release: 'srv@9', exited: 4, errored: 0, abnormal: 0, crashed: 0 },
+    ]);
+    expect((await getJson(t, `/api/projects/${p.slug}/overview`)).body.crash_free).toEqual({
+      release: 'srv@9',
+      rate: 1,
+      sessions: 4,
+    });
   });
-
 });

@@ -31,7 +31,11 @@ describe.each(dialects)('issues list by the minute of last_seen on %s', (dialect
     // Inserted newest first, so ids grow as last_seen falls: id order is the reverse of
     // the list's order, within a minute too; pairs share a last_seen (ties: id desc).
     await seedIssues(t.deps.store.db, p.id, COUNT, NOW - 7 * MINUTE, { step: STEP, ties: 2 });
-    const all = await t.deps.store.db.selectFrom('issues').select(['id', 'fingerprint', 'last_seen']).where('project_id', '=', p.id).execute();
+    const all = await t.deps.store.db
+      .selectFrom('issues')
+      .select(['id', 'fingerprint', 'last_seen'])
+      .where('project_id', '=', p.id)
+      .execute();
     rows = all.map((r) => ({ id: Number(r.id), fingerprint: r.fingerprint, last_seen: Number(r.last_seen) }));
     if (dialect === 'postgres') await sql`analyze issues`.execute(t.deps.store.db);
     rec = recordingDb(t);
@@ -44,7 +48,9 @@ describe.each(dialects)('issues list by the minute of last_seen on %s', (dialect
 
   /** The page the list must answer, from the rows themselves. */
   function expected(from: number, to: number, offset: number, limit: number) {
-    const inWindow = rows.filter((r) => r.last_seen >= from && r.last_seen < to).sort((a, b) => b.last_seen - a.last_seen || b.id - a.id);
+    const inWindow = rows
+      .filter((r) => r.last_seen >= from && r.last_seen < to)
+      .sort((a, b) => b.last_seen - a.last_seen || b.id - a.id);
     return { total: inWindow.length, fingerprints: inWindow.slice(offset, offset + limit).map((r) => r.fingerprint) };
   }
 
@@ -61,7 +67,10 @@ describe.each(dialects)('issues list by the minute of last_seen on %s', (dialect
         [110, 100],
       ]) {
         const want = expected(w.from, w.to, offset, limit);
-        const { status, body } = await getJson(t, `/api/projects/${p.slug}/issues?from=${iso(w.from)}&to=${iso(w.to)}&offset=${offset}&limit=${limit}`);
+        const { status, body } = await getJson(
+          t,
+          `/api/projects/${p.slug}/issues?from=${iso(w.from)}&to=${iso(w.to)}&offset=${offset}&limit=${limit}`,
+        );
         expect(status).toBe(200);
         expect(body.total).toBe(want.total);
         expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(want.fingerprints);
@@ -70,13 +79,19 @@ describe.each(dialects)('issues list by the minute of last_seen on %s', (dialect
     // The default window (7 days) holds all of them; its first page is the newest.
     const { body } = await getJson(t, `/api/projects/${p.slug}/issues?limit=5`);
     expect(body.total).toBe(COUNT);
-    expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(expected(NOW - 7 * DAY, NOW, 0, 5).fingerprints);
+    expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(
+      expected(NOW - 7 * DAY, NOW, 0, 5).fingerprints,
+    );
   });
 
   it('gives the pages and the total of a filtered list (search, level, status), a page past the end included', async () => {
     const w = { from: NOW - 5 * HOUR - 17 * MINUTE - 250, to: NOW - 2 * HOUR - 23 * MINUTE - 12_345 };
     // Titles are "SeededError: bulk <i>"; "bulk 1" matches i = 1, 10-19, 100-199, 1000-1999.
-    const titled = new Map((await t.deps.store.db.selectFrom('issues').select(['id', 'title']).where('project_id', '=', p.id).execute()).map((r) => [Number(r.id), r.title]));
+    const titled = new Map(
+      (await t.deps.store.db.selectFrom('issues').select(['id', 'title']).where('project_id', '=', p.id).execute()).map(
+        (r) => [Number(r.id), r.title],
+      ),
+    );
     const matching = rows
       .filter((r) => r.last_seen >= w.from && r.last_seen < w.to && titled.get(r.id)!.toLowerCase().includes('bulk 1'))
       .sort((a, b) => b.last_seen - a.last_seen || b.id - a.id);
@@ -90,7 +105,9 @@ describe.each(dialects)('issues list by the minute of last_seen on %s', (dialect
       const { status, body } = await getJson(t, url);
       expect(status).toBe(200);
       expect(body.total, url).toBe(matching.length);
-      expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(matching.slice(offset, offset + limit).map((r) => r.fingerprint));
+      expect(body.issues.map((i: { fingerprint: string }) => i.fingerprint)).toEqual(
+        matching.slice(offset, offset + limit).map((r) => r.fingerprint),
+      );
     }
     const none = await getJson(t, `/api/projects/${p.slug}/issues?q=no%20such%20title`);
     expect(none.body).toMatchObject({ issues: [], total: 0 });

@@ -4,7 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { osVersionLabel } from '../../src/read/issues.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { GROUPS, HOUR, NOW, createProject, getJson, newEventId, sendEvents, type EventSpec, type TestProject } from './support.js';
+import {
+  GROUPS,
+  HOUR,
+  NOW,
+  createProject,
+  getJson,
+  newEventId,
+  sendEvents,
+  type EventSpec,
+  type TestProject,
+} from './support.js';
 
 describe('osVersionLabel', () => {
   it.each([
@@ -43,7 +53,12 @@ describe.each(dialects)('issue breakdown os_version on %s', (dialect) => {
       screen: 'Main',
       tags: {},
     });
-    await sendEvents(t, p, [spec('Windows', '10', 0), spec('Windows', '10', 1), spec('iOS', '17.4', 2), spec('Android', '10', 3)]);
+    await sendEvents(t, p, [
+      spec('Windows', '10', 0),
+      spec('Windows', '10', 1),
+      spec('iOS', '17.4', 2),
+      spec('Android', '10', 3),
+    ]);
   });
 
   afterAll(async () => {

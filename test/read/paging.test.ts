@@ -5,7 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { listEvents, parseEventListQuery } from '../../src/read/events.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { DAY, NOW, createProject, getJson, makeDataset, sendEvents, type EventSpec, type TestProject } from './support.js';
+import {
+  DAY,
+  NOW,
+  createProject,
+  getJson,
+  makeDataset,
+  sendEvents,
+  type EventSpec,
+  type TestProject,
+} from './support.js';
 
 describe.each(dialects)('events paging on %s', (dialect) => {
   let t: TestServer;
@@ -74,7 +83,10 @@ describe.each(dialects)('events paging on %s', (dialect) => {
       ['&tag.feature=search', (e: EventSpec) => e.tags.feature === 'search'],
       ['&tag.feature=search&tag.region=us', (e: EventSpec) => e.tags.feature === 'search' && e.tags.region === 'us'],
       [`&fingerprint=${fingerprint}`, (e: EventSpec) => e.group.key === 'cart'],
-      ['&environment=staging&crash=1', (e: EventSpec) => e.environment === 'staging' && (e.group.level === 'fatal' || !e.group.handled)],
+      [
+        '&environment=staging&crash=1',
+        (e: EventSpec) => e.environment === 'staging' && (e.group.level === 'fatal' || !e.group.handled),
+      ],
       [`&days=1`, (e: EventSpec) => e.timestamp >= NOW - DAY],
     ] as const) {
       const { seen, eventIds } = await walk(query, 23, 2, start);
@@ -88,15 +100,27 @@ describe.each(dialects)('events paging on %s', (dialect) => {
 
   it('examines at most the scan budget per page and still loses nothing', async () => {
     const known = new Set(initial.map((e) => e.eventId));
-    const project = (await t.deps.store.db.selectFrom('projects').select('id').where('slug', '=', p.slug).executeTakeFirstOrThrow()).id;
-    const newest = (await getJson(t, `/api/projects/${p.slug}/events?limit=500`)).body.events.filter((e: any) => known.has(e.event_id));
+    const project = (
+      await t.deps.store.db.selectFrom('projects').select('id').where('slug', '=', p.slug).executeTakeFirstOrThrow()
+    ).id;
+    const newest = (await getJson(t, `/api/projects/${p.slug}/events?limit=500`)).body.events.filter((e: any) =>
+      known.has(e.event_id),
+    );
     const start = Math.max(...newest.map((e: any) => e.id)) + 1;
     // Each case: the query, what it matches, and which events the walking index holds.
     const all = () => true;
     for (const [query, pred, walked] of [
       ['q=invalid array', (e: EventSpec) => e.group.key === 'checkout-crash', all],
-      ['tag.region=eu&environment=staging', (e: EventSpec) => e.tags.region === 'eu' && e.environment === 'staging', (e: EventSpec) => e.tags.region === 'eu'],
-      ['user_id=user-4&crash=1', (e: EventSpec) => e.userId === 'user-4' && (e.group.level === 'fatal' || !e.group.handled), (e: EventSpec) => e.userId === 'user-4'],
+      [
+        'tag.region=eu&environment=staging',
+        (e: EventSpec) => e.tags.region === 'eu' && e.environment === 'staging',
+        (e: EventSpec) => e.tags.region === 'eu',
+      ],
+      [
+        'user_id=user-4&crash=1',
+        (e: EventSpec) => e.userId === 'user-4' && (e.group.level === 'fatal' || !e.group.handled),
+        (e: EventSpec) => e.userId === 'user-4',
+      ],
       ['device_model=Pixel%208', (e: EventSpec) => e.deviceModel === 'Pixel 8', all],
     ] as const) {
       const params = Object.fromEntries(new URLSearchParams(`${query}&limit=10`));
@@ -105,7 +129,12 @@ describe.each(dialects)('events paging on %s', (dialect) => {
       let pages = 0;
       let shortPages = 0;
       for (;;) {
-        const page = await listEvents(t.deps.store.db, project, parseEventListQuery({ ...params, before: String(before) }, NOW), { scanBudget: 40 });
+        const page = await listEvents(
+          t.deps.store.db,
+          project,
+          parseEventListQuery({ ...params, before: String(before) }, NOW),
+          { scanBudget: 40 },
+        );
         pages += 1;
         if (page.more && page.events.length < 10) shortPages += 1;
         found.push(...page.events.map((e) => e.event_id));

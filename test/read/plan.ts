@@ -33,7 +33,8 @@ export interface PlanNode {
 export function sumRows(node: PlanNode, table: string): number {
   let n = 0;
   if (node['Relation Name'] === table) {
-    const perLoop = (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0);
+    const perLoop =
+      (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0);
     n += perLoop * (node['Actual Loops'] ?? 1);
   }
   for (const child of node.Plans ?? []) n += sumRows(child, table);
@@ -45,7 +46,10 @@ export function sumRows(node: PlanNode, table: string): number {
  * SQLite opens the file read-only unless `writable` (then it waits for the write lock
  * like the server's connections do).
  */
-export function recordingDb(t: TestServer | { dialect: DialectName; url: string }, options: { writable?: boolean } = {}): RecordingDb {
+export function recordingDb(
+  t: TestServer | { dialect: DialectName; url: string },
+  options: { writable?: boolean } = {},
+): RecordingDb {
   const target = 'deps' in t ? { dialect: t.deps.store.dialect, url: t.database.url } : t;
   let log: CompiledQuery[] | null = null;
   const onLog = (e: { level: string; query: CompiledQuery }) => {
@@ -92,7 +96,9 @@ export function recordingDb(t: TestServer | { dialect: DialectName; url: string 
     },
     sqlitePlan(query) {
       const params = query.parameters.map((p) => (typeof p === 'boolean' ? Number(p) : p));
-      return (raw.prepare(`explain query plan ${query.sql}`).all(...(params as unknown[])) as { detail: string }[]).map((r) => r.detail);
+      return (raw.prepare(`explain query plan ${query.sql}`).all(...(params as unknown[])) as { detail: string }[]).map(
+        (r) => r.detail,
+      );
     },
     close: () => db.destroy(),
   };

@@ -67,7 +67,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
 
     let before: number | null = null;
     do {
-      const { status, body }: { status: number; body: any } = await getJson(t, `/api/projects/${p.slug}/events?limit=500${before ? `&before=${before}` : ''}`);
+      const { status, body }: { status: number; body: any } = await getJson(
+        t,
+        `/api/projects/${p.slug}/events?limit=500${before ? `&before=${before}` : ''}`,
+      );
       expect(status).toBe(200);
       for (const e of body.events) idOf.set(e.event_id, e.id);
       before = body.next_before;
@@ -89,7 +92,8 @@ describe.each(dialects)('read API on %s', (dialect) => {
 
   const url = (path: string) => `/api/projects/${p.slug}${path}`;
   const eventsOf = (key: string) => events.filter((e) => e.group.key === key);
-  const byTime = (list: EventSpec[]) => [...list].sort((a, b) => a.timestamp - b.timestamp || idOf.get(a.eventId)! - idOf.get(b.eventId)!);
+  const byTime = (list: EventSpec[]) =>
+    [...list].sort((a, b) => a.timestamp - b.timestamp || idOf.get(a.eventId)! - idOf.get(b.eventId)!);
 
   /** The issue object the API should return for a group (everything computed from the sent events). */
   function expectedIssue(key: string) {
@@ -188,7 +192,9 @@ describe.each(dialects)('read API on %s', (dialect) => {
     const byEvents = [...all].sort((a, b) => b.event_count - a.event_count);
     const sortedEvents = (await getJson(t, url('/issues?sort=events'))).body.issues.map((i: any) => i.event_count);
     expect(sortedEvents).toEqual(byEvents.map((i) => i.event_count));
-    const byFirst = [...all].sort((a, b) => Date.parse(b.first_seen) - Date.parse(a.first_seen)).map((i) => i.fingerprint);
+    const byFirst = [...all]
+      .sort((a, b) => Date.parse(b.first_seen) - Date.parse(a.first_seen))
+      .map((i) => i.fingerprint);
     expect(fps((await getJson(t, url('/issues?sort=first_seen'))).body)).toEqual(byFirst);
 
     const full = fps((await getJson(t, url('/issues'))).body);
@@ -211,7 +217,16 @@ describe.each(dialects)('read API on %s', (dialect) => {
   });
 
   it('refuses bad issue list parameters with 400', async () => {
-    for (const q of ['status=open', 'level=critical', 'sort=title', 'limit=0', 'limit=abc', 'offset=-1', 'offset=10001', 'days=0']) {
+    for (const q of [
+      'status=open',
+      'level=critical',
+      'sort=title',
+      'limit=0',
+      'limit=abc',
+      'offset=-1',
+      'offset=10001',
+      'days=0',
+    ]) {
       const res = await t.api(url(`/issues?${q}`));
       expect(res.status, q).toBe(400);
       expect(Object.keys(await res.json())).toEqual(['error']);
@@ -225,8 +240,14 @@ describe.each(dialects)('read API on %s', (dialect) => {
     const someEvent = (await getJson(t, url('/events?limit=1'))).body.events[0].id;
     const cases: [string, RegExp][] = [
       // A misspelt filter would otherwise answer the whole list as if filtered.
-      ['/events?issue=abc', /unknown parameter "issue"; allowed: level, release, .*fingerprint, q, crash, before, limit, days, from, to, tag\.<key>/],
-      ['/issues?page=2', /unknown parameter "page"; allowed: status, level, release, environment, assignee, q, sort, limit, offset, days, from, to/],
+      [
+        '/events?issue=abc',
+        /unknown parameter "issue"; allowed: level, release, .*fingerprint, q, crash, before, limit, days, from, to, tag\.<key>/,
+      ],
+      [
+        '/issues?page=2',
+        /unknown parameter "page"; allowed: status, level, release, environment, assignee, q, sort, limit, offset, days, from, to/,
+      ],
       ['/overview?limit=5', /unknown parameter "limit"; allowed: days, from, to/],
       [`/issues/${someIssue}?status=resolved`, /unknown parameter "status"; allowed: days, from, to/],
       ['/releases?sort=crash_free', /unknown parameter "sort"/],
@@ -247,14 +268,24 @@ describe.each(dialects)('read API on %s', (dialect) => {
     const big = await createProject(t);
     await seedIssues(t.deps.store.db, big.id, 501, NOW - HOUR);
     const issue = await seedIssue(t.deps.store.db, big.id, { lastSeen: NOW - HOUR });
-    const seeded = await seedEvents(t.deps.store, { projectId: big.id, issueId: issue.id, fingerprint: issue.fingerprint, count: 501, start: NOW - 2 * HOUR, step: 1000 });
+    const seeded = await seedEvents(t.deps.store, {
+      projectId: big.id,
+      issueId: issue.id,
+      fingerprint: issue.fingerprint,
+      count: 501,
+      start: NOW - 2 * HOUR,
+      step: 1000,
+    });
     const bigUrl = (path: string) => `/api/projects/${big.slug}${path}`;
     for (const limit of ['500', '501', '100000']) {
       const issues = (await getJson(t, bigUrl(`/issues?limit=${limit}`))).body;
       expect(issues.total, limit).toBe(502);
       expect(issues.issues, limit).toHaveLength(500);
       const events = (await getJson(t, bigUrl(`/events?limit=${limit}`))).body;
-      expect(events.events.map((e: any) => e.id), limit).toEqual(Array.from({ length: 500 }, (_, i) => seeded.last - i));
+      expect(
+        events.events.map((e: any) => e.id),
+        limit,
+      ).toEqual(Array.from({ length: 500 }, (_, i) => seeded.last - i));
       expect(events.more, limit).toBe(true);
       expect(events.next_before, limit).toBe(seeded.last - 499);
     }
@@ -268,7 +299,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
     for (const w of [
       { query: '', window: defaultWindow },
       { query: '?days=2', window: { from: NOW - 2 * DAY, to: NOW } },
-      { query: `?from=${iso(NOW - 5 * DAY - 30 * 60_000)}&to=${iso(NOW - 3 * DAY)}`, window: { from: NOW - 5 * DAY - 30 * 60_000, to: NOW - 3 * DAY } },
+      {
+        query: `?from=${iso(NOW - 5 * DAY - 30 * 60_000)}&to=${iso(NOW - 3 * DAY)}`,
+        window: { from: NOW - 5 * DAY - 30 * 60_000, to: NOW - 3 * DAY },
+      },
     ]) {
       for (const g of GROUPS) {
         const { status, body } = await getJson(t, url(`/issues/${fingerprintOf.get(g.key)}${w.query}`));
@@ -279,7 +313,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
         expect(from).toBe(iso(w.window.from));
         expect(to).toBe(iso(w.window.to));
         expect(timeline).toEqual(
-          bucketsOf(w.window).map((b) => ({ bucket: iso(b), events: list.filter((e) => hourOf(e.timestamp) === b).length })),
+          bucketsOf(w.window).map((b) => ({
+            bucket: iso(b),
+            events: list.filter((e) => hourOf(e.timestamp) === b).length,
+          })),
         );
         const inWin = list.filter((e) => inWindow(w.window, e.timestamp));
         const top = (values: (string | null)[]) => {
@@ -333,7 +370,9 @@ describe.each(dialects)('read API on %s', (dialect) => {
         error_type: s.group.kind === 'exception' ? s.group.type : '',
         error_location: s.group.kind === 'exception' ? `${s.group.file}:${s.group.line}` : '',
         screen: s.screen,
-        user: s.userId ? { id: s.userId, email: `${s.userId}@example.com`, username: null, ip_address: '10.0.0.7' } : null,
+        user: s.userId
+          ? { id: s.userId, email: `${s.userId}@example.com`, username: null, ip_address: '10.0.0.7' }
+          : null,
         device: { id: s.deviceId, model: s.deviceModel },
         os: { name: 'Debian', version: s.osVersion },
         tags: expect.objectContaining(s.tags),
@@ -368,20 +407,32 @@ describe.each(dialects)('read API on %s', (dialect) => {
       ['fingerprint=ffffffffffffffffffffffffffffffff', () => false],
       ['tag.feature=search', (e) => e.tags.feature === 'search'],
       ['tag.feature=search&tag.region=eu', (e) => e.tags.feature === 'search' && e.tags.region === 'eu'],
-      [`tag.region=us&fingerprint=${fingerprintOf.get('cart')}`, (e) => e.tags.region === 'us' && e.group.key === 'cart'],
+      [
+        `tag.region=us&fingerprint=${fingerprintOf.get('cart')}`,
+        (e) => e.tags.region === 'us' && e.group.key === 'cart',
+      ],
       ['tag.nope=x', () => false],
       ['q=WARMED', (e) => e.group.key === 'cache-info'],
       ['crash=1', (e) => isCrash(e.group)],
       ['crash=true&environment=production', (e) => isCrash(e.group) && e.environment === 'production'],
       ['crash=0', () => true],
-      ['level=error&release=app%401.1.0&user_id=user-1', (e) => e.group.level === 'error' && e.release === 'app@1.1.0' && e.userId === 'user-1'],
+      [
+        'level=error&release=app%401.1.0&user_id=user-1',
+        (e) => e.group.level === 'error' && e.release === 'app@1.1.0' && e.userId === 'user-1',
+      ],
       ['days=1', (e) => inWindow({ from: NOW - DAY, to: NOW }, e.timestamp)],
-      [`from=${iso(NOW - 4 * DAY)}&to=${iso(NOW - 2 * DAY)}`, (e) => inWindow({ from: NOW - 4 * DAY, to: NOW - 2 * DAY }, e.timestamp)],
+      [
+        `from=${iso(NOW - 4 * DAY)}&to=${iso(NOW - 2 * DAY)}`,
+        (e) => inWindow({ from: NOW - 4 * DAY, to: NOW - 2 * DAY }, e.timestamp),
+      ],
       [`to=${iso(NOW - 3 * DAY)}`, (e) => inWindow({ from: NOW - 10 * DAY, to: NOW - 3 * DAY }, e.timestamp)],
     ];
     for (const [query, pred] of cases) {
       const expected = want(pred);
-      expect(expected.size > 0 || query.includes('python') || query.includes('nope') || query.includes('ffff'), query).toBe(true);
+      expect(
+        expected.size > 0 || query.includes('python') || query.includes('nope') || query.includes('ffff'),
+        query,
+      ).toBe(true);
       expect(await ids(query), query).toEqual(expected);
     }
     for (const bad of ['crash=maybe', 'before=abc', 'before=0', 'limit=0', 'days=91', 'from=yesterday']) {
@@ -410,7 +461,8 @@ describe.each(dialects)('read API on %s', (dialect) => {
       expect(d.tags).toMatchObject(s.tags);
       expect(d.contexts.runtime).toEqual({ name: 'node', version: 'v20.20.2' });
       expect(d.contexts.os).toMatchObject({ name: 'Debian', version: s.osVersion });
-      if (s.userId) expect(d.user).toMatchObject({ id: s.userId, email: `${s.userId}@example.com`, ip_address: '10.0.0.7' });
+      if (s.userId)
+        expect(d.user).toMatchObject({ id: s.userId, email: `${s.userId}@example.com`, ip_address: '10.0.0.7' });
       expect(d.sdk).toMatchObject({ name: 'sentry.javascript.node', version: '11.12.0' });
       expect(d.server_name).toBe('web-1');
       expect(d.extra).toEqual({ attempt: 1 });
@@ -422,8 +474,16 @@ describe.each(dialects)('read API on %s', (dialect) => {
         expect(d.exceptions).toHaveLength(1);
         const ex = d.exceptions[0];
         expect(ex).toMatchObject({ type: s.group.type, value: s.group.value, mechanism: { handled: s.group.handled } });
-        expect(ex.frames.map((f: any) => f.function)).toEqual(['asyncRunEntryPointWithESMLoader', 'handle', s.group.fn]);
-        expect(ex.frames[2]).toMatchObject({ filename: `/srv/app/src/${s.group.file}`, lineno: s.group.line, in_app: true });
+        expect(ex.frames.map((f: any) => f.function)).toEqual([
+          'asyncRunEntryPointWithESMLoader',
+          'handle',
+          s.group.fn,
+        ]);
+        expect(ex.frames[2]).toMatchObject({
+          filename: `/srv/app/src/${s.group.file}`,
+          lineno: s.group.line,
+          in_app: true,
+        });
         expect(ex.symbolicated_frames).toBeNull();
         expect(d.raw.exception.values[0].stacktrace.frames).toHaveLength(3);
       } else {
@@ -436,7 +496,11 @@ describe.each(dialects)('read API on %s', (dialect) => {
     // a raw payload that is not JSON comes back as base64.
     const id = idOf.get(crash.eventId)!;
     const frames = [{ function: 'CheckoutView.render', filename: 'src/checkout/view.tsx', lineno: 88, in_app: true }];
-    await t.deps.store.db.updateTable('events').set({ symbolicated: JSON.stringify([frames]) }).where('id', '=', id).execute();
+    await t.deps.store.db
+      .updateTable('events')
+      .set({ symbolicated: JSON.stringify([frames]) })
+      .where('id', '=', id)
+      .execute();
     const symbolicated = (await getJson(t, url(`/events/${id}`))).body;
     expect(symbolicated.symbolicated).toBe(true);
     expect(symbolicated.exceptions[0].symbolicated_frames).toEqual(frames);
@@ -444,7 +508,11 @@ describe.each(dialects)('read API on %s', (dialect) => {
     expect(symbolicated.raw_encoding).toBe('json');
     // A stored payload that is not JSON (ingest never stores one) still answers, as base64;
     // here in a blob of the row's own, as rows written before payload chunks keep it.
-    await t.deps.store.db.updateTable('events').set({ raw: compress(Buffer.from([0xff, 0x00, 0x10])), payload_chunk: null }).where('id', '=', id).execute();
+    await t.deps.store.db
+      .updateTable('events')
+      .set({ raw: compress(Buffer.from([0xff, 0x00, 0x10])), payload_chunk: null })
+      .where('id', '=', id)
+      .execute();
     const notJson = await getJson(t, url(`/events/${id}`));
     expect(notJson.status).toBe(200);
     expect(notJson.body.raw_encoding).toBe('base64');
@@ -461,7 +529,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
     const s = sessionTotals(w, sessions, aggregates, release);
     // Users: distinct dids of the release's sessions in the window, crashed when any of theirs crashed.
     const mine = sessions.filter((x) => x.release === release && inBuckets(w, x.started) && x.did);
-    const u = { total: new Set(mine.map((x) => x.did)).size, crashed: new Set(mine.filter((x) => x.status === 'crashed').map((x) => x.did)).size };
+    const u = {
+      total: new Set(mine.map((x) => x.did)).size,
+      crashed: new Set(mine.filter((x) => x.status === 'crashed').map((x) => x.did)).size,
+    };
     const introduced = GROUPS.filter((g) => {
       const first = byTime(eventsOf(g.key))[0];
       return first.release === release && inWindow(w, first.timestamp);
@@ -503,7 +574,9 @@ describe.each(dialects)('read API on %s', (dialect) => {
         const ts = events.filter((e) => e.release === r).map((e) => e.timestamp);
         return Math.max(...ts) >= w.from || sessionTotals(w, sessions, aggregates, r).total > 0;
       });
-      const want = active.map((r) => expectedRelease(r, w)).sort((a, b) => Date.parse(b.first_seen) - Date.parse(a.first_seen));
+      const want = active
+        .map((r) => expectedRelease(r, w))
+        .sort((a, b) => Date.parse(b.first_seen) - Date.parse(a.first_seen));
       expect(body.releases.map((r: any) => r.release)).toEqual(want.map((r) => r.release));
       for (let i = 0; i < want.length; i++) {
         const { crash_free_rate, ...rest } = body.releases[i];
@@ -526,7 +599,9 @@ describe.each(dialects)('read API on %s', (dialect) => {
         const { crash_free_rate, ...rel } = body.release;
         const { crash_free_rate: wantRate, ...wantRel } = expectedRelease(release, w);
         expect(rel).toEqual(wantRel);
-        expect(crash_free_rate === null ? null : Number(crash_free_rate.toFixed(12))).toEqual(wantRate === null ? null : Number(wantRate.toFixed(12)));
+        expect(crash_free_rate === null ? null : Number(crash_free_rate.toFixed(12))).toEqual(
+          wantRate === null ? null : Number(wantRate.toFixed(12)),
+        );
         expect(body.from).toBe(iso(w.from));
         expect(body.to).toBe(iso(w.to));
         const buckets = bucketsOf(w);
@@ -546,8 +621,12 @@ describe.each(dialects)('read API on %s', (dialect) => {
           if (s.total === 0) expect(got.crash_free_rate).toBeNull();
           else expect(got.crash_free_rate).toBeCloseTo(rate(s)!, 12);
         }
-        const introduced = GROUPS.filter((g) => byTime(eventsOf(g.key))[0].release === release).map((g) => fingerprintOf.get(g.key));
-        const present = GROUPS.filter((g) => byTime(eventsOf(g.key)).at(-1)!.release === release).map((g) => fingerprintOf.get(g.key));
+        const introduced = GROUPS.filter((g) => byTime(eventsOf(g.key))[0].release === release).map((g) =>
+          fingerprintOf.get(g.key),
+        );
+        const present = GROUPS.filter((g) => byTime(eventsOf(g.key)).at(-1)!.release === release).map((g) =>
+          fingerprintOf.get(g.key),
+        );
         expect(new Set(body.issues_introduced.map((i: any) => i.fingerprint))).toEqual(new Set(introduced));
         expect(new Set(body.issues_present.map((i: any) => i.fingerprint))).toEqual(new Set(present));
         for (const issue of [...body.issues_introduced, ...body.issues_present]) {
@@ -564,7 +643,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
     for (const [query, w] of [
       ['', defaultWindow],
       ['?days=1', { from: NOW - DAY, to: NOW }],
-      [`?from=${iso(NOW - 4 * DAY)}&to=${iso(NOW - 2 * DAY + 20 * 60_000)}`, { from: NOW - 4 * DAY, to: NOW - 2 * DAY + 20 * 60_000 }],
+      [
+        `?from=${iso(NOW - 4 * DAY)}&to=${iso(NOW - 2 * DAY + 20 * 60_000)}`,
+        { from: NOW - 4 * DAY, to: NOW - 2 * DAY + 20 * 60_000 },
+      ],
     ] as const) {
       const { status, body } = await getJson(t, url(`/overview${query}`));
       expect(status).toBe(200);
@@ -579,7 +661,10 @@ describe.each(dialects)('read API on %s', (dialect) => {
       }
       // crash_free: among releases with sessions in the window, the one first seen last (its
       // first event or first session hour, whichever came first), ties to the greater version.
-      const allStarts = [...sessions.map((s) => ({ release: s.release, started: s.started })), ...aggregates.map((a) => ({ release: a.release, started: a.started }))];
+      const allStarts = [
+        ...sessions.map((s) => ({ release: s.release, started: s.started })),
+        ...aggregates.map((a) => ({ release: a.release, started: a.started })),
+      ];
       const inWindowReleases = new Set(allStarts.filter((s) => inBuckets(w, s.started)).map((s) => s.release));
       let crashFree: any = null;
       if (inWindowReleases.size > 0) {
@@ -588,7 +673,9 @@ describe.each(dialects)('read API on %s', (dialect) => {
             ...events.filter((e) => e.release === release).map((e) => e.timestamp),
             ...allStarts.filter((s) => s.release === release).map((s) => hourOf(s.started)),
           );
-        const release = [...inWindowReleases].sort((a, b) => firstSeen(b) - firstSeen(a) || (b < a ? -1 : b > a ? 1 : 0))[0];
+        const release = [...inWindowReleases].sort(
+          (a, b) => firstSeen(b) - firstSeen(a) || (b < a ? -1 : b > a ? 1 : 0),
+        )[0];
         const s = sessionTotals(w, sessions, aggregates, release);
         crashFree = { release, rate: rate(s), sessions: s.total };
       }
@@ -609,7 +696,17 @@ describe.each(dialects)('read API on %s', (dialect) => {
         },
         new_issues: GROUPS.filter((g) => inWindow(w, byTime(eventsOf(g.key))[0].timestamp)).length,
         regressions: 0,
-        timeline: [...timeline.values()].sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : a.release < b.release ? -1 : a.release > b.release ? 1 : 0)),
+        timeline: [...timeline.values()].sort((a, b) =>
+          a.bucket < b.bucket
+            ? -1
+            : a.bucket > b.bucket
+              ? 1
+              : a.release < b.release
+                ? -1
+                : a.release > b.release
+                  ? 1
+                  : 0,
+        ),
       });
       if (crashFree === null) expect(crash_free).toBeNull();
       else {

@@ -22,13 +22,32 @@ describe.each(dialects)('release detail by first_release and first_seen on %s', 
     // 4 000 issues first seen in the last day, 30 of them of release "rare".
     await seedIssues(db, p.id, 4000, NOW - 60_000, { step: 20_000 });
     await db.updateTable('issues').set({ first_release: 'common' }).where('project_id', '=', p.id).execute();
-    const rare = await db.selectFrom('issues').select('id').where('project_id', '=', p.id).orderBy('id').limit(30).execute();
+    const rare = await db
+      .selectFrom('issues')
+      .select('id')
+      .where('project_id', '=', p.id)
+      .orderBy('id')
+      .limit(30)
+      .execute();
     await db
       .updateTable('issues')
       .set({ first_release: 'rare' })
-      .where('id', 'in', rare.map((r) => r.id))
+      .where(
+        'id',
+        'in',
+        rare.map((r) => r.id),
+      )
       .execute();
-    await db.insertInto('releases').values({ project_id: p.id, release: 'rare', platforms: '', first_seen: NOW - DAY, last_seen: NOW - 60_000 } as never).execute();
+    await db
+      .insertInto('releases')
+      .values({
+        project_id: p.id,
+        release: 'rare',
+        platforms: '',
+        first_seen: NOW - DAY,
+        last_seen: NOW - 60_000,
+      } as never)
+      .execute();
     if (dialect === 'postgres') await sql`analyze issues`.execute(db);
     rec = recordingDb(t);
   }, 60_000);

@@ -10,13 +10,33 @@ import { dialects, startTestServer, type TestServer } from '../helpers/server.js
 import { Client } from '../dashboard/fixture.js';
 import { userCountsQuery } from '../../src/read/releases.js';
 import { recordingDb } from './plan.js';
-import { DAY, HOUR, NOW, createProject, envelopeBody, getJson, hourOf, newEventId, postEnvelope, sendAggregates, sendSessions, type SessionSpec, type TestProject } from './support.js';
+import {
+  DAY,
+  HOUR,
+  NOW,
+  createProject,
+  envelopeBody,
+  getJson,
+  hourOf,
+  newEventId,
+  postEnvelope,
+  sendAggregates,
+  sendSessions,
+  type SessionSpec,
+  type TestProject,
+} from './support.js';
 
 describe.each(dialects)('crash-free users on %s', (dialect) => {
   let t: TestServer;
   let p: TestProject;
 
-  const session = (release: string, did: string | null, started: number, status: SessionSpec['status'], errors = 0): SessionSpec => ({
+  const session = (
+    release: string,
+    did: string | null,
+    started: number,
+    status: SessionSpec['status'],
+    errors = 0,
+  ): SessionSpec => ({
     sid: newEventId(),
     did: did as string,
     started,
@@ -53,7 +73,16 @@ describe.each(dialects)('crash-free users on %s', (dialect) => {
       envelopeBody({}, [
         {
           type: 'session',
-          payload: { sid: unhandled.sid, did: 'u4', init: false, started: new Date(unhandled.started).toISOString(), timestamp: new Date(unhandled.started + 5000).toISOString(), status: 'unhandled', errors: 1, attrs: { release: 'app@1', environment: 'production' } },
+          payload: {
+            sid: unhandled.sid,
+            did: 'u4',
+            init: false,
+            started: new Date(unhandled.started).toISOString(),
+            timestamp: new Date(unhandled.started + 5000).toISOString(),
+            status: 'unhandled',
+            errors: 1,
+            attrs: { release: 'app@1', environment: 'production' },
+          },
         },
       ]),
     );
@@ -69,12 +98,25 @@ describe.each(dialects)('crash-free users on %s', (dialect) => {
     const by = new Map(list.map((r: { release: string }) => [r.release, r]));
     expect(by.get('app@1')).toMatchObject({ users: { total: 4, crashed: 2 }, crash_free_users_rate: 0.5 });
     expect(by.get('app@1')).toMatchObject({ sessions: { total: 8 } });
-    expect(by.get('app@2')).toMatchObject({ users: { total: 0, crashed: 0 }, crash_free_users_rate: null, sessions: { total: 1 } });
-    expect(by.get('srv@1')).toMatchObject({ users: { total: 0, crashed: 0 }, crash_free_users_rate: null, sessions: { total: 6 } });
+    expect(by.get('app@2')).toMatchObject({
+      users: { total: 0, crashed: 0 },
+      crash_free_users_rate: null,
+      sessions: { total: 1 },
+    });
+    expect(by.get('srv@1')).toMatchObject({
+      users: { total: 0, crashed: 0 },
+      crash_free_users_rate: null,
+      sessions: { total: 6 },
+    });
 
     const week = (await getJson(t, `/api/projects/${p.slug}/releases/app@1?days=7`)).body.release;
     expect(week).toMatchObject({ users: { total: 5, crashed: 3 }, crash_free_users_rate: 0.4 });
-    const oneHour = (await getJson(t, `/api/projects/${p.slug}/releases/app@1?from=${new Date(hourOf(NOW) - 5 * HOUR).toISOString()}&to=${new Date(hourOf(NOW) - 4 * HOUR).toISOString()}`)).body.release;
+    const oneHour = (
+      await getJson(
+        t,
+        `/api/projects/${p.slug}/releases/app@1?from=${new Date(hourOf(NOW) - 5 * HOUR).toISOString()}&to=${new Date(hourOf(NOW) - 4 * HOUR).toISOString()}`,
+      )
+    ).body.release;
     // u1 (crashed), u2, u3 started sessions in that hour; u4's session began an hour later.
     expect(oneHour).toMatchObject({ users: { total: 3, crashed: 1 } });
     expect(oneHour.crash_free_users_rate).toBeCloseTo(2 / 3, 12);
@@ -85,7 +127,9 @@ describe.each(dialects)('crash-free users on %s', (dialect) => {
     try {
       const query = userCountsQuery(rec.db, p.id, hourOf(NOW) - 3 * DAY, hourOf(NOW), ['app@1', 'app@2']).compile();
       if (dialect === 'sqlite') {
-        expect(rec.sqlitePlan(query).join('\n')).toMatch(/SEARCH session_users USING INDEX sqlite_autoindex_session_users_1 \(project_id=\? AND release=\? AND bucket>\? AND bucket<\?\)/);
+        expect(rec.sqlitePlan(query).join('\n')).toMatch(
+          /SEARCH session_users USING INDEX sqlite_autoindex_session_users_1 \(project_id=\? AND release=\? AND bucket>\? AND bucket<\?\)/,
+        );
       } else {
         // app@1's six user-hours in the window (u1 twice, u2, u3, u4 twice): nothing older, no other release.
         expect(await rec.rowsRead(query, 'session_users')).toBeLessThanOrEqual(6);
@@ -117,7 +161,8 @@ describe.each(dialects)('crash-free users on %s', (dialect) => {
   it('goes with its project', async () => {
     const gone = await createProject(t);
     await sendSessions(t, gone, [session('app@1', 'u1', hourOf(NOW) - HOUR, 'crashed')]);
-    const rows = () => t.deps.store.db.selectFrom('session_users').select('did').where('project_id', '=', gone.id).execute();
+    const rows = () =>
+      t.deps.store.db.selectFrom('session_users').select('did').where('project_id', '=', gone.id).execute();
     expect((await rows()).length).toBe(1);
     expect((await t.api(`/api/projects/${gone.slug}`, { method: 'DELETE' })).status).toBe(204);
     expect(await rows()).toEqual([]);

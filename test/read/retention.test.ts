@@ -10,7 +10,12 @@ import pg from 'pg';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { RETENTION_LOCK_KEY, runRetention, startRetentionJob, type RetentionProgress } from '../../src/store/retention.js';
+import {
+  RETENTION_LOCK_KEY,
+  runRetention,
+  startRetentionJob,
+  type RetentionProgress,
+} from '../../src/store/retention.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 import { ensureBuilt, runCli } from '../helpers/cli.js';
 import {
@@ -53,7 +58,12 @@ describe.each(dialects)('retention on %s', (dialect) => {
     t = await startTestServer(dialect, { clock, env: { RATE_LIMIT: '0' } });
     p = await createProject(t);
     old = makeDataset(31, 60, A, 2);
-    ancient = [0, 1, 2].map((i) => ({ ...makeDataset(40 + i, 1, A)[0], group: GROUPS[1], release: RELEASES[0], timestamp: ANCIENT + i * 1000 }));
+    ancient = [0, 1, 2].map((i) => ({
+      ...makeDataset(40 + i, 1, A)[0],
+      group: GROUPS[1],
+      release: RELEASES[0],
+      timestamp: ANCIENT + i * 1000,
+    }));
     oldSessions = makeSessions(32, 20, A, 2);
     await sendEvents(t, p, [...old, ...ancient]);
     await sendSessions(t, p, oldSessions);
@@ -74,9 +84,27 @@ describe.each(dialects)('retention on %s', (dialect) => {
   });
 
   const url = (path: string) => `/api/projects/${p.slug}${path}`;
-  const eventRows = async () => db().selectFrom('events').select(['id', 'event_id', 'issue_id', 'payload_chunk']).execute();
-  const count = async (table: 'event_tags' | 'payload_chunks' | 'seen_events' | 'sessions' | 'project_hourly' | 'issue_hourly' | 'session_hourly' | 'daily_usage') =>
-    Number((await db().selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  const eventRows = async () =>
+    db().selectFrom('events').select(['id', 'event_id', 'issue_id', 'payload_chunk']).execute();
+  const count = async (
+    table:
+      | 'event_tags'
+      | 'payload_chunks'
+      | 'seen_events'
+      | 'sessions'
+      | 'project_hourly'
+      | 'issue_hourly'
+      | 'session_hourly'
+      | 'daily_usage',
+  ) =>
+    Number(
+      (
+        await db()
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   /** Every aggregate-based answer of the read API, with the stored-event parts set aside. */
   async function snapshot() {
@@ -97,7 +125,11 @@ describe.each(dialects)('retention on %s', (dialect) => {
     for (const r of RELEASES) {
       const d = (await getJson(t, url(`/releases/${encodeURIComponent(r)}?days=90`))).body;
       const strip = (list: any[]) => list.map(({ stored_count, ...rest }: any) => rest);
-      out[`release ${r}`] = { ...d, issues_introduced: strip(d.issues_introduced), issues_present: strip(d.issues_present) };
+      out[`release ${r}`] = {
+        ...d,
+        issues_introduced: strip(d.issues_introduced),
+        issues_present: strip(d.issues_present),
+      };
     }
     return { out, stored };
   }
@@ -110,11 +142,23 @@ describe.each(dialects)('retention on %s', (dialect) => {
     const expiredRows = rowsBefore.filter((r) => expired.has(r.event_id));
     const expiredIds = expiredRows.map((r) => Number(r.id));
     const tagsOfExpired = Number(
-      (await db().selectFrom('event_tags').select((eb) => eb.fn.countAll<number>().as('n')).where('event_id', 'in', expiredIds).executeTakeFirstOrThrow()).n,
+      (
+        await db()
+          .selectFrom('event_tags')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('event_id', 'in', expiredIds)
+          .executeTakeFirstOrThrow()
+      ).n,
     );
     expect(tagsOfExpired).toBeGreaterThanOrEqual(expiredIds.length * 2);
     const chunksOfExpired = Number(
-      (await db().selectFrom('payload_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('received_at', '<', NOW - 30 * DAY).executeTakeFirstOrThrow()).n,
+      (
+        await db()
+          .selectFrom('payload_chunks')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('received_at', '<', NOW - 30 * DAY)
+          .executeTakeFirstOrThrow()
+      ).n,
     );
     expect(chunksOfExpired).toBeGreaterThan(0);
     // The new_issue alerts the old events recorded (no channel: set aside by the server's
@@ -130,7 +174,8 @@ describe.each(dialects)('retention on %s', (dialect) => {
             .executeTakeFirstOrThrow()
         ).n,
       );
-    for (let waited = 0; (await pendingOld()) > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    for (let waited = 0; (await pendingOld()) > 0 && waited < 10_000; waited += 50)
+      await new Promise((r) => setTimeout(r, 50));
     const alertsDone = Number(
       (
         await db()
@@ -142,13 +187,28 @@ describe.each(dialects)('retention on %s', (dialect) => {
       ).n,
     );
     expect(alertsDone).toBeGreaterThan(0);
-    const counts = { chunks: await count('payload_chunks'), tags: await count('event_tags'), seen: await count('seen_events'), sessions: await count('sessions'), ph: await count('project_hourly'), ih: await count('issue_hourly'), sh: await count('session_hourly'), du: await count('daily_usage') };
+    const counts = {
+      chunks: await count('payload_chunks'),
+      tags: await count('event_tags'),
+      seen: await count('seen_events'),
+      sessions: await count('sessions'),
+      ph: await count('project_hourly'),
+      ih: await count('issue_hourly'),
+      sh: await count('session_hourly'),
+      du: await count('daily_usage'),
+    };
     expect(counts.sessions).toBe(oldSessions.length + keptSessions.length);
     const deletedPerIssue = new Map<number, number>();
-    for (const r of expiredRows) deletedPerIssue.set(Number(r.issue_id), (deletedPerIssue.get(Number(r.issue_id)) ?? 0) + 1);
+    for (const r of expiredRows)
+      deletedPerIssue.set(Number(r.issue_id), (deletedPerIssue.get(Number(r.issue_id)) ?? 0) + 1);
 
     const progress: RetentionProgress[] = [];
-    const summary = await runRetention(t.deps.store, { now: NOW, retentionDays: 30, batchSize: 7, onProgress: (x) => progress.push(x) });
+    const summary = await runRetention(t.deps.store, {
+      now: NOW,
+      retentionDays: 30,
+      batchSize: 7,
+      onProgress: (x) => progress.push(x),
+    });
     expect(summary.ran).toBe(true);
     expect(summary.aborted).toBe(false);
     expect(summary.deleted).toEqual({
@@ -199,14 +259,20 @@ describe.each(dialects)('retention on %s', (dialect) => {
     expect(await count('issue_hourly')).toBe(counts.ih - 1);
     expect(await count('session_hourly')).toBe(counts.sh);
     expect(await count('daily_usage')).toBe(counts.du);
-    const oldAgg = await db().selectFrom('project_hourly').select('bucket').where('bucket', '<', NOW - 400 * DAY).execute();
+    const oldAgg = await db()
+      .selectFrom('project_hourly')
+      .select('bucket')
+      .where('bucket', '<', NOW - 400 * DAY)
+      .execute();
     expect(oldAgg).toEqual([]);
 
     // Every aggregate-based answer is unchanged; stored_count went down by what was deleted.
     const after = await snapshot();
     expect(after.out).toEqual(before.out);
     const issueIds = new Map(
-      (await db().selectFrom('issues').select(['id', 'fingerprint', 'event_count', 'stored_count']).execute()).map((i) => [i.fingerprint, i]),
+      (await db().selectFrom('issues').select(['id', 'fingerprint', 'event_count', 'stored_count']).execute()).map(
+        (i) => [i.fingerprint, i],
+      ),
     );
     expect(issueIds.size).toBe(GROUPS.length);
     for (const [fp, storedBefore] of before.stored) {
@@ -218,7 +284,8 @@ describe.each(dialects)('retention on %s', (dialect) => {
     const keptIds = new Set(rowsAfter.map((r) => Number(r.id)));
     for (const fp of before.stored.keys()) {
       const detail = (await getJson(t, url(`/issues/${fp}`))).body;
-      for (const id of [detail.oldest_event_id, detail.latest_event_id]) if (id !== null) expect(keptIds.has(id)).toBe(true);
+      for (const id of [detail.oldest_event_id, detail.latest_event_id])
+        if (id !== null) expect(keptIds.has(id)).toBe(true);
       expect(detail.oldest_event_id === null).toBe(after.stored.get(fp) === 0);
     }
 
@@ -278,7 +345,10 @@ describe.each(dialects)('retention on %s', (dialect) => {
     const expiring = makeDataset(61, 5, NOW - 31 * DAY, 1);
     await sendEvents(t, p, expiring);
     clock.set(NOW);
-    const job = startRetentionJob({ store: t.deps.store, clock, logger: pino({ level: 'silent' }), retentionDays: 30 }, { firstDelayMs: 3_600_000 });
+    const job = startRetentionJob(
+      { store: t.deps.store, clock, logger: pino({ level: 'silent' }), retentionDays: 30 },
+      { firstDelayMs: 3_600_000 },
+    );
     const summary = await job.runOnce();
     await job.stop();
     expect(summary?.ran).toBe(true);
@@ -299,7 +369,11 @@ describe.each(dialects)('retention on %s', (dialect) => {
         await holder.end();
       }
       // The lock is released after a run: nothing holds it now.
-      const free = await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${RETENTION_LOCK_KEY}`.execute(t.deps.store.db);
+      const free = await sql<{
+        n: number;
+      }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${RETENTION_LOCK_KEY}`.execute(
+        t.deps.store.db,
+      );
       expect(free.rows[0].n).toBe(0);
     });
   }
@@ -314,7 +388,11 @@ describe.each(dialects)('retention on %s', (dialect) => {
       const r = pausedRun({ batchSize: 2 });
       await r.paused;
       // `faultline retention` from cron, in another process, while this run holds the lease.
-      const cron = await runCli(['retention'], { DATABASE_URL: t.database.url, RETENTION_DAYS: '36500', LOG_LEVEL: 'silent' });
+      const cron = await runCli(['retention'], {
+        DATABASE_URL: t.database.url,
+        RETENTION_DAYS: '36500',
+        LOG_LEVEL: 'silent',
+      });
       expect(cron.code, cron.stderr).toBe(0);
       expect(cron.stdout).toBe('retention: skipped, another instance is running it\n');
       // And a second run in this process.
@@ -325,12 +403,22 @@ describe.each(dialects)('retention on %s', (dialect) => {
       expect(summary.deleted.events).toBe(expiring.length);
       // The lease is given back at the end: the next run (another process) runs.
       expect(await db().selectFrom('job_locks').selectAll().execute()).toEqual([]);
-      const next = await runCli(['retention'], { DATABASE_URL: t.database.url, RETENTION_DAYS: '36500', LOG_LEVEL: 'silent' });
+      const next = await runCli(['retention'], {
+        DATABASE_URL: t.database.url,
+        RETENTION_DAYS: '36500',
+        LOG_LEVEL: 'silent',
+      });
       expect(next.stdout).toMatch(/^retention: deleted 0 events/);
       // A lease still valid keeps runs out; one left expired by a crashed run does not.
-      await db().insertInto('job_locks').values({ name: 'retention', holder: 'other-host:1', expires_at: Date.now() + 60_000 }).execute();
+      await db()
+        .insertInto('job_locks')
+        .values({ name: 'retention', holder: 'other-host:1', expires_at: Date.now() + 60_000 })
+        .execute();
       expect((await runRetention(t.deps.store, { now: NOW, retentionDays: 30 })).ran).toBe(false);
-      await db().updateTable('job_locks').set({ expires_at: Date.now() - 1 }).execute();
+      await db()
+        .updateTable('job_locks')
+        .set({ expires_at: Date.now() - 1 })
+        .execute();
       expect((await runRetention(t.deps.store, { now: NOW, retentionDays: 30 })).ran).toBe(true);
       expect(await db().selectFrom('job_locks').selectAll().execute()).toEqual([]);
     }, 120_000);
@@ -356,12 +444,18 @@ describe.each(dialects)('faultline retention command on %s', (dialect) => {
       expect(bad.code).toBe(1);
       expect(bad.stderr).toMatch(/--batch-size must be an integer/);
 
-      const res = await runCli(['retention', '--batch-size', '5'], { DATABASE_URL: t.database.url, RETENTION_DAYS: '7', LOG_LEVEL: 'silent' });
+      const res = await runCli(['retention', '--batch-size', '5'], {
+        DATABASE_URL: t.database.url,
+        RETENTION_DAYS: '7',
+        LOG_LEVEL: 'silent',
+      });
       expect(res.code, res.stderr).toBe(0);
       expect(res.stderr).toMatch(/older than 7 days/);
       expect(res.stderr).toMatch(/events: 5 deleted/);
       expect(res.stderr).toMatch(/events: 12 deleted/);
-      expect(res.stdout).toMatch(/^retention: deleted 12 events \(and \d+ event tags, \d+ payload chunks, \d+ attachments, \d+ user feedback\), 12 seen event ids, 0 sessions/);
+      expect(res.stdout).toMatch(
+        /^retention: deleted 12 events \(and \d+ event tags, \d+ payload chunks, \d+ attachments, \d+ user feedback\), 12 seen event ids, 0 sessions/,
+      );
 
       const rows = await t.deps.store.db.selectFrom('events').select('event_id').execute();
       expect(new Set(rows.map((r) => r.event_id))).toEqual(new Set(keptEvents.map((e) => e.eventId)));
@@ -369,7 +463,9 @@ describe.each(dialects)('faultline retention command on %s', (dialect) => {
       const strip = (b: any) => b.issues.map(({ stored_count, ...rest }: any) => rest);
       expect(strip(after)).toEqual(strip(before));
       expect(after.issues.reduce((s: number, i: any) => s + i.stored_count, 0)).toBe(keptEvents.length);
-      expect(after.issues.reduce((s: number, i: any) => s + i.event_count, 0)).toBe(expiring.length + keptEvents.length);
+      expect(after.issues.reduce((s: number, i: any) => s + i.event_count, 0)).toBe(
+        expiring.length + keptEvents.length,
+      );
     } finally {
       await t.close();
     }

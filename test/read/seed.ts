@@ -59,7 +59,13 @@ export async function seedIssue(
  * with last_seen = lastSeen - (i / ties) × step ms (integer division: `ties` rows share
  * each time; by default every row 1 ms older than the one before).
  */
-export async function seedIssues(db: Db, projectId: number, count: number, lastSeen: number, o: { step?: number; ties?: number } = {}): Promise<void> {
+export async function seedIssues(
+  db: Db,
+  projectId: number,
+  count: number,
+  lastSeen: number,
+  o: { step?: number; ties?: number } = {},
+): Promise<void> {
   const prefix = randomBytes(8).toString('hex');
   const last = big(lastSeen);
   const seen = sql`${last} - (i / ${big(o.ties ?? 1)}) * ${big(o.step ?? 1)}`;

@@ -55,7 +55,10 @@ export function rng(seed: number) {
 }
 
 export function envelopeBody(header: object, items: { type: string; payload: object }[]): string {
-  return [JSON.stringify(header), ...items.flatMap((i) => [JSON.stringify({ type: i.type }), JSON.stringify(i.payload)])].join('\n');
+  return [
+    JSON.stringify(header),
+    ...items.flatMap((i) => [JSON.stringify({ type: i.type }), JSON.stringify(i.payload)]),
+  ].join('\n');
 }
 
 /** Posts one envelope the way @sentry/node does (query-string auth, no content type). */
@@ -110,13 +113,90 @@ export interface GroupSpec {
 }
 
 export const GROUPS: GroupSpec[] = [
-  { key: 'cart', kind: 'exception', level: 'error', type: 'TypeError', value: "Cannot read properties of undefined (reading 'price')", handled: true, platform: 'node', file: 'cart.js', fn: 'addItem', line: 42 },
-  { key: 'checkout-crash', kind: 'exception', level: 'fatal', type: 'RangeError', value: 'Invalid array length', handled: false, platform: 'node', file: 'checkout.js', fn: 'buildRows', line: 17 },
-  { key: 'db', kind: 'exception', level: 'error', type: 'ConnectionError', value: 'connection refused by db-primary', handled: true, platform: 'node', file: 'pool.js', fn: 'acquire', line: 88 },
-  { key: 'unhandled', kind: 'exception', level: 'error', type: 'SyntaxError', value: 'Unexpected token < in JSON', handled: false, platform: 'node', file: 'api-client.js', fn: 'parseBody', line: 130 },
-  { key: 'payment-warning', kind: 'message', level: 'warning', type: '', value: 'Payment provider slow to answer', handled: true, platform: 'node', file: '', fn: '', line: 0 },
-  { key: 'cache-info', kind: 'message', level: 'info', type: '', value: 'Cache warmed for tenant acme', handled: true, platform: 'node', file: '', fn: '', line: 0 },
-  { key: 'debug-trace', kind: 'message', level: 'debug', type: '', value: 'Retrying job after backoff', handled: true, platform: 'node', file: '', fn: '', line: 0 },
+  {
+    key: 'cart',
+    kind: 'exception',
+    level: 'error',
+    type: 'TypeError',
+    value: "Cannot read properties of undefined (reading 'price')",
+    handled: true,
+    platform: 'node',
+    file: 'cart.js',
+    fn: 'addItem',
+    line: 42,
+  },
+  {
+    key: 'checkout-crash',
+    kind: 'exception',
+    level: 'fatal',
+    type: 'RangeError',
+    value: 'Invalid array length',
+    handled: false,
+    platform: 'node',
+    file: 'checkout.js',
+    fn: 'buildRows',
+    line: 17,
+  },
+  {
+    key: 'db',
+    kind: 'exception',
+    level: 'error',
+    type: 'ConnectionError',
+    value: 'connection refused by db-primary',
+    handled: true,
+    platform: 'node',
+    file: 'pool.js',
+    fn: 'acquire',
+    line: 88,
+  },
+  {
+    key: 'unhandled',
+    kind: 'exception',
+    level: 'error',
+    type: 'SyntaxError',
+    value: 'Unexpected token < in JSON',
+    handled: false,
+    platform: 'node',
+    file: 'api-client.js',
+    fn: 'parseBody',
+    line: 130,
+  },
+  {
+    key: 'payment-warning',
+    kind: 'message',
+    level: 'warning',
+    type: '',
+    value: 'Payment provider slow to answer',
+    handled: true,
+    platform: 'node',
+    file: '',
+    fn: '',
+    line: 0,
+  },
+  {
+    key: 'cache-info',
+    kind: 'message',
+    level: 'info',
+    type: '',
+    value: 'Cache warmed for tenant acme',
+    handled: true,
+    platform: 'node',
+    file: '',
+    fn: '',
+    line: 0,
+  },
+  {
+    key: 'debug-trace',
+    kind: 'message',
+    level: 'debug',
+    type: '',
+    value: 'Retrying job after backoff',
+    handled: true,
+    platform: 'node',
+    file: '',
+    fn: '',
+    line: 0,
+  },
 ];
 
 export function isCrash(g: GroupSpec): boolean {
@@ -144,13 +224,19 @@ export function eventPayload(e: EventSpec): object {
       trace: { trace_id: 'fb8d646ddfc145f386a844658c646e3c', span_id: '81f56ecc8377ed1d' },
     },
     breadcrumbs: [
-      { timestamp: e.timestamp / 1000 - 2, category: 'http', type: 'http', data: { method: 'GET', url: '/api/cart', status_code: 200 } },
+      {
+        timestamp: e.timestamp / 1000 - 2,
+        category: 'http',
+        type: 'http',
+        data: { method: 'GET', url: '/api/cart', status_code: 200 },
+      },
       { timestamp: e.timestamp / 1000 - 1, category: 'console', level: 'log', message: 'loading cart' },
     ],
     sdk: { name: 'sentry.javascript.node', version: '11.12.0', integrations: ['Http', 'Console'] },
     extra: { attempt: 1 },
   };
-  if (e.deviceId) (base.contexts as Record<string, Record<string, unknown>>).device.device_unique_identifier = e.deviceId;
+  if (e.deviceId)
+    (base.contexts as Record<string, Record<string, unknown>>).device.device_unique_identifier = e.deviceId;
   if (g.kind === 'exception') {
     base.exception = {
       values: [
@@ -160,9 +246,31 @@ export function eventPayload(e: EventSpec): object {
           mechanism: { type: g.handled ? 'generic' : 'onuncaughtexception', handled: g.handled },
           stacktrace: {
             frames: [
-              { filename: 'node:internal/modules/run_main', module: 'run_main', function: 'asyncRunEntryPointWithESMLoader', lineno: 117, colno: 5, in_app: false },
-              { filename: '/srv/app/server.js', module: 'server', function: 'handle', lineno: 12, colno: 3, in_app: true },
-              { filename: `/srv/app/src/${g.file}`, module: g.file.replace(/\.js$/, ''), function: g.fn, lineno: g.line, colno: 9, in_app: true, context_line: '  boom();' },
+              {
+                filename: 'node:internal/modules/run_main',
+                module: 'run_main',
+                function: 'asyncRunEntryPointWithESMLoader',
+                lineno: 117,
+                colno: 5,
+                in_app: false,
+              },
+              {
+                filename: '/srv/app/server.js',
+                module: 'server',
+                function: 'handle',
+                lineno: 12,
+                colno: 3,
+                in_app: true,
+              },
+              {
+                filename: `/srv/app/src/${g.file}`,
+                module: g.file.replace(/\.js$/, ''),
+                function: g.fn,
+                lineno: g.line,
+                colno: 9,
+                in_app: true,
+                context_line: '  boom();',
+              },
             ],
           },
         },
@@ -180,7 +288,11 @@ export async function sendEvents(t: TestServer, p: TestProject, events: EventSpe
       t,
       p,
       envelopeBody(
-        { event_id: e.eventId, sent_at: iso(t.clock.now()), sdk: { name: 'sentry.javascript.node', version: '11.12.0' } },
+        {
+          event_id: e.eventId,
+          sent_at: iso(t.clock.now()),
+          sdk: { name: 'sentry.javascript.node', version: '11.12.0' },
+        },
         [{ type: 'event', payload: eventPayload(e) }],
       ),
     ),
@@ -270,7 +382,19 @@ export async function sendSessions(t: TestServer, p: TestProject, sessions: Sess
       t,
       p,
       envelopeBody(header, [
-        { type: 'session', payload: { sid: s.sid, did: s.did, init: true, started: iso(s.started), timestamp: iso(s.started), status: 'ok', errors: 0, attrs } },
+        {
+          type: 'session',
+          payload: {
+            sid: s.sid,
+            did: s.did,
+            init: true,
+            started: iso(s.started),
+            timestamp: iso(s.started),
+            status: 'ok',
+            errors: 0,
+            attrs,
+          },
+        },
       ]),
     );
     if (s.status !== 'ok' || s.errors > 0) {
@@ -278,7 +402,20 @@ export async function sendSessions(t: TestServer, p: TestProject, sessions: Sess
         t,
         p,
         envelopeBody(header, [
-          { type: 'session', payload: { sid: s.sid, did: s.did, init: false, started: iso(s.started), timestamp: iso(s.started + 1000), status: s.status, errors: s.errors, duration: 1, attrs } },
+          {
+            type: 'session',
+            payload: {
+              sid: s.sid,
+              did: s.did,
+              init: false,
+              started: iso(s.started),
+              timestamp: iso(s.started + 1000),
+              status: s.status,
+              errors: s.errors,
+              duration: 1,
+              attrs,
+            },
+          },
         ]),
       );
     }
@@ -305,7 +442,13 @@ export async function sendAggregates(t: TestServer, p: TestProject, aggs: Aggreg
         {
           type: 'sessions',
           payload: {
-            aggregates: list.map((a) => ({ started: iso(a.started), exited: a.exited, errored: a.errored, abnormal: a.abnormal, crashed: a.crashed })),
+            aggregates: list.map((a) => ({
+              started: iso(a.started),
+              exited: a.exited,
+              errored: a.errored,
+              abnormal: a.abnormal,
+              crashed: a.crashed,
+            })),
             attrs: { release, environment: 'production' },
           },
         },
@@ -351,7 +494,12 @@ export function sessionOutcome(s: SessionSpec): SessionTotals {
   return { total: 1, crashed, errored };
 }
 
-export function sessionTotals(w: Window, sessions: SessionSpec[], aggs: AggregateSpec[], release?: string): SessionTotals {
+export function sessionTotals(
+  w: Window,
+  sessions: SessionSpec[],
+  aggs: AggregateSpec[],
+  release?: string,
+): SessionTotals {
   const out = { total: 0, crashed: 0, errored: 0 };
   for (const s of sessions) {
     if ((release !== undefined && s.release !== release) || !inBuckets(w, s.started)) continue;

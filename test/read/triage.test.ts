@@ -29,9 +29,23 @@ describe.each(dialects)('triage on %s', (dialect) => {
   });
 
   /** Sends events of function `fn` (one issue per function), from the given users, at the clock's time. */
-  async function send(project: ProjectRow, fn: string, users: (string | undefined)[], release = 'app@1.0.0'): Promise<void> {
-    const events = users.map((user) => errorEvent({ timestamp: clock.now() - 1000 + n++, fn, value: fn, user, release }));
-    const res = await post(t, project, envelope({}, events.map((payload) => ({ type: 'event', payload }))));
+  async function send(
+    project: ProjectRow,
+    fn: string,
+    users: (string | undefined)[],
+    release = 'app@1.0.0',
+  ): Promise<void> {
+    const events = users.map((user) =>
+      errorEvent({ timestamp: clock.now() - 1000 + n++, fn, value: fn, user, release }),
+    );
+    const res = await post(
+      t,
+      project,
+      envelope(
+        {},
+        events.map((payload) => ({ type: 'event', payload })),
+      ),
+    );
     expect(res.status, await res.clone().text()).toBe(200);
   }
   async function json(path: string, init?: Parameters<TestServer['api']>[1]): Promise<{ status: number; body: any }> {
@@ -45,7 +59,8 @@ describe.each(dialects)('triage on %s', (dialect) => {
     return found;
   }
   const issueUrl = (project: ProjectRow, fp: string, rest = '') => `/api/projects/${project.slug}/issues/${fp}${rest}`;
-  const activity = async (project: ProjectRow, fp: string) => (await json(issueUrl(project, fp, '/activity'))).body.activity as any[];
+  const activity = async (project: ProjectRow, fp: string) =>
+    (await json(issueUrl(project, fp, '/activity'))).body.activity as any[];
   const keyLabel = async () => {
     const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(API_KEY)));
     return `api key ${Array.from(digest.subarray(0, 4), (b) => b.toString(16).padStart(2, '0')).join('')}`;
@@ -61,12 +76,22 @@ describe.each(dialects)('triage on %s', (dialect) => {
     // A release the issue had not been seen on: ingest turns it into a regression.
     await send(project, 'alpha', ['u1'], 'app@2.0.0');
     clock.set(NOW + 3 * MINUTE);
-    const comment = await json(issueUrl(project, fp, '/comments'), { method: 'POST', json: { text: 'Looking into it' } });
+    const comment = await json(issueUrl(project, fp, '/comments'), {
+      method: 'POST',
+      json: { text: 'Looking into it' },
+    });
     expect(comment.status).toBe(201);
     await send(project, 'beta', ['u2']);
     const other = await issueOf(project, 'beta');
     clock.set(NOW + 4 * MINUTE);
-    expect((await json(`/api/projects/${project.slug}/issues/merge`, { method: 'POST', json: { fingerprints: [other.fingerprint], into: fp } })).status).toBe(200);
+    expect(
+      (
+        await json(`/api/projects/${project.slug}/issues/merge`, {
+          method: 'POST',
+          json: { fingerprints: [other.fingerprint], into: fp },
+        })
+      ).status,
+    ).toBe(200);
 
     const label = await keyLabel();
     const entries = await activity(project, fp);
@@ -82,12 +107,18 @@ describe.each(dialects)('triage on %s', (dialect) => {
     expect(entries.map((e) => e.created_at)).toEqual([...entries.map((e) => e.created_at)].sort());
     expect(entries[3]).toMatchObject({ id: comment.body.id, created_at: new Date(NOW + 3 * MINUTE).toISOString() });
     // The merged fingerprint answers the target's activity.
-    expect((await json(issueUrl(project, other.fingerprint, '/activity'))).body).toMatchObject({ merged_into: fp, activity: entries });
+    expect((await json(issueUrl(project, other.fingerprint, '/activity'))).body).toMatchObject({
+      merged_into: fp,
+      activity: entries,
+    });
     // PATCH of a merged fingerprint acts on the target and says so.
     const patched = await json(issueUrl(project, other.fingerprint), { method: 'PATCH', json: { status: 'triaged' } });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ fingerprint: fp, status: 'triaged', merged_into: fp });
-    expect((await activity(project, fp)).at(-1)).toMatchObject({ type: 'status', data: { from: 'regression', to: 'triaged' } });
+    expect((await activity(project, fp)).at(-1)).toMatchObject({
+      type: 'status',
+      data: { from: 'regression', to: 'triaged' },
+    });
     expect((await json(issueUrl(project, 'f'.repeat(32), '/activity'))).status).toBe(404);
   });
 
@@ -107,13 +138,19 @@ describe.each(dialects)('triage on %s', (dialect) => {
       expect(res.status, JSON.stringify(body).slice(0, 40)).toBe(400);
       expect(res.body.error).toMatch(/text/);
     }
-    expect((await json(`${url}/${created.body.id}`, { method: 'PATCH', json: { text: 'y'.repeat(10_001) } })).status).toBe(400);
+    expect(
+      (await json(`${url}/${created.body.id}`, { method: 'PATCH', json: { text: 'y'.repeat(10_001) } })).status,
+    ).toBe(400);
     expect(await activity(project, fp)).toEqual(before);
 
     clock.set(NOW + 10 * MINUTE);
     const edited = await json(`${url}/${created.body.id}`, { method: 'PATCH', json: { text: '<b>fixed</b> in 2.0' } });
     expect(edited.status).toBe(200);
-    expect(edited.body).toMatchObject({ id: created.body.id, created_at: created.body.created_at, data: { text: '<b>fixed</b> in 2.0', edited_at: new Date(NOW + 10 * MINUTE).toISOString() } });
+    expect(edited.body).toMatchObject({
+      id: created.body.id,
+      created_at: created.body.created_at,
+      data: { text: '<b>fixed</b> in 2.0', edited_at: new Date(NOW + 10 * MINUTE).toISOString() },
+    });
     expect((await json(`${url}/999999999`, { method: 'PATCH', json: { text: 'x' } })).status).toBe(404);
     expect((await json(`${url}/nope`, { method: 'DELETE' })).status).toBe(404);
     // A status entry is no comment.
@@ -127,7 +164,10 @@ describe.each(dialects)('triage on %s', (dialect) => {
     const project = await makeProject(t);
     await send(project, 'delta', ['u1', 'u1']);
     const { fingerprint: fp } = await issueOf(project, 'delta');
-    const snoozed = await json(issueUrl(project, fp), { method: 'PATCH', json: { status: 'ignored', ignore_count: 3 } });
+    const snoozed = await json(issueUrl(project, fp), {
+      method: 'PATCH',
+      json: { status: 'ignored', ignore_count: 3 },
+    });
     expect(snoozed.status).toBe(200);
     expect(snoozed.body).toMatchObject({ status: 'ignored', ignore_count: 3, ignore_until: null, ignore_users: null });
     await send(project, 'delta', ['u1', 'u1']);
@@ -149,13 +189,19 @@ describe.each(dialects)('triage on %s', (dialect) => {
     const project = await makeProject(t);
     await send(project, 'epsilon', ['u1', 'u2']);
     const { fingerprint: fp } = await issueOf(project, 'epsilon');
-    expect((await json(issueUrl(project, fp), { method: 'PATCH', json: { status: 'ignored', ignore_users: 2 } })).status).toBe(200);
+    expect(
+      (await json(issueUrl(project, fp), { method: 'PATCH', json: { status: 'ignored', ignore_users: 2 } })).status,
+    ).toBe(200);
     // Users it had before, and one new user twice: one more user.
     await send(project, 'epsilon', ['u1', 'u2', 'u3', 'u3', undefined]);
     expect((await json(issueUrl(project, fp))).body).toMatchObject({ status: 'ignored', users: 3, ignore_users: 2 });
     await send(project, 'epsilon', ['u3', 'u4']);
     expect((await json(issueUrl(project, fp))).body).toMatchObject({ status: 'unresolved', users: 4 });
-    expect((await activity(project, fp)).at(-1)).toMatchObject({ type: 'status', actor: null, data: { reason: 'snooze_ended' } });
+    expect((await activity(project, fp)).at(-1)).toMatchObject({
+      type: 'status',
+      actor: null,
+      data: { reason: 'snooze_ended' },
+    });
   });
 
   it('ends a snooze by time through the periodic job, not before', async () => {
@@ -163,7 +209,10 @@ describe.each(dialects)('triage on %s', (dialect) => {
     await send(project, 'zeta', ['u1']);
     const { fingerprint: fp } = await issueOf(project, 'zeta');
     const until = new Date(clock.now() + 60 * MINUTE).toISOString();
-    const res = await json(issueUrl(project, fp), { method: 'PATCH', json: { status: 'ignored', ignore_until: until } });
+    const res = await json(issueUrl(project, fp), {
+      method: 'PATCH',
+      json: { status: 'ignored', ignore_until: until },
+    });
     expect(res.body).toMatchObject({ status: 'ignored', ignore_until: until });
     clock.set(clock.now() + 59 * MINUTE);
     expect(await endTimeSnoozes(t.deps.store, clock.now())).toBe(0);
@@ -171,7 +220,12 @@ describe.each(dialects)('triage on %s', (dialect) => {
     clock.set(Date.parse(until));
     expect(await endTimeSnoozes(t.deps.store, clock.now())).toBeGreaterThanOrEqual(1);
     expect((await json(issueUrl(project, fp))).body).toMatchObject({ status: 'unresolved', ignore_until: null });
-    expect((await activity(project, fp)).at(-1)).toMatchObject({ type: 'status', actor: null, created_at: until, data: { from: 'ignored', to: 'unresolved', reason: 'snooze_ended' } });
+    expect((await activity(project, fp)).at(-1)).toMatchObject({
+      type: 'status',
+      actor: null,
+      created_at: until,
+      data: { from: 'ignored', to: 'unresolved', reason: 'snooze_ended' },
+    });
     expect(await endTimeSnoozes(t.deps.store, clock.now())).toBe(0);
   });
 
@@ -192,7 +246,10 @@ describe.each(dialects)('triage on %s', (dialect) => {
       const res = await json(issueUrl(project, fp), { method: 'PATCH', json: body });
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error).toMatch(message);
-      const bulk = await json(`/api/projects/${project.slug}/issues/bulk`, { method: 'POST', json: { fingerprints: [fp], ...(body as object) } });
+      const bulk = await json(`/api/projects/${project.slug}/issues/bulk`, {
+        method: 'POST',
+        json: { fingerprints: [fp], ...(body as object) },
+      });
       expect(bulk.status).toBe(400);
     }
     expect((await json(issueUrl(project, fp))).body).toEqual(before);
@@ -206,7 +263,10 @@ describe.each(dialects)('triage on %s', (dialect) => {
     await send(b, 'iota', ['u1']);
     const ia = await issueOf(a, 'theta');
     const ib = await issueOf(b, 'iota');
-    const res = await json(`/api/projects/${a.slug}/issues/merge`, { method: 'POST', json: { fingerprints: [ib.fingerprint], into: ia.fingerprint } });
+    const res = await json(`/api/projects/${a.slug}/issues/merge`, {
+      method: 'POST',
+      json: { fingerprints: [ib.fingerprint], into: ia.fingerprint },
+    });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatch(/another project/);
     expect((await json(issueUrl(b, ib.fingerprint))).body.event_count).toBe(1);
@@ -214,7 +274,13 @@ describe.each(dialects)('triage on %s', (dialect) => {
   it('filters the list by environment within the window, searches with q, sorts by users; bad tokens are 400 naming them', async () => {
     const project = await makeProject(t);
     const at = clock.now();
-    const event = (fn: string, environment: string, user: string, extra: Record<string, unknown> = {}, timestamp = at - 1000) => ({
+    const event = (
+      fn: string,
+      environment: string,
+      user: string,
+      extra: Record<string, unknown> = {},
+      timestamp = at - 1000,
+    ) => ({
       ...errorEvent({ timestamp: timestamp + n++, fn, value: fn, user, release: 'app@1.0.0' }),
       environment,
       ...extra,
@@ -229,7 +295,14 @@ describe.each(dialects)('triage on %s', (dialect) => {
       event('three', 'production', 'u1', {}, at - 3 * 86_400_000),
       event('three', 'staging', 'ana@example.com', { user: { email: 'ana@example.com' } }),
     ];
-    const res = await post(t, project, envelope({}, events.map((payload) => ({ type: 'event', payload }))));
+    const res = await post(
+      t,
+      project,
+      envelope(
+        {},
+        events.map((payload) => ({ type: 'event', payload })),
+      ),
+    );
     expect(res.status).toBe(200);
     const list = async (query: string) => {
       const r = await json(`/api/projects/${project.slug}/issues?${query}`);
@@ -277,16 +350,46 @@ describe.each(dialects)('triage on %s', (dialect) => {
     await send(project, 'lambda', ['u1']);
     const k = await issueOf(project, 'kappa');
     const l = await issueOf(project, 'lambda');
-    const ana = (await json('/api/users', { method: 'POST', json: { email: `ana-${project.slug}@example.com`, name: 'Ana', role: 'member', password: 'correct horse battery' } })).body;
-    const bo = (await json('/api/users', { method: 'POST', json: { email: `bo-${project.slug}@example.com`, name: 'Bo', role: 'member', password: 'correct horse battery' } })).body;
+    const ana = (
+      await json('/api/users', {
+        method: 'POST',
+        json: {
+          email: `ana-${project.slug}@example.com`,
+          name: 'Ana',
+          role: 'member',
+          password: 'correct horse battery',
+        },
+      })
+    ).body;
+    const bo = (
+      await json('/api/users', {
+        method: 'POST',
+        json: {
+          email: `bo-${project.slug}@example.com`,
+          name: 'Bo',
+          role: 'member',
+          password: 'correct horse battery',
+        },
+      })
+    ).body;
     expect(ana.id).toBeGreaterThan(0);
     expect((await json(`/api/users/${bo.id}`, { method: 'PATCH', json: { disabled: true } })).status).toBe(200);
 
-    const assigned = await json(issueUrl(project, k.fingerprint), { method: 'PATCH', json: { assignee: ana.email.toUpperCase() } });
+    const assigned = await json(issueUrl(project, k.fingerprint), {
+      method: 'PATCH',
+      json: { assignee: ana.email.toUpperCase() },
+    });
     expect(assigned.status, JSON.stringify(assigned.body)).toBe(200);
-    expect(assigned.body).toMatchObject({ status: 'unresolved', assignee: { id: ana.id, email: ana.email, name: 'Ana' } });
+    expect(assigned.body).toMatchObject({
+      status: 'unresolved',
+      assignee: { id: ana.id, email: ana.email, name: 'Ana' },
+    });
     const label = await keyLabel();
-    expect((await activity(project, k.fingerprint)).at(-1)).toMatchObject({ type: 'assigned', actor: label, data: { assignee: { id: ana.id, email: ana.email, name: 'Ana' } } });
+    expect((await activity(project, k.fingerprint)).at(-1)).toMatchObject({
+      type: 'assigned',
+      actor: label,
+      data: { assignee: { id: ana.id, email: ana.email, name: 'Ana' } },
+    });
 
     const before = (await json(issueUrl(project, l.fingerprint))).body;
     for (const [body, message] of [
@@ -299,22 +402,39 @@ describe.each(dialects)('triage on %s', (dialect) => {
       const res = await json(issueUrl(project, l.fingerprint), { method: 'PATCH', json: body });
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error).toMatch(message);
-      expect((await json(`/api/projects/${project.slug}/issues/bulk`, { method: 'POST', json: { fingerprints: [l.fingerprint], ...body } })).status).toBe(400);
+      expect(
+        (
+          await json(`/api/projects/${project.slug}/issues/bulk`, {
+            method: 'POST',
+            json: { fingerprints: [l.fingerprint], ...body },
+          })
+        ).status,
+      ).toBe(400);
     }
     expect((await json(issueUrl(project, l.fingerprint))).body).toEqual(before);
 
-    const bulk = await json(`/api/projects/${project.slug}/issues/bulk`, { method: 'POST', json: { fingerprints: [k.fingerprint, l.fingerprint], assignee: ana.id, status: 'triaged' } });
+    const bulk = await json(`/api/projects/${project.slug}/issues/bulk`, {
+      method: 'POST',
+      json: { fingerprints: [k.fingerprint, l.fingerprint], assignee: ana.id, status: 'triaged' },
+    });
     expect(bulk.body).toMatchObject({ updated: 2, status: 'triaged', assignee: { id: ana.id } });
     // k had Ana already: only l records an assignment.
     expect((await activity(project, k.fingerprint)).filter((e) => e.type === 'assigned')).toHaveLength(1);
     expect((await activity(project, l.fingerprint)).filter((e) => e.type === 'assigned')).toHaveLength(1);
 
     const titles = async (query: string, init?: Parameters<TestServer['api']>[1]) =>
-      ((await json(`/api/projects/${project.slug}/issues?days=1&sort=first_seen&${query}`, init)).body.issues as any[]).map((i) => i.title.replace('TypeError: ', ''));
+      (
+        (await json(`/api/projects/${project.slug}/issues?days=1&sort=first_seen&${query}`, init)).body.issues as any[]
+      ).map((i) => i.title.replace('TypeError: ', ''));
     expect(await titles(`assignee=${encodeURIComponent(ana.email)}`)).toEqual(['lambda', 'kappa']);
     expect(await titles(`q=${encodeURIComponent(`assigned:${ana.email} is:triaged`)}`)).toEqual(['lambda', 'kappa']);
-    expect((await json(issueUrl(project, k.fingerprint), { method: 'PATCH', json: { assignee: null } })).body.assignee).toBeNull();
-    expect((await activity(project, k.fingerprint)).at(-1)).toMatchObject({ type: 'assigned', data: { assignee: null } });
+    expect(
+      (await json(issueUrl(project, k.fingerprint), { method: 'PATCH', json: { assignee: null } })).body.assignee,
+    ).toBeNull();
+    expect((await activity(project, k.fingerprint)).at(-1)).toMatchObject({
+      type: 'assigned',
+      data: { assignee: null },
+    });
     expect(await titles('assignee=none')).toEqual(['kappa']);
     expect(await titles('q=is:assigned')).toEqual(['lambda']);
     expect(await titles('q=is:unassigned')).toEqual(['kappa']);

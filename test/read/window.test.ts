@@ -6,7 +6,19 @@ import { ManualClock } from '../../src/clock.js';
 import { ReadInputError } from '../../src/errors.js';
 import { bucketList, dayList, parseRfc3339, parseWindow } from '../../src/read/window.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { DAY, GROUPS, HOUR, NOW, createProject, getJson, iso, newEventId, sendEvents, type EventSpec, type TestProject } from './support.js';
+import {
+  DAY,
+  GROUPS,
+  HOUR,
+  NOW,
+  createProject,
+  getJson,
+  iso,
+  newEventId,
+  sendEvents,
+  type EventSpec,
+  type TestProject,
+} from './support.js';
 
 describe('parseWindow', () => {
   const now = NOW;
@@ -18,7 +30,10 @@ describe('parseWindow', () => {
 
   it('takes from and to, to defaulting to now and from to to minus days', () => {
     expect(parseWindow({ from: '2026-03-01T00:00:00Z' }, now)).toEqual({ from: Date.UTC(2026, 2, 1), to: now });
-    expect(parseWindow({ to: '2026-03-01T00:00:00Z', days: '2' }, now)).toEqual({ from: Date.UTC(2026, 1, 27), to: Date.UTC(2026, 2, 1) });
+    expect(parseWindow({ to: '2026-03-01T00:00:00Z', days: '2' }, now)).toEqual({
+      from: Date.UTC(2026, 1, 27),
+      to: Date.UTC(2026, 2, 1),
+    });
     expect(parseWindow({ from: '2026-03-01T02:00:00+02:00', to: '2026-03-01T10:30:00.5Z' }, now)).toEqual({
       from: Date.UTC(2026, 2, 1),
       to: Date.UTC(2026, 2, 1, 10, 30, 0, 500),
@@ -27,19 +42,35 @@ describe('parseWindow', () => {
 
   it('accepts a span of exactly 90 days and refuses 91', () => {
     const to = '2026-03-01T00:00:00.000Z';
-    expect(parseWindow({ from: iso(Date.parse(to) - 90 * DAY), to }, now)).toEqual({ from: Date.parse(to) - 90 * DAY, to: Date.parse(to) });
+    expect(parseWindow({ from: iso(Date.parse(to) - 90 * DAY), to }, now)).toEqual({
+      from: Date.parse(to) - 90 * DAY,
+      to: Date.parse(to),
+    });
     expect(() => parseWindow({ from: iso(Date.parse(to) - 90 * DAY - 1), to }, now)).toThrow(/at most 90 days/);
     expect(() => parseWindow({ from: iso(Date.parse(to) - 91 * DAY), to }, now)).toThrow(ReadInputError);
     expect(parseWindow({ days: '90' }, now)).toEqual({ from: now - 90 * DAY, to: now });
   });
 
   it('refuses from at or after to, and bad values, with messages saying what is allowed', () => {
-    expect(() => parseWindow({ from: '2026-03-02T00:00:00Z', to: '2026-03-01T00:00:00Z' }, now)).toThrow('from must be before to');
-    expect(() => parseWindow({ from: '2026-03-01T00:00:00Z', to: '2026-03-01T00:00:00Z' }, now)).toThrow('from must be before to');
+    expect(() => parseWindow({ from: '2026-03-02T00:00:00Z', to: '2026-03-01T00:00:00Z' }, now)).toThrow(
+      'from must be before to',
+    );
+    expect(() => parseWindow({ from: '2026-03-01T00:00:00Z', to: '2026-03-01T00:00:00Z' }, now)).toThrow(
+      'from must be before to',
+    );
     for (const days of ['0', '91', '-1', '1.5', 'seven', '', '1e1']) {
       expect(() => parseWindow({ days }, now), days).toThrow(/days must be an integer from 1 to 90/);
     }
-    for (const bad of ['yesterday', '2026-03-01', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-03-01T25:00:00Z', '2026-03-01T00:00:00', '1772323200', '']) {
+    for (const bad of [
+      'yesterday',
+      '2026-03-01',
+      '2026-13-01T00:00:00Z',
+      '2026-02-30T00:00:00Z',
+      '2026-03-01T25:00:00Z',
+      '2026-03-01T00:00:00',
+      '1772323200',
+      '',
+    ]) {
       expect(() => parseWindow({ from: bad }, now), bad).toThrow(/from must be an RFC 3339 date-time/);
       expect(() => parseWindow({ to: bad }, now), bad).toThrow(/to must be an RFC 3339 date-time/);
     }
@@ -53,7 +84,11 @@ describe('parseWindow', () => {
 
   it('maps a window to the hour buckets starting inside it and the UTC days they touch', () => {
     const w = { from: Date.UTC(2026, 2, 1, 22, 30), to: Date.UTC(2026, 2, 2, 2, 0) };
-    expect(bucketList(w).map(iso)).toEqual(['2026-03-01T23:00:00.000Z', '2026-03-02T00:00:00.000Z', '2026-03-02T01:00:00.000Z']);
+    expect(bucketList(w).map(iso)).toEqual([
+      '2026-03-01T23:00:00.000Z',
+      '2026-03-02T00:00:00.000Z',
+      '2026-03-02T01:00:00.000Z',
+    ]);
     expect(dayList(w).map(iso)).toEqual(['2026-03-01T00:00:00.000Z', '2026-03-02T00:00:00.000Z']);
     expect(bucketList({ from: now - 7 * DAY, to: now })).toHaveLength(7 * 24);
     expect(bucketList({ from: Date.UTC(2026, 2, 1, 10, 10), to: Date.UTC(2026, 2, 1, 10, 50) })).toEqual([]);
@@ -123,7 +158,8 @@ describe.each(dialects)('windows over HTTP on %s', (dialect) => {
   });
 
   it('treats to as exclusive and from as inclusive', async () => {
-    const ids = async (query: string) => (await getJson(t, url(`/events?${query}`))).body.events.map((e: any) => e.event_id).sort();
+    const ids = async (query: string) =>
+      (await getJson(t, url(`/events?${query}`))).body.events.map((e: any) => e.event_id).sort();
     expect(await ids(`to=${iso(edge)}&days=1`)).toEqual([justBefore.eventId]);
     expect(await ids(`to=${iso(edge + 1)}&days=1`)).toEqual([onEdge.eventId, justBefore.eventId].sort());
     expect(await ids(`from=${iso(edge)}`)).toEqual([onEdge.eventId]);
@@ -132,7 +168,8 @@ describe.each(dialects)('windows over HTTP on %s', (dialect) => {
     expect(await ids('')).toHaveLength(2);
 
     // Aggregates: an hour bucket belongs to the window when it starts inside it.
-    const totals = async (from: number, to: number) => (await getJson(t, url(`/overview?from=${iso(from)}&to=${iso(to)}`))).body.totals.events;
+    const totals = async (from: number, to: number) =>
+      (await getJson(t, url(`/overview?from=${iso(from)}&to=${iso(to)}`))).body.totals.events;
     expect(await totals(edge - HOUR, edge)).toBe(1); // 09:00 bucket: the event at 09:59:59.999
     expect(await totals(edge - HOUR, edge + 1)).toBe(2); // the 10:00 bucket starts before to
     expect(await totals(edge, edge + HOUR)).toBe(1);

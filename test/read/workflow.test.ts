@@ -7,7 +7,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
-import { DAY, GROUPS, HOUR, NOW, createProject, getJson, iso, newEventId, sendEvents, type EventSpec, type TestProject } from './support.js';
+import {
+  DAY,
+  GROUPS,
+  HOUR,
+  NOW,
+  createProject,
+  getJson,
+  iso,
+  newEventId,
+  sendEvents,
+  type EventSpec,
+  type TestProject,
+} from './support.js';
 
 describe.each(dialects)('issue workflow on %s', (dialect) => {
   let t: TestServer;
@@ -36,7 +48,8 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     p = await createProject(t);
     const sent = GROUPS.slice(0, 4).map((g, i) => spec(g, NOW - 3 * DAY - (i + 1) * HOUR, 'app@1.0.0'));
     await sendEvents(t, p, sent);
-    for (const e of sent) fp.set(e.group.key, (await getJson(t, `/api/projects/${p.slug}/events/${e.eventId}`)).body.fingerprint);
+    for (const e of sent)
+      fp.set(e.group.key, (await getJson(t, `/api/projects/${p.slug}/events/${e.eventId}`)).body.fingerprint);
     clock.set(NOW);
   });
 
@@ -57,7 +70,11 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
         .execute()
     ).map((r) => ({ kind: r.kind, at: Number(r.at), release: r.release, project_id: Number(r.project_id) }));
   const patch = (fingerprint: string, body: unknown) =>
-    t.api(url(`/issues/${fingerprint}`), { method: 'PATCH', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    t.api(url(`/issues/${fingerprint}`), {
+      method: 'PATCH',
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
 
   it('sets each status with PATCH and answers with the issue', async () => {
     const f = fp.get('cart')!;
@@ -81,12 +98,22 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
       expect(res.status).toBe(200);
       const issue = await res.json();
       const { timeline, breakdown, latest_event_id, oldest_event_id, from, to, ...plain } = before;
-      expect(issue, `step ${i + 1}`).toEqual({ ...plain, status, resolved_release: resolvedRelease, updated_at: iso(NOW + (i + 1) * 60_000) });
+      expect(issue, `step ${i + 1}`).toEqual({
+        ...plain,
+        status,
+        resolved_release: resolvedRelease,
+        updated_at: iso(NOW + (i + 1) * 60_000),
+      });
       expect((await getJson(t, url(`/issues/${f}`))).body.status).toBe(status);
     }
     // Every change of status is recorded, at the time of the PATCH, with the issue's last release.
-    const recorded = steps.slice(0, 7).map(([kind], i) => ({ kind, at: NOW + (i + 1) * 60_000, release: 'app@1.0.0', project_id: p.id }));
-    expect(await changes(f)).toEqual([{ kind: 'new_issue', at: NOW - 3 * DAY, release: 'app@1.0.0', project_id: p.id }, ...recorded]);
+    const recorded = steps
+      .slice(0, 7)
+      .map(([kind], i) => ({ kind, at: NOW + (i + 1) * 60_000, release: 'app@1.0.0', project_id: p.id }));
+    expect(await changes(f)).toEqual([
+      { kind: 'new_issue', at: NOW - 3 * DAY, release: 'app@1.0.0', project_id: p.id },
+      ...recorded,
+    ]);
   });
 
   it('refuses bad statuses and bodies with 400 and unknown issues or projects with 404', async () => {
@@ -99,7 +126,10 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     const unknown = await patch('ffffffffffffffffffffffffffffffff', { status: 'resolved' });
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error).toMatch(/not found/);
-    const noProject = await t.api('/api/projects/no-such-project/issues/abc', { method: 'PATCH', json: { status: 'resolved' } });
+    const noProject = await t.api('/api/projects/no-such-project/issues/abc', {
+      method: 'PATCH',
+      json: { status: 'resolved' },
+    });
     expect(noProject.status).toBe(404);
     expect((await getJson(t, url(`/issues/${f}`))).body.status).toBe('unresolved');
   });
@@ -111,38 +141,70 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ updated: 2, status: 'ignored' });
     // One change row per issue whose status changed (both were unresolved).
-    for (const f of fps.slice(0, 2)) expect((await changes(f)).at(-1)).toEqual({ kind: 'ignored', at: NOW + HOUR, release: 'app@1.0.0', project_id: p.id });
+    for (const f of fps.slice(0, 2))
+      expect((await changes(f)).at(-1)).toEqual({
+        kind: 'ignored',
+        at: NOW + HOUR,
+        release: 'app@1.0.0',
+        project_id: p.id,
+      });
     const dbChanges = (await changes(fps[1])).length;
     const list = (await getJson(t, url('/issues?status=ignored'))).body;
     expect(list.total).toBe(2);
     expect(new Set(list.issues.map((i: any) => i.fingerprint))).toEqual(new Set(fps.slice(0, 2)));
     for (const i of list.issues) expect(i.updated_at).toBe(iso(NOW + HOUR));
 
-    const resolved = await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: [fp.get('db'), fp.get('db')], status: 'resolved' } });
+    const resolved = await t.api(url('/issues/bulk'), {
+      method: 'POST',
+      json: { fingerprints: [fp.get('db'), fp.get('db')], status: 'resolved' },
+    });
     expect(await resolved.json()).toEqual({ updated: 1, status: 'resolved' });
     expect((await getJson(t, url(`/issues/${fp.get('db')}`))).body.resolved_release).toBe('app@1.0.0');
-    expect((await changes(fps[1])).slice(dbChanges)).toEqual([{ kind: 'resolved', at: NOW + HOUR, release: 'app@1.0.0', project_id: p.id }]);
+    expect((await changes(fps[1])).slice(dbChanges)).toEqual([
+      { kind: 'resolved', at: NOW + HOUR, release: 'app@1.0.0', project_id: p.id },
+    ]);
     // Setting the status an issue already has records nothing.
     await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: [fp.get('db')], status: 'resolved' } });
     expect(await changes(fps[1])).toHaveLength(dbChanges + 1);
-    expect(await (await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: [], status: 'triaged' } })).json()).toEqual({
+    expect(
+      await (
+        await t.api(url('/issues/bulk'), { method: 'POST', json: { fingerprints: [], status: 'triaged' } })
+      ).json(),
+    ).toEqual({
       updated: 0,
       status: 'triaged',
     });
 
-    for (const body of [{ fingerprints: fps, status: 'done' }, { fingerprints: 'x', status: 'ignored' }, { fingerprints: [1], status: 'ignored' }, { status: 'ignored' }]) {
+    for (const body of [
+      { fingerprints: fps, status: 'done' },
+      { fingerprints: 'x', status: 'ignored' },
+      { fingerprints: [1], status: 'ignored' },
+      { status: 'ignored' },
+    ]) {
       const bad = await t.api(url('/issues/bulk'), { method: 'POST', json: body });
       expect(bad.status, JSON.stringify(body)).toBe(400);
     }
     // "bulk" is never read as a fingerprint.
     for (const method of ['GET', 'PATCH', 'DELETE']) {
-      const res = await t.api(url('/issues/bulk'), { method, json: method === 'GET' ? undefined : { status: 'ignored' } });
+      const res = await t.api(url('/issues/bulk'), {
+        method,
+        json: method === 'GET' ? undefined : { status: 'ignored' },
+      });
       expect(res.status, method).toBe(405);
       expect(res.headers.get('allow')).toBe('POST');
     }
     // Nothing changed: cart is still the only ignored issue (db was resolved above).
-    expect((await getJson(t, url('/issues?status=ignored'))).body.issues.map((i: any) => i.fingerprint)).toEqual([fp.get('cart')]);
-    expect((await t.api('/api/projects/no-such-project/issues/bulk', { method: 'POST', json: { fingerprints: [], status: 'ignored' } })).status).toBe(404);
+    expect((await getJson(t, url('/issues?status=ignored'))).body.issues.map((i: any) => i.fingerprint)).toEqual([
+      fp.get('cart'),
+    ]);
+    expect(
+      (
+        await t.api('/api/projects/no-such-project/issues/bulk', {
+          method: 'POST',
+          json: { fingerprints: [], status: 'ignored' },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('counts a resolved issue that recurs on a new release as a regression in the overview window', async () => {
@@ -165,7 +227,9 @@ describe.each(dialects)('issue workflow on %s', (dialect) => {
     expect(after.regressions).toBe(2);
     expect(after.new_issues).toBe(0);
     expect((await getJson(t, url(`/overview?from=${iso(NOW - 10 * DAY)}&to=${iso(NOW)}`))).body.regressions).toBe(0);
-    expect((await getJson(t, url('/issues?status=regression'))).body.issues.map((i: any) => i.fingerprint)).toEqual([f]);
+    expect((await getJson(t, url('/issues?status=regression'))).body.issues.map((i: any) => i.fingerprint)).toEqual([
+      f,
+    ]);
 
     // An ignored issue stays ignored when events arrive; its counts still grow.
     const ignored = fp.get('cart')!;

@@ -19,11 +19,15 @@ describe('databaseCapacity', () => {
   });
 
   it('names the sizes and what to do', () => {
-    expect(databaseCapacity(9 * GB, 10 * GB).warning).toMatch(/^the database holds 9\.00 GB of its 10\.00 GB limit \(90 %\): lower RETENTION_DAYS/);
+    expect(databaseCapacity(9 * GB, 10 * GB).warning).toMatch(
+      /^the database holds 9\.00 GB of its 10\.00 GB limit \(90 %\): lower RETENTION_DAYS/,
+    );
   });
 
   it('speaks in MB below a GB', () => {
-    expect(databaseCapacity(450 * 1024 ** 2, 500 * 1024 ** 2).warning).toMatch(/^the database holds 450\.0 MB of its 500\.0 MB limit \(90 %\)/);
+    expect(databaseCapacity(450 * 1024 ** 2, 500 * 1024 ** 2).warning).toMatch(
+      /^the database holds 450\.0 MB of its 500\.0 MB limit \(90 %\)/,
+    );
   });
 
   it('never warns without a limit', () => {

@@ -57,7 +57,8 @@ describe('each description’s parameter limit is the real database’s', () => 
     const db = new BetterSqlite3(':memory:');
     try {
       const n = SQLITE_CAPABILITIES.maxBoundParameters;
-      const sql = (count: number) => `select count(*) as c from (select 1) where 1 in (${placeholders(count, () => '?')})`;
+      const sql = (count: number) =>
+        `select count(*) as c from (select 1) where 1 in (${placeholders(count, () => '?')})`;
       expect(db.prepare(sql(n)).get(...Array.from({ length: n }, () => 1))).toEqual({ c: 1 });
       expect(() => db.prepare(sql(n + 1))).toThrow(/too many SQL variables/);
     } finally {
@@ -65,17 +66,20 @@ describe('each description’s parameter limit is the real database’s', () => 
     }
   });
 
-  it.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL binds maxBoundParameters parameters and refuses one more', async () => {
-    const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
-    await client.connect();
-    try {
-      const n = POSTGRES_CAPABILITIES.maxBoundParameters;
-      const sql = (count: number) => `select 1 = any(array[${placeholders(count, (i) => `$${i + 1}::int`)}]) as ok`;
-      const values = (count: number) => Array.from({ length: count }, () => 1);
-      expect((await client.query(sql(n), values(n))).rows).toEqual([{ ok: true }]);
-      await expect(client.query(sql(n + 1), values(n + 1))).rejects.toThrow();
-    } finally {
-      await client.end();
-    }
-  });
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'PostgreSQL binds maxBoundParameters parameters and refuses one more',
+    async () => {
+      const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await client.connect();
+      try {
+        const n = POSTGRES_CAPABILITIES.maxBoundParameters;
+        const sql = (count: number) => `select 1 = any(array[${placeholders(count, (i) => `$${i + 1}::int`)}]) as ok`;
+        const values = (count: number) => Array.from({ length: count }, () => 1);
+        expect((await client.query(sql(n), values(n))).rows).toEqual([{ ok: true }]);
+        await expect(client.query(sql(n + 1), values(n + 1))).rejects.toThrow();
+      } finally {
+        await client.end();
+      }
+    },
+  );
 });

@@ -64,7 +64,9 @@ describe.each(dialects)('ingest project cache on %s', (dialect) => {
   it('does not keep a row it read before a rotation that finished first', async () => {
     // Hold the lookup between reading its row and caching it until the rotation is done.
     // Every query of this Kysely instance, builder or raw, runs through its one executor.
-    const db = store.db.getExecutor() as unknown as { executeQuery: (q: { sql: string }, ...rest: unknown[]) => Promise<unknown> };
+    const db = store.db.getExecutor() as unknown as {
+      executeQuery: (q: { sql: string }, ...rest: unknown[]) => Promise<unknown>;
+    };
     const original = db.executeQuery.bind(db);
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

@@ -57,7 +57,9 @@ describe.skipIf(!dialects.includes('postgres'))('migrate on one fresh PostgreSQL
       await new Promise((r) => setTimeout(r, 500));
       expect(settled).toBe(false);
       // Nothing was created while the lock was held.
-      const tables = await holder.query("select count(*)::int as n from information_schema.tables where table_schema = 'public'");
+      const tables = await holder.query(
+        "select count(*)::int as n from information_schema.tables where table_schema = 'public'",
+      );
       expect(tables.rows[0].n).toBe(0);
       await holder.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
       const result = await running;

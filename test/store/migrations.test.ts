@@ -9,7 +9,13 @@ import { migrate, type Store } from '../../src/store/database.js';
 import { openStore } from '../../src/editions/node/open-store.js';
 import { StaticMigrationProvider } from '../../src/store/migrations.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers/server.js';
-import { countRowsByProject, insertEvent, insertIssue, orphanIssueRows, seedProjectData } from '../helpers/seed-rows.js';
+import {
+  countRowsByProject,
+  insertEvent,
+  insertIssue,
+  orphanIssueRows,
+  seedProjectData,
+} from '../helpers/seed-rows.js';
 
 async function migrateTo(store: Store, name: string): Promise<void> {
   const migrator = new Migrator({ db: store.db, provider: new StaticMigrationProvider(store.dialect) });
@@ -21,7 +27,16 @@ async function migrateTo(store: Store, name: string): Promise<void> {
 async function insertProject(store: Store): Promise<number> {
   const project = await store.db
     .insertInto('projects')
-    .values({ slug: 'p', name: 'P', platform: 'node', dsn_key: 'k'.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+    .values({
+      slug: 'p',
+      name: 'P',
+      platform: 'node',
+      dsn_key: 'k'.repeat(32),
+      sample_keep_first: 10,
+      sample_rate: 1,
+      daily_quota: 0,
+      created_at: 1,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return Number(project.id);
@@ -30,8 +45,17 @@ async function insertProject(store: Store): Promise<number> {
 async function indexNames(store: Store, table = 'events'): Promise<string[]> {
   const rows =
     store.dialect === 'postgres'
-      ? await store.db.selectFrom('pg_indexes' as any).select('indexname as name').where('tablename', '=', table).execute()
-      : await store.db.selectFrom('sqlite_master' as any).select('name').where('type', '=', 'index').where('tbl_name', '=', table).execute();
+      ? await store.db
+          .selectFrom('pg_indexes' as any)
+          .select('indexname as name')
+          .where('tablename', '=', table)
+          .execute()
+      : await store.db
+          .selectFrom('sqlite_master' as any)
+          .select('name')
+          .where('type', '=', 'index')
+          .where('tbl_name', '=', table)
+          .execute();
   return rows.map((r: any) => String(r.name));
 }
 
@@ -60,11 +84,18 @@ describe.each(dialects)('migrations on %s', (dialect) => {
       await old.insertInto('seen_events').values({ project_id: pid, event_id: eventId, received_at: 1 }).execute();
     }
     // An event that was sampled out: seen, never stored.
-    await old.insertInto('seen_events').values({ project_id: pid, event_id: 'f'.repeat(32), received_at: 1 }).execute();
+    await old
+      .insertInto('seen_events')
+      .values({ project_id: pid, event_id: 'f'.repeat(32), received_at: 1 })
+      .execute();
     expect(await indexNames(store)).toContain('events_project_event_id');
 
     await migrate(store);
-    const seen = await store.db.selectFrom('seen_events').select(['event_id', 'stored_id']).orderBy('event_id').execute();
+    const seen = await store.db
+      .selectFrom('seen_events')
+      .select(['event_id', 'stored_id'])
+      .orderBy('event_id')
+      .execute();
     expect(seen.map((s) => [s.event_id, s.stored_id === null ? null : Number(s.stored_id)])).toEqual([
       [stored[0], ids[0]],
       [stored[1], ids[1]],
@@ -90,7 +121,11 @@ describe.each(dialects)('migrations on %s', (dialect) => {
       await insertEvent(store.db, pid, issueId, fp, '3'.repeat(32), 1_767_000_300_000),
     ];
     // What ingest keeps on the issue row: the stored events with the earliest and latest times.
-    await store.db.updateTable('issues').set({ first_seen_id: earliest, last_seen_id: latest }).where('id', '=', issueId).execute();
+    await store.db
+      .updateTable('issues')
+      .set({ first_seen_id: earliest, last_seen_id: latest })
+      .where('id', '=', issueId)
+      .execute();
 
     await migrate(store);
     expect(await indexNames(store)).not.toContain('events_issue_timestamp');
@@ -123,14 +158,23 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(indexes).toContain('issues_project_last_seen_minute');
     expect(indexes).not.toContain('issues_project_last_seen');
     expect(indexes.includes('issues_project_last_release')).toBe(dialect !== 'postgres');
-    const rows = await store.db.selectFrom('issues').select(['fingerprint', 'last_seen_minute']).orderBy('fingerprint').execute();
+    const rows = await store.db
+      .selectFrom('issues')
+      .select(['fingerprint', 'last_seen_minute'])
+      .orderBy('fingerprint')
+      .execute();
     expect(rows.map((r) => [r.fingerprint, Number(r.last_seen_minute)])).toEqual([
       ['a'.repeat(32), minute],
       ['b'.repeat(32), minute],
       ['c'.repeat(32), minute + 60_000],
       ['d'.repeat(32), minute - 60_000],
     ]);
-    const list = await listIssues(store.db, pid, parseIssueListQuery({ days: '1' }, minute + 120_000), minute + 120_000);
+    const list = await listIssues(
+      store.db,
+      pid,
+      parseIssueListQuery({ days: '1' }, minute + 120_000),
+      minute + 120_000,
+    );
     expect(list.total).toBe(4);
     expect(list.issues.map((i) => i.fingerprint[0])).toEqual(['c', 'a', 'b', 'd']);
   });
@@ -188,24 +232,57 @@ describe.each(dialects)('migrations on %s', (dialect) => {
       size,
       received_at,
     });
-    await store.db.insertInto('attachments').values([attachment('a', 100, hour + 1), attachment('b', 20, hour + 3_599_999), attachment('c', 5, hour + 3_600_000)]).execute();
+    await store.db
+      .insertInto('attachments')
+      .values([
+        attachment('a', 100, hour + 1),
+        attachment('b', 20, hour + 3_599_999),
+        attachment('c', 5, hour + 3_600_000),
+      ])
+      .execute();
     await migrate(store);
     const usage = async () =>
-      (await store!.db.selectFrom('storage_usage').selectAll().where('project_id', '=', pid).orderBy('kind').orderBy('bucket').execute()).map((r) => [
-        r.kind,
-        Number(r.bucket),
-        Number(r.count),
-        Number(r.bytes),
-      ]);
+      (
+        await store!.db
+          .selectFrom('storage_usage')
+          .selectAll()
+          .where('project_id', '=', pid)
+          .orderBy('kind')
+          .orderBy('bucket')
+          .execute()
+      ).map((r) => [r.kind, Number(r.bucket), Number(r.count), Number(r.bytes)]);
     expect(await usage()).toEqual([
       ['attachments', hour, 2, 120],
       ['attachments', hour + 3_600_000, 1, 5],
     ]);
     await store.db.deleteFrom('attachments').where('digest', '=', 'c').execute();
-    await store.db.insertInto('attachments').values(attachment('d', 7, hour + 10)).execute();
+    await store.db
+      .insertInto('attachments')
+      .values(attachment('d', 7, hour + 10))
+      .execute();
     // A payload chunk whose blob is an object counts the object's length.
-    await store.db.insertInto('payload_chunks').values({ id: 1, project_id: pid, received_at: hour + 5, data: new Uint8Array(0), r2_key: 'payloads/x', object_bytes: 900 }).execute();
-    await store.db.insertInto('payload_chunks').values({ id: 2, project_id: pid, received_at: hour + 6, data: new Uint8Array(30), r2_key: null, object_bytes: null }).execute();
+    await store.db
+      .insertInto('payload_chunks')
+      .values({
+        id: 1,
+        project_id: pid,
+        received_at: hour + 5,
+        data: new Uint8Array(0),
+        r2_key: 'payloads/x',
+        object_bytes: 900,
+      })
+      .execute();
+    await store.db
+      .insertInto('payload_chunks')
+      .values({
+        id: 2,
+        project_id: pid,
+        received_at: hour + 6,
+        data: new Uint8Array(30),
+        r2_key: null,
+        object_bytes: null,
+      })
+      .execute();
     expect(await usage()).toEqual([
       ['attachments', hour, 3, 127],
       ['payloads', hour, 2, 930],
@@ -224,7 +301,16 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     for (const slug of ['a', 'b', 'c']) {
       const p = await db
         .insertInto('projects')
-        .values({ slug, name: slug, platform: 'node', dsn_key: slug.repeat(32), sample_keep_first: 10, sample_rate: 1, daily_quota: 0, created_at: 1 })
+        .values({
+          slug,
+          name: slug,
+          platform: 'node',
+          dsn_key: slug.repeat(32),
+          sample_keep_first: 10,
+          sample_rate: 1,
+          daily_quota: 0,
+          created_at: 1,
+        })
         .returning('id')
         .executeTakeFirstOrThrow();
       projectIds.push(Number(p.id));
@@ -233,7 +319,16 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     const [a, b, c] = projectIds;
     await migrate(store);
     const untouched = await countRowsByProject(db, c);
-    const tagsOf = async (pid: number) => Number((await db.selectFrom('event_tags').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', pid).executeTakeFirstOrThrow()).n);
+    const tagsOf = async (pid: number) =>
+      Number(
+        (
+          await db
+            .selectFrom('event_tags')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('project_id', '=', pid)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
 
     // An event: its tags go with it, nothing else does.
     const before = await countRowsByProject(db, a);
@@ -244,13 +339,24 @@ describe.each(dialects)('migrations on %s', (dialect) => {
     expect(await tagsOf(b)).toBe(1);
     await db.deleteFrom('issues').where('project_id', '=', b).execute();
     const afterIssue = await countRowsByProject(db, b);
-    for (const table of ['issues', 'issue_releases', 'issue_users', 'issue_hourly', 'issue_changes', 'events', 'event_tags']) expect(afterIssue[table], table).toBe(0);
-    expect(afterIssue.seen_events, 'rows that are not the issue\'s stay').toBe(1);
+    for (const table of [
+      'issues',
+      'issue_releases',
+      'issue_users',
+      'issue_hourly',
+      'issue_changes',
+      'events',
+      'event_tags',
+    ])
+      expect(afterIssue[table], table).toBe(0);
+    expect(afterIssue.seen_events, "rows that are not the issue's stay").toBe(1);
     for (const [table, n] of Object.entries(await orphanIssueRows(db))) expect(n, `orphans in ${table}`).toBe(0);
 
     // A project: everything under it, and nothing of another project.
     await db.deleteFrom('projects').where('id', 'in', [a, b]).execute();
-    for (const pid of [a, b]) for (const [table, n] of Object.entries(await countRowsByProject(db, pid))) expect(n, `${table} of project ${pid}`).toBe(0);
+    for (const pid of [a, b])
+      for (const [table, n] of Object.entries(await countRowsByProject(db, pid)))
+        expect(n, `${table} of project ${pid}`).toBe(0);
     expect(await countRowsByProject(db, c)).toEqual(untouched);
   });
 });
@@ -289,7 +395,9 @@ describe.skipIf(!dialects.includes('postgres'))('migration 006 on postgres', () 
 describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () => {
   it('leaves ingest one foreign key to check, events to issues; issue_changes keeps its own', async () => {
     await onMigratedPostgres(async (store) => {
-      const keys = await sql<{ table: string }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
+      const keys = await sql<{
+        table: string;
+      }>`select conrelid::regclass::text as table from pg_constraint where contype = 'f' order by 1`.execute(store.db);
       // Alert (012), symbol (013), uploader (014, 018), issue merge (017), account (021) and cron monitor (025) tables keep theirs: the ingest batch writes only alert_outbox, and only for new issues and regressions (check-ins are written apart, a few rows each).
       expect(keys.rows.map((r) => r.table)).toEqual([
         'alert_channels',
@@ -319,7 +427,9 @@ describe.skipIf(!dialects.includes('postgres'))('migration 009 on postgres', () 
         'user_invites',
         'user_sessions',
       ]);
-      const triggers = await sql<{ name: string }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
+      const triggers = await sql<{
+        name: string;
+      }>`select tgname as name from pg_trigger where not tgisinternal order by 1`.execute(store.db);
       // 026 adds storage usage: a row trigger on payload_chunks and its own delete trigger on
       // projects; 032 a row trigger on attachments.
       expect(triggers.rows.map((r) => r.name)).toEqual([

@@ -21,12 +21,30 @@ describe.skipIf(!dialects.includes('postgres'))('PostgreSQL array literals', () 
 
   async function roundTrip(values: unknown[], type: 'int8' | 'text' | 'bytea'): Promise<unknown[]> {
     const cast = sql.raw(type);
-    const { rows } = await sql<{ v: unknown }>`select v from unnest(${pgArrayLiteral(values, type)}::${cast}[]) with ordinality as t(v, n) order by n`.execute(store.db);
+    const { rows } = await sql<{
+      v: unknown;
+    }>`select v from unnest(${pgArrayLiteral(values, type)}::${cast}[]) with ordinality as t(v, n) order by n`.execute(
+      store.db,
+    );
     return rows.map((r) => r.v);
   }
 
   it('keeps text with quotes, backslashes, braces, commas, blanks, NULL as a word and non-ASCII', async () => {
-    const values = ['plain', '', ' ', 'a,b', '{x}', 'say "hi"', 'C:\\path\\to', '\\"', 'NULL', 'null', null, 'ünï ✓ 😀', 'line\nbreak\ttab'];
+    const values = [
+      'plain',
+      '',
+      ' ',
+      'a,b',
+      '{x}',
+      'say "hi"',
+      'C:\\path\\to',
+      '\\"',
+      'NULL',
+      'null',
+      null,
+      'ünï ✓ 😀',
+      'line\nbreak\ttab',
+    ];
     expect(await roundTrip(values, 'text')).toEqual(values);
   });
 

@@ -71,7 +71,14 @@ describe.each(dialects)('projects API on %s', (dialect) => {
     });
     expect(res.status).toBe(201);
     const p = await res.json();
-    expect(p).toMatchObject({ slug: 'ios.app_2', name: 'iOS App', platform: 'ios', sample_keep_first: 5, sample_rate: 0.25, daily_quota: 1000 });
+    expect(p).toMatchObject({
+      slug: 'ios.app_2',
+      name: 'iOS App',
+      platform: 'ios',
+      sample_keep_first: 5,
+      sample_rate: 0.25,
+      daily_quota: 1000,
+    });
     const get = await t.api('/api/projects/ios.app_2');
     expect(get.status).toBe(200);
     expect(await get.json()).toEqual(p);
@@ -109,7 +116,9 @@ describe.each(dialects)('projects API on %s', (dialect) => {
     expect(slugs.slice(0, 3)).toEqual(['shop-app', 'ios.app_2', 'plat-ios']);
     const ids = list.map((p: { id: number }) => p.id);
     expect([...ids].sort((x, y) => x - y)).toEqual(ids);
-    expect(list.find((p: { slug: string }) => p.slug === 'ios.app_2')).toEqual(await (await t.api('/api/projects/ios.app_2')).json());
+    expect(list.find((p: { slug: string }) => p.slug === 'ios.app_2')).toEqual(
+      await (await t.api('/api/projects/ios.app_2')).json(),
+    );
   });
 
   const slug64 = 'a'.repeat(64);
@@ -134,18 +143,42 @@ describe.each(dialects)('projects API on %s', (dialect) => {
     ['name empty', { slug: 'n1', name: '' }, 'name must be a non-empty string of at most 200 characters'],
     ['name blank', { slug: 'n1', name: '   ' }, 'name must be a non-empty string'],
     ['name not a string', { slug: 'n1', name: 5 }, 'name must be a non-empty string'],
-    ['name too long', { slug: 'n1', name: 'n'.repeat(201) }, 'name must be a non-empty string of at most 200 characters'],
-    ['unknown platform', { slug: 'n1', platform: 'windows' }, 'platform must be one of ios, android, flutter, react-native, web, backend, other'],
+    [
+      'name too long',
+      { slug: 'n1', name: 'n'.repeat(201) },
+      'name must be a non-empty string of at most 200 characters',
+    ],
+    [
+      'unknown platform',
+      { slug: 'n1', platform: 'windows' },
+      'platform must be one of ios, android, flutter, react-native, web, backend, other',
+    ],
     ['platform in capitals', { slug: 'n1', platform: 'IOS' }, 'platform must be one of'],
     ['negative sample_keep_first', { slug: 'n1', sample_keep_first: -1 }, 'sample_keep_first must be an integer >= 0'],
-    ['fractional sample_keep_first', { slug: 'n1', sample_keep_first: 1.5 }, 'sample_keep_first must be an integer >= 0'],
-    ['sample_keep_first as a string', { slug: 'n1', sample_keep_first: '5' }, 'sample_keep_first must be an integer >= 0'],
+    [
+      'fractional sample_keep_first',
+      { slug: 'n1', sample_keep_first: 1.5 },
+      'sample_keep_first must be an integer >= 0',
+    ],
+    [
+      'sample_keep_first as a string',
+      { slug: 'n1', sample_keep_first: '5' },
+      'sample_keep_first must be an integer >= 0',
+    ],
     ['sample_rate above 1', { slug: 'n1', sample_rate: 1.5 }, 'sample_rate must be between 0 and 1'],
     ['sample_rate below 0', { slug: 'n1', sample_rate: -0.1 }, 'sample_rate must be between 0 and 1'],
     ['sample_rate as a string', { slug: 'n1', sample_rate: '0.5' }, 'sample_rate must be between 0 and 1'],
-    ['negative daily_quota', { slug: 'n1', daily_quota: -1 }, 'daily_quota must be an integer >= 0 (0 means unlimited)'],
+    [
+      'negative daily_quota',
+      { slug: 'n1', daily_quota: -1 },
+      'daily_quota must be an integer >= 0 (0 means unlimited)',
+    ],
     ['fractional daily_quota', { slug: 'n1', daily_quota: 2.5 }, 'daily_quota must be an integer >= 0'],
-    ['unknown field', { slug: 'n1', colour: 'red' }, 'unknown field "colour"; allowed fields are slug, name, platform, sample_keep_first, sample_rate, daily_quota'],
+    [
+      'unknown field',
+      { slug: 'n1', colour: 'red' },
+      'unknown field "colour"; allowed fields are slug, name, platform, sample_keep_first, sample_rate, daily_quota',
+    ],
     ['read-only field', { slug: 'n1', dsn: 'x' }, 'unknown field "dsn"'],
     ['body is an array', [{ slug: 'n1' }], 'request body must be a JSON object'],
     ['body is a string', 'n1', 'request body must be a JSON object'],
@@ -177,7 +210,11 @@ describe.each(dialects)('projects API on %s', (dialect) => {
   });
 
   it('refuses malformed JSON and an empty body with 400', async () => {
-    const bad = await t.api('/api/projects', { method: 'POST', body: '{"slug": "oops",', headers: { 'content-type': 'application/json' } });
+    const bad = await t.api('/api/projects', {
+      method: 'POST',
+      body: '{"slug": "oops",',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: 'request body is not valid JSON' });
     const empty = await t.api('/api/projects', { method: 'POST' });
@@ -213,9 +250,18 @@ describe.each(dialects)('projects API on %s', (dialect) => {
       [{ sample_rate: 0 }, { sample_rate: 0 }],
       [{ sample_rate: 0.5 }, { sample_rate: 0.5 }],
       [{ daily_quota: 250 }, { daily_quota: 250 }],
-      [{ name: 'Both', daily_quota: 0 }, { name: 'Both', daily_quota: 0 }],
-      [{ scrub_defaults: false, scrub_ip_addresses: true }, { scrub_defaults: false, scrub_ip_addresses: true }],
-      [{ scrub_fields: ['ssn', ' pin ', 'ssn'], safe_fields: ['csrf_token'] }, { scrub_fields: ['ssn', 'pin'], safe_fields: ['csrf_token'] }],
+      [
+        { name: 'Both', daily_quota: 0 },
+        { name: 'Both', daily_quota: 0 },
+      ],
+      [
+        { scrub_defaults: false, scrub_ip_addresses: true },
+        { scrub_defaults: false, scrub_ip_addresses: true },
+      ],
+      [
+        { scrub_fields: ['ssn', ' pin ', 'ssn'], safe_fields: ['csrf_token'] },
+        { scrub_fields: ['ssn', 'pin'], safe_fields: ['csrf_token'] },
+      ],
       [{ scrub_fields: [] }, { scrub_fields: [] }],
       [{ storage_budget_mb: 512 }, { storage_budget_mb: 512 }],
     ];
@@ -240,12 +286,20 @@ describe.each(dialects)('projects API on %s', (dialect) => {
     ['sample_rate above 1', { sample_rate: 1.01 }, 'sample_rate must be between 0 and 1'],
     ['sample_rate null', { sample_rate: null }, 'sample_rate must be between 0 and 1'],
     ['negative daily_quota', { daily_quota: -1 }, 'daily_quota must be an integer >= 0'],
-    ['slug (cannot be changed)', { slug: 'renamed' }, 'unknown field "slug"; allowed fields are name, platform, sample_keep_first, sample_rate, daily_quota, scrub_defaults'],
+    [
+      'slug (cannot be changed)',
+      { slug: 'renamed' },
+      'unknown field "slug"; allowed fields are name, platform, sample_keep_first, sample_rate, daily_quota, scrub_defaults',
+    ],
     ['scrub_defaults not a boolean', { scrub_defaults: 'yes' }, 'scrub_defaults must be true or false'],
     ['scrub_fields not a list', { scrub_fields: 'password' }, 'scrub_fields must be a list of at most 200'],
     ['scrub_fields with a number', { scrub_fields: ['ok', 7] }, 'scrub_fields must be a list'],
     ['scrub_fields with an empty string', { scrub_fields: [' '] }, 'scrub_fields must be a list'],
-    ['safe_fields with 201 entries', { safe_fields: Array.from({ length: 201 }, (_, i) => `f${i}`) }, 'safe_fields must be a list of at most 200'],
+    [
+      'safe_fields with 201 entries',
+      { safe_fields: Array.from({ length: 201 }, (_, i) => `f${i}`) },
+      'safe_fields must be a list of at most 200',
+    ],
     ['negative storage_budget_mb', { storage_budget_mb: -1 }, 'storage_budget_mb must be an integer >= 0'],
     ['fractional storage_budget_mb', { storage_budget_mb: 1.5 }, 'storage_budget_mb must be an integer >= 0'],
     ['a valid field beside an invalid one', { name: 'Fine', sample_rate: 3 }, 'sample_rate must be between 0 and 1'],
@@ -307,8 +361,10 @@ describe.each(dialects)('projects API on %s', (dialect) => {
     expect(res.status).toBe(204);
     expect(await res.text()).toBe('');
 
-    for (const [table, n] of Object.entries(await countRowsByProject(t.deps.store.db, doomed.id))) expect(n, table).toBe(0);
-    for (const [table, n] of Object.entries(await orphanIssueRows(t.deps.store.db))) expect(n, `orphans in ${table}`).toBe(0);
+    for (const [table, n] of Object.entries(await countRowsByProject(t.deps.store.db, doomed.id)))
+      expect(n, table).toBe(0);
+    for (const [table, n] of Object.entries(await orphanIssueRows(t.deps.store.db)))
+      expect(n, `orphans in ${table}`).toBe(0);
     expect(await countRowsByProject(t.deps.store.db, kept.id)).toEqual(beforeKept);
     expect((await t.api('/api/projects/doomed')).status).toBe(404);
     expect((await t.api('/api/projects/doomed', { method: 'DELETE' })).status).toBe(404);
@@ -325,7 +381,9 @@ describe.each(dialects)('DSN construction on %s', (dialect) => {
       const p = await (await t.api('/api/projects', { method: 'POST', json: { slug: 'app' } })).json();
       expect(p.dsn).toBe(`https://${dsnKey(p.dsn)}@errors.example.com:8443/faultline/${p.id}`);
       // The request's own host and forwarding headers do not matter once PUBLIC_URL is set.
-      const viaProxy = await t.api('/api/projects/app', { headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' } });
+      const viaProxy = await t.api('/api/projects/app', {
+        headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' },
+      });
       expect((await viaProxy.json()).dsn).toBe(p.dsn);
     } finally {
       await t.close();

@@ -34,7 +34,16 @@ describe.each(dialects)('retention of alert and upload records on %s', (dialect)
         (
           await db
             .insertInto('alert_outbox')
-            .values({ project_id: projectId, type: 'new_issue', issue_id: null, payload: '{}', state, created_at: createdAt, triggered_at: null, prev_triggered: null })
+            .values({
+              project_id: projectId,
+              type: 'new_issue',
+              issue_id: null,
+              payload: '{}',
+              state,
+              created_at: createdAt,
+              triggered_at: null,
+              prev_triggered: null,
+            })
             .returning('id')
             .executeTakeFirstOrThrow()
         ).id,
@@ -88,7 +97,11 @@ describe.each(dialects)('retention of alert and upload records on %s', (dialect)
     });
     await db
       .insertInto('upload_assemblies')
-      .values([assembly('a'.repeat(40), 'ok', OLD), assembly('b'.repeat(40), 'error', OLD), assembly('c'.repeat(40), 'ok', YOUNG)])
+      .values([
+        assembly('a'.repeat(40), 'ok', OLD),
+        assembly('b'.repeat(40), 'error', OLD),
+        assembly('c'.repeat(40), 'ok', YOUNG),
+      ])
       .execute();
 
     const listedBefore = await listDeliveries(db, busy.id);
@@ -101,11 +114,19 @@ describe.each(dialects)('retention of alert and upload records on %s', (dialect)
 
     expect(await listDeliveries(db, busy.id)).toEqual(listedBefore);
     expect(await listDeliveries(db, quiet.id)).toEqual(quietBefore);
-    const busyLeft = await db.selectFrom('alert_deliveries').select(['state', 'alert_id']).where('project_id', '=', busy.id).execute();
+    const busyLeft = await db
+      .selectFrom('alert_deliveries')
+      .select(['state', 'alert_id'])
+      .where('project_id', '=', busy.id)
+      .execute();
     expect(busyLeft).toHaveLength(101);
-    expect(busyLeft.filter((d) => d.state === 'pending').map((d) => Number(d.alert_id))).toEqual([oldWithPendingDelivery]);
+    expect(busyLeft.filter((d) => d.state === 'pending').map((d) => Number(d.alert_id))).toEqual([
+      oldWithPendingDelivery,
+    ]);
 
-    const alertsLeft = (await db.selectFrom('alert_outbox').select('id').orderBy('id').execute()).map((r) => Number(r.id));
+    const alertsLeft = (await db.selectFrom('alert_outbox').select('id').orderBy('id').execute()).map((r) =>
+      Number(r.id),
+    );
     expect(alertsLeft).toEqual([oldPending, oldWithPendingDelivery, youngCooldown]);
     expect(alertsLeft).not.toContain(oldSent);
     expect(alertsLeft).not.toContain(oldNoChannel);

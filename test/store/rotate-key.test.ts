@@ -3,7 +3,13 @@
 // project row in its ingest cache with the old key, and the old key stops there
 // within one second.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, dialects, startTestServer, type TestDatabase, type TestServer } from '../helpers/server.js';
+import {
+  createTestDatabase,
+  dialects,
+  startTestServer,
+  type TestDatabase,
+  type TestServer,
+} from '../helpers/server.js';
 import { envelope, errorEvent, eventId } from '../ingest/helpers.js';
 
 describe.each(dialects)('rotate-key across instances on %s', (dialect) => {

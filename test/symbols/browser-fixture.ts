@@ -66,7 +66,11 @@ export function buildBrowserFixture(): BrowserFixture {
     });
   build(path.join(dir, 'plain', 'static'));
   build(path.join(dir, 'injected', 'static'));
-  execFileSync(path.resolve('node_modules/@sentry/cli/bin/sentry-cli'), ['sourcemaps', 'inject', path.join(dir, 'injected')], { stdio: 'pipe' });
+  execFileSync(
+    path.resolve('node_modules/@sentry/cli/bin/sentry-cli'),
+    ['sourcemaps', 'inject', path.join(dir, 'injected')],
+    { stdio: 'pipe' },
+  );
   const read = (p: string) => fs.readFileSync(path.join(dir, p));
   const injectedMap = read('injected/static/app.min.js.map');
   const debugId = JSON.parse(injectedMap.toString('utf8')).debug_id ?? JSON.parse(injectedMap.toString('utf8')).debugId;
@@ -79,12 +83,18 @@ export function buildBrowserFixture(): BrowserFixture {
 }
 
 /** Serves `root` (a build folder) and an HTML page that runs /static/app.min.js. */
-export async function serveApp(root: string, dsn: string, release: string): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveApp(
+  root: string,
+  dsn: string,
+  release: string,
+): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/') {
       res.setHeader('content-type', 'text/html');
-      res.end(`<!doctype html><script>window.TEST_DSN=${JSON.stringify(dsn)};window.TEST_RELEASE=${JSON.stringify(release)}</script><script src="/static/app.min.js"></script>`);
+      res.end(
+        `<!doctype html><script>window.TEST_DSN=${JSON.stringify(dsn)};window.TEST_RELEASE=${JSON.stringify(release)}</script><script src="/static/app.min.js"></script>`,
+      );
       return;
     }
     const file = path.join(root, path.normalize(url.pathname));

@@ -54,7 +54,11 @@ describe.each(dialects)('Dart symbol maps on %s', (dialect) => {
 
   it('deobfuscates the exception type and value of an event of the release', async () => {
     const p = await makeProject(t);
-    const [file] = await uploadOk(t, p, { kind: 'dartsymbolmap', release: 'shop@2.0.0+7', files: [{ name: 'obfuscation.map.json', data: MAP }] });
+    const [file] = await uploadOk(t, p, {
+      kind: 'dartsymbolmap',
+      release: 'shop@2.0.0+7',
+      files: [{ name: 'obfuscation.map.json', data: MAP }],
+    });
     expect(file).toMatchObject({ kind: 'dartsymbolmap', release: 'shop@2.0.0+7' });
     const detail = await eventDetail(t, p, await sendEvent(t, p, flutterEvent('shop@2.0.0+7')));
     expect(detail.title).toBe("CheckoutException: Instance of 'CheckoutException'");
@@ -66,7 +70,11 @@ describe.each(dialects)('Dart symbol maps on %s', (dialect) => {
 
   it('refuses a malformed map with a 400', async () => {
     const p = await makeProject(t);
-    const res = await uploadSymbols(t, p, { kind: 'dartsymbolmap', release: 'r', files: [{ name: 'map.json', data: '["only-one"]' }] });
+    const res = await uploadSymbols(t, p, {
+      kind: 'dartsymbolmap',
+      release: 'r',
+      files: [{ name: 'map.json', data: '["only-one"]' }],
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toMatch(/even length/);
   });

@@ -20,11 +20,16 @@ export async function uploadSymbols(
   form.append('kind', opts.kind);
   if (opts.release !== undefined) form.append('release', opts.release);
   if (opts.dist !== undefined) form.append('dist', opts.dist);
-  for (const f of opts.files) form.append('file', new Blob([typeof f.data === 'string' ? f.data : Buffer.from(f.data)]), f.name);
+  for (const f of opts.files)
+    form.append('file', new Blob([typeof f.data === 'string' ? f.data : Buffer.from(f.data)]), f.name);
   return t.api(`/api/projects/${project.slug}/symbols`, { method: 'POST', body: form });
 }
 
-export async function uploadOk(t: TestServer, project: ProjectRow, opts: Parameters<typeof uploadSymbols>[2]): Promise<any[]> {
+export async function uploadOk(
+  t: TestServer,
+  project: ProjectRow,
+  opts: Parameters<typeof uploadSymbols>[2],
+): Promise<any[]> {
   const res = await uploadSymbols(t, project, opts);
   const body = (await res.json()) as any;
   if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${JSON.stringify(body)}`);
@@ -34,7 +39,11 @@ export async function uploadOk(t: TestServer, project: ProjectRow, opts: Paramet
 /** Sends one event through the envelope route; its event_id. */
 export async function sendEvent(t: TestServer, project: ProjectRow, event: Record<string, unknown>): Promise<string> {
   const id = (event.event_id as string) ?? eventId();
-  const res = await post(t, project, envelope({ event_id: id }, [{ type: 'event', payload: { ...event, event_id: id } }]));
+  const res = await post(
+    t,
+    project,
+    envelope({ event_id: id }, [{ type: 'event', payload: { ...event, event_id: id } }]),
+  );
   if (res.status !== 200) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
   return id;
 }

@@ -49,7 +49,8 @@ function parseTrace(text: string): { type: string; value: string; frames: JavaFr
  */
 export function buildJavaFixture(root = JAVA_FIXTURES): JavaFixture {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-java-'));
-  for (const name of ['mapping.txt', 'trace.txt', 'retraced.txt', 'out.jar']) fs.copyFileSync(path.join(root, name), path.join(dir, name));
+  for (const name of ['mapping.txt', 'trace.txt', 'retraced.txt', 'out.jar'])
+    fs.copyFileSync(path.join(root, name), path.join(dir, name));
   const trace = fs.readFileSync(path.join(dir, 'trace.txt'), 'utf8');
   const obf = parseTrace(trace);
   const orig = parseTrace(fs.readFileSync(path.join(dir, 'retraced.txt'), 'utf8'));
@@ -66,7 +67,10 @@ export function buildJavaFixture(root = JAVA_FIXTURES): JavaFixture {
 }
 
 /** The event the Sentry Java SDK sends for the trace: type and package split, frames oldest first. */
-export function javaEvent(fx: JavaFixture, opts: { release: string; proguardUuid?: string; timestamp?: number }): Record<string, unknown> {
+export function javaEvent(
+  fx: JavaFixture,
+  opts: { release: string; proguardUuid?: string; timestamp?: number },
+): Record<string, unknown> {
   const dot = fx.exceptionType.lastIndexOf('.');
   return {
     platform: 'java',

@@ -27,7 +27,11 @@ async function readAll(body: AsyncIterable<Uint8Array>, boundary: string, skip: 
 describe('streaming multipart', () => {
   it('reads fields and files whatever the piece size, keeping near-boundaries inside the content', async () => {
     const boundaryLike = '\r\n--\r\n--formdata\r\n-';
-    const file = Buffer.concat([Buffer.from(`head${boundaryLike}`), Buffer.from(Array.from({ length: 3000 }, (_, i) => i & 0xff)), Buffer.from('\r\n')]);
+    const file = Buffer.concat([
+      Buffer.from(`head${boundaryLike}`),
+      Buffer.from(Array.from({ length: 3000 }, (_, i) => i & 0xff)),
+      Buffer.from('\r\n'),
+    ]);
     const form = new FormData();
     form.append('kind', 'sourcemap');
     form.append('release', 'web@1 ünïcode');
@@ -36,7 +40,10 @@ describe('streaming multipart', () => {
     const { body, boundary } = await encode(form);
     for (const size of [1, 2, 3, 7, 64, 1000, body.length]) {
       const parts = await readAll(pieces(body, size), boundary);
-      expect(parts.map((p) => [p.name, p.filename]), `size ${size}`).toEqual([
+      expect(
+        parts.map((p) => [p.name, p.filename]),
+        `size ${size}`,
+      ).toEqual([
         ['kind', null],
         ['release', null],
         ['file', '~/static/app.min.js.map'],
@@ -57,10 +64,17 @@ describe('streaming multipart', () => {
     const cases: [string, Uint8Array][] = [
       ['no boundary', new TextEncoder().encode('just text')],
       ['cut short', body.subarray(0, body.length - 30)],
-      ['endless headers', new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="a"${' x'.repeat(20000)}`)],
-      ['no disposition', new TextEncoder().encode(`--${boundary}\r\nContent-Type: text/plain\r\n\r\nx\r\n--${boundary}--\r\n`)],
+      [
+        'endless headers',
+        new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="a"${' x'.repeat(20000)}`),
+      ],
+      [
+        'no disposition',
+        new TextEncoder().encode(`--${boundary}\r\nContent-Type: text/plain\r\n\r\nx\r\n--${boundary}--\r\n`),
+      ],
     ];
-    for (const [name, bytes] of cases) await expect(readAll(pieces(bytes, 100), boundary), name).rejects.toBeInstanceOf(MultipartError);
+    for (const [name, bytes] of cases)
+      await expect(readAll(pieces(bytes, 100), boundary), name).rejects.toBeInstanceOf(MultipartError);
   });
 
   it('finds the boundary in the content type', () => {

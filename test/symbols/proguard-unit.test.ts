@@ -2,7 +2,15 @@
 // ranges, inline chains (also from other classes), `sourceFile` metadata, ambiguous
 // and overloaded methods, exception types, and lines that do not parse.
 import { describe, expect, it } from 'vitest';
-import { inspectProguard, parseMappingLine, ProguardMapping, remapExceptionType, remapJavaFrame, uuid5Hasher, PROGUARD_NAMESPACE } from '../../src/symbols/proguard.js';
+import {
+  inspectProguard,
+  parseMappingLine,
+  ProguardMapping,
+  remapExceptionType,
+  remapJavaFrame,
+  uuid5Hasher,
+  PROGUARD_NAMESPACE,
+} from '../../src/symbols/proguard.js';
 import { SymbolInputError } from '../../src/symbols/kinds.js';
 
 const R8 = `# compiler: R8
@@ -32,11 +40,16 @@ const mapping = new ProguardMapping(new TextEncoder().encode(R8));
 describe('ProGuard mapping', () => {
   it('parses every kind of line and refuses garbage', () => {
     expect(parseMappingLine('com.a.B -> x.y:')).toEqual({ type: 'class', original: 'com.a.B', obfuscated: 'x.y' });
-    expect(parseMappingLine('    1:2:void m(int,java.lang.String):10:11 -> a')).toMatchObject({ type: 'method', obfuscated: 'a', entry: { start: 1, end: 2, origStart: 10, origEnd: 11, name: 'm', className: null } });
+    expect(parseMappingLine('    1:2:void m(int,java.lang.String):10:11 -> a')).toMatchObject({
+      type: 'method',
+      obfuscated: 'a',
+      entry: { start: 1, end: 2, origStart: 10, origEnd: 11, name: 'm', className: null },
+    });
     expect(parseMappingLine('    int f -> b')).toEqual({ type: 'field' });
     expect(parseMappingLine('# comment')).toMatchObject({ type: 'comment' });
     expect(parseMappingLine('')).toEqual({ type: 'blank' });
-    for (const bad of ['not a mapping', '    what is this', 'com.a.B -> x.y', '    1:2:void m( -> a']) expect(parseMappingLine(bad), bad).toBeNull();
+    for (const bad of ['not a mapping', '    what is this', 'com.a.B -> x.y', '    1:2:void m( -> a'])
+      expect(parseMappingLine(bad), bad).toBeNull();
   });
 
   it('remaps an inline chain, innermost first, with the inlined method from another class and sourceFile metadata', () => {
@@ -45,21 +58,36 @@ describe('ProGuard mapping', () => {
       ['com.example.shop.Prices', 'total', 'Prices.kt', 40],
       ['com.example.shop.CartViewModel', 'checkout', 'CartViewModel.kt', 22],
     ]);
-    expect(remapJavaFrame(mapping, { module: 'a.b', function: 'b', lineno: 8 })!.map((f) => [f.function, f.lineno])).toEqual([['checkout', 25]]);
+    expect(
+      remapJavaFrame(mapping, { module: 'a.b', function: 'b', lineno: 8 })!.map((f) => [f.function, f.lineno]),
+    ).toEqual([['checkout', 25]]);
   });
 
   it('picks an overload by its line, and names every alternative when there is no line to choose by', () => {
-    expect(remapJavaFrame(mapping, { module: 'a.b', function: 'c', lineno: 2 })!.map((f) => f.function)).toEqual(['clear']);
+    expect(remapJavaFrame(mapping, { module: 'a.b', function: 'c', lineno: 2 })!.map((f) => f.function)).toEqual([
+      'clear',
+    ]);
     expect(remapJavaFrame(mapping, { module: 'a.b', function: 'c' })!.map((f) => f.function)).toEqual(['clear']);
     // Two different methods behind one name without line information: both alternatives.
-    expect(remapJavaFrame(mapping, { module: 'a.b', function: 'd', lineno: 0 })!.map((f) => f.function)).toEqual(['retry', 'reset']);
+    expect(remapJavaFrame(mapping, { module: 'a.b', function: 'd', lineno: 0 })!.map((f) => f.function)).toEqual([
+      'retry',
+      'reset',
+    ]);
     // Without a line, an inline chain stands for its outer method.
     expect(remapJavaFrame(mapping, { module: 'a.b', function: 'b' })!.map((f) => f.function)).toEqual(['checkout']);
   });
 
   it('derives the source file from the class when there is no metadata, and keeps unknown names', () => {
-    expect(remapJavaFrame(mapping, { module: 'a.b$a', function: 'a', lineno: 1 })![0]).toMatchObject({ module: 'com.example.shop.CartViewModel$Companion', filename: 'CartViewModel.java', lineno: 50 });
-    expect(remapJavaFrame(mapping, { module: 'a.b', function: 'zz', lineno: 3 })![0]).toMatchObject({ module: 'com.example.shop.CartViewModel', function: 'zz', lineno: 3 });
+    expect(remapJavaFrame(mapping, { module: 'a.b$a', function: 'a', lineno: 1 })![0]).toMatchObject({
+      module: 'com.example.shop.CartViewModel$Companion',
+      filename: 'CartViewModel.java',
+      lineno: 50,
+    });
+    expect(remapJavaFrame(mapping, { module: 'a.b', function: 'zz', lineno: 3 })![0]).toMatchObject({
+      module: 'com.example.shop.CartViewModel',
+      function: 'zz',
+      lineno: 3,
+    });
     expect(remapJavaFrame(mapping, { module: 'java.lang.Thread', function: 'run', lineno: 3 })).toBeNull();
   });
 

@@ -13,12 +13,16 @@ let cliUuid: string;
 
 beforeAll(() => {
   fx = buildJavaFixture();
-  cliUuid = execFileSync('node_modules/@sentry/cli/bin/sentry-cli', ['proguard', 'uuid', `${fx.dir}/mapping.txt`], { encoding: 'utf8' }).trim();
+  cliUuid = execFileSync('node_modules/@sentry/cli/bin/sentry-cli', ['proguard', 'uuid', `${fx.dir}/mapping.txt`], {
+    encoding: 'utf8',
+  }).trim();
 }, 60_000);
 
 /** The symbolicated frames innermost first, in the fields retrace prints. */
 function innermostFirst(frames: any[]) {
-  return [...frames].reverse().map((f) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }));
+  return [...frames]
+    .reverse()
+    .map((f) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }));
 }
 
 describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
@@ -38,8 +42,18 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
 
   it('symbolicates at ingest by the image uuid: frames as retrace.jar gives them, type remapped, issue titled by symbols', async () => {
     const project = await makeProject(t);
-    const [file] = await uploadOk(t, project, { kind: 'proguard', release: 'app@1', files: [{ name: 'mapping.txt', data: fx.mapping }] });
-    expect(file).toMatchObject({ kind: 'proguard', release: 'app@1', debug_id: cliUuid, filename: 'mapping.txt', size: fx.mapping.length });
+    const [file] = await uploadOk(t, project, {
+      kind: 'proguard',
+      release: 'app@1',
+      files: [{ name: 'mapping.txt', data: fx.mapping }],
+    });
+    expect(file).toMatchObject({
+      kind: 'proguard',
+      release: 'app@1',
+      debug_id: cliUuid,
+      filename: 'mapping.txt',
+      size: fx.mapping.length,
+    });
     const id = await sendEvent(t, project, javaEvent(fx, { release: 'other-release', proguardUuid: cliUuid }));
     const detail = await eventDetail(t, project, id);
     expect(detail.symbolicated).toBe(true);
@@ -62,13 +76,25 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
 
   it('matches by release when the event names no proguard image, and not for another release', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'proguard', release: 'app@2', files: [{ name: 'mapping.txt', data: fx.mapping }] });
+    await uploadOk(t, project, {
+      kind: 'proguard',
+      release: 'app@2',
+      files: [{ name: 'mapping.txt', data: fx.mapping }],
+    });
     const matched = await eventDetail(t, project, await sendEvent(t, project, javaEvent(fx, { release: 'app@2' })));
     expect(innermostFirst(matched.exceptions[0].symbolicated_frames)).toEqual(fx.retracedFrames);
     const other = await eventDetail(t, project, await sendEvent(t, project, javaEvent(fx, { release: 'app@3' })));
     expect(other.symbolicated).toBe(false);
     expect(other.exceptions[0].symbolicated_frames).toBeNull();
-    const wrongUuid = await eventDetail(t, project, await sendEvent(t, project, javaEvent(fx, { release: 'app@2', proguardUuid: '00000000-0000-5000-8000-000000000001' })));
+    const wrongUuid = await eventDetail(
+      t,
+      project,
+      await sendEvent(
+        t,
+        project,
+        javaEvent(fx, { release: 'app@2', proguardUuid: '00000000-0000-5000-8000-000000000001' }),
+      ),
+    );
     expect(wrongUuid.symbolicated).toBe(false);
   });
 
@@ -76,8 +102,16 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
     const project = await makeProject(t);
     const before = await eventDetail(t, project, await sendEvent(t, project, javaEvent(fx, { release: 'app@4' })));
     expect(before.symbolicated).toBe(false);
-    const old = await eventDetail(t, project, await sendEvent(t, project, javaEvent(fx, { release: 'app@4', timestamp: t.clock.now() - 3 * 86_400_000 })));
-    await uploadOk(t, project, { kind: 'proguard', release: 'app@4', files: [{ name: 'mapping.txt', data: fx.mapping }] });
+    const old = await eventDetail(
+      t,
+      project,
+      await sendEvent(t, project, javaEvent(fx, { release: 'app@4', timestamp: t.clock.now() - 3 * 86_400_000 })),
+    );
+    await uploadOk(t, project, {
+      kind: 'proguard',
+      release: 'app@4',
+      files: [{ name: 'mapping.txt', data: fx.mapping }],
+    });
     const after = await eventually(async () => {
       const d = await eventDetail(t, project, before.event_id);
       return d.symbolicated ? d : null;
@@ -98,20 +132,34 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
     const next = await eventDetail(t, project, await sendEvent(t, project, javaEvent(fx, { release: 'app@4' })));
     expect(next.symbolicated).toBe(true);
     const list = (await (await t.api(`/api/projects/${project.slug}/issues`)).json()) as any;
-    expect(list.issues.map((i: any) => [i.fingerprint, i.event_count, i.title])).toEqual([[before.fingerprint, 3, after.title]]);
+    expect(list.issues.map((i: any) => [i.fingerprint, i.event_count, i.title])).toEqual([
+      [before.fingerprint, 3, after.title],
+    ]);
   });
 
   it('replaces a mapping with the same debug id, deletes it, and stops symbolicating once deleted', async () => {
     const project = await makeProject(t);
-    const [first] = await uploadOk(t, project, { kind: 'proguard', release: 'app@5', files: [{ name: 'mapping.txt', data: fx.mapping }] });
-    const [second] = await uploadOk(t, project, { kind: 'proguard', release: 'app@6', files: [{ name: 'mapping.txt', data: fx.mapping }] });
+    const [first] = await uploadOk(t, project, {
+      kind: 'proguard',
+      release: 'app@5',
+      files: [{ name: 'mapping.txt', data: fx.mapping }],
+    });
+    const [second] = await uploadOk(t, project, {
+      kind: 'proguard',
+      release: 'app@6',
+      files: [{ name: 'mapping.txt', data: fx.mapping }],
+    });
     const list = (await (await t.api(`/api/projects/${project.slug}/symbols`)).json()) as any;
     expect(list.symbols.map((s: any) => s.id)).toEqual([second.id]);
     expect(first.id).not.toBe(second.id);
     expect((await t.api(`/api/projects/${project.slug}/symbols/${second.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await t.api(`/api/projects/${project.slug}/symbols/${second.id}`, { method: 'DELETE' })).status).toBe(404);
     expect(((await (await t.api(`/api/projects/${project.slug}/symbols`)).json()) as any).symbols).toEqual([]);
-    const d = await eventDetail(t, project, await sendEvent(t, project, javaEvent(fx, { release: 'app@6', proguardUuid: cliUuid })));
+    const d = await eventDetail(
+      t,
+      project,
+      await sendEvent(t, project, javaEvent(fx, { release: 'app@6', proguardUuid: cliUuid })),
+    );
     expect(d.symbolicated).toBe(false);
   });
 
@@ -119,8 +167,15 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
     const project = await makeProject(t);
     const { zipSync } = await import('fflate');
     const named = '2f8c3d4e-1111-4222-8333-444455556666';
-    const zip = zipSync({ [`proguard/${named}.txt`]: new Uint8Array(fx.mapping), 'README.md': new TextEncoder().encode('not a mapping') });
-    const files = await uploadOk(t, project, { kind: 'proguard', release: 'app@7', files: [{ name: 'mappings.zip', data: zip }] });
+    const zip = zipSync({
+      [`proguard/${named}.txt`]: new Uint8Array(fx.mapping),
+      'README.md': new TextEncoder().encode('not a mapping'),
+    });
+    const files = await uploadOk(t, project, {
+      kind: 'proguard',
+      release: 'app@7',
+      files: [{ name: 'mappings.zip', data: zip }],
+    });
     expect(files.map((f) => [f.filename, f.debug_id])).toEqual([[`proguard/${named}.txt`, named]]);
   });
 
@@ -138,17 +193,38 @@ describe.each(dialects)('ProGuard symbolication on %s', (dialect) => {
       expect(((await res.json()) as any).error, name).toEqual(expect.any(String));
     }
     // One good file and one bad in the same form: neither is stored.
-    const mixed = await uploadSymbols(t, project, { kind: 'proguard', release: 'bad', files: [{ name: 'mapping.txt', data: fx.mapping }, { name: 'notes.txt', data: 'not a mapping' }] });
+    const mixed = await uploadSymbols(t, project, {
+      kind: 'proguard',
+      release: 'bad',
+      files: [
+        { name: 'mapping.txt', data: fx.mapping },
+        { name: 'notes.txt', data: 'not a mapping' },
+      ],
+    });
     expect(mixed.status).toBe(400);
-    const res = await uploadSymbols(t, project, { kind: 'bogus', release: 'bad', files: [{ name: 'mapping.txt', data: fx.mapping }] });
+    const res = await uploadSymbols(t, project, {
+      kind: 'bogus',
+      release: 'bad',
+      files: [{ name: 'mapping.txt', data: fx.mapping }],
+    });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error).toBe('kind must be one of proguard, sourcemap, dsym, elf, breakpad, dartsymbolmap, sourcebundle');
-    const dsym = await uploadSymbols(t, project, { kind: 'dsym', release: 'bad', files: [{ name: 'App.dSYM.zip', data: 'x' }] });
+    expect(((await res.json()) as any).error).toBe(
+      'kind must be one of proguard, sourcemap, dsym, elf, breakpad, dartsymbolmap, sourcebundle',
+    );
+    const dsym = await uploadSymbols(t, project, {
+      kind: 'dsym',
+      release: 'bad',
+      files: [{ name: 'App.dSYM.zip', data: 'x' }],
+    });
     expect(dsym.status).toBe(400);
     const list = await t.api(`/api/projects/${project.slug}/symbols`);
     expect(list.status).toBe(200);
     expect(((await list.json()) as any).symbols).toEqual([]);
-    const rows = await t.deps.store.db.selectFrom('symbol_files').select('id').where('project_id', '=', project.id).execute();
+    const rows = await t.deps.store.db
+      .selectFrom('symbol_files')
+      .select('id')
+      .where('project_id', '=', project.id)
+      .execute();
     expect(rows).toEqual([]);
     // No chunk is left behind by a refused file: every chunk belongs to a stored file.
     const orphans = await t.deps.store.db

@@ -35,13 +35,32 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
     const project = await makeProject(first);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push(await sendEvent(first, project, javaEvent(fx, { release: 'r-resume' })));
-    const rows = await first.deps.store.db.selectFrom('events').select(['id', 'event_id']).where('project_id', '=', project.id).orderBy('id').execute();
+    const rows = await first.deps.store.db
+      .selectFrom('events')
+      .select(['id', 'event_id'])
+      .where('project_id', '=', project.id)
+      .orderBy('id')
+      .execute();
     // What a stopped process leaves: the file stored, the run pending after its first event.
     const now = first.clock.now();
-    await saveSymbolFile(first.deps.store.db, { projectId: project.id, kind: 'proguard', release: 'r-resume', filename: 'mapping.txt' }, [fx.mapping], now);
+    await saveSymbolFile(
+      first.deps.store.db,
+      { projectId: project.id, kind: 'proguard', release: 'r-resume', filename: 'mapping.txt' },
+      [fx.mapping],
+      now,
+    );
     await first.deps.store.db
       .insertInto('symbol_jobs')
-      .values({ project_id: project.id, release: 'r-resume', since: now - RESYMBOLICATE_WINDOW_MS, cursor: Number(rows[0].id), state: 'pending', done: 1, lease_until: 0, created_at: now })
+      .values({
+        project_id: project.id,
+        release: 'r-resume',
+        since: now - RESYMBOLICATE_WINDOW_MS,
+        cursor: Number(rows[0].id),
+        state: 'pending',
+        done: 1,
+        lease_until: 0,
+        created_at: now,
+      })
       .execute();
     await first.close();
 
@@ -67,7 +86,12 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i++) ids.push(await sendEvent(t, project, javaEvent(fx, { release: 'r-steps' })));
       const now = t.clock.now();
-      await saveSymbolFile(t.deps.store.db, { projectId: project.id, kind: 'proguard', release: 'r-steps', filename: 'mapping.txt' }, [fx.mapping], now);
+      await saveSymbolFile(
+        t.deps.store.db,
+        { projectId: project.id, kind: 'proguard', release: 'r-steps', filename: 'mapping.txt' },
+        [fx.mapping],
+        now,
+      );
       // Recorded directly: the server's own service would work through it in its loop.
       const jobId = await scheduleResymbolication(t.deps.store, project.id, 'r-steps', now);
       const log = captureLogger('info');
@@ -80,7 +104,12 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
         readPayloads: storedPayloads,
         steps: { batchEvents: 2, scheduled: () => undefined },
       });
-      const job = () => t.deps.store.db.selectFrom('symbol_jobs').select(['state', 'done', 'lease_until']).where('id', '=', jobId).executeTakeFirstOrThrow();
+      const job = () =>
+        t.deps.store.db
+          .selectFrom('symbol_jobs')
+          .select(['state', 'done', 'lease_until'])
+          .where('id', '=', jobId)
+          .executeTakeFirstOrThrow();
 
       expect(await service.resymbolicationStep(2)).toEqual({ ran: true, events: 2, pending: true });
       expect(await job()).toMatchObject({ state: 'pending' });
@@ -95,7 +124,9 @@ describe.each(dialects)('re-symbolication after a restart on %s', (dialect) => {
       expect(details.map((d) => d.symbolicated)).toEqual([true, true, true]);
       expect(await service.resymbolicationStep(2)).toEqual({ ran: false, events: 0, pending: false });
       // The run's start is one info line; the step that took it up again logs at debug.
-      expect(log.lines.filter((l) => l.msg === 're-symbolicating the events of the last 48 hours').map((l) => l.resumedAt)).toEqual([0]);
+      expect(
+        log.lines.filter((l) => l.msg === 're-symbolicating the events of the last 48 hours').map((l) => l.resumedAt),
+      ).toEqual([0]);
     } finally {
       await t.close();
     }

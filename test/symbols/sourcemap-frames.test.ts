@@ -1,6 +1,15 @@
 // The file and function names of frames mapped through a source map (pure rules).
 import { describe, expect, it } from 'vitest';
-import { definesFunctionAt, displayPath, enclosingFunctionName, frameFiles, mappedFunctionName, minifiedName, namedMappingsBefore, type MapLookup } from '../../src/symbols/sourcemap-frames.js';
+import {
+  definesFunctionAt,
+  displayPath,
+  enclosingFunctionName,
+  frameFiles,
+  mappedFunctionName,
+  minifiedName,
+  namedMappingsBefore,
+  type MapLookup,
+} from '../../src/symbols/sourcemap-frames.js';
 
 describe('frame files', () => {
   it.each([
@@ -114,7 +123,10 @@ describe('function names', () => {
 
   it('names a frame after the function that encloses it, never after a call site', () => {
     const name = (sdk: string | undefined, column: number, content: (string | null)[] = contents) =>
-      mappedFunctionName(sdk, enclosingFunctionName(sdk, namedMappingsBefore(lookup, 1, column), (s) => content[s] ?? null));
+      mappedFunctionName(
+        sdk,
+        enclosingFunctionName(sdk, namedMappingsBefore(lookup, 1, column), (s) => content[s] ?? null),
+      );
     expect(name('HTMLButtonElement.Is', 55)).toBe('onBuyClick');
     expect(name('Ts', 30)).toBe('parseLine'); // `checkout` at column 20 is a call in the original
     // A minified name longer than the definition's token cannot be it.

@@ -21,7 +21,13 @@ function linesArb(sources: number, names: number, maxLines: number, maxSegs: num
   const seg = fc.oneof(
     fc.tuple(fc.nat(40)).map(([c]) => [c] as SourceMapSegment),
     fc.tuple(fc.nat(40), fc.nat(sources - 1), fc.nat(30), fc.nat(30)).map((t) => t as SourceMapSegment),
-    ...(names > 0 ? [fc.tuple(fc.nat(40), fc.nat(sources - 1), fc.nat(30), fc.nat(30), fc.nat(names - 1)).map((t) => t as SourceMapSegment)] : []),
+    ...(names > 0
+      ? [
+          fc
+            .tuple(fc.nat(40), fc.nat(sources - 1), fc.nat(30), fc.nat(30), fc.nat(names - 1))
+            .map((t) => t as SourceMapSegment),
+        ]
+      : []),
   );
   const line = fc.oneof(
     fc.array(seg, { maxLength: maxSegs }),
@@ -69,9 +75,22 @@ function agrees(map: Record<string, unknown>, trace: TraceMap): void {
   for (let line = 0; line <= lines; line++) {
     for (let col = 0; col <= 45; col++) {
       const seg = traceSegment(trace, line, col);
-      const want = !seg || seg.length === 1 ? null : { source: trace.resolvedSources[seg[1]], line: seg[2] + 1, column: seg[3] + 1, name: seg.length === 5 ? trace.names[seg[4]] : null };
+      const want =
+        !seg || seg.length === 1
+          ? null
+          : {
+              source: trace.resolvedSources[seg[1]],
+              line: seg[2] + 1,
+              column: seg[3] + 1,
+              name: seg.length === 5 ? trace.names[seg[4]] : null,
+            };
       const got = loaded.lookup(line + 1, col + 1);
-      const gotView = got && { source: loaded.sourcePath(got.source), line: got.line, column: got.column, name: got.name };
+      const gotView = got && {
+        source: loaded.sourcePath(got.source),
+        line: got.line,
+        column: got.column,
+        name: got.name,
+      };
       expect(gotView, `line ${line} column ${col}`).toEqual(want);
     }
   }
@@ -84,7 +103,12 @@ describe('source map scan and index, fuzzed', () => {
         const bytes = utf8(JSON.stringify(map));
         expect(scan(bytes)).toEqual({ ok: true });
         // Pieces cut anywhere, inside values of several digits too.
-        expect(scan(bytes, cuts.map((c) => c % bytes.length))).toEqual({ ok: true });
+        expect(
+          scan(
+            bytes,
+            cuts.map((c) => c % bytes.length),
+          ),
+        ).toEqual({ ok: true });
         agrees(map, new TraceMap(map));
       }),
       { ...FUZZ, numRuns: 150 },
@@ -134,14 +158,22 @@ describe('source map scan and index, fuzzed', () => {
   });
 
   it('ends damaged maps as a clean rejection, the same however the bytes arrive, and loads what it accepts', () => {
-    const damaged = fc.tuple(mapArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }), fc.option(fc.nat()), fc.array(fc.nat(), { maxLength: 5 }));
+    const damaged = fc.tuple(
+      mapArb,
+      fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+      fc.option(fc.nat()),
+      fc.array(fc.nat(), { maxLength: 5 }),
+    );
     fc.assert(
       fc.property(damaged, ([map, edits, cut, cuts]) => {
         let bytes = utf8(JSON.stringify(map));
         for (const [at, value] of edits) bytes[at % bytes.length] = value;
         if (cut !== null) bytes = bytes.subarray(0, cut % (bytes.length + 1));
         const whole = scan(bytes);
-        const split = scan(bytes, cuts.map((c) => c % (bytes.length + 1)));
+        const split = scan(
+          bytes,
+          cuts.map((c) => c % (bytes.length + 1)),
+        );
         expect(split.ok).toBe(whole.ok);
         if (!whole.ok) return;
         // Accepted: the load takes it and agrees with trace-mapping.
@@ -157,20 +189,22 @@ describe('source map scan and index, fuzzed', () => {
       fc.uint8Array({ maxLength: 300 }),
       fc.string({ maxLength: 200 }).map(utf8),
       fc.json({ maxDepth: 4 }).map(utf8),
-      fc.constantFrom(
-        '{"version":3,"sources":[],"mappings":"B"}',
-        '{"version":3,"sources":["a"],"mappings":"AAAAA,,AAAA"}',
-        '{"version":3,"sources":["a"],"mappings":"AA"}',
-        '{"version":3,"sources":["a"],"mappings":"AAAAAA"}',
-        '{"version":3,"sources":["a"],"mappings":"gggggggggA"}',
-        '{"version":3,"sources":["a"],"mappings":"AAAA\\u003bAAAA"}',
-        '{"version":3,"sources":["a"],"mappings":"AAAA","mappings":"AAAA"}',
-        '{"version":3,"sections":[{"offset":{"line":1,"column":0},"map":{"version":3,"sources":[],"mappings":""}},{"offset":{"line":0,"column":0},"map":{"version":3,"sources":[],"mappings":""}}]}',
-        '{"version":3,"sections":[{"offset":{"line":0,"column":0},"map":{"version":3,"sections":[]}}]}',
-        '{"version":3,"sections":[{"offset":{"line":0,"column":0},"url":"x.map"}]}',
-        `${'['.repeat(100)}${']'.repeat(100)}`,
-        '{"version":3,"sources":["a"],"mappings":"AAAA"} x',
-      ).map(utf8),
+      fc
+        .constantFrom(
+          '{"version":3,"sources":[],"mappings":"B"}',
+          '{"version":3,"sources":["a"],"mappings":"AAAAA,,AAAA"}',
+          '{"version":3,"sources":["a"],"mappings":"AA"}',
+          '{"version":3,"sources":["a"],"mappings":"AAAAAA"}',
+          '{"version":3,"sources":["a"],"mappings":"gggggggggA"}',
+          '{"version":3,"sources":["a"],"mappings":"AAAA\\u003bAAAA"}',
+          '{"version":3,"sources":["a"],"mappings":"AAAA","mappings":"AAAA"}',
+          '{"version":3,"sections":[{"offset":{"line":1,"column":0},"map":{"version":3,"sources":[],"mappings":""}},{"offset":{"line":0,"column":0},"map":{"version":3,"sources":[],"mappings":""}}]}',
+          '{"version":3,"sections":[{"offset":{"line":0,"column":0},"map":{"version":3,"sections":[]}}]}',
+          '{"version":3,"sections":[{"offset":{"line":0,"column":0},"url":"x.map"}]}',
+          `${'['.repeat(100)}${']'.repeat(100)}`,
+          '{"version":3,"sources":["a"],"mappings":"AAAA"} x',
+        )
+        .map(utf8),
     );
     fc.assert(
       fc.property(hostile, (bytes) => {
@@ -185,13 +219,29 @@ describe('source map scan and index, fuzzed', () => {
   });
 
   it('gives the context lines a split of the source at \\r\\n, \\r and \\n gives, cut at 300 characters', () => {
-    const text = fc.array(fc.oneof(fc.constantFrom('\n', '\r', '\r\n', 'é', '😀', 'x'.repeat(310)), fc.string({ maxLength: 8 })), { maxLength: 40 }).map((p) => p.join(''));
+    const text = fc
+      .array(fc.oneof(fc.constantFrom('\n', '\r', '\r\n', 'é', '😀', 'x'.repeat(310)), fc.string({ maxLength: 8 })), {
+        maxLength: 40,
+      })
+      .map((p) => p.join(''));
     fc.assert(
       fc.property(text, (content) => {
-        const loaded = new LoadedSourceMap(parseSourceMap(utf8(JSON.stringify({ version: 3, sources: ['a.js'], sourcesContent: [content], mappings: 'AAAA' })), 'x.map'));
+        const loaded = new LoadedSourceMap(
+          parseSourceMap(
+            utf8(JSON.stringify({ version: 3, sources: ['a.js'], sourcesContent: [content], mappings: 'AAAA' })),
+            'x.map',
+          ),
+        );
         const lines = content.split(/\r\n|\r|\n/).map((l) => l.slice(0, 300));
         for (let line = 0; line <= lines.length + 1; line++) {
-          const want = line < 1 || line > lines.length ? null : { pre_context: lines.slice(Math.max(0, line - 6), line - 1), context_line: lines[line - 1], post_context: lines.slice(line, line + 5) };
+          const want =
+            line < 1 || line > lines.length
+              ? null
+              : {
+                  pre_context: lines.slice(Math.max(0, line - 6), line - 1),
+                  context_line: lines[line - 1],
+                  post_context: lines.slice(line, line + 5),
+                };
           expect(loaded.context(0, line)).toEqual(want);
         }
       }),
@@ -201,9 +251,30 @@ describe('source map scan and index, fuzzed', () => {
 
   it('scans a map cut in two anywhere, or pushed a byte at a time, as it scans it whole', () => {
     // Values of up to six digits, so pieces end inside them.
-    const lines = [[[0, 0, 0, 0], [1_000_000, 1, 70_000, 900_000, 1], [1_000_001, 0, 5, 3]], [], [[7, 1, 2, 3, 0]]] as SourceMapSegment[][];
-    const bytes = utf8(JSON.stringify({ version: 3, sources: ['a', 'b'], names: ['x', 'y'], sourcesContent: ['a\\nb', null], mappings: encode(lines) }));
-    expect(scan(bytes, Array.from({ length: bytes.length }, (_, i) => i))).toEqual({ ok: true });
+    const lines = [
+      [
+        [0, 0, 0, 0],
+        [1_000_000, 1, 70_000, 900_000, 1],
+        [1_000_001, 0, 5, 3],
+      ],
+      [],
+      [[7, 1, 2, 3, 0]],
+    ] as SourceMapSegment[][];
+    const bytes = utf8(
+      JSON.stringify({
+        version: 3,
+        sources: ['a', 'b'],
+        names: ['x', 'y'],
+        sourcesContent: ['a\\nb', null],
+        mappings: encode(lines),
+      }),
+    );
+    expect(
+      scan(
+        bytes,
+        Array.from({ length: bytes.length }, (_, i) => i),
+      ),
+    ).toEqual({ ok: true });
     for (let cut = 1; cut < bytes.length; cut++) expect(scan(bytes, [cut]), `cut at ${cut}`).toEqual({ ok: true });
   });
 

@@ -23,8 +23,14 @@ import { uploadSymbols } from './helpers.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 
 async function storedRows(t: TestServer): Promise<{ files: number; chunks: number }> {
-  const files = await t.deps.store.db.selectFrom('symbol_files').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  const chunks = await t.deps.store.db.selectFrom('symbol_chunks').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const files = await t.deps.store.db
+    .selectFrom('symbol_files')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  const chunks = await t.deps.store.db
+    .selectFrom('symbol_chunks')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return { files: Number(files.n), chunks: Number(chunks.n) };
 }
 
@@ -60,14 +66,19 @@ describe.each(dialects)('source map limits on %s', (dialect) => {
   }, 60_000);
 
   it('refuses an indexed map with more sections than the limit', async () => {
-    const section = (i: number) => `{"offset":{"line":${i},"column":0},"map":{"version":3,"sources":[],"names":[],"mappings":""}}`;
+    const section = (i: number) =>
+      `{"offset":{"line":${i},"column":0},"map":{"version":3,"sources":[],"names":[],"mappings":""}}`;
     const map = `{"version":3,"sections":[${Array.from({ length: SOURCE_MAP_LIMITS.maxSections + 1 }, (_, i) => section(i)).join(',')}]}`;
     await refused('sections.js.map', map, new RegExp(`more than ${SOURCE_MAP_LIMITS.maxSections} sections`));
   });
 
   it('stores a map just within the line limit', async () => {
     const lines = `{"version":3,"sources":[],"names":[],"mappings":"${';'.repeat(SOURCE_MAP_LIMITS.maxLines - 1)}"}`;
-    const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: '1.0', files: [{ name: 'ok.js.map', data: lines }] });
+    const res = await uploadSymbols(t, project, {
+      kind: 'sourcemap',
+      release: '1.0',
+      files: [{ name: 'ok.js.map', data: lines }],
+    });
     expect(res.status).toBe(201);
   });
 });
@@ -76,13 +87,25 @@ describe.each(dialects)('half-written uploads of another instance on %s', (diale
   it('stay while they may be written, and go once an hour old, without a restart', async () => {
     const t = await startTestServer(dialect);
     const clock = new ManualClock(1_790_000_000_000);
-    const service = new SymbolService({ store: t.deps.store, kinds: defaultSymbolKinds(), clock, logger: pino({ level: 'silent' }), md5Hex: nodeIngestRuntime.md5Hex, sweepIntervalMs: 50 });
+    const service = new SymbolService({
+      store: t.deps.store,
+      kinds: defaultSymbolKinds(),
+      clock,
+      logger: pino({ level: 'silent' }),
+      md5Hex: nodeIngestRuntime.md5Hex,
+      sweepIntervalMs: 50,
+    });
     try {
       const project = await makeProject(t);
       // Another instance's upload, half-written (PostgreSQL: several instances share the database).
-      const writer = await openPendingFile(t.deps.store.db, { projectId: project.id, kind: 'sourcemap', release: '1', filename: 'a.js.map' }, clock.now());
+      const writer = await openPendingFile(
+        t.deps.store.db,
+        { projectId: project.id, kind: 'sourcemap', release: '1', filename: 'a.js.map' },
+        clock.now(),
+      );
       await writer.write(new Uint8Array(600 * 1024));
-      const writing = async () => (await t.deps.store.db.selectFrom('symbol_files').select('id').where('state', '=', 'writing').execute()).length;
+      const writing = async () =>
+        (await t.deps.store.db.selectFrom('symbol_files').select('id').where('state', '=', 'writing').execute()).length;
       service.start();
       await new Promise((r) => setTimeout(r, 300));
       expect(await writing()).toBe(1);
@@ -90,7 +113,11 @@ describe.each(dialects)('half-written uploads of another instance on %s', (diale
       const until = Date.now() + 5_000;
       while ((await writing()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
       expect(await writing()).toBe(0);
-      const chunks = await t.deps.store.db.selectFrom('symbol_chunks').select('file_id').where('file_id', '=', writer.id).execute();
+      const chunks = await t.deps.store.db
+        .selectFrom('symbol_chunks')
+        .select('file_id')
+        .where('file_id', '=', writer.id)
+        .execute();
       expect(chunks).toEqual([]);
     } finally {
       await service.close();
@@ -113,15 +140,29 @@ describe.each(dialects)('half-written uploads of a killed server on %s', (dialec
     try {
       const env = { DATABASE_URL: database.url, RATE_LIMIT: '0' };
       serve = await startServe({ command: [process.execPath, [CLI, 'serve']], env });
-      const created = await fetch(`${serve.url}/api/projects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'sweep' }) });
+      const created = await fetch(`${serve.url}/api/projects`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slug: 'sweep' }),
+      });
       expect(created.status).toBe(201);
       // An upload that streams 3 MB of a map and then stalls; the server is killed mid-way.
       const boundary = 'sweepboundary';
       const url = new URL(`${serve.url}/api/projects/sweep/symbols`);
-      const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+      const req = http.request({
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      });
       req.on('error', () => {});
-      req.write(`--${boundary}\r\ncontent-disposition: form-data; name="kind"\r\n\r\nsourcemap\r\n--${boundary}\r\ncontent-disposition: form-data; name="release"\r\n\r\n1.0\r\n`);
-      req.write(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.js.map"\r\ncontent-type: application/json\r\n\r\n`);
+      req.write(
+        `--${boundary}\r\ncontent-disposition: form-data; name="kind"\r\n\r\nsourcemap\r\n--${boundary}\r\ncontent-disposition: form-data; name="release"\r\n\r\n1.0\r\n`,
+      );
+      req.write(
+        `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.js.map"\r\ncontent-type: application/json\r\n\r\n`,
+      );
       req.write(`{"version":3,"sources":["a.js"],"names":[],"mappings":"AAAA${',CAAC'.repeat(600_000)}`);
       store = await openStore(database.url);
       const db = store.db;
@@ -139,7 +180,11 @@ describe.each(dialects)('half-written uploads of a killed server on %s', (dialec
       expect((await writing()).chunks).toBeGreaterThan(0);
       if (dialect === 'postgres') {
         // Other instances may be writing: only an upload begun over an hour ago is theirs no longer.
-        await db.updateTable('symbol_files').set({ uploaded_at: Date.now() - 2 * 3_600_000 }).where('state', '=', 'writing').execute();
+        await db
+          .updateTable('symbol_files')
+          .set({ uploaded_at: Date.now() - 2 * 3_600_000 })
+          .where('state', '=', 'writing')
+          .execute();
       }
       serve = await startServe({ command: [process.execPath, [CLI, 'serve']], env });
       const until = Date.now() + 10_000;

@@ -16,13 +16,23 @@ interface Project {
 }
 
 async function createProject(serve: ServeProcess, slug: string): Promise<Project> {
-  const res = await fetch(`${serve.url}/api/projects`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug }) });
+  const res = await fetch(`${serve.url}/api/projects`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ slug }),
+  });
   const body = (await res.json()) as { id: number; slug: string; dsn: string };
   expect(res.status).toBe(201);
   return { id: body.id, slug: body.slug, key: new URL(body.dsn).username };
 }
 
-async function upload(serve: ServeProcess, project: Project, release: string, name: string, map: string): Promise<Response> {
+async function upload(
+  serve: ServeProcess,
+  project: Project,
+  release: string,
+  name: string,
+  map: string,
+): Promise<Response> {
   const form = new FormData();
   form.append('kind', 'sourcemap');
   form.append('release', release);
@@ -33,10 +43,27 @@ async function upload(serve: ServeProcess, project: Project, release: string, na
 /** An SDK event with one minified frame per file; its id once the server answered 200. */
 async function sendEvent(serve: ServeProcess, project: Project, release: string, files: string[]): Promise<string> {
   const id = randomBytes(16).toString('hex');
-  const frames = files.map((f) => ({ abs_path: `https://cdn.example.com/${f}`, filename: `https://cdn.example.com/${f}`, function: 'o', lineno: 1, colno: 11, in_app: true }));
-  const event = { event_id: id, platform: 'javascript', level: 'error', release, timestamp: 1_790_000_000, exception: { values: [{ type: 'Error', value: 'boom', stacktrace: { frames } }] } };
+  const frames = files.map((f) => ({
+    abs_path: `https://cdn.example.com/${f}`,
+    filename: `https://cdn.example.com/${f}`,
+    function: 'o',
+    lineno: 1,
+    colno: 11,
+    in_app: true,
+  }));
+  const event = {
+    event_id: id,
+    platform: 'javascript',
+    level: 'error',
+    release,
+    timestamp: 1_790_000_000,
+    exception: { values: [{ type: 'Error', value: 'boom', stacktrace: { frames } }] },
+  };
   const body = `{"event_id":"${id}"}\n{"type":"event"}\n${JSON.stringify(event)}\n`;
-  const res = await fetch(`${serve.url}/api/${project.id}/envelope/?sentry_key=${project.key}`, { method: 'POST', body });
+  const res = await fetch(`${serve.url}/api/${project.id}/envelope/?sentry_key=${project.key}`, {
+    method: 'POST',
+    body,
+  });
   expect(res.status).toBe(200);
   return id;
 }
@@ -98,20 +125,30 @@ describe.each(dialects)('source map memory on %s', (dialect) => {
   it('keeps running with two maps of a million segments of one release, each used by an event', async () => {
     await start(128);
     const serve = live();
-    for (const file of ['a.min.js', 'b.min.js']) expect((await upload(serve, project, 'r1', `${file}.map`, flatMap(file, 1_000_000))).status).toBe(201);
+    for (const file of ['a.min.js', 'b.min.js'])
+      expect((await upload(serve, project, 'r1', `${file}.map`, flatMap(file, 1_000_000))).status).toBe(201);
     const first = await sendEvent(serve, project, 'r1', ['a.min.js']);
     const second = await sendEvent(serve, project, 'r1', ['b.min.js']);
     await healthy(serve);
     // Both symbolicated: column 11 is the 11th segment, original column 11.
-    expect((await frames(serve, project, first))[0]).toMatchObject({ filename: 'src/a.min.js.ts', lineno: 1, colno: 11 });
-    expect((await frames(serve, project, second))[0]).toMatchObject({ filename: 'src/b.min.js.ts', lineno: 1, colno: 11 });
+    expect((await frames(serve, project, first))[0]).toMatchObject({
+      filename: 'src/a.min.js.ts',
+      lineno: 1,
+      colno: 11,
+    });
+    expect((await frames(serve, project, second))[0]).toMatchObject({
+      filename: 'src/b.min.js.ts',
+      lineno: 1,
+      colno: 11,
+    });
     await healthy(serve);
   }, 120_000);
 
   it('keeps running with an indexed map of 5 000 sections of 400 segments each', async () => {
     await start(128);
     const serve = live();
-    const section = (i: number) => `{"offset":{"line":${i},"column":0},"map":{"version":3,"sources":["src/part${i}.ts"],"names":[],"mappings":"AAAA${',CAAC'.repeat(399)}"}}`;
+    const section = (i: number) =>
+      `{"offset":{"line":${i},"column":0},"map":{"version":3,"sources":["src/part${i}.ts"],"names":[],"mappings":"AAAA${',CAAC'.repeat(399)}"}}`;
     const map = `{"version":3,"file":"c.min.js","sections":[${Array.from({ length: 5000 }, (_, i) => section(i)).join(',')}]}`;
     expect((await upload(serve, project, 'r2', 'c.min.js.map', map)).status).toBe(201);
     const id = await sendEvent(serve, project, 'r2', ['c.min.js']);
@@ -131,7 +168,11 @@ describe.each(dialects)('source map memory on %s', (dialect) => {
     const id = await sendEvent(serve, project, 'r3', ['big.min.js', 'd.min.js', 'e.min.js']);
     await healthy(serve);
     // The big map maps its frame; the others have no segments and leave theirs as they were.
-    expect((await frames(serve, project, id)).map((f) => f.filename)).toEqual(['src/big.min.js.ts', 'https://cdn.example.com/d.min.js', 'https://cdn.example.com/e.min.js']);
+    expect((await frames(serve, project, id)).map((f) => f.filename)).toEqual([
+      'src/big.min.js.ts',
+      'https://cdn.example.com/d.min.js',
+      'https://cdn.example.com/e.min.js',
+    ]);
   }, 120_000);
 
   it('answers /health while a big map parses for its first event', async () => {
@@ -156,6 +197,10 @@ describe.each(dialects)('source map memory on %s', (dialect) => {
     expect(delays.length).toBeGreaterThan(3);
     // A correctness bound, not a speed goal (BENCHMARKS.md has the p99).
     expect(Math.max(...delays)).toBeLessThan(500);
-    expect((await frames(serve, project, id))[0]).toMatchObject({ filename: 'src/f.ts', colno: 11, context_line: 'const value = compute(input);' });
+    expect((await frames(serve, project, id))[0]).toMatchObject({
+      filename: 'src/f.ts',
+      colno: 11,
+      context_line: 'const value = compute(input);',
+    });
   }, 120_000);
 });

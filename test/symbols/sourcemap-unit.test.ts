@@ -11,8 +11,20 @@ const INDEXED = {
   version: 3,
   file: 'bundle.min.js',
   sections: [
-    { offset: { line: 0, column: 0 }, map: { version: 3, sources: ['src/a.js'], sourcesContent: ['function foo() {\n  throw new Error("a");\n}'], names: ['foo'], mappings: 'AACEA' } },
-    { offset: { line: 1, column: 0 }, map: { version: 3, sources: ['webpack://app/./src/b.js'], names: [], mappings: 'AAAA;AACA' } },
+    {
+      offset: { line: 0, column: 0 },
+      map: {
+        version: 3,
+        sources: ['src/a.js'],
+        sourcesContent: ['function foo() {\n  throw new Error("a");\n}'],
+        names: ['foo'],
+        mappings: 'AACEA',
+      },
+    },
+    {
+      offset: { line: 1, column: 0 },
+      map: { version: 3, sources: ['webpack://app/./src/b.js'], names: [], mappings: 'AAAA;AACA' },
+    },
   ],
 };
 
@@ -20,7 +32,15 @@ describe('source maps', () => {
   it('maps through an indexed map, with context where sourcesContent has it', () => {
     const map = LoadedSourceMap.fromBytes(encode(INDEXED), 'bundle.min.js.map');
     const a = mapJsFrame(map, { abs_path: 'https://x/bundle.min.js', function: 'o', lineno: 1, colno: 1 })!;
-    expect(a).toMatchObject({ abs_path: 'src/a.js', filename: 'src/a.js', lineno: 2, colno: 3, context_line: '  throw new Error("a");', pre_context: ['function foo() {'], post_context: ['}'] });
+    expect(a).toMatchObject({
+      abs_path: 'src/a.js',
+      filename: 'src/a.js',
+      lineno: 2,
+      colno: 3,
+      context_line: '  throw new Error("a");',
+      pre_context: ['function foo() {'],
+      post_context: ['}'],
+    });
     const b = mapJsFrame(map, { abs_path: 'https://x/bundle.min.js', function: 'o', lineno: 3, colno: 5 })!;
     // Without sources content no definition is found: the SDK's name stays.
     expect(b).toMatchObject({ abs_path: 'webpack://app/src/b.js', filename: 'src/b.js', lineno: 2, function: 'o' });
@@ -42,15 +62,28 @@ describe('source maps', () => {
 
   it('checks uploads: debug id and served file kept, broken maps refused', async () => {
     const ok = inspectSourceMap('~/static/app.min.js.map');
-    ok.push(encode({ version: 3, sources: ['a.js'], names: [], mappings: 'AAAA', debugId: '8446668B-DD38-5B06-B77F-194EF18B63FB' }));
-    expect(await ok.finish()).toEqual([{ debugId: '8446668b-dd38-5b06-b77f-194ef18b63fb', serves: '~/static/app.min.js' }]);
+    ok.push(
+      encode({
+        version: 3,
+        sources: ['a.js'],
+        names: [],
+        mappings: 'AAAA',
+        debugId: '8446668B-DD38-5B06-B77F-194EF18B63FB',
+      }),
+    );
+    expect(await ok.finish()).toEqual([
+      { debugId: '8446668b-dd38-5b06-b77f-194ef18b63fb', serves: '~/static/app.min.js' },
+    ]);
     const indexed = inspectSourceMap('bundle.map');
     indexed.push(encode(INDEXED));
     expect((await indexed.finish())[0].serves).toBe('bundle.min.js');
     const bad = [
       { version: 3, sources: ['a.js'], names: [], mappings: 'AAAA,CCCC' },
       { version: 3, sources: ['a.js'], names: [], mappings: 'AAAAC' },
-      { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: { version: 3, sources: [], names: [], mappings: 'AAAA' } }] },
+      {
+        version: 3,
+        sections: [{ offset: { line: 0, column: 0 }, map: { version: 3, sources: [], names: [], mappings: 'AAAA' } }],
+      },
     ];
     for (const map of bad) {
       const i = inspectSourceMap('x.map');

@@ -36,12 +36,20 @@ afterAll(async () => {
  * Runs the app (plain or injected build) in Chromium; the detail of the event it sent
  * (the release's `nth` event, newest first in the list).
  */
-async function crashInBrowser(t: TestServer, project: ProjectRow, build: 'plain' | 'injected', release: string, nth = 1): Promise<any> {
+async function crashInBrowser(
+  t: TestServer,
+  project: ProjectRow,
+  build: 'plain' | 'injected',
+  release: string,
+  nth = 1,
+): Promise<any> {
   const app = await serveApp(`${fx.dir}/${build}`, dsnOf(t, project), release);
   try {
     await runApp(browser, `${app.url}/`);
     const list = await eventually(async () => {
-      const body = (await (await t.api(`/api/projects/${project.slug}/events?release=${encodeURIComponent(release)}`)).json()) as any;
+      const body = (await (
+        await t.api(`/api/projects/${project.slug}/events?release=${encodeURIComponent(release)}`)
+      ).json()) as any;
       return body.events?.length >= nth ? body.events : null;
     });
     return eventDetail(t, project, list[0].event_id);
@@ -105,124 +113,180 @@ describe.each(dialects)('source maps on %s', (dialect) => {
     await t?.close();
   });
 
-  it.skipIf(noChromium)('symbolicates a Chromium crash at ingest to the original line, with context and caller names', async () => {
-    const project = await makeProject(t);
-    const [file] = await uploadOk(t, project, { kind: 'sourcemap', release: 'web@1', files: [{ name: '~/static/app.min.js.map', data: fx.plain.map }] });
-    expect(file).toMatchObject({ kind: 'sourcemap', release: 'web@1', debug_id: '', filename: '~/static/app.min.js.map' });
-    const detail = await crashInBrowser(t, project, 'plain', 'web@1');
-    expect(detail.symbolicated).toBe(true);
-    const original = detail.exceptions.at(-1).frames ?? detail.exceptions.at(-1).stacktrace.frames;
-    expect(original.filter((f: any) => f.lineno !== undefined).every((f: any) => /\/static\/app\.min\.js$/.test(f.filename))).toBe(true);
-    const frame = throwFrame(detail);
-    expect(frame).toMatchObject({ filename: 'src/parser.js', lineno: fx.throwLine });
-    expect(frame.context_line).toContain("throw new Error('order is missing fields: '");
-    expect(frame.pre_context).toHaveLength(fx.throwLine - 1);
-    expect(frame.pre_context[0]).toBe('export function parseOrder(text) {');
-    expect(frame.post_context.length).toBeGreaterThan(0);
-    expect(frame.post_context.length).toBeLessThanOrEqual(5);
-    // The caller's call site names the function (esbuild renamed parseOrder in the bundle).
-    expect(frame.function).toBe('parseOrder');
-    const frames = detail.exceptions.at(-1).symbolicated_frames as any[];
-    expect(frames.some((f) => f.filename === 'src/app.js' && f.function === 'loadOrders')).toBe(true);
-    // The issue's location comes from the symbolicated frames.
-    expect(detail.error_location).toBe(`parser.js:${fx.throwLine}`);
-  });
-
-  it.skipIf(noChromium)('re-symbolicates a crash sent before its map was uploaded: its issue takes the symbolicated location and the next crash joins it', async () => {
-    const project = await makeProject(t);
-    const before = await crashInBrowser(t, project, 'plain', 'web@2');
-    expect(before.symbolicated).toBe(false);
-    expect(before.error_location).toMatch(/^app\.min\.js:/);
-    await uploadOk(t, project, { kind: 'sourcemap', release: 'web@2', files: [{ name: 'app.min.js.map', data: fx.plain.map }] });
-    const after = await eventually(async () => {
-      const d = await eventDetail(t, project, before.event_id);
-      return d.symbolicated ? d : null;
-    });
-    expect(throwFrame(after)).toMatchObject({ filename: 'src/parser.js', lineno: fx.throwLine });
-    // The event stays in its issue; it and its issue show the symbolicated location.
-    expect(after.fingerprint).toBe(before.fingerprint);
-    expect(after.error_location).toBe(`parser.js:${fx.throwLine}`);
-    const issue = await eventually(async () => {
-      const i = await issueOf(t, project, before.fingerprint);
-      return i.location === `parser.js:${fx.throwLine}` ? i : null;
-    });
-    expect(issue.title).toBe(before.title);
-
-    // The next crash, symbolicated at ingest, counts in the same issue.
-    const next = await crashInBrowser(t, project, 'plain', 'web@2', 2);
-    expect(next.symbolicated).toBe(true);
-    const list = (await (await t.api(`/api/projects/${project.slug}/issues`)).json()) as any;
-    expect(list.issues.map((i: any) => [i.fingerprint, i.event_count, i.location])).toEqual([[before.fingerprint, 2, `parser.js:${fx.throwLine}`]]);
-    expect(next.fingerprint).toBe(before.fingerprint);
-  });
-
-  it.skipIf(noChromium)('merges the issue the next crash opened before re-symbolication ran into the first one', async () => {
-    // A server of its own: its re-symbolication loop is stopped, so the run waits for the test.
-    const s = await startTestServer(dialect);
-    try {
-      await s.deps.symbols!.jobs!.stop();
-      const project = await makeProject(s);
-      const first = await crashInBrowser(s, project, 'plain', 'web@5');
-      expect(first.symbolicated).toBe(false);
-      await uploadOk(s, project, { kind: 'sourcemap', release: 'web@5', files: [{ name: 'app.min.js.map', data: fx.plain.map }] });
-      const second = await crashInBrowser(s, project, 'plain', 'web@5', 2);
-      expect(second.symbolicated).toBe(true);
-      expect(second.fingerprint).not.toBe(first.fingerprint);
-      const issues = async () => ((await (await s.api(`/api/projects/${project.slug}/issues`)).json()) as any).issues as any[];
-      expect(await issues()).toHaveLength(2);
-
-      // The run the upload recorded, in steps as the serverless edition takes it.
-      const service = new SymbolService({
-        store: s.deps.store,
-        kinds: defaultSymbolKinds(),
-        clock: s.clock,
-        logger: captureLogger('info').logger,
-        md5Hex: s.deps.ingestRuntime.md5Hex,
-        readPayloads: storedPayloads,
-        steps: { batchEvents: 100, scheduled: () => undefined },
+  it.skipIf(noChromium)(
+    'symbolicates a Chromium crash at ingest to the original line, with context and caller names',
+    async () => {
+      const project = await makeProject(t);
+      const [file] = await uploadOk(t, project, {
+        kind: 'sourcemap',
+        release: 'web@1',
+        files: [{ name: '~/static/app.min.js.map', data: fx.plain.map }],
       });
-      expect(await service.resymbolicationStep(100)).toMatchObject({ ran: true, pending: false });
+      expect(file).toMatchObject({
+        kind: 'sourcemap',
+        release: 'web@1',
+        debug_id: '',
+        filename: '~/static/app.min.js.map',
+      });
+      const detail = await crashInBrowser(t, project, 'plain', 'web@1');
+      expect(detail.symbolicated).toBe(true);
+      const original = detail.exceptions.at(-1).frames ?? detail.exceptions.at(-1).stacktrace.frames;
+      expect(
+        original
+          .filter((f: any) => f.lineno !== undefined)
+          .every((f: any) => /\/static\/app\.min\.js$/.test(f.filename)),
+      ).toBe(true);
+      const frame = throwFrame(detail);
+      expect(frame).toMatchObject({ filename: 'src/parser.js', lineno: fx.throwLine });
+      expect(frame.context_line).toContain("throw new Error('order is missing fields: '");
+      expect(frame.pre_context).toHaveLength(fx.throwLine - 1);
+      expect(frame.pre_context[0]).toBe('export function parseOrder(text) {');
+      expect(frame.post_context.length).toBeGreaterThan(0);
+      expect(frame.post_context.length).toBeLessThanOrEqual(5);
+      // The caller's call site names the function (esbuild renamed parseOrder in the bundle).
+      expect(frame.function).toBe('parseOrder');
+      const frames = detail.exceptions.at(-1).symbolicated_frames as any[];
+      expect(frames.some((f) => f.filename === 'src/app.js' && f.function === 'loadOrders')).toBe(true);
+      // The issue's location comes from the symbolicated frames.
+      expect(detail.error_location).toBe(`parser.js:${fx.throwLine}`);
+    },
+  );
 
-      // One issue: the older one, with both events and the symbolicated location.
-      const [merged] = await issues();
-      expect((await issues()).map((i) => i.fingerprint)).toEqual([first.fingerprint]);
-      expect(merged).toMatchObject({ event_count: 2, stored_count: 2, location: `parser.js:${fx.throwLine}` });
-      const events = ((await (await s.api(`/api/projects/${project.slug}/events?fingerprint=${first.fingerprint}`)).json()) as any).events as any[];
-      expect(events.map((e) => e.event_id).sort()).toEqual([first.event_id, second.event_id].sort());
-      const gone = (await (await s.api(`/api/projects/${project.slug}/issues/${second.fingerprint}`)).json()) as any;
-      expect(gone).toMatchObject({ fingerprint: first.fingerprint, merged_into: first.fingerprint, event_count: 2 });
+  it.skipIf(noChromium)(
+    're-symbolicates a crash sent before its map was uploaded: its issue takes the symbolicated location and the next crash joins it',
+    async () => {
+      const project = await makeProject(t);
+      const before = await crashInBrowser(t, project, 'plain', 'web@2');
+      expect(before.symbolicated).toBe(false);
+      expect(before.error_location).toMatch(/^app\.min\.js:/);
+      await uploadOk(t, project, {
+        kind: 'sourcemap',
+        release: 'web@2',
+        files: [{ name: 'app.min.js.map', data: fx.plain.map }],
+      });
+      const after = await eventually(async () => {
+        const d = await eventDetail(t, project, before.event_id);
+        return d.symbolicated ? d : null;
+      });
+      expect(throwFrame(after)).toMatchObject({ filename: 'src/parser.js', lineno: fx.throwLine });
+      // The event stays in its issue; it and its issue show the symbolicated location.
+      expect(after.fingerprint).toBe(before.fingerprint);
+      expect(after.error_location).toBe(`parser.js:${fx.throwLine}`);
+      const issue = await eventually(async () => {
+        const i = await issueOf(t, project, before.fingerprint);
+        return i.location === `parser.js:${fx.throwLine}` ? i : null;
+      });
+      expect(issue.title).toBe(before.title);
 
-      // A third crash joins it too.
-      await crashInBrowser(s, project, 'plain', 'web@5', 3);
-      expect((await issues()).map((i) => [i.fingerprint, i.event_count])).toEqual([[first.fingerprint, 3]]);
-    } finally {
-      await s.close();
-    }
-  });
+      // The next crash, symbolicated at ingest, counts in the same issue.
+      const next = await crashInBrowser(t, project, 'plain', 'web@2', 2);
+      expect(next.symbolicated).toBe(true);
+      const list = (await (await t.api(`/api/projects/${project.slug}/issues`)).json()) as any;
+      expect(list.issues.map((i: any) => [i.fingerprint, i.event_count, i.location])).toEqual([
+        [before.fingerprint, 2, `parser.js:${fx.throwLine}`],
+      ]);
+      expect(next.fingerprint).toBe(before.fingerprint);
+    },
+  );
+
+  it.skipIf(noChromium)(
+    'merges the issue the next crash opened before re-symbolication ran into the first one',
+    async () => {
+      // A server of its own: its re-symbolication loop is stopped, so the run waits for the test.
+      const s = await startTestServer(dialect);
+      try {
+        await s.deps.symbols!.jobs!.stop();
+        const project = await makeProject(s);
+        const first = await crashInBrowser(s, project, 'plain', 'web@5');
+        expect(first.symbolicated).toBe(false);
+        await uploadOk(s, project, {
+          kind: 'sourcemap',
+          release: 'web@5',
+          files: [{ name: 'app.min.js.map', data: fx.plain.map }],
+        });
+        const second = await crashInBrowser(s, project, 'plain', 'web@5', 2);
+        expect(second.symbolicated).toBe(true);
+        expect(second.fingerprint).not.toBe(first.fingerprint);
+        const issues = async () =>
+          ((await (await s.api(`/api/projects/${project.slug}/issues`)).json()) as any).issues as any[];
+        expect(await issues()).toHaveLength(2);
+
+        // The run the upload recorded, in steps as the serverless edition takes it.
+        const service = new SymbolService({
+          store: s.deps.store,
+          kinds: defaultSymbolKinds(),
+          clock: s.clock,
+          logger: captureLogger('info').logger,
+          md5Hex: s.deps.ingestRuntime.md5Hex,
+          readPayloads: storedPayloads,
+          steps: { batchEvents: 100, scheduled: () => undefined },
+        });
+        expect(await service.resymbolicationStep(100)).toMatchObject({ ran: true, pending: false });
+
+        // One issue: the older one, with both events and the symbolicated location.
+        const [merged] = await issues();
+        expect((await issues()).map((i) => i.fingerprint)).toEqual([first.fingerprint]);
+        expect(merged).toMatchObject({ event_count: 2, stored_count: 2, location: `parser.js:${fx.throwLine}` });
+        const events = (
+          (await (await s.api(`/api/projects/${project.slug}/events?fingerprint=${first.fingerprint}`)).json()) as any
+        ).events as any[];
+        expect(events.map((e) => e.event_id).sort()).toEqual([first.event_id, second.event_id].sort());
+        const gone = (await (await s.api(`/api/projects/${project.slug}/issues/${second.fingerprint}`)).json()) as any;
+        expect(gone).toMatchObject({ fingerprint: first.fingerprint, merged_into: first.fingerprint, event_count: 2 });
+
+        // A third crash joins it too.
+        await crashInBrowser(s, project, 'plain', 'web@5', 3);
+        expect((await issues()).map((i) => [i.fingerprint, i.event_count])).toEqual([[first.fingerprint, 3]]);
+      } finally {
+        await s.close();
+      }
+    },
+  );
 
   it.skipIf(noChromium)('matches by debug id (sentry-cli sourcemaps inject) whatever the release', async () => {
     const project = await makeProject(t);
-    const [file] = await uploadOk(t, project, { kind: 'sourcemap', files: [{ name: 'bundle.map', data: fx.injected.map }] });
+    const [file] = await uploadOk(t, project, {
+      kind: 'sourcemap',
+      files: [{ name: 'bundle.map', data: fx.injected.map }],
+    });
     expect(file.debug_id).toBe(fx.injected.debugId);
     const detail = await crashInBrowser(t, project, 'injected', 'web@9');
-    expect(detail.debug_images.some((i: any) => i.type === 'sourcemap' && i.debug_id === fx.injected.debugId)).toBe(true);
+    expect(detail.debug_images.some((i: any) => i.type === 'sourcemap' && i.debug_id === fx.injected.debugId)).toBe(
+      true,
+    );
     expect(throwFrame(detail)).toMatchObject({ filename: 'src/parser.js', lineno: fx.throwLine });
   });
 
   it('matches by release, dist and file name: ~/path, full URL, basename; not another file or dist', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'sourcemap', release: 'web@3', dist: 'd1', files: [{ name: 'app.min.js.map', data: fx.plain.map }] });
+    await uploadOk(t, project, {
+      kind: 'sourcemap',
+      release: 'web@3',
+      dist: 'd1',
+      files: [{ name: 'app.min.js.map', data: fx.plain.map }],
+    });
     const event = (absPath: string, dist: string) => ({
       platform: 'javascript',
       release: 'web@3',
       dist,
-      exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: [{ abs_path: absPath, filename: absPath, function: 'a', lineno: 1, colno: 2000 }] } }] },
+      exception: {
+        values: [
+          {
+            type: 'Error',
+            value: 'x',
+            stacktrace: { frames: [{ abs_path: absPath, filename: absPath, function: 'a', lineno: 1, colno: 2000 }] },
+          },
+        ],
+      },
     });
     for (const path of ['http://cdn.example.com/static/app.min.js', 'app.min.js', '~/app.min.js']) {
       const d = await eventDetail(t, project, await sendEvent(t, project, event(path, 'd1')));
       expect(d.symbolicated, path).toBe(true);
     }
-    for (const [path, dist] of [['http://cdn.example.com/static/other.min.js', 'd1'], ['http://cdn.example.com/static/app.min.js', 'd2']]) {
+    for (const [path, dist] of [
+      ['http://cdn.example.com/static/other.min.js', 'd1'],
+      ['http://cdn.example.com/static/app.min.js', 'd2'],
+    ]) {
       const d = await eventDetail(t, project, await sendEvent(t, project, event(path, dist)));
       expect(d.symbolicated, `${path} ${dist}`).toBe(false);
     }
@@ -232,7 +296,15 @@ describe.each(dialects)('source maps on %s', (dialect) => {
       project,
       await sendEvent(t, project, {
         ...event('app.min.js', 'd1'),
-        exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: [{ abs_path: 'app.min.js', function: 'a', lineno: 99999, colno: 1 }] } }] },
+        exception: {
+          values: [
+            {
+              type: 'Error',
+              value: 'x',
+              stacktrace: { frames: [{ abs_path: 'app.min.js', function: 'a', lineno: 99999, colno: 1 }] },
+            },
+          ],
+        },
       }),
     );
     expect(past.symbolicated).toBe(false);
@@ -240,13 +312,29 @@ describe.each(dialects)('source maps on %s', (dialect) => {
 
   it('leaves frames as they are when a stored map cannot be read, and still stores the event', async () => {
     const project = await makeProject(t);
-    const [file] = await uploadOk(t, project, { kind: 'sourcemap', release: 'web@4', files: [{ name: 'app.min.js.map', data: fx.plain.map }] });
+    const [file] = await uploadOk(t, project, {
+      kind: 'sourcemap',
+      release: 'web@4',
+      files: [{ name: 'app.min.js.map', data: fx.plain.map }],
+    });
     // The stored bytes damaged behind the server's back (before any event loaded them).
-    await t.deps.store.db.updateTable('symbol_chunks').set({ data: new TextEncoder().encode('{"version":3,"mappin') }).where('file_id', '=', file.id).execute();
+    await t.deps.store.db
+      .updateTable('symbol_chunks')
+      .set({ data: new TextEncoder().encode('{"version":3,"mappin') })
+      .where('file_id', '=', file.id)
+      .execute();
     const id = await sendEvent(t, project, {
       platform: 'javascript',
       release: 'web@4',
-      exception: { values: [{ type: 'Error', value: 'x', stacktrace: { frames: [{ abs_path: 'https://x/app.min.js', function: 'a', lineno: 15, colno: 31115 }] } }] },
+      exception: {
+        values: [
+          {
+            type: 'Error',
+            value: 'x',
+            stacktrace: { frames: [{ abs_path: 'https://x/app.min.js', function: 'a', lineno: 15, colno: 31115 }] },
+          },
+        ],
+      },
     });
     const d = await eventDetail(t, project, id);
     expect(d.symbolicated).toBe(false);
@@ -255,7 +343,8 @@ describe.each(dialects)('source maps on %s', (dialect) => {
 
   it('refuses bad source maps and bad zips with a 400 and stores nothing', async () => {
     const project = await makeProject(t);
-    const map = (extra: object) => JSON.stringify({ version: 3, sources: ['a.js'], names: [], mappings: 'AAAA', ...extra });
+    const map = (extra: object) =>
+      JSON.stringify({ version: 3, sources: ['a.js'], names: [], mappings: 'AAAA', ...extra });
     const cases: [string, Uint8Array | string][] = [
       ['not-json.map', 'this is { not json'],
       ['v2.map', map({ version: 2 })],
@@ -265,7 +354,10 @@ describe.each(dialects)('source maps on %s', (dialect) => {
       ['slip.zip', zipSync({ '../../etc/evil.map': strToU8(map({})) })],
       ['truncated.zip', zipSync({ 'a.map': strToU8(map({})), 'b.map': strToU8(map({})) }).subarray(0, 120)],
       ['nothing.zip', zipSync({ 'readme.txt': strToU8('hello') })],
-      ['bomb-entries.zip', zipSync(Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`m${i}.txt`, strToU8('x')])))],
+      [
+        'bomb-entries.zip',
+        zipSync(Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`m${i}.txt`, strToU8('x')]))),
+      ],
     ];
     for (const [name, data] of cases) {
       const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: 'bad', files: [{ name, data }] });
@@ -274,16 +366,34 @@ describe.each(dialects)('source maps on %s', (dialect) => {
     }
     const bombs: [string, Uint8Array, string][] = [
       // Declares 300 MB of zeros in one entry: refused by its header.
-      ['one-big.zip', handMadeZip([{ name: 'z.bin', content: Buffer.alloc(1024), declared: 300 * 1024 * 1024 }]), 'is larger than 268435456 bytes (256 MB per file)'],
+      [
+        'one-big.zip',
+        handMadeZip([{ name: 'z.bin', content: Buffer.alloc(1024), declared: 300 * 1024 * 1024 }]),
+        'is larger than 268435456 bytes (256 MB per file)',
+      ],
       // Five entries declaring 250 MB each: over 1 GB by the fifth header.
-      ['many.zip', handMadeZip(Array.from({ length: 5 }, (_, i) => ({ name: `z${i}.bin`, content: Buffer.alloc(1024), declared: 250 * 1024 * 1024 }))), 'the zip unpacks to more than 1073741824 bytes (1 GB)'],
+      [
+        'many.zip',
+        handMadeZip(
+          Array.from({ length: 5 }, (_, i) => ({
+            name: `z${i}.bin`,
+            content: Buffer.alloc(1024),
+            declared: 250 * 1024 * 1024,
+          })),
+        ),
+        'the zip unpacks to more than 1073741824 bytes (1 GB)',
+      ],
     ];
     for (const [name, data, message] of bombs) {
       const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: 'bad', files: [{ name, data }] });
       expect(res.status, name).toBe(400);
       expect(((await res.json()) as any).error, name).toContain(message);
     }
-    const rows = await t.deps.store.db.selectFrom('symbol_files').select('id').where('project_id', '=', project.id).execute();
+    const rows = await t.deps.store.db
+      .selectFrom('symbol_files')
+      .select('id')
+      .where('project_id', '=', project.id)
+      .execute();
     expect(rows).toEqual([]);
   });
 
@@ -291,13 +401,16 @@ describe.each(dialects)('source maps on %s', (dialect) => {
     const project = await makeProject(t);
     const limits = { maxFileBytes: 1024 * 1024, maxZipEntries: 1000, maxZipUnpackedBytes: 4 * 1024 * 1024 };
     const target = { projectId: project.id, kind: 'sourcemap' as const, release: 'bad', filename: 'x.zip' };
-    const store = (zip: Uint8Array) => storeUpload(t.deps.store.db, defaultSymbolKinds(), target, [zip], t.clock.now(), limits);
+    const store = (zip: Uint8Array) =>
+      storeUpload(t.deps.store.db, defaultSymbolKinds(), target, [zip], t.clock.now(), limits);
     // One entry declaring 1 KB that inflates to 2 MB.
-    await expect(store(handMadeZip([{ name: 'z.bin', content: Buffer.alloc(2 * 1024 * 1024), declared: 1024 }]))).rejects.toThrow(
-      'the zip entry "z.bin" is larger than 1048576 bytes (1 MB per file)',
-    );
+    await expect(
+      store(handMadeZip([{ name: 'z.bin', content: Buffer.alloc(2 * 1024 * 1024), declared: 1024 }])),
+    ).rejects.toThrow('the zip entry "z.bin" is larger than 1048576 bytes (1 MB per file)');
     // Five entries of 900 KB declaring 1 KB each: 4.5 MB inflated in all.
-    const many = handMadeZip(Array.from({ length: 5 }, (_, i) => ({ name: `z${i}.bin`, content: Buffer.alloc(900 * 1024), declared: 1024 })));
+    const many = handMadeZip(
+      Array.from({ length: 5 }, (_, i) => ({ name: `z${i}.bin`, content: Buffer.alloc(900 * 1024), declared: 1024 })),
+    );
     await expect(store(many)).rejects.toThrow('the zip unpacks to more than 4194304 bytes (4 MB)');
     // Recognised maps stored before the limit was passed are removed again.
     const map = strToU8(JSON.stringify({ version: 3, sources: ['a.js'], names: [], mappings: 'AAAA' }));
@@ -306,6 +419,8 @@ describe.each(dialects)('source maps on %s', (dialect) => {
       { name: 'z.bin', content: Buffer.alloc(5 * 1024 * 1024), declared: 10 },
     ]);
     await expect(store(mixed)).rejects.toThrow(/larger than/);
-    expect(await t.deps.store.db.selectFrom('symbol_files').select('id').where('project_id', '=', project.id).execute()).toEqual([]);
+    expect(
+      await t.deps.store.db.selectFrom('symbol_files').select('id').where('project_id', '=', project.id).execute(),
+    ).toEqual([]);
   });
 });

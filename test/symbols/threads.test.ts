@@ -13,7 +13,8 @@ import { eventDetail, eventually, sendEvent, uploadOk } from './helpers.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
 const mapping = fs.readFileSync(path.join(FIXTURES, 'java/mapping.txt'));
-const javaEvent = (): Record<string, unknown> => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'event-shapes/java-threads-event.json'), 'utf8'));
+const javaEvent = (): Record<string, unknown> =>
+  JSON.parse(fs.readFileSync(path.join(FIXTURES, 'event-shapes/java-threads-event.json'), 'utf8'));
 const RELEASE = 'com.example.app@1.0.0+1';
 
 /** The crashed thread's frames as retrace.jar reads them (test/fixtures/java/retraced.txt), oldest call first. */

@@ -37,7 +37,11 @@ describe.skipIf(noChromium).each(dialects)('webpack bundle symbolicated on %s', 
 
   it('names files and functions as Sentry shows them, and locates a JSON.parse error at the app line that called it', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'sourcemap', release: 'shop@1', files: [{ name: '~/static/app.min.js.map', data: fx.map }] });
+    await uploadOk(t, project, {
+      kind: 'sourcemap',
+      release: 'shop@1',
+      files: [{ name: '~/static/app.min.js.map', data: fx.map }],
+    });
     const app = await serveApp(fx.dir, dsnOf(t, project), 'shop@1');
     let detail: any;
     let parseEvents: any[] = [];

@@ -20,7 +20,13 @@ import { dialects, startTestServer, type TestServer } from '../helpers/server.js
 import { uploadSymbols } from './helpers.js';
 
 const KEY = 'zip-rules-key-0123456789abcdef';
-const MAP = JSON.stringify({ version: 3, file: 'app.min.js', sources: ['src/app.js'], names: ['boom'], mappings: 'AAAAA' });
+const MAP = JSON.stringify({
+  version: 3,
+  file: 'app.min.js',
+  sources: ['src/app.js'],
+  names: ['boom'],
+  mappings: 'AAAAA',
+});
 const sha1 = (b: Uint8Array) => createHash('sha1').update(b).digest('hex');
 
 /**
@@ -46,29 +52,63 @@ function patchZip(zip: Uint8Array, name: string, patch: { crc?: number; flags?: 
   return out;
 }
 
-const zipOf = (files: Record<string, string>, level: 0 | 6) => zipSync(Object.fromEntries(Object.entries(files).map(([k, t]) => [k, strToU8(t)])), { level });
+const zipOf = (files: Record<string, string>, level: 0 | 6) =>
+  zipSync(Object.fromEntries(Object.entries(files).map(([k, t]) => [k, strToU8(t)])), { level });
 
 /** Each hostile case for an entry `name` holding `content` (beside `others`): what it is, the zip, the refusal. */
 function hostile(name: string, content: string, others: Record<string, string> = {}): [string, Uint8Array, string][] {
   const files = { [name]: content, ...others };
   const n = JSON.stringify(name);
   return [
-    ['a deflated entry with a wrong CRC-32', patchZip(zipOf(files, 6), name, { crc: 0x12345678 }), `the zip entry ${n} is corrupt: its bytes do not match its CRC-32`],
-    ['a stored entry with a wrong CRC-32', patchZip(zipOf(files, 0), name, { crc: 0x12345678 }), `the zip entry ${n} is corrupt: its bytes do not match its CRC-32`],
-    ['an entry flagged encrypted', patchZip(zipOf(files, 0), name, { flags: 1 }), `the zip entry ${n} is encrypted; upload it unencrypted`],
-    ['an entry compressed with bzip2', patchZip(zipOf(files, 0), name, { method: 12 }), `the zip entry ${n} uses compression method 12 (bzip2); only stored (0) and deflated (8) entries are supported`],
-    ['an entry of an unknown method', patchZip(zipOf(files, 0), name, { method: 77 }), `the zip entry ${n} uses compression method 77; only stored (0) and deflated (8) entries are supported`],
-    ['an AES-encrypted entry', patchZip(zipOf(files, 0), name, { method: 99 }), `the zip entry ${n} is encrypted; upload it unencrypted`],
+    [
+      'a deflated entry with a wrong CRC-32',
+      patchZip(zipOf(files, 6), name, { crc: 0x12345678 }),
+      `the zip entry ${n} is corrupt: its bytes do not match its CRC-32`,
+    ],
+    [
+      'a stored entry with a wrong CRC-32',
+      patchZip(zipOf(files, 0), name, { crc: 0x12345678 }),
+      `the zip entry ${n} is corrupt: its bytes do not match its CRC-32`,
+    ],
+    [
+      'an entry flagged encrypted',
+      patchZip(zipOf(files, 0), name, { flags: 1 }),
+      `the zip entry ${n} is encrypted; upload it unencrypted`,
+    ],
+    [
+      'an entry compressed with bzip2',
+      patchZip(zipOf(files, 0), name, { method: 12 }),
+      `the zip entry ${n} uses compression method 12 (bzip2); only stored (0) and deflated (8) entries are supported`,
+    ],
+    [
+      'an entry of an unknown method',
+      patchZip(zipOf(files, 0), name, { method: 77 }),
+      `the zip entry ${n} uses compression method 77; only stored (0) and deflated (8) entries are supported`,
+    ],
+    [
+      'an AES-encrypted entry',
+      patchZip(zipOf(files, 0), name, { method: 99 }),
+      `the zip entry ${n} is encrypted; upload it unencrypted`,
+    ],
   ];
 }
 const CASES = hostile('app.min.js.map', MAP).map(([what]) => what);
 const caseOf = (list: [string, Uint8Array, string][], what: string) => list.find(([w]) => w === what)!;
 
 /** A multipart body whose `file` part carries a 20 KB header line. */
-function longHeaderBody(boundary: string, fields: Record<string, string>, file: { field: string; name: string; data: Uint8Array }): Uint8Array<ArrayBuffer> {
+function longHeaderBody(
+  boundary: string,
+  fields: Record<string, string>,
+  file: { field: string; name: string; data: Uint8Array },
+): Uint8Array<ArrayBuffer> {
   const parts: Uint8Array[] = [];
-  for (const [name, value] of Object.entries(fields)) parts.push(strToU8(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
-  parts.push(strToU8(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.name}"\r\nX-Padding: ${'p'.repeat(20 * 1024)}\r\n\r\n`));
+  for (const [name, value] of Object.entries(fields))
+    parts.push(strToU8(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  parts.push(
+    strToU8(
+      `--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.name}"\r\nX-Padding: ${'p'.repeat(20 * 1024)}\r\n\r\n`,
+    ),
+  );
   parts.push(file.data, strToU8(`\r\n--${boundary}--\r\n`));
   return Buffer.concat(parts) as Uint8Array<ArrayBuffer>;
 }
@@ -77,7 +117,9 @@ function longHeaderBody(boundary: string, fields: Record<string, string>, file: 
  * A source map zipped by Info-ZIP from stdin (`cat a.map | zip out.zip -`): a ZIP64 end
  * record beside the ordinary one, whose fields are not saturated.
  */
-const STDIN_ZIP64 = new Uint8Array(fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/zip/stdin-zip64.zip')));
+const STDIN_ZIP64 = new Uint8Array(
+  fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/zip/stdin-zip64.zip')),
+);
 const STDIN_MAP = '{"version":3,"sources":["a.js"],"names":[],"mappings":"AAAA"}';
 
 describe('the ZIP directory reader', () => {
@@ -93,7 +135,8 @@ describe('the multipart reader', () => {
   it('refuses part headers past 16 KB that arrive in one read', async () => {
     const body = longHeaderBody('b0undary', {}, { field: 'file', name: 'a.map', data: strToU8(MAP) });
     const parts = async () => {
-      for await (const part of parseMultipart(new Blob([body as Uint8Array<ArrayBuffer>]).stream(), 'b0undary')) await part.bytes(1 << 20);
+      for await (const part of parseMultipart(new Blob([body as Uint8Array<ArrayBuffer>]).stream(), 'b0undary'))
+        await part.bytes(1 << 20);
     };
     await expect(parts()).rejects.toThrow(new MultipartError("a multipart part's headers are longer than 16384 bytes"));
   });
@@ -102,39 +145,71 @@ describe('the multipart reader', () => {
 describe.each(dialects)('ZIP and multipart rules on every upload route (%s)', (dialect) => {
   let t: TestServer;
   let project: ProjectRow;
-  const storedFiles = async () => Number((await t.deps.store.db.selectFrom('symbol_files').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  const storedFiles = async () =>
+    Number(
+      (
+        await t.deps.store.db
+          .selectFrom('symbol_files')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   beforeAll(async () => {
     t = await startTestServer(dialect, { env: { API_KEYS: KEY } });
-    project = await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'web', name: 'Web', platform: 'javascript' }, t.clock.now());
+    project = await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug: 'web', name: 'Web', platform: 'javascript' },
+      t.clock.now(),
+    );
   });
   afterAll(async () => t?.close());
 
   it('the Symbols route takes a sound zip (the cases below differ from it in one field)', async () => {
     for (const zip of [zipOf({ 'app.min.js.map': MAP }, 6), zipOf({ 'app.min.js.map': MAP }, 0)]) {
-      const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: 'ok', files: [{ name: 'maps.zip', data: zip }] });
+      const res = await uploadSymbols(t, project, {
+        kind: 'sourcemap',
+        release: 'ok',
+        files: [{ name: 'maps.zip', data: zip }],
+      });
       expect(res.status).toBe(201);
     }
     await t.deps.store.db.deleteFrom('symbol_files').execute();
   });
 
   it('the Symbols route takes a zip with a ZIP64 end record (Info-ZIP from stdin)', async () => {
-    const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: 'zip64', files: [{ name: 'maps.zip', data: STDIN_ZIP64 }] });
+    const res = await uploadSymbols(t, project, {
+      kind: 'sourcemap',
+      release: 'zip64',
+      files: [{ name: 'maps.zip', data: STDIN_ZIP64 }],
+    });
     expect(res.status).toBe(201);
     await t.deps.store.db.deleteFrom('symbol_files').execute();
   });
 
   it.each(CASES)('the Symbols route refuses %s with a 400 naming it, storing nothing', async (what) => {
     const [, zip, message] = caseOf(hostile('app.min.js.map', MAP), what);
-    const res = await uploadSymbols(t, project, { kind: 'sourcemap', release: 'bad', files: [{ name: 'maps.zip', data: zip }] });
+    const res = await uploadSymbols(t, project, {
+      kind: 'sourcemap',
+      release: 'bad',
+      files: [{ name: 'maps.zip', data: zip }],
+    });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: message });
     expect(await storedFiles()).toBe(0);
   });
 
   it('the Symbols route refuses a 20 KB part header sent in one piece', async () => {
-    const body = longHeaderBody('b0undary', { kind: 'sourcemap', release: 'long' }, { field: 'file', name: 'app.min.js.map', data: strToU8(MAP) });
-    const res = await t.api('/api/projects/web/symbols', { method: 'POST', body, headers: { 'content-type': 'multipart/form-data; boundary=b0undary' } });
+    const body = longHeaderBody(
+      'b0undary',
+      { kind: 'sourcemap', release: 'long' },
+      { field: 'file', name: 'app.min.js.map', data: strToU8(MAP) },
+    );
+    const res = await t.api('/api/projects/web/symbols', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'multipart/form-data; boundary=b0undary' },
+    });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: "a multipart part's headers are longer than 16384 bytes" });
     expect(await storedFiles()).toBe(0);
@@ -148,7 +223,10 @@ describe.each(dialects)('ZIP and multipart rules on every upload route (%s)', (d
     const form = new FormData();
     form.append('file_gzip', new Blob([gzipSync(bundle) as Uint8Array<ArrayBuffer>]), sha1(bundle));
     expect((await t.api('/api/0/organizations/o/chunk-upload/', { method: 'POST', body: form })).status).toBe(200);
-    const res = await t.api('/api/0/organizations/o/artifactbundle/assemble/', { method: 'POST', json: { checksum: sha1(bundle), chunks: [sha1(bundle)], projects: ['web'] } });
+    const res = await t.api('/api/0/organizations/o/artifactbundle/assemble/', {
+      method: 'POST',
+      json: { checksum: sha1(bundle), chunks: [sha1(bundle)], projects: ['web'] },
+    });
     expect(await res.json()).toEqual({ state: 'error', missingChunks: [], detail: message });
     expect(await storedFiles()).toBe(0);
   });
@@ -168,10 +246,18 @@ describe.each(dialects)('ZIP and multipart rules on every upload route (%s)', (d
   it('the chunk upload refuses a 20 KB part header sent in one piece', async () => {
     const chunk = strToU8('chunk data');
     const body = longHeaderBody('b0undary', {}, { field: 'file', name: sha1(chunk), data: chunk });
-    const res = await t.api('/api/0/organizations/o/chunk-upload/', { method: 'POST', body, headers: { 'content-type': 'multipart/form-data; boundary=b0undary' } });
+    const res = await t.api('/api/0/organizations/o/chunk-upload/', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'multipart/form-data; boundary=b0undary' },
+    });
     expect(res.status).toBe(400);
     expect((await res.json()).error).toContain("a multipart part's headers are longer than 16384 bytes");
-    const left = await t.deps.store.db.selectFrom('upload_chunks').select('sha1').where('sha1', '=', sha1(chunk)).execute();
+    const left = await t.deps.store.db
+      .selectFrom('upload_chunks')
+      .select('sha1')
+      .where('sha1', '=', sha1(chunk))
+      .execute();
     expect(left).toEqual([]);
   });
 });

@@ -30,7 +30,8 @@ describe.each(dialects)('importing bad input on %s', (dialect) => {
     await importText(target.store, demoOnly);
     const meta = JSON.stringify({ type: 'meta', format: 1, exported_at: new Date().toISOString(), source: {} });
     const parsed = full.map((l) => JSON.parse(l));
-    const webIndex = (type: string, nth = 0) => parsed.map((l, i) => [l, i] as const).filter(([l]) => l.type === type && l.project === 'web')[nth][1];
+    const webIndex = (type: string, nth = 0) =>
+      parsed.map((l, i) => [l, i] as const).filter(([l]) => l.type === type && l.project === 'web')[nth][1];
     const demoEvent = parsed.findIndex((l) => l.type === 'event' && l.project === 'demo');
 
     const dropped = new Set<number>();
@@ -80,21 +81,32 @@ describe.each(dialects)('importing bad input on %s', (dialect) => {
 
     // Exactly the demo project's rows plus every valid line of the file.
     const expected = full.filter((_, i) => !dropped.has(i));
-    expect((bodyLines(await exportText(target.store))).sort()).toEqual(expected.sort());
+    expect(bodyLines(await exportText(target.store)).sort()).toEqual(expected.sort());
 
     // Imported again, the out-of-order event now finds its project; nothing else is added.
     const again = await importText(target.store, text);
-    expect(Object.entries(again.types).filter(([, c]) => c.added > 0).map(([type, c]) => [type, c.added])).toEqual([['event', 1]]);
+    expect(
+      Object.entries(again.types)
+        .filter(([, c]) => c.added > 0)
+        .map(([type, c]) => [type, c.added]),
+    ).toEqual([['event', 1]]);
     expect(again.problems.map((p) => p.line)).toEqual(summary.problems.slice(1).map((p) => p.line));
-    expect((bodyLines(await exportText(target.store))).sort()).toEqual(full.filter((_, i) => !dropped.has(i) || i === early).sort());
+    expect(bodyLines(await exportText(target.store)).sort()).toEqual(
+      full.filter((_, i) => !dropped.has(i) || i === early).sort(),
+    );
   }, 60_000);
 
   it('refuses a file from a newer format, or one that is not an export, before writing anything', async () => {
     const before = bodyLines(await exportText(target.store));
-    const newer = [JSON.stringify({ type: 'meta', format: 2, exported_at: new Date().toISOString(), source: {} }), ...full].join('\n');
+    const newer = [
+      JSON.stringify({ type: 'meta', format: 2, exported_at: new Date().toISOString(), source: {} }),
+      ...full,
+    ].join('\n');
     await expect(importText(target.store, newer)).rejects.toThrow(ImportRefusedError);
     await expect(importText(target.store, newer)).rejects.toThrow(/format 2, written by a newer faultline/);
-    await expect(importText(target.store, full.join('\n'))).rejects.toThrow(/line 1: the file does not start with an export's meta line/);
+    await expect(importText(target.store, full.join('\n'))).rejects.toThrow(
+      /line 1: the file does not start with an export's meta line/,
+    );
     await expect(importText(target.store, '')).rejects.toThrow(/empty/);
     await expect(importText(target.store, '{"type":"met')).rejects.toThrow(ImportRefusedError);
     expect(bodyLines(await exportText(target.store))).toEqual(before);
@@ -108,7 +120,9 @@ describe.each(dialects)('importing bad input on %s', (dialect) => {
       for (let i = 0; i < text.length; i += 997) pieces.push(text.slice(i, i + 997));
       const summary = await importText(empty.store, pieces);
       expect(summary.problems).toEqual([]);
-      expect(bodyLines(await exportText(empty.store))).toEqual(bodyLines(await exportText(t.deps.store, { project: 'web' })));
+      expect(bodyLines(await exportText(empty.store))).toEqual(
+        bodyLines(await exportText(t.deps.store, { project: 'web' })),
+      );
     } finally {
       await empty.close();
     }

@@ -49,13 +49,17 @@ describe('column values in export lines', () => {
 });
 
 describe('reading an import stream as lines', () => {
-  const text = '{"type":"meta"}\r\n{"a":"caf\u00e9 \u{1F600} \u4e2d"}\n\n{"b":"\u00fc"}\n{"last":"no newline \u{1F600}"}';
+  const text =
+    '{"type":"meta"}\r\n{"a":"caf\u00e9 \u{1F600} \u4e2d"}\n\n{"b":"\u00fc"}\n{"last":"no newline \u{1F600}"}';
   const expected = text.split('\n').map((line, i) => ({ number: i + 1, text: line }));
   const collect = async (chunks: (Uint8Array | string)[]) => {
     const out = [];
-    for await (const line of readLines((async function* () {
-      yield* chunks;
-    })())) out.push(line);
+    for await (const line of readLines(
+      (async function* () {
+        yield* chunks;
+      })(),
+    ))
+      out.push(line);
     return out;
   };
 
@@ -67,7 +71,9 @@ describe('reading an import stream as lines', () => {
     const oneByOne = Array.from(bytes, (b) => new Uint8Array([b]));
     expect(await collect(oneByOne)).toEqual(expected);
     expect(await collect([text])).toEqual(expected);
-    expect(await collect([text.slice(0, 20), bytes.slice(new TextEncoder().encode(text.slice(0, 20)).length)])).toEqual(expected);
+    expect(await collect([text.slice(0, 20), bytes.slice(new TextEncoder().encode(text.slice(0, 20)).length)])).toEqual(
+      expected,
+    );
   });
 
   it('does not see a chunk change after it was read (a source may reuse its buffer)', async () => {

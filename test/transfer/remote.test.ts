@@ -88,13 +88,23 @@ describe.each(dialects)('moving to and from a remote instance on %s', (dialect) 
     const target = await emptyStore(dialect);
     const remote = await serveRemote(target.store, 300);
     try {
-      const result = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, file);
+      const result = await runCli(
+        ['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'],
+        {},
+        REPO,
+        file,
+      );
       expect(result.code, result.stderr).toBe(0);
       expect(remote.requests.filter((r) => r.startsWith('POST')).length).toBeGreaterThan(1);
       expect(result.stdout).toMatch(/^ {2}event +\d+ added, 0 kept$/m);
       expect(bodyLines(await exportText(target.store))).toEqual(bodyLines(file));
 
-      const again = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, file);
+      const again = await runCli(
+        ['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'],
+        {},
+        REPO,
+        file,
+      );
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).not.toMatch(/[1-9]\d* added/);
 
@@ -102,11 +112,21 @@ describe.each(dialects)('moving to and from a remote instance on %s', (dialect) 
       const lines = file.split('\n');
       const at = Math.floor(lines.length * 0.7);
       const bad = [...lines.slice(0, at), 'not json', ...lines.slice(at)].join('\n');
-      const partly = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, bad);
+      const partly = await runCli(
+        ['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'],
+        {},
+        REPO,
+        bad,
+      );
       expect(partly.code).toBe(1);
       expect(partly.stdout).toMatch(new RegExp(`^ {2}line ${at + 1}: not JSON`, 'm'));
 
-      const newer = await runCli(['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'], {}, REPO, '{"type":"meta","format":7}\n' + lines.slice(1).join('\n'));
+      const newer = await runCli(
+        ['import', '--to', remote.url, '--api-key', KEY, '--request-lines', '200'],
+        {},
+        REPO,
+        '{"type":"meta","format":7}\n' + lines.slice(1).join('\n'),
+      );
       expect(newer.code).toBe(1);
       expect(newer.stderr).toMatch(/import refused, nothing written: the file is export format 7/);
     } finally {

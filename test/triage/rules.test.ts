@@ -46,10 +46,13 @@ describe('parseSnooze', () => {
     expect(parseSnooze({}, 'ignored', NOW)).toBeNull();
   });
   it('refuses two conditions, a past or malformed time, bad counts and other statuses', () => {
-    expect(() => parseSnooze({ ignore_until: '2026-03-10T13:00:00Z', ignore_users: 1 }, 'ignored', NOW)).toThrow(/one condition; got ignore_until and ignore_users/);
+    expect(() => parseSnooze({ ignore_until: '2026-03-10T13:00:00Z', ignore_users: 1 }, 'ignored', NOW)).toThrow(
+      /one condition; got ignore_until and ignore_users/,
+    );
     expect(() => parseSnooze({ ignore_until: '2026-03-10T12:00:00Z' }, 'ignored', NOW)).toThrow(/future/);
     expect(() => parseSnooze({ ignore_until: 1_800_000_000_000 }, 'ignored', NOW)).toThrow(/RFC 3339/);
-    for (const n of [0, -1, 2.5, '3', 1_000_000_001]) expect(() => parseSnooze({ ignore_count: n }, 'ignored', NOW)).toThrow(/whole number/);
+    for (const n of [0, -1, 2.5, '3', 1_000_000_001])
+      expect(() => parseSnooze({ ignore_count: n }, 'ignored', NOW)).toThrow(/whole number/);
     expect(() => parseSnooze({ ignore_count: 1 }, 'triaged', NOW)).toThrow(/needs status "ignored"/);
   });
 });
@@ -57,19 +60,41 @@ describe('parseSnooze', () => {
 describe('activityJson', () => {
   const row = { id: 7, at: NOW, release: 'app@2', actor: null, data: null };
   it('reads ingest rows as the service changes', () => {
-    expect(activityJson({ ...row, kind: 'new_issue' })).toMatchObject({ type: 'first_seen', actor: null, data: { release: 'app@2' } });
-    expect(activityJson({ ...row, kind: 'regression' })).toMatchObject({ type: 'status', actor: null, data: { from: 'resolved', to: 'regression', reason: 'regression' } });
-    expect(activityJson({ ...row, kind: 'snooze_ended' })).toMatchObject({ type: 'status', actor: null, data: { from: 'ignored', to: 'unresolved', reason: 'snooze_ended' } });
+    expect(activityJson({ ...row, kind: 'new_issue' })).toMatchObject({
+      type: 'first_seen',
+      actor: null,
+      data: { release: 'app@2' },
+    });
+    expect(activityJson({ ...row, kind: 'regression' })).toMatchObject({
+      type: 'status',
+      actor: null,
+      data: { from: 'resolved', to: 'regression', reason: 'regression' },
+    });
+    expect(activityJson({ ...row, kind: 'snooze_ended' })).toMatchObject({
+      type: 'status',
+      actor: null,
+      data: { from: 'ignored', to: 'unresolved', reason: 'snooze_ended' },
+    });
   });
   it('reads a person’s rows with their actor and data', () => {
-    expect(activityJson({ ...row, kind: 'regression', actor: 'api key 0badc0de', data: '{"from":"resolved","to":"regression"}' })).toEqual({
+    expect(
+      activityJson({
+        ...row,
+        kind: 'regression',
+        actor: 'api key 0badc0de',
+        data: '{"from":"resolved","to":"regression"}',
+      }),
+    ).toEqual({
       id: 7,
       type: 'status',
       actor: 'api key 0badc0de',
       data: { from: 'resolved', to: 'regression' },
       created_at: '2026-03-10T12:00:00.000Z',
     });
-    expect(activityJson({ ...row, kind: 'comment', actor: 'anonymous', data: '{"text":"<b>hi</b>"}' })).toMatchObject({ type: 'comment', data: { text: '<b>hi</b>' } });
+    expect(activityJson({ ...row, kind: 'comment', actor: 'anonymous', data: '{"text":"<b>hi</b>"}' })).toMatchObject({
+      type: 'comment',
+      data: { text: '<b>hi</b>' },
+    });
     expect(activityJson({ ...row, kind: 'something_else' })).toBeNull();
   });
 });
@@ -86,6 +111,11 @@ describe('comments', () => {
     expect(mayChangeComment({ label: 'ana@example.com', userId: 3, admin: false }, comment)).toBe(true);
     expect(mayChangeComment({ label: 'bo@example.com', userId: 4, admin: false }, comment)).toBe(false);
     expect(mayChangeComment({ label: 'api key 0badc0de', userId: null, admin: true }, comment)).toBe(true);
-    expect(mayChangeComment({ label: 'ana@example.com', userId: null, admin: false }, { actor: 'ana@example.com', actor_user_id: null })).toBe(true);
+    expect(
+      mayChangeComment(
+        { label: 'ana@example.com', userId: null, admin: false },
+        { actor: 'ana@example.com', actor_user_id: null },
+      ),
+    ).toBe(true);
   });
 });

@@ -1,7 +1,13 @@
 // The issue search parser (docs/api.md "Issue search"): a table of queries and what
 // they parse to, and of bad tokens and the 400 message naming them. No database.
 import { describe, expect, it } from 'vitest';
-import { emptySearch, isEmptySearch, parseIssueSearch, SearchSyntaxError, type IssueSearch } from '../../src/read/search-query.js';
+import {
+  emptySearch,
+  isEmptySearch,
+  parseIssueSearch,
+  SearchSyntaxError,
+  type IssueSearch,
+} from '../../src/read/search-query.js';
 
 const parsed = (over: Partial<IssueSearch>): IssueSearch => ({ ...emptySearch(), ...over });
 
@@ -20,11 +26,22 @@ describe('parseIssueSearch', () => {
     ['first-release:app@1.0.0', parsed({ firstReleases: ['app@1.0.0'] })],
     ['env:production environment:staging', parsed({ environments: ['production', 'staging'] })],
     ['user:42 user:ana@example.com', parsed({ users: ['42', 'ana@example.com'] })],
-    ['browser:Chrome os.name:"Mac OS X"', parsed({ tags: [{ key: 'browser', value: 'Chrome' }, { key: 'os.name', value: 'Mac OS X' }] })],
+    [
+      'browser:Chrome os.name:"Mac OS X"',
+      parsed({
+        tags: [
+          { key: 'browser', value: 'Chrome' },
+          { key: 'os.name', value: 'Mac OS X' },
+        ],
+      }),
+    ],
     ['cannot read property', parsed({ text: ['cannot read property'] })],
     ['"checkout.js:17"', parsed({ text: ['checkout.js:17'] })],
     ['"say \\"hi\\"" crash', parsed({ text: ['crash', 'say "hi"'] })],
-    ['is:unresolved  level:error   timeout in  env:prod', parsed({ statuses: ['unresolved'], levels: ['error'], environments: ['prod'], text: ['timeout in'] })],
+    [
+      'is:unresolved  level:error   timeout in  env:prod',
+      parsed({ statuses: ['unresolved'], levels: ['error'], environments: ['prod'], text: ['timeout in'] }),
+    ],
     ['Échec du paiement', parsed({ text: ['Échec du paiement'] })],
     ['release:"1.0 beta"', parsed({ releases: ['1.0 beta'] })],
     ['url:https://x.example/a?b=c', parsed({ tags: [{ key: 'url', value: 'https://x.example/a?b=c' }] })],
@@ -36,7 +53,10 @@ describe('parseIssueSearch', () => {
   }
 
   const bad: [string, RegExp][] = [
-    ['is:open', /unknown search token "is:open": is: takes unresolved, triaged, resolved, regression, ignored, assigned, unassigned/],
+    [
+      'is:open',
+      /unknown search token "is:open": is: takes unresolved, triaged, resolved, regression, ignored, assigned, unassigned/,
+    ],
     ['level:critical', /unknown search token "level:critical"/],
     ['release:', /malformed search token "release:": release: needs a value/],
     ['is:', /malformed search token "is:"/],

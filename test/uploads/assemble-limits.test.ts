@@ -39,7 +39,14 @@ afterAll(() => {
 
 /** A source map of about `size` bytes. */
 function mapOf(size: number): string {
-  return JSON.stringify({ version: 3, file: 'app.min.js', sources: ['a.js'], names: [], mappings: 'AAAA', sourcesContent: ['x'.repeat(size)] });
+  return JSON.stringify({
+    version: 3,
+    file: 'app.min.js',
+    sources: ['a.js'],
+    names: [],
+    mappings: 'AAAA',
+    sourcesContent: ['x'.repeat(size)],
+  });
 }
 
 /** An artifact bundle (`SYSB` + version 2 + ZIP) of source maps, deflated. */
@@ -63,12 +70,24 @@ describe.each(dialects)('sentry-cli routes keep the symbol-file limits (%s)', (d
   let real: TestServer;
   let small: TestServer;
   const count = async (t: TestServer, table: 'symbol_files' | 'symbol_chunks') =>
-    Number((await t.deps.store.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await t.deps.store.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   beforeAll(async () => {
     real = await startTestServer(dialect, { env: { API_KEYS: KEY } });
     small = await startTestServer(dialect, { env: { API_KEYS: KEY }, symbolUploadLimits: SMALL });
-    for (const t of [real, small]) await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'app', name: 'App', platform: 'ios' }, t.clock.now());
+    for (const t of [real, small])
+      await createProject(
+        t.deps.store.db,
+        { ...PROJECT_DEFAULTS, slug: 'app', name: 'App', platform: 'ios' },
+        t.clock.now(),
+      );
   }, 60_000);
   afterAll(async () => {
     await real?.close();
@@ -78,7 +97,8 @@ describe.each(dialects)('sentry-cli routes keep the symbol-file limits (%s)', (d
   /** Uploads chunks as sentry-cli does (gzip parts named by SHA-1). */
   async function putChunks(t: TestServer, pieces: Uint8Array[]): Promise<void> {
     const form = new FormData();
-    for (const piece of pieces) form.append('file_gzip', new Blob([gzipSync(piece) as Uint8Array<ArrayBuffer>]), sha1(piece));
+    for (const piece of pieces)
+      form.append('file_gzip', new Blob([gzipSync(piece) as Uint8Array<ArrayBuffer>]), sha1(piece));
     expect((await t.api('/api/0/organizations/o/chunk-upload/', { method: 'POST', body: form })).status).toBe(200);
   }
   /** A file of `times` copies of `piece`: its checksum and chunk list (the piece listed `times` times). */
@@ -88,12 +108,18 @@ describe.each(dialects)('sentry-cli routes keep the symbol-file limits (%s)', (d
     return { checksum: hash.digest('hex'), chunks: new Array<string>(times).fill(sha1(piece)) };
   }
   const assembleDif = async (t: TestServer, checksum: string, file: Record<string, unknown>) => {
-    const res = await t.api('/api/0/projects/o/app/files/difs/assemble/', { method: 'POST', json: { [checksum]: file } });
+    const res = await t.api('/api/0/projects/o/app/files/difs/assemble/', {
+      method: 'POST',
+      json: { [checksum]: file },
+    });
     expect(res.status).toBe(200);
     return (await res.json())[checksum];
   };
   const assembleBundle = async (t: TestServer, body: Record<string, unknown>) => {
-    const res = await t.api('/api/0/organizations/o/artifactbundle/assemble/', { method: 'POST', json: { projects: ['app'], ...body } });
+    const res = await t.api('/api/0/organizations/o/artifactbundle/assemble/', {
+      method: 'POST',
+      json: { projects: ['app'], ...body },
+    });
     expect(res.status).toBe(200);
     return res.json();
   };
@@ -105,14 +131,22 @@ describe.each(dialects)('sentry-cli routes keep the symbol-file limits (%s)', (d
     const { checksum, chunks } = repeated(piece, 300);
     const started = Date.now();
     const answer = await assembleDif(real, checksum, { name: 'App', debug_id: fx.debugIds.arm64, chunks });
-    expect(answer).toEqual({ state: 'error', missingChunks: [], detail: `App is larger than ${MAX_SYMBOL_FILE_BYTES} bytes (256 MB per file)` });
+    expect(answer).toEqual({
+      state: 'error',
+      missingChunks: [],
+      detail: `App is larger than ${MAX_SYMBOL_FILE_BYTES} bytes (256 MB per file)`,
+    });
     // Refused by arithmetic, before a chunk is read.
     expect(Date.now() - started).toBeLessThan(5000);
     // Polling again (sentry-cli --wait) answers the same.
-    expect((await assembleDif(real, checksum, { name: 'App', debug_id: fx.debugIds.arm64, chunks })).state).toBe('error');
+    expect((await assembleDif(real, checksum, { name: 'App', debug_id: fx.debugIds.arm64, chunks })).state).toBe(
+      'error',
+    );
     expect(await count(real, 'symbol_files')).toBe(0);
     // The advertised maxFileSize is the per-file limit, so sentry-cli skips a larger file before uploading it.
-    expect((await (await real.api('/api/0/organizations/o/chunk-upload/')).json()).maxFileSize).toBe(MAX_SYMBOL_FILE_BYTES);
+    expect((await (await real.api('/api/0/organizations/o/chunk-upload/')).json()).maxFileSize).toBe(
+      MAX_SYMBOL_FILE_BYTES,
+    );
   });
 
   it('a repeated chunk past the lowered limit is refused while some chunks are still missing, before any is uploaded for nothing', async () => {
@@ -120,8 +154,15 @@ describe.each(dialects)('sentry-cli routes keep the symbol-file limits (%s)', (d
     await putChunks(small, [piece]);
     const missing = 'e'.repeat(40);
     const { checksum } = repeated(piece, 3);
-    const answer = await assembleDif(small, checksum, { name: 'App', chunks: [sha1(piece), sha1(piece), sha1(piece), missing] });
-    expect(answer).toEqual({ state: 'error', missingChunks: [], detail: 'App is larger than 4096 bytes (4096 bytes per file)' });
+    const answer = await assembleDif(small, checksum, {
+      name: 'App',
+      chunks: [sha1(piece), sha1(piece), sha1(piece), missing],
+    });
+    expect(answer).toEqual({
+      state: 'error',
+      missingChunks: [],
+      detail: 'App is larger than 4096 bytes (4096 bytes per file)',
+    });
     expect(await count(small, 'symbol_files')).toBe(0);
   });
 
@@ -129,7 +170,11 @@ describe.each(dialects)('sentry-cli routes keep the symbol-file limits (%s)', (d
     const ok = bundle({ 'a.js.map': mapOf(100) });
     await putChunks(small, [ok]);
     const hostile = repeated(ok, Math.ceil(4097 / ok.byteLength));
-    expect(await assembleBundle(small, hostile)).toEqual({ state: 'error', missingChunks: [], detail: 'the artifact bundle is larger than 4096 bytes (4096 bytes per file)' });
+    expect(await assembleBundle(small, hostile)).toEqual({
+      state: 'error',
+      missingChunks: [],
+      detail: 'the artifact bundle is larger than 4096 bytes (4096 bytes per file)',
+    });
 
     // Deflated, the bundle is small; its map unpacks past 4 KiB.
     const big = bundle({ 'big.js.map': mapOf(5000) });
@@ -160,21 +205,37 @@ describe.each(dialects)('sentry-cli routes keep the symbol-file limits (%s)', (d
     };
     const mapping = (n: number) => strToU8(`com.example.Foo -> a.a:\n${'    1:1:void run():10:10 -> a\n'.repeat(n)}`);
     const uuid = (i: number) => `proguard/${i}1111111-2222-5333-8444-555555555555.txt`;
-    expect(await post({ [uuid(1)]: mapping(200) })).toEqual({ status: 400, body: { error: `the zip entry "${uuid(1)}" is larger than 4096 bytes (4096 bytes per file)` } });
-    expect(await post({ [uuid(1)]: mapping(1), [uuid(2)]: mapping(1), [uuid(3)]: mapping(1), [uuid(4)]: mapping(1) })).toEqual({
+    expect(await post({ [uuid(1)]: mapping(200) })).toEqual({
+      status: 400,
+      body: { error: `the zip entry "${uuid(1)}" is larger than 4096 bytes (4096 bytes per file)` },
+    });
+    expect(
+      await post({ [uuid(1)]: mapping(1), [uuid(2)]: mapping(1), [uuid(3)]: mapping(1), [uuid(4)]: mapping(1) }),
+    ).toEqual({
       status: 400,
       body: { error: 'the zip has more than 3 entries' },
     });
-    expect(await post({ [uuid(1)]: mapping(120), [uuid(2)]: mapping(120) })).toEqual({ status: 400, body: { error: 'the zip unpacks to more than 6144 bytes (6144 bytes)' } });
+    expect(await post({ [uuid(1)]: mapping(120), [uuid(2)]: mapping(120) })).toEqual({
+      status: 400,
+      body: { error: 'the zip unpacks to more than 6144 bytes (6144 bytes)' },
+    });
     expect(await count(small, 'symbol_files')).toBe(0);
   });
 
-  it.each(['3', '2'] as const)('sentry-cli %s.x refuses to upload a dSYM past the advertised maxFileSize; nothing is stored', async (v) => {
-    expect(dsym.byteLength / 2).toBeGreaterThan(SMALL.maxFileBytes);
-    const res = await runCli(v, { url: small.url, token: KEY, project: 'app' }, ['debug-files', 'upload', '--wait', bundleDir]);
-    expect(res.code).not.toBe(0);
-    expect(res.stdout + res.stderr).toContain("exceeds the maximum allowed size (4.00KB)");
-    expect(await count(small, 'symbol_files')).toBe(0);
-    expect(await count(small, 'symbol_chunks')).toBe(0);
-  });
+  it.each(['3', '2'] as const)(
+    'sentry-cli %s.x refuses to upload a dSYM past the advertised maxFileSize; nothing is stored',
+    async (v) => {
+      expect(dsym.byteLength / 2).toBeGreaterThan(SMALL.maxFileBytes);
+      const res = await runCli(v, { url: small.url, token: KEY, project: 'app' }, [
+        'debug-files',
+        'upload',
+        '--wait',
+        bundleDir,
+      ]);
+      expect(res.code).not.toBe(0);
+      expect(res.stdout + res.stderr).toContain('exceeds the maximum allowed size (4.00KB)');
+      expect(await count(small, 'symbol_files')).toBe(0);
+      expect(await count(small, 'symbol_chunks')).toBe(0);
+    },
+  );
 });

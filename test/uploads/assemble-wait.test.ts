@@ -17,7 +17,9 @@ describe.each(dialects)('assemble wait (%s)', (dialect) => {
   let projectId: number;
   beforeAll(async () => {
     t = await startTestServer(dialect);
-    projectId = Number((await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'app', name: 'App' }, t.clock.now())).id);
+    projectId = Number(
+      (await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'app', name: 'App' }, t.clock.now())).id,
+    );
   });
   afterAll(async () => t?.close());
 
@@ -25,7 +27,10 @@ describe.each(dialects)('assemble wait (%s)', (dialect) => {
   async function heldJob(name: string): Promise<{ job: AssembleJob; finish: () => void }> {
     const data = new TextEncoder().encode(name);
     const sha1 = createHash('sha1').update(data).digest('hex');
-    await t.deps.store.db.insertInto('upload_chunks').values({ sha1, size: data.byteLength, data, created_at: t.clock.now(), batch: null }).execute();
+    await t.deps.store.db
+      .insertInto('upload_chunks')
+      .values({ sha1, size: data.byteLength, data, created_at: t.clock.now(), batch: null })
+      .execute();
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => (finish = resolve));
     const job: AssembleJob = {
@@ -41,7 +46,12 @@ describe.each(dialects)('assemble wait (%s)', (dialect) => {
     };
     return { job, finish };
   }
-  const context = (waitMs: number): AssembleContext => ({ db: t.deps.store.db, symbols: symbolPortFor(t.deps), now: () => t.clock.now(), waitMs });
+  const context = (waitMs: number): AssembleContext => ({
+    db: t.deps.store.db,
+    symbols: symbolPortFor(t.deps),
+    now: () => t.clock.now(),
+    waitMs,
+  });
 
   it('answers created after waitMs and records the outcome when the work ends', async () => {
     const { job, finish } = await heldJob('slow-a');

@@ -23,7 +23,18 @@ beforeAll(() => {
   git('init', '-q');
   fs.writeFileSync(path.join(dir, 'app.js'), 'console.log(1);\n');
   git('add', 'app.js');
-  git('-c', 'user.name=Ada Dev', '-c', 'user.email=ada@example.com', 'commit', '-q', '-m', 'Add the app', '--date', '2026-11-01T10:00:00Z');
+  git(
+    '-c',
+    'user.name=Ada Dev',
+    '-c',
+    'user.email=ada@example.com',
+    'commit',
+    '-q',
+    '-m',
+    'Add the app',
+    '--date',
+    '2026-11-01T10:00:00Z',
+  );
   git('remote', 'add', 'origin', 'https://github.com/acme/app.git');
   fs.copyFileSync(path.resolve('test/fixtures/elf/build/crash'), path.join(dir, 'app.so'));
   fs.writeFileSync(path.join(dir, 'map.json'), JSON.stringify(['CartException', 'xB']));
@@ -47,9 +58,20 @@ describe.each(dialects)('audit log of sentry-cli writes (%s)', (dialect) => {
 
   beforeAll(async () => {
     t = await startTestServer(dialect, { env: { API_KEYS: KEY } });
-    await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'app', name: 'app', platform: 'javascript' }, t.clock.now());
-    const user = await (await t.api('/api/users', { method: 'POST', json: { email: 'ci@example.com', role: 'member', password: 'ci-password-1' } })).json();
-    const { token } = await (await t.api('/api/tokens', { method: 'POST', json: { name: 'sentry-cli', user_id: user.id } })).json();
+    await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug: 'app', name: 'app', platform: 'javascript' },
+      t.clock.now(),
+    );
+    const user = await (
+      await t.api('/api/users', {
+        method: 'POST',
+        json: { email: 'ci@example.com', role: 'member', password: 'ci-password-1' },
+      })
+    ).json();
+    const { token } = await (
+      await t.api('/api/tokens', { method: 'POST', json: { name: 'sentry-cli', user_id: user.id } })
+    ).json();
     member = { url: t.url, token, project: 'app' };
     bundleDir = await buildBundle(path.join(dir, `bundle-${dialect}`));
   }, 60_000);
@@ -64,7 +86,7 @@ describe.each(dialects)('audit log of sentry-cli writes (%s)', (dialect) => {
   }
   const lastId = async () => (await entriesAfter(0)).at(-1)?.id ?? 0;
 
-  it('names the token\'s user for each write, once per file', async () => {
+  it("names the token's user for each write, once per file", async () => {
     const since = await lastId();
     const version = `app@1.0.${dialect}`;
     ok(await runCli('3', member, ['releases', 'new', version]));
@@ -92,9 +114,15 @@ describe.each(dialects)('audit log of sentry-cli writes (%s)', (dialect) => {
     expect(created).toMatchObject({ target: version, details: { via: 'sentry-cli', projects: ['app'] } });
     expect(commits.details).toMatchObject({ commits: 1 });
     expect(finalized.target).toBe(version);
-    expect(deploy).toMatchObject({ target: version, details: { environment: 'production', name: 'web-7', projects: ['app'] } });
+    expect(deploy).toMatchObject({
+      target: version,
+      details: { environment: 'production', name: 'web-7', projects: ['app'] },
+    });
     expect(elf).toMatchObject({ target: 'app', details: { via: 'sentry-cli', type: 'elf' } });
-    expect(dart).toMatchObject({ target: 'app', details: { via: 'sentry-cli', name: 'map.json', debug_id: elf.details.debug_id } });
+    expect(dart).toMatchObject({
+      target: 'app',
+      details: { via: 'sentry-cli', name: 'map.json', debug_id: elf.details.debug_id },
+    });
     expect(bundle).toMatchObject({ target: 'app', details: { via: 'sentry-cli', projects: ['app'], files: 1 } });
   }, 180_000);
 

@@ -4,7 +4,12 @@ import fs from 'node:fs';
 
 export function debugIdOfBuildId(hex: string): string {
   const b = hex.slice(0, 32).match(/../g)!;
-  const swapped = [...b.slice(0, 4).reverse(), ...b.slice(4, 6).reverse(), ...b.slice(6, 8).reverse(), ...b.slice(8)].join('');
+  const swapped = [
+    ...b.slice(0, 4).reverse(),
+    ...b.slice(4, 6).reverse(),
+    ...b.slice(6, 8).reverse(),
+    ...b.slice(8),
+  ].join('');
   return `${swapped.slice(0, 8)}-${swapped.slice(8, 12)}-${swapped.slice(12, 16)}-${swapped.slice(16, 20)}-${swapped.slice(20)}`;
 }
 

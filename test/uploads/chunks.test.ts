@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject, PROJECT_DEFAULTS } from '../../src/store/projects.js';
 import { RETENTION_DOMAINS } from '../../src/editions/retention.js';
 import { runRetention } from '../../src/store/retention.js';
-import { CHUNK_SIZE, CHUNKS_PER_REQUEST, LEGACY_ZIP_LIMIT, MAX_REQUEST_SIZE, MAX_SYMBOL_FILE_BYTES } from '../../src/limits.js';
+import {
+  CHUNK_SIZE,
+  CHUNKS_PER_REQUEST,
+  LEGACY_ZIP_LIMIT,
+  MAX_REQUEST_SIZE,
+  MAX_SYMBOL_FILE_BYTES,
+} from '../../src/limits.js';
 import { CHUNK_TTL_MS } from '../../src/uploads/chunks.js';
 import { dialects, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -19,14 +25,26 @@ function chunkForm(parts: { name?: string; data: Uint8Array; field?: string; gzi
   const form = new FormData();
   for (const p of parts) {
     const body = p.gzip === false ? p.data : gzipSync(p.data);
-    form.append(p.field ?? 'file_gzip', new Blob([body as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }), p.name ?? sha1(p.data));
+    form.append(
+      p.field ?? 'file_gzip',
+      new Blob([body as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }),
+      p.name ?? sha1(p.data),
+    );
   }
   return form;
 }
 
 describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
   let t: TestServer;
-  const count = async () => Number((await t.deps.store.db.selectFrom('upload_chunks').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  const count = async () =>
+    Number(
+      (
+        await t.deps.store.db
+          .selectFrom('upload_chunks')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const post = (form: FormData) => t.api('/api/0/organizations/acme/chunk-upload/', { method: 'POST', body: form });
 
   beforeAll(async () => {
@@ -40,7 +58,13 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const body = await res.json();
-    expect(body).toMatchObject({ url: 'https://crash.example.com/api/0/organizations/acme/chunk-upload/', chunkSize: CHUNK_SIZE, maxFileSize: MAX_SYMBOL_FILE_BYTES, hashAlgorithm: 'sha1', compression: ['gzip'] });
+    expect(body).toMatchObject({
+      url: 'https://crash.example.com/api/0/organizations/acme/chunk-upload/',
+      chunkSize: CHUNK_SIZE,
+      maxFileSize: MAX_SYMBOL_FILE_BYTES,
+      hashAlgorithm: 'sha1',
+      compression: ['gzip'],
+    });
     expect((await fetch(`${t.url}/api/0/organizations/acme/chunk-upload/`)).status).toBe(401);
   });
 
@@ -52,7 +76,9 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
       method: 'POST',
       json: { [sha1(Buffer.concat([a, b]))]: { name: 'x.bin', chunks: [sha1(a), sha1(b)] } },
     });
-    expect(await first.json()).toEqual({ [sha1(Buffer.concat([a, b]))]: { state: 'not_found', missingChunks: [sha1(a), sha1(b)], detail: null } });
+    expect(await first.json()).toEqual({
+      [sha1(Buffer.concat([a, b]))]: { state: 'not_found', missingChunks: [sha1(a), sha1(b)], detail: null },
+    });
     expect((await post(chunkForm([{ data: a }, { data: b, field: 'file', gzip: false }]))).status).toBe(200);
     expect(await count()).toBe(before + 2);
     expect((await post(chunkForm([{ data: a }]))).status).toBe(200);
@@ -69,7 +95,12 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
   it('refuses a chunk whose SHA-1 does not match, storing none of the request', async () => {
     const before = await count();
     const good = new TextEncoder().encode(`good ${Math.random()}`);
-    const res = await post(chunkForm([{ data: good }, { data: new TextEncoder().encode('bad'), name: sha1(new TextEncoder().encode('other')) }]));
+    const res = await post(
+      chunkForm([
+        { data: good },
+        { data: new TextEncoder().encode('bad'), name: sha1(new TextEncoder().encode('other')) },
+      ]),
+    );
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: expect.stringContaining('checksum mismatch') });
     expect(await count()).toBe(before);
@@ -77,7 +108,9 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
 
   it('refuses more parts than announced', async () => {
     const before = await count();
-    const parts = Array.from({ length: CHUNKS_PER_REQUEST + 1 }, (_, i) => ({ data: new TextEncoder().encode(`part ${i} ${Math.random()}`) }));
+    const parts = Array.from({ length: CHUNKS_PER_REQUEST + 1 }, (_, i) => ({
+      data: new TextEncoder().encode(`part ${i} ${Math.random()}`),
+    }));
     const res = await post(chunkForm(parts));
     expect(res.status).toBe(400);
     expect((await res.json()).error).toContain('too many chunks');
@@ -97,7 +130,11 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
 
   it('refuses a request over the request size after storing parts of it, keeping none of them', async () => {
     const before = await count();
-    const parts = Array.from({ length: Math.ceil(MAX_REQUEST_SIZE / CHUNK_SIZE) + 5 }, (_, i) => ({ data: new Uint8Array(CHUNK_SIZE).fill(i), field: 'file', gzip: false }));
+    const parts = Array.from({ length: Math.ceil(MAX_REQUEST_SIZE / CHUNK_SIZE) + 5 }, (_, i) => ({
+      data: new Uint8Array(CHUNK_SIZE).fill(i),
+      field: 'file',
+      gzip: false,
+    }));
     const res = await post(chunkForm(parts));
     expect(res.status).toBe(400);
     expect((await res.json()).error).toContain('request is larger than');
@@ -121,7 +158,10 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
   });
 
   it('refuses malformed assemble bodies and unknown projects', async () => {
-    const bad = await t.api('/api/0/projects/acme/web/files/difs/assemble/', { method: 'POST', json: { nothex: { name: 'x', chunks: [] } } });
+    const bad = await t.api('/api/0/projects/acme/web/files/difs/assemble/', {
+      method: 'POST',
+      json: { nothex: { name: 'x', chunks: [] } },
+    });
     expect(bad.status).toBe(400);
     const unknown = await t.api('/api/0/projects/acme/nobody/files/difs/assemble/', { method: 'POST', json: {} });
     expect(unknown.status).toBe(404);
@@ -131,7 +171,10 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
       json: { checksum: 'a'.repeat(40), chunks: ['a'.repeat(40)], projects: ['nobody'] },
     });
     expect(bundle.status).toBe(400);
-    const huge = await t.api('/api/0/projects/acme/web/files/difs/assemble/', { method: 'POST', body: 'x'.repeat(9 * 1024 * 1024) });
+    const huge = await t.api('/api/0/projects/acme/web/files/difs/assemble/', {
+      method: 'POST',
+      body: 'x'.repeat(9 * 1024 * 1024),
+    });
     expect(huge.status).toBe(413);
   });
 
@@ -140,12 +183,25 @@ describe.each(dialects)('chunk upload and assemble (%s)', (dialect) => {
     expect((await post(chunkForm([{ data }]))).status).toBe(200);
     const checksum = sha1(data);
     const ask = async () =>
-      (await (await t.api('/api/0/projects/acme/web/files/difs/assemble/', { method: 'POST', json: { ['b'.repeat(40)]: { name: 'y', chunks: [checksum] } } })).json())['b'.repeat(40)];
+      (
+        await (
+          await t.api('/api/0/projects/acme/web/files/difs/assemble/', {
+            method: 'POST',
+            json: { ['b'.repeat(40)]: { name: 'y', chunks: [checksum] } },
+          })
+        ).json()
+      )['b'.repeat(40)];
     (t.clock as any).advance(CHUNK_TTL_MS + 1000);
     expect(await ask()).toEqual({ state: 'not_found', missingChunks: [checksum], detail: null });
     // The housekeeping `serve` runs hourly (and `faultline retention`) deletes them.
-    expect((await runRetention(t.deps.store, { now: t.clock.now(), retentionDays: 30, ...RETENTION_DOMAINS })).ran).toBe(true);
-    const left = await t.deps.store.db.selectFrom('upload_chunks').select('sha1').where('sha1', '=', checksum).execute();
+    expect(
+      (await runRetention(t.deps.store, { now: t.clock.now(), retentionDays: 30, ...RETENTION_DOMAINS })).ran,
+    ).toBe(true);
+    const left = await t.deps.store.db
+      .selectFrom('upload_chunks')
+      .select('sha1')
+      .where('sha1', '=', checksum)
+      .execute();
     expect(left).toEqual([]);
   });
 });

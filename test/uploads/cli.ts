@@ -25,7 +25,12 @@ export interface CliTarget {
 }
 
 /** Runs `sentry-cli <args>` with SENTRY_URL etc. pointing at the target; never throws on exit codes. */
-export function runCli(version: CliVersion, target: CliTarget, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export function runCli(
+  version: CliVersion,
+  target: CliTarget,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(CLIS[version], args, {
       cwd: options.cwd,
@@ -53,6 +58,7 @@ export function runCli(version: CliVersion, target: CliTarget, args: string[], o
 
 /** Fails with the CLI's output when it did not exit 0. */
 export function ok(result: CliResult): CliResult {
-  if (result.code !== 0) throw new Error(`sentry-cli exited ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+  if (result.code !== 0)
+    throw new Error(`sentry-cli exited ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
   return result;
 }

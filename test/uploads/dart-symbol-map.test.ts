@@ -36,10 +36,21 @@ describe.each(dialects)('dart-symbol-map upload with the real sentry-cli (%s)', 
   });
   afterAll(async () => t?.close());
 
-  it('keeps the map as a dartsymbolmap under the debug file\'s debug id, and it deobfuscates', async () => {
+  it("keeps the map as a dartsymbolmap under the debug file's debug id, and it deobfuscates", async () => {
     const slug = 'flutter-app';
-    const project = await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug, name: slug, platform: 'dart' }, t.clock.now());
-    const res = ok(await runCli('3', { url: t.url, token: KEY, project: slug }, ['dart-symbol-map', 'upload', path.join(dir, 'map.json'), path.join(dir, 'app.so')]));
+    const project = await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug, name: slug, platform: 'dart' },
+      t.clock.now(),
+    );
+    const res = ok(
+      await runCli('3', { url: t.url, token: KEY, project: slug }, [
+        'dart-symbol-map',
+        'upload',
+        path.join(dir, 'map.json'),
+        path.join(dir, 'app.so'),
+      ]),
+    );
     expect(res.stdout + res.stderr).not.toMatch(/error/i);
     const listed = ((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols;
     expect(listed.map((f: any) => [f.kind, f.debug_id])).toEqual([['dartsymbolmap', debugId]]);

@@ -20,7 +20,9 @@ const KEY = 'deploys-test-key-0123456789abcdef';
 
 /** `deploys new` in each CLI's spelling (2.x keeps only `releases deploys V new` among the forms both take). */
 function deployArgs(v: CliVersion, version: string, args: string[]): string[] {
-  return v === '3' ? ['deploys', 'new', '--release', version, ...args] : ['releases', 'deploys', version, 'new', ...args];
+  return v === '3'
+    ? ['deploys', 'new', '--release', version, ...args]
+    : ['releases', 'deploys', version, 'new', ...args];
 }
 function deployListArgs(v: CliVersion, version: string): string[] {
   return v === '3' ? ['deploys', 'list', '--release', version] : ['releases', 'deploys', version, 'list'];
@@ -33,9 +35,31 @@ function gitCheckout(): { dir: string; shas: string[] } {
   git('init', '-q');
   fs.writeFileSync(path.join(dir, 'app.js'), 'console.log(1);\n');
   git('add', 'app.js');
-  git('-c', 'user.name=Ada Dev', '-c', 'user.email=ada@example.com', 'commit', '-q', '-m', 'Add the app', '--date', '2026-11-01T10:00:00Z');
+  git(
+    '-c',
+    'user.name=Ada Dev',
+    '-c',
+    'user.email=ada@example.com',
+    'commit',
+    '-q',
+    '-m',
+    'Add the app',
+    '--date',
+    '2026-11-01T10:00:00Z',
+  );
   fs.writeFileSync(path.join(dir, 'app.js'), 'console.log(2);\n');
-  git('-c', 'user.name=Bo Dev', '-c', 'user.email=bo@example.com', 'commit', '-q', '-am', 'Fix the checkout crash\n\nDetails here.', '--date', '2026-11-02T11:00:00Z');
+  git(
+    '-c',
+    'user.name=Bo Dev',
+    '-c',
+    'user.email=bo@example.com',
+    'commit',
+    '-q',
+    '-am',
+    'Fix the checkout crash\n\nDetails here.',
+    '--date',
+    '2026-11-02T11:00:00Z',
+  );
   git('remote', 'add', 'origin', 'https://github.com/acme/web.git');
   return { dir, shas: git('log', '--format=%H').trim().split('\n') };
 }
@@ -46,7 +70,12 @@ describe.each(dialects)('sentry-cli deploys and CI releases (%s)', (dialect) => 
 
   beforeAll(async () => {
     t = await startTestServer(dialect, { env: { API_KEYS: KEY } });
-    for (const slug of ['web-3', 'web-2']) await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug, name: slug, platform: 'javascript' }, t.clock.now());
+    for (const slug of ['web-3', 'web-2'])
+      await createProject(
+        t.deps.store.db,
+        { ...PROJECT_DEFAULTS, slug, name: slug, platform: 'javascript' },
+        t.clock.now(),
+      );
     checkout = gitCheckout();
   });
   afterAll(async () => {
@@ -68,7 +97,22 @@ describe.each(dialects)('sentry-cli deploys and CI releases (%s)', (dialect) => 
 
     ok(await runCli(v, target(v), ['releases', 'new', version]));
     const created = ok(
-      await runCli(v, target(v), deployArgs(v, version, ['-e', 'production', '-n', 'web-41', '--url', 'https://ci.example.com/41', '--started', '2026-11-20T10:00:00Z', '--finished', '2026-11-20T10:04:00Z'])),
+      await runCli(
+        v,
+        target(v),
+        deployArgs(v, version, [
+          '-e',
+          'production',
+          '-n',
+          'web-41',
+          '--url',
+          'https://ci.example.com/41',
+          '--started',
+          '2026-11-20T10:00:00Z',
+          '--finished',
+          '2026-11-20T10:04:00Z',
+        ]),
+      ),
     );
     expect(created.stdout).toContain("Created new deploy web-41 for 'production'");
     ok(await runCli(v, target(v), deployArgs(v, version, ['-e', 'staging', '-t', '30'])));
@@ -80,7 +124,14 @@ describe.each(dialects)('sentry-cli deploys and CI releases (%s)', (dialect) => 
     const deploys = await json(`/api/0/organizations/acme/releases/${encodeURIComponent(version)}/deploys/`);
     expect(deploys).toHaveLength(2);
     const production = deploys.find((d: any) => d.environment === 'production');
-    expect(production).toEqual({ id: expect.any(String), environment: 'production', name: 'web-41', url: 'https://ci.example.com/41', dateStarted: '2026-11-20T10:00:00.000Z', dateFinished: '2026-11-20T10:04:00.000Z' });
+    expect(production).toEqual({
+      id: expect.any(String),
+      environment: 'production',
+      name: 'web-41',
+      url: 'https://ci.example.com/41',
+      dateStarted: '2026-11-20T10:00:00.000Z',
+      dateFinished: '2026-11-20T10:04:00.000Z',
+    });
     const staging = deploys.find((d: any) => d.environment === 'staging');
     expect(Date.parse(staging.dateFinished) - Date.parse(staging.dateStarted)).toBe(30_000);
     expect(staging.name).toBeNull();
@@ -99,70 +150,102 @@ describe.each(dialects)('sentry-cli deploys and CI releases (%s)', (dialect) => 
     });
   });
 
-  it.each(['3', '2'] as const)('releases new, set-commits and finalize: our releases list, detail and dashboard show it before any event (%s.x)', async (v) => {
-    const version = `ci@${v}.1`;
-    const slug = `web-${v}`;
-    ok(await runCli(v, target(v), ['releases', 'new', version]));
-    ok(await runCli(v, target(v), ['releases', 'set-commits', '--auto', version], { cwd: checkout.dir }));
-    ok(await runCli(v, target(v), ['releases', 'finalize', version]));
-    ok(await runCli(v, target(v), deployArgs(v, version, ['-e', 'production', '-n', 'ship-1'])));
-    // The releases list's window ends now, exclusive: read a minute after the release was created.
-    (t.clock as ManualClock).advance(60_000);
+  it.each(['3', '2'] as const)(
+    'releases new, set-commits and finalize: our releases list, detail and dashboard show it before any event (%s.x)',
+    async (v) => {
+      const version = `ci@${v}.1`;
+      const slug = `web-${v}`;
+      ok(await runCli(v, target(v), ['releases', 'new', version]));
+      ok(await runCli(v, target(v), ['releases', 'set-commits', '--auto', version], { cwd: checkout.dir }));
+      ok(await runCli(v, target(v), ['releases', 'finalize', version]));
+      ok(await runCli(v, target(v), deployArgs(v, version, ['-e', 'production', '-n', 'ship-1'])));
+      // The releases list's window ends now, exclusive: read a minute after the release was created.
+      (t.clock as ManualClock).advance(60_000);
 
-    const list = await json(`/api/projects/${slug}/releases`);
-    const item = list.releases.find((r: any) => r.release === version);
-    expect(item).toMatchObject({
-      release: version,
-      events: 0,
-      crashes: 0,
-      errors: 0,
-      sessions: { total: 0, crashed: 0, errored: 0 },
-      crash_free_rate: null,
-      new_issues: 0,
-      first_seen: null,
-      date_created: expect.any(String),
-      date_released: expect.any(String),
-      commit_count: 2,
-      deploy_count: 1,
-    });
-    expect(item.commits.map((c: any) => c.id)).toEqual(checkout.shas);
-    expect(item.deploys.map((d: any) => [d.environment, d.name])).toEqual([['production', 'ship-1']]);
+      const list = await json(`/api/projects/${slug}/releases`);
+      const item = list.releases.find((r: any) => r.release === version);
+      expect(item).toMatchObject({
+        release: version,
+        events: 0,
+        crashes: 0,
+        errors: 0,
+        sessions: { total: 0, crashed: 0, errored: 0 },
+        crash_free_rate: null,
+        new_issues: 0,
+        first_seen: null,
+        date_created: expect.any(String),
+        date_released: expect.any(String),
+        commit_count: 2,
+        deploy_count: 1,
+      });
+      expect(item.commits.map((c: any) => c.id)).toEqual(checkout.shas);
+      expect(item.deploys.map((d: any) => [d.environment, d.name])).toEqual([['production', 'ship-1']]);
 
-    const detail = await json(`/api/projects/${slug}/releases/${encodeURIComponent(version)}`);
-    expect(detail.release.events).toBe(0);
-    expect(detail.release.commits).toEqual([
-      { id: checkout.shas[0], repository: expect.any(String), message: 'Fix the checkout crash\n\nDetails here.\n', author_name: 'Bo Dev', author_email: 'bo@example.com', date: '2026-11-02T11:00:00.000Z' },
-      { id: checkout.shas[1], repository: expect.any(String), message: 'Add the app\n', author_name: 'Ada Dev', author_email: 'ada@example.com', date: '2026-11-01T10:00:00.000Z' },
-    ]);
-    expect(detail.release.deploys).toHaveLength(1);
+      const detail = await json(`/api/projects/${slug}/releases/${encodeURIComponent(version)}`);
+      expect(detail.release.events).toBe(0);
+      expect(detail.release.commits).toEqual([
+        {
+          id: checkout.shas[0],
+          repository: expect.any(String),
+          message: 'Fix the checkout crash\n\nDetails here.\n',
+          author_name: 'Bo Dev',
+          author_email: 'bo@example.com',
+          date: '2026-11-02T11:00:00.000Z',
+        },
+        {
+          id: checkout.shas[1],
+          repository: expect.any(String),
+          message: 'Add the app\n',
+          author_name: 'Ada Dev',
+          author_email: 'ada@example.com',
+          date: '2026-11-01T10:00:00.000Z',
+        },
+      ]);
+      expect(detail.release.deploys).toHaveLength(1);
 
-    // Sentry's shapes on the uploader routes (`releases info`, `releases list`).
-    const sentry = await json(`/api/0/organizations/acme/releases/${encodeURIComponent(version)}/`);
-    expect(sentry).toMatchObject({ commitCount: 2, lastCommit: { id: checkout.shas[0] }, deployCount: 1, dateReleased: expect.any(String) });
-    const commits = await json(`/api/0/organizations/acme/releases/${encodeURIComponent(version)}/commits/`);
-    expect(commits.map((c: any) => c.id)).toEqual(checkout.shas);
-    expect(ok(await runCli(v, target(v), ['releases', 'info', version])).stdout).toContain(version);
+      // Sentry's shapes on the uploader routes (`releases info`, `releases list`).
+      const sentry = await json(`/api/0/organizations/acme/releases/${encodeURIComponent(version)}/`);
+      expect(sentry).toMatchObject({
+        commitCount: 2,
+        lastCommit: { id: checkout.shas[0] },
+        deployCount: 1,
+        dateReleased: expect.any(String),
+      });
+      const commits = await json(`/api/0/organizations/acme/releases/${encodeURIComponent(version)}/commits/`);
+      expect(commits.map((c: any) => c.id)).toEqual(checkout.shas);
+      expect(ok(await runCli(v, target(v), ['releases', 'info', version])).stdout).toContain(version);
 
-    // The dashboard's releases pages (server-rendered).
-    const browser = new Client(t.url);
-    await browser.signIn(KEY);
-    const page = await (await browser.request(`/${slug}/releases`)).text();
-    expect(page).toContain(version);
-    expect(page).toContain('deployed to production');
-    const releasePage = await (await browser.request(`/${slug}/releases/${encodeURIComponent(version)}`)).text();
-    expect(releasePage).toContain('Fix the checkout crash');
-    expect(releasePage).toContain('Bo Dev');
-    expect(releasePage).toContain('ship-1');
+      // The dashboard's releases pages (server-rendered).
+      const browser = new Client(t.url);
+      await browser.signIn(KEY);
+      const page = await (await browser.request(`/${slug}/releases`)).text();
+      expect(page).toContain(version);
+      expect(page).toContain('deployed to production');
+      const releasePage = await (await browser.request(`/${slug}/releases/${encodeURIComponent(version)}`)).text();
+      expect(releasePage).toContain('Fix the checkout crash');
+      expect(releasePage).toContain('Bo Dev');
+      expect(releasePage).toContain('ship-1');
 
-    // set-commits again replaces the list; deleting the release takes its commits and deploys along.
-    ok(await runCli(v, target(v), ['releases', 'set-commits', '--auto', '--initial-depth', '1', version], { cwd: checkout.dir }));
-    expect((await json(`/api/projects/${slug}/releases/${encodeURIComponent(version)}`)).release.commits.map((c: any) => c.id)).toEqual([checkout.shas[0]]);
-    ok(await runCli(v, target(v), ['releases', 'delete', version]));
-    expect((await t.api(`/api/projects/${slug}/releases/${encodeURIComponent(version)}`)).status).toBe(404);
-    for (const table of ['release_commits', 'release_deploys'] as const) {
-      expect(await t.deps.store.db.selectFrom(table).selectAll().where('version', '=', version).execute()).toEqual([]);
-    }
-  });
+      // set-commits again replaces the list; deleting the release takes its commits and deploys along.
+      ok(
+        await runCli(v, target(v), ['releases', 'set-commits', '--auto', '--initial-depth', '1', version], {
+          cwd: checkout.dir,
+        }),
+      );
+      expect(
+        (await json(`/api/projects/${slug}/releases/${encodeURIComponent(version)}`)).release.commits.map(
+          (c: any) => c.id,
+        ),
+      ).toEqual([checkout.shas[0]]);
+      ok(await runCli(v, target(v), ['releases', 'delete', version]));
+      expect((await t.api(`/api/projects/${slug}/releases/${encodeURIComponent(version)}`)).status).toBe(404);
+      for (const table of ['release_commits', 'release_deploys'] as const) {
+        expect(await t.deps.store.db.selectFrom(table).selectAll().where('version', '=', version).execute()).toEqual(
+          [],
+        );
+      }
+    },
+  );
 
   it("the @sentry/cli JS API's newDeploy with projects, as the bundler plugins' release.deploy calls it", async () => {
     const version = 'plugin@1.0';
@@ -180,22 +263,49 @@ describe.each(dialects)('sentry-cli deploys and CI releases (%s)', (dialect) => 
     const unknown = await t.api(`${base}/nope@1/deploys/`, { method: 'POST', json: { environment: 'production' } });
     expect(unknown.status).toBe(404);
     expect((await t.api(`${base}/nope@1/deploys/`)).status).toBe(404);
-    expect((await t.api(`${base}/`, { method: 'POST', json: { version: 'bodies@1', projects: ['web-3'] } })).status).toBe(201);
-    for (const body of [{}, { environment: '' }, { environment: 'a/b' }, { environment: 'x'.repeat(65) }, { environment: 'p', dateFinished: 'yesterday' }, { environment: 'p\u0000' }, { environment: 'p', projects: ['web-2'] }]) {
+    expect(
+      (await t.api(`${base}/`, { method: 'POST', json: { version: 'bodies@1', projects: ['web-3'] } })).status,
+    ).toBe(201);
+    for (const body of [
+      {},
+      { environment: '' },
+      { environment: 'a/b' },
+      { environment: 'x'.repeat(65) },
+      { environment: 'p', dateFinished: 'yesterday' },
+      { environment: 'p\u0000' },
+      { environment: 'p', projects: ['web-2'] },
+    ]) {
       const res = await t.api(`${base}/bodies@1/deploys/`, { method: 'POST', json: body });
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
-    for (const commits of [[{ repository: 'r' }], [{ id: 'x'.repeat(65), repository: 'r' }], 'abc', [{ id: 'abc', repository: 'r', timestamp: 'soon' }]]) {
+    for (const commits of [
+      [{ repository: 'r' }],
+      [{ id: 'x'.repeat(65), repository: 'r' }],
+      'abc',
+      [{ id: 'abc', repository: 'r', timestamp: 'soon' }],
+    ]) {
       const res = await t.api(`${base}/bodies@1/`, { method: 'PUT', json: { commits } });
       expect(res.status, JSON.stringify(commits)).toBe(400);
     }
     // refs (a repository integration's heads) keep the head commit.
-    expect((await t.api(`${base}/bodies@1/`, { method: 'PUT', json: { refs: [{ repository: 'acme/web', commit: 'abc123', previousCommit: 'abc000' }] } })).status).toBe(200);
+    expect(
+      (
+        await t.api(`${base}/bodies@1/`, {
+          method: 'PUT',
+          json: { refs: [{ repository: 'acme/web', commit: 'abc123', previousCommit: 'abc000' }] },
+        })
+      ).status,
+    ).toBe(200);
     const detail = await json('/api/projects/web-3/releases/bodies@1');
-    expect(detail.release.commits).toEqual([{ id: 'abc123', repository: 'acme/web', message: null, author_name: null, author_email: null, date: null }]);
+    expect(detail.release.commits).toEqual([
+      { id: 'abc123', repository: 'acme/web', message: null, author_name: null, author_email: null, date: null },
+    ]);
     expect(await json(`${base}/bodies@1/deploys/`)).toEqual([]);
     // A deploy URL that is no web address is shown as text on the dashboard, never as a link.
-    const script = await t.api(`${base}/bodies@1/deploys/`, { method: 'POST', json: { environment: 'production', name: 'x', url: 'javascript:alert(1)' } });
+    const script = await t.api(`${base}/bodies@1/deploys/`, {
+      method: 'POST',
+      json: { environment: 'production', name: 'x', url: 'javascript:alert(1)' },
+    });
     expect(script.status).toBe(201);
     const browser = new Client(t.url);
     await browser.signIn(KEY);

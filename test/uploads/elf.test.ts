@@ -23,7 +23,8 @@ beforeAll(() => {
   fs.mkdirSync(path.join(dir, 'build'));
   fs.copyFileSync(path.resolve('test/fixtures/elf/build/crash'), path.join(dir, 'build', 'crash'));
   // An Android-shaped split pair: the stripped .so and its debug file share one build id.
-  for (const name of ['aarch64-split.so', 'aarch64-split.so.debug']) fs.copyFileSync(path.resolve('test/fixtures/elf-native', name), path.join(dir, 'build', name));
+  for (const name of ['aarch64-split.so', 'aarch64-split.so.debug'])
+    fs.copyFileSync(path.resolve('test/fixtures/elf-native', name), path.join(dir, 'build', name));
   // A Breakpad symbol file beside them (dump_syms of another build).
   fs.copyFileSync(path.resolve('test/fixtures/breakpad/x86_64-dwarf4.so.sym'), path.join(dir, 'build', 'libx.so.sym'));
   debugId = fixtureDebugId(path.resolve('test/fixtures/elf/build-id.txt'));
@@ -48,15 +49,27 @@ describe.each(dialects)('debug-files upload of a real ELF (%s)', (dialect) => {
     expect(res.stdout + res.stderr).toContain(debugId);
     expect(res.stdout + res.stderr).not.toMatch(/error/i);
     const listed = ((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols;
-    const splitId = debugIdOfBuildId(fs.readFileSync(path.resolve('test/fixtures/elf-native/answers.json'), 'utf8').match(/"aarch64-split.so": "([0-9a-f]+)"/)![1]);
-    const symId = debugIdOfBuildId(fs.readFileSync(path.resolve('test/fixtures/elf-native/answers.json'), 'utf8').match(/"x86_64-dwarf4.so": "([0-9a-f]+)"/)![1]);
-    expect(listed.map((f: any) => [f.kind, f.debug_id, path.basename(f.filename)]).sort()).toEqual([
-      ['breakpad', symId, 'libx.so.sym'],
-      ['elf', splitId, 'aarch64-split.so'],
-      ['elf', splitId, 'aarch64-split.so.debug'],
-      ['elf', debugId, 'crash'],
-    ].sort());
-    expect(listed.find((f: any) => f.debug_id === debugId).size).toBe(fs.statSync(path.join(dir, 'build', 'crash')).size);
+    const splitId = debugIdOfBuildId(
+      fs
+        .readFileSync(path.resolve('test/fixtures/elf-native/answers.json'), 'utf8')
+        .match(/"aarch64-split.so": "([0-9a-f]+)"/)![1],
+    );
+    const symId = debugIdOfBuildId(
+      fs
+        .readFileSync(path.resolve('test/fixtures/elf-native/answers.json'), 'utf8')
+        .match(/"x86_64-dwarf4.so": "([0-9a-f]+)"/)![1],
+    );
+    expect(listed.map((f: any) => [f.kind, f.debug_id, path.basename(f.filename)]).sort()).toEqual(
+      [
+        ['breakpad', symId, 'libx.so.sym'],
+        ['elf', splitId, 'aarch64-split.so'],
+        ['elf', splitId, 'aarch64-split.so.debug'],
+        ['elf', debugId, 'crash'],
+      ].sort(),
+    );
+    expect(listed.find((f: any) => f.debug_id === debugId).size).toBe(
+      fs.statSync(path.join(dir, 'build', 'crash')).size,
+    );
     const found = await (await t.api(`/api/0/projects/acme/${slug}/files/dsyms/?debug_id=${debugId}`)).json();
     expect(found.map((d: any) => [d.debugId, d.symbolType])).toEqual([[debugId, 'elf']]);
     // Again: the file is on the server already, nothing new is stored.

@@ -15,12 +15,36 @@ export interface HygieneCase {
 }
 
 export const HYGIENE_CASES: HygieneCase[] = [
-  { name: 'NUL in an organization-form release version', path: '/api/0/organizations/o/releases/', body: () => ({ version: 'a\u0000b', projects: [HYGIENE_PROJECT] }) },
-  { name: 'a lone surrogate in a release version', path: '/api/0/organizations/o/releases/', body: () => ({ version: 'v\ud800', projects: [HYGIENE_PROJECT] }) },
-  { name: 'NUL in a release url', path: '/api/0/organizations/o/releases/', body: () => ({ version: 'ok@1', projects: [HYGIENE_PROJECT], url: 'https://example.com/\u0000' }) },
-  { name: 'NUL in a projects[] slug', path: '/api/0/organizations/o/releases/', body: () => ({ version: 'ok@2', projects: [`${HYGIENE_PROJECT}\u0000`] }) },
-  { name: 'NUL in a project-form release version', path: `/api/0/projects/o/${HYGIENE_PROJECT}/releases/`, body: () => ({ version: 'b\u0000' }) },
-  { name: 'a lone surrogate in a project-form release version', path: `/api/0/projects/o/${HYGIENE_PROJECT}/releases/`, body: () => ({ version: '\udfffx' }) },
+  {
+    name: 'NUL in an organization-form release version',
+    path: '/api/0/organizations/o/releases/',
+    body: () => ({ version: 'a\u0000b', projects: [HYGIENE_PROJECT] }),
+  },
+  {
+    name: 'a lone surrogate in a release version',
+    path: '/api/0/organizations/o/releases/',
+    body: () => ({ version: 'v\ud800', projects: [HYGIENE_PROJECT] }),
+  },
+  {
+    name: 'NUL in a release url',
+    path: '/api/0/organizations/o/releases/',
+    body: () => ({ version: 'ok@1', projects: [HYGIENE_PROJECT], url: 'https://example.com/\u0000' }),
+  },
+  {
+    name: 'NUL in a projects[] slug',
+    path: '/api/0/organizations/o/releases/',
+    body: () => ({ version: 'ok@2', projects: [`${HYGIENE_PROJECT}\u0000`] }),
+  },
+  {
+    name: 'NUL in a project-form release version',
+    path: `/api/0/projects/o/${HYGIENE_PROJECT}/releases/`,
+    body: () => ({ version: 'b\u0000' }),
+  },
+  {
+    name: 'a lone surrogate in a project-form release version',
+    path: `/api/0/projects/o/${HYGIENE_PROJECT}/releases/`,
+    body: () => ({ version: '\udfffx' }),
+  },
   {
     name: 'NUL in a ProGuard release_name',
     path: `/api/0/projects/o/${HYGIENE_PROJECT}/files/proguard-artifact-releases/`,

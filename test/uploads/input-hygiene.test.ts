@@ -34,11 +34,24 @@ describe.each(dialects)('sentry-cli JSON bodies on %s', (dialect) => {
   });
 
   it('a clean body still works, and the larger uploader limit still applies', async () => {
-    const ok = await t.api('/api/0/organizations/o/releases/', { method: 'POST', json: { version: 'clean@1', projects: [HYGIENE_PROJECT] } });
+    const ok = await t.api('/api/0/organizations/o/releases/', {
+      method: 'POST',
+      json: { version: 'clean@1', projects: [HYGIENE_PROJECT] },
+    });
     expect(ok.status).toBe(201);
-    const big = await t.api('/api/0/organizations/o/releases/', { method: 'POST', json: { version: 'big@1', projects: [HYGIENE_PROJECT], url: `https://example.com/${'x'.repeat(2 * 1024 * 1024)}` } });
+    const big = await t.api('/api/0/organizations/o/releases/', {
+      method: 'POST',
+      json: {
+        version: 'big@1',
+        projects: [HYGIENE_PROJECT],
+        url: `https://example.com/${'x'.repeat(2 * 1024 * 1024)}`,
+      },
+    });
     expect(big.status).not.toBe(413);
-    const tooBig = await t.api('/api/0/organizations/o/releases/', { method: 'POST', json: { version: 'huge@1', projects: [HYGIENE_PROJECT], url: 'x'.repeat(9 * 1024 * 1024) } });
+    const tooBig = await t.api('/api/0/organizations/o/releases/', {
+      method: 'POST',
+      json: { version: 'huge@1', projects: [HYGIENE_PROJECT], url: 'x'.repeat(9 * 1024 * 1024) },
+    });
     expect(tooBig.status).toBe(413);
     await t.deps.store.db.deleteFrom('cli_releases').execute();
   });
@@ -54,11 +67,19 @@ describe.each(dialects)('artifact bundle text on %s', (dialect) => {
 
   const MAP = JSON.stringify({ version: 3, file: 'app.min.js', sources: ['src/app.js'], names: [], mappings: 'AAAA' });
   const sha1 = (b: Uint8Array) => createHash('sha1').update(b).digest('hex');
-  const longRelease = Array.from({ length: 40 }, (_, i) => createHash('sha512').update(String(i)).digest('base64url')).join('');
+  const longRelease = Array.from({ length: 40 }, (_, i) =>
+    createHash('sha512').update(String(i)).digest('base64url'),
+  ).join('');
 
   /** An artifact bundle as sentry-cli writes one (`SYSB`, version 2, a ZIP), its chunk uploaded; its assemble answer. */
-  async function assemble(manifest: unknown, body: Record<string, unknown> = {}): Promise<{ status: number; json: any }> {
-    const zip = zipSync({ 'files/_/_/app.min.js.map': strToU8(MAP), 'manifest.json': strToU8(JSON.stringify(manifest)) });
+  async function assemble(
+    manifest: unknown,
+    body: Record<string, unknown> = {},
+  ): Promise<{ status: number; json: any }> {
+    const zip = zipSync({
+      'files/_/_/app.min.js.map': strToU8(MAP),
+      'manifest.json': strToU8(JSON.stringify(manifest)),
+    });
     const bytes = new Uint8Array(8 + zip.byteLength);
     bytes.set(strToU8('SYSB'));
     new DataView(bytes.buffer).setUint32(4, 2, true);
@@ -66,7 +87,10 @@ describe.each(dialects)('artifact bundle text on %s', (dialect) => {
     const form = new FormData();
     form.append('file_gzip', new Blob([gzipSync(bytes) as Uint8Array<ArrayBuffer>]), sha1(bytes));
     expect((await t.api('/api/0/organizations/o/chunk-upload/', { method: 'POST', body: form })).status).toBe(200);
-    const res = await t.api('/api/0/organizations/o/artifactbundle/assemble/', { method: 'POST', json: { checksum: sha1(bytes), chunks: [sha1(bytes)], projects: [HYGIENE_PROJECT], ...body } });
+    const res = await t.api('/api/0/organizations/o/artifactbundle/assemble/', {
+      method: 'POST',
+      json: { checksum: sha1(bytes), chunks: [sha1(bytes)], projects: [HYGIENE_PROJECT], ...body },
+    });
     return { status: res.status, json: await res.json() };
   }
   const file = (url: string) => ({ 'files/_/_/app.min.js.map': { type: 'source_map', url } });

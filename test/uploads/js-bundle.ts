@@ -14,10 +14,23 @@ export interface ThrowSite {
 export async function buildBundle(dir: string): Promise<string> {
   const { build } = await import('esbuild');
   fs.mkdirSync(path.join(dir, 'src'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'src/cart.js'), 'export function validateCart(items) {\n  if (items.length === 0) {\n    throw new Error("cart is empty");\n  }\n  return items.length;\n}\n');
-  fs.writeFileSync(path.join(dir, 'src/app.js'), 'import { validateCart } from "./cart.js";\n\nexport function checkout(items) {\n  return validateCart(items);\n}\n\ncheckout([]);\n');
+  fs.writeFileSync(
+    path.join(dir, 'src/cart.js'),
+    'export function validateCart(items) {\n  if (items.length === 0) {\n    throw new Error("cart is empty");\n  }\n  return items.length;\n}\n',
+  );
+  fs.writeFileSync(
+    path.join(dir, 'src/app.js'),
+    'import { validateCart } from "./cart.js";\n\nexport function checkout(items) {\n  return validateCart(items);\n}\n\ncheckout([]);\n',
+  );
   const dist = path.join(dir, 'dist');
-  await build({ entryPoints: [path.join(dir, 'src/app.js')], bundle: true, minify: true, sourcemap: true, outfile: path.join(dist, 'app.min.js'), logLevel: 'silent' });
+  await build({
+    entryPoints: [path.join(dir, 'src/app.js')],
+    bundle: true,
+    minify: true,
+    sourcemap: true,
+    outfile: path.join(dist, 'app.min.js'),
+    logLevel: 'silent',
+  });
   return dist;
 }
 
@@ -36,12 +49,28 @@ export function bundleCopy(dist: string, to: string): string {
 }
 
 /** A browser-SDK-shaped event for the bundle's throw at `at` of `url`. */
-export function jsEvent(url: string, at: ThrowSite, opts: { release?: string; debugId?: string }): Record<string, unknown> {
+export function jsEvent(
+  url: string,
+  at: ThrowSite,
+  opts: { release?: string; debugId?: string },
+): Record<string, unknown> {
   return {
     platform: 'javascript',
     level: 'error',
     ...(opts.release ? { release: opts.release } : {}),
-    exception: { values: [{ type: 'Error', value: 'cart is empty', stacktrace: { frames: [{ filename: url, abs_path: url, function: 'e', lineno: at.line, colno: at.column, in_app: true }] } }] },
-    ...(opts.debugId ? { debug_meta: { images: [{ type: 'sourcemap', code_file: url, debug_id: opts.debugId }] } } : {}),
+    exception: {
+      values: [
+        {
+          type: 'Error',
+          value: 'cart is empty',
+          stacktrace: {
+            frames: [{ filename: url, abs_path: url, function: 'e', lineno: at.line, colno: at.column, in_app: true }],
+          },
+        },
+      ],
+    },
+    ...(opts.debugId
+      ? { debug_meta: { images: [{ type: 'sourcemap', code_file: url, debug_id: opts.debugId }] } }
+      : {}),
   };
 }

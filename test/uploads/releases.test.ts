@@ -19,7 +19,11 @@ describe.each(dialects)('sentry-cli releases and info (%s)', (dialect) => {
 
   beforeAll(async () => {
     t = await startTestServer(dialect, { env: { API_KEYS: KEY } });
-    const p = await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug: 'mobile', name: 'Mobile' }, t.clock.now());
+    const p = await createProject(
+      t.deps.store.db,
+      { ...PROJECT_DEFAULTS, slug: 'mobile', name: 'Mobile' },
+      t.clock.now(),
+    );
     projectId = Number(p.id);
     target = { url: t.url, token: KEY, project: 'mobile' };
   });
@@ -32,22 +36,37 @@ describe.each(dialects)('sentry-cli releases and info (%s)', (dialect) => {
     expect(bad.code).not.toBe(0);
   });
 
-  it.each(['3', '2'] as const)('works with a personal token as SENTRY_AUTH_TOKEN: a member uploads, a viewer reads only (%s.x)', async (v) => {
-    const token = async (email: string, role: string) => {
-      const user = await (await t.api('/api/users', { method: 'POST', json: { email: `${v}-${email}`, role } })).json();
-      return (await (await t.api('/api/tokens', { method: 'POST', json: { name: 'sentry-cli', user_id: user.id } })).json()).token as string;
-    };
-    const member = { ...target, token: await token('member@example.com', 'member') };
-    const viewer = { ...target, token: await token('viewer@example.com', 'viewer') };
-    ok(await runCli(v, member, ['info']));
-    const version = `token@${v}.0.0`;
-    ok(await runCli(v, member, ['releases', 'new', version]));
-    expect(await t.deps.store.db.selectFrom('cli_releases').select('version').where('version', '=', version).execute()).toHaveLength(1);
-    expect(ok(await runCli(v, viewer, ['releases', 'list'])).stdout).toContain(version);
-    const refused = await runCli(v, viewer, ['releases', 'new', `viewer@${v}`]);
-    expect(refused.code).not.toBe(0);
-    expect(await t.deps.store.db.selectFrom('cli_releases').select('version').where('version', '=', `viewer@${v}`).execute()).toHaveLength(0);
-  });
+  it.each(['3', '2'] as const)(
+    'works with a personal token as SENTRY_AUTH_TOKEN: a member uploads, a viewer reads only (%s.x)',
+    async (v) => {
+      const token = async (email: string, role: string) => {
+        const user = await (
+          await t.api('/api/users', { method: 'POST', json: { email: `${v}-${email}`, role } })
+        ).json();
+        return (
+          await (await t.api('/api/tokens', { method: 'POST', json: { name: 'sentry-cli', user_id: user.id } })).json()
+        ).token as string;
+      };
+      const member = { ...target, token: await token('member@example.com', 'member') };
+      const viewer = { ...target, token: await token('viewer@example.com', 'viewer') };
+      ok(await runCli(v, member, ['info']));
+      const version = `token@${v}.0.0`;
+      ok(await runCli(v, member, ['releases', 'new', version]));
+      expect(
+        await t.deps.store.db.selectFrom('cli_releases').select('version').where('version', '=', version).execute(),
+      ).toHaveLength(1);
+      expect(ok(await runCli(v, viewer, ['releases', 'list'])).stdout).toContain(version);
+      const refused = await runCli(v, viewer, ['releases', 'new', `viewer@${v}`]);
+      expect(refused.code).not.toBe(0);
+      expect(
+        await t.deps.store.db
+          .selectFrom('cli_releases')
+          .select('version')
+          .where('version', '=', `viewer@${v}`)
+          .execute(),
+      ).toHaveLength(0);
+    },
+  );
 
   it.each(['3', '2'] as const)('releases new, finalize, list and info (%s.x)', async (v) => {
     const version = `app@${v}.0.0`;
@@ -82,11 +101,19 @@ describe.each(dialects)('sentry-cli releases and info (%s)', (dialect) => {
   });
 
   it.each(['3', '2'] as const)('send-event stores an event through the DSN (%s.x)', async (v) => {
-    const p = await t.deps.store.db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirstOrThrow();
+    const p = await t.deps.store.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('id', '=', projectId)
+      .executeTakeFirstOrThrow();
     const dsn = `${new URL(t.url).protocol}//${p.dsn_key}@${new URL(t.url).host}/${projectId}`;
     const message = `hello from sentry-cli ${v}.x`;
-    ok(await runCli(v, target, ['send-event', '-m', message, '--release', `app@${v}.0.0`], { env: { SENTRY_DSN: dsn } }));
-    const list = (await (await t.api(`/api/projects/mobile/events?q=${encodeURIComponent(message)}`)).json()) as { events: { release: string }[] };
+    ok(
+      await runCli(v, target, ['send-event', '-m', message, '--release', `app@${v}.0.0`], { env: { SENTRY_DSN: dsn } }),
+    );
+    const list = (await (await t.api(`/api/projects/mobile/events?q=${encodeURIComponent(message)}`)).json()) as {
+      events: { release: string }[];
+    };
     expect(list.events.map((e) => e.release)).toEqual([`app@${v}.0.0`]);
   });
 

@@ -43,7 +43,10 @@ function nativeBuild(name: string): string {
 function javaSources(name: string): string {
   const dir = path.join(work, name, 'src/main/java/com/acme/shop');
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'Checkout.java'), 'package com.acme.shop;\n\npublic class Checkout {\n  public void pay() { throw new IllegalStateException("declined"); }\n}\n');
+  fs.writeFileSync(
+    path.join(dir, 'Checkout.java'),
+    'package com.acme.shop;\n\npublic class Checkout {\n  public void pay() { throw new IllegalStateException("declined"); }\n}\n',
+  );
   return path.join(work, name, 'src');
 }
 
@@ -58,45 +61,71 @@ describe.each(dialects)('source bundles from sentry-cli (%s)', (dialect) => {
     await createProject(t.deps.store.db, { ...PROJECT_DEFAULTS, slug, name: slug, platform }, t.clock.now());
     return { url: t.url, token: KEY, project: slug };
   };
-  const symbols = async (slug: string): Promise<any[]> => ((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols;
+  const symbols = async (slug: string): Promise<any[]> =>
+    ((await (await t.api(`/api/projects/${slug}/symbols`)).json()) as any).symbols;
 
-  it.each(['3', '2'] as const)('debug-files upload --include-sources keeps the executable and its source bundle under one debug id (%s.x)', async (v: CliVersion) => {
-    const slug = `native-${v}`;
-    const target = await project(slug, 'native');
-    const dir = nativeBuild(`${dialect}-${slug}`);
-    const res = ok(await runCli(v, target, ['debug-files', 'upload', '--include-sources', '--wait', '.'], { cwd: dir }));
-    expect(res.stdout + res.stderr).not.toMatch(/error/i);
-    const listed = await symbols(slug);
-    expect(listed.map((f) => [f.kind, f.debug_id]).sort()).toEqual([
-      ['elf', ELF_DEBUG_ID],
-      ['sourcebundle', ELF_DEBUG_ID],
-    ]);
-    const found = (await (await t.api(`/api/0/projects/acme/${slug}/files/dsyms/?debug_id=${ELF_DEBUG_ID}`)).json()) as any[];
-    expect(found.map((d) => d.symbolType).sort()).toEqual(['elf', 'sourcebundle']);
-    // Again: both are on the server, nothing new is stored.
-    ok(await runCli(v, target, ['debug-files', 'upload', '--include-sources', '--wait', '.'], { cwd: dir }));
-    expect(await symbols(slug)).toHaveLength(2);
-  });
+  it.each(['3', '2'] as const)(
+    'debug-files upload --include-sources keeps the executable and its source bundle under one debug id (%s.x)',
+    async (v: CliVersion) => {
+      const slug = `native-${v}`;
+      const target = await project(slug, 'native');
+      const dir = nativeBuild(`${dialect}-${slug}`);
+      const res = ok(
+        await runCli(v, target, ['debug-files', 'upload', '--include-sources', '--wait', '.'], { cwd: dir }),
+      );
+      expect(res.stdout + res.stderr).not.toMatch(/error/i);
+      const listed = await symbols(slug);
+      expect(listed.map((f) => [f.kind, f.debug_id]).sort()).toEqual([
+        ['elf', ELF_DEBUG_ID],
+        ['sourcebundle', ELF_DEBUG_ID],
+      ]);
+      const found = (await (
+        await t.api(`/api/0/projects/acme/${slug}/files/dsyms/?debug_id=${ELF_DEBUG_ID}`)
+      ).json()) as any[];
+      expect(found.map((d) => d.symbolType).sort()).toEqual(['elf', 'sourcebundle']);
+      // Again: both are on the server, nothing new is stored.
+      ok(await runCli(v, target, ['debug-files', 'upload', '--include-sources', '--wait', '.'], { cwd: dir }));
+      expect(await symbols(slug)).toHaveLength(2);
+    },
+  );
 
-  it.each(['3', '2'] as const)('bundle-jvm then debug-files upload --type jvm keeps the bundle; it can be deleted (%s.x)', async (v: CliVersion) => {
-    const slug = `android-${v}`;
-    const target = await project(slug, 'android');
-    const out = path.join(work, `${dialect}-${slug}-bundle`);
-    ok(await runCli(v, target, ['debug-files', 'bundle-jvm', '--output', out, '--debug-id', JVM_DEBUG_ID, javaSources(`${dialect}-${slug}`)]));
-    const res = ok(await runCli(v, target, ['debug-files', 'upload', '--type', 'jvm', '--wait', out]));
-    expect(res.stdout + res.stderr).not.toMatch(/error/i);
-    const listed = await symbols(slug);
-    expect(listed.map((f) => [f.kind, f.debug_id])).toEqual([['sourcebundle', JVM_DEBUG_ID]]);
-    expect(listed[0].size).toBe(fs.statSync(path.join(out, `${JVM_DEBUG_ID}.zip`)).size);
-    expect((await t.api(`/api/projects/${slug}/symbols/${listed[0].id}`, { method: 'DELETE' })).status).toBeLessThan(300);
-    expect(await symbols(slug)).toEqual([]);
-  });
+  it.each(['3', '2'] as const)(
+    'bundle-jvm then debug-files upload --type jvm keeps the bundle; it can be deleted (%s.x)',
+    async (v: CliVersion) => {
+      const slug = `android-${v}`;
+      const target = await project(slug, 'android');
+      const out = path.join(work, `${dialect}-${slug}-bundle`);
+      ok(
+        await runCli(v, target, [
+          'debug-files',
+          'bundle-jvm',
+          '--output',
+          out,
+          '--debug-id',
+          JVM_DEBUG_ID,
+          javaSources(`${dialect}-${slug}`),
+        ]),
+      );
+      const res = ok(await runCli(v, target, ['debug-files', 'upload', '--type', 'jvm', '--wait', out]));
+      expect(res.stdout + res.stderr).not.toMatch(/error/i);
+      const listed = await symbols(slug);
+      expect(listed.map((f) => [f.kind, f.debug_id])).toEqual([['sourcebundle', JVM_DEBUG_ID]]);
+      expect(listed[0].size).toBe(fs.statSync(path.join(out, `${JVM_DEBUG_ID}.zip`)).size);
+      expect((await t.api(`/api/projects/${slug}/symbols/${listed[0].id}`, { method: 'DELETE' })).status).toBeLessThan(
+        300,
+      );
+      expect(await symbols(slug)).toEqual([]);
+    },
+  );
 
   it('the legacy ZIP upload keeps a source bundle under its manifest debug id, and one naming none without', async () => {
     const slug = 'legacy-sources';
     await project(slug, 'native');
     const bundle = (manifest: object) => {
-      const zip = zipSync({ 'files/crash.c': strToU8('int crash(int x) { return 10 / x; }\n'), 'manifest.json': strToU8(JSON.stringify(manifest)) });
+      const zip = zipSync({
+        'files/crash.c': strToU8('int crash(int x) { return 10 / x; }\n'),
+        'manifest.json': strToU8(JSON.stringify(manifest)),
+      });
       const out = new Uint8Array(8 + zip.byteLength);
       out.set(strToU8('SYSB'));
       out[4] = 2;
@@ -104,7 +133,12 @@ describe.each(dialects)('source bundles from sentry-cli (%s)', (dialect) => {
       return out;
     };
     const outer = zipSync({
-      'crash.src.zip': bundle({ files: { 'files/crash.c': { type: 'source', path: 'crash.c' } }, debug_id: ELF_DEBUG_ID.toUpperCase(), object_name: 'crash', arch: 'x86_64' }),
+      'crash.src.zip': bundle({
+        files: { 'files/crash.c': { type: 'source', path: 'crash.c' } },
+        debug_id: ELF_DEBUG_ID.toUpperCase(),
+        object_name: 'crash',
+        arch: 'x86_64',
+      }),
       'other.src.zip': bundle({ files: {} }),
     });
     const form = new FormData();

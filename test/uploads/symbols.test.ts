@@ -47,7 +47,9 @@ function copyOfBundle(name: string): string {
 
 /** The symbolicated frames innermost first, in the fields retrace prints. */
 function innermostFirst(frames: any[]) {
-  return [...frames].reverse().map((f) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }));
+  return [...frames]
+    .reverse()
+    .map((f) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }));
 }
 
 describe.each(dialects)('sentry-cli uploads of real symbol files (%s)', (dialect) => {
@@ -73,61 +75,115 @@ describe.each(dialects)('sentry-cli uploads of real symbol files (%s)', (dialect
   it.each([
     ['3', ['proguard', 'upload']],
     ['2', ['upload-proguard']],
-  ] as [CliVersion, string[]][])('a ProGuard mapping uploads and a real Java event is retraced as retrace.jar does (%s.x)', async (v, command) => {
-    const slug = `android-${v}`;
-    const res = ok(await runCli(v, target(slug), [...command, mapping]));
-    expect(res.stdout + res.stderr).toContain(mappingUuid);
-    expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.size])).toEqual([['proguard', mappingUuid, java.mapping.length]]);
-    // Uploading again keeps one file.
-    ok(await runCli(v, target(slug), [...command, mapping]));
-    expect(await files(slug)).toHaveLength(1);
+  ] as [CliVersion, string[]][])(
+    'a ProGuard mapping uploads and a real Java event is retraced as retrace.jar does (%s.x)',
+    async (v, command) => {
+      const slug = `android-${v}`;
+      const res = ok(await runCli(v, target(slug), [...command, mapping]));
+      expect(res.stdout + res.stderr).toContain(mappingUuid);
+      expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.size])).toEqual([
+        ['proguard', mappingUuid, java.mapping.length],
+      ]);
+      // Uploading again keeps one file.
+      ok(await runCli(v, target(slug), [...command, mapping]));
+      expect(await files(slug)).toHaveLength(1);
 
-    const detail = await eventDetail(t, projects[slug], await sendEvent(t, projects[slug], javaEvent(java, { release: 'app@1', proguardUuid: mappingUuid })));
-    expect(detail.symbolicated).toBe(true);
-    expect(innermostFirst(detail.exceptions[0].symbolicated_frames)).toEqual(java.retracedFrames);
-  });
+      const detail = await eventDetail(
+        t,
+        projects[slug],
+        await sendEvent(t, projects[slug], javaEvent(java, { release: 'app@1', proguardUuid: mappingUuid })),
+      );
+      expect(detail.symbolicated).toBe(true);
+      expect(innermostFirst(detail.exceptions[0].symbolicated_frames)).toEqual(java.retracedFrames);
+    },
+  );
 
   it('upload-proguard --app-id associates the mapping with the release (2.x, build plugins)', async () => {
-    ok(await runCli('2', target('android-2'), ['upload-proguard', '--app-id', 'com.example.app', '--version', '1.2', '--version-code', '12', mapping]));
-    const rows = await t.deps.store.db.selectFrom('proguard_releases').selectAll().where('project_id', '=', projects['android-2'].id).execute();
+    ok(
+      await runCli('2', target('android-2'), [
+        'upload-proguard',
+        '--app-id',
+        'com.example.app',
+        '--version',
+        '1.2',
+        '--version-code',
+        '12',
+        mapping,
+      ]),
+    );
+    const rows = await t.deps.store.db
+      .selectFrom('proguard_releases')
+      .selectAll()
+      .where('project_id', '=', projects['android-2'].id)
+      .execute();
     expect(rows.map((r) => [r.release, r.proguard_uuid])).toEqual([['com.example.app@1.2+12', mappingUuid]]);
   });
 
-  it.each(['3', '2'] as const)('sourcemaps inject + upload stores the map under its debug id and a real event is mapped (%s.x)', async (v) => {
-    const slug = `web-${v}`;
-    const dir = copyOfBundle(`inject-${v}-${dialect}`);
-    ok(await runCli(v, target(slug), ['sourcemaps', 'inject', dir]));
-    const injected = fs.readFileSync(path.join(dir, 'app.min.js'), 'utf8');
-    const debugId = /\/\/# debugId=([0-9a-f-]{36})/.exec(injected)![1];
-    // --wait polls the assemble state until it is final.
-    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--wait', dir]));
-    expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.filename])).toEqual([['sourcemap', debugId, '~/app.min.js.map']]);
+  it.each(['3', '2'] as const)(
+    'sourcemaps inject + upload stores the map under its debug id and a real event is mapped (%s.x)',
+    async (v) => {
+      const slug = `web-${v}`;
+      const dir = copyOfBundle(`inject-${v}-${dialect}`);
+      ok(await runCli(v, target(slug), ['sourcemaps', 'inject', dir]));
+      const injected = fs.readFileSync(path.join(dir, 'app.min.js'), 'utf8');
+      const debugId = /\/\/# debugId=([0-9a-f-]{36})/.exec(injected)![1];
+      // --wait polls the assemble state until it is final.
+      ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--wait', dir]));
+      expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.filename])).toEqual([
+        ['sourcemap', debugId, '~/app.min.js.map'],
+      ]);
 
-    // The injected snippet shifts the code: the real throw of the injected file.
-    const url = 'https://shop.example.com/assets/app.min.js';
-    const detail = await eventDetail(t, projects[slug], await sendEvent(t, projects[slug], jsEvent(url, throwSite(path.join(dir, 'app.min.js')), { debugId })));
-    expect(detail.symbolicated).toBe(true);
-    const [frame] = detail.exceptions[0].symbolicated_frames;
-    expect(frame.lineno).toBe(3);
-    expect(String(frame.abs_path ?? frame.filename)).toContain('cart.js');
-  });
+      // The injected snippet shifts the code: the real throw of the injected file.
+      const url = 'https://shop.example.com/assets/app.min.js';
+      const detail = await eventDetail(
+        t,
+        projects[slug],
+        await sendEvent(t, projects[slug], jsEvent(url, throwSite(path.join(dir, 'app.min.js')), { debugId })),
+      );
+      expect(detail.symbolicated).toBe(true);
+      const [frame] = detail.exceptions[0].symbolicated_frames;
+      expect(frame.lineno).toBe(3);
+      expect(String(frame.abs_path ?? frame.filename)).toContain('cart.js');
+    },
+  );
 
-  it.each(['3', '2'] as const)('sourcemaps upload --release without debug ids matches a real event by release and file name (%s.x)', async (v) => {
-    const slug = `web-release-${v}`;
-    const release = `shop@${v}.1.0`;
-    ok(await runCli(v, target(slug), ['releases', 'new', release]));
-    // An event that arrives before its maps is symbolicated again after the upload.
-    const early = await sendEvent(t, projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt, { release }));
-    expect((await eventDetail(t, projects[slug], early)).symbolicated).toBe(false);
-    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--release', release, copyOfBundle(`release-${v}-${dialect}`)]));
-    const resymbolicated = await eventually(async () => {
-      const d = await eventDetail(t, projects[slug], early);
-      return d.symbolicated ? d : null;
-    });
-    expect(resymbolicated.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
-    expect((await files(slug)).map((f) => [f.kind, f.release, f.debug_id, f.filename])).toEqual([['sourcemap', release, '', '~/app.min.js.map']]);
-    const detail = await eventDetail(t, projects[slug], await sendEvent(t, projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt, { release })));
-    expect(detail.symbolicated).toBe(true);
-    expect(detail.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
-  });
+  it.each(['3', '2'] as const)(
+    'sourcemaps upload --release without debug ids matches a real event by release and file name (%s.x)',
+    async (v) => {
+      const slug = `web-release-${v}`;
+      const release = `shop@${v}.1.0`;
+      ok(await runCli(v, target(slug), ['releases', 'new', release]));
+      // An event that arrives before its maps is symbolicated again after the upload.
+      const early = await sendEvent(
+        t,
+        projects[slug],
+        jsEvent('https://shop.example.com/app.min.js', thrownAt, { release }),
+      );
+      expect((await eventDetail(t, projects[slug], early)).symbolicated).toBe(false);
+      ok(
+        await runCli(v, target(slug), [
+          'sourcemaps',
+          'upload',
+          '--release',
+          release,
+          copyOfBundle(`release-${v}-${dialect}`),
+        ]),
+      );
+      const resymbolicated = await eventually(async () => {
+        const d = await eventDetail(t, projects[slug], early);
+        return d.symbolicated ? d : null;
+      });
+      expect(resymbolicated.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
+      expect((await files(slug)).map((f) => [f.kind, f.release, f.debug_id, f.filename])).toEqual([
+        ['sourcemap', release, '', '~/app.min.js.map'],
+      ]);
+      const detail = await eventDetail(
+        t,
+        projects[slug],
+        await sendEvent(t, projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt, { release })),
+      );
+      expect(detail.symbolicated).toBe(true);
+      expect(detail.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
+    },
+  );
 });

@@ -19,7 +19,11 @@ export interface LoginOptions {
   email?: string;
 }
 
-export function loginPage(next: string, error?: string, o: LoginOptions = { passwords: false, sso: false, setup: false }): Html {
+export function loginPage(
+  next: string,
+  error?: string,
+  o: LoginOptions = { passwords: false, sso: false, setup: false },
+): Html {
   const form = o.passwords
     ? html`<form method="post" action="/login" class="card">
     <input type="hidden" name="next" value="${next}">
@@ -90,8 +94,9 @@ export function accountPage(
 ): Html {
   const body = html`<h1>Your account</h1>
   ${flash(o.message)}${flash(o.error, 'error')}
-  ${user
-    ? html`<p>${user.name} · ${user.email} · role <strong>${user.role}</strong></p>
+  ${
+    user
+      ? html`<p>${user.name} · ${user.email} · role <strong>${user.role}</strong></p>
   <section class="card" aria-labelledby="pw-h"><h2 id="pw-h">Password</h2>
     <form method="post" action="/settings/password" class="filters">
       ${csrfField(ctx)}
@@ -111,7 +116,9 @@ export function accountPage(
     <p class="sub">Use a token as <code>Authorization: Bearer …</code> or as <code>SENTRY_AUTH_TOKEN</code> for sentry-cli; it acts with your role.</p>
     <div class="scroll"><table><thead><tr><th>Name</th><th>Created</th><th>Expires</th><th>Last used</th><th></th></tr></thead><tbody>
     ${tokens.map(
-      (t) => html`<tr><td>${t.name}</td><td>${utc(t.created_at)}</td><td>${t.expires_at ? utc(t.expires_at) : 'never'}</td><td>${t.last_used_at ? utc(t.last_used_at) : '—'}</td>
+      (
+        t,
+      ) => html`<tr><td>${t.name}</td><td>${utc(t.created_at)}</td><td>${t.expires_at ? utc(t.expires_at) : 'never'}</td><td>${t.last_used_at ? utc(t.last_used_at) : '—'}</td>
       <td><form method="post" action="/settings/tokens/${t.id}/delete">${csrfField(ctx)}<button type="submit" class="secondary">Delete</button></form></td></tr>`,
     )}
     </tbody></table></div>
@@ -122,11 +129,16 @@ export function accountPage(
       <button type="submit">Create token</button>
     </form>
   </section>`
-    : html`<p>You are signed in with an instance API key. Create a user (<code>faultline users create</code> or the users page) to get an account.</p>`}`;
+      : html`<p>You are signed in with an instance API key. Create a user (<code>faultline users create</code> or the users page) to get an account.</p>`
+  }`;
   return page(ctx, { title: 'Your account', body });
 }
 
-export function usersPage(ctx: PageContext, users: ReturnType<typeof userJson>[], o: { message?: string; error?: string; inviteUrl?: string } = {}): Html {
+export function usersPage(
+  ctx: PageContext,
+  users: ReturnType<typeof userJson>[],
+  o: { message?: string; error?: string; inviteUrl?: string } = {},
+): Html {
   const body = html`<h1>Users</h1>
   ${flash(o.message)}${flash(o.error, 'error')}
   ${o.inviteUrl ? html`<p class="flash" role="status">Send this one-time link (valid 7 days): <code id="invite-url">${o.inviteUrl}</code></p>` : ''}
@@ -154,7 +166,12 @@ export function usersPage(ctx: PageContext, users: ReturnType<typeof userJson>[]
   return page(ctx, { title: 'Users', body });
 }
 
-export function auditPage(ctx: PageContext, entries: ReturnType<typeof auditJson>[], q: Record<string, string>, nextBefore: number | null): Html {
+export function auditPage(
+  ctx: PageContext,
+  entries: ReturnType<typeof auditJson>[],
+  q: Record<string, string>,
+  nextBefore: number | null,
+): Html {
   const body = html`<h1>Audit log</h1>
   <form method="get" action="/admin/audit" class="filters">
     <label>Actor<input name="actor" value="${q.actor ?? ''}"></label>

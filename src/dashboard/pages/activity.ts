@@ -11,8 +11,19 @@ function describe(entry: ActivityJson): Html {
     case 'first_seen':
       return html`first seen${d.release ? html` in ${d.release}` : ''}`;
     case 'status': {
-      const why = d.reason === 'regression' ? ' (regression: a new release)' : d.reason === 'snooze_ended' ? ' (the snooze ended)' : '';
-      const snooze = d.ignore_until ? ` until ${d.ignore_until}` : d.ignore_count ? ` until ${d.ignore_count} more events` : d.ignore_users ? ` until ${d.ignore_users} more users` : '';
+      const why =
+        d.reason === 'regression'
+          ? ' (regression: a new release)'
+          : d.reason === 'snooze_ended'
+            ? ' (the snooze ended)'
+            : '';
+      const snooze = d.ignore_until
+        ? ` until ${d.ignore_until}`
+        : d.ignore_count
+          ? ` until ${d.ignore_count} more events`
+          : d.ignore_users
+            ? ` until ${d.ignore_users} more users`
+            : '';
       return html`status ${d.from ?? ''} → <b>${d.to ?? ''}</b>${snooze}${why}`;
     }
     case 'merged':
@@ -28,10 +39,12 @@ export function activitySection(ctx: PageContext, issuePath: string, activity: A
   return html`<section class="card" id="activity"><h2>Activity</h2>
   <ol class="timeline">${activity.map(
     (e) => html`<li><span class="sub">${when(e.created_at, ctx.now)} · ${e.actor ?? 'Faultline'}</span> ${describe(e)}
-      ${e.type === 'comment'
-        ? html`<blockquote class="comment">${String((e.data as { text?: unknown }).text ?? '')}</blockquote>
+      ${
+        e.type === 'comment'
+          ? html`<blockquote class="comment">${String((e.data as { text?: unknown }).text ?? '')}</blockquote>
           <form method="post" action="${issuePath}/comments/${e.id}/delete" class="inline">${csrfField(ctx)}<button type="submit" class="secondary">Delete comment</button></form>`
-        : ''}</li>`,
+          : ''
+      }</li>`,
   )}</ol>
   <form method="post" action="${issuePath}/comments">
     ${csrfField(ctx)}

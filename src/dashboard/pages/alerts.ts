@@ -57,27 +57,34 @@ export function alertsPage(
           <option value="" ${r.min_level === null ? raw('selected') : ''}>all</option>
           ${ALERT_LEVELS.map((l) => html`<option value="${l}" ${r.min_level === l ? raw('selected') : ''}>${l}</option>`)}
         </select></td>
-        <td>${data.channels.length === 0
-          ? html`<span class="sub">all</span>`
-          : data.channels.map(
-              (ch) => html`<label><input type="checkbox" form="rule-${r.type}" name="channels" value="${ch.id}" ${r.channels.includes(ch.id) ? raw('checked') : ''}> #${ch.id} ${ch.kind}</label> `,
-            )}<input type="hidden" form="rule-${r.type}" name="channels_shown" value="1"></td>
+        <td>${
+          data.channels.length === 0
+            ? html`<span class="sub">all</span>`
+            : data.channels.map(
+                (ch) =>
+                  html`<label><input type="checkbox" form="rule-${r.type}" name="channels" value="${ch.id}" ${r.channels.includes(ch.id) ? raw('checked') : ''}> #${ch.id} ${ch.kind}</label> `,
+              )
+        }<input type="hidden" form="rule-${r.type}" name="channels_shown" value="1"></td>
         <td class="opt">${utc(r.last_triggered)}</td>
         <td><form id="rule-${r.type}" method="post" action="${base}/rules/${r.type}">${csrfField(ctx)}<button type="submit" class="secondary">Save</button></form></td>
       </tr>`,
     )}</tbody></table></div>
   </section>
   <section class="card" aria-labelledby="channels-h"><h2 id="channels-h">Channels</h2>
-    ${data.channels.length === 0
-      ? html`<p>No channel yet: alerts are recorded but sent nowhere.</p>`
-      : html`<div class="scroll"><table><thead><tr><th>Kind</th><th>Sends to</th><th class="opt">Added</th><th></th></tr></thead><tbody>
+    ${
+      data.channels.length === 0
+        ? html`<p>No channel yet: alerts are recorded but sent nowhere.</p>`
+        : html`<div class="scroll"><table><thead><tr><th>Kind</th><th>Sends to</th><th class="opt">Added</th><th></th></tr></thead><tbody>
       ${data.channels.map(
-        (ch) => html`<tr><td>${ch.kind}</td><td class="title">${channelTarget(ch)}</td><td class="opt">${utc(ch.created_at)}</td>
+        (
+          ch,
+        ) => html`<tr><td>${ch.kind}</td><td class="title">${channelTarget(ch)}</td><td class="opt">${utc(ch.created_at)}</td>
           <td><div class="actions">
             <form method="post" action="${base}/channels/${ch.id}/test">${csrfField(ctx)}<button type="submit" class="secondary">Send test</button></form>
             <form method="post" action="${base}/channels/${ch.id}/delete">${csrfField(ctx)}<button type="submit" class="secondary" data-confirm="Delete this channel?">Delete</button></form>
           </div></td></tr>`,
-      )}</tbody></table></div>`}
+      )}</tbody></table></div>`
+    }
     <h3>Add a channel</h3>
     <form method="post" action="${base}/channels" class="filters">
       ${csrfField(ctx)}
@@ -90,12 +97,15 @@ export function alertsPage(
     </form>
   </section>
   <section aria-labelledby="deliveries-h"><h2 id="deliveries-h">Deliveries <span class="sub">latest 100</span></h2>
-    ${data.deliveries.length === 0
-      ? html`<p class="sub">None yet.</p>`
-      : html`<div class="scroll"><table><thead><tr><th>Alert</th><th>Issues</th><th>Channel</th><th>State</th><th class="num">Attempts</th><th>Created</th><th class="opt">Sent</th><th class="opt">Last error</th></tr></thead><tbody>
+    ${
+      data.deliveries.length === 0
+        ? html`<p class="sub">None yet.</p>`
+        : html`<div class="scroll"><table><thead><tr><th>Alert</th><th>Issues</th><th>Channel</th><th>State</th><th class="num">Attempts</th><th>Created</th><th class="opt">Sent</th><th class="opt">Last error</th></tr></thead><tbody>
       ${data.deliveries.map(
-        (d) => html`<tr><td>${d.type}${d.digest ? ' (digest)' : ''}</td><td class="title">${deliveryIssues(d)}</td><td>${d.channel_id}</td><td>${d.state}</td><td class="num">${d.attempts}</td><td>${utc(d.created_at)}</td><td class="opt">${utc(d.sent_at)}</td><td class="opt">${d.last_error ?? ''}</td></tr>`,
-      )}</tbody></table></div>`}
+        (d) =>
+          html`<tr><td>${d.type}${d.digest ? ' (digest)' : ''}</td><td class="title">${deliveryIssues(d)}</td><td>${d.channel_id}</td><td>${d.state}</td><td class="num">${d.attempts}</td><td>${utc(d.created_at)}</td><td class="opt">${utc(d.sent_at)}</td><td class="opt">${d.last_error ?? ''}</td></tr>`,
+      )}</tbody></table></div>`
+    }
   </section>`;
   return page(ctx, { title: `Alerts · ${project.name}`, project, section: 'alerts', body });
 }

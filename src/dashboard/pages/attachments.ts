@@ -30,16 +30,23 @@ export function attachmentsView(project: Project, files: EventFile[]): Html {
   const images = files.filter((f) => f.image);
   const hierarchies = files.filter((f) => f.row.attachment_type === 'event.view_hierarchy');
   return html`<h3>Attachments</h3>
-    ${images.length > 0
-      ? html`<div class="screenshots">${images.map(
-          (f) => html`<figure class="screenshot"><a href="${download(f)}"><img src="${projectPath(project.slug, 'attachments', String(f.row.id), 'image')}" alt="${f.row.name}" loading="lazy"></a><figcaption>${f.row.name} · ${bytes(Number(f.row.size))}</figcaption></figure>`,
-        )}</div>`
-      : ''}
+    ${
+      images.length > 0
+        ? html`<div class="screenshots">${images.map(
+            (f) =>
+              html`<figure class="screenshot"><a href="${download(f)}"><img src="${projectPath(project.slug, 'attachments', String(f.row.id), 'image')}" alt="${f.row.name}" loading="lazy"></a><figcaption>${f.row.name} · ${bytes(Number(f.row.size))}</figcaption></figure>`,
+          )}</div>`
+        : ''
+    }
     ${hierarchies.map(
-      (f) => html`<div class="view-hierarchy"><h4>View hierarchy <span class="sub">${f.row.name}${f.hierarchy?.renderingSystem ? ` · ${f.hierarchy.renderingSystem}` : ''}</span></h4>
-        ${f.hierarchy
-          ? html`<ul class="vh">${f.hierarchy.windows.map((w) => nodeView(w, 0))}</ul>${f.hierarchy.cut ? html`<p class="sub">Only the first ${count(f.hierarchy.nodes)} views are drawn; download the file for the rest.</p>` : ''}`
-          : html`<p class="sub">Too large or not a view hierarchy to draw; <a href="${download(f)}">download it</a>.</p>`}</div>`,
+      (
+        f,
+      ) => html`<div class="view-hierarchy"><h4>View hierarchy <span class="sub">${f.row.name}${f.hierarchy?.renderingSystem ? ` · ${f.hierarchy.renderingSystem}` : ''}</span></h4>
+        ${
+          f.hierarchy
+            ? html`<ul class="vh">${f.hierarchy.windows.map((w) => nodeView(w, 0))}</ul>${f.hierarchy.cut ? html`<p class="sub">Only the first ${count(f.hierarchy.nodes)} views are drawn; download the file for the rest.</p>` : ''}`
+            : html`<p class="sub">Too large or not a view hierarchy to draw; <a href="${download(f)}">download it</a>.</p>`
+        }</div>`,
     )}
     <div class="scroll"><table><thead><tr><th>File</th><th>Type</th><th>Content type</th><th>Size</th></tr></thead><tbody>
       ${files.map((f) => html`<tr><td><a href="${download(f)}" download>${f.row.name}</a></td><td>${f.row.attachment_type}</td><td>${f.row.content_type}</td><td>${bytes(Number(f.row.size))}</td></tr>`)}

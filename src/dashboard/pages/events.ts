@@ -9,7 +9,19 @@ import type { eventDetail, EventSummaryJson } from '../../read/events.js';
 import { LEVELS } from '../../read/params.js';
 import type { NormalizedFrame } from '../../ingest/types.js';
 import { MAX_TITLE } from '../../limits.js';
-import { breadcrumbData, contextLines, formatBytes, frameRuns, isByteField, isEmptyValue, rawStackTrace, shownEntries, stackStyle, titleDisplay, valueText } from '../event-format.js';
+import {
+  breadcrumbData,
+  contextLines,
+  formatBytes,
+  frameRuns,
+  isByteField,
+  isEmptyValue,
+  rawStackTrace,
+  shownEntries,
+  stackStyle,
+  titleDisplay,
+  valueText,
+} from '../event-format.js';
 import { count, href, html, nonEmpty, options, prettyJson, projectPath, raw, utc, when, type Html } from '../html.js';
 import { page, type PageContext } from '../layout.js';
 import type { EventFile } from '../../attachments/storage.js';
@@ -50,12 +62,23 @@ export function eventListQuery(query: Record<string, string>): Record<string, st
 
 /** A list row's title link: an ellipsis and the whole title on hover when ingest cut it. */
 function rowTitle(project: Project, e: EventSummaryJson): Html {
-  const t = titleDisplay(e.title || e.message || e.event_id, [e.error_type && e.message ? `${e.error_type}: ${e.message.trim()}` : '', e.message.trim()], MAX_TITLE);
+  const t = titleDisplay(
+    e.title || e.message || e.event_id,
+    [e.error_type && e.message ? `${e.error_type}: ${e.message.trim()}` : '', e.message.trim()],
+    MAX_TITLE,
+  );
   const link = projectPath(project.slug, 'events', String(e.id));
-  return t.full ? html`<a class="title" href="${link}" title="${t.full}">${t.text}</a>` : html`<a class="title" href="${link}">${t.text}</a>`;
+  return t.full
+    ? html`<a class="title" href="${link}" title="${t.full}">${t.text}</a>`
+    : html`<a class="title" href="${link}">${t.text}</a>`;
 }
 
-export function eventRows(project: Project, events: EventSummaryJson[], ctx: PageContext, o: { showIssue?: boolean } = {}): Html {
+export function eventRows(
+  project: Project,
+  events: EventSummaryJson[],
+  ctx: PageContext,
+  o: { showIssue?: boolean } = {},
+): Html {
   if (events.length === 0) return html`<p>No events match.</p>`;
   return html`<div class="scroll"><table>
     <thead><tr><th>Event</th><th>Level</th><th class="opt">Release</th><th class="opt">Device / OS</th><th class="opt">User</th><th>Time</th></tr></thead>
@@ -86,7 +109,17 @@ export function eventListPage(
   <form class="filters" method="get" action="${projectPath(project.slug, 'events')}">
     <label>Search message<input type="search" name="q" value="${query.q ?? ''}"></label>
     <label>Level<select name="level">${options([['', 'any'], ...LEVELS], query.level)}</select></label>
-    <label>Window<select name="days">${options([['', 'all'], ['1', '24 hours'], ['7', '7 days'], ['14', '14 days'], ['30', '30 days'], ['90', '90 days']], query.days)}</select></label>
+    <label>Window<select name="days">${options(
+      [
+        ['', 'all'],
+        ['1', '24 hours'],
+        ['7', '7 days'],
+        ['14', '14 days'],
+        ['30', '30 days'],
+        ['90', '90 days'],
+      ],
+      query.days,
+    )}</select></label>
     <label><span><input type="checkbox" name="crash" value="1" ${query.crash === '1' ? raw('checked') : ''}> crashes only</span></label>
     <details><summary>More filters</summary><div class="filters">
       ${TEXT_FILTERS.map(([name, label]) => html`<label>${label}<input name="${name}" value="${query[name] ?? ''}"></label>`)}
@@ -113,7 +146,8 @@ function contextTable(f: NormalizedFrame): Html {
   const lines = contextLines(f);
   if (lines.length === 0) return html``;
   return html`<table class="ctx"><tbody>${lines.map(
-    (l) => html`<tr${l.current ? raw(' class="cur"') : ''}><td class="ln">${l.lineno ?? ''}</td><td><code>${l.text}</code></td></tr>`,
+    (l) =>
+      html`<tr${l.current ? raw(' class="cur"') : ''}><td class="ln">${l.lineno ?? ''}</td><td><code>${l.text}</code></td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -125,7 +159,9 @@ function varsBlock(f: NormalizedFrame): Html {
 
 function frameItem(f: NormalizedFrame, jvm: boolean): Html {
   const file = f.filename ?? f.abs_path ?? (jvm ? null : f.module) ?? f.package ?? '';
-  const where = [file, f.lineno !== undefined ? `:${f.lineno}` : '', f.colno !== undefined ? `:${f.colno}` : ''].join('');
+  const where = [file, f.lineno !== undefined ? `:${f.lineno}` : '', f.colno !== undefined ? `:${f.colno}` : ''].join(
+    '',
+  );
   return html`<li class="${f.in_app ? 'app' : 'lib'}"><code>${frameFunction(f, jvm)}</code> <span class="sub">${where}${f.instruction_addr ? ` ${f.instruction_addr}` : ''}</span>
     ${contextTable(f)}${varsBlock(f)}</li>`;
 }
@@ -149,14 +185,17 @@ function stack(frames: NormalizedFrame[], label: string, jvm: boolean): Html {
 function kvList(entries: [string, unknown][]): Html {
   if (entries.length === 0) return html`<p class="sub">None.</p>`;
   return html`<dl class="kv">${entries.map(
-    ([k, v]) => html`<dt>${k}</dt><dd>${isByteField(k, v) ? html`<span title="${count(v)} bytes">${formatBytes(v)}</span>` : valueText(v)}</dd>`,
+    ([k, v]) =>
+      html`<dt>${k}</dt><dd>${isByteField(k, v) ? html`<span title="${count(v)} bytes">${formatBytes(v)}</span>` : valueText(v)}</dd>`,
   )}</dl>`;
 }
 
 /** A table of key/value pairs (request headers, extra). Pairs may come as an object or a list of [key, value]. */
 function kvTable(value: unknown): Html {
   const entries: [string, unknown][] = Array.isArray(value)
-    ? value.filter((p): p is [unknown, unknown] => Array.isArray(p) && p.length === 2).map(([k, v]) => [valueText(k), v])
+    ? value
+        .filter((p): p is [unknown, unknown] => Array.isArray(p) && p.length === 2)
+        .map(([k, v]) => [valueText(k), v])
     : shownEntries(value);
   return html`<div class="scroll"><table class="kvt"><tbody>${entries.map(([k, v]) => html`<tr><th scope="row">${k}</th><td>${valueText(v)}</td></tr>`)}</tbody></table></div>`;
 }
@@ -190,7 +229,9 @@ function breadcrumbList(crumbs: Record<string, unknown>[]): Html {
 function threadList(threads: EventDetail['threads'], jvm: boolean): Html {
   if (threads.length === 0) return html``;
   return html`<h3>Threads (${threads.length})</h3><div class="threads">${threads.map(
-    (th) => html`<details class="thread" ${th.crashed ? raw('open') : ''}><summary><strong>${th.name ?? (th.id !== null ? `Thread ${th.id}` : 'Thread')}</strong>
+    (
+      th,
+    ) => html`<details class="thread" ${th.crashed ? raw('open') : ''}><summary><strong>${th.name ?? (th.id !== null ? `Thread ${th.id}` : 'Thread')}</strong>
       ${th.id !== null && th.name !== null ? html`<span class="sub">#${th.id}</span>` : ''}
       ${th.crashed ? html`<span class="badge l-fatal">crashed</span>` : ''}${th.current ? html` <span class="badge">current</span>` : ''}${th.main ? html` <span class="badge">main</span>` : ''}
       ${th.state ? html` <span class="sub">${th.state}</span>` : ''}</summary>
@@ -238,32 +279,45 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext, fi
       (x, i) => html`<div class="exception">
         <p>${i > 0 ? html`<span class="sub">Caused by </span>` : ''}${x.type ? html`<strong>${x.type}</strong>` : ''}${x.type && x.value ? ': ' : ''}${x.value} ${mechanismBadges(x.mechanism)}</p>
         ${'obfuscated_type' in x && x.obfuscated_type ? html`<p class="sub">Received as <code>${x.obfuscated_type}</code> (remapped with ProGuard)</p>` : ''}
-        ${x.symbolicated_frames
-          ? html`<div class="frames pair">${stack(x.symbolicated_frames as NormalizedFrame[], 'Symbolicated', jvm)}${stack(x.frames, 'As received', jvm)}</div>`
-          : html`<div class="frames">${stack(x.frames, 'Stack trace (most recent call first)', jvm)}</div>`}
+        ${
+          x.symbolicated_frames
+            ? html`<div class="frames pair">${stack(x.symbolicated_frames as NormalizedFrame[], 'Symbolicated', jvm)}${stack(x.frames, 'As received', jvm)}</div>`
+            : html`<div class="frames">${stack(x.frames, 'Stack trace (most recent call first)', jvm)}</div>`
+        }
       </div>`,
     )}
     ${exceptions.some((x) => x.frames.length > 0) ? html`<details class="raw-trace"><summary>Raw stack trace</summary><pre>${trace}</pre></details>` : ''}
     ${threadList(e.threads, jvm)}
     ${attachmentsView(project, files)}
     ${breadcrumbList(e.breadcrumbs)}
-    ${tags.length > 0 || user.length > 0
-      ? html`<div class="grid2">
+    ${
+      tags.length > 0 || user.length > 0
+        ? html`<div class="grid2">
       ${tags.length > 0 ? html`<div><h3>Tags</h3>${kvList(tags)}</div>` : ''}
       ${user.length > 0 ? html`<div><h3>User</h3>${kvList(user)}</div>` : ''}
     </div>`
-      : ''}
-    ${contexts.length > 0
-      ? html`<h3>Contexts</h3><div class="grid2">${contexts.map(
-          ([name, value]) => html`<div><h4>${name}</h4>${value && typeof value === 'object' ? kvList(shownEntries(value)) : html`<p>${valueText(value)}</p>`}</div>`,
-        )}</div>`
-      : ''}
+        : ''
+    }
+    ${
+      contexts.length > 0
+        ? html`<h3>Contexts</h3><div class="grid2">${contexts.map(
+            ([name, value]) =>
+              html`<div><h4>${name}</h4>${value && typeof value === 'object' ? kvList(shownEntries(value)) : html`<p>${valueText(value)}</p>`}</div>`,
+          )}</div>`
+        : ''
+    }
     ${requestBlock(e.request)}
     ${e.extra && shownEntries(e.extra).length > 0 ? html`<h3>Extra</h3>${kvTable(e.extra)}` : ''}
-    ${e.scrubbed
-      ? html`<p class="sub" data-scrubbed="${String(e.scrubbed.total)}">Filtered by scrubbing: ${String(e.scrubbed.total)} value${e.scrubbed.total === 1 ? '' : 's'}
-          (${Object.entries(e.scrubbed.rules).map(([rule, n]) => `${rule} ${n}`).join(', ')})${e.scrubbed.paths.length > 0 ? html` at <code>${e.scrubbed.paths.join(', ')}</code>` : ''}.</p>`
-      : ''}
+    ${
+      e.scrubbed
+        ? html`<p class="sub" data-scrubbed="${String(e.scrubbed.total)}">Filtered by scrubbing: ${String(e.scrubbed.total)} value${e.scrubbed.total === 1 ? '' : 's'}
+          (${Object.entries(e.scrubbed.rules)
+            .map(([rule, n]) => `${rule} ${n}`)
+            .join(
+              ', ',
+            )})${e.scrubbed.paths.length > 0 ? html` at <code>${e.scrubbed.paths.join(', ')}</code>` : ''}.</p>`
+        : ''
+    }
     <details><summary>Raw payload (${e.raw_encoding}, ${formatBytes(e.raw_size)})</summary>
       <pre>${raw_.text}</pre>
       ${raw_.cut ? html`<p class="sub">Cut for display; the whole payload is at <code>${apiPath}</code>.</p>` : ''}
@@ -275,7 +329,10 @@ export function eventView(project: Project, e: EventDetail, ctx: PageContext, fi
 function eventTitle(e: EventDetail): { text: string; full: string | null } {
   const stored = e.title || e.message || e.event_id;
   const main = e.exceptions[e.exceptions.length - 1];
-  const candidates = [main ? (main.type && main.value ? `${main.type}: ${main.value.trim()}` : main.type || main.value.trim()) : '', e.message.trim()];
+  const candidates = [
+    main ? (main.type && main.value ? `${main.type}: ${main.value.trim()}` : main.type || main.value.trim()) : '',
+    e.message.trim(),
+  ];
   return titleDisplay(stored, candidates, MAX_TITLE);
 }
 

@@ -6,7 +6,12 @@ import { page, type PageContext } from '../layout.js';
 
 type Project = { slug: string; name: string };
 
-export function feedbackList(project: Project, items: FeedbackJson[], ctx: PageContext, o: { showIssue?: boolean } = {}): Html {
+export function feedbackList(
+  project: Project,
+  items: FeedbackJson[],
+  ctx: PageContext,
+  o: { showIssue?: boolean } = {},
+): Html {
   if (items.length === 0) return html`<p class="sub">No feedback.</p>`;
   return html`<ul class="feedback">${items.map(
     (f) => html`<li class="card"><p>${f.comments}</p>
@@ -17,7 +22,12 @@ export function feedbackList(project: Project, items: FeedbackJson[], ctx: PageC
   )}</ul>`;
 }
 
-export function feedbackPage(ctx: PageContext, project: Project, list: { feedback: FeedbackJson[]; next_cursor: string | null }, cursor: string | undefined): Html {
+export function feedbackPage(
+  ctx: PageContext,
+  project: Project,
+  list: { feedback: FeedbackJson[]; next_cursor: string | null },
+  cursor: string | undefined,
+): Html {
   const base = projectPath(project.slug, 'feedback');
   const body = html`<h1>User feedback</h1>
     ${feedbackList(project, list.feedback, ctx)}

@@ -68,7 +68,15 @@ export function issueListPage(
     <label>Release<input name="release" value="${query.release ?? ''}"></label>
     <label>Environment<input name="environment" value="${query.environment ?? ''}"></label>
     <label>Last seen within<select name="days">${options(WINDOWS, query.days ?? '7')}</select></label>
-    <label>Sort<select name="sort">${options([['last_seen', 'last seen'], ['first_seen', 'first seen'], ['events', 'events'], ['users', 'users']], query.sort)}</select></label>
+    <label>Sort<select name="sort">${options(
+      [
+        ['last_seen', 'last seen'],
+        ['first_seen', 'first seen'],
+        ['events', 'events'],
+        ['users', 'users'],
+      ],
+      query.sort,
+    )}</select></label>
     <button type="submit">Apply</button> <a href="${base}">Clear</a>
   </form>
   <form method="post" action="${projectPath(project.slug, 'issues', 'bulk')}">
@@ -78,21 +86,30 @@ export function issueListPage(
       <span class="sub">Selected:</span>
       ${ACTIONS.map(([status, label]) => html`<button type="submit" name="status" value="${status}" class="secondary">${label}</button>`)}
     </div>
-    ${list.issues.length === 0
-      ? html`<p>No issues match.</p>`
-      : html`<div class="scroll"><table>
+    ${
+      list.issues.length === 0
+        ? html`<p>No issues match.</p>`
+        : html`<div class="scroll"><table>
       <thead><tr><th><input type="checkbox" data-select-all aria-label="Select every issue on this page"></th><th>Issue</th><th class="opt">Last 24 h</th><th class="num">Events</th><th class="num opt">Users</th><th>Last seen</th></tr></thead>
       <tbody>${list.issues.map(
         (i) => html`<tr>
           <td><input type="checkbox" name="fingerprints" value="${i.fingerprint}" aria-label="Select ${i.title}"></td>
           <td><a class="title" href="${projectPath(project.slug, 'issues', i.fingerprint)}">${i.title}</a>
-            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} ${[i.location || i.screen, i.last_release, i.assignee ? `→ ${i.assignee.name || i.assignee.email}` : ''].filter(Boolean).map((x) => `· ${x}`).join(' ')}</div></td>
+            <div class="sub"><span class="l-${i.level}">${i.level}</span> · ${statusBadge(i.status)} ${[
+              i.location || i.screen,
+              i.last_release,
+              i.assignee ? `→ ${i.assignee.name || i.assignee.email}` : '',
+            ]
+              .filter(Boolean)
+              .map((x) => `· ${x}`)
+              .join(' ')}</div></td>
           <td class="opt">${sparkline(i.sparkline)}</td>
           <td class="num">${count(i.event_count)}</td>
           <td class="num opt">${count(i.users)}</td>
           <td>${when(i.last_seen, ctx.now)}</td>
         </tr>`,
-      )}</tbody></table></div>`}
+      )}</tbody></table></div>`
+    }
   </form>
   <nav class="pager" aria-label="Pages">
     ${offset > 0 ? html`<a href="${href(base, { ...query, offset: Math.max(0, offset - limit) || undefined })}">← Previous</a>` : ''}
@@ -104,11 +121,14 @@ export function issueListPage(
 
 function breakdownTable(title: string, items: { value: string; count: number }[]): Html {
   const max = Math.max(0, ...items.map((i) => i.count));
-  return html`<div><h3>${title}</h3>${items.length === 0
-    ? html`<p class="sub">No values.</p>`
-    : html`<table class="breakdown"><tbody>${items.map(
-        (i) => html`<tr><td>${breakable(i.value)}</td><td class="num">${count(i.count)}</td><td>${meter(i.count, max, `${i.count} of ${max}`)}</td></tr>`,
-      )}</tbody></table>`}</div>`;
+  return html`<div><h3>${title}</h3>${
+    items.length === 0
+      ? html`<p class="sub">No values.</p>`
+      : html`<table class="breakdown"><tbody>${items.map(
+          (i) =>
+            html`<tr><td>${breakable(i.value)}</td><td class="num">${count(i.count)}</td><td>${meter(i.count, max, `${i.count} of ${max}`)}</td></tr>`,
+        )}</tbody></table>`
+  }</div>`;
 }
 
 export function issuePage(
@@ -144,9 +164,11 @@ export function issuePage(
   <form method="post" action="${base}/status" class="actions">
     ${csrfField(ctx)}<input type="hidden" name="status" value="ignored">
     <label>Snooze<select name="snooze">${options(SNOOZES, undefined)}</select></label><button type="submit" class="secondary">Snooze</button>
-    ${issue.status === 'ignored' && (issue.ignore_until || issue.ignore_count || issue.ignore_users)
-      ? html`<span class="sub">Snoozed ${issue.ignore_until ? `until ${utc(issue.ignore_until)}` : issue.ignore_count ? `until ${issue.ignore_count} more events` : `until ${issue.ignore_users} more users`}</span>`
-      : ''}
+    ${
+      issue.status === 'ignored' && (issue.ignore_until || issue.ignore_count || issue.ignore_users)
+        ? html`<span class="sub">Snoozed ${issue.ignore_until ? `until ${utc(issue.ignore_until)}` : issue.ignore_count ? `until ${issue.ignore_count} more events` : `until ${issue.ignore_users} more users`}</span>`
+        : ''
+    }
   </form>
   <div class="stats">
     <div class="stat"><b>${count(issue.event_count)}</b><span>events (${count(issue.stored_count)} stored)</span></div>
@@ -156,13 +178,18 @@ export function issuePage(
   </div>
   <section class="card"><h2>Events per hour</h2>
     <form class="filters" method="get" action="${base}"><label>Window<select name="days">${options(WINDOWS, query.days ?? '7')}</select></label><button type="submit">Show</button></form>
-    ${bars(issue.timeline.map((t) => t.bucket), issue.timeline.map((t) => t.events), 'Events of this issue per hour')}
+    ${bars(
+      issue.timeline.map((t) => t.bucket),
+      issue.timeline.map((t) => t.events),
+      'Events of this issue per hour',
+    )}
   </section>
   <section class="card"><h2>Breakdowns <span class="sub">${utc(issue.from)} – ${utc(issue.to)}</span></h2>
     <div class="grid2">${breakdownTable('Release', b.release)}${breakdownTable('Device model', b.device_model)}${breakdownTable('OS version', b.os_version)}${breakdownTable('Environment', b.environment)}</div>
   </section>
-  ${event
-    ? html`<nav class="pager" aria-label="Events of this issue">
+  ${
+    event
+      ? html`<nav class="pager" aria-label="Events of this issue">
         ${issue.latest_event_id !== null && event.id !== issue.latest_event_id ? html`<a href="${href(base, { ...query, event: issue.latest_event_id })}">Latest event</a>` : html`<span class="sub">Latest event</span>`}
         ${paging.newer !== null ? html`<a href="${href(base, { ...query, event: paging.newer })}">← Newer event</a>` : ''}
         ${paging.older !== null ? html`<a href="${href(base, { ...query, event: paging.older })}">Older event →</a>` : ''}
@@ -170,7 +197,8 @@ export function issuePage(
         <a href="${href(projectPath(project.slug, 'events'), { fingerprint: issue.fingerprint })}">All events of this issue</a>
       </nav>
       ${eventView(project, event, ctx, files)}`
-    : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`}
+      : html`<p class="card">No stored event of this issue (retention or sampling removed them).</p>`
+  }
   <section><h2>User feedback <span class="sub">${count(issue.feedback_count ?? 0)}</span></h2>${feedbackList(project, feedback, ctx, { showIssue: false })}
     ${(issue.feedback_count ?? 0) > feedback.length ? html`<p class="sub">The newest ${feedback.length}; <a href="${projectPath(project.slug, 'feedback')}">all feedback of the project</a>.</p>` : ''}</section>
   <section><h2>Recently received events</h2>${eventRows(project, recent, ctx, { showIssue: false })}</section>

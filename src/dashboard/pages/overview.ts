@@ -23,9 +23,21 @@ function stat(value: Html | string, label: Html | string, link?: string): Html {
   return html`<div class="stat"><b>${link ? html`<a href="${link}">${value}</a>` : value}</b><span>${label}</span></div>`;
 }
 
-export function overviewPage(ctx: PageContext, project: Project, query: Record<string, string>, o: OverviewJson, empty = false): Html {
+export function overviewPage(
+  ctx: PageContext,
+  project: Project,
+  query: Record<string, string>,
+  o: OverviewJson,
+  empty = false,
+): Html {
   // A project that has received nothing has nothing to chart: the set-up card (ctx.notice) stands alone.
-  if (empty) return page(ctx, { title: `Overview · ${project.name}`, project, section: 'overview', body: html`<h1>${project.name} <span class="sub">overview</span></h1>` });
+  if (empty)
+    return page(ctx, {
+      title: `Overview · ${project.name}`,
+      project,
+      section: 'overview',
+      body: html`<h1>${project.name} <span class="sub">overview</span></h1>`,
+    });
   const buckets = bucketList({ from: Date.parse(o.from), to: Date.parse(o.to) }).map(iso);
   const releases = [...new Set(o.timeline.map((t) => t.release))];
   const events = new Map<string, Map<string, number>>();
@@ -46,7 +58,9 @@ export function overviewPage(ctx: PageContext, project: Project, query: Record<s
     ${stat(count(o.regressions), 'regressions', href(issues, { status: 'regression', days: query.days }))}
     ${stat(
       o.crash_free ? percent(o.crash_free.rate) : '–',
-      o.crash_free ? html`crash-free sessions of <a href="${projectPath(project.slug, 'releases', o.crash_free.release)}">${o.crash_free.release}</a> (${count(o.crash_free.sessions)} ${o.crash_free.sessions === 1 ? 'session' : 'sessions'})` : 'crash-free: no sessions',
+      o.crash_free
+        ? html`crash-free sessions of <a href="${projectPath(project.slug, 'releases', o.crash_free.release)}">${o.crash_free.release}</a> (${count(o.crash_free.sessions)} ${o.crash_free.sessions === 1 ? 'session' : 'sessions'})`
+        : 'crash-free: no sessions',
     )}
   </div>
   <section class="card" aria-labelledby="levels"><h2 id="levels">Levels</h2>
@@ -60,12 +74,18 @@ export function overviewPage(ctx: PageContext, project: Project, query: Record<s
   return page(ctx, { title: `Overview · ${project.name}`, project, section: 'overview', body });
 }
 
-export function releaseListPage(ctx: PageContext, project: Project, query: Record<string, string>, releases: ReleaseJson[]): Html {
+export function releaseListPage(
+  ctx: PageContext,
+  project: Project,
+  query: Record<string, string>,
+  releases: ReleaseJson[],
+): Html {
   const body = html`<h1>Releases</h1>
   ${windowForm(projectPath(project.slug, 'releases'), query.days)}
-  ${releases.length === 0
-    ? html`<p>No release has events or sessions in this window, and none was created by sentry-cli in it.</p>`
-    : html`<div class="scroll"><table>
+  ${
+    releases.length === 0
+      ? html`<p>No release has events or sessions in this window, and none was created by sentry-cli in it.</p>`
+      : html`<div class="scroll"><table>
     <thead><tr><th>Release</th><th>Crash-free sessions</th><th>Crash-free users</th><th class="num">ANR rate</th><th class="num">Sessions</th><th class="num">Events</th><th class="num">Crashes</th><th class="num opt">New issues</th><th class="opt">First seen</th></tr></thead>
     <tbody>${releases.map(
       (r) => html`<tr>
@@ -79,7 +99,8 @@ export function releaseListPage(ctx: PageContext, project: Project, query: Recor
         <td class="num opt">${count(r.new_issues)}</td>
         <td class="opt">${when(r.first_seen, ctx.now)}</td>
       </tr>`,
-    )}</tbody></table></div>`}`;
+    )}</tbody></table></div>`
+  }`;
   return page(ctx, { title: `Releases · ${project.name}`, project, section: 'releases', body });
 }
 
@@ -89,7 +110,8 @@ function releaseFacts(r: ReleaseJson, now: number): Html {
   if (r.platforms.length > 0) parts.push(html`${r.platforms.join(', ')}`);
   if (r.date_released) parts.push(html`released ${when(r.date_released, now)}`);
   else if (r.date_created) parts.push(html`created ${when(r.date_created, now)}`);
-  if (r.deploys.length > 0) parts.push(html`deployed to ${r.deploys[0].environment} ${when(r.deploys[0].date_finished, now)}`);
+  if (r.deploys.length > 0)
+    parts.push(html`deployed to ${r.deploys[0].environment} ${when(r.deploys[0].date_finished, now)}`);
   if (r.commit_count > 0) parts.push(html`${count(r.commit_count)} ${r.commit_count === 1 ? 'commit' : 'commits'}`);
   return html`${parts.map((p, i) => (i === 0 ? p : html` · ${p}`))}`;
 }
@@ -109,24 +131,32 @@ function deploysCard(r: ReleaseJson): Html {
   if (r.deploys.length === 0) return html``;
   return html`<section class="card"><h2>Deploys</h2>
     <div class="scroll"><table><thead><tr><th>Environment</th><th>Name</th><th>Started</th><th>Finished</th></tr></thead><tbody>
-    ${r.deploys.map(
-      (d) => {
-        // Only a web address becomes a link (a `javascript:` URL sent with a deploy stays text).
-        const name = d.url && /^https?:\/\//i.test(d.url) ? html`<a href="${d.url}" rel="noreferrer">${d.name ?? d.url}</a>` : html`${d.name ?? '–'}`;
-        return html`<tr><td>${d.environment}</td><td>${name}</td><td>${utc(d.date_started)}</td><td>${utc(d.date_finished)}</td></tr>`;
-      },
-    )}</tbody></table></div></section>`;
+    ${r.deploys.map((d) => {
+      // Only a web address becomes a link (a `javascript:` URL sent with a deploy stays text).
+      const name =
+        d.url && /^https?:\/\//i.test(d.url)
+          ? html`<a href="${d.url}" rel="noreferrer">${d.name ?? d.url}</a>`
+          : html`${d.name ?? '–'}`;
+      return html`<tr><td>${d.environment}</td><td>${name}</td><td>${utc(d.date_started)}</td><td>${utc(d.date_finished)}</td></tr>`;
+    })}</tbody></table></div></section>`;
 }
 
 /** Issues shown per list on the release page; the rest are a link away. */
 /** Issues shown per list on a release's page (the route asks for one more, to know of more). */
 export const RELEASE_PAGE_ISSUES = 25;
 
-function issueTable(project: Project, issues: IssueJson[], ctx: PageContext, more: { href: string; label: string }): Html {
+function issueTable(
+  project: Project,
+  issues: IssueJson[],
+  ctx: PageContext,
+  more: { href: string; label: string },
+): Html {
   if (issues.length === 0) return html`<p class="sub">None.</p>`;
   return html`<div class="scroll"><table><thead><tr><th>Issue</th><th class="opt">Last 24 h</th><th class="num">Events</th><th>Last seen</th></tr></thead><tbody>
     ${issues.slice(0, RELEASE_PAGE_ISSUES).map(
-      (i) => html`<tr><td><a class="title" href="${projectPath(project.slug, 'issues', i.fingerprint)}">${i.title}</a><div class="sub">${i.status} · ${i.level}</div></td>
+      (
+        i,
+      ) => html`<tr><td><a class="title" href="${projectPath(project.slug, 'issues', i.fingerprint)}">${i.title}</a><div class="sub">${i.status} · ${i.level}</div></td>
         <td class="opt">${sparkline(i.sparkline)}</td><td class="num">${count(i.event_count)}</td><td>${when(i.last_seen, ctx.now)}</td></tr>`,
     )}</tbody></table></div>
     ${issues.length > RELEASE_PAGE_ISSUES ? html`<p><a href="${more.href}">${more.label} →</a></p>` : ''}`;
@@ -158,13 +188,23 @@ export function releasePage(
   <section class="card"><h2>Daily health</h2>
     <div class="scroll"><table><thead><tr><th>Day (UTC)</th><th class="num">Sessions</th><th class="num">Crashed</th><th class="num">Errored</th><th>Crash-free</th><th class="num">ANR rate</th></tr></thead><tbody>
     ${days.map(
-      (h) => html`<tr><td>${h.day.slice(0, 10)}</td><td class="num">${count(h.total)}</td><td class="num">${count(h.crashed)}</td><td class="num">${count(h.errored)}</td>
+      (
+        h,
+      ) => html`<tr><td>${h.day.slice(0, 10)}</td><td class="num">${count(h.total)}</td><td class="num">${count(h.crashed)}</td><td class="num">${count(h.errored)}</td>
         <td>${percent(h.crash_free_rate)} ${h.crash_free_rate !== null ? meter(h.crash_free_rate, 1, `crash-free ${percent(h.crash_free_rate)}`) : ''}</td>
         <td class="num">${percent(h.anr_rate)}</td></tr>`,
     )}</tbody></table></div>
   </section>
-  <section class="card"><h2>Events per hour</h2>${bars(d.timeline.map((t) => t.bucket), d.timeline.map((t) => t.events), 'Events of this release per hour')}</section>
-  <section class="card"><h2>Crashes per hour</h2>${bars(d.timeline.map((t) => t.bucket), d.timeline.map((t) => t.crashes), 'Crashes of this release per hour')}</section>
+  <section class="card"><h2>Events per hour</h2>${bars(
+    d.timeline.map((t) => t.bucket),
+    d.timeline.map((t) => t.events),
+    'Events of this release per hour',
+  )}</section>
+  <section class="card"><h2>Crashes per hour</h2>${bars(
+    d.timeline.map((t) => t.bucket),
+    d.timeline.map((t) => t.crashes),
+    'Crashes of this release per hour',
+  )}</section>
   <h2>Issues introduced in this release <span class="sub">most events first</span></h2>${issueTable(project, d.issues_introduced, ctx, { href: href(projectPath(project.slug, 'issues'), { sort: 'events', days: '90' }), label: 'All issues' })}
   <h2>Issues last seen in this release <span class="sub">most events first</span></h2>${issueTable(project, d.issues_present, ctx, { href: href(projectPath(project.slug, 'issues'), { release: r.release, sort: 'events', days: '90' }), label: 'All issues last seen in this release' })}`;
   return page(ctx, { title: `${r.release} · ${project.name}`, project, section: 'releases', body });

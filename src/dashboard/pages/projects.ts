@@ -11,16 +11,26 @@ import { csrfField, flash, page, type PageContext } from '../layout.js';
 /** A project as the JSON API shows it (with its DSN). */
 export type ProjectView = ReturnType<typeof projectJson>;
 
-export function projectListPage(ctx: PageContext, projects: ProjectView[], form: Record<string, string> = {}, error?: string, message?: string): Html {
+export function projectListPage(
+  ctx: PageContext,
+  projects: ProjectView[],
+  form: Record<string, string> = {},
+  error?: string,
+  message?: string,
+): Html {
   const body = html`<h1>Projects</h1>
   ${flash(message)}
-  ${projects.length === 0
-    ? html`<p>No project yet: create one below, then give its DSN to your app's Sentry SDK.</p>`
-    : html`<div class="scroll"><table><thead><tr><th>Project</th><th>Platform</th><th class="opt">Created</th><th></th></tr></thead><tbody>
+  ${
+    projects.length === 0
+      ? html`<p>No project yet: create one below, then give its DSN to your app's Sentry SDK.</p>`
+      : html`<div class="scroll"><table><thead><tr><th>Project</th><th>Platform</th><th class="opt">Created</th><th></th></tr></thead><tbody>
       ${projects.map(
-        (p) => html`<tr><td><a class="title" href="${projectPath(p.slug)}">${p.name}</a><div class="sub">${p.slug}</div></td><td>${p.platform}</td>
+        (
+          p,
+        ) => html`<tr><td><a class="title" href="${projectPath(p.slug)}">${p.name}</a><div class="sub">${p.slug}</div></td><td>${p.platform}</td>
           <td class="opt">${utc(p.created_at)}</td><td><a href="${projectPath(p.slug, 'issues')}">Issues</a> · <a href="${projectPath(p.slug, 'settings')}">Settings</a></td></tr>`,
-      )}</tbody></table></div>`}
+      )}</tbody></table></div>`
+  }
   <section class="card" aria-labelledby="new-project"><h2 id="new-project">New project</h2>
     ${flash(error, 'error')}
     <form method="post" action="/new" class="filters">
@@ -64,7 +74,8 @@ export function settingsPage(
   const f = o.form ?? {};
   const value = (name: keyof ProjectView) => f[name] ?? String(p[name]);
   const base = projectPath(p.slug);
-  const checked = (name: 'scrub_defaults' | 'scrub_ip_addresses') => ((o.form ? f[name] === '1' : p[name]) ? html` checked` : '');
+  const checked = (name: 'scrub_defaults' | 'scrub_ip_addresses') =>
+    (o.form ? f[name] === '1' : p[name]) ? html` checked` : '';
   const list = (name: 'scrub_fields' | 'safe_fields') => f[name] ?? p[name].join('\n');
   const body = html`<h1>Settings</h1>
   ${flash(o.message)}${flash(o.error, 'error')}
@@ -112,7 +123,16 @@ export function settingsPage(
   return page(ctx, { title: `Settings · ${p.name}`, project: p, section: 'settings', body });
 }
 
-export function errorPage(ctx: PageContext, status: number, message: string, project?: { slug: string; name: string }): Html {
+export function errorPage(
+  ctx: PageContext,
+  status: number,
+  message: string,
+  project?: { slug: string; name: string },
+): Html {
   const title = status === 404 ? 'Not found' : status === 400 ? 'Bad request' : status === 403 ? 'Refused' : 'Error';
-  return page(ctx, { title, project, body: html`<h1>${title}</h1><p class="flash error" role="alert">${message}</p><p><a href="/">All projects</a></p>` });
+  return page(ctx, {
+    title,
+    project,
+    body: html`<h1>${title}</h1><p class="flash error" role="alert">${message}</p><p><a href="/">All projects</a></p>`,
+  });
 }

@@ -10,7 +10,12 @@ import { csrfField, flash, page, type PageContext } from '../layout.js';
 type Project = { slug: string; name: string };
 type SymbolFile = ReturnType<typeof symbolFileJson>;
 
-export function symbolsPage(ctx: PageContext, project: Project, files: SymbolFile[], o: { message?: string; error?: string } = {}): Html {
+export function symbolsPage(
+  ctx: PageContext,
+  project: Project,
+  files: SymbolFile[],
+  o: { message?: string; error?: string } = {},
+): Html {
   const base = projectPath(project.slug, 'symbols');
   const body = html`<h1>Symbols</h1>
   ${flash(o.message)}${flash(o.error, 'error')}
@@ -25,13 +30,17 @@ export function symbolsPage(ctx: PageContext, project: Project, files: SymbolFil
     </form>
   </section>
   <h2>Files</h2>
-  ${files.length === 0
-    ? html`<p>No symbol file yet.</p>`
-    : html`<div class="scroll"><table><thead><tr><th>File</th><th>Kind</th><th>Release</th><th class="num">Size</th><th class="opt">Debug id</th><th class="opt">Uploaded</th><th></th></tr></thead><tbody>
+  ${
+    files.length === 0
+      ? html`<p>No symbol file yet.</p>`
+      : html`<div class="scroll"><table><thead><tr><th>File</th><th>Kind</th><th>Release</th><th class="num">Size</th><th class="opt">Debug id</th><th class="opt">Uploaded</th><th></th></tr></thead><tbody>
     ${files.map(
-      (f) => html`<tr><td class="title">${f.filename}</td><td>${f.kind}</td><td>${f.release}${f.dist ? ` (${f.dist})` : ''}</td><td class="num">${count(f.size)} B</td>
+      (
+        f,
+      ) => html`<tr><td class="title">${f.filename}</td><td>${f.kind}</td><td>${f.release}${f.dist ? ` (${f.dist})` : ''}</td><td class="num">${count(f.size)} B</td>
         <td class="opt"><code>${f.debug_id ?? ''}</code></td><td class="opt">${utc(f.uploaded_at)}</td>
         <td><form method="post" action="${base}/${f.id}/delete">${csrfField(ctx)}<button type="submit" class="secondary" data-confirm="Delete this symbol file?" aria-label="Delete ${f.filename}">Delete</button></form></td></tr>`,
-    )}</tbody></table></div>`}`;
+    )}</tbody></table></div>`
+  }`;
   return page(ctx, { title: `Symbols · ${project.name}`, project, section: 'symbols', body });
 }

@@ -19,10 +19,12 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
   dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
-    if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
+    if (addresses.length === 0)
+      return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
     for (const a of addresses) {
       const why = forbiddenAddressReason(a.address);
-      if (why) return callback(new ForbiddenAddressError(`the webhook host ${hostname} resolves to ${a.address}, ${why}`), []);
+      if (why)
+        return callback(new ForbiddenAddressError(`the webhook host ${hostname} resolves to ${a.address}, ${why}`), []);
     }
     if (options.all) callback(null, addresses);
     else callback(null, addresses[0].address, addresses[0].family);
@@ -62,7 +64,10 @@ export const nodeHttpPost: HttpPost = (request) =>
       });
       res.on('end', () => {
         clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).subarray(0, MAX_ALERT_RESPONSE).toString('utf8') });
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).subarray(0, MAX_ALERT_RESPONSE).toString('utf8'),
+        });
       });
       res.on('error', (err) => {
         clearTimeout(timer);

@@ -33,7 +33,8 @@ export interface BackupResult {
 
 /** Why `target` cannot be written as a new backup file, or null. */
 export function targetProblem(target: string): string | null {
-  if (fs.existsSync(target)) return `${target} already exists; a backup never overwrites a file (remove it or choose another name)`;
+  if (fs.existsSync(target))
+    return `${target} already exists; a backup never overwrites a file (remove it or choose another name)`;
   const dir = path.dirname(path.resolve(target));
   let stat: fs.Stats;
   try {
@@ -47,7 +48,8 @@ export function targetProblem(target: string): string | null {
   } catch {
     return `the directory ${dir} is not writable by this user`;
   }
-  if (fs.existsSync(`${target}.partial`)) return `${target}.partial exists (left by an earlier backup that did not finish?); remove it first`;
+  if (fs.existsSync(`${target}.partial`))
+    return `${target}.partial exists (left by an earlier backup that did not finish?); remove it first`;
   return null;
 }
 
@@ -57,7 +59,11 @@ export function targetProblem(target: string): string | null {
  * copy is taken in one step, which holds a read snapshot (WAL lets writers go on), so it
  * always finishes under constant ingest.
  */
-export async function backupSqlite(source: string, target: string, onProgress?: (p: BackupProgress) => void): Promise<BackupResult> {
+export async function backupSqlite(
+  source: string,
+  target: string,
+  onProgress?: (p: BackupProgress) => void,
+): Promise<BackupResult> {
   const problem = targetProblem(target);
   if (problem) throw new BackupError(problem);
   if (!fs.existsSync(source)) throw new BackupError(`the database ${source} does not exist`);

@@ -16,7 +16,12 @@ const port = parentPort!;
 const send = (reply: BatchThreadReply) => port.postMessage(reply);
 
 /** What the writer gives the thread (BatchThread's constructor). */
-const { databaseUrl, maxItems, pageCacheMb, commitTally } = workerData as { databaseUrl: string; maxItems: number; pageCacheMb: number; commitTally?: SharedArrayBuffer };
+const { databaseUrl, maxItems, pageCacheMb, commitTally } = workerData as {
+  databaseUrl: string;
+  maxItems: number;
+  pageCacheMb: number;
+  commitTally?: SharedArrayBuffer;
+};
 /** Where the WAL checkpointer learns how many works (requests) each transaction carried: its pace. */
 const tally = commitTally ? new CommitTally(commitTally) : null;
 
@@ -50,7 +55,11 @@ function splitResult(result: BatchResult, taken: BatchThreadRequest[]): BatchRes
 
 function errorReply(err: unknown): { message: string; name: string; code?: string } {
   const e = err as { message?: string; name?: string; code?: unknown };
-  return { message: String(e?.message ?? err), name: String(e?.name ?? 'Error'), code: typeof e?.code === 'string' ? e.code : undefined };
+  return {
+    message: String(e?.message ?? err),
+    name: String(e?.name ?? 'Error'),
+    code: typeof e?.code === 'string' ? e.code : undefined,
+  };
 }
 
 async function main(): Promise<void> {

@@ -80,7 +80,6 @@ function forThread(work: PreparedWork): PreparedWork {
   return { ...work, events };
 }
 
-
 /**
  * The bytes of a view in a buffer of their own. A payload is usually a view into the
  * request body (or a pooled slab), and posting a view copies its whole underlying
@@ -109,7 +108,10 @@ export class BatchThread {
   constructor(databaseUrl: string, file: URL = BATCH_THREAD_FILE, maxItems = 1_000, commitTally?: CommitTally) {
     this.worker = new Worker(file, {
       workerData: { databaseUrl, maxItems, pageCacheMb: BATCH_THREAD_PAGE_CACHE_MB, commitTally: commitTally?.buffer },
-      resourceLimits: { maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: BATCH_THREAD_OLD_GENERATION_MB },
+      resourceLimits: {
+        maxYoungGenerationSizeMb: BATCH_THREAD_YOUNG_GENERATION_MB,
+        maxOldGenerationSizeMb: BATCH_THREAD_OLD_GENERATION_MB,
+      },
     });
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;

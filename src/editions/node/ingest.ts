@@ -94,7 +94,11 @@ function notFound(deps: AppDeps, incoming: IncomingMessage, response: ServerResp
   const started = performance.now();
   const requestId = requestIdFor(headerReader(incoming).get('x-request-id'));
   const body = JSON.stringify({ error: 'not found' });
-  response.writeHead(404, { 'Content-Type': 'application/json', [REQUEST_ID_HEADER]: requestId, 'Content-Length': String(Buffer.byteLength(body)) });
+  response.writeHead(404, {
+    'Content-Type': 'application/json',
+    [REQUEST_ID_HEADER]: requestId,
+    'Content-Length': String(Buffer.byteLength(body)),
+  });
   response.end(body);
   logRequest(deps.logger, incoming.method ?? 'GET', path, 404, started, requestId);
 }

@@ -24,7 +24,8 @@ export function smtpTransportOptions(smtp: SmtpConfig) {
     greetingTimeout: CONNECT_TIMEOUT_MS,
     socketTimeout: SOCKET_TIMEOUT_MS,
   };
-  if (url.username || url.password) options.auth = { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) };
+  if (url.username || url.password)
+    options.auth = { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) };
   for (const name of BOOLEAN_OPTIONS) if (url.searchParams.get(name) === 'true') options[name] = true;
   if (url.searchParams.get('tls.rejectUnauthorized') === 'false') options.tls = { rejectUnauthorized: false };
   return options;
@@ -37,16 +38,29 @@ export function nodeMailSender(smtp: SmtpConfig): MailSender {
   return {
     async send(message) {
       try {
-        const info = (await transport.sendMail({ from: smtp.from, to: message.to, subject: message.subject, text: message.text, html: message.html })) as {
+        const info = (await transport.sendMail({
+          from: smtp.from,
+          to: message.to,
+          subject: message.subject,
+          text: message.text,
+          html: message.html,
+        })) as {
           accepted?: unknown[];
           rejected?: unknown[];
           response?: string;
         };
-        const list = (v: unknown[] | undefined) => (v ?? []).map((a) => (typeof a === 'string' ? a : String((a as { address?: string }).address ?? a)));
-        return { accepted: list(info.accepted), rejected: list(info.rejected), response: hide(String(info.response ?? '')) };
+        const list = (v: unknown[] | undefined) =>
+          (v ?? []).map((a) => (typeof a === 'string' ? a : String((a as { address?: string }).address ?? a)));
+        return {
+          accepted: list(info.accepted),
+          rejected: list(info.rejected),
+          response: hide(String(info.response ?? '')),
+        };
       } catch (err) {
         const e = err as { message?: string; code?: string; responseCode?: number };
-        throw Object.assign(new Error(hide(`${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}`)), { code: undefined });
+        throw Object.assign(new Error(hide(`${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}`)), {
+          code: undefined,
+        });
       }
     },
   };

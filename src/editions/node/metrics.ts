@@ -74,7 +74,11 @@ export function createNodeMetrics(deps: NodeMetricsDeps): AppMetrics {
     labelNames: ['result'],
     registers: [registry],
     async collect() {
-      const rows = await deps.store.db.selectFrom('alert_deliveries').select(['state', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
+      const rows = await deps.store.db
+        .selectFrom('alert_deliveries')
+        .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
+        .groupBy('state')
+        .execute();
       this.reset();
       for (const state of ['pending', 'sent', 'failed']) this.set({ result: state }, 0);
       for (const r of rows) this.set({ result: r.state }, Number(r.n));
@@ -85,7 +89,11 @@ export function createNodeMetrics(deps: NodeMetricsDeps): AppMetrics {
     help: 'Re-symbolication runs not done yet.',
     registers: [registry],
     async collect() {
-      const row = await deps.store.db.selectFrom('symbol_jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'pending').executeTakeFirst();
+      const row = await deps.store.db
+        .selectFrom('symbol_jobs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('state', '=', 'pending')
+        .executeTakeFirst();
       this.set(Number(row?.n ?? 0));
     },
   });

@@ -7,12 +7,23 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
-import { DatabaseConfigError, parseDatabaseUrl, redact, type Store, transactionalAtomic } from '../../store/database.js';
+import {
+  DatabaseConfigError,
+  parseDatabaseUrl,
+  redact,
+  type Store,
+  transactionalAtomic,
+} from '../../store/database.js';
 import { namedStatement } from '../../store/pg-statements.js';
 import { POSTGRES_CAPABILITIES } from '../../store/postgres.js';
 import type { Database } from '../../store/schema.js';
 import { SQLITE_CAPABILITIES } from '../../store/sqlite.js';
-import { CommitTally, startWalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES, type WalCheckpointer } from './wal-checkpointer.js';
+import {
+  CommitTally,
+  startWalCheckpointer,
+  WRITER_AUTOCHECKPOINT_PAGES,
+  type WalCheckpointer,
+} from './wal-checkpointer.js';
 
 /** A Store opened on Node. */
 export interface NodeStore extends Store {
@@ -67,7 +78,9 @@ function makeParentFolders(file: string): void {
       fs.mkdirSync(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
-      throw new DatabaseConfigError(`DATABASE_URL: cannot create the folder ${dir} for SQLite database ${file}: ${(err as Error).message}`);
+      throw new DatabaseConfigError(
+        `DATABASE_URL: cannot create the folder ${dir} for SQLite database ${file}: ${(err as Error).message}`,
+      );
     }
   }
 }
@@ -195,7 +208,9 @@ async function openPostgres(url: string): Promise<Store> {
     client.release();
   } catch (err) {
     await pool.end().catch(() => {});
-    throw new DatabaseConfigError(`DATABASE_URL: cannot connect to PostgreSQL ${description}: ${(err as Error).message}`);
+    throw new DatabaseConfigError(
+      `DATABASE_URL: cannot connect to PostgreSQL ${description}: ${(err as Error).message}`,
+    );
   }
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
@@ -217,7 +232,6 @@ async function openPostgres(url: string): Promise<Store> {
     },
   };
 }
-
 
 /**
  * Makes a pool client send the texts src/store/pg-statements.ts marked as named

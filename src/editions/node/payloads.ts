@@ -1,7 +1,12 @@
 // Stored payloads with the Node edition's codec (codec.ts): packing as ingest and import
 // do, and reading back as Buffers for Node-side callers (re-symbolication, tests).
 import type { Kysely } from 'kysely';
-import { packPayloads as packWith, readStoredPayloads, type PackedPayloads, type PayloadToPack } from '../../store/payloads.js';
+import {
+  packPayloads as packWith,
+  readStoredPayloads,
+  type PackedPayloads,
+  type PayloadToPack,
+} from '../../store/payloads.js';
 import type { Database, EventRow } from '../../store/schema.js';
 import { readStoredPayload } from '../../store/stored-payload.js';
 import { compress, decompress } from './codec.js';

@@ -50,7 +50,8 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
   const clock = options.clock ?? systemClock;
   const store = await openStore(config.databaseUrl, {
     backgroundCheckpoints: true,
-    onCheckpointError: (message) => logger.warn({ error: message }, 'background WAL checkpoint failed; the writer checkpoints itself'),
+    onCheckpointError: (message) =>
+      logger.warn({ error: message }, 'background WAL checkpoint failed; the writer checkpoints itself'),
   });
   try {
     const { applied, version } = await migrate(store);
@@ -162,17 +163,31 @@ export async function startServer(
   // Re-symbolication runs left pending by a stop mid-way go on.
   deps.symbols?.start();
   const retention = options.background
-    ? startRetentionJob({ store: deps.store, clock: deps.clock, logger: deps.logger, retentionDays: deps.config.retentionDays, ...RETENTION_DOMAINS })
+    ? startRetentionJob({
+        store: deps.store,
+        clock: deps.clock,
+        logger: deps.logger,
+        retentionDays: deps.config.retentionDays,
+        ...RETENTION_DOMAINS,
+      })
     : null;
   const alerts =
     options.alerts === false
       ? null
       : new AlertDispatcher(
-          { store: deps.store, clock: deps.clock, logger: deps.logger, config: deps.config, runtime: deps.alertRuntime ?? nodeAlertRuntimeFor(deps.config) },
+          {
+            store: deps.store,
+            clock: deps.clock,
+            logger: deps.logger,
+            config: deps.config,
+            runtime: deps.alertRuntime ?? nodeAlertRuntimeFor(deps.config),
+          },
           { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
         ).start();
   // Cron monitors are checked every minute (missed and timed-out runs); the dispatcher sends their alerts.
-  const monitors = options.background ? startMonitorJob({ store: deps.store, clock: deps.clock, logger: deps.logger, onAlerts: () => alerts?.wake() }) : null;
+  const monitors = options.background
+    ? startMonitorJob({ store: deps.store, clock: deps.clock, logger: deps.logger, onAlerts: () => alerts?.wake() })
+    : null;
   return {
     url,
     port: address.port,

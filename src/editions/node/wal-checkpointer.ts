@@ -135,7 +135,11 @@ export interface WalCheckpointer {
  * Starts checkpointing `file` in the background. `onError` hears about failed
  * checkpoints (the writer's safety-net checkpoint still bounds the WAL).
  */
-export function startWalCheckpointer(file: string, onError: (message: string) => void = () => {}, tally?: CommitTally): WalCheckpointer {
+export function startWalCheckpointer(
+  file: string,
+  onError: (message: string) => void = () => {},
+  tally?: CommitTally,
+): WalCheckpointer {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
@@ -163,7 +167,9 @@ export function startWalCheckpointer(file: string, onError: (message: string) =>
   return {
     async stop() {
       if (exited) return;
-      const stopped = new Promise<void>((resolve) => worker.on('message', (m: { stopped?: boolean }) => m.stopped && resolve()));
+      const stopped = new Promise<void>((resolve) =>
+        worker.on('message', (m: { stopped?: boolean }) => m.stopped && resolve()),
+      );
       worker.postMessage('stop');
       await Promise.race([stopped, exit, new Promise((r) => setTimeout(r, 2000).unref())]);
       await worker.terminate();

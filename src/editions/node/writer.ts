@@ -95,7 +95,8 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   const batchDeadlineMs = options.batchDeadlineMs ?? DEFAULT_BATCH_DEADLINE_MS;
   const fileUrl = sqliteFileUrl(deps.store);
   const threadFile = options.batchThreadFile ?? BATCH_THREAD_FILE;
-  const useThread = (options.batchThread ?? (options.random === undefined && batchThreadAvailable(threadFile))) && fileUrl !== null;
+  const useThread =
+    (options.batchThread ?? (options.random === undefined && batchThreadAvailable(threadFile))) && fileUrl !== null;
   let thread: BatchThread | null = null;
   if (useThread) {
     try {
@@ -146,7 +147,11 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
   function commitWithDeadline(works: PreparedWork[], items: number) {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new BatchOutcomeUnknownError(`the database did not finish the batch within ${batchDeadlineMs} ms`)), batchDeadlineMs);
+      timer = setTimeout(
+        () =>
+          reject(new BatchOutcomeUnknownError(`the database did not finish the batch within ${batchDeadlineMs} ms`)),
+        batchDeadlineMs,
+      );
     });
     // A batch that commits after its deadline was answered 503: SDKs resend, and the
     // resent events are recognised by event_id and counted once.
@@ -163,12 +168,17 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
         return result;
       } catch (err) {
         if (!thread.failure) throw err;
-        throw new BatchOutcomeUnknownError(`the batch thread stopped during the batch: ${thread.failure}`, { cause: err });
+        throw new BatchOutcomeUnknownError(`the batch thread stopped during the batch: ${thread.failure}`, {
+          cause: err,
+        });
       }
     }
     if (thread && !threadFailureLogged) {
       threadFailureLogged = true;
-      deps.logger.error({ reason: thread.failure }, 'the ingest batch thread stopped; batches now commit on the main thread');
+      deps.logger.error(
+        { reason: thread.failure },
+        'the ingest batch thread stopped; batches now commit on the main thread',
+      );
     }
     return commitIngestBatch(deps.store, works, { planner: ingestPlanner, random, compress });
   }
@@ -189,12 +199,18 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       // when the batch may have committed, nor after a deadline: whatever held the
       // batch up would hold each work up again.
       if (batch.length > 1 && !(err instanceof BatchOutcomeUnknownError) && (await deps.store.ping(2000))) {
-        deps.logger.warn({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; retrying its works one by one');
+        deps.logger.warn(
+          { err, works: batch.length, items },
+          'ingest batch failed and was rolled back; retrying its works one by one',
+        );
         for (const p of batch) await runBatch([p]);
         return;
       }
       counters.worksFailed += batch.length;
-      deps.logger.error({ err, works: batch.length, items }, 'ingest batch failed and was rolled back; its requests are answered 503');
+      deps.logger.error(
+        { err, works: batch.length, items },
+        'ingest batch failed and was rolled back; its requests are answered 503',
+      );
       const failure = new IngestUnavailableError(DATABASE_UNAVAILABLE, { cause: err });
       for (const p of batch) p.reject(failure);
       return;
@@ -222,7 +238,9 @@ export function createIngestWriter(deps: WriterDeps, options: WriterOptions = {}
       // runBatch settles its promises itself; this guard keeps the loop alive and
       // no request waiting if anything else ever throws (settling twice is a no-op).
       deps.logger.error({ err }, 'ingest writer loop failed');
-      const failure = new IngestUnavailableError('the ingest writer failed; nothing was stored, send again later', { cause: err });
+      const failure = new IngestUnavailableError('the ingest writer failed; nothing was stored, send again later', {
+        cause: err,
+      });
       for (const p of batch) p.reject(failure);
     }
   }

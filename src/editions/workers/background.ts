@@ -55,7 +55,15 @@ export async function sendRecordedAlerts(deps: AppDeps): Promise<PassSummary | n
   });
   try {
     const pass = await dispatcher.drain(WORKER_ALERT_PASS_WAIT_MS);
-    deps.logger.debug({ alerts: pass.alerts, deliveries_sent: pass.sent, deliveries_failed: pass.failed, deliveries_retried: pass.retried }, 'recorded alerts sent');
+    deps.logger.debug(
+      {
+        alerts: pass.alerts,
+        deliveries_sent: pass.sent,
+        deliveries_failed: pass.failed,
+        deliveries_retried: pass.retried,
+      },
+      'recorded alerts sent',
+    );
     return pass;
   } catch (err) {
     deps.logger.warn({ err }, 'sending recorded alerts failed; the 10-minute cron sends them');

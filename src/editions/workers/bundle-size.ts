@@ -7,7 +7,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BUNDLE_BUDGET_GZIP_BYTES, CLOUDFLARE_FREE_GZIP_BYTES, CLOUDFLARE_PAID_GZIP_BYTES, buildWorkerBundle } from './local.js';
+import {
+  BUNDLE_BUDGET_GZIP_BYTES,
+  CLOUDFLARE_FREE_GZIP_BYTES,
+  CLOUDFLARE_PAID_GZIP_BYTES,
+  buildWorkerBundle,
+} from './local.js';
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-worker-size-'));
@@ -20,7 +25,9 @@ async function main(): Promise<void> {
         `worker upload (what \`wrangler deploy\` sends, as its "Total Upload" counts it): ${kib(b.bytes)}, gzip ${kib(b.gzipBytes)}`,
         `Cloudflare's limit: ${kib(CLOUDFLARE_FREE_GZIP_BYTES)} gzipped on the free plan, ${kib(CLOUDFLARE_PAID_GZIP_BYTES)} on paid plans`,
         `budget: ${kib(BUNDLE_BUDGET_GZIP_BYTES)} gzipped, this project's own cap (a third of the free plan's limit, room for what is still to come): ` +
-          (over ? `${kib(b.gzipBytes - BUNDLE_BUDGET_GZIP_BYTES)} over` : `${kib(BUNDLE_BUDGET_GZIP_BYTES - b.gzipBytes)} left`),
+          (over
+            ? `${kib(b.gzipBytes - BUNDLE_BUDGET_GZIP_BYTES)} over`
+            : `${kib(BUNDLE_BUDGET_GZIP_BYTES - b.gzipBytes)} left`),
       ].join('\n') + '\n',
     );
     if (over) process.exitCode = 1;

@@ -48,13 +48,17 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
         blobs: deps.blobs,
         ...RETENTION_DOMAINS,
       });
-      if (summary.ran) deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
+      if (summary.ran)
+        deps.logger.info({ deleted: summary.deleted, issues_updated: summary.issuesUpdated }, formatSummary(summary));
       else deps.logger.info('retention skipped: another run holds the lease');
       // An upload whose request ended mid-way (the isolate stopped) leaves invisible rows.
       const swept = await sweepAbandonedWrites(deps.store.db, deps.clock.now() - ABANDONED_UPLOAD_MS);
       if (swept > 0) deps.logger.info({ symbol_files: swept }, 'half-written symbol uploads removed');
       // A queue keeps a message at most 14 days: an older receipt can meet no redelivery.
-      await deps.store.db.deleteFrom('ingest_receipts').where('committed_at', '<', deps.clock.now() - INGEST_RECEIPT_KEEP_MS).execute();
+      await deps.store.db
+        .deleteFrom('ingest_receipts')
+        .where('committed_at', '<', deps.clock.now() - INGEST_RECEIPT_KEEP_MS)
+        .execute();
       return;
     }
     case ALERTS_CRON: {
@@ -67,7 +71,13 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
         runtime: deps.alertRuntime ?? webAlertRuntime,
       });
       deps.logger.info(
-        { crash_spikes: spikes.spikes.length, alerts: pass.alerts, deliveries_sent: pass.sent, deliveries_failed: pass.failed, deliveries_retried: pass.retried },
+        {
+          crash_spikes: spikes.spikes.length,
+          alerts: pass.alerts,
+          deliveries_sent: pass.sent,
+          deliveries_failed: pass.failed,
+          deliveries_retried: pass.retried,
+        },
         'alerts checked and sent',
       );
       return;
@@ -78,7 +88,11 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
       if (ended > 0) deps.logger.info({ issues: ended }, 'snoozes ended');
       const monitors = await runMonitorCheck(deps.store, deps.clock.now());
       if (monitors.missed + monitors.timed_out > 0) deps.logger.info(monitors, 'cron monitors checked');
-      if ((await pendingAlertIds(deps.store.db, 1)).length > 0 || (await pendingAssigneeMails(deps.store.db, 1)).length > 0) await sendRecordedAlerts(deps);
+      if (
+        (await pendingAlertIds(deps.store.db, 1)).length > 0 ||
+        (await pendingAssigneeMails(deps.store.db, 1)).length > 0
+      )
+        await sendRecordedAlerts(deps);
       if (!deps.symbols) return;
       let events = 0;
       for (let step = 0; step < WORKER_RESYMBOLICATE_CRON_STEPS; step++) {

@@ -14,7 +14,11 @@ import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
 import type { AppDeps } from '../../context.js';
 import { createApp } from '../../http/app.js';
-import { WORKER_MAX_SOURCE_MAP_BYTES, WORKER_MAX_SYMBOL_FILE_BYTES, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
+import {
+  WORKER_MAX_SOURCE_MAP_BYTES,
+  WORKER_MAX_SYMBOL_FILE_BYTES,
+  WORKER_RESYMBOLICATE_STEP_EVENTS,
+} from '../../limits.js';
 import type { BlobBucket } from '../../store/blobs.js';
 import { readStoredPayloads } from '../../store/payloads.js';
 import { openD1Store, type D1Binding } from '../../store/d1.js';
@@ -174,5 +178,6 @@ async function migrateOnce(deps: AppDeps): Promise<void> {
 
 async function migrateAndLog(deps: AppDeps): Promise<void> {
   const { applied, version } = await migrate(deps.store);
-  if (applied.length > 0) deps.logger.info({ applied, version, database: deps.store.description }, 'database schema migrated');
+  if (applied.length > 0)
+    deps.logger.info({ applied, version, database: deps.store.description }, 'database schema migrated');
 }

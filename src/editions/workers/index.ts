@@ -24,7 +24,9 @@ export default {
       instance = workerInstance(env);
     } catch (err) {
       // A setting with a bad value: every request says which (as `serve` refuses to start).
-      console.log(JSON.stringify({ level: 60, time: Date.now(), msg: 'invalid settings', error: (err as Error).message }));
+      console.log(
+        JSON.stringify({ level: 60, time: Date.now(), msg: 'invalid settings', error: (err as Error).message }),
+      );
       return Response.json({ error: `invalid settings: ${(err as Error).message}` }, { status: 500 });
     }
     try {
@@ -32,7 +34,10 @@ export default {
     } catch (err) {
       instance.deps.logger.error({ err }, 'the D1 schema could not be migrated; answering 503');
       const health = new URL(request.url).pathname === '/health';
-      return new Response(health ? HEALTH_UNAVAILABLE : UNAVAILABLE, { status: 503, headers: { 'content-type': 'application/json' } });
+      return new Response(health ? HEALTH_UNAVAILABLE : UNAVAILABLE, {
+        status: 503,
+        headers: { 'content-type': 'application/json' },
+      });
     }
     const response = await instance.app.fetch(request, env, ctx);
     const after = instance.afterAnswer.take(instance.deps);

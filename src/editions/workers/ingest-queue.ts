@@ -201,7 +201,10 @@ function plan(group: Group, options: ConsumerOptions): Planned {
 }
 
 /** Consumes one delivered batch: see the header. Every message ends acknowledged or retried. */
-export async function consumeIngestBatch(batch: MessageBatch<unknown>, options: ConsumerOptions): Promise<ConsumerSummary> {
+export async function consumeIngestBatch(
+  batch: MessageBatch<unknown>,
+  options: ConsumerOptions,
+): Promise<ConsumerSummary> {
   const { store, logger } = options;
   const summary: ConsumerSummary = { committed: 0, redelivered: 0, retried: 0, refused: 0, oneBatch: false };
   const ids = batch.messages.map((m) => m.id);
@@ -209,7 +212,9 @@ export async function consumeIngestBatch(batch: MessageBatch<unknown>, options: 
   if (ids.length > 0) {
     // The ids travel as one JSON parameter: D1 binds at most 100 parameters a statement.
     const { rows } = await sql<{ message_id: string }>`
-      SELECT message_id FROM ingest_receipts WHERE message_id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`.execute(store.db);
+      SELECT message_id FROM ingest_receipts WHERE message_id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`.execute(
+      store.db,
+    );
     for (const r of rows) seen.add(r.message_id);
   }
 
@@ -237,7 +242,11 @@ export async function consumeIngestBatch(batch: MessageBatch<unknown>, options: 
   let alerts = 0;
   try {
     const planned = groupsOf(items).map((g) => plan(g, options));
-    if (options.bucket) await putObjects(options.bucket, planned.flatMap((p) => p.commit.objects));
+    if (options.bucket)
+      await putObjects(
+        options.bucket,
+        planned.flatMap((p) => p.commit.objects),
+      );
     const results = await store.atomic(planned.flatMap((p) => p.statements));
     let at = 0;
     for (const p of planned) {
@@ -262,7 +271,11 @@ export async function consumeIngestBatch(batch: MessageBatch<unknown>, options: 
         if (options.bucket) await putObjects(options.bucket, one.commit.objects);
         alerts += settle(one, (await store.atomic(one.statements)) as never, summary);
       } catch (commitErr) {
-        const receipt = await store.db.selectFrom('ingest_receipts').select('message_id').where('message_id', '=', item.message.id).executeTakeFirst();
+        const receipt = await store.db
+          .selectFrom('ingest_receipts')
+          .select('message_id')
+          .where('message_id', '=', item.message.id)
+          .executeTakeFirst();
         if (receipt) {
           item.message.ack();
           summary.redelivered++;
@@ -277,7 +290,11 @@ export async function consumeIngestBatch(batch: MessageBatch<unknown>, options: 
 }
 
 /** Acknowledges committed messages; the alerts their commit recorded. */
-function settle(p: Planned, results: { rows: Record<string, unknown>[]; numAffectedRows?: bigint }[], summary: ConsumerSummary): number {
+function settle(
+  p: Planned,
+  results: { rows: Record<string, unknown>[]; numAffectedRows?: bigint }[],
+  summary: ConsumerSummary,
+): number {
   for (const m of p.messages) m.ack();
   summary.committed += p.messages.length;
   if (p.commit.outcome(results).kind === 'quota_exceeded') summary.refused += p.messages.length;

@@ -59,7 +59,10 @@ export async function buildWorkerBundle(outdir: string, options: { minify?: bool
   });
   const file = path.join(outdir, 'index.js');
   // Besides the script, the outdir holds wrangler's README and the source map, which a deploy does not upload.
-  const modules = fs.readdirSync(outdir).filter((name) => name.endsWith('.wasm')).map((name) => path.join(outdir, name));
+  const modules = fs
+    .readdirSync(outdir)
+    .filter((name) => name.endsWith('.wasm'))
+    .map((name) => path.join(outdir, name));
   // Measured as wrangler measures its "Total Upload": the modules, then the script, as one gzip stream.
   const upload = Buffer.concat([...modules, file].map((f) => fs.readFileSync(f)));
   return { dir: outdir, file, modules, bytes: upload.length, gzipBytes: gzipSync(upload).length };
@@ -119,10 +122,12 @@ export async function startLocalWorker(options: LocalWorkerOptions): Promise<Loc
     host,
     port: options.port,
     log: new Log(options.log ? LogLevel.INFO : LogLevel.NONE),
-    handleRuntimeStdio: options.log ? undefined : (stdout: Readable, stderr: Readable) => {
-      stdout.resume();
-      stderr.resume();
-    },
+    handleRuntimeStdio: options.log
+      ? undefined
+      : (stdout: Readable, stderr: Readable) => {
+          stdout.resume();
+          stderr.resume();
+        },
   });
   const ready = await miniflare.ready;
   const url = `http://${host}:${ready.port}`;
@@ -131,7 +136,9 @@ export async function startLocalWorker(options: LocalWorkerOptions): Promise<Loc
     miniflare,
     async runCron(cron) {
       // Typed by @cloudflare/workers-types' Fetcher, which this repository does not install.
-      const worker = (await miniflare.getWorker()) as unknown as { scheduled(o: { cron: string; scheduledTime: Date }): Promise<unknown> };
+      const worker = (await miniflare.getWorker()) as unknown as {
+        scheduled(o: { cron: string; scheduledTime: Date }): Promise<unknown>;
+      };
       await worker.scheduled({ cron, scheduledTime: new Date() });
     },
     close: () => miniflare.dispose(),
@@ -191,7 +198,15 @@ async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
   const bundle = await buildWorkerBundle(path.join(REPO_ROOT, 'dist/worker'));
   if (stopping) process.exit(0);
-  const started = await startLocalWorker({ bundle, dataDir, port: config.port, settings, log: true, queue: process.env.WORKER_QUEUE !== '0', blobs: process.env.WORKER_BLOBS !== '0' });
+  const started = await startLocalWorker({
+    bundle,
+    dataDir,
+    port: config.port,
+    settings,
+    log: true,
+    queue: process.env.WORKER_QUEUE !== '0',
+    blobs: process.env.WORKER_BLOBS !== '0',
+  });
   worker = started;
   if (stopping) {
     await started.close();
@@ -200,7 +215,9 @@ async function main(): Promise<void> {
   process.stderr.write(`faultline (serverless edition) listening on ${started.url}, D1 in ${dataDir}\n`);
 
   const cron = (expression: string) => () =>
-    void started.runCron(expression).catch((err) => process.stderr.write(`cron ${expression} failed: ${(err as Error).message}\n`));
+    void started
+      .runCron(expression)
+      .catch((err) => process.stderr.write(`cron ${expression} failed: ${(err as Error).message}\n`));
   // The crons of wrangler.jsonc: retention a minute after start and then daily, alerts
   // every 10 minutes, re-symbolication steps every minute.
   timers.push(

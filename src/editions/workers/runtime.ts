@@ -5,7 +5,16 @@
 // (the format src/editions/node/codec.ts writes: a tag byte 0x01 and a Brotli stream, or a
 // zlib stream for older rows). All synchronous, as IngestRuntime and DecompressBlob
 // ask: Web DecompressionStream is asynchronous.
-import { Gunzip, Inflate, Unzlib, gunzipSync, inflateSync, unzlibSync, zlibSync, type FlateStreamHandler } from 'fflate';
+import {
+  Gunzip,
+  Inflate,
+  Unzlib,
+  gunzipSync,
+  inflateSync,
+  unzlibSync,
+  zlibSync,
+  type FlateStreamHandler,
+} from 'fflate';
 import { decompress as brotliDecompress } from 'brotli/decompress';
 import { md5 } from '@noble/hashes/legacy.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -32,7 +41,12 @@ interface FlateStream {
  * (a second pass over the input, which costs less than a millisecond for a typical
  * envelope).
  */
-function inflateCapped(stream: FlateStream, decode: (bytes: Uint8Array) => Uint8Array, bytes: Uint8Array, max: number): Uint8Array {
+function inflateCapped(
+  stream: FlateStream,
+  decode: (bytes: Uint8Array) => Uint8Array,
+  bytes: Uint8Array,
+  max: number,
+): Uint8Array {
   let total = 0;
   stream.ondata = (chunk) => {
     total += chunk.byteLength;

@@ -56,10 +56,17 @@ export interface BreakpadStackWin {
 
 function archName(arch: string): string {
   switch (arch) {
-    case 'x86_64': case 'amd64': return 'x86_64';
-    case 'x86': case 'i386': return 'x86';
-    case 'arm64': case 'aarch64': return 'arm64';
-    default: return arch;
+    case 'x86_64':
+    case 'amd64':
+      return 'x86_64';
+    case 'x86':
+    case 'i386':
+      return 'x86';
+    case 'arm64':
+    case 'aarch64':
+      return 'arm64';
+    default:
+      return arch;
   }
 }
 
@@ -73,8 +80,24 @@ export function debugIdOfBreakpadId(id: string): string | null {
 export class BreakpadReader {
   module: BreakpadModule | null = null;
   readonly t: DwarfTables = emptyTables();
-  readonly cfi: BreakpadCfi = { initFirstDelta: [], initAddr: [], initSize: [], initRules: [], deltaAddr: [], deltaRules: [] };
-  readonly win: BreakpadStackWin = { type: [], addr: [], size: [], paramSize: [], savedRegSize: [], localSize: [], program: [], allocatesBasePointer: [] };
+  readonly cfi: BreakpadCfi = {
+    initFirstDelta: [],
+    initAddr: [],
+    initSize: [],
+    initRules: [],
+    deltaAddr: [],
+    deltaRules: [],
+  };
+  readonly win: BreakpadStackWin = {
+    type: [],
+    addr: [],
+    size: [],
+    paramSize: [],
+    savedRegSize: [],
+    localSize: [],
+    program: [],
+    allocatesBasePointer: [],
+  };
   private readonly fileIds = new Map<number, number>();
   private readonly origins = new Map<number, string>();
   /** Per scope: the INLINE_ORIGIN id (-1 for FUNC scopes, named directly). */
@@ -136,9 +159,11 @@ export class BreakpadReader {
 
   private moduleLine(line: string): void {
     const parts = line.split(' ');
-    if (parts[0] !== 'MODULE' || parts.length < 5) throw new BadNativeFile('a Breakpad symbol file starts with a MODULE line');
+    if (parts[0] !== 'MODULE' || parts.length < 5)
+      throw new BadNativeFile('a Breakpad symbol file starts with a MODULE line');
     const debugId = debugIdOfBreakpadId(parts[3]);
-    if (!debugId) throw new BadNativeFile(`MODULE identifier ${JSON.stringify(parts[3].slice(0, 40))} is not a debug id`);
+    if (!debugId)
+      throw new BadNativeFile(`MODULE identifier ${JSON.stringify(parts[3].slice(0, 40))} is not a debug id`);
     this.module = { os: parts[1], arch: archName(parts[2]), debugId, name: parts.slice(4).join(' '), codeId: '' };
   }
 
@@ -226,7 +251,13 @@ export class BreakpadReader {
       return;
     }
     const parts = line.split(' ');
-    if (parts.length !== 4 || !HEX.test(parts[0]) || !HEX.test(parts[1]) || !/^-?[0-9]{1,10}$/.test(parts[2]) || !DEC.test(parts[3])) {
+    if (
+      parts.length !== 4 ||
+      !HEX.test(parts[0]) ||
+      !HEX.test(parts[1]) ||
+      !/^-?[0-9]{1,10}$/.test(parts[2]) ||
+      !DEC.test(parts[3])
+    ) {
       this.badLines++;
       return;
     }
@@ -256,7 +287,8 @@ export class BreakpadReader {
     const scope = this.newScope(-1, Number(parts[3]), parent, callFile, Number(parts[1]));
     this.inlineAt[depth] = scope;
     this.inlineAt.length = depth + 1;
-    for (let i = 4; i + 1 < parts.length; i += 2) this.addRange(parseInt(parts[i], 16), parseInt(parts[i + 1], 16), scope);
+    for (let i = 4; i + 1 < parts.length; i += 2)
+      this.addRange(parseInt(parts[i], 16), parseInt(parts[i + 1], 16), scope);
   }
 
   private publicRecord(line: string): void {
@@ -274,9 +306,9 @@ export class BreakpadReader {
     if (line.startsWith('STACK CFI INIT ')) {
       const parts = line.slice(15).split(' ');
       if (parts.length < 3 || !HEX.test(parts[0]) || !HEX.test(parts[1])) {
-      this.badLines++;
-      return;
-    }
+        this.badLines++;
+        return;
+      }
       cfi.initFirstDelta.push(cfi.deltaAddr.length);
       cfi.initAddr.push(parseInt(parts[0], 16));
       cfi.initSize.push(parseInt(parts[1], 16));
@@ -289,9 +321,9 @@ export class BreakpadReader {
       const sp = line.indexOf(' ', 10);
       const addr = line.slice(10, sp);
       if (sp < 0 || !HEX.test(addr)) {
-      this.badLines++;
-      return;
-    }
+        this.badLines++;
+        return;
+      }
       cfi.deltaAddr.push(parseInt(addr, 16));
       cfi.deltaRules.push(line.slice(sp + 1));
     }
@@ -386,7 +418,18 @@ export class BreakpadReader {
       t.seqEndRow.push(t.rowAddr.length);
     }
     const empty = { start: 0, end: 0 };
-    const sections: DwarfSections = { bytes, info: empty, abbrev: empty, line: empty, str: empty, lineStr: empty, strOffsets: empty, addr: empty, ranges: empty, rngLists: empty };
+    const sections: DwarfSections = {
+      bytes,
+      info: empty,
+      abbrev: empty,
+      line: empty,
+      str: empty,
+      lineStr: empty,
+      strOffsets: empty,
+      addr: empty,
+      ranges: empty,
+      rngLists: empty,
+    };
     // A PUBLIC symbol names addresses up to the next PUBLIC or FUNC record (Breakpad's
     // rule): FUNC records are symbols too, ending where they end.
     const symbols = [

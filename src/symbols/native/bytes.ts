@@ -107,11 +107,16 @@ export class ByteReader {
   /** Reads an unsigned value of 1, 2, 4 or 8 bytes. */
   uN(size: number): number {
     switch (size) {
-      case 1: return this.u8();
-      case 2: return this.u16();
-      case 4: return this.u32();
-      case 8: return this.u64();
-      default: throw new BadNativeFile(`unsupported value size ${size}`);
+      case 1:
+        return this.u8();
+      case 2:
+        return this.u16();
+      case 4:
+        return this.u32();
+      case 8:
+        return this.u64();
+      default:
+        throw new BadNativeFile(`unsupported value size ${size}`);
     }
   }
 

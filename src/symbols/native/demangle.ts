@@ -19,7 +19,9 @@ let ready: Promise<Demangler> | null = null;
 /** Instantiates the demangler (once per process or isolate). */
 export function createDemangler(module: WebAssembly.Module): Promise<Demangler> {
   ready ??= (async () => {
-    const instance = await WebAssembly.instantiate(module, { './index_bg.js': glue as unknown as WebAssembly.ModuleImports });
+    const instance = await WebAssembly.instantiate(module, {
+      './index_bg.js': glue as unknown as WebAssembly.ModuleImports,
+    });
     glue.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
     return (name: string) => demangleName(name, glue.demangle_any);

@@ -81,14 +81,53 @@ const AT_GNU_ADDR_BASE = 0x2133;
 const AT_GNU_RANGES_BASE = 0x2132;
 
 const FORM = {
-  addr: 0x01, block2: 0x03, block4: 0x04, data2: 0x05, data4: 0x06, data8: 0x07, string: 0x08,
-  block: 0x09, block1: 0x0a, data1: 0x0b, flag: 0x0c, sdata: 0x0d, strp: 0x0e, udata: 0x0f,
-  refAddr: 0x10, ref1: 0x11, ref2: 0x12, ref4: 0x13, ref8: 0x14, refUdata: 0x15, indirect: 0x16,
-  secOffset: 0x17, exprloc: 0x18, flagPresent: 0x19, strx: 0x1a, addrx: 0x1b, refSup4: 0x1c,
-  strpSup: 0x1d, data16: 0x1e, lineStrp: 0x1f, refSig8: 0x20, implicitConst: 0x21, loclistx: 0x22,
-  rnglistx: 0x23, refSup8: 0x24, strx1: 0x25, strx2: 0x26, strx3: 0x27, strx4: 0x28, addrx1: 0x29,
-  addrx2: 0x2a, addrx3: 0x2b, addrx4: 0x2c, gnuAddrIndex: 0x1f01, gnuStrIndex: 0x1f02,
-  gnuRefAlt: 0x1f20, gnuStrpAlt: 0x1f21,
+  addr: 0x01,
+  block2: 0x03,
+  block4: 0x04,
+  data2: 0x05,
+  data4: 0x06,
+  data8: 0x07,
+  string: 0x08,
+  block: 0x09,
+  block1: 0x0a,
+  data1: 0x0b,
+  flag: 0x0c,
+  sdata: 0x0d,
+  strp: 0x0e,
+  udata: 0x0f,
+  refAddr: 0x10,
+  ref1: 0x11,
+  ref2: 0x12,
+  ref4: 0x13,
+  ref8: 0x14,
+  refUdata: 0x15,
+  indirect: 0x16,
+  secOffset: 0x17,
+  exprloc: 0x18,
+  flagPresent: 0x19,
+  strx: 0x1a,
+  addrx: 0x1b,
+  refSup4: 0x1c,
+  strpSup: 0x1d,
+  data16: 0x1e,
+  lineStrp: 0x1f,
+  refSig8: 0x20,
+  implicitConst: 0x21,
+  loclistx: 0x22,
+  rnglistx: 0x23,
+  refSup8: 0x24,
+  strx1: 0x25,
+  strx2: 0x26,
+  strx3: 0x27,
+  strx4: 0x28,
+  addrx1: 0x29,
+  addrx2: 0x2a,
+  addrx3: 0x2b,
+  addrx4: 0x2c,
+  gnuAddrIndex: 0x1f01,
+  gnuStrIndex: 0x1f02,
+  gnuRefAlt: 0x1f20,
+  gnuStrpAlt: 0x1f21,
 } as const;
 
 interface Unit {
@@ -119,29 +158,75 @@ interface Abbrev {
 /** Fixed size of a form's value, -1 when it varies. */
 function formSize(form: number, u: { addrSize: number; offsetSize: number; version: number }): number {
   switch (form) {
-    case FORM.addr: return u.addrSize;
-    case FORM.data1: case FORM.ref1: case FORM.flag: case FORM.strx1: case FORM.addrx1: return 1;
-    case FORM.data2: case FORM.ref2: case FORM.strx2: case FORM.addrx2: return 2;
-    case FORM.strx3: case FORM.addrx3: return 3;
-    case FORM.data4: case FORM.ref4: case FORM.refSup4: case FORM.strx4: case FORM.addrx4: return 4;
-    case FORM.data8: case FORM.ref8: case FORM.refSig8: case FORM.refSup8: return 8;
-    case FORM.data16: return 16;
-    case FORM.strp: case FORM.secOffset: case FORM.lineStrp: case FORM.strpSup:
-    case FORM.gnuRefAlt: case FORM.gnuStrpAlt: return u.offsetSize;
-    case FORM.refAddr: return u.version <= 2 ? u.addrSize : u.offsetSize;
-    case FORM.flagPresent: case FORM.implicitConst: return 0;
-    default: return -1;
+    case FORM.addr:
+      return u.addrSize;
+    case FORM.data1:
+    case FORM.ref1:
+    case FORM.flag:
+    case FORM.strx1:
+    case FORM.addrx1:
+      return 1;
+    case FORM.data2:
+    case FORM.ref2:
+    case FORM.strx2:
+    case FORM.addrx2:
+      return 2;
+    case FORM.strx3:
+    case FORM.addrx3:
+      return 3;
+    case FORM.data4:
+    case FORM.ref4:
+    case FORM.refSup4:
+    case FORM.strx4:
+    case FORM.addrx4:
+      return 4;
+    case FORM.data8:
+    case FORM.ref8:
+    case FORM.refSig8:
+    case FORM.refSup8:
+      return 8;
+    case FORM.data16:
+      return 16;
+    case FORM.strp:
+    case FORM.secOffset:
+    case FORM.lineStrp:
+    case FORM.strpSup:
+    case FORM.gnuRefAlt:
+    case FORM.gnuStrpAlt:
+      return u.offsetSize;
+    case FORM.refAddr:
+      return u.version <= 2 ? u.addrSize : u.offsetSize;
+    case FORM.flagPresent:
+    case FORM.implicitConst:
+      return 0;
+    default:
+      return -1;
   }
 }
 
 const KNOWN_VARIABLE_FORMS = new Set<number>([
-  FORM.block2, FORM.block4, FORM.string, FORM.block, FORM.block1, FORM.sdata, FORM.udata,
-  FORM.refUdata, FORM.indirect, FORM.exprloc, FORM.strx, FORM.addrx, FORM.loclistx, FORM.rnglistx,
-  FORM.gnuAddrIndex, FORM.gnuStrIndex,
+  FORM.block2,
+  FORM.block4,
+  FORM.string,
+  FORM.block,
+  FORM.block1,
+  FORM.sdata,
+  FORM.udata,
+  FORM.refUdata,
+  FORM.indirect,
+  FORM.exprloc,
+  FORM.strx,
+  FORM.addrx,
+  FORM.loclistx,
+  FORM.rnglistx,
+  FORM.gnuAddrIndex,
+  FORM.gnuStrIndex,
 ]);
 
 function parseAbbrevs(
-  s: DwarfSections, offset: number, u: { addrSize: number; offsetSize: number; version: number },
+  s: DwarfSections,
+  offset: number,
+  u: { addrSize: number; offsetSize: number; version: number },
 ): { table: Map<number, Abbrev>; bytes: number } {
   const r = new ByteReader(s.bytes, s.abbrev.start, s.abbrev.end);
   r.seek(s.abbrev.start + offset);
@@ -161,15 +246,20 @@ function parseAbbrevs(
       const form = r.uleb();
       if (attr === 0 && form === 0) break;
       const size = formSize(form, u);
-      if (size < 0 && !KNOWN_VARIABLE_FORMS.has(form)) throw new BadNativeFile(`unknown DWARF form 0x${form.toString(16)}`);
+      if (size < 0 && !KNOWN_VARIABLE_FORMS.has(form))
+        throw new BadNativeFile(`unknown DWARF form 0x${form.toString(16)}`);
       implicit.push(form === FORM.implicitConst ? r.sleb() : 0);
       attrs.push(attr);
       forms.push(form);
       fixedSize = size < 0 || fixedSize < 0 ? -1 : fixedSize + size;
     }
     table.set(code, {
-      tag, hasChildren, attrs: Int32Array.from(attrs), forms: Int32Array.from(forms),
-      implicit: Float64Array.from(implicit), fixedSize,
+      tag,
+      hasChildren,
+      attrs: Int32Array.from(attrs),
+      forms: Int32Array.from(forms),
+      implicit: Float64Array.from(implicit),
+      fixedSize,
     });
   }
   return { table, bytes: r.pos - start };
@@ -193,22 +283,43 @@ interface DieValues {
 
 function emptyDie(): DieValues {
   return {
-    namePos: -1, linkPos: -1, ref: -1, lowPc: -1, highPc: -1, highPcIsOffset: false,
-    rangesOffset: -1, rangesIsIndex: false, callFile: -1, callLine: 0, stmtList: -1, compDirPos: -1,
+    namePos: -1,
+    linkPos: -1,
+    ref: -1,
+    lowPc: -1,
+    highPc: -1,
+    highPcIsOffset: false,
+    rangesOffset: -1,
+    rangesIsIndex: false,
+    callFile: -1,
+    callLine: 0,
+    stmtList: -1,
+    compDirPos: -1,
   };
 }
 
 export function emptyTables(): DwarfTables {
   return {
     files: [],
-    scopeNamePos: new GrowableF64(), scopeLinkPos: new GrowableF64(), scopeRef: new GrowableF64(),
-    scopeParent: new GrowableI32(), scopeCallFile: new GrowableI32(), scopeCallLine: new GrowableI32(),
+    scopeNamePos: new GrowableF64(),
+    scopeLinkPos: new GrowableF64(),
+    scopeRef: new GrowableF64(),
+    scopeParent: new GrowableI32(),
+    scopeCallFile: new GrowableI32(),
+    scopeCallLine: new GrowableI32(),
     scopeDepth: new GrowableI32(),
-    rangeLo: new GrowableF64(), rangeHi: new GrowableF64(), rangeScope: new GrowableI32(),
-    subOffset: new GrowableF64(), subNamePos: new GrowableF64(), subLinkPos: new GrowableF64(),
+    rangeLo: new GrowableF64(),
+    rangeHi: new GrowableF64(),
+    rangeScope: new GrowableI32(),
+    subOffset: new GrowableF64(),
+    subNamePos: new GrowableF64(),
+    subLinkPos: new GrowableF64(),
     subRef: new GrowableF64(),
-    rowAddr: new GrowableF64(), rowFile: new GrowableI32(), rowLine: new GrowableI32(),
-    seqFirstRow: new GrowableI32(), seqEndRow: new GrowableI32(),
+    rowAddr: new GrowableF64(),
+    rowFile: new GrowableI32(),
+    rowLine: new GrowableI32(),
+    seqFirstRow: new GrowableI32(),
+    seqEndRow: new GrowableI32(),
     badUnits: 0,
   };
 }
@@ -230,7 +341,10 @@ class DwarfReader {
   private abbrevBudget: number;
   private lineBudget: number;
 
-  constructor(private readonly s: DwarfSections, readonly t: DwarfTables) {
+  constructor(
+    private readonly s: DwarfSections,
+    readonly t: DwarfTables,
+  ) {
     this.rangeBudget = 2 * (s.ranges.end - s.ranges.start + s.rngLists.end - s.rngLists.start) + 65_536;
     this.abbrevBudget = 4 * (s.abbrev.end - s.abbrev.start) + (1 << 20);
     this.lineBudget = 4 * (s.line.end - s.line.start) + (1 << 20);
@@ -299,16 +413,27 @@ class DwarfReader {
     const key = `${abbrevOffset}:${addrSize}:${offsetSize}:${version}`;
     let abbrevs = this.abbrevCache.get(key);
     if (!abbrevs) {
-      if (abbrevOffset >= this.s.abbrev.end - this.s.abbrev.start) throw new BadNativeFile('abbrev offset out of bounds');
-      if (this.abbrevBudget <= 0) throw new BadNativeFile('abbreviation tables are parsed far more often than they are long');
+      if (abbrevOffset >= this.s.abbrev.end - this.s.abbrev.start)
+        throw new BadNativeFile('abbrev offset out of bounds');
+      if (this.abbrevBudget <= 0)
+        throw new BadNativeFile('abbreviation tables are parsed far more often than they are long');
       const parsed = parseAbbrevs(this.s, abbrevOffset, shape);
       this.abbrevBudget -= parsed.bytes;
       abbrevs = parsed.table;
       this.abbrevCache.set(key, abbrevs);
     }
     const unit: Unit = {
-      start, end, version, addrSize, offsetSize, strOffsetsBase: -1, addrBase: -1, rnglistsBase: -1,
-      rangesBase: 0, baseAddr: 0, fileIds: new Int32Array(0),
+      start,
+      end,
+      version,
+      addrSize,
+      offsetSize,
+      strOffsetsBase: -1,
+      addrBase: -1,
+      rnglistsBase: -1,
+      rangesBase: 0,
+      baseAddr: 0,
+      fileIds: new Int32Array(0),
     };
     this.readDies(r, unit, abbrevs);
   }
@@ -358,7 +483,9 @@ class DwarfReader {
           const parent = inlined ? parentScope : -1;
           t.scopeParent.push(parent);
           t.scopeDepth.push(parent === -1 ? 0 : t.scopeDepth.get(parent) + 1);
-          t.scopeCallFile.push(inlined && die.callFile >= 0 && die.callFile < u.fileIds.length ? u.fileIds[die.callFile] : -1);
+          t.scopeCallFile.push(
+            inlined && die.callFile >= 0 && die.callFile < u.fileIds.length ? u.fileIds[die.callFile] : -1,
+          );
           t.scopeCallLine.push(inlined ? die.callLine : 0);
           ownScope = scope;
         }
@@ -386,11 +513,21 @@ class DwarfReader {
       if (form === FORM.indirect) form = r.uleb();
       const value = form === FORM.implicitConst ? abbrev.implicit[i] : this.readRaw(r, u, form);
       switch (attr) {
-        case AT_STR_OFFSETS_BASE: u.strOffsetsBase = value; break;
-        case AT_ADDR_BASE: case AT_GNU_ADDR_BASE: u.addrBase = value; break;
-        case AT_RNGLISTS_BASE: u.rnglistsBase = value; break;
-        case AT_GNU_RANGES_BASE: u.rangesBase = value; break;
-        default: raw.push([attr, form, value]);
+        case AT_STR_OFFSETS_BASE:
+          u.strOffsetsBase = value;
+          break;
+        case AT_ADDR_BASE:
+        case AT_GNU_ADDR_BASE:
+          u.addrBase = value;
+          break;
+        case AT_RNGLISTS_BASE:
+          u.rnglistsBase = value;
+          break;
+        case AT_GNU_RANGES_BASE:
+          u.rangesBase = value;
+          break;
+        default:
+          raw.push([attr, form, value]);
       }
     }
     if (u.version >= 5) {
@@ -419,8 +556,16 @@ class DwarfReader {
       let form = forms[i];
       if (form === FORM.indirect) form = r.uleb();
       switch (attr) {
-        case AT_NAME: case AT_LINKAGE_NAME: case AT_MIPS_LINKAGE_NAME: case AT_LOW_PC: case AT_HIGH_PC:
-        case AT_RANGES: case AT_ABSTRACT_ORIGIN: case AT_SPECIFICATION: case AT_CALL_FILE: case AT_CALL_LINE: {
+        case AT_NAME:
+        case AT_LINKAGE_NAME:
+        case AT_MIPS_LINKAGE_NAME:
+        case AT_LOW_PC:
+        case AT_HIGH_PC:
+        case AT_RANGES:
+        case AT_ABSTRACT_ORIGIN:
+        case AT_SPECIFICATION:
+        case AT_CALL_FILE:
+        case AT_CALL_LINE: {
           const value = form === FORM.implicitConst ? abbrev.implicit[i] : this.readRaw(r, u, form);
           this.assign(u, die, attr, form, value);
           break;
@@ -433,10 +578,19 @@ class DwarfReader {
 
   private assign(u: Unit, die: DieValues, attr: number, form: number, value: number): void {
     switch (attr) {
-      case AT_NAME: die.namePos = this.strPos(u, form, value); break;
-      case AT_LINKAGE_NAME: case AT_MIPS_LINKAGE_NAME: die.linkPos = this.strPos(u, form, value); break;
-      case AT_COMP_DIR: die.compDirPos = this.strPos(u, form, value); break;
-      case AT_LOW_PC: die.lowPc = this.addrValue(u, form, value); break;
+      case AT_NAME:
+        die.namePos = this.strPos(u, form, value);
+        break;
+      case AT_LINKAGE_NAME:
+      case AT_MIPS_LINKAGE_NAME:
+        die.linkPos = this.strPos(u, form, value);
+        break;
+      case AT_COMP_DIR:
+        die.compDirPos = this.strPos(u, form, value);
+        break;
+      case AT_LOW_PC:
+        die.lowPc = this.addrValue(u, form, value);
+        break;
       case AT_HIGH_PC:
         if (isAddrForm(form)) {
           die.highPc = this.addrValue(u, form, value);
@@ -450,30 +604,76 @@ class DwarfReader {
         die.rangesOffset = value;
         die.rangesIsIndex = form === FORM.rnglistx;
         break;
-      case AT_ABSTRACT_ORIGIN: case AT_SPECIFICATION: die.ref = this.refValue(u, form, value); break;
-      case AT_CALL_FILE: die.callFile = value; break;
-      case AT_CALL_LINE: die.callLine = value; break;
-      case AT_STMT_LIST: die.stmtList = value; break;
+      case AT_ABSTRACT_ORIGIN:
+      case AT_SPECIFICATION:
+        die.ref = this.refValue(u, form, value);
+        break;
+      case AT_CALL_FILE:
+        die.callFile = value;
+        break;
+      case AT_CALL_LINE:
+        die.callLine = value;
+        break;
+      case AT_STMT_LIST:
+        die.stmtList = value;
+        break;
     }
   }
 
   /** The raw value of a form: a number, an index (strx/addrx) or a position (inline string). */
   private readRaw(r: ByteReader, u: Unit, form: number): number {
     switch (form) {
-      case FORM.addr: return r.uN(u.addrSize);
-      case FORM.data1: case FORM.ref1: case FORM.flag: case FORM.strx1: case FORM.addrx1: return r.u8();
-      case FORM.data2: case FORM.ref2: case FORM.strx2: case FORM.addrx2: return r.u16();
-      case FORM.strx3: case FORM.addrx3: return r.u24();
-      case FORM.data4: case FORM.ref4: case FORM.refSup4: case FORM.strx4: case FORM.addrx4: return r.u32();
-      case FORM.data8: case FORM.ref8: case FORM.refSig8: case FORM.refSup8: return r.u64();
-      case FORM.strp: case FORM.secOffset: case FORM.lineStrp: case FORM.strpSup:
-      case FORM.gnuRefAlt: case FORM.gnuStrpAlt: return r.uN(u.offsetSize);
-      case FORM.refAddr: return r.uN(u.version <= 2 ? u.addrSize : u.offsetSize);
-      case FORM.sdata: return r.sleb();
-      case FORM.udata: case FORM.refUdata: case FORM.strx: case FORM.addrx: case FORM.loclistx:
-      case FORM.rnglistx: case FORM.gnuAddrIndex: case FORM.gnuStrIndex: return r.uleb();
-      case FORM.string: return r.skipCString();
-      case FORM.flagPresent: return 1;
+      case FORM.addr:
+        return r.uN(u.addrSize);
+      case FORM.data1:
+      case FORM.ref1:
+      case FORM.flag:
+      case FORM.strx1:
+      case FORM.addrx1:
+        return r.u8();
+      case FORM.data2:
+      case FORM.ref2:
+      case FORM.strx2:
+      case FORM.addrx2:
+        return r.u16();
+      case FORM.strx3:
+      case FORM.addrx3:
+        return r.u24();
+      case FORM.data4:
+      case FORM.ref4:
+      case FORM.refSup4:
+      case FORM.strx4:
+      case FORM.addrx4:
+        return r.u32();
+      case FORM.data8:
+      case FORM.ref8:
+      case FORM.refSig8:
+      case FORM.refSup8:
+        return r.u64();
+      case FORM.strp:
+      case FORM.secOffset:
+      case FORM.lineStrp:
+      case FORM.strpSup:
+      case FORM.gnuRefAlt:
+      case FORM.gnuStrpAlt:
+        return r.uN(u.offsetSize);
+      case FORM.refAddr:
+        return r.uN(u.version <= 2 ? u.addrSize : u.offsetSize);
+      case FORM.sdata:
+        return r.sleb();
+      case FORM.udata:
+      case FORM.refUdata:
+      case FORM.strx:
+      case FORM.addrx:
+      case FORM.loclistx:
+      case FORM.rnglistx:
+      case FORM.gnuAddrIndex:
+      case FORM.gnuStrIndex:
+        return r.uleb();
+      case FORM.string:
+        return r.skipCString();
+      case FORM.flagPresent:
+        return 1;
       default:
         this.skipForm(r, u, form);
         return -1;
@@ -487,38 +687,69 @@ class DwarfReader {
       return;
     }
     switch (form) {
-      case FORM.block1: r.skip(r.u8()); return;
-      case FORM.block2: r.skip(r.u16()); return;
-      case FORM.block4: r.skip(r.u32()); return;
-      case FORM.block: case FORM.exprloc: r.skip(r.uleb()); return;
-      case FORM.string: r.skipCString(); return;
-      case FORM.sdata: r.sleb(); return;
-      case FORM.udata: case FORM.refUdata: case FORM.strx: case FORM.addrx: case FORM.loclistx:
-      case FORM.rnglistx: case FORM.gnuAddrIndex: case FORM.gnuStrIndex: r.uleb(); return;
+      case FORM.block1:
+        r.skip(r.u8());
+        return;
+      case FORM.block2:
+        r.skip(r.u16());
+        return;
+      case FORM.block4:
+        r.skip(r.u32());
+        return;
+      case FORM.block:
+      case FORM.exprloc:
+        r.skip(r.uleb());
+        return;
+      case FORM.string:
+        r.skipCString();
+        return;
+      case FORM.sdata:
+        r.sleb();
+        return;
+      case FORM.udata:
+      case FORM.refUdata:
+      case FORM.strx:
+      case FORM.addrx:
+      case FORM.loclistx:
+      case FORM.rnglistx:
+      case FORM.gnuAddrIndex:
+      case FORM.gnuStrIndex:
+        r.uleb();
+        return;
       case FORM.indirect: {
         const actual = r.uleb();
         if (actual === FORM.indirect) throw new BadNativeFile('indirect form names itself');
         this.skipForm(r, u, actual);
         return;
       }
-      default: throw new BadNativeFile(`unknown DWARF form 0x${form.toString(16)}`);
+      default:
+        throw new BadNativeFile(`unknown DWARF form 0x${form.toString(16)}`);
     }
   }
 
   private strPos(u: Unit, form: number, value: number): number {
     const s = this.s;
     switch (form) {
-      case FORM.string: return value;
-      case FORM.strp: return within(s.str, value);
-      case FORM.lineStrp: return within(s.lineStr, value);
-      case FORM.strx: case FORM.strx1: case FORM.strx2: case FORM.strx3: case FORM.strx4: case FORM.gnuStrIndex: {
+      case FORM.string:
+        return value;
+      case FORM.strp:
+        return within(s.str, value);
+      case FORM.lineStrp:
+        return within(s.lineStr, value);
+      case FORM.strx:
+      case FORM.strx1:
+      case FORM.strx2:
+      case FORM.strx3:
+      case FORM.strx4:
+      case FORM.gnuStrIndex: {
         if (u.strOffsetsBase < 0) return -1;
         const at = s.strOffsets.start + u.strOffsetsBase + value * u.offsetSize;
         if (value < 0 || at + u.offsetSize > s.strOffsets.end) throw new BadNativeFile('string index out of bounds');
         const r = new ByteReader(s.bytes, at, s.strOffsets.end);
         return within(s.str, r.uN(u.offsetSize));
       }
-      default: return -1;
+      default:
+        return -1;
     }
   }
 
@@ -538,7 +769,11 @@ class DwarfReader {
 
   private refValue(u: Unit, form: number, value: number): number {
     switch (form) {
-      case FORM.ref1: case FORM.ref2: case FORM.ref4: case FORM.ref8: case FORM.refUdata:
+      case FORM.ref1:
+      case FORM.ref2:
+      case FORM.ref4:
+      case FORM.ref8:
+      case FORM.refUdata:
         return u.start + value;
       case FORM.refAddr:
         return this.s.info.start + value;
@@ -605,15 +840,44 @@ class DwarfReader {
       this.spendRangeEntry();
       const kind = r.u8();
       switch (kind) {
-        case 0: return;
-        case 1: base = this.addrAt(u, r.uleb()); break;
-        case 2: { const a = this.addrAt(u, r.uleb()); const b = this.addrAt(u, r.uleb()); this.pushRange(a, b, scope); break; }
-        case 3: { const a = this.addrAt(u, r.uleb()); this.pushRange(a, a + r.uleb(), scope); break; }
-        case 4: { const a = r.uleb(); const b = r.uleb(); this.pushRange(base + a, base + b, scope); break; }
-        case 5: base = r.uN(u.addrSize); break;
-        case 6: { const a = r.uN(u.addrSize); const b = r.uN(u.addrSize); this.pushRange(a, b, scope); break; }
-        case 7: { const a = r.uN(u.addrSize); this.pushRange(a, a + r.uleb(), scope); break; }
-        default: throw new BadNativeFile(`unknown range list entry ${kind}`);
+        case 0:
+          return;
+        case 1:
+          base = this.addrAt(u, r.uleb());
+          break;
+        case 2: {
+          const a = this.addrAt(u, r.uleb());
+          const b = this.addrAt(u, r.uleb());
+          this.pushRange(a, b, scope);
+          break;
+        }
+        case 3: {
+          const a = this.addrAt(u, r.uleb());
+          this.pushRange(a, a + r.uleb(), scope);
+          break;
+        }
+        case 4: {
+          const a = r.uleb();
+          const b = r.uleb();
+          this.pushRange(base + a, base + b, scope);
+          break;
+        }
+        case 5:
+          base = r.uN(u.addrSize);
+          break;
+        case 6: {
+          const a = r.uN(u.addrSize);
+          const b = r.uN(u.addrSize);
+          this.pushRange(a, b, scope);
+          break;
+        }
+        case 7: {
+          const a = r.uN(u.addrSize);
+          this.pushRange(a, a + r.uleb(), scope);
+          break;
+        }
+        default:
+          throw new BadNativeFile(`unknown range list entry ${kind}`);
       }
     }
   }
@@ -728,8 +992,14 @@ class DwarfReader {
   }
 
   private runLineProgram(
-    r: ByteReader, addrSize: number, minInst: number, lineBase: number, lineRange: number,
-    opcodeBase: number, stdLengths: Uint8Array, fileIds: Int32Array,
+    r: ByteReader,
+    addrSize: number,
+    minInst: number,
+    lineBase: number,
+    lineRange: number,
+    opcodeBase: number,
+    stdLengths: Uint8Array,
+    fileIds: Int32Array,
   ): void {
     const t = this.t;
     let seqStart = t.rowAddr.length;
@@ -751,7 +1021,8 @@ class DwarfReader {
     };
     const endSequence = (): void => {
       let n = t.rowAddr.length;
-      if (n > seqStart && t.rowAddr.get(n - 1) === address) t.rowAddr.length = t.rowFile.length = t.rowLine.length = --n;
+      if (n > seqStart && t.rowAddr.get(n - 1) === address)
+        t.rowAddr.length = t.rowFile.length = t.rowLine.length = --n;
       if (n > seqStart && address > t.rowAddr.get(seqStart)) {
         t.rowAddr.push(address);
         t.rowFile.push(-1);
@@ -788,15 +1059,35 @@ class DwarfReader {
           r.seek(next);
           break;
         }
-        case 1: emit(); break;
-        case 2: address += r.uleb() * minInst; break;
-        case 3: line += r.sleb(); break;
-        case 4: file = r.uleb(); break;
-        case 5: r.uleb(); break;
-        case 8: address += Math.floor((255 - opcodeBase) / lineRange) * minInst; break;
-        case 9: address += r.u16(); break;
-        case 6: case 7: case 10: case 11: break;
-        case 12: r.uleb(); break;
+        case 1:
+          emit();
+          break;
+        case 2:
+          address += r.uleb() * minInst;
+          break;
+        case 3:
+          line += r.sleb();
+          break;
+        case 4:
+          file = r.uleb();
+          break;
+        case 5:
+          r.uleb();
+          break;
+        case 8:
+          address += Math.floor((255 - opcodeBase) / lineRange) * minInst;
+          break;
+        case 9:
+          address += r.u16();
+          break;
+        case 6:
+        case 7:
+        case 10:
+        case 11:
+          break;
+        case 12:
+          r.uleb();
+          break;
         default:
           for (let i = 0; i < stdLengths[op]; i++) r.uleb();
       }
@@ -807,13 +1098,30 @@ class DwarfReader {
 }
 
 function resetDie(d: DieValues): void {
-  d.namePos = -1; d.linkPos = -1; d.ref = -1; d.lowPc = -1; d.highPc = -1; d.highPcIsOffset = false;
-  d.rangesOffset = -1; d.rangesIsIndex = false; d.callFile = -1; d.callLine = 0; d.stmtList = -1; d.compDirPos = -1;
+  d.namePos = -1;
+  d.linkPos = -1;
+  d.ref = -1;
+  d.lowPc = -1;
+  d.highPc = -1;
+  d.highPcIsOffset = false;
+  d.rangesOffset = -1;
+  d.rangesIsIndex = false;
+  d.callFile = -1;
+  d.callLine = 0;
+  d.stmtList = -1;
+  d.compDirPos = -1;
 }
 
 function isAddrForm(form: number): boolean {
-  return form === FORM.addr || form === FORM.addrx || form === FORM.addrx1 || form === FORM.addrx2
-    || form === FORM.addrx3 || form === FORM.addrx4 || form === FORM.gnuAddrIndex;
+  return (
+    form === FORM.addr ||
+    form === FORM.addrx ||
+    form === FORM.addrx1 ||
+    form === FORM.addrx2 ||
+    form === FORM.addrx3 ||
+    form === FORM.addrx4 ||
+    form === FORM.gnuAddrIndex
+  );
 }
 
 function within(w: Window, offset: number): number {

@@ -78,14 +78,23 @@ export function looksLikeElf(head: Uint8Array): boolean {
 
 function archOf(machine: number, flags: number): string {
   switch (machine) {
-    case 3: return 'x86';
-    case 62: return 'x86_64';
-    case 183: return 'arm64';
-    case EM_ARM: return 'arm';
-    case 20: return 'ppc';
-    case 21: return 'ppc64';
-    case 8: case 10: return flags & 0x6000 ? 'mips64' : 'mips';
-    default: return 'unknown';
+    case 3:
+      return 'x86';
+    case 62:
+      return 'x86_64';
+    case 183:
+      return 'arm64';
+    case EM_ARM:
+      return 'arm';
+    case 20:
+      return 'ppc';
+    case 21:
+      return 'ppc64';
+    case 8:
+    case 10:
+      return flags & 0x6000 ? 'mips64' : 'mips';
+    default:
+      return 'unknown';
   }
 }
 
@@ -158,11 +167,26 @@ function readHeader(head: Uint8Array, size: number): Header {
   const shnum = r.u16();
   const shstrndx = r.u16();
   if (phnum === 0xffff) phnum = 0; // PN_XNUM: real files never have that many
-  const h: Header = { is64, littleEndian, type, machine, flags, phoff, phentsize, phnum, shoff, shentsize, shnum, shstrndx };
+  const h: Header = {
+    is64,
+    littleEndian,
+    type,
+    machine,
+    flags,
+    phoff,
+    phentsize,
+    phnum,
+    shoff,
+    shentsize,
+    shnum,
+    shstrndx,
+  };
   if (phnum > MAX_PROGRAM_HEADERS) throw new BadNativeFile(`${phnum} program headers`);
-  if (phnum > 0 && (phentsize < (is64 ? 56 : 32) || phoff + phnum * phentsize > size)) throw new BadNativeFile('program headers lie outside the file');
+  if (phnum > 0 && (phentsize < (is64 ? 56 : 32) || phoff + phnum * phentsize > size))
+    throw new BadNativeFile('program headers lie outside the file');
   if (shnum > MAX_SECTIONS) throw new BadNativeFile(`${shnum} sections`);
-  if (shnum > 0 && (shentsize < (is64 ? 64 : 40) || shoff + shnum * shentsize > size)) throw new BadNativeFile('section headers lie outside the file');
+  if (shnum > 0 && (shentsize < (is64 ? 64 : 40) || shoff + shnum * shentsize > size))
+    throw new BadNativeFile('section headers lie outside the file');
   return h;
 }
 
@@ -204,7 +228,8 @@ async function readElfWith(read: Read, size: number): Promise<ElfFile> {
       const filesz = is64 ? r.u64() : r.u32();
       if (type === PT_LOAD && loadAddress < 0) loadAddress = vaddr;
       if (type === 3) hasInterpreter = true; // PT_INTERP
-      if (type === PT_NOTE && filesz > 0 && filesz <= MAX_NOTE_BYTES && offset + filesz <= size) noteSegments.push([offset, filesz]);
+      if (type === PT_NOTE && filesz > 0 && filesz <= MAX_NOTE_BYTES && offset + filesz <= size)
+        noteSegments.push([offset, filesz]);
     }
   }
 
@@ -225,10 +250,21 @@ async function readElfWith(read: Read, size: number): Promise<ElfFile> {
       r.skip(is64 ? 8 : 4); // addralign
       const entsize = is64 ? r.u64() : r.u32();
       const hasBytes = type !== SHT_NOBITS && offset !== 0 && sz > 0 && offset + sz <= size;
-      raw.push({ name: '', nameOffset, type, flags, addr, size: sz, fileOffset: hasBytes ? offset : -1, link, entsize });
+      raw.push({
+        name: '',
+        nameOffset,
+        type,
+        flags,
+        addr,
+        size: sz,
+        fileOffset: hasBytes ? offset : -1,
+        link,
+        entsize,
+      });
     }
     const names = h.shstrndx < raw.length ? raw[h.shstrndx] : undefined;
-    const nameBytes = names && names.fileOffset >= 0 ? await read(names.fileOffset, Math.min(names.size, 1 << 20)) : new Uint8Array(0);
+    const nameBytes =
+      names && names.fileOffset >= 0 ? await read(names.fileOffset, Math.min(names.size, 1 << 20)) : new Uint8Array(0);
     for (const s of raw) {
       const { nameOffset, ...section } = s;
       section.name = nameOffset < nameBytes.byteLength ? cString(nameBytes, nameOffset) : '';
@@ -243,7 +279,9 @@ async function readElfWith(read: Read, size: number): Promise<ElfFile> {
     if (buildId) break;
   }
   if (!buildId) {
-    const note = sections.find((s) => s.type === SHT_NOTE && s.name === '.note.gnu.build-id' && s.fileOffset >= 0 && s.size <= MAX_NOTE_BYTES);
+    const note = sections.find(
+      (s) => s.type === SHT_NOTE && s.name === '.note.gnu.build-id' && s.fileOffset >= 0 && s.size <= MAX_NOTE_BYTES,
+    );
     if (note) buildId = buildIdInNotes(await read(note.fileOffset, note.size), littleEndian);
   }
 
@@ -265,19 +303,31 @@ async function readElfWith(read: Read, size: number): Promise<ElfFile> {
     const bytes = await read(link.fileOffset, link.size);
     const name = cString(bytes, 0);
     const crcAt = (name.length + 1 + 3) & ~3;
-    if (name && crcAt + 4 <= bytes.byteLength) debugLink = { name, crc: new ByteReader(bytes, crcAt, crcAt + 4, littleEndian).u32() };
+    if (name && crcAt + 4 <= bytes.byteLength)
+      debugLink = { name, crc: new ByteReader(bytes, crcAt, crcAt + 4, littleEndian).u32() };
   }
 
   return {
-    is64, littleEndian, type: h.type, machine: h.machine, arch: archOf(h.machine, h.flags), debugId,
-    codeId: buildId ? hexOf(buildId) : '', loadAddress: Math.max(loadAddress, 0), hasInterpreter, sections, debugLink, size,
+    is64,
+    littleEndian,
+    type: h.type,
+    machine: h.machine,
+    arch: archOf(h.machine, h.flags),
+    debugId,
+    codeId: buildId ? hexOf(buildId) : '',
+    loadAddress: Math.max(loadAddress, 0),
+    hasInterpreter,
+    sections,
+    debugLink,
+    size,
   };
 }
 
 /** An ELF file in memory. Throws BadNativeFile when it is not one. */
 export function readElf(bytes: Uint8Array): Promise<ElfFile> {
   return readElfWith((offset, length) => {
-    if (offset < 0 || offset + length > bytes.byteLength) throw new BadNativeFile('a read runs past the end of the file');
+    if (offset < 0 || offset + length > bytes.byteLength)
+      throw new BadNativeFile('a read runs past the end of the file');
     return bytes.subarray(offset, offset + length);
   }, bytes.byteLength);
 }
@@ -294,11 +344,16 @@ export function readElfFrom(source: ByteRangeSource): Promise<ElfFile> {
 /** Sentry's object kind of an ELF file (a stripped-off debug file keeps ET_EXEC but loses its interpreter). */
 export function elfObjectKind(elf: ElfFile): string {
   switch (elf.type) {
-    case 1: return 'rel';
-    case 2: return elf.hasInterpreter ? 'exe' : 'dbg';
-    case 3: return elf.sections.some((s) => s.name === '.text' && s.type !== SHT_NOBITS) ? 'lib' : 'dbg';
-    case 4: return 'dump';
-    default: return 'other';
+    case 1:
+      return 'rel';
+    case 2:
+      return elf.hasInterpreter ? 'exe' : 'dbg';
+    case 3:
+      return elf.sections.some((s) => s.name === '.text' && s.type !== SHT_NOBITS) ? 'lib' : 'dbg';
+    case 4:
+      return 'dump';
+    default:
+      return 'other';
   }
 }
 
@@ -366,10 +421,12 @@ export function readElfSymbols(bytes: Uint8Array, elf: ElfFile, tables = elfSymb
       }
       const type = info & 0xf;
       if (type === STT_FILE) {
-        file = nameOffset > 0 && nameOffset < strings.size ? cString(bytes, strings.fileOffset + nameOffset, strEnd) : '';
+        file =
+          nameOffset > 0 && nameOffset < strings.size ? cString(bytes, strings.fileOffset + nameOffset, strEnd) : '';
         continue;
       }
-      if ((type !== STT_FUNC && type !== STT_NOTYPE) || shndx === SHN_UNDEF || shndx >= SHN_LORESERVE || value === 0) continue;
+      if ((type !== STT_FUNC && type !== STT_NOTYPE) || shndx === SHN_UNDEF || shndx >= SHN_LORESERVE || value === 0)
+        continue;
       if (type === STT_NOTYPE && size === 0) continue; // labels and mapping symbols ($x, $d, $t)
       if (nameOffset === 0 || nameOffset >= strings.size) continue;
       const addr = elf.machine === EM_ARM ? value - (value % 2) : value;
@@ -410,14 +467,18 @@ export function elfIndexRanges(elf: ElfFile): [number, number][] {
     if (s) out.push([s.fileOffset, s.fileOffset + s.size]);
   }
   for (const { table, strings } of elfSymbolTables(elf)) {
-    out.push([table.fileOffset, table.fileOffset + table.size], [strings.fileOffset, strings.fileOffset + strings.size]);
+    out.push(
+      [table.fileOffset, table.fileOffset + table.size],
+      [strings.fileOffset, strings.fileOffset + strings.size],
+    );
   }
   return out;
 }
 
 /** `elf` with its sections' offsets moved (by `moved`) into a buffer of `size` bytes holding elfIndexRanges. */
 export function movedElf(elf: ElfFile, moved: (offset: number) => number, size: number): ElfFile {
-  const sections = elf.sections.map((s) => ({ ...s, fileOffset: s.fileOffset >= 0 ? moved(s.fileOffset) : -1 }))
+  const sections = elf.sections
+    .map((s) => ({ ...s, fileOffset: s.fileOffset >= 0 ? moved(s.fileOffset) : -1 }))
     .map((s) => (s.fileOffset >= 0 && s.fileOffset + s.size <= size ? s : { ...s, fileOffset: -1 }));
   return { ...elf, sections, size };
 }
@@ -432,14 +493,16 @@ function inflateExactly(data: Uint8Array, size: number, what: string): Uint8Arra
   const out = new Uint8Array(size);
   let at = 0;
   const inflater = new Unzlib((chunk) => {
-    if (at + chunk.byteLength > size) throw new BadNativeFile(`${what} inflates to more than the ${size} bytes its header says`);
+    if (at + chunk.byteLength > size)
+      throw new BadNativeFile(`${what} inflates to more than the ${size} bytes its header says`);
     out.set(chunk, at);
     at += chunk.byteLength;
   });
   try {
     // In steps, so a bomb stops at the size its header gives rather than after inflating whole.
     const STEP = 64 * 1024;
-    for (let i = 0; i < data.byteLength || i === 0; i += STEP) inflater.push(data.subarray(i, i + STEP), i + STEP >= data.byteLength);
+    for (let i = 0; i < data.byteLength || i === 0; i += STEP)
+      inflater.push(data.subarray(i, i + STEP), i + STEP >= data.byteLength);
   } catch (err) {
     if (err instanceof BadNativeFile) throw err;
     throw new BadNativeFile(`${what} is not valid zlib data`);
@@ -477,7 +540,11 @@ export function inflateElfDebugSections(bytes: Uint8Array, elf: ElfFile): { byte
       if (elf.is64) r.skip(4);
       const size = elf.is64 ? r.u64() : r.u32();
       r.skip(elf.is64 ? 8 : 4); // ch_addralign
-      inflated.push({ section: s, name, data: type === ELFCOMPRESS_ZLIB ? inflateExactly(raw.subarray(r.pos), size, s.name) : null });
+      inflated.push({
+        section: s,
+        name,
+        data: type === ELFCOMPRESS_ZLIB ? inflateExactly(raw.subarray(r.pos), size, s.name) : null,
+      });
     }
   }
   if (inflated.length === 0) return { bytes, elf };
@@ -493,22 +560,34 @@ export function inflateElfDebugSections(bytes: Uint8Array, elf: ElfFile): { byte
       continue;
     }
     out.set(data, at);
-    replaced.set(section, { ...section, name, flags: section.flags & ~SHF_COMPRESSED, fileOffset: at, size: data.byteLength });
+    replaced.set(section, {
+      ...section,
+      name,
+      flags: section.flags & ~SHF_COMPRESSED,
+      fileOffset: at,
+      size: data.byteLength,
+    });
     at += data.byteLength;
   }
   return { bytes: out, elf: { ...elf, sections: elf.sections.map((s) => replaced.get(s) ?? s) } };
 }
 
 /** What the lookup index of an ELF file is built from (`bytes` holds the sections at their fileOffset). */
-export function elfIndexParts(bytes: Uint8Array, elf: ElfFile): { sections: DwarfSections; symbols: { name: string; addr: number; end: number }[] } {
+export function elfIndexParts(
+  bytes: Uint8Array,
+  elf: ElfFile,
+): { sections: DwarfSections; symbols: { name: string; addr: number; end: number }[] } {
   const sections = { bytes } as DwarfSections;
   for (const [key, name] of Object.entries(ELF_DWARF_SECTION_NAMES)) {
     const s = elfSection(elf, name);
-    sections[key as keyof typeof ELF_DWARF_SECTION_NAMES] = s && (s.flags & SHF_COMPRESSED) === 0 && s.fileOffset + s.size <= bytes.byteLength
-      ? { start: s.fileOffset, end: s.fileOffset + s.size }
-      : { start: 0, end: 0 };
+    sections[key as keyof typeof ELF_DWARF_SECTION_NAMES] =
+      s && (s.flags & SHF_COMPRESSED) === 0 && s.fileOffset + s.size <= bytes.byteLength
+        ? { start: s.fileOffset, end: s.fileOffset + s.size }
+        : { start: 0, end: 0 };
   }
-  const code = elf.sections.filter((s) => s.size > 0 && s.addr > 0 && (s.flags & 0x4) !== 0).sort((a, b) => a.addr - b.addr); // SHF_EXECINSTR
+  const code = elf.sections
+    .filter((s) => s.size > 0 && s.addr > 0 && (s.flags & 0x4) !== 0)
+    .sort((a, b) => a.addr - b.addr); // SHF_EXECINSTR
   // By binary search: a hostile file may hold many sections and many symbols at once.
   const sectionEnd = (addr: number): number => {
     let lo = 0;
@@ -523,6 +602,11 @@ export function elfIndexParts(bytes: Uint8Array, elf: ElfFile): { sections: Dwar
     }
     return found >= 0 && addr < code[found].addr + code[found].size ? code[found].addr + code[found].size : Infinity;
   };
-  const symbols = readElfSymbols(bytes, elf).map((s) => ({ name: s.name, addr: s.addr, end: s.size > 0 ? s.addr + s.size : sectionEnd(s.addr), file: s.file }));
+  const symbols = readElfSymbols(bytes, elf).map((s) => ({
+    name: s.name,
+    addr: s.addr,
+    end: s.size > 0 ? s.addr + s.size : sectionEnd(s.addr),
+    file: s.file,
+  }));
   return { sections, symbols };
 }

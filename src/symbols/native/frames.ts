@@ -25,7 +25,11 @@ export function parseAddress(value: unknown): number | null {
   if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? value : null;
   if (typeof value !== 'string') return null;
   const text = value.trim().toLowerCase();
-  const n = /^0x[0-9a-f]{1,16}$/.test(text) ? parseInt(text.slice(2), 16) : /^[0-9]{1,20}$/.test(text) ? Number(text) : NaN;
+  const n = /^0x[0-9a-f]{1,16}$/.test(text)
+    ? parseInt(text.slice(2), 16)
+    : /^[0-9]{1,20}$/.test(text)
+      ? Number(text)
+      : NaN;
   return Number.isSafeInteger(n) ? n : null;
 }
 
@@ -53,12 +57,16 @@ export function nativeImages(images: unknown[], ...types: string[]): MachoImage[
     if (!raw || typeof raw !== 'object') continue;
     const image = raw as JsonObject;
     if (!types.includes(image.type as string)) continue;
-    const debugId = normaliseDebugId(image.debug_id ?? image.uuid) ?? (image.type === 'elf' && typeof image.code_id === 'string' ? debugIdOfCodeId(image.code_id) : null);
+    const debugId =
+      normaliseDebugId(image.debug_id ?? image.uuid) ??
+      (image.type === 'elf' && typeof image.code_id === 'string' ? debugIdOfCodeId(image.code_id) : null);
     const imageAddr = parseAddress(image.image_addr);
     if (!debugId || imageAddr === null) continue;
     const size = parseAddress(image.image_size);
     out.push({
-      debugId, imageAddr, imageSize: size && size > 0 ? size : null,
+      debugId,
+      imageAddr,
+      imageSize: size && size > 0 ? size : null,
       codeFile: typeof image.code_file === 'string' ? image.code_file : null,
     });
   }
@@ -101,7 +109,11 @@ export function debugIdsOfFrames(exceptions: { frames: unknown[] }[], images: Ma
  * is unknown to the index. Fields the SDK sent are kept; symbol fields are filled in.
  */
 export function symbolicateNativeFrame(
-  frame: JsonObject, image: MachoImage, index: NativeIndex, isCaller: boolean, demangle?: Demangler,
+  frame: JsonObject,
+  image: MachoImage,
+  index: NativeIndex,
+  isCaller: boolean,
+  demangle?: Demangler,
 ): JsonObject[] | null {
   const addr = parseAddress(frame.instruction_addr);
   if (addr === null || addr < image.imageAddr) return null;
@@ -149,7 +161,8 @@ export function symbolicateFrames(
       const index = image ? indexOf(image) : null;
       // Frames are oldest call first: the last one was executing, every other one is a
       // return address and is looked up one byte back, inside its call instruction.
-      const expanded = image && index ? symbolicateNativeFrame(frame, image, index, j !== frames.length - 1, demangle) : null;
+      const expanded =
+        image && index ? symbolicateNativeFrame(frame, image, index, j !== frames.length - 1, demangle) : null;
       if (expanded) {
         out ??= frames.slice(0, j);
         out.push(...expanded);

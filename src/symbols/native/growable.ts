@@ -5,7 +5,10 @@ type TypedArrayKind = Float64Array | Int32Array | Uint32Array;
 class Growable<T extends TypedArrayKind> {
   data: T;
   length = 0;
-  constructor(private readonly make: (n: number) => T, capacity = 1024) {
+  constructor(
+    private readonly make: (n: number) => T,
+    capacity = 1024,
+  ) {
     this.data = make(capacity);
   }
   push(v: number): void {
@@ -29,8 +32,12 @@ class Growable<T extends TypedArrayKind> {
 }
 
 export class GrowableF64 extends Growable<Float64Array> {
-  constructor(capacity = 1024) { super((n) => new Float64Array(n), capacity); }
+  constructor(capacity = 1024) {
+    super((n) => new Float64Array(n), capacity);
+  }
 }
 export class GrowableI32 extends Growable<Int32Array> {
-  constructor(capacity = 1024) { super((n) => new Int32Array(n), capacity); }
+  constructor(capacity = 1024) {
+    super((n) => new Int32Array(n), capacity);
+  }
 }

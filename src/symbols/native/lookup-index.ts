@@ -70,7 +70,8 @@ const DWARF_SECTION_NAMES = {
 
 export function dwarfSections(bytes: Uint8Array, slice: MachSlice): DwarfSections {
   const sections = { bytes } as DwarfSections;
-  for (const [key, name] of Object.entries(DWARF_SECTION_NAMES)) sections[key as keyof typeof DWARF_SECTION_NAMES] = window(slice, name);
+  for (const [key, name] of Object.entries(DWARF_SECTION_NAMES))
+    sections[key as keyof typeof DWARF_SECTION_NAMES] = window(slice, name);
   return sections;
 }
 
@@ -82,7 +83,10 @@ const GATHER_STEP = 4 * 1024 * 1024;
  * merged, so a lying file gets no more than its own size); `moved` maps a file offset in
  * one of them to its place in the buffer (-1 outside them).
  */
-export async function gatherRanges(source: ByteRangeSource, wanted: [number, number][]): Promise<{ bytes: Uint8Array; moved: (offset: number) => number }> {
+export async function gatherRanges(
+  source: ByteRangeSource,
+  wanted: [number, number][],
+): Promise<{ bytes: Uint8Array; moved: (offset: number) => number }> {
   wanted = wanted.filter(([start, end]) => end > start).sort((a, b) => a[0] - b[0]);
   const merged: { start: number; end: number; at: number }[] = [];
   let total = 0;
@@ -102,7 +106,8 @@ export async function gatherRanges(source: ByteRangeSource, wanted: [number, num
   for (const m of merged) {
     for (let at = m.start; at < m.end; at += GATHER_STEP) {
       const piece = await source.read(at, Math.min(GATHER_STEP, m.end - at));
-      if (piece.byteLength !== Math.min(GATHER_STEP, m.end - at)) throw new BadNativeFile('a section runs past the end of the file');
+      if (piece.byteLength !== Math.min(GATHER_STEP, m.end - at))
+        throw new BadNativeFile('a section runs past the end of the file');
       bytes.set(piece, m.at + (at - m.start));
     }
   }
@@ -120,7 +125,10 @@ export async function gatherRanges(source: ByteRangeSource, wanted: [number, num
  * rest of the file (accelerator tables, location lists, __TEXT copies, other slices) is
  * never read.
  */
-export async function gatherSlice(source: ByteRangeSource, slice: MachSlice): Promise<{ bytes: Uint8Array; slice: MachSlice }> {
+export async function gatherSlice(
+  source: ByteRangeSource,
+  slice: MachSlice,
+): Promise<{ bytes: Uint8Array; slice: MachSlice }> {
   const wanted: [number, number][] = [];
   const names = new Set(Object.values(DWARF_SECTION_NAMES));
   for (const name of names) {
@@ -133,8 +141,18 @@ export async function gatherSlice(source: ByteRangeSource, slice: MachSlice): Pr
     if (st.strsize > 0) wanted.push([st.stroff, st.stroff + st.strsize]);
   }
   const { bytes, moved } = await gatherRanges(source, wanted);
-  const sections = slice.sections.map((s) => ({ ...s, fileOffset: s.segment === '__DWARF' && names.has(s.name as never) && s.fileOffset >= 0 && s.size > 0 ? moved(s.fileOffset) : -1 }));
-  const symtab = st && { ...st, symoff: st.nsyms > 0 ? moved(st.symoff) : 0, stroff: st.strsize > 0 ? moved(st.stroff) : 0 };
+  const sections = slice.sections.map((s) => ({
+    ...s,
+    fileOffset:
+      s.segment === '__DWARF' && names.has(s.name as never) && s.fileOffset >= 0 && s.size > 0
+        ? moved(s.fileOffset)
+        : -1,
+  }));
+  const symtab = st && {
+    ...st,
+    symoff: st.nsyms > 0 ? moved(st.symoff) : 0,
+    stroff: st.strsize > 0 ? moved(st.stroff) : 0,
+  };
   return { bytes, slice: { ...slice, sections, symtab, start: 0, end: bytes.byteLength } };
 }
 
@@ -177,11 +195,21 @@ function machoSymbols(bytes: Uint8Array, slice: MachSlice): IndexSymbol[] {
     const i = floorIndex(starts, addr);
     return i >= 0 && addr < sections[i].addr + sections[i].size ? sections[i].addr + sections[i].size : Infinity;
   };
-  return symbols.map((sym) => ({ name: sym.name.startsWith('_') ? sym.name.slice(1) : sym.name, addr: sym.addr, end: sectionEnd(sym.addr) }));
+  return symbols.map((sym) => ({
+    name: sym.name.startsWith('_') ? sym.name.slice(1) : sym.name,
+    addr: sym.addr,
+    end: sectionEnd(sym.addr),
+  }));
 }
 
 function machoSource(bytes: Uint8Array, slice: MachSlice): IndexSource {
-  return { arch: slice.arch, debugId: slice.debugId, textVmaddr: slice.textVmaddr, sections: dwarfSections(bytes, slice), symbols: machoSymbols(bytes, slice) };
+  return {
+    arch: slice.arch,
+    debugId: slice.debugId,
+    textVmaddr: slice.textVmaddr,
+    sections: dwarfSections(bytes, slice),
+    symbols: machoSymbols(bytes, slice),
+  };
 }
 
 /** Builds the index of one slice. `bytes` is the whole uploaded file the slice lies in. */
@@ -216,8 +244,17 @@ export function indexFromTables(source: IndexSource, t: DwarfTables): Uint8Array
   const rows = mergeSequences(t);
   const { symbols, entries } = symbolTable(source.symbols, strings);
   return serialise({
-    strings: strings.list, files, scopeNames, t, intervals, rows, symbols, entries,
-    textVmaddr: source.textVmaddr, arch: strings.id(source.arch), debugId: strings.id(source.debugId),
+    strings: strings.list,
+    files,
+    scopeNames,
+    t,
+    intervals,
+    rows,
+    symbols,
+    entries,
+    textVmaddr: source.textVmaddr,
+    arch: strings.id(source.arch),
+    debugId: strings.id(source.debugId),
   });
 }
 
@@ -348,7 +385,8 @@ function mergeSequences(t: DwarfTables): Rows {
   for (let k = 0; k < count; k++) {
     const s = order[k];
     const start = ra[first[s]];
-    while (addr.length > 0 && addr.get(addr.length - 1) >= start) addr.length = file.length = line.length = addr.length - 1;
+    while (addr.length > 0 && addr.get(addr.length - 1) >= start)
+      addr.length = file.length = line.length = addr.length - 1;
     for (let i = first[s]; i < endRow[s]; i++) {
       addr.push(ra[i]);
       file.push(t.rowFile.data[i]);
@@ -399,11 +437,28 @@ const align8 = (n: number): number => (n + 7) & ~7;
 
 /** Where each table starts (in the order of the header comment), and the total size. */
 function layout(
-  nStrings: number, blobBytes: number, nFiles: number, nScopes: number, nIntervals: number, nRows: number, nSymbols: number, nEntries: number,
+  nStrings: number,
+  blobBytes: number,
+  nFiles: number,
+  nScopes: number,
+  nIntervals: number,
+  nRows: number,
+  nSymbols: number,
+  nEntries: number,
 ): { offsets: number[]; total: number } {
   const sizes = [
-    4 * (nStrings + 1), blobBytes, 4 * nFiles, 16 * nScopes,
-    8 * nIntervals, 4 * nIntervals, 8 * nRows, 4 * nRows, 4 * nRows, 8 * nSymbols, 4 * nSymbols, 8 * nEntries,
+    4 * (nStrings + 1),
+    blobBytes,
+    4 * nFiles,
+    16 * nScopes,
+    8 * nIntervals,
+    4 * nIntervals,
+    8 * nRows,
+    4 * nRows,
+    4 * nRows,
+    8 * nSymbols,
+    4 * nSymbols,
+    8 * nEntries,
   ];
   const offsets: number[] = [];
   let total = HEADER_BYTES;
@@ -423,10 +478,32 @@ function serialise(p: IndexParts): Uint8Array {
   const nRows = p.rows.addr.length;
   const nSymbols = p.symbols.addr.length;
   const nEntries = p.entries.length / 2;
-  const { offsets, total } = layout(encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols, nEntries);
+  const { offsets, total } = layout(
+    encoded.length,
+    blobBytes,
+    p.files.length,
+    nScopes,
+    nIntervals,
+    nRows,
+    nSymbols,
+    nEntries,
+  );
   const out = new Uint8Array(total);
   const view = new DataView(out.buffer);
-  const header = [MAGIC, NATIVE_INDEX_VERSION, encoded.length, blobBytes, p.files.length, nScopes, nIntervals, nRows, nSymbols, p.arch, p.debugId, nEntries];
+  const header = [
+    MAGIC,
+    NATIVE_INDEX_VERSION,
+    encoded.length,
+    blobBytes,
+    p.files.length,
+    nScopes,
+    nIntervals,
+    nRows,
+    nSymbols,
+    p.arch,
+    p.debugId,
+    nEntries,
+  ];
   header.forEach((v, i) => view.setUint32(i * 4, v, true));
   view.setFloat64(48, p.textVmaddr, true);
   const u32 = (at: number, values: ArrayLike<number>): void => {
@@ -515,8 +592,18 @@ export class NativeIndex {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const h = (i: number): number => view.getUint32(i * 4, true);
     if (h(0) !== MAGIC) throw new BadNativeFile('not a native symbol index');
-    if (h(1) !== NATIVE_INDEX_VERSION) throw new BadNativeFile(`native symbol index of version ${h(1)}, not ${NATIVE_INDEX_VERSION}`);
-    const [nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols, nEntries] = [h(2), h(3), h(4), h(5), h(6), h(7), h(8), h(11)];
+    if (h(1) !== NATIVE_INDEX_VERSION)
+      throw new BadNativeFile(`native symbol index of version ${h(1)}, not ${NATIVE_INDEX_VERSION}`);
+    const [nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols, nEntries] = [
+      h(2),
+      h(3),
+      h(4),
+      h(5),
+      h(6),
+      h(7),
+      h(8),
+      h(11),
+    ];
     const { offsets, total } = layout(nStrings, blobBytes, nFiles, nScopes, nIntervals, nRows, nSymbols, nEntries);
     if (total !== bytes.length) throw new BadNativeFile('index size does not match its header');
     const base = bytes.byteOffset;

@@ -66,21 +66,33 @@ export interface MachSlice {
 export function archName(cpuType: number, cpuSubtype: number): string {
   const sub = cpuSubtype & 0x00ff_ffff;
   switch (cpuType) {
-    case CPU_TYPE_X86: return 'x86';
-    case CPU_TYPE_X86 | CPU_ARCH_ABI64: return sub === 8 ? 'x86_64h' : 'x86_64';
-    case CPU_TYPE_ARM | CPU_ARCH_ABI64: return sub === 2 ? 'arm64e' : 'arm64';
-    case CPU_TYPE_ARM | CPU_ARCH_ABI64_32: return 'arm64_32';
+    case CPU_TYPE_X86:
+      return 'x86';
+    case CPU_TYPE_X86 | CPU_ARCH_ABI64:
+      return sub === 8 ? 'x86_64h' : 'x86_64';
+    case CPU_TYPE_ARM | CPU_ARCH_ABI64:
+      return sub === 2 ? 'arm64e' : 'arm64';
+    case CPU_TYPE_ARM | CPU_ARCH_ABI64_32:
+      return 'arm64_32';
     case CPU_TYPE_ARM:
       switch (sub) {
-        case 9: return 'armv7';
-        case 11: return 'armv7s';
-        case 12: return 'armv7k';
-        case 6: return 'armv6';
-        default: return 'arm';
+        case 9:
+          return 'armv7';
+        case 11:
+          return 'armv7s';
+        case 12:
+          return 'armv7k';
+        case 6:
+          return 'armv6';
+        default:
+          return 'arm';
       }
-    case CPU_TYPE_POWERPC: return 'ppc';
-    case CPU_TYPE_POWERPC | CPU_ARCH_ABI64: return 'ppc64';
-    default: return 'unknown';
+    case CPU_TYPE_POWERPC:
+      return 'ppc';
+    case CPU_TYPE_POWERPC | CPU_ARCH_ABI64:
+      return 'ppc64';
+    default:
+      return 'unknown';
   }
 }
 
@@ -98,14 +110,18 @@ function magicAt(bytes: Uint8Array, pos: number): number {
 /** True when the bytes start like a thin or fat Mach-O file (cheap sniffing, no parsing). */
 export function looksLikeMachO(bytes: Uint8Array): boolean {
   const m = magicAt(bytes, 0);
-  return m === FAT_MAGIC || m === FAT_MAGIC_64 || m === MH_MAGIC || m === MH_MAGIC_64 || m === MH_CIGAM || m === MH_CIGAM_64;
+  return (
+    m === FAT_MAGIC || m === FAT_MAGIC_64 || m === MH_MAGIC || m === MH_MAGIC_64 || m === MH_CIGAM || m === MH_CIGAM_64
+  );
 }
 
 /** Every slice of a thin or fat Mach-O file in memory. Throws BadNativeFile when the file is not one. */
 export function readMachO(bytes: Uint8Array): MachSlice[] {
   const magic = magicAt(bytes, 0);
   if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) return [readThin(bytes, 0, bytes.length)];
-  const slices = fatEntries(bytes, bytes.length, magic === FAT_MAGIC_64).map(({ offset, size }) => readThin(bytes.subarray(offset, offset + size), offset, offset + size));
+  const slices = fatEntries(bytes, bytes.length, magic === FAT_MAGIC_64).map(({ offset, size }) =>
+    readThin(bytes.subarray(offset, offset + size), offset, offset + size),
+  );
   return checkedSlices(slices);
 }
 
@@ -119,9 +135,13 @@ export async function readMachOFrom(source: ByteRangeSource): Promise<MachSlice[
   if (magic !== FAT_MAGIC && magic !== FAT_MAGIC_64) return [await readThinFrom(source, 0, source.size)];
   const is64 = magic === FAT_MAGIC_64;
   const count = head.byteLength >= 8 ? new DataView(head.buffer, head.byteOffset, 8).getUint32(4, false) : 0;
-  const header = await source.read(0, Math.min(source.size, 8 + Math.min(count, MAX_FAT_SLICES + 1) * (is64 ? 32 : 20)));
+  const header = await source.read(
+    0,
+    Math.min(source.size, 8 + Math.min(count, MAX_FAT_SLICES + 1) * (is64 ? 32 : 20)),
+  );
   const slices: MachSlice[] = [];
-  for (const { offset, size } of fatEntries(header, source.size, is64)) slices.push(await readThinFrom(source, offset, offset + size));
+  for (const { offset, size } of fatEntries(header, source.size, is64))
+    slices.push(await readThinFrom(source, offset, offset + size));
   return checkedSlices(slices);
 }
 
@@ -135,7 +155,8 @@ async function readThinFrom(source: ByteRangeSource, start: number, end: number)
   const headerSize = is64 ? 32 : 28;
   if (header.byteLength < headerSize) throw new BadNativeFile('the Mach-O header runs past the file');
   const sizeofcmds = new DataView(header.buffer, header.byteOffset, header.byteLength).getUint32(20, littleEndian);
-  if (sizeofcmds > MAX_LOAD_COMMAND_BYTES) throw new BadNativeFile(`load commands of ${sizeofcmds} bytes (at most ${MAX_LOAD_COMMAND_BYTES})`);
+  if (sizeofcmds > MAX_LOAD_COMMAND_BYTES)
+    throw new BadNativeFile(`load commands of ${sizeofcmds} bytes (at most ${MAX_LOAD_COMMAND_BYTES})`);
   return readThin(await source.read(start, Math.min(end - start, headerSize + sizeofcmds)), start, end);
 }
 
@@ -179,11 +200,20 @@ function readThin(bytes: Uint8Array, start: number, end: number): MachSlice {
   const magic = magicAt(bytes, 0);
   let littleEndian: boolean;
   let is64: boolean;
-  if (magic === MH_CIGAM) { littleEndian = true; is64 = false; } // 0xfeedface stored little-endian
-  else if (magic === MH_CIGAM_64) { littleEndian = true; is64 = true; }
-  else if (magic === MH_MAGIC) { littleEndian = false; is64 = false; }
-  else if (magic === MH_MAGIC_64) { littleEndian = false; is64 = true; }
-  else throw new BadNativeFile('not a Mach-O file');
+  if (magic === MH_CIGAM) {
+    littleEndian = true;
+    is64 = false;
+  } // 0xfeedface stored little-endian
+  else if (magic === MH_CIGAM_64) {
+    littleEndian = true;
+    is64 = true;
+  } else if (magic === MH_MAGIC) {
+    littleEndian = false;
+    is64 = false;
+  } else if (magic === MH_MAGIC_64) {
+    littleEndian = false;
+    is64 = true;
+  } else throw new BadNativeFile('not a Mach-O file');
   const r = new ByteReader(bytes, 0, bytes.length, littleEndian);
   r.skip(4);
   const cpuType = r.u32();
@@ -193,20 +223,32 @@ function readThin(bytes: Uint8Array, start: number, end: number): MachSlice {
   const sizeofcmds = r.u32();
   r.skip(is64 ? 8 : 4); // flags, reserved
   const cmdsStart = r.pos;
-  if (ncmds > MAX_LOAD_COMMANDS || ncmds * 8 > sizeofcmds) throw new BadNativeFile(`absurd load command count ${ncmds}`);
+  if (ncmds > MAX_LOAD_COMMANDS || ncmds * 8 > sizeofcmds)
+    throw new BadNativeFile(`absurd load command count ${ncmds}`);
   r.need(sizeofcmds);
   const cmdsEnd = cmdsStart + sizeofcmds;
 
   const slice: MachSlice = {
-    arch: archName(cpuType, cpuSubtype), cpuType, cpuSubtype, is64, debugId: '', fileType,
-    textVmaddr: 0, sections: [], start, end, symtab: null, littleEndian,
+    arch: archName(cpuType, cpuSubtype),
+    cpuType,
+    cpuSubtype,
+    is64,
+    debugId: '',
+    fileType,
+    textVmaddr: 0,
+    sections: [],
+    start,
+    end,
+    symtab: null,
+    littleEndian,
   };
   let pos = cmdsStart;
   for (let i = 0; i < ncmds; i++) {
     const c = new ByteReader(bytes, pos, cmdsEnd, littleEndian);
     const cmd = c.u32();
     const cmdsize = c.u32();
-    if (cmdsize < 8 || pos + cmdsize > cmdsEnd) throw new BadNativeFile(`load command ${i} runs past the load commands`);
+    if (cmdsize < 8 || pos + cmdsize > cmdsEnd)
+      throw new BadNativeFile(`load command ${i} runs past the load commands`);
     c.end = pos + cmdsize;
     if (cmd === LC_SEGMENT || cmd === LC_SEGMENT_64) readSegment(c, cmd === LC_SEGMENT_64, slice);
     else if (cmd === LC_UUID) {
@@ -246,7 +288,8 @@ function readSegment(c: ByteReader, is64: boolean, slice: MachSlice): void {
   const nsects = c.u32();
   c.skip(4);
   const sectSize = is64 ? 80 : 68;
-  if (nsects * sectSize > c.remaining()) throw new BadNativeFile(`segment ${segname} names more sections than it holds`);
+  if (nsects * sectSize > c.remaining())
+    throw new BadNativeFile(`segment ${segname} names more sections than it holds`);
   if (segname === '__TEXT') slice.textVmaddr = vmaddr;
   for (let i = 0; i < nsects; i++) {
     const name = fixedName(c.bytes, c.pos);

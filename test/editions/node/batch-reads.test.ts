@@ -17,7 +17,16 @@ import { openStore } from '../../../src/editions/node/open-store.js';
 import type { Store } from '../../../src/store/database.js';
 import { dialects } from '../../helpers/server.js';
 import { recordingDb, type RecordingDb } from '../../read/plan.js';
-import { createProject, fp, hex32, makeEvent, makeSession, makeWork, openTestStore, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  hex32,
+  makeEvent,
+  makeSession,
+  makeWork,
+  openTestStore,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 const SEEN = 20_000;
 const ISSUES = 3_000;
@@ -35,16 +44,25 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
     const pid = project.id;
     const db = t.store.db;
     // A project with history: seen event ids, issues (some resolved, with releases), sessions.
-    const series = (count: number) => sql.raw(`(with recursive s(n) as (select 1 union all select n + 1 from s where n < ${count}) select n from s) as g`);
-    await sql`insert into seen_events (project_id, event_id, received_at, stored_id) select ${pid}, 'old' || n, 0, null from ${series(SEEN)}`.execute(db);
+    const series = (count: number) =>
+      sql.raw(
+        `(with recursive s(n) as (select 1 union all select n + 1 from s where n < ${count}) select n from s) as g`,
+      );
+    await sql`insert into seen_events (project_id, event_id, received_at, stored_id) select ${pid}, 'old' || n, 0, null from ${series(SEEN)}`.execute(
+      db,
+    );
     await sql`insert into issues (project_id, fingerprint, title, level, error_type, screen, location, platform, status, event_count, stored_count, users,
                 first_seen, last_seen, first_seen_id, last_seen_id, first_release, last_release, resolved_release, resolved_at, regressed_at, created_at, updated_at)
               select ${pid}, 'old' || n, 't', 'error', 'E', '', '', 'node', case when n % 2 = 0 then 'resolved' else 'unresolved' end, 1, 0, 0,
                 0, 0, null, null, 'r1', 'r1', null, 1, null, 0, 0 from ${series(ISSUES)}`.execute(db);
-    await sql`insert into issue_releases (issue_id, release, first_seen) select id, 'r1', 0 from issues where project_id = ${pid}`.execute(db);
+    await sql`insert into issue_releases (issue_id, release, first_seen) select id, 'r1', 0 from issues where project_id = ${pid}`.execute(
+      db,
+    );
     await sql`insert into sessions (project_id, sid, did, release, environment, started, status, errors, updated_at)
               select ${pid}, 'old' || n, null, 'r1', 'production', 0, 'ok', 0, 0 from ${series(SESSIONS)}`.execute(db);
-    await sql`insert into releases (project_id, release, first_seen, last_seen, platforms) values (${pid}, 'r1', 0, 0, '[]')`.execute(db);
+    await sql`insert into releases (project_id, release, first_seen, last_seen, platforms) values (${pid}, 'r1', 0, 0, '[]')`.execute(
+      db,
+    );
     rec = recordingDb({ dialect, url: t.database.url }, { writable: true });
   }, 60_000);
 
@@ -56,11 +74,20 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
   it('looks up each key of the batch instead of walking the project', async () => {
     // 60 events: new ids, a resent one, existing (resolved) issues and new ones; sessions old and new.
     const events = Array.from({ length: 60 }, (_, i) =>
-      makeEvent({ eventId: i === 0 ? 'old7' : hex32(), fingerprint: i % 2 === 0 ? `old${i + 2}` : fp(`new${i}`), release: 'r1' }),
+      makeEvent({
+        eventId: i === 0 ? 'old7' : hex32(),
+        fingerprint: i % 2 === 0 ? `old${i + 2}` : fp(`new${i}`),
+        release: 'r1',
+      }),
     );
     const sessions = [makeSession({ sid: 'old9', release: 'r1' }), makeSession({ release: 'r1' })];
-    const works = [makeWork(project, { events: events.slice(0, 30), sessions }), makeWork(project, { events: events.slice(30) })].map(prepareWork);
-    const { result, queries } = await rec.record((db) => commitIngestBatch({ ...t.store, db }, works, { planner: ingestPlanner, random: () => 0, compress }));
+    const works = [
+      makeWork(project, { events: events.slice(0, 30), sessions }),
+      makeWork(project, { events: events.slice(30) }),
+    ].map(prepareWork);
+    const { result, queries } = await rec.record((db) =>
+      commitIngestBatch({ ...t.store, db }, works, { planner: ingestPlanner, random: () => 0, compress }),
+    );
     expect(result).toMatchObject({ accepted: 59, duplicates: 1, stored: 59, sessionUpdates: 2 });
 
     const reads = queries.filter((q) => /^\s*select/i.test(q.sql));
@@ -68,10 +95,12 @@ describe.each(dialects)('ingest batch reads on %s', (dialect) => {
     for (const q of reads) {
       if (dialect === 'sqlite') {
         // SQLite: a table of the project is searched by its key, never scanned.
-        for (const step of rec.sqlitePlan(q)) expect(step, q.sql).not.toMatch(new RegExp(`^SCAN (${TABLES.join('|')})\\b`));
+        for (const step of rec.sqlitePlan(q))
+          expect(step, q.sql).not.toMatch(new RegExp(`^SCAN (${TABLES.join('|')})\\b`));
       } else {
         // PostgreSQL: each statement reads about as many rows as the batch has keys.
-        for (const table of TABLES) expect(await rec.rowsRead(q, table), `${table} in ${q.sql}`).toBeLessThanOrEqual(200);
+        for (const table of TABLES)
+          expect(await rec.rowsRead(q, table), `${table} in ${q.sql}`).toBeLessThanOrEqual(200);
       }
     }
   });
@@ -104,7 +133,14 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     const cache = new IssueCache();
     /** Commits one work of these events; `reads`: how many of its statements read issues. */
     const batch = (events: ReturnType<typeof makeEvent>[]) =>
-      issueReadsOf((store) => commitIngestBatch(store, [prepareWork(makeWork(project, { events }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache }));
+      issueReadsOf((store) =>
+        commitIngestBatch(store, [prepareWork(makeWork(project, { events }))], {
+          planner: ingestPlanner,
+          random: () => 0,
+          compress,
+          issueCache: cache,
+        }),
+      );
     const event = (at: number) => makeEvent({ fingerprint: fp('cached'), release: 'r1', timestamp: at });
 
     expect((await batch([event(Date.UTC(2026, 0, 10, 12))])).reads).toBe(1);
@@ -113,20 +149,52 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     expect((await batch([event(Date.UTC(2026, 0, 10, 13))])).reads).toBe(0);
 
     // The issue is resolved through another connection: the cache must not hide it.
-    await other.db.updateTable('issues').set({ status: 'resolved', resolved_at: Date.UTC(2026, 0, 11), resolved_release: 'r1' }).where('project_id', '=', project.id).execute();
-    const regressed = await batch([makeEvent({ fingerprint: fp('cached'), release: 'r2', timestamp: Date.UTC(2026, 0, 12) })]);
+    await other.db
+      .updateTable('issues')
+      .set({ status: 'resolved', resolved_at: Date.UTC(2026, 0, 11), resolved_release: 'r1' })
+      .where('project_id', '=', project.id)
+      .execute();
+    const regressed = await batch([
+      makeEvent({ fingerprint: fp('cached'), release: 'r2', timestamp: Date.UTC(2026, 0, 12) }),
+    ]);
     expect(regressed.result.accepted).toBe(1);
     expect(regressed.reads).toBe(1);
-    const issue = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const issue = await t.store.db
+      .selectFrom('issues')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(issue).toMatchObject({ status: 'regression', event_count: 3, stored_count: 3 });
     // The rows it kept are what the database holds: first/last stored events included.
-    const ids = (await t.store.db.selectFrom('events').select(['id', 'timestamp']).where('project_id', '=', project.id).orderBy('timestamp').execute()).map((r) => Number(r.id));
+    const ids = (
+      await t.store.db
+        .selectFrom('events')
+        .select(['id', 'timestamp'])
+        .where('project_id', '=', project.id)
+        .orderBy('timestamp')
+        .execute()
+    ).map((r) => Number(r.id));
     expect([Number(issue.first_seen_id), Number(issue.last_seen_id)]).toEqual([ids[0], ids[2]]);
 
     expect((await batch([event(Date.UTC(2026, 0, 10, 11))])).reads).toBe(0);
-    const after = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
-    const first = await t.store.db.selectFrom('events').select('id').where('project_id', '=', project.id).orderBy('timestamp').limit(1).executeTakeFirstOrThrow();
-    expect(after).toMatchObject({ event_count: 4, first_seen_id: first.id, last_seen_id: issue.last_seen_id, status: 'regression' });
+    const after = await t.store.db
+      .selectFrom('issues')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
+    const first = await t.store.db
+      .selectFrom('events')
+      .select('id')
+      .where('project_id', '=', project.id)
+      .orderBy('timestamp')
+      .limit(1)
+      .executeTakeFirstOrThrow();
+    expect(after).toMatchObject({
+      event_count: 4,
+      first_seen_id: first.id,
+      last_seen_id: issue.last_seen_id,
+      status: 'regression',
+    });
   });
 
   it('keeps a merged fingerprint with the issue it was merged into: its next batches read nothing', async () => {
@@ -134,7 +202,11 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     const cache = new IssueCache();
     const reads = async (fingerprint: string, at: number) => {
       const { queries } = await rec.record((db) =>
-        commitIngestBatch({ ...t.store, db }, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint, release: 'r1', timestamp: at })] }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache }),
+        commitIngestBatch(
+          { ...t.store, db },
+          [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint, release: 'r1', timestamp: at })] }))],
+          { planner: ingestPlanner, random: () => 0, compress, issueCache: cache },
+        ),
       );
       return queries.filter((q) => /from "(issues|issue_merges)"/.test(q.sql)).length;
     };
@@ -142,15 +214,31 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     await reads(fp('target'), day);
     await reads(fp('merged'), day + 1);
     // Merged through another connection (as the API does): the cache is forgotten.
-    const rows = await other.db.selectFrom('issues').select(['id', 'fingerprint']).where('project_id', '=', project.id).execute();
+    const rows = await other.db
+      .selectFrom('issues')
+      .select(['id', 'fingerprint'])
+      .where('project_id', '=', project.id)
+      .execute();
     const target = rows.find((r) => r.fingerprint === fp('target'))!;
     const source = rows.find((r) => r.fingerprint === fp('merged'))!;
-    await other.atomic(mergeStatements(other.db, project.id, { id: Number(target.id), fingerprint: target.fingerprint }, { id: Number(source.id), fingerprint: source.fingerprint }, day + 2));
+    await other.atomic(
+      mergeStatements(
+        other.db,
+        project.id,
+        { id: Number(target.id), fingerprint: target.fingerprint },
+        { id: Number(source.id), fingerprint: source.fingerprint },
+        day + 2,
+      ),
+    );
     // The first batch reads the issue, the mapping and its target; the next ones nothing.
     expect(await reads(fp('merged'), day + 3)).toBe(3);
     expect(await reads(fp('merged'), day + 4)).toBe(0);
     expect(await reads(fp('target'), day + 5)).toBe(0);
-    const issue = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const issue = await t.store.db
+      .selectFrom('issues')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(issue).toMatchObject({ fingerprint: fp('target'), event_count: 5 });
   });
 
@@ -158,11 +246,26 @@ describe('SQLite ingest batches with an issue cache (the batch thread keeps one)
     const project = await createProject(t.store);
     const store: Store = { ...t.store, db: rec.db };
     const cache = new IssueCache();
-    await commitIngestBatch(store, [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint: fp('fails') })] }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache });
+    await commitIngestBatch(
+      store,
+      [prepareWork(makeWork(project, { events: [makeEvent({ fingerprint: fp('fails') })] }))],
+      { planner: ingestPlanner, random: () => 0, compress, issueCache: cache },
+    );
     expect(cache.size).toBe(1);
     const bad = makeEvent({ fingerprint: fp('fails') });
-    await sql.raw(`create trigger fail_cached before insert on events when new.event_id = '${bad.eventId}' begin select raise(abort, 'injected'); end`).execute(t.store.db);
-    await expect(commitIngestBatch(store, [prepareWork(makeWork(project, { events: [bad] }))], { planner: ingestPlanner, random: () => 0, compress, issueCache: cache })).rejects.toThrow(/injected/);
+    await sql
+      .raw(
+        `create trigger fail_cached before insert on events when new.event_id = '${bad.eventId}' begin select raise(abort, 'injected'); end`,
+      )
+      .execute(t.store.db);
+    await expect(
+      commitIngestBatch(store, [prepareWork(makeWork(project, { events: [bad] }))], {
+        planner: ingestPlanner,
+        random: () => 0,
+        compress,
+        issueCache: cache,
+      }),
+    ).rejects.toThrow(/injected/);
     expect(cache.size).toBe(0);
     await sql.raw('drop trigger fail_cached').execute(t.store.db);
   });

@@ -28,7 +28,10 @@ describe('codec', () => {
   it('reads blobs written at the earlier Brotli quality (1) and writes quality 0', () => {
     const bytes = Buffer.from('{"exception":{"values":[{"type":"TypeError","value":"x is undefined"}]}}'.repeat(50));
     const quality = (q: number) =>
-      Buffer.concat([Buffer.from([BROTLI_TAG]), brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: q } })]);
+      Buffer.concat([
+        Buffer.from([BROTLI_TAG]),
+        brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: q } }),
+      ]);
     expect(decompress(quality(1)).equals(bytes)).toBe(true);
     // Byte-for-byte what quality 0 makes: a change of quality shows here, and in BENCHMARKS.md's measurements.
     expect(compress(bytes).equals(quality(0))).toBe(true);

@@ -21,7 +21,18 @@ import { createIngestWriter, THREAD_HANDOVER_ITEMS, type WriterOptions } from '.
 import { storedPayload } from '../../../src/editions/node/payloads.js';
 import { ensureBuilt } from '../../helpers/cli.js';
 import { dialects, type DialectName } from '../../helpers/server.js';
-import { createProject, fp, hex32, makeAggregate, makeEvent, makeSession, makeWork, newWriter as newTestWriter, openTestStore, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  hex32,
+  makeAggregate,
+  makeEvent,
+  makeSession,
+  makeWork,
+  newWriter as newTestWriter,
+  openTestStore,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 const TABLES: (keyof Database)[] = [
   'projects',
@@ -47,7 +58,11 @@ async function snapshot(store: Store): Promise<Record<string, string[]>> {
   for (const table of TABLES) {
     const rows = await store.db.selectFrom(table).selectAll().execute();
     out[table] = rows
-      .map((r) => JSON.stringify(r, (_k, v) => (v && typeof v === 'object' && v.type === 'Buffer' ? Buffer.from(v.data).toString('hex') : v)))
+      .map((r) =>
+        JSON.stringify(r, (_k, v) =>
+          v && typeof v === 'object' && v.type === 'Buffer' ? Buffer.from(v.data).toString('hex') : v,
+        ),
+      )
       .sort();
   }
   return out;
@@ -55,10 +70,16 @@ async function snapshot(store: Store): Promise<Record<string, string[]>> {
 
 async function failOnEventId(store: Store, eventId: string): Promise<void> {
   // Replaces the trigger a previous test of the same database left behind.
-  await sql.raw(store.dialect === 'sqlite' ? 'drop trigger if exists fail_event' : 'drop trigger if exists fail_event on events').execute(store.db);
+  await sql
+    .raw(
+      store.dialect === 'sqlite' ? 'drop trigger if exists fail_event' : 'drop trigger if exists fail_event on events',
+    )
+    .execute(store.db);
   if (store.dialect === 'sqlite') {
     await sql
-      .raw(`create trigger fail_event before insert on events when new.event_id = '${eventId}' begin select raise(abort, 'injected failure'); end`)
+      .raw(
+        `create trigger fail_event before insert on events when new.event_id = '${eventId}' begin select raise(abort, 'injected failure'); end`,
+      )
       .execute(store.db);
   } else {
     await sql
@@ -66,7 +87,9 @@ async function failOnEventId(store: Store, eventId: string): Promise<void> {
         `create or replace function fail_event() returns trigger language plpgsql as $$ begin if new.event_id = '${eventId}' then raise exception 'injected failure'; end if; return new; end $$`,
       )
       .execute(store.db);
-    await sql.raw('create trigger fail_event before insert on events for each row execute function fail_event()').execute(store.db);
+    await sql
+      .raw('create trigger fail_event before insert on events for each row execute function fail_event()')
+      .execute(store.db);
   }
 }
 
@@ -83,7 +106,10 @@ const modes: [DialectName, 'main thread' | 'batch thread'][] = [
 
 function writerMaker(mode: (typeof modes)[number][1]) {
   return (store: Store, options: WriterOptions = {}) =>
-    newTestWriter(store, mode === 'batch thread' ? { batchThread: true, batchThreadFile: DIST_BATCH_THREAD, ...options } : options);
+    newTestWriter(
+      store,
+      mode === 'batch thread' ? { batchThread: true, batchThreadFile: DIST_BATCH_THREAD, ...options } : options,
+    );
 }
 
 describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
@@ -100,17 +126,30 @@ describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
   it('writes concurrent submits together in fewer transactions, answering each after the commit', async () => {
     const project = await createProject(t.store);
     const writer = newWriter(t.store);
-    const works = Array.from({ length: 30 }, (_, i) => makeWork(project, { events: [makeEvent({ fingerprint: fp(`c${i % 3}`) })], sessions: [makeSession()] }));
+    const works = Array.from({ length: 30 }, (_, i) =>
+      makeWork(project, { events: [makeEvent({ fingerprint: fp(`c${i % 3}`) })], sessions: [makeSession()] }),
+    );
     const outcomes = await Promise.all(works.map((w) => writer.submit(w)));
     expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
     const stats = writer.stats();
     expect(stats.batchesCommitted).toBeGreaterThanOrEqual(1);
     expect(stats.batchesCommitted).toBeLessThan(30);
-    expect(stats).toMatchObject({ worksCommitted: 30, eventsAccepted: 30, eventsStored: 30, sessionUpdates: 30, batchesFailed: 0, queued: 0 });
+    expect(stats).toMatchObject({
+      worksCommitted: 30,
+      eventsAccepted: 30,
+      eventsStored: 30,
+      sessionUpdates: 30,
+      batchesFailed: 0,
+      queued: 0,
+    });
     expect(stats.averageBatchWorks).toBe(30 / stats.batchesCommitted);
     expect(stats.batchesOnThread).toBe(mode === 'batch thread' ? stats.batchesCommitted : 0);
     // Resolved means committed: the rows are visible right away.
-    const n = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const n = await t.store.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(Number(n.n)).toBe(30);
     await writer.close();
   });
@@ -142,7 +181,11 @@ describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
     const writer = newWriter(t.store, { maxBatchItems: 10_000 });
     const tags = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, `v${i}`]));
     const works = Array.from({ length: 12 }, (_, w) =>
-      makeWork(project, { events: Array.from({ length: 100 }, (_, i) => makeEvent({ fingerprint: fp(`f${(w * 100 + i) % 700}`), tags, userKey: `u${i}` })) }),
+      makeWork(project, {
+        events: Array.from({ length: 100 }, (_, i) =>
+          makeEvent({ fingerprint: fp(`f${(w * 100 + i) % 700}`), tags, userKey: `u${i}` }),
+        ),
+      }),
     );
     await Promise.all(works.map((w) => writer.submit(w)));
     // The batch thread gets each work as it comes (100 items are past the hand-over size)
@@ -151,7 +194,11 @@ describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
     else expect(writer.stats().batchesCommitted).toBe(1);
     await writer.close();
     const count = async (table: 'events' | 'event_tags' | 'seen_events' | 'issues') => {
-      const r = await t.store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+      const r = await t.store.db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('project_id', '=', project.id)
+        .executeTakeFirstOrThrow();
       return Number(r.n);
     };
     expect(await count('events')).toBe(1200);
@@ -171,7 +218,11 @@ describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
     ]);
     await writer.close();
     expect(outcomes).toEqual([{ kind: 'ok' }, { kind: 'ok' }]);
-    const rows = await t.store.db.selectFrom('events').select('project_id').where('project_id', 'in', [gone.id, kept.id]).execute();
+    const rows = await t.store.db
+      .selectFrom('events')
+      .select('project_id')
+      .where('project_id', 'in', [gone.id, kept.id])
+      .execute();
     expect(rows.map((r) => Number(r.project_id))).toEqual([kept.id]);
   });
 
@@ -181,7 +232,9 @@ describe.each(modes)('writer group commit (%s, %s)', (dialect, mode) => {
     const pending = Array.from({ length: 5 }, () => writer.submit(makeWork(project, { events: [makeEvent()] })));
     await writer.close();
     expect(await Promise.all(pending)).toEqual(Array.from({ length: 5 }, () => ({ kind: 'ok' })));
-    await expect(writer.submit(makeWork(project, { events: [makeEvent()] }))).rejects.toBeInstanceOf(IngestUnavailableError);
+    await expect(writer.submit(makeWork(project, { events: [makeEvent()] }))).rejects.toBeInstanceOf(
+      IngestUnavailableError,
+    );
   });
 });
 
@@ -201,13 +254,20 @@ describe.each(modes)('writer database failure (%s, %s)', (dialect, mode) => {
     const writer = newWriter(t.store);
     const f = fp('existing');
     const session = makeSession({ status: 'ok' });
-    await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: f, userKey: 'u1' })], sessions: [session] }));
+    await writer.submit(
+      makeWork(project, { events: [makeEvent({ fingerprint: f, userKey: 'u1' })], sessions: [session] }),
+    );
 
     const bad = hex32();
     await failOnEventId(t.store, bad);
     const batch = [
-      makeWork(project, { events: [makeEvent({ fingerprint: f, userKey: 'u2', release: 'app@9' }), makeEvent({ fingerprint: fp('new') })] }),
-      makeWork(project, { sessions: [{ ...session, timestamp: session.timestamp + 1000, status: 'crashed' }, makeSession()], aggregates: [makeAggregate({ exited: 3 })] }),
+      makeWork(project, {
+        events: [makeEvent({ fingerprint: f, userKey: 'u2', release: 'app@9' }), makeEvent({ fingerprint: fp('new') })],
+      }),
+      makeWork(project, {
+        sessions: [{ ...session, timestamp: session.timestamp + 1000, status: 'crashed' }, makeSession()],
+        aggregates: [makeAggregate({ exited: 3 })],
+      }),
       makeWork(project, { events: [makeEvent({ eventId: bad, fingerprint: fp('other') })] }),
       makeWork(project, { events: [makeEvent({ fingerprint: f, isCrash: true })] }),
     ];
@@ -217,13 +277,26 @@ describe.each(modes)('writer database failure (%s, %s)', (dialect, mode) => {
     // The shared transaction failed, then each work went alone: three commits, one failure.
     expect(writer.stats()).toMatchObject({ batchesFailed: 2, worksFailed: 1, batchesCommitted: 4 });
 
-    const issue = await t.store.db.selectFrom('issues').select(['event_count', 'users']).where('project_id', '=', project.id).where('fingerprint', '=', f).executeTakeFirstOrThrow();
+    const issue = await t.store.db
+      .selectFrom('issues')
+      .select(['event_count', 'users'])
+      .where('project_id', '=', project.id)
+      .where('fingerprint', '=', f)
+      .executeTakeFirstOrThrow();
     expect([Number(issue.event_count), Number(issue.users)]).toEqual([3, 2]);
-    const s = await t.store.db.selectFrom('sessions').select('status').where('sid', '=', session.sid).executeTakeFirstOrThrow();
+    const s = await t.store.db
+      .selectFrom('sessions')
+      .select('status')
+      .where('sid', '=', session.sid)
+      .executeTakeFirstOrThrow();
     expect(s.status).toBe('crashed');
     // Nothing of the refused work: no issue, no event, and its event_id is not marked seen.
-    expect(await t.store.db.selectFrom('issues').select('id').where('fingerprint', '=', fp('other')).execute()).toEqual([]);
-    expect(await t.store.db.selectFrom('seen_events').select('event_id').where('event_id', '=', bad).execute()).toEqual([]);
+    expect(await t.store.db.selectFrom('issues').select('id').where('fingerprint', '=', fp('other')).execute()).toEqual(
+      [],
+    );
+    expect(await t.store.db.selectFrom('seen_events').select('event_id').where('event_id', '=', bad).execute()).toEqual(
+      [],
+    );
     await writer.close();
   });
 
@@ -235,7 +308,10 @@ describe.each(modes)('writer database failure (%s, %s)', (dialect, mode) => {
     const before = await snapshot(t.store);
     const batch = [
       makeWork(project, { events: [makeEvent({ eventId: bad, fingerprint: fp('x') })] }),
-      makeWork(project, { events: [makeEvent({ fingerprint: fp('y') }), makeEvent({ eventId: bad, fingerprint: fp('x') })], sessions: [makeSession()] }),
+      makeWork(project, {
+        events: [makeEvent({ fingerprint: fp('y') }), makeEvent({ eventId: bad, fingerprint: fp('x') })],
+        sessions: [makeSession()],
+      }),
     ];
     const settled = await Promise.allSettled(batch.map((w) => writer.submit(w)));
     for (const s of settled) {
@@ -245,7 +321,9 @@ describe.each(modes)('writer database failure (%s, %s)', (dialect, mode) => {
     expect(writer.stats()).toMatchObject({ worksFailed: 2, batchesCommitted: 0 });
     expect(await snapshot(t.store)).toEqual(before);
     // The next work without the refused event goes through.
-    expect(await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: fp('y') })] }))).toEqual({ kind: 'ok' });
+    expect(await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: fp('y') })] }))).toEqual({
+      kind: 'ok',
+    });
     await writer.close();
   });
 });
@@ -284,7 +362,11 @@ describe.runIf(dialects.includes('postgres'))('writer batch deadline on postgres
       // The SDK resends the same event; the batch that committed late counted it already.
       await expect(writer.submit(work)).resolves.toEqual({ kind: 'ok' });
       await writer.close();
-      const issue = await t.store.db.selectFrom('issues').select('event_count').where('fingerprint', '=', fp('late')).executeTakeFirstOrThrow();
+      const issue = await t.store.db
+        .selectFrom('issues')
+        .select('event_count')
+        .where('fingerprint', '=', fp('late'))
+        .executeTakeFirstOrThrow();
       expect(Number(issue.event_count)).toBe(1);
     } finally {
       await locker.close();
@@ -313,23 +395,40 @@ describe.each(modes)('two writers on one database, as two server instances (%s, 
     const b = newWriter(second);
     // 60 distinct events over 4 fingerprints, each sent to both instances (an SDK resend
     // landing on the other instance), in 3-event envelopes.
-    const events = Array.from({ length: 60 }, (_, i) => makeEvent({ fingerprint: fp(`shared${i % 4}`), userKey: `u${i % 7}` }));
+    const events = Array.from({ length: 60 }, (_, i) =>
+      makeEvent({ fingerprint: fp(`shared${i % 4}`), userKey: `u${i % 7}` }),
+    );
     const works = Array.from({ length: 20 }, (_, i) => makeWork(project, { events: events.slice(i * 3, i * 3 + 3) }));
-    const outcomes = await Promise.all(works.flatMap((w, i) => (i % 2 ? [b.submit(w), a.submit(w)] : [a.submit(w), b.submit(w)])));
+    const outcomes = await Promise.all(
+      works.flatMap((w, i) => (i % 2 ? [b.submit(w), a.submit(w)] : [a.submit(w), b.submit(w)])),
+    );
     expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
     await Promise.all([a.close(), b.close()]);
     expect(a.stats().batchesFailed + b.stats().batchesFailed).toBe(0);
 
-    const issues = await t.store.db.selectFrom('issues').select(['fingerprint', 'event_count', 'stored_count', 'users']).where('project_id', '=', project.id).orderBy('fingerprint').execute();
+    const issues = await t.store.db
+      .selectFrom('issues')
+      .select(['fingerprint', 'event_count', 'stored_count', 'users'])
+      .where('project_id', '=', project.id)
+      .orderBy('fingerprint')
+      .execute();
     expect(issues.map((r) => [Number(r.event_count), Number(r.stored_count), Number(r.users)])).toEqual([
       [15, 15, 7],
       [15, 15, 7],
       [15, 15, 7],
       [15, 15, 7],
     ]);
-    const stored = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const stored = await t.store.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(Number(stored.n)).toBe(60);
-    const usage = await t.store.db.selectFrom('daily_usage').select('events').where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const usage = await t.store.db
+      .selectFrom('daily_usage')
+      .select('events')
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(Number(usage.events)).toBe(60);
     const hourly = await t.store.db
       .selectFrom('issue_hourly')
@@ -338,7 +437,11 @@ describe.each(modes)('two writers on one database, as two server instances (%s, 
       .where('issues.project_id', '=', project.id)
       .executeTakeFirstOrThrow();
     expect(Number(hourly.n)).toBe(60);
-    const changes = await t.store.db.selectFrom('issue_changes').select('kind').where('project_id', '=', project.id).execute();
+    const changes = await t.store.db
+      .selectFrom('issue_changes')
+      .select('kind')
+      .where('project_id', '=', project.id)
+      .execute();
     expect(changes).toHaveLength(4);
   });
 });
@@ -366,8 +469,13 @@ describe('writer when the SQLite batch thread fails', () => {
 
   it('commits on the main thread when the thread cannot start', async () => {
     const project = await createProject(t.store);
-    const writer = newTestWriter(t.store, { batchThread: true, batchThreadFile: pathToFileURL(path.join(dir, 'missing.js')) });
-    const outcomes = await Promise.all(Array.from({ length: 5 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))));
+    const writer = newTestWriter(t.store, {
+      batchThread: true,
+      batchThreadFile: pathToFileURL(path.join(dir, 'missing.js')),
+    });
+    const outcomes = await Promise.all(
+      Array.from({ length: 5 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))),
+    );
     expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
     expect(writer.stats()).toMatchObject({ worksCommitted: 5, batchesOnThread: 0, worksFailed: 0 });
     expect(await countEvents(project.id)).toBe(5);
@@ -383,7 +491,9 @@ describe('writer when the SQLite batch thread fails', () => {
     );
     const project = await createProject(t.store);
     const writer = newTestWriter(t.store, { batchThread: true, batchThreadFile: pathToFileURL(program) });
-    const settled = await Promise.allSettled([1, 2].map(() => writer.submit(makeWork(project, { events: [makeEvent()] }))));
+    const settled = await Promise.allSettled(
+      [1, 2].map(() => writer.submit(makeWork(project, { events: [makeEvent()] }))),
+    );
     for (const s of settled) {
       expect(s.status).toBe('rejected');
       expect((s as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
@@ -480,12 +590,18 @@ describe('writer with the SQLite batch thread: payloads', () => {
   it('stores every payload of a batch in chunks of the project, each event at its own range', async () => {
     const project = await createProject(t.store);
     const writer = newWriter(t.store);
-    const events = Array.from({ length: 10 }, (_, i) => makeEvent({ raw: Buffer.from(JSON.stringify({ n: i, pad: 'x'.repeat(200 * i) })) }));
+    const events = Array.from({ length: 10 }, (_, i) =>
+      makeEvent({ raw: Buffer.from(JSON.stringify({ n: i, pad: 'x'.repeat(200 * i) })) }),
+    );
     await Promise.all(events.map((e) => writer.submit(makeWork(project, { events: [e] }))));
     await writer.close();
     const stored = await storedPayloads(project.id);
     for (const e of events) expect(stored.get(e.eventId)).toBe(Buffer.from(e.raw).toString('utf8'));
-    const chunks = await t.store.db.selectFrom('payload_chunks').select(['id']).where('project_id', '=', project.id).execute();
+    const chunks = await t.store.db
+      .selectFrom('payload_chunks')
+      .select(['id'])
+      .where('project_id', '=', project.id)
+      .execute();
     // Ten events submitted in one turn: fewer chunks than events.
     expect(chunks.length).toBeGreaterThan(0);
     expect(chunks.length).toBeLessThan(10);
@@ -509,7 +625,14 @@ describe('writer with the SQLite batch thread: payloads', () => {
     const sent = payloads.map((p) => Buffer.from(p).toString('utf8'));
 
     const settled = await Promise.allSettled(works.map((w) => writer.submit(w)));
-    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+    expect(settled.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+    ]);
     expect(writer.stats()).toMatchObject({ batchesFailed: 2, eventsStored: 5 });
     await writer.close();
     expect(payloads.map((p) => Buffer.from(p).toString('utf8'))).toEqual(sent);
@@ -574,7 +697,8 @@ describe('writer with the SQLite batch thread: batches waiting for the thread sh
     await writer.submit(makeWork(project, { events: [makeEvent()] }));
     const submitted: Promise<unknown>[] = [];
     // All in one turn of the event loop, as the requests of a burst are read.
-    for (let i = 0; i < THREAD_HANDOVER_ITEMS - 1; i++) submitted.push(writer.submit(makeWork(project, { events: [makeEvent()] })));
+    for (let i = 0; i < THREAD_HANDOVER_ITEMS - 1; i++)
+      submitted.push(writer.submit(makeWork(project, { events: [makeEvent()] })));
     expect(writer.stats().queued).toBe(THREAD_HANDOVER_ITEMS - 1);
     submitted.push(writer.submit(makeWork(project, { events: [makeEvent()] })));
     expect(writer.stats().queued).toBe(0);
@@ -600,7 +724,11 @@ describe('writer with the SQLite batch thread: batches waiting for the thread sh
     ]);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(IngestUnavailableError);
-    const stored = await t.store.db.selectFrom('events').select('event_id').where('project_id', '=', project.id).execute();
+    const stored = await t.store.db
+      .selectFrom('events')
+      .select('event_id')
+      .where('project_id', '=', project.id)
+      .execute();
     expect(stored.map((r) => r.event_id)).toEqual(expect.arrayContaining(good.map((e) => e.eventId)));
     expect(stored.map((r) => r.event_id)).not.toContain(bad);
     expect(stored).toHaveLength(4);
@@ -624,7 +752,9 @@ describe('writer with the SQLite batch thread: the WAL checkpointer hears of its
     const project = await createProject(t.store);
     const writer = writerMaker('batch thread')(t.store);
     const before = tally.read();
-    const outcomes = await Promise.all(Array.from({ length: 30 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))));
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, () => writer.submit(makeWork(project, { events: [makeEvent()] }))),
+    );
     expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
     expect(writer.stats().batchesOnThread).toBeGreaterThan(0);
     const after = tally.read();

@@ -5,7 +5,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY_MS, utcDay } from '../../../src/clock.js';
 import type { ProjectRow } from '../../../src/store/schema.js';
 import { dialects } from '../../helpers/server.js';
-import { createProject, fp, hex32, makeEvent, makeSession, makeWork, newWriter, openTestStore, sequence, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  hex32,
+  makeEvent,
+  makeSession,
+  makeWork,
+  newWriter,
+  openTestStore,
+  sequence,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 
@@ -19,15 +30,30 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
   });
 
   async function issueCounts(project: ProjectRow) {
-    const rows = await t.store.db.selectFrom('issues').select(['fingerprint', 'event_count', 'stored_count']).where('project_id', '=', project.id).orderBy('fingerprint').execute();
+    const rows = await t.store.db
+      .selectFrom('issues')
+      .select(['fingerprint', 'event_count', 'stored_count'])
+      .where('project_id', '=', project.id)
+      .orderBy('fingerprint')
+      .execute();
     return rows.map((r) => [r.fingerprint, Number(r.event_count), Number(r.stored_count)]);
   }
   async function usage(project: ProjectRow) {
-    const rows = await t.store.db.selectFrom('daily_usage').select(['day', 'events']).where('project_id', '=', project.id).orderBy('day').execute();
+    const rows = await t.store.db
+      .selectFrom('daily_usage')
+      .select(['day', 'events'])
+      .where('project_id', '=', project.id)
+      .orderBy('day')
+      .execute();
     return rows.map((r) => [Number(r.day), Number(r.events)]);
   }
   async function storedEventIds(project: ProjectRow) {
-    const rows = await t.store.db.selectFrom('events').select('event_id').where('project_id', '=', project.id).orderBy('id').execute();
+    const rows = await t.store.db
+      .selectFrom('events')
+      .select('event_id')
+      .where('project_id', '=', project.id)
+      .orderBy('id')
+      .execute();
     return rows.map((r) => r.event_id);
   }
 
@@ -38,11 +64,17 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
     const id = hex32();
     const f = fp('dup');
     await Promise.all([
-      writer.submit(makeWork(project, { events: [makeEvent({ eventId: id, fingerprint: f }), makeEvent({ eventId: id, fingerprint: f })] })),
+      writer.submit(
+        makeWork(project, {
+          events: [makeEvent({ eventId: id, fingerprint: f }), makeEvent({ eventId: id, fingerprint: f })],
+        }),
+      ),
       writer.submit(makeWork(project, { events: [makeEvent({ eventId: id, fingerprint: f })] })),
     ]);
     expect(writer.stats().batchesCommitted).toBe(1);
-    expect(await writer.submit(makeWork(project, { events: [makeEvent({ eventId: id, fingerprint: f })] }))).toEqual({ kind: 'ok' });
+    expect(await writer.submit(makeWork(project, { events: [makeEvent({ eventId: id, fingerprint: f })] }))).toEqual({
+      kind: 'ok',
+    });
     // The same event_id in another project is another event.
     await writer.submit(makeWork(other, { events: [makeEvent({ eventId: id, fingerprint: f })] }));
     await writer.close();
@@ -50,7 +82,11 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
     expect(await issueCounts(other)).toEqual([[f, 1, 1]]);
     expect(await storedEventIds(project)).toEqual([id]);
     expect(await usage(project)).toEqual([[utcDay(T), 1]]);
-    const seen = await t.store.db.selectFrom('seen_events').select('event_id').where('project_id', '=', project.id).execute();
+    const seen = await t.store.db
+      .selectFrom('seen_events')
+      .select('event_id')
+      .where('project_id', '=', project.id)
+      .execute();
     expect(seen.map((r) => r.event_id)).toEqual([id]);
     expect(writer.stats()).toMatchObject({ eventsReceived: 5, eventsAccepted: 2, eventsDuplicate: 3 });
   });
@@ -66,17 +102,31 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
     // 2 + 2 > 3: refused whole, sessions in it included.
     const refused = [makeEvent({ fingerprint: f }), makeEvent({ fingerprint: f })];
     const refusedSession = makeSession();
-    expect(await writer.submit(makeWork(project, { events: refused, sessions: [refusedSession], receivedAt: lateEvening }))).toEqual({
+    expect(
+      await writer.submit(makeWork(project, { events: refused, sessions: [refusedSession], receivedAt: lateEvening })),
+    ).toEqual({
       kind: 'quota_exceeded',
       retryAfterSeconds: 60,
     });
     // Sessions alone are never refused; duplicates of accepted events do not count.
     const session = makeSession();
-    expect(await writer.submit(makeWork(project, { sessions: [session], receivedAt: lateEvening }))).toEqual({ kind: 'ok' });
-    expect(await writer.submit(makeWork(project, { events: [first[0]], receivedAt: lateEvening + 1000 }))).toEqual({ kind: 'ok' });
+    expect(await writer.submit(makeWork(project, { sessions: [session], receivedAt: lateEvening }))).toEqual({
+      kind: 'ok',
+    });
+    expect(await writer.submit(makeWork(project, { events: [first[0]], receivedAt: lateEvening + 1000 }))).toEqual({
+      kind: 'ok',
+    });
     // Exactly reaching the quota is allowed; one more is not.
-    expect(await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: f })], receivedAt: lateEvening + 2000 }))).toEqual({ kind: 'ok' });
-    expect(await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: f })], receivedAt: lateEvening + 30_500 }))).toEqual({
+    expect(
+      await writer.submit(
+        makeWork(project, { events: [makeEvent({ fingerprint: f })], receivedAt: lateEvening + 2000 }),
+      ),
+    ).toEqual({ kind: 'ok' });
+    expect(
+      await writer.submit(
+        makeWork(project, { events: [makeEvent({ fingerprint: f })], receivedAt: lateEvening + 30_500 }),
+      ),
+    ).toEqual({
       kind: 'quota_exceeded',
       retryAfterSeconds: 30,
     });
@@ -101,7 +151,11 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
     const project = await createProject(t.store, { daily_quota: 2 });
     const writer = newWriter(t.store);
     const outcomes = await Promise.all(
-      [1, 2, 1, 1].map((n) => writer.submit(makeWork(project, { events: Array.from({ length: n }, () => makeEvent({ fingerprint: fp('order') })) }))),
+      [1, 2, 1, 1].map((n) =>
+        writer.submit(
+          makeWork(project, { events: Array.from({ length: n }, () => makeEvent({ fingerprint: fp('order') })) }),
+        ),
+      ),
     );
     expect(writer.stats().batchesCommitted).toBe(1);
     expect(outcomes.map((o) => o.kind)).toEqual(['ok', 'quota_exceeded', 'ok', 'quota_exceeded']);
@@ -138,16 +192,26 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
     expect(stored).toHaveLength(5);
     expect(await issueCounts(project)).toEqual([[f, 7, 5]]);
     // Sampled-out events are still deduplicated and counted in usage.
-    const seen = await t.store.db.selectFrom('seen_events').select(['event_id', 'stored_id']).where('project_id', '=', project.id).execute();
+    const seen = await t.store.db
+      .selectFrom('seen_events')
+      .select(['event_id', 'stored_id'])
+      .where('project_id', '=', project.id)
+      .execute();
     expect(seen).toHaveLength(7);
     expect(await usage(project)).toEqual([[utcDay(T), 7]]);
     // Each seen id of a stored event names its row (the event_id lookup); the others none.
-    const rows = await t.store.db.selectFrom('events').select(['id', 'event_id']).where('project_id', '=', project.id).execute();
+    const rows = await t.store.db
+      .selectFrom('events')
+      .select(['id', 'event_id'])
+      .where('project_id', '=', project.id)
+      .execute();
     const rowOf = new Map(rows.map((r) => [r.event_id, Number(r.id)]));
     expect(new Map(seen.map((s) => [s.event_id, s.stored_id === null ? null : Number(s.stored_id)]))).toEqual(
       new Map(seen.map((s) => [s.event_id, rowOf.get(s.event_id) ?? null])),
     );
-    expect(seen.filter((s) => s.stored_id === null).map((s) => s.event_id)).toEqual(expect.arrayContaining([events[2].eventId]));
+    expect(seen.filter((s) => s.stored_id === null).map((s) => s.event_id)).toEqual(
+      expect.arrayContaining([events[2].eventId]),
+    );
     expect(seen.filter((s) => s.stored_id === null)).toHaveLength(2);
   });
 
@@ -155,11 +219,27 @@ describe.each(dialects)('writer dedupe, quota and sampling (%s)', (dialect) => {
     const project = await createProject(t.store, { sample_keep_first: 0, sample_rate: 0 });
     const writer = newWriter(t.store, { random: sequence([]) });
     const f = fp('none');
-    await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: f }), makeEvent({ fingerprint: f, isCrash: true }), makeEvent({ fingerprint: f })] }));
+    await writer.submit(
+      makeWork(project, {
+        events: [
+          makeEvent({ fingerprint: f }),
+          makeEvent({ fingerprint: f, isCrash: true }),
+          makeEvent({ fingerprint: f }),
+        ],
+      }),
+    );
     await writer.close();
     expect(await issueCounts(project)).toEqual([[f, 3, 1]]);
-    const issue = await t.store.db.selectFrom('issues').select(['first_seen_id', 'last_seen_id']).where('project_id', '=', project.id).executeTakeFirstOrThrow();
-    const crash = await t.store.db.selectFrom('events').select('id').where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const issue = await t.store.db
+      .selectFrom('issues')
+      .select(['first_seen_id', 'last_seen_id'])
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
+    const crash = await t.store.db
+      .selectFrom('events')
+      .select('id')
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect([issue.first_seen_id, issue.last_seen_id].map(Number)).toEqual([Number(crash.id), Number(crash.id)]);
   });
 });

@@ -46,15 +46,28 @@ interface Case {
 }
 
 const now = Date.now();
-const authHeader = (p: ProjectRow) => ({ 'X-Sentry-Auth': `Sentry sentry_version=7, sentry_client=test/1.0, sentry_key=${p.dsn_key}` });
+const authHeader = (p: ProjectRow) => ({
+  'X-Sentry-Auth': `Sentry sentry_version=7, sentry_client=test/1.0, sentry_key=${p.dsn_key}`,
+});
 const eventEnvelope = () => {
   const id = eventId();
   return envelope({ event_id: id }, [{ type: 'event', payload: errorEvent({ id, timestamp: now }) }]);
 };
 
 const CASES: Case[] = [
-  { name: 'envelope, key in the query', path: (p) => `/api/${p.id}/envelope/?sentry_version=7&sentry_key=${p.dsn_key}`, body: eventEnvelope, status: 200 },
-  { name: 'envelope without trailing slash, X-Sentry-Auth', path: (p) => `/api/${p.id}/envelope`, headers: authHeader, body: eventEnvelope, status: 200 },
+  {
+    name: 'envelope, key in the query',
+    path: (p) => `/api/${p.id}/envelope/?sentry_version=7&sentry_key=${p.dsn_key}`,
+    body: eventEnvelope,
+    status: 200,
+  },
+  {
+    name: 'envelope without trailing slash, X-Sentry-Auth',
+    path: (p) => `/api/${p.id}/envelope`,
+    headers: authHeader,
+    body: eventEnvelope,
+    status: 200,
+  },
   {
     name: 'legacy store body',
     path: (p) => `/api/${p.id}/store/`,
@@ -62,11 +75,43 @@ const CASES: Case[] = [
     body: () => JSON.stringify(errorEvent({ timestamp: now })),
     status: 200,
   },
-  { name: 'session envelope', path: (p) => `/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, body: () => envelope({}, [{ type: 'session', payload: { sid: eventId(), init: true, started: new Date(now).toISOString(), status: 'ok', attrs: { release: 'app@1.0.0' } } }]), status: 200 },
-  { name: 'unknown key', path: (p) => `/api/${p.id}/envelope/?sentry_key=${'0'.repeat(32)}`, body: eventEnvelope, status: 401 },
+  {
+    name: 'session envelope',
+    path: (p) => `/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`,
+    body: () =>
+      envelope({}, [
+        {
+          type: 'session',
+          payload: {
+            sid: eventId(),
+            init: true,
+            started: new Date(now).toISOString(),
+            status: 'ok',
+            attrs: { release: 'app@1.0.0' },
+          },
+        },
+      ]),
+    status: 200,
+  },
+  {
+    name: 'unknown key',
+    path: (p) => `/api/${p.id}/envelope/?sentry_key=${'0'.repeat(32)}`,
+    body: eventEnvelope,
+    status: 401,
+  },
   { name: 'no key at all', path: (p) => `/api/${p.id}/envelope/`, body: eventEnvelope, status: 401 },
-  { name: 'key of another project id', path: (p) => `/api/${p.id + 1000}/envelope/?sentry_key=${p.dsn_key}`, body: eventEnvelope, status: 401 },
-  { name: 'malformed envelope', path: (p) => `/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, body: () => 'not an envelope\n{', status: 400 },
+  {
+    name: 'key of another project id',
+    path: (p) => `/api/${p.id + 1000}/envelope/?sentry_key=${p.dsn_key}`,
+    body: eventEnvelope,
+    status: 401,
+  },
+  {
+    name: 'malformed envelope',
+    path: (p) => `/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`,
+    body: () => 'not an envelope\n{',
+    status: 400,
+  },
   {
     name: 'undecodable gzip',
     path: (p) => `/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`,
@@ -118,7 +163,13 @@ describe.each(dialects)('ingest without Hono on the Node edition (%s)', (dialect
     expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     const mine = lines.filter((l) => l.request_id === 'ingest-trace-1');
     expect(mine).toHaveLength(1);
-    expect(mine[0]).toMatchObject({ level: 30, msg: 'request', method: 'POST', path: `/api/${project.id}/envelope/`, status: 200 });
+    expect(mine[0]).toMatchObject({
+      level: 30,
+      msg: 'request',
+      method: 'POST',
+      path: `/api/${project.id}/envelope/`,
+      status: 200,
+    });
     expect(typeof mine[0].duration_ms).toBe('number');
     expect(JSON.stringify(mine[0])).not.toContain(project.dsn_key);
   });
@@ -132,7 +183,10 @@ describe.each(dialects)('ingest without Hono on the Node edition (%s)', (dialect
     expect(get.status).toBe(405);
     expect(get.headers.get('access-control-allow-origin')).toBe('*');
     // Hono decodes the path; the direct listener leaves such requests to it.
-    const encoded = await fetch(`${t.url}/api/${project.id}/%65nvelope/?sentry_key=${project.dsn_key}`, { method: 'POST', body: eventEnvelope() as unknown as BodyInit });
+    const encoded = await fetch(`${t.url}/api/${project.id}/%65nvelope/?sentry_key=${project.dsn_key}`, {
+      method: 'POST',
+      body: eventEnvelope() as unknown as BodyInit,
+    });
     expect(encoded.status).toBe(200);
   });
 });

@@ -6,7 +6,15 @@ import { hourBucket, utcDay } from '../../../src/clock.js';
 import type { Level, NormalizedEvent } from '../../../src/ingest/types.js';
 import { storedPayload } from '../../../src/editions/node/payloads.js';
 import { dialects } from '../../helpers/server.js';
-import { createProject, fp, makeEvent, makeWork, newWriter, openTestStore, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  makeEvent,
+  makeWork,
+  newWriter,
+  openTestStore,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 const MIN = 60_000;
@@ -26,20 +34,51 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
     const writer = newWriter(t.store);
     const f = fp('checkout');
     // Sent out of event-time order: the latest event (by time) arrives first.
-    const latest = makeEvent({ fingerprint: f, timestamp: T + 10 * MIN, level: 'fatal', release: 'app@1.2.0', title: 'TypeError: newest', userKey: 'u1', screen: 'PayScreen', location: 'pay.js:1', platform: 'javascript' });
-    const earliest = makeEvent({ fingerprint: f, timestamp: T - 5 * MIN, level: 'warning', release: 'app@1.0.0', title: 'TypeError: oldest', userKey: 'u2' });
+    const latest = makeEvent({
+      fingerprint: f,
+      timestamp: T + 10 * MIN,
+      level: 'fatal',
+      release: 'app@1.2.0',
+      title: 'TypeError: newest',
+      userKey: 'u1',
+      screen: 'PayScreen',
+      location: 'pay.js:1',
+      platform: 'javascript',
+    });
+    const earliest = makeEvent({
+      fingerprint: f,
+      timestamp: T - 5 * MIN,
+      level: 'warning',
+      release: 'app@1.0.0',
+      title: 'TypeError: oldest',
+      userKey: 'u2',
+    });
     const middle = makeEvent({ fingerprint: f, timestamp: T, level: 'error', release: 'app@1.1.0', userKey: 'u1' });
-    const anonymous = makeEvent({ fingerprint: f, timestamp: T + MIN, level: 'info', release: 'app@1.1.0', userKey: null });
+    const anonymous = makeEvent({
+      fingerprint: f,
+      timestamp: T + MIN,
+      level: 'info',
+      release: 'app@1.1.0',
+      userKey: null,
+    });
     const r1 = Date.UTC(2026, 0, 10, 12, 30);
     const r2 = r1 + 5000;
-    expect(await writer.submit(makeWork(project, { events: [latest, earliest], receivedAt: r1 }))).toEqual({ kind: 'ok' });
-    expect(await writer.submit(makeWork(project, { events: [middle, anonymous], receivedAt: r2 }))).toEqual({ kind: 'ok' });
+    expect(await writer.submit(makeWork(project, { events: [latest, earliest], receivedAt: r1 }))).toEqual({
+      kind: 'ok',
+    });
+    expect(await writer.submit(makeWork(project, { events: [middle, anonymous], receivedAt: r2 }))).toEqual({
+      kind: 'ok',
+    });
     await writer.close();
 
     const issues = await t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).execute();
     expect(issues).toHaveLength(1);
     const issue = issues[0];
-    const events = await t.store.db.selectFrom('events').select(['id', 'event_id', 'issue_id']).where('project_id', '=', project.id).execute();
+    const events = await t.store.db
+      .selectFrom('events')
+      .select(['id', 'event_id', 'issue_id'])
+      .where('project_id', '=', project.id)
+      .execute();
     const idOf = (e: NormalizedEvent) => Number(events.find((r) => r.event_id === e.eventId)!.id);
     expect(events.every((r) => Number(r.issue_id) === Number(issue.id))).toBe(true);
     expect({ ...issue, id: 0, project_id: 0 }).toEqual({
@@ -77,14 +116,25 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
       assignee_id: null,
     });
 
-    const releases = await t.store.db.selectFrom('issue_releases').select(['release', 'first_seen']).where('issue_id', '=', issue.id).orderBy('release').execute();
+    const releases = await t.store.db
+      .selectFrom('issue_releases')
+      .select(['release', 'first_seen'])
+      .where('issue_id', '=', issue.id)
+      .orderBy('release')
+      .execute();
     expect(releases.map((r) => [r.release, Number(r.first_seen)])).toEqual([
       ['app@1.0.0', T - 5 * MIN],
       ['app@1.1.0', T],
       ['app@1.2.0', T + 10 * MIN],
     ]);
-    const changes = await t.store.db.selectFrom('issue_changes').selectAll().where('project_id', '=', project.id).execute();
-    expect(changes.map((c) => [c.kind, Number(c.issue_id), Number(c.at), c.release])).toEqual([['new_issue', Number(issue.id), r1, 'app@1.2.0']]);
+    const changes = await t.store.db
+      .selectFrom('issue_changes')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .execute();
+    expect(changes.map((c) => [c.kind, Number(c.issue_id), Number(c.at), c.release])).toEqual([
+      ['new_issue', Number(issue.id), r1, 'app@1.2.0'],
+    ]);
   });
 
   it('keeps the earliest time an issue was seen on a release, whatever order later batches bring', async () => {
@@ -92,16 +142,26 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
     const writer = newWriter(t.store);
     const f = fp('release-first-seen');
     const firstSeenOn = async () =>
-      (await t.store.db.selectFrom('issue_releases').innerJoin('issues', 'issues.id', 'issue_releases.issue_id').select(['release', 'issue_releases.first_seen']).where('issues.project_id', '=', project.id).orderBy('release').execute()).map(
-        (r) => [r.release, Number(r.first_seen)],
-      );
+      (
+        await t.store.db
+          .selectFrom('issue_releases')
+          .innerJoin('issues', 'issues.id', 'issue_releases.issue_id')
+          .select(['release', 'issue_releases.first_seen'])
+          .where('issues.project_id', '=', project.id)
+          .orderBy('release')
+          .execute()
+      ).map((r) => [r.release, Number(r.first_seen)]);
     for (const [timestamp, want] of [
       [T, T],
       [T + MIN, T], // later: kept
       [T - MIN, T - MIN], // earlier: lowered
       [T + 2 * MIN, T - MIN],
     ]) {
-      expect(await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: f, timestamp, release: 'app@3.0.0' })] }))).toEqual({ kind: 'ok' });
+      expect(
+        await writer.submit(
+          makeWork(project, { events: [makeEvent({ fingerprint: f, timestamp, release: 'app@3.0.0' })] }),
+        ),
+      ).toEqual({ kind: 'ok' });
       expect(await firstSeenOn()).toEqual([['app@3.0.0', want]]);
     }
     await writer.close();
@@ -113,14 +173,35 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
     const a = fp('a');
     const b = fp('b');
     // user keys as the normaliser derives them: id, else email, else username, else ip
-    await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: a, userKey: 'id:1' }), makeEvent({ fingerprint: a, userKey: 'id:1' }), makeEvent({ fingerprint: b, userKey: 'id:1' })] }));
-    await writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: a, userKey: 'id:1' }), makeEvent({ fingerprint: a, userKey: 'me@x.org' })] }));
+    await writer.submit(
+      makeWork(project, {
+        events: [
+          makeEvent({ fingerprint: a, userKey: 'id:1' }),
+          makeEvent({ fingerprint: a, userKey: 'id:1' }),
+          makeEvent({ fingerprint: b, userKey: 'id:1' }),
+        ],
+      }),
+    );
+    await writer.submit(
+      makeWork(project, {
+        events: [makeEvent({ fingerprint: a, userKey: 'id:1' }), makeEvent({ fingerprint: a, userKey: 'me@x.org' })],
+      }),
+    );
     await Promise.all([
       writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: a, userKey: '10.0.0.1' })] })),
-      writer.submit(makeWork(project, { events: [makeEvent({ fingerprint: a, userKey: '10.0.0.1' }), makeEvent({ fingerprint: b })] })),
+      writer.submit(
+        makeWork(project, {
+          events: [makeEvent({ fingerprint: a, userKey: '10.0.0.1' }), makeEvent({ fingerprint: b })],
+        }),
+      ),
     ]);
     await writer.close();
-    const rows = await t.store.db.selectFrom('issues').select(['fingerprint', 'event_count', 'stored_count', 'users']).where('project_id', '=', project.id).orderBy('fingerprint').execute();
+    const rows = await t.store.db
+      .selectFrom('issues')
+      .select(['fingerprint', 'event_count', 'stored_count', 'users'])
+      .where('project_id', '=', project.id)
+      .orderBy('fingerprint')
+      .execute();
     expect(rows.map((r) => [r.fingerprint, Number(r.event_count), Number(r.stored_count), Number(r.users)])).toEqual([
       [a, 6, 6, 3],
       [b, 2, 2, 1],
@@ -166,8 +247,16 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
     });
     await writer.submit(makeWork(project, { events: [e], receivedAt: T + 1000 }));
     await writer.close();
-    const row = await t.store.db.selectFrom('events').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
-    const issue = await t.store.db.selectFrom('issues').select('id').where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('events')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
+    const issue = await t.store.db
+      .selectFrom('issues')
+      .select('id')
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(Number(row.issue_id)).toBe(Number(issue.id));
     expect(row).toMatchObject({
       event_id: e.eventId,
@@ -201,9 +290,23 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
     expect(row.detail.byteLength).toBe(0);
     expect(row.raw.byteLength).toBe(0);
     expect((await storedPayload(t.store.db, row)).equals(raw)).toBe(true);
-    const chunk = await t.store.db.selectFrom('payload_chunks').selectAll().where('id', '=', Number(row.payload_chunk)).executeTakeFirstOrThrow();
-    expect([Number(chunk.project_id), Number(chunk.received_at), Number(row.payload_start), Number(row.payload_length)]).toEqual([project.id, T + 1000, 0, raw.length]);
-    const tags = await t.store.db.selectFrom('event_tags').selectAll().where('event_id', '=', row.id).orderBy('key').execute();
+    const chunk = await t.store.db
+      .selectFrom('payload_chunks')
+      .selectAll()
+      .where('id', '=', Number(row.payload_chunk))
+      .executeTakeFirstOrThrow();
+    expect([
+      Number(chunk.project_id),
+      Number(chunk.received_at),
+      Number(row.payload_start),
+      Number(row.payload_length),
+    ]).toEqual([project.id, T + 1000, 0, raw.length]);
+    const tags = await t.store.db
+      .selectFrom('event_tags')
+      .selectAll()
+      .where('event_id', '=', row.id)
+      .orderBy('key')
+      .execute();
     expect(tags.map((r) => [Number(r.project_id), r.key, r.value])).toEqual([
       [project.id, 'device.family', 'Pixel'],
       [project.id, 'os', 'Android 14'],
@@ -223,12 +326,20 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
     });
     await writer.submit(makeWork(project, { events: [e] }));
     await writer.close();
-    const row = await t.store.db.selectFrom('events').select(['title', 'release', 'tags', 'user_id']).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('events')
+      .select(['title', 'release', 'tags', 'user_id'])
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(row.title).toBe('badtitle');
     expect(row.user_id).toBe('i'.repeat(200));
     expect(row.release).toBe('r'.repeat(250));
     expect(JSON.parse(row.tags)).toEqual({ k: 'v'.repeat(200), n: 'xy' });
-    const rel = await t.store.db.selectFrom('releases').select('release').where('project_id', '=', project.id).execute();
+    const rel = await t.store.db
+      .selectFrom('releases')
+      .select('release')
+      .where('project_id', '=', project.id)
+      .execute();
     expect(rel.map((r) => r.release)).toEqual(['r'.repeat(250)]);
   });
 
@@ -279,9 +390,15 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
       const k = `${e.fingerprint}|${hourBucket(e.timestamp)}`;
       expectedIssueHourly.set(k, (expectedIssueHourly.get(k) ?? 0) + 1);
     }
-    expect(new Map(issueHourly.map((r) => [`${r.fingerprint}|${Number(r.bucket)}`, Number(r.events)]))).toEqual(expectedIssueHourly);
+    expect(new Map(issueHourly.map((r) => [`${r.fingerprint}|${Number(r.bucket)}`, Number(r.events)]))).toEqual(
+      expectedIssueHourly,
+    );
 
-    const projectHourly = await db.selectFrom('project_hourly').selectAll().where('project_id', '=', project.id).execute();
+    const projectHourly = await db
+      .selectFrom('project_hourly')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .execute();
     const expectedProject = new Map<string, number[]>();
     for (const { e } of all) {
       const k = `${hourBucket(e.timestamp)}|${e.release}`;
@@ -293,7 +410,12 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
       expectedProject.set(k, v);
     }
     expect(
-      new Map(projectHourly.map((r) => [`${Number(r.bucket)}|${r.release}`, [r.events, r.crashes, r.errors, r.fatal, r.error, r.warning, r.info, r.debug].map(Number)])),
+      new Map(
+        projectHourly.map((r) => [
+          `${Number(r.bucket)}|${r.release}`,
+          [r.events, r.crashes, r.errors, r.fatal, r.error, r.warning, r.info, r.debug].map(Number),
+        ]),
+      ),
     ).toEqual(expectedProject);
 
     const releaseRows = await db.selectFrom('releases').selectAll().where('project_id', '=', project.id).execute();
@@ -307,13 +429,19 @@ describe.each(dialects)('writer grouping (%s)', (dialect) => {
       expectedReleases.set(e.release, r);
     }
     for (const r of expectedReleases.values()) r.platforms.sort();
-    expect(new Map(releaseRows.map((r) => [r.release, { first: Number(r.first_seen), last: Number(r.last_seen), platforms: JSON.parse(r.platforms) }]))).toEqual(
-      expectedReleases,
-    );
+    expect(
+      new Map(
+        releaseRows.map((r) => [
+          r.release,
+          { first: Number(r.first_seen), last: Number(r.last_seen), platforms: JSON.parse(r.platforms) },
+        ]),
+      ),
+    ).toEqual(expectedReleases);
 
     const usage = await db.selectFrom('daily_usage').selectAll().where('project_id', '=', project.id).execute();
     const expectedUsage = new Map<number, number>();
-    for (const { receivedAt } of all) expectedUsage.set(utcDay(receivedAt), (expectedUsage.get(utcDay(receivedAt)) ?? 0) + 1);
+    for (const { receivedAt } of all)
+      expectedUsage.set(utcDay(receivedAt), (expectedUsage.get(utcDay(receivedAt)) ?? 0) + 1);
     expect(new Map(usage.map((r) => [Number(r.day), Number(r.events)]))).toEqual(expectedUsage);
 
     // Issue counters agree with the rows: every event counted, stored ones present.

@@ -5,7 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IngestWriter } from '../../../src/editions/node/writer.js';
 import type { ProjectRow } from '../../../src/store/schema.js';
 import { dialects } from '../../helpers/server.js';
-import { createProject, fp, makeEvent, makeWork, newWriter, openTestStore, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  makeEvent,
+  makeWork,
+  newWriter,
+  openTestStore,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 const HOUR = 3_600_000;
@@ -28,13 +36,28 @@ describe.each(dialects)('writer issue lifecycle (%s)', (dialect) => {
       .execute();
   }
   async function issue(project: ProjectRow, fingerprint: string) {
-    return t.store.db.selectFrom('issues').selectAll().where('project_id', '=', project.id).where('fingerprint', '=', fingerprint).executeTakeFirstOrThrow();
+    return t.store.db
+      .selectFrom('issues')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .where('fingerprint', '=', fingerprint)
+      .executeTakeFirstOrThrow();
   }
   async function changes(project: ProjectRow) {
-    const rows = await t.store.db.selectFrom('issue_changes').select(['kind', 'at', 'release']).where('project_id', '=', project.id).orderBy('id').execute();
+    const rows = await t.store.db
+      .selectFrom('issue_changes')
+      .select(['kind', 'at', 'release'])
+      .where('project_id', '=', project.id)
+      .orderBy('id')
+      .execute();
     return rows.map((r) => [r.kind, Number(r.at), r.release]);
   }
-  async function send(writer: IngestWriter, project: ProjectRow, receivedAt: number, ...events: ReturnType<typeof makeEvent>[]) {
+  async function send(
+    writer: IngestWriter,
+    project: ProjectRow,
+    receivedAt: number,
+    ...events: ReturnType<typeof makeEvent>[]
+  ) {
     expect(await writer.submit(makeWork(project, { events, receivedAt }))).toEqual({ kind: 'ok' });
   }
 
@@ -42,19 +65,42 @@ describe.each(dialects)('writer issue lifecycle (%s)', (dialect) => {
     const project = await createProject(t.store);
     const writer = newWriter(t.store);
     const f = fp('regress');
-    await send(writer, project, T, makeEvent({ fingerprint: f, release: 'app@1.0.0', timestamp: T - HOUR }), makeEvent({ fingerprint: f, release: 'app@1.1.0', timestamp: T - HOUR }));
+    await send(
+      writer,
+      project,
+      T,
+      makeEvent({ fingerprint: f, release: 'app@1.0.0', timestamp: T - HOUR }),
+      makeEvent({ fingerprint: f, release: 'app@1.1.0', timestamp: T - HOUR }),
+    );
     const resolvedAt = T + HOUR;
     await setStatus(project, f, 'resolved', resolvedAt);
 
     // Releases seen before the resolution do not regress it, whatever the event time.
-    await send(writer, project, T + 2 * HOUR, makeEvent({ fingerprint: f, release: 'app@1.0.0', timestamp: T + 2 * HOUR }), makeEvent({ fingerprint: f, release: 'app@1.1.0', timestamp: T + 2 * HOUR }));
+    await send(
+      writer,
+      project,
+      T + 2 * HOUR,
+      makeEvent({ fingerprint: f, release: 'app@1.0.0', timestamp: T + 2 * HOUR }),
+      makeEvent({ fingerprint: f, release: 'app@1.1.0', timestamp: T + 2 * HOUR }),
+    );
     expect((await issue(project, f)).status).toBe('resolved');
     expect(Number((await issue(project, f)).event_count)).toBe(4);
 
     // A new release does, once; later events change nothing more.
     const flipAt = T + 3 * HOUR;
-    await send(writer, project, flipAt, makeEvent({ fingerprint: f, release: 'app@2.0.0', timestamp: T + 3 * HOUR }), makeEvent({ fingerprint: f, release: 'app@3.0.0', timestamp: T + 3 * HOUR }));
-    await send(writer, project, flipAt + HOUR, makeEvent({ fingerprint: f, release: 'app@4.0.0', timestamp: T + 4 * HOUR }));
+    await send(
+      writer,
+      project,
+      flipAt,
+      makeEvent({ fingerprint: f, release: 'app@2.0.0', timestamp: T + 3 * HOUR }),
+      makeEvent({ fingerprint: f, release: 'app@3.0.0', timestamp: T + 3 * HOUR }),
+    );
+    await send(
+      writer,
+      project,
+      flipAt + HOUR,
+      makeEvent({ fingerprint: f, release: 'app@4.0.0', timestamp: T + 4 * HOUR }),
+    );
     await writer.close();
     const row = await issue(project, f);
     expect(row).toMatchObject({ status: 'regression', resolved_release: 'app@1.0.0' });
@@ -72,12 +118,22 @@ describe.each(dialects)('writer issue lifecycle (%s)', (dialect) => {
     const writer = newWriter(t.store);
     const f = fp('after');
     await send(writer, project, T, makeEvent({ fingerprint: f, release: 'app@1.0.0', timestamp: T }));
-    // Seen on 2.0.0 while ignored, after what will be the resolution time... 
+    // Seen on 2.0.0 while ignored, after what will be the resolution time...
     await setStatus(project, f, 'ignored', null);
-    await send(writer, project, T + 2 * HOUR, makeEvent({ fingerprint: f, release: 'app@2.0.0', timestamp: T + 2 * HOUR }));
+    await send(
+      writer,
+      project,
+      T + 2 * HOUR,
+      makeEvent({ fingerprint: f, release: 'app@2.0.0', timestamp: T + 2 * HOUR }),
+    );
     // ...then resolved with a resolution time before that sighting.
     await setStatus(project, f, 'resolved', T + HOUR);
-    await send(writer, project, T + 3 * HOUR, makeEvent({ fingerprint: f, release: 'app@2.0.0', timestamp: T + 3 * HOUR }));
+    await send(
+      writer,
+      project,
+      T + 3 * HOUR,
+      makeEvent({ fingerprint: f, release: 'app@2.0.0', timestamp: T + 3 * HOUR }),
+    );
     await writer.close();
     expect((await issue(project, f)).status).toBe('regression');
   });
@@ -90,7 +146,13 @@ describe.each(dialects)('writer issue lifecycle (%s)', (dialect) => {
     const resolvedAt = T + HOUR;
     await setStatus(project, f, 'resolved', resolvedAt);
     // Received late, but happened before the resolution.
-    await send(writer, project, T + 5 * HOUR, makeEvent({ fingerprint: f, release: '', timestamp: resolvedAt - 1 }), makeEvent({ fingerprint: f, release: '', timestamp: resolvedAt }));
+    await send(
+      writer,
+      project,
+      T + 5 * HOUR,
+      makeEvent({ fingerprint: f, release: '', timestamp: resolvedAt - 1 }),
+      makeEvent({ fingerprint: f, release: '', timestamp: resolvedAt }),
+    );
     expect((await issue(project, f)).status).toBe('resolved');
     await send(writer, project, T + 6 * HOUR, makeEvent({ fingerprint: f, release: '', timestamp: resolvedAt + 1 }));
     await writer.close();
@@ -106,7 +168,13 @@ describe.each(dialects)('writer issue lifecycle (%s)', (dialect) => {
     const f = fp(status);
     await send(writer, project, T, makeEvent({ fingerprint: f, release: 'app@1.0.0', timestamp: T }));
     await setStatus(project, f, status, T + HOUR);
-    await send(writer, project, T + 2 * HOUR, makeEvent({ fingerprint: f, release: 'app@9.0.0', timestamp: T + 2 * HOUR }), makeEvent({ fingerprint: f, release: '', timestamp: T + 2 * HOUR }));
+    await send(
+      writer,
+      project,
+      T + 2 * HOUR,
+      makeEvent({ fingerprint: f, release: 'app@9.0.0', timestamp: T + 2 * HOUR }),
+      makeEvent({ fingerprint: f, release: '', timestamp: T + 2 * HOUR }),
+    );
     await writer.close();
     const row = await issue(project, f);
     expect(row.status).toBe(status);

@@ -12,7 +12,16 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { sql } from 'kysely';
 import type { IngestWork, Level } from '../../../src/ingest/types.js';
-import { createProject, fp, hex32, makeEvent, makeSession, makeWork, newWriter, openTestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  hex32,
+  makeEvent,
+  makeSession,
+  makeWork,
+  newWriter,
+  openTestStore,
+} from '../../helpers/factory.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -44,7 +53,11 @@ class StatementTimer {
         try {
           return original.apply(this, args);
         } finally {
-          const key = this.source.replace(/\s+/g, ' ').replace(/\(.*$/, '').replace(/ values .*$/, '').slice(0, 40);
+          const key = this.source
+            .replace(/\s+/g, ' ')
+            .replace(/\(.*$/, '')
+            .replace(/ values .*$/, '')
+            .slice(0, 40);
           const t = totals.get(key) ?? { ms: 0, n: 0 };
           t.ms += performance.now() - at;
           t.n += 1;
@@ -64,13 +77,19 @@ class StatementTimer {
       const at = performance.now();
       const result = original.apply(this, args);
       if (result && typeof (result as Promise<unknown>).then === 'function') {
-        const key = text.replace(/\s+/g, ' ').replace(/\(.*$/, '').replace(/ values .*$/, '').slice(0, 40);
-        void (result as Promise<unknown>).finally(() => {
-          const t = totals.get(key) ?? { ms: 0, n: 0 };
-          t.ms += performance.now() - at;
-          t.n += 1;
-          totals.set(key, t);
-        }).catch(() => {});
+        const key = text
+          .replace(/\s+/g, ' ')
+          .replace(/\(.*$/, '')
+          .replace(/ values .*$/, '')
+          .slice(0, 40);
+        void (result as Promise<unknown>)
+          .finally(() => {
+            const t = totals.get(key) ?? { ms: 0, n: 0 };
+            t.ms += performance.now() - at;
+            t.n += 1;
+            totals.set(key, t);
+          })
+          .catch(() => {});
       }
       return result;
     };
@@ -90,12 +109,29 @@ function mainThreadCpuUs(): number {
 
 function payload(size: number, seed: number): Buffer {
   const breadcrumbs: Record<string, unknown>[] = [];
-  const frames = Array.from({ length: 12 }, (_, i) => ({ filename: `src/module${(seed + i) % 40}.js`, function: `handler${i}`, lineno: 10 + i, colno: 5, in_app: i < 6 }));
+  const frames = Array.from({ length: 12 }, (_, i) => ({
+    filename: `src/module${(seed + i) % 40}.js`,
+    function: `handler${i}`,
+    lineno: 10 + i,
+    colno: 5,
+    in_app: i < 6,
+  }));
   while (JSON.stringify(breadcrumbs).length < size - 1500) {
     const n = breadcrumbs.length;
-    breadcrumbs.push({ timestamp: 1767000000 + n, category: n % 3 ? 'http' : 'ui.click', message: `step ${n} of request ${seed}`, data: { url: `/api/items/${seed % 97}/${n}`, status_code: 200 } });
+    breadcrumbs.push({
+      timestamp: 1767000000 + n,
+      category: n % 3 ? 'http' : 'ui.click',
+      message: `step ${n} of request ${seed}`,
+      data: { url: `/api/items/${seed % 97}/${n}`, status_code: 200 },
+    });
   }
-  return Buffer.from(JSON.stringify({ event_id: hex32(), exception: { values: [{ type: 'TypeError', stacktrace: { frames } }] }, breadcrumbs: { values: breadcrumbs } }));
+  return Buffer.from(
+    JSON.stringify({
+      event_id: hex32(),
+      exception: { values: [{ type: 'TypeError', stacktrace: { frames } }] },
+      breadcrumbs: { values: breadcrumbs },
+    }),
+  );
 }
 
 /**
@@ -113,10 +149,13 @@ function printWalPages(file: string): void {
   }
   const db = new BetterSqlite3(file, { readonly: true });
   const owner = new Map(
-    (db.prepare('select name, pageno, pagetype from dbstat').all() as { name: string; pageno: number; pagetype: string }[]).map((r) => [
-      r.pageno,
-      r.pagetype === 'internal' ? `${r.name} (interior)` : r.name,
-    ]),
+    (
+      db.prepare('select name, pageno, pagetype from dbstat').all() as {
+        name: string;
+        pageno: number;
+        pagetype: string;
+      }[]
+    ).map((r) => [r.pageno, r.pagetype === 'internal' ? `${r.name} (interior)` : r.name]),
   );
   db.close();
   const counts = new Map<string, number>();
@@ -124,8 +163,11 @@ function printWalPages(file: string): void {
     const name = owner.get(p) ?? (p === 1 ? '(header)' : '(free)');
     counts.set(name, (counts.get(name) ?? 0) + 1);
   }
-  console.log(`  WAL: ${pages.length} pages in ${commits} commits, ${(pages.length / commits).toFixed(1)} per commit; per commit by table or index:`);
-  for (const [name, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`    ${name.padEnd(44)} ${(n / commits).toFixed(2)}`);
+  console.log(
+    `  WAL: ${pages.length} pages in ${commits} commits, ${(pages.length / commits).toFixed(1)} per commit; per commit by table or index:`,
+  );
+  for (const [name, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 25))
+    console.log(`    ${name.padEnd(44)} ${(n / commits).toFixed(2)}`);
 }
 
 async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
@@ -135,7 +177,8 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     const pragma = arg('pragma', '');
     if (pragma && dialect === 'sqlite') await sql.raw(`pragma ${pragma}`).execute(t.store.db);
     // What an index costs ingest: --drop-indexes a,b runs without them.
-    for (const index of arg('drop-indexes', '').split(',').filter(Boolean)) await sql.raw(`drop index ${index}`).execute(t.store.db);
+    for (const index of arg('drop-indexes', '').split(',').filter(Boolean))
+      await sql.raw(`drop index ${index}`).execute(t.store.db);
     const timer = new StatementTimer();
     if (timing) {
       if (dialect === 'sqlite') timer.install();
@@ -145,7 +188,10 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     // Statements are timed on this thread, and the WAL is kept whole for this connection
     // only, so then batches must run here.
     if (walPages && dialect === 'sqlite') await sql.raw('pragma wal_autocheckpoint = 0').execute(store.db);
-    const writer = newWriter(store, { maxBatchItems: Math.max(waves * 2, 1000), ...(timing || walPages ? { batchThread: false } : {}) });
+    const writer = newWriter(store, {
+      maxBatchItems: Math.max(waves * 2, 1000),
+      ...(timing || walPages ? { batchThread: false } : {}),
+    });
     const levels: Level[] = ['error', 'error', 'error', 'warning', 'fatal', 'info'];
     const payloads = Array.from({ length: 20 }, (_, i) => payload(i < 14 ? smallSize : largeSize, i));
     const now = Date.UTC(2026, 0, 10, 12);
@@ -159,10 +205,22 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
         isCrash: level === 'fatal',
         timestamp: now - (i % 3600) * 1000,
         userKey: `u${i % 1000}`,
-        tags: { os: 'Android 14', device: 'Pixel 8', release: `app@1.${i % 10}.0`, environment: 'production', handled: 'yes' },
+        tags: {
+          os: 'Android 14',
+          device: 'Pixel 8',
+          release: `app@1.${i % 10}.0`,
+          environment: 'production',
+          handled: 'yes',
+        },
         raw: payloads[i % payloads.length],
       });
-      works.push(makeWork(project, { events: [e], receivedAt: now, sessions: i % 10 === 0 ? [makeSession({ release: `app@1.${i % 10}.0` })] : [] }));
+      works.push(
+        makeWork(project, {
+          events: [e],
+          receivedAt: now,
+          sessions: i % 10 === 0 ? [makeSession({ release: `app@1.${i % 10}.0` })] : [],
+        }),
+      );
     }
     const started = performance.now();
     const cpu0 = process.cpuUsage();
@@ -195,7 +253,9 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     );
     if (timing) {
       for (const [k, v] of [...timer.totals].sort((a, b) => b[1].ms - a[1].ms)) {
-        console.log(`  ${k.padEnd(28)} ${String(v.n).padStart(5)}x ${((v.ms / total) * 1000).toFixed(1).padStart(7)} us/event`);
+        console.log(
+          `  ${k.padEnd(28)} ${String(v.n).padStart(5)}x ${((v.ms / total) * 1000).toFixed(1).padStart(7)} us/event`,
+        );
       }
     }
   } finally {

@@ -11,7 +11,15 @@ import { commitIngestBatch } from '../../../src/store/ingest-batch.js';
 import { NAME_AFTER_USES } from '../../../src/store/pg-statements.js';
 import type { Database } from '../../../src/store/schema.js';
 import { dialects } from '../../helpers/server.js';
-import { createProject, fp, makeEvent, makeSession, makeWork, openTestStore, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  fp,
+  makeEvent,
+  makeSession,
+  makeWork,
+  openTestStore,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 describe.runIf(dialects.includes('postgres'))('ingest batch write as a named statement on PostgreSQL', () => {
   let t: TestStore;
@@ -29,12 +37,22 @@ describe.runIf(dialects.includes('postgres'))('ingest batch write as a named sta
   const batch = (db: Kysely<Database>, n: number) =>
     commitIngestBatch(
       { ...t.store, db },
-      [makeWork(project, { events: Array.from({ length: n }, (_, i) => makeEvent({ fingerprint: fp(`f${i % 3}`) })), sessions: [makeSession()] })].map(prepareWork),
+      [
+        makeWork(project, {
+          events: Array.from({ length: n }, (_, i) => makeEvent({ fingerprint: fp(`f${i % 3}`) })),
+          sessions: [makeSession()],
+        }),
+      ].map(prepareWork),
       { planner: ingestPlanner, random: () => 0, compress },
     );
 
   const namedWrites = async (db: Kysely<Database>) =>
-    (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements where name like 'faultline_write_%'`.execute(db)).rows;
+    (
+      await sql<{
+        name: string;
+        statement: string;
+      }>`select name, statement from pg_prepared_statements where name like 'faultline_write_%'`.execute(db)
+    ).rows;
 
   it('names the write of a recurring shape, prepares it once per connection and reuses it', async () => {
     await t.store.db.connection().execute(async (db) => {
@@ -53,7 +71,11 @@ describe.runIf(dialects.includes('postgres'))('ingest batch write as a named sta
       await batch(db, 4);
       expect(await namedWrites(db)).toEqual(named);
     });
-    const { n } = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const { n } = await t.store.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(Number(n)).toBe(5 + 2 * (NAME_AFTER_USES - 1) + 3 + 4);
   });
 
@@ -63,7 +85,10 @@ describe.runIf(dialects.includes('postgres'))('ingest batch write as a named sta
       const before = await namedWrites(db);
       expect(before).toHaveLength(1);
       // The next event ids collide with stored events: the write fails, the batch rolls back.
-      const { max } = await db.selectFrom('events').select((eb) => eb.fn.max<number>('id').as('max')).executeTakeFirstOrThrow();
+      const { max } = await db
+        .selectFrom('events')
+        .select((eb) => eb.fn.max<number>('id').as('max'))
+        .executeTakeFirstOrThrow();
       await sql`select setval('events_id_seq', ${Number(max) - 1})`.execute(db);
       await expect(batch(db, 2)).rejects.toThrow(/duplicate key/);
       await sql`select setval('events_id_seq', ${Number(max) + 10})`.execute(db);
@@ -71,7 +96,11 @@ describe.runIf(dialects.includes('postgres'))('ingest batch write as a named sta
       await batch(db, 2);
       expect(await namedWrites(db)).toEqual(before);
     });
-    const { n } = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const { n } = await t.store.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect(Number(n)).toBe(5 + 2 * (NAME_AFTER_USES - 1) + 3 + 4 + 4);
   });
 });

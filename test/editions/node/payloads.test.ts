@@ -7,7 +7,15 @@ import { decompress } from '../../../src/editions/node/codec.js';
 import { packPayloads, storedPayload } from '../../../src/editions/node/payloads.js';
 import { PAYLOAD_CHUNK_MAX_BYTES } from '../../../src/store/payloads.js';
 import { dialects } from '../../helpers/server.js';
-import { createProject, makeEvent, makeWork, newWriter, openTestStore, sequence, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  makeEvent,
+  makeWork,
+  newWriter,
+  openTestStore,
+  sequence,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 
@@ -36,7 +44,9 @@ describe('packPayloads', () => {
     ]);
     items.forEach((item, i) => {
       const data = decompress(chunks[slots[i].chunk].data);
-      expect(Buffer.from(data.subarray(slots[i].start, slots[i].start + slots[i].length)).equals(Buffer.from(item.payload))).toBe(true);
+      expect(
+        Buffer.from(data.subarray(slots[i].start, slots[i].start + slots[i].length)).equals(Buffer.from(item.payload)),
+      ).toBe(true);
     });
   });
 
@@ -62,8 +72,15 @@ describe.each(dialects)('payload chunks through the writer (%s)', (dialect) => {
   });
 
   async function payloadsOf(projectId: number) {
-    const rows = await t.store.db.selectFrom('events').selectAll().where('project_id', '=', projectId).orderBy('id').execute();
-    return Promise.all(rows.map(async (r) => ({ row: r, payload: (await storedPayload(t.store.db, r)).toString('utf8') })));
+    const rows = await t.store.db
+      .selectFrom('events')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .orderBy('id')
+      .execute();
+    return Promise.all(
+      rows.map(async (r) => ({ row: r, payload: (await storedPayload(t.store.db, r)).toString('utf8') })),
+    );
   }
 
   it('stores a batch of two projects in chunks of each, large batches in several, every payload exact', async () => {
@@ -71,14 +88,23 @@ describe.each(dialects)('payload chunks through the writer (%s)', (dialect) => {
     const b = await createProject(t.store);
     const writer = newWriter(t.store);
     // 40 random payloads of 20 KB: 800 KB for a, over three chunks' worth; 3 small ones for b.
-    const big = Array.from({ length: 40 }, (_, i) => makeEvent({ raw: Buffer.from(JSON.stringify({ i, noise: crypto.randomBytes(15_000).toString('base64') })) }));
-    const small = Array.from({ length: 3 }, (_, i) => makeEvent({ raw: Buffer.from(JSON.stringify({ i, note: 'small' })) }));
-    const works = [...big.map((e, i) => makeWork(a, { events: [e], receivedAt: T + i })), ...small.map((e) => makeWork(b, { events: [e], receivedAt: T }))];
+    const big = Array.from({ length: 40 }, (_, i) =>
+      makeEvent({ raw: Buffer.from(JSON.stringify({ i, noise: crypto.randomBytes(15_000).toString('base64') })) }),
+    );
+    const small = Array.from({ length: 3 }, (_, i) =>
+      makeEvent({ raw: Buffer.from(JSON.stringify({ i, note: 'small' })) }),
+    );
+    const works = [
+      ...big.map((e, i) => makeWork(a, { events: [e], receivedAt: T + i })),
+      ...small.map((e) => makeWork(b, { events: [e], receivedAt: T })),
+    ];
     await Promise.all(works.map((w) => writer.submit(w)));
     await writer.close();
 
     const stored = await payloadsOf(a.id);
-    expect(new Map(stored.map((s) => [s.row.event_id, s.payload]))).toEqual(new Map(big.map((e) => [e.eventId, Buffer.from(e.raw!).toString('utf8')])));
+    expect(new Map(stored.map((s) => [s.row.event_id, s.payload]))).toEqual(
+      new Map(big.map((e) => [e.eventId, Buffer.from(e.raw!).toString('utf8')])),
+    );
     const chunksA = await t.store.db.selectFrom('payload_chunks').selectAll().where('project_id', '=', a.id).execute();
     expect(chunksA.length).toBeGreaterThanOrEqual(Math.ceil((40 * 20_000) / PAYLOAD_CHUNK_MAX_BYTES));
     // Each chunk's received_at is the newest of its events'.
@@ -86,7 +112,9 @@ describe.each(dialects)('payload chunks through the writer (%s)', (dialect) => {
       const members = stored.filter((s) => Number(s.row.payload_chunk) === Number(c.id));
       expect(members.length).toBeGreaterThan(0);
       expect(Number(c.received_at)).toBe(Math.max(...members.map((m) => Number(m.row.received_at))));
-      expect(decompress(c.data).length).toBeLessThanOrEqual(Math.max(PAYLOAD_CHUNK_MAX_BYTES, ...members.map((m) => Number(m.row.payload_length))));
+      expect(decompress(c.data).length).toBeLessThanOrEqual(
+        Math.max(PAYLOAD_CHUNK_MAX_BYTES, ...members.map((m) => Number(m.row.payload_length))),
+      );
     }
     const storedB = await payloadsOf(b.id);
     expect(storedB.map((s) => s.payload).sort()).toEqual(small.map((e) => Buffer.from(e.raw!).toString('utf8')).sort());
@@ -98,12 +126,18 @@ describe.each(dialects)('payload chunks through the writer (%s)', (dialect) => {
     const project = await createProject(t.store, { sample_rate: 0.5, sample_keep_first: 0 });
     // Draws: keep, drop, keep.
     const writer = newWriter(t.store, { random: sequence([0.1, 0.9, 0.2]), batchThread: false });
-    const events = [0, 1, 2].map((i) => makeEvent({ fingerprint: 'f'.repeat(32), raw: Buffer.from(JSON.stringify({ i, pad: 'p'.repeat(1000) })) }));
+    const events = [0, 1, 2].map((i) =>
+      makeEvent({ fingerprint: 'f'.repeat(32), raw: Buffer.from(JSON.stringify({ i, pad: 'p'.repeat(1000) })) }),
+    );
     await writer.submit(makeWork(project, { events }));
     await writer.close();
     const stored = await payloadsOf(project.id);
     expect(stored.map((s) => s.row.event_id)).toEqual([events[0].eventId, events[2].eventId]);
-    const [chunk] = await t.store.db.selectFrom('payload_chunks').selectAll().where('project_id', '=', project.id).execute();
+    const [chunk] = await t.store.db
+      .selectFrom('payload_chunks')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .execute();
     expect(decompress(chunk.data).toString('utf8')).toBe(stored.map((s) => s.payload).join(''));
   });
 });

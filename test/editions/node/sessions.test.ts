@@ -5,7 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hourBucket } from '../../../src/clock.js';
 import type { ProjectRow } from '../../../src/store/schema.js';
 import { dialects } from '../../helpers/server.js';
-import { createProject, makeAggregate, makeSession, makeWork, newWriter, openTestStore, type TestStore } from '../../helpers/factory.js';
+import {
+  createProject,
+  makeAggregate,
+  makeSession,
+  makeWork,
+  newWriter,
+  openTestStore,
+  type TestStore,
+} from '../../helpers/factory.js';
 
 const T = Date.UTC(2026, 0, 10, 12, 0, 0);
 const MIN = 60_000;
@@ -21,7 +29,13 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
   });
 
   async function hourly(project: ProjectRow) {
-    const rows = await t.store.db.selectFrom('session_hourly').selectAll().where('project_id', '=', project.id).orderBy('release').orderBy('bucket').execute();
+    const rows = await t.store.db
+      .selectFrom('session_hourly')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .orderBy('release')
+      .orderBy('bucket')
+      .execute();
     return rows.map((r) => [r.release, Number(r.bucket), Number(r.total), Number(r.crashed), Number(r.errored)]);
   }
   /** session_hourly by docs/ingest-normalisation.md "Release health", counted from the session rows. */
@@ -51,17 +65,44 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
     await writer.submit(makeWork(project, { sessions: [{ ...s, init: false, timestamp: T + MIN, errors: 2 }] }));
     expect(await hourly(project)).toEqual([['app@1.0.0', T, 1, 0, 1]]);
 
-    await writer.submit(makeWork(project, { sessions: [{ ...s, init: false, timestamp: T + 2 * MIN, status: 'crashed', errors: 3 }] }));
+    await writer.submit(
+      makeWork(project, { sessions: [{ ...s, init: false, timestamp: T + 2 * MIN, status: 'crashed', errors: 3 }] }),
+    );
     expect(await hourly(project)).toEqual([['app@1.0.0', T, 1, 1, 0]]);
 
     // Later attributes differ: the first update's did/started/release/environment stay.
     await writer.submit(
-      makeWork(project, { sessions: [{ ...s, init: false, timestamp: T + 3 * MIN, status: 'crashed', errors: 3, did: 'other', release: 'app@2.0.0', started: T + HOUR, environment: 'dev' }] }),
+      makeWork(project, {
+        sessions: [
+          {
+            ...s,
+            init: false,
+            timestamp: T + 3 * MIN,
+            status: 'crashed',
+            errors: 3,
+            did: 'other',
+            release: 'app@2.0.0',
+            started: T + HOUR,
+            environment: 'dev',
+          },
+        ],
+      }),
     );
     await writer.close();
     expect(await hourly(project)).toEqual([['app@1.0.0', T, 1, 1, 0]]);
-    const row = await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).executeTakeFirstOrThrow();
-    expect({ ...row, project_id: 0, started: Number(row.started), errors: Number(row.errors), updated_at: Number(row.updated_at), anr: Number(row.anr) }).toEqual({
+    const row = await t.store.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
+    expect({
+      ...row,
+      project_id: 0,
+      started: Number(row.started),
+      errors: Number(row.errors),
+      updated_at: Number(row.updated_at),
+      anr: Number(row.anr),
+    }).toEqual({
       project_id: 0,
       sid: s.sid,
       did: 'device-1',
@@ -85,7 +126,11 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
     ]);
     await writer.submit(makeWork(project, { sessions: [{ ...s, timestamp: T + 5 * MIN, status: 'exited' }] }));
     await writer.close();
-    const row = await t.store.db.selectFrom('sessions').select(['status', 'updated_at']).where('project_id', '=', project.id).executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('sessions')
+      .select(['status', 'updated_at'])
+      .where('project_id', '=', project.id)
+      .executeTakeFirstOrThrow();
     expect([row.status, Number(row.updated_at)]).toEqual(['crashed', T + 10 * MIN]);
     expect(await hourly(project)).toEqual([['app@1.0.0', T, 1, 1, 0]]);
   });
@@ -100,14 +145,26 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
       return seed / 2147483648;
     };
     const sessions = Array.from({ length: 25 }, (_, i) =>
-      makeSession({ started: T + Math.floor(rnd() * 5) * HOUR + i * MIN, timestamp: T, release: rnd() < 0.5 ? 'app@1.0.0' : '' }),
+      makeSession({
+        started: T + Math.floor(rnd() * 5) * HOUR + i * MIN,
+        timestamp: T,
+        release: rnd() < 0.5 ? 'app@1.0.0' : '',
+      }),
     );
     for (let round = 0; round < 6; round++) {
       const updates = sessions
         .filter(() => rnd() < 0.7)
-        .map((s) => ({ ...s, timestamp: T + Math.floor(rnd() * 10) * MIN, status: statuses[Math.floor(rnd() * statuses.length)], errors: rnd() < 0.3 ? 1 : 0 }));
+        .map((s) => ({
+          ...s,
+          timestamp: T + Math.floor(rnd() * 10) * MIN,
+          status: statuses[Math.floor(rnd() * statuses.length)],
+          errors: rnd() < 0.3 ? 1 : 0,
+        }));
       const half = Math.floor(updates.length / 2);
-      await Promise.all([writer.submit(makeWork(project, { sessions: updates.slice(0, half) })), writer.submit(makeWork(project, { sessions: updates.slice(half) }))]);
+      await Promise.all([
+        writer.submit(makeWork(project, { sessions: updates.slice(0, half) })),
+        writer.submit(makeWork(project, { sessions: updates.slice(half) })),
+      ]);
       expect(await hourly(project)).toEqual(await countedFromRows(project));
     }
     await writer.close();
@@ -126,26 +183,50 @@ describe.each(dialects)('writer sessions (%s)', (dialect) => {
     };
     // 30 sessions of 6 users (a third without a did), over three hours and two releases.
     const sessions = Array.from({ length: 30 }, (_, i) =>
-      makeSession({ started: T + Math.floor(rnd() * 3) * HOUR + i * MIN, timestamp: T, release: rnd() < 0.5 ? 'app@1.0.0' : 'app@2.0.0', did: i % 3 === 0 ? null : `user-${i % 6}` }),
+      makeSession({
+        started: T + Math.floor(rnd() * 3) * HOUR + i * MIN,
+        timestamp: T,
+        release: rnd() < 0.5 ? 'app@1.0.0' : 'app@2.0.0',
+        did: i % 3 === 0 ? null : `user-${i % 6}`,
+      }),
     );
     const everCrashed = new Set<string>();
     for (let round = 0; round < 5; round++) {
       const updates = sessions
         .filter(() => rnd() < 0.7)
-        .map((s) => ({ ...s, init: round === 0, timestamp: T + (round + 1) * MIN, status: statuses[Math.floor(rnd() * statuses.length)] }));
+        .map((s) => ({
+          ...s,
+          init: round === 0,
+          timestamp: T + (round + 1) * MIN,
+          status: statuses[Math.floor(rnd() * statuses.length)],
+        }));
       const half = Math.floor(updates.length / 2);
-      await Promise.all([writer.submit(makeWork(project, { sessions: updates.slice(0, half) })), writer.submit(makeWork(project, { sessions: updates.slice(half) }))]);
-      for (const s of await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).execute()) {
-        if (s.did !== null && (s.status === 'crashed' || s.status === 'unhandled')) everCrashed.add(`${s.release}|${hourBucket(Number(s.started))}|${s.did}`);
+      await Promise.all([
+        writer.submit(makeWork(project, { sessions: updates.slice(0, half) })),
+        writer.submit(makeWork(project, { sessions: updates.slice(half) })),
+      ]);
+      for (const s of await t.store.db
+        .selectFrom('sessions')
+        .selectAll()
+        .where('project_id', '=', project.id)
+        .execute()) {
+        if (s.did !== null && (s.status === 'crashed' || s.status === 'unhandled'))
+          everCrashed.add(`${s.release}|${hourBucket(Number(s.started))}|${s.did}`);
       }
       const fromRows = new Set(
         (await t.store.db.selectFrom('sessions').selectAll().where('project_id', '=', project.id).execute())
           .filter((s) => s.did !== null)
           .map((s) => `${s.release}|${hourBucket(Number(s.started))}|${s.did}`),
       );
-      const users = await t.store.db.selectFrom('session_users').selectAll().where('project_id', '=', project.id).execute();
+      const users = await t.store.db
+        .selectFrom('session_users')
+        .selectAll()
+        .where('project_id', '=', project.id)
+        .execute();
       expect(new Set(users.map((u) => `${u.release}|${Number(u.bucket)}|${u.did}`))).toEqual(fromRows);
-      expect(new Set(users.filter((u) => Number(u.crashed) === 1).map((u) => `${u.release}|${Number(u.bucket)}|${u.did}`))).toEqual(everCrashed);
+      expect(
+        new Set(users.filter((u) => Number(u.crashed) === 1).map((u) => `${u.release}|${Number(u.bucket)}|${u.did}`)),
+      ).toEqual(everCrashed);
     }
     expect(everCrashed.size).toBeGreaterThan(0);
     await writer.close();

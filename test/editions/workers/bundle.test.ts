@@ -10,7 +10,13 @@ import path from 'node:path';
 import { unstable_readConfig } from 'wrangler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WORKER_CRONS } from '../../../src/editions/workers/crons.js';
-import { BUNDLE_BUDGET_GZIP_BYTES, REPO_ROOT, WRANGLER_CONFIG, buildWorkerBundle, type WorkerBundle } from '../../../src/editions/workers/local.js';
+import {
+  BUNDLE_BUDGET_GZIP_BYTES,
+  REPO_ROOT,
+  WRANGLER_CONFIG,
+  buildWorkerBundle,
+  type WorkerBundle,
+} from '../../../src/editions/workers/local.js';
 import { childEnv, ensureBuilt } from '../../helpers/cli.js';
 
 describe('the Worker bundle', () => {
@@ -36,17 +42,33 @@ describe('the Worker bundle', () => {
     ensureBuilt();
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-worker-dry-run-'));
     try {
-      const wrangler = execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', '--dry-run', '--config', WRANGLER_CONFIG, '--outdir', out], {
-        cwd: REPO_ROOT,
-        env: childEnv({ WRANGLER_SEND_METRICS: 'false', CI: '1' }),
-        encoding: 'utf8',
-      });
+      const wrangler = execFileSync(
+        process.execPath,
+        [
+          path.join(REPO_ROOT, 'node_modules/wrangler/bin/wrangler.js'),
+          'deploy',
+          '--dry-run',
+          '--config',
+          WRANGLER_CONFIG,
+          '--outdir',
+          out,
+        ],
+        {
+          cwd: REPO_ROOT,
+          env: childEnv({ WRANGLER_SEND_METRICS: 'false', CI: '1' }),
+          encoding: 'utf8',
+        },
+      );
       const reported = /Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/.exec(wrangler);
       expect(reported, wrangler).not.toBeNull();
       const kib = (n: number) => (n / 1024).toFixed(2);
       expect([kib(bundle.bytes), kib(bundle.gzipBytes)]).toEqual([reported![1], reported![2]]);
 
-      const size = execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist/editions/workers/bundle-size.js')], { cwd: REPO_ROOT, env: childEnv({}), encoding: 'utf8' });
+      const size = execFileSync(process.execPath, [path.join(REPO_ROOT, 'dist/editions/workers/bundle-size.js')], {
+        cwd: REPO_ROOT,
+        env: childEnv({}),
+        encoding: 'utf8',
+      });
       expect(size).toContain(`${reported![1]} KiB, gzip ${reported![2]} KiB`);
       expect(size).toMatch(/Cloudflare's limit: 3072\.00 KiB gzipped on the free plan/);
       expect(size).toMatch(/budget: 1024\.00 KiB gzipped, this project's own cap/);
@@ -58,7 +80,9 @@ describe('the Worker bundle', () => {
   it('imports no Node built-in and no native driver', () => {
     // Without block comments: the unminified bundle keeps libraries' doc examples (`import … from 'node:fs'`).
     const code = fs.readFileSync(bundle.file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
-    expect(code).not.toMatch(/(from|import|require\()\s*["'](node:)?(fs|path|os|crypto|zlib|worker_threads|child_process|net|http)["']/);
+    expect(code).not.toMatch(
+      /(from|import|require\()\s*["'](node:)?(fs|path|os|crypto|zlib|worker_threads|child_process|net|http)["']/,
+    );
     expect(code).not.toMatch(/better-sqlite3|pg-pool|@hono\/node-server/);
   });
 

@@ -68,7 +68,8 @@ function work(events: NormalizedEvent[], sessions = 0): IngestWork {
   };
 }
 
-const valueBytes = (v: unknown) => (typeof v === 'string' ? Buffer.byteLength(v) : v instanceof Uint8Array ? v.byteLength : 8);
+const valueBytes = (v: unknown) =>
+  typeof v === 'string' ? Buffer.byteLength(v) : v instanceof Uint8Array ? v.byteLength : 8;
 
 function expectWithinD1(w: IngestWork) {
   const commit = buildD1IngestCommit(prepareWork(w), { random: Math.random, compress: compressBlob });
@@ -91,7 +92,9 @@ describe('the D1 ingest commit within D1 limits', () => {
 
   it('splits large payloads over chunks of at most 2 MB and rows over several inserts', () => {
     // 100 events of 190 KB incompressible payload each (19 MB, near the 20 MB envelope limit).
-    const events = Array.from({ length: 100 }, (_, i) => event(i, randomBytes(190 * 1024), { message: 'x'.repeat(100_000) }));
+    const events = Array.from({ length: 100 }, (_, i) =>
+      event(i, randomBytes(190 * 1024), { message: 'x'.repeat(100_000) }),
+    );
     const statements = expectWithinD1(work(events));
     const chunks = statements.filter((q) => q.sql.includes('INSERT INTO payload_chunks'));
     expect(chunks.length).toBeGreaterThan(10);
@@ -105,9 +108,12 @@ describe('the D1 ingest commit within D1 limits', () => {
   });
 
   it('refuses with 413 an event whose payload compresses past D1 value limit', () => {
-    expect(() => buildD1IngestCommit(prepareWork(work([event(1, randomBytes(2_500_000))])), { random: Math.random, compress: compressBlob })).toThrow(
-      PayloadTooLargeError,
-    );
+    expect(() =>
+      buildD1IngestCommit(prepareWork(work([event(1, randomBytes(2_500_000))])), {
+        random: Math.random,
+        compress: compressBlob,
+      }),
+    ).toThrow(PayloadTooLargeError);
   });
 
   it('takes many sessions in one statement', () => {

@@ -8,7 +8,10 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
 
 describe('fitToD1', () => {
   it('leaves statements within 100 parameters as they are', () => {
-    const q = { sql: `select * from t where id in (${placeholders(100)})`, parameters: Array.from({ length: 100 }, (_, i) => i) };
+    const q = {
+      sql: `select * from t where id in (${placeholders(100)})`,
+      parameters: Array.from({ length: 100 }, (_, i) => i),
+    };
     expect(fitToD1(q)).toEqual({ sql: q.sql, parameters: q.parameters });
   });
 
@@ -33,6 +36,8 @@ describe('fitToD1', () => {
 
   it('refuses statements over 100 KB and placeholder counts that do not match', () => {
     expect(() => fitToD1({ sql: `select '${'x'.repeat(100 * 1024)}'`, parameters: [] })).toThrow(/at most 102400/);
-    expect(() => fitToD1({ sql: `select ${placeholders(101)}, ?`, parameters: Array(101).fill(1) })).toThrow(D1LimitError);
+    expect(() => fitToD1({ sql: `select ${placeholders(101)}, ?`, parameters: Array(101).fill(1) })).toThrow(
+      D1LimitError,
+    );
   });
 });

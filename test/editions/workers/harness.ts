@@ -40,7 +40,10 @@ export interface TestWorker {
   close(): Promise<void>;
 }
 
-export async function startTestWorker(settings: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<TestWorker> {
+export async function startTestWorker(
+  settings: Record<string, string> = {},
+  options: { dataDir?: string } = {},
+): Promise<TestWorker> {
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-worker-d1-'));
   const worker = await startLocalWorker({
     bundle: await testBundle(),

@@ -12,13 +12,19 @@ const dsnKey = (dsn: string) => new URL(dsn).username;
 
 function envelopeWithEvent(eventId = 'a'.repeat(32)): string {
   const event = { event_id: eventId, timestamp: Date.now() / 1000, level: 'error', message: 'boom', platform: 'node' };
-  return [JSON.stringify({ event_id: event.event_id }), JSON.stringify({ type: 'event' }), JSON.stringify(event)].join('\n');
+  return [JSON.stringify({ event_id: event.event_id }), JSON.stringify({ type: 'event' }), JSON.stringify(event)].join(
+    '\n',
+  );
 }
 
 describe('the Worker with API keys', () => {
   let w: TestWorker;
   beforeAll(async () => {
-    w = await startTestWorker({ API_KEYS: 'secret, other', PUBLIC_URL: 'https://errors.example.com/tracker/', RATE_LIMIT: '0' });
+    w = await startTestWorker({
+      API_KEYS: 'secret, other',
+      PUBLIC_URL: 'https://errors.example.com/tracker/',
+      RATE_LIMIT: '0',
+    });
   });
   afterAll(async () => {
     await w?.close();
@@ -46,10 +52,21 @@ describe('the Worker with API keys', () => {
 
   it('creates, lists, gets, patches, rotates and deletes projects on D1', async () => {
     expect(await (await w.api('/api/projects')).json()).toEqual([]);
-    const created = await w.api('/api/projects', { method: 'POST', json: { slug: 'shop', name: 'Shop', platform: 'android' } });
+    const created = await w.api('/api/projects', {
+      method: 'POST',
+      json: { slug: 'shop', name: 'Shop', platform: 'android' },
+    });
     expect(created.status).toBe(201);
     const shop = await created.json();
-    expect(shop).toMatchObject({ id: 1, slug: 'shop', name: 'Shop', platform: 'android', sample_keep_first: 100, sample_rate: 1, daily_quota: 0 });
+    expect(shop).toMatchObject({
+      id: 1,
+      slug: 'shop',
+      name: 'Shop',
+      platform: 'android',
+      sample_keep_first: 100,
+      sample_rate: 1,
+      daily_quota: 0,
+    });
     expect(shop.dsn).toMatch(/^https:\/\/[0-9a-f]{32}@errors\.example\.com\/tracker\/1$/);
 
     const dup = await w.api('/api/projects', { method: 'POST', json: { slug: 'shop' } });
@@ -62,7 +79,10 @@ describe('the Worker with API keys', () => {
     expect((await (await w.api('/api/projects')).json()).map((p: { slug: string }) => p.slug)).toEqual(['shop', 'web']);
     expect(await (await w.api('/api/projects/shop')).json()).toEqual(shop);
 
-    const patched = await w.api('/api/projects/shop', { method: 'PATCH', json: { name: 'The Shop', sample_rate: 0.5, daily_quota: 1000 } });
+    const patched = await w.api('/api/projects/shop', {
+      method: 'PATCH',
+      json: { name: 'The Shop', sample_rate: 0.5, daily_quota: 1000 },
+    });
     expect(patched.status).toBe(200);
     expect(await patched.json()).toEqual({ ...shop, name: 'The Shop', sample_rate: 0.5, daily_quota: 1000 });
 
@@ -72,7 +92,10 @@ describe('the Worker with API keys', () => {
     expect(dsnKey(after.dsn)).toMatch(HEX32);
     expect(dsnKey(after.dsn)).not.toBe(dsnKey(shop.dsn));
     const d1 = await w.d1();
-    const keys = await d1.prepare('select dsn_key from projects where slug = ?').bind('shop').all<{ dsn_key: string }>();
+    const keys = await d1
+      .prepare('select dsn_key from projects where slug = ?')
+      .bind('shop')
+      .all<{ dsn_key: string }>();
     expect(keys.results).toEqual([{ dsn_key: dsnKey(after.dsn) }]);
 
     for (const [method, path] of [
@@ -97,7 +120,10 @@ describe('the Worker with API keys', () => {
     const send = (key: string) =>
       fetch(`${w.url}/api/${created.id}/envelope/`, {
         method: 'POST',
-        headers: { 'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${key}`, 'content-type': 'application/x-sentry-envelope' },
+        headers: {
+          'x-sentry-auth': `Sentry sentry_version=7, sentry_key=${key}`,
+          'content-type': 'application/x-sentry-envelope',
+        },
         body: envelopeWithEvent(),
       });
     const accepted = await send(oldKey);
@@ -116,7 +142,11 @@ describe('the Worker with API keys', () => {
     for (const path of ['/api/1/envelope/', '/api/1/store/']) {
       const res = await fetch(w.url + path, {
         method: 'OPTIONS',
-        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'x-sentry-auth, content-type' },
+        headers: {
+          Origin: 'https://app.example.com',
+          'Access-Control-Request-Method': 'POST',
+          'Access-Control-Request-Headers': 'x-sentry-auth, content-type',
+        },
       });
       expect(res.status, path).toBe(204);
       expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
@@ -125,7 +155,13 @@ describe('the Worker with API keys', () => {
       expect(allowed, path).toEqual(expect.arrayContaining(['x-sentry-auth', 'content-type', 'content-encoding']));
     }
     const created = await (await w.api('/api/projects', { method: 'POST', json: { slug: 'legacy' } })).json();
-    const event = { event_id: 'b'.repeat(32), timestamp: Date.now() / 1000, level: 'error', platform: 'python', exception: { values: [{ type: 'LegacyError', value: 'from /store/' }] } };
+    const event = {
+      event_id: 'b'.repeat(32),
+      timestamp: Date.now() / 1000,
+      level: 'error',
+      platform: 'python',
+      exception: { values: [{ type: 'LegacyError', value: 'from /store/' }] },
+    };
     const res = await fetch(`${w.url}/api/${created.id}/store/?sentry_key=${dsnKey(created.dsn)}&sentry_version=7`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', Origin: 'https://app.example.com' },
@@ -194,7 +230,11 @@ describe('the Worker with API keys', () => {
     // reset without an answer is tried again: the answer, whenever one arrives, is a 413.
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await w.api('/api/projects', { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'x'.repeat(1024 * 1024 + 1) });
+        const res = await w.api('/api/projects', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: 'x'.repeat(1024 * 1024 + 1),
+        });
         expect(res.status).toBe(413);
         return;
       } catch (err) {
@@ -227,7 +267,9 @@ describe('the Worker rate limit, kept in D1', () => {
     expect((await as('beta')).status).toBe(200);
     // The budget is claimed in D1, where every isolate sees it.
     const d1 = await w.d1();
-    const rows = await d1.prepare('select key, claimed from rate_limit_windows order by key').all<{ key: string; claimed: number }>();
+    const rows = await d1
+      .prepare('select key, claimed from rate_limit_windows order by key')
+      .all<{ key: string; claimed: number }>();
     expect(rows.results).toHaveLength(2); // one window per key (keys are stored as ids, not the keys)
     for (const row of rows.results) expect(row.key).toMatch(/^api:/);
     expect(rows.results.reduce((n, r) => n + r.claimed, 0)).toBeGreaterThanOrEqual(4);
@@ -244,7 +286,8 @@ describe('the Worker with the API open', () => {
   });
 
   it('keys the open API on cf-connecting-ip', async () => {
-    const from = (ip: string) => w.miniflare.dispatchFetch('http://localhost/api/projects', { headers: { 'cf-connecting-ip': ip } });
+    const from = (ip: string) =>
+      w.miniflare.dispatchFetch('http://localhost/api/projects', { headers: { 'cf-connecting-ip': ip } });
     const intoMinute = Date.now() % 60_000;
     if (intoMinute > 50_000) await new Promise((r) => setTimeout(r, 60_500 - intoMinute));
     expect((await from('203.0.113.1')).status).toBe(200);

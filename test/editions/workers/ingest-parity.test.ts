@@ -27,12 +27,24 @@ const ENVELOPES: [string, Record<string, string>][] = [
 ];
 
 /** Fields that carry a server's time of receipt. */
-const RECEIPT = new Set(['received', 'received_at', 'dateReceived', 'created_at', 'updated_at', 'date_created', 'dateCreated']);
+const RECEIPT = new Set([
+  'received',
+  'received_at',
+  'dateReceived',
+  'created_at',
+  'updated_at',
+  'date_created',
+  'dateCreated',
+]);
 
 function withoutReceipt(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutReceipt);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([k]) => !RECEIPT.has(k)).map(([k, v]) => [k, withoutReceipt(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => !RECEIPT.has(k))
+        .map(([k, v]) => [k, withoutReceipt(v)]),
+    );
   }
   return value;
 }
@@ -44,7 +56,10 @@ describe('ingest of the SDKs envelopes: reads on the Worker answer as on the Nod
   let window: string;
 
   beforeAll(async () => {
-    [node, worker] = await Promise.all([startTestServer('sqlite', { env: SETTINGS, clock: systemClock }), startTestWorker(SETTINGS)]);
+    [node, worker] = await Promise.all([
+      startTestServer('sqlite', { env: SETTINGS, clock: systemClock }),
+      startTestWorker(SETTINGS),
+    ]);
     for (const side of sides()) {
       const res = await fetch(`${side.url}/api/projects`, {
         method: 'POST',
@@ -101,6 +116,7 @@ describe('ingest of the SDKs envelopes: reads on the Worker answer as on the Nod
     const releases = await expectSame(`/api/projects/app/releases?${window}`);
     const list = releases.releases ?? releases;
     expect(list.length).toBeGreaterThan(0);
-    for (const r of list) await expectSame(`/api/projects/app/releases/${encodeURIComponent(r.version ?? r.release)}?${window}`);
+    for (const r of list)
+      await expectSame(`/api/projects/app/releases/${encodeURIComponent(r.version ?? r.release)}?${window}`);
   });
 });

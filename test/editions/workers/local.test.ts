@@ -24,7 +24,13 @@ describe('npm run worker', () => {
   it('serves on 127.0.0.1 with the environment settings, stops on SIGTERM, keeps its D1', async () => {
     const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/editions/workers/local.js')], {
       cwd: REPO_ROOT,
-      env: childEnv({ PORT: '0', API_KEYS: 'local-key', PUBLIC_URL: 'https://crash.example.org', LOG_LEVEL: 'info', WORKER_DATA_DIR: dataDir }),
+      env: childEnv({
+        PORT: '0',
+        API_KEYS: 'local-key',
+        PUBLIC_URL: 'https://crash.example.org',
+        LOG_LEVEL: 'info',
+        WORKER_DATA_DIR: dataDir,
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -42,7 +48,11 @@ describe('npm run worker', () => {
     try {
       const auth = { authorization: 'Bearer local-key' };
       expect((await fetch(url + '/api/projects')).status).toBe(401);
-      const created = await fetch(url + '/api/projects', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"slug":"kept"}' });
+      const created = await fetch(url + '/api/projects', {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: '{"slug":"kept"}',
+      });
       expect(created.status).toBe(201);
       expect((await created.json()).dsn).toMatch(/^https:\/\/[0-9a-f]{32}@crash\.example\.org\/1$/);
     } finally {
@@ -55,7 +65,12 @@ describe('npm run worker', () => {
     // The same D1, served again from the bundle that run built.
     const bundleDir = path.join(REPO_ROOT, 'dist/worker');
     const file = path.join(bundleDir, 'index.js');
-    const again = await startLocalWorker({ bundle: { dir: bundleDir, file, modules: [], bytes: 0, gzipBytes: 0 }, dataDir, port: 0, settings: { API_KEYS: 'local-key', LOG_LEVEL: 'silent' } });
+    const again = await startLocalWorker({
+      bundle: { dir: bundleDir, file, modules: [], bytes: 0, gzipBytes: 0 },
+      dataDir,
+      port: 0,
+      settings: { API_KEYS: 'local-key', LOG_LEVEL: 'silent' },
+    });
     try {
       const list = await fetch(again.url + '/api/projects', { headers: { authorization: 'Bearer local-key' } });
       expect((await list.json()).map((p: { slug: string }) => p.slug)).toEqual(['kept']);
@@ -84,7 +99,10 @@ describe('npm run worker', () => {
     const descendants = (pid: number): number[] => {
       let children: number[] = [];
       try {
-        children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() !== '').map(Number);
+        children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .map(Number);
       } catch {
         // ps exits 1 when there are none
       }

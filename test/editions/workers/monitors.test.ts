@@ -21,12 +21,19 @@ describe('cron monitors on the Workers edition', () => {
     await hook?.stop();
   });
 
-  it('check-in, legacy route, and the minutely cron\'s miss alert', async () => {
+  it("check-in, legacy route, and the minutely cron's miss alert", async () => {
     const created = await w.api('/api/projects', { method: 'POST', json: { name: 'Cron app', slug: 'cron-app' } });
     expect(created.status).toBe(201);
     const project = await created.json();
     const key = new URL(project.dsn).username;
-    expect((await w.api('/api/projects/cron-app/alerts/channels', { method: 'POST', json: { kind: 'webhook', config: { url: `${hook.url}/hook` } } })).status).toBe(201);
+    expect(
+      (
+        await w.api('/api/projects/cron-app/alerts/channels', {
+          method: 'POST',
+          json: { kind: 'webhook', config: { url: `${hook.url}/hook` } },
+        })
+      ).status,
+    ).toBe(201);
 
     const body = `{}\n{"type":"check_in"}\n${JSON.stringify({ check_in_id: crypto.randomUUID(), monitor_slug: 'noon', status: 'ok', monitor_config: { schedule: { type: 'crontab', value: '0 12 * * *' }, timezone: 'Asia/Tokyo' } })}\n`;
     const sent = await fetch(`${w.url}/api/${project.id}/envelope/?sentry_key=${key}`, { method: 'POST', body });
@@ -40,10 +47,19 @@ describe('cron monitors on the Workers edition', () => {
     expect(legacy.status).toBe(202);
 
     const d1 = await w.d1();
-    await d1.prepare('update monitors set next_expected_at = ?, deadline_at = ? where slug = ?').bind(Date.now() - 120_000, Date.now() - 60_000, 'noon').run();
+    await d1
+      .prepare('update monitors set next_expected_at = ?, deadline_at = ? where slug = ?')
+      .bind(Date.now() - 120_000, Date.now() - 60_000, 'noon')
+      .run();
     await w.runCron(RESYMBOLICATE_CRON);
     expect(hook.requests).toHaveLength(1);
-    expect(hook.requests[0].json).toMatchObject({ type: 'monitor', project: { slug: 'cron-app' }, monitor: 'noon', reason: 'missed', title: 'Monitor noon missed a check-in' });
+    expect(hook.requests[0].json).toMatchObject({
+      type: 'monitor',
+      project: { slug: 'cron-app' },
+      monitor: 'noon',
+      reason: 'missed',
+      title: 'Monitor noon missed a check-in',
+    });
     const detail = await (await w.api('/api/projects/cron-app/monitors/noon')).json();
     expect(detail.checkins.map((c: { status: string }) => c.status)).toEqual(['missed', 'in_progress', 'ok']);
     await w.runCron(RESYMBOLICATE_CRON);

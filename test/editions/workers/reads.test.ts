@@ -24,14 +24,20 @@ const FIRST = ['projects', 'payload_chunks', 'issues', 'events'];
 async function copyIntoD1(t: TestServer, d1: D1): Promise<Record<string, number>> {
   const db = t.deps.store.db;
   const names = (
-    await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like 'kysely_%'`.execute(db)
+    await sql<{
+      name: string;
+    }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like 'kysely_%'`.execute(
+      db,
+    )
   ).rows.map((r) => r.name);
   // storage_usage is kept by triggers on payload_chunks (docs/privacy.md): D1's own triggers fill it as the chunks arrive.
   const tables = [...FIRST, ...names.filter((n) => !FIRST.includes(n) && n !== 'storage_usage').sort()];
   const counts: Record<string, number> = {};
   for (const table of tables) {
     // table_info leaves out generated columns, which D1 computes itself.
-    const columns = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows.map((r) => r.name);
+    const columns = (await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db)).rows.map(
+      (r) => r.name,
+    );
     const rows = (await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(db)).rows;
     counts[table] = rows.length;
     const perStatement = Math.floor(100 / columns.length);
@@ -39,11 +45,13 @@ async function copyIntoD1(t: TestServer, d1: D1): Promise<Record<string, number>
     for (let i = 0; i < rows.length; i += perStatement) {
       const chunk = rows.slice(i, i + perStatement);
       const placeholders = chunk.map(() => `(${columns.map(() => '?').join(', ')})`).join(', ');
-      const values = chunk.flatMap((row) => columns.map((c) => (row[c] instanceof Uint8Array ? [...(row[c] as Uint8Array)] : row[c])));
+      const values = chunk.flatMap((row) =>
+        columns.map((c) => (row[c] instanceof Uint8Array ? [...(row[c] as Uint8Array)] : row[c])),
+      );
       statements.push(
-        d1.prepare(`insert into ${table} (${columns.map((c) => `"${c}"`).join(', ')}) values ${placeholders}`).bind(
-          ...values.map((v) => (Array.isArray(v) ? new Uint8Array(v).buffer : v)),
-        ),
+        d1
+          .prepare(`insert into ${table} (${columns.map((c) => `"${c}"`).join(', ')}) values ${placeholders}`)
+          .bind(...values.map((v) => (Array.isArray(v) ? new Uint8Array(v).buffer : v))),
       );
     }
     for (let i = 0; i < statements.length; i += 50) await d1.batch(statements.slice(i, i + 50));
@@ -152,16 +160,28 @@ describe('reads and retention on D1 answer as on the Node server', () => {
     statusTimesDiffer = true;
     // More fingerprints than D1 binds parameters: the statements carry them as literals.
     const unknown = Array.from({ length: 150 }, (_, i) => `no-such-issue-${i}-'quoted'`);
-    const single = await expectSame(`/api/projects/${slug}/issues/${one}`, { method: 'PATCH', json: { status: 'resolved' } });
+    const single = await expectSame(`/api/projects/${slug}/issues/${one}`, {
+      method: 'PATCH',
+      json: { status: 'resolved' },
+    });
     expect(single.status).toBe('resolved');
-    expect(await expectSame(`/api/projects/${slug}/issues/bulk`, { method: 'POST', json: { fingerprints: [...rest.slice(0, 3), ...unknown], status: 'ignored' } })).toEqual({
+    expect(
+      await expectSame(`/api/projects/${slug}/issues/bulk`, {
+        method: 'POST',
+        json: { fingerprints: [...rest.slice(0, 3), ...unknown], status: 'ignored' },
+      }),
+    ).toEqual({
       updated: 3,
       status: 'ignored',
     });
-    expect((await expectSame(`/api/projects/${slug}/issues?${window}&limit=100&status=ignored`)).issues).toHaveLength(3);
+    expect((await expectSame(`/api/projects/${slug}/issues?${window}&limit=100&status=ignored`)).issues).toHaveLength(
+      3,
+    );
     await expectSame(`/api/projects/${slug}/overview?${window}`);
     const changes = await d1.prepare('select kind, count(*) as n from issue_changes group by kind order by kind').all();
-    const nodeChanges = await sql`select kind, count(*) as n from issue_changes group by kind order by kind`.execute(node.deps.store.db);
+    const nodeChanges = await sql`select kind, count(*) as n from issue_changes group by kind order by kind`.execute(
+      node.deps.store.db,
+    );
     expect(changes.results).toEqual(nodeChanges.rows);
   });
 
@@ -170,7 +190,8 @@ describe('reads and retention on D1 answer as on the Node server', () => {
     const db = node.deps.store.db;
     const sqliteCount = async (table: string) =>
       Number((await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(db)).rows[0].n);
-    const d1Count = async (table: string) => Number((await d1.prepare(`select count(*) as n from ${table}`).first<{ n: number }>())!.n);
+    const d1Count = async (table: string) =>
+      Number((await d1.prepare(`select count(*) as n from ${table}`).first<{ n: number }>())!.n);
     const before = await countRows(d1Count, tables);
     expect(before).toEqual(await countRows(sqliteCount, tables));
 

@@ -53,19 +53,34 @@ describe('workers ingest runtime', () => {
     it(`${format}: refuses bytes that are not ${format} data, and truncated streams`, () => {
       const packed = encoders[format](sample(50_000));
       // Cut in the middle, in the trailer, one byte short (Brotli: in the middle).
-      const cuts = format === 'br' ? [packed.length >> 1] : [packed.length >> 1, packed.length - 9, packed.length - 4, packed.length - 1];
+      const cuts =
+        format === 'br'
+          ? [packed.length >> 1]
+          : [packed.length >> 1, packed.length - 9, packed.length - 4, packed.length - 1];
       for (const cut of cuts) {
-        expect(() => nodeIngestRuntime.decompress(format, packed.subarray(0, cut), 1 << 24), `node, cut at ${cut}`).toThrow();
+        expect(
+          () => nodeIngestRuntime.decompress(format, packed.subarray(0, cut), 1 << 24),
+          `node, cut at ${cut}`,
+        ).toThrow();
         expect(() => decompress(format, packed.subarray(0, cut), 1 << 24), `cut at ${cut}`).toThrow();
       }
       // The Brotli decoder is lenient (runtime.ts): bytes that are not Brotli need not fail.
-      if (format !== 'deflate-raw' && format !== 'br') expect(() => decompress(format, Buffer.from('not compressed at all, no'), 1 << 24)).toThrow();
+      if (format !== 'deflate-raw' && format !== 'br')
+        expect(() => decompress(format, Buffer.from('not compressed at all, no'), 1 << 24)).toThrow();
     });
   }
 
   it('MD5 gives the digest node:crypto gives, for any text', () => {
-    const texts = ['', 'a', 'héllo', '✓'.repeat(1000), '\ud800 lone surrogate \udfff', crypto.randomBytes(5000).toString('latin1')];
-    for (let i = 0; i < 100; i++) texts.push(String.fromCharCode(...Array.from({ length: i * 7 }, () => Math.floor(Math.random() * 0xffff))));
+    const texts = [
+      '',
+      'a',
+      'héllo',
+      '✓'.repeat(1000),
+      '\ud800 lone surrogate \udfff',
+      crypto.randomBytes(5000).toString('latin1'),
+    ];
+    for (let i = 0; i < 100; i++)
+      texts.push(String.fromCharCode(...Array.from({ length: i * 7 }, () => Math.floor(Math.random() * 0xffff))));
     for (const t of texts) expect(md5Hex(t)).toBe(nodeIngestRuntime.md5Hex(t));
   });
 });

@@ -103,7 +103,11 @@ describe('sentry-cli against the Worker', () => {
     const version = `app@${v}.0.0`;
     ok(await runCli(v, target('mobile'), ['releases', 'new', version]));
     const d1 = await w.d1();
-    const row = () => d1.prepare('select project_id, date_released from cli_releases where version = ?').bind(version).all<{ project_id: number; date_released: number | null }>();
+    const row = () =>
+      d1
+        .prepare('select project_id, date_released from cli_releases where version = ?')
+        .bind(version)
+        .all<{ project_id: number; date_released: number | null }>();
     let { results } = await row();
     expect(results).toEqual([{ project_id: Number(projects.mobile.id), date_released: null }]);
 
@@ -117,7 +121,11 @@ describe('sentry-cli against the Worker', () => {
     // The release as the Worker answers it to the uploaders' API.
     const res = await w.api(`/api/0/organizations/acme/releases/${encodeURIComponent(version)}/`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ version, dateReleased: expect.any(String), projects: [{ slug: 'mobile' }] });
+    expect(await res.json()).toMatchObject({
+      version,
+      dateReleased: expect.any(String),
+      projects: [{ slug: 'mobile' }],
+    });
 
     // set-commits --auto in a git checkout (no repository integrations: the local history).
     const repo = fs.mkdtempSync(path.join(work, `git-${v}-`));
@@ -131,85 +139,141 @@ describe('sentry-cli against the Worker', () => {
   it.each([
     ['3', ['proguard', 'upload']],
     ['2', ['upload-proguard']],
-  ] as [CliVersion, string[]][])('a ProGuard mapping uploads and a real Java event is retraced as retrace.jar does (%s.x)', async (v, command) => {
-    const slug = `android-${v}`;
-    const res = ok(await runCli(v, target(slug), [...command, mapping]));
-    expect(res.stdout + res.stderr).toContain(mappingUuid);
-    expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.size])).toEqual([['proguard', mappingUuid, java.mapping.length]]);
-    ok(await runCli(v, target(slug), [...command, mapping]));
-    expect(await files(slug)).toHaveLength(1);
+  ] as [CliVersion, string[]][])(
+    'a ProGuard mapping uploads and a real Java event is retraced as retrace.jar does (%s.x)',
+    async (v, command) => {
+      const slug = `android-${v}`;
+      const res = ok(await runCli(v, target(slug), [...command, mapping]));
+      expect(res.stdout + res.stderr).toContain(mappingUuid);
+      expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.size])).toEqual([
+        ['proguard', mappingUuid, java.mapping.length],
+      ]);
+      ok(await runCli(v, target(slug), [...command, mapping]));
+      expect(await files(slug)).toHaveLength(1);
 
-    const detail = await eventDetail(server(), projects[slug], await sendEvent(server(), projects[slug], javaEvent(java, { release: 'app@1', proguardUuid: mappingUuid })));
-    expect(detail.symbolicated).toBe(true);
-    const frames = [...detail.exceptions[0].symbolicated_frames].reverse().map((f: any) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }));
-    expect(frames).toEqual(java.retracedFrames);
-  });
+      const detail = await eventDetail(
+        server(),
+        projects[slug],
+        await sendEvent(server(), projects[slug], javaEvent(java, { release: 'app@1', proguardUuid: mappingUuid })),
+      );
+      expect(detail.symbolicated).toBe(true);
+      const frames = [...detail.exceptions[0].symbolicated_frames]
+        .reverse()
+        .map((f: any) => ({ module: f.module, function: f.function, filename: f.filename, lineno: f.lineno }));
+      expect(frames).toEqual(java.retracedFrames);
+    },
+  );
 
   it('upload-proguard --app-id associates the mapping with the release (2.x, build plugins)', async () => {
-    ok(await runCli('2', target('android-2'), ['upload-proguard', '--app-id', 'com.example.app', '--version', '1.2', '--version-code', '12', mapping]));
+    ok(
+      await runCli('2', target('android-2'), [
+        'upload-proguard',
+        '--app-id',
+        'com.example.app',
+        '--version',
+        '1.2',
+        '--version-code',
+        '12',
+        mapping,
+      ]),
+    );
     const d1 = await w.d1();
-    const { results } = await d1.prepare('select release, proguard_uuid from proguard_releases where project_id = ?').bind(Number(projects['android-2'].id)).all();
+    const { results } = await d1
+      .prepare('select release, proguard_uuid from proguard_releases where project_id = ?')
+      .bind(Number(projects['android-2'].id))
+      .all();
     expect(results).toEqual([{ release: 'com.example.app@1.2+12', proguard_uuid: mappingUuid }]);
   });
 
-  it.each(['3', '2'] as const)('sourcemaps inject + upload stores the map under its debug id and a real event is mapped (%s.x)', async (v) => {
-    const slug = `web-${v}`;
-    const dir = copyOfBundle(`inject-${v}`);
-    ok(await runCli(v, target(slug), ['sourcemaps', 'inject', dir]));
-    const debugId = /\/\/# debugId=([0-9a-f-]{36})/.exec(fs.readFileSync(path.join(dir, 'app.min.js'), 'utf8'))![1];
-    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--wait', dir]));
-    expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.filename])).toEqual([['sourcemap', debugId, '~/app.min.js.map']]);
+  it.each(['3', '2'] as const)(
+    'sourcemaps inject + upload stores the map under its debug id and a real event is mapped (%s.x)',
+    async (v) => {
+      const slug = `web-${v}`;
+      const dir = copyOfBundle(`inject-${v}`);
+      ok(await runCli(v, target(slug), ['sourcemaps', 'inject', dir]));
+      const debugId = /\/\/# debugId=([0-9a-f-]{36})/.exec(fs.readFileSync(path.join(dir, 'app.min.js'), 'utf8'))![1];
+      ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--wait', dir]));
+      expect((await files(slug)).map((f) => [f.kind, f.debug_id, f.filename])).toEqual([
+        ['sourcemap', debugId, '~/app.min.js.map'],
+      ]);
 
-    const url = 'https://shop.example.com/assets/app.min.js';
-    const detail = await eventDetail(server(), projects[slug], await sendEvent(server(), projects[slug], jsEvent(url, throwSite(path.join(dir, 'app.min.js')), { debugId })));
-    expect(detail.symbolicated).toBe(true);
-    const [frame] = detail.exceptions[0].symbolicated_frames;
-    expect(frame.lineno).toBe(3);
-    expect(String(frame.abs_path ?? frame.filename)).toContain('cart.js');
-  });
-
-  it.each(['3', '2'] as const)('sourcemaps upload --release without debug ids matches a real event by release and file name (%s.x)', async (v) => {
-    const slug = `web-release-${v}`;
-    const release = `shop@${v}.1.0`;
-    ok(await runCli(v, target(slug), ['releases', 'new', release]));
-    ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--release', release, copyOfBundle(`release-${v}`)]));
-    expect((await files(slug)).map((f) => [f.kind, f.release, f.debug_id, f.filename])).toEqual([['sourcemap', release, '', '~/app.min.js.map']]);
-    const releases = (await (await w.api(`/api/0/projects/acme/${slug}/releases/`)).json()) as { version: string }[];
-    expect(releases.map((r) => r.version)).toEqual([release]);
-    const detail = await eventDetail(server(), projects[slug], await sendEvent(server(), projects[slug], jsEvent('https://shop.example.com/app.min.js', thrownAt, { release })));
-    expect(detail.symbolicated).toBe(true);
-    expect(detail.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
-  });
-
-  it.each(['3', '2'] as const)('debug-files upload of a real fat dSYM stores each slice and symbolicates a real iOS crash (%s.x)', async (v) => {
-    const slug = `ios-${v}`;
-    const res = ok(await runCli(v, target(slug), ['debug-files', 'upload', '--wait', dsymDir]));
-    expect(res.stdout + res.stderr).toContain(ios.debugIds.arm64);
-    expect((await files(slug)).map((f) => [f.kind, f.debug_id]).sort()).toEqual(
-      [
-        ['dsym', ios.debugIds.arm64],
-        ['dsym', ios.debugIds.x86_64],
-      ].sort(),
-    );
-    const again = ok(await runCli(v, target(slug), ['debug-files', 'upload', dsymDir]));
-    expect(again.stdout + again.stderr).toMatch(/Nothing to upload|already|OK/i);
-    expect(await files(slug)).toHaveLength(2);
-    // The Worker has wrangler.jsonc's R2 bucket: the slices and their lookup indexes are
-    // objects, D1 keeps their keys only (src/store/blobs.ts).
-    const { results } = await (await w.d1())
-      .prepare('select c.part, length(c.data) as n, c.r2_key from symbol_chunks c join symbol_files f on f.id = c.file_id join projects p on p.id = f.project_id where p.slug = ?')
-      .bind(slug)
-      .all<{ part: number; n: number; r2_key: string | null }>();
-    expect(results.map((r) => r.part)).toContain(1);
-    for (const r of results) expect([r.n, r.r2_key?.startsWith('symbols/')]).toEqual([0, true]);
-
-    // llvm-symbolizer's frames, C++ names demangled, as the Node server gives them (test/uploads/dsym.test.ts).
-    for (const crashAddr of [ios.crashAddr, ios.cxxCrashAddr]) {
-      const detail = await eventDetail(server(), projects[slug], await sendEvent(server(), projects[slug], iosEvent(ios, 'app@1.0', crashAddr)));
+      const url = 'https://shop.example.com/assets/app.min.js';
+      const detail = await eventDetail(
+        server(),
+        projects[slug],
+        await sendEvent(server(), projects[slug], jsEvent(url, throwSite(path.join(dir, 'app.min.js')), { debugId })),
+      );
       expect(detail.symbolicated).toBe(true);
-      expectLlvmFrames(ios, detail.exceptions[0].symbolicated_frames, crashAddr);
-    }
-  });
+      const [frame] = detail.exceptions[0].symbolicated_frames;
+      expect(frame.lineno).toBe(3);
+      expect(String(frame.abs_path ?? frame.filename)).toContain('cart.js');
+    },
+  );
+
+  it.each(['3', '2'] as const)(
+    'sourcemaps upload --release without debug ids matches a real event by release and file name (%s.x)',
+    async (v) => {
+      const slug = `web-release-${v}`;
+      const release = `shop@${v}.1.0`;
+      ok(await runCli(v, target(slug), ['releases', 'new', release]));
+      ok(await runCli(v, target(slug), ['sourcemaps', 'upload', '--release', release, copyOfBundle(`release-${v}`)]));
+      expect((await files(slug)).map((f) => [f.kind, f.release, f.debug_id, f.filename])).toEqual([
+        ['sourcemap', release, '', '~/app.min.js.map'],
+      ]);
+      const releases = (await (await w.api(`/api/0/projects/acme/${slug}/releases/`)).json()) as { version: string }[];
+      expect(releases.map((r) => r.version)).toEqual([release]);
+      const detail = await eventDetail(
+        server(),
+        projects[slug],
+        await sendEvent(
+          server(),
+          projects[slug],
+          jsEvent('https://shop.example.com/app.min.js', thrownAt, { release }),
+        ),
+      );
+      expect(detail.symbolicated).toBe(true);
+      expect(detail.exceptions[0].symbolicated_frames[0].lineno).toBe(3);
+    },
+  );
+
+  it.each(['3', '2'] as const)(
+    'debug-files upload of a real fat dSYM stores each slice and symbolicates a real iOS crash (%s.x)',
+    async (v) => {
+      const slug = `ios-${v}`;
+      const res = ok(await runCli(v, target(slug), ['debug-files', 'upload', '--wait', dsymDir]));
+      expect(res.stdout + res.stderr).toContain(ios.debugIds.arm64);
+      expect((await files(slug)).map((f) => [f.kind, f.debug_id]).sort()).toEqual(
+        [
+          ['dsym', ios.debugIds.arm64],
+          ['dsym', ios.debugIds.x86_64],
+        ].sort(),
+      );
+      const again = ok(await runCli(v, target(slug), ['debug-files', 'upload', dsymDir]));
+      expect(again.stdout + again.stderr).toMatch(/Nothing to upload|already|OK/i);
+      expect(await files(slug)).toHaveLength(2);
+      // The Worker has wrangler.jsonc's R2 bucket: the slices and their lookup indexes are
+      // objects, D1 keeps their keys only (src/store/blobs.ts).
+      const { results } = await (await w.d1())
+        .prepare(
+          'select c.part, length(c.data) as n, c.r2_key from symbol_chunks c join symbol_files f on f.id = c.file_id join projects p on p.id = f.project_id where p.slug = ?',
+        )
+        .bind(slug)
+        .all<{ part: number; n: number; r2_key: string | null }>();
+      expect(results.map((r) => r.part)).toContain(1);
+      for (const r of results) expect([r.n, r.r2_key?.startsWith('symbols/')]).toEqual([0, true]);
+
+      // llvm-symbolizer's frames, C++ names demangled, as the Node server gives them (test/uploads/dsym.test.ts).
+      for (const crashAddr of [ios.crashAddr, ios.cxxCrashAddr]) {
+        const detail = await eventDetail(
+          server(),
+          projects[slug],
+          await sendEvent(server(), projects[slug], iosEvent(ios, 'app@1.0', crashAddr)),
+        );
+        expect(detail.symbolicated).toBe(true);
+        expectLlvmFrames(ios, detail.exceptions[0].symbolicated_frames, crashAddr);
+      }
+    },
+  );
 
   it('refuses through sentry-cli what the Symbols routes refuse: a source map over 8 MB, a mapping over 32 MB (3.x, 2.x)', async () => {
     // Advertised, so that sentry-cli can skip a larger file before uploading it.
@@ -218,7 +282,17 @@ describe('sentry-cli against the Worker', () => {
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'app.min.js'), 'x();\n//# sourceMappingURL=app.min.js.map\n');
     const source = Array.from({ length: 250_000 }, (_, i) => `export const value${i} = ${i};`).join('\n');
-    fs.writeFileSync(path.join(dir, 'app.min.js.map'), JSON.stringify({ version: 3, file: 'app.min.js', sources: ['a.js'], names: [], mappings: 'AAAA', sourcesContent: [source] }));
+    fs.writeFileSync(
+      path.join(dir, 'app.min.js.map'),
+      JSON.stringify({
+        version: 3,
+        file: 'app.min.js',
+        sources: ['a.js'],
+        names: [],
+        mappings: 'AAAA',
+        sourcesContent: [source],
+      }),
+    );
     expect(fs.statSync(path.join(dir, 'app.min.js.map')).size).toBeGreaterThan(8 * 1024 * 1024);
     const map = await runCli('3', target('big'), ['sourcemaps', 'upload', '--release', 'big@1', '--wait', dir]);
     expect(map.code, map.stdout + map.stderr).not.toBe(0);
@@ -226,7 +300,10 @@ describe('sentry-cli against the Worker', () => {
 
     // 33 MB of a valid mapping: chunked (`proguard upload`) and the legacy ZIP route (`upload-proguard`).
     const big = path.join(work, 'big-mapping.txt');
-    const classes = Array.from({ length: 20_000 }, (_, i) => `com.example.generated.Class${i} -> a${i}:\n    1:1:void method${i}(int):10:10 -> a\n`).join('');
+    const classes = Array.from(
+      { length: 20_000 },
+      (_, i) => `com.example.generated.Class${i} -> a${i}:\n    1:1:void method${i}(int):10:10 -> a\n`,
+    ).join('');
     fs.writeFileSync(big, classes.repeat(Math.ceil((33 * 1024 * 1024) / classes.length)));
     for (const [v, command] of [
       ['3', ['proguard', 'upload']],
@@ -238,6 +315,13 @@ describe('sentry-cli against the Worker', () => {
     }
     expect(await files('big')).toEqual([]);
     const d1 = await w.d1();
-    expect((await d1.prepare('select count(*) as n from symbol_files where project_id = ?').bind(Number(projects.big.id)).first<{ n: number }>())?.n).toBe(0);
+    expect(
+      (
+        await d1
+          .prepare('select count(*) as n from symbol_files where project_id = ?')
+          .bind(Number(projects.big.id))
+          .first<{ n: number }>()
+      )?.n,
+    ).toBe(0);
   }, 120_000);
 });

@@ -16,7 +16,11 @@ const KEY = 'worker-transfer-key';
 const packageJson = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
 
 /** Follows a Worker export's cursors with `limit` lines per request; the parts joined. */
-async function exportInParts(w: TestWorker, limit: number, project?: string): Promise<{ text: string; requests: number }> {
+async function exportInParts(
+  w: TestWorker,
+  limit: number,
+  project?: string,
+): Promise<{ text: string; requests: number }> {
   let text = '';
   let cursor: string | null = null;
   let requests = 0;
@@ -53,7 +57,12 @@ describe('export and import on the serverless edition', () => {
   it('moves a server edition to the Worker and back with the same lines, and a second import adds nothing', async () => {
     const w = await startTestWorker({ API_KEYS: KEY });
     try {
-      const imported = await runCli(['import', '--to', w.url, '--api-key', KEY, '--request-lines', '300'], {}, REPO, file);
+      const imported = await runCli(
+        ['import', '--to', w.url, '--api-key', KEY, '--request-lines', '300'],
+        {},
+        REPO,
+        file,
+      );
       expect(imported.code, imported.stderr).toBe(0);
       expect(imported.stdout).toMatch(/^ {2}event +\d+ added, 0 kept$/m);
       expect(imported.stdout).toMatch(/^ {2}symbol_chunk +\d+ added, 0 kept$/m);
@@ -112,7 +121,12 @@ describe('export and import on the serverless edition', () => {
       const firstEvent = lines.findIndex((l) => l.startsWith('{"type":"event"'));
       const cut = firstEvent + Math.floor((lines.length - firstEvent) / 2);
       const interrupted = [...lines.slice(0, cut), lines[cut].slice(0, 40)].join('\n');
-      const first = await runCli(['import', '--to', w.url, '--api-key', KEY, '--request-lines', '150'], {}, REPO, interrupted);
+      const first = await runCli(
+        ['import', '--to', w.url, '--api-key', KEY, '--request-lines', '150'],
+        {},
+        REPO,
+        interrupted,
+      );
       expect(first.code).toBe(1); // the cut line is reported
       expect(first.stdout).toMatch(new RegExp(`line ${cut + 1}: not JSON`));
       const partial = await exportInParts(w, 2000);
@@ -126,7 +140,9 @@ describe('export and import on the serverless edition', () => {
 
       const newer = await w.api('/api/import', { method: 'POST', body: '{"type":"meta","format":99}\n' });
       expect(newer.status).toBe(400);
-      expect(((await newer.json()) as { error: string }).error).toMatch(/nothing written: the file is export format 99/);
+      expect(((await newer.json()) as { error: string }).error).toMatch(
+        /nothing written: the file is export format 99/,
+      );
       const notExport = await w.api('/api/import', { method: 'POST', body: 'hello\n' });
       expect(notExport.status).toBe(400);
     } finally {

@@ -124,7 +124,10 @@ switch (scenario) {
     // SDKs filter some request headers themselves; older ones and other languages' SDKs
     // send them as given, which the event processor stands for. No context lines: this
     // file's own source holds the secrets as literals.
-    Sentry.init({ ...base, integrations: (defaults) => defaults.filter((i) => i.name !== 'ProcessSession' && i.name !== 'ContextLines') });
+    Sentry.init({
+      ...base,
+      integrations: (defaults) => defaults.filter((i) => i.name !== 'ProcessSession' && i.name !== 'ContextLines'),
+    });
     Sentry.setUser({ id: 'secret-user', ip_address: '{{auto}}' });
     Sentry.setExtra('db_password', 'hunter2-extra');
     Sentry.setExtra('config', { stripe_api_key: 'sk_live_extra', region: 'eu' });
@@ -134,7 +137,12 @@ switch (scenario) {
         method: 'POST',
         url: 'https://shop.example/pay?token=query-secret&q=1',
         query_string: 'token=query-secret&q=1',
-        headers: { Authorization: 'Bearer header-secret-token', Cookie: 'theme=dark; sessionid=cookie-secret', 'X-Api-Key': 'apikey-secret', Accept: 'text/html' },
+        headers: {
+          Authorization: 'Bearer header-secret-token',
+          Cookie: 'theme=dark; sessionid=cookie-secret',
+          'X-Api-Key': 'apikey-secret',
+          Accept: 'text/html',
+        },
         cookies: { theme: 'dark', sessionid: 'cookie-secret' },
         data: 'user=bob&password=form-secret',
       },

@@ -8,7 +8,14 @@ const dsn = process.env.FAULTLINE_DSN;
 if (!dsn) throw new Error('FAULTLINE_DSN is not set');
 Sentry.init({ dsn, release: 'cron@2.0.0', environment: 'staging', tracesSampleRate: 0, sendClientReports: false });
 
-const config = { schedule: { type: 'interval', value: 10, unit: 'minute' }, checkinMargin: 2, maxRuntime: 5, timezone: 'Europe/Vienna', failureIssueThreshold: 1, recoveryThreshold: 1 };
+const config = {
+  schedule: { type: 'interval', value: 10, unit: 'minute' },
+  checkinMargin: 2,
+  maxRuntime: 5,
+  timezone: 'Europe/Vienna',
+  failureIssueThreshold: 1,
+  recoveryThreshold: 1,
+};
 try {
   await Sentry.withMonitor(
     `node-${scenario}`,

@@ -27,7 +27,8 @@ function covered(text: string): { lines: [number, number][]; inlines: [number, n
       lines.push([a, a + n]);
     } else if (line.startsWith('INLINE ')) {
       const p = line.split(' ').slice(5);
-      for (let i = 0; i + 1 < p.length; i += 2) inlines.push([parseInt(p[i], 16), parseInt(p[i], 16) + parseInt(p[i + 1], 16)]);
+      for (let i = 0; i + 1 < p.length; i += 2)
+        inlines.push([parseInt(p[i], 16), parseInt(p[i], 16) + parseInt(p[i + 1], 16)]);
     }
   }
   return { lines, inlines };
@@ -46,8 +47,11 @@ function compareWithSym(index: NativeIndex, name: ElfName, bytes: Uint8Array): n
     const llvm = llvmFrames(name, addr, true).map(([fn, file, line]) => `${fn}|${file}|${line}`);
     const ours = index.lookup(addr).map((f) => `${f.function}|${f.file}|${f.line}`);
     const full = inside(inlines, addr);
-    const ok = full ? ours.join(' <- ') === llvm.join(' <- ')
-      : ours.length === 1 && ours[0].split('|')[0] === llvm.at(-1)!.split('|')[0] && ours[0].split('|').slice(1).join('|') === llvm[0].split('|').slice(1).join('|');
+    const ok = full
+      ? ours.join(' <- ') === llvm.join(' <- ')
+      : ours.length === 1 &&
+        ours[0].split('|')[0] === llvm.at(-1)!.split('|')[0] &&
+        ours[0].split('|').slice(1).join('|') === llvm[0].split('|').slice(1).join('|');
     if (!ok) mismatches.push(`0x${addr.toString(16)}\n  llvm: ${llvm.join(' <- ')}\n  ours: ${ours.join(' <- ')}`);
     if (full) deepest = Math.max(deepest, ours.length);
   }
@@ -77,12 +81,19 @@ describe('Breakpad symbol files', () => {
     const [file] = await inspect('x86_64-dwarf4.so.sym', sym('x86_64-dwarf4.so.sym'));
     const [elf] = await inspectElf('x86_64-dwarf4.so', elfBytes('x86_64-dwarf4.so'));
     expect(file.debugId).toBe(elf.debugId);
-    expect(file.meta).toMatchObject({ arch: 'x86_64', os: 'Linux', code_id: elf.meta!.code_id, object_name: 'x86_64-dwarf4.so', features: ['symtab', 'debug'] });
+    expect(file.meta).toMatchObject({
+      arch: 'x86_64',
+      os: 'Linux',
+      code_id: elf.meta!.code_id,
+      object_name: 'x86_64-dwarf4.so',
+      features: ['symtab', 'debug'],
+    });
     compareWithSym(new NativeIndex(file.index!), 'x86_64-dwarf4.so', sym('x86_64-dwarf4.so.sym'));
   });
 
   it('PUBLIC records name what no FUNC covers, up to the next one', () => {
-    const text = 'MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 libx.so\nPUBLIC 1000 0 first\nPUBLIC m 2000 0 second\nFUNC 1800 10 0 func\n1800 10 7 0\nFILE 0 /src/a.c\n';
+    const text =
+      'MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 libx.so\nPUBLIC 1000 0 first\nPUBLIC m 2000 0 second\nFUNC 1800 10 0 func\n1800 10 7 0\nFILE 0 /src/a.c\n';
     const index = new NativeIndex(breakpadIndex(readBreakpad(new TextEncoder().encode(text))));
     expect(index.lookup(0x1004)).toEqual([{ function: 'first', file: '', line: 0 }]);
     expect(index.lookup(0x1804)[0].function).toBe('func');
@@ -92,8 +103,13 @@ describe('Breakpad symbol files', () => {
 
   it('refuses text without a MODULE line (400); skips malformed records', async () => {
     await expect(inspect('x.sym', new TextEncoder().encode('FUNC 1 2 3 x\n'))).rejects.toThrow(SymbolInputError);
-    await expect(inspect('x.sym', new TextEncoder().encode('MODULE Linux x86_64 nothex x\n'))).rejects.toThrow(SymbolInputError);
-    const junk = 'MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 x\nFUNC zz\n12 34\nINLINE 9 1 1 1 10 10\nINLINE_ORIGIN x\nFILE\n' + 'a'.repeat(200_000) + '\nFUNC 10 10 0 ok\n10 10 3 0\n';
+    await expect(inspect('x.sym', new TextEncoder().encode('MODULE Linux x86_64 nothex x\n'))).rejects.toThrow(
+      SymbolInputError,
+    );
+    const junk =
+      'MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 x\nFUNC zz\n12 34\nINLINE 9 1 1 1 10 10\nINLINE_ORIGIN x\nFILE\n' +
+      'a'.repeat(200_000) +
+      '\nFUNC 10 10 0 ok\n10 10 3 0\n';
     const [file] = await inspect('x.sym', new TextEncoder().encode(junk), 4096);
     expect(new NativeIndex(file.index!).lookup(0x12)[0].function).toBe('ok');
   });

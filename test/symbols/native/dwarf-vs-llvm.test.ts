@@ -11,7 +11,19 @@ import { BadNativeFile } from '../../../src/symbols/native/bytes.js';
 import type { Demangler } from '../../../src/symbols/native/demangle.js';
 import { buildNativeIndex, NativeIndex } from '../../../src/symbols/native/lookup-index.js';
 import { readMachO } from '../../../src/symbols/native/macho.js';
-import { ARM64_EXECUTABLE, compareWithLlvm, dsym, dwarfUuids, dwarfVersion, fat64, object, textAddresses, textSymbols, universal, type NativeDsym } from './native-fixture.js';
+import {
+  ARM64_EXECUTABLE,
+  compareWithLlvm,
+  dsym,
+  dwarfUuids,
+  dwarfVersion,
+  fat64,
+  object,
+  textAddresses,
+  textSymbols,
+  universal,
+  type NativeDsym,
+} from './native-fixture.js';
 
 const arm64: NativeDsym = dsym('arm64');
 const x86: NativeDsym = dsym('x86_64');
@@ -67,7 +79,11 @@ describe('native symbolication equals llvm-symbolizer', () => {
 
   it('DWARF 5 (strx, addrx, rnglistx, .debug_line_str, v5 file tables) read straight from objects', async () => {
     // dsymutil 14 cannot link DWARF 5, so DWARF 5 is checked on the compilers' own objects.
-    for (const [target, file] of [['x86_64-apple-macos11', 'main.c'], ['arm64-apple-macos11', 'shapes.cpp'], ['arm64-apple-macos11', 'compute.c']]) {
+    for (const [target, file] of [
+      ['x86_64-apple-macos11', 'main.c'],
+      ['arm64-apple-macos11', 'shapes.cpp'],
+      ['arm64-apple-macos11', 'compute.c'],
+    ]) {
       const obj = object(target, file, ['-gdwarf-5']);
       expect(dwarfVersion(obj)).toBe(5);
       compareWithLlvm(obj);
@@ -80,7 +96,11 @@ describe('native symbolication equals llvm-symbolizer', () => {
 
   it('universal file from llvm-lipo: each slice answers with its own DWARF', async () => {
     const fat = universal('App');
-    expect(readMachO(new Uint8Array(fs.readFileSync(fat))).map((s) => s.arch).sort()).toEqual(['arm64', 'x86_64']);
+    expect(
+      readMachO(new Uint8Array(fs.readFileSync(fat)))
+        .map((s) => s.arch)
+        .sort(),
+    ).toEqual(['arm64', 'x86_64']);
     compareWithLlvm(fat);
   });
 
@@ -115,7 +135,9 @@ describe('dSYM uploads', () => {
       expect(thin.debugId).toBe(s.debugId);
       const again = new NativeIndex(buildNativeIndex(s.bytes, thin));
       const addrs = textAddresses(thin);
-      expect(addrs.map((x) => JSON.stringify(again.lookup(x)))).toEqual(addrs.map((x) => JSON.stringify(s.index.lookup(x))));
+      expect(addrs.map((x) => JSON.stringify(again.lookup(x)))).toEqual(
+        addrs.map((x) => JSON.stringify(s.index.lookup(x))),
+      );
     }
   });
 

@@ -31,9 +31,18 @@ export function elfAnswers(root = ELF_FIXTURES): ElfAnswers {
 }
 
 export const ELF_NAMES = [
-  'x86_64-dwarf4.so', 'x86_64-dwarf5.so', 'x86_64-dwarf2.so', 'aarch64-dwarf4.so', 'aarch64-dwarf5.so',
-  'armv7-thumb.so', 'x86_64-exe', 'aarch64-no-build-id.so', 'aarch64-split.so.debug', 'aarch64-split.so',
-  'x86_64-gz.so', 'x86_64-zdebug.so',
+  'x86_64-dwarf4.so',
+  'x86_64-dwarf5.so',
+  'x86_64-dwarf2.so',
+  'aarch64-dwarf4.so',
+  'aarch64-dwarf5.so',
+  'armv7-thumb.so',
+  'x86_64-exe',
+  'aarch64-no-build-id.so',
+  'aarch64-split.so.debug',
+  'aarch64-split.so',
+  'x86_64-gz.so',
+  'x86_64-zdebug.so',
 ] as const;
 export type ElfName = (typeof ELF_NAMES)[number];
 
@@ -51,7 +60,12 @@ export function textAddresses(name: ElfName, root = ELF_FIXTURES): number[] {
 }
 
 /** llvm-symbolizer's frames (innermost first) at `addr` of `name`, as committed. */
-export function llvmFrames(name: ElfName, addr: number, demangled = false, root = ELF_FIXTURES): Array<[string, string, number]> {
+export function llvmFrames(
+  name: ElfName,
+  addr: number,
+  demangled = false,
+  root = ELF_FIXTURES,
+): Array<[string, string, number]> {
   const runs = elfAnswers(root).answers[name][demangled ? 'demangled' : 'mangled'];
   let lo = 0;
   let hi = runs.length - 1;
@@ -61,7 +75,8 @@ export function llvmFrames(name: ElfName, addr: number, demangled = false, root 
     else hi = mid - 1;
   }
   const [first, count, frames] = runs[lo];
-  if (addr < Number(first) || addr >= Number(first) + count) throw new Error(`no committed answer for 0x${addr.toString(16)} in ${name}`);
+  if (addr < Number(first) || addr >= Number(first) + count)
+    throw new Error(`no committed answer for 0x${addr.toString(16)} in ${name}`);
   return frames;
 }
 
@@ -69,7 +84,11 @@ export function llvmFrames(name: ElfName, addr: number, demangled = false, root 
  * Compares `index` with llvm-symbolizer's answers for `answersOf` at `addrs` (every .text
  * address by default); returns the deepest inline chain seen.
  */
-export function compareElfWithLlvm(index: NativeIndex, answersOf: ElfName, opts: { demangle?: Demangler; addrs?: number[]; root?: string } = {}): number {
+export function compareElfWithLlvm(
+  index: NativeIndex,
+  answersOf: ElfName,
+  opts: { demangle?: Demangler; addrs?: number[]; root?: string } = {},
+): number {
   const { demangle, root } = opts;
   const addrs = opts.addrs ?? textAddresses(answersOf, root);
   expect(addrs.length).toBeGreaterThan(80);

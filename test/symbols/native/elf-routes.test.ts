@@ -23,34 +23,57 @@ function addresses(name: ElfName): { crash: number; callers: number[] } {
   const addrs = textAddresses(name);
   const c = (a: number) => llvmFrames(name, a).every(([fn]) => fn !== '' && !fn.startsWith('_Z'));
   const crash = addrs.find((a) => llvmFrames(name, a).length >= 3 && c(a))!;
-  const callers = addrs.slice(1).filter((a) => c(a - 1) && llvmFrames(name, a - 1).length === 1).filter((_, i) => i % 40 === 0).slice(0, 3);
+  const callers = addrs
+    .slice(1)
+    .filter((a) => c(a - 1) && llvmFrames(name, a - 1).length === 1)
+    .filter((_, i) => i % 40 === 0)
+    .slice(0, 3);
   expect(callers).toHaveLength(3);
   return { crash, callers };
 }
 
-function androidEvent(name: ElfName, release: string, image: Record<string, unknown>, loadAddress = 0): Record<string, unknown> {
+function androidEvent(
+  name: ElfName,
+  release: string,
+  image: Record<string, unknown>,
+  loadAddress = 0,
+): Record<string, unknown> {
   const { crash, callers } = addresses(name);
   const slid = (a: number) => hex(a - loadAddress + IMAGE_ADDR);
   return {
     platform: 'native',
     release,
     exception: {
-      values: [{
-        type: 'SIGSEGV',
-        value: 'Segfault',
-        mechanism: { type: 'signalhandler', handled: false },
-        stacktrace: {
-          frames: [
-            ...callers.map((a) => ({ instruction_addr: slid(a), package: '/data/app/lib/arm64/libapp.so' })),
-            { instruction_addr: slid(crash), package: '/data/app/lib/arm64/libapp.so' },
-          ],
+      values: [
+        {
+          type: 'SIGSEGV',
+          value: 'Segfault',
+          mechanism: { type: 'signalhandler', handled: false },
+          stacktrace: {
+            frames: [
+              ...callers.map((a) => ({ instruction_addr: slid(a), package: '/data/app/lib/arm64/libapp.so' })),
+              { instruction_addr: slid(crash), package: '/data/app/lib/arm64/libapp.so' },
+            ],
+          },
         },
-      }],
+      ],
     },
     debug_meta: {
       images: [
-        { type: 'elf', image_addr: hex(IMAGE_ADDR), image_size: 0x20000, code_file: '/data/app/lib/arm64/libapp.so', ...image },
-        { type: 'elf', code_id: 'aa'.repeat(20), image_addr: '0x7f00000000', image_size: 0x1000, code_file: '/system/lib64/libc.so' },
+        {
+          type: 'elf',
+          image_addr: hex(IMAGE_ADDR),
+          image_size: 0x20000,
+          code_file: '/data/app/lib/arm64/libapp.so',
+          ...image,
+        },
+        {
+          type: 'elf',
+          code_id: 'aa'.repeat(20),
+          image_addr: '0x7f00000000',
+          image_size: 0x1000,
+          code_file: '/system/lib64/libc.so',
+        },
       ],
     },
   };
@@ -59,11 +82,15 @@ function androidEvent(name: ElfName, release: string, image: Record<string, unkn
 /** llvm-symbolizer's frames for the event (callers one byte back), in Sentry's order. */
 function expected(name: ElfName) {
   const { crash, callers } = addresses(name);
-  const chain = (a: number) => [...llvmFrames(name, a)].reverse().map(([fn, file, line]) => ({ function: fn, filename: file.split('/').pop(), abs_path: file, lineno: line }));
+  const chain = (a: number) =>
+    [...llvmFrames(name, a)]
+      .reverse()
+      .map(([fn, file, line]) => ({ function: fn, filename: file.split('/').pop(), abs_path: file, lineno: line }));
   return [...callers.flatMap((a) => chain(a - 1)), ...chain(crash)];
 }
 
-const pick = (frames: any[]) => frames.map((f) => ({ function: f.function, filename: f.filename, abs_path: f.abs_path, lineno: f.lineno }));
+const pick = (frames: any[]) =>
+  frames.map((f) => ({ function: f.function, filename: f.filename, abs_path: f.abs_path, lineno: f.lineno }));
 
 describe.each(dialects)('ELF upload and symbolication on %s', (dialect) => {
   let t: TestServer;
@@ -74,65 +101,124 @@ describe.each(dialects)('ELF upload and symbolication on %s', (dialect) => {
     await t?.close();
   });
 
-  it.each([['debug file first', ['aarch64-split.so.debug', 'aarch64-split.so']], ['stripped object first', ['aarch64-split.so', 'aarch64-split.so.debug']]] as const)(
+  it.each([
+    ['debug file first', ['aarch64-split.so.debug', 'aarch64-split.so']],
+    ['stripped object first', ['aarch64-split.so', 'aarch64-split.so.debug']],
+  ] as const)(
     'a split debug file and its stripped object (%s): both kept, frames from the DWARF one',
     async (_, order) => {
       const project = await makeProject(t);
-      for (const name of order) await uploadOk(t, project, { kind: 'elf', release: 'app@1', files: [{ name, data: elfBytes(name) }] });
+      for (const name of order)
+        await uploadOk(t, project, { kind: 'elf', release: 'app@1', files: [{ name, data: elfBytes(name) }] });
       const listed = ((await (await t.api(`/api/projects/${project.slug}/symbols`)).json()) as any).symbols;
       const debugId = debugIdOfCodeId(elfAnswers().buildIds['aarch64-split.so']!)!;
-      expect(listed.map((f: any) => [f.kind, f.debug_id]).sort()).toEqual([['elf', debugId], ['elf', debugId]]);
-      const id = await sendEvent(t, project, androidEvent('aarch64-split.so', 'app@1', { debug_id: debugId, code_id: elfAnswers().buildIds['aarch64-split.so'] }));
+      expect(listed.map((f: any) => [f.kind, f.debug_id]).sort()).toEqual([
+        ['elf', debugId],
+        ['elf', debugId],
+      ]);
+      const id = await sendEvent(
+        t,
+        project,
+        androidEvent('aarch64-split.so', 'app@1', {
+          debug_id: debugId,
+          code_id: elfAnswers().buildIds['aarch64-split.so'],
+        }),
+      );
       const detail = await eventDetail(t, project, id);
       expect(detail.symbolicated).toBe(true);
       const frames = detail.exceptions[0].symbolicated_frames;
       expect(pick(frames)).toEqual(expected('aarch64-split.so'));
       expect(frames[0].package).toBe('/data/app/lib/arm64/libapp.so');
       // Uploading the stripped object again replaces only itself.
-      await uploadOk(t, project, { kind: 'elf', release: 'app@1', files: [{ name: 'aarch64-split.so', data: elfBytes('aarch64-split.so') }] });
+      await uploadOk(t, project, {
+        kind: 'elf',
+        release: 'app@1',
+        files: [{ name: 'aarch64-split.so', data: elfBytes('aarch64-split.so') }],
+      });
       expect(((await (await t.api(`/api/projects/${project.slug}/symbols`)).json()) as any).symbols).toHaveLength(2);
     },
   );
 
   it('a non-PIE executable counts from its load address; an image named by its code id alone is found', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'elf', release: 'app@2', files: [{ name: 'crash', data: elfBytes('x86_64-exe') }] });
-    const id = await sendEvent(t, project, androidEvent('x86_64-exe', 'app@2', { code_id: elfAnswers().buildIds['x86_64-exe'] }, 0x200000));
+    await uploadOk(t, project, {
+      kind: 'elf',
+      release: 'app@2',
+      files: [{ name: 'crash', data: elfBytes('x86_64-exe') }],
+    });
+    const id = await sendEvent(
+      t,
+      project,
+      androidEvent('x86_64-exe', 'app@2', { code_id: elfAnswers().buildIds['x86_64-exe'] }, 0x200000),
+    );
     const detail = await eventDetail(t, project, id);
     expect(pick(detail.exceptions[0].symbolicated_frames)).toEqual(expected('x86_64-exe'));
   });
 
   it('a stored index of another format version is rebuilt from the stored file, saved, and symbolicates', async () => {
     const project = await makeProject(t);
-    const [file] = await uploadOk(t, project, { kind: 'elf', release: 'app@3', files: [{ name: 'libapp.so', data: elfBytes('aarch64-dwarf4.so') }] });
+    const [file] = await uploadOk(t, project, {
+      kind: 'elf',
+      release: 'app@3',
+      files: [{ name: 'libapp.so', data: elfBytes('aarch64-dwarf4.so') }],
+    });
     const db = t.deps.store.db;
-    const chunk = async () => (await db.selectFrom('symbol_chunks').select('data').where('file_id', '=', file.id).where('part', '=', INDEX_PART).where('seq', '=', 0).executeTakeFirstOrThrow()).data;
+    const chunk = async () =>
+      (
+        await db
+          .selectFrom('symbol_chunks')
+          .select('data')
+          .where('file_id', '=', file.id)
+          .where('part', '=', INDEX_PART)
+          .where('seq', '=', 0)
+          .executeTakeFirstOrThrow()
+      ).data;
     // What an older build stored: the same layout under the previous version number.
     const old = new Uint8Array(await chunk());
     new DataView(old.buffer, old.byteOffset).setUint32(4, NATIVE_INDEX_VERSION - 1, true);
-    await db.updateTable('symbol_chunks').set({ data: old }).where('file_id', '=', file.id).where('part', '=', INDEX_PART).where('seq', '=', 0).execute();
+    await db
+      .updateTable('symbol_chunks')
+      .set({ data: old })
+      .where('file_id', '=', file.id)
+      .where('part', '=', INDEX_PART)
+      .where('seq', '=', 0)
+      .execute();
     t.deps.symbols!.invalidate(Number(project.id), [file.id]);
     const debugId = debugIdOfCodeId(elfAnswers().buildIds['aarch64-dwarf4.so']!)!;
     const id = await sendEvent(t, project, androidEvent('aarch64-dwarf4.so', 'app@3', { debug_id: debugId }));
-    expect(pick((await eventDetail(t, project, id)).exceptions[0].symbolicated_frames)).toEqual(expected('aarch64-dwarf4.so'));
-    expect(new DataView((await chunk()).buffer, (await chunk()).byteOffset).getUint32(4, true)).toBe(NATIVE_INDEX_VERSION);
+    expect(pick((await eventDetail(t, project, id)).exceptions[0].symbolicated_frames)).toEqual(
+      expected('aarch64-dwarf4.so'),
+    );
+    expect(new DataView((await chunk()).buffer, (await chunk()).byteOffset).getUint32(4, true)).toBe(
+      NATIVE_INDEX_VERSION,
+    );
   });
 
   it('a Breakpad .sym file symbolicates the frames of its ELF image', async () => {
     const project = await makeProject(t);
     const sym = new Uint8Array(fs.readFileSync(path.resolve(ELF_FIXTURES, '../breakpad/aarch64-dwarf4.so.sym')));
-    const [file] = await uploadOk(t, project, { kind: 'breakpad', release: 'app@4', files: [{ name: 'libapp.so.sym', data: sym }] });
+    const [file] = await uploadOk(t, project, {
+      kind: 'breakpad',
+      release: 'app@4',
+      files: [{ name: 'libapp.so.sym', data: sym }],
+    });
     const debugId = debugIdOfCodeId(elfAnswers().buildIds['aarch64-dwarf4.so']!)!;
     expect(file.debug_id).toBe(debugId);
     const id = await sendEvent(t, project, androidEvent('aarch64-dwarf4.so', 'app@4', { debug_id: debugId }));
-    expect(pick((await eventDetail(t, project, id)).exceptions[0].symbolicated_frames)).toEqual(expected('aarch64-dwarf4.so'));
+    expect(pick((await eventDetail(t, project, id)).exceptions[0].symbolicated_frames)).toEqual(
+      expected('aarch64-dwarf4.so'),
+    );
   });
 
   it('refuses what is not an ELF file with 400 and stores nothing', async () => {
     const project = await makeProject(t);
     const hostile = elfBytes('x86_64-dwarf4.so').slice();
     new DataView(hostile.buffer).setUint16(0x3c, 0xfff0, true); // e_shnum past the file
-    for (const [name, data] of [['notes.txt', 'not an ELF'], ['truncated.so', elfBytes('x86_64-dwarf4.so').slice(0, 40)], ['hostile.so', hostile]] as const) {
+    for (const [name, data] of [
+      ['notes.txt', 'not an ELF'],
+      ['truncated.so', elfBytes('x86_64-dwarf4.so').slice(0, 40)],
+      ['hostile.so', hostile],
+    ] as const) {
       const res = await uploadSymbols(t, project, { kind: 'elf', release: 'bad', files: [{ name, data }] });
       expect(res.status, name).toBe(400);
       expect(((await res.json()) as any).error, name).toEqual(expect.any(String));

@@ -11,7 +11,15 @@ import { debugIdOfCodeId } from '../../../src/symbols/native/elf.js';
 import { NativeIndex } from '../../../src/symbols/native/lookup-index.js';
 import { CLIS } from '../../uploads/cli.js';
 import { readElf } from '../../../src/symbols/native/elf.js';
-import { compareElfWithLlvm, ELF_NAMES, elfAnswers, elfBytes, elfFile, textAddresses, type ElfName } from './elf-fixture.js';
+import {
+  compareElfWithLlvm,
+  ELF_NAMES,
+  elfAnswers,
+  elfBytes,
+  elfFile,
+  textAddresses,
+  type ElfName,
+} from './elf-fixture.js';
 
 async function indexOf(name: ElfName): Promise<NativeIndex> {
   return new NativeIndex((await buildElfIndex(elfBytes(name))).index);
@@ -30,7 +38,18 @@ function randomAddresses(name: ElfName, n: number): number[] {
 }
 
 describe('ELF symbolication equals llvm-symbolizer', () => {
-  for (const name of ['x86_64-dwarf4.so', 'x86_64-dwarf5.so', 'x86_64-dwarf2.so', 'aarch64-dwarf4.so', 'aarch64-dwarf5.so', 'armv7-thumb.so', 'x86_64-exe', 'aarch64-no-build-id.so', 'x86_64-gz.so', 'x86_64-zdebug.so'] as const) {
+  for (const name of [
+    'x86_64-dwarf4.so',
+    'x86_64-dwarf5.so',
+    'x86_64-dwarf2.so',
+    'aarch64-dwarf4.so',
+    'aarch64-dwarf5.so',
+    'armv7-thumb.so',
+    'x86_64-exe',
+    'aarch64-no-build-id.so',
+    'x86_64-gz.so',
+    'x86_64-zdebug.so',
+  ] as const) {
     it(`${name}: every .text address and 2000 random ones, inline chains included`, async () => {
       const index = await indexOf(name);
       expect(compareElfWithLlvm(index, name)).toBeGreaterThanOrEqual(3);
@@ -75,7 +94,11 @@ describe('ELF symbolication equals llvm-symbolizer', () => {
 
 describe('ELF ids', () => {
   it.each(ELF_NAMES)('%s: debug id, code id and arch as sentry-cli debug-files check computes them', async (name) => {
-    const checked = JSON.parse(execFileSync(CLIS['3'], ['debug-files', 'check', '--json', elfFile(name)], { env: { ...process.env, SENTRY_DISABLE_UPDATE_CHECK: '1' } }).toString());
+    const checked = JSON.parse(
+      execFileSync(CLIS['3'], ['debug-files', 'check', '--json', elfFile(name)], {
+        env: { ...process.env, SENTRY_DISABLE_UPDATE_CHECK: '1' },
+      }).toString(),
+    );
     const [variant] = checked.variants;
     const [file] = await inspectElf(name, elfBytes(name));
     expect(file.debugId).toBe(variant.debug_id);

@@ -8,7 +8,8 @@ describe('native frame rules', () => {
     expect(parseAddress('0X1F')).toBe(31);
     expect(parseAddress('4305698292')).toBe(4305698292);
     expect(parseAddress(4096)).toBe(4096);
-    for (const bad of ['', '0x', 'zz', '0xfffffffffffffffff', '-1', -5, 1.5, null, undefined, {}]) expect(parseAddress(bad)).toBeNull();
+    for (const bad of ['', '0x', 'zz', '0xfffffffffffffffff', '-1', -5, 1.5, null, undefined, {}])
+      expect(parseAddress(bad)).toBeNull();
   });
 
   it('normalises debug ids: any case, with or without dashes, an age appendix dropped', () => {
@@ -37,7 +38,12 @@ describe('native frame rules', () => {
 
   it("finds a frame's image by its own image_addr, else by the address range", () => {
     const images = machoImages([
-      { type: 'macho', debug_id: 'aaaaaaaa-0000-0000-0000-000000000001', image_addr: '0x100000000', image_size: 0x1000 },
+      {
+        type: 'macho',
+        debug_id: 'aaaaaaaa-0000-0000-0000-000000000001',
+        image_addr: '0x100000000',
+        image_size: 0x1000,
+      },
       { type: 'macho', debug_id: 'aaaaaaaa-0000-0000-0000-000000000002', image_addr: '0x180000000' },
     ]);
     const id = (frame: Record<string, unknown>) => imageForFrame(frame, images)?.debugId.slice(-1) ?? null;

@@ -80,7 +80,11 @@ async function exercise(bytes: Uint8Array, random: () => number): Promise<Outcom
 
 function dwarfSections(bytes: Uint8Array): Array<{ start: number; end: number }> {
   try {
-    return readMachO(bytes).flatMap((s: MachSlice) => s.sections.filter((x) => x.segment === '__DWARF' && x.fileOffset >= 0).map((x) => ({ start: x.fileOffset, end: x.fileOffset + x.size })));
+    return readMachO(bytes).flatMap((s: MachSlice) =>
+      s.sections
+        .filter((x) => x.segment === '__DWARF' && x.fileOffset >= 0)
+        .map((x) => ({ start: x.fileOffset, end: x.fileOffset + x.size })),
+    );
   } catch {
     return [];
   }
@@ -98,7 +102,8 @@ function mutate(original: Uint8Array, random: () => number): Uint8Array {
   const times = 1 + Math.floor(random() * 6);
   for (let n = 0; n < times; n++) {
     let at: number;
-    if (kind === 1 || sections.length === 0) at = Math.floor(random() * Math.min(bytes.length, 4096)); // headers, load commands
+    if (kind === 1 || sections.length === 0)
+      at = Math.floor(random() * Math.min(bytes.length, 4096)); // headers, load commands
     else {
       const s = pick(sections);
       at = s.start + Math.floor(random() * Math.max(1, s.end - s.start));
@@ -106,7 +111,8 @@ function mutate(original: Uint8Array, random: () => number): Uint8Array {
     at = Math.min(at, bytes.length - 4);
     if (kind === 2 || kind === 1) view.setUint32(at & ~3, pick(ABSURD) >>> 0, random() < 0.5);
     else if (kind === 3) bytes[at] ^= 1 << Math.floor(random() * 8);
-    else if (kind === 4) bytes.fill(0xff, at, Math.min(bytes.length, at + 1 + Math.floor(random() * 12))); // endless LEB128s
+    else if (kind === 4)
+      bytes.fill(0xff, at, Math.min(bytes.length, at + 1 + Math.floor(random() * 12))); // endless LEB128s
     else view.setUint32(at, Math.floor(random() * 0x1_0000_0000) >>> 0, true);
   }
   return bytes;
@@ -240,7 +246,9 @@ function syntheticDsym(sections: Record<string, Uint8Array>): Uint8Array {
   const total = offset + names.reduce((n, k) => n + sections[k].length, 0);
   const out = new Uint8Array(total);
   const v = new DataView(out.buffer);
-  const ascii = (at: number, text: string) => { for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i); };
+  const ascii = (at: number, text: string) => {
+    for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i);
+  };
   v.setUint32(0, 0xfeedfacf, true);
   v.setUint32(4, 0x0100000c, true); // arm64
   v.setUint32(12, 0xa, true); // MH_DSYM
@@ -296,4 +304,3 @@ describe('work stays proportional to the file', () => {
     if (elapsed > 200) expect(ticks).toBeGreaterThan(2);
   });
 });
-

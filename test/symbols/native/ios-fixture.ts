@@ -64,29 +64,61 @@ export function iosEvent(fx: IosFixture, release: string, crashAddr = fx.crashAd
     platform: 'cocoa',
     release,
     exception: {
-      values: [{
-        type: 'EXC_BAD_ACCESS',
-        value: 'KERN_INVALID_ADDRESS at 0x0000000000000010',
-        mechanism: { type: 'mach', handled: false },
-        stacktrace: {
-          frames: [
-            ...fx.callerAddrs.map((a) => ({ instruction_addr: slid(a), image_addr: hex(IMAGE_ADDR), package: CODE_FILE, in_app: true })),
-            { instruction_addr: slid(crashAddr), image_addr: hex(IMAGE_ADDR), package: CODE_FILE, function: '<redacted>', in_app: true },
-          ],
+      values: [
+        {
+          type: 'EXC_BAD_ACCESS',
+          value: 'KERN_INVALID_ADDRESS at 0x0000000000000010',
+          mechanism: { type: 'mach', handled: false },
+          stacktrace: {
+            frames: [
+              ...fx.callerAddrs.map((a) => ({
+                instruction_addr: slid(a),
+                image_addr: hex(IMAGE_ADDR),
+                package: CODE_FILE,
+                in_app: true,
+              })),
+              {
+                instruction_addr: slid(crashAddr),
+                image_addr: hex(IMAGE_ADDR),
+                package: CODE_FILE,
+                function: '<redacted>',
+                in_app: true,
+              },
+            ],
+          },
         },
-      }],
+      ],
     },
     debug_meta: {
       images: [
-        { type: 'macho', debug_id: fx.debugIds.arm64.toUpperCase(), image_addr: hex(IMAGE_ADDR), image_size: 0x10000, image_vmaddr: hex(VMADDR), code_file: CODE_FILE, arch: 'arm64' },
-        { type: 'macho', debug_id: '11111111-2222-3333-4444-555555555555', image_addr: '0x180000000', image_size: 0x100000, code_file: '/usr/lib/system/libsystem_kernel.dylib' },
+        {
+          type: 'macho',
+          debug_id: fx.debugIds.arm64.toUpperCase(),
+          image_addr: hex(IMAGE_ADDR),
+          image_size: 0x10000,
+          image_vmaddr: hex(VMADDR),
+          code_file: CODE_FILE,
+          arch: 'arm64',
+        },
+        {
+          type: 'macho',
+          debug_id: '11111111-2222-3333-4444-555555555555',
+          image_addr: '0x180000000',
+          image_size: 0x100000,
+          code_file: '/usr/lib/system/libsystem_kernel.dylib',
+        },
       ],
     },
   };
 }
 
 function sentryOrder(chain: SymbolizerFrame[]) {
-  return [...chain].reverse().map((f) => ({ function: f.FunctionName, filename: f.FileName.split('/').pop(), abs_path: f.FileName, lineno: f.Line }));
+  return [...chain].reverse().map((f) => ({
+    function: f.FunctionName,
+    filename: f.FileName.split('/').pop(),
+    abs_path: f.FileName,
+    lineno: f.Line,
+  }));
 }
 
 /**
@@ -95,7 +127,10 @@ function sentryOrder(chain: SymbolizerFrame[]) {
  * the demangler, like Sentry's, leaves them out, so that alone is not a difference.
  */
 export function expectLlvmFrames(fx: IosFixture, got: Array<Record<string, unknown>>, crashAddr = fx.crashAddr): void {
-  const callers = symbolize(fx.arm64Dwarf, fx.callerAddrs.map((a) => a - 1));
+  const callers = symbolize(
+    fx.arm64Dwarf,
+    fx.callerAddrs.map((a) => a - 1),
+  );
   const [crash] = symbolize(fx.arm64Dwarf, [crashAddr]);
   expect(crash.length).toBeGreaterThanOrEqual(2);
   const expected = [...callers.flatMap(sentryOrder), ...sentryOrder(crash)];

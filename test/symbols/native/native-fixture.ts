@@ -93,13 +93,20 @@ export interface SymbolizerFrame {
  * llvm-symbolizer's answer for each address (innermost frame first), as committed: `arch`
  * picks a slice of a universal file; names are demangled unless `demangle` is false.
  */
-export function symbolize(file: string, addrs: number[], opts: { arch?: string; demangle?: boolean; root?: string } = {}): SymbolizerFrame[][] {
+export function symbolize(
+  file: string,
+  addrs: number[],
+  opts: { arch?: string; demangle?: boolean; root?: string } = {},
+): SymbolizerFrame[][] {
   const root = opts.root ?? NATIVE_FIXTURES;
   const byKey = entry(nativeAnswers(root).answers, file, 'llvm-symbolizer answers', root);
   const suffix = opts.demangle === false ? 'mangled' : 'demangled';
   const key = opts.arch ? `${opts.arch} ${suffix}` : Object.keys(byKey).find((k) => k.endsWith(` ${suffix}`));
   const runs = key ? byKey[key] : undefined;
-  if (!runs) throw new Error(`no committed ${opts.arch ?? ''} ${suffix} llvm-symbolizer answers for ${file}: rebuild the fixtures (npm run fixtures)`);
+  if (!runs)
+    throw new Error(
+      `no committed ${opts.arch ?? ''} ${suffix} llvm-symbolizer answers for ${file}: rebuild the fixtures (npm run fixtures)`,
+    );
   return addrs.map((addr) => {
     let lo = 0;
     let hi = runs.length - 1;
@@ -109,7 +116,8 @@ export function symbolize(file: string, addrs: number[], opts: { arch?: string; 
       else hi = mid - 1;
     }
     const [first, count, frames] = runs[lo] ?? ['0', 0, []];
-    if (addr < Number(first) || addr >= Number(first) + count) throw new Error(`no committed llvm-symbolizer answer for 0x${addr.toString(16)} in ${file}`);
+    if (addr < Number(first) || addr >= Number(first) + count)
+      throw new Error(`no committed llvm-symbolizer answer for 0x${addr.toString(16)} in ${file}`);
     return frames.map(([FunctionName, FileName, Line]) => ({ FunctionName, FileName, Line }));
   });
 }
@@ -120,18 +128,26 @@ export function textAddresses(slice: MachSlice): number[] {
   return Array.from({ length: text.size }, (_, i) => text.addr + i);
 }
 
-function llvmChain(frames: Array<{ FunctionName: string; FileName: string; Line: number }>, ours: string[] = []): string {
-  return frames
-    .filter((f) => f.FunctionName !== '??' || f.Line)
-    // LLVM prints template functions' return types ("int geo::scale<int>(int, int)"); the
-    // demangler, like Sentry's, leaves them out: that difference alone is not a mismatch.
-    .map((f, i) => (ours[i] && f.FunctionName.endsWith(` ${ours[i]}`) ? { ...f, FunctionName: ours[i] } : f))
-    .map((f) => `${f.FunctionName}|${f.FileName}|${f.Line}`)
-    .join(' <- ');
+function llvmChain(
+  frames: Array<{ FunctionName: string; FileName: string; Line: number }>,
+  ours: string[] = [],
+): string {
+  return (
+    frames
+      .filter((f) => f.FunctionName !== '??' || f.Line)
+      // LLVM prints template functions' return types ("int geo::scale<int>(int, int)"); the
+      // demangler, like Sentry's, leaves them out: that difference alone is not a mismatch.
+      .map((f, i) => (ours[i] && f.FunctionName.endsWith(` ${ours[i]}`) ? { ...f, FunctionName: ours[i] } : f))
+      .map((f) => `${f.FunctionName}|${f.FileName}|${f.Line}`)
+      .join(' <- ')
+  );
 }
 
 function ourChain(index: NativeIndex, addr: number, names: (n: string) => string = (n) => n): string {
-  return index.lookup(addr).map((f) => `${f.function ? names(f.function) : '??'}|${f.file}|${f.line}`).join(' <- ');
+  return index
+    .lookup(addr)
+    .map((f) => `${f.function ? names(f.function) : '??'}|${f.file}|${f.line}`)
+    .join(' <- ');
 }
 
 /**
@@ -147,7 +163,11 @@ export function compareWithLlvm(file: string, opts: { demangle?: Demangler; root
     const index = new NativeIndex(buildNativeIndex(bytes, slice));
     const addrs = textAddresses(slice);
     expect(addrs.length).toBeGreaterThan(80);
-    const expected = symbolize(file, addrs, { arch: slices.length > 1 ? slice.arch : undefined, demangle: demangle !== undefined, root: opts.root });
+    const expected = symbolize(file, addrs, {
+      arch: slices.length > 1 ? slice.arch : undefined,
+      demangle: demangle !== undefined,
+      root: opts.root,
+    });
     const mismatches: string[] = [];
     addrs.forEach((addr, k) => {
       const got = ourChain(index, addr, demangle);

@@ -26,21 +26,34 @@ describe.each(dialects)('dSYM upload and symbolication on %s', (dialect) => {
 
   it('a zipped .dSYM bundle holding a fat Mach-O: one symbol file per slice, by LC_UUID', async () => {
     const project = await makeProject(t);
-    const files = await uploadOk(t, project, { kind: 'dsym', release: 'app@1.0', files: [{ name: 'App.app.dSYM.zip', data: zipSync(fx.bundle) }] });
+    const files = await uploadOk(t, project, {
+      kind: 'dsym',
+      release: 'app@1.0',
+      files: [{ name: 'App.app.dSYM.zip', data: zipSync(fx.bundle) }],
+    });
     expect(files.map((f) => [f.filename, f.debug_id]).sort()).toEqual([
       ['App (arm64)', fx.debugIds.arm64],
       ['App (x86_64)', fx.debugIds.x86_64],
     ]);
     expect(files.every((f) => f.kind === 'dsym' && f.release === 'app@1.0')).toBe(true);
     // Each slice is stored as its own bytes, not the whole universal file.
-    expect(files.reduce((n, f) => n + f.size, 0)).toBeLessThan(fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'].length);
+    expect(files.reduce((n, f) => n + f.size, 0)).toBeLessThan(
+      fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'].length,
+    );
   });
 
   it('a fat dSYM uploaded with a debug id named by the uploader: each slice keeps its own LC_UUID', async () => {
     const project = await makeProject(t);
     const fat = fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'];
     const rows = await t.deps.symbols!.upload(
-      { projectId: Number(project.id), kind: 'dsym', release: 'app@2.0', dist: '', filename: 'App', debugId: fx.debugIds.arm64 },
+      {
+        projectId: Number(project.id),
+        kind: 'dsym',
+        release: 'app@2.0',
+        dist: '',
+        filename: 'App',
+        debugId: fx.debugIds.arm64,
+      },
       [fat],
     );
     expect(rows.map((r) => [r.filename, r.debug_id]).sort()).toEqual([
@@ -51,7 +64,11 @@ describe.each(dialects)('dSYM upload and symbolication on %s', (dialect) => {
 
   it('an iOS crash sent through the ingest route is symbolicated before grouping: functions, files, lines, inlined frames', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'dsym', release: 'app@1.0', files: [{ name: 'App', data: fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'] }] });
+    await uploadOk(t, project, {
+      kind: 'dsym',
+      release: 'app@1.0',
+      files: [{ name: 'App', data: fx.bundle['App.app.dSYM/Contents/Resources/DWARF/App'] }],
+    });
     const detail = await eventDetail(t, project, await sendEvent(t, project, iosEvent(fx, 'app@1.0')));
     expect(detail.symbolicated).toBe(true);
     const frames = detail.exceptions[0].symbolicated_frames;
@@ -68,7 +85,11 @@ describe.each(dialects)('dSYM upload and symbolication on %s', (dialect) => {
     const project = await makeProject(t);
     const before = await eventDetail(t, project, await sendEvent(t, project, iosEvent(fx, 'app@2.0')));
     expect(before.symbolicated).toBe(false);
-    await uploadOk(t, project, { kind: 'dsym', release: 'app@2.0', files: [{ name: 'App.app.dSYM.zip', data: zipSync(fx.bundle) }] });
+    await uploadOk(t, project, {
+      kind: 'dsym',
+      release: 'app@2.0',
+      files: [{ name: 'App.app.dSYM.zip', data: zipSync(fx.bundle) }],
+    });
     const after = await eventually(async () => {
       const d = await eventDetail(t, project, before.event_id);
       return d.symbolicated ? d : null;

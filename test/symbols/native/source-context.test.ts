@@ -16,14 +16,27 @@ import { CLIS } from '../../uploads/cli.js';
 
 const FIXTURES = path.resolve('test/fixtures');
 const JVM_ID = '7f8e3c52-1d4b-4e2a-9b1c-0a1b2c3d4e5f';
-const CHECKOUT = ['package com.acme.shop;', '', 'public class Checkout {', '  public void pay() {', '    throw new IllegalStateException("declined");', '  }', '}', ''].join('\n');
+const CHECKOUT = [
+  'package com.acme.shop;',
+  '',
+  'public class Checkout {',
+  '  public void pay() {',
+  '    throw new IllegalStateException("declined");',
+  '  }',
+  '}',
+  '',
+].join('\n');
 let work: string;
 let elf: Uint8Array;
 let nativeBundle: Uint8Array;
 let jvmBundle: Uint8Array;
 
 const cli = (args: string[], cwd: string) =>
-  execFileSync(CLIS['3'], args, { cwd, env: { ...process.env, SENTRY_ORG: 'o', SENTRY_PROJECT: 'p', SENTRY_DISABLE_UPDATE_CHECK: '1' }, stdio: 'pipe' });
+  execFileSync(CLIS['3'], args, {
+    cwd,
+    env: { ...process.env, SENTRY_ORG: 'o', SENTRY_PROJECT: 'p', SENTRY_DISABLE_UPDATE_CHECK: '1' },
+    stdio: 'pipe',
+  });
 
 beforeAll(() => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-source-context-'));
@@ -53,29 +66,84 @@ describe.each(dialects)('source context from source bundles on %s', (dialect) =>
     const project = await makeProject(t);
     const debugId = fixtureDebugId(path.join(FIXTURES, 'source-bundle/build-id.txt'));
     await uploadOk(t, project, { kind: 'elf', release: 'c@1', files: [{ name: 'crash', data: elf }] });
-    const [bundle] = await uploadOk(t, project, { kind: 'sourcebundle', release: 'c@1', files: [{ name: 'crash.src.zip', data: nativeBundle }] });
+    const [bundle] = await uploadOk(t, project, {
+      kind: 'sourcebundle',
+      release: 'c@1',
+      files: [{ name: 'crash.src.zip', data: nativeBundle }],
+    });
     expect(bundle.debug_id).toBe(debugId);
     const parsed = await readElf(elf);
     const crash = readElfSymbols(elf, parsed).find((s) => s.name === 'crash')!;
     const image = 0x5555_0000_0000;
     const id = await sendEvent(t, project, {
       platform: 'native',
-      exception: { values: [{ type: 'SIGFPE', value: 'x', stacktrace: { frames: [{ instruction_addr: `0x${(image + crash.addr + 4).toString(16)}` }] } }] },
-      debug_meta: { images: [{ type: 'elf', debug_id: debugId, image_addr: `0x${image.toString(16)}`, image_size: 0x10000, code_file: '/usr/bin/crash' }] },
+      exception: {
+        values: [
+          {
+            type: 'SIGFPE',
+            value: 'x',
+            stacktrace: { frames: [{ instruction_addr: `0x${(image + crash.addr + 4).toString(16)}` }] },
+          },
+        ],
+      },
+      debug_meta: {
+        images: [
+          {
+            type: 'elf',
+            debug_id: debugId,
+            image_addr: `0x${image.toString(16)}`,
+            image_size: 0x10000,
+            code_file: '/usr/bin/crash',
+          },
+        ],
+      },
     });
     const [frame] = (await eventDetail(t, project, id)).exceptions[0].symbolicated_frames;
-    expect(frame).toMatchObject({ function: 'crash', lineno: 1, context_line: 'int crash(int x) { return 10 / x; }', pre_context: [], post_context: ['int main(int argc, char **argv) { return crash(argc - 1); }', ''] });
+    expect(frame).toMatchObject({
+      function: 'crash',
+      lineno: 1,
+      context_line: 'int crash(int x) { return 10 / x; }',
+      pre_context: [],
+      post_context: ['int main(int argc, char **argv) { return crash(argc - 1); }', ''],
+    });
   });
 
   it('a Java frame of a jvm image gets its class’s source lines', async () => {
     const project = await makeProject(t);
-    await uploadOk(t, project, { kind: 'sourcebundle', release: 'a@1', files: [{ name: 'sources.zip', data: jvmBundle }] });
+    await uploadOk(t, project, {
+      kind: 'sourcebundle',
+      release: 'a@1',
+      files: [{ name: 'sources.zip', data: jvmBundle }],
+    });
     const id = await sendEvent(t, project, {
       platform: 'java',
-      exception: { values: [{ type: 'IllegalStateException', module: 'java.lang', value: 'declined', stacktrace: { frames: [{ module: 'com.acme.shop.Checkout', function: 'pay', filename: 'Checkout.java', lineno: 5, in_app: true }] } }] },
+      exception: {
+        values: [
+          {
+            type: 'IllegalStateException',
+            module: 'java.lang',
+            value: 'declined',
+            stacktrace: {
+              frames: [
+                {
+                  module: 'com.acme.shop.Checkout',
+                  function: 'pay',
+                  filename: 'Checkout.java',
+                  lineno: 5,
+                  in_app: true,
+                },
+              ],
+            },
+          },
+        ],
+      },
       debug_meta: { images: [{ type: 'jvm', debug_id: JVM_ID }] },
     });
     const [frame] = (await eventDetail(t, project, id)).exceptions[0].symbolicated_frames;
-    expect(frame).toMatchObject({ context_line: '    throw new IllegalStateException("declined");', pre_context: CHECKOUT.split('\n').slice(0, 4), post_context: CHECKOUT.split('\n').slice(5) });
+    expect(frame).toMatchObject({
+      context_line: '    throw new IllegalStateException("declined");',
+      pre_context: CHECKOUT.split('\n').slice(0, 4),
+      post_context: CHECKOUT.split('\n').slice(5),
+    });
   });
 });

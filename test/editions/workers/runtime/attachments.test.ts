@@ -37,7 +37,12 @@ const enc = new TextEncoder();
 
 function envelope(header: object, items: { headers: object; payload: Uint8Array }[]): Uint8Array<ArrayBuffer> {
   const parts: Uint8Array[] = [enc.encode(JSON.stringify(header) + '\n')];
-  for (const item of items) parts.push(enc.encode(JSON.stringify({ ...item.headers, length: item.payload.byteLength }) + '\n'), item.payload, enc.encode('\n'));
+  for (const item of items)
+    parts.push(
+      enc.encode(JSON.stringify({ ...item.headers, length: item.payload.byteLength }) + '\n'),
+      item.payload,
+      enc.encode('\n'),
+    );
   const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
   for (const p of parts) {
@@ -50,16 +55,36 @@ function envelope(header: object, items: { headers: object; payload: Uint8Array 
 describe.each(['d1', 'r2'] as const)('attachments (bytes in %s)', (edition) => {
   it('stores, lists and downloads a screenshot and a two-chunk file with their event', async () => {
     const app = apps[edition];
-    const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `mobile-${edition}-${Date.now()}`, name: 'mobile' }, Date.now());
+    const p = await createProject(
+      store.db,
+      { ...PROJECT_DEFAULTS, slug: `mobile-${edition}-${Date.now()}`, name: 'mobile' },
+      Date.now(),
+    );
     const id = 'f'.repeat(31) + (edition === 'd1' ? '1' : '2');
     const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
     const big = new Uint8Array(700_000).map((_, i) => i % 249);
     const body = envelope({ event_id: id }, [
-      { headers: { type: 'event' }, payload: enc.encode(JSON.stringify({ ...androidEvent, event_id: id, timestamp: Date.now() / 1000 })) },
-      { headers: { type: 'attachment', filename: 'screenshot.png', content_type: 'image/png', attachment_type: 'event.attachment' }, payload: png },
+      {
+        headers: { type: 'event' },
+        payload: enc.encode(JSON.stringify({ ...androidEvent, event_id: id, timestamp: Date.now() / 1000 })),
+      },
+      {
+        headers: {
+          type: 'attachment',
+          filename: 'screenshot.png',
+          content_type: 'image/png',
+          attachment_type: 'event.attachment',
+        },
+        payload: png,
+      },
       { headers: { type: 'attachment', filename: 'trace.bin' }, payload: big },
     ]);
-    const res = await app.fetch(new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body: body as Uint8Array<ArrayBuffer> }));
+    const res = await app.fetch(
+      new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, {
+        method: 'POST',
+        body: body as Uint8Array<ArrayBuffer>,
+      }),
+    );
     expect(res.status).toBe(200);
 
     const listed = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/events/${id}/attachments`));
@@ -69,14 +94,21 @@ describe.each(['d1', 'r2'] as const)('attachments (bytes in %s)', (edition) => {
       ['screenshot.png', png.length],
       ['trace.bin', big.length],
     ]);
-    const download = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/attachments/${attachments[1].id}`));
+    const download = await app.fetch(
+      new Request(`http://worker/api/projects/${p.slug}/attachments/${attachments[1].id}`),
+    );
     expect(download.headers.get('content-disposition')).toMatch(/^attachment;/);
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(new Uint8Array(await download.arrayBuffer())).toEqual(big);
     const image = await app.fetch(new Request(`http://worker/api/projects/${p.slug}/attachments/${attachments[0].id}`));
     expect(new Uint8Array(await image.arrayBuffer())).toEqual(png);
     // Where the bytes are: in the chunk rows, or in objects the rows name.
-    const chunks = await store.db.selectFrom('attachment_chunks').select(['seq', 'data', 'r2_key']).where('attachment_id', '=', Number(attachments[1].id)).orderBy('seq').execute();
+    const chunks = await store.db
+      .selectFrom('attachment_chunks')
+      .select(['seq', 'data', 'r2_key'])
+      .where('attachment_id', '=', Number(attachments[1].id))
+      .orderBy('seq')
+      .execute();
     expect(chunks).toHaveLength(2);
     for (const c of chunks) {
       if (edition === 'd1') {
@@ -91,28 +123,58 @@ describe.each(['d1', 'r2'] as const)('attachments (bytes in %s)', (edition) => {
 
     // User feedback about the event, in a later envelope, is linked to its issue.
     const report = { event_id: id, name: 'Grace', email: 'grace@example.com', comments: 'App closed while paying.' };
-    const fb = await app.fetch(new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body: envelope({ event_id: id }, [{ headers: { type: 'user_report' }, payload: enc.encode(JSON.stringify(report)) }]) }));
+    const fb = await app.fetch(
+      new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, {
+        method: 'POST',
+        body: envelope({ event_id: id }, [
+          { headers: { type: 'user_report' }, payload: enc.encode(JSON.stringify(report)) },
+        ]),
+      }),
+    );
     expect(fb.status).toBe(200);
-    const feedback = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/feedback`))).json()) as { feedback: { comments: string; issue: string | null }[] };
+    const feedback = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/feedback`))).json()) as {
+      feedback: { comments: string; issue: string | null }[];
+    };
     expect(feedback.feedback).toMatchObject([{ comments: 'App closed while paying.', issue: expect.any(String) }]);
   });
 
   it.runIf(edition === 'd1')('counts sessions that end in an ANR for the release (D1 ingest batch)', async () => {
-    const p = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: `anr-${Date.now()}`, name: 'anr' }, Date.now());
+    const p = await createProject(
+      store.db,
+      { ...PROJECT_DEFAULTS, slug: `anr-${Date.now()}`, name: 'anr' },
+      Date.now(),
+    );
     const started = new Date(Date.now() - 3_600_000).toISOString();
-    const session = (sid: string, extra: object) => ({ sid, started, attrs: { release: 'shop@1', environment: 'production' }, ...extra });
+    const session = (sid: string, extra: object) => ({
+      sid,
+      started,
+      attrs: { release: 'shop@1', environment: 'production' },
+      ...extra,
+    });
     const send = (items: object[]) =>
       app.fetch(
         new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, {
           method: 'POST',
-          body: envelope({}, items.map((payload) => ({ headers: { type: 'session' }, payload: enc.encode(JSON.stringify(payload)) }))),
+          body: envelope(
+            {},
+            items.map((payload) => ({ headers: { type: 'session' }, payload: enc.encode(JSON.stringify(payload)) })),
+          ),
         }),
       );
     const sids = ['a', 'b', 'c', 'd'].map((c) => c.repeat(32));
     expect((await send(sids.map((sid) => session(sid, { init: true, status: 'ok' })))).status).toBe(200);
     const later = new Date().toISOString();
-    expect((await send([session(sids[0], { status: 'abnormal', abnormal_mechanism: 'anr_foreground', timestamp: later }), session(sids[1], { status: 'exited', timestamp: later })])).status).toBe(200);
-    const list = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/releases`))).json()) as { releases: { release: string; anr_rate: number | null }[] };
+    expect(
+      (
+        await send([
+          session(sids[0], { status: 'abnormal', abnormal_mechanism: 'anr_foreground', timestamp: later }),
+          session(sids[1], { status: 'exited', timestamp: later }),
+        ])
+      ).status,
+    ).toBe(200);
+    const list = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/releases`))).json()) as {
+      releases: { release: string; anr_rate: number | null }[];
+    };
     expect(list.releases.find((r) => r.release === 'shop@1')?.anr_rate).toBe(0.25);
   });
 });

@@ -17,7 +17,13 @@ beforeAll(async () => {
 async function health(settings: Record<string, string>) {
   const app = createApp(buildWorkerDeps({ ...base(), ...settings }));
   const res = await app.fetch(new Request('http://worker/health'));
-  return { status: res.status, body: (await res.json()) as { status: string; storage?: { database_bytes: number; limit_bytes: number; used: number; warning: string | null } } };
+  return {
+    status: res.status,
+    body: (await res.json()) as {
+      status: string;
+      storage?: { database_bytes: number; limit_bytes: number; used: number; warning: string | null };
+    },
+  };
 }
 
 describe('D1 capacity', () => {
@@ -40,7 +46,9 @@ describe('D1 capacity', () => {
     expect(first.storage!.database_bytes).toBeGreaterThan(0.8 * limitMb * 1024 * 1024);
     const { status, body } = await health({ D1_MAX_SIZE_MB: String(limitMb) });
     expect(status).toBe(200);
-    expect(body.storage?.warning).toMatch(/^the database holds [\d.]+ MB of its 1\.0 MB limit \(\d+ %\): lower RETENTION_DAYS/);
+    expect(body.storage?.warning).toMatch(
+      /^the database holds [\d.]+ MB of its 1\.0 MB limit \(\d+ %\): lower RETENTION_DAYS/,
+    );
     const app = createApp(buildWorkerDeps({ ...base(), D1_MAX_SIZE_MB: String(limitMb) }));
     const page = await app.fetch(new Request('http://worker/'));
     expect(await page.text()).toContain('data-capacity');

@@ -34,5 +34,11 @@ declare module 'cloudflare:test' {
   export function getQueueResult(
     batch: TestMessageBatch,
     ctx: TestExecutionContext,
-  ): Promise<{ outcome: string; ackAll: boolean; retryBatch: { retry: boolean }; explicitAcks: string[]; retryMessages: { msgId: string }[] }>;
+  ): Promise<{
+    outcome: string;
+    ackAll: boolean;
+    retryBatch: { retry: boolean };
+    explicitAcks: string[];
+    retryMessages: { msgId: string }[];
+  }>;
 }

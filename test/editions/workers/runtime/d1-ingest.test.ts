@@ -36,7 +36,11 @@ beforeAll(async () => {
 let n = 0;
 async function project(settings: Partial<typeof PROJECT_DEFAULTS> = {}) {
   n += 1;
-  return createProject(store.db, { ...PROJECT_DEFAULTS, ...settings, slug: `p${n}-${Date.now()}`, name: `p${n}` }, Date.now());
+  return createProject(
+    store.db,
+    { ...PROJECT_DEFAULTS, ...settings, slug: `p${n}-${Date.now()}`, name: `p${n}` },
+    Date.now(),
+  );
 }
 
 type Project = Awaited<ReturnType<typeof project>>;
@@ -66,8 +70,15 @@ async function issuesOf(p: Project) {
   return store.db.selectFrom('issues').selectAll().where('project_id', '=', p.id).execute();
 }
 
-async function count(table: 'events' | 'seen_events' | 'issue_changes' | 'alert_outbox' | 'payload_chunks', p: Project): Promise<number> {
-  const row = await store.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).executeTakeFirstOrThrow();
+async function count(
+  table: 'events' | 'seen_events' | 'issue_changes' | 'alert_outbox' | 'payload_chunks',
+  p: Project,
+): Promise<number> {
+  const row = await store.db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('project_id', '=', p.id)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -78,25 +89,65 @@ describe('D1 ingest inside workerd', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ id: FIXTURE_EVENT_ID });
     const [issue] = await issuesOf(p);
-    expect(issue).toMatchObject({ event_count: 1, stored_count: 1, status: 'unresolved', first_release: 'app@1.0.0', last_release: 'app@1.0.0', regressed_at: null });
-    const event = await store.db.selectFrom('events').selectAll().where('project_id', '=', p.id).executeTakeFirstOrThrow();
+    expect(issue).toMatchObject({
+      event_count: 1,
+      stored_count: 1,
+      status: 'unresolved',
+      first_release: 'app@1.0.0',
+      last_release: 'app@1.0.0',
+      regressed_at: null,
+    });
+    const event = await store.db
+      .selectFrom('events')
+      .selectAll()
+      .where('project_id', '=', p.id)
+      .executeTakeFirstOrThrow();
     expect(issue.first_seen_id).toBe(event.id);
     expect(issue.last_seen_id).toBe(event.id);
     expect(event.issue_id).toBe(issue.id);
-    const seen = await store.db.selectFrom('seen_events').selectAll().where('project_id', '=', p.id).executeTakeFirstOrThrow();
+    const seen = await store.db
+      .selectFrom('seen_events')
+      .selectAll()
+      .where('project_id', '=', p.id)
+      .executeTakeFirstOrThrow();
     expect(seen.stored_id).toBe(event.id);
-    const chunk = await store.db.selectFrom('payload_chunks').selectAll().where('id', '=', Number(event.payload_chunk)).executeTakeFirstOrThrow();
+    const chunk = await store.db
+      .selectFrom('payload_chunks')
+      .selectAll()
+      .where('id', '=', Number(event.payload_chunk))
+      .executeTakeFirstOrThrow();
     expect(Number(chunk.received_at)).toBe(Number(event.received_at));
-    const tags = await store.db.selectFrom('event_tags').select(['key', 'value']).where('event_id', '=', event.id).execute();
+    const tags = await store.db
+      .selectFrom('event_tags')
+      .select(['key', 'value'])
+      .where('event_id', '=', event.id)
+      .execute();
     expect(tags.length).toBe(Object.keys(JSON.parse(event.tags)).length);
-    expect((await store.db.selectFrom('releases').selectAll().where('project_id', '=', p.id).execute()).map((r) => [r.release, r.platforms])).toEqual([
-      ['app@1.0.0', '["node"]'],
-    ]);
-    const changes = await store.db.selectFrom('issue_changes').select(['kind', 'release']).where('project_id', '=', p.id).execute();
+    expect(
+      (await store.db.selectFrom('releases').selectAll().where('project_id', '=', p.id).execute()).map((r) => [
+        r.release,
+        r.platforms,
+      ]),
+    ).toEqual([['app@1.0.0', '["node"]']]);
+    const changes = await store.db
+      .selectFrom('issue_changes')
+      .select(['kind', 'release'])
+      .where('project_id', '=', p.id)
+      .execute();
     expect(changes).toEqual([{ kind: 'new_issue', release: 'app@1.0.0' }]);
-    const outbox = await store.db.selectFrom('alert_outbox').select(['type', 'payload', 'state']).where('project_id', '=', p.id).execute();
-    expect(outbox.map((o) => [o.type, o.state, JSON.parse(o.payload).event_count])).toEqual([['new_issue', 'pending', 1]]);
-    const hourly = await store.db.selectFrom('project_hourly').select(['events', 'errors']).where('project_id', '=', p.id).execute();
+    const outbox = await store.db
+      .selectFrom('alert_outbox')
+      .select(['type', 'payload', 'state'])
+      .where('project_id', '=', p.id)
+      .execute();
+    expect(outbox.map((o) => [o.type, o.state, JSON.parse(o.payload).event_count])).toEqual([
+      ['new_issue', 'pending', 1],
+    ]);
+    const hourly = await store.db
+      .selectFrom('project_hourly')
+      .select(['events', 'errors'])
+      .where('project_id', '=', p.id)
+      .execute();
     expect(hourly).toEqual([{ events: 1, errors: 1 }]);
 
     // The event detail reads its payload back from the chunk.
@@ -119,7 +170,11 @@ describe('D1 ingest inside workerd', () => {
     expect(await count('alert_outbox', p)).toBe(1);
     const usage = await store.db.selectFrom('daily_usage').select('events').where('project_id', '=', p.id).execute();
     expect(usage.reduce((s, u) => s + Number(u.events), 0)).toBe(N);
-    const hourly = await store.db.selectFrom('issue_hourly').select('events').where('issue_id', '=', issues[0].id).execute();
+    const hourly = await store.db
+      .selectFrom('issue_hourly')
+      .select('events')
+      .where('issue_id', '=', issues[0].id)
+      .execute();
     expect(hourly.reduce((s, h) => s + Number(h.events), 0)).toBe(N);
     const ph = await store.db.selectFrom('project_hourly').select('events').where('project_id', '=', p.id).execute();
     expect(ph.reduce((s, h) => s + Number(h.events), 0)).toBe(N);
@@ -160,23 +215,43 @@ describe('D1 ingest inside workerd', () => {
     const p = await project();
     expect((await send(p, eventEnvelope(hex32(0, 'd')))).status).toBe(200);
     const [before] = await issuesOf(p);
-    await store.db.updateTable('issues').set({ status: 'resolved', resolved_at: Date.now() }).where('id', '=', before.id).execute();
-    const answers = await Promise.all(Array.from({ length: 15 }, (_, i) => send(p, eventEnvelope(hex32(i + 1, 'd'), [['app@1.0.0', 'app@2.0.0']]))));
+    await store.db
+      .updateTable('issues')
+      .set({ status: 'resolved', resolved_at: Date.now() })
+      .where('id', '=', before.id)
+      .execute();
+    const answers = await Promise.all(
+      Array.from({ length: 15 }, (_, i) => send(p, eventEnvelope(hex32(i + 1, 'd'), [['app@1.0.0', 'app@2.0.0']]))),
+    );
     expect(answers.map((r) => r.status)).toEqual(Array(15).fill(200));
     const [issue] = await issuesOf(p);
     expect(issue.status).toBe('regression');
     expect(issue.event_count).toBe(16);
     expect(Number(issue.regressed_at)).toBeGreaterThan(0);
-    const changes = await store.db.selectFrom('issue_changes').select(['kind', 'release']).where('project_id', '=', p.id).orderBy('id').execute();
+    const changes = await store.db
+      .selectFrom('issue_changes')
+      .select(['kind', 'release'])
+      .where('project_id', '=', p.id)
+      .orderBy('id')
+      .execute();
     expect(changes).toEqual([
       { kind: 'new_issue', release: 'app@1.0.0' },
       { kind: 'regression', release: 'app@2.0.0' },
     ]);
-    const outbox = await store.db.selectFrom('alert_outbox').select('type').where('project_id', '=', p.id).orderBy('id').execute();
+    const outbox = await store.db
+      .selectFrom('alert_outbox')
+      .select('type')
+      .where('project_id', '=', p.id)
+      .orderBy('id')
+      .execute();
     expect(outbox.map((o) => o.type)).toEqual(['new_issue', 'regression']);
     // A release seen before the resolution does not reopen it.
     const again = await issuesOf(p);
-    await store.db.updateTable('issues').set({ status: 'resolved', resolved_at: Date.now() + 1000 }).where('id', '=', again[0].id).execute();
+    await store.db
+      .updateTable('issues')
+      .set({ status: 'resolved', resolved_at: Date.now() + 1000 })
+      .where('id', '=', again[0].id)
+      .execute();
     expect((await send(p, eventEnvelope(hex32(99, 'd'), [['app@1.0.0', 'app@2.0.0']]))).status).toBe(200);
     expect((await issuesOf(p))[0].status).toBe('resolved');
   });
@@ -196,7 +271,9 @@ describe('D1 ingest inside workerd', () => {
   it('takes several events of one envelope, some already seen, and a message to another issue', async () => {
     const p = await project();
     expect((await send(p, eventEnvelope(hex32(1, 'f')))).status).toBe(200);
-    const items = [hex32(1, 'f'), hex32(2, 'f'), hex32(3, 'f')].map((id) => eventEnvelope(id).split('\n').slice(1).join('\n'));
+    const items = [hex32(1, 'f'), hex32(2, 'f'), hex32(3, 'f')].map((id) =>
+      eventEnvelope(id).split('\n').slice(1).join('\n'),
+    );
     const header = JSON.stringify({ sent_at: new Date().toISOString() });
     const msg = nodeMessage.split('\n').slice(1).join('\n');
     expect((await send(p, [header, ...items, msg].join('\n'))).status).toBe(200);
@@ -228,10 +305,15 @@ describe('D1 ingest inside workerd', () => {
 
   it('records sessions and aggregates as release health', async () => {
     const p = await project();
-    for (const body of [nodeSessionUpdate, nodeSessionCrashed, nodeAggregates]) expect((await send(p, body)).status).toBe(200);
+    for (const body of [nodeSessionUpdate, nodeSessionCrashed, nodeAggregates])
+      expect((await send(p, body)).status).toBe(200);
     const sessions = await store.db.selectFrom('sessions').selectAll().where('project_id', '=', p.id).execute();
     expect(sessions.length).toBeGreaterThan(0);
-    const hourly = await store.db.selectFrom('session_hourly').select(['total', 'crashed', 'errored']).where('project_id', '=', p.id).execute();
+    const hourly = await store.db
+      .selectFrom('session_hourly')
+      .select(['total', 'crashed', 'errored'])
+      .where('project_id', '=', p.id)
+      .execute();
     const total = hourly.reduce((s, h) => s + Number(h.total), 0);
     expect(total).toBeGreaterThan(0);
     for (const h of hourly) expect(Number(h.crashed) + Number(h.errored)).toBeLessThanOrEqual(Number(h.total));

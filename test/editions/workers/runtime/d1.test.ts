@@ -33,10 +33,16 @@ describe('the D1 store inside workerd', () => {
 
   it('runs a batch atomically: a failing statement leaves the earlier ones unwritten', async () => {
     const insert = (slug: string) =>
-      store.db.insertInto('projects').values({ ...PROJECT_DEFAULTS, slug, name: slug, dsn_key: `key-${slug}`, created_at: 1 }).compile();
+      store.db
+        .insertInto('projects')
+        .values({ ...PROJECT_DEFAULTS, slug, name: slug, dsn_key: `key-${slug}`, created_at: 1 })
+        .compile();
     await expect(store.atomic([insert('batch-one'), insert('batch-one')])).rejects.toThrow();
     expect(await store.db.selectFrom('projects').select('id').where('slug', '=', 'batch-one').execute()).toEqual([]);
-    const results = await store.atomic([insert('batch-two'), store.db.selectFrom('projects').select('slug').where('slug', '=', 'batch-two').compile()]);
+    const results = await store.atomic([
+      insert('batch-two'),
+      store.db.selectFrom('projects').select('slug').where('slug', '=', 'batch-two').compile(),
+    ]);
     expect(results[1].rows).toEqual([{ slug: 'batch-two' }]);
   });
 
@@ -48,7 +54,11 @@ describe('the D1 store inside workerd', () => {
       .values({ project_id: 1, received_at: 1, data: view } as never)
       .returning('id')
       .executeTakeFirstOrThrow();
-    const back = await store.db.selectFrom('payload_chunks').select('data').where('id', '=', Number(row.id)).executeTakeFirstOrThrow();
+    const back = await store.db
+      .selectFrom('payload_chunks')
+      .select('data')
+      .where('id', '=', Number(row.id))
+      .executeTakeFirstOrThrow();
     expect(back.data).toBeInstanceOf(Uint8Array);
     expect([...back.data]).toEqual([...view]);
   });
@@ -56,7 +66,12 @@ describe('the D1 store inside workerd', () => {
   it('answers statements with more values than D1 binds', async () => {
     const ids = Array.from({ length: 700 }, (_, i) => i + 1);
     const slugs = Array.from({ length: 300 }, (_, i) => `no-such-'slug'-${i}`).concat(['batch-two']);
-    const rows = await store.db.selectFrom('projects').select('slug').where('id', 'in', ids).where('slug', 'in', slugs).execute();
+    const rows = await store.db
+      .selectFrom('projects')
+      .select('slug')
+      .where('id', 'in', ids)
+      .where('slug', 'in', slugs)
+      .execute();
     expect(rows).toEqual([{ slug: 'batch-two' }]);
   });
 
@@ -78,9 +93,15 @@ describe('the D1 store inside workerd', () => {
     const project = await createProject(store.db, { ...PROJECT_DEFAULTS, slug: 'retained', name: 'retained' }, now);
     const issueId = await insertIssue(store.db, project.id, 'fp-retained', now);
     const old: number[] = [];
-    for (let i = 0; i < 25; i++) old.push(await insertEvent(store.db, project.id, issueId, 'fp-retained', `old${i}`.padEnd(32, '0'), now - 40 * DAY));
+    for (let i = 0; i < 25; i++)
+      old.push(
+        await insertEvent(store.db, project.id, issueId, 'fp-retained', `old${i}`.padEnd(32, '0'), now - 40 * DAY),
+      );
     const kept = await insertEvent(store.db, project.id, issueId, 'fp-retained', 'kept'.padEnd(32, '0'), now);
-    await store.db.insertInto('event_tags').values(old.concat(kept).map((id) => ({ project_id: project.id, event_id: id, key: 'k', value: 'v' })) as never).execute();
+    await store.db
+      .insertInto('event_tags')
+      .values(old.concat(kept).map((id) => ({ project_id: project.id, event_id: id, key: 'k', value: 'v' })) as never)
+      .execute();
     await store.db.updateTable('issues').set({ stored_count: 26, event_count: 26 }).where('id', '=', issueId).execute();
 
     const summary = await runRetention(store, { now, retentionDays: 30, batchSize: 10 });
@@ -89,7 +110,11 @@ describe('the D1 store inside workerd', () => {
     expect(summary.deleted.event_tags).toBe(25);
     const events = await store.db.selectFrom('events').select('id').where('project_id', '=', project.id).execute();
     expect(events.map((e) => Number(e.id))).toEqual([kept]);
-    const issue = await store.db.selectFrom('issues').select(['stored_count', 'event_count']).where('id', '=', issueId).executeTakeFirstOrThrow();
+    const issue = await store.db
+      .selectFrom('issues')
+      .select(['stored_count', 'event_count'])
+      .where('id', '=', issueId)
+      .executeTakeFirstOrThrow();
     expect(issue).toEqual({ stored_count: 1, event_count: 26 });
     expect(await store.db.selectFrom('job_locks').selectAll().execute()).toEqual([]);
   });

@@ -9,7 +9,11 @@ import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
-import { consumeIngestBatch, type QueueBinding, type QueueIngestSink } from '../../../../src/editions/workers/ingest-queue.js';
+import {
+  consumeIngestBatch,
+  type QueueBinding,
+  type QueueIngestSink,
+} from '../../../../src/editions/workers/ingest-queue.js';
 import { createApp } from '../../../../src/http/app.js';
 import type { Store } from '../../../../src/store/database.js';
 import { migrate } from '../../../../src/store/migrate.js';
@@ -49,7 +53,11 @@ beforeAll(async () => {
 let n = 0;
 async function project() {
   n += 1;
-  return createProject(direct.store.db, { ...PROJECT_DEFAULTS, slug: `q${n}-${Date.now()}`, name: `q${n}` }, Date.now());
+  return createProject(
+    direct.store.db,
+    { ...PROJECT_DEFAULTS, slug: `q${n}-${Date.now()}`, name: `q${n}` },
+    Date.now(),
+  );
 }
 type Project = Awaited<ReturnType<typeof project>>;
 
@@ -66,7 +74,8 @@ async function send(app: Hono, p: Project, body: string): Promise<number> {
 }
 
 const hex32 = (i: number, tag: string) => `${tag}${i.toString(16).padStart(8, '0')}`.padEnd(32, '0');
-const eventEnvelope = (id: string, release = 'app@1.0.0') => nodeEvent.replaceAll(FIXTURE_EVENT_ID, id).replaceAll('app@1.0.0', release);
+const eventEnvelope = (id: string, release = 'app@1.0.0') =>
+  nodeEvent.replaceAll(FIXTURE_EVENT_ID, id).replaceAll('app@1.0.0', release);
 
 /** 100 envelopes of every kind the SDK sends: new events, repeats of one event id, messages, sessions, aggregates. */
 function mixedEnvelopes(): string[] {
@@ -98,12 +107,25 @@ async function snapshot(store: Store, p: Project) {
   const drop = (row: Record<string, unknown>) => {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(row)) {
-      if (k === 'id' || k === 'project_id' || k === 'issue_id' || k === 'stored_id' || k.endsWith('_at') || k.endsWith('_seen_id') || k.startsWith('payload_')) continue;
+      if (
+        k === 'id' ||
+        k === 'project_id' ||
+        k === 'issue_id' ||
+        k === 'stored_id' ||
+        k.endsWith('_at') ||
+        k.endsWith('_seen_id') ||
+        k.startsWith('payload_')
+      )
+        continue;
       out[k] = typeof v === 'bigint' ? Number(v) : v;
     }
     return out;
   };
-  const sorted = (rows: Record<string, unknown>[]) => rows.map(drop).map((r) => JSON.stringify(r)).sort();
+  const sorted = (rows: Record<string, unknown>[]) =>
+    rows
+      .map(drop)
+      .map((r) => JSON.stringify(r))
+      .sort();
   const db = store.db;
   const issueFp = db.selectFrom('issues').select(['id', 'fingerprint']).where('project_id', '=', p.id);
   return {
@@ -111,17 +133,37 @@ async function snapshot(store: Store, p: Project) {
     events: sorted(await db.selectFrom('events').selectAll().where('project_id', '=', p.id).execute()),
     seen: sorted(await db.selectFrom('seen_events').select(['event_id']).where('project_id', '=', p.id).execute()),
     issueHourly: sorted(
-      await db.selectFrom('issue_hourly').innerJoin(issueFp.as('i'), 'i.id', 'issue_hourly.issue_id').select(['i.fingerprint', 'issue_hourly.bucket', 'issue_hourly.events']).execute(),
+      await db
+        .selectFrom('issue_hourly')
+        .innerJoin(issueFp.as('i'), 'i.id', 'issue_hourly.issue_id')
+        .select(['i.fingerprint', 'issue_hourly.bucket', 'issue_hourly.events'])
+        .execute(),
     ),
-    issueUsers: sorted(await db.selectFrom('issue_users').innerJoin(issueFp.as('i'), 'i.id', 'issue_users.issue_id').select(['i.fingerprint', 'issue_users.user_key']).execute()),
-    issueReleases: sorted(await db.selectFrom('issue_releases').innerJoin(issueFp.as('i'), 'i.id', 'issue_releases.issue_id').select(['i.fingerprint', 'issue_releases.release']).execute()),
+    issueUsers: sorted(
+      await db
+        .selectFrom('issue_users')
+        .innerJoin(issueFp.as('i'), 'i.id', 'issue_users.issue_id')
+        .select(['i.fingerprint', 'issue_users.user_key'])
+        .execute(),
+    ),
+    issueReleases: sorted(
+      await db
+        .selectFrom('issue_releases')
+        .innerJoin(issueFp.as('i'), 'i.id', 'issue_releases.issue_id')
+        .select(['i.fingerprint', 'issue_releases.release'])
+        .execute(),
+    ),
     projectHourly: sorted(await db.selectFrom('project_hourly').selectAll().where('project_id', '=', p.id).execute()),
     releases: sorted(await db.selectFrom('releases').selectAll().where('project_id', '=', p.id).execute()),
     usage: sorted(await db.selectFrom('daily_usage').select(['events']).where('project_id', '=', p.id).execute()),
     sessions: sorted(await db.selectFrom('sessions').selectAll().where('project_id', '=', p.id).execute()),
     sessionHourly: sorted(await db.selectFrom('session_hourly').selectAll().where('project_id', '=', p.id).execute()),
-    changes: sorted(await db.selectFrom('issue_changes').select(['kind', 'release']).where('project_id', '=', p.id).execute()),
-    outbox: sorted(await db.selectFrom('alert_outbox').select(['type', 'state']).where('project_id', '=', p.id).execute()),
+    changes: sorted(
+      await db.selectFrom('issue_changes').select(['kind', 'release']).where('project_id', '=', p.id).execute(),
+    ),
+    outbox: sorted(
+      await db.selectFrom('alert_outbox').select(['type', 'state']).where('project_id', '=', p.id).execute(),
+    ),
   };
 }
 
@@ -132,7 +174,11 @@ function batchOf(bodies: unknown[], ids: string[]) {
   );
 }
 
-const consumerOptions = () => ({ store: queued.store, logger: { debug() {}, info() {}, warn() {}, error() {} } as never, now: () => Date.now() });
+const consumerOptions = () => ({
+  store: queued.store,
+  logger: { debug() {}, info() {}, warn() {}, error() {} } as never,
+  now: () => Date.now(),
+});
 
 describe('ingest through the queue inside workerd', () => {
   it('commits a batch of 100 mixed envelopes to exactly the rows of the direct path', async () => {
@@ -148,7 +194,10 @@ describe('ingest through the queue inside workerd', () => {
     // Nothing is written before the consumer runs.
     expect((await snapshot(queued.store, b)).seen).toEqual([]);
 
-    const batch = batchOf(bodies, bodies.map((_, i) => `parity-${i}`));
+    const batch = batchOf(
+      bodies,
+      bodies.map((_, i) => `parity-${i}`),
+    );
     const summary = await consumeIngestBatch(batch, consumerOptions());
     expect(summary).toMatchObject({ committed: 100, redelivered: 0, retried: 0, oneBatch: true });
     const result = await getQueueResult(batch, createExecutionContext());
@@ -164,7 +213,8 @@ describe('ingest through the queue inside workerd', () => {
   it('acknowledges a redelivered batch without counting anything twice', async () => {
     const p = await project();
     const before = queued.queue.bodies.length;
-    for (const body of [eventEnvelope(hex32(1, 'd')), nodeAggregates, nodeSessionCrashed]) expect(await send(queued.app, p, body)).toBe(200);
+    for (const body of [eventEnvelope(hex32(1, 'd')), nodeAggregates, nodeSessionCrashed])
+      expect(await send(queued.app, p, body)).toBe(200);
     const bodies = queued.queue.bodies.slice(before);
     const ids = bodies.map((_, i) => `again-${i}`);
     await consumeIngestBatch(batchOf(bodies, ids), consumerOptions());
@@ -189,22 +239,38 @@ describe('ingest through the queue inside workerd', () => {
     expect(summary).toMatchObject({ committed: 1, redelivered: 1, retried: 1, oneBatch: false });
     const result = await getQueueResult(batch, createExecutionContext());
     expect(result.retryMessages.map((m) => m.msgId)).toEqual(['bad']);
-    const hourly = await queued.store.db.selectFrom('session_hourly').select(['total']).where('project_id', '=', p.id).execute();
+    const hourly = await queued.store.db
+      .selectFrom('session_hourly')
+      .select(['total'])
+      .where('project_id', '=', p.id)
+      .execute();
     const once = (await snapshot(direct.store, p)).sessionHourly;
     expect(hourly.reduce((s, h) => s + Number(h.total), 0)).toBeGreaterThan(0);
     expect(once).toEqual(await snapshot(queued.store, p).then((s) => s.sessionHourly));
     // Counted once although the message came twice.
     const direct1 = await project();
     expect(await send(direct.app, direct1, nodeAggregates)).toBe(200);
-    expect((await snapshot(direct.store, direct1)).sessionHourly).toEqual((await snapshot(queued.store, p)).sessionHourly);
+    expect((await snapshot(direct.store, direct1)).sessionHourly).toEqual(
+      (await snapshot(queued.store, p)).sessionHourly,
+    );
   });
 
   it('keeps the daily quota exact per request: a project with a quota is not merged', async () => {
-    const p = await createProject(direct.store.db, { ...PROJECT_DEFAULTS, slug: `quota-${Date.now()}`, name: 'quota', daily_quota: 7 }, Date.now());
+    const p = await createProject(
+      direct.store.db,
+      { ...PROJECT_DEFAULTS, slug: `quota-${Date.now()}`, name: 'quota', daily_quota: 7 },
+      Date.now(),
+    );
     const before = queued.queue.bodies.length;
     for (let i = 0; i < 20; i++) expect(await send(queued.app, p, eventEnvelope(hex32(i, 'f')))).toBe(200);
     const bodies = queued.queue.bodies.slice(before);
-    const summary = await consumeIngestBatch(batchOf(bodies, bodies.map((_, i) => `quota-${i}`)), consumerOptions());
+    const summary = await consumeIngestBatch(
+      batchOf(
+        bodies,
+        bodies.map((_, i) => `quota-${i}`),
+      ),
+      consumerOptions(),
+    );
     expect(summary).toMatchObject({ committed: 20, refused: 13, oneBatch: true });
     expect((await snapshot(queued.store, p)).seen).toHaveLength(7);
   });

@@ -50,12 +50,23 @@ beforeAll(async () => {
 let n = 0;
 async function project() {
   n += 1;
-  return createProject(store.db, { ...PROJECT_DEFAULTS, slug: `r2-sym-${n}-${Date.now()}`, name: `r2 symbols ${n}` }, Date.now());
+  return createProject(
+    store.db,
+    { ...PROJECT_DEFAULTS, slug: `r2-sym-${n}-${Date.now()}`, name: `r2 symbols ${n}` },
+    Date.now(),
+  );
 }
 type Project = Awaited<ReturnType<typeof project>>;
 
 const api = (target: Hono, path: string, init: RequestInit = {}) =>
-  Promise.resolve(target.fetch(new Request(`http://worker${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, ...(init.headers ?? {}) } })));
+  Promise.resolve(
+    target.fetch(
+      new Request(`http://worker${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${KEY}`, ...(init.headers ?? {}) },
+      }),
+    ),
+  );
 
 async function objectKeys(prefix: string): Promise<string[]> {
   const keys: string[] = [];
@@ -69,7 +80,14 @@ async function objectKeys(prefix: string): Promise<string[]> {
 }
 
 /** POST /api/projects/{slug}/symbols with one file. */
-async function uploadSymbol(target: Hono, p: Project, kind: string, release: string, name: string, bytes: Uint8Array): Promise<{ id: number; size: number }[]> {
+async function uploadSymbol(
+  target: Hono,
+  p: Project,
+  kind: string,
+  release: string,
+  name: string,
+  bytes: Uint8Array,
+): Promise<{ id: number; size: number }[]> {
   const form = new FormData();
   form.append('kind', kind);
   form.append('release', release);
@@ -80,7 +98,13 @@ async function uploadSymbol(target: Hono, p: Project, kind: string, release: str
 }
 
 async function chunkRows(db: Store['db'], fileId: number) {
-  return db.selectFrom('symbol_chunks').select(['part', 'seq', 'data', 'r2_key']).where('file_id', '=', fileId).orderBy('part').orderBy('seq').execute();
+  return db
+    .selectFrom('symbol_chunks')
+    .select(['part', 'seq', 'data', 'r2_key'])
+    .where('file_id', '=', fileId)
+    .orderBy('part')
+    .orderBy('seq')
+    .execute();
 }
 
 /** Every chunk of the file is an object of the bucket, with no bytes in D1; their keys. */
@@ -109,7 +133,9 @@ function bigSourceMap(): Uint8Array {
   return encoder.encode(JSON.stringify(map));
 }
 
-const MAPPING = ['com.example.shop.Checkout -> a.b:', '    void pay(int) -> c', 'com.example.shop.PaymentFailed -> a.d:'].join('\n') + '\n';
+const MAPPING =
+  ['com.example.shop.Checkout -> a.b:', '    void pay(int) -> c', 'com.example.shop.PaymentFailed -> a.d:'].join('\n') +
+  '\n';
 const PROGUARD_UUID = '6c3ed1e4-8a1b-5c2d-9e0f-112233445566';
 
 async function sha1Hex(bytes: Uint8Array): Promise<string> {
@@ -125,7 +151,8 @@ async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
 /** sentry-cli's chunk upload: each piece as a `file_gzip` part named by its SHA-1. */
 async function uploadChunks(target: Hono, pieces: Uint8Array[]): Promise<Response> {
   const form = new FormData();
-  for (const piece of pieces) form.append('file_gzip', new Blob([(await gzip(piece)) as Uint8Array<ArrayBuffer>]), await sha1Hex(piece));
+  for (const piece of pieces)
+    form.append('file_gzip', new Blob([(await gzip(piece)) as Uint8Array<ArrayBuffer>]), await sha1Hex(piece));
   return api(target, '/api/0/organizations/faultline/chunk-upload/', { method: 'POST', body: form });
 }
 
@@ -152,7 +179,16 @@ const javaInput = () =>
   symbolicationInputOf({
     platform: 'java',
     debug_meta: { images: [{ type: 'proguard', uuid: PROGUARD_UUID }] },
-    exception: { values: [{ type: 'd', module: 'a', value: 'declined', stacktrace: { frames: [{ module: 'a.b', function: 'c', filename: 'SourceFile', lineno: 7, in_app: true }] } }] },
+    exception: {
+      values: [
+        {
+          type: 'd',
+          module: 'a',
+          value: 'declined',
+          stacktrace: { frames: [{ module: 'a.b', function: 'c', filename: 'SourceFile', lineno: 7, in_app: true }] },
+        },
+      ],
+    },
   });
 
 describe('symbol files in R2', () => {
@@ -170,11 +206,33 @@ describe('symbol files in R2', () => {
       event_id: eventId,
       platform: 'javascript',
       release: 'web@1.0',
-      exception: { values: [{ type: 'Error', value: 'boom', stacktrace: { frames: [{ filename: 'https://shop.example/app.min.js', abs_path: 'https://shop.example/app.min.js', lineno: 1, colno: 1, function: 'a' }] } }] },
+      exception: {
+        values: [
+          {
+            type: 'Error',
+            value: 'boom',
+            stacktrace: {
+              frames: [
+                {
+                  filename: 'https://shop.example/app.min.js',
+                  abs_path: 'https://shop.example/app.min.js',
+                  lineno: 1,
+                  colno: 1,
+                  function: 'a',
+                },
+              ],
+            },
+          },
+        ],
+      },
     };
     const envelope = `${JSON.stringify({ event_id: eventId })}\n${JSON.stringify({ type: 'event' })}\n${JSON.stringify(event)}\n`;
     const sent = await app.fetch(
-      new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', headers: { 'content-type': 'application/x-sentry-envelope' }, body: envelope }),
+      new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-sentry-envelope' },
+        body: envelope,
+      }),
     );
     expect(sent.status).toBe(200);
     const detail = (await (await api(app, `/api/projects/${p.slug}/events/${eventId}`)).json()) as {
@@ -194,8 +252,19 @@ describe('symbol files in R2', () => {
     const input = symbolicationInputOf({
       platform: 'native',
       release: 'ndk@1',
-      exception: { values: [{ type: 'SIGSEGV', value: 'x', stacktrace: { frames: [{ instruction_addr: '0x7000010708' }] } }] },
-      debug_meta: { images: [{ type: 'elf', debug_id: '451c4bf6-3bff-84e8-56e0-8e63217f680d', image_addr: '0x7000000000', image_size: 0x20000 }] },
+      exception: {
+        values: [{ type: 'SIGSEGV', value: 'x', stacktrace: { frames: [{ instruction_addr: '0x7000010708' }] } }],
+      },
+      debug_meta: {
+        images: [
+          {
+            type: 'elf',
+            debug_id: '451c4bf6-3bff-84e8-56e0-8e63217f680d',
+            image_addr: '0x7000000000',
+            image_size: 0x20000,
+          },
+        ],
+      },
     });
     const out = await fresh.symbols!.symbolicate(p.id, input);
     expect(out?.frames[0]?.map((f) => f.function)).toEqual(['main', 'twice_clamped', 'clamp_add']);
@@ -207,7 +276,11 @@ describe('symbol files in R2', () => {
     const res = await uploadChunks(app, pieces);
     expect(res.status).toBe(200);
     const sha1s = await Promise.all(pieces.map(sha1Hex));
-    const rows = await store.db.selectFrom('upload_chunks').select(['sha1', 'data', 'r2_key', 'batch']).where('sha1', 'in', sha1s).execute();
+    const rows = await store.db
+      .selectFrom('upload_chunks')
+      .select(['sha1', 'data', 'r2_key', 'batch'])
+      .where('sha1', 'in', sha1s)
+      .execute();
     expect(rows).toHaveLength(2);
     const uploadKeys = rows.map((r) => r.r2_key as string);
     for (const r of rows) {
@@ -227,7 +300,12 @@ describe('symbol files in R2', () => {
     const left = await objectKeys(UPLOAD_PREFIX);
     for (const k of uploadKeys) expect(left).not.toContain(k);
 
-    const file = await store.db.selectFrom('symbol_files').select('id').where('project_id', '=', p.id).where('kind', '=', 'proguard').executeTakeFirstOrThrow();
+    const file = await store.db
+      .selectFrom('symbol_files')
+      .select('id')
+      .where('project_id', '=', p.id)
+      .where('kind', '=', 'proguard')
+      .executeTakeFirstOrThrow();
     await expectInBucket(Number(file.id), [0]);
     const out = await buildWorkerDeps({ ...withBlobs(workerEnv), ...settings }).symbols!.symbolicate(p.id, javaInput());
     expect(out?.frames[0]?.[0]).toMatchObject({ module: 'com.example.shop.Checkout', function: 'pay' });
@@ -241,7 +319,13 @@ describe('symbol files in R2', () => {
     form.append('file', new Blob([encoder.encode('a chunk whose name lies')]), 'f'.repeat(40));
     const res = await api(app, '/api/0/organizations/faultline/chunk-upload/', { method: 'POST', body: form });
     expect(res.status).toBe(400);
-    expect(await store.db.selectFrom('upload_chunks').select('sha1').where('sha1', '=', await sha1Hex(good)).execute()).toEqual([]);
+    expect(
+      await store.db
+        .selectFrom('upload_chunks')
+        .select('sha1')
+        .where('sha1', '=', await sha1Hex(good))
+        .execute(),
+    ).toEqual([]);
     expect(await objectKeys(UPLOAD_PREFIX)).toEqual(before);
   });
 
@@ -255,9 +339,23 @@ describe('symbol files in R2', () => {
 
     // A second mapping with the same debug id replaces the first; the first's objects are
     // named by no row once it is gone, and retention's sweep takes them a day later.
-    const [first] = await uploadSymbol(app, p, 'proguard', '', `proguard/${PROGUARD_UUID}.txt`, encoder.encode(MAPPING));
+    const [first] = await uploadSymbol(
+      app,
+      p,
+      'proguard',
+      '',
+      `proguard/${PROGUARD_UUID}.txt`,
+      encoder.encode(MAPPING),
+    );
     const firstKeys = await expectInBucket(first.id, [0]);
-    const [second] = await uploadSymbol(app, p, 'proguard', '', `proguard/${PROGUARD_UUID}.txt`, encoder.encode(`${MAPPING}# again\n`));
+    const [second] = await uploadSymbol(
+      app,
+      p,
+      'proguard',
+      '',
+      `proguard/${PROGUARD_UUID}.txt`,
+      encoder.encode(`${MAPPING}# again\n`),
+    );
     const secondKeys = await expectInBucket(second.id, [0]);
     expect(await chunkRows(store.db, first.id)).toEqual([]);
     // The sweep takes only objects of days before the one before `now`.
@@ -281,7 +379,10 @@ async function exported(from: Store, runtime: TransferRuntime, slug: string): Pr
   const decoder = new TextDecoder();
   let text = '';
   for await (const chunk of prepared.chunks()) text += decoder.decode(chunk, { stream: true });
-  return text.split('\n').filter((l) => l !== '').slice(1);
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .slice(1);
 }
 
 function comparable(lines: string[], slug: string, as: string): string[] {
@@ -307,21 +408,35 @@ describe('export and import with symbol files in R2', () => {
     await uploadSymbol(app, p, 'breakpad', 'ndk@3', 'libapp.so.sym', encoder.encode(armSym));
     const runtime: TransferRuntime = { ...workersTransferRuntime, blobs: bucket };
     const first = await exported(store, runtime, p.slug);
-    const chunkLines = first.filter((l) => l.startsWith('{"type":"symbol_chunk"')).map((l) => JSON.parse(l) as { data: string; part: number });
+    const chunkLines = first
+      .filter((l) => l.startsWith('{"type":"symbol_chunk"'))
+      .map((l) => JSON.parse(l) as { data: string; part: number });
     // The map's three chunks, the .sym file's and its index's, each with its bytes.
     expect(chunkLines.length).toBeGreaterThanOrEqual(5);
     for (const c of chunkLines) expect(c.data.length).toBeGreaterThan(0);
     const file = (slug: string) =>
-      [JSON.stringify({ type: 'meta', format: 1, exported_at: new Date(0).toISOString(), source: { faultline: 'test', database: 'd1', project: slug } }), ...first]
+      [
+        JSON.stringify({
+          type: 'meta',
+          format: 1,
+          exported_at: new Date(0).toISOString(),
+          source: { faultline: 'test', database: 'd1', project: slug },
+        }),
+        ...first,
+      ]
         .map((l) => l.replaceAll(`"${p.slug}"`, `"${slug}"`))
         .join('\n') + '\n';
 
     const intoR2 = `${p.slug}-r2`;
     await importNdjson(store, runtime, bytesOf(file(intoR2)));
-    expect(comparable(await exported(store, runtime, intoR2), intoR2, p.slug)).toEqual(comparable(first, p.slug, p.slug));
+    expect(comparable(await exported(store, runtime, intoR2), intoR2, p.slug)).toEqual(
+      comparable(first, p.slug, p.slug),
+    );
 
     const intoD1 = `${p.slug}-d1`;
     await importNdjson(plain.store, workersTransferRuntime, bytesOf(file(intoD1)));
-    expect(comparable(await exported(plain.store, workersTransferRuntime, intoD1), intoD1, p.slug)).toEqual(comparable(first, p.slug, p.slug));
+    expect(comparable(await exported(plain.store, workersTransferRuntime, intoD1), intoD1, p.slug)).toEqual(
+      comparable(first, p.slug, p.slug),
+    );
   });
 });

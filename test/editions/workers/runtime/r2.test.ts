@@ -64,7 +64,9 @@ function envelope(id: string): string {
 /** The SDK's event with a file attached (`bytes`), as one envelope. */
 function withAttachment(id: string, bytes: Uint8Array): Uint8Array<ArrayBuffer> {
   const lines = envelope(id).trimEnd().split('\n');
-  const head = new TextEncoder().encode(`${lines.join('\n')}\n${JSON.stringify({ type: 'attachment', filename: 'trace.bin', length: bytes.byteLength })}\n`);
+  const head = new TextEncoder().encode(
+    `${lines.join('\n')}\n${JSON.stringify({ type: 'attachment', filename: 'trace.bin', length: bytes.byteLength })}\n`,
+  );
   const out = new Uint8Array(head.byteLength + bytes.byteLength + 1);
   out.set(head);
   out.set(bytes, head.byteLength);
@@ -84,7 +86,9 @@ async function send(target: Hono, p: Project, body: string | Uint8Array<ArrayBuf
 }
 
 const api = (target: Hono, path: string, method = 'GET') =>
-  Promise.resolve(target.fetch(new Request(`http://worker${path}`, { method, headers: { authorization: `Bearer ${KEY}` } })));
+  Promise.resolve(
+    target.fetch(new Request(`http://worker${path}`, { method, headers: { authorization: `Bearer ${KEY}` } })),
+  );
 
 async function chunksOf(db: Store['db'], projectId: number) {
   return db.selectFrom('payload_chunks').select(['id', 'data', 'r2_key']).where('project_id', '=', projectId).execute();
@@ -124,7 +128,8 @@ describe('payloads in R2', () => {
 
     const rows = await store.db.selectFrom('events').selectAll().where('project_id', '=', p.id).orderBy('id').execute();
     const payloads = await readStoredPayloads(store.db, rows, decompressBlob, bucket);
-    for (const r of rows) expect(JSON.parse(new TextDecoder().decode(payloads.get(Number(r.id)))).event_id).toBe(r.event_id);
+    for (const r of rows)
+      expect(JSON.parse(new TextDecoder().decode(payloads.get(Number(r.id)))).event_id).toBe(r.event_id);
     // Without the bucket the same rows read as empty: D1 holds no bytes of them.
     const without = await readStoredPayloads(store.db, rows, decompressBlob);
     for (const r of rows) expect(without.get(Number(r.id))?.byteLength).toBe(0);
@@ -158,7 +163,8 @@ describe('payloads in R2', () => {
     const rows = await store.db.selectFrom('events').selectAll().where('project_id', '=', p.id).execute();
     expect(rows).toHaveLength(10);
     const payloads = await readStoredPayloads(store.db, rows, decompressBlob, bucket);
-    for (const r of rows) expect(JSON.parse(new TextDecoder().decode(payloads.get(Number(r.id)))).event_id).toBe(r.event_id);
+    for (const r of rows)
+      expect(JSON.parse(new TextDecoder().decode(payloads.get(Number(r.id)))).event_id).toBe(r.event_id);
   });
 
   it('keeps the bytes in D1 without a bucket', async () => {
@@ -175,7 +181,11 @@ describe('payloads in R2', () => {
     expect(await send(app, p, withAttachment(eventId(303), new Uint8Array(1000).fill(7)))).toBe(200);
     const keys = (await chunksOf(store.db, p.id)).map((c) => c.r2_key as string);
     expect(keys).toHaveLength(4);
-    const files = await store.db.selectFrom('attachment_chunks').select('r2_key').where('attachment_id', 'in', store.db.selectFrom('attachments').select('id').where('project_id', '=', p.id)).execute();
+    const files = await store.db
+      .selectFrom('attachment_chunks')
+      .select('r2_key')
+      .where('attachment_id', 'in', store.db.selectFrom('attachments').select('id').where('project_id', '=', p.id))
+      .execute();
     expect(files).toHaveLength(1);
     keys.push(files[0].r2_key as string);
     for (const k of keys) expect(await bucket.get(k)).not.toBeNull();
@@ -191,7 +201,10 @@ async function exported(from: Store, runtime: TransferRuntime, slug: string): Pr
   const decoder = new TextDecoder();
   let text = '';
   for await (const chunk of prepared.chunks()) text += decoder.decode(chunk, { stream: true });
-  return text.split('\n').filter((l) => l !== '').slice(1);
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .slice(1);
 }
 
 /**
@@ -225,7 +238,11 @@ describe('storage usage with payloads in R2', () => {
       expect(await send(target, p, envelope(eventId(300)))).toBe(200);
       expect(await send(target, p, withAttachment(eventId(301), file))).toBe(200);
     }
-    const usage = async (target: Hono, p: Project) => (await (await api(target, `/api/projects/${p.slug}/usage`)).json()) as { bytes: number; kinds: Record<string, { count: number; bytes: number }> };
+    const usage = async (target: Hono, p: Project) =>
+      (await (await api(target, `/api/projects/${p.slug}/usage`)).json()) as {
+        bytes: number;
+        kinds: Record<string, { count: number; bytes: number }>;
+      };
     const r2 = await usage(app, inR2);
     const d1 = await usage(plain.app, inD1);
     // The rows in D1 hold no payload bytes, the objects do.
@@ -251,20 +268,34 @@ describe('export and import with payloads in R2', () => {
     expect(await send(app, p, withAttachment(eventId(405), file700k))).toBe(200);
     const first = await exported(store, withBucket, p.slug);
     // The attachment's two chunks travel with their bytes, read from their objects.
-    const chunkLines = first.filter((l) => l.startsWith('{"type":"attachment_chunk"')).map((l) => JSON.parse(l) as { data: string });
+    const chunkLines = first
+      .filter((l) => l.startsWith('{"type":"attachment_chunk"'))
+      .map((l) => JSON.parse(l) as { data: string });
     expect(chunkLines).toHaveLength(2);
     expect(chunkLines.reduce((n, l) => n + atob(l.data).length, 0)).toBe(file700k.byteLength);
     expect(first.filter((l) => l.startsWith('{"type":"event"'))).toHaveLength(6);
     expect(first.join('\n')).toContain(eventId(402));
     const file = (slug: string) =>
-      [JSON.stringify({ type: 'meta', format: 1, exported_at: new Date(0).toISOString(), source: { faultline: 'test', database: 'd1', project: slug } }), ...first]
+      [
+        JSON.stringify({
+          type: 'meta',
+          format: 1,
+          exported_at: new Date(0).toISOString(),
+          source: { faultline: 'test', database: 'd1', project: slug },
+        }),
+        ...first,
+      ]
         .map((l) => l.replaceAll(`"${p.slug}"`, `"${slug}"`))
         .join('\n') + '\n';
 
     // Into the bucket: rows with keys, and the same lines back.
     const intoR2 = `${p.slug}-r2`;
     await importNdjson(store, withBucket, bytesOf(file(intoR2)));
-    const imported = await store.db.selectFrom('projects').select('id').where('slug', '=', intoR2).executeTakeFirstOrThrow();
+    const imported = await store.db
+      .selectFrom('projects')
+      .select('id')
+      .where('slug', '=', intoR2)
+      .executeTakeFirstOrThrow();
     const chunks = await chunksOf(store.db, imported.id);
     expect(chunks.length).toBeGreaterThan(0);
     for (const c of chunks) {
@@ -277,7 +308,11 @@ describe('export and import with payloads in R2', () => {
     // Without the bucket (the D1-only path): bytes in D1, and the same lines back.
     const intoD1 = `${p.slug}-d1`;
     await importNdjson(plain.store, workersTransferRuntime, bytesOf(file(intoD1)));
-    const d1Project = await plain.store.db.selectFrom('projects').select('id').where('slug', '=', intoD1).executeTakeFirstOrThrow();
+    const d1Project = await plain.store.db
+      .selectFrom('projects')
+      .select('id')
+      .where('slug', '=', intoD1)
+      .executeTakeFirstOrThrow();
     for (const c of await chunksOf(plain.store.db, d1Project.id)) {
       expect(c.r2_key).toBeNull();
       expect(c.data.byteLength).toBeGreaterThan(0);
@@ -293,7 +328,10 @@ describe('retention with payloads in R2', () => {
     for (let i = 500; i < 503; i++) expect(await send(app, p, envelope(eventId(i)))).toBe(200);
     expect(await send(app, p, withAttachment(eventId(503), new Uint8Array(100).fill(1)))).toBe(200);
     expect((await objectKeys(ATTACHMENT_PREFIX)).length).toBeGreaterThan(0);
-    const newest = await store.db.selectFrom('payload_chunks').select((eb) => eb.fn.max('received_at').as('at')).executeTakeFirstOrThrow();
+    const newest = await store.db
+      .selectFrom('payload_chunks')
+      .select((eb) => eb.fn.max('received_at').as('at'))
+      .executeTakeFirstOrThrow();
     const now = Number(newest.at) + 40 * DAY_MS;
     // An orphan (its batch failed) of a day long past, and an object newer than the cutoff.
     const orphan = `${PAYLOAD_PREFIX}2001-01-01/orphan`;

@@ -23,8 +23,24 @@ beforeAll(async () => {
 
 const hex32 = (i: number) => `d${i.toString(16).padStart(8, '0')}`.padEnd(32, '0');
 
-function sessionItem(sid: string, did: string | null, started: string, status: string, init: boolean, release: string): string {
-  const payload = { sid, ...(did !== null ? { did } : {}), init, started, timestamp: started, status, errors: status === 'ok' ? 0 : 1, attrs: { release, environment: 'production' } };
+function sessionItem(
+  sid: string,
+  did: string | null,
+  started: string,
+  status: string,
+  init: boolean,
+  release: string,
+): string {
+  const payload = {
+    sid,
+    ...(did !== null ? { did } : {}),
+    init,
+    started,
+    timestamp: started,
+    status,
+    errors: status === 'ok' ? 0 : 1,
+    attrs: { release, environment: 'production' },
+  };
   return `{"type":"session"}\n${JSON.stringify(payload)}`;
 }
 
@@ -45,14 +61,28 @@ describe('crash-free users in workerd', () => {
     ];
     for (const [i, did, status, init, release] of updates) {
       const body = `{"sent_at":"${new Date(now).toISOString()}"}\n${sessionItem(hex32(i), did, started, status, init, release)}\n`;
-      const res = await app.fetch(new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body }));
+      const res = await app.fetch(
+        new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body }),
+      );
       expect(res.status).toBe(200);
     }
-    const list = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/releases?days=1`))).json()) as { releases: any[] };
+    const list = (await (
+      await app.fetch(new Request(`http://worker/api/projects/${p.slug}/releases?days=1`))
+    ).json()) as { releases: any[] };
     const by = new Map(list.releases.map((r) => [r.release, r]));
-    expect(by.get('rel@1')).toMatchObject({ sessions: { total: 4, crashed: 2 }, users: { total: 2, crashed: 1 }, crash_free_users_rate: 0.5 });
-    expect(by.get('rel@2')).toMatchObject({ sessions: { total: 1 }, users: { total: 0, crashed: 0 }, crash_free_users_rate: null });
-    const detail = (await (await app.fetch(new Request(`http://worker/api/projects/${p.slug}/releases/rel@1?days=1`))).json()) as { release: any };
+    expect(by.get('rel@1')).toMatchObject({
+      sessions: { total: 4, crashed: 2 },
+      users: { total: 2, crashed: 1 },
+      crash_free_users_rate: 0.5,
+    });
+    expect(by.get('rel@2')).toMatchObject({
+      sessions: { total: 1 },
+      users: { total: 0, crashed: 0 },
+      crash_free_users_rate: null,
+    });
+    const detail = (await (
+      await app.fetch(new Request(`http://worker/api/projects/${p.slug}/releases/rel@1?days=1`))
+    ).json()) as { release: any };
     expect(detail.release).toMatchObject({ users: { total: 2, crashed: 1 }, crash_free_users_rate: 0.5 });
   });
 });

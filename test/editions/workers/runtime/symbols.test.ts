@@ -23,7 +23,9 @@ let projectId: number;
 beforeAll(async () => {
   deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), LOG_LEVEL: 'silent' });
   await migrate(deps.store);
-  projectId = (await createProject(deps.store.db, { ...PROJECT_DEFAULTS, slug: 'symbols-on-d1', name: 'Symbols' }, Date.now())).id;
+  projectId = (
+    await createProject(deps.store.db, { ...PROJECT_DEFAULTS, slug: 'symbols-on-d1', name: 'Symbols' }, Date.now())
+  ).id;
 });
 
 const encoder = new TextEncoder();
@@ -45,7 +47,10 @@ describe('symbol files on D1', () => {
     };
     const bytes = encoder.encode(JSON.stringify(map));
     expect(bytes.byteLength).toBeGreaterThan(3 * 512 * 1024 - 200_000);
-    const [row] = await deps.symbols!.upload({ projectId, kind: 'sourcemap', release: 'web@1.0', filename: 'app.min.js.map' }, [bytes]);
+    const [row] = await deps.symbols!.upload(
+      { projectId, kind: 'sourcemap', release: 'web@1.0', filename: 'app.min.js.map' },
+      [bytes],
+    );
     expect(Number(row.size)).toBe(bytes.byteLength);
     const stored = await readSymbolBytes(deps.store.db, Number(row.id));
     // Compared as text: a deep equality over 1.5 million bytes takes vitest seconds.
@@ -54,34 +59,76 @@ describe('symbol files on D1', () => {
     const input = symbolicationInputOf({
       platform: 'javascript',
       release: 'web@1.0',
-      exception: { values: [{ type: 'Error', value: 'boom', stacktrace: { frames: [{ filename: 'https://shop.example/app.min.js', abs_path: 'https://shop.example/app.min.js', lineno: 1, colno: 1, function: 'a' }] } }] },
+      exception: {
+        values: [
+          {
+            type: 'Error',
+            value: 'boom',
+            stacktrace: {
+              frames: [
+                {
+                  filename: 'https://shop.example/app.min.js',
+                  abs_path: 'https://shop.example/app.min.js',
+                  lineno: 1,
+                  colno: 1,
+                  function: 'a',
+                },
+              ],
+            },
+          },
+        ],
+      },
     });
     const out = await deps.symbols!.symbolicate(projectId, input);
     expect(out?.frames[0]?.[0]).toMatchObject({ filename: 'src/app.ts', lineno: 1 });
   });
 
   it('stores a ProGuard mapping and deobfuscates a Java frame and the exception type with it', async () => {
-    const mapping = ['com.example.shop.Checkout -> a.b:', '    void pay(int) -> c', 'com.example.shop.PaymentFailed -> a.d:'].join('\n') + '\n';
-    await deps.symbols!.upload({ projectId, kind: 'proguard', release: 'android@2.0', filename: 'mapping.txt' }, [encoder.encode(mapping)]);
+    const mapping =
+      ['com.example.shop.Checkout -> a.b:', '    void pay(int) -> c', 'com.example.shop.PaymentFailed -> a.d:'].join(
+        '\n',
+      ) + '\n';
+    await deps.symbols!.upload({ projectId, kind: 'proguard', release: 'android@2.0', filename: 'mapping.txt' }, [
+      encoder.encode(mapping),
+    ]);
     const input = symbolicationInputOf({
       platform: 'java',
       release: 'android@2.0',
-      exception: { values: [{ type: 'd', module: 'a', value: 'declined', stacktrace: { frames: [{ module: 'a.b', function: 'c', filename: 'SourceFile', lineno: 7, in_app: true }] } }] },
+      exception: {
+        values: [
+          {
+            type: 'd',
+            module: 'a',
+            value: 'declined',
+            stacktrace: { frames: [{ module: 'a.b', function: 'c', filename: 'SourceFile', lineno: 7, in_app: true }] },
+          },
+        ],
+      },
     });
     const out = await deps.symbols!.symbolicate(projectId, input);
     expect(out?.frames[0]?.[0]).toMatchObject({ module: 'com.example.shop.Checkout', function: 'pay' });
     expect(out?.types[0]).toMatchObject({ type: 'PaymentFailed', module: 'com.example.shop' });
-    expect((await listSymbolFiles(deps.store.db, projectId)).map((r) => r.kind).sort()).toEqual(['proguard', 'sourcemap']);
+    expect((await listSymbolFiles(deps.store.db, projectId)).map((r) => r.kind).sort()).toEqual([
+      'proguard',
+      'sourcemap',
+    ]);
   });
 
   it('stores a Breakpad .sym with its lookup index and symbolicates an Android frame with it', async () => {
-    const [file] = await deps.symbols!.upload({ projectId, kind: 'breakpad', release: 'ndk@1', filename: 'libapp.so.sym' }, [encoder.encode(armSym)]);
+    const [file] = await deps.symbols!.upload(
+      { projectId, kind: 'breakpad', release: 'ndk@1', filename: 'libapp.so.sym' },
+      [encoder.encode(armSym)],
+    );
     expect(file.debug_id).toBe('451c4bf6-3bff-84e8-56e0-8e63217f680d');
     const input = symbolicationInputOf({
       platform: 'native',
       release: 'ndk@1',
-      exception: { values: [{ type: 'SIGSEGV', value: 'x', stacktrace: { frames: [{ instruction_addr: '0x7000010708' }] } }] },
-      debug_meta: { images: [{ type: 'elf', debug_id: file.debug_id, image_addr: '0x7000000000', image_size: 0x20000 }] },
+      exception: {
+        values: [{ type: 'SIGSEGV', value: 'x', stacktrace: { frames: [{ instruction_addr: '0x7000010708' }] } }],
+      },
+      debug_meta: {
+        images: [{ type: 'elf', debug_id: file.debug_id, image_addr: '0x7000000000', image_size: 0x20000 }],
+      },
     });
     const out = await deps.symbols!.symbolicate(projectId, input);
     expect(out?.frames[0]?.map((f) => f.function)).toEqual(['main', 'twice_clamped', 'clamp_add']);

@@ -30,25 +30,91 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /** The snooze fields of an issue line (export writes them; files before them leave them out). */
 /** The activity fields of an issue_change line. */
 const NO_ACTOR = { actor: null, actor_user_id: null, data: null };
-const NO_SNOOZE = { ignore_until: null, ignore_count: null, ignore_users: null, ignored_event_count: null, ignored_users: null };
+const NO_SNOOZE = {
+  ignore_until: null,
+  ignore_count: null,
+  ignore_users: null,
+  ignored_event_count: null,
+  ignored_users: null,
+};
 
 function exportFile(slug: string, n: number): string {
   const lines: Record<string, unknown>[] = [
     { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
-    { type: 'project', slug, id: 900 + slug.length, dsn_key: `${slug}`.padEnd(32, '0'), name: slug, platform: 'backend', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0), scrub_defaults: true, scrub_ip_addresses: false, scrub_fields: [], safe_fields: [], storage_budget_mb: 0 },
     {
-      type: 'issue', project: slug, fingerprint: 'f'.repeat(32), status: 'unresolved', title: 'TypeError: boom', level: 'error', error_type: 'TypeError', screen: '', location: 'app.js',
-      platform: 'node', event_count: n, stored_count: n, users: 1, first_seen: iso(T0), last_seen: iso(T0 + n), first_release: 'r1', last_release: 'r1',
-      resolved_release: null, resolved_at: null, regressed_at: null, ...NO_SNOOZE, created_at: iso(T0), updated_at: iso(T0 + n),
+      type: 'project',
+      slug,
+      id: 900 + slug.length,
+      dsn_key: `${slug}`.padEnd(32, '0'),
+      name: slug,
+      platform: 'backend',
+      sample_keep_first: 100,
+      sample_rate: 1,
+      daily_quota: 0,
+      created_at: iso(T0),
+      scrub_defaults: true,
+      scrub_ip_addresses: false,
+      scrub_fields: [],
+      safe_fields: [],
+      storage_budget_mb: 0,
+    },
+    {
+      type: 'issue',
+      project: slug,
+      fingerprint: 'f'.repeat(32),
+      status: 'unresolved',
+      title: 'TypeError: boom',
+      level: 'error',
+      error_type: 'TypeError',
+      screen: '',
+      location: 'app.js',
+      platform: 'node',
+      event_count: n,
+      stored_count: n,
+      users: 1,
+      first_seen: iso(T0),
+      last_seen: iso(T0 + n),
+      first_release: 'r1',
+      last_release: 'r1',
+      resolved_release: null,
+      resolved_at: null,
+      regressed_at: null,
+      ...NO_SNOOZE,
+      created_at: iso(T0),
+      updated_at: iso(T0 + n),
     },
   ];
   for (let i = 0; i < n; i++) {
     const eventId = (i + 1).toString(16).padStart(32, 'e');
     lines.push({
-      type: 'event', project: slug, event_id: eventId, fingerprint: 'f'.repeat(32), timestamp: iso(T0 + i), received_at: iso(T0 + i), level: 'error', platform: 'node',
-      release: 'r1', dist: '', environment: 'production', user_id: 'u1', user_email: null, user_username: null, user_ip: null, device_id: null, device_model: null,
-      os_name: null, os_version: null, screen: '', error_type: 'TypeError', error_location: 'app.js', title: 'TypeError: boom', message: 'boom', is_crash: false,
-      sdk_name: 'sentry.javascript.node', tags: { release: 'r1', n: String(i) }, symbolicated: null,
+      type: 'event',
+      project: slug,
+      event_id: eventId,
+      fingerprint: 'f'.repeat(32),
+      timestamp: iso(T0 + i),
+      received_at: iso(T0 + i),
+      level: 'error',
+      platform: 'node',
+      release: 'r1',
+      dist: '',
+      environment: 'production',
+      user_id: 'u1',
+      user_email: null,
+      user_username: null,
+      user_ip: null,
+      device_id: null,
+      device_model: null,
+      os_name: null,
+      os_version: null,
+      screen: '',
+      error_type: 'TypeError',
+      error_location: 'app.js',
+      title: 'TypeError: boom',
+      message: 'boom',
+      is_crash: false,
+      sdk_name: 'sentry.javascript.node',
+      tags: { release: 'r1', n: String(i) },
+      symbolicated: null,
       payload: JSON.stringify({ event_id: eventId, message: `boom ${i}`, padding: 'p'.repeat(500) }),
       ...(i === 0 ? { first_of_issue: true } : {}),
       ...(i === n - 1 ? { last_of_issue: true } : {}),
@@ -63,7 +129,11 @@ async function* bytesOf(text: string) {
 
 /** The file's lines after the meta line, as an export writes them. */
 function bodyOf(file: string): string[] {
-  return file.split('\n').filter((l) => l !== '').slice(1).map((l) => JSON.stringify(JSON.parse(l)));
+  return file
+    .split('\n')
+    .filter((l) => l !== '')
+    .slice(1)
+    .map((l) => JSON.stringify(JSON.parse(l)));
 }
 
 /**
@@ -99,7 +169,10 @@ async function exported(project: string): Promise<string[]> {
   const decoder = new TextDecoder();
   let text = '';
   for await (const chunk of prepared.chunks()) text += decoder.decode(chunk, { stream: true });
-  return text.split('\n').filter((l) => l !== '').slice(1);
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .slice(1);
 }
 
 describe('import on D1', () => {
@@ -114,8 +187,18 @@ describe('import on D1', () => {
     const guarded = `insert into "t" ("a", "b", "c", "d", "e", "f", "g") select * from (values ${new Array(40).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')}) as v where not exists (select 1 from "t" e where e."a" is v.column1) returning 1 as one`;
     const guardedParts = splitInsert(CompiledQuery.raw(guarded, params));
     expect(guardedParts.map((p) => p.parameters.length)).toEqual([98, 98, 84]);
-    expect(guardedParts.every((p) => p.sql.startsWith('insert into "t" ("a", "b", "c", "d", "e", "f", "g") select * from (values (?, ?, ?, ?, ?, ?, ?), '))).toBe(true);
-    expect(guardedParts.every((p) => p.sql.endsWith(') as v where not exists (select 1 from "t" e where e."a" is v.column1) returning 1 as one'))).toBe(true);
+    expect(
+      guardedParts.every((p) =>
+        p.sql.startsWith(
+          'insert into "t" ("a", "b", "c", "d", "e", "f", "g") select * from (values (?, ?, ?, ?, ?, ?, ?), ',
+        ),
+      ),
+    ).toBe(true);
+    expect(
+      guardedParts.every((p) =>
+        p.sql.endsWith(') as v where not exists (select 1 from "t" e where e."a" is v.column1) returning 1 as one'),
+      ),
+    ).toBe(true);
     expect(guardedParts.flatMap((p) => p.parameters)).toEqual(params);
   });
 
@@ -126,7 +209,10 @@ describe('import on D1', () => {
     const racing = interferingStore(['insert into "events"'], async (_statement, queries) => {
       const top = await binding.prepare('select max(id) as m from payload_chunks').all();
       const next = Number((top.results?.[0] as { m: number | null }).m ?? 0) + 1;
-      await binding.prepare('insert into payload_chunks (id, project_id, received_at, data) values (?, ?, 0, ?)').bind(next, 1, new Uint8Array([0x78, 0x9c]).buffer).all();
+      await binding
+        .prepare('insert into payload_chunks (id, project_id, received_at, data) values (?, ?, 0, ?)')
+        .bind(next, 1, new Uint8Array([0x78, 0x9c]).buffer)
+        .all();
       const failed = store.atomic(queries);
       await expect(failed).rejects.toThrow(/UNIQUE constraint failed/);
       // Nothing of the failed batch is there: no event, tag or seen_events row.
@@ -149,18 +235,23 @@ describe('import on D1', () => {
     expect(lines).toEqual(bodyOf(file));
   });
 
-  it('stores an event another writer stored between the batch\'s reads and its commit once', async () => {
+  it("stores an event another writer stored between the batch's reads and its commit once", async () => {
     const file = exportFile('racing', 30);
     const racing = interferingStore(['insert into "events"'], async () => {
       // As ingest would: the SDK resent event 5 to the new instance meanwhile.
       const project = await binding.prepare("select id from projects where slug = 'racing'").all();
       const projectId = (project.results?.[0] as { id: number }).id;
-      await binding.prepare('insert into seen_events (project_id, event_id, received_at, stored_id) values (?, ?, 0, null)').bind(projectId, (5).toString(16).padStart(32, 'e')).all();
+      await binding
+        .prepare('insert into seen_events (project_id, event_id, received_at, stored_id) values (?, ?, 0, null)')
+        .bind(projectId, (5).toString(16).padStart(32, 'e'))
+        .all();
     });
     const summary = await importNdjson(racing.store, workersTransferRuntime, bytesOf(file), { batchLines: 100 });
     expect(racing.pending.size).toBe(0);
     expect(summary.types.event).toEqual({ added: 29, kept: 1, failed: 0 });
-    const { results } = await binding.prepare("select count(*) as n from events e join projects p on p.id = e.project_id where p.slug = 'racing'").all();
+    const { results } = await binding
+      .prepare("select count(*) as n from events e join projects p on p.id = e.project_id where p.slug = 'racing'")
+      .all();
     expect((results?.[0] as { n: number }).n).toBe(29);
   });
 });
@@ -175,19 +266,77 @@ function keylessFile(slug: string): string {
   const symbolKey = { kind: 'sourcemap', release: 'r1', dist: '', debug_id: '', filename: '~/app.js.map' };
   const lines: Record<string, unknown>[] = [
     { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
-    { type: 'project', slug, id: 950 + slug.length, dsn_key: `${slug}`.padEnd(32, '1'), name: slug, platform: 'backend', sample_keep_first: 100, sample_rate: 1, daily_quota: 0, created_at: iso(T0), scrub_defaults: true, scrub_ip_addresses: false, scrub_fields: [], safe_fields: [], storage_budget_mb: 0 },
-    { type: 'alert_channel', project: slug, kind: 'webhook', config: { url: 'https://hooks.example.com/x', secret: 's3cret' }, created_at: iso(T0) },
     {
-      type: 'symbol', project: slug, ...symbolKey, serves: '~/app.js', serves_basename: 'app.js', size: map.length, index_size: 0, meta: {}, uploaded_at: iso(T0),
+      type: 'project',
+      slug,
+      id: 950 + slug.length,
+      dsn_key: `${slug}`.padEnd(32, '1'),
+      name: slug,
+      platform: 'backend',
+      sample_keep_first: 100,
+      sample_rate: 1,
+      daily_quota: 0,
+      created_at: iso(T0),
+      scrub_defaults: true,
+      scrub_ip_addresses: false,
+      scrub_fields: [],
+      safe_fields: [],
+      storage_budget_mb: 0,
+    },
+    {
+      type: 'alert_channel',
+      project: slug,
+      kind: 'webhook',
+      config: { url: 'https://hooks.example.com/x', secret: 's3cret' },
+      created_at: iso(T0),
+    },
+    {
+      type: 'symbol',
+      project: slug,
+      ...symbolKey,
+      serves: '~/app.js',
+      serves_basename: 'app.js',
+      size: map.length,
+      index_size: 0,
+      meta: {},
+      uploaded_at: iso(T0),
     },
     { type: 'symbol_chunk', project: slug, ...symbolKey, part: 0, seq: 0, data: btoa(map) },
     {
-      type: 'issue', project: slug, fingerprint, status: 'unresolved', title: 'TypeError: boom', level: 'error', error_type: 'TypeError', screen: '', location: 'app.js',
-      platform: 'node', event_count: 2, stored_count: 0, users: 1, first_seen: iso(T0), last_seen: iso(T0 + 5), first_release: 'r1', last_release: 'r1',
-      resolved_release: null, resolved_at: null, regressed_at: iso(T0 + 5), ...NO_SNOOZE, created_at: iso(T0), updated_at: iso(T0 + 5),
+      type: 'issue',
+      project: slug,
+      fingerprint,
+      status: 'unresolved',
+      title: 'TypeError: boom',
+      level: 'error',
+      error_type: 'TypeError',
+      screen: '',
+      location: 'app.js',
+      platform: 'node',
+      event_count: 2,
+      stored_count: 0,
+      users: 1,
+      first_seen: iso(T0),
+      last_seen: iso(T0 + 5),
+      first_release: 'r1',
+      last_release: 'r1',
+      resolved_release: null,
+      resolved_at: null,
+      regressed_at: iso(T0 + 5),
+      ...NO_SNOOZE,
+      created_at: iso(T0),
+      updated_at: iso(T0 + 5),
     },
     { type: 'issue_change', project: slug, fingerprint, kind: 'new', at: iso(T0), release: 'r1', ...NO_ACTOR },
-    { type: 'issue_change', project: slug, fingerprint, kind: 'regressed', at: iso(T0 + 5), release: 'r1', ...NO_ACTOR },
+    {
+      type: 'issue_change',
+      project: slug,
+      fingerprint,
+      kind: 'regressed',
+      at: iso(T0 + 5),
+      release: 'r1',
+      ...NO_ACTOR,
+    },
   ];
   return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 }
@@ -203,17 +352,23 @@ function prefixThrough(file: string, type: string): string {
 }
 
 async function symbolStates(slug: string): Promise<unknown[]> {
-  const { results } = await binding.prepare('select state from symbol_files t join projects p on p.id = t.project_id where p.slug = ?').bind(slug).all();
+  const { results } = await binding
+    .prepare('select state from symbol_files t join projects p on p.id = t.project_id where p.slug = ?')
+    .bind(slug)
+    .all();
   return results ?? [];
 }
 
 async function countOf(table: string, slug: string): Promise<number> {
-  const { results } = await binding.prepare(`select count(*) as n from ${table} t join projects p on p.id = t.project_id where p.slug = ?`).bind(slug).all();
+  const { results } = await binding
+    .prepare(`select count(*) as n from ${table} t join projects p on p.id = t.project_id where p.slug = ?`)
+    .bind(slug)
+    .all();
   return (results?.[0] as { n: number }).n;
 }
 
 describe('two imports of the same file at once on D1', () => {
-  it('adds an alert channel, an issue change and a symbol file once when another import wrote it between a batch\'s reads and its commit', async () => {
+  it("adds an alert channel, an issue change and a symbol file once when another import wrote it between a batch's reads and its commit", async () => {
     const file = keylessFile('twice');
     // Another import of the same file (`faultline import --to` resent, or a second person)
     // commits the same rows while this import's batch is planned but not yet committed.
@@ -241,7 +396,10 @@ describe('two imports of the same file at once on D1', () => {
 
   it('keeps a symbol file another import made ready while this one was finishing it', async () => {
     const file = keylessFile('finish');
-    const withoutChunk = file.split('\n').filter((l) => !l.startsWith('{"type":"symbol_chunk"')).join('\n');
+    const withoutChunk = file
+      .split('\n')
+      .filter((l) => !l.startsWith('{"type":"symbol_chunk"'))
+      .join('\n');
     await importNdjson(store, workersTransferRuntime, bytesOf(withoutChunk));
     expect.soft(await countOf('symbol_files', 'finish')).toBe(1);
     // This import reads the file as importing with all its chunks; then, before it looks
@@ -265,7 +423,11 @@ describe('two imports of the same file at once on D1', () => {
     await importNdjson({ ...store, db } as Store, workersTransferRuntime, bytesOf(file));
     expect(raced).toBe(true);
     expect(await symbolStates('finish')).toEqual([{ state: 'ready' }]);
-    const chunks = await binding.prepare("select count(*) as n from symbol_chunks c join symbol_files t on t.id = c.file_id join projects p on p.id = t.project_id where p.slug = 'finish'").all();
+    const chunks = await binding
+      .prepare(
+        "select count(*) as n from symbol_chunks c join symbol_files t on t.id = c.file_id join projects p on p.id = t.project_id where p.slug = 'finish'",
+      )
+      .all();
     expect((chunks.results?.[0] as { n: number }).n).toBe(1);
   });
 });

@@ -20,7 +20,12 @@ let app: Hono;
 let store: Store;
 
 beforeAll(async () => {
-  const deps = buildWorkerDeps({ ...withoutQueue(env as unknown as WorkerEnv), RATE_LIMIT: '0', LOG_LEVEL: 'silent', API_KEYS: '' });
+  const deps = buildWorkerDeps({
+    ...withoutQueue(env as unknown as WorkerEnv),
+    RATE_LIMIT: '0',
+    LOG_LEVEL: 'silent',
+    API_KEYS: '',
+  });
   store = deps.store;
   app = createApp(deps);
   await migrate(store);
@@ -37,13 +42,22 @@ const hex32 = (i: number, tag: string) => `${tag}${i.toString(16).padStart(8, '0
 
 async function send(p: Project, i: number, tag: string): Promise<void> {
   const res = await app.fetch(
-    new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, { method: 'POST', body: nodeEvent.replaceAll(FIXTURE_EVENT_ID, hex32(i, tag)) }),
+    new Request(`http://worker/api/${p.id}/envelope/?sentry_key=${p.dsn_key}`, {
+      method: 'POST',
+      body: nodeEvent.replaceAll(FIXTURE_EVENT_ID, hex32(i, tag)),
+    }),
   );
   expect(res.status).toBe(200);
 }
 
 async function api(path: string, method = 'GET', body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await app.fetch(new Request(`http://worker${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }));
+  const res = await app.fetch(
+    new Request(`http://worker${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
   return { status: res.status, body: res.status === 204 ? null : await res.json() };
 }
 
@@ -53,7 +67,10 @@ describe('triage on D1 inside workerd', () => {
     await send(p, 0, 'b');
     const [issue] = await store.db.selectFrom('issues').selectAll().where('project_id', '=', p.id).execute();
     const url = `/api/projects/${p.slug}/issues/${issue.fingerprint}`;
-    expect((await api(url, 'PATCH', { status: 'ignored', ignore_count: 3 })).body).toMatchObject({ status: 'ignored', ignore_count: 3 });
+    expect((await api(url, 'PATCH', { status: 'ignored', ignore_count: 3 })).body).toMatchObject({
+      status: 'ignored',
+      ignore_count: 3,
+    });
     expect((await api(`${url}/comments`, 'POST', { text: 'snoozed <until> it gets worse' })).status).toBe(201);
     await send(p, 1, 'b');
     await send(p, 2, 'b');
@@ -76,12 +93,19 @@ describe('triage on D1 inside workerd', () => {
     const [issue] = await store.db.selectFrom('issues').selectAll().where('project_id', '=', p.id).execute();
     const url = `/api/projects/${p.slug}/issues/${issue.fingerprint}`;
     const until = Date.now() + 3_600_000;
-    expect((await api(url, 'PATCH', { status: 'ignored', ignore_until: new Date(until).toISOString() })).status).toBe(200);
+    expect((await api(url, 'PATCH', { status: 'ignored', ignore_until: new Date(until).toISOString() })).status).toBe(
+      200,
+    );
     await endTimeSnoozes(store, until - 1);
     expect((await api(url)).body.status).toBe('ignored');
     expect(await endTimeSnoozes(store, until)).toBeGreaterThanOrEqual(1);
     expect((await api(url)).body.status).toBe('unresolved');
     const { activity } = (await api(`${url}/activity`)).body;
-    expect(activity.at(-1)).toMatchObject({ type: 'status', actor: null, created_at: new Date(until).toISOString(), data: { reason: 'snooze_ended' } });
+    expect(activity.at(-1)).toMatchObject({
+      type: 'status',
+      actor: null,
+      created_at: new Date(until).toISOString(),
+      data: { reason: 'snooze_ended' },
+    });
   });
 });
