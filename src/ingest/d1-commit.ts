@@ -57,7 +57,7 @@ import { CompiledQuery } from 'kysely';
 import { OUTBOX_PENDING } from '../alerts/outbox.js';
 import { hourBucket, utcDay } from '../clock.js';
 import { D1_MAX_VALUE_BYTES } from '../store/d1.js';
-import { eventFields } from '../store/ingest-rows.js';
+import { EVENT_FIELD_NAMES, eventFields } from '../store/ingest-rows.js';
 import { packPayloads } from '../store/payloads.js';
 import { rawSource, type EventInput, type IngestOutcome, type PreparedWork, type Random } from '../store/write-set.js';
 import { PayloadTooLargeError } from './errors.js';
@@ -151,35 +151,6 @@ const ACCEPTED = `EXISTS (SELECT 1 FROM projects WHERE id = ?1)
 const STORED = `st AS (SELECT e.id, e.timestamp AS ts, e.issue_id FROM seen_events s
   JOIN events e ON e.id = (SELECT max(x.id) FROM events x WHERE x.project_id = ?1 AND x.event_id = s.event_id)
   WHERE s.project_id = ?1 AND s.event_id IN (SELECT value FROM json_each(?5)) AND s.stored_id = ?3)`;
-
-/** The `events` columns taken from an event's row as JSON (eventRow), in insert order. */
-const EVENT_ROW_FIELDS = [
-  'event_id',
-  'fingerprint',
-  'timestamp',
-  'received_at',
-  'level',
-  'platform',
-  'release',
-  'dist',
-  'environment',
-  'user_id',
-  'user_email',
-  'user_username',
-  'user_ip',
-  'device_id',
-  'device_model',
-  'os_name',
-  'os_version',
-  'screen',
-  'error_type',
-  'error_location',
-  'title',
-  'message',
-  'is_crash',
-  'sdk_name',
-  'tags',
-];
 
 const SQL = {
   /** What the quota decision sees (same snapshot as the next statement: one transaction). */
@@ -314,7 +285,7 @@ const SQL = {
     INSERT INTO events (project_id, issue_id, event_id, fingerprint, timestamp, received_at, level, platform, release, dist, environment,
       user_id, user_email, user_username, user_ip, device_id, device_model, os_name, os_version, screen, error_type, error_location,
       title, message, is_crash, sdk_name, tags, detail, raw, payload_chunk, payload_start, payload_length, symbolicated)
-    SELECT ?1, i.id, ${EVENT_ROW_FIELDS.map((k) => (k === 'fingerprint' ? 'i.fingerprint' : `json_extract(r.row, '$.${k}')`)).join(', ')}, X'', X'',
+    SELECT ?1, i.id, ${EVENT_FIELD_NAMES.map((k) => (k === 'fingerprint' ? 'i.fingerprint' : `json_extract(r.row, '$.${k}')`)).join(', ')}, X'', X'',
       (SELECT c.id FROM payload_chunks c WHERE c.received_at = ?3 - json_extract(r.row, '$.chunk')),
       json_extract(r.row, '$.start'), json_extract(r.row, '$.length'), json_extract(r.row, '$.symbolicated')
     FROM r JOIN seen_events s ON s.project_id = ?1 AND s.event_id = json_extract(r.row, '$.event_id') AND s.stored_id = ?3

@@ -11,6 +11,7 @@ import { eventDetailFromRaw } from '../ingest/normalize.js';
 import { findIssueOrMerged } from './merge.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
+import { EVENT_FIELD_NAMES } from '../store/ingest-rows.js';
 import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { containsText, parseLimit, WINDOW_PARAMETERS, type RouteParameters } from './params.js';
 import { parseWindow, type QueryParams, type TimeWindow } from './window.js';
@@ -35,35 +36,8 @@ export const EXACT_FILTERS = [
 type ExactFilter = (typeof EXACT_FILTERS)[number];
 
 /** Every column of an event row except the large blobs. */
-const SUMMARY_COLUMNS = [
-  'id',
-  'event_id',
-  'issue_id',
-  'fingerprint',
-  'timestamp',
-  'received_at',
-  'level',
-  'platform',
-  'release',
-  'dist',
-  'environment',
-  'user_id',
-  'user_email',
-  'user_username',
-  'user_ip',
-  'device_id',
-  'device_model',
-  'os_name',
-  'os_version',
-  'screen',
-  'error_type',
-  'error_location',
-  'title',
-  'message',
-  'is_crash',
-  'sdk_name',
-  'tags',
-] as const;
+/** An event's summary: its ids and the columns its own fields fill (one list, src/store/ingest-rows.ts). */
+const SUMMARY_COLUMNS = ['id', 'issue_id', ...EVENT_FIELD_NAMES] as const;
 
 export type EventSummaryRow = Pick<EventRow, (typeof SUMMARY_COLUMNS)[number]>;
 

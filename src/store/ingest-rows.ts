@@ -172,9 +172,12 @@ export const ISSUE_UPDATED = [
   'updated_at',
 ] as const;
 
-export const EVENT_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['issue_id', 'int8'],
+/**
+ * The `events` columns an event's own fields fill (`eventFields`), in table order, with their
+ * PostgreSQL array types: the one list that ingest's inserts, the D1 batch's JSON fields
+ * (src/ingest/d1-commit.ts) and the read API's event summaries take.
+ */
+export const EVENT_FIELD_COLUMNS = [
   ['event_id', 'text'],
   ['fingerprint', 'text'],
   ['timestamp', 'int8'],
@@ -200,6 +203,14 @@ export const EVENT_COLUMNS: ColumnSpec = [
   ['is_crash', 'int8'],
   ['sdk_name', 'text'],
   ['tags', 'text'],
+] as const satisfies ColumnSpec;
+export type EventFieldColumn = (typeof EVENT_FIELD_COLUMNS)[number][0];
+export const EVENT_FIELD_NAMES: readonly EventFieldColumn[] = EVENT_FIELD_COLUMNS.map(([name]) => name);
+
+export const EVENT_COLUMNS: ColumnSpec = [
+  ['project_id', 'int8'],
+  ['issue_id', 'int8'],
+  ...EVENT_FIELD_COLUMNS,
   ['detail', 'bytea'],
   ['raw', 'bytea'],
   ['payload_chunk', 'int8'],
@@ -335,6 +346,7 @@ export function chunkRow(c: PackedChunk): Record<string, unknown> {
 
 /** The columns an event's row takes from its input, in column order: every store writes these. */
 export function eventFields(e: EventInput, receivedAt: number) {
+  // `satisfies`: a column added to EVENT_FIELD_COLUMNS must be filled here too.
   return {
     event_id: e.eventId,
     fingerprint: e.fingerprint,
@@ -361,7 +373,7 @@ export function eventFields(e: EventInput, receivedAt: number) {
     is_crash: e.isCrash ? 1 : 0,
     sdk_name: e.sdkName,
     tags: e.tagsJson,
-  };
+  } satisfies Record<EventFieldColumn, unknown>;
 }
 
 /** An event's row; its payload is at `slot` of the chunk whose id is `chunkIds[slot.chunk]`. */
