@@ -192,7 +192,8 @@ describe.each(dialects)('bounded event walks on %s', (dialect) => {
       issueDetail(db, breakdownProject.id, breakdownIssue, {}, NOW, { breakdownEvents: 1000 }),
     );
     expect(result.breakdown.release).toEqual([{ value: 'new', count: 1000 }]);
-    const grouped = queries.find((q) => /group by/i.test(q.sql))!;
+    // The page's reads run at once, so the breakdown is found by what it groups, not by its place.
+    const grouped = queries.find((q) => /group by/i.test(q.sql) && /device_model/.test(q.sql))!;
     if (dialect === 'postgres') expect(await rec.rowsRead(grouped, 'events')).toBeLessThanOrEqual(1000 + 100);
     else expect(rec.sqlitePlan(grouped).join('\n')).toMatch(/SEARCH events USING (COVERING )?INDEX events_issue_id/);
   });
