@@ -340,9 +340,11 @@ class Walk {
   }
 
   /**
-   * A stack trace: only its frames' `vars` (local variables) hold application data; the
-   * rest is code and addresses (file names, functions, source lines), which Relay does not
-   * scrub by default either, and which is most of an event's strings.
+   * A stack trace: only its frames' `vars` (local variables) hold application data, and
+   * the query string of a file name that is a URL (a browser page's `?token=…` is the
+   * page's URL, as in `request.url`); the rest is code and addresses (paths, functions,
+   * source lines), which Relay does not scrub by default either, and which is most of an
+   * event's strings. Grouping and source-map lookup use the path without its query.
    */
   private frameVars(stacktrace: object, depth: number): void {
     const frames = (stacktrace as Obj).frames;
@@ -351,12 +353,28 @@ class Walk {
     stack.push('frames');
     for (let i = 0; i < frames.length; i++) {
       const frame: unknown = frames[i];
-      if (!isObject(frame) || frame.vars === undefined) continue;
+      if (!isObject(frame)) continue;
       stack.push(i);
-      this.entry(frame, 'vars', 'vars', depth + 2);
+      for (const key of ['filename', 'abs_path']) {
+        const name = frame[key];
+        if (typeof name !== 'string' || !name.includes('?')) continue;
+        const out = this.urlQuery(name, this.path(key));
+        if (out !== null) frame[key] = out;
+      }
+      if (frame.vars !== undefined) this.entry(frame, 'vars', 'vars', depth + 2);
       stack.pop();
     }
     stack.pop();
+  }
+
+  /** A URL with the values of its query string under matching keys replaced; null when nothing matched. */
+  urlQuery(url: string, path: string): string | null {
+    const q = url.indexOf('?');
+    if (q < 0) return null;
+    const hash = url.indexOf('#', q);
+    const end = hash < 0 ? url.length : hash;
+    const out = this.pairs(url.slice(q + 1, end), '&', path);
+    return out === null ? null : `${url.slice(0, q + 1)}${out}${url.slice(end)}`;
   }
 
   private string(s: string, last: string | number): string {
@@ -421,13 +439,8 @@ function scrubRequest(w: Walk, request: Obj): void {
     if (out !== null) request.cookies = out;
   }
   if (typeof request.url === 'string') {
-    const q = request.url.indexOf('?');
-    if (q >= 0) {
-      const hash = request.url.indexOf('#', q);
-      const end = hash < 0 ? request.url.length : hash;
-      const out = w.pairs(request.url.slice(q + 1, end), '&', 'request.url');
-      if (out !== null) request.url = `${request.url.slice(0, q + 1)}${out}${request.url.slice(end)}`;
-    }
+    const out = w.urlQuery(request.url, 'request.url');
+    if (out !== null) request.url = out;
   }
   if (isObject(request.headers)) {
     // A Cookie header under another key name (the key rules catch `Cookie` itself).

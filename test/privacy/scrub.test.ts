@@ -142,6 +142,24 @@ describe('stack frames', () => {
     ).toEqual(expected);
     expect(report?.paths).toContain('exception.values.0.stacktrace.frames.0.vars.password');
   });
+  it('scrubs the query of a frame file name that is a URL, and only that', () => {
+    const frame = {
+      filename: 'https://shop.example/checkout?token=abc123&view=cart#top',
+      abs_path: 'https://shop.example/checkout?token=abc123&view=cart#top',
+      function: 'pay',
+    };
+    const plain = { filename: 'app/checkout.js', function: 'pay' };
+    const { event, report } = scrub({ exception: { values: [{ stacktrace: { frames: [frame, plain] } }] } });
+    const frames = (event.exception as { values: { stacktrace: { frames: unknown[] } }[] }).values[0].stacktrace.frames;
+    const url = `https://shop.example/checkout?token=${FILTERED}&view=cart#top`;
+    expect(frames).toEqual([{ filename: url, abs_path: url, function: 'pay' }, plain]);
+    expect(report?.paths).toEqual(
+      expect.arrayContaining([
+        'exception.values.0.stacktrace.frames.0.filename.token',
+        'exception.values.0.stacktrace.frames.0.abs_path.token',
+      ]),
+    );
+  });
   it('leaves sdk, modules and debug_meta alone', () => {
     const ev = {
       sdk: { name: 'x', integrations: ['SessionTiming'] },
