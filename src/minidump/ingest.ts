@@ -37,7 +37,50 @@ export interface MinidumpAttachment {
   bytes: Uint8Array;
 }
 
-/** The .sym files of the modules (by debug id), read for their STACK CFI records. */
+/** A stored symbol file a module's unwind information may come from. */
+interface UnwindSource {
+  id: number;
+  size: number;
+  indexSize: number;
+}
+
+/** A Breakpad .sym file's STACK CFI records (with its lookup index); null when it no longer reads. */
+async function breakpadUnwindInfoOf(db: Kysely<Database>, file: UnwindSource): Promise<ModuleUnwindInfo | null> {
+  const bytes = await readSymbolBytes(db, file.id);
+  if (!bytes) return null;
+  try {
+    const reader = new BreakpadReader(true);
+    reader.push(bytes);
+    reader.finish();
+    const stored = file.indexSize > 0 ? await readSymbolBytes(db, file.id, INDEX_PART) : null;
+    let index: NativeIndex;
+    try {
+      index = new NativeIndex(stored ?? breakpadIndex(reader));
+    } catch {
+      index = new NativeIndex(breakpadIndex(reader));
+    }
+    return breakpadUnwindInfo(reader, index);
+  } catch {
+    // A stored file that no longer reads: the walk goes on without its CFI.
+    return null;
+  }
+}
+
+/**
+ * Where a module's unwind information comes from, in order: its Breakpad .sym file (STACK
+ * CFI), else its ELF file (`.eh_frame`, `.debug_frame`), else its Mach-O executable
+ * (compact unwind).
+ */
+const UNWIND_SOURCES: readonly [
+  kind: 'breakpad' | 'elf' | 'dsym',
+  load: (db: Kysely<Database>, file: UnwindSource) => Promise<ModuleUnwindInfo | null | undefined>,
+][] = [
+  ['breakpad', breakpadUnwindInfoOf],
+  ['elf', (db, f) => elfUnwindInfo(db, f.id, f.size, f.indexSize)],
+  ['dsym', (db, f) => machoUnwindInfo(db, f.id, f.size)],
+];
+
+/** The unwind information of the modules (by debug id), from the first source that has each. */
 async function unwindInfoFor(
   db: Kysely<Database>,
   projectId: number,
@@ -45,69 +88,23 @@ async function unwindInfoFor(
 ): Promise<Map<string, ModuleUnwindInfo>> {
   const ids = [...new Set(modules.map((m) => m.debugId).filter((id) => id !== ''))];
   const out = new Map<string, ModuleUnwindInfo>();
-  for (let i = 0; i < ids.length; i += 200) {
-    const rows = await db
-      .selectFrom('symbol_files')
-      .select(['id', 'debug_id', 'index_size'])
-      .where('project_id', '=', projectId)
-      .where('kind', '=', 'breakpad')
-      .where('state', '=', 'ready')
-      .where('debug_id', 'in', ids.slice(i, i + 200))
-      .orderBy('id', 'desc')
-      .execute();
-    for (const row of rows) {
-      if (out.has(row.debug_id)) continue;
-      const bytes = await readSymbolBytes(db, Number(row.id));
-      if (!bytes) continue;
-      try {
-        const reader = new BreakpadReader(true);
-        reader.push(bytes);
-        reader.finish();
-        const stored = Number(row.index_size) > 0 ? await readSymbolBytes(db, Number(row.id), INDEX_PART) : null;
-        let index: NativeIndex;
-        try {
-          index = new NativeIndex(stored ?? breakpadIndex(reader));
-        } catch {
-          index = new NativeIndex(breakpadIndex(reader));
-        }
-        out.set(row.debug_id, breakpadUnwindInfo(reader, index));
-      } catch {
-        // A stored file that no longer reads: the walk goes on without its CFI.
+  for (const [kind, load] of UNWIND_SOURCES) {
+    const wanted = ids.filter((id) => !out.has(id));
+    for (let i = 0; i < wanted.length; i += 200) {
+      const rows = await db
+        .selectFrom('symbol_files')
+        .select(['id', 'debug_id', 'size', 'index_size'])
+        .where('project_id', '=', projectId)
+        .where('kind', '=', kind)
+        .where('state', '=', 'ready')
+        .where('debug_id', 'in', wanted.slice(i, i + 200))
+        .orderBy('id', 'desc')
+        .execute();
+      for (const row of rows) {
+        if (out.has(row.debug_id)) continue;
+        const info = await load(db, { id: Number(row.id), size: Number(row.size), indexSize: Number(row.index_size) });
+        if (info) out.set(row.debug_id, info);
       }
-    }
-  }
-  const rest = ids.filter((id) => !out.has(id));
-  for (let i = 0; i < rest.length; i += 200) {
-    const rows = await db
-      .selectFrom('symbol_files')
-      .select(['id', 'debug_id', 'size', 'index_size'])
-      .where('project_id', '=', projectId)
-      .where('kind', '=', 'elf')
-      .where('state', '=', 'ready')
-      .where('debug_id', 'in', rest.slice(i, i + 200))
-      .orderBy('id', 'desc')
-      .execute();
-    for (const row of rows) {
-      if (out.has(row.debug_id)) continue;
-      const info = await elfUnwindInfo(db, Number(row.id), Number(row.size), Number(row.index_size));
-      if (info) out.set(row.debug_id, info);
-    }
-  }
-  const machos = ids.filter((id) => !out.has(id));
-  for (let i = 0; i < machos.length; i += 200) {
-    const rows = await db
-      .selectFrom('symbol_files')
-      .select(['id', 'debug_id', 'size'])
-      .where('project_id', '=', projectId)
-      .where('kind', '=', 'dsym')
-      .where('state', '=', 'ready')
-      .where('debug_id', 'in', machos.slice(i, i + 200))
-      .orderBy('id', 'desc')
-      .execute();
-    for (const row of rows) {
-      if (out.has(row.debug_id)) continue;
-      const info = await machoUnwindInfo(db, Number(row.id), Number(row.size));
-      if (info) out.set(row.debug_id, info);
     }
   }
   return out;
