@@ -28,7 +28,6 @@ import {
   type DailyUsageRecord,
   type IssueRecord,
   type ProjectHourlyRecord,
-  type ProjectRecord,
   type ReleaseRecord,
   type SeenEventRecord,
   type SessionHourlyRecord,
