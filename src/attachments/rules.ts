@@ -10,7 +10,7 @@ import {
   MAX_ATTACHMENTS_BYTES,
   MAX_MINIDUMP_BYTES,
 } from '../limits.js';
-import { PayloadTooLargeError } from '../ingest/errors.js';
+import { PayloadTooLargeError } from '../errors.js';
 
 /** The attachment types Sentry's SDKs send; any other value is stored as `event.attachment`. */
 export const ATTACHMENT_TYPES = [

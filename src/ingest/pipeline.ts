@@ -30,16 +30,10 @@ import {
   IngestUnavailableError,
   InvalidItemError,
   PayloadTooLargeError,
-} from './errors.js';
+} from '../errors.js';
 import type { Md5Hex } from './grouping.js';
-import {
-  cleanUuid,
-  normalizeEvent,
-  parseEventPayload,
-  parseTimestamp,
-  symbolicationInputOf,
-  type ParsedEventPayload,
-} from './normalize.js';
+import { normalizeEvent, parseEventPayload, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
+import { cleanUuid, parseTimestamp } from '../protocol-values.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type {
   EventSymbolicator,
