@@ -24,6 +24,7 @@ import { nodeAlertRuntimeFor } from './alerts.js';
 import { storedPayloads } from './payloads.js';
 import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
 import { SymbolService } from '../../symbols/service.js';
+import { expandMinidumpEnvelope } from '../../minidump/ingest.js';
 import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
@@ -83,6 +84,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
         : new MemoryRateLimiter(config.rateLimit),
     ingest,
     ingestRuntime,
+    expandMinidump: expandMinidumpEnvelope,
     decompressBlob: decompress,
     compressBlob: compress,
     diskGuard: nodeDiskGuard(config),

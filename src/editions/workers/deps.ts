@@ -32,6 +32,7 @@ import { createWorkerLogger } from './logger.js';
 import { compressBlob, decompressBlob, workersIngestRuntime } from './runtime.js';
 import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
 import { SymbolService } from '../../symbols/service.js';
+import { expandMinidumpEnvelope } from '../../minidump/ingest.js';
 import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
 import { VERSION } from '../../version.js';
@@ -95,6 +96,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     // commits works in batches (index.ts `queue`); without one, each request commits.
     ingest: env.INGEST_QUEUE ? new QueueIngestSink(env.INGEST_QUEUE, direct, logger) : direct,
     ingestRuntime: workersIngestRuntime,
+    expandMinidump: expandMinidumpEnvelope,
     decompressBlob,
     compressBlob,
     blobs,
