@@ -25,6 +25,7 @@ import { storedPayloads } from './payloads.js';
 import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
 import { SymbolService } from '../../symbols/service.js';
 import { expandMinidumpEnvelope } from '../../minidump/ingest.js';
+import { endTimeSnoozes } from '../../triage/snooze.js';
 import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
@@ -183,6 +184,7 @@ export async function startServer(
             logger: deps.logger,
             config: deps.config,
             runtime: deps.alertRuntime ?? nodeAlertRuntimeFor(deps.config),
+            endTimeSnoozes,
           },
           { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
         ).start();
