@@ -8,7 +8,7 @@ import pino, { type Logger } from 'pino';
 import { systemClock, type Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import type { AppDeps } from '../../context.js';
-import { createApp } from '../../http/app.js';
+import { createApp } from '../app.js';
 import { localBaseUrl } from '../../http/public-url.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import { createIngestWriter } from './writer.js';

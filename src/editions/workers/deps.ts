@@ -13,7 +13,7 @@ import type { Hono } from 'hono';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
 import type { AppDeps } from '../../context.js';
-import { createApp } from '../../http/app.js';
+import { createApp } from '../app.js';
 import {
   WORKER_MAX_SOURCE_MAP_BYTES,
   WORKER_MAX_SYMBOL_FILE_BYTES,
