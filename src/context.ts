@@ -11,7 +11,7 @@ import type { RateLimiter } from './store/rate-limits.js';
 import type { CompressBlob } from './store/payloads.js';
 import type { DiskGuard } from './privacy/disk.js';
 import type { AppMetrics } from './metrics.js';
-import type { IngestRuntime, IngestSink } from './ingest/types.js';
+import type { ExpandMinidump, IngestRuntime, IngestSink } from './ingest/types.js';
 import type { AlertRuntime } from './alerts/transport.js';
 import type { CreateSha1 } from './uploads/assemble.js';
 import type { SymbolService } from './symbols/service.js';
@@ -29,6 +29,8 @@ export interface AppDeps {
   rateLimiter: RateLimiter;
   ingest: IngestSink;
   ingestRuntime: IngestRuntime;
+  /** Minidump attachments into events at ingest: src/minidump/ingest.ts expandMinidumpEnvelope. */
+  expandMinidump: ExpandMinidump;
   /** Decodes the store's compressed blobs (event payloads) for the read API (Node: src/editions/node/codec.ts). */
   decompressBlob: DecompressBlob;
   /**

@@ -16,7 +16,6 @@ import type { Store } from '../store/database.js';
 import { sendToChannel, type AlertContent, type SendResult } from './channels.js';
 import { runCrashSpikeCheck, type SpikeCheckResult } from './spike.js';
 import { assigneeHearsOf, assigneeMail } from './assignee-mail.js';
-import { endTimeSnoozes } from '../triage/snooze.js';
 import {
   anyDeliveryDue,
   claimDeliveries,
@@ -45,6 +44,12 @@ export interface DispatcherDeps {
   logger: Logger;
   config: Pick<Config, 'publicUrl' | 'webhookAllowPrivate' | 'telegramBotToken' | 'telegramApiUrl'>;
   runtime: AlertRuntime;
+  /**
+   * Ends the time snoozes that are over and says how many (src/triage/snooze.ts
+   * endTimeSnoozes), part of the periodic job. Passed in, as src/triage sits above
+   * alerts: the rule that ends a snooze is ingest's, and ingest writes the alert outbox.
+   */
+  endTimeSnoozes: (store: Store, now: number) => Promise<number>;
 }
 
 export interface DispatcherOptions {
@@ -253,11 +258,11 @@ export class AlertDispatcher {
     this.timer.unref?.();
   }
 
-  /** Ends the time snoozes that are over (src/triage/snooze.ts): part of the periodic job. */
+  /** Ends the time snoozes that are over (deps.endTimeSnoozes): part of the periodic job. */
   async endSnoozes(): Promise<number> {
     const now = this.deps.clock.now();
     this.snoozesCheckedAt = this.options.wallClock();
-    const ended = await endTimeSnoozes(this.deps.store, now);
+    const ended = await this.deps.endTimeSnoozes(this.deps.store, now);
     if (ended > 0) this.deps.logger.info({ issues: ended }, 'snoozes ended');
     return ended;
   }

@@ -10,13 +10,16 @@ import {
   MAX_ATTACHMENTS_BYTES,
   MAX_MINIDUMP_BYTES,
 } from '../limits.js';
-import { PayloadTooLargeError } from '../ingest/errors.js';
+import { PayloadTooLargeError } from '../errors.js';
+
+/** The attachment type of a minidump, which ingest turns into the event it stands for (src/minidump). */
+export const MINIDUMP_ATTACHMENT_TYPE = 'event.minidump';
 
 /** The attachment types Sentry's SDKs send; any other value is stored as `event.attachment`. */
 export const ATTACHMENT_TYPES = [
   'event.attachment',
   'event.view_hierarchy',
-  'event.minidump',
+  MINIDUMP_ATTACHMENT_TYPE,
   'event.applecrashreport',
 ] as const;
 export type AttachmentType = (typeof ATTACHMENT_TYPES)[number];
@@ -45,7 +48,7 @@ export function attachmentTypeOf(value: unknown): AttachmentType {
 
 /** The largest attachment of a type (minidumps may be larger: docs/api.md "Attachments"). */
 export function maxAttachmentBytes(type: AttachmentType): number {
-  return type === 'event.minidump' ? MAX_MINIDUMP_BYTES : MAX_ATTACHMENT_BYTES;
+  return type === MINIDUMP_ATTACHMENT_TYPE ? MAX_MINIDUMP_BYTES : MAX_ATTACHMENT_BYTES;
 }
 
 /** A name without control characters or path separators, at most MAX_ATTACHMENT_NAME characters. */
@@ -56,7 +59,7 @@ export function cleanAttachmentName(value: unknown, type: AttachmentType): strin
   if (slash >= 0) name = name.slice(slash + 1);
   name = Array.from(name.trim()).slice(0, MAX_ATTACHMENT_NAME).join('');
   if (name !== '') return name;
-  return type === 'event.minidump'
+  return type === MINIDUMP_ATTACHMENT_TYPE
     ? 'minidump.dmp'
     : type === 'event.view_hierarchy'
       ? 'view-hierarchy.json'

@@ -15,7 +15,6 @@ import { sql, type CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import { attachmentObjectKey, putObjects, readObject, type BlobBucket } from '../store/blobs.js';
 import type { Dialect, Store } from '../store/database.js';
 import type { AttachmentTable, Database } from '../store/schema.js';
-import { SYMBOL_CHUNK_BYTES } from '../symbols/storage.js';
 import { SNIFF_BYTES, sniffImage, type PendingAttachment } from './rules.js';
 import { readViewHierarchy, type ViewHierarchy } from './view-hierarchy.js';
 import { MAX_VIEW_HIERARCHY_RENDER_BYTES } from '../limits.js';
@@ -23,8 +22,11 @@ import { MAX_VIEW_HIERARCHY_RENDER_BYTES } from '../limits.js';
 type Db = Kysely<Database>;
 export type AttachmentRow = Selectable<AttachmentTable>;
 
-/** Bytes per stored chunk: the symbol files' (half a MiB, well under D1's value limit). */
-export const ATTACHMENT_CHUNK_BYTES = SYMBOL_CHUNK_BYTES;
+/**
+ * Bytes per stored chunk, as the symbol files' (src/symbols/storage.ts): half a MiB keeps a
+ * chunk well under D1's ~2 MB value limit and one NDJSON export line (base64) under 1 MB.
+ */
+export const ATTACHMENT_CHUNK_BYTES = 512 * 1024;
 
 /** Where attachment bytes live. The chunk table is the one every database has. */
 export interface AttachmentBlobs {

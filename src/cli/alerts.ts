@@ -13,6 +13,7 @@ import { runAlertsOnce, type DispatcherOptions, type PassSummary } from '../aler
 import type { SpikeCheckResult } from '../alerts/spike.js';
 import type { CliContext } from './context.js';
 import { runMonitorCheck, type MonitorCheckResult } from '../monitors/store.js';
+import { endTimeSnoozes } from '../triage/snooze.js';
 
 export interface AlertsCommandOptions {
   config: Config;
@@ -61,6 +62,7 @@ export async function alertsCommand(
       logger: options.logger,
       config: options.config,
       runtime: options.runtime,
+      endTimeSnoozes,
     },
     {
       dispatcher: options.dispatcher,

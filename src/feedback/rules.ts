@@ -4,8 +4,8 @@
 // `associated_event_id`) and a body of `POST /api/0/projects/{org}/{project}/user-feedback/`
 // become: one FeedbackInput, values cut to Sentry's lengths. docs/api.md "User feedback".
 import { z } from 'zod';
-import { InvalidItemError } from '../ingest/errors.js';
-import { cleanUuid, parseTimestamp } from '../ingest/normalize.js';
+import { InvalidItemError } from '../errors.js';
+import { cleanUuid, parseTimestamp } from '../protocol-values.js';
 import { MAX_FEEDBACK_COMMENTS, MAX_FEEDBACK_EMAIL, MAX_FEEDBACK_NAME, MAX_FEEDBACK_URL } from '../limits.js';
 
 export const FEEDBACK_SOURCES = ['user_report', 'feedback', 'api'] as const;

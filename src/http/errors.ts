@@ -9,7 +9,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from '../logger.js';
 import type { ZodError } from 'zod';
 import { readBody } from '../ingest/decode.js';
-import { CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, isClientAbort, PayloadTooLargeError } from '../ingest/errors.js';
+import { CLIENT_ABORTED, CLIENT_CLOSED_REQUEST, isClientAbort, PayloadTooLargeError } from '../errors.js';
 import { MANAGEMENT_BODY_LIMIT } from '../limits.js';
 import { unsafeJsonProblem } from '../ingest/hygiene.js';
 

@@ -14,7 +14,7 @@ import {
   CLIENT_CLOSED_REQUEST,
   IngestUnavailableError,
   PayloadTooLargeError,
-} from './errors.js';
+} from '../errors.js';
 import {
   authorize,
   errorReply,

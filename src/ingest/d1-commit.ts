@@ -60,7 +60,7 @@ import { D1_MAX_VALUE_BYTES } from '../store/d1.js';
 import { EVENT_FIELD_NAMES, eventFields } from '../store/ingest-rows.js';
 import { packPayloads } from '../store/payloads.js';
 import { rawSource, type EventInput, type IngestOutcome, type PreparedWork, type Random } from '../store/write-set.js';
-import { PayloadTooLargeError } from './errors.js';
+import { PayloadTooLargeError } from '../errors.js';
 import { secondsToNextUtcMidnight, snoozeEndedSql } from './plan.js';
 import { hourBucketSql, KEEPS_EVENT, QUOTA_ACCEPTS, REGRESSES, sessionClassSql, toSql } from './rules.js';
 

@@ -2,7 +2,7 @@
 // both the bytes received and the bytes decoded (a small gzip bomb is a 413,
 // never an out-of-memory). Web APIs only: the decompressor itself is injected by
 // the edition (Node: zlib, src/editions/node/runtime.ts).
-import { BadPayloadError, ClientAbortedError, PayloadTooLargeError } from './errors.js';
+import { BadPayloadError, ClientAbortedError, PayloadTooLargeError } from '../errors.js';
 import { concatBytes } from '../bytes.js';
 
 /** Compression formats, named as the Web's DecompressionStream names them (plus brotli). */

@@ -3,7 +3,7 @@
 // never copies, and each item header is parsed once.
 import { decodeContent, type Decompress } from './decode.js';
 import { MAX_BODY_BYTES } from '../limits.js';
-import { BadPayloadError } from './errors.js';
+import { BadPayloadError } from '../errors.js';
 
 export interface EnvelopeItem {
   type: string;

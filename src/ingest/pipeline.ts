@@ -30,19 +30,14 @@ import {
   IngestUnavailableError,
   InvalidItemError,
   PayloadTooLargeError,
-} from './errors.js';
+} from '../errors.js';
 import type { Md5Hex } from './grouping.js';
-import {
-  cleanUuid,
-  normalizeEvent,
-  parseEventPayload,
-  parseTimestamp,
-  symbolicationInputOf,
-  type ParsedEventPayload,
-} from './normalize.js';
+import { normalizeEvent, parseEventPayload, symbolicationInputOf, type ParsedEventPayload } from './normalize.js';
+import { cleanUuid, parseTimestamp } from '../protocol-values.js';
 import { parseSessionAggregates, parseSessionUpdate } from './sessions.js';
 import type {
   EventSymbolicator,
+  ExpandMinidump,
   IngestRuntime,
   IngestSink,
   IngestSymbolication,
@@ -53,12 +48,16 @@ import type {
   SymbolicationInput,
 } from './types.js';
 import { MAX_BODY_BYTES, MAX_CHECK_INS_PER_ENVELOPE, MAX_EVENTS_PER_ENVELOPE } from '../limits.js';
-import { collectAttachments, type AttachmentItem, type PendingAttachment } from '../attachments/rules.js';
+import {
+  collectAttachments,
+  MINIDUMP_ATTACHMENT_TYPE,
+  type AttachmentItem,
+  type PendingAttachment,
+} from '../attachments/rules.js';
 import { attachmentBlobsOf, storeAttachment } from '../attachments/storage.js';
 import { scrubberFor } from '../privacy/scrub.js';
 import { InvalidCheckInError, MonitorConfigError, parseCheckIn, type CheckInInput } from '../monitors/config.js';
 import { recordCheckIns } from '../monitors/check-ins.js';
-import { expandMinidumpEnvelope, MINIDUMP_ATTACHMENT_TYPE } from '../minidump/ingest.js';
 import { DISK_LOW_MESSAGE, DISK_RETRY_AFTER_SECONDS } from '../privacy/disk.js';
 import { ingestReasonOf } from '../metrics.js';
 import { parseFeedbackItem, parseUserReport, type FeedbackInput } from '../feedback/rules.js';
@@ -106,6 +105,8 @@ export interface PipelineDeps {
   blobs?: BlobBucket;
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
+  /** Minidump attachments into events, before symbolication (src/minidump). */
+  expandMinidump: ExpandMinidump;
 }
 
 function reply(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): IngestResponse {
@@ -207,7 +208,7 @@ async function answerIngest(
       );
     }
 
-    // A minidump attachment becomes the envelope's event (src/minidump), before
+    // A minidump attachment becomes the envelope's event (src/minidump, passed in), before
     // symbolication; the minidump item stays in the envelope and is kept with that event
     // like the other attachments (src/attachments).
     if (
@@ -217,7 +218,7 @@ async function answerIngest(
       )
     ) {
       const started = performance.now();
-      const expanded = await expandMinidumpEnvelope(deps.store.db, project.id, parsed.envelope);
+      const expanded = await deps.expandMinidump(deps.store.db, project.id, parsed.envelope);
       // An unreadable dump leaves the envelope as it came, with no attachment to keep.
       deps.metrics?.observeMinidump((performance.now() - started) / 1000, expanded.attachments.length > 0);
       parsed = { kind: 'envelope', envelope: expanded.envelope };

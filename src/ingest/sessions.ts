@@ -2,9 +2,9 @@
 // `session` updates and `sessions` aggregates, parsed and validated into the
 // shapes the writer stores.
 import { HOUR_MS } from '../clock.js';
-import { InvalidItemError } from './errors.js';
+import { InvalidItemError } from '../errors.js';
 import { parseCleanJson } from './hygiene.js';
-import { cleanUuid, parseTimestamp, randomId } from './normalize.js';
+import { cleanUuid, parseTimestamp, randomId } from '../protocol-values.js';
 import type { SessionAggregate, SessionStatus, SessionUpdate } from './types.js';
 import { MAX_SESSION_COUNT } from '../limits.js';
 

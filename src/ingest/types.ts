@@ -1,6 +1,9 @@
 // The normalised shapes that flow from the envelope parser and normaliser
 // (request side, pure CPU) to the group-commit writer (database side).
+import type { Kysely } from 'kysely';
 import type { ScrubReport } from '../privacy/scrub.js';
+import type { Database } from '../store/schema.js';
+import type { ParsedEnvelope } from './envelope.js';
 import type { Decompress } from './decode.js';
 import type { Md5Hex } from './grouping.js';
 import type { EventRowFields, ProjectRecord } from '../store/records.js';
@@ -171,6 +174,20 @@ export interface IngestSymbolication {
   /** Loads the symbol files these events need; a synchronous symbolicator for them. */
   prepare(projectId: number, inputs: SymbolicationInput[]): Promise<EventSymbolicator>;
 }
+
+/**
+ * The step that turns an envelope's `event.minidump` attachment into the event the dump
+ * stands for, before symbolication (src/minidump/ingest.ts expandMinidumpEnvelope; the
+ * edition passes it). Declared here because the minidump reader walks stacks with the
+ * project's symbol files (src/symbols), which run this folder's normalisation. Resolves
+ * to the envelope to go on with and the dumps read, to keep with the event (none when the
+ * dump is unreadable: the envelope stays as it came).
+ */
+export type ExpandMinidump = (
+  db: Kysely<Database>,
+  projectId: number,
+  envelope: ParsedEnvelope,
+) => Promise<{ envelope: ParsedEnvelope; attachments: readonly unknown[] }>;
 
 /**
  * What the ingest path needs beyond Web APIs, supplied by the edition (Node:

@@ -8,8 +8,12 @@
 // Breakpad file are unwound with their uploaded ELF file's `.eh_frame` and `.debug_frame`,
 // or their uploaded Mach-O image's compact unwind. The minidump item
 // stays in the envelope: the attachment store keeps it with the event (src/attachments).
+// The editions pass expandMinidumpEnvelope to the pipeline as its `expandMinidump`
+// (src/ingest/types.ts ExpandMinidump): this folder reads symbol files, which run ingest's
+// normalisation, so ingest does not import it.
 
 import type { Kysely } from 'kysely';
+import { MINIDUMP_ATTACHMENT_TYPE } from '../attachments/rules.js';
 import type { EnvelopeItem, ParsedEnvelope } from '../ingest/envelope.js';
 import type { Database } from '../store/schema.js';
 import { breakpadIndex } from '../symbols/breakpad.js';
@@ -24,8 +28,6 @@ import { BreakpadReader } from '../symbols/native/breakpad.js';
 import { breakpadUnwindInfo, MAX_MINIDUMP_BYTES, processMinidump } from './process.js';
 import { BadMinidump, readMinidump, type MinidumpModule } from './reader.js';
 import type { ModuleUnwindInfo } from './unwind.js';
-
-export const MINIDUMP_ATTACHMENT_TYPE = 'event.minidump';
 
 /** A minidump to keep with its event (the attachment store's input). */
 export interface MinidumpAttachment {

@@ -66,7 +66,7 @@ function wakeStatements(store: Store, now: number): CompiledQuery[] {
 
 /**
  * The periodic job's part (serve's dispatcher, `faultline alerts`, the Worker's minute
- * cron): every issue whose time snooze has ended goes back to `unresolved` with a
+ * cron; the dispatcher receives it as its deps' `endTimeSnoozes`): every issue whose time snooze has ended goes back to `unresolved` with a
  * `snooze_ended` activity entry. Returns how many.
  */
 export async function endTimeSnoozes(store: Store, now: number): Promise<number> {

@@ -1,5 +1,5 @@
 // The web-only rule, checked on what the shared app reaches: esbuild follows every
-// import of src/http/app.ts as a Workers bundler would (type-only imports are erased,
+// import of src/editions/app.ts as a Workers bundler would (type-only imports are erased,
 // packages resolve with the workerd/worker/browser conditions and are followed into
 // node_modules), and the test fails on any Node built-in or Node-edition package in
 // that closure, and on Node globals in its source files. Node things reach the app
@@ -150,8 +150,8 @@ async function closureOf(entry: string): Promise<Closure> {
 }
 
 describe('web-only rule on the import closure of the shared app', () => {
-  it('src/http/app.ts reaches no Node built-in, Node-edition package or Node global', async () => {
-    const { files, violations } = await closureOf('src/http/app.ts');
+  it('src/editions/app.ts reaches no Node built-in, Node-edition package or Node global', async () => {
+    const { files, violations } = await closureOf('src/editions/app.ts');
     // The closure is the whole app, not a stub: every route module and the domain code behind it.
     expect(files).toEqual(
       expect.arrayContaining([

@@ -9,7 +9,7 @@ import {
   servedContentType,
   sniffImage,
 } from '../../src/attachments/rules.js';
-import { PayloadTooLargeError } from '../../src/ingest/errors.js';
+import { PayloadTooLargeError } from '../../src/errors.js';
 import {
   MAX_ATTACHMENT_BYTES,
   MAX_ATTACHMENTS_PER_EVENT,

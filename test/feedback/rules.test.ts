@@ -2,7 +2,7 @@
 // to Sentry's lengths, malformed items refused as items.
 import { describe, expect, it } from 'vitest';
 import { parseFeedbackItem, parseUserReport } from '../../src/feedback/rules.js';
-import { InvalidItemError } from '../../src/ingest/errors.js';
+import { InvalidItemError } from '../../src/errors.js';
 import { MAX_FEEDBACK_COMMENTS, MAX_FEEDBACK_EMAIL, MAX_FEEDBACK_NAME } from '../../src/limits.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { expect, it } from 'vitest';
 import { decodeContent } from '../../src/ingest/decode.js';
 import { MAX_BODY_BYTES } from '../../src/limits.js';
-import { PayloadTooLargeError } from '../../src/ingest/errors.js';
+import { PayloadTooLargeError } from '../../src/errors.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 
 const { decompress } = nodeIngestRuntime;

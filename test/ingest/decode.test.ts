@@ -3,7 +3,7 @@ import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } 
 import { describe, expect, it } from 'vitest';
 import { decodeContent, readBody } from '../../src/ingest/decode.js';
 import { MAX_BODY_BYTES } from '../../src/limits.js';
-import { BadPayloadError, PayloadTooLargeError } from '../../src/ingest/errors.js';
+import { BadPayloadError, PayloadTooLargeError } from '../../src/errors.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 
 const { decompress } = nodeIngestRuntime;

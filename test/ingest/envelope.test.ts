@@ -2,7 +2,7 @@
 import { deflateRawSync, deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { decodeBase64, decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
-import { BadPayloadError } from '../../src/ingest/errors.js';
+import { BadPayloadError } from '../../src/errors.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 
 const { decompress } = nodeIngestRuntime;

@@ -1,7 +1,8 @@
 // Event normalisation rules (docs/ingest-normalisation.md "Event normalisation": title, location, error_type).
 import { describe, expect, it } from 'vitest';
-import { InvalidItemError } from '../../src/ingest/errors.js';
-import { normalizeEvent, parseTimestamp, type NormalizeContext } from '../../src/ingest/normalize.js';
+import { InvalidItemError } from '../../src/errors.js';
+import { normalizeEvent, type NormalizeContext } from '../../src/ingest/normalize.js';
+import { parseTimestamp } from '../../src/protocol-values.js';
 import { nodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { withDetail } from './detail.js';
 

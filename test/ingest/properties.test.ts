@@ -17,7 +17,7 @@ import {
   parseSentryAuthHeader,
 } from '../../src/ingest/auth.js';
 import { decodeStoreBody, parseEnvelope } from '../../src/ingest/envelope.js';
-import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from '../../src/ingest/errors.js';
+import { BadPayloadError, InvalidItemError, PayloadTooLargeError } from '../../src/errors.js';
 import { cleanJsonValue, hasUnsafeText, jsonNeedsCleaning } from '../../src/ingest/hygiene.js';
 import { MAX_JSON_DEPTH } from '../../src/limits.js';
 import { eventDetailFromRaw, normalizeEvent } from '../../src/ingest/normalize.js';

@@ -1,6 +1,6 @@
 // Release-health items: `session` updates and `sessions` aggregates.
 import { describe, expect, it } from 'vitest';
-import { InvalidItemError } from '../../src/ingest/errors.js';
+import { InvalidItemError } from '../../src/errors.js';
 import { parseSessionAggregates, parseSessionUpdate } from '../../src/ingest/sessions.js';
 
 const RECEIVED = Date.UTC(2026, 10, 21, 14, 0, 0);

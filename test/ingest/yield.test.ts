@@ -10,6 +10,7 @@ import pino from 'pino';
 import { ManualClock } from '../../src/clock.js';
 import { nodeIngestRuntime, PARSES_PER_TURN, postgresNodeIngestRuntime } from '../../src/editions/node/runtime.js';
 import { handleIngest, type PipelineDeps } from '../../src/ingest/pipeline.js';
+import { expandMinidumpEnvelope } from '../../src/minidump/ingest.js';
 import type { ProjectRow } from '../../src/store/schema.js';
 import { createProject, hex32, openTestStore, type TestStore } from '../helpers/factory.js';
 
@@ -52,6 +53,7 @@ describe('ingest pipeline: ready I/O before parsing', () => {
         },
         yieldToIo,
       },
+      expandMinidump: expandMinidumpEnvelope,
     };
   }
 

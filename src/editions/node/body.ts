@@ -3,7 +3,7 @@
 // AbortSignal and a Web ReadableStream for every request; on the ingest path that
 // costs more CPU than parsing and storing the event (measured in a CPU profile).
 import type { IncomingMessage } from 'node:http';
-import { ClientAbortedError, PayloadTooLargeError } from '../../ingest/errors.js';
+import { ClientAbortedError, PayloadTooLargeError } from '../../errors.js';
 
 /** The IncomingMessage @hono/node-server passes as the app's env (`env.incoming`). */
 export function incomingOf(env: unknown): IncomingMessage | undefined {

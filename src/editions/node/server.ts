@@ -8,7 +8,7 @@ import pino, { type Logger } from 'pino';
 import { systemClock, type Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import type { AppDeps } from '../../context.js';
-import { createApp } from '../../http/app.js';
+import { createApp } from '../app.js';
 import { localBaseUrl } from '../../http/public-url.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import { createIngestWriter } from './writer.js';
@@ -24,6 +24,8 @@ import { nodeAlertRuntimeFor } from './alerts.js';
 import { storedPayloads } from './payloads.js';
 import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
 import { SymbolService } from '../../symbols/service.js';
+import { expandMinidumpEnvelope } from '../../minidump/ingest.js';
+import { endTimeSnoozes } from '../../triage/snooze.js';
 import type { UploadLimits } from '../../symbols/upload.js';
 import { incomingOf, readNodeRequestBody } from './body.js';
 import { directIngestListener } from './ingest.js';
@@ -83,6 +85,7 @@ export async function buildNodeDeps(config: Config, options: NodeDepsOptions = {
         : new MemoryRateLimiter(config.rateLimit),
     ingest,
     ingestRuntime,
+    expandMinidump: expandMinidumpEnvelope,
     decompressBlob: decompress,
     compressBlob: compress,
     diskGuard: nodeDiskGuard(config),
@@ -181,6 +184,7 @@ export async function startServer(
             logger: deps.logger,
             config: deps.config,
             runtime: deps.alertRuntime ?? nodeAlertRuntimeFor(deps.config),
+            endTimeSnoozes,
           },
           { spikeCheckMs: options.background ? SPIKE_CHECK_INTERVAL_MS : null, ...options.alerts },
         ).start();

@@ -12,7 +12,7 @@ import { compress } from './codec.js';
 import { ingestPlanner } from '../../ingest/plan.js';
 import { prepareWork } from '../../ingest/prepare.js';
 import type { PreparedWork } from '../../store/write-set.js';
-import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
+import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../errors.js';
 import type { IngestOutcome, IngestSink, IngestStats, IngestWork } from '../../ingest/types.js';
 
 export interface WriterDeps {

@@ -10,6 +10,7 @@
 // deliveries still pending, runs not finished, pieces cut short.
 import { AlertDispatcher, type PassSummary } from '../../alerts/dispatcher.js';
 import { webAlertRuntime } from '../../alerts/transport.js';
+import { endTimeSnoozes } from '../../triage/snooze.js';
 import type { AppDeps } from '../../context.js';
 import { WORKER_ALERT_PASS_WAIT_MS, WORKER_RESYMBOLICATE_STEP_EVENTS } from '../../limits.js';
 
@@ -52,6 +53,7 @@ export async function sendRecordedAlerts(deps: AppDeps): Promise<PassSummary | n
     config: deps.config,
     // fetch, with the SSRF guard on literal addresses: a Worker cannot resolve names itself.
     runtime: deps.alertRuntime ?? webAlertRuntime,
+    endTimeSnoozes,
   });
   try {
     const pass = await dispatcher.drain(WORKER_ALERT_PASS_WAIT_MS);

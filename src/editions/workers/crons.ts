@@ -69,6 +69,7 @@ export async function runCron(cron: string, deps: AppDeps): Promise<void> {
         config: deps.config,
         // fetch, with the SSRF guard on literal addresses: a Worker cannot resolve names itself.
         runtime: deps.alertRuntime ?? webAlertRuntime,
+        endTimeSnoozes,
       });
       deps.logger.info(
         {

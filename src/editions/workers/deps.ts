@@ -13,7 +13,7 @@ import type { Hono } from 'hono';
 import { systemClock } from '../../clock.js';
 import { loadConfig } from '../../config.js';
 import type { AppDeps } from '../../context.js';
-import { createApp } from '../../http/app.js';
+import { createApp } from '../app.js';
 import {
   WORKER_MAX_SOURCE_MAP_BYTES,
   WORKER_MAX_SYMBOL_FILE_BYTES,
@@ -32,6 +32,7 @@ import { createWorkerLogger } from './logger.js';
 import { compressBlob, decompressBlob, workersIngestRuntime } from './runtime.js';
 import { defaultSymbolKinds } from '../../symbols/default-kinds.js';
 import { SymbolService } from '../../symbols/service.js';
+import { expandMinidumpEnvelope } from '../../minidump/ingest.js';
 import { UPLOAD_LIMITS, type UploadLimits } from '../../symbols/upload.js';
 import { workersTransferRuntime } from './transfer-runtime.js';
 import { VERSION } from '../../version.js';
@@ -95,6 +96,7 @@ export function buildWorkerDeps(env: WorkerEnv, afterAnswer: AfterAnswer = new A
     // commits works in batches (index.ts `queue`); without one, each request commits.
     ingest: env.INGEST_QUEUE ? new QueueIngestSink(env.INGEST_QUEUE, direct, logger) : direct,
     ingestRuntime: workersIngestRuntime,
+    expandMinidump: expandMinidumpEnvelope,
     decompressBlob,
     compressBlob,
     blobs,

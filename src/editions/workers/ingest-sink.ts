@@ -9,7 +9,7 @@
 // (`onAlertsRecorded`): the Worker sends them after the answer (deps.ts). With an R2
 // bucket bound, the payload chunks are written to it first and the batch keeps their keys
 // (src/store/blobs.ts); a bucket that fails is answered 503 like D1.
-import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../ingest/errors.js';
+import { DATABASE_UNAVAILABLE, IngestUnavailableError } from '../../errors.js';
 import type { Random } from '../../store/write-set.js';
 import { prepareWork } from '../../ingest/prepare.js';
 import type { IngestOutcome, IngestSink, IngestWork } from '../../ingest/types.js';

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { ManualClock } from '../../../src/clock.js';
-import { IngestUnavailableError } from '../../../src/ingest/errors.js';
+import { IngestUnavailableError } from '../../../src/errors.js';
 import { BatchThread } from '../../../src/editions/node/batch-thread.js';
 import { openStore } from '../../../src/editions/node/open-store.js';
 import type { Store } from '../../../src/store/database.js';

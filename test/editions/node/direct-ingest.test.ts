@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../../src/http/app.js';
+import { createApp } from '../../../src/editions/app.js';
 import type { ProjectRow } from '../../../src/store/schema.js';
 import { envelope, errorEvent, eventId, makeProject } from '../../ingest/helpers.js';
 import { dialects, startTestServer, type TestServer } from '../../helpers/server.js';

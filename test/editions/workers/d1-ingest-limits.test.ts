@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compressBlob } from '../../../src/editions/workers/runtime.js';
-import { PayloadTooLargeError } from '../../../src/ingest/errors.js';
+import { PayloadTooLargeError } from '../../../src/errors.js';
 import { prepareWork } from '../../../src/ingest/prepare.js';
 import type { IngestWork, NormalizedEvent } from '../../../src/ingest/types.js';
 import { buildD1IngestCommit } from '../../../src/ingest/d1-commit.js';

@@ -7,7 +7,7 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
 import { withoutQueue } from './direct-path.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import { migrate } from '../../../../src/store/migrate.js';
 
 const API_KEY = 'workers-accounts-key';

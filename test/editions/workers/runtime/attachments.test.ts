@@ -7,7 +7,7 @@ import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import { readObject, type BlobBucket } from '../../../../src/store/blobs.js';
 import type { Store } from '../../../../src/store/database.js';
 import { migrate } from '../../../../src/store/migrate.js';

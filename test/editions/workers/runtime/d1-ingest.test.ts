@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
 import { withoutQueue } from './direct-path.js';
 import type { D1IngestSink } from '../../../../src/editions/workers/ingest-sink.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import type { Store } from '../../../../src/store/database.js';
 import { migrate } from '../../../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../../../src/store/projects.js';

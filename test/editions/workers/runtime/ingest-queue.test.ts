@@ -14,7 +14,7 @@ import {
   type QueueBinding,
   type QueueIngestSink,
 } from '../../../../src/editions/workers/ingest-queue.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import type { Store } from '../../../../src/store/database.js';
 import { migrate } from '../../../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../../../src/store/projects.js';

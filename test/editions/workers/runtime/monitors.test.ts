@@ -11,7 +11,7 @@ import type { AppDeps } from '../../../../src/context.js';
 import { RESYMBOLICATE_CRON, runCron } from '../../../../src/editions/workers/crons.js';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
 import { withoutQueue } from './direct-path.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import { runMonitorCheck } from '../../../../src/monitors/store.js';
 import { migrate } from '../../../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../../../src/store/projects.js';

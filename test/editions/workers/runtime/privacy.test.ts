@@ -9,7 +9,7 @@ import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
 import { decompressBlob } from '../../../../src/editions/workers/runtime.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import { PAYLOAD_PREFIX, readPayloadChunks, type BlobBucket } from '../../../../src/store/blobs.js';
 import { ERASE_SLICE } from '../../../../src/privacy/erase.js';
 import type { Store } from '../../../../src/store/database.js';

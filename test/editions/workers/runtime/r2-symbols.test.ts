@@ -13,7 +13,7 @@ import { DAY_MS } from '../../../../src/clock.js';
 import type { AppDeps } from '../../../../src/context.js';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
 import { workersTransferRuntime } from '../../../../src/editions/workers/transfer-runtime.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import { symbolicationInputOf } from '../../../../src/ingest/normalize.js';
 import { SYMBOL_PREFIX, UPLOAD_PREFIX, type BlobBucket } from '../../../../src/store/blobs.js';
 import type { Store } from '../../../../src/store/database.js';

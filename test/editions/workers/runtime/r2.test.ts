@@ -16,7 +16,7 @@ import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/worker
 import { consumeIngestBatch, type QueueBinding } from '../../../../src/editions/workers/ingest-queue.js';
 import { decompressBlob } from '../../../../src/editions/workers/runtime.js';
 import { workersTransferRuntime } from '../../../../src/editions/workers/transfer-runtime.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import { ATTACHMENT_PREFIX, PAYLOAD_PREFIX, readObject, type BlobBucket } from '../../../../src/store/blobs.js';
 import type { Store } from '../../../../src/store/database.js';
 import { migrate } from '../../../../src/store/migrate.js';

@@ -6,7 +6,7 @@ import type { Hono } from 'hono';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/workers/deps.js';
 import { withoutQueue } from './direct-path.js';
-import { createApp } from '../../../../src/http/app.js';
+import { createApp } from '../../../../src/editions/app.js';
 import type { Store } from '../../../../src/store/database.js';
 import { migrate } from '../../../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../../../src/store/projects.js';

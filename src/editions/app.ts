@@ -1,35 +1,37 @@
-// Builds the Hono app from injected dependencies. Shared by every edition; only
-// Web APIs here. Cross-cutting behaviour (request ids, logging, errors, auth,
-// rate limits, body limits, 404/405) is installed here; each domain's routes
-// live in their own module.
+// Builds the Hono app every edition serves from injected dependencies: the API's
+// routes and middleware (src/http) and the dashboard (src/dashboard), which reuses
+// pieces of the API, so the two are put together here and src/http does not import the
+// dashboard. Only Web APIs here. Cross-cutting behaviour (request ids, logging, errors,
+// auth, rate limits, body limits, 404/405) is installed here; each domain's routes live
+// in their own module of src/http.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { AppDeps } from '../context.js';
 import { dashboard } from '../dashboard/index.js';
-import { isIngestPath, managementAuth } from './auth.js';
+import { isIngestPath, managementAuth } from '../http/auth.js';
 import { UserPresence } from '../accounts/presence.js';
-import { userRoutes } from './users.js';
-import { errorResponse, handleError } from './errors.js';
-import { alertRoutes } from './alerts.js';
-import { attachmentRoutes } from './attachments.js';
-import { monitorRoutes } from './monitors.js';
-import { feedbackRoutes } from './feedback.js';
-import { ignoreUntrustedForwarding } from './forwarded.js';
-import { refuseNulInUrl } from './input-hygiene.js';
-import { healthRoutes } from './health.js';
-import { ingestCors, ingestRoutes } from './ingest.js';
-import { projectRoutes } from './projects.js';
-import { privacyRoutes } from './privacy.js';
-import { metricsRoutes } from './metrics.js';
-import { managementRateLimitKey, rateLimit } from './rate-limit.js';
-import { readRoutes } from './read.js';
-import { triageRoutes } from './triage.js';
-import { requestMeta } from './request-meta.js';
-import { uploadRoutes } from './uploads.js';
-import { isSymbolUploadPath, symbolRoutes } from './symbols.js';
+import { userRoutes } from '../http/users.js';
+import { errorResponse, handleError } from '../http/errors.js';
+import { alertRoutes } from '../http/alerts.js';
+import { attachmentRoutes } from '../http/attachments.js';
+import { monitorRoutes } from '../http/monitors.js';
+import { feedbackRoutes } from '../http/feedback.js';
+import { ignoreUntrustedForwarding } from '../http/forwarded.js';
+import { refuseNulInUrl } from '../http/input-hygiene.js';
+import { healthRoutes } from '../http/health.js';
+import { ingestCors, ingestRoutes } from '../http/ingest.js';
+import { projectRoutes } from '../http/projects.js';
+import { privacyRoutes } from '../http/privacy.js';
+import { metricsRoutes } from '../http/metrics.js';
+import { managementRateLimitKey, rateLimit } from '../http/rate-limit.js';
+import { readRoutes } from '../http/read.js';
+import { triageRoutes } from '../http/triage.js';
+import { requestMeta } from '../http/request-meta.js';
+import { uploadRoutes } from '../http/uploads.js';
+import { isSymbolUploadPath, symbolRoutes } from '../http/symbols.js';
 import { MANAGEMENT_BODY_LIMIT } from '../limits.js';
-import { IMPORT_PATH, transferRoutes } from './transfer.js';
+import { IMPORT_PATH, transferRoutes } from '../http/transfer.js';
 
 /** Routes that take large bodies and enforce their own limits. */
 function hasOwnBodyLimit(path: string): boolean {
