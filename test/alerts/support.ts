@@ -16,6 +16,8 @@ export interface Received {
   json: any;
   /** The status the receiver answered. */
   answered: number;
+  /** When the request arrived (ms): gaps between attempts are measured from these, not from polling. */
+  arrivedAt: number;
 }
 
 export interface Answer {
@@ -40,6 +42,7 @@ export class Receiver {
 
   private listen(port: number): Promise<void> {
     this.server = http.createServer((req, res) => {
+      const arrivedAt = Date.now();
       const chunks: Buffer[] = [];
       req.on('data', (c) => chunks.push(c));
       req.on('end', () => {
@@ -52,7 +55,14 @@ export class Receiver {
           json = null;
         }
         const finish = () => {
-          this.requests.push({ path: req.url ?? '', headers: req.headers, body, json, answered: answer.status });
+          this.requests.push({
+            path: req.url ?? '',
+            headers: req.headers,
+            body,
+            json,
+            answered: answer.status,
+            arrivedAt,
+          });
           res.writeHead(answer.status, { 'content-type': 'application/json' });
           res.end(answer.body ?? '{"ok":true}');
         };
