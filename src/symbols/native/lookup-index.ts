@@ -13,7 +13,7 @@
 
 import type { ByteRangeSource } from '../../bytes.js';
 import { BadNativeFile, cString } from './bytes.js';
-import { readDwarf, readDwarfAsync, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
+import { readDwarf, readDwarfAsync, tableName, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
 import { readSymbols, type MachSlice } from './macho.js';
 
@@ -297,7 +297,7 @@ function resolveScopeNames(bytes: Uint8Array, t: DwarfTables, strings: StringTab
     }
     let id = byPos.get(pos);
     if (id === undefined) {
-      id = strings.id(cString(bytes, pos));
+      id = strings.id(tableName(bytes, t, pos));
       byPos.set(pos, id);
     }
     out[s] = id;
