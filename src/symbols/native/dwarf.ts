@@ -353,6 +353,9 @@ export function emptyTables(): DwarfTables {
   };
 }
 
+/** The sections read by lookups from DIEs. */
+type LookedUp = 'addr' | 'strOffsets' | 'ranges' | 'rngLists';
+
 class DwarfReader {
   private readonly abbrevCache = new Map<string, Map<number, Abbrev>>();
   /** The `.debug_info` bytes at hand: `ib[i]` is the byte at offset `ibStart + i` of the info window's space. */
@@ -361,6 +364,11 @@ class DwarfReader {
   /** When readUnits stopped for bytes the window lacks: how many the unit at that position needs. */
   needBytes = 0;
   private readonly inlineIds = new Map<string, number>();
+  /**
+   * One reader per section looked up by index or offset (an address, a string offset, a
+   * range list per DIE): moved, never made anew, as a file has millions of such lookups.
+   */
+  private readonly readers = new Map<LookedUp, ByteReader>();
   private readonly fileIndex = new Map<string, number>();
   private readonly lineTableCache = new Map<number, Int32Array>();
   /**
@@ -384,6 +392,19 @@ class DwarfReader {
     this.abbrevBudget = 4 * (s.abbrev.end - s.abbrev.start) + (1 << 20);
     this.lineBudget = 4 * (s.line.end - s.line.start) + (1 << 20);
     this.ib = s.bytes;
+  }
+
+  /** The section's reader at `pos` (an absolute position in `bytes`, checked against the section). */
+  private readerAt(section: LookedUp, pos: number): ByteReader {
+    const w = this.s[section];
+    let r = this.readers.get(section);
+    if (!r) {
+      r = new ByteReader(this.s.bytes, w.start, w.end);
+      this.readers.set(section, r);
+    }
+    if (pos < w.start || pos > w.end) throw new BadNativeFile(`offset ${pos} out of its section`);
+    r.pos = pos;
+    return r;
   }
 
   /** Reads the following units from `bytes`, the info section's bytes from offset `start`. */
@@ -817,8 +838,7 @@ class DwarfReader {
         if (u.strOffsetsBase < 0) return -1;
         const at = s.strOffsets.start + u.strOffsetsBase + value * u.offsetSize;
         if (value < 0 || at + u.offsetSize > s.strOffsets.end) throw new BadNativeFile('string index out of bounds');
-        const r = new ByteReader(s.bytes, at, s.strOffsets.end);
-        return within(s.str, r.uN(u.offsetSize));
+        return within(s.str, this.readerAt('strOffsets', at).uN(u.offsetSize));
       }
       default:
         return -1;
@@ -836,7 +856,7 @@ class DwarfReader {
     if (u.addrBase < 0) throw new BadNativeFile('address index without an address base');
     const at = s.addr.start + u.addrBase + index * u.addrSize;
     if (at + u.addrSize > s.addr.end) throw new BadNativeFile('address index out of bounds');
-    return new ByteReader(s.bytes, at, s.addr.end).uN(u.addrSize);
+    return this.readerAt('addr', at).uN(u.addrSize);
   }
 
   private refValue(u: Unit, form: number, value: number): number {
@@ -881,8 +901,7 @@ class DwarfReader {
 
   private readRanges(u: Unit, offset: number, scope: number): void {
     const s = this.s;
-    const r = new ByteReader(s.bytes, s.ranges.start, s.ranges.end);
-    r.seek(s.ranges.start + u.rangesBase + offset);
+    const r = this.readerAt('ranges', s.ranges.start + u.rangesBase + offset);
     // The all-ones address: 2 ** 64 is what a double makes of 0xffff_ffff_ffff_ffff.
     const max = u.addrSize === 8 ? 2 ** 64 : 0xffff_ffff;
     let base = u.baseAddr;
@@ -903,10 +922,9 @@ class DwarfReader {
       if (u.rnglistsBase < 0) throw new BadNativeFile('range list index without a base');
       const at = s.rngLists.start + u.rnglistsBase + value * u.offsetSize;
       if (at + u.offsetSize > s.rngLists.end) throw new BadNativeFile('range list index out of bounds');
-      offset = u.rnglistsBase + new ByteReader(s.bytes, at, s.rngLists.end).uN(u.offsetSize);
+      offset = u.rnglistsBase + this.readerAt('rngLists', at).uN(u.offsetSize);
     }
-    const r = new ByteReader(s.bytes, s.rngLists.start, s.rngLists.end);
-    r.seek(s.rngLists.start + offset);
+    const r = this.readerAt('rngLists', s.rngLists.start + offset);
     let base = u.baseAddr;
     for (;;) {
       this.spendRangeEntry();

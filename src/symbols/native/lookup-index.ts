@@ -250,11 +250,22 @@ export async function buildNativeIndexAsync(bytes: Uint8Array, slice: MachSlice)
 
 /** Builds an index from any container's parts. */
 export function buildIndex(source: IndexSource): Uint8Array {
-  return indexFromTables(source, readDwarf(source.sections));
+  const start = symbolPart(source);
+  return finishIndex(source, readDwarf(source.sections), start);
 }
 
 export async function buildIndexAsync(source: IndexSource): Promise<Uint8Array> {
-  return indexFromTables(source, await readDwarfAsync(source.sections));
+  // The symbols become their compact part before DWARF is read: their objects are not held meanwhile.
+  const start = symbolPart(source);
+  return finishIndex(source, await readDwarfAsync(source.sections), start);
+}
+
+/** The index's first part: the symbol table, its names the first strings. Releases `source.symbols`. */
+function symbolPart(source: IndexSource): { strings: StringTable; symbols: Boundaries; entries: Int32Array } {
+  const strings = new StringTable();
+  const { symbols, entries } = symbolTable(source.symbols, strings);
+  source.symbols = [];
+  return { strings, symbols, entries };
 }
 
 /**
@@ -265,7 +276,14 @@ export async function buildIndexAsync(source: IndexSource): Promise<Uint8Array> 
  * holds the index and what is left to make it, not every stage at once.
  */
 export function indexFromTables(source: IndexSource, t: DwarfTables): Uint8Array {
-  const strings = new StringTable();
+  return finishIndex(source, t, symbolPart(source));
+}
+
+function finishIndex(
+  source: IndexSource,
+  t: DwarfTables,
+  { strings, symbols, entries }: ReturnType<typeof symbolPart>,
+): Uint8Array {
   const files = t.files.map((f) => strings.id(f));
   const scopeNames = resolveScopeNames(source.sections.bytes, t, strings);
   source.sections.bytes = new Uint8Array(0);
@@ -278,8 +296,6 @@ export function indexFromTables(source: IndexSource, t: DwarfTables): Uint8Array
   const rows = mergeSequences(t);
   t.rowAddr = new GrowableF64(0);
   t.rowFile = t.rowLine = t.seqFirstRow = t.seqEndRow = new GrowableI32(0);
-  const { symbols, entries } = symbolTable(source.symbols, strings);
-  source.symbols = [];
   return serialise({
     strings: strings.done(),
     files,
