@@ -62,6 +62,41 @@ describe('ELF symbolication equals llvm-symbolizer', () => {
     });
   }
 
+  it('an upload never holds .debug_info whole: each read of it is one window or one unit, in order', async () => {
+    for (const name of ['x86_64-dwarf4.so', 'x86_64-dwarf5.so', 'aarch64-dwarf5.so'] as const) {
+      const bytes = elfBytes(name);
+      const elf = await readElf(bytes);
+      const info = elf.sections.find((s) => s.name === '.debug_info')!;
+      const [start, end] = [info.fileOffset, info.fileOffset + info.size];
+      // The units' sizes, from their headers (32-bit DWARF).
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      let largestUnit = 0;
+      let units = 0;
+      for (let at = start; at < end; units++) {
+        const size = 4 + view.getUint32(at, true);
+        largestUnit = Math.max(largestUnit, size);
+        at += size;
+      }
+      expect(units, name).toBeGreaterThan(1);
+      const reads: Array<[number, number]> = [];
+      const source = {
+        size: bytes.byteLength,
+        read: async (offset: number, length: number) => {
+          const out = bytes.subarray(offset, Math.min(bytes.byteLength, offset + length));
+          if (offset < end && offset + out.byteLength > start) reads.push([offset, offset + out.byteLength]);
+          return out;
+        },
+      };
+      await inspectElf(name, source, 64);
+      expect(reads.length, name).toBeGreaterThanOrEqual(units);
+      for (const [a, b] of reads) expect(b - a, name).toBeLessThanOrEqual(Math.max(64, largestUnit));
+      expect(largestUnit, name).toBeLessThan(info.size);
+      // Each window starts at the first unit the last one did not hold whole: the section is read in order.
+      const covered = reads.filter(([a]) => a >= start).sort((x, y) => x[0] - y[0]);
+      for (let i = 1; i < covered.length; i++) expect(covered[i][0]).toBeGreaterThanOrEqual(covered[i - 1][0]);
+    }
+  });
+
   it('the index read a window of .debug_info at a time equals the one read from the whole file, for every window size', async () => {
     for (const name of ELF_NAMES) {
       const whole = (await buildElfIndex(elfBytes(name))).index;
