@@ -176,6 +176,8 @@ interface Page {
 
 /** Functions whose stack size is read from their code, at most (real images have a few hundred). */
 const MAX_STACK_IND_SITES = 1 << 16;
+/** Entries looked through for them, at most (the largest images have about a million functions). */
+const MAX_ENUMERATED_ENTRIES = 1 << 22;
 
 /** An `__unwind_info` read: its first-level index and, per page, its entries. */
 class UnwindSection {
@@ -332,7 +334,7 @@ export function stackSizeSites(bytes: Uint8Array, arch: string): number[] {
   const section = X86_FAMILY[arch] ? UnwindSection.read(bytes) : null;
   if (!section) return [];
   const sites = new Set<number>();
-  for (const e of section.entries(MAX_PAGES * 4)) {
+  for (const e of section.entries(MAX_ENUMERATED_ENTRIES)) {
     const offset = stackSizeImmediateOffset(e.encoding, arch);
     if (offset >= 0) sites.add(e.start + offset);
     if (sites.size >= MAX_STACK_IND_SITES) break;
