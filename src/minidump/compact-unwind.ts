@@ -176,8 +176,8 @@ interface Page {
 
 /** Functions whose stack size is read from their code, at most (real images have a few hundred). */
 const MAX_STACK_IND_SITES = 1 << 16;
-/** Entries looked through for them, at most (the largest images have about a million functions). */
-const MAX_ENUMERATED_ENTRIES = 1 << 22;
+/** Entries looked through for them, at most (the largest images have about a million functions; a lying section repeating one page stops here). */
+const MAX_ENUMERATED_ENTRIES = 1 << 20;
 
 /** An `__unwind_info` read: its first-level index and, per page, its entries. */
 class UnwindSection {
