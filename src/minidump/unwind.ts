@@ -440,7 +440,7 @@ function callerByWin(
   for (const r of ['ebx', 'esi', 'edi']) if (regs.has(r)) vars.set(`$${r}`, regs.get(r)!);
   let trust: Trust = 'cfi';
   const assigned = runWinProgram(dump, spec, tokens, vars);
-  if (!assigned || !assigned.has('$eip') || !assigned.has('$esp')) {
+  if (!assigned?.has('$eip') || !assigned.has('$esp')) {
     const found = scanForReturnAddress(dump, spec, unwind, esp, contextFrame ? CONTEXT_SCAN_WORDS : SCAN_WORDS, budget);
     if (!found) return null;
     vars.set('$eip', found.pc);
