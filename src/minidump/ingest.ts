@@ -22,7 +22,7 @@ import { INDEX_PART, readSymbolBytes, storedFileSource } from '../symbols/storag
 import { readElfFrom } from '../symbols/native/elf.js';
 import { BadNativeFile } from '../symbols/native/bytes.js';
 import { dwarfCfiUnwindInfo } from './eh-frame.js';
-import { compactUnwindInfo } from './compact-unwind.js';
+import { compactUnwindInfo, readStackSizeImmediates } from './compact-unwind.js';
 import { readMachOFrom } from '../symbols/native/macho.js';
 import { BreakpadReader } from '../symbols/native/breakpad.js';
 import { breakpadUnwindInfo, MAX_MINIDUMP_BYTES, processMinidump } from './process.js';
@@ -140,7 +140,9 @@ async function machoUnwindInfo(db: Kysely<Database>, id: number, size: number): 
         )
       : null;
     if (!unwind) return dwarf;
-    return compactUnwindInfo(await source.read(unwind.fileOffset, unwind.size), slice.arch, dwarf) ?? dwarf;
+    const unwindBytes = await source.read(unwind.fileOffset, unwind.size);
+    const immediates = await readStackSizeImmediates(source, slice, unwindBytes);
+    return compactUnwindInfo(unwindBytes, slice.arch, dwarf, immediates) ?? dwarf;
   } catch (err) {
     if (err instanceof BadNativeFile) return null;
     throw err;

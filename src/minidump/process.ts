@@ -173,7 +173,15 @@ function stackWinLookup(reader: BreakpadReader): (rel: number) => WinFrameInfo |
       const i = order[found];
       if (rel >= win.addr[i] + win.size[i]) continue;
       const program = win.type[i] === 4 ? win.program[i] : win.allocatesBasePointer[i] ? FPO_EBP_PROGRAM : FPO_PROGRAM;
-      return { program, paramSize: win.paramSize[i], savedRegSize: win.savedRegSize[i], localSize: win.localSize[i] };
+      const fpo = win.type[i] === 0;
+      return {
+        program,
+        paramSize: win.paramSize[i],
+        savedRegSize: win.savedRegSize[i],
+        localSize: win.localSize[i],
+        fpo,
+        recoverEbp: !fpo || win.allocatesBasePointer[i],
+      };
     }
     return null;
   };

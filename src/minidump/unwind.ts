@@ -9,7 +9,8 @@
 
 import { moduleAt, readMemory, type CpuArch, type Minidump, type MinidumpModule } from './reader.js';
 
-export type Trust = 'context' | 'cfi' | 'fp' | 'scan';
+/** `cfi_scan`: a STACK WIN frame whose return address was found by scanning above `.raSearchStart` (Breakpad's FRAME_TRUST_CFI_SCAN). */
+export type Trust = 'context' | 'cfi' | 'cfi_scan' | 'fp' | 'scan';
 
 export interface WalkedFrame {
   /** The frame's instruction address (a return address for callers). */
@@ -30,6 +31,10 @@ export interface WinFrameInfo {
   paramSize: number;
   savedRegSize: number;
   localSize: number;
+  /** An FPO record (no program string of its own: `program` is the one Breakpad writes for it). */
+  fpo?: boolean;
+  /** False for an FPO record of a function that never touches %ebp: no saved %ebp is looked for. */
+  recoverEbp?: boolean;
 }
 
 /** CFI rules of a module: the rule text in force at a module-relative address, or null. */
@@ -286,35 +291,16 @@ const MAX_WIN_TOKENS = 512;
 
 /**
  * Runs a STACK WIN program string (`$T0 $ebp = $eip $T0 4 + ^ = $ebp $T0 ^ = $esp $T0 8 + =`):
- * postfix with `=` assigning to `$` and `.` names, starting from the callee's registers and
- * the frame's sizes (`.raSearchStart` is where the return address is looked for: above the
- * callee's parameters, the locals and the saved registers). The caller's registers, or null
- * when the program does not give both its instruction and its stack pointer.
+ * postfix with `=` assigning to `$` and `.` names, over `vars`. The variables it assigned,
+ * or null when it does not evaluate.
  */
-function callerByWin(
+function runWinProgram(
   dump: Minidump,
   spec: ArchSpec,
-  regs: Registers,
-  info: WinFrameInfo,
-  calleeParamSize: number,
-): Registers | null {
-  const tokens = info.program.trim().split(/\s+/);
-  if (tokens.length > MAX_WIN_TOKENS) return null;
-  const esp = regs.get('esp');
-  const ebp = regs.get('ebp');
-  if (esp === undefined || ebp === undefined) return null;
-  const raSearch = esp + calleeParamSize + info.localSize + info.savedRegSize;
-  const vars = new Map<string, number>([
-    ['$esp', esp],
-    ['$ebp', ebp],
-    ['.cbParams', info.paramSize],
-    ['.cbCalleeParams', calleeParamSize],
-    ['.cbSavedRegs', info.savedRegSize],
-    ['.cbLocals', info.localSize],
-    ['.raSearch', raSearch],
-    ['.raSearchStart', raSearch],
-  ]);
-  for (const r of ['ebx', 'esi', 'edi']) if (regs.has(r)) vars.set(`$${r}`, regs.get(r)!);
+  tokens: string[],
+  vars: Map<string, number>,
+): Set<string> | null {
+  const assigned = new Set<string>();
   const stack: Array<number | string> = [];
   const value = (v: number | string | undefined): number | null =>
     v === undefined ? null : typeof v === 'number' ? v : (vars.get(v) ?? null);
@@ -324,6 +310,7 @@ function callerByWin(
       const lhs = stack.pop();
       if (rhs === null || typeof lhs !== 'string') return null;
       vars.set(lhs, rhs >>> 0);
+      assigned.add(lhs);
     } else if (token === '^') {
       const addr = value(stack.pop());
       if (addr === null) return null;
@@ -363,15 +350,144 @@ function callerByWin(
       stack.push(Number(token) >>> 0);
     } else return null;
   }
-  const eip = vars.get('$eip');
-  const callerEsp = vars.get('$esp');
-  if (eip === undefined || callerEsp === undefined) return null;
-  const caller: Registers = new Map(regs);
-  for (const r of ['eip', 'esp', 'ebp', 'ebx', 'esi', 'edi']) {
-    const v = vars.get(`$${r}`);
-    if (v !== undefined) caller.set(r, v);
+  return assigned;
+}
+
+/** Where a scan found a return address: the stack slot and the address. */
+interface Found {
+  location: number;
+  pc: number;
+}
+
+/**
+ * Breakpad's ScanForReturnAddress: the first of the words at `start` and the `words`
+ * above it that looks like a return address (seemsCode), or null.
+ */
+function scanForReturnAddress(
+  dump: Minidump,
+  spec: ArchSpec,
+  unwind: (m: MinidumpModule) => ModuleUnwindInfo | null,
+  start: number,
+  words: number,
+  budget: WalkBudget,
+): Found | null {
+  for (let i = 0; i <= words && budget.steps > 0; i++, budget.steps--) {
+    const location = start + i * spec.word;
+    const v = word(dump, spec, location);
+    if (v === null) return null;
+    if (seemsCode(dump, v, unwind)) return { location, pc: v };
   }
-  return caller;
+  return null;
+}
+
+/** The frame a STACK WIN walk step is asked about. */
+interface WinStep {
+  regs: Registers;
+  /** The callee's parameter size (from its own record; 0 for the context frame or without one). */
+  calleeParamSize: number;
+  /** The frame is the context frame (scans look four times as far, as Breakpad's do). */
+  contextFrame: boolean;
+}
+
+/**
+ * The caller of an x86 frame by its STACK WIN record, as Breakpad's x86 walker finds it
+ * (GetCallerByWindowsFrameInfo): `.raSearchStart` is above the callee's parameters, the
+ * locals and the saved registers, moved up to three words to a plausible return address
+ * (an aligned stack), or %ebp + 4 when the program aligns (`@`); the program runs from
+ * the callee's registers. When it does not evaluate, the return address is scanned for
+ * from %esp (`scan`). When the return address it gives lies in no module, a better one
+ * is scanned for from `.raSearchStart` + 4 (`cfi_scan`); and a caller's %ebp that is not
+ * a readable address (or lies below the return address after a scan) is looked for in the
+ * saved-register area, highest slot first.
+ */
+function callerByWin(
+  dump: Minidump,
+  spec: ArchSpec,
+  step: WinStep,
+  info: WinFrameInfo,
+  unwind: (m: MinidumpModule) => ModuleUnwindInfo | null,
+  budget: WalkBudget,
+): { regs: Registers; trust: Trust } | null {
+  const { regs, calleeParamSize, contextFrame } = step;
+  const tokens = info.program.trim().split(/\s+/);
+  if (tokens.length > MAX_WIN_TOKENS) return null;
+  const esp = regs.get('esp');
+  const ebp = regs.get('ebp');
+  const eip = regs.get('eip');
+  if (esp === undefined || ebp === undefined) return null;
+  let raSearchStart = (esp + calleeParamSize + info.localSize + info.savedRegSize) >>> 0;
+  // Up to three words above, in case the stack was aligned to a quadword.
+  const aligned = scanForReturnAddress(dump, spec, unwind, raSearchStart, 3, budget);
+  if (aligned) {
+    if (contextFrame && info.fpo && aligned.location === raSearchStart && aligned.pc === eip) {
+      // An FPO system call: the callee returned, its return address still on the stack top.
+      raSearchStart += 4;
+      raSearchStart = scanForReturnAddress(dump, spec, unwind, raSearchStart, 3, budget)?.location ?? raSearchStart;
+    } else raSearchStart = aligned.location;
+  }
+  // An aligning program: %esp lost what it was, %ebp is the one reliable point.
+  if (info.program.includes('@')) raSearchStart = (ebp + 4) >>> 0;
+  const vars = new Map<string, number>([
+    ['$esp', esp],
+    ['$ebp', ebp],
+    ['.cbParams', info.paramSize],
+    ['.cbCalleeParams', calleeParamSize],
+    ['.cbSavedRegs', info.savedRegSize],
+    ['.cbLocals', info.localSize],
+    ['.raSearch', raSearchStart],
+    ['.raSearchStart', raSearchStart],
+  ]);
+  for (const r of ['ebx', 'esi', 'edi']) if (regs.has(r)) vars.set(`$${r}`, regs.get(r)!);
+  let trust: Trust = 'cfi';
+  const assigned = runWinProgram(dump, spec, tokens, vars);
+  if (!assigned?.has('$eip') || !assigned.has('$esp')) {
+    const found = scanForReturnAddress(dump, spec, unwind, esp, contextFrame ? CONTEXT_SCAN_WORDS : SCAN_WORDS, budget);
+    if (!found) return null;
+    vars.set('$eip', found.pc);
+    vars.set('$esp', (found.location + 4) >>> 0);
+    trust = 'scan';
+  }
+  // Both 0: the end of the stack, as the program says.
+  if (vars.get('$eip') !== 0 || vars.get('$ebp') !== 0) {
+    let offset = 0;
+    if (!moduleAt(dump, vars.get('$eip')!)) {
+      const start = (raSearchStart + 4) >>> 0;
+      const found = scanForReturnAddress(
+        dump,
+        spec,
+        unwind,
+        start,
+        contextFrame ? CONTEXT_SCAN_WORDS : SCAN_WORDS,
+        budget,
+      );
+      if (found) {
+        vars.set('$eip', found.pc);
+        vars.set('$esp', (found.location + 4) >>> 0);
+        offset = found.location - start;
+        trust = 'cfi_scan';
+      }
+    }
+    if (info.recoverEbp !== false) {
+      const callerEbp = vars.get('$ebp')!;
+      // A scan may have skipped frames: a caller's %ebp below its return address is not its own.
+      const skipped = trust !== 'cfi' && callerEbp <= raSearchStart + offset;
+      if (skipped || word(dump, spec, callerEbp) === null) {
+        const end = (esp + calleeParamSize) >>> 0;
+        for (let at = end + info.savedRegSize + offset; at >= end && budget.steps > 0; at -= 4, budget.steps--) {
+          const candidate = word(dump, spec, at);
+          if (candidate === null) break;
+          if (word(dump, spec, candidate) !== null) {
+            vars.set('$ebp', candidate);
+            break;
+          }
+        }
+      }
+    }
+  }
+  const caller: Registers = new Map(regs);
+  for (const r of ['eip', 'esp', 'ebp']) caller.set(r, vars.get(`$${r}`)!);
+  for (const r of ['ebx', 'esi', 'edi']) if (assigned?.has(`$${r}`)) caller.set(r, vars.get(`$${r}`)!);
+  return { regs: caller, trust };
 }
 
 function callerByCfi(dump: Minidump, spec: ArchSpec, regs: Registers, rules: Map<string, string[]>): Registers | null {
@@ -441,7 +557,20 @@ export function walkThread(
       const rel = last.pc - module.base - (last.trust === 'context' ? 0 : 1);
       // x86 Windows: the STACK WIN record first, as Breakpad's x86 walker does.
       win = arch === 'x86' && info.winAt ? info.winAt(rel) : null;
-      if (win) caller = callerByWin(dump, spec, regs, win, calleeParamSize);
+      if (win) {
+        const found = callerByWin(
+          dump,
+          spec,
+          { regs, calleeParamSize, contextFrame: frames.length === 1 },
+          win,
+          unwind,
+          budget,
+        );
+        if (found) {
+          caller = found.regs;
+          trust = found.trust;
+        }
+      }
       if (!caller) {
         const rules = info.cfiAt(rel);
         if (rules) caller = callerByCfi(dump, spec, regs, parseCfiRules(rules));
@@ -470,21 +599,17 @@ export function walkThread(
     if (!caller) {
       trust = 'scan';
       const words = frames.length === 1 ? CONTEXT_SCAN_WORDS : SCAN_WORDS;
-      for (let i = 0; i <= words && budget.steps > 0; i++, budget.steps--) {
-        const at = sp + i * spec.word;
-        const v = word(dump, spec, at);
-        if (v === null) break;
-        if (seemsCode(dump, v, unwind)) {
-          caller = new Map(regs);
-          caller.set(spec.pc, v);
-          caller.set(spec.sp, at + spec.word);
-          // A frame pointer pushed right below the return address is the caller's.
-          const fp = regs.get(spec.fp);
-          if (fp !== undefined && at - spec.word === fp) {
-            const saved = word(dump, spec, fp);
-            if (saved !== null && saved > at) caller.set(spec.fp, saved);
-          }
-          break;
+      const found = scanForReturnAddress(dump, spec, unwind, sp, words, budget);
+      if (found) {
+        const at = found.location;
+        caller = new Map(regs);
+        caller.set(spec.pc, found.pc);
+        caller.set(spec.sp, at + spec.word);
+        // A frame pointer pushed right below the return address is the caller's.
+        const fp = regs.get(spec.fp);
+        if (fp !== undefined && at - spec.word === fp) {
+          const saved = word(dump, spec, fp);
+          if (saved !== null && saved > at) caller.set(spec.fp, saved);
         }
       }
     }

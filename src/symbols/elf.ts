@@ -23,6 +23,7 @@ import {
   elfIndexRanges,
   elfObjectKind,
   elfSection,
+  elfStreamedInfo,
   looksLikeElf,
   movedElf,
   readElf,
@@ -73,14 +74,42 @@ function indexSource(raw: Uint8Array, rawElf: ElfFile): IndexSource {
   return { arch: elf.arch, debugId: elf.debugId, textVmaddr: elf.loadAddress, sections, symbols };
 }
 
-/** Reads an ELF file by ranges, checks it, and builds its index. */
-export async function inspectElf(name: string, file: Uint8Array | ByteRangeSource): Promise<InspectedFile[]> {
+/**
+ * What the index is built from, read from `source`: `.debug_info`, the largest section, is
+ * read by the DWARF reader a window at a time; the sections it points into and the symbol
+ * tables are gathered. (Only the result holds the gathered bytes, so the index build can
+ * release them once the names are read.)
+ */
+async function gatheredSource(
+  source: ByteRangeSource,
+  elf: ElfFile,
+  infoWindowBytes: number | undefined,
+): Promise<IndexSource> {
+  const info = elfStreamedInfo(elf);
+  const { bytes, moved } = await gatherRanges(source, elfIndexRanges(elf, info));
+  const parts = indexSource(bytes, movedElf(elf, moved, bytes.byteLength));
+  if (info) {
+    parts.sections.info = { start: info.fileOffset, end: info.fileOffset + info.size };
+    parts.sections.infoSource = source;
+    parts.sections.infoWindowBytes = infoWindowBytes;
+  }
+  return parts;
+}
+
+/**
+ * Reads an ELF file by ranges, checks it, and builds its index. `infoWindowBytes`: how much
+ * of `.debug_info` the DWARF reader reads at once (tests make it tiny).
+ */
+export async function inspectElf(
+  name: string,
+  file: Uint8Array | ByteRangeSource,
+  infoWindowBytes?: number,
+): Promise<InspectedFile[]> {
   const source = file instanceof Uint8Array ? bytesSource(file) : file;
   try {
     const elf = await readElfFrom(source);
     if (elf.debugId === '') throw new BadNativeFile('it has no GNU build id and no .text to derive a debug id from');
-    const { bytes, moved } = await gatherRanges(source, elfIndexRanges(elf));
-    const index = await buildIndexAsync(indexSource(bytes, movedElf(elf, moved, bytes.byteLength)));
+    const index = await buildIndexAsync(await gatheredSource(source, elf, infoWindowBytes));
     return [{ debugId: elf.debugId, serves: elfHasDwarf(elf) ? 'debug' : 'symtab', meta: describeElf(elf), index }];
   } catch (err) {
     if (err instanceof BadNativeFile)

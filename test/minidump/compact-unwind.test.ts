@@ -2,12 +2,22 @@
 // (test/fixtures/native/exe, linked by ld64.lld) against llvm-objdump --unwind-info, and
 // crafted sections for what it lacks: regular and compressed pages with page-local
 // encodings, x86_64 RBP frames and frameless functions with saved registers, encodings that
-// defer to DWARF, and a walk through a frameless arm64 leaf.
+// defer to DWARF, and a walk through a frameless arm64 leaf; and an x86_64 executable built
+// here (clang, ld64.lld) whose function's stack is too large for its encoding (STACK_IND:
+// the size is the immediate of its `sub`, read from the executable's code).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compactEncodingRules, compactUnwindInfo, decodePermutation } from '../../src/minidump/compact-unwind.js';
+import { bytesSource } from '../../src/bytes.js';
+import {
+  compactEncodingRules,
+  compactUnwindInfo,
+  decodePermutation,
+  readStackSizeImmediates,
+  stackSizeSites,
+} from '../../src/minidump/compact-unwind.js';
 import type { Minidump } from '../../src/minidump/reader.js';
 import { walkThread } from '../../src/minidump/unwind.js';
 import { readMachO } from '../../src/symbols/native/macho.js';
@@ -159,7 +169,17 @@ describe('Mach-O compact unwind', () => {
       '.cfa: $rsp 40 + .ra: .cfa -8 + ^ $r15: .cfa -24 + ^ $rbx: .cfa -16 + ^',
     );
     expect(compactEncodingRules(0x04000123, 'x86_64')).toBe('dwarf');
-    expect(compactEncodingRules(0x03000000, 'x86_64')).toBeNull(); // stack size read from the code
+    expect(compactEncodingRules(0x03000000, 'x86_64')).toBeNull(); // stack size in the code, not read
+    // STACK_IND: the immediate 0x1000 at offset 3, plus 2 words (rbx pushed, the return address).
+    const stackInd = 0x03000000 | (3 << 16) | (2 << 13) | (1 << 10) | permutationOf([1]);
+    expect(compactEncodingRules(stackInd, 'x86_64', 0x1000)).toBe(
+      '.cfa: $rsp 4112 + .ra: .cfa -8 + ^ $rbx: .cfa -16 + ^',
+    );
+    expect(compactEncodingRules(stackInd, 'x86', 0x1000)).toBe('.cfa: $esp 4104 + .ra: .cfa -4 + ^ $ebx: .cfa -8 + ^');
+    // i386 frames: push %ebp; mov %esp, %ebp; esi saved one word below it.
+    expect(compactEncodingRules(0x01000000 | (1 << 16) | 5, 'x86')).toBe(
+      '.cfa: $ebp 8 + .ra: .cfa -4 + ^ $ebp: .cfa -8 + ^ $esi: .cfa -12 + ^',
+    );
     expect(compactEncodingRules(0, 'x86_64')).toBeNull();
     expect(compactEncodingRules(0x02003000, 'arm64')).toBe('.cfa: $sp 48 + .ra: $x30');
   });
@@ -255,4 +275,129 @@ describe('Mach-O compact unwind', () => {
       ['100001180', 'cfi'],
     ]);
   });
+
+  it('STACK_IND pages: the sites are every such function start plus its offset, and only they take the immediate', () => {
+    const ind = 0x03000000 | (3 << 16) | (1 << 13);
+    const bytes = section(
+      [ind, FRAMELESS],
+      [
+        [
+          0x1000,
+          compressedPage(
+            0x1000,
+            [
+              [0x1000, 0],
+              [0x1040, 1],
+              [0x1080, 0],
+            ],
+            [],
+          ),
+        ],
+      ],
+      0x2000,
+    );
+    expect(stackSizeSites(bytes, 'x86_64').sort()).toEqual([0x1003, 0x1083]);
+    expect(stackSizeSites(bytes, 'arm64')).toEqual([]);
+    const info = compactUnwindInfo(bytes, 'x86_64', null, new Map([[0x1003, 0x2000]]))!;
+    expect(info.cfiAt(0x1010)).toBe('.cfa: $rsp 8200 + .ra: .cfa -8 + ^');
+    expect(info.cfiAt(0x1050)).toBe(compactEncodingRules(FRAMELESS, 'x86_64'));
+    expect(info.cfiAt(0x1090)).toBeNull(); // its immediate was not read
+    // A lying page (entries past the section) gives no sites and no exception.
+    expect(stackSizeSites(bytes.subarray(0, bytes.byteLength - 8), 'x86_64').length).toBeLessThanOrEqual(2);
+  });
+
+  it.skipIf(lacks('clang'))(
+    'an x86_64 executable with an 8 KB frame: its stack size read from its `sub`, and the walk goes through it',
+    () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-stack-ind-'));
+      try {
+        fs.writeFileSync(
+          path.join(dir, 'big.c'),
+          [
+            'void use(volatile char *p) { p[0] = 1; }',
+            '__attribute__((noinline)) int bigframe(int n) { volatile char buf[8000]; use(buf); return buf[n]; }',
+            '__attribute__((noinline)) int small(int n) { return bigframe(n) + 1; }',
+            'int main(void) { return small(3) + 2; }',
+          ].join('\n'),
+        );
+        const cc = ['--target=x86_64-apple-macos11', '-O1', '-fomit-frame-pointer', '-fno-stack-protector'];
+        execFileSync('clang', [...cc, '-c', 'big.c', '-o', 'big.o'], { cwd: dir });
+        const ld = fs.existsSync('/usr/bin/ld64.lld') ? 'ld64.lld' : 'ld64.lld-14';
+        execFileSync(
+          ld,
+          ['-arch', 'x86_64', '-platform_version', 'macos', '11.0', '11.0', '-e', '_main', '-o', 'big', 'big.o'],
+          {
+            cwd: dir,
+          },
+        );
+        const exe = path.join(dir, 'big');
+        const disasm = execFileSync('llvm-objdump', ['-d', exe]).toString();
+        const fn = (name: string) => parseInt(new RegExp(`^([0-9a-f]+) <_${name}>:`, 'm').exec(disasm)![1], 16);
+        const sub = /^\s*([0-9a-f]+):\s+48 81 ec [0-9a-f ]+\ssubq\s+\$(\d+), %rsp/m.exec(disasm)!;
+        const immediate = Number(sub[2]);
+        expect(immediate).toBeGreaterThan(2040); // too large for the encoding
+        const listing = execFileSync('llvm-objdump', ['--unwind-info', exe]).toString();
+        const vmaddr = 0x100000000;
+        const encodings = new Map(
+          [...listing.matchAll(/function offset=0x([0-9a-f]+), encoding\[\d+\]=0x([0-9a-f]+)/g)].map((m) => [
+            parseInt(m[1], 16),
+            parseInt(m[2], 16),
+          ]),
+        );
+        const bigStart = fn('bigframe') - vmaddr;
+        expect(encodings.get(bigStart)! & 0x0f000000).toBe(0x03000000);
+
+        const bytes = new Uint8Array(fs.readFileSync(exe));
+        const [slice] = readMachO(bytes);
+        const u = slice.sections.find((x) => x.segment === '__TEXT' && x.name === '__unwind_info')!;
+        const unwindBytes = bytes.subarray(u.fileOffset, u.fileOffset + u.size);
+        return readStackSizeImmediates(bytesSource(bytes), slice, unwindBytes).then((immediates) => {
+          expect(immediates.get(parseInt(sub[1], 16) + 3 - vmaddr)).toBe(immediate);
+          const info = compactUnwindInfo(unwindBytes, 'x86_64', null, immediates)!;
+          expect(info.cfiAt(bigStart + 7)).toBe(`.cfa: $rsp ${immediate + 8} + .ra: .cfa -8 + ^`);
+          // bigframe's frame (the immediate), then small's return address two words up (its push and its call).
+          const retSmall = /callq\s+0x[0-9a-f]+ <_bigframe>\n\s*([0-9a-f]+):/.exec(disasm)![1];
+          const retMain = /callq\s+0x[0-9a-f]+ <_small>\n\s*([0-9a-f]+):/.exec(disasm)![1];
+          const sp = 0x7ff000000;
+          const stack = new Uint8Array(immediate + 24);
+          const view = new DataView(stack.buffer);
+          view.setBigUint64(immediate, BigInt(`0x${retSmall}`), true);
+          view.setBigUint64(immediate + 16, BigInt(`0x${retMain}`), true);
+          const dump: Minidump = {
+            bytes: stack,
+            timestamp: 0,
+            system: null,
+            threads: [],
+            exception: null,
+            processId: null,
+            modules: [
+              {
+                base: vmaddr,
+                size: 0x10000,
+                name: 'big',
+                debugId: 'u',
+                age: 0,
+                codeId: '',
+                debugFile: '',
+                type: 'macho',
+              },
+            ],
+            memory: [{ start: sp, size: stack.byteLength, rva: 0 }],
+          };
+          const context = contextOf('amd64', { rip: fn('bigframe') + 7, rsp: sp, rbp: 0 });
+          const frames = walkThread(dump, 'amd64', context, () => info);
+          expect(frames.map((f) => [f.pc.toString(16), f.trust])).toEqual([
+            [(fn('bigframe') + 7).toString(16), 'context'],
+            [retSmall, 'cfi'],
+            [retMain, 'cfi'],
+          ]);
+          // Without the immediate, no rules: the walk cannot reach past the 7880 bytes.
+          const without = walkThread(dump, 'amd64', context, () => compactUnwindInfo(unwindBytes, 'x86_64', null));
+          expect(without.length).toBe(1);
+        });
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -185,7 +185,7 @@ describe('Windows minidumps', () => {
     expect(walked.slice(1).map(([, trust]) => trust)).not.toContain('cfi');
   });
 
-  it('x86: a program string that reads unmapped memory falls back to the frame pointer', () => {
+  it('x86: a program string that reads unmapped memory: the return address scanned for from %esp, as Breakpad does', () => {
     const broken = readBreakpadUnwind(
       sym(`
       MODULE windows x86 ${APP_GUID.replace(/-/g, '').toUpperCase()}2 app.pdb
@@ -195,7 +195,83 @@ describe('Windows minidumps', () => {
     );
     const info = breakpadUnwindInfo(broken, null);
     const { event } = processMinidump(writeMinidump(WINDOWS_X86), (m) => (m.debugId === APP_GUID ? info : null));
-    expect(frames(event)[1]).toEqual(['0x402020', 'fp']);
+    expect(frames(event)[1]).toEqual(['0x402020', 'scan']);
+  });
+
+  // Breakpad's searches around `.raSearchStart` (GetCallerByWindowsFrameInfo): an FPO record
+  // whose return address slot holds no code address (MSVC's /LTCG frame sizes can be
+  // wrong), one whose stack was aligned (the address 2 words up), and a program that gives
+  // %ebp an unreadable value (recovered from the saved-register area).
+  it('x86: STACK WIN return addresses scanned for above .raSearchStart, and %ebp recovered', () => {
+    const appSym = readBreakpadUnwind(
+      sym(`
+      MODULE windows x86 ${APP_GUID.replace(/-/g, '').toUpperCase()}2 app.pdb
+      FUNC 1000 100 0 crash
+      FUNC 1800 100 0 crash_ebp
+      FUNC 2000 100 0 caller
+      FUNC 3000 100 0 main
+      STACK WIN 0 1000 100 0 0 0 0 8 0 0 0
+      STACK WIN 4 1800 100 0 0 0 8 0 0 1 $eip .raSearchStart ^ = $esp .raSearchStart 4 + = $ebp 77 =
+    `),
+    );
+    const info = breakpadUnwindInfo(appSym, new NativeIndex(breakpadIndex(appSym)));
+    const dump: SynthMinidump = {
+      ...WINDOWS_X86,
+      threads: [
+        {
+          // .raSearchStart = %esp + 8 locals holds 0x12345 (no module), the next 3 words nothing:
+          // the scan from .raSearchStart + 4 finds the return address 6 words up.
+          id: 1,
+          regs: { eip: 0x401010, esp: 0x8000, ebp: 0x8080 },
+          stack: stack(0x8000, 0x100, 4, [
+            [0x8008, 0x12345],
+            [0x8020, 0x402010],
+            [0x8080, 0x80a0],
+            [0x8084, 0x403010],
+          ]),
+        },
+        {
+          // The return address 2 words above .raSearchStart: the alignment scan moves it there.
+          id: 2,
+          regs: { eip: 0x401010, esp: 0xa000, ebp: 0xa080 },
+          stack: stack(0xa000, 0x100, 4, [
+            [0xa008, 0x12345],
+            [0xa010, 0x402010],
+            [0xa080, 0xa0a0],
+            [0xa084, 0x403010],
+          ]),
+        },
+        {
+          // The program sets %ebp to 77: the saved-register area's highest word that points
+          // into readable memory (0x9004 → 0x9040) is the caller's %ebp, and its chain goes on.
+          id: 3,
+          regs: { eip: 0x401810, esp: 0x9000, ebp: 0x9100 },
+          stack: stack(0x9000, 0x100, 4, [
+            [0x9004, 0x9040],
+            [0x9008, 0x402010],
+            [0x9040, 0x9060],
+            [0x9044, 0x403020],
+          ]),
+        },
+      ],
+      exception: { threadId: 1, code: 0xc0000005, params: [1, 0x10] },
+    };
+    const { event } = processMinidump(writeMinidump(dump), (m) => (m.debugId === APP_GUID ? info : null));
+    expect(frames(event, 0)).toEqual([
+      ['0x401010', 'context'],
+      ['0x402010', 'cfi_scan'],
+      ['0x403010', 'fp'],
+    ]);
+    expect(frames(event, 1)).toEqual([
+      ['0x401010', 'context'],
+      ['0x402010', 'cfi'],
+      ['0x403010', 'fp'],
+    ]);
+    expect(frames(event, 2)).toEqual([
+      ['0x401810', 'context'],
+      ['0x402010', 'cfi'],
+      ['0x403020', 'fp'],
+    ]);
   });
 
   it('amd64: PDB debug ids (no age appendix for age 0), the frame pointer chain', () => {

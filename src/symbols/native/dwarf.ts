@@ -4,6 +4,7 @@
 // typed arrays and never keeps the DIE tree. A malformed unit is dropped on its own; the
 // units around it still count.
 
+import type { ByteRangeSource } from '../../bytes.js';
 import { BadNativeFile, ByteReader, cString } from './bytes.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
 
@@ -15,7 +16,16 @@ export interface Window {
 
 export interface DwarfSections {
   bytes: Uint8Array;
+  /** A window of `infoSource` when that is given, else of `bytes`. */
   info: Window;
+  /**
+   * Where `.debug_info` is read from by the async reader, a few units at a time (a window
+   * of INFO_WINDOW_BYTES, or one unit larger than that), so the largest section of a debug
+   * file is never in memory whole. Without it, `info` lies in `bytes`.
+   */
+  infoSource?: ByteRangeSource;
+  /** The window's size (INFO_WINDOW_BYTES unless a test makes it tiny). */
+  infoWindowBytes?: number;
   abbrev: Window;
   line: Window;
   str: Window;
@@ -26,9 +36,14 @@ export interface DwarfSections {
   rngLists: Window;
 }
 
-/** What the reader hands to the index builder. Positions of names are absolute in `bytes`. */
+/**
+ * What the reader hands to the index builder. Positions of names are absolute in `bytes`,
+ * or INLINE_NAME + i for `inline[i]` (a name held in `.debug_info` itself, read as met).
+ */
 export interface DwarfTables {
   files: string[];
+  /** Names given inline (DW_FORM_string) in `.debug_info`. */
+  inline: string[];
   /** Per scope (a subprogram with code, or an inlined subroutine). */
   scopeNamePos: GrowableF64;
   scopeLinkPos: GrowableF64;
@@ -55,6 +70,17 @@ export interface DwarfTables {
   /** Units skipped because they were malformed. */
   badUnits: number;
 }
+
+/** Name positions from here on stand for `DwarfTables.inline` entries (no file is 2^48 bytes long). */
+export const INLINE_NAME = 2 ** 48;
+
+/** The name at a position of the tables (see DwarfTables). */
+export function tableName(bytes: Uint8Array, t: DwarfTables, pos: number): string {
+  return pos >= INLINE_NAME ? (t.inline[pos - INLINE_NAME] ?? '') : cString(bytes, pos);
+}
+
+/** `.debug_info` bytes read from a source at once by the async reader (a larger unit is read whole). */
+export const INFO_WINDOW_BYTES = 1 << 20;
 
 const TAG_COMPILE_UNIT = 0x11;
 const TAG_PARTIAL_UNIT = 0x3c;
@@ -131,7 +157,9 @@ const FORM = {
 } as const;
 
 interface Unit {
-  start: number; // absolute offset of the unit header
+  /** Offset of the unit header in the info window's space (what references count from). */
+  start: number;
+  /** Where the unit ends in the info bytes at hand. */
   end: number;
   version: number;
   addrSize: number;
@@ -301,6 +329,7 @@ function emptyDie(): DieValues {
 export function emptyTables(): DwarfTables {
   return {
     files: [],
+    inline: [],
     scopeNamePos: new GrowableF64(),
     scopeLinkPos: new GrowableF64(),
     scopeRef: new GrowableF64(),
@@ -324,8 +353,22 @@ export function emptyTables(): DwarfTables {
   };
 }
 
+/** The sections read by lookups from DIEs. */
+type LookedUp = 'addr' | 'strOffsets' | 'ranges' | 'rngLists';
+
 class DwarfReader {
   private readonly abbrevCache = new Map<string, Map<number, Abbrev>>();
+  /** The `.debug_info` bytes at hand: `ib[i]` is the byte at offset `ibStart + i` of the info window's space. */
+  private ib: Uint8Array;
+  private ibStart = 0;
+  /** When readUnits stopped for bytes the window lacks: how many the unit at that position needs. */
+  needBytes = 0;
+  private readonly inlineIds = new Map<string, number>();
+  /**
+   * One reader per section looked up by index or offset (an address, a string offset, a
+   * range list per DIE): moved, never made anew, as a file has millions of such lookups.
+   */
+  private readonly readers = new Map<LookedUp, ByteReader>();
   private readonly fileIndex = new Map<string, number>();
   private readonly lineTableCache = new Map<number, Int32Array>();
   /**
@@ -348,6 +391,31 @@ class DwarfReader {
     this.rangeBudget = 2 * (s.ranges.end - s.ranges.start + s.rngLists.end - s.rngLists.start) + 65_536;
     this.abbrevBudget = 4 * (s.abbrev.end - s.abbrev.start) + (1 << 20);
     this.lineBudget = 4 * (s.line.end - s.line.start) + (1 << 20);
+    this.ib = s.bytes;
+  }
+
+  /** The section's reader at `pos` (an absolute position in `bytes`, checked against the section). */
+  private readerAt(section: LookedUp, pos: number): ByteReader {
+    const w = this.s[section];
+    let r = this.readers.get(section);
+    if (!r) {
+      r = new ByteReader(this.s.bytes, w.start, w.end);
+      this.readers.set(section, r);
+    }
+    if (pos < w.start || pos > w.end) throw new BadNativeFile(`offset ${pos} out of its section`);
+    r.pos = pos;
+    return r;
+  }
+
+  /** Reads the following units from `bytes`, the info section's bytes from offset `start`. */
+  useInfoWindow(bytes: Uint8Array, start: number): void {
+    this.ib = bytes;
+    this.ibStart = start;
+  }
+
+  /** Bytes of `.debug_info` at hand after `pos`. */
+  windowHas(pos: number): number {
+    return this.ibStart + this.ib.byteLength - pos;
   }
 
   private spendRangeEntry(): void {
@@ -360,19 +428,31 @@ class DwarfReader {
    */
   readUnits(pos: number, stop: () => boolean = () => false): number {
     const s = this.s;
+    this.needBytes = 0;
+    const windowEnd = Math.min(s.info.end, this.ibStart + this.ib.byteLength);
     while (pos + 11 <= s.info.end) {
       if (stop()) return pos;
-      const r = new ByteReader(s.bytes, pos, s.info.end);
+      const header = Math.min(12, s.info.end - pos);
+      if (pos + header > windowEnd) {
+        this.needBytes = header;
+        return pos;
+      }
+      const base = this.ibStart;
+      const r = new ByteReader(this.ib, pos - base, windowEnd - base);
       let length = r.u32();
       let offsetSize = 4;
       if (length === 0xffff_ffff) {
         length = r.u64();
         offsetSize = 8;
       } else if (length >= 0xffff_fff0) break;
-      const end = r.pos + length;
+      const end = base + r.pos + length;
       if (end > s.info.end || length < 7) break;
+      if (end > windowEnd) {
+        this.needBytes = end - pos;
+        return pos;
+      }
       try {
-        this.readUnit(r, pos, end, offsetSize);
+        this.readUnit(r, pos, end - base, offsetSize);
       } catch (error) {
         if (!(error instanceof BadNativeFile)) throw error;
         this.t.badUnits++;
@@ -380,6 +460,18 @@ class DwarfReader {
       pos = end;
     }
     return -1;
+  }
+
+  /** A name given inline in the info bytes at hand (`pos` in them), as an INLINE_NAME position. */
+  private inlineName(pos: number): number {
+    const name = cString(this.ib, pos);
+    let id = this.inlineIds.get(name);
+    if (id === undefined) {
+      id = this.t.inline.length;
+      this.t.inline.push(name);
+      this.inlineIds.set(name, id);
+    }
+    return INLINE_NAME + id;
   }
 
   private fileId(path: string): number {
@@ -392,6 +484,7 @@ class DwarfReader {
     return id;
   }
 
+  /** `start`: the unit's offset in the info window's space; `end`: where it ends in the bytes at hand. */
   private readUnit(r: ByteReader, start: number, end: number, offsetSize: number): void {
     r.end = end;
     const version = r.u16();
@@ -446,7 +539,7 @@ class DwarfReader {
     let first = true;
     const die = emptyDie();
     while (r.pos < u.end) {
-      const dieOffset = r.pos;
+      const dieOffset = this.ibStart + r.pos;
       const code = r.uleb();
       if (code === 0) {
         if (depth > 0) {
@@ -545,7 +638,7 @@ class DwarfReader {
   }
 
   private str(pos: number): string {
-    return cString(this.s.bytes, pos);
+    return tableName(this.s.bytes, this.t, pos);
   }
 
   private readValues(r: ByteReader, u: Unit, abbrev: Abbrev, die: DieValues): void {
@@ -579,14 +672,14 @@ class DwarfReader {
   private assign(u: Unit, die: DieValues, attr: number, form: number, value: number): void {
     switch (attr) {
       case AT_NAME:
-        die.namePos = this.strPos(u, form, value);
+        die.namePos = form === FORM.string ? this.inlineName(value) : this.strPos(u, form, value);
         break;
       case AT_LINKAGE_NAME:
       case AT_MIPS_LINKAGE_NAME:
-        die.linkPos = this.strPos(u, form, value);
+        die.linkPos = form === FORM.string ? this.inlineName(value) : this.strPos(u, form, value);
         break;
       case AT_COMP_DIR:
-        die.compDirPos = this.strPos(u, form, value);
+        die.compDirPos = form === FORM.string ? this.inlineName(value) : this.strPos(u, form, value);
         break;
       case AT_LOW_PC:
         die.lowPc = this.addrValue(u, form, value);
@@ -745,8 +838,7 @@ class DwarfReader {
         if (u.strOffsetsBase < 0) return -1;
         const at = s.strOffsets.start + u.strOffsetsBase + value * u.offsetSize;
         if (value < 0 || at + u.offsetSize > s.strOffsets.end) throw new BadNativeFile('string index out of bounds');
-        const r = new ByteReader(s.bytes, at, s.strOffsets.end);
-        return within(s.str, r.uN(u.offsetSize));
+        return within(s.str, this.readerAt('strOffsets', at).uN(u.offsetSize));
       }
       default:
         return -1;
@@ -764,7 +856,7 @@ class DwarfReader {
     if (u.addrBase < 0) throw new BadNativeFile('address index without an address base');
     const at = s.addr.start + u.addrBase + index * u.addrSize;
     if (at + u.addrSize > s.addr.end) throw new BadNativeFile('address index out of bounds');
-    return new ByteReader(s.bytes, at, s.addr.end).uN(u.addrSize);
+    return this.readerAt('addr', at).uN(u.addrSize);
   }
 
   private refValue(u: Unit, form: number, value: number): number {
@@ -809,8 +901,7 @@ class DwarfReader {
 
   private readRanges(u: Unit, offset: number, scope: number): void {
     const s = this.s;
-    const r = new ByteReader(s.bytes, s.ranges.start, s.ranges.end);
-    r.seek(s.ranges.start + u.rangesBase + offset);
+    const r = this.readerAt('ranges', s.ranges.start + u.rangesBase + offset);
     // The all-ones address: 2 ** 64 is what a double makes of 0xffff_ffff_ffff_ffff.
     const max = u.addrSize === 8 ? 2 ** 64 : 0xffff_ffff;
     let base = u.baseAddr;
@@ -831,10 +922,9 @@ class DwarfReader {
       if (u.rnglistsBase < 0) throw new BadNativeFile('range list index without a base');
       const at = s.rngLists.start + u.rnglistsBase + value * u.offsetSize;
       if (at + u.offsetSize > s.rngLists.end) throw new BadNativeFile('range list index out of bounds');
-      offset = u.rnglistsBase + new ByteReader(s.bytes, at, s.rngLists.end).uN(u.offsetSize);
+      offset = u.rnglistsBase + this.readerAt('rngLists', at).uN(u.offsetSize);
     }
-    const r = new ByteReader(s.bytes, s.rngLists.start, s.rngLists.end);
-    r.seek(s.rngLists.start + offset);
+    const r = this.readerAt('rngLists', s.rngLists.start + offset);
     let base = u.baseAddr;
     for (;;) {
       this.spendRangeEntry();
@@ -1130,8 +1220,9 @@ function within(w: Window, offset: number): number {
   return pos;
 }
 
-/** Reads every compile unit of the sections into fresh tables. */
+/** Reads every compile unit of the sections into fresh tables (`.debug_info` in `bytes`). */
 export function readDwarf(sections: DwarfSections): DwarfTables {
+  if (sections.infoSource) throw new Error('.debug_info read from a source needs readDwarfAsync');
   const tables = emptyTables();
   new DwarfReader(sections, tables).readUnits(sections.info.start);
   return tables;
@@ -1147,11 +1238,25 @@ const SLICE_MS = 20;
 export async function readDwarfAsync(sections: DwarfSections): Promise<DwarfTables> {
   const tables = emptyTables();
   const reader = new DwarfReader(sections, tables);
+  const source = sections.infoSource;
+  if (source) reader.useInfoWindow(new Uint8Array(0), sections.info.start);
   let pos = sections.info.start;
   for (;;) {
     const until = Date.now() + SLICE_MS;
-    pos = reader.readUnits(pos, () => Date.now() > until);
-    if (pos < 0) return tables;
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    const next = reader.readUnits(pos, () => Date.now() > until);
+    if (next < 0) return tables;
+    if (reader.needBytes > 0) {
+      // The window ends inside the next unit: the next window starts at it and holds it whole.
+      if (!source || reader.windowHas(next) >= reader.needBytes) throw new Error('DWARF reader stalled');
+      const length = Math.min(
+        Math.max(sections.infoWindowBytes ?? INFO_WINDOW_BYTES, reader.needBytes),
+        sections.info.end - next,
+      );
+      const window = await source.read(next, length);
+      if (window.byteLength < Math.min(reader.needBytes, length))
+        throw new BadNativeFile('.debug_info runs past the end of the file');
+      reader.useInfoWindow(window, next);
+    } else await new Promise((resolve) => setTimeout(resolve, 0));
+    pos = next;
   }
 }

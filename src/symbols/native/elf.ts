@@ -459,12 +459,15 @@ function dwarfSection(elf: ElfFile, name: string): ElfSection | undefined {
   return elfSection(elf, name) ?? elfSection(elf, `.z${name.slice(1)}`);
 }
 
-/** Sections of an ELF file that `elfIndexSource` reads: DWARF (compressed or not) and symbol tables. */
-export function elfIndexRanges(elf: ElfFile): [number, number][] {
+/**
+ * Sections of an ELF file that `elfIndexSource` reads: DWARF (compressed or not) and symbol
+ * tables; without `streamed` (elfStreamedInfo: read by the DWARF reader on its own).
+ */
+export function elfIndexRanges(elf: ElfFile, streamed?: ElfSection | null): [number, number][] {
   const out: [number, number][] = [];
   for (const name of Object.values(ELF_DWARF_SECTION_NAMES)) {
     const s = dwarfSection(elf, name);
-    if (s) out.push([s.fileOffset, s.fileOffset + s.size]);
+    if (s && s !== streamed) out.push([s.fileOffset, s.fileOffset + s.size]);
   }
   for (const { table, strings } of elfSymbolTables(elf)) {
     out.push(
@@ -473,6 +476,15 @@ export function elfIndexRanges(elf: ElfFile): [number, number][] {
     );
   }
   return out;
+}
+
+/**
+ * The `.debug_info` section the DWARF reader reads from the stored file a few units at a
+ * time (plain, not compressed: a compressed one is inflated whole with the others), or null.
+ */
+export function elfStreamedInfo(elf: ElfFile): ElfSection | null {
+  const s = elfSection(elf, '.debug_info');
+  return s && (s.flags & SHF_COMPRESSED) === 0 && s.fileOffset + s.size <= elf.size ? s : null;
 }
 
 /** `elf` with its sections' offsets moved (by `moved`) into a buffer of `size` bytes holding elfIndexRanges. */
@@ -523,7 +535,7 @@ export function inflateElfDebugSections(bytes: Uint8Array, elf: ElfFile): { byte
   const inflated: { section: ElfSection; name: string; data: Uint8Array | null }[] = [];
   for (const name of Object.values(ELF_DWARF_SECTION_NAMES)) {
     const s = dwarfSection(elf, name);
-    if (!s || s.fileOffset + s.size > bytes.byteLength) continue;
+    if (!s || s.fileOffset < 0 || s.fileOffset + s.size > bytes.byteLength) continue;
     const raw = bytes.subarray(s.fileOffset, s.fileOffset + s.size);
     const r = new ByteReader(raw, 0, raw.byteLength, elf.littleEndian);
     if (s.name.startsWith('.zdebug')) {
@@ -581,7 +593,7 @@ export function elfIndexParts(
   for (const [key, name] of Object.entries(ELF_DWARF_SECTION_NAMES)) {
     const s = elfSection(elf, name);
     sections[key as keyof typeof ELF_DWARF_SECTION_NAMES] =
-      s && (s.flags & SHF_COMPRESSED) === 0 && s.fileOffset + s.size <= bytes.byteLength
+      s && (s.flags & SHF_COMPRESSED) === 0 && s.fileOffset >= 0 && s.fileOffset + s.size <= bytes.byteLength
         ? { start: s.fileOffset, end: s.fileOffset + s.size }
         : { start: 0, end: 0 };
   }

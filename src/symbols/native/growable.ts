@@ -29,6 +29,10 @@ class Growable<T extends TypedArrayKind> {
   finish(): T {
     return this.data.slice(0, this.length) as T;
   }
+  /** The values without a copy (the spare capacity stays allocated until the view goes). */
+  view(): T {
+    return this.data.subarray(0, this.length) as T;
+  }
 }
 
 export class GrowableF64 extends Growable<Float64Array> {

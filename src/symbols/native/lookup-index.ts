@@ -12,8 +12,8 @@
 // file (docs/architecture.md "Symbolication").
 
 import type { ByteRangeSource } from '../../bytes.js';
-import { BadNativeFile, cString } from './bytes.js';
-import { readDwarf, readDwarfAsync, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
+import { BadNativeFile } from './bytes.js';
+import { readDwarf, readDwarfAsync, tableName, type DwarfSections, type DwarfTables, type Window } from './dwarf.js';
 import { GrowableF64, GrowableI32 } from './growable.js';
 import { readSymbols, type MachSlice } from './macho.js';
 
@@ -33,7 +33,12 @@ export interface NativeFrame {
 
 class StringTable {
   readonly list: string[] = [];
-  private readonly ids = new Map<string, number>();
+  private ids = new Map<string, number>();
+  /** The list, the lookup map released (no more ids are asked for). */
+  done(): string[] {
+    this.ids = new Map();
+    return this.list;
+  }
   id(s: string): number {
     let id = this.ids.get(s);
     if (id === undefined) {
@@ -120,17 +125,19 @@ export async function gatherRanges(
 
 /**
  * What the index of a slice reads, gathered from `source` into one buffer: the __DWARF
- * sections of DWARF_SECTION_NAMES, the symbol table and its strings. Returns the buffer
- * and the slice with those offsets moved into it (other sections without bytes). The
- * rest of the file (accelerator tables, location lists, __TEXT copies, other slices) is
- * never read.
+ * sections of DWARF_SECTION_NAMES (but `__debug_info` when `streamInfo`: the DWARF reader
+ * reads it a window at a time), the symbol table and its strings. Returns the buffer and
+ * the slice with those offsets moved into it (other sections without bytes). The rest of
+ * the file (accelerator tables, location lists, __TEXT copies, other slices) is never read.
  */
 export async function gatherSlice(
   source: ByteRangeSource,
   slice: MachSlice,
+  streamInfo = false,
 ): Promise<{ bytes: Uint8Array; slice: MachSlice }> {
   const wanted: [number, number][] = [];
-  const names = new Set(Object.values(DWARF_SECTION_NAMES));
+  const names = new Set<string>(Object.values(DWARF_SECTION_NAMES));
+  if (streamInfo) names.delete(DWARF_SECTION_NAMES.info);
   for (const name of names) {
     const w = window(slice, name);
     if (w.end > w.start) wanted.push([w.start, w.end]);
@@ -144,9 +151,7 @@ export async function gatherSlice(
   const sections = slice.sections.map((s) => ({
     ...s,
     fileOffset:
-      s.segment === '__DWARF' && names.has(s.name as never) && s.fileOffset >= 0 && s.size > 0
-        ? moved(s.fileOffset)
-        : -1,
+      s.segment === '__DWARF' && names.has(s.name) && s.fileOffset >= 0 && s.size > 0 ? moved(s.fileOffset) : -1,
   }));
   const symtab = st && {
     ...st,
@@ -156,10 +161,31 @@ export async function gatherSlice(
   return { bytes, slice: { ...slice, sections, symtab, start: 0, end: bytes.byteLength } };
 }
 
-/** Builds the index of one slice of a stored file, reading only what the index needs. */
-export async function buildNativeIndexFrom(source: ByteRangeSource, slice: MachSlice): Promise<Uint8Array> {
-  const gathered = await gatherSlice(source, slice);
-  return buildNativeIndexAsync(gathered.bytes, gathered.slice);
+/**
+ * Builds the index of one slice of a stored file, reading only what the index needs,
+ * `__debug_info` a window of `infoWindowBytes` at a time (tests make it tiny).
+ */
+export async function buildNativeIndexFrom(
+  source: ByteRangeSource,
+  slice: MachSlice,
+  infoWindowBytes?: number,
+): Promise<Uint8Array> {
+  return buildIndexAsync(await streamedMachoSource(source, slice, infoWindowBytes));
+}
+
+/** What buildNativeIndexFrom builds from (only the result holds the gathered bytes: the build releases them). */
+async function streamedMachoSource(
+  source: ByteRangeSource,
+  slice: MachSlice,
+  infoWindowBytes: number | undefined,
+): Promise<IndexSource> {
+  const info = window(slice, DWARF_SECTION_NAMES.info);
+  const gathered = await gatherSlice(source, slice, true);
+  const parts = machoSource(gathered.bytes, gathered.slice);
+  parts.sections.info = info;
+  parts.sections.infoSource = source;
+  parts.sections.infoWindowBytes = infoWindowBytes;
+  return parts;
 }
 
 /** A symbol of an object's symbol table, with where it ends (Infinity: at the next one). */
@@ -224,27 +250,54 @@ export async function buildNativeIndexAsync(bytes: Uint8Array, slice: MachSlice)
 
 /** Builds an index from any container's parts. */
 export function buildIndex(source: IndexSource): Uint8Array {
-  return indexFromTables(source, readDwarf(source.sections));
+  const start = symbolPart(source);
+  return finishIndex(source, readDwarf(source.sections), start);
 }
 
 export async function buildIndexAsync(source: IndexSource): Promise<Uint8Array> {
-  return indexFromTables(source, await readDwarfAsync(source.sections));
+  // The symbols become their compact part before DWARF is read: their objects are not held meanwhile.
+  const start = symbolPart(source);
+  return finishIndex(source, await readDwarfAsync(source.sections), start);
+}
+
+/** The index's first part: the symbol table, its names the first strings. Releases `source.symbols`. */
+function symbolPart(source: IndexSource): { strings: StringTable; symbols: Boundaries; entries: Int32Array } {
+  const strings = new StringTable();
+  const { symbols, entries } = symbolTable(source.symbols, strings);
+  source.symbols = [];
+  return { strings, symbols, entries };
 }
 
 /**
- * Builds an index from tables made without DWARF (Breakpad's FUNC/INLINE/line records):
- * scope names are NUL-terminated positions in `source.sections.bytes`.
+ * Builds an index from tables (DWARF's, or made without DWARF from Breakpad's
+ * FUNC/INLINE/line records: scope names are NUL-terminated positions in
+ * `source.sections.bytes`). It consumes its inputs: each table, the source's bytes and its
+ * symbols are released once turned into their part of the index, so the build's peak
+ * holds the index and what is left to make it, not every stage at once.
  */
 export function indexFromTables(source: IndexSource, t: DwarfTables): Uint8Array {
-  const bytes = source.sections.bytes;
-  const strings = new StringTable();
+  return finishIndex(source, t, symbolPart(source));
+}
+
+function finishIndex(
+  source: IndexSource,
+  t: DwarfTables,
+  { strings, symbols, entries }: ReturnType<typeof symbolPart>,
+): Uint8Array {
   const files = t.files.map((f) => strings.id(f));
-  const scopeNames = resolveScopeNames(bytes, t, strings);
+  const scopeNames = resolveScopeNames(source.sections.bytes, t, strings);
+  source.sections.bytes = new Uint8Array(0);
+  t.inline = [];
+  t.subOffset = t.subNamePos = t.subLinkPos = t.subRef = new GrowableF64(0);
+  t.scopeNamePos = t.scopeLinkPos = t.scopeRef = new GrowableF64(0);
   const intervals = flattenScopes(t);
+  t.rangeLo = t.rangeHi = new GrowableF64(0);
+  t.rangeScope = t.scopeDepth = new GrowableI32(0);
   const rows = mergeSequences(t);
-  const { symbols, entries } = symbolTable(source.symbols, strings);
+  t.rowAddr = new GrowableF64(0);
+  t.rowFile = t.rowLine = t.seqFirstRow = t.seqEndRow = new GrowableI32(0);
   return serialise({
-    strings: strings.list,
+    strings: strings.done(),
     files,
     scopeNames,
     t,
@@ -297,7 +350,7 @@ function resolveScopeNames(bytes: Uint8Array, t: DwarfTables, strings: StringTab
     }
     let id = byPos.get(pos);
     if (id === undefined) {
-      id = strings.id(cString(bytes, pos));
+      id = strings.id(tableName(bytes, t, pos));
       byPos.set(pos, id);
     }
     out[s] = id;
@@ -326,7 +379,7 @@ class BoundaryList {
     this.value.push(value);
   }
   finish(): Boundaries {
-    return { addr: this.addr.finish(), value: this.value.finish() };
+    return { addr: this.addr.view(), value: this.value.view() };
   }
 }
 
@@ -393,7 +446,7 @@ function mergeSequences(t: DwarfTables): Rows {
       line.push(t.rowLine.data[i]);
     }
   }
-  return { addr: addr.finish(), file: file.finish(), line: line.finish() };
+  return { addr: addr.view(), file: file.view(), line: line.view() };
 }
 
 function symbolTable(symbols: IndexSymbol[], strings: StringTable): { symbols: Boundaries; entries: Int32Array } {
@@ -435,6 +488,24 @@ interface IndexParts {
 
 const align8 = (n: number): number => (n + 7) & ~7;
 
+/** Bytes of a string in UTF-8 (an unpaired surrogate counts 3, as TextEncoder writes U+FFFD). */
+function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 3;
+    } else n += 3;
+  }
+  return n;
+}
+
 /** Where each table starts (in the order of the header comment), and the total size. */
 function layout(
   nStrings: number,
@@ -471,15 +542,17 @@ function layout(
 
 function serialise(p: IndexParts): Uint8Array {
   const encoder = new TextEncoder();
-  const encoded = p.strings.map((s) => encoder.encode(s));
-  const blobBytes = encoded.reduce((sum, e) => sum + e.length, 0);
+  // UTF-8 sizes first, then each string encoded straight into the index: no copy per string.
+  const sizes = new Uint32Array(p.strings.length);
+  let blobBytes = 0;
+  for (let i = 0; i < p.strings.length; i++) blobBytes += sizes[i] = utf8Length(p.strings[i]);
   const nScopes = p.scopeNames.length;
   const nIntervals = p.intervals.addr.length;
   const nRows = p.rows.addr.length;
   const nSymbols = p.symbols.addr.length;
   const nEntries = p.entries.length / 2;
   const { offsets, total } = layout(
-    encoded.length,
+    p.strings.length,
     blobBytes,
     p.files.length,
     nScopes,
@@ -493,7 +566,7 @@ function serialise(p: IndexParts): Uint8Array {
   const header = [
     MAGIC,
     NATIVE_INDEX_VERSION,
-    encoded.length,
+    p.strings.length,
     blobBytes,
     p.files.length,
     nScopes,
@@ -513,13 +586,15 @@ function serialise(p: IndexParts): Uint8Array {
     for (let i = 0; i < values.length; i++) view.setFloat64(at + 8 * i, values[i], true);
   };
   let cursor = 0;
-  const stringOffsets = new Uint32Array(encoded.length + 1);
-  encoded.forEach((e, i) => {
+  const stringOffsets = new Uint32Array(p.strings.length + 1);
+  for (let i = 0; i < p.strings.length; i++) {
     stringOffsets[i] = cursor;
-    out.set(e, offsets[1] + cursor);
-    cursor += e.length;
-  });
-  stringOffsets[encoded.length] = cursor;
+    const at = offsets[1] + cursor;
+    const { written } = encoder.encodeInto(p.strings[i], out.subarray(at, at + sizes[i]));
+    if (written !== sizes[i]) throw new Error('a name encoded to another size than counted');
+    cursor += sizes[i];
+  }
+  stringOffsets[p.strings.length] = cursor;
   u32(offsets[0], stringOffsets);
   u32(offsets[2], p.files);
   const scopes = new Int32Array(4 * nScopes);

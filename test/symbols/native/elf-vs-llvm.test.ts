@@ -2,6 +2,9 @@
 // objects and executables (x86_64, aarch64, 32-bit ARM Thumb; DWARF 2, 4 and 5; a split
 // debug file), the index answers the same function, file, line and inline chain as
 // llvm-symbolizer; debug and code ids equal what `sentry-cli debug-files check` computes.
+// The index is built as an upload builds it (`.debug_info` read from the file a window at a
+// time; here a 64-byte window, so every unit is read on its own) and equals, byte for byte,
+// the one built from the whole file in memory.
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { loadNodeDemangler } from '../../../src/editions/node/demangle.js';
@@ -21,8 +24,10 @@ import {
   type ElfName,
 } from './elf-fixture.js';
 
+/** The index as an upload builds it, `.debug_info` read 64 bytes (one unit) at a time. */
 async function indexOf(name: ElfName): Promise<NativeIndex> {
-  return new NativeIndex((await buildElfIndex(elfBytes(name))).index);
+  const [inspected] = await inspectElf(name, elfBytes(name), 64);
+  return new NativeIndex(inspected.index!);
 }
 
 /** Random addresses in .text (a fixed seed: the same addresses every run). */
@@ -56,6 +61,51 @@ describe('ELF symbolication equals llvm-symbolizer', () => {
       compareElfWithLlvm(index, name, { addrs: randomAddresses(name, 2000) });
     });
   }
+
+  it('an upload never holds .debug_info whole: each read of it is one window or one unit, in order', async () => {
+    for (const name of ['x86_64-dwarf4.so', 'x86_64-dwarf5.so', 'aarch64-dwarf5.so'] as const) {
+      const bytes = elfBytes(name);
+      const elf = await readElf(bytes);
+      const info = elf.sections.find((s) => s.name === '.debug_info')!;
+      const [start, end] = [info.fileOffset, info.fileOffset + info.size];
+      // The units' sizes, from their headers (32-bit DWARF).
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      let largestUnit = 0;
+      let units = 0;
+      for (let at = start; at < end; units++) {
+        const size = 4 + view.getUint32(at, true);
+        largestUnit = Math.max(largestUnit, size);
+        at += size;
+      }
+      expect(units, name).toBeGreaterThan(1);
+      const reads: Array<[number, number]> = [];
+      const source = {
+        size: bytes.byteLength,
+        read: async (offset: number, length: number) => {
+          const out = bytes.subarray(offset, Math.min(bytes.byteLength, offset + length));
+          if (offset < end && offset + out.byteLength > start) reads.push([offset, offset + out.byteLength]);
+          return out;
+        },
+      };
+      await inspectElf(name, source, 64);
+      expect(reads.length, name).toBeGreaterThanOrEqual(units);
+      for (const [a, b] of reads) expect(b - a, name).toBeLessThanOrEqual(Math.max(64, largestUnit));
+      expect(largestUnit, name).toBeLessThan(info.size);
+      // Each window starts at the first unit the last one did not hold whole: the section is read in order.
+      const covered = reads.filter(([a]) => a >= start).sort((x, y) => x[0] - y[0]);
+      for (let i = 1; i < covered.length; i++) expect(covered[i][0]).toBeGreaterThanOrEqual(covered[i - 1][0]);
+    }
+  });
+
+  it('the index read a window of .debug_info at a time equals the one read from the whole file, for every window size', async () => {
+    for (const name of ELF_NAMES) {
+      const whole = (await buildElfIndex(elfBytes(name))).index;
+      for (const window of [1, 64, 4096, undefined]) {
+        const [streamed] = await inspectElf(name, elfBytes(name), window);
+        expect(Buffer.from(streamed.index!).equals(Buffer.from(whole)), `${name}, window ${window}`).toBe(true);
+      }
+    }
+  });
 
   it('a split debug file answers for its stripped object (llvm-symbolizer follows .gnu_debuglink)', async () => {
     const debug = await indexOf('aarch64-split.so.debug');

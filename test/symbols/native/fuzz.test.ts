@@ -5,6 +5,9 @@
 import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { inspectMachO } from '../../../src/symbols/dsym.js';
+import { buildElfIndex, inspectElf } from '../../../src/symbols/elf.js';
+import { readElf } from '../../../src/symbols/native/elf.js';
+import { elfBytes } from './elf-fixture.js';
 import { SymbolInputError } from '../../../src/symbols/kinds.js';
 import { BadNativeFile } from '../../../src/symbols/native/bytes.js';
 import { NativeIndex } from '../../../src/symbols/native/lookup-index.js';
@@ -129,6 +132,35 @@ describe('fuzzed dSYMs', () => {
     // Both outcomes occur, so the mutations reach past the first header check.
     expect(outcomes.refused).toBeGreaterThan(CASES / 10);
     expect(outcomes.indexed).toBeGreaterThan(CASES / 10);
+  });
+
+  it(`${CASES} mutations of an ELF file's .debug_info, read 64 bytes or one unit at a time: a 400 or an index`, async () => {
+    const random = rng(SEED + 7);
+    const original = elfBytes('x86_64-dwarf5.so');
+    const elf = await readElf(original);
+    const info = elf.sections.find((x) => x.name === '.debug_info')!;
+    const outcomes = { refused: 0, indexed: 0 };
+    for (let i = 0; i < CASES; i++) {
+      const bytes = original.slice();
+      // Unit headers (lengths, versions, abbreviation offsets) and DIEs alike.
+      for (let k = 0; k < 1 + Math.floor(random() * 8); k++) {
+        const at = info.fileOffset + Math.floor(random() * info.size);
+        bytes[at] = random() < 0.3 ? 0xff : Math.floor(random() * 256);
+      }
+      try {
+        const [file] = await inspectElf('fuzzed.so', bytes, 64);
+        new NativeIndex(file.index!).lookup(0x1000);
+        // The same index as from the whole file in memory, however the units lie.
+        expect(Buffer.from(file.index!).equals(Buffer.from((await buildElfIndex(bytes)).index)), `case ${i}`).toBe(
+          true,
+        );
+        outcomes.indexed++;
+      } catch (err) {
+        if (!(err instanceof SymbolInputError)) throw err;
+        outcomes.refused++;
+      }
+    }
+    expect(outcomes.indexed).toBeGreaterThan(CASES / 2);
   });
 
   it('a mutated stored index is refused or answers, never throws anything else', async () => {

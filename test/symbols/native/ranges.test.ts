@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesSource, type ByteRangeSource } from '../../../src/bytes.js';
 import { inspectMachO } from '../../../src/symbols/dsym.js';
-import { buildNativeIndex } from '../../../src/symbols/native/lookup-index.js';
+import { buildNativeIndex, buildNativeIndexFrom } from '../../../src/symbols/native/lookup-index.js';
 import { readMachO } from '../../../src/symbols/native/macho.js';
 import { buildIosFixture, type IosFixture } from './ios-fixture.js';
 
@@ -50,7 +50,11 @@ describe('Mach-O read by ranges', () => {
     for (const [i, slice] of slices.entries()) {
       expect(files[i].range).toEqual([slice.start, slice.end]);
       // Byte for byte the index the whole file in memory gives.
-      expect(Buffer.from(files[i].index!).equals(Buffer.from(buildNativeIndex(padded, slice))), slice.arch).toBe(true);
+      const whole = Buffer.from(buildNativeIndex(padded, slice));
+      expect(Buffer.from(files[i].index!).equals(whole), slice.arch).toBe(true);
+      // __debug_info read a unit at a time (a window of 1 or 64 bytes grows to each unit).
+      for (const window of [1, 64])
+        expect(Buffer.from(await buildNativeIndexFrom(counting(padded), slice, window)).equals(whole)).toBe(true);
     }
     expect(source.read_).toBeLessThanOrEqual(fat.byteLength);
     expect(source.largest).toBeLessThan(fat.byteLength);
