@@ -7,6 +7,7 @@ import type {
   CompiledQuery,
   Compilable,
   Insertable,
+  Kysely,
   OnConflictBuilder,
   OnConflictDoNothingBuilder,
   OnConflictUpdateBuilder,
@@ -105,6 +106,17 @@ export function compileTakingOnly(query: Compilable, parameters: number, what: s
 /** Column names with their PostgreSQL array element type, in insert order (src/store/tables.ts pgColumns). */
 export type { ColumnSpec };
 
+/**
+ * The connection as a builder of inserts into a table named at run time, for the
+ * statements ingest compiles once per table and shape from a ColumnSpec (insertText in
+ * sqlite.ts, insertRows in postgres.ts). The one untyped Kysely of the store's queries:
+ * the table and its columns are values there, which Kysely's types cannot follow; the
+ * ColumnSpecs come from the tables' descriptors (pgColumns), so the names are checked there.
+ */
+export function anyTableInserts(db: Kysely<Database>): Kysely<any> {
+  return db as unknown as Kysely<any>;
+}
+
 /** An ON CONFLICT clause a write takes (it binds no parameters: see compileTakingOnly). */
 export type Conflict = (
   oc: OnConflictBuilder<any, any>,
@@ -125,7 +137,7 @@ export function issueUpsert(oc: OnConflictBuilder<any, any>) {
     .doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)])));
 }
 
-export const ISSUE_COLUMNS: ColumnSpec = pgColumns('issues', [
+export const ISSUE_COLUMNS = pgColumns('issues', [
   'project_id',
   'fingerprint',
   'title',
@@ -209,7 +221,7 @@ export const EVENT_FIELD_NAMES = [
 export type EventFieldColumn = (typeof EVENT_FIELD_NAMES)[number];
 export const EVENT_FIELD_COLUMNS = pgColumns('events', EVENT_FIELD_NAMES);
 
-export const EVENT_COLUMNS: ColumnSpec = pgColumns('events', [
+export const EVENT_COLUMNS = pgColumns('events', [
   'project_id',
   'issue_id',
   ...EVENT_FIELD_NAMES,
@@ -220,30 +232,24 @@ export const EVENT_COLUMNS: ColumnSpec = pgColumns('events', [
   'payload_length',
   'symbolicated',
 ]);
-export const CHUNK_COLUMNS: ColumnSpec = pgColumns('payload_chunks', ['project_id', 'received_at', 'data']);
-export const CHUNK_COLUMNS_WITH_ID: ColumnSpec = [...pgColumns('payload_chunks', ['id']), ...CHUNK_COLUMNS];
+export const CHUNK_COLUMNS = pgColumns('payload_chunks', ['project_id', 'received_at', 'data']);
+export const CHUNK_COLUMNS_WITH_ID = [...pgColumns('payload_chunks', ['id']), ...CHUNK_COLUMNS];
 
-export const EVENT_COLUMNS_WITH_ID: ColumnSpec = [...pgColumns('events', ['id']), ...EVENT_COLUMNS];
-export const ISSUE_COLUMNS_WITH_ID: ColumnSpec = [...pgColumns('issues', ['id']), ...ISSUE_COLUMNS];
+export const EVENT_COLUMNS_WITH_ID = [...pgColumns('events', ['id']), ...EVENT_COLUMNS];
+export const ISSUE_COLUMNS_WITH_ID = [...pgColumns('issues', ['id']), ...ISSUE_COLUMNS];
 
-export const TAG_COLUMNS: ColumnSpec = pgColumns('event_tags', ['project_id', 'event_id', 'key', 'value']);
-export const USER_COLUMNS: ColumnSpec = pgColumns('issue_users', ['issue_id', 'user_key']);
-export const ISSUE_RELEASE_COLUMNS: ColumnSpec = pgColumns('issue_releases', ['issue_id', 'release', 'first_seen']);
-export const ISSUE_HOURLY_COLUMNS: ColumnSpec = pgColumns('issue_hourly', ['issue_id', 'bucket', 'events']);
-export const ISSUE_ENVIRONMENT_HOURLY_COLUMNS: ColumnSpec = pgColumns('issue_environment_hourly', [
+export const TAG_COLUMNS = pgColumns('event_tags', ['project_id', 'event_id', 'key', 'value']);
+export const USER_COLUMNS = pgColumns('issue_users', ['issue_id', 'user_key']);
+export const ISSUE_RELEASE_COLUMNS = pgColumns('issue_releases', ['issue_id', 'release', 'first_seen']);
+export const ISSUE_HOURLY_COLUMNS = pgColumns('issue_hourly', ['issue_id', 'bucket', 'events']);
+export const ISSUE_ENVIRONMENT_HOURLY_COLUMNS = pgColumns('issue_environment_hourly', [
   'issue_id',
   'environment',
   'bucket',
   'events',
 ]);
-export const CHANGE_COLUMNS: ColumnSpec = pgColumns('issue_changes', [
-  'project_id',
-  'issue_id',
-  'kind',
-  'at',
-  'release',
-]);
-export const OUTBOX_COLUMNS: ColumnSpec = pgColumns('alert_outbox', [
+export const CHANGE_COLUMNS = pgColumns('issue_changes', ['project_id', 'issue_id', 'kind', 'at', 'release']);
+export const OUTBOX_COLUMNS = pgColumns('alert_outbox', [
   'project_id',
   'type',
   'issue_id',
@@ -253,27 +259,16 @@ export const OUTBOX_COLUMNS: ColumnSpec = pgColumns('alert_outbox', [
 ]);
 /** project_hourly's counters: events, crashes, errors and one per level. */
 const PROJECT_HOURLY_COUNTERS = ['events', 'crashes', 'errors', ...LEVELS] as const;
-export const PROJECT_HOURLY_COLUMNS: ColumnSpec = pgColumns('project_hourly', [
+export const PROJECT_HOURLY_COLUMNS = pgColumns('project_hourly', [
   'project_id',
   'bucket',
   'release',
   ...PROJECT_HOURLY_COUNTERS,
 ]);
-export const RELEASE_COLUMNS: ColumnSpec = pgColumns('releases', [
-  'project_id',
-  'release',
-  'first_seen',
-  'last_seen',
-  'platforms',
-]);
-export const USAGE_COLUMNS: ColumnSpec = pgColumns('daily_usage', ['project_id', 'day', 'events']);
-export const SEEN_COLUMNS: ColumnSpec = pgColumns('seen_events', [
-  'project_id',
-  'event_id',
-  'received_at',
-  'stored_id',
-]);
-export const SESSION_COLUMNS: ColumnSpec = pgColumns('sessions', [
+export const RELEASE_COLUMNS = pgColumns('releases', ['project_id', 'release', 'first_seen', 'last_seen', 'platforms']);
+export const USAGE_COLUMNS = pgColumns('daily_usage', ['project_id', 'day', 'events']);
+export const SEEN_COLUMNS = pgColumns('seen_events', ['project_id', 'event_id', 'received_at', 'stored_id']);
+export const SESSION_COLUMNS = pgColumns('sessions', [
   'project_id',
   'sid',
   'did',
@@ -285,7 +280,7 @@ export const SESSION_COLUMNS: ColumnSpec = pgColumns('sessions', [
   'updated_at',
   'anr',
 ]);
-export const SESSION_HOURLY_COLUMNS: ColumnSpec = pgColumns('session_hourly', [
+export const SESSION_HOURLY_COLUMNS = pgColumns('session_hourly', [
   'project_id',
   'release',
   'bucket',
@@ -295,13 +290,7 @@ export const SESSION_HOURLY_COLUMNS: ColumnSpec = pgColumns('session_hourly', [
   'anr',
 ]);
 
-export const SESSION_USER_COLUMNS: ColumnSpec = pgColumns('session_users', [
-  'project_id',
-  'release',
-  'bucket',
-  'did',
-  'crashed',
-]);
+export const SESSION_USER_COLUMNS = pgColumns('session_users', ['project_id', 'release', 'bucket', 'did', 'crashed']);
 
 /** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
 export function additive(table: string, key: string[], counters: readonly string[]) {

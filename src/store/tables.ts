@@ -753,14 +753,12 @@ export function pgArrayType(kind: ColumnKind): PgArrayElement {
 }
 
 /** Column names with their PostgreSQL array element type, in insert order. */
-export type ColumnSpec = readonly (readonly [string, PgArrayElement])[];
+export type ColumnSpec<C extends string = string> = readonly (readonly [C, PgArrayElement])[];
 
 /** The named columns of a table with their PostgreSQL array types, in the order given (ingest's inserts). */
-export function pgColumns<T extends TableName, const N extends readonly ColumnName<T>[]>(
+export function pgColumns<T extends TableName, const N extends ColumnName<T>>(
   table: T,
-  names: N,
-): { readonly [I in keyof N]: readonly [N[I], PgArrayElement] } {
-  return names.map((name) => [name, pgArrayType(columnOf(table, name).kind)] as const) as {
-    readonly [I in keyof N]: readonly [N[I], PgArrayElement];
-  };
+  names: readonly N[],
+): ColumnSpec<N> {
+  return names.map((name) => [name, pgArrayType(columnOf(table, name).kind)] as const);
 }
