@@ -10,6 +10,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { isPasswordHash } from '../accounts/password.js';
 import { isRole, normaliseEmail } from '../accounts/rules.js';
+import type { TableName } from '../store/tables.js';
 import { type ColumnSpec, describeZodError, fieldSchema, lineColumns, toField } from './format.js';
 import {
   type BatchOutcome,
@@ -25,7 +26,7 @@ const PAGE = 1000;
 
 interface InstanceSpec {
   type: string;
-  table: string;
+  table: TableName;
   columns: ColumnSpec[];
   /** Extra line fields read by a join (`field` ← SQL expression over `t` and joins). */
   select?: (ctx: ExportContext) => ReturnType<typeof sql>;
@@ -35,6 +36,7 @@ interface InstanceSpec {
 /** Export side of an instance-level table: rows in id order, a page at a time. */
 function reader(spec: InstanceSpec, join = sql``, extra = sql``, where = sql`1 = 1`) {
   return {
+    table: spec.table,
     async count(ctx: ExportContext) {
       if (ctx.projectId !== undefined) return 0;
       const { rows } = await sql<{

@@ -97,6 +97,7 @@ function projectCondition(ctx: ExportContext) {
 
 export const eventLineType: LineType<EventValue> = {
   type: 'event',
+  table: 'events',
 
   async count(ctx) {
     const { rows } = await sql<{

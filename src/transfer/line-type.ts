@@ -86,6 +86,11 @@ export type Parsed<V> = { ok: true; value: V } | { ok: false; message: string };
 
 export interface LineType<V = any> {
   type: string;
+  /**
+   * The table whose exported columns (src/store/tables.ts) the line carries; absent for
+   * a line of links between rows (alert_rule_channel).
+   */
+  table?: TableName;
   /** Rows this type will export (for progress totals; a live database may change meanwhile). */
   count(ctx: ExportContext): Promise<number>;
   /**

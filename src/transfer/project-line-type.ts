@@ -25,6 +25,7 @@ type ProjectValue = Record<string, unknown> & { slug: string; id: number; dsn_ke
 
 export const projectLineType: LineType<ProjectValue> = {
   type: 'project',
+  table: 'projects',
 
   async count(ctx) {
     let query = ctx.db.selectFrom('projects').select(sql<number>`count(*)`.as('n'));

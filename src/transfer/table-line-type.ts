@@ -123,6 +123,7 @@ export function tableLineType<T extends TableName>(spec: TableLineSpec<T>): Line
 
   return {
     type: spec.type,
+    table: spec.table,
 
     async count(ctx) {
       const { rows } = await sql<{
