@@ -79,15 +79,13 @@ export interface TableLineSpec<T extends TableName> {
 
 type TableValue = { project: string; parentKey: unknown[]; row: Record<string, unknown> };
 
-/** The column of a child row that names its parent: `project_id`, or the parent spec's. */
-type ParentColumn<T extends TableName> = ColumnName<T>;
-
 /** Rows read per query. */
 export const PAGE_ROWS = 1000;
 
 export function tableLineType<T extends TableName>(spec: TableLineSpec<T>): LineType<TableValue> {
   const parent = spec.parent === 'project' ? null : spec.parent;
-  const parentColumn = (parent ? parent.column : 'project_id') as ParentColumn<T>;
+  // The child's column naming its parent: `project_id`, or the parent spec's.
+  const parentColumn = (parent ? parent.column : 'project_id') as ColumnName<T>;
   const columns = lineColumns(spec.table);
   const shape: Record<string, z.ZodType> = { project: z.string().min(1) };
   for (const k of parent?.key ?? []) shape[k.field ?? k.column] = fieldSchema(k.kind);
