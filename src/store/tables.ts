@@ -728,11 +728,6 @@ type KyselyColumn<C extends ColumnDescriptor> = C extends { computed: true }
 /** The Kysely table type of a descriptor (src/store/schema.ts `Database`). */
 export type KyselyTable<D extends TableDescriptor> = { -readonly [K in keyof D]: KyselyColumn<D[K]> };
 
-/** The columns of a table, in descriptor order. */
-export function columnsOf<T extends TableName>(table: T): ColumnName<T>[] {
-  return Object.keys(TABLES[table]) as ColumnName<T>[];
-}
-
 /** The descriptor of one column. */
 export function columnOf<T extends TableName>(table: T, column: ColumnName<T>): ColumnDescriptor {
   return (TABLES[table] as TableDescriptor)[column];
