@@ -18,6 +18,7 @@ import { withBucket, type BlobBucket } from './blobs.js';
 import {
   type CompiledQuery,
   Kysely,
+  type QueryExecutorProvider,
   SqliteAdapter,
   SqliteQueryCompiler,
   sql,
@@ -225,7 +226,7 @@ class D1Driver implements Driver {
 
 /** SQLite's introspection, without D1's internal tables. */
 class D1Introspector implements DatabaseIntrospector {
-  constructor(private readonly db: Kysely<any>) {}
+  constructor(private readonly db: QueryExecutorProvider) {}
 
   async getSchemas(): Promise<SchemaMetadata[]> {
     return [];
@@ -281,7 +282,8 @@ export class D1Dialect implements Dialect {
     return new SqliteQueryCompiler();
   }
 
-  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+  // Kysely's Dialect passes the Kysely instance; the introspector only runs raw SQL on it.
+  createIntrospector(db: QueryExecutorProvider): DatabaseIntrospector {
     return new D1Introspector(db);
   }
 }

@@ -7,6 +7,7 @@ import type {
   CompiledQuery,
   Compilable,
   Insertable,
+  Kysely,
   OnConflictBuilder,
   OnConflictDoNothingBuilder,
   OnConflictUpdateBuilder,
@@ -35,6 +36,7 @@ import {
   type PayloadSlot,
 } from './payloads.js';
 import type { Database, EventTable } from './schema.js';
+import { type ColumnName, type ColumnSpec, pgColumns } from './tables.js';
 
 /**
  * What new rows hold in `events.detail`: nothing. The detail is rebuilt from the raw
@@ -101,8 +103,19 @@ export function compileTakingOnly(query: Compilable, parameters: number, what: s
   return compiled;
 }
 
-/** Column names with their PostgreSQL array element type, in insert order. */
-export type ColumnSpec = readonly (readonly [string, 'int8' | 'text' | 'bytea'])[];
+/** Column names with their PostgreSQL array element type, in insert order (src/store/tables.ts pgColumns). */
+export type { ColumnSpec };
+
+/**
+ * The connection as a builder of inserts into a table named at run time, for the
+ * statements ingest compiles once per table and shape from a ColumnSpec (insertText in
+ * sqlite.ts, insertRows in postgres.ts). The one untyped Kysely of the store's queries:
+ * the table and its columns are values there, which Kysely's types cannot follow; the
+ * ColumnSpecs come from the tables' descriptors (pgColumns), so the names are checked there.
+ */
+export function anyTableInserts(db: Kysely<Database>): Kysely<any> {
+  return db as unknown as Kysely<any>;
+}
 
 /** An ON CONFLICT clause a write takes (it binds no parameters: see compileTakingOnly). */
 export type Conflict = (
@@ -124,31 +137,31 @@ export function issueUpsert(oc: OnConflictBuilder<any, any>) {
     .doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)])));
 }
 
-export const ISSUE_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['fingerprint', 'text'],
-  ['title', 'text'],
-  ['level', 'text'],
-  ['error_type', 'text'],
-  ['screen', 'text'],
-  ['location', 'text'],
-  ['platform', 'text'],
-  ['status', 'text'],
-  ['event_count', 'int8'],
-  ['stored_count', 'int8'],
-  ['users', 'int8'],
-  ['first_seen', 'int8'],
-  ['last_seen', 'int8'],
-  ['first_seen_id', 'int8'],
-  ['last_seen_id', 'int8'],
-  ['first_release', 'text'],
-  ['last_release', 'text'],
-  ['resolved_release', 'text'],
-  ['resolved_at', 'int8'],
-  ['regressed_at', 'int8'],
-  ['created_at', 'int8'],
-  ['updated_at', 'int8'],
-];
+export const ISSUE_COLUMNS = pgColumns('issues', [
+  'project_id',
+  'fingerprint',
+  'title',
+  'level',
+  'error_type',
+  'screen',
+  'location',
+  'platform',
+  'status',
+  'event_count',
+  'stored_count',
+  'users',
+  'first_seen',
+  'last_seen',
+  'first_seen_id',
+  'last_seen_id',
+  'first_release',
+  'last_release',
+  'resolved_release',
+  'resolved_at',
+  'regressed_at',
+  'created_at',
+  'updated_at',
+]);
 
 /** What ingest owns in an issue row; resolved_release/resolved_at and created_at are left alone. */
 export const ISSUE_UPDATED = [
@@ -173,160 +186,114 @@ export const ISSUE_UPDATED = [
 ] as const;
 
 /**
- * The `events` columns an event's own fields fill (`eventFields`), in table order, with their
- * PostgreSQL array types: the one list that ingest's inserts, the D1 batch's JSON fields
- * (src/ingest/d1-commit.ts) and the read API's event summaries take.
+ * The `events` columns an event's own fields fill (`eventFields`), in table order: the one
+ * list that ingest's inserts (with the PostgreSQL array types the table's descriptor gives,
+ * EVENT_FIELD_COLUMNS), the D1 batch's JSON fields (src/ingest/d1-commit.ts) and the read
+ * API's event summaries take.
  */
-export const EVENT_FIELD_COLUMNS = [
-  ['event_id', 'text'],
-  ['fingerprint', 'text'],
-  ['timestamp', 'int8'],
-  ['received_at', 'int8'],
-  ['level', 'text'],
-  ['platform', 'text'],
-  ['release', 'text'],
-  ['dist', 'text'],
-  ['environment', 'text'],
-  ['user_id', 'text'],
-  ['user_email', 'text'],
-  ['user_username', 'text'],
-  ['user_ip', 'text'],
-  ['device_id', 'text'],
-  ['device_model', 'text'],
-  ['os_name', 'text'],
-  ['os_version', 'text'],
-  ['screen', 'text'],
-  ['error_type', 'text'],
-  ['error_location', 'text'],
-  ['title', 'text'],
-  ['message', 'text'],
-  ['is_crash', 'int8'],
-  ['sdk_name', 'text'],
-  ['tags', 'text'],
-] as const satisfies ColumnSpec;
-export type EventFieldColumn = (typeof EVENT_FIELD_COLUMNS)[number][0];
-export const EVENT_FIELD_NAMES: readonly EventFieldColumn[] = EVENT_FIELD_COLUMNS.map(([name]) => name);
+export const EVENT_FIELD_NAMES = [
+  'event_id',
+  'fingerprint',
+  'timestamp',
+  'received_at',
+  'level',
+  'platform',
+  'release',
+  'dist',
+  'environment',
+  'user_id',
+  'user_email',
+  'user_username',
+  'user_ip',
+  'device_id',
+  'device_model',
+  'os_name',
+  'os_version',
+  'screen',
+  'error_type',
+  'error_location',
+  'title',
+  'message',
+  'is_crash',
+  'sdk_name',
+  'tags',
+] as const satisfies readonly ColumnName<'events'>[];
+export type EventFieldColumn = (typeof EVENT_FIELD_NAMES)[number];
+export const EVENT_FIELD_COLUMNS = pgColumns('events', EVENT_FIELD_NAMES);
 
-export const EVENT_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['issue_id', 'int8'],
-  ...EVENT_FIELD_COLUMNS,
-  ['detail', 'bytea'],
-  ['raw', 'bytea'],
-  ['payload_chunk', 'int8'],
-  ['payload_start', 'int8'],
-  ['payload_length', 'int8'],
-  ['symbolicated', 'text'],
-];
-export const CHUNK_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['received_at', 'int8'],
-  ['data', 'bytea'],
-];
-export const CHUNK_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...CHUNK_COLUMNS];
+export const EVENT_COLUMNS = pgColumns('events', [
+  'project_id',
+  'issue_id',
+  ...EVENT_FIELD_NAMES,
+  'detail',
+  'raw',
+  'payload_chunk',
+  'payload_start',
+  'payload_length',
+  'symbolicated',
+]);
+export const CHUNK_COLUMNS = pgColumns('payload_chunks', ['project_id', 'received_at', 'data']);
+export const CHUNK_COLUMNS_WITH_ID = [...pgColumns('payload_chunks', ['id']), ...CHUNK_COLUMNS];
 
-export const EVENT_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...EVENT_COLUMNS];
-export const ISSUE_COLUMNS_WITH_ID: ColumnSpec = [['id', 'int8'], ...ISSUE_COLUMNS];
+export const EVENT_COLUMNS_WITH_ID = [...pgColumns('events', ['id']), ...EVENT_COLUMNS];
+export const ISSUE_COLUMNS_WITH_ID = [...pgColumns('issues', ['id']), ...ISSUE_COLUMNS];
 
-export const TAG_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['event_id', 'int8'],
-  ['key', 'text'],
-  ['value', 'text'],
-];
-export const USER_COLUMNS: ColumnSpec = [
-  ['issue_id', 'int8'],
-  ['user_key', 'text'],
-];
-export const ISSUE_RELEASE_COLUMNS: ColumnSpec = [
-  ['issue_id', 'int8'],
-  ['release', 'text'],
-  ['first_seen', 'int8'],
-];
-export const ISSUE_HOURLY_COLUMNS: ColumnSpec = [
-  ['issue_id', 'int8'],
-  ['bucket', 'int8'],
-  ['events', 'int8'],
-];
-export const ISSUE_ENVIRONMENT_HOURLY_COLUMNS: ColumnSpec = [
-  ['issue_id', 'int8'],
-  ['environment', 'text'],
-  ['bucket', 'int8'],
-  ['events', 'int8'],
-];
-export const CHANGE_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['issue_id', 'int8'],
-  ['kind', 'text'],
-  ['at', 'int8'],
-  ['release', 'text'],
-];
-export const OUTBOX_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['type', 'text'],
-  ['issue_id', 'int8'],
-  ['payload', 'text'],
-  ['state', 'text'],
-  ['created_at', 'int8'],
-];
+export const TAG_COLUMNS = pgColumns('event_tags', ['project_id', 'event_id', 'key', 'value']);
+export const USER_COLUMNS = pgColumns('issue_users', ['issue_id', 'user_key']);
+export const ISSUE_RELEASE_COLUMNS = pgColumns('issue_releases', ['issue_id', 'release', 'first_seen']);
+export const ISSUE_HOURLY_COLUMNS = pgColumns('issue_hourly', ['issue_id', 'bucket', 'events']);
+export const ISSUE_ENVIRONMENT_HOURLY_COLUMNS = pgColumns('issue_environment_hourly', [
+  'issue_id',
+  'environment',
+  'bucket',
+  'events',
+]);
+export const CHANGE_COLUMNS = pgColumns('issue_changes', ['project_id', 'issue_id', 'kind', 'at', 'release']);
+export const OUTBOX_COLUMNS = pgColumns('alert_outbox', [
+  'project_id',
+  'type',
+  'issue_id',
+  'payload',
+  'state',
+  'created_at',
+]);
 /** project_hourly's counters: events, crashes, errors and one per level. */
-const PROJECT_HOURLY_COUNTERS = ['events', 'crashes', 'errors', ...LEVELS];
-export const PROJECT_HOURLY_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['bucket', 'int8'],
-  ['release', 'text'],
-  ...PROJECT_HOURLY_COUNTERS.map((c) => [c, 'int8'] as const),
-];
-export const RELEASE_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['release', 'text'],
-  ['first_seen', 'int8'],
-  ['last_seen', 'int8'],
-  ['platforms', 'text'],
-];
-export const USAGE_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['day', 'int8'],
-  ['events', 'int8'],
-];
-export const SEEN_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['event_id', 'text'],
-  ['received_at', 'int8'],
-  ['stored_id', 'int8'],
-];
-export const SESSION_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['sid', 'text'],
-  ['did', 'text'],
-  ['release', 'text'],
-  ['environment', 'text'],
-  ['started', 'int8'],
-  ['status', 'text'],
-  ['errors', 'int8'],
-  ['updated_at', 'int8'],
-  ['anr', 'int8'],
-];
-export const SESSION_HOURLY_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['release', 'text'],
-  ['bucket', 'int8'],
-  ['total', 'int8'],
-  ['crashed', 'int8'],
-  ['errored', 'int8'],
-  ['anr', 'int8'],
-];
+const PROJECT_HOURLY_COUNTERS = ['events', 'crashes', 'errors', ...LEVELS] as const;
+export const PROJECT_HOURLY_COLUMNS = pgColumns('project_hourly', [
+  'project_id',
+  'bucket',
+  'release',
+  ...PROJECT_HOURLY_COUNTERS,
+]);
+export const RELEASE_COLUMNS = pgColumns('releases', ['project_id', 'release', 'first_seen', 'last_seen', 'platforms']);
+export const USAGE_COLUMNS = pgColumns('daily_usage', ['project_id', 'day', 'events']);
+export const SEEN_COLUMNS = pgColumns('seen_events', ['project_id', 'event_id', 'received_at', 'stored_id']);
+export const SESSION_COLUMNS = pgColumns('sessions', [
+  'project_id',
+  'sid',
+  'did',
+  'release',
+  'environment',
+  'started',
+  'status',
+  'errors',
+  'updated_at',
+  'anr',
+]);
+export const SESSION_HOURLY_COLUMNS = pgColumns('session_hourly', [
+  'project_id',
+  'release',
+  'bucket',
+  'total',
+  'crashed',
+  'errored',
+  'anr',
+]);
 
-export const SESSION_USER_COLUMNS: ColumnSpec = [
-  ['project_id', 'int8'],
-  ['release', 'text'],
-  ['bucket', 'int8'],
-  ['did', 'text'],
-  ['crashed', 'int8'],
-];
+export const SESSION_USER_COLUMNS = pgColumns('session_users', ['project_id', 'release', 'bucket', 'did', 'crashed']);
 
 /** ON CONFLICT (key) DO UPDATE SET c = table.c + excluded.c for each counter. */
-export function additive(table: string, key: string[], counters: string[]) {
+export function additive(table: string, key: string[], counters: readonly string[]) {
   return (oc: OnConflictBuilder<any, any>) =>
     oc
       .columns(key)

@@ -6,6 +6,8 @@ import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely
 import type { Dialect } from './database.js';
 import { LAST_SEEN_MINUTE_MS } from './schema.js';
 
+// Untyped on purpose: each migration works on the schema of its time, not on today's
+// `Database` (src/store/schema.ts), which describes where the last one leaves it.
 type Db = Kysely<any>;
 
 function idType(dialect: Dialect) {

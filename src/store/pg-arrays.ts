@@ -5,7 +5,7 @@
 // batch work on PostgreSQL (measured). Here numbers go unquoted and a string is
 // scanned for the two characters that need a backslash only when it holds them.
 
-export type PgArrayElement = 'int8' | 'text' | 'bytea';
+export type PgArrayElement = 'int8' | 'float8' | 'text' | 'bytea';
 
 function quoted(s: string): string {
   // Inside double quotes only `"` and `\` need escaping; commas, braces, blanks and
@@ -15,7 +15,8 @@ function quoted(s: string): string {
 
 function element(value: unknown, type: PgArrayElement): string {
   if (value === null || value === undefined) return 'NULL';
-  if (type === 'int8' && (typeof value === 'number' || typeof value === 'bigint')) return String(value);
+  if ((type === 'int8' || type === 'float8') && (typeof value === 'number' || typeof value === 'bigint'))
+    return String(value);
   if (type === 'bytea' && value instanceof Uint8Array) {
     // `\\x…` unquoted: the array parser turns `\\` into `\`, leaving bytea's hex form.
     return `\\\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`;

@@ -22,6 +22,7 @@ import {
   batchResult,
   chunkRow,
   CHUNK_COLUMNS_WITH_ID,
+  anyTableInserts,
   compileTakingOnly,
   EVENT_COLUMNS_WITH_ID,
   eventValues,
@@ -286,7 +287,7 @@ class PostgresBatch {
     rows: Record<string, unknown>[],
     conflict?: Conflict,
   ): void {
-    const db = this.db as unknown as Kysely<any>;
+    const db = anyTableInserts(this.db);
     const columns = spec.map(([name]) => name);
     const template = pgWriteTemplate(`${table}|${conflict ? 'upsert' : 'insert'}`, spec.length, () => {
       const query = db
@@ -333,7 +334,7 @@ class PostgresBatch {
    * keys the statement's `issue_users` insert reports as new to it.
    */
   private async write(plan: WriteSet): Promise<void> {
-    const db = this.db as unknown as Kysely<any>;
+    const db = this.db;
     linkStoredEvents(plan);
     // A chunk takes the id of its first event: ids are known from the reads, and an event
     // id is never taken twice. Chunks travel in a bytea[] parameter (two hex digits a

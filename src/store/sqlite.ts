@@ -30,6 +30,7 @@ import {
   batchResult,
   chunkRow,
   CHUNK_COLUMNS,
+  anyTableInserts,
   compileTakingOnly,
   EVENT_COLUMNS,
   eventValues,
@@ -402,7 +403,7 @@ class SqliteBatch {
     rows: Record<string, unknown>[],
     options: { conflict?: Conflict; returning?: string[] } = {},
   ): Promise<Record<string, unknown>[]> {
-    const db = this.db as unknown as Kysely<any>;
+    const db = anyTableInserts(this.db);
     const columns = spec.map(([name]) => name);
     const out: Record<string, unknown>[] = [];
     for (const part of insertChunks(rows)) {
@@ -481,7 +482,7 @@ function insertChunks<T>(rows: T[]): T[][] {
 const insertTexts = new Map<string, string>();
 
 function insertText(
-  db: Kysely<any>,
+  db: ReturnType<typeof anyTableInserts>,
   table: string,
   spec: ColumnSpec,
   rowCount: number,

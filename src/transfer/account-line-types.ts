@@ -10,7 +10,8 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { isPasswordHash } from '../accounts/password.js';
 import { isRole, normaliseEmail } from '../accounts/rules.js';
-import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
+import type { TableName } from '../store/tables.js';
+import { type ColumnSpec, describeZodError, fieldSchema, lineColumns, toField } from './format.js';
 import {
   type BatchOutcome,
   type ExportContext,
@@ -25,7 +26,7 @@ const PAGE = 1000;
 
 interface InstanceSpec {
   type: string;
-  table: string;
+  table: TableName;
   columns: ColumnSpec[];
   /** Extra line fields read by a join (`field` ← SQL expression over `t` and joins). */
   select?: (ctx: ExportContext) => ReturnType<typeof sql>;
@@ -35,6 +36,7 @@ interface InstanceSpec {
 /** Export side of an instance-level table: rows in id order, a page at a time. */
 function reader(spec: InstanceSpec, join = sql``, extra = sql``, where = sql`1 = 1`) {
   return {
+    table: spec.table,
     async count(ctx: ExportContext) {
       if (ctx.projectId !== undefined) return 0;
       const { rows } = await sql<{
@@ -81,15 +83,7 @@ function parser<V extends Record<string, unknown>>(schema: z.ZodType, check: (v:
   };
 }
 
-const USER_COLUMNS: ColumnSpec[] = [
-  { column: 'email', kind: 'text' },
-  { column: 'name', kind: 'text' },
-  { column: 'role', kind: 'text' },
-  { column: 'disabled', kind: 'bool' },
-  { column: 'password_hash', kind: 'text?' },
-  { column: 'created_at', kind: 'time' },
-  { column: 'last_login_at', kind: 'time?' },
-];
+const USER_COLUMNS = lineColumns('users');
 
 type Row = Record<string, unknown>;
 
@@ -114,13 +108,7 @@ export const userLineType: LineType<Row> = {
   },
 };
 
-const TOKEN_COLUMNS: ColumnSpec[] = [
-  { column: 'name', kind: 'text' },
-  { column: 'token_hash', kind: 'text' },
-  { column: 'created_at', kind: 'time' },
-  { column: 'expires_at', kind: 'time?' },
-  { column: 'last_used_at', kind: 'time?' },
-];
+const TOKEN_COLUMNS = lineColumns('personal_tokens');
 
 export const personalTokenLineType: LineType<Row> = {
   type: 'personal_token',
@@ -158,15 +146,7 @@ export const personalTokenLineType: LineType<Row> = {
   },
 };
 
-const AUDIT_COLUMNS: ColumnSpec[] = [
-  { column: 'uid', kind: 'text' },
-  { column: 'at', kind: 'time' },
-  { column: 'actor', kind: 'text' },
-  { column: 'action', kind: 'text' },
-  { column: 'target', kind: 'text?' },
-  { column: 'details', kind: 'json' },
-  { column: 'ip', kind: 'text?' },
-];
+const AUDIT_COLUMNS = lineColumns('audit_log');
 export const auditLineType: LineType<Row> = {
   type: 'audit',
   // An import's own entries stay with the instance that took it: moving the log elsewhere

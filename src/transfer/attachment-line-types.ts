@@ -5,13 +5,10 @@
 // bytes are in the edition's bucket is exported with them (the same line). User feedback
 // travels beside them as `user_feedback` lines.
 import { readObject } from '../store/blobs.js';
-import type { ColumnSpec } from './format.js';
+import { lineColumns } from './format.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
-const ATTACHMENT_KEY: ColumnSpec[] = [
-  { column: 'event_id', kind: 'text' },
-  { column: 'digest', kind: 'text' },
-];
+const ATTACHMENT_KEY = lineColumns('attachments', ['event_id', 'digest']);
 
 const ATTACHMENT_PARENT: ParentSpec = {
   name: 'attachment',
@@ -26,14 +23,6 @@ export const attachmentLineType = tableLineType({
   parent: 'project',
   key: ['event_id', 'digest'],
   order: ['id'],
-  columns: [
-    ...ATTACHMENT_KEY,
-    { column: 'name', kind: 'text' },
-    { column: 'content_type', kind: 'text' },
-    { column: 'attachment_type', kind: 'text' },
-    { column: 'size', kind: 'count' },
-    { column: 'received_at', kind: 'time' },
-  ],
 });
 
 export const attachmentChunkLineType = tableLineType({
@@ -44,10 +33,6 @@ export const attachmentChunkLineType = tableLineType({
   order: ['attachment_id', 'seq'],
   // Eight chunks (4 MiB) per read, whatever the export's page size.
   pageRows: 8,
-  columns: [
-    { column: 'seq', kind: 'count' },
-    { column: 'data', kind: 'bytes' },
-  ],
   // A chunk in the bucket (src/store/blobs.ts) is exported with its object's bytes; an
   // import writes them to the chunk table.
   async resolve(ctx, rows) {
@@ -69,15 +54,4 @@ export const userFeedbackLineType = tableLineType({
   parent: 'project',
   key: ['digest'],
   order: ['id'],
-  columns: [
-    { column: 'digest', kind: 'text' },
-    { column: 'event_id', kind: 'text' },
-    { column: 'name', kind: 'text' },
-    { column: 'email', kind: 'text' },
-    { column: 'comments', kind: 'text' },
-    { column: 'url', kind: 'text' },
-    { column: 'source', kind: 'text' },
-    { column: 'created_at', kind: 'time' },
-    { column: 'received_at', kind: 'time' },
-  ],
 });

@@ -35,6 +35,7 @@ import {
   SqliteQueryCompiler,
 } from 'kysely';
 import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
 import { D1_MAX_BOUND_PARAMETERS } from '../store/d1.js';
 import type { BatchItem, BatchOutcome, ImportContext, LineType } from './line-type.js';
 
@@ -51,8 +52,8 @@ const READ = /^\s*(select|with)\b/i;
 const COUNTED_TAIL = ' returning 1 as one';
 
 /** A Kysely whose reads run on `store` now and whose writes are recorded for one batch. */
-function recordingDb(store: Store, recorded: Recorded[]): Kysely<any> {
-  const real = store.db as unknown as Kysely<any>;
+function recordingDb(store: Store, recorded: Recorded[]): Kysely<Database> {
+  const real = store.db;
   const connection: DatabaseConnection = {
     async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
       if (READ.test(query.sql)) return real.executeQuery<R>(query);
@@ -81,7 +82,7 @@ function recordingDb(store: Store, recorded: Recorded[]): Kysely<any> {
     async releaseConnection() {},
     async destroy() {},
   };
-  return new Kysely<any>({
+  return new Kysely<Database>({
     dialect: {
       createAdapter: () => new SqliteAdapter(),
       createDriver: () => driver,
@@ -146,9 +147,9 @@ export async function writeBatchAtomically(
   store: Store,
   type: LineType,
   items: BatchItem<unknown>[],
-  context: (db: Kysely<any>, afterCommit?: ImportContext['afterCommit']) => ImportContext,
+  context: (db: Kysely<Database>, afterCommit?: ImportContext['afterCommit']) => ImportContext,
 ): Promise<BatchOutcome> {
-  if (DIRECT_TYPES.has(type.type)) return type.write(context(store.db as unknown as Kysely<any>), items);
+  if (DIRECT_TYPES.has(type.type)) return type.write(context(store.db), items);
   let pending: ((ctx: ImportContext) => Promise<void>)[] = [];
   const afterCommit = (fn: (ctx: ImportContext) => Promise<void>) => void pending.push(fn);
   const recorded: Recorded[] = [];

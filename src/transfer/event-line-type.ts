@@ -12,10 +12,10 @@ import { decodeJsonBlob } from '../store/stored-payload.js';
 import { payloadObjectKey, putObjects, readPayloadChunks } from '../store/blobs.js';
 import { z } from 'zod';
 import {
-  type ColumnSpec,
   describeZodError,
   fieldSchema,
   fromBase64,
+  lineColumns,
   textBytes,
   toBase64,
   toField,
@@ -34,35 +34,8 @@ import {
 import { levelProblem } from './line-checks.js';
 import { issueIds, issueKey, missingIssue, missingProject } from './table-line-type.js';
 
-/** Columns copied as they are, in line order (after `project`). */
-const COLUMNS: ColumnSpec[] = [
-  { column: 'event_id', kind: 'text' },
-  { column: 'fingerprint', kind: 'text' },
-  { column: 'timestamp', kind: 'time' },
-  { column: 'received_at', kind: 'time' },
-  { column: 'level', kind: 'text' },
-  { column: 'platform', kind: 'text' },
-  { column: 'release', kind: 'text' },
-  { column: 'dist', kind: 'text' },
-  { column: 'environment', kind: 'text' },
-  { column: 'user_id', kind: 'text?' },
-  { column: 'user_email', kind: 'text?' },
-  { column: 'user_username', kind: 'text?' },
-  { column: 'user_ip', kind: 'text?' },
-  { column: 'device_id', kind: 'text?' },
-  { column: 'device_model', kind: 'text?' },
-  { column: 'os_name', kind: 'text?' },
-  { column: 'os_version', kind: 'text?' },
-  { column: 'screen', kind: 'text' },
-  { column: 'error_type', kind: 'text' },
-  { column: 'error_location', kind: 'text' },
-  { column: 'title', kind: 'text' },
-  { column: 'message', kind: 'text' },
-  { column: 'is_crash', kind: 'bool' },
-  { column: 'sdk_name', kind: 'text' },
-  { column: 'tags', kind: 'json' },
-  { column: 'symbolicated', kind: 'json?' },
-];
+/** Columns copied as they are, in line order (after `project`): those the events descriptor exports. */
+const COLUMNS = lineColumns('events');
 
 const schema = z
   .object({
@@ -124,6 +97,7 @@ function projectCondition(ctx: ExportContext) {
 
 export const eventLineType: LineType<EventValue> = {
   type: 'event',
+  table: 'events',
 
   async count(ctx) {
     const { rows } = await sql<{

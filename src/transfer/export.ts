@@ -10,6 +10,7 @@
 // key), never holding more than a page: memory stays flat whatever the size.
 import { type Kysely, sql } from 'kysely';
 import type { Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
 import { FORMAT_VERSION, type MetaLine } from './format.js';
 import type { Cursor, ExportContext, TransferRuntime } from './line-type.js';
 import { LINE_TYPES } from './line-types.js';
@@ -73,7 +74,7 @@ export async function prepareExport(
   runtime: TransferRuntime,
   options: ExportOptions,
 ): Promise<PreparedExport> {
-  const db = store.db as ExportContext['db'];
+  const db = store.db;
   let query = db.selectFrom('projects').select(['id', 'slug']).orderBy('id');
   if (options.project !== undefined) query = query.where('slug', '=', options.project);
   const projects = await query.execute();
@@ -189,13 +190,13 @@ export function encodeLines(lines: readonly unknown[]): Uint8Array {
  * transaction sees the database as of its first read; the WAL cannot be reset past it
  * meanwhile, so it grows while ingest goes on and shrinks back afterwards.
  */
-async function openSnapshot(store: Store): Promise<{ db: Kysely<any>; end(): Promise<void> }> {
-  const db = store.db as unknown as Kysely<any>;
+async function openSnapshot(store: Store): Promise<{ db: Kysely<Database>; end(): Promise<void> }> {
+  const db = store.db;
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
-  let opened!: (conn: Kysely<any>) => void;
+  let opened!: (conn: Kysely<Database>) => void;
   let failed!: (err: unknown) => void;
-  const ready = new Promise<Kysely<any>>((resolve, reject) => {
+  const ready = new Promise<Kysely<Database>>((resolve, reject) => {
     opened = resolve;
     failed = reject;
   });

@@ -5,6 +5,7 @@
 // text/bytes helpers. Web APIs only: the serverless edition serves the same format.
 import { z } from 'zod';
 import { hasUnsafeText } from '../ingest/hygiene.js';
+import { type ColumnName, type LineKind, TABLES, type TableDescriptor, type TableName } from '../store/tables.js';
 
 /** The format this build writes and the newest it reads. A file with a higher number is refused. */
 export const FORMAT_VERSION = 1;
@@ -30,44 +31,50 @@ export const metaSchema = z.object({
   expected_lines: z.number().int().nonnegative().optional(),
 });
 
-/** What a column holds and how it travels in a line. */
-export type ColumnKind =
-  /** An integer (ids, times of day). */
-  | 'int'
-  /** A non-negative integer (counters, sizes, sequence numbers). */
-  | 'count'
-  /** A count or null (a check-in's duration). */
-  | 'count?'
-  /** A counter that files written before the column existed leave out (read as 0). */
-  | 'counter-added'
-  /** Any finite number (sample_rate). */
-  | 'number'
-  | 'text'
-  | 'text?'
-  /** Epoch milliseconds in the database, RFC 3339 with milliseconds in the file. */
-  | 'time'
-  | 'time?'
-  /** 0/1 in the database, false/true in the file. */
-  | 'bool'
-  /** JSON text in the database, the JSON value itself in the file. */
-  | 'json'
-  | 'json?'
-  /** A JSON array (text) in the database, the array in the file; a file without the field means []. */
-  | 'list'
-  /** Nullable text that files written before the column existed leave out (read as null). */
-  | 'text-added'
-  /** Likewise a nullable count, and a nullable time. */
-  | 'count-added'
-  | 'time-added'
-  /** A blob in the database, base64 in the file. */
-  | 'bytes';
+/**
+ * How a column travels in a line. The tables' descriptors (src/store/tables.ts) name each
+ * exported column's kind:
+ * - `int` an integer (ids, times of day); `count` a non-negative one (counters, sizes,
+ *   sequence numbers), `count?` or null; `counter-added` a counter that files written
+ *   before the column existed leave out (read as 0); `number` any finite number.
+ * - `text`, `text?`; `time`, `time?`: epoch milliseconds in the database, RFC 3339 with
+ *   milliseconds in the file; `bool`: 0/1 in the database, false/true in the file.
+ * - `json`, `json?`: JSON text in the database, the JSON value itself in the file; `list` a
+ *   JSON array, and a file without the field means [].
+ * - `text-added`, `count-added`, `time-added`: nullable columns that files written before
+ *   them leave out (read as null).
+ * - `bytes`: a blob in the database, base64 in the file.
+ */
+export type ColumnKind = LineKind;
 
-export interface ColumnSpec {
+export interface ColumnSpec<C extends string = string> {
   /** Column name in the table. */
-  column: string;
+  column: C;
   /** Field name in the line (defaults to the column name). */
   field?: string;
   kind: ColumnKind;
+}
+
+/**
+ * The columns a line of `table` carries, in its descriptor's order (src/store/tables.ts):
+ * every column with an export kind, or only those named in `only`, in that order.
+ */
+export function lineColumns<T extends TableName>(
+  table: T,
+  only?: readonly ColumnName<T>[],
+): ColumnSpec<ColumnName<T>>[] {
+  const descriptor: TableDescriptor = TABLES[table];
+  const names = only ?? (Object.keys(descriptor) as ColumnName<T>[]);
+  const out: ColumnSpec<ColumnName<T>>[] = [];
+  for (const column of names) {
+    const { line, field } = descriptor[column];
+    if (line === undefined) {
+      if (only) throw new Error(`${table}.${column}: its descriptor gives it no export kind`);
+      continue;
+    }
+    out.push(field === undefined ? { column, kind: line } : { column, field, kind: line });
+  }
+  return out;
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;

@@ -22,6 +22,7 @@
 // format, is refused before anything is written.
 import type { Kysely } from 'kysely';
 import { writeTransaction, type Store } from '../store/database.js';
+import type { Database } from '../store/schema.js';
 import { writeBatchAtomically } from './d1-write.js';
 import { FORMAT_VERSION, metaSchema } from './format.js';
 import type { BatchItem, BatchOutcome, ImportContext, LineType, Problem, TransferRuntime } from './line-type.js';
@@ -256,9 +257,7 @@ async function writeBatch(
         return await writeBatchAtomically(store, type, items, (db, afterCommit) =>
           importContext(store, runtime, db, notice, afterCommit),
         );
-      return await writeTransaction(store, (db) =>
-        type.write(importContext(store, runtime, db as unknown as Kysely<any>, notice), items),
-      );
+      return await writeTransaction(store, (db) => type.write(importContext(store, runtime, db, notice), items));
     } catch (err) {
       // Another writer held the database too long, or PostgreSQL chose this transaction to
       // fail: the same batch succeeds when run again.
@@ -305,7 +304,7 @@ function isTransient(err: unknown): boolean {
 function importContext(
   store: Store,
   runtime: TransferRuntime,
-  db: Kysely<any>,
+  db: Kysely<Database>,
   notice: (m: string) => void,
   afterCommit?: ImportContext['afterCommit'],
 ): ImportContext {

@@ -8,6 +8,8 @@ import type { Dialect } from '../store/database.js';
 import type { CompressBlob, PackedPayloads, PayloadToPack } from '../store/payloads.js';
 import type { DecompressBlob } from '../store/stored-payload.js';
 import type { BlobBucket } from '../store/blobs.js';
+import type { Database } from '../store/schema.js';
+import type { ColumnName, TableName } from '../store/tables.js';
 
 /** What needs Node (or another edition's own code) beyond Web APIs: the stored blob codec. */
 export interface TransferRuntime {
@@ -25,7 +27,7 @@ export interface TransferRuntime {
 }
 
 export interface ExportContext {
-  db: Kysely<any>;
+  db: Kysely<Database>;
   dialect: Dialect;
   runtime: TransferRuntime;
   /** The one project exported, or undefined for all. */
@@ -47,7 +49,7 @@ export interface Page {
 
 export interface ImportContext {
   /** The batch's transaction. */
-  db: Kysely<any>;
+  db: Kysely<Database>;
   dialect: Dialect;
   runtime: TransferRuntime;
   /** Ids of the projects with these slugs; on PostgreSQL also locks their rows as ingest does. */
@@ -84,6 +86,11 @@ export type Parsed<V> = { ok: true; value: V } | { ok: false; message: string };
 
 export interface LineType<V = any> {
   type: string;
+  /**
+   * The table whose exported columns (src/store/tables.ts) the line carries; absent for
+   * a line of links between rows (alert_rule_channel).
+   */
+  table?: TableName;
   /** Rows this type will export (for progress totals; a live database may change meanwhile). */
   count(ctx: ExportContext): Promise<number>;
   /**
@@ -97,6 +104,9 @@ export interface LineType<V = any> {
   write(ctx: ImportContext, batch: BatchItem<V>[]): Promise<BatchOutcome>;
 }
 
+/** A row of `table` to insert: its columns by name (values as the database takes them). */
+export type RowOf<T extends TableName> = Partial<Record<ColumnName<T>, unknown>>;
+
 /** SQLite's bound-parameter limit is 32 766; statements stay well below it. */
 const MAX_PARAMETERS = 30_000;
 
@@ -106,15 +116,15 @@ const MAX_PARAMETERS = 30_000;
  * The statement text is built directly (placeholders per dialect): Kysely's builder costs
  * more CPU per row of a 500-row insert than the database's work on it.
  */
-export async function insertRows(
-  db: Kysely<any>,
+export async function insertRows<T extends TableName>(
+  db: Kysely<Database>,
   dialect: Dialect,
-  table: string,
-  rows: Record<string, unknown>[],
-  conflict?: string[],
+  table: T,
+  rows: RowOf<T>[],
+  conflict?: ColumnName<T>[],
 ): Promise<number> {
   if (rows.length === 0) return 0;
-  const columns = Object.keys(rows[0]);
+  const columns = Object.keys(rows[0]) as ColumnName<T>[];
   const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / columns.length));
   const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
   const head = `insert into ${quote(table)} (${columns.map(quote).join(', ')}) values `;
@@ -149,15 +159,15 @@ export async function insertRows(
  * and a plain INSERT keeps its parameters typed by the columns. Returns how many rows were
  * really inserted.
  */
-export async function insertMissingRows(
-  db: Kysely<any>,
+export async function insertMissingRows<T extends TableName>(
+  db: Kysely<Database>,
   dialect: Dialect,
-  table: string,
-  rows: Record<string, unknown>[],
-  key: string[],
+  table: T,
+  rows: RowOf<T>[],
+  key: ColumnName<T>[],
 ): Promise<number> {
   if (dialect === 'postgres' || rows.length === 0) return insertRows(db, dialect, table, rows);
-  const columns = Object.keys(rows[0]);
+  const columns = Object.keys(rows[0]) as ColumnName<T>[];
   const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / columns.length));
   const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
   const tuple = `(${columns.map(() => '?').join(', ')})`;

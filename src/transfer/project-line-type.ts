@@ -2,29 +2,15 @@
 // move (docs/api.md "Export file format"). Import keeps a project that exists (by slug) as it
 // is; a missing one is created with its DSN key and id when they are free here, else
 // with a new id or key, which the import names on standard error.
-import { sql } from 'kysely';
+import { type Insertable, sql } from 'kysely';
+import type { ProjectTable } from '../store/schema.js';
 import { z } from 'zod';
 import { generateDsnKey } from '../store/projects.js';
 import { projectProblem } from './line-checks.js';
-import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
+import { describeZodError, fieldSchema, lineColumns, toField } from './format.js';
 import type { BatchOutcome, LineType, Parsed, Problem } from './line-type.js';
 
-const COLUMNS: ColumnSpec[] = [
-  { column: 'slug', kind: 'text' },
-  { column: 'id', kind: 'int' },
-  { column: 'dsn_key', kind: 'text' },
-  { column: 'name', kind: 'text' },
-  { column: 'platform', kind: 'text' },
-  { column: 'sample_keep_first', kind: 'int' },
-  { column: 'sample_rate', kind: 'number' },
-  { column: 'daily_quota', kind: 'int' },
-  { column: 'created_at', kind: 'time' },
-  { column: 'scrub_defaults', kind: 'bool' },
-  { column: 'scrub_ip_addresses', kind: 'bool' },
-  { column: 'scrub_fields', kind: 'list' },
-  { column: 'safe_fields', kind: 'list' },
-  { column: 'storage_budget_mb', kind: 'int' },
-];
+const COLUMNS = lineColumns('projects');
 
 /** Fields newer than the format's first version: files written before them import with the defaults. */
 const OPTIONAL = new Set(['scrub_defaults', 'scrub_ip_addresses', 'scrub_fields', 'safe_fields', 'storage_budget_mb']);
@@ -39,6 +25,7 @@ type ProjectValue = Record<string, unknown> & { slug: string; id: number; dsn_ke
 
 export const projectLineType: LineType<ProjectValue> = {
   type: 'project',
+  table: 'projects',
 
   async count(ctx) {
     let query = ctx.db.selectFrom('projects').select(sql<number>`count(*)`.as('n'));
@@ -108,7 +95,12 @@ export const projectLineType: LineType<ProjectValue> = {
       const row: Record<string, unknown> = { ...value, dsn_key: keyTaken ? generateDsnKey() : value.dsn_key };
       if (idTaken) delete row.id;
       else explicitIds = true;
-      const created = await ctx.db.insertInto('projects').values(row).returning('id').executeTakeFirstOrThrow();
+      // The line's schema (COLUMNS) checked every column the row holds.
+      const created = await ctx.db
+        .insertInto('projects')
+        .values(row as Insertable<ProjectTable>)
+        .returning('id')
+        .executeTakeFirstOrThrow();
       added++;
       const id = Number(created.id);
       if (idTaken)

@@ -9,18 +9,13 @@
 // an existing row does: the imported copy is dropped.
 import { sql } from 'kysely';
 import { bucketOf, readObject } from '../store/blobs.js';
-import type { ColumnSpec } from './format.js';
+import { lineColumns } from './format.js';
 import type { ImportContext } from './line-type.js';
 import { symbolKindProblem, symbolPartProblem } from './line-checks.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
-const SYMBOL_KEY: ColumnSpec[] = [
-  { column: 'kind', kind: 'text' },
-  { column: 'release', kind: 'text' },
-  { column: 'dist', kind: 'text' },
-  { column: 'debug_id', kind: 'text' },
-  { column: 'filename', kind: 'text' },
-];
+const SYMBOL_KEY_COLUMNS = ['kind', 'release', 'dist', 'debug_id', 'filename'] as const;
+const SYMBOL_KEY = lineColumns('symbol_files', SYMBOL_KEY_COLUMNS);
 
 const SYMBOL_PARENT: ParentSpec = { name: 'symbol file', table: 'symbol_files', column: 'file_id', key: SYMBOL_KEY };
 
@@ -31,21 +26,12 @@ export const symbolLineType = tableLineType({
   type: 'symbol',
   table: 'symbol_files',
   parent: 'project',
-  key: SYMBOL_KEY.map((k) => k.column),
+  key: [...SYMBOL_KEY_COLUMNS],
   order: ['id'],
   where: sql`t.state = 'ready'`,
   existing: 'lookup',
   fixed: { state: IMPORTING },
   check: symbolKindProblem,
-  columns: [
-    ...SYMBOL_KEY,
-    { column: 'serves', kind: 'text' },
-    { column: 'serves_basename', kind: 'text' },
-    { column: 'size', kind: 'count' },
-    { column: 'index_size', kind: 'count' },
-    { column: 'meta', kind: 'json' },
-    { column: 'uploaded_at', kind: 'time' },
-  ],
 });
 
 export const symbolChunkLineType = tableLineType({
@@ -58,11 +44,6 @@ export const symbolChunkLineType = tableLineType({
   check: symbolPartProblem,
   // Eight chunks (4 MiB) per read, whatever the export's page size.
   pageRows: 8,
-  columns: [
-    { column: 'part', kind: 'int' },
-    { column: 'seq', kind: 'count' },
-    { column: 'data', kind: 'bytes' },
-  ],
   afterWrite: finishImportedFiles,
   // A chunk in the edition's bucket (src/store/blobs.ts) is exported with its object's
   // bytes; an import writes them to the chunk table.

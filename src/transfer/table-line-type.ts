@@ -1,10 +1,12 @@
 // The line type of a plain table: rows that hang under a project (by slug) or under
 // another row of a project (an issue by its fingerprint, ...), identified by a natural
-// key, copied column by column. Most line types are one `tableLineType({...})`
-// declaration (line-types.ts); only projects and events need code of their own.
+// key, copied column by column: the columns the table's descriptor gives an export kind
+// (src/store/tables.ts). Most line types are one `tableLineType({...})` declaration
+// (line-types.ts); only projects and events need code of their own.
 import { type RawBuilder, sql } from 'kysely';
 import { z } from 'zod';
-import { type ColumnSpec, describeZodError, fieldSchema, toField } from './format.js';
+import type { ColumnName, TableName } from '../store/tables.js';
+import { type ColumnSpec, describeZodError, fieldSchema, lineColumns, toField } from './format.js';
 import {
   type BatchItem,
   type BatchOutcome,
@@ -17,6 +19,7 @@ import {
   type Parsed,
   partsOf,
   type Problem,
+  type RowOf,
 } from './line-type.js';
 
 /** A row of a project that other rows hang under, found by its natural key within the project. */
@@ -24,7 +27,7 @@ export interface ParentSpec {
   /** What the row is called in messages. */
   name: string;
   /** Its table (rows with `id` and `project_id`). */
-  table: string;
+  table: TableName;
   /** The child's column holding the parent's id. */
   column: string;
   /** The parent's natural key within its project; the child's line carries these fields. */
@@ -35,24 +38,23 @@ export const ISSUE_PARENT: ParentSpec = {
   name: 'issue',
   table: 'issues',
   column: 'issue_id',
-  key: [{ column: 'fingerprint', kind: 'text' }],
+  key: lineColumns('issues', ['fingerprint']),
 };
 
-export interface TableLineSpec {
+export interface TableLineSpec<T extends TableName> {
   type: string;
-  table: string;
+  /** The table; the line carries the columns its descriptor gives an export kind, key columns included. */
+  table: T;
   /** What a row hangs under: its project (field `project`), or a row of it (plus that row's key fields). */
   parent: 'project' | ParentSpec;
   /** Columns that, with the parent, identify a row (the natural key). */
-  key: string[];
+  key: ColumnName<T>[];
   /** Table columns the rows are read in (a unique order: the primary key or id). */
-  order: string[];
-  /** Columns copied into the line, key columns included. */
-  columns: ColumnSpec[];
+  order: ColumnName<T>[];
   /** Only rows matching this are exported (`t` is the table, `p` the parent's). */
   where?: RawBuilder<unknown>;
   /** Values written with every imported row beyond its columns. */
-  fixed?: Record<string, unknown>;
+  fixed?: RowOf<T>;
   /**
    * How an existing row is recognised: by the table's unique constraint on parent and
    * key (`constraint`, default), or by reading the parents' rows first (`lookup`, for a
@@ -80,12 +82,14 @@ type TableValue = { project: string; parentKey: unknown[]; row: Record<string, u
 /** Rows read per query. */
 export const PAGE_ROWS = 1000;
 
-export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
+export function tableLineType<T extends TableName>(spec: TableLineSpec<T>): LineType<TableValue> {
   const parent = spec.parent === 'project' ? null : spec.parent;
-  const parentColumn = parent ? parent.column : 'project_id';
+  // The child's column naming its parent: `project_id`, or the parent spec's.
+  const parentColumn = (parent ? parent.column : 'project_id') as ColumnName<T>;
+  const columns = lineColumns(spec.table);
   const shape: Record<string, z.ZodType> = { project: z.string().min(1) };
   for (const k of parent?.key ?? []) shape[k.field ?? k.column] = fieldSchema(k.kind);
-  for (const c of spec.columns) shape[c.field ?? c.column] = fieldSchema(c.kind);
+  for (const c of columns) shape[c.field ?? c.column] = fieldSchema(c.kind);
   const schema = z.object(shape);
 
   function conditions(ctx: ExportContext, cursor: unknown[] | null): RawBuilder<unknown> {
@@ -117,6 +121,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
 
   return {
     type: spec.type,
+    table: spec.table,
 
     async count(ctx) {
       const { rows } = await sql<{
@@ -145,7 +150,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
           if (project === undefined) continue; // a project created after the export started
           const line: Record<string, unknown> = { type: spec.type, project };
           parent?.key.forEach((k, i) => (line[k.field ?? k.column] = toField(k.kind, row[`parent_key_${i}`])));
-          for (const c of spec.columns) line[c.field ?? c.column] = toField(c.kind, row[c.column]);
+          for (const c of columns) line[c.field ?? c.column] = toField(c.kind, row[c.column]);
           lines.push(line);
         }
         if (rows.length === 0) return;
@@ -163,7 +168,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       if (problem) return { ok: false, message: problem };
       const data = result.data as Record<string, unknown>;
       const row: Record<string, unknown> = {};
-      for (const c of spec.columns) row[c.column] = data[c.field ?? c.column];
+      for (const c of columns) row[c.column] = data[c.field ?? c.column];
       return {
         ok: true,
         value: {
@@ -202,8 +207,8 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
         placed = found;
       }
       let rows = placed.map((p) => {
-        const row: Record<string, unknown> = { [parentColumn]: p.parentId, ...p.item.value.row, ...spec.fixed };
-        if (spec.withProjectId) row.project_id = p.projectId;
+        const row: RowOf<T> = { [parentColumn]: p.parentId, ...p.item.value.row, ...spec.fixed };
+        if (spec.withProjectId) row['project_id' as ColumnName<T>] = p.projectId;
         return row;
       });
       const keyColumns = [parentColumn, ...spec.key];
@@ -211,11 +216,9 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
       if (spec.existing === 'lookup') {
         const seen = new Set<string>();
         for (const part of partsOf([...new Set(rows.map((r) => r[parentColumn] as number))])) {
-          const existing = await ctx.db
-            .selectFrom(spec.table)
-            .select(keyColumns)
-            .where(parentColumn, 'in', part)
-            .execute();
+          const { rows: existing } = await sql<Record<string, unknown>>`select ${sql.join(
+            keyColumns.map((c) => sql.ref(c)),
+          )} from ${sql.table(spec.table)} where ${sql.ref(parentColumn)} in (${sql.join(part)})`.execute(ctx.db);
           for (const r of existing) seen.add(rowKey(r, keyColumns));
         }
         rows = rows.filter((r) => {
@@ -235,7 +238,7 @@ export function tableLineType(spec: TableLineSpec): LineType<TableValue> {
   };
 }
 
-function rowKey(row: Record<string, unknown>, columns: string[]): string {
+function rowKey(row: Record<string, unknown>, columns: readonly string[]): string {
   return JSON.stringify(columns.map((c) => (typeof row[c] === 'bigint' ? Number(row[c]) : row[c])));
 }
 
