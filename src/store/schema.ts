@@ -298,6 +298,8 @@ export interface SymbolChunkTable {
   /** The chunk's bytes; empty when `r2_key` names the object holding them (src/store/blobs.ts). */
   data: Uint8Array;
   r2_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The object's length when `r2_key` names it (migration 033; null before it or when `data` holds the bytes). */
+  object_bytes: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** A background re-symbolication run (src/symbols/resymbolicate.ts). */
