@@ -66,7 +66,7 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
   const { prepareWork } = await dist('ingest/prepare.js');
   const { buildD1IngestCommit } = await dist('ingest/d1-commit.js');
   const { payloadObjectKey } = await dist('store/blobs.js');
-  const { mergeWorks } = await dist('editions/workers/ingest-queue.js');
+  const { mergeWorks, needsReceipt } = await dist('editions/workers/ingest-queue.js');
 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-d1-bytes-'));
   try {
@@ -118,7 +118,10 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
     const commitPending = () => {
       if (pending.length === 0) return;
       run(buildD1IngestCommit(mergeWorks(pending), options).statements);
-      receipts.run(Date.now(), JSON.stringify(pending.map(() => randomBytes(16).toString('hex'))));
+      // Receipts only for the messages with sessions, as the consumer writes them.
+      const additive = pending.filter(needsReceipt);
+      if (additive.length > 0)
+        receipts.run(Date.now(), JSON.stringify(additive.map(() => randomBytes(16).toString('hex'))));
       pending = [];
     };
     let stored = 0;
