@@ -57,6 +57,7 @@ import { CompiledQuery } from 'kysely';
 import { OUTBOX_PENDING } from '../alerts/outbox.js';
 import { hourBucket, utcDay } from '../clock.js';
 import { D1_MAX_VALUE_BYTES } from '../store/d1.js';
+import { storedTitle } from '../store/event-title.js';
 import { EVENT_FIELD_NAMES, eventFields } from '../store/ingest-rows.js';
 import { packPayloads } from '../store/payloads.js';
 import { rawSource, type EventInput, type IngestOutcome, type PreparedWork, type Random } from '../store/write-set.js';
@@ -392,6 +393,8 @@ function eventRow(
 ): Record<string, unknown> {
   return {
     ...eventFields(e, receivedAt),
+    // Made again from error_type and message by every reader (src/store/event-title.ts).
+    title: storedTitle(e.title, e.errorType, e.message),
     chunk: slot.chunk,
     start: slot.start,
     length: slot.length,

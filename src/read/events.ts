@@ -11,6 +11,7 @@ import { eventDetailFromRaw } from '../ingest/normalize.js';
 import { findIssueOrMerged } from './merge.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
+import { eventTitle } from '../store/event-title.js';
 import { EVENT_FIELD_NAMES } from '../store/ingest-rows.js';
 import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { containsText, parseLimit, WINDOW_PARAMETERS, type RouteParameters } from './params.js';
@@ -141,7 +142,7 @@ export function eventSummaryJson(row: EventSummaryRow): EventSummaryJson {
     time: iso(Number(row.timestamp)),
     received_at: iso(Number(row.received_at)),
     level: row.level,
-    title: row.title,
+    title: eventTitle(row),
     message: row.message,
     release: row.release,
     dist: row.dist,

@@ -8,6 +8,7 @@
 // duplicate. `first_of_issue` / `last_of_issue` mark the events the issue's
 // first_seen_id / last_seen_id name, which import links up again.
 import { sql } from 'kysely';
+import { eventTitle } from '../store/event-title.js';
 import { decodeJsonBlob } from '../store/stored-payload.js';
 import { payloadObjectKey, putObjects, readPayloadChunks } from '../store/blobs.js';
 import { z } from 'zod';
@@ -163,6 +164,7 @@ export const eventLineType: LineType<EventValue> = {
         if (project === undefined) continue;
         const line: Record<string, unknown> = { type: 'event', project };
         for (const c of COLUMNS) line[c.column] = toField(c.kind, r[c.column]);
+        line.title = eventTitle(r as { title: string; error_type: string; message: string });
         if (r.detail && r.detail.length > 0) line.detail = decodeJsonBlob(r.detail, ctx.runtime.decompress);
         const payload = payloadOf(ctx, r, chunks);
         const text = utf8OrNull(payload);

@@ -10,6 +10,7 @@ import { buildWorkerDeps, type WorkerEnv } from '../../../../src/editions/worker
 import { withoutQueue } from './direct-path.js';
 import type { D1IngestSink } from '../../../../src/editions/workers/ingest-sink.js';
 import { createApp } from '../../../../src/http/app.js';
+import { eventSummaryJson } from '../../../../src/read/events.js';
 import type { Store } from '../../../../src/store/database.js';
 import { migrate } from '../../../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../../../src/store/projects.js';
@@ -105,6 +106,21 @@ describe('D1 ingest inside workerd', () => {
     expect(issue.first_seen_id).toBe(event.id);
     expect(issue.last_seen_id).toBe(event.id);
     expect(event.issue_id).toBe(issue.id);
+    // The title is the exception's type and message: the row leaves it out, readers make it again.
+    expect(event.title).toBe('');
+    expect(issue.title).toBe(`${event.error_type}: ${event.message}`);
+    expect(eventSummaryJson(event).title).toBe(issue.title);
+    // A message event's title is no such pair: the row keeps it.
+    const m = await project();
+    expect((await send(m, nodeMessage)).status).toBe(200);
+    const [messageIssue] = await issuesOf(m);
+    const messageEvent = await store.db
+      .selectFrom('events')
+      .selectAll()
+      .where('project_id', '=', m.id)
+      .executeTakeFirstOrThrow();
+    expect(messageEvent.title).toBe(messageIssue.title);
+    expect(eventSummaryJson(messageEvent).title).toBe(messageIssue.title);
     const seen = await store.db
       .selectFrom('seen_events')
       .selectAll()
