@@ -17,7 +17,7 @@
 import { CompiledQuery } from 'kysely';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
-import { eventTitle } from '../store/event-title.js';
+import { eventTitle } from '../store/event-text.js';
 import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
 import type { Md5Hex } from '../ingest/grouping.js';

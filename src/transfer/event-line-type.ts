@@ -8,7 +8,7 @@
 // duplicate. `first_of_issue` / `last_of_issue` mark the events the issue's
 // first_seen_id / last_seen_id name, which import links up again.
 import { sql } from 'kysely';
-import { eventTitle } from '../store/event-title.js';
+import { eventTitle, fillEventTags } from '../store/event-text.js';
 import { decodeJsonBlob } from '../store/stored-payload.js';
 import { payloadObjectKey, putObjects, readPayloadChunks } from '../store/blobs.js';
 import { z } from 'zod';
@@ -146,6 +146,7 @@ export const eventLineType: LineType<EventValue> = {
         where e.id > ${after} and ${projectCondition(ctx)}
         order by e.id limit ${limit}`.execute(ctx.db);
       if (rows.length === 0) return;
+      await fillEventTags(ctx.db, rows as { id: number; tags: string }[]);
       const chunks = new Map<number, Uint8Array>();
       const needed = new Set(rows.filter((r) => r.payload_chunk !== null).map((r) => Number(r.payload_chunk)));
       const missing: number[] = [];
