@@ -15,8 +15,8 @@
 // (ingest_receipts) inserted by the same batch, with a plain INSERT: a message whose
 // receipt exists is acknowledged without committing again, and a batch racing another
 // delivery of the same message fails as a whole on the receipt's key and is retried.
-// Messages of events alone leave none: a receipt (about 120 D1 bytes kept 15 days) would
-// cost more than the event's own rows' part it protects nothing of.
+// Messages of events alone leave none: their receipt (about 120 D1 bytes, kept 15 days)
+// would protect nothing.
 //
 // A failing batch is committed again one message at a time, so one message that cannot
 // commit does not hold back the others; it is retried by the queue and, after the
