@@ -11,7 +11,7 @@
 import { sql } from 'kysely';
 import { bucketOf, putObjects, readObject, symbolObjectKey } from '../store/blobs.js';
 import type { ColumnSpec } from './format.js';
-import type { ImportContext } from './line-type.js';
+import { type ImportContext, partsOf } from './line-type.js';
 import { symbolKindProblem, symbolPartProblem } from './line-checks.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
@@ -86,15 +86,15 @@ async function chunksIntoBucket(ctx: ImportContext, rows: Record<string, unknown
   const blobs = ctx.runtime.blobs;
   if (!blobs || rows.length === 0) return;
   const key = (r: Record<string, unknown>) => `${Number(r.file_id)}:${Number(r.part)}:${Number(r.seq)}`;
-  const stored = new Set(
-    (
-      await ctx.db
-        .selectFrom('symbol_chunks')
-        .select(['file_id', 'part', 'seq'])
-        .where('file_id', 'in', [...new Set(rows.map((r) => Number(r.file_id)))])
-        .execute()
-    ).map(key),
-  );
+  // Ids a few at a time: D1 binds at most 100 parameters.
+  const stored = new Set<string>();
+  for (const part of partsOf([...new Set(rows.map((r) => Number(r.file_id)))], 90))
+    for (const r of await ctx.db
+      .selectFrom('symbol_chunks')
+      .select(['file_id', 'part', 'seq'])
+      .where('file_id', 'in', part)
+      .execute())
+      stored.add(key(r));
   const now = Date.now();
   const objects: { key: string; data: Uint8Array }[] = [];
   for (const row of rows) {
