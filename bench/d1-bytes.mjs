@@ -1,5 +1,5 @@
 // D1 bytes per stored event, table by table and index by index (BENCHMARKS.md "Serverless
-// edition"). The Worker's own ingest statements (src/store/d1-ingest.ts: one batch per
+// edition"). The Worker's own ingest statements (src/ingest/d1-commit.ts: one batch per
 // request, as the direct path commits them, or with `--queue` one per 100 requests merged
 // as the queue consumer does, with its receipts; with `--r2` the payload chunks name
 // objects and keep no bytes, as with the BLOBS bucket bound) run against a SQLite database with
@@ -22,7 +22,7 @@ import { createFiller, readTemplateFile, writeTemplateFile } from './lib/payload
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 
-if (!fs.existsSync(path.join(root, 'dist/store/d1-ingest.js')))
+if (!fs.existsSync(path.join(root, 'dist/ingest/d1-commit.js')))
   execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
 const dist = (p) => import(path.join(root, 'dist', p));
 
@@ -64,9 +64,9 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
   const { parseEnvelope } = await dist('ingest/envelope.js');
   const { buildWork } = await dist('ingest/pipeline.js');
   const { prepareWork } = await dist('ingest/prepare.js');
-  const { buildD1IngestCommit } = await dist('store/d1-ingest.js');
+  const { buildD1IngestCommit } = await dist('ingest/d1-commit.js');
   const { payloadObjectKey } = await dist('store/blobs.js');
-  const { mergeWorks } = await dist('editions/workers/ingest-queue.js');
+  const { mergeWorks, needsReceipt } = await dist('editions/workers/ingest-queue.js');
 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'faultline-d1-bytes-'));
   try {
@@ -118,7 +118,10 @@ export async function d1BytesPerEvent({ events, fingerprints, r2, queue = false 
     const commitPending = () => {
       if (pending.length === 0) return;
       run(buildD1IngestCommit(mergeWorks(pending), options).statements);
-      receipts.run(Date.now(), JSON.stringify(pending.map(() => randomBytes(16).toString('hex'))));
+      // Receipts only for the messages with sessions, as the consumer writes them.
+      const additive = pending.filter(needsReceipt);
+      if (additive.length > 0)
+        receipts.run(Date.now(), JSON.stringify(additive.map(() => randomBytes(16).toString('hex'))));
       pending = [];
     };
     let stored = 0;

@@ -57,6 +57,7 @@ import { CompiledQuery } from 'kysely';
 import { OUTBOX_PENDING } from '../alerts/outbox.js';
 import { hourBucket, utcDay } from '../clock.js';
 import { D1_MAX_VALUE_BYTES } from '../store/d1.js';
+import { storedTitle, TAGS_IN_EVENT_TAGS } from '../store/event-text.js';
 import { EVENT_FIELD_NAMES, eventFields } from '../store/ingest-rows.js';
 import { packPayloads } from '../store/payloads.js';
 import { rawSource, type EventInput, type IngestOutcome, type PreparedWork, type Random } from '../store/write-set.js';
@@ -292,9 +293,14 @@ const SQL = {
     JOIN issues i ON i.project_id = ?1 AND i.fingerprint = ${issueFingerprint(`json_extract(r.row, '$.fingerprint')`)}
     ORDER BY r.i`,
 
-  tags: `WITH ${STORED}
+  /**
+   * ?7 [event_id, tags JSON] of a part of the work's events with tags: the rows are the
+   * events' tags (their own rows leave them out, src/store/event-text.ts), inserted in the
+   * JSON's order, which readers take back from the rowid.
+   */
+  tags: `WITH ${STORED}, g AS (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS tags FROM json_each(?7))
     INSERT INTO event_tags (project_id, event_id, key, value)
-    SELECT ?1, st.id, t.key, t.value FROM st JOIN events e ON e.id = st.id, json_each(e.tags) t ORDER BY st.id`,
+    SELECT ?1, st.id, t.key, t.value FROM st JOIN events e ON e.id = st.id JOIN g ON g.id = e.event_id, json_each(g.tags) t ORDER BY st.id, t.id`,
 
   /** stored_count, first/last_seen_id by event time (src/store/write-set.ts linkStoredEvents), and the issue markers replaced. */
   link: `WITH ${STORED}
@@ -392,6 +398,9 @@ function eventRow(
 ): Record<string, unknown> {
   return {
     ...eventFields(e, receivedAt),
+    // Made again from error_type and message, the tags from event_tags, by every reader (src/store/event-text.ts).
+    title: storedTitle(e.title, e.errorType, e.message),
+    tags: e.tags.length > 0 ? TAGS_IN_EVENT_TAGS : e.tagsJson,
     chunk: slot.chunk,
     start: slot.start,
     length: slot.length,
@@ -552,7 +561,8 @@ export function buildD1IngestCommit(work: PreparedWork, options: D1IngestOptions
     }
     const rows = events.map((e, i) => JSON.stringify({ i, row: eventRow(e, at, slots[i]) }));
     for (const part of jsonParts(rows, JSON_PART_BYTES, 'an event')) add(SQL.events, [part]);
-    add(SQL.tags);
+    const tagged = events.filter((e) => e.tags.length > 0).map((e) => JSON.stringify([e.eventId, e.tagsJson]));
+    for (const part of jsonParts(tagged, JSON_PART_BYTES, "an event's tags")) add(SQL.tags, [part]);
     add(SQL.link);
     add(SQL.seenLink);
     add(SQL.snoozeEndedChanges);

@@ -11,6 +11,7 @@ import { eventDetailFromRaw } from '../ingest/normalize.js';
 import { findIssueOrMerged } from './merge.js';
 import type { EventDetailData } from '../ingest/types.js';
 import type { Database, EventRow } from '../store/schema.js';
+import { eventTitle, fillEventTags } from '../store/event-text.js';
 import { EVENT_FIELD_NAMES } from '../store/ingest-rows.js';
 import { ReadInputError, ReadNotFoundError } from '../errors.js';
 import { containsText, parseLimit, WINDOW_PARAMETERS, type RouteParameters } from './params.js';
@@ -141,7 +142,7 @@ export function eventSummaryJson(row: EventSummaryRow): EventSummaryJson {
     time: iso(Number(row.timestamp)),
     received_at: iso(Number(row.received_at)),
     level: row.level,
-    title: row.title,
+    title: eventTitle(row),
     message: row.message,
     release: row.release,
     dist: row.dist,
@@ -364,6 +365,7 @@ export async function listEvents(
   // A full page continues below its last event; a short page cut by the floor
   // continues below the floor (everything down to it was examined).
   const next = full ? Number(page[page.length - 1].id) : floor !== undefined ? floor : null;
+  await fillEventTags(db, page);
   return { events: page.map(eventSummaryJson), more: next !== null, next_before: next };
 }
 
@@ -481,6 +483,7 @@ export async function eventDetailOf(db: Db, row: EventRow, decompressBlob: Decom
   const [raw, around] = await Promise.all([
     readStoredPayload(db, row, decompressBlob, blobs),
     neighbours(db, Number(row.issue_id), Number(row.id)),
+    fillEventTags(db, [row]),
   ]);
   // Rows written before the detail was derived on read still carry it encoded.
   const detail: Partial<EventDetailData> =

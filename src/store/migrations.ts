@@ -1456,6 +1456,19 @@ function m031SymbolObjectsInR2(): Migration {
 }
 
 /**
+ * A symbol file chunk whose bytes are an object keeps their length in `object_bytes`
+ * (null when `data` holds them): an import (src/transfer/symbol-line-types.ts) knows a
+ * file is complete when its chunks add up to its sizes, wherever the bytes are.
+ */
+function migration033SymbolChunkObjectBytes(): Migration {
+  return {
+    async up(db: Db) {
+      await db.schema.alterTable('symbol_chunks').addColumn('object_bytes', big).execute();
+    },
+  };
+}
+
+/**
  * Storage usage counts what R2 holds and attachments (docs/privacy.md "Storage"): a
  * payload chunk whose blob is an object keeps the blob's length in `object_bytes` (null
  * when `data` holds it), and the chunk triggers count `coalesce(object_bytes,
@@ -1604,6 +1617,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '030_objects_in_r2': m030ObjectsInR2(),
     '031_symbol_objects_in_r2': m031SymbolObjectsInR2(),
     '032_usage_objects_and_attachments': mUsageObjectsAndAttachments(dialect),
+    '033_symbol_chunk_object_bytes': migration033SymbolChunkObjectBytes(),
   };
 }
 

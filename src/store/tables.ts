@@ -506,6 +506,8 @@ export const TABLES = {
     /** The chunk's bytes; empty when `r2_key` names the object holding them (src/store/blobs.ts). */
     data: { kind: 'blob', line: 'bytes' },
     r2_key: { kind: 'text', nullable: true, default: true },
+    /** The object's length when `r2_key` names it (migration 033; null before it or when `data` holds the bytes). */
+    object_bytes: { kind: 'int', nullable: true, default: true },
   },
   /** A background re-symbolication run (src/symbols/resymbolicate.ts). Not exported. */
   symbol_jobs: {

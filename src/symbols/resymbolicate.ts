@@ -17,6 +17,7 @@
 import { CompiledQuery } from 'kysely';
 import { DAY_MS, HOUR_MS, type Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
+import { eventTitle } from '../store/event-text.js';
 import type { Store } from '../store/database.js';
 import type { EventRow } from '../store/schema.js';
 import type { Md5Hex } from '../ingest/grouping.js';
@@ -330,6 +331,7 @@ export class ResymbolicationRunner {
         'fingerprint',
         'timestamp',
         'title',
+        'message',
         'error_type',
         'error_location',
       ])
@@ -387,7 +389,7 @@ export class ResymbolicationRunner {
       // An event stored under its issue's fingerprint that the frames leave as it was changes nothing about issues.
       if (
         n.fingerprint === row.fingerprint &&
-        n.title === row.title &&
+        n.title === eventTitle(row) &&
         n.errorType === row.error_type &&
         n.location === row.error_location
       )
@@ -395,7 +397,7 @@ export class ResymbolicationRunner {
       regrouped.push({
         issueId: Number(row.issue_id),
         timestamp: Number(row.timestamp),
-        before: { title: row.title, errorType: row.error_type, location: row.error_location },
+        before: { title: eventTitle(row), errorType: row.error_type, location: row.error_location },
         after: { title: n.title, errorType: n.errorType, location: n.location, fingerprint: n.fingerprint },
       });
     }

@@ -198,6 +198,7 @@ export class ChunkWriter {
         seq: this.seq++,
         data: key ? new Uint8Array(0) : data,
         r2_key: key,
+        object_bytes: key ? data.byteLength : null,
       })
       .execute();
     // A fresh buffer: the driver may still hold the last one.

@@ -8,6 +8,7 @@
 // duplicate. `first_of_issue` / `last_of_issue` mark the events the issue's
 // first_seen_id / last_seen_id name, which import links up again.
 import { sql } from 'kysely';
+import { eventTitle, fillEventTags } from '../store/event-text.js';
 import { decodeJsonBlob } from '../store/stored-payload.js';
 import { payloadObjectKey, putObjects, readPayloadChunks } from '../store/blobs.js';
 import { z } from 'zod';
@@ -119,6 +120,7 @@ export const eventLineType: LineType<EventValue> = {
         where e.id > ${after} and ${projectCondition(ctx)}
         order by e.id limit ${limit}`.execute(ctx.db);
       if (rows.length === 0) return;
+      await fillEventTags(ctx.db, rows as { id: number; tags: string }[]);
       const chunks = new Map<number, Uint8Array>();
       const needed = new Set(rows.filter((r) => r.payload_chunk !== null).map((r) => Number(r.payload_chunk)));
       const missing: number[] = [];
@@ -137,6 +139,7 @@ export const eventLineType: LineType<EventValue> = {
         if (project === undefined) continue;
         const line: Record<string, unknown> = { type: 'event', project };
         for (const c of COLUMNS) line[c.column] = toField(c.kind, r[c.column]);
+        line.title = eventTitle(r as { title: string; error_type: string; message: string });
         if (r.detail && r.detail.length > 0) line.detail = decodeJsonBlob(r.detail, ctx.runtime.decompress);
         const payload = payloadOf(ctx, r, chunks);
         const text = utf8OrNull(payload);

@@ -1,16 +1,17 @@
 // Symbol files (src/symbols) in the export: a `symbol` line per ready file (its facts,
 // the key by which it replaces others) and `symbol_chunk` lines with its stored chunks
 // as base64 (part 0 the file, part 1 its derived index), each well under a megabyte; a
-// chunk whose bytes are in the edition's bucket is exported with them (the same line).
+// chunk whose bytes are in the edition's bucket is exported with them (the same line), and
+// an import with a bucket writes its chunks' bytes there, as an upload does.
 // Import writes a file as `importing`, which nothing lists, matches or sweeps, and makes
 // it `ready` once its chunks add up to its sizes: a file is never visible half-written,
 // and an interrupted import leaves it waiting for the next run. A ready file of the same
 // kind and debug id (or, without one, kind, release and filename) in the target wins, as
 // an existing row does: the imported copy is dropped.
 import { sql } from 'kysely';
-import { bucketOf, readObject } from '../store/blobs.js';
+import { bucketOf, putObjects, readObject, symbolObjectKey } from '../store/blobs.js';
 import { lineColumns } from './format.js';
-import type { ImportContext } from './line-type.js';
+import { type ImportContext, partsOf } from './line-type.js';
 import { symbolKindProblem, symbolPartProblem } from './line-checks.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
@@ -44,9 +45,9 @@ export const symbolChunkLineType = tableLineType({
   check: symbolPartProblem,
   // Eight chunks (4 MiB) per read, whatever the export's page size.
   pageRows: 8,
+  beforeWrite: chunksIntoBucket,
   afterWrite: finishImportedFiles,
-  // A chunk in the edition's bucket (src/store/blobs.ts) is exported with its object's
-  // bytes; an import writes them to the chunk table.
+  // A chunk in the edition's bucket (src/store/blobs.ts) is exported with its object's bytes.
   async resolve(ctx, rows) {
     const blobs = ctx.runtime.blobs ?? bucketOf(ctx.db);
     if (!blobs) return;
@@ -54,6 +55,42 @@ export const symbolChunkLineType = tableLineType({
       if (typeof row.r2_key === 'string') row.data = (await readObject(blobs, row.r2_key)) ?? new Uint8Array(0);
   },
 });
+
+/**
+ * With a bucket, the chunks a batch adds become objects before their rows are written
+ * (src/store/blobs.ts): the rows keep the key and the length, D1 no bytes. Chunks already
+ * stored are left as they are (their insert does nothing), so a second import writes no
+ * object; an object of a batch that fails, or of a concurrent import's equal chunk, is an
+ * orphan retention sweeps.
+ */
+async function chunksIntoBucket(ctx: ImportContext, rows: Record<string, unknown>[]): Promise<void> {
+  const blobs = ctx.runtime.blobs;
+  if (!blobs || rows.length === 0) return;
+  const key = (r: Record<string, unknown>) => `${Number(r.file_id)}:${Number(r.part)}:${Number(r.seq)}`;
+  // Ids a few at a time: D1 binds at most 100 parameters.
+  const stored = new Set<string>();
+  for (const part of partsOf([...new Set(rows.map((r) => Number(r.file_id)))], 90))
+    for (const r of await ctx.db
+      .selectFrom('symbol_chunks')
+      .select(['file_id', 'part', 'seq'])
+      .where('file_id', 'in', part)
+      .execute())
+      stored.add(key(r));
+  const now = Date.now();
+  const objects: { key: string; data: Uint8Array }[] = [];
+  for (const row of rows) {
+    // Every row names the same columns (one insert statement takes them all).
+    row.r2_key = null;
+    row.object_bytes = null;
+    if (stored.has(key(row)) || !(row.data instanceof Uint8Array)) continue;
+    const object = { key: symbolObjectKey(now), data: row.data };
+    objects.push(object);
+    row.data = new Uint8Array(0);
+    row.r2_key = object.key;
+    row.object_bytes = object.data.byteLength;
+  }
+  await putObjects(blobs, objects);
+}
 
 /** Makes the importing files among `fileIds` whose chunks are complete ready (or drops them for a ready equal). */
 async function finishImportedFiles(ctx: ImportContext, fileIds: number[]): Promise<void> {
@@ -66,7 +103,9 @@ async function finishImportedFiles(ctx: ImportContext, fileIds: number[]): Promi
       .executeTakeFirst();
     if (!file) continue;
     const { rows } = await sql<{ part: number; bytes: number | string }>`
-      select part, sum(length(data)) as bytes from symbol_chunks where file_id = ${id} group by part`.execute(ctx.db);
+      select part, sum(coalesce(object_bytes, length(data))) as bytes from symbol_chunks where file_id = ${id} group by part`.execute(
+      ctx.db,
+    );
     const bytes = (part: number) => Number(rows.find((r) => Number(r.part) === part)?.bytes ?? 0);
     if (bytes(0) !== Number(file.size) || bytes(1) !== Number(file.index_size)) continue;
     // Another import of the same file may be finishing it too (on D1, between this

@@ -73,6 +73,11 @@ export interface TableLineSpec<T extends TableName> {
   pageRows?: number;
   /** Fills in what a page's rows keep elsewhere (attachment chunks in the edition's bucket) before they become lines. */
   resolve?: (ctx: ExportContext, rows: Record<string, unknown>[]) => Promise<void>;
+  /**
+   * Runs on the rows about to be written, before they are: moves bytes the edition keeps
+   * elsewhere out of them (symbol chunks into the bucket, as their upload does).
+   */
+  beforeWrite?: (ctx: ImportContext, rows: Record<string, unknown>[]) => Promise<void>;
   /** Runs in the batch's transaction after its rows are written (or, on D1, after they are committed), with the parent ids it wrote under. */
   afterWrite?: (ctx: ImportContext, parentIds: number[]) => Promise<void>;
 }
@@ -227,10 +232,12 @@ export function tableLineType<T extends TableName>(spec: TableLineSpec<T>): Line
           seen.add(key);
           return true;
         });
+        await spec.beforeWrite?.(ctx, rows);
         const added = await insertMissingRows(ctx.db, ctx.dialect, spec.table, rows, keyColumns);
         await afterWrite(ctx, [...new Set(placed.map((p) => p.parentId))]);
         return { added, kept: total - added, problems };
       }
+      await spec.beforeWrite?.(ctx, rows);
       const added = await insertRows(ctx.db, ctx.dialect, spec.table, rows, keyColumns);
       await afterWrite(ctx, [...new Set(placed.map((p) => p.parentId))]);
       return { added, kept: total - added, problems };

@@ -8,11 +8,15 @@
 // instead of twenty per request. Projects with a daily quota keep one work per request,
 // since the quota refuses a request's work whole.
 //
-// Delivery is at least once. Each committed message leaves a receipt (ingest_receipts)
-// inserted by the same batch, with a plain INSERT: a message whose receipt exists is
-// acknowledged without committing again, and a batch racing another delivery of the same
-// message fails as a whole on the receipt's key and is retried. Events are deduplicated by
-// event id anyway; the receipts make session aggregates (additive) exact too.
+// Delivery is at least once. Events are deduplicated by event id (seen_events): every
+// count joins to the rows a batch inserted there, so a message of events alone committed
+// again writes nothing, as an SDK's resend does on the direct path. Session updates and
+// aggregates are additive, so a committed message carrying any leaves a receipt
+// (ingest_receipts) inserted by the same batch, with a plain INSERT: a message whose
+// receipt exists is acknowledged without committing again, and a batch racing another
+// delivery of the same message fails as a whole on the receipt's key and is retried.
+// Messages of events alone leave none: their receipt (about 120 D1 bytes, kept 15 days)
+// would protect nothing.
 //
 // A failing batch is committed again one message at a time, so one message that cannot
 // commit does not hold back the others; it is retried by the queue and, after the
@@ -148,7 +152,7 @@ interface Planned {
   statements: CompiledQuery[];
 }
 
-/** The group's receipts in one plain INSERT: a receipt already there fails the batch. */
+/** The receipts of the group's messages with sessions, in one plain INSERT: a receipt already there fails the batch. */
 const RECEIPTS_SQL = 'INSERT INTO ingest_receipts (message_id, committed_at) SELECT value, ?1 FROM json_each(?2)';
 
 /**
@@ -196,8 +200,15 @@ function plan(group: Group, options: ConsumerOptions): Planned {
     compress: compressBlob,
     objectKey: options.bucket ? payloadObjectKey : undefined,
   });
-  const receipts = CompiledQuery.raw(RECEIPTS_SQL, [options.now(), JSON.stringify(group.messages.map((m) => m.id))]);
+  const additive = group.messages.filter((_, i) => needsReceipt(group.works[i]));
+  if (additive.length === 0) return { messages: group.messages, commit, statements: commit.statements };
+  const receipts = CompiledQuery.raw(RECEIPTS_SQL, [options.now(), JSON.stringify(additive.map((m) => m.id))]);
   return { messages: group.messages, commit, statements: [...commit.statements, receipts] };
+}
+
+/** Whether committing `work` twice would count something twice (session updates and aggregates add up; events are deduplicated). */
+export function needsReceipt(work: PreparedWork): boolean {
+  return work.sessions.length > 0 || work.aggregates.length > 0;
 }
 
 /** Consumes one delivered batch: see the header. Every message ends acknowledged or retried. */

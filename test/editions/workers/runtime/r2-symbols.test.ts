@@ -4,7 +4,7 @@
 // assembled, leave chunk rows with a key and no bytes in D1; events are symbolicated from
 // the objects; deleting a file or its project deletes its objects, an upload's chunks lose
 // theirs once assembled, a replaced file's are swept by retention; export → import →
-// export gives the same lines. (The real sentry-cli's uploads, dSYM included, against the
+// export gives the same lines, and an import with the bucket puts its chunks there. (The real sentry-cli's uploads, dSYM included, against the
 // Worker with the bucket: test/editions/workers/sentry-cli.test.ts.)
 import { env } from 'cloudflare:workers';
 import type { Hono } from 'hono';
@@ -432,11 +432,38 @@ describe('export and import with symbol files in R2', () => {
     expect(comparable(await exported(store, runtime, intoR2), intoR2, p.slug)).toEqual(
       comparable(first, p.slug, p.slug),
     );
+    // The import put the chunks' bytes into the bucket, as the upload does: D1 keeps keys.
+    const importedChunks = await store.db
+      .selectFrom('symbol_chunks as c')
+      .innerJoin('symbol_files as f', 'f.id', 'c.file_id')
+      .innerJoin('projects as p', 'p.id', 'f.project_id')
+      .select(['c.data', 'c.r2_key', 'c.object_bytes'])
+      .where('p.slug', '=', intoR2)
+      .execute();
+    expect(importedChunks.length).toBe(chunkLines.length);
+    for (const c of importedChunks) {
+      expect(new Uint8Array(c.data).byteLength).toBe(0);
+      expect(c.r2_key).toMatch(new RegExp(`^${SYMBOL_PREFIX}`));
+      expect(Number(c.object_bytes)).toBeGreaterThan(0);
+    }
+    // A second import adds no row and no object.
+    const objectsBefore = (await objectKeys(SYMBOL_PREFIX)).length;
+    await importNdjson(store, runtime, bytesOf(file(intoR2)));
+    expect((await objectKeys(SYMBOL_PREFIX)).length).toBe(objectsBefore);
 
     const intoD1 = `${p.slug}-d1`;
     await importNdjson(plain.store, workersTransferRuntime, bytesOf(file(intoD1)));
     expect(comparable(await exported(plain.store, workersTransferRuntime, intoD1), intoD1, p.slug)).toEqual(
       comparable(first, p.slug, p.slug),
     );
+    const d1Chunks = await plain.store.db
+      .selectFrom('symbol_chunks as c')
+      .innerJoin('symbol_files as f', 'f.id', 'c.file_id')
+      .innerJoin('projects as p', 'p.id', 'f.project_id')
+      .select(['c.r2_key'])
+      .where('p.slug', '=', intoD1)
+      .execute();
+    expect(d1Chunks.length).toBe(chunkLines.length);
+    for (const c of d1Chunks) expect(c.r2_key).toBeNull();
   });
 });

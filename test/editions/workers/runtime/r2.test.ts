@@ -94,6 +94,15 @@ async function chunksOf(db: Store['db'], projectId: number) {
   return db.selectFrom('payload_chunks').select(['id', 'data', 'r2_key']).where('project_id', '=', projectId).execute();
 }
 
+async function attachmentChunksOf(db: Store['db'], projectId: number) {
+  return db
+    .selectFrom('attachment_chunks as c')
+    .innerJoin('attachments as a', 'a.id', 'c.attachment_id')
+    .select(['c.data', 'c.r2_key'])
+    .where('a.project_id', '=', projectId)
+    .execute();
+}
+
 async function objectKeys(prefix = PAYLOAD_PREFIX): Promise<string[]> {
   const keys: string[] = [];
   let cursor: string | undefined;
@@ -302,6 +311,16 @@ describe('export and import with payloads in R2', () => {
       expect(c.r2_key).not.toBeNull();
       expect(c.data.byteLength).toBe(0);
     }
+    // The attachment's chunks too, as ingest stores them; a second import adds no object.
+    const attachmentChunks = await attachmentChunksOf(store.db, imported.id);
+    expect(attachmentChunks).toHaveLength(2);
+    for (const c of attachmentChunks) {
+      expect(c.r2_key).toMatch(new RegExp(`^${ATTACHMENT_PREFIX}`));
+      expect(new Uint8Array(c.data).byteLength).toBe(0);
+    }
+    const attachmentObjects = (await objectKeys(ATTACHMENT_PREFIX)).length;
+    await importNdjson(store, withBucket, bytesOf(file(intoR2)));
+    expect((await objectKeys(ATTACHMENT_PREFIX)).length).toBe(attachmentObjects);
     const again = comparable(await exported(store, withBucket, intoR2), intoR2, p.slug);
     expect(again).toEqual(comparable(first, p.slug, p.slug));
 
