@@ -20,7 +20,8 @@ import {
   elfHasDwarf,
   elfIndexParts,
   inflateElfDebugSections,
-  elfIndexRanges,
+  elfDwarfRanges,
+  elfSymbolRanges,
   elfObjectKind,
   elfSection,
   elfStreamedInfo,
@@ -76,9 +77,10 @@ function indexSource(raw: Uint8Array, rawElf: ElfFile): IndexSource {
 
 /**
  * What the index is built from, read from `source`: `.debug_info`, the largest section, is
- * read by the DWARF reader a window at a time; the sections it points into and the symbol
- * tables are gathered. (Only the result holds the gathered bytes, so the index build can
- * release them once the names are read.)
+ * read by the DWARF reader a window at a time; the sections it points into are gathered.
+ * The symbol tables are gathered apart and read first, so their bytes are not held while
+ * DWARF is read. (Only the result holds the gathered bytes, so the index build can release
+ * them once the names are read.)
  */
 async function gatheredSource(
   source: ByteRangeSource,
@@ -86,8 +88,13 @@ async function gatheredSource(
   infoWindowBytes: number | undefined,
 ): Promise<IndexSource> {
   const info = elfStreamedInfo(elf);
-  const { bytes, moved } = await gatherRanges(source, elfIndexRanges(elf, info));
+  const symbols = await (async () => {
+    const { bytes, moved } = await gatherRanges(source, elfSymbolRanges(elf));
+    return elfIndexParts(bytes, movedElf(elf, moved, bytes.byteLength)).symbols;
+  })();
+  const { bytes, moved } = await gatherRanges(source, elfDwarfRanges(elf, info));
   const parts = indexSource(bytes, movedElf(elf, moved, bytes.byteLength));
+  parts.symbols = symbols;
   if (info) {
     parts.sections.info = { start: info.fileOffset, end: info.fileOffset + info.size };
     parts.sections.infoSource = source;

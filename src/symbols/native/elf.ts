@@ -464,11 +464,22 @@ function dwarfSection(elf: ElfFile, name: string): ElfSection | undefined {
  * tables; without `streamed` (elfStreamedInfo: read by the DWARF reader on its own).
  */
 export function elfIndexRanges(elf: ElfFile, streamed?: ElfSection | null): [number, number][] {
+  return [...elfDwarfRanges(elf, streamed), ...elfSymbolRanges(elf)];
+}
+
+/** The file ranges of the DWARF sections the index reads (but `streamed`, read by windows). */
+export function elfDwarfRanges(elf: ElfFile, streamed?: ElfSection | null): [number, number][] {
   const out: [number, number][] = [];
   for (const name of Object.values(ELF_DWARF_SECTION_NAMES)) {
     const s = dwarfSection(elf, name);
     if (s && s !== streamed) out.push([s.fileOffset, s.fileOffset + s.size]);
   }
+  return out;
+}
+
+/** The file ranges of the symbol tables and their strings. */
+export function elfSymbolRanges(elf: ElfFile): [number, number][] {
+  const out: [number, number][] = [];
   for (const { table, strings } of elfSymbolTables(elf)) {
     out.push(
       [table.fileOffset, table.fileOffset + table.size],

@@ -364,8 +364,13 @@ interface Boundaries {
 }
 
 class BoundaryList {
-  readonly addr = new GrowableF64();
-  readonly value = new GrowableI32();
+  readonly addr: GrowableF64;
+  readonly value: GrowableI32;
+  /** `capacity`: about how many boundaries come (a guess too small costs copies left for the GC). */
+  constructor(capacity = 1024) {
+    this.addr = new GrowableF64(Math.max(1024, capacity));
+    this.value = new GrowableI32(Math.max(1024, capacity));
+  }
   emit(addr: number, value: number): void {
     const n = this.addr.length;
     if (n > 0 && this.addr.get(n - 1) >= addr) {
@@ -393,7 +398,7 @@ function flattenScopes(t: DwarfTables): Boundaries {
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
   order.sort((a, b) => lo[a] - lo[b] || hi[b] - hi[a] || depth[scope[a]] - depth[scope[b]]);
-  const out = new BoundaryList();
+  const out = new BoundaryList(n);
   const stack: number[] = [];
   const stackHi: number[] = [];
   const popUntil = (addr: number): void => {
@@ -423,7 +428,11 @@ interface Rows {
   line: Int32Array;
 }
 
-/** Orders line sequences by address; a later-starting sequence wins where two overlap. */
+/**
+ * Orders line sequences by address; a later-starting sequence wins where two overlap. When
+ * the sequences already ascend without overlapping (a linker lays units out in order), the
+ * rows are the reader's own, not a copy: the build's peak holds them once.
+ */
 function mergeSequences(t: DwarfTables): Rows {
   const count = t.seqFirstRow.length;
   const first = t.seqFirstRow.data;
@@ -432,6 +441,16 @@ function mergeSequences(t: DwarfTables): Rows {
   const order = new Uint32Array(count);
   for (let i = 0; i < count; i++) order[i] = i;
   order.sort((a, b) => ra[first[a]] - ra[first[b]]);
+  let inPlace = true;
+  let next = 0;
+  for (let k = 0; k < count && inPlace; k++) {
+    const s = order[k];
+    // In place: each sequence follows the last with no rows between, and starts after its last row.
+    if (first[s] !== next || (k > 0 && ra[next - 1] >= ra[first[s]])) inPlace = false;
+    next = endRow[s];
+  }
+  if (inPlace && next === t.rowAddr.length)
+    return { addr: t.rowAddr.view(), file: t.rowFile.view(), line: t.rowLine.view() };
   const addr = new GrowableF64(Math.max(1024, t.rowAddr.length));
   const file = new GrowableI32(Math.max(1024, t.rowAddr.length));
   const line = new GrowableI32(Math.max(1024, t.rowAddr.length));
@@ -597,14 +616,13 @@ function serialise(p: IndexParts): Uint8Array {
   stringOffsets[p.strings.length] = cursor;
   u32(offsets[0], stringOffsets);
   u32(offsets[2], p.files);
-  const scopes = new Int32Array(4 * nScopes);
-  for (let s = 0; s < nScopes; s++) {
-    scopes[4 * s] = p.scopeNames[s];
-    scopes[4 * s + 1] = p.t.scopeParent.data[s];
-    scopes[4 * s + 2] = p.t.scopeCallFile.data[s];
-    scopes[4 * s + 3] = p.t.scopeCallLine.data[s];
+  // Scopes written straight into the index, no interleaved copy first.
+  for (let s = 0, at = offsets[3]; s < nScopes; s++, at += 16) {
+    view.setInt32(at, p.scopeNames[s], true);
+    view.setInt32(at + 4, p.t.scopeParent.data[s], true);
+    view.setInt32(at + 8, p.t.scopeCallFile.data[s], true);
+    view.setInt32(at + 12, p.t.scopeCallLine.data[s], true);
   }
-  u32(offsets[3], scopes);
   f64(offsets[4], p.intervals.addr);
   u32(offsets[5], p.intervals.value);
   f64(offsets[6], p.rows.addr);
