@@ -142,7 +142,7 @@ async function runOne(name) {
     await load(Number(argv.warmup)).result;
     await settle(counter, project.id, 500);
     const before = await counter.count('counted', project.id);
-    const cpu0 = procStats(server.pid).cpu;
+    const { cpu: cpu0, written: written0 } = procStats(server.pid);
     const threads0 = threadCpu(server.pid);
     // CLOCK_MONOTONIC µs, the clock of a CPU profile's timestamps: the measured window within a --cpu-prof profile.
     const window0 = Number(process.hrtime.bigint() / 1000n);
@@ -151,7 +151,7 @@ async function runOne(name) {
     const result = await l.result;
     const ended = performance.now();
     const settled = await settle(counter, project.id);
-    const cpu1 = procStats(server.pid).cpu;
+    const { cpu: cpu1, written: written1 } = procStats(server.pid);
     const threads1 = threadCpu(server.pid);
     const events = settled.count - before;
     // Each thread's CPU ms per 1 000 events (threads that used any), by name: where a difference between builds lies.
@@ -173,6 +173,10 @@ async function runOne(name) {
       load: Number(loadavg.toFixed(1)),
       events,
       thread_cpu_ms_per_1000: threads,
+      // The server's own storage writes (SQLite's file and WAL; PostgreSQL's are its server's).
+      ...(written0 === null || written1 === null
+        ? {}
+        : { written_kb_per_event: Number(((written1 - written0) / 1024 / events).toFixed(1)) }),
       ...(prof.length ? { profile_window_us: [window0, window1] } : {}),
     };
   } finally {
