@@ -5,9 +5,10 @@
 // envelopes (1 request in 10 a session), in rounds whose order rotates, timed in CPU
 // time (on a shared machine the wall clock also counts other processes). Whole-server
 // pairs there cannot resolve a few per cent; this can. Usage:
-//   node bench/ingest-main.mjs DIR[:noscrub] DIR[:noscrub] ... [--rounds 31] [--requests 2000]
+//   node bench/ingest-main.mjs DIR[:noscrub] DIR[:noscrub] ... [--rounds 31] [--requests 2000] [--no-prepare]
 // where DIR is a checkout with dist/ built (a `git worktree` of an older commit) and
 // `:noscrub` runs that build for a project with scrubbing off. The first build is the base.
+import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -15,7 +16,11 @@ import { buildTemplates, createFiller, EXCEPTION_TYPES, RELEASES } from './lib/p
 
 const { values: argv, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: 'string', default: '31' }, requests: { type: 'string', default: '2000' } },
+  options: {
+    rounds: { type: 'string', default: '31' },
+    requests: { type: 'string', default: '2000' },
+    'no-prepare': { type: 'boolean', default: false },
+  },
 });
 if (positionals.length === 0) throw new Error('name at least one build directory (DIR or DIR:noscrub)');
 
@@ -41,13 +46,22 @@ const builds = [];
 for (const spec of positionals) {
   const [dir, flag] = spec.split(':');
   const load = (file) => import(pathToFileURL(path.resolve(dir, 'dist', file)).href);
+  // The first of the files that exists (older builds kept some modules elsewhere).
+  const first = async (...files) => {
+    for (const f of files) if (fs.existsSync(path.resolve(dir, 'dist', f))) return load(f);
+    return null;
+  };
+  const runtime = await first('editions/node/runtime.js', 'editions/node-runtime.js');
+  // Builds before src/ingest/prepare.ts prepared rows inside the batch; --no-prepare leaves it out of every build.
+  const prepare = argv['no-prepare'] ? null : await first('ingest/prepare.js');
+  if (!argv['no-prepare'] && !prepare) throw new Error(`${dir} has no dist/ingest/prepare.js: run with --no-prepare`);
   builds.push({
     name: spec,
     project: flag === 'noscrub' ? scrubOff : project,
     parseEnvelope: (await load('ingest/envelope.js')).parseEnvelope,
     buildWork: (await load('ingest/pipeline.js')).buildWork,
-    prepareWork: (await load('ingest/prepare.js')).prepareWork,
-    md5Hex: (await load('editions/node/runtime.js')).nodeIngestRuntime.md5Hex,
+    prepareWork: prepare ? prepare.prepareWork : () => {},
+    md5Hex: runtime.nodeIngestRuntime.md5Hex,
   });
 }
 
