@@ -7,6 +7,7 @@ import {
   cleanText,
   DEPTH_LIMIT_MARK,
   jsonNeedsCleaning,
+  nestedDeeperThan,
   parseCleanJson,
 } from '../../src/ingest/hygiene.js';
 import { MAX_JSON_DEPTH } from '../../src/limits.js';
@@ -27,9 +28,35 @@ describe('jsonNeedsCleaning', () => {
     ['NUL in a key', '{"\\u0000":1}', true],
     ['many siblings are not depth', `[${'[],'.repeat(200)}[]]`, false],
     ['a surrogate escape after many brackets', `[${'[],'.repeat(100)}"\\udfff"]`, true],
+    ['65 levels of objects past many siblings', `[${'{},'.repeat(100)}${'{"a":'.repeat(65)}1${'}'.repeat(65)}]`, true],
+    ['64 levels of objects past many siblings', `[${'{},'.repeat(100)}${'{"a":'.repeat(63)}1${'}'.repeat(63)}]`, false],
+    ['65 levels under "__proto__" keys', `[${'[],'.repeat(100)}${'{"__proto__":'.repeat(64)}1${'}'.repeat(64)}]`, true],
+    ['a \\u escape that is neither NUL nor a surrogate, deep', `[${'[],'.repeat(100)}"\\u00e9",${nested(65)}]`, true],
   ])('%s', (_name, json, expected) => {
     JSON.parse(json);
     expect(jsonNeedsCleaning(json)).toBe(expected);
+  });
+});
+
+describe('nestedDeeperThan', () => {
+  // Depth counts containers: the value itself is level 1.
+  it.each([
+    ['a scalar', 1, 0, false],
+    ['an empty array', [], 1, false],
+    ['an empty array at max 0', [], 0, true],
+    ['arrays at the limit', JSON.parse(nested(5)), 5, false],
+    ['arrays past the limit', JSON.parse(nested(6)), 5, true],
+    ['objects past the limit, the deep one last', JSON.parse('{"a":1,"b":[],"c":{"d":{"e":{"f":{"g":{}}}}}}'), 5, true],
+    ['objects at the limit, among siblings', JSON.parse('{"a":1,"b":[],"c":{"d":{"e":{"f":{"g":1}}}}}'), 5, false],
+    ['an own "__proto__" key is walked', JSON.parse('{"__proto__":{"__proto__":{"__proto__":[]}}}'), 3, true],
+    ['nulls are not containers', JSON.parse('[[[null,null]]]'), 3, false],
+  ])('%s', (_name, value, max, expected) => {
+    expect(nestedDeeperThan(value, max)).toBe(expected);
+  });
+
+  it('walks 100 000 levels without recursion', () => {
+    expect(nestedDeeperThan(JSON.parse(nested(100_000)), 99_999)).toBe(true);
+    expect(nestedDeeperThan(JSON.parse(nested(100_000)), 100_000)).toBe(false);
   });
 });
 
