@@ -9,9 +9,10 @@
 // kind and debug id (or, without one, kind, release and filename) in the target wins, as
 // an existing row does: the imported copy is dropped.
 import { sql } from 'kysely';
-import { bucketOf, putObjects, readObject, symbolObjectKey } from '../store/blobs.js';
+import { bucketOf, readObject, symbolObjectKey } from '../store/blobs.js';
+import { chunksIntoBucket } from './chunk-objects.js';
 import { lineColumns } from './format.js';
-import { type ImportContext, partsOf } from './line-type.js';
+import type { ImportContext } from './line-type.js';
 import { symbolKindProblem, symbolPartProblem } from './line-checks.js';
 import { type ParentSpec, tableLineType } from './table-line-type.js';
 
@@ -45,7 +46,13 @@ export const symbolChunkLineType = tableLineType({
   check: symbolPartProblem,
   // Eight chunks (4 MiB) per read, whatever the export's page size.
   pageRows: 8,
-  beforeWrite: chunksIntoBucket,
+  beforeWrite: chunksIntoBucket({
+    table: 'symbol_chunks',
+    parent: 'file_id',
+    position: ['part', 'seq'],
+    objectKey: symbolObjectKey,
+    recordsLength: true,
+  }),
   afterWrite: finishImportedFiles,
   // A chunk in the edition's bucket (src/store/blobs.ts) is exported with its object's bytes.
   async resolve(ctx, rows) {
@@ -55,42 +62,6 @@ export const symbolChunkLineType = tableLineType({
       if (typeof row.r2_key === 'string') row.data = (await readObject(blobs, row.r2_key)) ?? new Uint8Array(0);
   },
 });
-
-/**
- * With a bucket, the chunks a batch adds become objects before their rows are written
- * (src/store/blobs.ts): the rows keep the key and the length, D1 no bytes. Chunks already
- * stored are left as they are (their insert does nothing), so a second import writes no
- * object; an object of a batch that fails, or of a concurrent import's equal chunk, is an
- * orphan retention sweeps.
- */
-async function chunksIntoBucket(ctx: ImportContext, rows: Record<string, unknown>[]): Promise<void> {
-  const blobs = ctx.runtime.blobs;
-  if (!blobs || rows.length === 0) return;
-  const key = (r: Record<string, unknown>) => `${Number(r.file_id)}:${Number(r.part)}:${Number(r.seq)}`;
-  // Ids a few at a time: D1 binds at most 100 parameters.
-  const stored = new Set<string>();
-  for (const part of partsOf([...new Set(rows.map((r) => Number(r.file_id)))], 90))
-    for (const r of await ctx.db
-      .selectFrom('symbol_chunks')
-      .select(['file_id', 'part', 'seq'])
-      .where('file_id', 'in', part)
-      .execute())
-      stored.add(key(r));
-  const now = Date.now();
-  const objects: { key: string; data: Uint8Array }[] = [];
-  for (const row of rows) {
-    // Every row names the same columns (one insert statement takes them all).
-    row.r2_key = null;
-    row.object_bytes = null;
-    if (stored.has(key(row)) || !(row.data instanceof Uint8Array)) continue;
-    const object = { key: symbolObjectKey(now), data: row.data };
-    objects.push(object);
-    row.data = new Uint8Array(0);
-    row.r2_key = object.key;
-    row.object_bytes = object.data.byteLength;
-  }
-  await putObjects(blobs, objects);
-}
 
 /** Makes the importing files among `fileIds` whose chunks are complete ready (or drops them for a ready equal). */
 async function finishImportedFiles(ctx: ImportContext, fileIds: number[]): Promise<void> {
