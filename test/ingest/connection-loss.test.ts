@@ -72,6 +72,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL connection loss', ()
           while (!stop) await send(n++);
         }),
       );
+      // The load is flowing before the first termination (on a busy machine the first
+      // acknowledgements take a while): terminations then hit requests in flight.
+      for (let i = 0; i < 400 && acknowledged.length < 50 && !stop; i++) await sleep(50);
+      expect(acknowledged.length, 'acknowledged before the first termination').toBeGreaterThanOrEqual(50);
       for (let round = 0; round < 6; round++) {
         await sleep(150);
         await terminate();
@@ -106,7 +110,6 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL connection loss', ()
       expect(serve.child.exitCode).toBeNull();
       expect(serve.child.signalCode).toBeNull();
       expect([...statuses.keys()].filter((s) => s !== 200 && s !== 503)).toEqual([]);
-      expect(acknowledged.length).toBeGreaterThan(50);
 
       const store = await openStore(db.url);
       try {
