@@ -137,7 +137,8 @@ export function issueUpsert(oc: OnConflictBuilder<any, any>) {
     .doUpdateSet(Object.fromEntries(ISSUE_UPDATED.map((c) => [c, (eb: any) => eb.ref(`excluded.${c}`)])));
 }
 
-export const ISSUE_COLUMNS = pgColumns('issues', [
+/** The issue columns ingest writes, in the order its rows carry them. */
+const ISSUE_WRITTEN = [
   'project_id',
   'fingerprint',
   'title',
@@ -161,29 +162,15 @@ export const ISSUE_COLUMNS = pgColumns('issues', [
   'regressed_at',
   'created_at',
   'updated_at',
-]);
+] as const satisfies readonly ColumnName<'issues'>[];
 
-/** What ingest owns in an issue row; resolved_release/resolved_at and created_at are left alone. */
-export const ISSUE_UPDATED = [
-  'title',
-  'level',
-  'error_type',
-  'screen',
-  'location',
-  'platform',
-  'status',
-  'event_count',
-  'stored_count',
-  'users',
-  'first_seen',
-  'last_seen',
-  'first_seen_id',
-  'last_seen_id',
-  'first_release',
-  'last_release',
-  'regressed_at',
-  'updated_at',
-] as const;
+export const ISSUE_COLUMNS = pgColumns('issues', ISSUE_WRITTEN);
+
+/** Left alone when an issue row is written back: its key, resolved_release/resolved_at and created_at. */
+const ISSUE_KEPT: readonly string[] = ['project_id', 'fingerprint', 'resolved_release', 'resolved_at', 'created_at'];
+
+/** What ingest owns in an issue row: the rest of what it writes. */
+export const ISSUE_UPDATED = ISSUE_WRITTEN.filter((c) => !ISSUE_KEPT.includes(c));
 
 /**
  * The `events` columns an event's own fields fill (`eventFields`), in table order: the one
