@@ -1,17 +1,10 @@
 // The dependencies every part of the app receives, built by an edition
 // (src/editions) and injected, so route and domain code never reach for
 // process-wide singletons and the serverless edition can supply its own.
-import type { Logger } from './logger.js';
-import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import type { Store } from './store/database.js';
 import type { DecompressBlob } from './store/stored-payload.js';
-import type { BlobBucket } from './store/blobs.js';
-import type { RateLimiter } from './store/rate-limits.js';
 import type { CompressBlob } from './store/payloads.js';
-import type { DiskGuard } from './privacy/disk.js';
-import type { AppMetrics } from './metrics.js';
-import type { ExpandMinidump, IngestRuntime, IngestSink } from './ingest/types.js';
+import type { PipelineDeps } from './ingest/pipeline.js';
 import type { AlertRuntime } from './alerts/transport.js';
 import type { CreateSha1 } from './uploads/assemble.js';
 import type { SymbolService } from './symbols/service.js';
@@ -21,16 +14,12 @@ export type { RateLimitDecision, RateLimiter } from './store/rate-limits.js';
 
 export type { IngestRuntime } from './ingest/types.js';
 
-export interface AppDeps {
+/**
+ * What ingest takes (store, clock, logger, rate limiter, sink, runtime, the minidump step,
+ * metrics, disk guard, bucket: src/ingest/pipeline.ts PipelineDeps) and the rest.
+ */
+export interface AppDeps extends Omit<PipelineDeps, 'symbols'> {
   config: Config;
-  store: Store;
-  clock: Clock;
-  logger: Logger;
-  rateLimiter: RateLimiter;
-  ingest: IngestSink;
-  ingestRuntime: IngestRuntime;
-  /** Minidump attachments into events at ingest: src/minidump/ingest.ts expandMinidumpEnvelope. */
-  expandMinidump: ExpandMinidump;
   /** Decodes the store's compressed blobs (event payloads) for the read API (Node: src/editions/node/codec.ts). */
   decompressBlob: DecompressBlob;
   /**
@@ -38,10 +27,6 @@ export interface AppDeps {
    * user's payloads inside shared chunks). Editions without it cannot erase end users.
    */
   compressBlob?: CompressBlob;
-  /** Prometheus metrics (`GET /metrics`; Node: prom-client, a registry per app). */
-  metrics?: AppMetrics;
-  /** Free disk space against MIN_FREE_DISK_MB (src/privacy/disk.ts; Node with SQLite). */
-  diskGuard?: DiskGuard;
   /**
    * Reads a request's body straight from the edition's own request object, when it
    * has a cheaper way than the Web stream (Node: the IncomingMessage; creating the
@@ -80,9 +65,4 @@ export interface AppDeps {
    * serve them (the serverless edition; the server edition has the CLI).
    */
   transfer?: Omit<TransferHttpDeps, 'store'>;
-  /**
-   * The object store holding payload chunks (src/store/blobs.ts): the serverless edition's
-   * R2 bucket when one is bound; absent, bytes live in the database.
-   */
-  blobs?: BlobBucket;
 }

@@ -92,7 +92,7 @@ export interface IngestResponse {
   headers: Record<string, string>;
 }
 
-/** What the ingest path takes of the app's dependencies (src/context.ts AppDeps has them all); symbolication only as ingest uses it. */
+/** What the ingest path takes of the app's dependencies (src/context.ts AppDeps extends it); symbolication only as ingest uses it. */
 export interface PipelineDeps {
   store: Store;
   clock: Clock;
@@ -100,8 +100,14 @@ export interface PipelineDeps {
   rateLimiter: RateLimiter;
   ingest: IngestSink;
   ingestRuntime: IngestRuntime;
+  /** Free disk space against MIN_FREE_DISK_MB (src/privacy/disk.ts; Node with SQLite). */
   diskGuard?: DiskGuard;
+  /** Prometheus metrics (`GET /metrics`; Node: prom-client, a registry per app). */
   metrics?: AppMetrics;
+  /**
+   * The object store holding payload chunks (src/store/blobs.ts): the serverless edition's
+   * R2 bucket when one is bound; absent, bytes live in the database.
+   */
   blobs?: BlobBucket;
   /** Symbolication before grouping, for projects that have symbol files. */
   symbols?: IngestSymbolication;
