@@ -146,18 +146,20 @@ export function regresses(
   return regressesRule({ release, ts: timestamp, resolvedAt, releaseFirstSeen: knownReleases?.get(release) });
 }
 
+/** The `issues` columns the snooze rule reads: its facts here, its column names in SQL. */
+const SNOOZE_COLUMNS = [
+  'status',
+  'event_count',
+  'users',
+  'ignore_until',
+  'ignore_count',
+  'ignore_users',
+  'ignored_event_count',
+  'ignored_users',
+] as const satisfies readonly (keyof IssueRecord)[];
+
 /** What the snooze rule reads of an issue. */
-export type SnoozeFacts = Pick<
-  IssueRecord,
-  | 'status'
-  | 'event_count'
-  | 'users'
-  | 'ignore_until'
-  | 'ignore_count'
-  | 'ignore_users'
-  | 'ignored_event_count'
-  | 'ignored_users'
->;
+export type SnoozeFacts = Pick<IssueRecord, (typeof SNOOZE_COLUMNS)[number]>;
 
 /**
  * The snooze rule (docs/api.md "Snoozing"): an `ignored` issue with a condition returns
@@ -169,17 +171,6 @@ export type SnoozeFacts = Pick<
 export function snoozeEnded(issue: SnoozeFacts, now: number): boolean {
   return snoozeEndedRule({ ...issue, now });
 }
-
-const SNOOZE_COLUMNS = [
-  'status',
-  'event_count',
-  'users',
-  'ignore_until',
-  'ignore_count',
-  'ignore_users',
-  'ignored_event_count',
-  'ignored_users',
-] as const;
 
 /** snoozeEnded as an SQL condition on an `issues` row, `now` being the SQL text of the time (D1 ingest, the periodic job). */
 export function snoozeEndedSql(now: string): string {

@@ -28,6 +28,7 @@ import { BreakpadReader } from '../symbols/native/breakpad.js';
 import { breakpadUnwindInfo, MAX_MINIDUMP_BYTES, processMinidump } from './process.js';
 import { BadMinidump, readMinidump, type MinidumpModule } from './reader.js';
 import type { ModuleUnwindInfo } from './unwind.js';
+import { randomId } from '../protocol-values.js';
 
 /** A minidump to keep with its event (the attachment store's input). */
 export interface MinidumpAttachment {
@@ -232,10 +233,6 @@ export async function minidumpEvent(
   };
 }
 
-function randomEventId(): string {
-  return crypto.randomUUID().replace(/-/g, '');
-}
-
 function parseJson(bytes: Uint8Array): Record<string, unknown> | null {
   try {
     const v = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
@@ -263,7 +260,7 @@ export async function expandMinidumpEnvelope(
   const eventAt = envelope.items.findIndex((i) => i.type === 'event');
   const base = eventAt >= 0 ? (parseJson(envelope.items[eventAt].payload) ?? {}) : {};
   const headerId = typeof envelope.headers.event_id === 'string' ? envelope.headers.event_id : null;
-  const eventId = (typeof base.event_id === 'string' ? base.event_id : headerId) ?? randomEventId();
+  const eventId = (typeof base.event_id === 'string' ? base.event_id : headerId) ?? randomId();
   let event: Record<string, unknown>;
   try {
     event = await minidumpEvent(db, projectId, item.payload, { ...base, event_id: eventId });

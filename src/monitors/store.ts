@@ -23,6 +23,7 @@ import {
   type Outcome,
   type Transition,
 } from './state.js';
+import { randomId } from '../protocol-values.js';
 
 type Db = Kysely<Database>;
 export type MonitorRow = Selectable<MonitorTable>;
@@ -37,10 +38,6 @@ function token(): string {
   const bytes = new Uint8Array(12);
   crypto.getRandomValues(bytes);
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-function randomCheckInId(): string {
-  return crypto.randomUUID().replace(/-/g, '');
 }
 
 // Values in an INSERT … SELECT list carry their type: PostgreSQL would read a bare parameter as text.
@@ -309,7 +306,7 @@ export async function recordCheckIn(
     } else {
       queries.push(
         insertCheckinStatement(db, { projectId, slug: ci.slug }, claim, {
-          checkInId: ci.checkInId ?? randomCheckInId(),
+          checkInId: ci.checkInId ?? randomId(),
           status: ci.status,
           environment: ci.environment,
           release: ci.release,
@@ -378,7 +375,7 @@ function missedStatements(
         next_expected_at = v.next_expected_at, deadline_at = v.deadline_at, version = monitors.version + 1, claim = ${text(claim)}, updated_at = ${bigint(now)}
       from v where monitors.id = v.id and monitors.version = v.version
       returning monitors.id`.compile(db),
-    sql`with v(id, check_in_id, created_at) as (values ${values(updates.map((u) => [bigint(u.id), text(randomCheckInId()), bigint(u.expected)]))})
+    sql`with v(id, check_in_id, created_at) as (values ${values(updates.map((u) => [bigint(u.id), text(randomId()), bigint(u.expected)]))})
       insert into monitor_checkins (project_id, monitor_id, check_in_id, status, environment, release, duration_ms, created_at, updated_at, timeout_at)
       select m.project_id, m.id, v.check_in_id, 'missed', null, null, null, v.created_at, ${bigint(now)}, null
       from v join monitors m on m.id = v.id and m.claim = ${text(claim)}`.compile(db),

@@ -10,6 +10,7 @@ import { executeAtomically, type Store } from '../store/database.js';
 import type { Database, ReleaseDeployTable } from '../store/schema.js';
 import { UploadError } from './errors.js';
 import { DEPLOY_LIST_LIMIT, MAX_DEPLOY_NAME_LENGTH, MAX_RELEASE_TEXT_LENGTH } from '../limits.js';
+import { randomId } from '../protocol-values.js';
 
 type Db = Kysely<Database>;
 export type DeployRow = ReleaseDeployTable;
@@ -89,7 +90,7 @@ export async function createDeploy(
   now: number,
 ): Promise<DeployRow> {
   const row: Omit<DeployRow, 'project_id'> = {
-    deploy_id: crypto.randomUUID().replace(/-/g, ''),
+    deploy_id: randomId(),
     version,
     environment: input.environment,
     name: input.name,
