@@ -5,7 +5,12 @@
 // check; the count lives in the database, so a second instance on it sees it too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { deleteRateLimitWindowsBefore, signInRetryAfterSeconds, SignInThrottle } from '../../src/store/rate-limits.js';
+import {
+  deleteRateLimitWindowsBefore,
+  type FailureBucket,
+  signInRetryAfterSeconds,
+  SignInThrottle,
+} from '../../src/store/rate-limits.js';
 import {
   createTestDatabase,
   dialects,
@@ -24,40 +29,27 @@ describe('signInRetryAfterSeconds', () => {
   it('waits until the oldest minutes leave the window and fewer than the limit remain', () => {
     const at = (m: number) => Date.UTC(2026, 0, 10, 12, m);
     const now = at(5) + 10_000;
+    // A limit of 10 failures in 15 minutes, asked at 12:05:10.
+    const retryAfter = (buckets: FailureBucket[]) => signInRetryAfterSeconds(buckets, now, 10, 15 * MINUTE);
     // 10 failures at 12:00 and 12:03: one more fits once 12:00's minute (and its 6) is out, at 12:16.
     expect(
-      signInRetryAfterSeconds(
-        [
-          { start: at(3), failures: 4 },
-          { start: at(0), failures: 6 },
-        ],
-        now,
-        10,
-        15 * MINUTE,
-      ),
+      retryAfter([
+        { start: at(3), failures: 4 },
+        { start: at(0), failures: 6 },
+      ]),
     ).toBe((at(16) - now) / 1000);
     // 12 failures: dropping 12:00's 3 leaves 9 < 10, so the same moment.
     expect(
-      signInRetryAfterSeconds(
-        [
-          { start: at(0), failures: 3 },
-          { start: at(3), failures: 9 },
-        ],
-        now,
-        10,
-        15 * MINUTE,
-      ),
+      retryAfter([
+        { start: at(0), failures: 3 },
+        { start: at(3), failures: 9 },
+      ]),
     ).toBe((at(16) - now) / 1000);
     expect(
-      signInRetryAfterSeconds(
-        [
-          { start: at(0), failures: 1 },
-          { start: at(3), failures: 10 },
-        ],
-        now,
-        10,
-        15 * MINUTE,
-      ),
+      retryAfter([
+        { start: at(0), failures: 1 },
+        { start: at(3), failures: 10 },
+      ]),
     ).toBe((at(19) - now) / 1000);
   });
 });

@@ -21,11 +21,11 @@ import { migrate } from '../../../../src/store/migrate.js';
 import { createProject, PROJECT_DEFAULTS } from '../../../../src/store/projects.js';
 import { runRetention } from '../../../../src/store/retention.js';
 import { readSymbolBytes } from '../../../../src/symbols/storage.js';
-import { prepareExport } from '../../../../src/transfer/export.js';
 import { importNdjson } from '../../../../src/transfer/import.js';
 import type { TransferRuntime } from '../../../../src/transfer/line-type.js';
 import armSym from '../../../fixtures/breakpad/aarch64-dwarf4.so.sym?raw';
 import { withBlobs, withoutQueue } from './direct-path.js';
+import { bucketKeys, bytesOf, comparable, exported } from './r2-helpers.js';
 
 const KEY = 'workers-r2-symbols-key';
 const settings = { RATE_LIMIT: '0', LOG_LEVEL: 'silent', API_KEYS: KEY };
@@ -68,16 +68,7 @@ const api = (target: Hono, path: string, init: RequestInit = {}) =>
     ),
   );
 
-async function objectKeys(prefix: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const page = await bucket.list({ prefix, cursor });
-    keys.push(...page.objects.map((o) => o.key));
-    if (!page.truncated) return keys;
-    cursor = page.cursor;
-  }
-}
+const objectKeys = (prefix: string) => bucketKeys(bucket, prefix);
 
 /** POST /api/projects/{slug}/symbols with one file. */
 async function uploadSymbol(
@@ -372,33 +363,6 @@ describe('symbol files in R2', () => {
     for (const k of secondKeys) expect(left).not.toContain(k);
   });
 });
-
-/** Lines of an export of one project after its meta line. */
-async function exported(from: Store, runtime: TransferRuntime, slug: string): Promise<string[]> {
-  const prepared = await prepareExport(from, runtime, { version: 'test', project: slug, snapshot: false });
-  const decoder = new TextDecoder();
-  let text = '';
-  for await (const chunk of prepared.chunks()) text += decoder.decode(chunk, { stream: true });
-  return text
-    .split('\n')
-    .filter((l) => l !== '')
-    .slice(1);
-}
-
-function comparable(lines: string[], slug: string, as: string): string[] {
-  return lines.map((l) => {
-    const line = JSON.parse(l.replaceAll(`"${slug}"`, `"${as}"`)) as Record<string, unknown>;
-    if (line.type === 'project') {
-      delete line.id;
-      delete line.dsn_key;
-    }
-    return JSON.stringify(line);
-  });
-}
-
-async function* bytesOf(text: string) {
-  yield new TextEncoder().encode(text);
-}
 
 describe('export and import with symbol files in R2', () => {
   it('exports the objects’ bytes, and export → import → export gives the same lines with the bucket and without it', async () => {

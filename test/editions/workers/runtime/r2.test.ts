@@ -23,11 +23,11 @@ import { migrate } from '../../../../src/store/migrate.js';
 import { readStoredPayloads } from '../../../../src/store/payloads.js';
 import { createProject, PROJECT_DEFAULTS } from '../../../../src/store/projects.js';
 import { runRetention } from '../../../../src/store/retention.js';
-import { prepareExport } from '../../../../src/transfer/export.js';
 import { importNdjson } from '../../../../src/transfer/import.js';
 import type { TransferRuntime } from '../../../../src/transfer/line-type.js';
 import nodeEvent from '../../../fixtures/sdk-captures/node-event.envelope?raw';
 import { withBlobs, withoutQueue } from './direct-path.js';
+import { bucketKeys, bytesOf, comparable, exported } from './r2-helpers.js';
 
 const FIXTURE_EVENT_ID = '53581e2b976e4b7c89e8cf789073fd8e';
 const KEY = 'workers-r2-test-key';
@@ -103,16 +103,7 @@ async function attachmentChunksOf(db: Store['db'], projectId: number) {
     .execute();
 }
 
-async function objectKeys(prefix = PAYLOAD_PREFIX): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const page = await bucket.list({ prefix, cursor });
-    keys.push(...page.objects.map((o) => o.key));
-    if (!page.truncated) return keys;
-    cursor = page.cursor;
-  }
-}
+const objectKeys = (prefix = PAYLOAD_PREFIX) => bucketKeys(bucket, prefix);
 
 describe('payloads in R2', () => {
   it('keeps keys in D1 and bytes in the bucket, and reads them back for the event detail and re-symbolication', async () => {
@@ -203,37 +194,6 @@ describe('payloads in R2', () => {
     for (const k of keys) expect(left).not.toContain(k);
   });
 });
-
-/** Lines of an export of one project after its meta line. */
-async function exported(from: Store, runtime: TransferRuntime, slug: string): Promise<string[]> {
-  const prepared = await prepareExport(from, runtime, { version: 'test', project: slug, snapshot: false });
-  const decoder = new TextDecoder();
-  let text = '';
-  for await (const chunk of prepared.chunks()) text += decoder.decode(chunk, { stream: true });
-  return text
-    .split('\n')
-    .filter((l) => l !== '')
-    .slice(1);
-}
-
-/**
- * The lines as they compare across two projects of one database: the project line loses
- * its id and DSN key (the import into the same database gives new ones).
- */
-function comparable(lines: string[], slug: string, as: string): string[] {
-  return lines.map((l) => {
-    const line = JSON.parse(l.replaceAll(`"${slug}"`, `"${as}"`)) as Record<string, unknown>;
-    if (line.type === 'project') {
-      delete line.id;
-      delete line.dsn_key;
-    }
-    return JSON.stringify(line);
-  });
-}
-
-async function* bytesOf(text: string) {
-  yield new TextEncoder().encode(text);
-}
 
 describe('storage usage with payloads in R2', () => {
   it('counts the objects: the same usage with the bucket and without it', async () => {

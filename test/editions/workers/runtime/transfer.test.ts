@@ -26,10 +26,9 @@ beforeAll(async () => {
 const T0 = Date.parse('2026-11-20T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** An export file: a project, an issue and `n` events with tags, each with its payload. */
-/** The snooze fields of an issue line (export writes them; files before them leave them out). */
 /** The activity fields of an issue_change line. */
 const NO_ACTOR = { actor: null, actor_user_id: null, data: null };
+/** The snooze fields of an issue line (export writes them; files before them leave them out). */
 const NO_SNOOZE = {
   ignore_until: null,
   ignore_count: null,
@@ -38,14 +37,15 @@ const NO_SNOOZE = {
   ignored_users: null,
 };
 
-function exportFile(slug: string, n: number): string {
-  const lines: Record<string, unknown>[] = [
+/** The meta line and the project line that open an export file; `keyFill` pads the DSN key. */
+function fileHead(slug: string, id: number, keyFill: string): Record<string, unknown>[] {
+  return [
     { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
     {
       type: 'project',
       slug,
-      id: 900 + slug.length,
-      dsn_key: `${slug}`.padEnd(32, '0'),
+      id,
+      dsn_key: `${slug}`.padEnd(32, keyFill),
       name: slug,
       platform: 'backend',
       sample_keep_first: 100,
@@ -58,6 +58,13 @@ function exportFile(slug: string, n: number): string {
       safe_fields: [],
       storage_budget_mb: 0,
     },
+  ];
+}
+
+/** An export file: a project, an issue and `n` events with tags, each with its payload. */
+function exportFile(slug: string, n: number): string {
+  const lines: Record<string, unknown>[] = [
+    ...fileHead(slug, 900 + slug.length, '0'),
     {
       type: 'issue',
       project: slug,
@@ -265,24 +272,7 @@ function keylessFile(slug: string): string {
   const fingerprint = 'c'.repeat(32);
   const symbolKey = { kind: 'sourcemap', release: 'r1', dist: '', debug_id: '', filename: '~/app.js.map' };
   const lines: Record<string, unknown>[] = [
-    { type: 'meta', format: 1, exported_at: iso(T0), source: { faultline: 'test', database: 'sqlite', project: null } },
-    {
-      type: 'project',
-      slug,
-      id: 950 + slug.length,
-      dsn_key: `${slug}`.padEnd(32, '1'),
-      name: slug,
-      platform: 'backend',
-      sample_keep_first: 100,
-      sample_rate: 1,
-      daily_quota: 0,
-      created_at: iso(T0),
-      scrub_defaults: true,
-      scrub_ip_addresses: false,
-      scrub_fields: [],
-      safe_fields: [],
-      storage_budget_mb: 0,
-    },
+    ...fileHead(slug, 950 + slug.length, '1'),
     {
       type: 'alert_channel',
       project: slug,
